@@ -1,0 +1,161 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The query engine of test-mongod: pure functions over libbson documents, no I/O, no
+ * locking, no global state. Errors are reported in a bson_error_t whose `code` is the
+ * MongoDB server error code (e.g. 2 BadValue, 9 FailedToParse, 14 TypeMismatch) and whose
+ * `message` is the errmsg MongoDB would send; `domain` is TM_ERROR_DOMAIN.
+ *
+ * Semantics follow MongoDB 6.0 (see ../shared/docs/mongodb-test-server.md, section 5).
+ * Where something is not supported, functions fail with code 2 BadValue (or 9 for an
+ * unknown operator) and a message that names it; they never silently ignore it.
+ */
+#ifndef TM_ENGINE_H
+#define TM_ENGINE_H
+
+#include <bson/bson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TM_ERROR_DOMAIN 0x544d /* "TM" */
+
+/* Sets *error (if not NULL) to {TM_ERROR_DOMAIN, code, printf-style message}; returns false. */
+bool
+tm_error_set(bson_error_t *error, int32_t code, const char *fmt, ...) BSON_GNUC_PRINTF(3, 4);
+
+/* ---- comparison ------------------------------------------------------------------------- */
+
+/* Compares two BSON values in MongoDB's canonical sort order: MinKey < Null (and missing) <
+ * Numbers (int32, int64, double, decimal128 compared by value) < String/Symbol < Object <
+ * Array < BinData < ObjectId < Bool < Date < Timestamp < Regex < MaxKey. Returns <0, 0, >0.
+ * Documents and arrays compare element by element (type, then field name, then value). */
+int
+tm_value_compare(const bson_value_t *a, const bson_value_t *b);
+
+/* BSON equality as MongoDB's $eq sees it: numbers by value (1 == 1.0 == 1L), documents field
+ * by field in order, strings bytewise. */
+bool
+tm_value_equal(const bson_value_t *a, const bson_value_t *b);
+
+/* ---- matching --------------------------------------------------------------------------- */
+
+/* A parsed filter. Parsing validates the whole filter once (unknown operator -> 2 BadValue
+ * "unknown operator: $foo", malformed operand -> 2 or 14), so matching cannot fail. */
+typedef struct _tm_matcher_t tm_matcher_t;
+
+/* Returns a new matcher for `filter` (copied), or NULL with *error set. An empty filter
+ * matches everything. Supports $eq $ne $gt $gte $lt $lte $in $nin $exists $type $and $or
+ * $nor $not $elemMatch $size $all $regex (with $options) and $expr is rejected with 2. */
+tm_matcher_t *
+tm_matcher_new(const bson_t *filter, bson_error_t *error);
+
+void
+tm_matcher_destroy(tm_matcher_t *matcher);
+
+/* True if `doc` matches. If `positional` is not NULL it receives the array index that the
+ * first array-descending predicate matched (for the positional `$` update operator), or -1. */
+bool
+tm_matcher_match(const tm_matcher_t *matcher, const bson_t *doc, int32_t *positional);
+
+/* Equality fields of a filter for upsert seeding: top-level `{field: value}` and `$eq`
+ * predicates, recursively through `$and`. Appends them to `seed` (dotted paths expanded into
+ * subdocuments). Returns false with *error on conflicting paths. */
+bool
+tm_filter_upsert_seed(const bson_t *filter, bson_t *seed, bson_error_t *error);
+
+/* ---- updates ---------------------------------------------------------------------------- */
+
+/* What an update changed, in the shape the change stream's `updateDescription` reports
+ * (see the summary, section 4: `$push` appending to a non-empty array gives one
+ * "path.N" key per new element; other array operators give the whole array; a new path gives
+ * its first missing component with its subtree). All three documents are owned by the
+ * struct; initialise with tm_update_desc_init and free with tm_update_desc_destroy. */
+typedef struct {
+   bson_t updated_fields;   /* {"a.b": value, ...} */
+   bson_t removed_fields;   /* array of dotted paths, as a BSON array {"0": "x", ...} */
+   bson_t truncated_arrays; /* array of {field, newSize}; empty unless pipeline updates */
+} tm_update_desc_t;
+
+void
+tm_update_desc_init(tm_update_desc_t *desc);
+void
+tm_update_desc_destroy(tm_update_desc_t *desc);
+
+/* A parsed update: an operator document ({$set: ..., $push: ...}) or a replacement document
+ * (no `$` keys). Validation happens here: unknown operator -> 9 "Unknown modifier: $foo",
+ * conflicting paths -> 40, empty operator document -> 9, `_id` in a replacement is allowed
+ * only if unchanged (checked at apply time -> 66), arrayFilters identifiers that the update
+ * does not use -> 9, `$[id]` without a matching filter -> 2. A pipeline update (array) may be
+ * rejected with 2 "pipeline-style updates are not supported". */
+typedef struct _tm_update_t tm_update_t;
+
+tm_update_t *
+tm_update_new(const bson_t *update, const bson_t *array_filters /* array or NULL */,
+              bson_error_t *error);
+
+void
+tm_update_destroy(tm_update_t *update);
+
+bool
+tm_update_is_replacement(const tm_update_t *update);
+
+/* Applies the update to `doc`, writing the result to `out` (initialised by the callee with
+ * bson_init; the caller destroys it, also on failure). `positional` is the index from
+ * tm_matcher_match, or -1. `is_insert` is true when applying to an upsert seed ($setOnInsert
+ * applies then). `*modified` is false when the result equals the input (a no-op update).
+ * `desc` (may be NULL) receives the update description. Fails with 14 (e.g. $inc on a
+ * string), 28 (path through a scalar), 66 (changing _id), 2 ($push onto a non-array). */
+bool
+tm_update_apply(const tm_update_t *update, const bson_t *doc, int32_t positional, bool is_insert,
+                bson_t *out, bool *modified, tm_update_desc_t *desc, bson_error_t *error);
+
+/* ---- projection and sort ---------------------------------------------------------------- */
+
+typedef struct _tm_projection_t tm_projection_t;
+
+/* Inclusion ({a: 1, "b.c": 1}), exclusion ({a: 0}), `_id` default-included; mixing inclusion
+ * and exclusion (except _id) -> 31254 / 2 as MongoDB does. `$slice`, `$elemMatch` and
+ * positional projection may be rejected with 2 naming them. */
+tm_projection_t *
+tm_projection_new(const bson_t *projection, bson_error_t *error);
+void
+tm_projection_destroy(tm_projection_t *projection);
+/* `out` is initialised by the callee. */
+void
+tm_projection_apply(const tm_projection_t *projection, const bson_t *doc, bson_t *out);
+
+typedef struct _tm_sort_t tm_sort_t;
+
+/* {field: 1 | -1, ...}; dotted paths; arrays sort by their min (ascending) or max
+ * (descending) element as MongoDB does. Bad direction -> 15974 / 2. */
+tm_sort_t *
+tm_sort_new(const bson_t *sort, bson_error_t *error);
+void
+tm_sort_destroy(tm_sort_t *sort);
+int
+tm_sort_compare(const tm_sort_t *sort, const bson_t *a, const bson_t *b);
+
+/* ---- aggregation ------------------------------------------------------------------------ */
+
+/* Runs a pipeline of $match $project $addFields/$set $unset $sort $skip $limit $group
+ * $count $unwind $replaceRoot over `in` (n documents, borrowed). On success `*out` is a new
+ * array of `*n_out` documents (each allocated with bson_new; free with
+ * tm_docs_free(*out, *n_out)). Unknown stage -> 40324 "Unrecognized pipeline stage name:
+ * '$foo'". $group supports _id expressions and $sum $avg $min $max $first $last $push
+ * $addToSet $count; expressions support field paths ("$a.b"), literals and the common
+ * operators used by drivers' tests. */
+bool
+tm_pipeline_run(const bson_t *pipeline /* array */, bson_t **in, size_t n_in, bson_t ***out,
+                size_t *n_out, bson_error_t *error);
+
+void
+tm_docs_free(bson_t **docs, size_t n);
+
+/* ---- paths ------------------------------------------------------------------------------ */
+
+/* Looks up a dotted path without array fan-out (numeric components index arrays). Returns
+ * false if the path does not exist. `value` borrows from `doc`. */
+bool
+tm_path_get(const bson_t *doc, const char *path, bson_value_t *value);
+
+#endif /* TM_ENGINE_H */
