@@ -1,7 +1,79 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * liboutbox public API. (Being written: see issue 4.)
+ * liboutbox: record the events a change raises in the same single-document update as the
+ * change itself, so an event is stored if and only if the change is. A relay
+ * (outbox-relay) publishes the pending events later and removes them from the document.
+ *
+ * Example (error handling shortened):
+ *
+ *    mongoc_client_pool_t *pool = mongoc_client_pool_new (uri);
+ *    mongoc_client_pool_set_error_api (pool, MONGOC_ERROR_API_VERSION_2);
+ *    bson_error_t error;
+ *    outbox_collection_t *contacts =
+ *       outbox_collection_new (pool, "app", "contacts", NULL, &error);
+ *    outbox_collection_ensure_indexes (contacts, &error);   // once, at start-up
+ *
+ *    bson_value_t id = {.value_type = BSON_TYPE_UTF8};
+ *    id.value.v_utf8.str = "c-42";
+ *    id.value.v_utf8.len = 4;
+ *
+ *    outbox_event_t *created = outbox_event_new ("contact.created", fields);
+ *    outbox_commit_t res;
+ *    if (!outbox_collection_create (contacts, &id, fields, &created, 1, &res, &error)) ...
+ *    // res.version == 1, res.first_seq == res.last_seq == 1
+ *    outbox_event_destroy (created);
+ *
+ *    bson_t *upd = BCON_NEW ("$set", "{", "email", BCON_UTF8 ("a@example.org"), "}");
+ *    outbox_event_t *changed = outbox_event_new ("contact.email-changed", NULL);
+ *    outbox_event_set_header (changed, "traceparent", "00-...-01", &error);
+ *    if (!outbox_collection_update (contacts, &id, res.version, upd, &changed, 1, &res,
+ *                                   &error)) {
+ *       if (error.domain == OUTBOX_ERROR_DOMAIN && error.code == OUTBOX_ERROR_CONFLICT)
+ *          ... // someone else changed it: res.version is the current version (HTTP 412)
+ *    }
+ *    outbox_event_destroy (changed);
+ *    bson_destroy (upd);
+ *    outbox_collection_destroy (contacts);
+ *    mongoc_client_pool_destroy (pool);
+ *
+ * THE STORED CONTRACT. Every document managed by this library has the shape below; the relay,
+ * the examples and consumers in other languages rely on it. The three bookkeeping field names
+ * can be renamed with collection options (versionField, eventSeqField, eventsField).
+ *
+ *    { _id:      ObjectId | string | int32 | int64 | UUID binary (subtype 4),
+ *      ...business fields...,
+ *      version:  Int64,  1 on creation, +1 on every committed change (with or without
+ *                        events); never changed by the relay,
+ *      eventSeq: Int64,  seq of the newest event ever appended to this entity (0 = none),
+ *      events: [         pending (not yet published) events, oldest first; [] or absent = none
+ *        { id:      String,   unique across all entities (UUID v4, lowercase, 36 chars),
+ *          seq:     Int64,    per entity 1, 2, 3 ... strictly increasing, no gaps, never reused,
+ *          type:    String,   1..128 characters of [A-Za-z0-9._-],
+ *          time:    Date,     UTC, when the change was committed (the caller's clock),
+ *          data:    Document,
+ *          headers: Document of string values (optional) } ] }
+ *
+ * A change is one MongoDB update command whose filter holds the expected version and
+ * eventSeq and whose update sets the new version and eventSeq and $push-es the events; the
+ * relay publishes events, then removes them with $pull without touching version or eventSeq.
+ * outbox_collection_ensure_indexes() creates the partial index "outbox_pending"
+ * ({eventSeq: 1}, partialFilterExpression {"events.0": {$exists: true}}); the relay's recovery
+ * sweep runs find({"events.0": {$exists: true}}) hinted on it, so it never scans the whole
+ * collection.
+ *
+ * ERRORS. Every function that can fail returns false (or NULL) and fills the bson_error_t
+ * (which may be NULL). Errors found by this library use OUTBOX_ERROR_DOMAIN and the codes of
+ * outbox_error_code_t; errors from mongoc and the server (network, authentication, write
+ * concern ...) are passed through unchanged with mongoc's domains and codes. A failed call
+ * leaves the stored document exactly as it was, except after a network or write-concern error,
+ * where, as with any MongoDB write, the change may or may not have been applied: read the
+ * entity to find out. Events are never half-written: all events of a call are stored together
+ * with the change, or none is.
+ *
+ * THREADS. An outbox_collection_t may be used from any number of threads at once; each call
+ * pops a client from the pool and pushes it back before returning. An outbox_event_t is not
+ * thread-safe: use one from one thread at a time.
  */
 #ifndef OUTBOX_H
 #define OUTBOX_H
@@ -17,6 +89,227 @@ OUTBOX_BEGIN_DECLS
 /* Returns the library's version, e.g. "0.1.0". The string is static; do not free it. */
 OUTBOX_API const char *
 outbox_get_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ */
+
+/* The bson_error_t domain of errors raised by liboutbox itself ("ob" in ASCII; far from
+ * mongoc's and libbson's small domain numbers). */
+#define OUTBOX_ERROR_DOMAIN 0x6f62
+
+typedef enum {
+   /* A NULL or malformed argument, an unsupported id type, an update that is not made of
+    * update operators, an unknown option, invalid UTF-8 in fields or update. */
+   OUTBOX_ERROR_INVALID_ARGUMENT = 1,
+   /* The caller's fields or update touch _id or a bookkeeping field (version, eventSeq,
+    * events, or their configured names), including dotted paths ("events.0") and $rename
+    * targets. */
+   OUTBOX_ERROR_RESERVED_FIELD,
+   /* An event is invalid: bad type, header or data (the message names the event and why). */
+   OUTBOX_ERROR_INVALID_EVENT,
+   /* The entity's version is not the expected one. outbox_commit_t.version holds the
+    * current version. */
+   OUTBOX_ERROR_CONFLICT,
+   /* No entity with that id. */
+   OUTBOX_ERROR_NOT_FOUND,
+   /* outbox_collection_create(): an entity with that id exists already. */
+   OUTBOX_ERROR_ALREADY_EXISTS,
+   /* The change would leave more than maxPendingEvents unpublished events in the entity
+    * (the relay is behind or down). Nothing was written; retry later. */
+   OUTBOX_ERROR_LIMIT_PENDING,
+   /* The change would make the document larger than maxDocumentSize (or the server refused
+    * it as too large). Nothing was written. */
+   OUTBOX_ERROR_LIMIT_SIZE,
+   /* outbox_collection_delete(): the entity still has pending events, which would be lost. */
+   OUTBOX_ERROR_PENDING_EVENTS,
+   /* OUTBOX_ANY_VERSION: the entity kept changing under us appendRetries times in a row. */
+   OUTBOX_ERROR_RETRIES_EXHAUSTED,
+   /* The stored document breaks the stored contract (e.g. version is not an integer). */
+   OUTBOX_ERROR_MALFORMED_DOCUMENT,
+} outbox_error_code_t;
+
+/* Pass as expected_version to commit whatever the current version is. The library then reads
+ * the entity and retries on conflict up to appendRetries times. */
+#define OUTBOX_ANY_VERSION ((int64_t) -1)
+
+/* ---------------------------------------------------------------------------------------------
+ * Events
+ */
+
+typedef struct _outbox_event_t outbox_event_t;
+
+/* Creates an event of the given type with a fresh random id (UUID v4 from getrandom()).
+ * `type` and `data` are copied; `data` NULL means an empty document. Never returns NULL
+ * (aborts on out-of-memory, like libbson). The type, data and headers are validated when the
+ * event is committed (or by outbox_event_validate()), so an invalid type is reported there
+ * with OUTBOX_ERROR_INVALID_EVENT. `type` NULL is treated as "" and therefore invalid.
+ * Free with outbox_event_destroy(). */
+OUTBOX_API outbox_event_t *
+outbox_event_new(const char *type, const bson_t *data);
+
+/* Frees the event. NULL is allowed. */
+OUTBOX_API void
+outbox_event_destroy(outbox_event_t *event);
+
+/* Sets header `key` to `value` (both copied; a second call with the same key replaces the
+ * value). Keys are 1..128 bytes of valid UTF-8 not starting with '$'; values are valid UTF-8
+ * without NUL. Returns false with OUTBOX_ERROR_INVALID_EVENT and leaves the event unchanged
+ * otherwise. Stored as the event's "headers" document (the relay maps them to MQTT user
+ * properties). */
+OUTBOX_API bool
+outbox_event_set_header(outbox_event_t *event, const char *key, const char *value,
+                        bson_error_t *error);
+
+/* Checks the event as a commit would: type 1..128 characters of [A-Za-z0-9._-], data valid
+ * UTF-8 throughout. Returns false with OUTBOX_ERROR_INVALID_EVENT and the reason. */
+OUTBOX_API bool
+outbox_event_validate(const outbox_event_t *event, bson_error_t *error);
+
+/* The event id: 36 lowercase characters, e.g. "0f8fad5b-d9cb-469f-a165-70867728950e".
+ * Owned by the event; valid until it is destroyed. */
+OUTBOX_API const char *
+outbox_event_get_id(const outbox_event_t *event);
+
+/* The event type as given to outbox_event_new(). Owned by the event. */
+OUTBOX_API const char *
+outbox_event_get_type(const outbox_event_t *event);
+
+/* The event data. Owned by the event; valid until it is destroyed. */
+OUTBOX_API const bson_t *
+outbox_event_get_data(const outbox_event_t *event);
+
+/* The seq the entity gave the event, 0 until a commit containing it succeeds. */
+OUTBOX_API int64_t
+outbox_event_get_seq(const outbox_event_t *event);
+
+/* The stored "time" (milliseconds since the Unix epoch, UTC), 0 until committed. */
+OUTBOX_API int64_t
+outbox_event_get_time(const outbox_event_t *event);
+
+/* ---------------------------------------------------------------------------------------------
+ * Collections
+ */
+
+typedef struct _outbox_collection_t outbox_collection_t;
+
+/* The result of a commit. Zero-filled on entry to every function that takes one. */
+typedef struct {
+   /* After success: the entity's new version. After OUTBOX_ERROR_CONFLICT: its current
+    * version. Otherwise 0. */
+   int64_t version;
+   /* The seq of the first and last event appended by the call; 0 when it appended none. */
+   int64_t first_seq;
+   int64_t last_seq;
+   /* Reserved for future fields; keeps the struct's size stable. */
+   int64_t reserved[5];
+} outbox_commit_t;
+
+/* Creates a handle on collection `db`.`coll`, using clients from `pool`.
+ *
+ * `pool` is borrowed and must outlive the handle; call
+ * mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2) before the pool's first
+ * pop so server errors carry MONGOC_ERROR_SERVER. `opts` (may be NULL) is read during the call:
+ *   writeConcern      document, default {w: "majority"}: used for every write;
+ *   versionField      string, default "version";
+ *   eventSeqField     string, default "eventSeq";
+ *   eventsField       string, default "events";
+ *   deletedField      string, default "deleted" (set to true by soft delete);
+ *   maxPendingEvents  int, default 1000: pending events allowed per entity after a change;
+ *   maxDocumentSize   int, default 15 MiB (16 MiB server limit minus 1 MiB of margin);
+ *   appendRetries     int, default 10: attempts of OUTBOX_ANY_VERSION calls;
+ *   cacheSize         int, default 4096: entries of the (id -> version, eventSeq) cache that
+ *                     saves a read per update; 0 disables it. Correctness never depends on it.
+ * Field names must be non-empty, distinct, not "_id", without '.' and not starting with '$'.
+ * Unknown options are refused. Returns NULL with OUTBOX_ERROR_INVALID_ARGUMENT on a bad
+ * option. No I/O happens here. Free with outbox_collection_destroy(). */
+OUTBOX_API outbox_collection_t *
+outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *coll,
+                      const bson_t *opts, bson_error_t *error);
+
+/* Frees the handle. NULL is allowed. No call on the handle may be running. */
+OUTBOX_API void
+outbox_collection_destroy(outbox_collection_t *collection);
+
+/* Inserts a new entity {_id: id, ...fields, version: 1, eventSeq: n_events,
+ * events: [events...]}.
+ *
+ * `id` must be an ObjectId, string, int32, int64 or UUID binary (subtype 4); `fields` (may be
+ * NULL) are the business fields and may not contain _id or a bookkeeping field
+ * (OUTBOX_ERROR_RESERVED_FIELD) or a top-level key starting with '$'. `events` is an array of
+ * `n_events` distinct, not yet committed events (may be NULL when n_events is 0); they are
+ * borrowed, and on success each gets its seq (1..n_events) and time. Fails with
+ * OUTBOX_ERROR_ALREADY_EXISTS if the id exists, OUTBOX_ERROR_LIMIT_PENDING if n_events is above
+ * maxPendingEvents, OUTBOX_ERROR_LIMIT_SIZE if the document would be above maxDocumentSize.
+ * `result` (may be NULL) receives version 1 and the seq range. Thread-safe. */
+OUTBOX_API bool
+outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id,
+                         const bson_t *fields, outbox_event_t *const *events, size_t n_events,
+                         outbox_commit_t *result, bson_error_t *error);
+
+/* Changes an entity and appends events in one atomic update command.
+ *
+ * The update is applied only if the entity's version is `expected_version` (else
+ * OUTBOX_ERROR_CONFLICT with the current version in result->version; nothing written), or
+ * whatever it is when `expected_version` is OUTBOX_ANY_VERSION (then conflicts are retried up
+ * to appendRetries times, then OUTBOX_ERROR_RETRIES_EXHAUSTED). `update` (may be NULL: events
+ * only) holds update operators only ($set, $unset, $inc, $min, $max, $mul, $currentDate,
+ * $rename, $push, $addToSet, $pull, $pullAll, $pop, $bit); a replacement document, a pipeline
+ * or another operator is OUTBOX_ERROR_INVALID_ARGUMENT, and a path on _id or a bookkeeping
+ * field is OUTBOX_ERROR_RESERVED_FIELD. The library adds the version and eventSeq increments
+ * and the $push of the events. The version increases by one even with no events.
+ * Other failures: OUTBOX_ERROR_NOT_FOUND; OUTBOX_ERROR_LIMIT_PENDING when more than
+ * maxPendingEvents would be pending; OUTBOX_ERROR_LIMIT_SIZE when the document would grow
+ * past maxDocumentSize (estimated from the last size seen plus the encoded size of the change;
+ * the server's own 16 MiB limit is reported the same way). Event rules as for
+ * outbox_collection_create(); on success the events get seq first_seq..last_seq.
+ * Thread-safe. */
+OUTBOX_API bool
+outbox_collection_update(outbox_collection_t *collection, const bson_value_t *id,
+                         int64_t expected_version, const bson_t *update,
+                         outbox_event_t *const *events, size_t n_events,
+                         outbox_commit_t *result, bson_error_t *error);
+
+/* Appends events to an entity without an expected version: the same as
+ * outbox_collection_update(collection, id, OUTBOX_ANY_VERSION, NULL, events, n_events, ...).
+ * Use it when the events do not depend on the entity's state. Thread-safe. */
+OUTBOX_API bool
+outbox_collection_append(outbox_collection_t *collection, const bson_value_t *id,
+                         outbox_event_t *const *events, size_t n_events,
+                         outbox_commit_t *result, bson_error_t *error);
+
+/* Reads an entity. `doc` (may be NULL) is always initialized and receives the whole stored
+ * document (empty when the call fails); the caller must bson_destroy() it. `version` (may be
+ * NULL) receives its version, e.g. for an HTTP ETag. Fails with OUTBOX_ERROR_NOT_FOUND, or
+ * OUTBOX_ERROR_MALFORMED_DOCUMENT if version or eventSeq is missing or not an integer.
+ * Reads from the primary. Thread-safe. */
+OUTBOX_API bool
+outbox_collection_read(outbox_collection_t *collection, const bson_value_t *id, bson_t *doc,
+                       int64_t *version, bson_error_t *error);
+
+/* Marks an entity deleted: sets deletedField to true, increments the version and appends
+ * `event` (may be NULL), in one update, under the same rules and errors as
+ * outbox_collection_update(). The document stays until outbox_collection_delete().
+ * Thread-safe. */
+OUTBOX_API bool
+outbox_collection_soft_delete(outbox_collection_t *collection, const bson_value_t *id,
+                              int64_t expected_version, outbox_event_t *event,
+                              outbox_commit_t *result, bson_error_t *error);
+
+/* Removes an entity's document. Refused with OUTBOX_ERROR_PENDING_EVENTS while it has pending
+ * events (they would never be published); allowed once the relay has published them. With an
+ * expected version other than OUTBOX_ANY_VERSION, fails with OUTBOX_ERROR_CONFLICT if the
+ * version differs. OUTBOX_ERROR_NOT_FOUND if there is no such entity. Thread-safe. */
+OUTBOX_API bool
+outbox_collection_delete(outbox_collection_t *collection, const bson_value_t *id,
+                         int64_t expected_version, bson_error_t *error);
+
+/* Creates the partial index the relay's recovery sweep uses: name "outbox_pending", key
+ * {<eventSeqField>: 1}, partialFilterExpression {"<eventsField>.0": {$exists: true}}. It only
+ * holds entities with pending events, so it stays small. Idempotent; call it at start-up or
+ * from a migration. Thread-safe. */
+OUTBOX_API bool
+outbox_collection_ensure_indexes(outbox_collection_t *collection, bson_error_t *error);
 
 OUTBOX_END_DECLS
 

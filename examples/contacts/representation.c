@@ -1,0 +1,272 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Strict JSON parsing of contact input and JSON output of contacts.
+ */
+#include "representation.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static bool
+refuse(contact_error_t *err, const char *field, const char *message)
+{
+   snprintf(err->field, sizeof err->field, "%s", field);
+   snprintf(err->message, sizeof err->message, "%s", message);
+   return false;
+}
+
+/* One allowed key of an object and where its string goes. */
+typedef struct {
+   const char *key;
+   const char **dst;
+   bool nullable;
+} slot_t;
+
+static bool
+read_string(bson_iter_t *it, const slot_t *slot, const char *path, contact_error_t *err)
+{
+   char msg[96];
+
+   if (BSON_ITER_HOLDS_NULL(it) && slot->nullable) {
+      *slot->dst = NULL;
+      return true;
+   }
+   if (!BSON_ITER_HOLDS_UTF8(it)) {
+      snprintf(msg, sizeof msg, "must be a string%s", slot->nullable ? " or null" : "");
+      return refuse(err, path, msg);
+   }
+   *slot->dst = bson_iter_utf8(it, NULL);
+   return true;
+}
+
+/* Reads an object whose every key must be one of `slots` and appear once. Nested objects
+ * are handled by the callers; here every value is a string (or null when allowed). */
+static bool
+read_object(bson_iter_t *obj, const slot_t *slots, size_t n, const char *prefix,
+            contact_error_t *err)
+{
+   bool seen[8] = {false};
+   char path[64];
+
+   while (bson_iter_next(obj)) {
+      const char *key = bson_iter_key(obj);
+      size_t i;
+
+      for (i = 0; i < n && strcmp(key, slots[i].key) != 0; i++)
+         ;
+      snprintf(path, sizeof path, "%s%s", prefix, key);
+      if (i == n)
+         return refuse(err, path, "is not a known field");
+      if (seen[i])
+         return refuse(err, path, "appears twice");
+      seen[i] = true;
+      if (!read_string(obj, &slots[i], path, err))
+         return false;
+   }
+   return true;
+}
+
+static bool
+read_name(bson_iter_t *it, contact_input_t *in, contact_error_t *err)
+{
+   const slot_t slots[] = {{"firstName", &in->first_name, false},
+                           {"lastName", &in->last_name, false}};
+   bson_iter_t child;
+
+   if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &child))
+      return refuse(err, "name", "must be an object {firstName, lastName}");
+   if (!read_object(&child, slots, 2, "name.", err))
+      return false;
+   if (!in->first_name)
+      return refuse(err, "name.firstName", "is required");
+   if (!in->last_name)
+      return refuse(err, "name.lastName", "is required");
+   return true;
+}
+
+static bool
+read_company(bson_iter_t *it, contact_input_t *in, contact_error_t *err)
+{
+   const slot_t slots[] = {
+      {"companyName", &in->company_name, false}, {"street", &in->street, false},
+      {"houseNumber", &in->house_number, false}, {"postalCode", &in->postal_code, false},
+      {"city", &in->city, false},                {"country", &in->country, false}};
+   bson_iter_t child;
+
+   if (BSON_ITER_HOLDS_NULL(it)) {
+      in->has_company = false;
+      return true;
+   }
+   if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &child))
+      return refuse(err, "company", "must be an object or null");
+   in->has_company = true;
+   if (!read_object(&child, slots, 6, "company.", err))
+      return false;
+   if (!in->company_name)
+      return refuse(err, "company.companyName", "is required when company is given");
+   return true;
+}
+
+static bool
+read_top(bson_iter_t *it, contact_input_t *in, contact_error_t *err)
+{
+   static const char *const read_only[] = {"id", "createdAt", "deleted", "version"};
+   const char *known[] = {"name", "email", "description", "company"};
+   bool seen[4] = {false};
+
+   while (bson_iter_next(it)) {
+      const char *key = bson_iter_key(it);
+      size_t i;
+
+      for (i = 0; i < 4 && strcmp(key, known[i]) != 0; i++)
+         ;
+      if (i == 4) {
+         for (size_t r = 0; r < 4; r++) {
+            if (!strcmp(key, read_only[r]))
+               return refuse(err, key, "is read-only");
+         }
+         return refuse(err, key, "is not a known field");
+      }
+      if (seen[i])
+         return refuse(err, key, "appears twice");
+      seen[i] = true;
+      if ((i == 0 && !read_name(it, in, err)) || (i == 3 && !read_company(it, in, err)))
+         return false;
+      if (i == 1 && !read_string(it, &(slot_t){"email", &in->email, false}, "email", err))
+         return false;
+      if (i == 2 &&
+          !read_string(it, &(slot_t){"description", &in->description, true}, "description",
+                       err))
+         return false;
+   }
+   if (!seen[0])
+      return refuse(err, "name", "is required");
+   if (!seen[1])
+      return refuse(err, "email", "is required");
+   return true;
+}
+
+bool
+representation_parse(const char *body, size_t len, bson_t *holder, contact_input_t *in,
+                     contact_error_t *err)
+{
+   bson_error_t error;
+   bson_iter_t it;
+   size_t i = 0;
+
+   bson_init(holder);
+   memset(in, 0, sizeof *in);
+   while (i < len && strchr(" \t\r\n", body[i]) && body[i])
+      i++;
+   if (i == len)
+      return refuse(err, "", "the request body is empty; send a JSON object");
+   if (memchr(body, '\0', len))
+      return refuse(err, "", "the request body contains a NUL byte");
+   /* libbson's parser would also take a top-level array; a contact is an object. */
+   if (body[i] != '{')
+      return refuse(err, "", "the request body must be a JSON object");
+   bson_destroy(holder);
+   if (!bson_init_from_json(holder, body, (ssize_t) len, &error)) {
+      char msg[256];
+
+      bson_init(holder);
+      snprintf(msg, sizeof msg, "the request body is not valid JSON: %s", error.message);
+      return refuse(err, "", msg);
+   }
+   if (!bson_iter_init(&it, holder))
+      return refuse(err, "", "the request body is not valid JSON");
+   return read_top(&it, in, err);
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+void
+json_append_string(bson_string_t *out, const char *s)
+{
+   bson_string_append_c(out, '"');
+   for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+      if (*p == '"' || *p == '\\') {
+         bson_string_append_c(out, '\\');
+         bson_string_append_c(out, (char) *p);
+      } else if (*p < 0x20 || *p == 0x7f) {
+         bson_string_append_printf(out, "\\u%04x", *p);
+      } else {
+         bson_string_append_c(out, (char) *p);
+      }
+   }
+   bson_string_append_c(out, '"');
+}
+
+void
+json_format_time(int64_t ms, char buf[32])
+{
+   time_t secs = (time_t) (ms / 1000);
+   struct tm tm;
+
+   gmtime_r(&secs, &tm);
+   snprintf(buf, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+            tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (ms % 1000));
+}
+
+static void
+append_member(bson_string_t *out, const char *key, const char *value, bool comma)
+{
+   if (comma)
+      bson_string_append_c(out, ',');
+   json_append_string(out, key);
+   bson_string_append_c(out, ':');
+   json_append_string(out, value);
+}
+
+static void
+write_company(const contact_t *c, bson_string_t *out)
+{
+   static const char *const keys[] = {"companyName", "street", "houseNumber",
+                                      "postalCode",  "city",   "country"};
+   bson_t fields = BSON_INITIALIZER;
+   bson_iter_t it, co;
+
+   contact_append_fields(c, CONTACT_CHANGED_COMPANY, &fields);
+   if (!bson_iter_init_find(&it, &fields, "company") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      bson_string_append(out, "null");
+      bson_destroy(&fields);
+      return;
+   }
+   bson_string_append_c(out, '{');
+   for (int i = 0; i < 6; i++) {
+      bson_iter_recurse(&it, &co);
+      append_member(out, keys[i], bson_iter_find(&co, keys[i]) ? bson_iter_utf8(&co, NULL) : "",
+                    i > 0);
+   }
+   bson_string_append_c(out, '}');
+   bson_destroy(&fields);
+}
+
+void
+representation_write(const contact_t *c, bson_string_t *out)
+{
+   bson_t fields = BSON_INITIALIZER;
+   bson_iter_t it;
+   char when[32];
+
+   contact_append_fields(c, CONTACT_CHANGED_DESCRIPTION, &fields);
+   bson_string_append_c(out, '{');
+   append_member(out, "id", contact_id(c), false);
+   bson_string_append(out, ",\"name\":{");
+   append_member(out, "firstName", contact_first_name(c), false);
+   append_member(out, "lastName", contact_last_name(c), true);
+   bson_string_append_c(out, '}');
+   append_member(out, "description",
+                 bson_iter_init_find(&it, &fields, "description") ? bson_iter_utf8(&it, NULL)
+                                                                   : "",
+                 true);
+   append_member(out, "email", contact_email(c), true);
+   bson_string_append(out, ",\"company\":");
+   write_company(c, out);
+   json_format_time(contact_created_at(c), when);
+   append_member(out, "createdAt", when, true);
+   bson_string_append_printf(out, ",\"deleted\":%s}", contact_is_deleted(c) ? "true" : "false");
+   bson_destroy(&fields);
+}

@@ -1,0 +1,34 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The bookkeeping part of a stored document (see the stored contract in outbox.h).
+ */
+#ifndef OUTBOX_DOCUMENT_PRIVATE_H
+#define OUTBOX_DOCUMENT_PRIVATE_H
+
+#include "outbox/outbox.h"
+
+/* The configurable field names. Strings are owned by whoever fills the struct. */
+typedef struct {
+   const char *version;   /* "version" */
+   const char *event_seq; /* "eventSeq" */
+   const char *events;    /* "events" */
+   const char *deleted;   /* "deleted" */
+} _outbox_field_names_t;
+
+/* What the library needs to know of a stored document to change it. */
+typedef struct {
+   int64_t version;   /* >= 1 */
+   int64_t event_seq; /* >= 0 */
+   int64_t pending;   /* number of elements in the events array */
+   int64_t size;      /* encoded size of the whole document in bytes */
+} _outbox_doc_state_t;
+
+/* Reads the bookkeeping fields of `doc`. version must be an integer >= 1 and eventSeq an
+ * integer >= 0 (Int64 per the contract; int32 is tolerated), events absent, null or an array.
+ * Otherwise returns false with OUTBOX_ERROR_MALFORMED_DOCUMENT naming the field. */
+bool
+_outbox_doc_state_parse(const bson_t *doc, const _outbox_field_names_t *names,
+                        _outbox_doc_state_t *state, bson_error_t *error);
+
+#endif /* OUTBOX_DOCUMENT_PRIVATE_H */

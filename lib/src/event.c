@@ -1,0 +1,231 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "event-private.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "check-private.h"
+#include "error-private.h"
+
+outbox_event_t *
+outbox_event_new(const char *type, const bson_t *data)
+{
+   outbox_event_t *event = bson_malloc0(sizeof *event);
+
+   _outbox_uuid_v4(event->id);
+   event->type = bson_strdup(type ? type : "");
+   if (data) {
+      bson_copy_to(data, &event->data);
+   } else {
+      bson_init(&event->data);
+   }
+   bson_init(&event->headers);
+   return event;
+}
+
+void
+outbox_event_destroy(outbox_event_t *event)
+{
+   if (!event) {
+      return;
+   }
+   bson_free(event->type);
+   bson_destroy(&event->data);
+   bson_destroy(&event->headers);
+   bson_free(event);
+}
+
+static bool
+header_key_is_valid(const char *key, size_t len)
+{
+   return len > 0 && len <= _OUTBOX_HEADER_KEY_MAX && key[0] != '$' &&
+          bson_utf8_validate(key, len, false);
+}
+
+bool
+outbox_event_set_header(outbox_event_t *event, const char *key, const char *value,
+                        bson_error_t *error)
+{
+   bson_t headers = BSON_INITIALIZER;
+   bson_iter_t iter;
+   bool replaced = false;
+
+   if (!event || !key || !value) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "event, key and value are required");
+      return false;
+   }
+   if (!header_key_is_valid(key, strlen(key))) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
+                        "header key must be 1..%d bytes of UTF-8 not starting with '$'",
+                        _OUTBOX_HEADER_KEY_MAX);
+      return false;
+   }
+   if (!bson_utf8_validate(value, strlen(value), false)) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
+                        "header \"%s\": value is not valid UTF-8", key);
+      return false;
+   }
+   /* Rebuild rather than edit in place: BSON has no in-place replace, and headers are few. */
+   bson_iter_init(&iter, &event->headers);
+   while (bson_iter_next(&iter)) {
+      if (strcmp(bson_iter_key(&iter), key) == 0) {
+         BSON_APPEND_UTF8(&headers, key, value);
+         replaced = true;
+      } else {
+         BSON_APPEND_VALUE(&headers, bson_iter_key(&iter), bson_iter_value(&iter));
+      }
+   }
+   if (!replaced) {
+      BSON_APPEND_UTF8(&headers, key, value);
+   }
+   bson_destroy(&event->headers);
+   bson_steal(&event->headers, &headers);
+   return true;
+}
+
+bool
+_outbox_event_type_is_valid(const char *type, size_t len)
+{
+   if (!type || len == 0 || len > _OUTBOX_EVENT_TYPE_MAX) {
+      return false;
+   }
+   for (size_t i = 0; i < len; i++) {
+      char c = type[i];
+
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '.' || c == '_' || c == '-')) {
+         return false;
+      }
+   }
+   return true;
+}
+
+bool
+outbox_event_validate(const outbox_event_t *event, bson_error_t *error)
+{
+   if (!event) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "event is NULL");
+      return false;
+   }
+   if (!_outbox_event_type_is_valid(event->type, strlen(event->type))) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
+                        "type \"%.140s\" is not 1..%d characters of [A-Za-z0-9._-]",
+                        event->type, _OUTBOX_EVENT_TYPE_MAX);
+      return false;
+   }
+   if (!_outbox_bson_utf8_is_valid(&event->data)) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
+                        "data is not well-formed BSON with valid UTF-8 strings");
+      return false;
+   }
+   return true;
+}
+
+const char *
+outbox_event_get_id(const outbox_event_t *event)
+{
+   return event ? event->id : NULL;
+}
+
+const char *
+outbox_event_get_type(const outbox_event_t *event)
+{
+   return event ? event->type : NULL;
+}
+
+const bson_t *
+outbox_event_get_data(const outbox_event_t *event)
+{
+   return event ? &event->data : NULL;
+}
+
+int64_t
+outbox_event_get_seq(const outbox_event_t *event)
+{
+   return event ? event->seq : 0;
+}
+
+int64_t
+outbox_event_get_time(const outbox_event_t *event)
+{
+   return event ? event->time : 0;
+}
+
+bool
+_outbox_events_check(outbox_event_t *const *events, size_t n, bson_error_t *error)
+{
+   bson_error_t why;
+
+   if (n > 0 && !events) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "events is NULL but n_events is %zu",
+                        n);
+      return false;
+   }
+   for (size_t i = 0; i < n; i++) {
+      if (!outbox_event_validate(events[i], &why)) {
+         _outbox_set_error(error, why.code, "event %zu: %s", i, why.message);
+         return false;
+      }
+      if (events[i]->seq != 0) {
+         _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                           "event %zu (%s) was committed already with seq %" PRId64, i,
+                           events[i]->id, events[i]->seq);
+         return false;
+      }
+      /* Quadratic, but n is bounded by maxPendingEvents and pointer compares are cheap. */
+      for (size_t j = 0; j < i; j++) {
+         if (events[j] == events[i]) {
+            _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                              "event %zu is the same object as event %zu", i, j);
+            return false;
+         }
+      }
+   }
+   return true;
+}
+
+void
+_outbox_events_append_stored(bson_t *array, outbox_event_t *const *events, size_t n,
+                             int64_t first_seq, int64_t time)
+{
+   char buf[16];
+   const char *key;
+
+   for (size_t i = 0; i < n; i++) {
+      const outbox_event_t *ev = events[i];
+      bson_t doc;
+
+      bson_uint32_to_string((uint32_t) i, &key, buf, sizeof buf);
+      bson_append_document_begin(array, key, -1, &doc);
+      BSON_APPEND_UTF8(&doc, "id", ev->id);
+      BSON_APPEND_INT64(&doc, "seq", first_seq + (int64_t) i);
+      BSON_APPEND_UTF8(&doc, "type", ev->type);
+      BSON_APPEND_DATE_TIME(&doc, "time", time);
+      BSON_APPEND_DOCUMENT(&doc, "data", &ev->data);
+      if (!bson_empty(&ev->headers)) {
+         BSON_APPEND_DOCUMENT(&doc, "headers", &ev->headers);
+      }
+      bson_append_document_end(array, &doc);
+   }
+}
+
+void
+_outbox_events_mark_committed(outbox_event_t *const *events, size_t n, int64_t first_seq,
+                              int64_t time)
+{
+   for (size_t i = 0; i < n; i++) {
+      events[i]->seq = first_seq + (int64_t) i;
+      events[i]->time = time;
+   }
+}
+
+int64_t
+_outbox_now_ms(void)
+{
+   struct timespec ts;
+
+   clock_gettime(CLOCK_REALTIME, &ts);
+   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

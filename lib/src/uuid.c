@@ -1,0 +1,70 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "uuid-private.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+
+static void
+fill_random(uint8_t *buf, size_t len)
+{
+   size_t got = 0;
+
+   while (got < len) {
+      ssize_t r = getrandom(buf + got, len - got, 0);
+
+      if (r < 0) {
+         if (errno == EINTR) {
+            continue;
+         }
+         fprintf(stderr, "liboutbox: getrandom() failed (errno %d); cannot make event ids\n",
+                 errno);
+         abort();
+      }
+      got += (size_t) r;
+   }
+}
+
+void
+_outbox_uuid_v4(char out[_OUTBOX_UUID_LEN + 1])
+{
+   static const char hex[] = "0123456789abcdef";
+   uint8_t b[16];
+   size_t o = 0;
+
+   fill_random(b, sizeof b);
+   b[6] = (uint8_t) ((b[6] & 0x0f) | 0x40); /* version 4 */
+   b[8] = (uint8_t) ((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+   for (size_t i = 0; i < sizeof b; i++) {
+      if (i == 4 || i == 6 || i == 8 || i == 10) {
+         out[o++] = '-';
+      }
+      out[o++] = hex[b[i] >> 4];
+      out[o++] = hex[b[i] & 0x0f];
+   }
+   out[o] = '\0';
+}
+
+bool
+_outbox_uuid_is_valid(const char *s, size_t len)
+{
+   if (!s || len != _OUTBOX_UUID_LEN) {
+      return false;
+   }
+   for (size_t i = 0; i < len; i++) {
+      char c = s[i];
+
+      if (i == 8 || i == 13 || i == 18 || i == 23) {
+         if (c != '-') {
+            return false;
+         }
+      } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+         return false;
+      }
+   }
+   return true;
+}

@@ -1,0 +1,114 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's state, shared by relay.c (lifecycle and main loop), stream.c (change stream
+ * and sweep), publish.c (MQTT side) and writer.c (clears, dead letters, checkpoint). Every
+ * field is touched by the main thread only, except @stop.
+ */
+#ifndef RELAY_PRIVATE_H
+#define RELAY_PRIVATE_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <bson/bson.h>
+#include <mongoc/mongoc.h>
+
+#include "config.h"
+#include "metrics.h"
+#include "mqtt.h"
+#include "relay.h"
+#include "store.h"
+#include "reader.h"
+#include "table.h"
+#include "util.h"
+
+/* One publish slot of the in-flight window. A publish's tag is (gen << 32 | slot index), so
+ * a completion for an abandoned publish (gen moved on) is ignored. */
+typedef struct {
+   relay_entity_t *entity; /* NULL when free */
+   uint32_t gen;
+   int64_t sent_ms;
+} relay_slot_t;
+
+struct relay_t {
+   const relay_config_t *cfg;
+   relay_metrics_t *metrics;
+   atomic_int stop;
+
+   mongoc_client_t *client;
+   mongoc_database_t *db;
+   mongoc_collection_t **colls; /* cfg->n_collections */
+   mongoc_collection_t *state;
+   bool indexes_ready;
+
+   relay_mqtt_t *mqtt;
+   bool mqtt_connected, mqtt_connecting, mqtt_ever_connected;
+   int64_t mqtt_retry_at_ms;
+   int mqtt_backoff_ms;
+
+   relay_table_t table;
+   relay_slot_t *slots; /* cfg->inflight_window */
+   uint32_t *free_slots;
+   size_t n_free;
+   uint32_t gen;
+   int64_t publish_pause_until_ms;
+   int publish_backoff_ms;
+
+   /* Change stream (read on the reader's thread, applied here). */
+   relay_reader_t *reader;
+   relay_change_t *held;  /* a change whose document read failed: retried first */
+   int64_t held_retry_at_ms;
+   int held_backoff_ms;
+   bool started;          /* the reader was given its first start */
+   bool verifying;        /* replaying history: read documents of entities not in the table */
+   relay_ts_t verify_until;
+   int64_t stream_lag_ms;
+
+   /* Sweep. */
+   bool sweeping;
+   relay_ts_t sweep_start;
+   mongoc_cursor_t *sweep_cursor;
+   size_t sweep_coll;
+   relay_pos_t *sweep_pos;
+   bool sweep_hint;
+   int64_t sweep_retry_at_ms;
+   int sweep_backoff_ms;
+
+   /* Writes. */
+   int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
+   int write_backoff_ms;
+   bool write_failing;
+};
+
+/* changes.c */
+void
+relay_changes_start(relay_t *r, int64_t now);
+void
+relay_changes_step(relay_t *r, int64_t now);
+void
+relay_changes_cleanup(relay_t *r);
+
+/* publish.c */
+bool
+relay_publish_init(relay_t *r, bson_error_t *error);
+void
+relay_publish_cleanup(relay_t *r);
+void
+relay_publish_dispatch(relay_t *r, int64_t now);
+void
+relay_publish_handle(relay_t *r, int wait_ms, int64_t now);
+void
+relay_publish_check_timeouts(relay_t *r, int64_t now);
+void
+relay_publish_connect(relay_t *r, int64_t now);
+
+/* writer.c */
+void
+relay_writer_flush(relay_t *r, int64_t now, bool force);
+void
+relay_writer_checkpoint(relay_t *r, int64_t now, bool force);
+
+#endif /* RELAY_PRIVATE_H */

@@ -1,0 +1,179 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * outbox-bench: end-to-end throughput and latency of liboutbox + outbox-relay, each figure
+ * next to a baseline measured in the same invocation (see README.md in this directory).
+ *
+ * Every event the benchmark creates carries {bench_n: N, pad: "..."} as its data; N is unique
+ * within a run, so the subscriber can tell which event arrived (and count duplicates) from the
+ * payload alone, whatever envelope the relay wraps around it.
+ */
+#ifndef OUTBOX_BENCH_H
+#define OUTBOX_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define BENCH_DB_DEFAULT "outbox_bench"
+#define BENCH_MAX_SCALE 8
+
+typedef enum { BENCH_SMOKE, BENCH_QUICK, BENCH_DEFAULT, BENCH_LONG } bench_mode_t;
+
+typedef struct {
+   bench_mode_t mode;
+   const char *relay_path;    /* outbox-relay executable; NULL skips drain and steady */
+   const char *mongod_path;   /* test-mongod, when no OUTBOX_MONGODB_URI is given */
+   const char *mosquitto_path;
+   const char *json_path;     /* --json FILE */
+   const char *database;
+   const char *only;          /* comma list of parts to run, NULL = all */
+   const char *relay_args[32]; /* extra arguments for every relay run (--relay-arg) */
+   int n_relay_args;
+   const char *window_flag;   /* the relay flag that sets its in-flight window */
+   size_t events;             /* drain backlog */
+   size_t entities_few, entities_many;
+   size_t payload;            /* bytes of event data (the pad dominates) */
+   int window;                /* MQTT in-flight window, baseline and relay */
+   int qos;
+   int writers;               /* steady-state writer threads */
+   double phase_s;            /* duration of a steady-state phase */
+   double lib_s;              /* duration of one library benchmark run */
+   int lib_reps;              /* runs per configuration (ABBA order when 2) */
+   double timeout_s;          /* give up on one drain after this long */
+   bool verbose;
+} bench_opts_t;
+
+/* Resource use of one process over one measured interval. */
+typedef struct {
+   pid_t pid;           /* 0 when the process is not ours (external server) */
+   double cpu_s;        /* user + system seconds spent in the interval */
+   double hwm_mib;      /* VmHWM at the end of the interval (peak resident set) */
+} bench_proc_use_t;
+
+typedef struct {
+   bool ok;
+   size_t events, entities, received, duplicates;
+   int window, events_per_commit;
+   size_t payload;
+   const char *mode;       /* "sweep" (backlog before start) or "stream" (written live) */
+   double seconds;         /* relay start (sweep) or first write (stream) -> all cleared */
+   double first_msg_s;     /* -> first message at the subscriber */
+   double all_received_s;  /* -> last distinct message at the subscriber */
+   double msgs_per_s;      /* events / seconds */
+   double baseline_msgs_per_s; /* baseline with the same window and payload */
+   double avg_msg_bytes;   /* MQTT payload size seen at the subscriber */
+   size_t order_violations;
+   bench_proc_use_t relay, mongod, mosquitto;
+} bench_drain_t;
+
+typedef struct {
+   bool ok;
+   double target_pct;      /* 25, 50, 90; 0 for the saturation run */
+   double target_per_s, achieved_per_s;
+   size_t events, received;
+   double p50_ms, p95_ms, p99_ms, max_ms;
+} bench_steady_t;
+
+typedef struct {
+   int threads, events_per_commit;
+   double lib_per_s, plain_per_s, overhead_pct;
+   bool ok;
+} bench_libcase_t;
+
+typedef struct {
+   bool ok;
+   size_t messages;
+   int window;
+   size_t payload;
+   bool bare;              /* without the four MQTT 5 user properties the relay sends */
+   double msgs_per_s;      /* first publish -> all received by the subscriber */
+   double acked_per_s;     /* first publish -> last PUBACK */
+   double avg_msg_bytes;
+} bench_baseline_t;
+
+typedef struct {
+   char machine[256];
+   char mongodb[200], mqtt[200]; /* addresses without credentials */
+   bench_baseline_t baseline, baseline_bare;
+   bench_drain_t drain_few, drain_many;
+   bench_steady_t saturation, steady[3];
+   double max_sustainable_per_s;
+   bench_libcase_t lib[6];
+   int n_lib;
+   bench_baseline_t scale_base[BENCH_MAX_SCALE];
+   bench_drain_t scale[BENCH_MAX_SCALE];
+   int n_scale;
+   bool failed;            /* some measurement could not complete or lost events */
+   char failure[512];
+} bench_results_t;
+
+/* Addresses and (when started by us) process ids of the servers. */
+typedef struct {
+   char mongodb_uri[160];
+   char mqtt_uri[160];
+   pid_t mongod_pid, mosquitto_pid;
+   char workdir[128];
+} bench_servers_t;
+
+static inline int64_t
+bench_now_ns(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline double
+bench_secs(int64_t from_ns, int64_t to_ns)
+{
+   return (double) (to_ns - from_ns) / 1e9;
+}
+
+/* options.c */
+bool bench_opts_parse(bench_opts_t *o, int argc, char **argv, int *exit_code);
+bool bench_part_enabled(const bench_opts_t *o, const char *part);
+
+/* servers.c */
+bool bench_servers_start(const bench_opts_t *o, bench_servers_t *s);
+void bench_servers_stop(bench_servers_t *s);
+pid_t bench_spawn(const char *const *argv, const char *log_path);
+int bench_stop_child(pid_t pid, double grace_s);
+void bench_signals_init(void);
+/* Starts the relay on db.coll with the given window; its output goes to workdir/log_name. */
+pid_t bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
+                        int window, const char *log_name);
+void bench_relay_log_remove(const bench_servers_t *s, const char *log_name);
+
+/* procstat.c: 0 on failure, so a missing process reads as "no data", never as a crash. */
+double bench_proc_cpu_s(pid_t pid);
+double bench_proc_hwm_mib(pid_t pid);
+void bench_proc_use_begin(bench_proc_use_t *u, pid_t pid);
+void bench_proc_use_end(bench_proc_use_t *u);
+
+/* baseline.c */
+struct bench_sub;
+bool bench_baseline_run(const bench_opts_t *o, const bench_servers_t *s, struct bench_sub *sub,
+                        size_t messages, size_t payload, int window, bool bare,
+                        bench_baseline_t *out);
+
+/* Length of the "pad" string that makes an event's data about `payload` bytes as JSON. */
+static inline size_t
+bench_pad_len(size_t payload)
+{
+   return payload > 48 ? payload - 40 : 8;
+}
+
+/* A string of `len` 'x' characters, owned by the benchmark (valid until exit). */
+const char *bench_pad(size_t len);
+
+/* report.c */
+void bench_report_print(const bench_opts_t *o, const bench_results_t *r);
+bool bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *path);
+double bench_percentile(double *sorted, size_t n, double pct);
+void bench_fail(bench_results_t *r, const char *fmt, ...)
+   __attribute__((format(printf, 2, 3)));
+
+#endif /* OUTBOX_BENCH_H */

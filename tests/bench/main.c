@@ -1,0 +1,208 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * outbox-bench entry point: options, servers, the measurements in a fixed order, the report.
+ * The baseline runs first so every ratio compares figures taken minutes apart on the same
+ * servers, not against numbers from another day or machine.
+ */
+#include <mongoc/mongoc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "drain.h"
+#include "parts.h"
+#include "subscriber.h"
+
+static void
+machine_info(char *buf, size_t size)
+{
+   char model[128] = "unknown CPU", line[256];
+   FILE *f = fopen("/proc/cpuinfo", "r");
+   while (f && fgets(line, sizeof line, f)) {
+      char *colon = strchr(line, ':');
+      if (!strncmp(line, "model name", 10) && colon) {
+         snprintf(model, sizeof model, "%s", colon + 2);
+         model[strcspn(model, "\n")] = '\0';
+         break;
+      }
+   }
+   if (f) {
+      fclose(f);
+   }
+   struct utsname u;
+   uname(&u);
+   snprintf(buf, size, "%s, %ld CPUs (%s), Linux %s", u.nodename,
+            sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
+}
+
+/* Copies a URI for the report without "user:password@": reports get pasted into READMEs. */
+static void
+redact(char *buf, size_t size, const char *uri, const char *note)
+{
+   const char *scheme = strstr(uri, "://");
+   const char *host = scheme ? scheme + 3 : uri;
+   const char *at = strchr(host, '@');
+   const char *slash = strchr(host, '/');
+   if (at && (!slash || at < slash)) {
+      snprintf(buf, size, "%.*s***@%s%s", (int) (host - uri), uri, at + 1, note);
+   } else {
+      snprintf(buf, size, "%s%s", uri, note);
+   }
+}
+
+static void
+run_drains(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
+           bench_sub_t *sub, bench_results_t *r)
+{
+   bench_drain_run_t run = {.opts = o, .events = o->events, .payload = o->payload,
+                            .window = o->window, .per_commit = 1};
+   size_t counts[2] = {o->entities_few, o->entities_many};
+   bench_drain_t *outs[2] = {&r->drain_few, &r->drain_many};
+   for (int i = 0; i < 2; i++) {
+      run.entities = counts[i] < o->events ? counts[i] : o->events;
+      if (o->verbose) {
+         fprintf(stderr, "outbox-bench: drain of %zu events over %zu entities\n", run.events,
+                 run.entities);
+      }
+      if (!bench_drain_run(&run, s, c, sub, outs[i])) {
+         bench_fail(r, "drain over %zu entities incomplete", run.entities);
+      }
+      outs[i]->baseline_msgs_per_s = r->baseline.msgs_per_s;
+   }
+}
+
+/* A baseline with the same window and payload as a scaling run, measured once per pair. */
+static double
+scale_baseline(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
+               bench_results_t *r, int window, size_t payload, size_t events)
+{
+   for (int i = 0; i < r->n_scale; i++) {
+      if (r->scale_base[i].window == window && r->scale_base[i].payload == payload) {
+         return r->scale_base[i].msgs_per_s;
+      }
+   }
+   bench_baseline_t *b = &r->scale_base[r->n_scale];
+   if (!bench_baseline_run(o, s, sub, events, payload, window, false, b)) {
+      bench_fail(r, "baseline (window %d, payload %zu) incomplete", window, payload);
+   }
+   return b->msgs_per_s;
+}
+
+static void
+run_scaling(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
+            bench_sub_t *sub, bench_results_t *r)
+{
+   static const struct {
+      int window, per_commit;
+      size_t payload;
+      bool stream;
+   } cases[] = {{16, 1, 200, false},   {64, 1, 200, false},    {256, 1, 200, false},
+                {1024, 1, 200, false}, {256, 1, 200, true},    {256, 10, 200, true},
+                {256, 1, 2048, false}, {256, 1, 65536, false}};
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0] && r->n_scale < BENCH_MAX_SCALE; i++) {
+      size_t events = o->events < 100000 ? o->events : 100000;
+      size_t cap = (size_t) 256 * 1024 * 1024 / cases[i].payload; /* bound the bytes moved */
+      events = events < cap ? events : cap;
+      bench_drain_run_t run = {.opts = o, .events = events, .payload = cases[i].payload,
+                               .window = cases[i].window, .per_commit = cases[i].per_commit,
+                               .stream = cases[i].stream};
+      run.entities = o->entities_few < events ? o->entities_few : events;
+      double base = scale_baseline(o, s, sub, r, run.window, run.payload, events);
+      bench_drain_t *d = &r->scale[r->n_scale];
+      if (o->verbose) {
+         fprintf(stderr, "outbox-bench: scaling: window %d, %d/commit, %zu B, %s\n", run.window,
+                 run.per_commit, run.payload, run.stream ? "stream" : "sweep");
+      }
+      if (!bench_drain_run(&run, s, c, sub, d)) {
+         bench_fail(r, "scaling drain %zu incomplete", i + 1);
+      }
+      d->baseline_msgs_per_s = base;
+      r->n_scale++;
+   }
+}
+
+static void
+run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
+{
+   bson_error_t err;
+   mongoc_uri_t *uri = mongoc_uri_new_with_error(s->mongodb_uri, &err);
+   mongoc_client_t *c = uri ? mongoc_client_new_from_uri(uri) : NULL;
+   bench_sub_t *sub = bench_sub_new(s->mqtt_uri);
+   if (!c || !sub) {
+      bench_fail(r, "cannot connect to %s or %s", s->mongodb_uri, s->mqtt_uri);
+      goto done;
+   }
+   mongoc_client_set_error_api(c, MONGOC_ERROR_API_VERSION_2);
+   mongoc_client_set_appname(c, "outbox-bench");
+   if (bench_part_enabled(o, "baseline") || bench_part_enabled(o, "drain")) {
+      size_t n = o->events < 200000 ? o->events : 200000;
+      if (o->verbose) {
+         fprintf(stderr, "outbox-bench: baseline, %zu messages\n", n);
+      }
+      if (!bench_baseline_run(o, s, sub, n, o->payload, o->window, false, &r->baseline)) {
+         bench_fail(r, "baseline incomplete");
+      }
+      /* The same without user properties shows what the message contract itself costs. */
+      if (o->mode != BENCH_SMOKE &&
+          !bench_baseline_run(o, s, sub, n, o->payload, o->window, true, &r->baseline_bare)) {
+         bench_fail(r, "baseline without properties incomplete");
+      }
+   }
+   bool relay = o->relay_path != NULL;
+   if (relay && bench_part_enabled(o, "drain")) {
+      run_drains(o, s, c, sub, r);
+   }
+   if (relay && bench_part_enabled(o, "steady")) {
+      bench_steady_run_all(o, s, sub, r);
+   }
+   if (bench_part_enabled(o, "lib")) {
+      bench_lib_run_all(o, s, r);
+   }
+   if (relay && bench_part_enabled(o, "scale")) {
+      run_scaling(o, s, c, sub, r);
+   }
+   if (!relay) {
+      fprintf(stderr, "outbox-bench: no --relay given: drain, steady and scaling skipped\n");
+   }
+done:
+   bench_sub_destroy(sub);
+   mongoc_client_destroy(c);
+   mongoc_uri_destroy(uri);
+}
+
+int
+main(int argc, char **argv)
+{
+   bench_opts_t o;
+   int code;
+   if (!bench_opts_parse(&o, argc, argv, &code)) {
+      return code;
+   }
+   bench_signals_init();
+   bench_results_t *r = calloc(1, sizeof *r);
+   machine_info(r->machine, sizeof r->machine);
+   bench_servers_t s;
+   if (!bench_servers_start(&o, &s)) {
+      bench_servers_stop(&s);
+      free(r);
+      return EX_UNAVAILABLE;
+   }
+   redact(r->mongodb, sizeof r->mongodb, s.mongodb_uri, s.mongod_pid ? " (test-mongod)" : "");
+   redact(r->mqtt, sizeof r->mqtt, s.mqtt_uri, s.mosquitto_pid ? " (mosquitto)" : "");
+   mongoc_init();
+   run_all(&o, &s, r);
+   mongoc_cleanup();
+   bench_servers_stop(&s);
+   bench_report_print(&o, r);
+   if (o.json_path && !bench_report_json(&o, r, o.json_path)) {
+      bench_fail(r, "cannot write %s", o.json_path);
+   }
+   code = r->failed ? 1 : 0;
+   free(r);
+   return code;
+}

@@ -1,0 +1,259 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Command line. A mode sets every size first (--smoke, --quick, default, --long); explicit
+ * flags then override single values, whatever their position.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "bench.h"
+
+static void
+usage(FILE *out)
+{
+   fprintf(out,
+      "Usage: outbox-bench [--smoke | --quick | --long] [OPTIONS]\n"
+      "End-to-end benchmark of liboutbox and outbox-relay against paho's own publish rate.\n"
+      "Servers: OUTBOX_MONGODB_URI and OUTBOX_MQTT_URI name existing ones; otherwise\n"
+      "test-mongod (--mongod) and mosquitto are started on free loopback ports.\n\n"
+      "  --smoke             a few hundred events; checks everything arrives (seconds)\n"
+      "  --quick             reduced sizes, under two minutes\n"
+      "  --long              1M-event drain and the scaling runs (window, events per\n"
+      "                      commit, payload size)\n"
+      "  --relay PATH        outbox-relay to measure (without it: baseline and lib only)\n"
+      "  --mongod PATH       test-mongod executable\n"
+      "  --mosquitto PATH    mosquitto executable (default /usr/sbin/mosquitto)\n"
+      "  --json FILE         also write the figures as JSON\n"
+      "  --only LIST         comma list of: baseline,drain,steady,lib,scale\n"
+      "  --events N          drain backlog size\n"
+      "  --entities A,B      entity counts of the two drains (default 1000,100000)\n"
+      "  --payload BYTES     event data size (default 200)\n"
+      "  --window N          MQTT in-flight window, baseline and relay (default 256)\n"
+      "  --window-flag FLAG  relay flag that sets its window (default --inflight-window)\n"
+      "  --relay-arg ARG     extra relay argument (repeatable)\n"
+      "  --writers N         steady-state writer threads (default 4)\n"
+      "  --phase-seconds S   duration of each steady-state phase\n"
+      "  --database DB       database for the benchmark's collections (default %s)\n"
+      "  --timeout S         give up on one measurement after S seconds\n"
+      "  -v, --verbose       progress on stderr\n"
+      "  -h, --help          this help\n", BENCH_DB_DEFAULT);
+}
+
+static void
+set_mode(bench_opts_t *o, bench_mode_t mode)
+{
+   o->mode = mode;
+   o->entities_few = 1000;
+   o->entities_many = 100000;
+   o->payload = 200;
+   o->window = 256; /* the relay's default --inflight-window */
+   o->qos = 1;
+   o->writers = 4;
+   o->lib_reps = 2;
+   o->timeout_s = 300;
+   switch (mode) {
+   case BENCH_SMOKE:
+      o->events = 400;
+      o->entities_few = 20;
+      o->entities_many = 400;
+      o->writers = 2;
+      o->phase_s = 0.5;
+      o->lib_s = 0.2;
+      o->lib_reps = 1;
+      o->timeout_s = 60;
+      break;
+   case BENCH_QUICK:
+      o->events = 30000;
+      o->entities_many = 30000;
+      o->phase_s = 4;
+      o->lib_s = 1;
+      o->lib_reps = 1;
+      o->timeout_s = 60;
+      break;
+   case BENCH_DEFAULT:
+      o->events = 100000;
+      o->phase_s = 10;
+      o->lib_s = 3;
+      break;
+   case BENCH_LONG:
+      o->events = 1000000;
+      o->phase_s = 30;
+      o->lib_s = 5;
+      o->timeout_s = 1800;
+      break;
+   }
+}
+
+static bool
+parse_size(const char *flag, const char *v, size_t min, size_t *out)
+{
+   char *end;
+   unsigned long long x = strtoull(v, &end, 10);
+   if (!*v || *end || x < min || v[0] == '-') {
+      fprintf(stderr, "outbox-bench: %s needs a number >= %zu, not '%s'\n", flag, min, v);
+      return false;
+   }
+   *out = (size_t) x;
+   return true;
+}
+
+static bool
+parse_seconds(const char *flag, const char *v, double *out)
+{
+   char *end;
+   double x = strtod(v, &end);
+   if (!*v || *end || !(x > 0)) {
+      fprintf(stderr, "outbox-bench: %s needs a positive number of seconds, not '%s'\n",
+              flag, v);
+      return false;
+   }
+   *out = x;
+   return true;
+}
+
+static bool
+parse_entities(const char *v, bench_opts_t *o)
+{
+   char a[32];
+   const char *comma = strchr(v, ',');
+   if (!comma || (size_t) (comma - v) >= sizeof a) {
+      fprintf(stderr, "outbox-bench: --entities needs A,B (e.g. 1000,100000)\n");
+      return false;
+   }
+   memcpy(a, v, (size_t) (comma - v));
+   a[comma - v] = '\0';
+   return parse_size("--entities", a, 1, &o->entities_few) &&
+          parse_size("--entities", comma + 1, 1, &o->entities_many);
+}
+
+/* Options taking a value. Returns false on a bad value. */
+static bool
+parse_valued(bench_opts_t *o, const char *f, const char *v)
+{
+   size_t n;
+   if (!strcmp(f, "--relay")) {
+      o->relay_path = v;
+   } else if (!strcmp(f, "--mongod")) {
+      o->mongod_path = v;
+   } else if (!strcmp(f, "--mosquitto")) {
+      o->mosquitto_path = v;
+   } else if (!strcmp(f, "--json")) {
+      o->json_path = v;
+   } else if (!strcmp(f, "--only")) {
+      o->only = v;
+   } else if (!strcmp(f, "--database")) {
+      o->database = v;
+   } else if (!strcmp(f, "--window-flag")) {
+      o->window_flag = v;
+   } else if (!strcmp(f, "--relay-arg")) {
+      if (o->n_relay_args >= (int) (sizeof o->relay_args / sizeof o->relay_args[0])) {
+         fprintf(stderr, "outbox-bench: too many --relay-arg\n");
+         return false;
+      }
+      o->relay_args[o->n_relay_args++] = v;
+   } else if (!strcmp(f, "--events")) {
+      return parse_size(f, v, 1, &o->events);
+   } else if (!strcmp(f, "--entities")) {
+      return parse_entities(v, o);
+   } else if (!strcmp(f, "--payload")) {
+      return parse_size(f, v, 16, &o->payload) &&
+             (o->payload <= 200 * 1024 || (fprintf(stderr, "outbox-bench: --payload is at "
+                                                           "most 204800\n"), false));
+   } else if (!strcmp(f, "--window")) {
+      bool ok = parse_size(f, v, 1, &n) && n <= 65535;
+      o->window = (int) n;
+      return ok;
+   } else if (!strcmp(f, "--writers")) {
+      bool ok = parse_size(f, v, 1, &n) && n <= 64;
+      o->writers = (int) n;
+      return ok;
+   } else if (!strcmp(f, "--phase-seconds")) {
+      return parse_seconds(f, v, &o->phase_s);
+   } else if (!strcmp(f, "--timeout")) {
+      return parse_seconds(f, v, &o->timeout_s);
+   }
+   return true;
+}
+
+static bool
+takes_value(const char *f)
+{
+   static const char *const valued[] = {
+      "--relay", "--mongod", "--mosquitto", "--json", "--only", "--database", "--window-flag",
+      "--relay-arg", "--events", "--entities", "--payload", "--window", "--writers",
+      "--phase-seconds", "--timeout", NULL};
+   for (int i = 0; valued[i]; i++) {
+      if (!strcmp(f, valued[i])) {
+         return true;
+      }
+   }
+   return false;
+}
+
+bool
+bench_opts_parse(bench_opts_t *o, int argc, char **argv, int *exit_code)
+{
+   memset(o, 0, sizeof *o);
+   bench_mode_t mode = BENCH_DEFAULT;
+   for (int i = 1; i < argc; i++) {
+      if (!strcmp(argv[i], "--smoke")) {
+         mode = BENCH_SMOKE;
+      } else if (!strcmp(argv[i], "--quick")) {
+         mode = BENCH_QUICK;
+      } else if (!strcmp(argv[i], "--long")) {
+         mode = BENCH_LONG;
+      } else if (takes_value(argv[i])) {
+         i++; /* skip the value: "--relay-arg --quick" is a value, not a mode */
+      }
+   }
+   set_mode(o, mode);
+   o->database = BENCH_DB_DEFAULT;
+   o->mosquitto_path = "/usr/sbin/mosquitto";
+   o->window_flag = "--inflight-window";
+   *exit_code = EX_USAGE;
+   for (int i = 1; i < argc; i++) {
+      const char *f = argv[i];
+      if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+         usage(stdout);
+         *exit_code = EX_OK;
+         return false;
+      } else if (!strcmp(f, "-v") || !strcmp(f, "--verbose")) {
+         o->verbose = true;
+      } else if (!strcmp(f, "--smoke") || !strcmp(f, "--quick") || !strcmp(f, "--long")) {
+         continue;
+      } else if (takes_value(f)) {
+         if (i + 1 >= argc) {
+            fprintf(stderr, "outbox-bench: %s needs a value\n", f);
+            return false;
+         }
+         if (!parse_valued(o, f, argv[++i])) {
+            return false;
+         }
+      } else {
+         fprintf(stderr, "outbox-bench: unknown option '%s' (see --help)\n", f);
+         return false;
+      }
+   }
+   *exit_code = EX_OK;
+   return true;
+}
+
+bool
+bench_part_enabled(const bench_opts_t *o, const char *part)
+{
+   if (!o->only) {
+      return strcmp(part, "scale") != 0 || o->mode == BENCH_LONG;
+   }
+   size_t len = strlen(part);
+   for (const char *p = o->only; (p = strstr(p, part)); p += len) {
+      bool starts = p == o->only || p[-1] == ',';
+      bool ends = p[len] == '\0' || p[len] == ',';
+      if (starts && ends) {
+         return true;
+      }
+   }
+   return false;
+}

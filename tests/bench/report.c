@@ -1,0 +1,276 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The table on stdout and the same figures as JSON (--json FILE).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+static const char *const mode_names[] = {"smoke", "quick", "default", "long"};
+
+void
+bench_fail(bench_results_t *r, const char *fmt, ...)
+{
+   char msg[256];
+   va_list ap;
+   va_start(ap, fmt);
+   vsnprintf(msg, sizeof msg, fmt, ap);
+   va_end(ap);
+   fprintf(stderr, "outbox-bench: FAILED: %s\n", msg);
+   size_t used = strlen(r->failure);
+   snprintf(r->failure + used, sizeof r->failure - used, "%s%s", used ? "; " : "", msg);
+   r->failed = true;
+}
+
+/* Nearest-rank percentile of an ascending array. */
+double
+bench_percentile(double *sorted, size_t n, double pct)
+{
+   if (!n) {
+      return NAN;
+   }
+   size_t rank = (size_t) ceil(pct / 100.0 * (double) n);
+   return sorted[rank ? rank - 1 : 0];
+}
+
+static double
+per_100k(double cpu_s, size_t events)
+{
+   return events ? cpu_s * 100000.0 / (double) events : 0;
+}
+
+static void
+print_use(const char *who, const bench_proc_use_t *u, size_t events)
+{
+   if (u->pid > 0) {
+      printf("  %-9s %6.2f CPU s/100k ev  peak RSS %6.1f MiB", who, per_100k(u->cpu_s, events),
+             u->hwm_mib);
+   } else {
+      printf("  %-9s (external: not measured)", who);
+   }
+}
+
+static void
+print_drain(const char *label, const bench_drain_t *d)
+{
+   if (!d->events) {
+      return;
+   }
+   double ratio = d->baseline_msgs_per_s > 0 ? d->msgs_per_s / d->baseline_msgs_per_s : 0;
+   printf("%-22s %8zu ev %7zu ent  %9.0f ev/s  %5.2f x baseline  %6.2f s (1st msg %.2f s)%s\n",
+          label, d->events, d->entities, d->msgs_per_s, ratio, d->seconds, d->first_msg_s,
+          d->ok ? "" : "  INCOMPLETE");
+   if (d->duplicates || d->order_violations) {
+      printf("  duplicates %zu, per-entity order violations %zu\n", d->duplicates,
+             d->order_violations);
+   }
+   print_use("relay", &d->relay, d->events);
+   printf("\n");
+   print_use("mongod", &d->mongod, d->events);
+   print_use("mosquitto", &d->mosquitto, d->events);
+   printf("\n");
+}
+
+static void
+print_steady(const bench_results_t *r)
+{
+   if (!r->saturation.events) {
+      return;
+   }
+   printf("\nSteady state (liboutbox writers -> relay -> subscriber), max sustainable "
+          "%.0f ev/s\n", r->max_sustainable_per_s);
+   printf("  %5s %10s %10s %8s %8s %8s %8s\n", "load", "target/s", "done/s", "p50 ms",
+          "p95 ms", "p99 ms", "max ms");
+   for (int i = 0; i < 3; i++) {
+      const bench_steady_t *s = &r->steady[i];
+      if (!s->events) {
+         continue;
+      }
+      printf("  %4.0f%% %10.0f %10.0f %8.2f %8.2f %8.2f %8.2f%s%s\n", s->target_pct,
+             s->target_per_s, s->achieved_per_s, s->p50_ms, s->p95_ms, s->p99_ms, s->max_ms,
+             s->target_pct == 50 ? "  (target p99 < 20 ms)" : "", s->ok ? "" : "  INCOMPLETE");
+   }
+}
+
+static void
+print_lib(const bench_results_t *r)
+{
+   if (!r->n_lib) {
+      return;
+   }
+   printf("\nLibrary: commits/s, liboutbox update vs plain mongoc_collection_update_one "
+          "(target overhead < 10%%)\n");
+   printf("  %7s %10s %12s %12s %9s\n", "threads", "ev/commit", "liboutbox", "plain",
+          "overhead");
+   for (int i = 0; i < r->n_lib; i++) {
+      const bench_libcase_t *c = &r->lib[i];
+      printf("  %7d %10d %12.0f %12.0f %8.1f%%%s\n", c->threads, c->events_per_commit,
+             c->lib_per_s, c->plain_per_s, c->overhead_pct, c->ok ? "" : "  FAILED");
+   }
+}
+
+static void
+print_scale(const bench_results_t *r)
+{
+   if (!r->n_scale) {
+      return;
+   }
+   printf("\nScaling (drain rate against a baseline with the same window and payload)\n");
+   printf("  %6s %8s %9s %8s %10s %12s %7s\n", "window", "ev/cmt", "payload", "events",
+          "drain/s", "baseline/s", "ratio");
+   for (int i = 0; i < r->n_scale; i++) {
+      const bench_drain_t *d = &r->scale[i];
+      printf("  %6d %8d %9zu %8zu %10.0f %12.0f %7.2f%s\n", d->window, d->events_per_commit,
+             d->payload, d->events, d->msgs_per_s, d->baseline_msgs_per_s,
+             d->baseline_msgs_per_s > 0 ? d->msgs_per_s / d->baseline_msgs_per_s : 0,
+             d->ok ? "" : "  INCOMPLETE");
+   }
+}
+
+void
+bench_report_print(const bench_opts_t *o, const bench_results_t *r)
+{
+   printf("\noutbox-bench %s run on %s\n", mode_names[o->mode], r->machine);
+   printf("MongoDB %s, MQTT %s\n", r->mongodb, r->mqtt);
+   printf("Figures vary between machines and runs; compare the ratios within one run.\n\n");
+   const bench_baseline_t *b = &r->baseline;
+   if (b->messages) {
+      printf("%-22s %8zu msgs, window %d, data %zu B (%.0f B messages)\n", "Baseline (paho QoS 1)",
+             b->messages, b->window, b->payload, b->avg_msg_bytes);
+      printf("%-22s %9.0f msg/s received, %9.0f msg/s acknowledged%s\n", "", b->msgs_per_s,
+             b->acked_per_s, b->ok ? "" : "  INCOMPLETE");
+      if (r->baseline_bare.messages) {
+         printf("%-22s %9.0f msg/s received without the 4 user properties (%.2f x)\n", "",
+                r->baseline_bare.msgs_per_s,
+                b->msgs_per_s > 0 ? r->baseline_bare.msgs_per_s / b->msgs_per_s : 0);
+      }
+      printf("\n");
+   }
+   if (r->drain_few.events || r->drain_many.events) {
+      printf("Drain of a pending backlog (target >= 0.80 x baseline)\n");
+      print_drain("  few entities", &r->drain_few);
+      print_drain("  many entities", &r->drain_many);
+   }
+   print_steady(r);
+   print_lib(r);
+   print_scale(r);
+   if (r->failed) {
+      printf("\nFAILED: %s\n", r->failure);
+   }
+}
+
+/* Writes "key": value, or "key": null for figures that were not measured. */
+static void
+jnum(FILE *f, const char *key, double v, bool measured)
+{
+   if (measured && isfinite(v)) {
+      fprintf(f, "  \"%s\": %.6g,\n", key, v);
+   } else {
+      fprintf(f, "  \"%s\": null,\n", key);
+   }
+}
+
+static void
+jstr(FILE *f, const char *key, const char *v)
+{
+   fprintf(f, "  \"%s\": \"", key);
+   for (const char *p = v; *p; p++) {
+      if (*p == '"' || *p == '\\') {
+         fputc('\\', f);
+      }
+      fputc((unsigned char) *p < 0x20 ? ' ' : *p, f);
+   }
+   fprintf(f, "\",\n");
+}
+
+static void
+json_drain(FILE *f, const char *prefix, const bench_drain_t *d)
+{
+   char key[96];
+   bool m = d->events > 0;
+#define K(suffix) (snprintf(key, sizeof key, "%s%s", prefix, suffix), key)
+   jnum(f, K("msgs_per_s"), d->msgs_per_s, m);
+   jnum(f, K("ratio"), d->msgs_per_s / d->baseline_msgs_per_s, m && d->baseline_msgs_per_s > 0);
+   jnum(f, K("events"), (double) d->events, m);
+   jnum(f, K("entities"), (double) d->entities, m);
+   jnum(f, K("seconds"), d->seconds, m);
+   jnum(f, K("duplicates"), (double) d->duplicates, m);
+   jnum(f, K("relay_cpu_s_per_100k"), per_100k(d->relay.cpu_s, d->events), m);
+   jnum(f, K("relay_peak_rss_mib"), d->relay.hwm_mib, m);
+   jnum(f, K("mongod_cpu_s_per_100k"), per_100k(d->mongod.cpu_s, d->events),
+        m && d->mongod.pid > 0);
+   jnum(f, K("mosquitto_cpu_s_per_100k"), per_100k(d->mosquitto.cpu_s, d->events),
+        m && d->mosquitto.pid > 0);
+#undef K
+}
+
+static void
+json_lists(FILE *f, const bench_results_t *r)
+{
+   fprintf(f, "  \"lib\": [");
+   for (int i = 0; i < r->n_lib; i++) {
+      const bench_libcase_t *c = &r->lib[i];
+      fprintf(f, "%s\n    {\"threads\": %d, \"events_per_commit\": %d, \"lib_commits_per_s\": "
+                 "%.1f, \"plain_commits_per_s\": %.1f, \"overhead_pct\": %.2f}",
+              i ? "," : "", c->threads, c->events_per_commit, c->lib_per_s, c->plain_per_s,
+              c->overhead_pct);
+   }
+   fprintf(f, "],\n  \"scale\": [");
+   for (int i = 0; i < r->n_scale; i++) {
+      const bench_drain_t *d = &r->scale[i];
+      fprintf(f, "%s\n    {\"window\": %d, \"events_per_commit\": %d, \"payload\": %zu, "
+                 "\"events\": %zu, \"drain_msgs_per_s\": %.1f, \"baseline_msgs_per_s\": %.1f, "
+                 "\"ok\": %s}",
+              i ? "," : "", d->window, d->events_per_commit, d->payload, d->events,
+              d->msgs_per_s, d->baseline_msgs_per_s, d->ok ? "true" : "false");
+   }
+   fprintf(f, "],\n");
+}
+
+bool
+bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *path)
+{
+   FILE *f = fopen(path, "w");
+   if (!f) {
+      perror(path);
+      return false;
+   }
+   fprintf(f, "{\n");
+   jstr(f, "mode", mode_names[o->mode]);
+   jstr(f, "machine", r->machine);
+   jnum(f, "payload_bytes", (double) o->payload, true);
+   jnum(f, "window", o->window, true);
+   jnum(f, "baseline_msgs_per_s", r->baseline.msgs_per_s, r->baseline.messages > 0);
+   jnum(f, "baseline_acked_per_s", r->baseline.acked_per_s, r->baseline.messages > 0);
+   jnum(f, "baseline_bare_msgs_per_s", r->baseline_bare.msgs_per_s,
+        r->baseline_bare.messages > 0);
+   json_drain(f, "drain_", &r->drain_few);
+   json_drain(f, "drain_many_", &r->drain_many);
+   jnum(f, "max_sustainable_per_s", r->max_sustainable_per_s, r->saturation.events > 0);
+   static const char *const pct[] = {"25pct", "50pct", "90pct"};
+   for (int i = 0; i < 3; i++) {
+      const bench_steady_t *s = &r->steady[i];
+      char key[64];
+      static const char *const names[] = {"p50_ms", "p95_ms", "p99_ms", "max_ms"};
+      double v[] = {s->p50_ms, s->p95_ms, s->p99_ms, s->max_ms};
+      for (int k = 0; k < 4; k++) {
+         snprintf(key, sizeof key, "%s_at_%s", names[k], pct[i]);
+         jnum(f, key, v[k], s->events > 0);
+      }
+      snprintf(key, sizeof key, "rate_per_s_at_%s", pct[i]);
+      jnum(f, key, s->achieved_per_s, s->events > 0);
+   }
+   jnum(f, "relay_peak_rss_mib",
+        fmax(r->drain_few.relay.hwm_mib, r->drain_many.relay.hwm_mib),
+        r->drain_few.events || r->drain_many.events);
+   json_lists(f, r);
+   jstr(f, "failure", r->failure);
+   fprintf(f, "  \"ok\": %s\n}\n", r->failed ? "false" : "true");
+   bool ok = !ferror(f);
+   ok = !fclose(f) && ok;
+   return ok;
+}

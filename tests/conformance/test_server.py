@@ -1,0 +1,278 @@
+#!/usr/bin/python3
+"""The project's own pymongo tests of the MongoDB test server (or of a real replica set).
+
+usage: test_server.py [TestClass | TestClass.test_name ...]
+
+What MongoDB's spec tests barely cover: $push/$pull on arrays of documents, $elemMatch,
+$size, $exists, positional updates, duplicate keys, the 16 MiB limits, updateDescription
+shapes seen through watch(), resuming (tokens, startAfter, startAtOperationTime, across a
+forced disconnect), ChangeStreamHistoryLost, failpoints, concurrent and slow clients and
+malformed wire messages. Every assertion is what MongoDB 6.0 does, so the same file passes
+against `mongod --replSet rs0 --setParameter enableTestCommands=1` (set
+OUTBOX_TEST_MONGODB_URI). Prints `server-pymongo: N passed, N failed, N skipped`.
+
+The history-loss test needs to know the server's history bound: it runs when
+tests/fixtures/with-servers started test-mongod with OUTBOX_TEST_MONGOD_OPLOG_SIZE entries
+(meson test server-pymongo-history-loss), or when OUTBOX_TEST_HISTORY_BOUND=N says that N
+writes push a resume point out of the server's history.
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from servertest import MiB16, ServerTest, URI, bson  # noqa: E402
+from bson.int64 import Int64  # noqa: E402
+from bson.son import SON  # noqa: E402
+from pymongo.errors import (BulkWriteError, DuplicateKeyError,  # noqa: E402
+                            WriteError)
+
+
+class ArrayUpdates(ServerTest):
+    def seed(self, **fields):
+        doc = {"_id": 1}
+        doc.update(fields)
+        self.coll.insert_one(doc)
+
+    def get(self):
+        return self.coll.find_one({"_id": 1}, {"_id": 0})
+
+    def test_push_each_position_sort_slice(self):
+        self.seed(events=[{"n": 1}, {"n": 3}])
+        self.coll.update_one({"_id": 1}, {"$push": {"events": {"$each": [{"n": 2}, {"n": 0}],
+                                                              "$position": 1}}})
+        self.assertEqual(self.get()["events"], [{"n": 1}, {"n": 2}, {"n": 0}, {"n": 3}])
+        self.coll.update_one({"_id": 1}, {"$push": {"events": {
+            "$each": [{"n": 5}], "$sort": {"n": 1}, "$slice": -3}}})
+        self.assertEqual(self.get()["events"], [{"n": 2}, {"n": 3}, {"n": 5}])
+        self.coll.update_one({"_id": 1}, {"$push": {"events": {
+            "$each": [{"n": 4}], "$sort": {"n": -1}, "$slice": 2}}})
+        self.assertEqual(self.get()["events"], [{"n": 5}, {"n": 4}])
+        self.coll.update_one({"_id": 1}, {"$push": {"events": {"$each": [{"n": 9}],
+                                                              "$position": -1}}})
+        self.assertEqual(self.get()["events"], [{"n": 5}, {"n": 9}, {"n": 4}])
+        self.coll.update_one({"_id": 1}, {"$push": {"events": {"$each": [], "$slice": 0}}})
+        self.assertEqual(self.get()["events"], [])
+
+    def test_push_missing_and_non_array(self):
+        self.seed(x=1)
+        self.coll.update_one({"_id": 1}, {"$push": {"a.b": {"k": 1}}})
+        self.assertEqual(self.get(), {"x": 1, "a": {"b": [{"k": 1}]}})
+        with self.assertRaises(WriteError) as ctx:
+            self.coll.update_one({"_id": 1}, {"$push": {"x": 2}})
+        self.assertCode(ctx, 2)
+
+    def test_pull_conditions_on_documents(self):
+        self.seed(events=[{"n": 1, "t": "a"}, {"n": 2, "t": "b"}, {"n": 3, "t": "a"},
+                          {"n": 4, "t": "c", "extra": True}])
+        self.coll.update_one({"_id": 1}, {"$pull": {"events": {"t": "a"}}})
+        self.assertEqual(self.get()["events"], [{"n": 2, "t": "b"},
+                                                {"n": 4, "t": "c", "extra": True}])
+        self.coll.update_one({"_id": 1}, {"$pull": {"events": {"n": {"$gte": 4}}}})
+        self.assertEqual(self.get()["events"], [{"n": 2, "t": "b"}])
+        res = self.coll.update_one({"_id": 1}, {"$pull": {"events": {"n": 99}}})
+        self.assertEqual((res.matched_count, res.modified_count), (1, 0))
+
+    def test_pull_scalars_and_pull_all_pop_add_to_set(self):
+        self.seed(tags=[1, 2, 3, 4, 5, 3])
+        self.coll.update_one({"_id": 1}, {"$pull": {"tags": {"$in": [2, 3]}}})
+        self.assertEqual(self.get()["tags"], [1, 4, 5])
+        self.coll.update_one({"_id": 1}, {"$pull": {"tags": {"$gt": 4}}})
+        self.assertEqual(self.get()["tags"], [1, 4])
+        self.coll.update_one({"_id": 1}, {"$addToSet": {"tags": {"$each": [4, 6, 6]}}})
+        self.assertEqual(self.get()["tags"], [1, 4, 6])
+        self.coll.update_one({"_id": 1}, {"$pullAll": {"tags": [1, 6]}})
+        self.assertEqual(self.get()["tags"], [4])
+        self.coll.update_one({"_id": 1}, {"$push": {"tags": {"$each": [7, 8]}}})
+        self.coll.update_one({"_id": 1}, {"$pop": {"tags": -1}})
+        self.assertEqual(self.get()["tags"], [7, 8])
+        # $addToSet compares documents by BSON equality: field order matters
+        self.coll.update_one({"_id": 1}, {"$set": {"docs": [SON([("a", 1), ("b", 2)])]}})
+        self.coll.update_one({"_id": 1}, {"$addToSet": {"docs": SON([("b", 2), ("a", 1)])}})
+        self.coll.update_one({"_id": 1}, {"$addToSet": {"docs": SON([("a", 1), ("b", 2)])}})
+        self.assertEqual(len(self.get()["docs"]), 2)
+
+    def test_positional_operators(self):
+        self.seed(events=[{"n": 1, "t": "a"}, {"n": 2, "t": "b"}, {"n": 3, "t": "a"}])
+        self.coll.update_one({"_id": 1, "events.n": 2}, {"$set": {"events.$.t": "x"}})
+        self.assertEqual(self.get()["events"][1], {"n": 2, "t": "x"})
+        self.coll.update_one({"_id": 1}, {"$inc": {"events.$[].n": 10}})
+        self.assertEqual([e["n"] for e in self.get()["events"]], [11, 12, 13])
+        self.coll.update_one({"_id": 1}, {"$set": {"events.$[e].seen": True}},
+                             array_filters=[{"e.t": "a"}])
+        self.assertEqual([e.get("seen") for e in self.get()["events"]], [True, None, True])
+        self.coll.update_one({"_id": 1}, {"$set": {"events.1.n": 0}})
+        self.assertEqual(self.get()["events"][1]["n"], 0)
+        with self.assertRaises(WriteError) as ctx:  # identifier never used in the update
+            self.coll.update_one({"_id": 1}, {"$set": {"events.0.n": 5}},
+                                 array_filters=[{"unused.t": "a"}])
+        self.assertCode(ctx, 9)
+        with self.assertRaises(WriteError) as ctx:  # '$' without an array in the query
+            self.coll.update_one({"_id": 1}, {"$set": {"events.$.n": 5}})
+        self.assertCode(ctx, 2)
+
+    def test_update_error_codes(self):
+        self.seed(a=1, s="text")
+        cases = [({"$set": {"_id": 2}}, 66), ({"$set": {"a": 1}, "$inc": {"a": 1}}, 40),
+                 ({"$foo": {"a": 1}}, 9), ({"$set": {"a.b": 1}}, 28), ({"$inc": {"s": 1}}, 14)]
+        for update, code in cases:
+            with self.subTest(update=update):
+                with self.assertRaises(WriteError) as ctx:
+                    self.coll.update_one({"_id": 1}, update)
+                self.assertCode(ctx, code)
+        self.assertEqual(self.get(), {"a": 1, "s": "text"})
+
+    def test_inc_overflow_and_upsert_seed(self):
+        self.seed(i=2**31 - 1)
+        self.coll.update_one({"_id": 1}, {"$inc": {"i": 1}})
+        raw = self.coll.find_one({"_id": 1})["i"]
+        self.assertEqual(raw, 2**31)
+        self.assertIsInstance(raw, Int64)
+        res = self.coll.update_one({"k": 5, "$and": [{"m": "x"}], "q": {"$gt": 1}},
+                                   {"$set": {"z": 1}, "$setOnInsert": {"created": True}},
+                                   upsert=True)
+        self.assertIsNotNone(res.upserted_id)
+        doc = self.coll.find_one({"_id": res.upserted_id}, {"_id": 0})
+        self.assertEqual(doc, {"k": 5, "m": "x", "z": 1, "created": True})
+
+
+class Queries(ServerTest):
+    def setUp(self):
+        super().setUp()
+        self.coll.insert_many([
+            {"_id": 1, "events": [{"n": 1, "t": "a"}, {"n": 5, "t": "b"}], "tags": ["x", "y"]},
+            {"_id": 2, "events": [{"n": 5, "t": "a"}], "tags": [], "v": None},
+            {"_id": 3, "events": [], "tags": ["x"], "v": 0},
+            {"_id": 4, "tags": [["x", "y"]], "v": {"w": 1}},
+        ])
+
+    def ids(self, flt):
+        return [d["_id"] for d in self.coll.find(flt, {"_id": 1}).sort("_id", 1)]
+
+    def test_elem_match_versus_dotted(self):
+        self.assertEqual(self.ids({"events": {"$elemMatch": {"n": {"$gt": 1}, "t": "a"}}}), [2])
+        self.assertEqual(self.ids({"events.n": {"$gt": 1}, "events.t": "a"}), [1, 2])
+        self.assertEqual(self.ids({"_id": {"$lt": 4}, "tags": {"$elemMatch": {"$eq": "y"}}}),
+                         [1])
+        self.assertEqual(self.ids({"events.0.n": 1}), [1])
+        self.assertEqual(self.ids({"events.n": 5}), [1, 2])
+
+    def test_size_exists_null(self):
+        self.assertEqual(self.ids({"tags": {"$size": 2}}), [1])
+        self.assertEqual(self.ids({"tags": {"$size": 0}}), [2])
+        self.assertEqual(self.ids({"v": {"$exists": True}}), [2, 3, 4])
+        self.assertEqual(self.ids({"v": {"$exists": False}}), [1])
+        self.assertEqual(self.ids({"v": None}), [1, 2])
+        self.assertEqual(self.ids({"v": {"$ne": None}}), [3, 4])
+        self.assertEqual(self.ids({"events": {"$exists": True, "$size": 0}}), [3])
+
+    def test_array_equality_and_all(self):
+        self.assertEqual(self.ids({"tags": "x"}), [1, 3])
+        self.assertEqual(self.ids({"tags": ["x", "y"]}), [1, 4])
+        self.assertEqual(self.ids({"tags": {"$all": ["y", "x"]}}), [1])
+        self.assertEqual(self.ids({"tags": {"$in": [[], "zz"]}}), [2])
+        self.assertEqual(self.ids({"tags": {"$nin": ["x"]}}), [2, 4])
+
+    def test_type_bracketing_and_sort(self):
+        self.coll.insert_many([{"_id": 10, "k": 1}, {"_id": 11, "k": 2.5},
+                               {"_id": 12, "k": Int64(3)}, {"_id": 13, "k": "1"},
+                               {"_id": 14, "k": None}, {"_id": 15, "k": {"a": 1}}])
+        self.assertEqual(self.ids({"k": {"$gt": 1}}), [11, 12])
+        self.assertEqual(self.ids({"k": {"$lt": "2"}}), [13])
+        order = [d["_id"] for d in self.coll.find({"_id": {"$gte": 10}}).sort("k", 1)]
+        self.assertEqual(order, [14, 10, 11, 12, 13, 15])
+
+
+class WriteLimits(ServerTest):
+    def test_duplicate_id_and_unique_index(self):
+        self.coll.create_index("email", unique=True)
+        self.coll.insert_one({"_id": 1, "email": "a@x"})
+        with self.assertRaises(DuplicateKeyError) as ctx:
+            self.coll.insert_one({"_id": 1, "email": "b@x"})
+        self.assertEqual(ctx.exception.details.get("keyValue"), {"_id": 1})
+        with self.assertRaises(DuplicateKeyError) as ctx:
+            self.coll.insert_one({"_id": 2, "email": "a@x"})
+        self.assertEqual(ctx.exception.details.get("keyPattern"), {"email": 1})
+        self.assertEqual(ctx.exception.details.get("keyValue"), {"email": "a@x"})
+        self.assertIn("E11000 duplicate key error", str(ctx.exception))
+        self.coll.insert_one({"_id": 3, "email": "c@x"})
+        with self.assertRaises(DuplicateKeyError):
+            self.coll.update_one({"_id": 3}, {"$set": {"email": "a@x"}})
+        with self.assertRaises(BulkWriteError) as ctx:
+            self.coll.insert_many([{"_id": 4}, {"_id": 1}, {"_id": 5}], ordered=True)
+        self.assertEqual(ctx.exception.details["nInserted"], 1)
+        self.assertCode(ctx, 11000)
+        with self.assertRaises(BulkWriteError) as ctx:
+            self.coll.insert_many([{"_id": 6}, {"_id": 1}, {"_id": 7}], ordered=False)
+        self.assertEqual(ctx.exception.details["nInserted"], 2)
+        self.assertEqual(self.coll.count_documents({}), 6)
+
+    def test_partial_unique_index(self):
+        self.coll.create_index("email", unique=True,
+                               partialFilterExpression={"active": True})
+        self.coll.insert_many([{"_id": 1, "email": "a", "active": False},
+                               {"_id": 2, "email": "a", "active": False},
+                               {"_id": 3, "email": "a", "active": True}])
+        with self.assertRaises(DuplicateKeyError):
+            self.coll.insert_one({"_id": 4, "email": "a", "active": True})
+        with self.assertRaises(DuplicateKeyError):
+            self.coll.update_one({"_id": 1}, {"$set": {"active": True}})
+        self.coll.update_one({"_id": 3}, {"$set": {"active": False}})
+        self.coll.update_one({"_id": 1}, {"$set": {"active": True}})
+        names = [ix["name"] for ix in self.coll.list_indexes()]
+        self.assertEqual(sorted(names), ["_id_", "email_1"])
+
+    def test_insert_over_16mib_is_code_2(self):
+        # pymongo refuses such an insert_one itself; the insert command below stays under
+        # its command limit (16 MiB + 16 KiB) so the server has to judge the document.
+        big = {"_id": 1, "s": "x" * (MiB16 + 100 - 30)}
+        self.assertGreater(len(bson.encode(big)), MiB16)
+        res = self.db.command("insert", self.coll.name, documents=[big])
+        self.assertEqual(res["n"], 0)
+        self.assertEqual([e["code"] for e in res["writeErrors"]], [2])
+        self.assertEqual(self.coll.count_documents({}), 0)
+
+    def test_update_growing_past_16mib_is_17419(self):
+        self.coll.insert_one({"_id": 1, "a": "x" * (10 * 1024 * 1024)})
+        with self.assertRaises(WriteError) as ctx:
+            self.coll.update_one({"_id": 1}, {"$set": {"b": "y" * (7 * 1024 * 1024)}})
+        self.assertCode(ctx, 17419)
+        self.assertNotIn("b", self.coll.find_one({"_id": 1}, {"a": 0}))
+
+
+# --------------------------------------------------------------------------------------
+from test_server_streams import ChangeStreamShapes, HistoryLoss, Resume  # noqa: E402
+from test_server_faults import BadInput, Concurrency, FailPoints  # noqa: E402
+
+ALL = [ArrayUpdates, Queries, WriteLimits, ChangeStreamShapes, Resume, HistoryLoss,
+       FailPoints, Concurrency, BadInput]
+
+
+def main(argv):
+    if not URI:
+        print("server-pymongo: SKIP: OUTBOX_TEST_MONGODB_URI is not set "
+              "(run under tests/fixtures/with-servers)")
+        print("server-pymongo: 0 passed, 0 failed, 0 skipped")
+        return 77
+    loader = unittest.TestLoader()
+    module = sys.modules[__name__]
+    suite = unittest.TestSuite()
+    if argv:
+        for name in argv:
+            suite.addTests(loader.loadTestsFromName(name, module))
+    else:
+        for cls in ALL:
+            suite.addTests(loader.loadTestsFromTestCase(cls))
+    result = unittest.TextTestRunner(stream=sys.stdout, verbosity=2).run(suite)
+    failed_ids = {getattr(t, "test_case", t).id() for t, _ in result.failures + result.errors}
+    failed = len(failed_ids) + len(result.unexpectedSuccesses)
+    skipped = len(result.skipped)
+    passed = result.testsRun - failed - skipped
+    for test, reason in result.skipped:
+        print("SKIP %s -- %s" % (test.id(), reason))
+    print("server-pymongo: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,248 @@
+"""Failpoints, concurrent and slow clients, malformed wire messages."""
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from servertest import (DB, ServerTest, bson, make_client, op_msg, raw_connect,  # noqa: E402
+                        read_reply)
+from pymongo.errors import AutoReconnect, OperationFailure  # noqa: E402
+
+
+class FailPoints(ServerTest):
+    def test_times_skip_always_off(self):
+        self.coll.insert_one({"_id": 1})
+        self.failpoint("failCommand", {"times": 2}, failCommands=["count"], errorCode=8)
+        for _ in range(2):
+            with self.assertRaises(OperationFailure) as ctx:
+                self.coll.estimated_document_count()
+            self.assertCode(ctx, 8)
+        self.assertEqual(self.coll.estimated_document_count(), 1)
+        self.failpoint("failCommand", {"skip": 1}, failCommands=["count"], errorCode=8)
+        self.assertEqual(self.coll.estimated_document_count(), 1)
+        for _ in range(2):
+            with self.assertRaises(OperationFailure):
+                self.coll.estimated_document_count()
+        self.failpoint("failCommand", "off")
+        self.assertEqual(self.coll.estimated_document_count(), 1)
+        self.failpoint("failCommand", "alwaysOn", failCommands=["find"], errorCode=2,
+                       errorLabels=["CustomLabel"])
+        for _ in range(3):
+            with self.assertRaises(OperationFailure) as ctx:
+                self.coll.find_one()
+            self.assertTrue(ctx.exception.has_error_label("CustomLabel"))
+        self.assertEqual(self.coll.estimated_document_count(), 1)  # other commands pass
+        self.failpoint("failCommand", "off")
+        self.assertEqual(self.coll.find_one(), {"_id": 1})
+
+    def test_app_name_scopes_failpoint(self):
+        a = self.new_client(appname="outbox-fp-a")
+        b = self.new_client(appname="outbox-fp-b")
+        self.failpoint("failCommand", "alwaysOn", failCommands=["find"], errorCode=8,
+                       appName="outbox-fp-a")
+        with self.assertRaises(OperationFailure):
+            a[DB][self.coll.name].find_one()
+        self.assertIsNone(b[DB][self.coll.name].find_one())
+
+    def test_close_connection_and_retryable_writes(self):
+        self.failpoint("failCommand", {"times": 1}, failCommands=["insert"],
+                       closeConnection=True)
+        self.coll.insert_one({"_id": 1})  # retryWrites (default) retries once
+        self.assertEqual(self.coll.count_documents({}), 1)
+        plain = self.new_client(retryWrites=False)
+        self.failpoint("failCommand", {"times": 1}, failCommands=["insert"],
+                       closeConnection=True)
+        with self.assertRaises(AutoReconnect):
+            plain[DB][self.coll.name].insert_one({"_id": 2})
+        self.assertEqual(plain[DB][self.coll.name].count_documents({}), 1)
+
+    def test_block_connection_blocks_only_that_command(self):
+        slow = self.new_client(appname="outbox-fp-slow")
+        self.failpoint("failCommand", {"times": 1}, failCommands=["count"],
+                       blockConnection=True, blockTimeMS=1500, appName="outbox-fp-slow")
+        took = {}
+
+        def run():
+            t0 = time.monotonic()
+            slow[DB][self.coll.name].estimated_document_count()
+            took["slow"] = time.monotonic() - t0
+        th = threading.Thread(target=run)
+        th.start()
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        for i in range(10):
+            self.coll.insert_one({"_id": i})
+            self.client.admin.command("ping")
+        fast = time.monotonic() - t0
+        th.join(10)
+        self.assertGreaterEqual(took.get("slow", 0), 1.3)
+        self.assertLess(fast, 1.2, "other clients waited for the blocked one")
+
+
+class Concurrency(ServerTest):
+    def test_threads_share_and_own_clients(self):
+        errors = []
+        clients = [self.new_client(maxPoolSize=8) for _ in range(4)]
+
+        def work(t):
+            try:
+                coll = clients[t % 4][DB][self.coll.name]
+                for i in range(40):
+                    coll.insert_one({"t": t, "i": i})
+                    coll.update_one({"t": t, "i": i}, {"$push": {"seen": t}})
+                self.assertEqual(coll.count_documents({"t": t}), 40)
+            except Exception as exc:  # noqa: BLE001 - collected for the main thread
+                errors.append(exc)
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(16)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+        self.assertEqual(errors, [])
+        self.assertEqual(self.coll.count_documents({"seen.0": {"$exists": True}}), 640)
+
+    def test_hundreds_of_connections(self):
+        socks = [raw_connect() for _ in range(200)]
+        try:
+            for i, s in enumerate(socks):
+                s.sendall(op_msg({"hello": 1, "$db": "admin"}, request_id=i + 1))
+            for i, s in enumerate(socks):
+                reply, response_to = read_reply(s, with_response_to=True)
+                self.assertEqual(response_to, i + 1)
+                self.assertEqual(reply.get("ok"), 1.0)
+        finally:
+            for s in socks:
+                s.close()
+        self.assertEqual(self.client.admin.command("ping")["ok"], 1.0)
+
+    def test_slow_clients_do_not_block_others(self):
+        stalled = raw_connect()
+        stalled.sendall(struct.pack("<iiii", 200, 1, 0, 2013)[:10])  # half a header
+        half = raw_connect()
+        half.sendall(op_msg({"ping": 1, "$db": "admin"})[:30])  # half a message
+        woke = {}
+        stream = self.coll.watch(max_await_time_ms=4000)
+
+        def waiter():
+            woke["doc"] = stream.try_next()
+            woke["at"] = time.monotonic()
+        th = threading.Thread(target=waiter)
+        th.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        for i in range(20):
+            self.db["side"].insert_one({"i": i})
+            self.db["side"].find_one({"i": i})
+        self.assertLess(time.monotonic() - t0, 2.0)
+        t1 = time.monotonic()
+        self.coll.insert_one({"_id": "wake"})
+        th.join(10)
+        stream.close()
+        stalled.close()
+        half.close()
+        self.assertEqual(woke.get("doc", {}).get("documentKey"), {"_id": "wake"})
+        self.assertLess(woke["at"] - t1, 1.5, "waiting getMore did not wake on the write")
+        self.db["side"].drop()
+
+
+# --------------------------------------------------------------------------------------
+
+
+class BadInput(ServerTest):
+    def tearDown(self):
+        super().tearDown()
+        # the server must still serve everyone else, and on a fresh connection
+        c = make_client(serverSelectionTimeoutMS=5000)
+        try:
+            self.assertEqual(c.admin.command("ping")["ok"], 1.0)
+            c[DB]["alive"].insert_one({"after": self.id()})
+        finally:
+            c.close()
+
+    def expect_error_or_close(self, data, shutdown=False):
+        s = raw_connect()
+        try:
+            try:
+                s.sendall(data)
+                if shutdown:
+                    s.shutdown(socket.SHUT_WR)
+            except (BrokenPipeError, ConnectionResetError):
+                return None
+            try:
+                reply = read_reply(s)
+            except socket.timeout:
+                self.fail("server neither answered nor closed within 5 s")
+            if reply is not None:
+                self.assertEqual(reply.get("ok"), 0, reply)
+                self.assertIsInstance(reply.get("code"), int)
+                self.assertNotEqual(reply.get("code"), 0)
+            return reply
+        finally:
+            s.close()
+
+    def test_truncated_message(self):
+        msg = op_msg({"ping": 1, "$db": "admin"})
+        self.expect_error_or_close(msg[:len(msg) - 5], shutdown=True)
+        self.expect_error_or_close(msg[:7], shutdown=True)
+
+    def test_bad_lengths(self):
+        body = op_msg({"ping": 1, "$db": "admin"})[16:]
+        for length in (0, 8, 15, -1, 0x7FFFFFFF, 48000000 * 2):
+            with self.subTest(length=length):
+                self.expect_error_or_close(struct.pack("<iiii", length, 1, 0, 2013) + body)
+
+    def test_invalid_bson(self):
+        good = bson.encode({"ping": 1, "$db": "admin"})
+        bad_len = struct.pack("<i", len(good) + 50) + good[4:]
+        no_nul = good[:-1] + b"\x01"
+        bad_type = good[:4] + b"\x7e" + good[5:]
+        for name, body in (("length", bad_len), ("terminator", no_nul), ("type", bad_type)):
+            with self.subTest(body=name):
+                self.expect_error_or_close(op_msg(None, raw_body=body))
+        self.expect_error_or_close(op_msg(None, raw_body=b""))
+
+    def test_invalid_utf8_and_deep_nesting(self):
+        doc = bson.encode({"ping": 1, "$db": "admin", "s": "abc"})
+        doc = doc.replace(b"abc", b"\xff\xfe\xfd")
+        s = raw_connect()
+        try:
+            s.sendall(op_msg(None, raw_body=doc))
+            reply = read_reply(s)  # MongoDB may answer ok or refuse; never hang or crash
+            self.assertTrue(reply is None or "ok" in reply)
+        finally:
+            s.close()
+        inner = bson.encode({"x": 1})
+        for _ in range(3000):  # built by hand: bson.encode() would hit Python's recursion limit
+            elems = b"\x03x\x00" + inner + b"\x00"
+            inner = struct.pack("<i", 4 + len(elems)) + elems
+        body = bson.encode({"ping": 1, "$db": "admin"})[:-1] + b"\x03n\x00" + inner + b"\x00"
+        body = struct.pack("<i", len(body)) + body[4:]
+        s = raw_connect()
+        try:  # MongoDB refuses depth > 200 or ignores the field; never hang or crash
+            s.sendall(op_msg(None, raw_body=body))
+            reply = read_reply(s)
+            self.assertTrue(reply is None or "ok" in reply)
+        finally:
+            s.close()
+
+    def test_unknown_opcode_and_flags(self):
+        body = bson.encode({"ping": 1, "$db": "admin"})
+        self.expect_error_or_close(struct.pack("<iiii", 16 + 5 + len(body), 1, 0, 4242) +
+                                   b"\x00\x00\x00\x00\x00" + body)
+        reply = self.expect_error_or_close(op_msg({"ping": 1, "$db": "admin"}, flags=1 << 4))
+        if reply is not None:
+            self.assertEqual(reply["code"], 223)
+
+    def test_more_to_come_then_ping_on_same_socket(self):
+        s = raw_connect()
+        try:
+            s.sendall(op_msg({"insert": "alive", "$db": DB, "documents": [{"w0": 1}],
+                              "writeConcern": {"w": 0}}, request_id=7, flags=2))
+            s.sendall(op_msg({"ping": 1, "$db": "admin"}, request_id=8))
+            reply, response_to = read_reply(s, with_response_to=True)
+            self.assertEqual((reply.get("ok"), response_to), (1.0, 8))
+        finally:
+            s.close()

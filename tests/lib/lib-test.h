@@ -1,0 +1,74 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Helpers for liboutbox's integration tests: a pool on OUTBOX_TEST_MONGODB_URI (the test
+ * server started by with-servers, or a real replica set), unique collection names, and raw
+ * access to documents that bypasses the library.
+ */
+#ifndef OUTBOX_LIB_TEST_H
+#define OUTBOX_LIB_TEST_H
+
+#include <outbox/outbox.h>
+
+#define LT_DB "outbox_lib_tests"
+
+/* One test's world: its own pool and a collection no other test uses. */
+typedef struct {
+   mongoc_client_pool_t *pool;
+   char coll_name[64];
+   outbox_collection_t *coll; /* made with lt_open(); NULL before */
+} lt_t;
+
+/* Initializes mongoc and a pool on OUTBOX_TEST_MONGODB_URI (aborts the test if unset), and
+ * picks a unique collection name starting with `prefix`. `apm` (may be NULL) is installed on
+ * the pool with `apm_ctx`. */
+void
+lt_init(lt_t *t, const char *prefix, mongoc_apm_callbacks_t *apm, void *apm_ctx);
+
+/* Makes t->coll with `opts` (may be NULL); asserts success. */
+void
+lt_open(lt_t *t, const bson_t *opts);
+
+/* Drops the collection and frees everything. */
+void
+lt_cleanup(lt_t *t);
+
+/* The stored document with _id `id`, read without the library; NULL if there is none.
+ * Caller destroys. */
+bson_t *
+lt_raw_get(lt_t *t, const bson_value_t *id);
+
+/* Runs update_one(filter, update) without the library; asserts success. Used to play the
+ * relay (which removes published events) or a foreign writer. */
+void
+lt_raw_update(lt_t *t, const bson_t *filter, const bson_t *update);
+
+/* Inserts `doc` without the library; asserts success. */
+void
+lt_raw_insert(lt_t *t, const bson_t *doc);
+
+/* Removes all pending events of `id` like the relay does after publishing ($pull by seq). */
+void
+lt_publish_all(lt_t *t, const bson_value_t *id);
+
+/* Asserts that the stored document equals `before` byte for byte (or both are absent). */
+void
+lt_assert_unchanged(lt_t *t, const bson_value_t *id, const bson_t *before);
+
+/* Reads an int64 at `path` (dotted) of `doc`; asserts it exists and is an Int64. */
+int64_t
+lt_int64(const bson_t *doc, const char *path);
+
+/* Number of elements of the array at `key`; 0 if absent. */
+int
+lt_array_len(const bson_t *doc, const char *key);
+
+/* A string id value pointing at `s` (static storage). */
+bson_value_t
+lt_str_id(const char *s);
+
+/* An int64 id value. */
+bson_value_t
+lt_int_id(int64_t n);
+
+#endif /* OUTBOX_LIB_TEST_H */

@@ -1,0 +1,228 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Unit tests: event ids, types, headers, data, and the stored form.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event-private.h"
+#include "uuid-private.h"
+
+static bool
+is_hex_lower(char c)
+{
+   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+Test(uuid, format_is_lowercase_v4)
+{
+   for (int n = 0; n < 1000; n++) {
+      char id[_OUTBOX_UUID_LEN + 1];
+
+      _outbox_uuid_v4(id);
+      cr_assert_eq(strlen(id), 36);
+      for (int i = 0; i < 36; i++) {
+         if (i == 8 || i == 13 || i == 18 || i == 23) {
+            cr_assert_eq(id[i], '-', "%s", id);
+         } else {
+            cr_assert(is_hex_lower(id[i]), "%s", id);
+         }
+      }
+      cr_assert_eq(id[14], '4', "version nibble in %s", id);
+      cr_assert(strchr("89ab", id[19]) != NULL, "variant nibble in %s", id);
+      cr_assert(_outbox_uuid_is_valid(id, 36));
+   }
+}
+
+static int
+cmp_ids(const void *a, const void *b)
+{
+   return memcmp(a, b, _OUTBOX_UUID_LEN + 1);
+}
+
+Test(uuid, unique)
+{
+   enum { N = 100000 };
+   char(*ids)[_OUTBOX_UUID_LEN + 1] = malloc(N * sizeof *ids);
+
+   cr_assert_not_null(ids);
+   for (int i = 0; i < N; i++) {
+      _outbox_uuid_v4(ids[i]);
+   }
+   qsort(ids, N, sizeof *ids, cmp_ids);
+   for (int i = 1; i < N; i++) {
+      cr_assert_str_neq(ids[i - 1], ids[i]);
+   }
+   free(ids);
+}
+
+Test(uuid, validation)
+{
+   cr_assert(_outbox_uuid_is_valid("0f8fad5b-d9cb-469f-a165-70867728950e", 36));
+   /* Other versions are accepted: producers in other languages may use UUIDv7. */
+   cr_assert(_outbox_uuid_is_valid("01890a5d-ac96-774b-bcce-b302099a8057", 36));
+   cr_assert_not(_outbox_uuid_is_valid("0F8FAD5B-D9CB-469F-A165-70867728950E", 36));
+   cr_assert_not(_outbox_uuid_is_valid("0f8fad5bd9cb469fa16570867728950e", 32));
+   cr_assert_not(_outbox_uuid_is_valid("0f8fad5b-d9cb-469f-a165-70867728950", 35));
+   cr_assert_not(_outbox_uuid_is_valid("0f8fad5b-d9cb-469f-a165_70867728950e", 36));
+   cr_assert_not(_outbox_uuid_is_valid("0f8fad5b-d9cb-469f-a165-70867728950g", 36));
+   cr_assert_not(_outbox_uuid_is_valid(NULL, 36));
+}
+
+Test(event, new_assigns_id_and_copies)
+{
+   bson_t *data = BCON_NEW("a", BCON_INT32(1));
+   outbox_event_t *ev = outbox_event_new("contact.created", data);
+   outbox_event_t *other = outbox_event_new("contact.created", NULL);
+
+   bson_destroy(data); /* copied */
+   cr_assert(_outbox_uuid_is_valid(outbox_event_get_id(ev), 36));
+   cr_assert_str_neq(outbox_event_get_id(ev), outbox_event_get_id(other));
+   cr_assert_str_eq(outbox_event_get_type(ev), "contact.created");
+   cr_assert_eq(outbox_event_get_seq(ev), 0);
+   cr_assert_eq(outbox_event_get_time(ev), 0);
+   cr_assert(bson_has_field(outbox_event_get_data(ev), "a"));
+   cr_assert(bson_empty(outbox_event_get_data(other)));
+   outbox_event_destroy(ev);
+   outbox_event_destroy(other);
+   outbox_event_destroy(NULL);
+}
+
+static bool
+type_ok(const char *type)
+{
+   outbox_event_t *ev = outbox_event_new(type, NULL);
+   bson_error_t error;
+   bool ok = outbox_event_validate(ev, &error);
+
+   if (!ok) {
+      cr_assert_eq(error.domain, OUTBOX_ERROR_DOMAIN);
+      cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   }
+   outbox_event_destroy(ev);
+   return ok;
+}
+
+Test(event, type_validation)
+{
+   char longest[129], too_long[130];
+
+   memset(longest, 'a', 128);
+   longest[128] = '\0';
+   memset(too_long, 'a', 129);
+   too_long[129] = '\0';
+   cr_assert(type_ok("contact.created"));
+   cr_assert(type_ok("A-Z_a-z.0-9"));
+   cr_assert(type_ok("x"));
+   cr_assert(type_ok(longest));
+   cr_assert_not(type_ok(too_long));
+   cr_assert_not(type_ok(""));
+   cr_assert_not(type_ok(NULL));
+   cr_assert_not(type_ok("contact created"));
+   cr_assert_not(type_ok("contact/created"));
+   cr_assert_not(type_ok("contact$created"));
+   cr_assert_not(type_ok("caf\xc3\xa9"));
+}
+
+Test(event, data_must_be_utf8)
+{
+   bson_t data = BSON_INITIALIZER;
+   outbox_event_t *ev;
+   bson_error_t error;
+
+   bson_append_utf8(&data, "s", 1, "bad\xff", 4);
+   ev = outbox_event_new("t", &data);
+   cr_assert_not(outbox_event_validate(ev, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   outbox_event_destroy(ev);
+   bson_destroy(&data);
+}
+
+Test(event, headers)
+{
+   outbox_event_t *ev = outbox_event_new("t", NULL);
+   bson_error_t error;
+   bson_iter_t it;
+
+   cr_assert(outbox_event_set_header(ev, "traceparent", "00-abc-01", &error));
+   cr_assert(outbox_event_set_header(ev, "content-type", "application/json", &error));
+   cr_assert(outbox_event_set_header(ev, "traceparent", "00-def-01", &error));
+   cr_assert_eq(bson_count_keys(&ev->headers), 2);
+   cr_assert(bson_iter_init_find(&it, &ev->headers, "traceparent"));
+   cr_assert_str_eq(bson_iter_utf8(&it, NULL), "00-def-01");
+
+   cr_assert_not(outbox_event_set_header(ev, "", "v", &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   cr_assert_not(outbox_event_set_header(ev, "$set", "v", &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   cr_assert_not(outbox_event_set_header(ev, "k\xff", "v", &error));
+   cr_assert_not(outbox_event_set_header(ev, "k", "v\xc3", &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   cr_assert_not(outbox_event_set_header(ev, "k", NULL, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(bson_count_keys(&ev->headers), 2, "failed calls changed nothing");
+   outbox_event_destroy(ev);
+}
+
+Test(event, check_refuses_duplicates_and_committed)
+{
+   outbox_event_t *a = outbox_event_new("a", NULL);
+   outbox_event_t *b = outbox_event_new("b", NULL);
+   outbox_event_t *bad = outbox_event_new("not ok", NULL);
+   outbox_event_t *twice[] = {a, b, a};
+   outbox_event_t *with_bad[] = {a, bad};
+   outbox_event_t *fine[] = {a, b};
+   bson_error_t error;
+
+   cr_assert(_outbox_events_check(fine, 2, &error));
+   cr_assert(_outbox_events_check(NULL, 0, &error));
+   cr_assert_not(_outbox_events_check(NULL, 1, &error));
+   cr_assert_not(_outbox_events_check(twice, 3, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_not(_outbox_events_check(with_bad, 2, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   cr_assert(strstr(error.message, "event 1") != NULL, "%s", error.message);
+   _outbox_events_mark_committed(fine, 2, 7, 1234);
+   cr_assert_eq(outbox_event_get_seq(b), 8);
+   cr_assert_eq(outbox_event_get_time(b), 1234);
+   cr_assert_not(_outbox_events_check(fine, 2, &error));
+   outbox_event_destroy(a);
+   outbox_event_destroy(b);
+   outbox_event_destroy(bad);
+}
+
+Test(event, stored_form_is_valid)
+{
+   bson_t *data = BCON_NEW("x", BCON_UTF8("y"));
+   outbox_event_t *a = outbox_event_new("a.b", data);
+   outbox_event_t *b = outbox_event_new("c", NULL);
+   outbox_event_t *evs[] = {a, b};
+   bson_t arr = BSON_INITIALIZER, doc;
+   bson_iter_t it, child;
+   bson_error_t error;
+   int64_t expect_seq = 5;
+
+   cr_assert(outbox_event_set_header(b, "h", "v", &error));
+   _outbox_events_append_stored(&arr, evs, 2, 5, 1700000000000);
+   cr_assert(bson_iter_init(&it, &arr));
+   while (bson_iter_next(&it)) {
+      uint32_t len;
+      const uint8_t *bytes;
+
+      bson_iter_document(&it, &len, &bytes);
+      cr_assert(bson_init_static(&doc, bytes, len));
+      cr_assert(_outbox_stored_event_validate(&doc, &error), "%s", error.message);
+      cr_assert(bson_iter_init_find(&child, &doc, "seq"));
+      cr_assert_eq(bson_iter_int64(&child), expect_seq++);
+      cr_assert(bson_iter_init_find(&child, &doc, "time"));
+      cr_assert_eq(bson_iter_date_time(&child), 1700000000000);
+   }
+   cr_assert_eq(expect_seq, 7);
+   cr_assert_eq(outbox_event_get_seq(a), 0, "appending does not commit");
+   bson_destroy(&arr);
+   bson_destroy(data);
+   outbox_event_destroy(a);
+   outbox_event_destroy(b);
+}

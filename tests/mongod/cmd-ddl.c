@@ -1,0 +1,239 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Collections, databases and indexes. Drops and renames are logged, so change streams see
+ * `drop`, `rename` and `dropDatabase` events (and are invalidated where MongoDB does).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "query.h"
+
+void
+md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
+                     bool single_batch);
+
+static void
+log_ddl(md_server_t *srv, md_op_t op, const char *db, const char *coll, const char *to_db,
+        const char *to_coll)
+{
+   md_oplog_entry_t *e = calloc(1, sizeof *e);
+   e->op = op;
+   e->db = strdup(db);
+   e->coll = coll ? strdup(coll) : NULL;
+   e->to_db = to_db ? strdup(to_db) : NULL;
+   e->to_coll = to_coll ? strdup(to_coll) : NULL;
+   md_oplog_append(&srv->oplog, e);
+}
+
+static const char *const create_options[] = {
+   "capped", "size", "max", "changeStreamPreAndPostImages", "storageEngine", "idIndex",
+   "validator", "validationLevel", "validationAction", "indexOptionDefaults", "viewOn",
+   "pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
+   "autoIndexId", "flags", NULL};
+
+static bool
+check_create_options(const bson_t *cmd, bson_error_t *error)
+{
+   static const char *const unsupported[] = {"capped", "viewOn", "timeseries", "clusteredIndex",
+                                             "validator", "expireAfterSeconds", NULL};
+   bson_iter_t it;
+   for (int i = 0; unsupported[i]; i++) {
+      if (bson_iter_init_find(&it, cmd, unsupported[i]) &&
+          (BSON_ITER_HOLDS_DOCUMENT(&it) ? bson_iter_value(&it)->value.v_doc.data_len > 5
+                                         : bson_iter_as_bool(&it))) {
+         return tm_error_set(error, 2, "create option '%s' is not supported by test-mongod",
+                             unsupported[i]);
+      }
+   }
+   return md_check_collation(cmd, error);
+}
+
+bool
+md_cmd_create(md_cmd_t *c, bson_error_t *error)
+{
+   const char *name = md_cmd_coll_name(c, error);
+   if (!name || !md_cmd_check_fields(c, create_options, error) ||
+       !check_create_options(c->cmd, error)) {
+      return false;
+   }
+   bool created;
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, true, &created);
+   if (!created) {
+      return tm_error_set(error, 48, "Collection %s.%s already exists.", c->db, name);
+   }
+   bson_iter_t it;
+   bson_iter_init(&it, c->cmd);
+   bson_iter_next(&it);
+   while (bson_iter_next(&it)) {
+      for (int i = 0; create_options[i]; i++) {
+         if (strcmp(bson_iter_key(&it), create_options[i]) == 0) {
+            bson_append_value(coll->options, bson_iter_key(&it), -1, bson_iter_value(&it));
+         }
+      }
+   }
+   return true;
+}
+
+static void
+drop_coll(md_server_t *srv, md_coll_t *coll)
+{
+   log_ddl(srv, MD_OP_DROP, coll->db->name, coll->name, NULL, NULL);
+   md_store_drop_coll(srv->store, coll);
+}
+
+bool
+md_cmd_drop(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {NULL};
+   const char *name = md_cmd_coll_name(c, error);
+   if (!name || !md_cmd_check_fields(c, allowed, error)) {
+      return false;
+   }
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   if (!coll) {
+      return tm_error_set(error, 26, "ns not found");
+   }
+   BSON_APPEND_INT32(c->reply, "nIndexesWas", (int32_t) coll->n_indexes);
+   char *ns = bson_strdup_printf("%s.%s", c->db, name);
+   BSON_APPEND_UTF8(c->reply, "ns", ns);
+   bson_free(ns);
+   drop_coll(c->srv, coll);
+   return true;
+}
+
+bool
+md_cmd_drop_database(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {NULL};
+   if (!md_cmd_check_fields(c, allowed, error)) {
+      return false;
+   }
+   md_db_t *db = md_store_db(c->srv->store, c->db, false);
+   if (db) {
+      while (db->colls) {
+         drop_coll(c->srv, db->colls);
+      }
+      log_ddl(c->srv, MD_OP_DROP_DATABASE, c->db, NULL, NULL, NULL);
+      md_store_drop_db(c->srv->store, db);
+      BSON_APPEND_UTF8(c->reply, "dropped", c->db);
+   }
+   return true;
+}
+
+bool
+md_cmd_create_indexes(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {"indexes", "commitQuorum", "ignoreUnknownIndexOptions",
+                                         "isTimeseriesNamespace", NULL};
+   bson_iter_t it, arr;
+   const char *name = md_cmd_coll_name(c, error);
+   if (!name || !md_cmd_check_fields(c, allowed, error)) {
+      return false;
+   }
+   if (!bson_iter_init_find(&it, c->cmd, "indexes") || !BSON_ITER_HOLDS_ARRAY(&it)) {
+      return tm_error_set(error, 40414, "BSON field 'createIndexes.indexes' is missing but a "
+                                        "required field");
+   }
+   bool created;
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, true, &created);
+   int32_t before = (int32_t) coll->n_indexes;
+   bson_iter_recurse(&it, &arr);
+   while (bson_iter_next(&arr)) {
+      bson_t spec;
+      bool existed;
+      uint32_t len;
+      const uint8_t *data;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) {
+         return tm_error_set(error, 14, "index specifications must be documents");
+      }
+      bson_iter_document(&arr, &len, &data);
+      bson_init_static(&spec, data, len);
+      if (!md_coll_create_index(coll, &spec, &existed, error)) {
+         return false;
+      }
+   }
+   BSON_APPEND_BOOL(c->reply, "createdCollectionAutomatically", created);
+   BSON_APPEND_INT32(c->reply, "numIndexesBefore", before);
+   BSON_APPEND_INT32(c->reply, "numIndexesAfter", (int32_t) coll->n_indexes);
+   if (before == (int32_t) coll->n_indexes) {
+      BSON_APPEND_UTF8(c->reply, "note", "all indexes already exist");
+   }
+   return true;
+}
+
+static bool
+drop_one_index(md_coll_t *coll, const bson_value_t *v, bson_error_t *error)
+{
+   if (v->value_type == BSON_TYPE_UTF8) {
+      if (strcmp(v->value.v_utf8.str, "*") == 0) {
+         while (coll->n_indexes > 1) {
+            md_coll_drop_index(coll, coll->indexes[1]->name, error);
+         }
+         return true;
+      }
+      return md_coll_drop_index(coll, v->value.v_utf8.str, error);
+   }
+   md_index_t *ix = v->value_type == BSON_TYPE_DOCUMENT ? md_coll_find_index(coll, v) : NULL;
+   if (!ix) {
+      return tm_error_set(error, 27, "can't find index with key");
+   }
+   return md_coll_drop_index(coll, ix->name, error);
+}
+
+bool
+md_cmd_drop_indexes(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {"index", NULL};
+   bson_iter_t it, arr;
+   const char *name = md_cmd_coll_name(c, error);
+   if (!name || !md_cmd_check_fields(c, allowed, error)) {
+      return false;
+   }
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   if (!coll) {
+      return tm_error_set(error, 26, "ns not found %s.%s", c->db, name);
+   }
+   if (!bson_iter_init_find(&it, c->cmd, "index")) {
+      return tm_error_set(error, 40414, "BSON field 'dropIndexes.index' is missing but a "
+                                        "required field");
+   }
+   BSON_APPEND_INT32(c->reply, "nIndexesWas", (int32_t) coll->n_indexes);
+   if (BSON_ITER_HOLDS_ARRAY(&it)) {
+      bson_iter_recurse(&it, &arr);
+      while (bson_iter_next(&arr)) {
+         if (!drop_one_index(coll, bson_iter_value(&arr), error)) {
+            return false;
+         }
+      }
+      return true;
+   }
+   return drop_one_index(coll, bson_iter_value(&it), error);
+}
+
+bool
+md_cmd_list_indexes(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {"cursor", NULL};
+   bson_t cursor;
+   bool found;
+   int64_t batch_size = 101;
+   const char *name = md_cmd_coll_name(c, error);
+   if (!name || !md_cmd_check_fields(c, allowed, error) ||
+       !md_cmd_get_doc(c->cmd, "cursor", &cursor, &found, error) ||
+       !md_cmd_get_int64(&cursor, "batchSize", &batch_size, error)) {
+      return false;
+   }
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   if (!coll) {
+      return tm_error_set(error, 26, "ns does not exist: %s.%s", c->db, name);
+   }
+   bson_t **docs = malloc(coll->n_indexes * sizeof *docs);
+   for (size_t i = 0; i < coll->n_indexes; i++) {
+      docs[i] = bson_copy(coll->indexes[i]->spec);
+   }
+   char *ns = bson_strdup_printf("%s.%s", c->db, name);
+   md_reply_first_batch(c, ns, docs, coll->n_indexes, batch_size, false);
+   bson_free(ns);
+   return true;
+}

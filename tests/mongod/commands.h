@@ -1,0 +1,104 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Command dispatch. A handler runs with the server lock held, appends its result fields to
+ * `reply` and returns true, or returns false with a MongoDB error code in error->code; the
+ * dispatcher adds ok, errmsg, code, codeName, errorLabels, $clusterTime and operationTime.
+ */
+#ifndef MD_COMMANDS_H
+#define MD_COMMANDS_H
+
+#include "server.h"
+
+typedef struct {
+   md_server_t *srv;
+   md_conn_t *conn;
+   const bson_t *cmd;
+   const char *name; /* the first key */
+   const char *db;   /* $db */
+   bson_t *reply;
+   bson_t labels;         /* extra errorLabels for an error reply (array) */
+   uint32_t n_labels;
+   bool close_connection; /* close without replying */
+   bool has_op_time;      /* use op_time as operationTime instead of the cluster time */
+   md_ts_t op_time;
+} md_cmd_t;
+
+typedef bool (*md_cmd_fn)(md_cmd_t *c, bson_error_t *error);
+
+/* Runs the command in `req` for `conn`. `*reply` is initialised by the callee. Returns false
+ * if the connection must be closed without an answer. */
+bool
+md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
+
+/* Builds an error reply (used by the connection loop for protocol errors too). */
+void
+md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels, bson_t *reply);
+
+void
+md_cmd_add_label(md_cmd_t *c, const char *label);
+
+const char *
+md_code_name(int32_t code);
+
+/* Checks that every field of the command is in `allowed` (NULL-terminated) or is a generic
+ * argument; else 40415 "BSON field '<cmd>.<field>' is an unknown field." */
+bool
+md_cmd_check_fields(const md_cmd_t *c, const char *const *allowed, bson_error_t *error);
+
+/* The collection named by the command's first value (a string), or error 2 / 73. */
+const char *
+md_cmd_coll_name(const md_cmd_t *c, bson_error_t *error);
+
+/* Reads optional fields with type checks (14 TypeMismatch on a wrong type). */
+bool
+md_cmd_get_doc(const bson_t *cmd, const char *field, bson_t *out, bool *found,
+               bson_error_t *error);
+bool
+md_cmd_get_int64(const bson_t *cmd, const char *field, int64_t *out, bson_error_t *error);
+
+/* Adds oplog entries for document changes. */
+void
+md_log_insert(md_server_t *srv, const md_coll_t *coll, const bson_t *doc);
+void
+md_log_delete(md_server_t *srv, const md_coll_t *coll, const bson_t *doc);
+void
+md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool replacement,
+              const bson_t *pre, tm_update_desc_t *desc);
+
+/* Families of commands, in cmd-*.c. */
+bool md_cmd_hello(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_ping(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_build_info(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_get_parameter(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_configure_fail_point(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_server_status(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_list_databases(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_connection_status(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_whatsmyuri(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_host_info(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_get_cmd_line_opts(md_cmd_t *c, bson_error_t *error);
+
+bool md_cmd_insert(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_update(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_delete(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_find_and_modify(md_cmd_t *c, bson_error_t *error);
+
+bool md_cmd_find(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_get_more(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_kill_cursors(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_aggregate(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_count(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_distinct(md_cmd_t *c, bson_error_t *error);
+
+bool md_cmd_create(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_drop(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_drop_database(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_create_indexes(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_drop_indexes(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_list_indexes(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_list_collections(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error);
+
+#endif

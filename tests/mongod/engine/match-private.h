@@ -1,0 +1,97 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The matcher's parsed form, shared by match-parse.c (building) and match.c (evaluating).
+ */
+#ifndef TM_MATCH_PRIVATE_H
+#define TM_MATCH_PRIVATE_H
+
+#include <regex.h>
+
+#include "engine-private.h"
+
+typedef enum {
+   TM_N_AND,
+   TM_N_OR,
+   TM_N_NOR,
+   TM_N_NOT,
+   TM_N_FALSE,    /* matches nothing ({$all: []}) */
+   TM_N_LEAF,     /* one operator on one path */
+   TM_N_ELEM_OBJ, /* {$elemMatch: {field: ...}}: elements matched as documents */
+   TM_N_ELEM_VAL, /* {$elemMatch: {$gt: ...}}: elements matched as values */
+} tm_node_kind_t;
+
+typedef enum {
+   TM_OP_EQ,
+   TM_OP_GT,
+   TM_OP_GTE,
+   TM_OP_LT,
+   TM_OP_LTE,
+   TM_OP_IN,
+   TM_OP_EXISTS,
+   TM_OP_TYPE,
+   TM_OP_SIZE,
+   TM_OP_REGEX,
+   TM_OP_MOD,
+} tm_op_t;
+
+typedef struct _tm_mnode_t tm_mnode_t;
+
+struct _tm_mnode_t {
+   tm_node_kind_t kind;
+   tm_op_t op;
+   bool has_path; /* false inside a value $elemMatch: the leaf applies to the element */
+   tm_path_t path;
+   bson_value_t operand; /* borrowed from the matcher's copy of the filter */
+   regex_t *re;          /* TM_OP_REGEX, or an $eq whose operand is a regex */
+   regex_t **in_re;      /* TM_OP_IN: one compiled regex per regex element, else NULL */
+   bson_value_t *in_vals;
+   size_t in_n;
+   int32_t types[32]; /* TM_OP_TYPE; 0 stands for "number" */
+   size_t n_types;
+   int64_t size_or_divisor, remainder;
+   tm_mnode_t **kids; /* AND/OR/NOR/NOT children; ELEM_*: the element predicate (kids[0]) */
+   size_t n_kids;
+};
+
+struct _tm_matcher_t {
+   bson_t *filter;
+   tm_mnode_t *root;
+};
+
+tm_mnode_t *
+tm_mnode_new(tm_node_kind_t kind);
+void
+tm_mnode_destroy(tm_mnode_t *n);
+void
+tm_mnode_add(tm_mnode_t *parent, tm_mnode_t *kid);
+
+/* Parses a query document into an AND node (document mode). */
+tm_mnode_t *
+tm_match_parse_doc(const bson_t *filter, bson_error_t *error);
+
+/* Parses operators ({$gt: 1, $lt: 5}) applying to a value itself (value mode). */
+tm_mnode_t *
+tm_match_parse_value(const bson_t *ops, bson_error_t *error);
+/* A value-mode node matching values equal to `v` (a regex `v` matches strings). */
+tm_mnode_t *
+tm_match_value_eq(const bson_value_t *v, bson_error_t *error);
+/* Evaluates a value-mode node against one value. */
+bool
+tm_mnode_match_value(const tm_mnode_t *n, const bson_value_t *v);
+/* True if `v` is a document whose first key starts with '$'. */
+bool
+tm_is_operator_doc(const bson_value_t *v);
+
+/* Evaluates a document-mode node against `doc`. */
+bool
+tm_mnode_match_doc(const tm_mnode_t *n, const bson_t *doc, int32_t *pos);
+
+/* Regex match of a string value against a compiled pattern. */
+bool
+tm_regex_match(const regex_t *re, const bson_value_t *v);
+/* Compiles a MongoDB (PCRE-flavoured) pattern with POSIX extended regex; false with 2 set. */
+bool
+tm_regex_compile(regex_t *re, const char *pattern, const char *options, bson_error_t *error);
+
+#endif /* TM_MATCH_PRIVATE_H */

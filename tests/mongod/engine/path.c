@@ -1,0 +1,218 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Dotted paths: parsing, plain lookup, and the array fan-out that query matching uses.
+ */
+#include <string.h>
+
+#include "engine-private.h"
+
+bool
+tm_path_parse(const char *dotted, tm_path_t *path)
+{
+   const char *start = dotted;
+   const char *dot;
+   size_t cap = 4;
+
+   path->n = 0;
+   path->dotted = bson_strdup(dotted);
+   path->parts = bson_malloc(cap * sizeof(char *));
+   for (;;) {
+      dot = strchr(start, '.');
+      if (path->n == cap) {
+         cap *= 2;
+         path->parts = bson_realloc(path->parts, cap * sizeof(char *));
+      }
+      path->parts[path->n++] =
+         dot ? bson_strndup(start, (size_t) (dot - start)) : bson_strdup(start);
+      if (!dot) {
+         break;
+      }
+      start = dot + 1;
+   }
+   /* Empty components ("a..b", ".a", "a.", "") make the path invalid. */
+   for (size_t i = 0; i < path->n; i++) {
+      if (path->parts[i][0] == '\0') {
+         return false;
+      }
+   }
+   return true;
+}
+
+void
+tm_path_destroy(tm_path_t *path)
+{
+   if (!path || !path->parts) {
+      return;
+   }
+   for (size_t i = 0; i < path->n; i++) {
+      bson_free(path->parts[i]);
+   }
+   bson_free(path->parts);
+   bson_free(path->dotted);
+   path->parts = NULL;
+   path->dotted = NULL;
+   path->n = 0;
+}
+
+bool
+tm_path_is_index(const char *s, size_t *index)
+{
+   size_t v = 0;
+
+   if (!s[0] || (s[0] == '0' && s[1]) || strlen(s) > 9) {
+      return false;
+   }
+   for (const char *c = s; *c; c++) {
+      if (*c < '0' || *c > '9') {
+         return false;
+      }
+      v = v * 10 + (size_t) (*c - '0');
+   }
+   if (index) {
+      *index = v;
+   }
+   return true;
+}
+
+bool
+tm_value_as_bson(const bson_value_t *v, bson_t *b)
+{
+   if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) {
+      return false;
+   }
+   return bson_init_static(b, v->value.v_doc.data, v->value.v_doc.data_len);
+}
+
+typedef struct {
+   const tm_path_t *path;
+   bool expand_leaf;
+   tm_path_visit_fn fn;
+   void *ctx;
+} walk_t;
+
+static bool
+visit_value(const walk_t *w, const bson_value_t *v, size_t i, int32_t idx);
+
+static bool
+visit_doc(const walk_t *w, const bson_value_t *doc, size_t i, int32_t idx)
+{
+   bson_t view;
+   bson_iter_t it;
+
+   if (!tm_value_as_bson(doc, &view) || !bson_iter_init_find(&it, &view, w->path->parts[i])) {
+      return w->fn(NULL, idx, w->ctx);
+   }
+   return visit_value(w, bson_iter_value(&it), i + 1, idx);
+}
+
+static bool
+visit_array(const walk_t *w, const bson_value_t *arr, size_t i, int32_t idx)
+{
+   bson_t view;
+   bson_iter_t it;
+   bool any = false;
+   size_t k;
+   int32_t j = 0;
+
+   if (!tm_value_as_bson(arr, &view) || !bson_iter_init(&it, &view)) {
+      return w->fn(NULL, idx, w->ctx);
+   }
+   if (tm_path_is_index(w->path->parts[i], &k)) {
+      bson_iter_t ik;
+      if (bson_iter_init_find(&ik, &view, w->path->parts[i])) {
+         any = true;
+         if (visit_value(w, bson_iter_value(&ik), i + 1, idx < 0 ? (int32_t) k : idx)) {
+            return true;
+         }
+      }
+   }
+   /* Only documents directly inside the array are searched; nested arrays are not. */
+   for (; bson_iter_next(&it); j++) {
+      if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+         any = true;
+         if (visit_doc(w, bson_iter_value(&it), i, idx < 0 ? j : idx)) {
+            return true;
+         }
+      }
+   }
+   return any ? false : w->fn(NULL, idx, w->ctx);
+}
+
+static bool
+visit_value(const walk_t *w, const bson_value_t *v, size_t i, int32_t idx)
+{
+   if (i == w->path->n) {
+      if (v->value_type == BSON_TYPE_ARRAY && w->expand_leaf) {
+         bson_t view;
+         bson_iter_t it;
+         int32_t j = 0;
+         if (tm_value_as_bson(v, &view) && bson_iter_init(&it, &view)) {
+            for (; bson_iter_next(&it); j++) {
+               if (w->fn(bson_iter_value(&it), idx < 0 ? j : idx, w->ctx)) {
+                  return true;
+               }
+            }
+         }
+      }
+      return w->fn(v, idx, w->ctx);
+   }
+   if (v->value_type == BSON_TYPE_DOCUMENT) {
+      return visit_doc(w, v, i, idx);
+   }
+   if (v->value_type == BSON_TYPE_ARRAY) {
+      return visit_array(w, v, i, idx);
+   }
+   return w->fn(NULL, idx, w->ctx);
+}
+
+bool
+tm_path_visit(const bson_t *doc, const tm_path_t *path, bool expand_leaf, tm_path_visit_fn fn,
+              void *ctx)
+{
+   walk_t w = {path, expand_leaf, fn, ctx};
+   bson_value_t root;
+
+   root.value_type = BSON_TYPE_DOCUMENT;
+   root.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+   root.value.v_doc.data_len = doc->len;
+   return visit_doc(&w, &root, 0, -1);
+}
+
+bool
+tm_path_get_parts(const bson_t *doc, const tm_path_t *path, size_t from, bson_value_t *value)
+{
+   bson_iter_t it;
+   bson_t view;
+   const bson_t *cur = doc;
+
+   for (size_t i = from; i < path->n; i++) {
+      if (!bson_iter_init_find(&it, cur, path->parts[i])) {
+         return false;
+      }
+      if (i + 1 < path->n) {
+         if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) {
+            return false;
+         }
+         if (!tm_value_as_bson(bson_iter_value(&it), &view)) {
+            return false;
+         }
+         cur = &view;
+      }
+   }
+   if (value) {
+      *value = *bson_iter_value(&it);
+   }
+   return path->n > from;
+}
+
+bool
+tm_path_get(const bson_t *doc, const char *dotted, bson_value_t *value)
+{
+   tm_path_t path;
+   bool ok;
+
+   ok = tm_path_parse(dotted, &path) && tm_path_get_parts(doc, &path, 0, value);
+   tm_path_destroy(&path);
+   return ok;
+}

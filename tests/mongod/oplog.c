@@ -1,0 +1,144 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "oplog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void
+md_oplog_init(md_oplog_t *log, size_t capacity)
+{
+   memset(log, 0, sizeof *log);
+   log->capacity = capacity ? capacity : 1;
+   log->ring = calloc(log->capacity, sizeof *log->ring);
+   log->last.t = (uint32_t) time(NULL);
+   log->last.i = 1;
+   pthread_condattr_t attr;
+   pthread_condattr_init(&attr);
+   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+   pthread_cond_init(&log->cond, &attr);
+   pthread_condattr_destroy(&attr);
+}
+
+void
+md_oplog_entry_free(md_oplog_entry_t *e)
+{
+   if (!e) {
+      return;
+   }
+   free(e->db);
+   free(e->coll);
+   free(e->to_db);
+   free(e->to_coll);
+   bson_destroy(e->doc_key);
+   bson_destroy(e->full_doc);
+   bson_destroy(e->pre_image);
+   bson_destroy(e->update_desc);
+   free(e);
+}
+
+void
+md_oplog_destroy(md_oplog_t *log)
+{
+   for (uint64_t s = log->first_seq; s < log->next_seq; s++) {
+      md_oplog_entry_free(log->ring[s % log->capacity]);
+   }
+   free(log->ring);
+   pthread_cond_destroy(&log->cond);
+}
+
+int
+md_ts_cmp(md_ts_t a, md_ts_t b)
+{
+   if (a.t != b.t) {
+      return a.t < b.t ? -1 : 1;
+   }
+   return a.i < b.i ? -1 : a.i > b.i;
+}
+
+void
+md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e)
+{
+   struct timespec now;
+   clock_gettime(CLOCK_REALTIME, &now);
+   uint32_t secs = (uint32_t) now.tv_sec;
+   if (secs > log->last.t) {
+      log->last.t = secs;
+      log->last.i = 1;
+   } else {
+      log->last.i++;
+   }
+   e->ts = log->last;
+   e->wall_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+   if (log->next_seq - log->first_seq == log->capacity) {
+      md_oplog_entry_t *old = log->ring[log->first_seq % log->capacity];
+      log->lost = true;
+      log->lost_ts = old->ts;
+      md_oplog_entry_free(old);
+      log->first_seq++;
+   }
+   e->seq = log->next_seq++;
+   log->ring[e->seq % log->capacity] = e;
+   pthread_cond_broadcast(&log->cond);
+}
+
+md_oplog_entry_t *
+md_oplog_at(const md_oplog_t *log, uint64_t seq)
+{
+   if (seq < log->first_seq || seq >= log->next_seq) {
+      return NULL;
+   }
+   return log->ring[seq % log->capacity];
+}
+
+uint64_t
+md_oplog_seek(const md_oplog_t *log, md_ts_t ts, bool inclusive)
+{
+   uint64_t lo = log->first_seq, hi = log->next_seq;
+   while (lo < hi) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      int c = md_ts_cmp(md_oplog_at(log, mid)->ts, ts);
+      if (c < 0 || (c == 0 && !inclusive)) {
+         lo = mid + 1;
+      } else {
+         hi = mid;
+      }
+   }
+   return lo;
+}
+
+void
+md_token_format(char out[MD_TOKEN_LEN + 1], md_ts_t ts, unsigned index, unsigned kind)
+{
+   snprintf(out, MD_TOKEN_LEN + 1, "82%08X%08X%04X%02X", ts.t, ts.i, index & 0xffff,
+            kind & 0xff);
+}
+
+bool
+md_token_parse(const char *s, md_ts_t *ts, unsigned *index, unsigned *kind)
+{
+   if (strlen(s) != MD_TOKEN_LEN || strncmp(s, "82", 2) != 0) {
+      return false;
+   }
+   for (int k = 0; k < MD_TOKEN_LEN; k++) {
+      if (!((s[k] >= '0' && s[k] <= '9') || (s[k] >= 'A' && s[k] <= 'F'))) {
+         return false;
+      }
+   }
+   char buf[9];
+   memcpy(buf, s + 2, 8);
+   buf[8] = '\0';
+   ts->t = (uint32_t) strtoul(buf, NULL, 16);
+   memcpy(buf, s + 10, 8);
+   ts->i = (uint32_t) strtoul(buf, NULL, 16);
+   memcpy(buf, s + 18, 4);
+   buf[4] = '\0';
+   *index = (unsigned) strtoul(buf, NULL, 16);
+   memcpy(buf, s + 22, 2);
+   buf[2] = '\0';
+   *kind = (unsigned) strtoul(buf, NULL, 16);
+   return true;
+}

@@ -1,0 +1,89 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The bounded history of changes behind change streams, and the cluster clock. Every change
+ * gets its own cluster time (a Timestamp strictly greater than the previous one) and a
+ * sequence number; the newest `capacity` entries are kept. Waiters (change-stream getMores)
+ * sleep on `cond` with the server lock and are woken by every append: no polling.
+ * Not thread-safe by itself: callers hold the server lock.
+ */
+#ifndef MD_OPLOG_H
+#define MD_OPLOG_H
+
+#include <bson/bson.h>
+#include <pthread.h>
+#include <stdint.h>
+
+typedef enum {
+   MD_OP_INSERT,
+   MD_OP_UPDATE,
+   MD_OP_REPLACE,
+   MD_OP_DELETE,
+   MD_OP_DROP,
+   MD_OP_RENAME,
+   MD_OP_DROP_DATABASE,
+} md_op_t;
+
+typedef struct {
+   uint32_t t, i;
+} md_ts_t;
+
+typedef struct {
+   uint64_t seq;
+   md_ts_t ts;
+   int64_t wall_ms;
+   md_op_t op;
+   char *db;
+   char *coll;          /* NULL for dropDatabase */
+   bson_t *doc_key;     /* {_id: ...} for document changes */
+   bson_t *full_doc;    /* insert/replace: the new document; update: the post-image */
+   bson_t *pre_image;   /* when the collection records pre-images, else NULL */
+   bson_t *update_desc; /* update: {updatedFields, removedFields, truncatedArrays} */
+   char *to_db, *to_coll; /* rename */
+} md_oplog_entry_t;
+
+typedef struct {
+   md_oplog_entry_t **ring;
+   size_t capacity;
+   uint64_t first_seq, next_seq;
+   md_ts_t last;      /* the cluster time: ts of the newest entry or the start time */
+   bool lost;         /* some entries were evicted */
+   md_ts_t lost_ts;   /* ts of the newest evicted entry */
+   pthread_cond_t cond;
+} md_oplog_t;
+
+void
+md_oplog_init(md_oplog_t *log, size_t capacity);
+void
+md_oplog_destroy(md_oplog_t *log);
+
+/* Appends an entry: the oplog takes ownership of `e`, assigns seq, ts and wall time, evicts
+ * the oldest entry if full, and wakes waiters. */
+void
+md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e);
+void
+md_oplog_entry_free(md_oplog_entry_t *e);
+
+/* The entry with sequence number `seq`, or NULL if evicted or not yet written. */
+md_oplog_entry_t *
+md_oplog_at(const md_oplog_t *log, uint64_t seq);
+/* The first retained sequence number whose ts is > `ts` (or >= when `inclusive`). */
+uint64_t
+md_oplog_seek(const md_oplog_t *log, md_ts_t ts, bool inclusive);
+
+int
+md_ts_cmp(md_ts_t a, md_ts_t b);
+
+/* Resume tokens: "82" %08X t %08X i %04X index %02X kind; strcmp order is stream order. */
+#define MD_TOKEN_LEN 24
+#define MD_TOKEN_EVENT 0x01
+#define MD_TOKEN_HWM 0xFF
+#define MD_TOKEN_INDEX_INVALIDATE 1
+#define MD_TOKEN_INDEX_HWM 0xFFFF
+
+void
+md_token_format(char out[MD_TOKEN_LEN + 1], md_ts_t ts, unsigned index, unsigned kind);
+bool
+md_token_parse(const char *s, md_ts_t *ts, unsigned *index, unsigned *kind);
+
+#endif

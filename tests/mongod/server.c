@@ -1,0 +1,342 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "wire.h"
+
+void
+md_log(const md_server_t *srv, const char *fmt, ...)
+{
+   if (!srv->opts.verbose) {
+      return;
+   }
+   va_list ap;
+   va_start(ap, fmt);
+   fputs("test-mongod: ", stderr);
+   vfprintf(stderr, fmt, ap);
+   fputc('\n', stderr);
+   va_end(ap);
+}
+
+md_server_t *
+md_server_new(const md_server_opts_t *opts)
+{
+   md_server_t *srv = calloc(1, sizeof *srv);
+   srv->opts = *opts;
+   pthread_mutex_init(&srv->lock, NULL);
+   pthread_mutex_init(&srv->conns_lock, NULL);
+   pthread_cond_init(&srv->conns_cond, NULL);
+   srv->store = md_store_new();
+   md_oplog_init(&srv->oplog, opts->oplog_size);
+   md_cursors_init(&srv->cursors);
+   srv->listen_fd = -1;
+   srv->next_conn_id = 1;
+   atomic_init(&srv->stopping, false);
+   return srv;
+}
+
+void
+md_server_destroy(md_server_t *srv)
+{
+   if (!srv) {
+      return;
+   }
+   if (srv->listen_fd >= 0) {
+      close(srv->listen_fd);
+   }
+   md_cursors_destroy(&srv->cursors);
+   md_oplog_destroy(&srv->oplog);
+   md_store_destroy(srv->store);
+   md_failpoints_destroy(&srv->failpoints);
+   pthread_cond_destroy(&srv->conns_cond);
+   pthread_mutex_destroy(&srv->conns_lock);
+   pthread_mutex_destroy(&srv->lock);
+   free(srv);
+}
+
+static bool
+write_port_file(const char *path, int port)
+{
+   /* Write then rename, so a reader never sees a partial number. */
+   char tmp[4096];
+   snprintf(tmp, sizeof tmp, "%s.tmp", path);
+   FILE *f = fopen(tmp, "w");
+   if (!f) {
+      return false;
+   }
+   fprintf(f, "%d\n", port);
+   return fclose(f) == 0 && rename(tmp, path) == 0;
+}
+
+bool
+md_server_listen(md_server_t *srv)
+{
+   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                            .ai_flags = AI_PASSIVE | AI_NUMERICHOST};
+   struct addrinfo *ai = NULL;
+   char port[16];
+   snprintf(port, sizeof port, "%d", srv->opts.port);
+   int rc = getaddrinfo(srv->opts.bind, port, &hints, &ai);
+   if (rc != 0) {
+      fprintf(stderr, "test-mongod: bad --bind address %s: %s\n", srv->opts.bind,
+              gai_strerror(rc));
+      return false;
+   }
+   int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+   int one = 1;
+   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+   if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+      fprintf(stderr, "test-mongod: cannot listen on %s:%d: %s\n", srv->opts.bind,
+              srv->opts.port, strerror(errno));
+      freeaddrinfo(ai);
+      if (fd >= 0) {
+         close(fd);
+      }
+      return false;
+   }
+   freeaddrinfo(ai);
+   struct sockaddr_storage ss;
+   socklen_t sl = sizeof ss;
+   getsockname(fd, (struct sockaddr *) &ss, &sl);
+   int actual = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
+                                               : ((struct sockaddr_in *) &ss)->sin_port);
+   /* Clients must find the address they used in hosts/primary/me (replicaSet=rs0). */
+   const char *host = srv->opts.bind;
+   if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
+      host = "127.0.0.1";
+   }
+   snprintf(srv->host_port, sizeof srv->host_port, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
+            host, actual);
+   srv->listen_fd = fd;
+   if (srv->opts.port_file && !write_port_file(srv->opts.port_file, actual)) {
+      fprintf(stderr, "test-mongod: cannot write %s: %s\n", srv->opts.port_file,
+              strerror(errno));
+      return false;
+   }
+   md_log(srv, "listening on %s", srv->host_port);
+   return true;
+}
+
+void
+md_server_stop(md_server_t *srv)
+{
+   atomic_store(&srv->stopping, true);
+   if (srv->listen_fd >= 0) {
+      shutdown(srv->listen_fd, SHUT_RDWR);
+   }
+}
+
+static bool
+read_full(int fd, uint8_t *buf, size_t len)
+{
+   while (len > 0) {
+      ssize_t n = recv(fd, buf, len, 0);
+      if (n < 0 && errno == EINTR) {
+         continue;
+      }
+      if (n <= 0) {
+         return false;
+      }
+      buf += n;
+      len -= (size_t) n;
+   }
+   return true;
+}
+
+static bool
+write_full(int fd, const uint8_t *buf, size_t len)
+{
+   while (len > 0) {
+      ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) {
+         continue;
+      }
+      if (n <= 0) {
+         return false;
+      }
+      buf += n;
+      len -= (size_t) n;
+   }
+   return true;
+}
+
+static atomic_int reply_ids;
+
+/* Handles one message; returns false when the connection must be closed. */
+static bool
+handle_message(md_conn_t *conn, const uint8_t *msg, size_t len)
+{
+   md_request_t req;
+   bson_error_t error = {0};
+   bson_t reply;
+   bool keep = true;
+   md_wire_result_t res = md_wire_parse(msg, len, &req, &error);
+   if (res == MD_WIRE_ERROR_CLOSE) {
+      md_log(conn->srv, "conn%d: closing: %s", (int) conn->id, error.message);
+      return false;
+   }
+   if (res == MD_WIRE_OK) {
+      keep = md_command_run(conn, &req.cmd, &reply);
+      md_request_destroy(&req);
+      if (!keep) {
+         bson_destroy(&reply);
+         return false;
+      }
+   } else {
+      md_log(conn->srv, "conn%d: bad message: %s", (int) conn->id, error.message);
+      md_error_reply(conn->srv, &error, NULL, &reply);
+      keep = false; /* after a protocol error the stream may be out of sync */
+      req.more_to_come = false;
+   }
+   if (!req.more_to_come) {
+      size_t out_len;
+      uint8_t *out = md_wire_build_reply(req.op_code, atomic_fetch_add(&reply_ids, 1) + 1,
+                                         req.request_id, &reply, &out_len);
+      keep = write_full(conn->fd, out, out_len) && keep;
+      bson_free(out);
+   }
+   bson_destroy(&reply);
+   return keep;
+}
+
+static void
+conn_loop(md_conn_t *conn)
+{
+   uint8_t header[16];
+   while (!atomic_load(&conn->srv->stopping) && read_full(conn->fd, header, sizeof header)) {
+      int32_t len = (int32_t) ((uint32_t) header[0] | (uint32_t) header[1] << 8 |
+                               (uint32_t) header[2] << 16 | (uint32_t) header[3] << 24);
+      if (!md_wire_check_length(len)) {
+         md_log(conn->srv, "conn%d: bad message length %d", (int) conn->id, (int) len);
+         break;
+      }
+      uint8_t *msg = malloc((size_t) len);
+      memcpy(msg, header, sizeof header);
+      bool ok = read_full(conn->fd, msg + 16, (size_t) len - 16) &&
+                handle_message(conn, msg, (size_t) len);
+      free(msg);
+      if (!ok) {
+         break;
+      }
+   }
+}
+
+static void *
+conn_main(void *arg)
+{
+   md_conn_t *conn = arg;
+   md_server_t *srv = conn->srv;
+   conn_loop(conn);
+   md_log(srv, "conn%d: closed", (int) conn->id);
+   pthread_mutex_lock(&srv->conns_lock);
+   if (conn->prev) {
+      conn->prev->next = conn->next;
+   } else {
+      srv->conns = conn->next;
+   }
+   if (conn->next) {
+      conn->next->prev = conn->prev;
+   }
+   close(conn->fd);
+   free(conn->app_name);
+   free(conn);
+   srv->n_conns--;
+   pthread_cond_broadcast(&srv->conns_cond);
+   pthread_mutex_unlock(&srv->conns_lock);
+   return NULL;
+}
+
+static void
+start_conn(md_server_t *srv, int fd, const struct sockaddr_storage *ss)
+{
+   pthread_mutex_lock(&srv->conns_lock);
+   if (srv->n_conns >= srv->opts.max_connections) {
+      pthread_mutex_unlock(&srv->conns_lock);
+      fprintf(stderr, "test-mongod: refusing connection: %d connections open (max %d)\n",
+              srv->n_conns, srv->opts.max_connections);
+      close(fd);
+      return;
+   }
+   md_conn_t *conn = calloc(1, sizeof *conn);
+   conn->srv = srv;
+   conn->fd = fd;
+   conn->id = srv->next_conn_id++;
+   if (ss->ss_family == AF_INET) {
+      const struct sockaddr_in *in = (const struct sockaddr_in *) ss;
+      char ip[INET_ADDRSTRLEN];
+      inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+      snprintf(conn->peer, sizeof conn->peer, "%s:%d", ip, ntohs(in->sin_port));
+   }
+   int one = 1;
+   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+   pthread_attr_t attr;
+   pthread_attr_init(&attr);
+   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+   pthread_attr_setstacksize(&attr, 4 * 1024 * 1024);
+   pthread_t tid;
+   conn->next = srv->conns;
+   if (srv->conns) {
+      srv->conns->prev = conn;
+   }
+   srv->conns = conn;
+   srv->n_conns++;
+   if (pthread_create(&tid, &attr, conn_main, conn) != 0) {
+      srv->conns = conn->next;
+      if (conn->next) {
+         conn->next->prev = NULL;
+      }
+      srv->n_conns--;
+      close(fd);
+      free(conn);
+   }
+   pthread_attr_destroy(&attr);
+   pthread_mutex_unlock(&srv->conns_lock);
+}
+
+void
+md_server_run(md_server_t *srv)
+{
+   while (!atomic_load(&srv->stopping)) {
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof ss;
+      int fd = accept4(srv->listen_fd, (struct sockaddr *) &ss, &sl, SOCK_CLOEXEC);
+      if (fd < 0) {
+         if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) {
+            if (errno == EMFILE || errno == ENFILE) {
+               usleep(10000);
+            }
+            continue;
+         }
+         break;
+      }
+      start_conn(srv, fd, &ss);
+   }
+   /* Wake every connection: blocked reads end, waiting getMores see `stopping`. */
+   pthread_mutex_lock(&srv->conns_lock);
+   for (md_conn_t *c = srv->conns; c; c = c->next) {
+      shutdown(c->fd, SHUT_RDWR);
+   }
+   pthread_mutex_unlock(&srv->conns_lock);
+   pthread_mutex_lock(&srv->lock);
+   pthread_cond_broadcast(&srv->oplog.cond);
+   pthread_mutex_unlock(&srv->lock);
+   pthread_mutex_lock(&srv->conns_lock);
+   while (srv->n_conns > 0) {
+      pthread_cond_wait(&srv->conns_cond, &srv->conns_lock);
+   }
+   pthread_mutex_unlock(&srv->conns_lock);
+}

@@ -1,0 +1,401 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "keyenc.h"
+
+md_store_t *
+md_store_new(void)
+{
+   return calloc(1, sizeof(md_store_t));
+}
+
+static void
+index_destroy(md_index_t *ix)
+{
+   if (!ix) {
+      return;
+   }
+   free(ix->name);
+   bson_destroy(ix->spec);
+   bson_destroy(ix->key);
+   tm_matcher_destroy(ix->partial);
+   md_hmap_destroy(ix->entries);
+   free(ix);
+}
+
+static void
+coll_destroy(md_coll_t *coll)
+{
+   md_doc_t *d = coll->head;
+   while (d) {
+      md_doc_t *next = d->next;
+      bson_destroy(d->bson);
+      free(d);
+      d = next;
+   }
+   for (size_t i = 0; i < coll->n_indexes; i++) {
+      index_destroy(coll->indexes[i]);
+   }
+   free(coll->indexes);
+   md_hmap_destroy(coll->ids);
+   bson_destroy(coll->options);
+   free(coll->name);
+   free(coll);
+}
+
+static void
+db_destroy(md_db_t *db)
+{
+   md_coll_t *c = db->colls;
+   while (c) {
+      md_coll_t *next = c->next;
+      coll_destroy(c);
+      c = next;
+   }
+   free(db->name);
+   free(db);
+}
+
+void
+md_store_destroy(md_store_t *store)
+{
+   if (!store) {
+      return;
+   }
+   md_db_t *db = store->dbs;
+   while (db) {
+      md_db_t *next = db->next;
+      db_destroy(db);
+      db = next;
+   }
+   free(store);
+}
+
+md_db_t *
+md_store_db(md_store_t *store, const char *name, bool create)
+{
+   md_db_t **link = &store->dbs;
+   for (; *link; link = &(*link)->next) {
+      if (strcmp((*link)->name, name) == 0) {
+         return *link;
+      }
+   }
+   if (!create) {
+      return NULL;
+   }
+   md_db_t *db = calloc(1, sizeof *db);
+   db->name = strdup(name);
+   *link = db; /* appended, so listDatabases keeps creation order */
+   return db;
+}
+
+static md_coll_t *
+coll_new(md_db_t *db, const char *name)
+{
+   md_coll_t *coll = calloc(1, sizeof *coll);
+   coll->name = strdup(name);
+   coll->db = db;
+   coll->ids = md_hmap_new();
+   coll->options = bson_new();
+   for (int i = 0; i < 16; i++) {
+      coll->uuid[i] = (uint8_t) (rand() & 0xff);
+   }
+   coll->uuid[6] = (uint8_t) ((coll->uuid[6] & 0x0f) | 0x40);
+   coll->uuid[8] = (uint8_t) ((coll->uuid[8] & 0x3f) | 0x80);
+   bson_t *spec = BCON_NEW("v", BCON_INT32(2), "key", "{", "_id", BCON_INT32(1), "}", "name", "_id_");
+   md_index_t *ix = calloc(1, sizeof *ix);
+   ix->name = strdup("_id_");
+   ix->spec = spec;
+   ix->key = BCON_NEW("_id", BCON_INT32(1));
+   ix->unique = true;
+   ix->expire_after = -1;
+   coll->indexes = malloc(sizeof *coll->indexes);
+   coll->indexes[0] = ix;
+   coll->n_indexes = 1;
+   return coll;
+}
+
+md_coll_t *
+md_store_coll(md_store_t *store, const char *dbname, const char *name, bool create,
+              bool *created)
+{
+   if (created) {
+      *created = false;
+   }
+   md_db_t *db = md_store_db(store, dbname, create);
+   if (!db) {
+      return NULL;
+   }
+   md_coll_t **link = &db->colls;
+   for (; *link; link = &(*link)->next) {
+      if (strcmp((*link)->name, name) == 0) {
+         return *link;
+      }
+   }
+   if (!create) {
+      return NULL;
+   }
+   *link = coll_new(db, name);
+   if (created) {
+      *created = true;
+   }
+   return *link;
+}
+
+static void
+unlink_coll(md_coll_t *coll)
+{
+   for (md_coll_t **link = &coll->db->colls; *link; link = &(*link)->next) {
+      if (*link == coll) {
+         *link = coll->next;
+         coll->next = NULL;
+         return;
+      }
+   }
+}
+
+void
+md_store_drop_coll(md_store_t *store, md_coll_t *coll)
+{
+   (void) store;
+   unlink_coll(coll);
+   coll_destroy(coll);
+}
+
+void
+md_store_drop_db(md_store_t *store, md_db_t *db)
+{
+   for (md_db_t **link = &store->dbs; *link; link = &(*link)->next) {
+      if (*link == db) {
+         *link = db->next;
+         db_destroy(db);
+         return;
+      }
+   }
+}
+
+void
+md_store_rename(md_store_t *store, md_coll_t *coll, const char *to_db, const char *to_name)
+{
+   unlink_coll(coll);
+   md_db_t *db = md_store_db(store, to_db, true);
+   free(coll->name);
+   coll->name = strdup(to_name);
+   coll->db = db;
+   md_coll_t **link = &db->colls;
+   while (*link) {
+      link = &(*link)->next;
+   }
+   *link = coll;
+}
+
+/* ---- keys ------------------------------------------------------------------------------- */
+
+static bool
+id_key(const bson_t *doc, bson_string_t *out)
+{
+   bson_iter_t it;
+   if (!bson_iter_init_find(&it, doc, "_id")) {
+      return false;
+   }
+   md_keyenc_append(out, bson_iter_value(&it));
+   return true;
+}
+
+md_doc_t *
+md_coll_find_id(const md_coll_t *coll, const bson_value_t *id)
+{
+   bson_string_t *k = bson_string_new(NULL);
+   md_keyenc_append(k, id);
+   md_doc_t *d = md_hmap_get(coll->ids, k->str, k->len);
+   bson_string_free(k, true);
+   return d;
+}
+
+/* Encodes the index key of `doc` into `out`; false if the document is not in the index
+ * (sparse with no field, or not matching the partial filter). */
+static bool
+index_key(const md_index_t *ix, const bson_t *doc, bson_string_t *out, bson_t *key_value)
+{
+   bson_iter_t it;
+   bool any = false;
+   if (ix->partial && !tm_matcher_match(ix->partial, doc, NULL)) {
+      return false;
+   }
+   bson_iter_init(&it, ix->key);
+   while (bson_iter_next(&it)) {
+      bson_value_t v;
+      bool found = tm_path_get(doc, bson_iter_key(&it), &v);
+      any = any || found;
+      md_keyenc_append(out, found ? &v : NULL);
+      if (key_value) {
+         if (found) {
+            bson_append_value(key_value, bson_iter_key(&it), -1, &v);
+         } else {
+            bson_append_null(key_value, bson_iter_key(&it), -1);
+         }
+      }
+   }
+   return any || !ix->sparse;
+}
+
+static char *
+value_json(const bson_t *kv)
+{
+   /* MongoDB prints `{ f: v }`; relaxed extended JSON with unquoted keys comes close. */
+   bson_string_t *s = bson_string_new("{ ");
+   bson_iter_t it;
+   bool first = true;
+   bson_iter_init(&it, kv);
+   while (bson_iter_next(&it)) {
+      bson_t one = BSON_INITIALIZER;
+      bson_append_value(&one, "", 0, bson_iter_value(&it));
+      char *json = bson_as_relaxed_extended_json(&one, NULL);
+      const char *colon = strstr(json, ": ");
+      size_t vlen = strlen(json);
+      bson_string_append_printf(s, "%s%s: %.*s", first ? "" : ", ", bson_iter_key(&it),
+                                (int) (vlen - (size_t) (colon + 2 - json) - 2), colon + 2);
+      bson_free(json);
+      bson_destroy(&one);
+      first = false;
+   }
+   bson_string_append(s, " }");
+   return bson_string_free(s, false);
+}
+
+static bool
+dup_error(const md_coll_t *coll, const md_index_t *ix, const bson_t *doc, bson_t *details,
+          bson_error_t *error)
+{
+   bson_t kv = BSON_INITIALIZER;
+   bson_string_t *ignored = bson_string_new(NULL);
+   index_key(ix, doc, ignored, &kv);
+   bson_string_free(ignored, true);
+   char *json = value_json(&kv);
+   tm_error_set(error, 11000, "E11000 duplicate key error collection: %s.%s index: %s dup key: %s",
+                coll->db->name, coll->name, ix->name, json);
+   bson_free(json);
+   if (details) {
+      BSON_APPEND_DOCUMENT(details, "keyPattern", ix->key);
+      BSON_APPEND_DOCUMENT(details, "keyValue", &kv);
+   }
+   bson_destroy(&kv);
+   return false;
+}
+
+/* Checks the unique indexes other than _id_ for `doc`, ignoring entries that belong to
+ * `self` (the document being replaced). */
+static bool
+check_unique(const md_coll_t *coll, const bson_t *doc, const md_doc_t *self, bson_t *details,
+             bson_error_t *error)
+{
+   for (size_t i = 1; i < coll->n_indexes; i++) {
+      md_index_t *ix = coll->indexes[i];
+      if (!ix->entries) {
+         continue;
+      }
+      bson_string_t *k = bson_string_new(NULL);
+      bool indexed = index_key(ix, doc, k, NULL);
+      md_doc_t *other = indexed ? md_hmap_get(ix->entries, k->str, k->len) : NULL;
+      bson_string_free(k, true);
+      if (other && other != self) {
+         return dup_error(coll, ix, doc, details, error);
+      }
+   }
+   return true;
+}
+
+static void
+index_entries(md_coll_t *coll, md_doc_t *d, const bson_t *doc, bool add)
+{
+   for (size_t i = 1; i < coll->n_indexes; i++) {
+      md_index_t *ix = coll->indexes[i];
+      if (!ix->entries) {
+         continue;
+      }
+      bson_string_t *k = bson_string_new(NULL);
+      if (index_key(ix, doc, k, NULL)) {
+         if (add) {
+            md_hmap_put(ix->entries, k->str, k->len, d);
+         } else if (md_hmap_get(ix->entries, k->str, k->len) == d) {
+            md_hmap_remove(ix->entries, k->str, k->len);
+         }
+      }
+      bson_string_free(k, true);
+   }
+}
+
+bool
+md_coll_insert(md_coll_t *coll, bson_t *doc, md_doc_t **out, bson_t *details, bson_error_t *error)
+{
+   bson_string_t *k = bson_string_new(NULL);
+   bool ok = id_key(doc, k);
+   if (!ok) {
+      tm_error_set(error, 2, "document to insert has no _id");
+   } else if (md_hmap_get(coll->ids, k->str, k->len)) {
+      ok = dup_error(coll, coll->indexes[0], doc, details, error);
+   } else {
+      ok = check_unique(coll, doc, NULL, details, error);
+   }
+   if (ok) {
+      md_doc_t *d = calloc(1, sizeof *d);
+      d->bson = doc;
+      d->prev = coll->tail;
+      if (coll->tail) {
+         coll->tail->next = d;
+      } else {
+         coll->head = d;
+      }
+      coll->tail = d;
+      coll->count++;
+      md_hmap_put(coll->ids, k->str, k->len, d);
+      index_entries(coll, d, doc, true);
+      if (out) {
+         *out = d;
+      }
+   }
+   bson_string_free(k, true);
+   return ok;
+}
+
+bool
+md_coll_replace(md_coll_t *coll, md_doc_t *d, bson_t *bson, bson_t *details, bson_error_t *error)
+{
+   if (!check_unique(coll, bson, d, details, error)) {
+      return false;
+   }
+   index_entries(coll, d, d->bson, false);
+   bson_destroy(d->bson);
+   d->bson = bson;
+   index_entries(coll, d, d->bson, true);
+   return true;
+}
+
+void
+md_coll_remove(md_coll_t *coll, md_doc_t *d)
+{
+   bson_string_t *k = bson_string_new(NULL);
+   if (id_key(d->bson, k)) {
+      md_hmap_remove(coll->ids, k->str, k->len);
+   }
+   bson_string_free(k, true);
+   index_entries(coll, d, d->bson, false);
+   if (d->prev) {
+      d->prev->next = d->next;
+   } else {
+      coll->head = d->next;
+   }
+   if (d->next) {
+      d->next->prev = d->prev;
+   } else {
+      coll->tail = d->prev;
+   }
+   coll->count--;
+   bson_destroy(d->bson);
+   free(d);
+}

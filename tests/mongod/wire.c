@@ -1,0 +1,285 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "wire.h"
+
+#include <string.h>
+
+#include "engine.h"
+
+static int32_t
+rd32(const uint8_t *p)
+{
+   uint32_t v = (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
+                (uint32_t) p[3] << 24;
+   return (int32_t) v;
+}
+
+static void
+wr32(uint8_t *p, int32_t v)
+{
+   uint32_t u = (uint32_t) v;
+   p[0] = (uint8_t) u;
+   p[1] = (uint8_t) (u >> 8);
+   p[2] = (uint8_t) (u >> 16);
+   p[3] = (uint8_t) (u >> 24);
+}
+
+uint32_t
+md_crc32c(const uint8_t *data, size_t len)
+{
+   static uint32_t table[256];
+   static bool ready; /* benign race: every thread computes the same table */
+   if (!ready) {
+      for (uint32_t i = 0; i < 256; i++) {
+         uint32_t c = i;
+         for (int k = 0; k < 8; k++) {
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+         }
+         table[i] = c;
+      }
+      ready = true;
+   }
+   uint32_t crc = 0xFFFFFFFFu;
+   for (size_t i = 0; i < len; i++) {
+      crc = table[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
+   }
+   return crc ^ 0xFFFFFFFFu;
+}
+
+bool
+md_wire_check_length(int32_t len)
+{
+   return len >= 16 + 5 && len <= MD_MAX_MESSAGE_SIZE;
+}
+
+/* Validates one BSON document at p (at most `avail` bytes) and returns its length, or 0. */
+static uint32_t
+bson_at(const uint8_t *p, size_t avail, bson_t *out, bson_error_t *error)
+{
+   if (avail < 5) {
+      tm_error_set(error, 2, "truncated BSON document");
+      return 0;
+   }
+   int32_t len = rd32(p);
+   if (len < 5 || (size_t) len > avail || len > MD_MAX_COMMAND_SIZE) {
+      tm_error_set(error, 2, "BSON document length %d is invalid", (int) len);
+      return 0;
+   }
+   size_t offset;
+   if (!bson_init_static(out, p, (size_t) len) ||
+       !bson_validate(out, BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL, &offset)) {
+      tm_error_set(error, 22, "invalid BSON in message (offset %zu)", offset);
+      return 0;
+   }
+   return (uint32_t) len;
+}
+
+static bool
+fold_sequence(bson_t *cmd, const uint8_t *p, size_t size, bson_error_t *error)
+{
+   /* p points after the size field; the identifier is a cstring within the section. */
+   const uint8_t *nul = memchr(p, '\0', size);
+   if (!nul) {
+      return tm_error_set(error, 2, "document sequence identifier is not terminated");
+   }
+   const char *ident = (const char *) p;
+   if (!bson_utf8_validate(ident, (size_t) (nul - p), false)) {
+      return tm_error_set(error, 2, "document sequence identifier is not valid UTF-8");
+   }
+   bson_iter_t it;
+   if (bson_iter_init_find(&it, cmd, ident)) {
+      return tm_error_set(error, 40413, "Duplicate field '%s' in OP_MSG", ident);
+   }
+   size_t pos = (size_t) (nul - p) + 1;
+   bson_t arr;
+   bson_append_array_begin(cmd, ident, -1, &arr);
+   for (uint32_t i = 0; pos < size; i++) {
+      bson_t doc;
+      uint32_t len = bson_at(p + pos, size - pos, &doc, error);
+      if (!len) {
+         bson_append_array_end(cmd, &arr);
+         return false;
+      }
+      char key[16];
+      const char *k;
+      bson_uint32_to_string(i, &k, key, sizeof key);
+      bson_append_document(&arr, k, -1, &doc);
+      pos += len;
+   }
+   bson_append_array_end(cmd, &arr);
+   return true;
+}
+
+static md_wire_result_t
+parse_msg(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error)
+{
+   uint32_t flags = (uint32_t) rd32(p);
+   p += 4;
+   len -= 4;
+   if (flags & 0xfffcu) {
+      tm_error_set(error, 223, "Unrecognized flag bits in OP_MSG: 0x%x", flags);
+      return MD_WIRE_ERROR_REPLY;
+   }
+   if (flags & 1u) {
+      if (len < 4 || md_crc32c(p - 20, len + 16) != (uint32_t) rd32(p + len - 4)) {
+         tm_error_set(error, 2, "OP_MSG checksum does not match its contents");
+         return MD_WIRE_ERROR_CLOSE;
+      }
+      len -= 4;
+   }
+   req->more_to_come = (flags & 2u) != 0;
+   bson_t body;
+   bool have_body = false;
+   size_t pos = 0;
+   bson_t extra = BSON_INITIALIZER; /* the kind-1 sections, folded in after the body */
+   while (pos < len) {
+      uint8_t kind = p[pos++];
+      if (kind == 0) {
+         uint32_t n = have_body ? 0 : bson_at(p + pos, len - pos, &body, error);
+         if (!n) {
+            if (have_body) {
+               tm_error_set(error, 40430, "Multiple body sections in OP_MSG");
+            }
+            goto fail;
+         }
+         have_body = true;
+         pos += n;
+      } else if (kind == 1) {
+         if (len - pos < 4) {
+            tm_error_set(error, 2, "truncated document sequence");
+            goto fail;
+         }
+         int32_t size = rd32(p + pos);
+         if (size < 5 || (size_t) size > len - pos ||
+             !fold_sequence(&extra, p + pos + 4, (size_t) size - 4, error)) {
+            if (size < 5 || (size_t) size > len - pos) {
+               tm_error_set(error, 2, "document sequence size %d is invalid", (int) size);
+            }
+            goto fail;
+         }
+         pos += (size_t) size;
+      } else {
+         tm_error_set(error, 40432, "Unknown section kind %u in OP_MSG", kind);
+         goto fail;
+      }
+   }
+   if (!have_body) {
+      tm_error_set(error, 40587, "OP_MSG has no body section");
+      goto fail;
+   }
+   bson_iter_t it;
+   if (!bson_iter_init_find(&it, &body, "$db") || !BSON_ITER_HOLDS_UTF8(&it)) {
+      tm_error_set(error, 40571, "OP_MSG requests require a $db argument");
+      goto fail;
+   }
+   bson_init(&req->cmd);
+   bson_concat(&req->cmd, &body);
+   bson_iter_init(&it, &extra);
+   while (bson_iter_next(&it)) {
+      bson_iter_t dup;
+      if (bson_iter_init_find(&dup, &body, bson_iter_key(&it))) {
+         bson_destroy(&req->cmd);
+         tm_error_set(error, 40413, "Duplicate field '%s' in OP_MSG", bson_iter_key(&it));
+         goto fail;
+      }
+   }
+   bson_concat(&req->cmd, &extra);
+   bson_destroy(&extra);
+   return MD_WIRE_OK;
+fail:
+   bson_destroy(&extra);
+   return MD_WIRE_ERROR_REPLY;
+}
+
+static md_wire_result_t
+parse_query(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error)
+{
+   if (len < 4 + 1 + 8) {
+      tm_error_set(error, 2, "truncated OP_QUERY");
+      return MD_WIRE_ERROR_REPLY;
+   }
+   const uint8_t *nul = memchr(p + 4, '\0', len - 4);
+   if (!nul || (size_t) (nul - p) + 1 + 8 > len) {
+      tm_error_set(error, 2, "truncated OP_QUERY collection name");
+      return MD_WIRE_ERROR_REPLY;
+   }
+   const char *ns = (const char *) p + 4;
+   size_t ns_len = (size_t) (nul - (p + 4));
+   if (ns_len < 6 || strcmp(ns + ns_len - 5, ".$cmd") != 0) {
+      tm_error_set(error, 5739101, "OP_QUERY is no longer supported except for commands");
+      return MD_WIRE_ERROR_REPLY;
+   }
+   size_t pos = (size_t) (nul - p) + 1 + 8; /* skip numberToSkip and numberToReturn */
+   bson_t query;
+   if (!bson_at(p + pos, len - pos, &query, error)) {
+      return MD_WIRE_ERROR_REPLY;
+   }
+   /* Old drivers wrap the command with its read preference: {$query: {...}, ...}. */
+   bson_iter_t it;
+   bson_t inner;
+   const bson_t *cmd = &query;
+   if (bson_iter_init_find(&it, &query, "$query") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      uint32_t dlen;
+      const uint8_t *data;
+      bson_iter_document(&it, &dlen, &data);
+      bson_init_static(&inner, data, dlen);
+      cmd = &inner;
+   }
+   bson_init(&req->cmd);
+   bson_copy_to_excluding_noinit(cmd, &req->cmd, "$db", NULL);
+   bson_append_utf8(&req->cmd, "$db", 3, ns, (int) (ns_len - 5));
+   return MD_WIRE_OK;
+}
+
+md_wire_result_t
+md_wire_parse(const uint8_t *msg, size_t len, md_request_t *req, bson_error_t *error)
+{
+   memset(req, 0, sizeof *req);
+   if (len < 16 || rd32(msg) != (int32_t) len) {
+      tm_error_set(error, 2, "message length does not match its header");
+      return MD_WIRE_ERROR_CLOSE;
+   }
+   req->request_id = rd32(msg + 4);
+   req->op_code = rd32(msg + 12);
+   if (req->op_code == MD_OP_MSG && len >= 16 + 4) {
+      return parse_msg(msg + 16, len - 16, req, error);
+   }
+   if (req->op_code == MD_OP_QUERY) {
+      return parse_query(msg + 16, len - 16, req, error);
+   }
+   tm_error_set(error, 2, "unsupported opcode %d", (int) req->op_code);
+   return MD_WIRE_ERROR_CLOSE;
+}
+
+void
+md_request_destroy(md_request_t *req)
+{
+   bson_destroy(&req->cmd);
+}
+
+uint8_t *
+md_wire_build_reply(int32_t op_code, int32_t request_id, int32_t response_to, const bson_t *doc,
+                    size_t *len)
+{
+   bool legacy = op_code == MD_OP_QUERY;
+   size_t head = legacy ? 16 + 4 + 8 + 4 + 4 : 16 + 4 + 1;
+   size_t total = head + doc->len;
+   uint8_t *buf = bson_malloc(total);
+   wr32(buf, (int32_t) total);
+   wr32(buf + 4, request_id);
+   wr32(buf + 8, response_to);
+   wr32(buf + 12, legacy ? MD_OP_REPLY : MD_OP_MSG);
+   if (legacy) {
+      wr32(buf + 16, 8); /* AwaitCapable */
+      memset(buf + 20, 0, 8);
+      wr32(buf + 28, 0);
+      wr32(buf + 32, 1);
+   } else {
+      wr32(buf + 16, 0);
+      buf[20] = 0;
+   }
+   memcpy(buf + head, bson_get_data(doc), doc->len);
+   *len = total;
+   return buf;
+}
