@@ -34,12 +34,15 @@ typedef enum {
    OPT_LISTEN,   /* char *; HOST:PORT, "" or "off" */
 } relay_opt_type_t;
 
+/* Kinds of OPT_NAME and OPT_LIST, in relay_opt_t.min: MongoDB's naming rules differ. */
+enum { RELAY_NAME_DATABASE = 0, RELAY_NAME_COLLECTION = 1, RELAY_NAME_FIELD = 2 };
+
 typedef struct {
    const char *name; /* flag without "--" and config-file key */
    const char *env;  /* environment variable */
    relay_opt_type_t type;
    size_t offset; /* of the field in relay_config_t */
-   long long min, max;
+   long long min, max; /* OPT_INT, OPT_SIZE: range; OPT_STRING: min length; OPT_NAME: kind */
    const char *arg;  /* placeholder in --help, NULL for booleans */
    const char *def;  /* default as shown in --help (relay_config_init_defaults() sets it) */
    const char *help; /* one line */

@@ -19,9 +19,6 @@
 #define FIELD(cfg, opt, type) ((type *)((char *)(cfg) + (opt)->offset))
 #define CFIELD(cfg, opt, type) ((const type *)((const char *)(cfg) + (opt)->offset))
 
-/* Kinds of OPT_NAME (in relay_opt_t.min): MongoDB's rules differ per kind. */
-enum { NAME_DATABASE = 0, NAME_COLLECTION = 1, NAME_FIELD = 2 };
-
 static void
 set_string(relay_config_t *cfg, const relay_opt_t *opt, const char *text)
 {
@@ -86,13 +83,13 @@ check_name(const relay_opt_t *opt, const char *name, const char *what, bson_erro
    const char *bad = NULL;
    if (!*name) {
       bad = "must not be empty";
-   } else if (opt->min == NAME_DATABASE && strpbrk(name, "/\\. \"$")) {
+   } else if (opt->min == RELAY_NAME_DATABASE && strpbrk(name, "/\\. \"$")) {
       bad = "a database name cannot contain any of / \\ . space \" $";
-   } else if (opt->min == NAME_COLLECTION && strchr(name, '$')) {
+   } else if (opt->min == RELAY_NAME_COLLECTION && strchr(name, '$')) {
       bad = "a collection name cannot contain $";
-   } else if (opt->min == NAME_COLLECTION && !strncmp(name, "system.", 7)) {
+   } else if (opt->min == RELAY_NAME_COLLECTION && !strncmp(name, "system.", 7)) {
       bad = "system collections cannot be watched";
-   } else if (opt->min == NAME_FIELD && (strchr(name, '.') || name[0] == '$')) {
+   } else if (opt->min == RELAY_NAME_FIELD && (strchr(name, '.') || name[0] == '$')) {
       bad = "a field name cannot contain . or start with $";
    }
    if (bad) {
@@ -158,7 +155,7 @@ static bool
 check_template(const relay_opt_t *opt, const char *text, const char *what, bson_error_t *error)
 {
    bool topic = !strcmp(opt->name, "topic");
-   const char *known = topic ? "{db}, {collection}, {id}, {type}" : "{db}, {collection}";
+   const char *known = "{db}, {collection}, {id}, {type}";
    if (!*text) {
       bson_set_error(error, 0, 0, "%s: must not be empty", what);
       return false;
@@ -179,8 +176,7 @@ check_template(const relay_opt_t *opt, const char *text, const char *what, bson_
       size_t len = (size_t)(close - p + 1);
       bool ok = (len == 4 && !strncmp(p, "{db}", 4)) ||
                 (len == 12 && !strncmp(p, "{collection}", 12)) ||
-                (topic && len == 4 && !strncmp(p, "{id}", 4)) ||
-                (topic && len == 6 && !strncmp(p, "{type}", 6));
+                (len == 4 && !strncmp(p, "{id}", 4)) || (len == 6 && !strncmp(p, "{type}", 6));
       if (!ok) {
          bson_set_error(error, 0, 0, "%s: unknown placeholder '%.*s' (known: %s)", what, (int)len,
                         p, known);

@@ -9,6 +9,11 @@
  * relay_config_t is a plain struct: after relay_config_load() succeeded, code reads the
  * fields directly and must not modify them. All strings are owned by the struct and freed by
  * relay_config_destroy(). Not thread-safe to modify; safe to read from any thread.
+ *
+ * Adding an option: a field here, its default in relay_config_init_defaults() and a row in
+ * relay_opts (config-table.c). The row gives it its flag, variable, config-file key,
+ * validation, --help text and --check-config line, and makes relay_config_destroy() free it.
+ * Document it in outbox-relay.1 too (a test checks that every option is there).
  */
 #ifndef RELAY_CONFIG_H
 #define RELAY_CONFIG_H
@@ -36,7 +41,7 @@ typedef struct relay_config_t {
    /* MQTT. */
    char *mqtt_uri;       /* tcp://, ssl://, mqtt://, mqtts://, ws://, wss:// */
    char *topic_template; /* "outbox/{collection}/{id}"; also {db}, {type} */
-   char *source_template; /* CloudEvents "source": "/{db}/{collection}" */
+   char *source_template; /* CloudEvents "source": "/{db}/{collection}"; same placeholders */
    int qos;               /* 0, 1 (default) or 2 */
    int mqtt_version;      /* 5 (default) or 4 (3.1.1) */
    char *name;            /* relay name, "outbox-relay": keys the state document */

@@ -183,11 +183,12 @@ relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *err
       flags |= MHD_USE_IPv6;
    }
    /* A handful of connections and a short timeout: this endpoint serves a scraper and a
-    * probe, and a stuck client must not hold resources for long. */
+    * probe, and a stuck client must not hold resources for long. The logger goes first, or MHD
+    * reports options before it on its own stderr logger. */
    http->daemon = MHD_start_daemon(
-      flags, 0, NULL, NULL, handle, http, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)16, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned int)10, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL, MHD_OPTION_END);
+      flags, 0, NULL, NULL, handle, http, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned int)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
    if (!http->daemon) {
       bson_set_error(error, 0, 0, "metrics-listen: cannot listen on '%s' (address in use?)",
                      listen);

@@ -37,12 +37,10 @@ on_stop_signal(int sig)
       (void)ignored;
       _exit(128 + sig);
    }
-#ifdef RELAY_HAVE_CORE
    relay_t *relay = atomic_load(&running_relay);
    if (relay) {
       relay_request_stop(relay);
    }
-#endif
 }
 
 static void
@@ -82,7 +80,6 @@ set_running(relay_t *relay)
 static int
 run_relay(const relay_config_t *cfg, relay_metrics_t *metrics)
 {
-#ifdef RELAY_HAVE_CORE
    bson_error_t error;
    relay_t *relay = relay_new(cfg, metrics, &error);
    if (!relay) {
@@ -98,11 +95,6 @@ run_relay(const relay_config_t *cfg, relay_metrics_t *metrics)
    set_running(NULL);
    relay_destroy(relay);
    return rc;
-#else
-   (void)set_running;
-   relay_log(RELAY_LOG_ERROR, "main", "this build has no relay core (relay.c)");
-   return EX_SOFTWARE;
-#endif
 }
 
 static int

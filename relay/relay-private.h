@@ -66,6 +66,7 @@ struct relay_t {
    bool verifying;        /* replaying history: read documents of entities not in the table */
    relay_ts_t verify_until;
    int64_t stream_lag_ms;
+   bool stream_opened_once;
 
    /* Sweep. */
    bool sweeping;

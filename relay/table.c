@@ -40,6 +40,7 @@ entity_free(relay_entity_t *e)
 void
 relay_table_cleanup(relay_table_t *t)
 {
+   relay_table_pos_reset(t); /* first: it walks the entities */
    for (size_t i = 0; i < t->nbuckets; i++) {
       relay_entity_t *e = t->buckets[i];
       while (e) {
@@ -49,7 +50,6 @@ relay_table_cleanup(relay_table_t *t)
       }
    }
    bson_free(t->buckets);
-   relay_table_pos_reset(t);
    memset(t, 0, sizeof *t);
 }
 
@@ -243,6 +243,21 @@ relay_table_pos_reset(relay_table_t *t)
       for (relay_entity_t *e = t->buckets[i]; e; e = e->hnext) {
          for (relay_item_t *it = e->head; it; it = it->next) {
             it->pos = NULL;
+         }
+      }
+   }
+}
+
+void
+relay_table_pos_adopt(relay_table_t *t, relay_pos_t *pos)
+{
+   for (size_t i = 0; i < t->nbuckets; i++) {
+      for (relay_entity_t *e = t->buckets[i]; e; e = e->hnext) {
+         for (relay_item_t *it = e->head; it; it = it->next) {
+            if (!it->pos) {
+               it->pos = pos;
+               pos->remaining++;
+            }
          }
       }
    }

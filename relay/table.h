@@ -118,6 +118,10 @@ relay_table_pos_settle(relay_table_t *t);
 void
 relay_table_pos_reset(relay_table_t *t);
 
+/* Attaches every item that has no position (after relay_table_pos_reset()) to @pos. */
+void
+relay_table_pos_adopt(relay_table_t *t, relay_pos_t *pos);
+
 /* Offers a parsed event to @e. A valid event is taken (moved into the table, @ev zeroed) if
  * its seq is above e->last_seq; a poison event if its seq is above last_seq or unreadable.
  * Returns true if taken; otherwise the caller still owns @ev. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <MQTTAsync.h>
+#include <microhttpd.h>
 #include <mongoc/mongoc.h>
 #include <outbox/outbox.h>
 
@@ -36,9 +37,10 @@ build_long_version(void)
 {
    /* Runtime versions, not the headers': a bug report needs what actually ran. */
    snprintf(long_version, sizeof long_version,
-            "outbox-relay %s\nliboutbox %s\nlibmongoc %s\nlibbson %s\npaho.mqtt.c %s\n",
+            "outbox-relay %s\nliboutbox %s\nlibmongoc %s\nlibbson %s\npaho.mqtt.c %s\n"
+            "libmicrohttpd %s\n",
             relay_version(), outbox_get_version(), mongoc_get_version(), bson_get_version(),
-            paho_version());
+            paho_version(), MHD_get_version());
 }
 
 const char *

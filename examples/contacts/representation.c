@@ -172,7 +172,7 @@ representation_parse(const char *body, size_t len, bson_t *holder, contact_input
       char msg[256];
 
       bson_init(holder);
-      snprintf(msg, sizeof msg, "the request body is not valid JSON: %s", error.message);
+      snprintf(msg, sizeof msg, "the request body is not valid JSON: %.200s", error.message);
       return refuse(err, "", msg);
    }
    if (!bson_iter_init(&it, holder))
@@ -203,11 +203,13 @@ void
 json_format_time(int64_t ms, char buf[32])
 {
    time_t secs = (time_t) (ms / 1000);
+   unsigned millis = (unsigned) (((ms % 1000) + 1000) % 1000);
    struct tm tm;
+   size_t n;
 
    gmtime_r(&secs, &tm);
-   snprintf(buf, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-            tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (ms % 1000));
+   n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+   snprintf(buf + n, 32 - n, ".%03uZ", millis % 1000u);
 }
 
 static void

@@ -15,11 +15,11 @@
 bool
 _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names);
 
-/* True if every key and every string value in `doc`, at any depth, is valid UTF-8 without
- * NUL, and the document is well-formed. (bson_validate()'s BSON_VALIDATE_UTF8 checks keys
- * only in libbson 1.23.) */
+/* True if `doc` is well-formed and every key and every string value in it, at any depth, is
+ * valid UTF-8 without NUL (bson_validate()'s BSON_VALIDATE_UTF8 checks keys only in libbson
+ * 1.23). With `no_dollar_keys`, keys starting with '$' are refused at any depth too. */
 bool
-_outbox_bson_utf8_is_valid(const bson_t *doc);
+_outbox_bson_is_valid(const bson_t *doc, bool no_dollar_keys);
 
 /* Accepts ObjectId, string (valid UTF-8), int32, int64 and binary subtype 4 of 16 bytes;
  * anything else fails with OUTBOX_ERROR_INVALID_ARGUMENT. */

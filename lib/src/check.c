@@ -65,7 +65,7 @@ _outbox_id_check(const bson_value_t *id, bson_error_t *error)
 }
 
 static bool
-iter_utf8_is_valid(bson_iter_t *it, int depth)
+iter_is_valid(bson_iter_t *it, bool no_dollar_keys, int depth)
 {
    /* Deeper than the server allows (100) cannot be stored anyway; the bound keeps the
     * recursion's stack use small. */
@@ -78,7 +78,7 @@ iter_utf8_is_valid(bson_iter_t *it, int depth)
       uint32_t len;
       const char *s;
 
-      if (!bson_utf8_validate(key, strlen(key), false)) {
+      if (!bson_utf8_validate(key, strlen(key), false) || (no_dollar_keys && key[0] == '$')) {
          return false;
       }
       if (BSON_ITER_HOLDS_UTF8(it)) {
@@ -87,7 +87,7 @@ iter_utf8_is_valid(bson_iter_t *it, int depth)
             return false;
          }
       } else if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
-         if (!bson_iter_recurse(it, &child) || !iter_utf8_is_valid(&child, depth + 1)) {
+         if (!bson_iter_recurse(it, &child) || !iter_is_valid(&child, no_dollar_keys, depth + 1)) {
             return false;
          }
       }
@@ -96,20 +96,20 @@ iter_utf8_is_valid(bson_iter_t *it, int depth)
 }
 
 bool
-_outbox_bson_utf8_is_valid(const bson_t *doc)
+_outbox_bson_is_valid(const bson_t *doc, bool no_dollar_keys)
 {
    size_t offset;
    bson_iter_t it;
 
    /* Structure first: bson_iter_next() stops silently at corrupt data. */
    return bson_validate(doc, BSON_VALIDATE_NONE, &offset) && bson_iter_init(&it, doc) &&
-          iter_utf8_is_valid(&it, 0);
+          iter_is_valid(&it, no_dollar_keys, 0);
 }
 
 static bool
 check_utf8(const bson_t *doc, const char *what, bson_error_t *error)
 {
-   if (!_outbox_bson_utf8_is_valid(doc)) {
+   if (!_outbox_bson_is_valid(doc, false)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
                         "%s is not well-formed BSON with valid UTF-8 strings", what);
       return false;

@@ -220,14 +220,15 @@ outbox_collection_ensure_indexes(outbox_collection_t *collection, bson_error_t *
 void
 _outbox_map_size_error(bson_error_t *error)
 {
+   char msg[sizeof error->message];
+   bool server, too_large;
+
    if (!error) {
       return;
    }
-   bool server = error->domain == MONGOC_ERROR_SERVER ||
-                 error->domain == MONGOC_ERROR_COLLECTION || error->domain == MONGOC_ERROR_QUERY;
-   bool too_large = strstr(error->message, "too large") != NULL;
-   char msg[sizeof error->message];
-
+   server = error->domain == MONGOC_ERROR_SERVER || error->domain == MONGOC_ERROR_COLLECTION ||
+            error->domain == MONGOC_ERROR_QUERY;
+   too_large = strstr(error->message, "too large") != NULL;
    if ((server && (error->code == 17419 || error->code == 10334 ||
                    (error->code == 2 && too_large))) ||
        (error->domain == MONGOC_ERROR_BSON && too_large)) {

@@ -158,7 +158,8 @@ outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *co
                         "pool, database and collection name are required");
       return NULL;
    }
-   c = bson_malloc0(sizeof *c);
+   /* bson_t members need their 128-byte alignment (UBSan checks it). */
+   c = BSON_ALIGNED_ALLOC0(outbox_collection_t);
    c->pool = pool;
    c->db = bson_strdup(db);
    c->coll = bson_strdup(coll);

@@ -39,19 +39,18 @@ check_events(const outbox_collection_t *c, outbox_event_t *const *events, size_t
    return true;
 }
 
-/* Measures the change: seq numbers are fixed-size Int64, so any first_seq gives the size. */
+/* An upper estimate of how much the change grows the document: the pushed events plus the
+ * whole encoded caller's update (values set are never larger than the operators holding
+ * them, give or take an int32 growing to an Int64). */
 static int64_t
 estimate_growth(const commit_t *req, const outbox_collection_t *c)
 {
-   bson_t arr = BSON_INITIALIZER;
-   int64_t growth;
+   int64_t growth = _outbox_events_stored_size(req->events, req->n);
 
-   _outbox_events_append_stored(&arr, req->events, req->n, 1, req->time);
-   growth = (int64_t) arr.len + (req->update ? (int64_t) req->update->len : 0);
+   growth += req->update ? (int64_t) req->update->len : 0;
    if (req->soft_delete) {
       growth += (int64_t) strlen(c->names.deleted) + 3;
    }
-   bson_destroy(&arr);
    return growth;
 }
 
@@ -82,6 +81,37 @@ append_our_set(const outbox_collection_t *c, const commit_t *req, int64_t versio
    }
 }
 
+/* Copies the caller's operator at `it` into `out`, adding our fields to $set and $push.
+ * Sets *set_done / *push_done when it did so. */
+static void
+merge_op(const outbox_collection_t *c, const commit_t *req, int64_t version, int64_t event_seq,
+         bson_iter_t *it, bson_t *out, bool *set_done, bool *push_done)
+{
+   const char *key = bson_iter_key(it);
+   bool is_set = strcmp(key, "$set") == 0;
+   bool is_push = !*push_done && strcmp(key, "$push") == 0;
+   const uint8_t *data;
+   uint32_t len;
+   bson_t op, theirs;
+
+   if (!is_set && !is_push) {
+      bson_append_value(out, key, -1, bson_iter_value(it));
+      return;
+   }
+   bson_iter_document(it, &len, &data);
+   bson_init_static(&theirs, data, len);
+   bson_append_document_begin(out, key, -1, &op);
+   bson_concat(&op, &theirs);
+   if (is_set) {
+      append_our_set(c, req, version, event_seq, &op);
+      *set_done = true;
+   } else {
+      append_events_push(c, req, event_seq + 1, &op);
+      *push_done = true;
+   }
+   bson_append_document_end(out, &op);
+}
+
 /* Merges the caller's operators with ours: our $set and $push fields go into the caller's
  * $set and $push when present (an operator may appear only once). */
 static void
@@ -92,32 +122,9 @@ build_update(const outbox_collection_t *c, const commit_t *req, int64_t version,
    bson_iter_t it;
    bson_t op;
 
-   if (req->update) {
-      bson_iter_init(&it, req->update);
+   if (req->update && bson_iter_init(&it, req->update)) {
       while (bson_iter_next(&it)) {
-         const char *key = bson_iter_key(&it);
-         bool is_set = strcmp(key, "$set") == 0;
-         bool is_push = !push_done && strcmp(key, "$push") == 0;
-         uint32_t len;
-         const uint8_t *data;
-
-         if (!is_set && !is_push) {
-            bson_append_value(out, key, -1, bson_iter_value(&it));
-            continue;
-         }
-         bson_append_document_begin(out, key, -1, &op);
-         bson_iter_document(&it, &len, &data);
-         bson_t theirs;
-         bson_init_static(&theirs, data, len);
-         bson_concat(&op, &theirs);
-         if (is_set) {
-            append_our_set(c, req, version, event_seq, &op);
-            set_done = true;
-         } else {
-            append_events_push(c, req, event_seq + 1, &op);
-            push_done = true;
-         }
-         bson_append_document_end(out, &op);
+         merge_op(c, req, version, event_seq, &it, out, &set_done, &push_done);
       }
    }
    if (!set_done) {

@@ -38,6 +38,11 @@ void
 _outbox_events_append_stored(bson_t *array, outbox_event_t *const *events, size_t n,
                              int64_t first_seq, int64_t time);
 
+/* The exact size in bytes of the BSON array _outbox_events_append_stored() would build for
+ * events[0..n), computed without building it (the size does not depend on seq or time). */
+int64_t
+_outbox_events_stored_size(outbox_event_t *const *events, size_t n);
+
 /* Records a successful commit in the events: seq first_seq, first_seq + 1, ... and time. */
 void
 _outbox_events_mark_committed(outbox_event_t *const *events, size_t n, int64_t first_seq,

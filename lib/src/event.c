@@ -12,7 +12,8 @@
 outbox_event_t *
 outbox_event_new(const char *type, const bson_t *data)
 {
-   outbox_event_t *event = bson_malloc0(sizeof *event);
+   /* bson_t members need their 128-byte alignment (UBSan checks it). */
+   outbox_event_t *event = BSON_ALIGNED_ALLOC0(outbox_event_t);
 
    _outbox_uuid_v4(event->id);
    event->type = bson_strdup(type ? type : "");
@@ -115,9 +116,12 @@ outbox_event_validate(const outbox_event_t *event, bson_error_t *error)
                         event->type, _OUTBOX_EVENT_TYPE_MAX);
       return false;
    }
-   if (!_outbox_bson_utf8_is_valid(&event->data)) {
+   /* '$' keys are refused because consumers read events as Extended JSON, where {"$date":
+    * ...} or {"$oid": ...} would change meaning, and servers differ on them in updates. */
+   if (!_outbox_bson_is_valid(&event->data, true)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
-                        "data is not well-formed BSON with valid UTF-8 strings");
+                        "data is not well-formed BSON with valid UTF-8 strings and no keys "
+                        "starting with '$'");
       return false;
    }
    return true;
@@ -209,6 +213,32 @@ _outbox_events_append_stored(bson_t *array, outbox_event_t *const *events, size_
       }
       bson_append_document_end(array, &doc);
    }
+}
+
+/* Mirrors _outbox_events_append_stored(): per element a type byte and a NUL-terminated key,
+ * then the document: length, elements (type byte, key, value) and a terminating NUL. */
+int64_t
+_outbox_events_stored_size(outbox_event_t *const *events, size_t n)
+{
+   int64_t size = 5; /* the array's length and terminator */
+   char buf[16];
+   const char *key;
+
+   for (size_t i = 0; i < n; i++) {
+      const outbox_event_t *ev = events[i];
+      int64_t doc = 5;
+
+      doc += 1 + 3 + 4 + _OUTBOX_UUID_LEN + 1;                  /* id */
+      doc += 1 + 4 + 8;                                         /* seq */
+      doc += 1 + 5 + 4 + (int64_t) strlen(ev->type) + 1;        /* type */
+      doc += 1 + 5 + 8;                                         /* time */
+      doc += 1 + 5 + (int64_t) ev->data.len;                    /* data */
+      if (!bson_empty(&ev->headers)) {
+         doc += 1 + 8 + (int64_t) ev->headers.len; /* headers */
+      }
+      size += 1 + (int64_t) bson_uint32_to_string((uint32_t) i, &key, buf, sizeof buf) + 1 + doc;
+   }
+   return size;
 }
 
 void

@@ -67,6 +67,7 @@ typedef struct {
    double avg_msg_bytes;   /* MQTT payload size seen at the subscriber */
    size_t order_violations;
    bench_proc_use_t relay, mongod, mosquitto;
+   bench_proc_use_t self; /* this process: the subscriber (and the writers when streaming) */
 } bench_drain_t;
 
 typedef struct {

@@ -175,6 +175,7 @@ bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_c
    bench_sub_reset(sub, prefix, 0, run->events + (run->stream ? 1 : 0));
    bench_proc_use_begin(&out->mongod, s->mongod_pid);
    bench_proc_use_begin(&out->mosquitto, s->mosquitto_pid);
+   bench_proc_use_begin(&out->self, getpid());
    int64_t t0 = bench_now_ns();
    pid_t relay = ok ? bench_relay_start(o, s, coll, run->window, log) : 0;
    bench_proc_use_begin(&out->relay, relay);
@@ -191,6 +192,7 @@ bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_c
    bench_proc_use_end(&out->relay);
    bench_proc_use_end(&out->mongod);
    bench_proc_use_end(&out->mosquitto);
+   bench_proc_use_end(&out->self);
    int status = relay > 0 ? bench_stop_child(relay, 15) : 0;
    if (ok && status != 0) {
       why = "the relay did not exit with 0 on SIGTERM";

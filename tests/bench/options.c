@@ -69,8 +69,7 @@ set_mode(bench_opts_t *o, bench_mode_t mode)
       o->events = 30000;
       o->entities_many = 30000;
       o->phase_s = 4;
-      o->lib_s = 1;
-      o->lib_reps = 1;
+      o->lib_s = 0.5;
       o->timeout_s = 60;
       break;
    case BENCH_DEFAULT:

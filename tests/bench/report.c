@@ -69,6 +69,7 @@ print_drain(const char *label, const bench_drain_t *d)
              d->order_violations);
    }
    print_use("relay", &d->relay, d->events);
+   print_use("bench", &d->self, d->events);
    printf("\n");
    print_use("mongod", &d->mongod, d->events);
    print_use("mosquitto", &d->mosquitto, d->events);
@@ -205,6 +206,7 @@ json_drain(FILE *f, const char *prefix, const bench_drain_t *d)
         m && d->mongod.pid > 0);
    jnum(f, K("mosquitto_cpu_s_per_100k"), per_100k(d->mosquitto.cpu_s, d->events),
         m && d->mosquitto.pid > 0);
+   jnum(f, K("bench_cpu_s_per_100k"), per_100k(d->self.cpu_s, d->events), m);
 #undef K
 }
 

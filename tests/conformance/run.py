@@ -19,6 +19,7 @@ import argparse
 import glob
 import os
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -282,8 +283,12 @@ def safe_dumps(value):
 
 def describe_error(err):
     details = getattr(err, "details", None)
+    if isinstance(details, dict) and not isinstance(err, BulkWriteError):
+        return "code %s %s: %s%s" % (
+            details.get("code"), details.get("codeName"), details.get("errmsg"),
+            " labels %s" % details["errorLabels"] if details.get("errorLabels") else "")
     if details:
-        return "%s %s" % (err, safe_dumps(details))
+        return "%s %s" % (str(err).split(", full error")[0], safe_dumps(details))
     return str(err)
 
 
@@ -384,6 +389,15 @@ def check_events(expect_events, entities):
                 raise MatchError("%s: %s" % (where, exc))
 
 
+def server_reachable(uri):
+    host, port = pymongo.uri_parser.parse_uri(uri)["nodelist"][0]
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
 def on_alarm(signum, frame):
     raise TestTimeout("test did not finish within %d s" % TEST_TIMEOUT_S)
 
@@ -418,7 +432,10 @@ def main():
         pymongo.version, runner.version_text, runner.topology, uri))
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     started = time.monotonic()
+    gone = False
     for path in files:
+        if gone:
+            break
         short = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
         with open(path) as fh:
             spec = json_util.loads(fh.read())
@@ -445,6 +462,9 @@ def main():
                     traceback.print_exc()
             finally:
                 signal.alarm(0)
+            if status == "FAIL" and not server_reachable(uri):
+                reason += " (the server no longer accepts connections: remaining tests not run)"
+                gone = True
             counts[status] += 1
             took = time.monotonic() - t0
             line = "%s %s" % (status, label)
@@ -453,6 +473,8 @@ def main():
             if took > 2:
                 line += " (%.1fs)" % took
             print(line, flush=True)
+            if gone:
+                break
     runner.internal.close()
     print("conformance: %d tests in %.1f s against %s" % (
         sum(counts.values()), time.monotonic() - started, runner.version_text))

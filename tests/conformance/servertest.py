@@ -22,9 +22,9 @@ DB = "outbox_server_tests"
 MiB16 = 16 * 1024 * 1024
 
 
-def make_client(**kw):
+def make_client(host=None, **kw):
     kw.setdefault("serverSelectionTimeoutMS", 10000)
-    return pymongo.MongoClient(URI, **kw)
+    return pymongo.MongoClient(host or URI, **kw)
 
 
 def next_change(stream, timeout=10.0):

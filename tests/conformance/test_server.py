@@ -18,14 +18,106 @@ writes push a resume point out of the server's history.
 """
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from servertest import MiB16, ServerTest, URI, bson  # noqa: E402
+from servertest import DB, MiB16, ServerTest, URI, bson, server_address  # noqa: E402
 from bson.int64 import Int64  # noqa: E402
 from bson.son import SON  # noqa: E402
 from pymongo.errors import (BulkWriteError, DuplicateKeyError,  # noqa: E402
-                            WriteError)
+                            OperationFailure, WriteError)
+
+
+class Topology(ServerTest):
+    def test_replica_set_uri_and_hello(self):
+        hello = self.client.admin.command("isMaster")
+        self.assertTrue(hello["ismaster"])
+        self.assertIn("setName", hello)
+        for key in ("maxBsonObjectSize", "maxMessageSizeBytes", "maxWriteBatchSize",
+                    "minWireVersion", "maxWireVersion", "logicalSessionTimeoutMinutes"):
+            self.assertIsInstance(hello[key], int, key)
+            self.assertNotIsInstance(hello[key], Int64, key)
+        self.assertGreaterEqual(hello["maxWireVersion"], 9)
+        self.assertLessEqual(hello["minWireVersion"], 6)
+        host, port = server_address()
+        rs = self.new_client(host="mongodb://%s:%d/?replicaSet=%s" % (host, port,
+                                                                    hello["setName"]))
+        rs[DB][self.coll.name].insert_one({"_id": "via-replicaSet"})
+        self.assertIsNotNone(rs.primary)
+        self.assertEqual(self.coll.find_one({"_id": "via-replicaSet"}),
+                         {"_id": "via-replicaSet"})
+
+
+class Replies(ServerTest):
+    """Reply shapes and integer types that drivers (libmongoc above all) depend on."""
+
+    def assertInt32(self, value, what):
+        self.assertIsInstance(value, int, what)
+        self.assertNotIsInstance(value, (bool, Int64), what)
+
+    def test_error_reply_shape(self):
+        with self.assertRaises(OperationFailure) as ctx:
+            self.db.command("noSuchCommandAtAll")
+        d = ctx.exception.details
+        self.assertEqual((d["ok"], d["code"], d["codeName"]), (0.0, 59, "CommandNotFound"))
+        self.assertInt32(d["code"], "code")
+        self.assertIsInstance(d["errmsg"], str)
+        self.assertIsInstance(d["operationTime"], bson.timestamp.Timestamp)
+        self.assertIsInstance(d["$clusterTime"]["clusterTime"], bson.timestamp.Timestamp)
+        with self.assertRaises(OperationFailure) as ctx:
+            self.db.command("drop", "no_such_collection_here")
+        self.assertEqual(ctx.exception.details["codeName"], "NamespaceNotFound")
+
+    def test_write_reply_types(self):
+        r = self.db.command("insert", self.coll.name, documents=[{"_id": 1}, {"_id": 2}])
+        self.assertInt32(r["n"], "insert n")
+        r = self.db.command("update", self.coll.name, updates=[
+            {"q": {"_id": 1}, "u": {"$set": {"a": 1}}},
+            {"q": {"_id": 3}, "u": {"$set": {"a": 3}}, "upsert": True}])
+        self.assertEqual((r["n"], r["nModified"]), (2, 1))
+        self.assertInt32(r["n"], "update n")
+        self.assertInt32(r["nModified"], "nModified")
+        self.assertEqual([(u["index"], u["_id"]) for u in r["upserted"]], [(1, 3)])
+        self.assertInt32(r["upserted"][0]["index"], "upserted.index")
+        r = self.db.command("delete", self.coll.name, deletes=[{"q": {}, "limit": 0}])
+        self.assertEqual(r["n"], 3)
+        self.assertInt32(r["n"], "delete n")
+
+    def test_find_batches_and_cursor_ids(self):
+        self.coll.insert_many([{"_id": i} for i in range(150)])
+        r = self.db.command("find", self.coll.name, sort={"_id": 1})
+        cursor = r["cursor"]
+        self.assertEqual(len(cursor["firstBatch"]), 101)
+        self.assertIsInstance(cursor["id"], Int64)
+        self.assertEqual(cursor["ns"], "%s.%s" % (DB, self.coll.name))
+        r = self.db.command("getMore", cursor["id"], collection=self.coll.name)
+        self.assertEqual([d["_id"] for d in r["cursor"]["nextBatch"]], list(range(101, 150)))
+        self.assertEqual(r["cursor"]["id"], 0)
+        self.assertIsInstance(r["cursor"]["id"], Int64)
+        with self.assertRaises(OperationFailure) as ctx:
+            self.db.command("getMore", cursor["id"], collection=self.coll.name)
+        self.assertEqual(ctx.exception.code, 43)
+        r = self.db.command("listCollections", filter={"name": self.coll.name})
+        self.assertEqual(r["cursor"]["ns"], "%s.$cmd.listCollections" % DB)
+        self.assertEqual([c["name"] for c in r["cursor"]["firstBatch"]], [self.coll.name])
+
+    def test_new_fields_in_lexicographic_order(self):
+        self.coll.insert_one({"_id": 1, "m": 1})
+        self.coll.update_one({"_id": 1}, {"$set": {"z": 1, "b": 1, "a.y": 1, "a.c": 1}})
+        doc = self.coll.find_one({"_id": 1})
+        self.assertEqual(list(doc), ["_id", "m", "a", "b", "z"])
+        self.assertEqual(list(doc["a"]), ["c", "y"])
+        res = self.coll.update_one({"k": 1}, {"$set": {"v": 1}}, upsert=True)
+        self.assertEqual(list(self.coll.find_one({"_id": res.upserted_id})), ["_id", "k", "v"])
+
+    def test_change_stream_getmore_waits_for_max_await(self):
+        with self.coll.watch(max_await_time_ms=600) as stream:
+            t0 = time.monotonic()
+            self.assertIsNone(stream.try_next())
+            took = time.monotonic() - t0
+        self.assertGreater(took, 0.45, "getMore returned before maxAwaitTimeMS")
+        self.assertLess(took, 2.0, "getMore waited far beyond maxAwaitTimeMS")
 
 
 class ArrayUpdates(ServerTest):
@@ -166,6 +258,16 @@ class Queries(ServerTest):
         self.assertEqual(self.ids({"v": {"$ne": None}}), [3, 4])
         self.assertEqual(self.ids({"events": {"$exists": True, "$size": 0}}), [3])
 
+    def test_logical_operators(self):
+        self.assertEqual(self.ids({"$or": [{"v": 0}, {"tags": {"$size": 2}}]}), [1, 3])
+        self.assertEqual(self.ids({"$nor": [{"v": 0}, {"tags": "x"}]}), [2, 4])
+        self.assertEqual(self.ids({"v": {"$not": {"$gt": -1}}}), [1, 2, 4])
+        self.assertEqual(self.ids({"$and": [{"tags": "x"}, {"v": {"$exists": True}}]}), [3])
+        self.assertEqual(self.ids({"v.w": 1}), [4])
+        self.assertEqual(self.ids({"v": {"w": 1}}), [4])
+        self.assertEqual(self.ids({"events": {"n": 5, "t": "a"}}), [2])
+        self.assertEqual(self.ids({"events": {"t": "a", "n": 5}}), [])  # field order counts
+
     def test_array_equality_and_all(self):
         self.assertEqual(self.ids({"tags": "x"}), [1, 3])
         self.assertEqual(self.ids({"tags": ["x", "y"]}), [1, 4])
@@ -199,13 +301,20 @@ class WriteLimits(ServerTest):
         with self.assertRaises(DuplicateKeyError):
             self.coll.update_one({"_id": 3}, {"$set": {"email": "a@x"}})
         with self.assertRaises(BulkWriteError) as ctx:
-            self.coll.insert_many([{"_id": 4}, {"_id": 1}, {"_id": 5}], ordered=True)
+            self.coll.insert_many([{"_id": 4, "email": 4}, {"_id": 1, "email": 0},
+                                   {"_id": 5, "email": 5}], ordered=True)
         self.assertEqual(ctx.exception.details["nInserted"], 1)
         self.assertCode(ctx, 11000)
         with self.assertRaises(BulkWriteError) as ctx:
-            self.coll.insert_many([{"_id": 6}, {"_id": 1}, {"_id": 7}], ordered=False)
+            self.coll.insert_many([{"_id": 6, "email": 6}, {"_id": 1, "email": 1},
+                                   {"_id": 7, "email": 7}], ordered=False)
         self.assertEqual(ctx.exception.details["nInserted"], 2)
-        self.assertEqual(self.coll.count_documents({}), 6)
+        self.assertEqual(sorted(d["_id"] for d in self.coll.find()), [1, 3, 4, 6, 7])
+        # a missing field is indexed as null: only one document may lack it
+        self.coll.insert_one({"_id": 8})
+        with self.assertRaises(DuplicateKeyError) as ctx:
+            self.coll.insert_one({"_id": 9})
+        self.assertEqual(ctx.exception.details.get("keyValue"), {"email": None})
 
     def test_partial_unique_index(self):
         self.coll.create_index("email", unique=True,
@@ -221,6 +330,22 @@ class WriteLimits(ServerTest):
         self.coll.update_one({"_id": 1}, {"$set": {"active": True}})
         names = [ix["name"] for ix in self.coll.list_indexes()]
         self.assertEqual(sorted(names), ["_id_", "email_1"])
+
+    def test_index_conflicts(self):
+        self.coll.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": 1}])
+        with self.assertRaises(OperationFailure) as ctx:  # existing duplicates
+            self.coll.create_index("a", unique=True)
+        self.assertEqual(ctx.exception.code, 11000)
+        self.coll.create_index("a")
+        with self.assertRaises(OperationFailure) as ctx:  # same keys, another name
+            self.coll.create_index("a", name="other_name")
+        self.assertEqual(ctx.exception.code, 85)
+        with self.assertRaises(OperationFailure) as ctx:  # same name, other keys
+            self.coll.create_index("b", name="a_1")
+        self.assertEqual(ctx.exception.code, 86)
+        self.assertEqual(self.coll.create_index("a"), "a_1")  # identical: a no-op
+        self.coll.drop_index("a_1")
+        self.assertEqual([ix["name"] for ix in self.coll.list_indexes()], ["_id_"])
 
     def test_insert_over_16mib_is_code_2(self):
         # pymongo refuses such an insert_one itself; the insert command below stays under
@@ -244,8 +369,8 @@ class WriteLimits(ServerTest):
 from test_server_streams import ChangeStreamShapes, HistoryLoss, Resume  # noqa: E402
 from test_server_faults import BadInput, Concurrency, FailPoints  # noqa: E402
 
-ALL = [ArrayUpdates, Queries, WriteLimits, ChangeStreamShapes, Resume, HistoryLoss,
-       FailPoints, Concurrency, BadInput]
+ALL = [Topology, Replies, ArrayUpdates, Queries, WriteLimits, ChangeStreamShapes, Resume,
+       HistoryLoss, FailPoints, Concurrency, BadInput]
 
 
 def main(argv):

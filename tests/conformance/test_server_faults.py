@@ -1,7 +1,9 @@
 """Failpoints, concurrent and slow clients, malformed wire messages."""
 import os
+import random
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -103,6 +105,71 @@ class Concurrency(ServerTest):
             th.join(60)
         self.assertEqual(errors, [])
         self.assertEqual(self.coll.count_documents({"seen.0": {"$exists": True}}), 640)
+
+    def test_several_processes(self):
+        code = ("import os, pymongo, sys\n"
+                "c = pymongo.MongoClient(os.environ['OUTBOX_TEST_MONGODB_URI'])\n"
+                "coll = c[%r][%r]\n"
+                "for i in range(100):\n"
+                "    coll.insert_one({'p': int(sys.argv[1]), 'i': i})\n"
+                "    coll.find_one({'p': int(sys.argv[1]), 'i': i})\n" % (DB, self.coll.name))
+        procs = [subprocess.Popen([sys.executable, "-c", code, str(n)]) for n in range(3)]
+        self.assertEqual([p.wait(60) for p in procs], [0, 0, 0])
+        self.assertEqual(len(list(self.coll.find({}, {"_id": 1}))), 300)
+
+    def test_memory_released_after_connections_and_cursors(self):
+        pid = os.environ.get("OUTBOX_TEST_MONGOD_PID")
+        if not pid or not os.path.exists("/proc/%s/status" % pid):
+            self.skipTest("server process unknown (not started by with-servers)")
+
+        def rss_kib():
+            with open("/proc/%s/status" % pid) as fh:
+                return int(next(ln for ln in fh if ln.startswith("VmRSS:")).split()[1])
+
+        self.coll.insert_many([{"_id": i, "pad": "x" * 2000} for i in range(40)])
+        find = {"find": self.coll.name, "$db": DB, "batchSize": 1}
+
+        def round_trip():
+            socks = [raw_connect() for _ in range(150)]
+            for s in socks:
+                s.sendall(op_msg(find))
+            ids = []
+            for s in socks:
+                reply = read_reply(s)
+                self.assertEqual(reply["ok"], 1.0)
+                ids.append(reply["cursor"]["id"])
+            for s, cid in zip(socks, ids):  # close each cursor, then its connection
+                s.sendall(op_msg({"killCursors": self.coll.name, "cursors": [cid],
+                                  "$db": DB}))
+            for s, cid in zip(socks, ids):
+                self.assertEqual(read_reply(s)["cursorsKilled"], [cid])
+                s.close()
+            time.sleep(0.3)
+        round_trip()
+        before = rss_kib()
+        for _ in range(4):
+            round_trip()
+        grown = rss_kib() - before
+        # 600 connections and cursors over 80 KB of documents each: a leak shows as tens of MB
+        self.assertLess(grown, 16 * 1024, "RSS grew by %d KiB over 600 connections+cursors"
+                        % grown)
+
+    def test_cursor_outlives_its_connection(self):
+        # drivers run getMore on any pooled connection, and pools close idle ones
+        self.coll.insert_many([{"_id": i} for i in range(5)])
+        a = raw_connect()
+        a.sendall(op_msg({"find": self.coll.name, "$db": DB, "batchSize": 2,
+                          "sort": {"_id": 1}}))
+        cid = read_reply(a)["cursor"]["id"]
+        a.close()
+        time.sleep(0.2)
+        b = raw_connect()
+        try:
+            b.sendall(op_msg({"getMore": cid, "collection": self.coll.name, "$db": DB}))
+            reply = read_reply(b)
+            self.assertEqual([d["_id"] for d in reply["cursor"]["nextBatch"]], [2, 3, 4])
+        finally:
+            b.close()
 
     def test_hundreds_of_connections(self):
         socks = [raw_connect() for _ in range(200)]
@@ -227,6 +294,17 @@ class BadInput(ServerTest):
             self.assertTrue(reply is None or "ok" in reply)
         finally:
             s.close()
+
+    def test_random_garbage_messages(self):
+        rnd = random.Random(20261122)
+        opcodes = [2013, 2013, 2004, 2004, 1, 2012, 2010, 0, 4242]
+        for n in range(120):
+            body = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 300)))
+            if rnd.random() < 0.5 and body:  # often a plausible BSON length up front
+                body = struct.pack("<i", len(body) - rnd.randrange(0, 3)) + body[4:]
+            msg = struct.pack("<iiii", 16 + len(body), n, 0, rnd.choice(opcodes)) + body
+            with self.subTest(n=n):
+                self.expect_error_or_close(msg)
 
     def test_unknown_opcode_and_flags(self):
         body = bson.encode({"ping": 1, "$db": "admin"})

@@ -1,10 +1,28 @@
 """Change streams seen through pymongo's watch(): shapes, resuming, history loss."""
+import datetime
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from servertest import DB, ServerTest, bson, next_change, no_change  # noqa: E402
+from pymongo import monitoring  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402
+
+
+class Commands(monitoring.CommandListener):
+    """Counts the commands a client sends, to prove that a fault made it resume."""
+
+    def __init__(self):
+        self.names = []
+
+    def started(self, event):
+        self.names.append(event.command_name)
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
 
 
 class ChangeStreamShapes(ServerTest):
@@ -49,6 +67,64 @@ class ChangeStreamShapes(ServerTest):
         self.coll.insert_one({"_id": "marker"})
         ev = next_change(stream)
         self.assertEqual((ev["operationType"], ev["documentKey"]), ("insert", {"_id": "marker"}))
+
+    def test_more_update_operators(self):
+        self.coll.insert_one({"_id": 1, "x": 3, "lo": 5, "hi": 5, "old": 1, "ts": 0})
+        stream = self.coll.watch()
+        self.addCleanup(stream.close)
+        steps = [({"$mul": {"x": 2}}, {"x": 6}, []),
+                 ({"$mul": {"fresh": 2}}, {"fresh": 0}, []),
+                 ({"$min": {"lo": 1}}, {"lo": 1}, []),
+                 ({"$max": {"hi": 9}}, {"hi": 9}, []),
+                 ({"$rename": {"old": "new"}}, {"new": 1}, ["old"]),
+                 ({"$set": {"x": 7}, "$unset": {"fresh": 1}}, {"x": 7}, ["fresh"])]
+        for update, fields, removed in steps:
+            with self.subTest(update=update):
+                self.coll.update_one({"_id": 1}, update)
+                desc = next_change(stream)["updateDescription"]
+                self.assertEqual(desc, {"updatedFields": fields, "removedFields": removed,
+                                        "truncatedArrays": []})
+        self.coll.update_one({"_id": 1}, {"$currentDate": {"ts": True}})
+        fields = next_change(stream)["updateDescription"]["updatedFields"]
+        self.assertEqual(list(fields), ["ts"])
+        self.assertIsInstance(fields["ts"], datetime.datetime)
+        for noop in ({"$max": {"hi": 1}}, {"$min": {"lo": 3}}, {"$mul": {"x": 1}}):
+            self.assertEqual(self.coll.update_one({"_id": 1}, noop).modified_count, 0)
+        self.coll.insert_one({"_id": "marker"})
+        self.assertEqual(next_change(stream)["documentKey"], {"_id": "marker"})
+
+    def test_stream_lifecycle_across_drops(self):
+        name = DB + "_life"
+        self.client.drop_database(name)
+        db = self.client[name]
+        coll, other = db["a"], db["b"]
+        coll.insert_one({"_id": 1})
+        other.insert_one({"_id": 1})
+        coll_stream, db_stream = coll.watch(), db.watch()
+        cluster = self.client.watch([{"$match": {"ns.db": name}}])
+        for st in (coll_stream, db_stream, cluster):
+            self.addCleanup(st.close)
+        coll.drop()
+        drop = next_change(coll_stream)
+        self.assertEqual(list(drop), ["_id", "operationType", "clusterTime", "wallTime", "ns"])
+        self.assertEqual((drop["operationType"], drop["ns"]), ("drop", {"db": name, "coll": "a"}))
+        inv = next_change(coll_stream)
+        self.assertEqual(list(inv), ["_id", "operationType", "clusterTime", "wallTime"])
+        self.assertEqual(inv["operationType"], "invalidate")
+        self.assertEqual(next_change(db_stream)["operationType"], "drop")
+        other.insert_one({"_id": 2})  # a database stream goes on after a collection drop
+        self.assertEqual(next_change(db_stream)["documentKey"], {"_id": 2})
+        self.client.drop_database(name)
+        ev = next_change(db_stream)
+        self.assertEqual((ev["operationType"], ev["ns"]), ("drop", {"db": name, "coll": "b"}))
+        ev = next_change(db_stream)
+        self.assertEqual((ev["operationType"], ev["ns"]), ("dropDatabase", {"db": name}))
+        self.assertEqual(next_change(db_stream)["operationType"], "invalidate")
+        ops = [next_change(cluster)["operationType"] for _ in range(4)]
+        self.assertEqual(ops, ["drop", "insert", "drop", "dropDatabase"])
+        db["c"].insert_one({"_id": "again"})  # a cluster stream is never invalidated
+        self.assertEqual(next_change(cluster)["documentKey"], {"_id": "again"})
+        self.client.drop_database(name)
 
     def test_event_shapes_and_update_lookup(self):
         stream = self.coll.watch(full_document="updateLookup")
@@ -96,6 +172,25 @@ class ChangeStreamShapes(ServerTest):
                          [self.coll.name, other.name])
         self.assertEqual([next_change(cls)["documentKey"]["_id"] for _ in range(2)], [1, 2])
         self.client.drop_database("outbox_server_tests_other")
+
+
+    def test_database_and_cluster_stream_cursors(self):
+        """getMore/killCursors address these cursors by the collection "$cmd.aggregate"."""
+        for db in (self.db, self.client.admin):
+            with self.subTest(db=db.name):
+                stage = {"$changeStream": {"allChangesForCluster": True}} \
+                    if db.name == "admin" else {"$changeStream": {}}
+                reply = db.command("aggregate", 1, pipeline=[stage], cursor={})
+                cursor = reply["cursor"]
+                self.assertEqual(cursor["ns"], "%s.$cmd.aggregate" % db.name)
+                self.assertIsInstance(cursor["id"], bson.int64.Int64)
+                self.assertNotEqual(cursor["id"], 0)
+                more = db.command("getMore", cursor["id"], collection="$cmd.aggregate",
+                                  maxTimeMS=100)
+                self.assertEqual(more["cursor"]["id"], cursor["id"])
+                self.assertIn("postBatchResumeToken", more["cursor"])
+                killed = db.command("killCursors", "$cmd.aggregate", cursors=[cursor["id"]])
+                self.assertEqual(killed["cursorsKilled"], [cursor["id"]])
 
 
 class Resume(ServerTest):
@@ -147,8 +242,10 @@ class Resume(ServerTest):
             ev = next_change(again)
             self.assertEqual((ev["operationType"], ev["documentKey"]), ("insert", {"_id": "new"}))
 
-    def _watch_through_fault(self, setup_fault):
-        stream = self.coll.watch(batch_size=2, max_await_time_ms=300)
+    def _watch_through_fault(self, setup_fault, resumes):
+        seen_cmds = Commands()
+        coll = self.new_client(event_listeners=[seen_cmds])[DB][self.coll.name]
+        stream = coll.watch(batch_size=2, max_await_time_ms=300)
         self.addCleanup(stream.close)
         self.coll.insert_many([{"_id": i} for i in range(1, 4)])
         seen = [next_change(stream)["documentKey"]["_id"] for _ in range(3)]
@@ -158,25 +255,30 @@ class Resume(ServerTest):
             seen.append(next_change(stream, timeout=15)["documentKey"]["_id"])
         self.assertIsNone(no_change(stream, 0.8))
         self.assertEqual(seen, list(range(1, 9)), "events lost or repeated")
+        self.assertEqual(seen_cmds.names.count("aggregate"), 1 + resumes,
+                         "the fault did not make pymongo resume: %s" % seen_cmds.names)
 
     def test_resume_after_closed_connection(self):
         self._watch_through_fault(lambda: self.failpoint(
-            "failCommand", {"times": 1}, failCommands=["getMore"], closeConnection=True))
+            "failCommand", {"times": 1}, failCommands=["getMore"], closeConnection=True), 1)
 
     def test_resume_after_two_closed_connections(self):
         self._watch_through_fault(lambda: self.failpoint(
-            "failCommand", {"times": 2}, failCommands=["getMore"], closeConnection=True))
+            "failCommand", {"times": 2}, failCommands=["getMore"], closeConnection=True), 2)
 
     def test_resume_after_resumable_getmore_error(self):
         def fault():
             self.failpoint("failGetMoreAfterCursorCheckout", {"times": 1}, errorCode=6)
-        self._watch_through_fault(fault)
+        self._watch_through_fault(fault, 1)
 
     def test_resumable_error_label_and_non_resumable_error(self):
-        stream = self.coll.watch(max_await_time_ms=200)
+        seen_cmds = Commands()
+        coll = self.new_client(event_listeners=[seen_cmds])[DB][self.coll.name]
+        stream = coll.watch(max_await_time_ms=200)
         self.addCleanup(stream.close)
         self.failpoint("failCommand", {"times": 1}, failCommands=["getMore"], errorCode=89)
         stream.try_next()  # resumed once: no error reaches the application
+        self.assertEqual(seen_cmds.names, ["aggregate", "getMore", "aggregate"])
         self.failpoint("failCommand", {"times": 1}, failCommands=["getMore"], errorCode=216)
         with self.assertRaises(OperationFailure) as ctx:
             next_change(stream, timeout=3)
@@ -213,8 +315,9 @@ class HistoryLoss(ServerTest):
                 self.assertCode(ctx, 286)
                 self.assertEqual(ctx.exception.details.get("codeName"),
                                  "ChangeStreamHistoryLost")
-        # a recent resume point still works
-        with self.coll.watch(start_at_operation_time=self.client.admin.command(
-                "ping")["operationTime"]) as recent:
-            self.coll.insert_one({"_id": "after"})
-            self.assertEqual(next_change(recent)["documentKey"], {"_id": "after"})
+        # a resume point inside the retained history still works
+        with self.coll.watch() as live:
+            self.coll.insert_many([{"_id": "r1"}, {"_id": "r2"}])
+            r1 = next_change(live)
+        with self.coll.watch(resume_after=r1["_id"]) as again:
+            self.assertEqual(next_change(again)["documentKey"], {"_id": "r2"})

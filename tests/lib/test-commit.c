@@ -432,3 +432,50 @@ Test(commit, recreate_after_delete)
    cr_assert_eq(res.first_seq, 1);
    outbox_event_destroy(ev);
 }
+
+Test(commit, any_version_with_update)
+{
+   bson_value_t id = lt_str_id("anyv");
+   bson_t *inc = BCON_NEW("$inc", "{", "n", BCON_INT32(5), "}");
+   outbox_commit_t res;
+   bson_error_t e;
+   bson_t *doc;
+   bson_iter_t it;
+
+   create(&id, 0);
+   cr_assert(outbox_collection_update(t.coll, &id, OUTBOX_ANY_VERSION, inc, NULL, 0, &res, &e),
+             "%s", e.message);
+   cr_assert_eq(res.version, 2);
+   cr_assert(outbox_collection_soft_delete(t.coll, &id, OUTBOX_ANY_VERSION, NULL, &res, &e),
+             "%s", e.message);
+   cr_assert_eq(res.version, 3);
+   cr_assert_eq(res.first_seq, 0, "a soft delete without an event appends none");
+   doc = lt_raw_get(&t, &id);
+   cr_assert(bson_iter_init_find(&it, doc, "n"));
+   cr_assert_eq(bson_iter_as_int64(&it), 5);
+   cr_assert(bson_iter_init_find(&it, doc, "deleted") && bson_iter_as_bool(&it));
+   cr_assert_eq(lt_int64(doc, "eventSeq"), 0);
+   cr_assert_eq(lt_array_len(doc, "events"), 0);
+   bson_destroy(doc);
+   bson_destroy(inc);
+}
+
+Test(commit, server_errors_pass_through)
+{
+   bson_value_t id = lt_str_id("srv");
+   bson_t *bad = BCON_NEW("$inc", "{", "name", BCON_INT32(1), "}"); /* name is a string */
+   outbox_event_t *ev = outbox_event_new("t", NULL);
+   bson_error_t e;
+   bson_t *before;
+
+   create(&id, 0);
+   before = lt_raw_get(&t, &id);
+   cr_assert_not(outbox_collection_update(t.coll, &id, 1, bad, &ev, 1, NULL, &e));
+   cr_assert_eq(e.domain, MONGOC_ERROR_SERVER, "%d.%d %s", e.domain, e.code, e.message);
+   cr_assert_eq(e.code, 14, "TypeMismatch: %s", e.message);
+   cr_assert_eq(outbox_event_get_seq(ev), 0);
+   lt_assert_unchanged(&t, &id, before);
+   bson_destroy(before);
+   bson_destroy(bad);
+   outbox_event_destroy(ev);
+}

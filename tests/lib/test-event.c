@@ -140,6 +140,31 @@ Test(event, data_must_be_utf8)
    bson_destroy(&data);
 }
 
+static bool
+data_ok(bson_t *data)
+{
+   outbox_event_t *ev = outbox_event_new("t", data);
+   bson_error_t error;
+   bool ok = outbox_event_validate(ev, &error);
+
+   if (!ok) {
+      cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   }
+   outbox_event_destroy(ev);
+   bson_destroy(data);
+   return ok;
+}
+
+Test(event, data_keys)
+{
+   cr_assert(data_ok(BCON_NEW("a.b", BCON_INT32(1), "n", "{", "x", "[", BCON_UTF8("y"), "]",
+                              "}")));
+   cr_assert(data_ok(BCON_NEW("price", BCON_UTF8("$5"))), "'$' in values is fine");
+   cr_assert_not(data_ok(BCON_NEW("$date", BCON_INT64(1))));
+   cr_assert_not(data_ok(BCON_NEW("n", "{", "$oid", BCON_UTF8("x"), "}")));
+   cr_assert_not(data_ok(BCON_NEW("n", "[", "{", "$x", BCON_INT32(1), "}", "]")));
+}
+
 Test(event, headers)
 {
    outbox_event_t *ev = outbox_event_new("t", NULL);
@@ -193,6 +218,30 @@ Test(event, check_refuses_duplicates_and_committed)
    outbox_event_destroy(bad);
 }
 
+Test(event, stored_size_is_exact)
+{
+   outbox_event_t *evs[12];
+   bson_t arr = BSON_INITIALIZER;
+   bson_error_t error;
+
+   /* 12 events: keys "10" and "11" are longer than "0".."9". */
+   for (int i = 0; i < 12; i++) {
+      bson_t *data = BCON_NEW("i", BCON_INT32(i), "s", BCON_UTF8("some text"));
+
+      evs[i] = outbox_event_new(i % 2 ? "a" : "a.much.longer.type-name", data);
+      if (i % 3 == 0) {
+         cr_assert(outbox_event_set_header(evs[i], "k", "value", &error));
+      }
+      bson_destroy(data);
+   }
+   _outbox_events_append_stored(&arr, evs, 12, 1, 0);
+   cr_assert_eq(_outbox_events_stored_size(evs, 12), (int64_t) arr.len);
+   bson_destroy(&arr);
+   for (int i = 0; i < 12; i++) {
+      outbox_event_destroy(evs[i]);
+   }
+}
+
 Test(event, stored_form_is_valid)
 {
    bson_t *data = BCON_NEW("x", BCON_UTF8("y"));
@@ -220,6 +269,8 @@ Test(event, stored_form_is_valid)
       cr_assert_eq(bson_iter_date_time(&child), 1700000000000);
    }
    cr_assert_eq(expect_seq, 7);
+   cr_assert_eq(_outbox_events_stored_size(evs, 2), (int64_t) arr.len);
+   cr_assert_eq(_outbox_events_stored_size(evs, 0), 5);
    cr_assert_eq(outbox_event_get_seq(a), 0, "appending does not commit");
    bson_destroy(&arr);
    bson_destroy(data);

@@ -16,11 +16,12 @@
 static void
 remember_app_name(md_cmd_t *c)
 {
-   bson_iter_t it;
-   if (!c->conn->app_name &&
-       bson_iter_init_find(&it, c->cmd, "client") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-       bson_iter_find_descendant(&it, "application.name", &it) && BSON_ITER_HOLDS_UTF8(&it)) {
-      c->conn->app_name = strdup(bson_iter_utf8(&it, NULL));
+   bson_iter_t it, client, name;
+   if (!c->conn->app_name && bson_iter_init_find(&it, c->cmd, "client") &&
+       BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &client) &&
+       bson_iter_find_descendant(&client, "application.name", &name) &&
+       BSON_ITER_HOLDS_UTF8(&name)) {
+      c->conn->app_name = strdup(bson_iter_utf8(&name, NULL));
    }
 }
 

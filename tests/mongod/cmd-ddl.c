@@ -237,3 +237,125 @@ md_cmd_list_indexes(md_cmd_t *c, bson_error_t *error)
    bson_free(ns);
    return true;
 }
+
+static bson_t *
+collection_info(const md_coll_t *coll, bool name_only)
+{
+   bson_t *d = BCON_NEW("name", BCON_UTF8(coll->name), "type", BCON_UTF8("collection"));
+   if (name_only) {
+      return d;
+   }
+   bson_t info, id_index;
+   BSON_APPEND_DOCUMENT(d, "options", coll->options);
+   BSON_APPEND_DOCUMENT_BEGIN(d, "info", &info);
+   BSON_APPEND_BOOL(&info, "readOnly", false);
+   bson_append_binary(&info, "uuid", 4, BSON_SUBTYPE_UUID, coll->uuid, 16);
+   bson_append_document_end(d, &info);
+   BSON_APPEND_DOCUMENT_BEGIN(d, "idIndex", &id_index);
+   BSON_APPEND_INT32(&id_index, "v", 2);
+   bson_t key;
+   BSON_APPEND_DOCUMENT_BEGIN(&id_index, "key", &key);
+   BSON_APPEND_INT32(&key, "_id", 1);
+   bson_append_document_end(&id_index, &key);
+   BSON_APPEND_UTF8(&id_index, "name", "_id_");
+   bson_append_document_end(d, &id_index);
+   return d;
+}
+
+bool
+md_cmd_list_collections(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {"filter", "nameOnly", "cursor", "authorizedCollections",
+                                         NULL};
+   bson_t filter, cursor;
+   bool has_filter, found;
+   bson_iter_t it;
+   int64_t batch_size = 101;
+   if (!md_cmd_check_fields(c, allowed, error) ||
+       !md_cmd_get_doc(c->cmd, "filter", &filter, &has_filter, error) ||
+       !md_cmd_get_doc(c->cmd, "cursor", &cursor, &found, error) ||
+       !md_cmd_get_int64(&cursor, "batchSize", &batch_size, error)) {
+      return false;
+   }
+   bool name_only = bson_iter_init_find(&it, c->cmd, "nameOnly") && bson_iter_as_bool(&it);
+   tm_matcher_t *m = tm_matcher_new(&filter, error);
+   if (!m) {
+      return false;
+   }
+   md_db_t *db = md_store_db(c->srv->store, c->db, false);
+   size_t n = 0, cap = 0;
+   bson_t **docs = NULL;
+   for (md_coll_t *coll = db ? db->colls : NULL; coll; coll = coll->next) {
+      /* Filter on the full description, even when only names are returned. */
+      bson_t *full = collection_info(coll, false);
+      if (tm_matcher_match(m, full, NULL)) {
+         if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            docs = realloc(docs, cap * sizeof *docs);
+         }
+         docs[n++] = name_only ? collection_info(coll, true) : bson_copy(full);
+      }
+      bson_destroy(full);
+   }
+   tm_matcher_destroy(m);
+   char *ns = bson_strdup_printf("%s.$cmd.listCollections", c->db);
+   md_reply_first_batch(c, ns, docs, n, batch_size, false);
+   bson_free(ns);
+   return true;
+}
+
+static bool
+split_ns(const char *ns, char *db, size_t db_size, const char **coll)
+{
+   const char *dot = strchr(ns, '.');
+   if (!dot || dot == ns || !dot[1] || (size_t) (dot - ns) >= db_size) {
+      return false;
+   }
+   memcpy(db, ns, (size_t) (dot - ns));
+   db[dot - ns] = '\0';
+   *coll = dot + 1;
+   return true;
+}
+
+bool
+md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {"to", "dropTarget", "stayTemp", NULL};
+   bson_iter_t it;
+   char from_db[256], to_db[256];
+   const char *from_coll, *to_coll;
+   if (strcmp(c->db, "admin") != 0) {
+      return tm_error_set(error, 13, "renameCollection may only be run against the admin "
+                                     "database.");
+   }
+   if (!md_cmd_check_fields(c, allowed, error)) {
+      return false;
+   }
+   bson_iter_init(&it, c->cmd);
+   bson_iter_next(&it);
+   if (!BSON_ITER_HOLDS_UTF8(&it) ||
+       !split_ns(bson_iter_utf8(&it, NULL), from_db, sizeof from_db, &from_coll) ||
+       !bson_iter_init_find(&it, c->cmd, "to") || !BSON_ITER_HOLDS_UTF8(&it) ||
+       !split_ns(bson_iter_utf8(&it, NULL), to_db, sizeof to_db, &to_coll)) {
+      return tm_error_set(error, 73, "Invalid source or target namespace");
+   }
+   bool drop_target = bson_iter_init_find(&it, c->cmd, "dropTarget") && bson_iter_as_bool(&it);
+   md_coll_t *src = md_store_coll(c->srv->store, from_db, from_coll, false, NULL);
+   if (!src) {
+      return tm_error_set(error, 26, "Source collection %s.%s does not exist", from_db,
+                          from_coll);
+   }
+   md_coll_t *dst = md_store_coll(c->srv->store, to_db, to_coll, false, NULL);
+   if (dst == src) {
+      return tm_error_set(error, 20, "Can't rename a collection to itself");
+   }
+   if (dst && !drop_target) {
+      return tm_error_set(error, 48, "target namespace exists");
+   }
+   if (dst) {
+      drop_coll(c->srv, dst);
+   }
+   log_ddl(c->srv, MD_OP_RENAME, from_db, from_coll, to_db, to_coll);
+   md_store_rename(c->srv->store, src, to_db, to_coll);
+   return true;
+}

@@ -138,7 +138,7 @@ bool
 md_cmd_get_more(md_cmd_t *c, bson_error_t *error)
 {
    int64_t id = 0, batch_size = 0, max_time_ms = -1;
-   const char *coll;
+   const char *coll = NULL;
    if (!parse_get_more(c, &id, &coll, &batch_size, &max_time_ms, error)) {
       return false;
    }
@@ -200,7 +200,13 @@ md_cmd_kill_cursors(md_cmd_t *c, bson_error_t *error)
 {
    static const char *const allowed[] = {"cursors", NULL};
    bson_iter_t it, arr;
-   if (!md_cmd_coll_name(c, error) || !md_cmd_check_fields(c, allowed, error)) {
+   bson_iter_init(&it, c->cmd);
+   bson_iter_next(&it);
+   /* No namespace check: database and cluster change streams live on "$cmd.aggregate". */
+   if (!BSON_ITER_HOLDS_UTF8(&it)) {
+      return tm_error_set(error, 14, "killCursors takes a collection name");
+   }
+   if (!md_cmd_check_fields(c, allowed, error)) {
       return false;
    }
    if (!bson_iter_init_find(&it, c->cmd, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it)) {

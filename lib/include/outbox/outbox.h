@@ -17,12 +17,14 @@
  *    bson_value_t id = {.value_type = BSON_TYPE_UTF8};
  *    id.value.v_utf8.str = "c-42";
  *    id.value.v_utf8.len = 4;
+ *    bson_t *fields = BCON_NEW ("name", BCON_UTF8 ("Ada"));
  *
  *    outbox_event_t *created = outbox_event_new ("contact.created", fields);
  *    outbox_commit_t res;
  *    if (!outbox_collection_create (contacts, &id, fields, &created, 1, &res, &error)) ...
  *    // res.version == 1, res.first_seq == res.last_seq == 1
  *    outbox_event_destroy (created);
+ *    bson_destroy (fields);
  *
  *    bson_t *upd = BCON_NEW ("$set", "{", "email", BCON_UTF8 ("a@example.org"), "}");
  *    outbox_event_t *changed = outbox_event_new ("contact.email-changed", NULL);
@@ -161,8 +163,10 @@ OUTBOX_API bool
 outbox_event_set_header(outbox_event_t *event, const char *key, const char *value,
                         bson_error_t *error);
 
-/* Checks the event as a commit would: type 1..128 characters of [A-Za-z0-9._-], data valid
- * UTF-8 throughout. Returns false with OUTBOX_ERROR_INVALID_EVENT and the reason. */
+/* Checks the event as a commit would: type 1..128 characters of [A-Za-z0-9._-]; data valid
+ * UTF-8 throughout and without keys starting with '$' at any depth (consumers read events as
+ * Extended JSON, where {"$date": ...} would change meaning). Returns false with
+ * OUTBOX_ERROR_INVALID_EVENT and the reason. */
 OUTBOX_API bool
 outbox_event_validate(const outbox_event_t *event, bson_error_t *error);
 

@@ -29,6 +29,10 @@ tm_type_name(bson_type_t type);
 char *
 tm_value_to_json(const bson_value_t *v);
 
+/* True if `v` is a document whose first key starts with '$' (match-parse.c). */
+bool
+tm_is_operator_doc(const bson_value_t *v);
+
 /* ---- path.c ---- */
 
 /* A dotted path split into components. */

@@ -83,15 +83,24 @@ tm_update_desc_destroy(tm_update_desc_t *desc);
 
 /* A parsed update: an operator document ({$set: ..., $push: ...}) or a replacement document
  * (no `$` keys). Validation happens here: unknown operator -> 9 "Unknown modifier: $foo",
- * conflicting paths -> 40, empty operator document -> 9, `_id` in a replacement is allowed
- * only if unchanged (checked at apply time -> 66), arrayFilters identifiers that the update
- * does not use -> 9, `$[id]` without a matching filter -> 2. A pipeline update (array) may be
- * rejected with 2 "pipeline-style updates are not supported". */
+ * conflicting paths -> 40, an operator whose value is not a document -> 9 ({$set: {}} is a
+ * valid no-op since MongoDB 5.0), `$`-prefixed top-level fields in a replacement -> 52,
+ * `_id` in a replacement is allowed only if unchanged (checked at apply time -> 66),
+ * arrayFilters identifiers that the update does not use -> 9, `$[id]` without a matching
+ * filter -> 2. The bytes of a BSON array of stages (keys "0", "1", ...) are taken for a
+ * pipeline-style update; tm_update_new_pipeline says so explicitly. The update copies
+ * `update` and `array_filters`. */
 typedef struct _tm_update_t tm_update_t;
 
 tm_update_t *
 tm_update_new(const bson_t *update, const bson_t *array_filters /* array or NULL */,
               bson_error_t *error);
+
+/* Like tm_update_new for a pipeline-style update (`pipeline` is the BSON array of stages;
+ * $addFields/$set, $project, $unset, $replaceRoot/$replaceWith). Unlike tm_update_new, an
+ * empty array is accepted (a no-op). arrayFilters are rejected with 72. */
+tm_update_t *
+tm_update_new_pipeline(const bson_t *pipeline, const bson_t *array_filters, bson_error_t *error);
 
 void
 tm_update_destroy(tm_update_t *update);
@@ -152,6 +161,14 @@ void
 tm_docs_free(bson_t **docs, size_t n);
 
 /* ---- paths ------------------------------------------------------------------------------ */
+
+/* Calls `fn` for every value a dotted path reaches with query fan-out: documents inside
+ * arrays on the way are searched and an array at the end yields its elements (not itself),
+ * which is what `distinct` reports. `value` is borrowed for the call. Stops early when `fn`
+ * returns false. */
+typedef bool (*tm_path_value_fn)(const bson_value_t *value, void *ctx);
+void
+tm_path_foreach(const bson_t *doc, const char *path, tm_path_value_fn fn, void *ctx);
 
 /* Looks up a dotted path without array fan-out (numeric components index arrays). Returns
  * false if the path does not exist. `value` borrows from `doc`. */

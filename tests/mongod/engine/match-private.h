@@ -79,9 +79,6 @@ tm_match_value_eq(const bson_value_t *v, bson_error_t *error);
 /* Evaluates a value-mode node against one value. */
 bool
 tm_mnode_match_value(const tm_mnode_t *n, const bson_value_t *v);
-/* True if `v` is a document whose first key starts with '$'. */
-bool
-tm_is_operator_doc(const bson_value_t *v);
 
 /* Evaluates a document-mode node against `doc`. */
 bool

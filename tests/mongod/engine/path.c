@@ -216,3 +216,32 @@ tm_path_get(const bson_t *doc, const char *dotted, bson_value_t *value)
    tm_path_destroy(&path);
    return ok;
 }
+
+typedef struct {
+   tm_path_value_fn fn;
+   void *ctx;
+} foreach_t;
+
+static bool
+foreach_visit(const bson_value_t *value, int32_t index, void *ctx)
+{
+   foreach_t *f = ctx;
+
+   /* Arrays at the end were already expanded into their elements. */
+   if (!value || value->value_type == BSON_TYPE_ARRAY) {
+      return false;
+   }
+   return !f->fn(value, f->ctx);
+}
+
+void
+tm_path_foreach(const bson_t *doc, const char *dotted, tm_path_value_fn fn, void *ctx)
+{
+   tm_path_t path;
+   foreach_t f = {fn, ctx};
+
+   if (tm_path_parse(dotted, &path)) {
+      tm_path_visit(doc, &path, true, foreach_visit, &f);
+   }
+   tm_path_destroy(&path);
+}

@@ -93,3 +93,37 @@ Test(path, get_with_indexes)
    cr_assert_not(tm_path_get(d, "a..b", &v));
    bson_destroy(d);
 }
+
+static bool
+collect_value(const bson_value_t *value, void *ctx)
+{
+   bson_t *arr = ctx;
+   char key[16];
+   const char *k;
+
+   bson_uint32_to_string(bson_count_keys(arr), &k, key, sizeof key);
+   bson_append_value(arr, k, -1, value);
+   return true;
+}
+
+static void
+foreach_case(const char *doc_json, const char *path, const char *expected)
+{
+   bson_t *doc = tm_json(doc_json);
+   bson_t values = BSON_INITIALIZER;
+
+   tm_path_foreach(doc, path, collect_value, &values);
+   tm_assert_doc(&values, expected, path);
+   bson_destroy(&values);
+   bson_destroy(doc);
+}
+
+Test(path, foreach_fans_out_like_distinct)
+{
+   foreach_case("{'x': 1}", "x", "{'0': 1}");
+   foreach_case("{'x': [1, 2]}", "x", "{'0': 1, '1': 2}");
+   foreach_case("{'a': [{'b': 1}, {'b': [2, 3]}, {'c': 4}]}", "a.b", "{'0': 1, '1': 2, '2': 3}");
+   foreach_case("{'a': {'b': 'z'}}", "a.b", "{'0': 'z'}");
+   foreach_case("{'a': 5}", "a.b", "{}");
+   foreach_case("{}", "x", "{}");
+}

@@ -42,6 +42,14 @@ tm_json_rename(const bson_t *src, bson_t *dst)
          } else {
             bson_append_array_end(dst, &child);
          }
+      } else if (BSON_ITER_HOLDS_UTF8(&it) && bson_iter_utf8(&it, NULL)[0] == '%') {
+         /* '%a.b' and '%%ROOT' stand for the field paths '$a.b' and '$$ROOT'. */
+         char *copy = bson_strdup(bson_iter_utf8(&it, NULL));
+         for (char *c = copy; *c == '%'; c++) {
+            *c = '$';
+         }
+         bson_append_utf8(dst, key, -1, copy, -1);
+         bson_free(copy);
       } else {
          bson_append_value(dst, key, -1, bson_iter_value(&it));
       }
@@ -49,7 +57,8 @@ tm_json_rename(const bson_t *src, bson_t *dst)
 }
 
 /* Parses relaxed extended JSON in which ' stands for " (keeps C strings readable) and a
- * leading % in a key for $ (so '%type' and '%regex' are not read as extended JSON). */
+ * leading % in a key or string value for $ (so '%type' and '%regex' are not read as
+ * extended JSON, and '%a' is the field path '$a'). */
 static inline bson_t *
 tm_json(const char *json)
 {

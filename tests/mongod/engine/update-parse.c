@@ -47,6 +47,10 @@ tm_update_new(const bson_t *update, const bson_t *array_filters, bson_error_t *e
       return u;
    }
    if (strcmp(bson_iter_key(&it), "0") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      if (u->n_filters) {
+         tm_error_set(error, 72, "arrayFilters may not be specified for pipeline-style updates");
+         goto fail;
+      }
       u->pipeline = true;
       return u;
    }
@@ -71,6 +75,22 @@ tm_update_new(const bson_t *update, const bson_t *array_filters, bson_error_t *e
 fail:
    tm_update_destroy(u);
    return NULL;
+}
+
+tm_update_t *
+tm_update_new_pipeline(const bson_t *pipeline, const bson_t *array_filters, bson_error_t *error)
+{
+   tm_update_t *u;
+
+   if (array_filters && !bson_empty(array_filters)) {
+      tm_error_set(error, 72, "arrayFilters may not be specified for pipeline-style updates");
+      return NULL;
+   }
+   u = bson_malloc0(sizeof *u);
+   u->spec = pipeline ? bson_copy(pipeline) : bson_new();
+   u->filters = bson_malloc0(sizeof(tm_array_filter_t));
+   u->pipeline = true;
+   return u;
 }
 
 void

@@ -261,6 +261,9 @@ resolve(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *node, size_t i)
       }
       tm_tree_set_empty(child, BSON_TYPE_DOCUMENT);
    } else if (!tm_tnode_is_container(child)) {
+      if (strncmp(act->path.parts[i + 1], "$[", 2) == 0) {
+         return resolve_each(ctx, act, child, i + 1); /* fails: not an array */
+      }
       if (tm_uop_creates(act->op)) {
          char *elem = element_json(child);
          tm_error_set(ctx->error, 28, "Cannot create field '%s' in element %s",

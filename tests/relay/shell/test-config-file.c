@@ -78,34 +78,42 @@ typedef struct {
    const char *message; /* after "config file 'PATH': " */
 } file_case_t;
 
+static const file_case_t file_errors_cases[] = {
+   {"[1, 2]", "expected a JSON object ({...})"},
+   {"", "expected a JSON object ({...})"},
+   {"{\"foo\": 1, \"qos\": 1, \"bar\": 2}",
+    "unknown key \"foo\", \"bar\" (keys are the long option names, e.g. \"mongodb-uri\")"},
+   {"{\"config\": \"x\"}",
+    "unknown key \"config\" (keys are the long option names, e.g. \"mongodb-uri\")"},
+   {"{\"qos\": \"1\"}", "\"qos\": expected a number, got a string"},
+   {"{\"qos\": 1.5}", "\"qos\": expected 0, 1 or 2, got '1.5'"},
+   {"{\"inflight-window\": true}", "\"inflight-window\": expected a number, got a boolean"},
+   {"{\"mqtt-tls-insecure\": 1}", "\"mqtt-tls-insecure\": expected true or false, got a number"},
+   {"{\"name\": null}", "\"name\": expected a string, got null"},
+   {"{\"topic\": {\"a\": 1}}", "\"topic\": expected a string, got an object"},
+   {"{\"collection\": [\"a\", 1]}", "\"collection\": expected an array of strings"},
+   {"{\"collection\": 3}", "\"collection\": expected a string or an array of strings, got a "
+                           "number"},
+   {"{\"log-level\": \"verbose\"}",
+    "\"log-level\": expected error, warning, info, debug or trace, got 'verbose'"},
+   {"{\"mqtt-password\": \"a\", \"mqtt-password-file\": \"/dev/null\"}",
+    "give \"mqtt-password\" or \"mqtt-password-file\", not both"},
+};
+
+/* Criterion passes parameters to a re-executed worker, where pointers into this binary's
+ * data may differ (ASLR): pass the index and look the case up here. */
 ParameterizedTestParameters(file, errors)
 {
-   static file_case_t cases[] = {
-      {"[1, 2]", "expected a JSON object ({...})"},
-      {"", "expected a JSON object ({...})"},
-      {"{\"foo\": 1, \"qos\": 1, \"bar\": 2}",
-       "unknown key \"foo\", \"bar\" (keys are the long option names, e.g. \"mongodb-uri\")"},
-      {"{\"config\": \"x\"}",
-       "unknown key \"config\" (keys are the long option names, e.g. \"mongodb-uri\")"},
-      {"{\"qos\": \"1\"}", "\"qos\": expected a number, got a string"},
-      {"{\"qos\": 1.5}", "\"qos\": expected 0, 1 or 2, got '1.5'"},
-      {"{\"inflight-window\": true}", "\"inflight-window\": expected a number, got a boolean"},
-      {"{\"mqtt-tls-insecure\": 1}", "\"mqtt-tls-insecure\": expected true or false, got a number"},
-      {"{\"name\": null}", "\"name\": expected a string, got null"},
-      {"{\"topic\": {\"a\": 1}}", "\"topic\": expected a string, got an object"},
-      {"{\"collection\": [\"a\", 1]}", "\"collection\": expected an array of strings"},
-      {"{\"collection\": 3}", "\"collection\": expected a string or an array of strings, got a "
-                              "number"},
-      {"{\"log-level\": \"verbose\"}",
-       "\"log-level\": expected error, warning, info, debug or trace, got 'verbose'"},
-      {"{\"mqtt-password\": \"a\", \"mqtt-password-file\": \"/dev/null\"}",
-       "give \"mqtt-password\" or \"mqtt-password-file\", not both"},
-   };
-   return cr_make_param_array(file_case_t, cases, sizeof cases / sizeof cases[0]);
+   static size_t idx[sizeof file_errors_cases / sizeof file_errors_cases[0]];
+   for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {
+      idx[i] = i;
+   }
+   return cr_make_param_array(size_t, idx, sizeof idx / sizeof idx[0]);
 }
 
-ParameterizedTest(file_case_t *c, file, errors)
+ParameterizedTest(size_t *idx_p, file, errors)
 {
+   const file_case_t *c = &file_errors_cases[*idx_p];
    cr_assert_eq(load_file(c->json), RELAY_CONFIG_INVALID, "%s", error.message);
    char *expected = bson_strdup_printf("config file '%s': %s", path, c->message);
    cr_assert_str_eq(error.message, expected);
@@ -199,26 +207,35 @@ typedef struct {
    const char *out;
 } redact_case_t;
 
+static const redact_case_t dump_redact_uri_cases[] = {
+   {"mongodb://localhost/", "mongodb://localhost/"},
+   {"mongodb://user@h/?authMechanism=MONGODB-X509", "mongodb://user@h/?authMechanism=MONGODB-X509"},
+   {"mongodb://u:p@h/", "mongodb://u:***@h/"},
+   {"mongodb+srv://u:p%40ss@cluster0.example.net/app?w=majority",
+    "mongodb+srv://u:***@cluster0.example.net/app?w=majority"},
+   {"mongodb://u:p@ss/w@h1,h2/?replicaSet=x", "mongodb://u:***@h1,h2/?replicaSet=x"},
+   {"mongodb://h/?password=x&w=1", "mongodb://h/?password=***&w=1"},
+   {"mongodb://h/?sslclientcertificatekeypassword=x",
+    "mongodb://h/?sslclientcertificatekeypassword=***"},
+   {"tcp://broker:1883", "tcp://broker:1883"},
+   {"wss://a:b@broker/mqtt", "wss://a:***@broker/mqtt"},
+   {"not a uri", "not a uri"},
+};
+
+/* Criterion passes parameters to a re-executed worker, where pointers into this binary's
+ * data may differ (ASLR): pass the index and look the case up here. */
 ParameterizedTestParameters(dump, redact_uri)
 {
-   static redact_case_t cases[] = {
-      {"mongodb://localhost/", "mongodb://localhost/"},
-      {"mongodb://user@h/?authMechanism=MONGODB-X509", "mongodb://user@h/?authMechanism=MONGODB-X509"},
-      {"mongodb://u:p@h/", "mongodb://u:***@h/"},
-      {"mongodb+srv://u:p%40ss@cluster0.example.net/app?w=majority",
-       "mongodb+srv://u:***@cluster0.example.net/app?w=majority"},
-      {"mongodb://u:p@ss/w@h1,h2/?replicaSet=x", "mongodb://u:***@h1,h2/?replicaSet=x"},
-      {"mongodb://h/?password=x&w=1", "mongodb://h/?password=***&w=1"},
-      {"mongodb://h/?sslclientcertificatekeypassword=x", "mongodb://h/?sslclientcertificatekeypassword=***"},
-      {"tcp://broker:1883", "tcp://broker:1883"},
-      {"wss://a:b@broker/mqtt", "wss://a:***@broker/mqtt"},
-      {"not a uri", "not a uri"},
-   };
-   return cr_make_param_array(redact_case_t, cases, sizeof cases / sizeof cases[0]);
+   static size_t idx[sizeof dump_redact_uri_cases / sizeof dump_redact_uri_cases[0]];
+   for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {
+      idx[i] = i;
+   }
+   return cr_make_param_array(size_t, idx, sizeof idx / sizeof idx[0]);
 }
 
-ParameterizedTest(redact_case_t *c, dump, redact_uri)
+ParameterizedTest(size_t *idx_p, dump, redact_uri)
 {
+   const redact_case_t *c = &dump_redact_uri_cases[*idx_p];
    char *r = relay_config_redact_uri(c->in);
    cr_assert_str_eq(r, c->out);
    bson_free(r);

@@ -260,99 +260,107 @@ typedef struct {
    const char *message;
 } bad_case_t;
 
+static const bad_case_t config_bad_values_cases[] = {
+   {{"--qos", "7"}, RELAY_CONFIG_USAGE_ERROR, "--qos: expected 0, 1 or 2, got '7'"},
+   {{"--qos", "1x"}, RELAY_CONFIG_USAGE_ERROR, "--qos: expected 0, 1 or 2, got '1x'"},
+   {{"--inflight-window", "0"}, RELAY_CONFIG_USAGE_ERROR,
+    "--inflight-window: expected an integer from 1 to 65535, got '0'"},
+   {{"--inflight-window=12x"}, RELAY_CONFIG_USAGE_ERROR,
+    "--inflight-window: expected an integer from 1 to 65535, got '12x'"},
+   {{"--max-message-bytes", "-1"}, RELAY_CONFIG_USAGE_ERROR,
+    "--max-message-bytes: expected an integer from 64 to 268435455, got '-1'"},
+   {{"--mqtt-keepalive", ""}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-keepalive: expected an integer from 1 to 65535, got ''"},
+   {{"--mqtt-version", "3"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-version: expected 5 (MQTT 5) or 4 (MQTT 3.1.1), got '3'"},
+   {{"--log-level", "loud"}, RELAY_CONFIG_USAGE_ERROR,
+    "--log-level: expected error, warning, info, debug or trace, got 'loud'"},
+   {{"--log-format", "xml"}, RELAY_CONFIG_USAGE_ERROR,
+    "--log-format: expected text or json, got 'xml'"},
+   {{"--payload-mode", "raw"}, RELAY_CONFIG_USAGE_ERROR,
+    "--payload-mode: expected structured or binary, got 'raw'"},
+   {{"--mqtt-tls-insecure=maybe"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-tls-insecure: expected true or false, got 'maybe'"},
+   {{"--topic", "a/+/{id}"}, RELAY_CONFIG_USAGE_ERROR,
+    "--topic: + and # are MQTT wildcards and cannot be published to, got 'a/+/{id}'"},
+   {{"--topic", "a/{foo}"}, RELAY_CONFIG_USAGE_ERROR,
+    "--topic: unknown placeholder '{foo}' (known: {db}, {collection}, {id}, {type})"},
+   {{"--topic", "a/{id"}, RELAY_CONFIG_USAGE_ERROR,
+    "--topic: unbalanced '{' in 'a/{id' (placeholders: {db}, {collection}, {id}, {type})"},
+   {{"--source", "/{ID}"}, RELAY_CONFIG_USAGE_ERROR,
+    "--source: unknown placeholder '{ID}' (known: {db}, {collection}, {id}, {type})"},
+   {{"--database", "a.b"}, RELAY_CONFIG_USAGE_ERROR,
+    "--database: a database name cannot contain any of / \\ . space \" $, got 'a.b'"},
+   {{"--collection", "system.views"}, RELAY_CONFIG_USAGE_ERROR,
+    "--collection: system collections cannot be watched, got 'system.views'"},
+   {{"--collection", "a$b"}, RELAY_CONFIG_USAGE_ERROR,
+    "--collection: a collection name cannot contain $, got 'a$b'"},
+   {{"--collection", "c2,c3", "--collection", "c3"}, RELAY_CONFIG_USAGE_ERROR,
+    "--collection: collection 'c3' given twice"},
+   {{"--collection", "a,,b"}, RELAY_CONFIG_USAGE_ERROR, "--collection: must not be empty, got ''"},
+   {{"--version-field", "$v"}, RELAY_CONFIG_USAGE_ERROR,
+    "--version-field: a field name cannot contain . or start with $, got '$v'"},
+   {{"--name", ""}, RELAY_CONFIG_USAGE_ERROR, "--name: must not be empty"},
+   {{"--mongodb-uri", "http://x"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mongodb-uri: not a valid MongoDB connection string: Invalid URI Schema, expecting "
+    "'mongodb://' or 'mongodb+srv://'"},
+   {{"--mqtt-uri", "http://u:pw@x"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, got "
+    "'http://u:***@x'"},
+   {{"--mqtt-uri", "tcp://"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, got "
+    "'tcp://'"},
+   {{"--metrics-listen", "9464"}, RELAY_CONFIG_USAGE_ERROR,
+    "--metrics-listen: expected HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or 'off', got "
+    "'9464'"},
+   {{"--metrics-listen", "h:70000"}, RELAY_CONFIG_USAGE_ERROR,
+    "--metrics-listen: expected HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or 'off', got "
+    "'h:70000'"},
+   {{"--mqtt-ca-file", "/nonexistent/ca.pem"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-ca-file: cannot read '/nonexistent/ca.pem': No such file or directory"},
+   {{"--mqtt-password-file", "/nonexistent/pw"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-password-file: cannot read '/nonexistent/pw': No such file or directory"},
+   {{"--bogus"}, RELAY_CONFIG_USAGE_ERROR, "unknown option '--bogus' (see --help)"},
+   {{"--bogus=1"}, RELAY_CONFIG_USAGE_ERROR, "unknown option '--bogus' (see --help)"},
+   {{"--qos"}, RELAY_CONFIG_USAGE_ERROR, "--qos: missing value"},
+   {{"--database", "--qos"}, RELAY_CONFIG_USAGE_ERROR, "--database: missing value"},
+   {{"-c"}, RELAY_CONFIG_USAGE_ERROR, "-c: missing value"},
+   {{"stray"}, RELAY_CONFIG_USAGE_ERROR,
+    "unexpected argument 'stray' (options start with --; see --help)"},
+   {{"--mqtt-password", "x"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-password is not accepted on the command line (other users can read it with ps): "
+    "use OUTBOX_MQTT_PASSWORD, --mqtt-password-file or the config file"},
+   {{"--mqtt-ca-file", "/dev/null"}, RELAY_CONFIG_INVALID,
+    "mqtt-ca-file is set but mqtt-uri is not a TLS URI: use ssl://, mqtts:// or wss://"},
+   {{"--mqtt-tls-insecure"}, RELAY_CONFIG_INVALID,
+    "mqtt-tls-insecure is set but mqtt-uri is not a TLS URI: use ssl://, mqtts:// or wss://"},
+   {{"--mqtt-uri", "ssl://b", "--mqtt-key-file", "/dev/null"}, RELAY_CONFIG_INVALID,
+    "mqtt-key-file is set without mqtt-cert-file"},
+   {{"--payload-mode", "binary", "--mqtt-version", "4"}, RELAY_CONFIG_INVALID,
+    "payload-mode binary needs MQTT 5 user properties; set mqtt-version 5 or payload-mode "
+    "structured"},
+   {{"--reconnect-min-ms", "500", "--reconnect-max-ms", "400"}, RELAY_CONFIG_INVALID,
+    "reconnect-min-ms (500) is greater than reconnect-max-ms (400)"},
+   {{"--max-buffered-events", "10", "--inflight-window", "11"}, RELAY_CONFIG_INVALID,
+    "max-buffered-events (10) is less than inflight-window (11)"},
+   {{"--events-field", "version"}, RELAY_CONFIG_INVALID,
+    "version-field and events-field are both 'version': they must differ"},
+};
+
+/* Criterion passes parameters to a re-executed worker, where pointers into this binary's
+ * data may differ (ASLR): pass the index and look the case up here. */
 ParameterizedTestParameters(config, bad_values)
 {
-   static bad_case_t cases[] = {
-      {{"--qos", "7"}, RELAY_CONFIG_USAGE_ERROR, "--qos: expected 0, 1 or 2, got '7'"},
-      {{"--qos", "1x"}, RELAY_CONFIG_USAGE_ERROR, "--qos: expected 0, 1 or 2, got '1x'"},
-      {{"--inflight-window", "0"}, RELAY_CONFIG_USAGE_ERROR,
-       "--inflight-window: expected an integer from 1 to 65535, got '0'"},
-      {{"--inflight-window=12x"}, RELAY_CONFIG_USAGE_ERROR,
-       "--inflight-window: expected an integer from 1 to 65535, got '12x'"},
-      {{"--max-message-bytes", "-1"}, RELAY_CONFIG_USAGE_ERROR,
-       "--max-message-bytes: expected an integer from 64 to 268435455, got '-1'"},
-      {{"--mqtt-keepalive", ""}, RELAY_CONFIG_USAGE_ERROR,
-       "--mqtt-keepalive: expected an integer from 1 to 65535, got ''"},
-      {{"--mqtt-version", "3"}, RELAY_CONFIG_USAGE_ERROR,
-       "--mqtt-version: expected 5 (MQTT 5) or 4 (MQTT 3.1.1), got '3'"},
-      {{"--log-level", "loud"}, RELAY_CONFIG_USAGE_ERROR,
-       "--log-level: expected error, warning, info, debug or trace, got 'loud'"},
-      {{"--log-format", "xml"}, RELAY_CONFIG_USAGE_ERROR,
-       "--log-format: expected text or json, got 'xml'"},
-      {{"--payload-mode", "raw"}, RELAY_CONFIG_USAGE_ERROR,
-       "--payload-mode: expected structured or binary, got 'raw'"},
-      {{"--mqtt-tls-insecure=maybe"}, RELAY_CONFIG_USAGE_ERROR,
-       "--mqtt-tls-insecure: expected true or false, got 'maybe'"},
-      {{"--topic", "a/+/{id}"}, RELAY_CONFIG_USAGE_ERROR,
-       "--topic: + and # are MQTT wildcards and cannot be published to, got 'a/+/{id}'"},
-      {{"--topic", "a/{foo}"}, RELAY_CONFIG_USAGE_ERROR,
-       "--topic: unknown placeholder '{foo}' (known: {db}, {collection}, {id}, {type})"},
-      {{"--topic", "a/{id"}, RELAY_CONFIG_USAGE_ERROR,
-       "--topic: unbalanced '{' in 'a/{id' (placeholders: {db}, {collection}, {id}, {type})"},
-      {{"--source", "/{id}"}, RELAY_CONFIG_USAGE_ERROR,
-       "--source: unknown placeholder '{id}' (known: {db}, {collection})"},
-      {{"--database", "a.b"}, RELAY_CONFIG_USAGE_ERROR,
-       "--database: a database name cannot contain any of / \\ . space \" $, got 'a.b'"},
-      {{"--collection", "system.views"}, RELAY_CONFIG_USAGE_ERROR,
-       "--collection: system collections cannot be watched, got 'system.views'"},
-      {{"--collection", "a$b"}, RELAY_CONFIG_USAGE_ERROR,
-       "--collection: a collection name cannot contain $, got 'a$b'"},
-      {{"--collection", "c1,c2", "--collection", "c2"}, RELAY_CONFIG_USAGE_ERROR,
-       "--collection: collection 'c2' given twice"},
-      {{"--collection", "a,,b"}, RELAY_CONFIG_USAGE_ERROR, "--collection: must not be empty, got ''"},
-      {{"--version-field", "$v"}, RELAY_CONFIG_USAGE_ERROR,
-       "--version-field: a field name cannot contain . or start with $, got '$v'"},
-      {{"--name", ""}, RELAY_CONFIG_USAGE_ERROR, "--name: must not be empty"},
-      {{"--mongodb-uri", "http://x"}, RELAY_CONFIG_USAGE_ERROR,
-       "--mongodb-uri: not a valid MongoDB connection string: Invalid URI Schema, expecting "
-       "'mongodb://' or 'mongodb+srv://'"},
-      {{"--mqtt-uri", "http://u:pw@x"}, RELAY_CONFIG_USAGE_ERROR,
-       "--mqtt-uri: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, got "
-       "'http://u:***@x'"},
-      {{"--mqtt-uri", "tcp://"}, RELAY_CONFIG_USAGE_ERROR,
-       "--mqtt-uri: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, got "
-       "'tcp://'"},
-      {{"--metrics-listen", "9464"}, RELAY_CONFIG_USAGE_ERROR,
-       "--metrics-listen: expected HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or 'off', got "
-       "'9464'"},
-      {{"--metrics-listen", "h:70000"}, RELAY_CONFIG_USAGE_ERROR,
-       "--metrics-listen: expected HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or 'off', got "
-       "'h:70000'"},
-      {{"--mqtt-ca-file", "/nonexistent/ca.pem"}, RELAY_CONFIG_USAGE_ERROR,
-       "--mqtt-ca-file: cannot read '/nonexistent/ca.pem': No such file or directory"},
-      {{"--mqtt-password-file", "/nonexistent/pw"}, RELAY_CONFIG_USAGE_ERROR,
-       "--mqtt-password-file: cannot read '/nonexistent/pw': No such file or directory"},
-      {{"--bogus"}, RELAY_CONFIG_USAGE_ERROR, "unknown option '--bogus' (see --help)"},
-      {{"--bogus=1"}, RELAY_CONFIG_USAGE_ERROR, "unknown option '--bogus' (see --help)"},
-      {{"--qos"}, RELAY_CONFIG_USAGE_ERROR, "--qos: missing value"},
-      {{"--database", "--qos"}, RELAY_CONFIG_USAGE_ERROR, "--database: missing value"},
-      {{"-c"}, RELAY_CONFIG_USAGE_ERROR, "-c: missing value"},
-      {{"stray"}, RELAY_CONFIG_USAGE_ERROR,
-       "unexpected argument 'stray' (options start with --; see --help)"},
-      {{"--mqtt-password", "x"}, RELAY_CONFIG_USAGE_ERROR,
-       "--mqtt-password is not accepted on the command line (other users can read it with ps): "
-       "use OUTBOX_MQTT_PASSWORD, --mqtt-password-file or the config file"},
-      {{"--mqtt-ca-file", "/dev/null"}, RELAY_CONFIG_INVALID,
-       "mqtt-ca-file is set but mqtt-uri is not a TLS URI: use ssl://, mqtts:// or wss://"},
-      {{"--mqtt-tls-insecure"}, RELAY_CONFIG_INVALID,
-       "mqtt-tls-insecure is set but mqtt-uri is not a TLS URI: use ssl://, mqtts:// or wss://"},
-      {{"--mqtt-uri", "ssl://b", "--mqtt-key-file", "/dev/null"}, RELAY_CONFIG_INVALID,
-       "mqtt-key-file is set without mqtt-cert-file"},
-      {{"--payload-mode", "binary", "--mqtt-version", "4"}, RELAY_CONFIG_INVALID,
-       "payload-mode binary needs MQTT 5 user properties; set mqtt-version 5 or payload-mode "
-       "structured"},
-      {{"--reconnect-min-ms", "500", "--reconnect-max-ms", "400"}, RELAY_CONFIG_INVALID,
-       "reconnect-min-ms (500) is greater than reconnect-max-ms (400)"},
-      {{"--max-buffered-events", "10", "--inflight-window", "11"}, RELAY_CONFIG_INVALID,
-       "max-buffered-events (10) is less than inflight-window (11)"},
-      {{"--events-field", "version"}, RELAY_CONFIG_INVALID,
-       "version-field and events-field are both 'version': they must differ"},
-   };
-   return cr_make_param_array(bad_case_t, cases, sizeof cases / sizeof cases[0]);
+   static size_t idx[sizeof config_bad_values_cases / sizeof config_bad_values_cases[0]];
+   for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {
+      idx[i] = i;
+   }
+   return cr_make_param_array(size_t, idx, sizeof idx / sizeof idx[0]);
 }
 
-ParameterizedTest(bad_case_t *c, config, bad_values)
+ParameterizedTest(size_t *idx_p, config, bad_values)
 {
+   const bad_case_t *c = &config_bad_values_cases[*idx_p];
    const char *args[16] = {TEST_REQUIRED};
    size_t n = 8;
    for (size_t i = 0; i < 4 && c->args[i]; i++) {
@@ -388,7 +396,8 @@ Test(config, env_password_and_file_conflict)
    const char *args[] = {TEST_REQUIRED, NULL};
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_INVALID);
    cr_assert_str_eq(error.message,
-                    "OUTBOX_MQTT_PASSWORD and OUTBOX_MQTT_PASSWORD_FILE are both set: set only one");
+                    "OUTBOX_MQTT_PASSWORD and OUTBOX_MQTT_PASSWORD_FILE are both set: set only "
+                    "one");
 }
 
 Test(config, mqtt311_password_needs_username)

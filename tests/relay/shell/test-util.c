@@ -60,9 +60,9 @@ test_read_file(const char *path)
 relay_config_action_t
 test_load(relay_config_t *cfg, bson_error_t *error, const char *const *args)
 {
-   char *argv[64] = {"outbox-relay"};
+   char *argv[128] = {"outbox-relay"};
    int argc = 1;
-   for (; args[argc - 1] && argc < 63; argc++) {
+   for (; args[argc - 1] && argc < 127; argc++) {
       argv[argc] = (char *)args[argc - 1];
    }
    memset(error, 0, sizeof *error);

@@ -1,0 +1,201 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * contacts-consumer: subscribes to the contact events outbox-relay publishes and keeps a
+ * contact directory in its own MongoDB database, applying each event exactly once through
+ * liboutbox's idempotent inbox. Prints one line per event: applied (in order, after a gap, or
+ * reordered) or duplicate (skipped).
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include <mongoc/mongoc.h>
+#include <outbox/outbox.h>
+
+#include "cloudevent.h"
+#include "directory.h"
+#include "mqtt.h"
+
+typedef struct {
+   const char *mqtt_uri;
+   const char *mongodb_uri;
+   const char *db;
+   const char *topic;
+   const char *client_id;
+   int qos;
+} options_t;
+
+static volatile sig_atomic_t stop_requested;
+
+static void
+on_signal(int sig)
+{
+   stop_requested = sig;
+}
+
+static void
+usage(FILE *out)
+{
+   fprintf(out,
+           "Usage: contacts-consumer [OPTIONS]\n"
+           "Applies contact events from MQTT to a directory in MongoDB, exactly once.\n\n"
+           "  --mqtt-uri URI       broker (env OUTBOX_MQTT_URI; default tcp://127.0.0.1:1883)\n"
+           "  --mongodb-uri URI    MongoDB (env OUTBOX_MONGODB_URI; default\n"
+           "                       mongodb://127.0.0.1:27017/?directConnection=true)\n"
+           "  --database DB        the consumer's own database (default contacts_directory)\n"
+           "  --topic FILTER       topic filter (default outbox/contacts/#)\n"
+           "  --client-id ID       MQTT client id, also the session (default contacts-consumer)\n"
+           "  --qos N              subscription QoS 0, 1 or 2 (default 1)\n"
+           "  -h, --help           show this help\n");
+}
+
+static const char *
+env_or(const char *name, const char *fallback)
+{
+   const char *v = getenv(name);
+
+   return v && *v ? v : fallback;
+}
+
+static int
+parse_args(int argc, char **argv, options_t *o)
+{
+   o->mqtt_uri = env_or("OUTBOX_MQTT_URI", "tcp://127.0.0.1:1883");
+   o->mongodb_uri = env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
+   o->db = "contacts_directory";
+   o->topic = "outbox/contacts/#";
+   o->client_id = "contacts-consumer";
+   o->qos = 1;
+   for (int i = 1; i < argc; i++) {
+      const char *a = argv[i], *qos = NULL;
+      const char **dst = !strcmp(a, "--mqtt-uri")      ? &o->mqtt_uri
+                         : !strcmp(a, "--mongodb-uri") ? &o->mongodb_uri
+                         : !strcmp(a, "--database")    ? &o->db
+                         : !strcmp(a, "--topic")       ? &o->topic
+                         : !strcmp(a, "--client-id")   ? &o->client_id
+                         : !strcmp(a, "--qos")         ? &qos
+                                                       : NULL;
+      if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+         usage(stdout);
+         return EX_OK;
+      }
+      if (!dst) {
+         fprintf(stderr, "contacts-consumer: unknown option '%s' (see --help)\n", a);
+         return EX_USAGE;
+      }
+      if (i + 1 >= argc || !argv[i + 1][0]) {
+         fprintf(stderr, "contacts-consumer: %s needs a value\n", a);
+         return EX_USAGE;
+      }
+      *dst = argv[++i];
+      if (qos) {
+         if (strlen(qos) != 1 || qos[0] < '0' || qos[0] > '2') {
+            fprintf(stderr, "contacts-consumer: --qos must be 0, 1 or 2\n");
+            return EX_USAGE;
+         }
+         o->qos = qos[0] - '0';
+      }
+   }
+   return -1;
+}
+
+/* Decodes and applies one message. False means "deliver it again" (MongoDB trouble). */
+static bool
+process(directory_t *dir, const mqtt_msg_t *m)
+{
+   cloudevent_props_t props = {m->event_id, m->event_type, m->entity_id, m->seq};
+   cloudevent_t ev;
+   bson_error_t error;
+   char why[200];
+   bool ok;
+
+   if (!cloudevent_decode(m->payload, m->len, &props, &ev, why, sizeof why)) {
+      /* Redelivering a message that cannot be read would not help: report and drop it. */
+      printf("consumer: skipped unreadable message on %s: %s\n", m->topic, why);
+      fflush(stdout);
+      return true;
+   }
+   ok = directory_apply(dir, &ev, &error);
+   if (!ok)
+      fprintf(stderr, "consumer: cannot apply %s %s (will retry): %s\n", ev.type, ev.id,
+              error.message);
+   cloudevent_clear(&ev);
+   return ok;
+}
+
+static int
+run(const options_t *o, directory_t *dir)
+{
+   char err[256];
+   mqtt_msg_t *m;
+   mqtt_sub_t *sub = mqtt_sub_start(o->mqtt_uri, o->client_id, o->topic, o->qos, err, sizeof err);
+
+   if (!sub) {
+      fprintf(stderr, "contacts-consumer: %s\n", err);
+      return EX_USAGE;
+   }
+   while (!stop_requested) {
+      if (mqtt_sub_next(sub, 200, &m))
+         mqtt_sub_done(sub, process(dir, m));
+   }
+   fprintf(stderr, "contacts-consumer: %s received, stopping\n", strsignal(stop_requested));
+   mqtt_sub_stop(sub);
+   return EX_OK;
+}
+
+static mongoc_client_pool_t *
+open_pool(const char *uri_string)
+{
+   bson_error_t error;
+   mongoc_uri_t *uri = mongoc_uri_new_with_error(uri_string, &error);
+   mongoc_client_pool_t *pool;
+
+   if (!uri) {
+      fprintf(stderr, "contacts-consumer: bad --mongodb-uri: %s\n", error.message);
+      return NULL;
+   }
+   pool = mongoc_client_pool_new(uri);
+   mongoc_uri_destroy(uri);
+   if (pool)
+      mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+   return pool;
+}
+
+int
+main(int argc, char **argv)
+{
+   struct sigaction sa = {.sa_handler = on_signal};
+   mongoc_client_pool_t *pool;
+   directory_t *dir = NULL;
+   bson_error_t error;
+   options_t o;
+   int rc = parse_args(argc, argv, &o);
+
+   if (rc >= 0)
+      return rc;
+   sigaction(SIGINT, &sa, NULL);
+   sigaction(SIGTERM, &sa, NULL);
+   signal(SIGPIPE, SIG_IGN); /* paho may write to a closed socket while reconnecting */
+   mongoc_init();
+   if (!(pool = open_pool(o.mongodb_uri))) {
+      rc = EX_USAGE;
+   } else if (!(dir = directory_new(pool, o.db, stdout, &error))) {
+      fprintf(stderr, "contacts-consumer: %s\n", error.message);
+      rc = EX_SOFTWARE;
+   } else if (!directory_prepare(dir, &error)) {
+      fprintf(stderr, "contacts-consumer: cannot prepare MongoDB: %s\n", error.message);
+      rc = EX_UNAVAILABLE;
+   } else {
+      rc = run(&o, dir);
+      if (!directory_print(dir, &error))
+         fprintf(stderr, "contacts-consumer: cannot list the directory: %s\n", error.message);
+   }
+   directory_destroy(dir);
+   mongoc_client_pool_destroy(pool);
+   mongoc_cleanup();
+   return rc;
+}

@@ -1,0 +1,199 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's lifecycle and main loop. One thread (the caller of relay_run()) owns all
+ * state; the change stream reader thread and paho's threads only queue work for it and wake
+ * it up. Each turn of the loop: connect if needed, apply queued changes, publish within the
+ * window, clear what was acknowledged, checkpoint, then wait briefly for more work.
+ */
+#include <signal.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "log.h"
+#include "relay-private.h"
+#include "render.h"
+
+static bool
+check_config(const relay_config_t *cfg, bson_error_t *error)
+{
+   if (!relay_template_check(cfg->topic_template, "topic template", error) ||
+       !relay_template_check(cfg->source_template, "source template", error)) {
+      return false;
+   }
+   if (!cfg->database || !*cfg->database || cfg->n_collections == 0) {
+      bson_set_error(error, 0, 0, "a database and at least one collection are needed");
+      return false;
+   }
+   if (cfg->qos < 0 || cfg->qos > 2 || cfg->inflight_window < 1 ||
+       cfg->max_buffered_events < 1 || cfg->clear_batch_size < 1) {
+      bson_set_error(error, 0, 0, "qos, inflight window, buffer or batch size out of range");
+      return false;
+   }
+   if (cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version != 5) {
+      bson_set_error(error, 0, 0, "binary payload mode needs MQTT 5 (user properties)");
+      return false;
+   }
+   return true;
+}
+
+static void
+wake_main(void *ctx)
+{
+   relay_mqtt_wake(ctx);
+}
+
+static bool
+open_mongodb(relay_t *r, bson_error_t *error)
+{
+   const relay_config_t *cfg = r->cfg;
+   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
+
+   if (!uri) {
+      return false;
+   }
+   r->client = mongoc_client_new_from_uri_with_error(uri, error);
+   mongoc_uri_destroy(uri);
+   if (!r->client) {
+      return false;
+   }
+   mongoc_client_set_error_api(r->client, MONGOC_ERROR_API_VERSION_2);
+   mongoc_client_set_appname(r->client, "outbox-relay");
+   r->db = mongoc_client_get_database(r->client, cfg->database);
+   r->colls = bson_malloc0(cfg->n_collections * sizeof *r->colls);
+   for (size_t i = 0; i < cfg->n_collections; i++) {
+      r->colls[i] = mongoc_client_get_collection(r->client, cfg->database, cfg->collections[i]);
+   }
+   r->state = mongoc_client_get_collection(r->client, cfg->database, cfg->state_collection);
+   return true;
+}
+
+relay_t *
+relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *error)
+{
+   relay_t *r;
+
+   if (!check_config(cfg, error)) {
+      return NULL;
+   }
+   /* paho writes to sockets the peer may have closed: a broken pipe must be an error code,
+    * not a signal that kills the daemon. */
+   signal(SIGPIPE, SIG_IGN);
+   r = bson_malloc0(sizeof *r);
+   r->cfg = cfg;
+   r->metrics = metrics;
+   atomic_init(&r->stop, 0);
+   relay_table_init(&r->table);
+   if (!open_mongodb(r, error) || !relay_publish_init(r, error)) {
+      relay_destroy(r);
+      return NULL;
+   }
+   r->reader = relay_reader_new(cfg, wake_main, r->mqtt, error);
+   if (!r->reader) {
+      relay_destroy(r);
+      return NULL;
+   }
+   return r;
+}
+
+static void
+update_gauges(relay_t *r)
+{
+   relay_pos_t *oldest = r->table.pos_head;
+   double age = 0;
+
+   if (oldest && oldest->remaining > 0 && oldest->wall_ms > 0) {
+      age = (double) (relay_wall_ms() - oldest->wall_ms) / 1000.0;
+   }
+   relay_metrics_set(r->metrics, RELAY_G_OLDEST_PENDING_AGE_S, age > 0 ? age : 0);
+   relay_metrics_set(r->metrics, RELAY_G_STREAM_LAG_S,
+                     r->stream_lag_ms > 0 ? (double) r->stream_lag_ms / 1000.0 : 0);
+   relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double) r->table.buffered);
+   relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double) r->table.inflight);
+}
+
+static int
+loop_wait_ms(const relay_t *r)
+{
+   if (r->table.dirty_head) {
+      return r->cfg->clear_interval_ms > 0 ? r->cfg->clear_interval_ms : 1;
+   }
+   return 50;
+}
+
+/* SIGTERM: stop reading, wait (bounded) for the acknowledgements of what is in flight,
+ * clear it, checkpoint, disconnect. Events read but never published stay pending in their
+ * documents and the checkpoint stays before them, so the next run publishes them. */
+static void
+drain(relay_t *r)
+{
+   int64_t now = relay_now_ms();
+   int64_t deadline = now + r->cfg->shutdown_timeout_ms;
+
+   relay_log(RELAY_LOG_INFO, "relay", "stopping: %zu messages in flight", r->table.inflight);
+   while (now < deadline && (r->table.inflight > 0 || r->table.dirty_head)) {
+      relay_publish_handle(r, 20, now);
+      now = relay_now_ms();
+      relay_writer_flush(r, now, true);
+   }
+   if (r->table.inflight > 0) {
+      relay_log(RELAY_LOG_WARNING, "relay",
+                "%zu messages still unacknowledged at shutdown: they will be sent again",
+                r->table.inflight);
+   }
+   relay_writer_checkpoint(r, now, true);
+   relay_mqtt_disconnect(r->mqtt, 1000);
+}
+
+int
+relay_run(relay_t *r)
+{
+   relay_log(RELAY_LOG_INFO, "relay", "relay '%s' starting: database %s, %zu collection(s)",
+             r->cfg->name, r->cfg->database, r->cfg->n_collections);
+   while (!atomic_load(&r->stop)) {
+      int64_t now = relay_now_ms();
+      relay_publish_connect(r, now);
+      relay_changes_step(r, now);
+      relay_publish_dispatch(r, now);
+      relay_writer_flush(r, now, false);
+      relay_writer_checkpoint(r, now, false);
+      relay_publish_check_timeouts(r, now);
+      update_gauges(r);
+      relay_publish_handle(r, loop_wait_ms(r), relay_now_ms());
+   }
+   drain(r);
+   update_gauges(r);
+   relay_log(RELAY_LOG_INFO, "relay", "stopped");
+   return EX_OK;
+}
+
+void
+relay_request_stop(relay_t *r)
+{
+   if (r) {
+      atomic_store(&r->stop, 1);
+   }
+}
+
+void
+relay_destroy(relay_t *r)
+{
+   if (!r) {
+      return;
+   }
+   /* The reader first: it wakes the main loop through the MQTT client's queue. */
+   relay_reader_destroy(r->reader);
+   relay_changes_cleanup(r);
+   relay_publish_cleanup(r);
+   relay_table_cleanup(&r->table);
+   if (r->colls) {
+      for (size_t i = 0; i < r->cfg->n_collections; i++) {
+         mongoc_collection_destroy(r->colls[i]);
+      }
+      bson_free(r->colls);
+   }
+   mongoc_collection_destroy(r->state);
+   mongoc_database_destroy(r->db);
+   mongoc_client_destroy(r->client);
+   bson_free(r);
+}

@@ -1,0 +1,300 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The idempotent inbox against a MongoDB (the test server, or OUTBOX_TEST_MONGODB_URI):
+ * duplicate and out-of-order delivery, the window and the ledger, refused updates, and
+ * concurrent deliveries of one event. Each test uses its own database.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <outbox/inbox.h>
+
+static mongoc_client_pool_t *pool;
+static char db[64];
+
+static void
+setup(void)
+{
+   const char *uri_s = getenv("OUTBOX_TEST_MONGODB_URI");
+   mongoc_uri_t *uri;
+   static int counter;
+
+   cr_assert_not_null(uri_s, "OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)");
+   mongoc_init();
+   uri = mongoc_uri_new(uri_s);
+   cr_assert_not_null(uri);
+   pool = mongoc_client_pool_new(uri);
+   mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+   mongoc_uri_destroy(uri);
+   snprintf(db, sizeof db, "inbox_test_%d_%d", (int) getpid(), counter++);
+}
+
+static void
+teardown(void)
+{
+   mongoc_client_t *client = mongoc_client_pool_pop(pool);
+   mongoc_database_t *d = mongoc_client_get_database(client, db);
+
+   mongoc_database_drop(d, NULL);
+   mongoc_database_destroy(d);
+   mongoc_client_pool_push(pool, client);
+   mongoc_client_pool_destroy(pool);
+   mongoc_cleanup();
+}
+
+TestSuite(inbox, .init = setup, .fini = teardown, .timeout = 60);
+
+static outbox_inbox_t *
+open_inbox(const bson_t *opts)
+{
+   bson_error_t error;
+   outbox_inbox_t *ib = outbox_inbox_new(pool, db, "state", opts, &error);
+
+   cr_assert_not_null(ib, "inbox_new: %s", error.message);
+   return ib;
+}
+
+static bson_value_t
+sid(const char *s)
+{
+   bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+
+   v.value.v_utf8.str = (char *) s;
+   v.value.v_utf8.len = (uint32_t) strlen(s);
+   return v;
+}
+
+/* Applies {$inc: {n: 1}} for `event` and returns the result. */
+static outbox_inbox_result_t
+inc(outbox_inbox_t *ib, const char *doc, const char *event, int64_t seq)
+{
+   bson_t *upd = BCON_NEW("$inc", "{", "n", BCON_INT32(1), "}");
+   bson_value_t id = sid(doc);
+   outbox_inbox_result_t res;
+   bson_error_t error;
+
+   cr_assert(outbox_inbox_apply(ib, &id, event, seq, upd, &res, &error), "apply %s: %s", event,
+             error.message);
+   bson_destroy(upd);
+   return res;
+}
+
+/* Reads an integer field of state document `doc` (-1 if the document is missing). */
+static int64_t
+field(const char *doc, const char *name)
+{
+   mongoc_client_t *client = mongoc_client_pool_pop(pool);
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, db, "state");
+   bson_t *filter = BCON_NEW("_id", BCON_UTF8(doc));
+   mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, filter, NULL, NULL);
+   const bson_t *d;
+   bson_iter_t it;
+   int64_t v = -1;
+
+   if (mongoc_cursor_next(cur, &d))
+      v = bson_iter_init_find(&it, d, name) ? bson_iter_as_int64(&it) : 0;
+   mongoc_cursor_destroy(cur);
+   bson_destroy(filter);
+   mongoc_collection_destroy(coll);
+   mongoc_client_pool_push(pool, client);
+   return v;
+}
+
+Test(inbox, duplicate_is_skipped)
+{
+   outbox_inbox_t *ib = open_inbox(NULL);
+   outbox_inbox_result_t r;
+
+   r = inc(ib, "c1", "e-1", 1);
+   cr_assert_eq(r.status, OUTBOX_INBOX_APPLIED);
+   cr_assert_eq(r.order, OUTBOX_SEQ_IN_ORDER);
+   cr_assert(r.ledger_recorded);
+   r = inc(ib, "c1", "e-1", 1);
+   cr_assert_eq(r.status, OUTBOX_INBOX_DUPLICATE);
+   cr_assert_eq(field("c1", "n"), 1, "a duplicate must not change the state");
+   cr_assert_eq(field("c1", "inboxSeq"), 1);
+   outbox_inbox_destroy(ib);
+}
+
+Test(inbox, out_of_order_is_applied_once_and_classified)
+{
+   outbox_inbox_t *ib = open_inbox(NULL);
+   outbox_inbox_result_t r;
+
+   cr_assert_eq(inc(ib, "c2", "e-1", 1).order, OUTBOX_SEQ_IN_ORDER);
+   r = inc(ib, "c2", "e-3", 3);
+   cr_assert_eq(r.status, OUTBOX_INBOX_APPLIED);
+   cr_assert_eq(r.order, OUTBOX_SEQ_GAP);
+   cr_assert_eq(r.previous_seq, 1);
+   r = inc(ib, "c2", "e-2", 2);
+   cr_assert_eq(r.status, OUTBOX_INBOX_APPLIED);
+   cr_assert_eq(r.order, OUTBOX_SEQ_LATE);
+   cr_assert_eq(r.previous_seq, 3);
+   cr_assert_eq(inc(ib, "c2", "e-3", 3).status, OUTBOX_INBOX_DUPLICATE);
+   cr_assert_eq(inc(ib, "c2", "e-2", 2).status, OUTBOX_INBOX_DUPLICATE);
+   cr_assert_eq(inc(ib, "c2", "e-1", 1).status, OUTBOX_INBOX_DUPLICATE);
+   cr_assert_eq(field("c2", "n"), 3);
+   cr_assert_eq(field("c2", "inboxSeq"), 3, "inboxSeq is the highest seq applied");
+   outbox_inbox_destroy(ib);
+}
+
+Test(inbox, ledger_catches_duplicates_beyond_the_window)
+{
+   bson_t *opts = BCON_NEW("window", BCON_INT32(2));
+   outbox_inbox_t *ib = open_inbox(opts);
+   char ev[16];
+
+   for (int i = 1; i <= 4; i++) {
+      snprintf(ev, sizeof ev, "w-%d", i);
+      cr_assert_eq(inc(ib, "c3", ev, i).status, OUTBOX_INBOX_APPLIED);
+   }
+   cr_assert_eq(inc(ib, "c3", "w-1", 1).status, OUTBOX_INBOX_DUPLICATE);
+   cr_assert_eq(field("c3", "n"), 4);
+   outbox_inbox_destroy(ib);
+   bson_destroy(opts);
+}
+
+Test(inbox, without_ledger_the_window_is_the_limit)
+{
+   bson_t *opts = BCON_NEW("window", BCON_INT32(2), "ledger", BCON_UTF8(""));
+   outbox_inbox_t *ib = open_inbox(opts);
+   outbox_inbox_result_t r;
+
+   inc(ib, "c4", "x-1", 1);
+   inc(ib, "c4", "x-2", 2);
+   cr_assert_eq(inc(ib, "c4", "x-2", 2).status, OUTBOX_INBOX_DUPLICATE, "still in the window");
+   inc(ib, "c4", "x-3", 3);
+   /* x-1 left the window and there is no ledger: the documented limit. Its seq gives it away
+    * as late, so a consumer can still decide to ignore it. */
+   r = inc(ib, "c4", "x-1", 1);
+   cr_assert_eq(r.status, OUTBOX_INBOX_APPLIED);
+   cr_assert_eq(r.order, OUTBOX_SEQ_LATE);
+   cr_assert_not(r.ledger_recorded);
+   outbox_inbox_destroy(ib);
+   bson_destroy(opts);
+}
+
+Test(inbox, refused_updates_write_nothing)
+{
+   outbox_inbox_t *ib = open_inbox(NULL);
+   bson_value_t id = sid("c5");
+   bson_error_t error;
+   bson_t *bad1 = BCON_NEW("$set", "{", "inbox", BCON_UTF8("x"), "}");
+   bson_t *bad2 = BCON_NEW("$unset", "{", "inboxSeq.a", BCON_UTF8(""), "}");
+   bson_t *bad3 = BCON_NEW("n", BCON_INT32(1));
+   bson_t *bad4 = BCON_NEW("$rename", "{", "a", BCON_UTF8("_id"), "}");
+
+   cr_assert_not(outbox_inbox_apply(ib, &id, "r-1", 1, bad1, NULL, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_RESERVED_FIELD);
+   cr_assert_not(outbox_inbox_apply(ib, &id, "r-1", 1, bad2, NULL, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_RESERVED_FIELD);
+   cr_assert_not(outbox_inbox_apply(ib, &id, "r-1", 1, bad3, NULL, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_not(outbox_inbox_apply(ib, &id, "r-1", 1, bad4, NULL, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_RESERVED_FIELD);
+   cr_assert_not(outbox_inbox_apply(ib, &id, "", 1, NULL, NULL, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(field("c5", "n"), -1, "nothing may be written");
+   bson_destroy(bad1);
+   bson_destroy(bad2);
+   bson_destroy(bad3);
+   bson_destroy(bad4);
+   outbox_inbox_destroy(ib);
+}
+
+Test(inbox, caller_push_and_max_are_merged)
+{
+   outbox_inbox_t *ib = open_inbox(NULL);
+   bson_value_t id = sid("c6");
+   bson_error_t error;
+   outbox_inbox_result_t r;
+   bson_t *upd = BCON_NEW("$push", "{", "log", BCON_UTF8("a"), "}", "$max", "{", "hi",
+                          BCON_INT32(7), "}");
+
+   cr_assert(outbox_inbox_apply(ib, &id, "m-1", 1, upd, &r, &error), "%s", error.message);
+   cr_assert_eq(r.status, OUTBOX_INBOX_APPLIED);
+   cr_assert_eq(field("c6", "hi"), 7);
+   cr_assert_eq(field("c6", "inboxSeq"), 1);
+   bson_destroy(upd);
+   outbox_inbox_destroy(ib);
+}
+
+Test(inbox, no_upsert_reports_not_found)
+{
+   bson_t *opts = BCON_NEW("upsert", BCON_BOOL(false));
+   outbox_inbox_t *ib = open_inbox(opts);
+   bson_value_t id = sid("missing");
+   bson_error_t error;
+
+   cr_assert_not(outbox_inbox_apply(ib, &id, "n-1", 1, NULL, NULL, &error));
+   cr_assert_eq(error.domain, OUTBOX_ERROR_DOMAIN);
+   cr_assert_eq(error.code, OUTBOX_ERROR_NOT_FOUND);
+   outbox_inbox_destroy(ib);
+   bson_destroy(opts);
+}
+
+Test(inbox, seen_and_indexes)
+{
+   outbox_inbox_t *ib = open_inbox(NULL);
+   bson_value_t id = sid("c7");
+   bson_error_t error;
+   bool seen = true;
+
+   cr_assert(outbox_inbox_ensure_indexes(ib, &error), "%s", error.message);
+   cr_assert(outbox_inbox_ensure_indexes(ib, &error), "idempotent: %s", error.message);
+   cr_assert(outbox_inbox_seen(ib, &id, "s-1", &seen, &error), "%s", error.message);
+   cr_assert_not(seen);
+   inc(ib, "c7", "s-1", 1);
+   cr_assert(outbox_inbox_seen(ib, &id, "s-1", &seen, &error));
+   cr_assert(seen);
+   seen = false;
+   cr_assert(outbox_inbox_seen(ib, NULL, "s-1", &seen, &error), "ledger only");
+   cr_assert(seen);
+   outbox_inbox_destroy(ib);
+}
+
+typedef struct {
+   outbox_inbox_t *ib;
+   int applied;
+} race_t;
+
+static void *
+race_one(void *arg)
+{
+   race_t *r = arg;
+   bson_value_t id = sid("c8");
+   bson_t *upd = BCON_NEW("$inc", "{", "n", BCON_INT32(1), "}");
+   outbox_inbox_result_t res;
+   bson_error_t error;
+
+   if (outbox_inbox_apply(r->ib, &id, "race-1", 1, upd, &res, &error) &&
+       res.status == OUTBOX_INBOX_APPLIED)
+      r->applied = 1;
+   bson_destroy(upd);
+   return NULL;
+}
+
+Test(inbox, concurrent_deliveries_apply_once)
+{
+   outbox_inbox_t *ib = open_inbox(NULL);
+   pthread_t t[6];
+   race_t r[6];
+   int applied = 0;
+
+   inc(ib, "c8", "race-0", 0); /* the document exists: the race is on the $ne guard */
+   for (int i = 0; i < 6; i++) {
+      r[i] = (race_t){ib, 0};
+      pthread_create(&t[i], NULL, race_one, &r[i]);
+   }
+   for (int i = 0; i < 6; i++) {
+      pthread_join(t[i], NULL);
+      applied += r[i].applied;
+   }
+   cr_assert_eq(applied, 1, "exactly one delivery applies");
+   cr_assert_eq(field("c8", "n"), 2);
+   outbox_inbox_destroy(ib);
+}

@@ -1,0 +1,413 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The strict (eagerly evaluated) expression operators. Only what drivers' tests and our
+ * examples use; anything else is rejected by name when the pipeline is parsed.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "expr.h"
+
+static bool
+set_bool(bson_value_t *out, bool b)
+{
+   out->value_type = BSON_TYPE_BOOL;
+   out->value.v_bool = b;
+   return true;
+}
+
+static bool
+is_nullish(const bson_value_t *v)
+{
+   return v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL ||
+          v->value_type == BSON_TYPE_UNDEFINED;
+}
+
+#define CMP_OP(fname, test)                                                                 \
+   static bool fname(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error) \
+   {                                                                                         \
+      int r = tm_value_compare(&a[0], &a[1]);                                                \
+      return set_bool(out, test);                                                            \
+   }
+CMP_OP(op_eq, r == 0)
+CMP_OP(op_ne, r != 0)
+CMP_OP(op_gt, r > 0)
+CMP_OP(op_gte, r >= 0)
+CMP_OP(op_lt, r < 0)
+CMP_OP(op_lte, r <= 0)
+
+static bool
+op_cmp(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   out->value_type = BSON_TYPE_INT32;
+   out->value.v_int32 = tm_value_compare(&a[0], &a[1]);
+   return true;
+}
+
+static bool
+op_not(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   return set_bool(out, !tm_value_truthy(&a[0]));
+}
+
+/* Numeric result of the widest input type: int32 < int64 < double < decimal. */
+void
+tm_value_set_number(bson_type_t type, long double r, bson_value_t *out)
+{
+   char buf[64];
+
+   if (type == BSON_TYPE_INT32 && r >= INT32_MIN && r <= INT32_MAX) {
+      out->value_type = BSON_TYPE_INT32;
+      out->value.v_int32 = (int32_t) r;
+   } else if ((type == BSON_TYPE_INT32 || type == BSON_TYPE_INT64) && r >= -9.2e18L &&
+              r <= 9.2e18L) {
+      out->value_type = BSON_TYPE_INT64;
+      out->value.v_int64 = (int64_t) r;
+   } else if (type == BSON_TYPE_DECIMAL128) {
+      snprintf(buf, sizeof buf, "%.17Lg", r);
+      out->value_type = BSON_TYPE_DECIMAL128;
+      bson_decimal128_from_string(buf, &out->value.v_decimal128);
+   } else {
+      out->value_type = BSON_TYPE_DOUBLE;
+      out->value.v_double = (double) r;
+   }
+}
+
+static bson_type_t
+wider(bson_type_t a, bson_type_t b)
+{
+   static const bson_type_t order[] = {BSON_TYPE_INT32, BSON_TYPE_INT64, BSON_TYPE_DOUBLE,
+                                       BSON_TYPE_DECIMAL128};
+   int ia = 0, ib = 0;
+
+   for (int i = 0; i < 4; i++) {
+      ia = order[i] == a ? i : ia;
+      ib = order[i] == b ? i : ib;
+   }
+   return order[ia > ib ? ia : ib];
+}
+
+static long double
+num(const bson_value_t *v)
+{
+   return v->value_type == BSON_TYPE_INT64 ? (long double) v->value.v_int64
+                                           : (long double) tm_value_as_double(v);
+}
+
+static bool
+arith(const char *name, const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   bson_type_t type = BSON_TYPE_INT32;
+   long double r = name[1] == 'm' ? 1 : 0;
+   int dates = 0;
+
+   for (size_t i = 0; i < n; i++) {
+      bool minus = name[1] == 's' && i > 0;
+      if (is_nullish(&a[i])) {
+         out->value_type = BSON_TYPE_NULL;
+         return true;
+      }
+      if (a[i].value_type == BSON_TYPE_DATE_TIME && name[1] != 'm') {
+         if (dates++ && name[1] == 'a') {
+            return tm_error_set(error, 16612, "only one date allowed in an $add expression");
+         }
+         r += minus ? -(long double) a[i].value.v_datetime : (long double) a[i].value.v_datetime;
+         continue;
+      }
+      if (!tm_value_is_number(&a[i])) {
+         return tm_error_set(error, 14, "%s only supports numeric or date types, not %s", name,
+                             tm_type_name(a[i].value_type));
+      }
+      type = wider(type, a[i].value_type);
+      if (name[1] == 'm') {
+         r *= num(&a[i]);
+      } else {
+         r += minus ? -num(&a[i]) : num(&a[i]);
+      }
+   }
+   /* One date gives a date; date - date gives milliseconds as a long. */
+   if (dates == 1) {
+      out->value_type = BSON_TYPE_DATE_TIME;
+      out->value.v_datetime = (int64_t) r;
+      return true;
+   }
+   tm_value_set_number(dates == 2 ? BSON_TYPE_INT64 : type, r, out);
+   return true;
+}
+
+static bool
+op_add(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   return arith("$add", a, n, out, error);
+}
+
+static bool
+op_subtract(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   return arith("$subtract", a, n, out, error);
+}
+
+static bool
+op_multiply(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   return arith("$multiply", a, n, out, error);
+}
+
+static bool
+op_divide(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   if (is_nullish(&a[0]) || is_nullish(&a[1])) {
+      out->value_type = BSON_TYPE_NULL;
+      return true;
+   }
+   if (!tm_value_is_number(&a[0]) || !tm_value_is_number(&a[1])) {
+      return tm_error_set(error, 16609, "$divide only supports numeric types, not %s and %s",
+                          tm_type_name(a[0].value_type), tm_type_name(a[1].value_type));
+   }
+   if (tm_value_as_double(&a[1]) == 0) {
+      return tm_error_set(error, 16608, "can't $divide by zero");
+   }
+   tm_value_set_number(wider(wider(a[0].value_type, a[1].value_type), BSON_TYPE_DOUBLE),
+              num(&a[0]) / num(&a[1]), out);
+   return true;
+}
+
+static bool
+op_concat(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   bson_string_t *s;
+
+   for (size_t i = 0; i < n; i++) {
+      if (is_nullish(&a[i])) {
+         out->value_type = BSON_TYPE_NULL;
+         return true;
+      }
+      if (a[i].value_type != BSON_TYPE_UTF8) {
+         return tm_error_set(error, 16702, "$concat only supports strings, not %s",
+                             tm_type_name(a[i].value_type));
+      }
+   }
+   s = bson_string_new(NULL);
+   for (size_t i = 0; i < n; i++) {
+      bson_string_append(s, a[i].value.v_utf8.str);
+   }
+   out->value_type = BSON_TYPE_UTF8;
+   out->value.v_utf8.len = s->len;
+   out->value.v_utf8.str = bson_string_free(s, false);
+   return true;
+}
+
+static bool
+op_size(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   bson_t arr;
+
+   if (a[0].value_type != BSON_TYPE_ARRAY || !tm_value_as_bson(&a[0], &arr)) {
+      return tm_error_set(error, 17124,
+                          "The argument to $size must be an array. Type of argument was: %s",
+                          tm_type_name(a[0].value_type));
+   }
+   out->value_type = BSON_TYPE_INT32;
+   out->value.v_int32 = (int32_t) bson_count_keys(&arr);
+   return true;
+}
+
+static bool
+op_is_array(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   return set_bool(out, a[0].value_type == BSON_TYPE_ARRAY);
+}
+
+static bool
+op_array_elem_at(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   bson_t arr;
+   bson_iter_t it;
+   int64_t idx, count;
+
+   if (is_nullish(&a[0]) || is_nullish(&a[1])) {
+      out->value_type = BSON_TYPE_NULL;
+      return true;
+   }
+   if (a[0].value_type != BSON_TYPE_ARRAY || !tm_value_is_number(&a[1])) {
+      return tm_error_set(error, 28689, "$arrayElemAt's first argument must be an array");
+   }
+   tm_value_as_bson(&a[0], &arr);
+   count = bson_count_keys(&arr);
+   idx = (int64_t) tm_value_as_double(&a[1]);
+   idx = idx < 0 ? count + idx : idx;
+   if (idx < 0 || idx >= count) {
+      return true; /* missing */
+   }
+   bson_iter_init(&it, &arr);
+   for (int64_t i = 0; bson_iter_next(&it); i++) {
+      if (i == idx) {
+         tm_value_dup(bson_iter_value(&it), out);
+         break;
+      }
+   }
+   return true;
+}
+
+static bool
+op_in(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   bson_t arr;
+   bson_iter_t it;
+
+   if (a[1].value_type != BSON_TYPE_ARRAY || !tm_value_as_bson(&a[1], &arr)) {
+      return tm_error_set(error, 40081, "$in requires an array as a second argument, found: %s",
+                          tm_type_name(a[1].value_type));
+   }
+   bson_iter_init(&it, &arr);
+   while (bson_iter_next(&it)) {
+      if (tm_value_equal(&a[0], bson_iter_value(&it))) {
+         return set_bool(out, true);
+      }
+   }
+   return set_bool(out, false);
+}
+
+static bool
+op_concat_arrays(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   bson_t b = BSON_INITIALIZER;
+   uint32_t k = 0;
+
+   for (size_t i = 0; i < n; i++) {
+      bson_t arr;
+      bson_iter_t it;
+      if (is_nullish(&a[i])) {
+         bson_destroy(&b);
+         out->value_type = BSON_TYPE_NULL;
+         return true;
+      }
+      if (a[i].value_type != BSON_TYPE_ARRAY || !tm_value_as_bson(&a[i], &arr)) {
+         bson_destroy(&b);
+         return tm_error_set(error, 28664, "$concatArrays only supports arrays, not %s",
+                             tm_type_name(a[i].value_type));
+      }
+      bson_iter_init(&it, &arr);
+      while (bson_iter_next(&it)) {
+         char buf[16];
+         const char *key;
+         bson_uint32_to_string(k++, &key, buf, sizeof buf);
+         bson_append_value(&b, key, -1, bson_iter_value(&it));
+      }
+   }
+   tm_value_from_bson(&b, BSON_TYPE_ARRAY, out);
+   return true;
+}
+
+static bool
+set_string(bson_value_t *out, const char *s)
+{
+   out->value_type = BSON_TYPE_UTF8;
+   out->value.v_utf8.str = bson_strdup(s);
+   out->value.v_utf8.len = (uint32_t) strlen(s);
+   return true;
+}
+
+static bool
+op_to_string(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   char buf[64];
+   const bson_value_t *v = &a[0];
+
+   switch (v->value_type) {
+   case BSON_TYPE_EOD:
+   case BSON_TYPE_NULL: out->value_type = BSON_TYPE_NULL; return true;
+   case BSON_TYPE_UTF8: return set_string(out, v->value.v_utf8.str);
+   case BSON_TYPE_INT32: snprintf(buf, sizeof buf, "%d", v->value.v_int32); break;
+   case BSON_TYPE_INT64: snprintf(buf, sizeof buf, "%lld", (long long) v->value.v_int64); break;
+   case BSON_TYPE_DOUBLE: snprintf(buf, sizeof buf, "%.15g", v->value.v_double); break;
+   case BSON_TYPE_DECIMAL128: bson_decimal128_to_string(&v->value.v_decimal128, buf); break;
+   case BSON_TYPE_BOOL: return set_string(out, v->value.v_bool ? "true" : "false");
+   case BSON_TYPE_OID: bson_oid_to_string(&v->value.v_oid, buf); break;
+   case BSON_TYPE_DATE_TIME: {
+      time_t secs = (time_t) (v->value.v_datetime / 1000);
+      struct tm tm;
+      char tbuf[32];
+      gmtime_r(&secs, &tm);
+      strftime(tbuf, sizeof tbuf, "%Y-%m-%dT%H:%M:%S", &tm);
+      snprintf(buf, sizeof buf, "%s.%03dZ", tbuf, (int) (v->value.v_datetime % 1000));
+      break;
+   }
+   default:
+      return tm_error_set(error, 241, "Unsupported conversion from %s to string",
+                          tm_type_name(v->value_type));
+   }
+   return set_string(out, buf);
+}
+
+static bool
+change_case(const bson_value_t *a, bson_value_t *out, bool upper, bson_error_t *error)
+{
+   char *s;
+
+   if (is_nullish(&a[0])) {
+      return set_string(out, "");
+   }
+   if (a[0].value_type != BSON_TYPE_UTF8) {
+      return tm_error_set(error, 16007, "can't convert from BSON type %s to String",
+                          tm_type_name(a[0].value_type));
+   }
+   set_string(out, a[0].value.v_utf8.str);
+   for (s = out->value.v_utf8.str; *s; s++) {
+      *s = (char) (upper ? toupper((unsigned char) *s) : tolower((unsigned char) *s));
+   }
+   return true;
+}
+
+static bool
+op_to_lower(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   return change_case(a, out, false, error);
+}
+
+static bool
+op_to_upper(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   return change_case(a, out, true, error);
+}
+
+static bool
+op_type(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   return set_string(out, tm_type_name(a[0].value_type));
+}
+
+static const struct {
+   const char *name;
+   tm_expr_op_fn fn;
+   int min, max;
+} ops[] = {
+   {"$eq", op_eq, 2, 2},          {"$ne", op_ne, 2, 2},
+   {"$gt", op_gt, 2, 2},          {"$gte", op_gte, 2, 2},
+   {"$lt", op_lt, 2, 2},          {"$lte", op_lte, 2, 2},
+   {"$cmp", op_cmp, 2, 2},        {"$not", op_not, 1, 1},
+   {"$add", op_add, 0, -1},       {"$subtract", op_subtract, 2, 2},
+   {"$multiply", op_multiply, 0, -1}, {"$divide", op_divide, 2, 2},
+   {"$concat", op_concat, 0, -1}, {"$size", op_size, 1, 1},
+   {"$isArray", op_is_array, 1, 1}, {"$arrayElemAt", op_array_elem_at, 2, 2},
+   {"$in", op_in, 2, 2},          {"$concatArrays", op_concat_arrays, 0, -1},
+   {"$toString", op_to_string, 1, 1}, {"$toLower", op_to_lower, 1, 1},
+   {"$toUpper", op_to_upper, 1, 1}, {"$type", op_type, 1, 1},
+};
+
+tm_expr_op_fn
+tm_expr_op_lookup(const char *name, int *min_args, int *max_args)
+{
+   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+      if (strcmp(ops[i].name, name) == 0) {
+         *min_args = ops[i].min;
+         *max_args = ops[i].max;
+         return ops[i].fn;
+      }
+   }
+   return NULL;
+}

@@ -1,0 +1,50 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Aggregation expressions: field paths ("$a.b"), $$ROOT / $$CURRENT / $$REMOVE, literals,
+ * object and array expressions, and the cheap operators listed in expr-ops.c.
+ *
+ * Results are owned bson_value_t (free with bson_value_destroy); "missing" is a result of
+ * type BSON_TYPE_EOD.
+ */
+#ifndef TM_EXPR_H
+#define TM_EXPR_H
+
+#include "engine-private.h"
+
+typedef struct _tm_expr_t tm_expr_t;
+
+/* Parses an expression; `spec` must outlive the expression (values are borrowed). */
+tm_expr_t *
+tm_expr_parse(const bson_value_t *spec, bson_error_t *error);
+void
+tm_expr_destroy(tm_expr_t *expr);
+/* Evaluates against `root` ($$ROOT and $$CURRENT). `out` is always set (EOD on failure). */
+bool
+tm_expr_eval(const tm_expr_t *expr, const bson_t *root, bson_value_t *out, bson_error_t *error);
+
+/* Truthiness as $cond / $and see it: false, null, missing, undefined and 0 are false. */
+bool
+tm_value_truthy(const bson_value_t *v);
+/* Copies `v` into `out` (owned); EOD stays EOD. */
+void
+tm_value_dup(const bson_value_t *v, bson_value_t *out);
+/* Takes ownership of `b`'s bytes as a document or array value. */
+void
+tm_value_from_bson(bson_t *b, bson_type_t type, bson_value_t *out);
+
+/* ---- expr-ops.c ---- */
+
+/* Sets a number of `type` (int32 results that overflow widen to int64, then double). */
+void
+tm_value_set_number(bson_type_t type, long double r, bson_value_t *out);
+
+typedef bool (*tm_expr_op_fn)(const bson_value_t *args, size_t n, bson_value_t *out,
+                              bson_error_t *error);
+
+/* Looks up an operator; sets the accepted argument counts (max -1 = any). NULL if unknown.
+ * $cond, $and, $or, $ifNull are evaluated lazily by expr.c and have no function here. */
+tm_expr_op_fn
+tm_expr_op_lookup(const char *name, int *min_args, int *max_args);
+
+#endif /* TM_EXPR_H */

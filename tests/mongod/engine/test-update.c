@@ -1,0 +1,406 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Update operators: results, errors, and above all the update descriptions that the change
+ * streams report (the relay reads "events.N" keys from them).
+ */
+#include "test-util.h"
+
+typedef struct {
+   const char *doc;
+   const char *update;
+   const char *out;     /* expected document; NULL when an error is expected */
+   const char *updated; /* expected updatedFields */
+   const char *removed; /* expected removedFields as {'0': 'path', ...} */
+   uint32_t code;       /* expected error code when out is NULL */
+   const char *filters; /* arrayFilters as {'0': {...}} or NULL */
+   int32_t positional;
+} ucase_t;
+
+static void
+run_one(const ucase_t *c)
+{
+   bson_t *doc = tm_json(c->doc), *upd = tm_json(c->update);
+   bson_t *filters = c->filters ? tm_json(c->filters) : NULL;
+   bson_error_t error = {0};
+   tm_update_t *u = tm_update_new(upd, filters, &error);
+   tm_update_desc_t desc;
+   bson_t out;
+   bool modified = false, ok;
+
+   if (!u) {
+      cr_assert_null(c->out, "%s: parse failed: %s", c->update, error.message);
+      cr_assert_eq(error.code, c->code, "%s: code %u (%s), want %u", c->update, error.code,
+                   error.message, c->code);
+      goto done;
+   }
+   tm_update_desc_init(&desc);
+   ok = tm_update_apply(u, doc, c->positional, false, &out, &modified, &desc, &error);
+   if (!c->out) {
+      cr_assert_not(ok, "%s on %s should fail", c->update, c->doc);
+      cr_assert_eq(error.code, c->code, "%s: code %u (%s), want %u", c->update, error.code,
+                   error.message, c->code);
+   } else {
+      cr_assert(ok, "%s on %s: %s", c->update, c->doc, error.message);
+      tm_assert_doc(&out, c->out, c->update);
+      tm_assert_doc(&desc.updated_fields, c->updated ? c->updated : "{}", "updatedFields");
+      tm_assert_doc(&desc.removed_fields, c->removed ? c->removed : "{}", "removedFields");
+      cr_assert_eq(modified, out.len != doc->len || memcmp(bson_get_data(&out), bson_get_data(doc), doc->len) != 0);
+   }
+   bson_destroy(&out);
+   tm_update_desc_destroy(&desc);
+done:
+   tm_update_destroy(u);
+   bson_destroy(doc);
+   bson_destroy(upd);
+   bson_destroy(filters);
+}
+
+static void
+run_cases(const ucase_t *cases, size_t n)
+{
+   for (size_t i = 0; i < n; i++) {
+      run_one(&cases[i]);
+   }
+}
+
+#define RUN(cases) run_cases(cases, sizeof cases / sizeof cases[0])
+#define NOPOS -1
+
+Test(update, set_and_unset)
+{
+   static const ucase_t cases[] = {
+      {"{'_id': 1, 'a': 1}", "{'%set': {'a': 2}}", "{'_id': 1, 'a': 2}", "{'a': 2}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'%set': {'a': 1}}", "{'_id': 1, 'a': 1}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'%set': {'a': 1.0}}", "{'_id': 1, 'a': 1.0}", "{'a': 1.0}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%set': {'b': 1, 'a': 2}}", "{'_id': 1, 'a': 2, 'b': 1}", "{'a': 2, 'b': 1}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': {'x': 1}}", "{'%set': {'a.b.c': 5}}", "{'_id': 1, 'a': {'x': 1, 'b': {'c': 5}}}", "{'a.b': {'c': 5}}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%set': {'a.b': 1, 'a.c': 2}}", "{'_id': 1, 'a': {'b': 1, 'c': 2}}", "{'a': {'b': 1, 'c': 2}}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': {'b': 1}}", "{'%set': {'a.b': 2}}", "{'_id': 1, 'a': {'b': 2}}", "{'a.b': 2}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2]}", "{'%set': {'a.1': 5}}", "{'_id': 1, 'a': [1, 5]}", "{'a.1': 5}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1]}", "{'%set': {'a.3': 5}}", "{'_id': 1, 'a': [1, null, null, 5]}", "{'a.1': null, 'a.2': null, 'a.3': 5}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'%set': {}}", "{'_id': 1, 'a': 1}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1, 'b': 2}", "{'%unset': {'a': ''}}", "{'_id': 1, 'b': 2}", NULL, "{'0': 'a'}", 0, NULL, NOPOS},
+      {"{'_id': 1, 'b': 2}", "{'%unset': {'a': '', 'b.c': 1}}", "{'_id': 1, 'b': 2}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': {'b': 1, 'c': 2}}", "{'%unset': {'a.b': 1}}", "{'_id': 1, 'a': {'c': 2}}", NULL, "{'0': 'a.b'}", 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2]}", "{'%unset': {'a.0': 1}}", "{'_id': 1, 'a': [null, 2]}", "{'a.0': null}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'%setOnInsert': {'b': 1}}", "{'_id': 1, 'a': 1}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'%set': {'_id': 1}}", "{'_id': 1, 'a': 1}", NULL, NULL, 0, NULL, NOPOS},
+   };
+   RUN(cases);
+}
+
+Test(update, arithmetic_and_compare)
+{
+   static const ucase_t cases[] = {
+      {"{'_id': 1, 'x': 1}", "{'%inc': {'x': 1}}", "{'_id': 1, 'x': 2}", "{'x': 2}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'x': 1}", "{'%inc': {'x': 0}}", "{'_id': 1, 'x': 1}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%inc': {'x': 5}}", "{'_id': 1, 'x': 5}", "{'x': 5}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'x': 2147483647}", "{'%inc': {'x': 1}}", "{'_id': 1, 'x': {'$numberLong': '2147483648'}}", "{'x': {'$numberLong': '2147483648'}}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'x': 1}", "{'%inc': {'x': 0.5}}", "{'_id': 1, 'x': 1.5}", "{'x': 1.5}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'x': {'$numberLong': '9223372036854775807'}}", "{'%inc': {'x': 1}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1, 'x': 'a'}", "{'%inc': {'x': 1}}", NULL, NULL, NULL, 14, NULL, NOPOS},
+      {"{'_id': 1}", "{'%inc': {'x': 'a'}}", NULL, NULL, NULL, 14, NULL, NOPOS},
+      {"{'_id': 1, 'x': 3}", "{'%mul': {'x': 2}}", "{'_id': 1, 'x': 6}", "{'x': 6}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%mul': {'x': {'$numberLong': '2'}}}", "{'_id': 1, 'x': {'$numberLong': '0'}}", "{'x': {'$numberLong': '0'}}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'x': 3}", "{'%min': {'x': 2}}", "{'_id': 1, 'x': 2}", "{'x': 2}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'x': 3}", "{'%min': {'x': 4}}", "{'_id': 1, 'x': 3}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'x': 3}", "{'%max': {'x': 4}}", "{'_id': 1, 'x': 4}", "{'x': 4}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'x': 3}", "{'%max': {'x': 'a'}}", "{'_id': 1, 'x': 'a'}", "{'x': 'a'}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%min': {'y': 1}}", "{'_id': 1, 'y': 1}", "{'y': 1}", NULL, 0, NULL, NOPOS},
+   };
+   RUN(cases);
+}
+
+Test(update, rename)
+{
+   static const ucase_t cases[] = {
+      {"{'_id': 1, 'a': 1, 'c': 3}", "{'%rename': {'a': 'b'}}", "{'_id': 1, 'c': 3, 'b': 1}", "{'b': 1}", "{'0': 'a'}", 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': {'x': [1]}, 'b': 0}", "{'%rename': {'a': 'b'}}", "{'_id': 1, 'b': {'x': [1]}}", "{'b': {'x': [1]}}", "{'0': 'a'}", 0, NULL, NOPOS},
+      {"{'_id': 1, 'c': 3}", "{'%rename': {'a': 'b'}}", "{'_id': 1, 'c': 3}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%rename': {'a': 'a'}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1}", "{'%rename': {'a': 'a.b'}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1}", "{'%rename': {'a': 1}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+   };
+   RUN(cases);
+}
+
+Test(update, push_and_descriptions)
+{
+   static const ucase_t cases[] = {
+      /* appending to a non-empty array: one key per new element */
+      {"{'_id': 1, 'events': [{'n': 0}, {'n': 1}, {'n': 2}]}", "{'%push': {'events': {'n': 3}}}",
+       "{'_id': 1, 'events': [{'n': 0}, {'n': 1}, {'n': 2}, {'n': 3}]}", "{'events.3': {'n': 3}}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'events': [0, 1, 2]}", "{'%push': {'events': {'%each': [3, 4]}}}",
+       "{'_id': 1, 'events': [0, 1, 2, 3, 4]}", "{'events.3': 3, 'events.4': 4}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'events': [0]}", "{'%push': {'events': {'%each': [1], '%slice': 5}}}",
+       "{'_id': 1, 'events': [0, 1]}", "{'events.1': 1}", NULL, 0, NULL, NOPOS},
+      /* empty or missing array: the whole array */
+      {"{'_id': 1, 'events': []}", "{'%push': {'events': 7}}", "{'_id': 1, 'events': [7]}", "{'events': [7]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%push': {'events': 7}}", "{'_id': 1, 'events': [7]}", "{'events': [7]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%push': {'events': {'%each': []}}}", "{'_id': 1, 'events': []}", "{'events': []}", NULL, 0, NULL, NOPOS},
+      /* modifiers: insert, then sort, then slice; the whole array */
+      {"{'_id': 1, 'a': [1, 2]}", "{'%push': {'a': {'%each': [0], '%position': 0}}}", "{'_id': 1, 'a': [0, 1, 2]}", "{'a': [0, 1, 2]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2]}", "{'%push': {'a': {'%each': [9], '%position': -1}}}", "{'_id': 1, 'a': [1, 9, 2]}", "{'a': [1, 9, 2]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [3, 1]}", "{'%push': {'a': {'%each': [2], '%sort': 1}}}", "{'_id': 1, 'a': [1, 2, 3]}", "{'a': [1, 2, 3]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [3, 1]}", "{'%push': {'a': {'%each': [2], '%sort': -1, '%slice': 2}}}", "{'_id': 1, 'a': [3, 2]}", "{'a': [3, 2]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2, 3]}", "{'%push': {'a': {'%each': [4], '%slice': -2}}}", "{'_id': 1, 'a': [3, 4]}", "{'a': [3, 4]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [{'s': 2}, {'s': 1}]}", "{'%push': {'a': {'%each': [{'s': 0}], '%sort': {'s': 1}}}}",
+       "{'_id': 1, 'a': [{'s': 0}, {'s': 1}, {'s': 2}]}", "{'a': [{'s': 0}, {'s': 1}, {'s': 2}]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2]}", "{'%push': {'a': {'%each': [], '%slice': 5}}}", "{'_id': 1, 'a': [1, 2]}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 5}", "{'%push': {'a': 1}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1}", "{'%push': {'a': {'%each': 1}}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1}", "{'%push': {'a': {'%each': [1], '%foo': 1}}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      /* a nested array inside an array element */
+      {"{'_id': 1, 'o': [{'ev': [1]}]}", "{'%push': {'o.0.ev': 2}}", "{'_id': 1, 'o': [{'ev': [1, 2]}]}", "{'o.0.ev.1': 2}", NULL, 0, NULL, NOPOS},
+   };
+   RUN(cases);
+}
+
+Test(update, other_array_operators)
+{
+   static const ucase_t cases[] = {
+      {"{'_id': 1, 'a': [1, 2]}", "{'%addToSet': {'a': 3}}", "{'_id': 1, 'a': [1, 2, 3]}", "{'a': [1, 2, 3]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2]}", "{'%addToSet': {'a': 2.0}}", "{'_id': 1, 'a': [1, 2]}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [{'x': 1, 'y': 2}]}", "{'%addToSet': {'a': {'y': 2, 'x': 1}}}", "{'_id': 1, 'a': [{'x': 1, 'y': 2}, {'y': 2, 'x': 1}]}", "{'a': [{'x': 1, 'y': 2}, {'y': 2, 'x': 1}]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%addToSet': {'a': {'%each': [1, 1, 2]}}}", "{'_id': 1, 'a': [1, 2]}", "{'a': [1, 2]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'%addToSet': {'a': 1}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2, 3, 2]}", "{'%pull': {'a': 2}}", "{'_id': 1, 'a': [1, 3]}", "{'a': [1, 3]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2, 3]}", "{'%pull': {'a': {'%gte': 2}}}", "{'_id': 1, 'a': [1]}", "{'a': [1]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2, 3]}", "{'%pull': {'a': 7}}", "{'_id': 1, 'a': [1, 2, 3]}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'e': [{'id': 1, 's': 'new'}, {'id': 2, 's': 'sent'}, 5]}", "{'%pull': {'e': {'s': 'sent'}}}",
+       "{'_id': 1, 'e': [{'id': 1, 's': 'new'}, 5]}", "{'e': [{'id': 1, 's': 'new'}, 5]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'e': [{'id': 1, 'n': 3}, {'id': 2, 'n': 9}]}", "{'%pull': {'e': {'n': {'%gt': 5}, 'id': 2}}}",
+       "{'_id': 1, 'e': [{'id': 1, 'n': 3}]}", "{'e': [{'id': 1, 'n': 3}]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'e': [{'t': [1, 2]}, {'t': [3]}]}", "{'%pull': {'e': {'t': 2}}}",
+       "{'_id': 1, 'e': [{'t': [3]}]}", "{'e': [{'t': [3]}]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': ['ab', 'cd']}", "{'%pull': {'a': {'$regularExpression': {'pattern': '^a', 'options': ''}}}}", "{'_id': 1, 'a': ['cd']}", "{'a': ['cd']}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%pull': {'a': 1}}", "{'_id': 1}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 3}", "{'%pull': {'a': 1}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2, 1, 3]}", "{'%pullAll': {'a': [1, 3]}}", "{'_id': 1, 'a': [2]}", "{'a': [2]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1]}", "{'%pullAll': {'a': 1}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2, 3]}", "{'%pop': {'a': 1}}", "{'_id': 1, 'a': [1, 2]}", "{'a': [1, 2]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2, 3]}", "{'%pop': {'a': -1}}", "{'_id': 1, 'a': [2, 3]}", "{'a': [2, 3]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': []}", "{'%pop': {'a': 1}}", "{'_id': 1, 'a': []}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'%pop': {'a': 1}}", NULL, NULL, NULL, 14, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1]}", "{'%pop': {'a': 2}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+   };
+   RUN(cases);
+}
+
+Test(update, positional_and_array_filters)
+{
+   static const ucase_t cases[] = {
+      {"{'_id': 1, 'a': [{'s': 0}, {'s': 1}]}", "{'%set': {'a.$.s': 5}}", "{'_id': 1, 'a': [{'s': 0}, {'s': 5}]}", "{'a.1.s': 5}", NULL, 0, NULL, 1},
+      {"{'_id': 1, 'a': [1, 2]}", "{'%set': {'a.$': 5}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2]}", "{'%inc': {'a.$[]': 10}}", "{'_id': 1, 'a': [11, 12]}", "{'a.0': 11, 'a.1': 12}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'y': [{'b': 3}, {'b': 1}]}", "{'%set': {'y.$[i].b': 2}}", "{'_id': 1, 'y': [{'b': 3}, {'b': 2}]}", "{'y.1.b': 2}", NULL, 0, "{'0': {'i.b': 1}}", NOPOS},
+      {"{'_id': 1, 'y': [{'b': 3}, {'b': 1}]}", "{'%set': {'y.$[i].b': 2}}", "{'_id': 1, 'y': [{'b': 3}, {'b': 1}]}", NULL, NULL, 0, "{'0': {'i.b': 4}}", NOPOS},
+      {"{'_id': 3, 'y': [{'b': 5, 'c': [{'d': 2}, {'d': 1}]}, {'b': 1, 'c': [{'d': 1}]}]}", "{'%set': {'y.$[i].c.$[j].d': 0}}",
+       "{'_id': 3, 'y': [{'b': 5, 'c': [{'d': 2}, {'d': 0}]}, {'b': 1, 'c': [{'d': 1}]}]}", "{'y.0.c.1.d': 0}", NULL, 0, "{'0': {'i.b': 5}, '1': {'j.d': 1}}", NOPOS},
+      {"{'_id': 1, 'a': [5, 1, 7]}", "{'%set': {'a.$[x]': 0}}", "{'_id': 1, 'a': [0, 1, 0]}", "{'a.0': 0, 'a.2': 0}", NULL, 0, "{'0': {'x': {'%gt': 4}}}", NOPOS},
+      {"{'_id': 1, 'a': [1]}", "{'%set': {'a.$[x]': 0}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1]}", "{'%set': {'a.0': 0}}", NULL, NULL, NULL, 9, "{'0': {'x': 1}}", NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'%set': {'a.$[]': 0}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1}", "{'%set': {'a.$[].b': 0}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1]}", "{'%set': {'a.$[x]': 0}}", NULL, NULL, NULL, 9, "{'0': {'x': 1}, '1': {'x': 2}}", NOPOS},
+      {"{'_id': 1, 'a': [1]}", "{'%set': {'a.$[x]': 0}}", NULL, NULL, NULL, 9, "{'0': {'x': 1, 'y': 2}}", NOPOS},
+   };
+   RUN(cases);
+}
+
+Test(update, errors)
+{
+   static const ucase_t cases[] = {
+      {"{'_id': 1}", "{'%set': {'a': 1}, '%inc': {'a': 1}}", NULL, NULL, NULL, 40, NULL, NOPOS},
+      {"{'_id': 1}", "{'%set': {'a.b': 1, 'a': 1}}", NULL, NULL, NULL, 40, NULL, NOPOS},
+      {"{'_id': 1}", "{'%set': {'a': 1}, '%rename': {'b': 'a'}}", NULL, NULL, NULL, 40, NULL, NOPOS},
+      {"{'_id': 1}", "{'%foo': {'a': 1}}", NULL, NULL, NULL, 9, NULL, NOPOS},
+      {"{'_id': 1}", "{'%set': 1}", NULL, NULL, NULL, 9, NULL, NOPOS},
+      {"{'_id': 1}", "{'%set': {'a': 1}, 'b': 2}", NULL, NULL, NULL, 9, NULL, NOPOS},
+      {"{'_id': 1}", "{'%set': {'_id': 2}}", NULL, NULL, NULL, 66, NULL, NOPOS},
+      {"{'_id': 1}", "{'%unset': {'_id': 1}}", NULL, NULL, NULL, 66, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'%set': {'a.b': 1}}", NULL, NULL, NULL, 28, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1]}", "{'%set': {'a.b': 1}}", NULL, NULL, NULL, 28, NULL, NOPOS},
+      {"{'_id': 1}", "{'%set': {'a..b': 1}}", NULL, NULL, NULL, 56, NULL, NOPOS},
+      {"{'_id': 1}", "{'%currentDate': {'a': {'%type': 'x'}}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+   };
+   RUN(cases);
+}
+
+Test(update, replacement_keeps_id_first)
+{
+   static const ucase_t cases[] = {
+      {"{'_id': 1, 'a': 1}", "{'b': 2}", "{'_id': 1, 'b': 2}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'b': 2, '_id': 1}", "{'_id': 1, 'b': 2}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'_id': 2}", NULL, NULL, NULL, 66, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{}", "{'_id': 1}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'a': 1, '%set': {'b': 1}}", NULL, NULL, NULL, 52, NULL, NOPOS},
+   };
+   RUN(cases);
+}
+
+Test(update, set_on_insert_and_current_date)
+{
+   bson_t *doc = tm_json("{'_id': 1}");
+   bson_t *spec = tm_json("{'%setOnInsert': {'a': 1}, '%currentDate': {'d': true, 't': {'%type': 'timestamp'}}}");
+   tm_update_t *u = tm_update_new(spec, NULL, NULL);
+   bson_t out;
+   bool modified;
+   bson_value_t v;
+
+   cr_assert_not_null(u);
+   cr_assert(tm_update_apply(u, doc, -1, true, &out, &modified, NULL, NULL));
+   cr_assert(modified);
+   cr_assert(tm_path_get(&out, "a", &v));
+   cr_assert_eq(v.value_type, BSON_TYPE_INT32);
+   cr_assert(tm_path_get(&out, "d", &v));
+   cr_assert_eq(v.value_type, BSON_TYPE_DATE_TIME);
+   cr_assert_gt(v.value.v_datetime, 1600000000000LL);
+   cr_assert(tm_path_get(&out, "t", &v));
+   cr_assert_eq(v.value_type, BSON_TYPE_TIMESTAMP);
+   bson_destroy(&out);
+   tm_update_destroy(u);
+   bson_destroy(spec);
+   bson_destroy(doc);
+}
+
+Test(update, push_onto_large_array, .timeout = 10)
+{
+   bson_t doc = BSON_INITIALIZER, arr, out;
+   bson_t *spec = tm_json("{'%push': {'events': {'n': 1000}}}");
+   tm_update_t *u = tm_update_new(spec, NULL, NULL);
+   tm_update_desc_t desc;
+   bson_value_t v;
+   bool modified;
+
+   bson_append_int32(&doc, "_id", 3, 1);
+   bson_append_array_begin(&doc, "events", 6, &arr);
+   for (int i = 0; i < 1000; i++) {
+      char key[16];
+      const char *k;
+      bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+      bson_append_int32(&arr, k, -1, i);
+   }
+   bson_append_array_end(&doc, &arr);
+   /* 200 pushes onto 1000 elements must stay fast (well under the test timeout). */
+   for (int round = 0; round < 200; round++) {
+      cr_assert(tm_update_apply(u, &doc, -1, false, &out, &modified, NULL, NULL));
+      bson_destroy(&out);
+   }
+   tm_update_desc_init(&desc);
+   cr_assert(tm_update_apply(u, &doc, -1, false, &out, &modified, &desc, NULL));
+   cr_assert(modified);
+   cr_assert(tm_path_get(&out, "events.1000.n", &v));
+   cr_assert_eq(v.value.v_int32, 1000);
+   {
+      bson_iter_t it;
+      cr_assert(bson_iter_init_find(&it, &desc.updated_fields, "events.1000"));
+      cr_assert_eq(bson_count_keys(&desc.updated_fields), 1);
+   }
+   bson_destroy(&out);
+   tm_update_desc_destroy(&desc);
+   tm_update_destroy(u);
+   bson_destroy(spec);
+   bson_destroy(&doc);
+}
+
+static void
+seed_case(const char *filter, const char *expected, uint32_t code)
+{
+   bson_t *f = tm_json(filter);
+   bson_t seed = BSON_INITIALIZER;
+   bson_error_t error = {0};
+   bool ok = tm_filter_upsert_seed(f, &seed, &error);
+
+   if (expected) {
+      cr_assert(ok, "%s: %s", filter, error.message);
+      tm_assert_doc(&seed, expected, filter);
+   } else {
+      cr_assert_not(ok, "%s should fail", filter);
+      cr_assert_eq(error.code, code, "%s: %u %s", filter, error.code, error.message);
+   }
+   bson_destroy(&seed);
+   bson_destroy(f);
+}
+
+Test(seed, equalities_become_fields)
+{
+   seed_case("{}", "{}", 0);
+   seed_case("{'b': 2, '_id': 5, 'a': 1}", "{'_id': 5, 'a': 1, 'b': 2}", 0);
+   seed_case("{'a.b': 1, 'a.c': {'%eq': 2}, 'd': {'%gt': 1}}", "{'a': {'b': 1, 'c': 2}}", 0);
+   seed_case("{'%and': [{'x': 1}, {'%and': [{'y': 'z'}]}], '%or': [{'q': 1}]}", "{'x': 1, 'y': 'z'}", 0);
+   seed_case("{'a': {'$regularExpression': {'pattern': 'x', 'options': ''}}, 'e': {'k': 1}}", "{'e': {'k': 1}}", 0);
+   seed_case("{'a': 1, '%and': [{'a': 2}]}", NULL, 54);
+   seed_case("{'a': 1, 'a.b': 2}", NULL, 54);
+}
+
+Test(update, pipeline_style)
+{
+   static const ucase_t cases[] = {
+      /* the change-streams spec test "Test array truncation" */
+      {"{'_id': 1, 'a': 1, 'array': ['foo', {'a': 'bar'}, 1, 2, 3]}",
+       "{'0': {'%set': {'array': ['foo', {'a': 'bar'}]}}}",
+       "{'_id': 1, 'a': 1, 'array': ['foo', {'a': 'bar'}]}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': {'b': 1, 'c': 2}}", "{'0': {'%set': {'a.b': 5, 'n': '%a.c'}}, '1': {'%unset': 'a.c'}}",
+       "{'_id': 1, 'a': {'b': 5}, 'n': 2}", "{'a.b': 5, 'n': 2}", "{'0': 'a.c'}", 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'0': {'%match': {}}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1, 'a': 1}", "{'0': {'%set': {'_id': 2}}}", NULL, NULL, NULL, 66, NULL, NOPOS},
+   };
+   RUN(cases);
+}
+
+Test(update, pipeline_truncated_arrays)
+{
+   bson_t *doc = tm_json("{'_id': 1, 'array': ['foo', {'a': 'bar'}, 1, 2, 3]}");
+   bson_t *spec = tm_json("{'0': {'%set': {'array': ['foo', {'a': 'bar'}]}}}");
+   tm_update_t *u = tm_update_new(spec, NULL, NULL);
+   tm_update_desc_t desc;
+   bson_t out;
+   bool modified;
+
+   tm_update_desc_init(&desc);
+   cr_assert(tm_update_apply(u, doc, -1, false, &out, &modified, &desc, NULL));
+   cr_assert(modified);
+   tm_assert_doc(&desc.truncated_arrays, "{'0': {'field': 'array', 'newSize': 2}}", "truncatedArrays");
+   tm_assert_doc(&desc.updated_fields, "{}", "updatedFields");
+   bson_destroy(&out);
+   tm_update_desc_destroy(&desc);
+   tm_update_destroy(u);
+   bson_destroy(spec);
+   bson_destroy(doc);
+}
+
+Test(update, explicit_pipeline_constructor)
+{
+   bson_t *doc = tm_json("{'_id': 1, 'a': 1}");
+   bson_t *empty = bson_new(), *stages = tm_json("{'0': {'%set': {'b': '%a'}}}");
+   bson_t *filters = tm_json("{'0': {'x': 1}}");
+   bson_error_t error;
+   tm_update_t *u = tm_update_new_pipeline(empty, NULL, &error);
+   bson_t out;
+   bool modified = true;
+
+   cr_assert_not_null(u);
+   cr_assert_not(tm_update_is_replacement(u));
+   cr_assert(tm_update_apply(u, doc, -1, false, &out, &modified, NULL, &error));
+   cr_assert_not(modified);
+   bson_destroy(&out);
+   tm_update_destroy(u);
+
+   u = tm_update_new_pipeline(stages, NULL, &error);
+   cr_assert(tm_update_apply(u, doc, -1, false, &out, &modified, NULL, &error));
+   cr_assert(modified);
+   tm_assert_doc(&out, "{'_id': 1, 'a': 1, 'b': 1}", "pipeline $set");
+   bson_destroy(&out);
+   tm_update_destroy(u);
+
+   cr_assert_null(tm_update_new_pipeline(stages, filters, &error));
+   cr_assert_eq(error.code, 72);
+   cr_assert_null(tm_update_new(stages, filters, &error));
+   cr_assert_eq(error.code, 72);
+   bson_destroy(filters);
+   bson_destroy(stages);
+   bson_destroy(empty);
+   bson_destroy(doc);
+}

@@ -1,0 +1,175 @@
+# Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+"""Helpers for the relay's integration tests: documents that follow the stored contract
+(written with pymongo directly), an MQTT subscriber, and a relay process."""
+
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+try:
+    import pymongo
+    from bson.int64 import Int64
+    import paho.mqtt.client as mqtt
+except ImportError as exc:  # pragma: no cover
+    print("relay-e2e: needs Debian's python3-pymongo and python3-paho-mqtt under "
+          "/usr/bin/python3 (%s)" % exc, file=sys.stderr)
+    sys.exit(77)
+
+MONGO_URI = os.environ.get("OUTBOX_TEST_MONGODB_URI", "")
+MQTT_URI = os.environ.get("OUTBOX_TEST_MQTT_URI", "")
+WORKDIR = os.environ.get("OUTBOX_TEST_WORKDIR", "/tmp")
+
+
+def mqtt_host_port(uri=MQTT_URI):
+    rest = uri.split("://", 1)[1]
+    host, port = rest.rsplit(":", 1)
+    return host, int(port)
+
+
+def wait_until(pred, timeout=30.0, step=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def event(seq, etype="Changed", data=None):
+    return {"id": str(uuid.uuid4()), "seq": Int64(seq), "type": etype,
+            "time": datetime.datetime.utcnow().replace(microsecond=0),
+            "data": data if data is not None else {"n": seq}}
+
+
+def _key(eid):
+    return repr(eid) if isinstance(eid, dict) else eid
+
+
+class Entities:
+    """Writes entities the way liboutbox does: version and eventSeq bumped with the $push."""
+
+    def __init__(self, coll):
+        self.coll = coll
+        self.seq = {}
+        self.ids = {}  # entity id -> [event ids in seq order]
+
+    def create(self, eid, n_events=1, events=None, event_seq=None):
+        evs = events if events is not None else [event(i + 1) for i in range(n_events)]
+        seq = event_seq if event_seq is not None else len(evs)
+        self.coll.insert_one({"_id": eid, "name": "x", "version": Int64(1),
+                              "eventSeq": Int64(seq), "events": evs})
+        self.seq[_key(eid)] = seq
+        self.ids[_key(eid)] = [e["id"] for e in evs if isinstance(e, dict) and "id" in e]
+        return evs
+
+    def append(self, eid, n_events=1, events=None):
+        start = self.seq[_key(eid)]
+        evs = events if events is not None else [event(start + i + 1) for i in range(n_events)]
+        self.coll.update_one({"_id": eid},
+                             {"$push": {"events": {"$each": evs}},
+                              "$inc": {"version": Int64(1), "eventSeq": Int64(len(evs))},
+                              "$set": {"name": "y%d" % start}})
+        self.seq[_key(eid)] = start + len(evs)
+        self.ids[_key(eid)] += [e["id"] for e in evs if isinstance(e, dict) and "id" in e]
+        return evs
+
+    def pending(self):
+        return sum(len(d.get("events", [])) for d in self.coll.find({}, {"events": 1}))
+
+
+class Subscriber:
+    """Collects every message under a topic filter (MQTT 5, QoS 1)."""
+
+    def __init__(self, topic_filter, client_id=None, clean=True):
+        host, port = mqtt_host_port()
+        self.lock = threading.Lock()
+        self.messages = []
+        self.subscribed = threading.Event()
+        self.filter = topic_filter
+        self.client = mqtt.Client(client_id=client_id or "sub-%s" % uuid.uuid4().hex[:12],
+                                  protocol=mqtt.MQTTv5)
+        self.client.on_message = self._on_message
+        self.client.on_connect = self._on_connect
+        self.client.on_subscribe = lambda *a, **k: self.subscribed.set()
+        self.client.reconnect_delay_set(min_delay=1, max_delay=1)
+        props = None
+        if not clean:
+            from paho.mqtt.properties import Properties
+            from paho.mqtt.packettypes import PacketTypes
+            props = Properties(PacketTypes.CONNECT)
+            props.SessionExpiryInterval = 3600
+        self.client.connect(host, port, keepalive=30, clean_start=clean, properties=props)
+        self.client.loop_start()
+        if not self.subscribed.wait(10):
+            raise RuntimeError("subscriber could not subscribe to %s" % topic_filter)
+
+    def _on_connect(self, client, userdata, flags, rc, properties=None):
+        client.subscribe(self.filter, qos=1)
+
+    def _on_message(self, client, userdata, msg):
+        props = {}
+        p = getattr(msg, "properties", None)
+        if p is not None:
+            for k, v in getattr(p, "UserProperty", []) or []:
+                props[k] = v
+            props["$content-type"] = getattr(p, "ContentType", None)
+        with self.lock:
+            self.messages.append((msg.topic, msg.payload, props))
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.messages)
+
+    def count(self):
+        with self.lock:
+            return len(self.messages)
+
+    def close(self):
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
+class Relay:
+    """One outbox-relay process; its log goes to a file in the work directory."""
+
+    counter = 0
+
+    def __init__(self, binary, db, colls, name, extra=()):
+        Relay.counter += 1
+        self.log_path = os.path.join(WORKDIR, "relay-%s-%d.log" % (name, Relay.counter))
+        self.log = open(self.log_path, "ab")
+        args = [binary, "--mongodb-uri", MONGO_URI, "--database", db, "--mqtt-uri", MQTT_URI,
+                "--name", name, "--metrics-listen", "off", "--log-level", "debug",
+                "--checkpoint-interval-ms", "200", "--reconnect-min-ms", "100",
+                "--reconnect-max-ms", "1000"]
+        for c in colls:
+            args += ["--collection", c]
+        args += list(extra)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
+
+    def log_text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def wait_log(self, text, timeout=20):
+        return wait_until(lambda: text in self.log_text() or self.proc.poll() is not None,
+                          timeout) and text in self.log_text()
+
+    def stop(self, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self.log.close()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()

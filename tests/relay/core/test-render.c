@@ -1,0 +1,290 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Unit tests: entity id rendering, percent-encoding, topic templates, event validation and
+ * the CloudEvents payload.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "event.h"
+#include "render.h"
+
+static char *
+encode(const char *s, size_t len)
+{
+   bson_string_t *out = bson_string_new(NULL);
+   relay_percent_encode(out, s, len);
+   return bson_string_free(out, false);
+}
+
+static char *
+topic_for(const bson_value_t *id, const char *tmpl)
+{
+   size_t len;
+   char *rendered = relay_render_id(id, &len);
+   relay_template_vars_t vars = {{"db", 2}, {"things", 6}, {rendered, len}, {"a.b", 3}};
+   char *topic = relay_template_render(tmpl, &vars);
+   bson_free(rendered);
+   return topic;
+}
+
+Test(render, id_string_oid_ints)
+{
+   bson_value_t v;
+   size_t len;
+   char *s;
+
+   v.value_type = BSON_TYPE_UTF8;
+   v.value.v_utf8.str = "order-17";
+   v.value.v_utf8.len = 8;
+   s = relay_render_id(&v, &len);
+   cr_assert_str_eq(s, "order-17");
+   cr_assert_eq(len, 8);
+   bson_free(s);
+
+   v.value_type = BSON_TYPE_OID;
+   bson_oid_init_from_string(&v.value.v_oid, "5f2b6c0e9d3e4a1b2c3d4e5f");
+   s = relay_render_id(&v, &len);
+   cr_assert_str_eq(s, "5f2b6c0e9d3e4a1b2c3d4e5f");
+   bson_free(s);
+
+   v.value_type = BSON_TYPE_INT32;
+   v.value.v_int32 = -42;
+   s = relay_render_id(&v, &len);
+   cr_assert_str_eq(s, "-42");
+   bson_free(s);
+
+   v.value_type = BSON_TYPE_INT64;
+   v.value.v_int64 = INT64_C(9007199254740993);
+   s = relay_render_id(&v, &len);
+   cr_assert_str_eq(s, "9007199254740993");
+   bson_free(s);
+}
+
+Test(render, id_other_types_as_canonical_json)
+{
+   bson_value_t v;
+   size_t len;
+   char *s;
+
+   v.value_type = BSON_TYPE_DOUBLE;
+   v.value.v_double = 1.5;
+   s = relay_render_id(&v, &len);
+   cr_assert_str_eq(s, "{ \"$numberDouble\" : \"1.5\" }");
+   bson_free(s);
+}
+
+Test(render, percent_encoding_of_reserved_and_controls)
+{
+   char *s = encode("a/b+c#d%e", 9);
+   cr_assert_str_eq(s, "a%2Fb%2Bc%23d%25e");
+   bson_free(s);
+
+   s = encode("x\0y\n\x7f", 5);
+   cr_assert_str_eq(s, "x%00y%0A%7F");
+   bson_free(s);
+}
+
+Test(render, percent_encoding_of_utf8)
+{
+   /* Valid UTF-8 stays, invalid bytes and C1 controls are encoded. */
+   char *s = encode("caf\xc3\xa9", 5);
+   cr_assert_str_eq(s, "caf\xc3\xa9");
+   bson_free(s);
+
+   s = encode("\xff\xc3", 2);
+   cr_assert_str_eq(s, "%FF%C3");
+   bson_free(s);
+
+   s = encode("\xc2\x85", 2); /* U+0085 NEXT LINE */
+   cr_assert_str_eq(s, "%C2%85");
+   bson_free(s);
+
+   s = encode("\xc0\xaf", 2); /* overlong '/' */
+   cr_assert_str_eq(s, "%C0%AF");
+   bson_free(s);
+}
+
+Test(render, hostile_ids_stay_in_one_level)
+{
+   const char *hostile[] = {"../../x", "#", "+", "a/+/#", "%2F", "\x01\x02", "a b"};
+   for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+      bson_value_t v;
+      char *topic;
+      v.value_type = BSON_TYPE_UTF8;
+      v.value.v_utf8.str = (char *) hostile[i];
+      v.value.v_utf8.len = (uint32_t) strlen(hostile[i]);
+      topic = topic_for(&v, "outbox/{collection}/{id}");
+      cr_assert_eq(strncmp(topic, "outbox/things/", 14), 0, "topic %s", topic);
+      cr_assert_null(strchr(topic + 14, '/'), "id widened the topic: %s", topic);
+      cr_assert_null(strchr(topic, '+'), "wildcard in %s", topic);
+      cr_assert_null(strchr(topic, '#'), "wildcard in %s", topic);
+      bson_free(topic);
+   }
+}
+
+Test(render, id_with_nul_is_encoded_not_cut)
+{
+   bson_value_t v;
+   char *topic;
+   v.value_type = BSON_TYPE_UTF8;
+   v.value.v_utf8.str = "a\0b";
+   v.value.v_utf8.len = 3;
+   topic = topic_for(&v, "t/{id}");
+   cr_assert_str_eq(topic, "t/a%00b");
+   bson_free(topic);
+}
+
+Test(render, template_placeholders)
+{
+   bson_value_t v;
+   char *topic;
+   v.value_type = BSON_TYPE_INT32;
+   v.value.v_int32 = 7;
+   topic = topic_for(&v, "{db}/{collection}/{type}/{id}");
+   cr_assert_str_eq(topic, "db/things/a.b/7");
+   bson_free(topic);
+}
+
+Test(render, template_check)
+{
+   bson_error_t error;
+   cr_assert(relay_template_check("outbox/{collection}/{id}", "topic", &error));
+   cr_assert(!relay_template_check("", "topic", &error));
+   cr_assert(!relay_template_check("outbox/+/{id}", "topic", &error));
+   cr_assert(!relay_template_check("outbox/#", "topic", &error));
+   cr_assert(!relay_template_check("outbox/{nope}", "topic", &error));
+   cr_assert_not_null(strstr(error.message, "topic"));
+   cr_assert(!relay_template_check("outbox/{id", "topic", &error));
+}
+
+Test(render, time_format)
+{
+   char buf[40];
+   relay_format_time(INT64_C(1779444000123), buf, sizeof buf);
+   cr_assert_str_eq(buf, "2026-05-22T10:00:00.123Z");
+   relay_format_time(-1, buf, sizeof buf);
+   cr_assert_str_eq(buf, "1969-12-31T23:59:59.999Z");
+}
+
+static bson_value_t *
+event_value(const char *json)
+{
+   static bson_t *doc;
+   static bson_value_t v;
+   bson_error_t error;
+   if (doc) {
+      bson_destroy(doc);
+   }
+   doc = bson_new_from_json((const uint8_t *) json, -1, &error);
+   cr_assert_not_null(doc, "%s", error.message);
+   v.value_type = BSON_TYPE_DOCUMENT;
+   v.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+   v.value.v_doc.data_len = doc->len;
+   return &v;
+}
+
+Test(event, valid_event)
+{
+   relay_event_t ev;
+   bool ok = relay_event_parse(
+      event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"3\"}, \"type\": \"Created\","
+                  " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"}, \"data\": {\"n\": 1}}"),
+      &ev);
+   cr_assert(ok, "%s", ev.reason);
+   cr_assert_str_eq(ev.id, "e1");
+   cr_assert_eq(ev.seq, 3);
+   cr_assert_str_eq(ev.type, "Created");
+   cr_assert(ev.has_time);
+   relay_event_cleanup(&ev);
+}
+
+Test(event, invalid_events_have_reasons)
+{
+   const char *bad[] = {
+      "{\"seq\": 1, \"type\": \"T\", \"data\": {}}",                   /* no id */
+      "{\"id\": 5, \"seq\": 1, \"type\": \"T\", \"data\": {}}",        /* id not a string */
+      "{\"id\": \"e\", \"type\": \"T\", \"data\": {}}",                /* no seq */
+      "{\"id\": \"e\", \"seq\": 0, \"type\": \"T\", \"data\": {}}",    /* seq 0 */
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"a b\", \"data\": {}}",  /* bad type */
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": 3}",     /* data not a doc */
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\"}",                  /* no data */
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {}, \"time\": 1}",
+   };
+   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      relay_event_t ev;
+      cr_assert(!relay_event_parse(event_value(bad[i]), &ev), "accepted %s", bad[i]);
+      cr_assert_not_null(ev.reason);
+      relay_event_cleanup(&ev);
+   }
+}
+
+Test(event, non_document_is_poison)
+{
+   bson_value_t v;
+   relay_event_t ev;
+   v.value_type = BSON_TYPE_UTF8;
+   v.value.v_utf8.str = "junk";
+   v.value.v_utf8.len = 4;
+   cr_assert(!relay_event_parse(&v, &ev));
+   cr_assert_str_eq(ev.reason, "event is not a document");
+   cr_assert_eq(ev.raw.value_type, BSON_TYPE_UTF8);
+   relay_event_cleanup(&ev);
+}
+
+Test(event, type_rule)
+{
+   char longtype[130];
+   memset(longtype, 'a', sizeof longtype);
+   cr_assert(relay_event_type_valid("Order.Created_v2-x", 18));
+   cr_assert(!relay_event_type_valid("", 0));
+   cr_assert(relay_event_type_valid(longtype, 128));
+   cr_assert(!relay_event_type_valid(longtype, 129));
+   cr_assert(!relay_event_type_valid("a/b", 3));
+}
+
+Test(cloudevent, structured_payload)
+{
+   relay_event_t ev;
+   bson_error_t error;
+   bson_t *parsed;
+   bson_iter_t it;
+   size_t len;
+   char *json;
+   relay_str_t subject = {"a\0b", 3};
+
+   cr_assert(relay_event_parse(
+      event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"12\"}, \"type\": \"Created\","
+                  " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"},"
+                  " \"data\": {\"n\": {\"$numberLong\": \"5\"}, \"s\": \"x\"}}"),
+      &ev));
+   json = relay_cloudevent_json(&ev, "/db/things", subject, &len);
+   cr_assert_eq(strlen(json), len);
+   parsed = bson_new_from_json((const uint8_t *) json, -1, &error);
+   cr_assert_not_null(parsed, "not JSON: %s", json);
+   cr_assert(bson_iter_init_find(&it, parsed, "specversion"));
+   cr_assert_str_eq(bson_iter_utf8(&it, NULL), "1.0");
+   cr_assert(bson_iter_init_find(&it, parsed, "id"));
+   cr_assert_str_eq(bson_iter_utf8(&it, NULL), "e1");
+   cr_assert(bson_iter_init_find(&it, parsed, "source"));
+   cr_assert_str_eq(bson_iter_utf8(&it, NULL), "/db/things");
+   cr_assert(bson_iter_init_find(&it, parsed, "subject"));
+   {
+      uint32_t slen;
+      const char *s = bson_iter_utf8(&it, &slen);
+      cr_assert_eq(slen, 3);
+      cr_assert_eq(memcmp(s, "a\0b", 3), 0);
+   }
+   cr_assert(bson_iter_init_find(&it, parsed, "time"));
+   cr_assert_str_eq(bson_iter_utf8(&it, NULL), "2026-11-22T10:00:00.500Z");
+   cr_assert(bson_iter_init_find(&it, parsed, "datacontenttype"));
+   cr_assert_str_eq(bson_iter_utf8(&it, NULL), "application/json");
+   cr_assert(bson_iter_init_find(&it, parsed, "seq"));
+   cr_assert_eq(bson_iter_as_int64(&it), 12);
+   /* Relaxed extended JSON: the Int64 in data is a plain number. */
+   cr_assert_not_null(strstr(json, "\"n\" : 5"), "%s", json);
+   bson_destroy(parsed);
+   bson_free(json);
+   relay_event_cleanup(&ev);
+}

@@ -1,0 +1,260 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Unit tests of the relay's bookkeeping: per-entity order, one event in flight per entity,
+ * retries, poison events, and when the checkpoint may advance.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "table.h"
+
+static relay_table_t t;
+
+static void
+setup(void)
+{
+   relay_table_init(&t);
+}
+
+static void
+teardown(void)
+{
+   relay_table_cleanup(&t);
+}
+
+static bson_value_t
+int_id(int32_t n)
+{
+   bson_value_t v;
+   v.value_type = BSON_TYPE_INT32;
+   v.value.v_int32 = n;
+   return v;
+}
+
+/* Offers a valid event with @seq to entity @id; returns whether it was taken. */
+static bool
+offer(int32_t id, int64_t seq, relay_pos_t *pos)
+{
+   bson_value_t v = int_id(id);
+   relay_entity_t *e = relay_table_add(&t, 0, &v);
+   relay_event_t ev;
+   bool taken;
+   char json[200];
+   bson_t *doc;
+   bson_value_t elem;
+
+   bson_snprintf(json, sizeof json,
+                 "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}", (int) id,
+                 (int) seq, (int) seq);
+   doc = bson_new_from_json((const uint8_t *) json, -1, NULL);
+   elem.value_type = BSON_TYPE_DOCUMENT;
+   elem.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+   elem.value.v_doc.data_len = doc->len;
+   cr_assert(relay_event_parse(&elem, &ev));
+   taken = relay_table_offer(&t, e, &ev, pos);
+   if (!taken) {
+      relay_event_cleanup(&ev);
+   }
+   bson_destroy(doc);
+   return taken;
+}
+
+static bson_t *
+token(int n)
+{
+   bson_t *b = bson_new();
+   BSON_APPEND_INT32(b, "_data", n);
+   return b;
+}
+
+static int
+token_value(const bson_t *b)
+{
+   bson_iter_t it;
+   cr_assert(bson_iter_init_find(&it, b, "_data"));
+   return bson_iter_int32(&it);
+}
+
+/* Drains writes: removes acknowledged items of every dirty entity. */
+static void
+clear_all(void)
+{
+   relay_entity_t *e;
+   while ((e = relay_table_next_dirty(&t))) {
+      relay_table_remove_state(&t, e, RELAY_ITEM_ACKED);
+      relay_table_remove_state(&t, e, RELAY_ITEM_POISON);
+   }
+   relay_table_pos_settle(&t);
+}
+
+Test(table, one_in_flight_per_entity_in_seq_order, .init = setup, .fini = teardown)
+{
+   relay_entity_t *e;
+
+   cr_assert(offer(1, 1, NULL));
+   cr_assert(offer(1, 2, NULL));
+   cr_assert(offer(1, 3, NULL));
+   e = relay_table_next_ready(&t, 0);
+   cr_assert_not_null(e);
+   cr_assert_eq(e->inflight->ev.seq, 1);
+   /* The same entity is not offered again while seq 1 is in flight. */
+   cr_assert_null(relay_table_next_ready(&t, 0));
+   relay_table_acked(&t, e);
+   e = relay_table_next_ready(&t, 0);
+   cr_assert_not_null(e);
+   cr_assert_eq(e->inflight->ev.seq, 2);
+   relay_table_acked(&t, e);
+   e = relay_table_next_ready(&t, 0);
+   cr_assert_eq(e->inflight->ev.seq, 3);
+   relay_table_acked(&t, e);
+   cr_assert_null(relay_table_next_ready(&t, 0));
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_ACKED), 3);
+}
+
+Test(table, replayed_and_old_seqs_are_refused, .init = setup, .fini = teardown)
+{
+   cr_assert(offer(1, 1, NULL));
+   cr_assert(offer(1, 2, NULL));
+   cr_assert(!offer(1, 2, NULL));
+   cr_assert(!offer(1, 1, NULL));
+   cr_assert(offer(1, 3, NULL));
+   cr_assert_eq(t.buffered, 3);
+}
+
+Test(table, entities_are_independent, .init = setup, .fini = teardown)
+{
+   relay_entity_t *a, *b;
+   cr_assert(offer(1, 1, NULL));
+   cr_assert(offer(2, 1, NULL));
+   cr_assert(offer(1, 2, NULL));
+   a = relay_table_next_ready(&t, 0);
+   b = relay_table_next_ready(&t, 0);
+   cr_assert_not_null(a);
+   cr_assert_not_null(b);
+   cr_assert_neq(a, b);
+   cr_assert_eq(t.inflight, 2);
+   cr_assert_null(relay_table_next_ready(&t, 0));
+}
+
+Test(table, failure_retries_the_same_event_first, .init = setup, .fini = teardown)
+{
+   relay_entity_t *e;
+   cr_assert(offer(1, 1, NULL));
+   cr_assert(offer(1, 2, NULL));
+   e = relay_table_next_ready(&t, 0);
+   relay_table_failed(&t, e, 100);
+   /* Backing off: not before t=100. */
+   cr_assert_null(relay_table_next_ready(&t, 50));
+   e = relay_table_next_ready(&t, 100);
+   cr_assert_not_null(e);
+   cr_assert_eq(e->inflight->ev.seq, 1, "a later event overtook a failed one");
+}
+
+Test(table, poison_does_not_block_later_events, .init = setup, .fini = teardown)
+{
+   relay_entity_t *e;
+   cr_assert(offer(1, 1, NULL));
+   cr_assert(offer(1, 2, NULL));
+   e = relay_table_next_ready(&t, 0);
+   relay_table_poisoned(&t, e, "too large");
+   e = relay_table_next_ready(&t, 0);
+   cr_assert_not_null(e);
+   cr_assert_eq(e->inflight->ev.seq, 2);
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_POISON), 1);
+}
+
+Test(table, checkpoint_waits_for_the_oldest_position, .init = setup, .fini = teardown)
+{
+   bson_t *t1 = token(1), *t2 = token(2), *t3 = token(3), *cp;
+   relay_pos_t *p1, *p2;
+   relay_entity_t *a, *b;
+
+   p1 = relay_table_pos_push(&t, t1, 0);
+   cr_assert(offer(1, 1, p1));
+   relay_table_pos_settle(&t);
+   p2 = relay_table_pos_push(&t, t2, 0);
+   cr_assert(offer(2, 1, p2));
+   relay_table_pos_settle(&t);
+   cr_assert_null(relay_table_take_checkpoint(&t));
+
+   a = relay_table_next_ready(&t, 0);
+   b = relay_table_next_ready(&t, 0);
+   if (a->inflight->pos != p1) {
+      relay_entity_t *x = a;
+      a = b;
+      b = x;
+   }
+   /* The newer position is done first: the checkpoint must not move yet. */
+   relay_table_acked(&t, b);
+   clear_all();
+   cr_assert_null(relay_table_take_checkpoint(&t));
+   relay_table_acked(&t, a);
+   clear_all();
+   cp = relay_table_take_checkpoint(&t);
+   cr_assert_not_null(cp);
+   cr_assert_eq(token_value(cp), 2);
+   bson_destroy(cp);
+
+   /* An idle high-water mark with nothing pending moves it at once. */
+   relay_table_pos_push(&t, t3, 0);
+   relay_table_pos_settle(&t);
+   cp = relay_table_take_checkpoint(&t);
+   cr_assert_not_null(cp);
+   cr_assert_eq(token_value(cp), 3);
+   bson_destroy(cp);
+   bson_destroy(t1);
+   bson_destroy(t2);
+   bson_destroy(t3);
+}
+
+Test(table, empty_positions_are_merged, .init = setup, .fini = teardown)
+{
+   bson_t *tk = token(1);
+   relay_pos_t *p = relay_table_pos_push(&t, tk, 0);
+   cr_assert(offer(1, 1, p));
+   for (int i = 0; i < 1000; i++) {
+      relay_table_pos_push(&t, tk, 0);
+   }
+   /* One busy head and one merged empty tail, not 1001 entries. */
+   cr_assert_eq(t.pos_head, p);
+   cr_assert_not_null(t.pos_head->next);
+   cr_assert_null(t.pos_head->next->next);
+   bson_destroy(tk);
+}
+
+Test(table, sweep_position_without_token_never_checkpoints, .init = setup, .fini = teardown)
+{
+   relay_pos_t *p = relay_table_pos_push(&t, NULL, 0);
+   relay_entity_t *e;
+   cr_assert(offer(1, 1, p));
+   e = relay_table_next_ready(&t, 0);
+   relay_table_acked(&t, e);
+   clear_all();
+   cr_assert_null(relay_table_take_checkpoint(&t));
+   cr_assert_null(t.pos_head);
+}
+
+Test(table, idle_entities_are_evicted, .init = setup, .fini = teardown)
+{
+   relay_entity_t *e;
+   cr_assert(offer(1, 1, NULL));
+   e = relay_table_next_ready(&t, 0);
+   cr_assert(!relay_table_evict(&t, e));
+   relay_table_acked(&t, e);
+   clear_all();
+   cr_assert(relay_table_evict(&t, e));
+   cr_assert_eq(t.count, 0);
+}
+
+Test(table, many_entities_grow_the_table, .init = setup, .fini = teardown)
+{
+   for (int i = 0; i < 5000; i++) {
+      cr_assert(offer(i, 1, NULL));
+   }
+   cr_assert_eq(t.count, 5000);
+   for (int i = 0; i < 5000; i++) {
+      bson_value_t v = int_id(i);
+      cr_assert_not_null(relay_table_find(&t, 0, &v));
+   }
+}

@@ -1,0 +1,412 @@
+#!/usr/bin/python3
+# Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+"""outbox-relay end to end: real mosquitto, the MongoDB test server (or a real replica set
+through OUTBOX_TEST_MONGODB_URI), documents written with pymongo following the stored
+contract, and an MQTT subscriber checking what arrives.
+
+usage: test_relay.py OUTBOX_RELAY [TEST_NAME ...]   (run under tests/fixtures/with-servers)
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relaytest import (MONGO_URI, WORKDIR, Entities, Int64, Relay, Subscriber,  # noqa: E402
+                       event, pymongo, wait_until)
+
+RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
+RUN = "%d" % os.getpid()
+client = pymongo.MongoClient(MONGO_URI) if MONGO_URI else None
+
+
+def names(test):
+    """A database, a collection and a relay name no other test (or run) uses."""
+    return "relay_e2e_%s_%s" % (test, RUN), "things_%s" % RUN, "relay-%s-%s" % (test, RUN)
+
+
+def decode(messages):
+    """[(topic, payload dict, props)] for structured-mode messages."""
+    return [(t, json.loads(p.decode("utf-8")), props) for t, p, props in messages]
+
+
+def per_entity(messages):
+    out = {}
+    for _, ce, _ in decode(messages):
+        out.setdefault(ce["subject"], []).append(ce["seq"])
+    return out
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def wait_cleared(coll, timeout=30):
+    return wait_until(lambda: all(len(d.get("events", [])) == 0
+                                  for d in coll.find({}, {"events": 1})), timeout)
+
+
+def test_stream_order_and_clear():
+    """N events over M entities, several per commit, before and after the relay starts:
+    all arrive in per-entity seq order, exactly once, and are cleared; nothing else."""
+    dbname, cname, rname = names("basic")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    for i in range(5):
+        ents.create("e%d" % i, 2)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname)
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for i in range(5, 10):
+            ents.create("e%d" % i, 2)
+        for round_ in range(3):
+            for i in range(10):
+                ents.append("e%d" % i, 2)
+        total = 10 * 8
+        check(wait_until(lambda: sub.count() >= total, 60),
+              "only %d of %d messages arrived" % (sub.count(), total))
+        check(wait_cleared(coll), "events were not cleared")
+        time.sleep(0.5)
+        msgs = sub.snapshot()
+        check(len(msgs) == total, "expected %d messages, got %d" % (total, len(msgs)))
+        for eid, seqs in per_entity(msgs).items():
+            check(seqs == list(range(1, 9)), "entity %s got seqs %s" % (eid, seqs))
+        topic, ce, props = decode(msgs)[0]
+        check(topic == "outbox/%s/%s" % (cname, ce["subject"]), "topic %s" % topic)
+        for key in ("specversion", "id", "source", "type", "subject", "time",
+                    "datacontenttype", "data", "seq"):
+            check(key in ce, "CloudEvent lacks %s: %s" % (key, ce))
+        check(ce["specversion"] == "1.0" and ce["source"] == "/%s/%s" % (dbname, cname),
+              "bad CloudEvent %s" % ce)
+        check(ce["time"].endswith("Z") and len(ce["time"]) == 24, "time %s" % ce["time"])
+        check(props.get("event-id") == ce["id"] and props.get("seq") == str(ce["seq"]) and
+              props.get("entity-id") == ce["subject"] and props.get("event-type") == ce["type"],
+              "user properties %s" % props)
+        check(props.get("$content-type") == "application/cloudevents+json",
+              "content type %s" % props.get("$content-type"))
+        for d in coll.find():
+            check(d["version"] == 4 and d["eventSeq"] == 8, "relay touched %s" % d)
+        check(relay.stop() == 0, "relay did not exit 0 on SIGTERM")
+        state = client[dbname]["outbox_relay_state"].find_one({"_id": rname})
+        check(state is not None and "token" in state, "no checkpoint saved: %s" % state)
+    finally:
+        relay.stop()
+        sub.close()
+
+
+def test_restart_from_checkpoint():
+    """A restart publishes nothing that was already cleared, and then the new events."""
+    dbname, cname, rname = names("restart")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname)
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for i in range(6):
+            ents.create("r%d" % i, 3)
+        check(wait_until(lambda: sub.count() >= 18, 30), "first batch did not arrive")
+        check(wait_cleared(coll), "first batch not cleared")
+        check(relay.stop() == 0, "relay did not exit 0")
+        first = sub.count()
+        for i in range(6):
+            ents.append("r%d" % i, 2)
+        relay = Relay(RELAY_BIN, dbname, [cname], rname)
+        check(wait_until(lambda: sub.count() >= first + 12, 30), "second batch did not arrive")
+        check(wait_cleared(coll), "second batch not cleared")
+        time.sleep(1.0)
+        later = decode(sub.snapshot()[first:])
+        check(len(later) == 12, "after restart expected 12 messages, got %d" % len(later))
+        for _, ce, _ in later:
+            check(ce["seq"] in (4, 5), "re-published an old event: %s" % ce)
+        check("resuming from the checkpoint" in relay.log_text(), "did not resume")
+    finally:
+        relay.stop()
+        sub.close()
+
+
+def test_kill9_republishes_only_the_tail():
+    """kill -9 between publish and clear: afterwards only events that were still pending are
+    published again (duplicates allowed, gaps not), each entity still in order."""
+    dbname, cname, rname = names("kill9")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    for i in range(20):
+        ents.create("k%d" % i, 1)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--clear-interval-ms", "300"])
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for _ in range(15):
+            for i in range(20):
+                ents.append("k%d" % i, 2)
+        total = 20 * 31
+        wait_until(lambda: sub.count() >= total // 3, 60)
+        relay.kill()
+        # Messages the killed relay handed to the broker may still be on their way to us:
+        # wait for silence, so "after the restart" means sent by the second relay.
+        last = -1
+        while sub.count() != last:
+            last = sub.count()
+            time.sleep(0.5)
+        pending = set()
+        for d in coll.find({}, {"events": 1}):
+            pending |= {e["id"] for e in d.get("events", [])}
+        before = sub.count()
+        print("  killed with %d of %d delivered, %d pending" % (before, total, len(pending)))
+        check(pending and before > 0, "nothing in flight at the kill: the test proves nothing")
+        relay = Relay(RELAY_BIN, dbname, [cname], rname)
+        check(wait_cleared(coll, 60), "not everything was cleared after the restart")
+        time.sleep(1.0)
+        msgs = decode(sub.snapshot())
+        got = {ce["id"] for _, ce, _ in msgs}
+        expected = {i for ids in ents.ids.values() for i in ids}
+        check(expected <= got, "%d events never arrived" % len(expected - got))
+        again = [ce for _, ce, _ in msgs[before:]]
+        stale = [ce["id"] for ce in again if ce["id"] not in pending]
+        check(not stale, "%d events re-published although already cleared" % len(stale))
+        order = {}
+        for ce in again:
+            order.setdefault(ce["subject"], []).append(ce["seq"])
+        for eid, seqs in order.items():
+            check(seqs == sorted(seqs), "entity %s out of order after restart: %s" % (eid, seqs))
+    finally:
+        relay.stop()
+        sub.close()
+
+
+def test_sweep_without_state():
+    """No checkpoint (never ran, or the state document was deleted): a sweep publishes every
+    pending event, then the stream continues from before the sweep."""
+    dbname, cname, rname = names("sweep")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    for i in range(30):
+        ents.create("s%d" % i, 2)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname)
+    try:
+        check(wait_until(lambda: sub.count() >= 60, 30), "sweep did not deliver all")
+        check(wait_cleared(coll), "swept events not cleared")
+        check(relay.stop() == 0, "relay did not exit 0")
+        client[dbname]["outbox_relay_state"].delete_one({"_id": rname})
+        for i in range(30):
+            ents.append("s%d" % i, 1)
+        relay = Relay(RELAY_BIN, dbname, [cname], rname)
+        check(wait_until(lambda: sub.count() >= 90, 30), "second sweep did not deliver all")
+        check(wait_cleared(coll), "not cleared after the second sweep")
+        ents.append("s0", 1)
+        check(wait_until(lambda: sub.count() >= 91, 30), "stream after the sweep is dead")
+        check("sweep" in relay.log_text(), "no sweep logged")
+        for eid, seqs in per_entity(sub.snapshot()).items():
+            check(seqs == sorted(seqs) and set(seqs) == set(range(1, len(set(seqs)) + 1)),
+                  "entity %s seqs %s" % (eid, seqs))
+    finally:
+        relay.stop()
+        sub.close()
+
+
+def test_history_lost_286():
+    """The checkpointed token fell out of the server's bounded history: 286, then a sweep
+    that delivers every pending event. Needs test-mongod with a small --oplog-size."""
+    if not os.environ.get("OUTBOX_TEST_MONGOD_OPLOG_SIZE"):
+        print("  (skipped: needs a server with a small oplog)")
+        return
+    dbname, cname, rname = names("h286")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname)
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        ents.create("h0", 1)
+        check(wait_until(lambda: sub.count() >= 1, 20), "first event did not arrive")
+        check(wait_cleared(coll), "first event not cleared")
+        time.sleep(0.5)
+        check(relay.stop() == 0, "relay did not exit 0")
+        filler = client[dbname]["filler"]
+        for i in range(3 * int(os.environ["OUTBOX_TEST_MONGOD_OPLOG_SIZE"])):
+            filler.insert_one({"i": i})
+        for i in range(10):
+            ents.create("h%d" % (i + 1), 2)
+        relay = Relay(RELAY_BIN, dbname, [cname], rname)
+        check(wait_until(lambda: sub.count() >= 21, 30), "sweep after 286 did not deliver all")
+        check(wait_cleared(coll), "not cleared after 286")
+        check("history is gone" in relay.log_text(), "no history-loss line in the log")
+    finally:
+        relay.stop()
+        sub.close()
+
+
+def test_hostile_ids_and_poison():
+    """Ids that try to break topics stay inside one level; malformed events and oversized
+    messages go to deadLetters with a reason; valid events around them still flow."""
+    dbname, cname, rname = names("poison")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--max-message-bytes", "4096"])
+    hostile = ["a/b", "+", "#", "x\x00y", "%2F", "sp ace", "\x1b[31m", 42, Int64(2 ** 40),
+               {"k": "v/w"}]
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for h in hostile:
+            ents.create(h, 2)
+        bad = [{"seq": Int64(2), "type": "T", "data": {}},               # no id
+               "junk",                                                    # not a document
+               {"id": "bad-type", "seq": Int64(3), "type": "a b", "data": {}},
+               {"id": "bad-data", "seq": Int64(4), "type": "T", "data": 5}]
+        ents.create("p1", events=[event(1)] + bad + [event(5)], event_seq=5)
+        ents.append("p1", events=[event(6, data={"big": "x" * 8000})])
+        ents.append("p1", events=[event(7)])
+        expected = 2 * len(hostile) + 3
+        check(wait_until(lambda: sub.count() >= expected, 30),
+              "only %d of %d messages arrived" % (sub.count(), expected))
+        check(wait_cleared(coll), "events (or poison) left in documents")
+        for topic, _, _ in sub.snapshot():
+            rest = topic[len("outbox/%s/" % cname):]
+            check(topic.startswith("outbox/%s/" % cname) and "/" not in rest and
+                  "+" not in topic and "#" not in topic and "\x00" not in topic,
+                  "topic escaped its template: %r" % topic)
+        p1 = coll.find_one({"_id": "p1"})
+        dead = p1.get("deadLetters", [])
+        check(len(dead) == 5, "expected 5 dead letters, got %d: %s" % (len(dead), dead))
+        check(all(d.get("reason") for d in dead), "dead letter without reason")
+        seqs = per_entity(sub.snapshot()).get("p1")
+        check(seqs == [1, 5, 7], "p1 delivered %s" % seqs)
+        check(p1["version"] == 3 and p1["eventSeq"] == 7, "relay touched p1's bookkeeping")
+    finally:
+        relay.stop()
+        sub.close()
+
+
+def test_mongodb_disconnect_failpoint():
+    """The server drops the change stream's connection (failpoint): the relay resumes and
+    nothing is lost."""
+    dbname, cname, rname = names("failpt")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname)
+    admin = client.admin
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for i in range(5):
+            ents.create("f%d" % i, 1)
+        check(wait_until(lambda: sub.count() >= 5, 20), "first events did not arrive")
+        admin.command("configureFailPoint", "failCommand", mode={"times": 2},
+                      data={"failCommands": ["getMore"], "closeConnection": True})
+        for i in range(5):
+            ents.append("f%d" % i, 3)
+        check(wait_until(lambda: sub.count() >= 20, 30),
+              "after the disconnect only %d of 20 arrived" % sub.count())
+        check(wait_cleared(coll), "not cleared after the disconnect")
+        for eid, seqs in per_entity(sub.snapshot()).items():
+            check(seqs == sorted(seqs) and set(seqs) == {1, 2, 3, 4}, "%s: %s" % (eid, seqs))
+    finally:
+        admin.command("configureFailPoint", "failCommand", mode="off")
+        relay.stop()
+        sub.close()
+
+
+def restart_broker(persistent):
+    """Stops the fixture's mosquitto and starts one on the same port (with persistence when
+    asked, so a subscriber's session and queued messages survive the next restart)."""
+    conf = os.environ["OUTBOX_TEST_MOSQUITTO_CONF"]
+    pid = int(os.environ["OUTBOX_TEST_MOSQUITTO_PID"])
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+            time.sleep(0.05)
+        except ProcessLookupError:
+            break
+    if persistent and "persistence true" not in open(conf).read():
+        text = open(conf).read().replace("persistence false", "persistence true\n"
+                                         "persistence_location %s/" % WORKDIR)
+        with open(conf, "w") as f:
+            f.write(text)
+    log = open(os.path.join(WORKDIR, "mosquitto-restarted.log"), "ab")
+    proc = subprocess.Popen(["mosquitto", "-c", conf], stdout=log, stderr=log)
+    os.environ["OUTBOX_TEST_MOSQUITTO_PID"] = str(proc.pid)
+    time.sleep(0.5)
+    return proc
+
+
+def test_broker_restart():
+    """mosquitto restarts while events flow: nothing is lost (the subscriber keeps a
+    persistent session across the restart, so what the broker accepted reaches it)."""
+    if not os.environ.get("OUTBOX_TEST_MOSQUITTO_CONF"):
+        print("  (skipped: the broker was not started by the fixture)")
+        return
+    dbname, cname, rname = names("broker")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    restart_broker(persistent=True)
+    sub = Subscriber("outbox/%s/#" % cname, client_id="sub-broker-%s" % RUN, clean=False)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname)
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for i in range(10):
+            ents.create("b%d" % i, 1)
+        check(wait_until(lambda: sub.count() >= 10, 20), "first events did not arrive")
+        for i in range(10):
+            ents.append("b%d" % i, 5)
+        restart_broker(persistent=True)
+        for i in range(10):
+            ents.append("b%d" % i, 4)
+        check(wait_cleared(coll, 60), "not cleared after the broker restart")
+        expected = {i for ids in ents.ids.values() for i in ids}
+        check(wait_until(lambda: expected <= {json.loads(p)["id"] for _, p, _ in
+                                              sub.snapshot()}, 30),
+              "events lost across the broker restart")
+        for eid, seqs in per_entity(sub.snapshot()).items():
+            firsts = []
+            for s in seqs:  # duplicates are fine; an event before its predecessor is not
+                if s not in firsts:
+                    firsts.append(s)
+            check(firsts == sorted(firsts), "%s out of order: %s" % (eid, seqs))
+    finally:
+        relay.stop()
+        sub.close()
+
+
+TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
+         test_kill9_republishes_only_the_tail, test_sweep_without_state,
+         test_history_lost_286, test_hostile_ids_and_poison,
+         test_mongodb_disconnect_failpoint, test_broker_restart]
+
+
+def main():
+    if not MONGO_URI:
+        print("relay-e2e: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)")
+        return 77
+    wanted = sys.argv[2:]
+    passed = failed = 0
+    for t in TESTS:
+        if wanted and t.__name__ not in wanted:
+            continue
+        start = time.time()
+        try:
+            t()
+            passed += 1
+            print("ok   %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
+        except Exception:
+            failed += 1
+            print("FAIL %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
+            traceback.print_exc()
+    print("relay-e2e: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
