@@ -316,6 +316,21 @@ load_env(relay_config_t *cfg, bson_error_t *error)
    return true;
 }
 
+/* Unlike --mqtt-password, a URI flag cannot be refused for holding a password (it is the
+ * natural way to pass a URI), but the operator should know that ps shows it. */
+static void
+warn_secret_in_flag(const relay_opt_t *opt, const char *value)
+{
+   char *redacted = relay_config_redact_uri(value);
+   if (strcmp(redacted, value) != 0) {
+      relay_log(RELAY_LOG_WARNING, "config",
+                "--%s holds a password, which other users can read with ps; use %s or the "
+                "config file instead",
+                opt->name, opt->env);
+   }
+   bson_free(redacted);
+}
+
 static bool
 load_flags(relay_config_t *cfg, const args_t *args, bson_error_t *error)
 {
@@ -327,6 +342,9 @@ load_flags(relay_config_t *cfg, const args_t *args, bson_error_t *error)
       bool append = f->opt->type == OPT_LIST && list_seen;
       list_seen = list_seen || f->opt->type == OPT_LIST;
       bool ok = apply(cfg, f->opt, f->value, what, append, error);
+      if (ok && (f->opt->type == OPT_URI_MONGODB || f->opt->type == OPT_URI_MQTT)) {
+         warn_secret_in_flag(f->opt, f->value);
+      }
       bson_free(what);
       if (!ok) {
          return false;

@@ -178,7 +178,8 @@ relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *err
    }
    relay_http_t *http = bson_malloc0(sizeof *http);
    http->metrics = metrics;
-   unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+   /* AUTO picks epoll or poll: select() would fail once descriptors pass 1024. */
+   unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
    if (addr.ss_family == AF_INET6) {
       flags |= MHD_USE_IPv6;
    }

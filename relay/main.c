@@ -6,7 +6,6 @@
  */
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
@@ -21,60 +20,90 @@
 #include "relay.h"
 #include "version.h"
 
-/* The relay a signal handler stops. Set while relay_run() may be running; cleared with the
- * stop signals blocked, so a handler never sees a relay being destroyed. */
-static relay_t *_Atomic running_relay;
-static atomic_int stop_signals;
+/* Signals are handled by one thread that waits for them (sigwait), not by handlers: every
+ * thread (paho's, mongoc's, the HTTP server's) inherits the blocked mask, so a signal can
+ * never interrupt code holding a lock, and the thread may log and take a mutex. */
+static pthread_mutex_t running_mutex = PTHREAD_MUTEX_INITIALIZER;
+static relay_t *running_relay; /* guarded by running_mutex */
+static int stop_signals;       /* guarded by running_mutex */
+static sigset_t handled;
+static pthread_t signal_thread;
 
 static void
 on_stop_signal(int sig)
 {
+   const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+   pthread_mutex_lock(&running_mutex);
+   int n = ++stop_signals;
+   if (running_relay) {
+      relay_request_stop(running_relay);
+   }
+   pthread_mutex_unlock(&running_mutex);
    /* A second signal means the operator does not want to wait for the drain: exiting now
     * re-publishes the unacknowledged tail on the next start, but loses nothing. */
-   if (atomic_fetch_add(&stop_signals, 1) > 0) {
-      static const char msg[] = "outbox-relay: second stop signal, exiting at once\n";
-      ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
-      (void)ignored;
+   if (n > 1) {
+      relay_log(RELAY_LOG_WARNING, "main", "%s again: exiting at once", name);
       _exit(128 + sig);
    }
-   relay_t *relay = atomic_load(&running_relay);
-   if (relay) {
-      relay_request_stop(relay);
+   relay_log(RELAY_LOG_INFO, "main", "%s: stopping (send it again to exit at once)", name);
+}
+
+static void *
+wait_for_signals(void *arg)
+{
+   for (;;) {
+      int sig;
+      if (sigwait(&handled, &sig) != 0) {
+         continue;
+      }
+      if (sig == SIGHUP) {
+         /* Not in a handler, so the file can be reopened right here. */
+         if (relay_log_reopen()) {
+            relay_log(RELAY_LOG_INFO, "main", "SIGHUP: log file reopened (if logging to one)");
+         } else {
+            relay_log(RELAY_LOG_WARNING, "main", "SIGHUP: cannot reopen the log file, keeping "
+                                                 "the old one");
+         }
+      } else {
+         on_stop_signal(sig);
+      }
    }
+   return NULL;
 }
 
-static void
-on_hup(int sig)
+/* Must run before any other thread exists, so that all of them inherit the mask. */
+static bool
+start_signal_thread(void)
 {
-   relay_log_request_reopen();
-}
-
-static void
-install_signals(void)
-{
-   struct sigaction sa = {0};
-   sigemptyset(&sa.sa_mask);
-   sa.sa_flags = SA_RESTART;
-   sa.sa_handler = on_stop_signal;
-   sigaction(SIGTERM, &sa, NULL);
-   sigaction(SIGINT, &sa, NULL);
-   sa.sa_handler = on_hup;
-   sigaction(SIGHUP, &sa, NULL);
+   struct sigaction ignore = {.sa_handler = SIG_IGN};
    /* paho writes to sockets the broker may have closed (crashes reported on reconnect). */
-   sa.sa_handler = SIG_IGN;
-   sigaction(SIGPIPE, &sa, NULL);
+   sigaction(SIGPIPE, &ignore, NULL);
+   sigemptyset(&handled);
+   sigaddset(&handled, SIGTERM);
+   sigaddset(&handled, SIGINT);
+   sigaddset(&handled, SIGHUP);
+   pthread_sigmask(SIG_BLOCK, &handled, NULL);
+   return pthread_create(&signal_thread, NULL, wait_for_signals, NULL) == 0;
+}
+
+static void
+stop_signal_thread(void)
+{
+   /* sigwait() is a cancellation point. Signals stay blocked: one arriving now is moot. */
+   pthread_cancel(signal_thread);
+   pthread_join(signal_thread, NULL);
 }
 
 static void
 set_running(relay_t *relay)
 {
-   sigset_t stop, old;
-   sigemptyset(&stop);
-   sigaddset(&stop, SIGTERM);
-   sigaddset(&stop, SIGINT);
-   pthread_sigmask(SIG_BLOCK, &stop, &old);
-   atomic_store(&running_relay, relay);
-   pthread_sigmask(SIG_SETMASK, &old, NULL);
+   pthread_mutex_lock(&running_mutex);
+   running_relay = relay;
+   /* A signal that arrived before the relay existed still counts. */
+   if (relay && stop_signals > 0) {
+      relay_request_stop(relay);
+   }
+   pthread_mutex_unlock(&running_mutex);
 }
 
 static int
@@ -87,10 +116,6 @@ run_relay(const relay_config_t *cfg, relay_metrics_t *metrics)
       return EX_CONFIG;
    }
    set_running(relay);
-   /* A signal that arrived before the relay existed still counts. */
-   if (atomic_load(&stop_signals) > 0) {
-      relay_request_stop(relay);
-   }
    int rc = relay_run(relay);
    set_running(NULL);
    relay_destroy(relay);
@@ -105,9 +130,12 @@ run(const relay_config_t *cfg)
       fprintf(stderr, "outbox-relay: %s\n", error.message);
       return EX_CANTCREAT;
    }
+   if (!start_signal_thread()) {
+      relay_log(RELAY_LOG_ERROR, "main", "cannot start the signal thread");
+      return EX_OSERR;
+   }
    relay_log_route_dependencies(); /* before mongoc_init(), which reads the handler */
    mongoc_init();
-   install_signals();
 
    relay_metrics_t *metrics = relay_metrics_new();
    relay_metrics_set_name(metrics, cfg->name);
@@ -137,6 +165,7 @@ run(const relay_config_t *cfg)
    relay_log(rc == EX_OK ? RELAY_LOG_INFO : RELAY_LOG_ERROR, "main", "stopped, exit status %d",
              rc);
    mongoc_cleanup();
+   stop_signal_thread();
    relay_log_shutdown();
    return rc;
 }

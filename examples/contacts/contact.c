@@ -3,41 +3,18 @@
  *
  * The Contact aggregate: validation, state changes and the events they raise.
  */
-#include "contact.h"
+#include "contact-private.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { CO_NAME, CO_STREET, CO_HOUSE, CO_POSTAL, CO_CITY, CO_COUNTRY, CO_FIELDS };
-
 static const char *const company_keys[CO_FIELDS] = {"companyName", "street", "houseNumber",
                                                     "postalCode",  "city",   "country"};
 
-static const char *const kind_names[CONTACT_EVENT_KINDS] = {
+const char *const _contact_kind_names[CONTACT_EVENT_KINDS] = {
    "ContactCreated", "ContactNameUpdated", "ContactEmailUpdated", "ContactCompanyUpdated",
    "ContactDeleted"};
-
-typedef struct {
-   bool pending;
-   unsigned order; /* when it was last raised: events come out in this order */
-   bson_t data;
-} pending_event_t;
-
-struct _contact_t {
-   char *id;
-   char *first_name;
-   char *last_name;
-   char *description;
-   char *email;
-   bool has_company;
-   char *company[CO_FIELDS];
-   int64_t created_at;
-   bool deleted;
-   unsigned changes;
-   unsigned next_order;
-   pending_event_t events[CONTACT_EVENT_KINDS];
-};
 
 static bool
 refuse(contact_error_t *err, const char *field, const char *message)
@@ -67,10 +44,10 @@ is_blank(const char *s)
    return true;
 }
 
-/* Text is valid UTF-8 without control characters: they have no place in a contact and would
- * only make trouble in logs and topics downstream. */
+/* Text is valid UTF-8 without control characters: they have no place in names or addresses
+ * and would only make trouble in logs downstream. A description may span lines. */
 static bool
-text_ok(const char *s, size_t max, const char *field, contact_error_t *err)
+text_ok_ml(const char *s, size_t max, bool multiline, const char *field, contact_error_t *err)
 {
    size_t len = strlen(s);
 
@@ -82,10 +59,18 @@ text_ok(const char *s, size_t max, const char *field, contact_error_t *err)
    if (!bson_utf8_validate(s, len, false))
       return refuse(err, field, "must be valid UTF-8");
    for (size_t i = 0; i < len; i++) {
+      if (multiline && (s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
+         continue;
       if ((unsigned char) s[i] < 0x20 || s[i] == 0x7f)
          return refuse(err, field, "must not contain control characters");
    }
    return true;
+}
+
+static bool
+text_ok(const char *s, size_t max, const char *field, contact_error_t *err)
+{
+   return text_ok_ml(s, max, false, field, err);
 }
 
 static bool
@@ -184,7 +169,7 @@ contact_validate(const contact_input_t *in, contact_error_t *err)
       return refuse(err, "", "a contact is required");
    return name_part_ok(in->first_name, "name.firstName", err) &&
           name_part_ok(in->last_name, "name.lastName", err) && email_ok(in->email, err) &&
-          text_ok(nz(in->description), CONTACT_DESCRIPTION_MAX, "description", err) &&
+          text_ok_ml(nz(in->description), CONTACT_DESCRIPTION_MAX, true, "description", err) &&
           company_ok(in, err);
 }
 
@@ -392,7 +377,7 @@ contact_change_company(contact_t *c, const contact_input_t *company, contact_err
 bool
 contact_change_description(contact_t *c, const char *description, contact_error_t *err)
 {
-   if (!text_ok(nz(description), CONTACT_DESCRIPTION_MAX, "description", err))
+   if (!text_ok_ml(nz(description), CONTACT_DESCRIPTION_MAX, true, "description", err))
       return false;
    if (!same(c->description, description)) {
       set_str(&c->description, description);
@@ -471,97 +456,4 @@ contact_from_bson(const char *id, const bson_t *doc, contact_error_t *err)
       c->created_at = bson_iter_date_time(&it);
    c->deleted = bson_iter_init_find(&it, doc, "deleted") && bson_iter_as_bool(&it);
    return c;
-}
-
-const char *
-contact_id(const contact_t *c)
-{
-   return c->id;
-}
-
-bool
-contact_is_deleted(const contact_t *c)
-{
-   return c->deleted;
-}
-
-int64_t
-contact_created_at(const contact_t *c)
-{
-   return c->created_at;
-}
-
-const char *
-contact_email(const contact_t *c)
-{
-   return c->email;
-}
-
-const char *
-contact_first_name(const contact_t *c)
-{
-   return c->first_name;
-}
-
-const char *
-contact_last_name(const contact_t *c)
-{
-   return c->last_name;
-}
-
-unsigned
-contact_changes(const contact_t *c)
-{
-   return c->changes;
-}
-
-const char *
-contact_event_kind_name(contact_event_kind_t kind)
-{
-   return kind < CONTACT_EVENT_KINDS ? kind_names[kind] : "";
-}
-
-size_t
-contact_event_count(const contact_t *c)
-{
-   size_t n = 0;
-
-   for (int k = 0; k < CONTACT_EVENT_KINDS; k++)
-      n += c->events[k].pending;
-   return n;
-}
-
-/* The kind of the i-th pending event in raise order (at most five kinds: a scan is fine). */
-static int
-nth_kind(const contact_t *c, size_t i)
-{
-   int best = -1;
-   size_t rank;
-
-   for (int k = 0; k < CONTACT_EVENT_KINDS; k++) {
-      if (!c->events[k].pending)
-         continue;
-      rank = 0;
-      for (int j = 0; j < CONTACT_EVENT_KINDS; j++)
-         rank += c->events[j].pending && c->events[j].order < c->events[k].order;
-      if (rank == i)
-         best = k;
-   }
-   return best;
-}
-
-const char *
-contact_event_type(const contact_t *c, size_t i)
-{
-   int k = nth_kind(c, i);
-
-   return k < 0 ? NULL : kind_names[k];
-}
-
-const bson_t *
-contact_event_data(const contact_t *c, size_t i)
-{
-   int k = nth_kind(c, i);
-
-   return k < 0 ? NULL : &c->events[k].data;
 }

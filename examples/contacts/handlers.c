@@ -45,15 +45,21 @@ bad_id(call_t *call)
                     "a contact id is 24 hexadecimal characters", 0);
 }
 
-/* application/json, optionally with parameters such as charset. */
+/* `type`, optionally with parameters such as charset. */
 static bool
-json_content_type(call_t *call)
+content_type_is(call_t *call, const char *type)
 {
    const char *ct =
       MHD_lookup_connection_value(call->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-   size_t n = strlen("application/json");
+   size_t n = strlen(type);
 
-   return ct && !strncasecmp(ct, "application/json", n) && (ct[n] == '\0' || ct[n] == ';');
+   return ct && !strncasecmp(ct, type, n) && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+static bool
+json_content_type(call_t *call)
+{
+   return content_type_is(call, "application/json");
 }
 
 static enum MHD_Result
@@ -233,6 +239,64 @@ handle_put(call_t *call, const char *id)
    }
    bson_destroy(&holder);
    contact_destroy(c);
+   return ret;
+}
+
+/* Applies the patched representation to a loaded contact and stores it. */
+static enum MHD_Result
+patch_and_save(call_t *call, contact_t *c, int64_t version, const bson_t *patch)
+{
+   bson_t current = BSON_INITIALIZER, merged;
+   contact_input_t in;
+   contact_error_t why;
+   bson_error_t error;
+   enum MHD_Result ret;
+   repo_status_t st;
+
+   contact_append_fields(c,
+                         CONTACT_CHANGED_NAME | CONTACT_CHANGED_DESCRIPTION |
+                            CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
+                         &current);
+   if (!representation_merge_patch(&current, patch, &merged, &why) ||
+       !representation_read(&merged, &in, &why) || !contact_replace(c, &in, &why))
+      ret = bad_request(call, &why);
+   else if ((st = repository_save(call->repo, c, &version, &error)) != REPO_OK)
+      ret = http_fail_repo(call, st, version, &error);
+   else
+      ret = respond_contact(call, MHD_HTTP_OK, c, version, NULL);
+   bson_destroy(&merged);
+   bson_destroy(&current);
+   return ret;
+}
+
+enum MHD_Result
+handle_patch(call_t *call, const char *id)
+{
+   contact_error_t why;
+   int64_t expected, version;
+   contact_t *c;
+   if_match_t kind;
+   enum MHD_Result ret;
+   bson_t patch;
+
+   if (!repository_id_valid(id))
+      return bad_id(call);
+   if (!precondition(call, &kind, &expected, &ret))
+      return ret;
+   if (!content_type_is(call, "application/merge-patch+json") && !json_content_type(call))
+      return http_fail(call, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type", NULL,
+                       "send a JSON merge patch with Content-Type: "
+                       "application/merge-patch+json",
+                       0);
+   if (!representation_parse_json(call->body, call->len, &patch, &why)) {
+      bson_destroy(&patch);
+      return bad_request(call, &why);
+   }
+   if (load_for_change(call, id, kind, expected, &c, &version, &ret)) {
+      ret = patch_and_save(call, c, version, &patch);
+      contact_destroy(c);
+   }
+   bson_destroy(&patch);
    return ret;
 }
 

@@ -45,6 +45,8 @@ handle_get(call_t *call, const char *id);
 enum MHD_Result
 handle_put(call_t *call, const char *id);
 enum MHD_Result
+handle_patch(call_t *call, const char *id);
+enum MHD_Result
 handle_delete(call_t *call, const char *id);
 
 #endif /* CONTACTS_HTTP_PRIVATE_H */

@@ -45,7 +45,7 @@ http_respond(call_t *call, unsigned status, bson_string_t *body, int64_t etag,
       MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
       MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-                              strcmp(call->url, "/contacts") ? "GET, PUT, DELETE"
+                              strcmp(call->url, "/contacts") ? "GET, PUT, PATCH, DELETE"
                                                              : "GET, POST");
    ret = MHD_queue_response(call->conn, status, resp);
    MHD_destroy_response(resp);
@@ -130,10 +130,12 @@ route(call_t *call)
       return handle_get(call, rest);
    if (!strcmp(m, MHD_HTTP_METHOD_PUT))
       return handle_put(call, rest);
+   if (!strcmp(m, MHD_HTTP_METHOD_PATCH))
+      return handle_patch(call, rest);
    if (!strcmp(m, MHD_HTTP_METHOD_DELETE))
       return handle_delete(call, rest);
    return http_fail(call, MHD_HTTP_METHOD_NOT_ALLOWED, "method-not-allowed", NULL,
-                    "use GET, PUT or DELETE on /contacts/{id}", 0);
+                    "use GET, PUT, PATCH or DELETE on /contacts/{id}", 0);
 }
 
 /* Refuses oversized bodies before reading them when the client announced the size. */

@@ -6,6 +6,7 @@
  *   GET    /contacts?pageSize=N&continuationToken=T   200 {items, continuationToken}, 400
  *   GET    /contacts/{id}             200 + ETag, 400 (bad id), 404
  *   PUT    /contacts/{id}  If-Match   200 + ETag, 400, 404, 412, 428
+ *   PATCH  /contacts/{id}  If-Match   like PUT, with a JSON merge patch (RFC 7396) as body
  *   DELETE /contacts/{id}  If-Match   204, 400, 404, 412, 428
  *   GET    /healthz                   200
  * ETags are the contact's version ("3"). Errors are JSON: {error, message[, field]}.

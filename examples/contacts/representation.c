@@ -149,15 +149,12 @@ read_top(bson_iter_t *it, contact_input_t *in, contact_error_t *err)
 }
 
 bool
-representation_parse(const char *body, size_t len, bson_t *holder, contact_input_t *in,
-                     contact_error_t *err)
+representation_parse_json(const char *body, size_t len, bson_t *doc, contact_error_t *err)
 {
    bson_error_t error;
-   bson_iter_t it;
    size_t i = 0;
 
-   bson_init(holder);
-   memset(in, 0, sizeof *in);
+   bson_init(doc);
    while (i < len && strchr(" \t\r\n", body[i]) && body[i])
       i++;
    if (i == len)
@@ -167,17 +164,130 @@ representation_parse(const char *body, size_t len, bson_t *holder, contact_input
    /* libbson's parser would also take a top-level array; a contact is an object. */
    if (body[i] != '{')
       return refuse(err, "", "the request body must be a JSON object");
-   bson_destroy(holder);
-   if (!bson_init_from_json(holder, body, (ssize_t) len, &error)) {
+   bson_destroy(doc);
+   if (!bson_init_from_json(doc, body, (ssize_t) len, &error)) {
       char msg[256];
 
-      bson_init(holder);
+      bson_init(doc);
       snprintf(msg, sizeof msg, "the request body is not valid JSON: %.200s", error.message);
       return refuse(err, "", msg);
    }
-   if (!bson_iter_init(&it, holder))
+   return true;
+}
+
+bool
+representation_read(const bson_t *doc, contact_input_t *in, contact_error_t *err)
+{
+   bson_iter_t it;
+
+   memset(in, 0, sizeof *in);
+   if (!bson_iter_init(&it, doc))
       return refuse(err, "", "the request body is not valid JSON");
    return read_top(&it, in, err);
+}
+
+bool
+representation_parse(const char *body, size_t len, bson_t *holder, contact_input_t *in,
+                     contact_error_t *err)
+{
+   memset(in, 0, sizeof *in);
+   return representation_parse_json(body, len, holder, err) &&
+          representation_read(holder, in, err);
+}
+
+/* ---- JSON merge patch (RFC 7396) ---------------------------------------------------------- */
+
+static void merge_into(const bson_t *target, const bson_t *patch, bson_t *out);
+
+/* Appends patch value `pv` under `key`, merged with `tv` (may be NULL) when both are
+ * objects; null patch values delete, so they are never appended. */
+static void
+merge_value(const char *key, const bson_iter_t *tv, const bson_iter_t *pv, bson_t *out)
+{
+   bson_t target = BSON_INITIALIZER, patch, child;
+   const uint8_t *data;
+   uint32_t len;
+
+   if (BSON_ITER_HOLDS_NULL(pv))
+      return;
+   if (!BSON_ITER_HOLDS_DOCUMENT(pv)) {
+      bson_append_iter(out, key, -1, pv);
+      return;
+   }
+   if (tv && BSON_ITER_HOLDS_DOCUMENT(tv)) {
+      bson_iter_document(tv, &len, &data);
+      bson_destroy(&target);
+      bson_init_static(&target, data, len);
+   }
+   bson_iter_document(pv, &len, &data);
+   bson_init_static(&patch, data, len);
+   bson_append_document_begin(out, key, -1, &child);
+   merge_into(&target, &patch, &child);
+   bson_append_document_end(out, &child);
+   bson_destroy(&target);
+}
+
+static void
+merge_into(const bson_t *target, const bson_t *patch, bson_t *out)
+{
+   bson_iter_t t, p;
+
+   if (bson_iter_init(&t, target)) {
+      while (bson_iter_next(&t)) {
+         if (bson_iter_init_find(&p, patch, bson_iter_key(&t)))
+            merge_value(bson_iter_key(&t), &t, &p, out);
+         else
+            bson_append_iter(out, bson_iter_key(&t), -1, &t);
+      }
+   }
+   if (bson_iter_init(&p, patch)) {
+      while (bson_iter_next(&p)) {
+         if (!bson_iter_init_find(&t, target, bson_iter_key(&p)))
+            merge_value(bson_iter_key(&p), NULL, &p, out);
+      }
+   }
+}
+
+/* A key given twice would make the patch's meaning depend on which one wins. */
+static bool
+has_duplicates(const bson_t *doc, const char **dup)
+{
+   bson_iter_t it, other;
+   const uint8_t *data;
+   uint32_t len;
+   bson_t sub;
+
+   if (!bson_iter_init(&it, doc))
+      return false;
+   while (bson_iter_next(&it)) {
+      other = it;
+      while (bson_iter_next(&other)) {
+         if (!strcmp(bson_iter_key(&it), bson_iter_key(&other))) {
+            *dup = bson_iter_key(&it);
+            return true;
+         }
+      }
+      if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+         bson_iter_document(&it, &len, &data);
+         bson_init_static(&sub, data, len);
+         if (has_duplicates(&sub, dup))
+            return true;
+      }
+   }
+   return false;
+}
+
+bool
+representation_merge_patch(const bson_t *target, const bson_t *patch, bson_t *out,
+                           contact_error_t *err)
+{
+   const char *dup;
+
+   bson_init(out);
+   if (has_duplicates(patch, &dup))
+      return refuse(err, dup, "appears twice");
+   merge_into(target, patch, out);
+   return true;
 }
 
 /* ---- output ------------------------------------------------------------------------------- */

@@ -23,7 +23,7 @@ struct _outbox_cache_t {
 static bool
 make_key(const bson_value_t *id, const uint8_t **bytes, size_t *len, uint8_t scratch[9])
 {
-   scratch[0] = (uint8_t) id->value_type;
+   scratch[0] = (uint8_t)id->value_type;
    switch (id->value_type) {
    case BSON_TYPE_OID:
       *bytes = id->value.v_oid.bytes;
@@ -40,7 +40,7 @@ make_key(const bson_value_t *id, const uint8_t **bytes, size_t *len, uint8_t scr
       *len = 8;
       return true;
    case BSON_TYPE_UTF8:
-      *bytes = (const uint8_t *) id->value.v_utf8.str;
+      *bytes = (const uint8_t *)id->value.v_utf8.str;
       *len = id->value.v_utf8.len;
       return true;
    case BSON_TYPE_BINARY:
@@ -146,8 +146,7 @@ _outbox_cache_get(_outbox_cache_t *cache, const bson_value_t *id, _outbox_doc_st
 }
 
 void
-_outbox_cache_put(_outbox_cache_t *cache, const bson_value_t *id,
-                  const _outbox_doc_state_t *state)
+_outbox_cache_put(_outbox_cache_t *cache, const bson_value_t *id, const _outbox_doc_state_t *state)
 {
    bool match;
    entry_t *e;

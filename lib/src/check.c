@@ -10,8 +10,8 @@
 /* Operators whose value is a document of {path: argument}. Anything else is refused, so that
  * the reserved-path check below cannot be bypassed by an operator we do not understand. */
 static const char *const supported_ops[] = {
-   "$set",  "$unset",    "$inc",  "$min",     "$max", "$mul", "$currentDate",
-   "$rename", "$push", "$addToSet", "$pull", "$pullAll", "$pop", "$bit",
+    "$set",    "$unset", "$inc",      "$min",  "$max",     "$mul", "$currentDate",
+    "$rename", "$push",  "$addToSet", "$pull", "$pullAll", "$pop", "$bit",
 };
 
 static bool
@@ -128,8 +128,7 @@ reserved(const char *where, const char *path, bson_error_t *error)
 }
 
 bool
-_outbox_fields_check(const bson_t *fields, const _outbox_field_names_t *names,
-                     bson_error_t *error)
+_outbox_fields_check(const bson_t *fields, const _outbox_field_names_t *names, bson_error_t *error)
 {
    bson_iter_t it;
 
@@ -144,8 +143,8 @@ _outbox_fields_check(const bson_t *fields, const _outbox_field_names_t *names,
       const char *key = bson_iter_key(&it);
 
       if (key[0] == '$') {
-         _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
-                           "field \"%.200s\" starts with '$'", key);
+         _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "field \"%.200s\" starts with '$'",
+                           key);
          return false;
       }
       if (_outbox_path_is_reserved(key, names)) {
@@ -168,8 +167,7 @@ op_is_supported(const char *op)
 
 /* Checks the {path: argument} document of one operator. */
 static bool
-check_op_paths(const bson_iter_t *op_iter, const _outbox_field_names_t *names,
-               bson_error_t *error)
+check_op_paths(const bson_iter_t *op_iter, const _outbox_field_names_t *names, bson_error_t *error)
 {
    const char *op = bson_iter_key(op_iter);
    bool is_rename = strcmp(op, "$rename") == 0;
@@ -216,8 +214,7 @@ op_seen_before(const bson_t *update, const char *op, size_t count)
 }
 
 bool
-_outbox_update_check(const bson_t *update, const _outbox_field_names_t *names,
-                     bson_error_t *error)
+_outbox_update_check(const bson_t *update, const _outbox_field_names_t *names, bson_error_t *error)
 {
    bson_iter_t it;
    size_t index = 0;

@@ -117,8 +117,7 @@ delete_once(outbox_collection_t *collection, _outbox_conn_t *conn, const bson_va
    /* Pending events would be lost with the document: delete only when there are none. */
    bson_snprintf(first_event, sizeof first_event, "%s.0", collection->names.events);
    BCON_APPEND(&filter, first_event, "{", "$exists", BCON_BOOL(false), "}");
-   if (mongoc_collection_delete_one(conn->coll, &filter, &collection->write_opts, &reply,
-                                    error)) {
+   if (mongoc_collection_delete_one(conn->coll, &filter, &collection->write_opts, &reply, error)) {
       bson_iter_t it;
 
       ret = bson_iter_init_find(&it, &reply, "deletedCount") && bson_iter_as_int64(&it) > 0;
@@ -207,8 +206,8 @@ outbox_collection_ensure_indexes(outbox_collection_t *collection, bson_error_t *
    bson_snprintf(first_event, sizeof first_event, "%s.0", collection->names.events);
    cmd = BCON_NEW("createIndexes", BCON_UTF8(collection->coll), "indexes", "[", "{", "name",
                   BCON_UTF8("outbox_pending"), "key", "{", collection->names.event_seq,
-                  BCON_INT32(1), "}", "partialFilterExpression", "{", first_event, "{",
-                  "$exists", BCON_BOOL(true), "}", "}", "}", "]");
+                  BCON_INT32(1), "}", "partialFilterExpression", "{", first_event, "{", "$exists",
+                  BCON_BOOL(true), "}", "}", "}", "]");
    _outbox_conn_open(collection, &conn);
    ok = mongoc_collection_write_command_with_opts(conn.coll, cmd, &collection->write_opts, NULL,
                                                   error);
@@ -229,8 +228,8 @@ _outbox_map_size_error(bson_error_t *error)
    server = error->domain == MONGOC_ERROR_SERVER || error->domain == MONGOC_ERROR_COLLECTION ||
             error->domain == MONGOC_ERROR_QUERY;
    too_large = strstr(error->message, "too large") != NULL;
-   if ((server && (error->code == 17419 || error->code == 10334 ||
-                   (error->code == 2 && too_large))) ||
+   if ((server &&
+        (error->code == 17419 || error->code == 10334 || (error->code == 2 && too_large))) ||
        (error->domain == MONGOC_ERROR_BSON && too_large)) {
       bson_strncpy(msg, error->message, sizeof msg);
       _outbox_set_error(error, OUTBOX_ERROR_LIMIT_SIZE, "document would be too large: %s", msg);

@@ -23,8 +23,7 @@ field_name_ok(const char *name, uint32_t len)
 }
 
 static bool
-parse_int_opt(const bson_iter_t *it, int64_t min, int64_t max, int64_t *out,
-              bson_error_t *error)
+parse_int_opt(const bson_iter_t *it, int64_t min, int64_t max, int64_t *out, bson_error_t *error)
 {
    if (!BSON_ITER_HOLDS_INT32(it) && !BSON_ITER_HOLDS_INT64(it)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "option %s must be an integer",
@@ -34,8 +33,7 @@ parse_int_opt(const bson_iter_t *it, int64_t min, int64_t max, int64_t *out,
    *out = bson_iter_as_int64(it);
    if (*out < min || *out > max) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
-                        "option %s must be in %" PRId64 "..%" PRId64, bson_iter_key(it), min,
-                        max);
+                        "option %s must be in %" PRId64 "..%" PRId64, bson_iter_key(it), min, max);
       return false;
    }
    return true;
@@ -88,7 +86,7 @@ parse_opt(outbox_collection_t *c, const bson_iter_t *it, int64_t *cache_size, bs
          return false;
       }
       bson_reinit(&c->write_opts);
-      BSON_APPEND_VALUE(&c->write_opts, "writeConcern", bson_iter_value((bson_iter_t *) it));
+      BSON_APPEND_VALUE(&c->write_opts, "writeConcern", bson_iter_value((bson_iter_t *)it));
       return true;
    }
    if (strcmp(key, "maxPendingEvents") == 0) {
@@ -143,7 +141,7 @@ apply_opts(outbox_collection_t *c, const bson_t *opts, bson_error_t *error)
    if (!field_names_distinct(c, error)) {
       return false;
    }
-   c->cache = _outbox_cache_new((size_t) cache_size);
+   c->cache = _outbox_cache_new((size_t)cache_size);
    return true;
 }
 

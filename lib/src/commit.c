@@ -14,9 +14,9 @@
 /* One requested change, validated. */
 typedef struct {
    const bson_value_t *id;
-   int64_t expected;   /* or OUTBOX_ANY_VERSION */
+   int64_t expected;     /* or OUTBOX_ANY_VERSION */
    const bson_t *update; /* the caller's operators; may be NULL */
-   bool soft_delete;   /* also $set the deleted field to true */
+   bool soft_delete;     /* also $set the deleted field to true */
    outbox_event_t *const *events;
    size_t n;
    int64_t time;   /* stamped on every event */
@@ -30,7 +30,7 @@ check_events(const outbox_collection_t *c, outbox_event_t *const *events, size_t
    if (!_outbox_events_check(events, n, error)) {
       return false;
    }
-   if ((int64_t) n > c->max_pending) {
+   if ((int64_t)n > c->max_pending) {
       _outbox_set_error(error, OUTBOX_ERROR_LIMIT_PENDING,
                         "%zu events in one change exceed maxPendingEvents (%" PRId64 ")", n,
                         c->max_pending);
@@ -47,9 +47,9 @@ estimate_growth(const commit_t *req, const outbox_collection_t *c)
 {
    int64_t growth = _outbox_events_stored_size(req->events, req->n);
 
-   growth += req->update ? (int64_t) req->update->len : 0;
+   growth += req->update ? (int64_t)req->update->len : 0;
    if (req->soft_delete) {
-      growth += (int64_t) strlen(c->names.deleted) + 3;
+      growth += (int64_t)strlen(c->names.deleted) + 3;
    }
    return growth;
 }
@@ -74,7 +74,7 @@ append_our_set(const outbox_collection_t *c, const commit_t *req, int64_t versio
    /* $set rather than $inc: the values are known, and $set also repairs an int32. */
    BSON_APPEND_INT64(set, c->names.version, version + 1);
    if (req->n > 0) {
-      BSON_APPEND_INT64(set, c->names.event_seq, event_seq + (int64_t) req->n);
+      BSON_APPEND_INT64(set, c->names.event_seq, event_seq + (int64_t)req->n);
    }
    if (req->soft_delete) {
       BSON_APPEND_BOOL(set, c->names.deleted, true);
@@ -115,8 +115,8 @@ merge_op(const outbox_collection_t *c, const commit_t *req, int64_t version, int
 /* Merges the caller's operators with ours: our $set and $push fields go into the caller's
  * $set and $push when present (an operator may appear only once). */
 static void
-build_update(const outbox_collection_t *c, const commit_t *req, int64_t version,
-             int64_t event_seq, bson_t *out)
+build_update(const outbox_collection_t *c, const commit_t *req, int64_t version, int64_t event_seq,
+             bson_t *out)
 {
    bool set_done = false, push_done = req->n == 0;
    bson_iter_t it;
@@ -157,12 +157,11 @@ send_update(outbox_collection_t *c, _outbox_conn_t *conn, const commit_t *req, i
       /* At most max_pending - n events may be pending before this change, i.e. the element
        * at index max_pending - n must not exist. */
       bson_snprintf(limit_path, sizeof limit_path, "%s.%" PRId64, c->names.events,
-                    c->max_pending - (int64_t) req->n);
+                    c->max_pending - (int64_t)req->n);
       BCON_APPEND(&filter, limit_path, "{", "$exists", BCON_BOOL(false), "}");
    }
    build_update(c, req, version, event_seq, &update);
-   if (mongoc_collection_update_one(conn->coll, &filter, &update, &c->write_opts, &reply,
-                                    error)) {
+   if (mongoc_collection_update_one(conn->coll, &filter, &update, &c->write_opts, &reply, error)) {
       ret = bson_iter_init_find(&it, &reply, "matchedCount") && bson_iter_as_int64(&it) > 0;
    } else {
       _outbox_map_size_error(error);
@@ -176,8 +175,8 @@ send_update(outbox_collection_t *c, _outbox_conn_t *conn, const commit_t *req, i
 /* Decides from a known state whether to send: 1 send, 0 the state is from the cache and
  * refutes the change (read to be sure), -1 refused (error set). */
 static int
-judge(const outbox_collection_t *c, const commit_t *req, const _outbox_doc_state_t *st,
-      bool fresh, outbox_commit_t *result, bson_error_t *error)
+judge(const outbox_collection_t *c, const commit_t *req, const _outbox_doc_state_t *st, bool fresh,
+      outbox_commit_t *result, bson_error_t *error)
 {
    if (req->expected != OUTBOX_ANY_VERSION && st->version != req->expected) {
       if (!fresh) {
@@ -191,7 +190,7 @@ judge(const outbox_collection_t *c, const commit_t *req, const _outbox_doc_state
    }
    /* Cached pending counts are upper bounds (the relay removes events without changing the
     * version), so only a fresh count may refuse. */
-   if (req->n > 0 && st->pending + (int64_t) req->n > c->max_pending) {
+   if (req->n > 0 && st->pending + (int64_t)req->n > c->max_pending) {
       if (!fresh) {
          return 0;
       }
@@ -221,13 +220,13 @@ committed(outbox_collection_t *c, const commit_t *req, const _outbox_doc_state_t
    result->version = version + 1;
    if (req->n > 0) {
       result->first_seq = st->event_seq + 1;
-      result->last_seq = st->event_seq + (int64_t) req->n;
+      result->last_seq = st->event_seq + (int64_t)req->n;
       _outbox_events_mark_committed(req->events, req->n, result->first_seq, req->time);
    }
    if (have) {
       _outbox_doc_state_t next = {.version = version + 1,
-                                  .event_seq = st->event_seq + (int64_t) req->n,
-                                  .pending = st->pending + (int64_t) req->n,
+                                  .event_seq = st->event_seq + (int64_t)req->n,
+                                  .pending = st->pending + (int64_t)req->n,
                                   .size = st->size + req->growth};
 
       _outbox_cache_put(c->cache, req->id, &next);
@@ -298,8 +297,7 @@ commit(outbox_collection_t *c, commit_t *req, outbox_commit_t *result, bson_erro
                         "collection is NULL or expected_version is not >= 1");
       return false;
    }
-   if (!_outbox_id_check(req->id, error) ||
-       !_outbox_update_check(req->update, &c->names, error) ||
+   if (!_outbox_id_check(req->id, error) || !_outbox_update_check(req->update, &c->names, error) ||
        !check_events(c, req->events, req->n, error)) {
       return false;
    }
@@ -307,16 +305,14 @@ commit(outbox_collection_t *c, commit_t *req, outbox_commit_t *result, bson_erro
    req->growth = estimate_growth(req, c);
    if (req->growth > c->max_doc_size) {
       _outbox_set_error(error, OUTBOX_ERROR_LIMIT_SIZE,
-                        "the change alone is %" PRId64 " bytes, past maxDocumentSize (%" PRId64
-                        ")",
+                        "the change alone is %" PRId64 " bytes, past maxDocumentSize (%" PRId64 ")",
                         req->growth, c->max_doc_size);
       return false;
    }
    _outbox_conn_open(c, &conn);
    ok = commit_run(c, &conn, req, result, error);
    _outbox_conn_close(c, &conn);
-   if (!ok && !(error->domain == OUTBOX_ERROR_DOMAIN &&
-                error->code == OUTBOX_ERROR_CONFLICT)) {
+   if (!ok && !(error->domain == OUTBOX_ERROR_DOMAIN && error->code == OUTBOX_ERROR_CONFLICT)) {
       result->version = 0;
    }
    return ok;
@@ -325,8 +321,8 @@ commit(outbox_collection_t *c, commit_t *req, outbox_commit_t *result, bson_erro
 bool
 outbox_collection_update(outbox_collection_t *collection, const bson_value_t *id,
                          int64_t expected_version, const bson_t *update,
-                         outbox_event_t *const *events, size_t n_events,
-                         outbox_commit_t *result, bson_error_t *error)
+                         outbox_event_t *const *events, size_t n_events, outbox_commit_t *result,
+                         bson_error_t *error)
 {
    commit_t req = {.id = id, .expected = expected_version, .events = events, .n = n_events};
 
@@ -336,8 +332,8 @@ outbox_collection_update(outbox_collection_t *collection, const bson_value_t *id
 
 bool
 outbox_collection_append(outbox_collection_t *collection, const bson_value_t *id,
-                         outbox_event_t *const *events, size_t n_events,
-                         outbox_commit_t *result, bson_error_t *error)
+                         outbox_event_t *const *events, size_t n_events, outbox_commit_t *result,
+                         bson_error_t *error)
 {
    return outbox_collection_update(collection, id, OUTBOX_ANY_VERSION, NULL, events, n_events,
                                    result, error);
@@ -349,8 +345,11 @@ outbox_collection_soft_delete(outbox_collection_t *collection, const bson_value_
                               outbox_commit_t *result, bson_error_t *error)
 {
    outbox_event_t *const events[1] = {event};
-   commit_t req = {.id = id, .expected = expected_version, .soft_delete = true,
-                   .events = events, .n = event ? 1 : 0};
+   commit_t req = {.id = id,
+                   .expected = expected_version,
+                   .soft_delete = true,
+                   .events = events,
+                   .n = event ? 1 : 0};
 
    return commit(collection, &req, result, error);
 }

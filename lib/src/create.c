@@ -21,7 +21,7 @@ build_document(const outbox_collection_t *c, const bson_value_t *id, const bson_
       bson_concat(doc, fields);
    }
    BSON_APPEND_INT64(doc, c->names.version, 1);
-   BSON_APPEND_INT64(doc, c->names.event_seq, (int64_t) n);
+   BSON_APPEND_INT64(doc, c->names.event_seq, (int64_t)n);
    bson_append_array_begin(doc, c->names.events, -1, &arr);
    _outbox_events_append_stored(&arr, events, n, 1, time);
    bson_append_array_end(doc, &arr);
@@ -48,7 +48,7 @@ check_create(const outbox_collection_t *c, const bson_value_t *id, const bson_t 
        !_outbox_events_check(events, n, error)) {
       return false;
    }
-   if ((int64_t) n > c->max_pending) {
+   if ((int64_t)n > c->max_pending) {
       _outbox_set_error(error, OUTBOX_ERROR_LIMIT_PENDING,
                         "%zu events exceed maxPendingEvents (%" PRId64 ")", n, c->max_pending);
       return false;
@@ -75,7 +75,7 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
       goto done;
    }
    build_document(collection, id, fields, events, n_events, time, &doc);
-   if ((int64_t) doc.len > collection->max_doc_size) {
+   if ((int64_t)doc.len > collection->max_doc_size) {
       _outbox_set_error(error, OUTBOX_ERROR_LIMIT_SIZE,
                         "document of %" PRIu32 " bytes is past maxDocumentSize (%" PRId64 ")",
                         doc.len, collection->max_doc_size);
@@ -97,14 +97,14 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
    result->version = 1;
    if (n_events > 0) {
       result->first_seq = 1;
-      result->last_seq = (int64_t) n_events;
+      result->last_seq = (int64_t)n_events;
       _outbox_events_mark_committed(events, n_events, 1, time);
    }
    _outbox_cache_put(collection->cache, id,
                      &(_outbox_doc_state_t){.version = 1,
-                                            .event_seq = (int64_t) n_events,
-                                            .pending = (int64_t) n_events,
-                                            .size = (int64_t) doc.len});
+                                            .event_seq = (int64_t)n_events,
+                                            .pending = (int64_t)n_events,
+                                            .size = (int64_t)doc.len});
 done:
    bson_destroy(&doc);
    return ok;

@@ -60,6 +60,6 @@ _outbox_doc_state_parse(const bson_t *doc, const _outbox_field_names_t *names,
        !count_events(doc, names->events, &state->pending, error)) {
       return false;
    }
-   state->size = (int64_t) doc->len;
+   state->size = (int64_t)doc->len;
    return true;
 }

@@ -112,8 +112,8 @@ outbox_event_validate(const outbox_event_t *event, bson_error_t *error)
    }
    if (!_outbox_event_type_is_valid(event->type, strlen(event->type))) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
-                        "type \"%.140s\" is not 1..%d characters of [A-Za-z0-9._-]",
-                        event->type, _OUTBOX_EVENT_TYPE_MAX);
+                        "type \"%.140s\" is not 1..%d characters of [A-Za-z0-9._-]", event->type,
+                        _OUTBOX_EVENT_TYPE_MAX);
       return false;
    }
    /* '$' keys are refused because consumers read events as Extended JSON, where {"$date":
@@ -201,10 +201,10 @@ _outbox_events_append_stored(bson_t *array, outbox_event_t *const *events, size_
       const outbox_event_t *ev = events[i];
       bson_t doc;
 
-      bson_uint32_to_string((uint32_t) i, &key, buf, sizeof buf);
+      bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
       bson_append_document_begin(array, key, -1, &doc);
       BSON_APPEND_UTF8(&doc, "id", ev->id);
-      BSON_APPEND_INT64(&doc, "seq", first_seq + (int64_t) i);
+      BSON_APPEND_INT64(&doc, "seq", first_seq + (int64_t)i);
       BSON_APPEND_UTF8(&doc, "type", ev->type);
       BSON_APPEND_DATE_TIME(&doc, "time", time);
       BSON_APPEND_DOCUMENT(&doc, "data", &ev->data);
@@ -228,15 +228,15 @@ _outbox_events_stored_size(outbox_event_t *const *events, size_t n)
       const outbox_event_t *ev = events[i];
       int64_t doc = 5;
 
-      doc += 1 + 3 + 4 + _OUTBOX_UUID_LEN + 1;                  /* id */
-      doc += 1 + 4 + 8;                                         /* seq */
-      doc += 1 + 5 + 4 + (int64_t) strlen(ev->type) + 1;        /* type */
-      doc += 1 + 5 + 8;                                         /* time */
-      doc += 1 + 5 + (int64_t) ev->data.len;                    /* data */
+      doc += 1 + 3 + 4 + _OUTBOX_UUID_LEN + 1;          /* id */
+      doc += 1 + 4 + 8;                                 /* seq */
+      doc += 1 + 5 + 4 + (int64_t)strlen(ev->type) + 1; /* type */
+      doc += 1 + 5 + 8;                                 /* time */
+      doc += 1 + 5 + (int64_t)ev->data.len;             /* data */
       if (!bson_empty(&ev->headers)) {
-         doc += 1 + 8 + (int64_t) ev->headers.len; /* headers */
+         doc += 1 + 8 + (int64_t)ev->headers.len; /* headers */
       }
-      size += 1 + (int64_t) bson_uint32_to_string((uint32_t) i, &key, buf, sizeof buf) + 1 + doc;
+      size += 1 + (int64_t)bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf) + 1 + doc;
    }
    return size;
 }
@@ -246,7 +246,7 @@ _outbox_events_mark_committed(outbox_event_t *const *events, size_t n, int64_t f
                               int64_t time)
 {
    for (size_t i = 0; i < n; i++) {
-      events[i]->seq = first_seq + (int64_t) i;
+      events[i]->seq = first_seq + (int64_t)i;
       events[i]->time = time;
    }
 }
@@ -257,5 +257,5 @@ _outbox_now_ms(void)
    struct timespec ts;
 
    clock_gettime(CLOCK_REALTIME, &ts);
-   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -374,9 +374,21 @@ find_one(mongoc_collection_t *coll, const bson_t *filter, const bson_t *projecti
    return ok;
 }
 
+/* The ledger key: the (event, document) pair, so one event may feed several documents. */
+static void
+append_ledger_id(bson_t *doc, const char *event_id, const bson_value_t *doc_id)
+{
+   bson_t key;
+
+   BSON_APPEND_DOCUMENT_BEGIN(doc, "_id", &key);
+   BSON_APPEND_UTF8(&key, "event", event_id);
+   BSON_APPEND_VALUE(&key, "doc", doc_id);
+   bson_append_document_end(doc, &key);
+}
+
 static bool
-ledger_has(const outbox_inbox_t *ib, mongoc_client_t *client, const char *event_id, bool *seen,
-           bson_error_t *error)
+ledger_has(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_value_t *doc_id,
+           const char *event_id, bool *seen, bson_error_t *error)
 {
    mongoc_collection_t *coll;
    bson_t filter = BSON_INITIALIZER;
@@ -386,7 +398,7 @@ ledger_has(const outbox_inbox_t *ib, mongoc_client_t *client, const char *event_
    if (!ib->ledger)
       return true;
    coll = mongoc_client_get_collection(client, ib->db, ib->ledger);
-   BSON_APPEND_UTF8(&filter, "_id", event_id);
+   append_ledger_id(&filter, event_id, doc_id);
    ok = find_one(coll, &filter, NULL, NULL, seen, error);
    bson_destroy(&filter);
    mongoc_collection_destroy(coll);
@@ -430,18 +442,41 @@ doc_lookup(const outbox_inbox_t *ib, mongoc_collection_t *coll, const bson_value
    return true;
 }
 
+/* Reads the findAndModify reply: a pre-image means it matched (and holds the previous seq);
+ * no pre-image but an upserted id means it inserted. */
+static void
+read_reply(const outbox_inbox_t *ib, const bson_t *reply, bool *matched, int64_t *previous)
+{
+   bson_iter_t it, leo;
+
+   if (bson_iter_init_find(&it, reply, "value") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      bson_t pre;
+      const uint8_t *data;
+      uint32_t len;
+
+      bson_iter_document(&it, &len, &data);
+      bson_init_static(&pre, data, len);
+      *matched = true;
+      *previous = int_field(&pre, ib->seq_field);
+   } else if (bson_iter_init_find(&leo, reply, "lastErrorObject") &&
+              bson_iter_recurse(&leo, &it) && bson_iter_find(&it, "upserted")) {
+      *matched = true; /* inserted: no pre-image, nothing applied before */
+   }
+}
+
 /* One guarded findAndModify. *matched tells whether it applied; the pre-image's seq lands in
- * *previous. A duplicate-key error on _id under upsert means "exists but the guard failed",
- * which the caller resolves like a no-match. */
+ * *previous. Under upsert, a duplicate key error means "a document with this _id exists but
+ * the guard failed" (or another unique index refused the insert): *dup_key is set, the error
+ * kept in *error, and the caller tells the two apart like a no-match. */
 static bool
 guarded_update(const outbox_inbox_t *ib, mongoc_collection_t *coll, const bson_value_t *doc_id,
-               const char *event_id, const bson_t *update, bool *matched, int64_t *previous,
-               bson_error_t *error)
+               const char *event_id, const bson_t *update, bool *matched, bool *dup_key,
+               int64_t *previous, bson_error_t *error)
 {
    mongoc_find_and_modify_opts_t *fam = mongoc_find_and_modify_opts_new();
    bson_t query = BSON_INITIALIZER, guard, fields = BSON_INITIALIZER, extra = BSON_INITIALIZER;
+   bson_error_t local;
    bson_t reply;
-   bson_iter_t it;
    bool ok;
 
    BSON_APPEND_VALUE(&query, "_id", doc_id);
@@ -456,27 +491,16 @@ guarded_update(const outbox_inbox_t *ib, mongoc_collection_t *coll, const bson_v
       fam, ib->upsert ? MONGOC_FIND_AND_MODIFY_UPSERT : MONGOC_FIND_AND_MODIFY_NONE);
    mongoc_find_and_modify_opts_append(fam, &extra);
 
-   *matched = false;
+   *matched = *dup_key = false;
    *previous = 0;
-   ok = mongoc_collection_find_and_modify_with_opts(coll, &query, fam, &reply, error);
-   if (ok) {
-      bson_iter_t leo;
-
-      if (bson_iter_init_find(&it, &reply, "value") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-         bson_t pre;
-         const uint8_t *data;
-         uint32_t len;
-
-         bson_iter_document(&it, &len, &data);
-         bson_init_static(&pre, data, len);
-         *matched = true;
-         *previous = int_field(&pre, ib->seq_field);
-      } else if (bson_iter_init_find(&leo, &reply, "lastErrorObject") &&
-                 bson_iter_recurse(&leo, &it) && bson_iter_find(&it, "upserted")) {
-         *matched = true; /* inserted: no pre-image, nothing applied before */
-      }
-   } else if (error && error->code == 11000 && ib->upsert) {
-      ok = true;
+   ok = mongoc_collection_find_and_modify_with_opts(coll, &query, fam, &reply, &local);
+   if (ok)
+      read_reply(ib, &reply, matched, previous);
+   else if (local.code == 11000 && ib->upsert)
+      *dup_key = ok = true;
+   if (!ok || *dup_key) {
+      if (error)
+         *error = local;
    }
    bson_destroy(&reply);
    bson_destroy(&query);
@@ -505,9 +529,8 @@ ledger_record(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_valu
    bson_error_t error;
    bool ok;
 
-   BSON_APPEND_UTF8(&doc, "_id", event_id);
+   append_ledger_id(&doc, event_id, doc_id);
    BSON_APPEND_DATE_TIME(&doc, "at", now_ms());
-   BSON_APPEND_VALUE(&doc, "doc", doc_id);
    BSON_APPEND_INT64(&doc, "seq", seq);
    BSON_APPEND_DOCUMENT(&opts, "writeConcern", &ib->write_concern);
    ok = mongoc_collection_insert_one(coll, &doc, &opts, NULL, &error) || error.code == 11000;
@@ -526,11 +549,11 @@ apply_with(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_value_t
            bson_error_t *error)
 {
    mongoc_collection_t *coll = mongoc_client_get_collection(client, ib->db, ib->coll);
-   bool ok = false, seen, matched;
+   bool ok = false, seen, matched, dup_key;
    doc_state_t state;
    int64_t previous;
 
-   if (!ledger_has(ib, client, event_id, &seen, error))
+   if (!ledger_has(ib, client, doc_id, event_id, &seen, error))
       goto done;
    if (seen) {
       res->status = OUTBOX_INBOX_DUPLICATE;
@@ -538,7 +561,8 @@ apply_with(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_value_t
       goto done;
    }
    for (int round = 0; round < APPLY_ROUNDS; round++) {
-      if (!guarded_update(ib, coll, doc_id, event_id, update, &matched, &previous, error))
+      if (!guarded_update(ib, coll, doc_id, event_id, update, &matched, &dup_key, &previous,
+                          error))
          goto done;
       if (matched) {
          res->status = OUTBOX_INBOX_APPLIED;
@@ -555,6 +579,8 @@ apply_with(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_value_t
          ok = true;
          goto done;
       }
+      if (state == DOC_MISSING && dup_key)
+         goto done; /* another unique index refused the insert: its error is in *error */
       if (state == DOC_MISSING && !ib->upsert) {
          fail(error, OUTBOX_ERROR_NOT_FOUND, "no such state document", NULL);
          goto done;
@@ -608,15 +634,15 @@ outbox_inbox_seen(outbox_inbox_t *inbox, const bson_value_t *doc_id, const char 
    if (!inbox || !seen)
       return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "inbox and seen are required", NULL);
    *seen = false;
-   if ((doc_id && !check_doc_id(doc_id, error)) || !check_event_id(event_id, error))
+   if (!check_doc_id(doc_id, error) || !check_event_id(event_id, error))
       return false;
    client = mongoc_client_pool_pop(inbox->pool);
    coll = mongoc_client_get_collection(client, inbox->db, inbox->coll);
-   ok = !doc_id || doc_lookup(inbox, coll, doc_id, event_id, &state, error);
+   ok = doc_lookup(inbox, coll, doc_id, event_id, &state, error);
    if (ok && state == DOC_WITH_ID)
       *seen = true;
    else if (ok)
-      ok = ledger_has(inbox, client, event_id, seen, error);
+      ok = ledger_has(inbox, client, doc_id, event_id, seen, error);
    mongoc_collection_destroy(coll);
    mongoc_client_pool_push(inbox->pool, client);
    return ok;
@@ -635,7 +661,8 @@ outbox_inbox_ensure_indexes(outbox_inbox_t *inbox, bson_error_t *error)
       return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "inbox is NULL", NULL);
    if (!inbox->ledger)
       return true;
-   /* The ledger's _id is the event id, so uniqueness needs no index of ours; expiry does. */
+   /* The ledger's _id is the (event, doc) pair, so uniqueness needs no index of ours;
+    * expiry does. */
    cmd = BCON_NEW("createIndexes", BCON_UTF8(inbox->ledger), "indexes", "[", "{", "key", "{",
                   "at", BCON_INT32(1), "}", "name", BCON_UTF8("outbox_inbox_ttl"),
                   "expireAfterSeconds", BCON_INT32(inbox->ttl), "}", "]");

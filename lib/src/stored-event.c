@@ -12,8 +12,7 @@ static bool
 wrong_type(const bson_iter_t *iter, const char *expected, bson_error_t *error)
 {
    _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "%s: expected %s, got %s",
-                     bson_iter_key(iter), expected,
-                     _outbox_bson_type_name(bson_iter_type(iter)));
+                     bson_iter_key(iter), expected, _outbox_bson_type_name(bson_iter_type(iter)));
    return false;
 }
 

@@ -25,7 +25,7 @@ fill_random(uint8_t *buf, size_t len)
                  errno);
          abort();
       }
-      got += (size_t) r;
+      got += (size_t)r;
    }
 }
 
@@ -37,8 +37,8 @@ _outbox_uuid_v4(char out[_OUTBOX_UUID_LEN + 1])
    size_t o = 0;
 
    fill_random(b, sizeof b);
-   b[6] = (uint8_t) ((b[6] & 0x0f) | 0x40); /* version 4 */
-   b[8] = (uint8_t) ((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+   b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
+   b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
    for (size_t i = 0; i < sizeof b; i++) {
       if (i == 4 || i == 6 || i == 8 || i == 10) {
          out[o++] = '-';

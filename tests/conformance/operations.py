@@ -35,7 +35,10 @@ CANNOT = {
     ("createChangeStream", "fullDocumentBeforeChange"):
         "pymongo 3.11 has no `fullDocumentBeforeChange` option on watch()",
     "let": "pymongo 3.11 has no `let` option",
+    "rawData": "pymongo 3.11 has no `rawData` option",
 }
+# pymongo 3.11 sends `comment` only with aggregate and find.
+COMMENT_OPS = {"aggregate", "find", "findOne"}
 
 SENSITIVE = {"authenticate", "saslstart", "saslcontinue", "getnonce", "createuser",
              "updateuser", "copydbgetnonce", "copydbsaslstart", "copydb"}
@@ -248,8 +251,11 @@ class Args:
         for key, py in mapping.items():
             if key in self.args:
                 value = self.args.pop(key)
-                if key == "sort" and isinstance(value, dict):
+                if key in ("sort", "hint") and isinstance(value, dict):
                     value = list(value.items())
+                if key == "bypassDocumentValidation" and py != key and value is False:
+                    raise DriverCannot("pymongo 3.11 sends bypassDocumentValidation only when "
+                                       "true; the test expects false on the wire")
                 if key == "session":
                     value = self.entities.get(value)
                 if key == "returnDocument":
@@ -262,6 +268,10 @@ class Args:
             reason = CANNOT.get((self.op, key)) or CANNOT.get(key)
             if reason:
                 raise DriverCannot(reason)
+            if key == "comment" and self.op not in COMMENT_OPS:
+                raise DriverCannot("pymongo 3.11 has no `comment` option on %s" % self.op)
+            if key == "sort" and self.op in ("updateOne", "replaceOne"):
+                raise DriverCannot("pymongo 3.11 has no `sort` option on %s" % self.op)
         if self.args:
             raise RunnerError("%s: unsupported argument(s) %s" % (
                 self.op, ", ".join(sorted(self.args))))
@@ -279,7 +289,7 @@ UPDATE_OPTS = dict(WRITE_OPTS, upsert="upsert", arrayFilters="array_filters",
 FAM_OPTS = {"projection": "projection", "sort": "sort", "upsert": "upsert",
             "returnDocument": "return_document", "arrayFilters": "array_filters",
             "session": "session", "collation": "collation", "hint": "hint",
-            "maxTimeMS": "maxTimeMS"}
+            "maxTimeMS": "maxTimeMS", "bypassDocumentValidation": "bypassDocumentValidation"}
 STREAM_OPTS = {"fullDocument": "full_document", "resumeAfter": "resume_after",
                "maxAwaitTimeMS": "max_await_time_ms", "batchSize": "batch_size",
                "collation": "collation", "startAtOperationTime": "start_at_operation_time",
@@ -300,8 +310,11 @@ def _write_model(req):
         kw["collation"] = a.pop("collation")
     if "hint" in a:
         kw["hint"] = a.pop("hint")
-    if "let" in a:
-        raise DriverCannot(CANNOT["let"])
+        if isinstance(kw["hint"], dict):
+            kw["hint"] = list(kw["hint"].items())
+    for key in ("let", "rawData"):
+        if key in a:
+            raise DriverCannot(CANNOT[key])
     cls = {"updateOne": UpdateOne, "updateMany": UpdateMany, "replaceOne": ReplaceOne,
            "deleteOne": DeleteOne, "deleteMany": DeleteMany}[name]
     if name == "replaceOne":

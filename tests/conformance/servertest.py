@@ -58,6 +58,10 @@ class ServerTest(unittest.TestCase):
         cls.client.close()
 
     def setUp(self):
+        try:  # fail at once rather than wait for server selection when the server is gone
+            socket.create_connection(server_address(), timeout=2).close()
+        except OSError as exc:
+            self.fail("server unreachable: %s" % exc)
         self.coll = self.db[self.id().split(".", 1)[1].replace(".", "_")[-60:]]
         self.coll.drop()
         self.failpoints = []

@@ -272,18 +272,30 @@ class Resume(ServerTest):
         self._watch_through_fault(fault, 1)
 
     def test_resumable_error_label_and_non_resumable_error(self):
+        """Only the label decides (wire >= 9); failCommand never adds it by itself.
+
+        As MongoDB's change-streams-resume-errorLabels spec tests: failCommand on getMore
+        with code 6 and no errorLabels is *not* resumed ("failCommand will not add the allow
+        list error label"), an explicit errorLabels: [ResumableChangeStreamError] is.
+        """
         seen_cmds = Commands()
         coll = self.new_client(event_listeners=[seen_cmds])[DB][self.coll.name]
         stream = coll.watch(max_await_time_ms=200)
         self.addCleanup(stream.close)
-        self.failpoint("failCommand", {"times": 1}, failCommands=["getMore"], errorCode=89)
+        self.failpoint("failCommand", {"times": 1}, failCommands=["getMore"], errorCode=50,
+                       errorLabels=["ResumableChangeStreamError"])
         stream.try_next()  # resumed once: no error reaches the application
         self.assertEqual(seen_cmds.names, ["aggregate", "getMore", "aggregate"])
-        self.failpoint("failCommand", {"times": 1}, failCommands=["getMore"], errorCode=216)
-        with self.assertRaises(OperationFailure) as ctx:
-            next_change(stream, timeout=3)
-        self.assertCode(ctx, 216)
-        self.assertFalse(ctx.exception.has_error_label("ResumableChangeStreamError"))
+        for code in (6, 216):
+            with self.subTest(code=code):
+                self.failpoint("failCommand", {"times": 1}, failCommands=["getMore"],
+                               errorCode=code)
+                with self.assertRaises(OperationFailure) as ctx:
+                    next_change(stream, timeout=3)
+                self.assertCode(ctx, code)
+                self.assertFalse(ctx.exception.has_error_label("ResumableChangeStreamError"))
+                stream = coll.watch(max_await_time_ms=200)
+                self.addCleanup(stream.close)
 
 
 class HistoryLoss(ServerTest):

@@ -249,3 +249,52 @@ Test(representation, writes_json)
    bson_string_free(out, true);
    contact_destroy(c);
 }
+
+Test(representation, merge_patch)
+{
+   bson_t *target = BCON_NEW("name", "{", "firstName", BCON_UTF8("Ada"), "lastName",
+                             BCON_UTF8("L"), "}", "email", BCON_UTF8("a@b.co"), "company",
+                             BCON_NULL);
+   bson_t *patch = BCON_NEW("name", "{", "lastName", BCON_UTF8("King"), "}", "email", BCON_NULL,
+                            "company", "{", "companyName", BCON_UTF8("X"), "city", BCON_NULL,
+                            "}");
+   bson_t *dup = BCON_NEW("name", "{", "a", BCON_INT32(1), "a", BCON_INT32(2), "}");
+   contact_error_t err;
+   bson_iter_t it;
+   bson_t out;
+
+   cr_assert(representation_merge_patch(target, patch, &out, &err));
+   cr_assert_str_eq(str_at(&out, "name.firstName"), "Ada");
+   cr_assert_str_eq(str_at(&out, "name.lastName"), "King");
+   cr_assert_not(bson_iter_init_find(&it, &out, "email"), "null removes a member");
+   cr_assert_str_eq(str_at(&out, "company.companyName"), "X");
+   cr_assert_not(bson_iter_init(&it, &out) && bson_iter_find_descendant(&it, "company.city", &it),
+                 "nulls inside a new object are dropped");
+   bson_destroy(&out);
+   cr_assert_not(representation_merge_patch(target, dup, &out, &err));
+   cr_assert_str_eq(err.field, "a");
+   bson_destroy(&out);
+   bson_destroy(target);
+   bson_destroy(patch);
+   bson_destroy(dup);
+}
+
+Test(contact, control_characters)
+{
+   contact_input_t in = ada();
+   contact_error_t err;
+   contact_t *c;
+
+   in.description = "line one\nline two\tindented";
+   c = contact_create("x", &in, 0, &err);
+   cr_assert_not_null(c, "a description may span lines: %s", err.message);
+   contact_destroy(c);
+   in = ada();
+   in.last_name = "Love\nlace";
+   cr_assert_null(contact_create("x", &in, 0, &err));
+   cr_assert_str_eq(err.field, "name.lastName");
+   in = ada();
+   in.city = "Lon\x01" "don";
+   cr_assert_null(contact_create("x", &in, 0, &err));
+   cr_assert_str_eq(err.field, "company.city");
+}

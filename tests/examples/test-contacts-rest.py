@@ -173,8 +173,52 @@ def test_bad_input(c, coll, cid, before):
     check("bad input left the contact as it was", after == before)
 
 
+def patch(c, cid, doc, version, ctype="application/merge-patch+json"):
+    return c.call("PATCH", "/contacts/" + cid, raw=json.dumps(doc).encode(),
+                  headers={"Content-Type": ctype, "If-Match": '"%d"' % version})
+
+
+def test_patch(c, coll, cid):
+    v = stored(coll, cid)["version"]
+    n = len(event_types(stored(coll, cid)))
+    st, h, body = patch(c, cid, {"email": "patched@king.org"}, v)
+    check("PATCH email -> 200 with new ETag", st == 200 and h.get("ETag") == '"%d"' % (v + 1),
+          (st, h.get("ETag"), body))
+    check("PATCH keeps the rest", body["name"]["firstName"] == "Augusta" and
+          body["company"]["companyName"] == "Babbage & Co", body)
+    evs = event_types(stored(coll, cid))
+    check("PATCH email: only ContactEmailUpdated", [t for t, _ in evs[n:]] ==
+          ["ContactEmailUpdated"], evs)
+    st, _, body = patch(c, cid, {"name": {"lastName": "Byron"}, "company": {"city": "Ockham"}},
+                        v + 1, "application/json")
+    check("PATCH nested members -> 200", st == 200 and body["name"] ==
+          {"firstName": "Augusta", "lastName": "Byron"} and body["company"]["city"] == "Ockham"
+          and body["company"]["companyName"] == "Babbage & Co", (st, body))
+    evs = event_types(stored(coll, cid))
+    check("PATCH name and company: two events", [t for t, _ in evs[n + 1:]] ==
+          ["ContactNameUpdated", "ContactCompanyUpdated"], evs)
+    st, _, body = patch(c, cid, {"company": None}, v + 2)
+    check("PATCH company null removes it", st == 200 and body["company"] is None, (st, body))
+    before = stored(coll, cid)
+    for bad, why in (({"name": None}, "removing the name"), ({"age": 3}, "unknown field"),
+                     ({"email": "nope"}, "invalid email"), ({"id": "x"}, "read-only field"),
+                     ({"company": {"city": "X"}}, "company without companyName")):
+        st, _, body = patch(c, cid, bad, v + 3)
+        check("PATCH %s -> 400" % why, st == 400 and body.get("message"), (st, body))
+    st, _, _ = c.call("PATCH", "/contacts/" + cid, raw=b'{"email": "a@b.co", "email": "c@d.co"}',
+                      headers={"Content-Type": "application/merge-patch+json",
+                               "If-Match": '"%d"' % (v + 3)})
+    check("PATCH duplicate keys -> 400", st == 400, st)
+    st, _, _ = c.call("PATCH", "/contacts/" + cid, {"email": "a@b.co"})
+    check("PATCH without If-Match -> 428", st == 428, st)
+    st, _, _ = patch(c, cid, {"email": "a@b.co"}, v + 3, "text/plain")
+    check("PATCH wrong content type -> 415", st == 415, st)
+    st, _, _ = patch(c, cid, {"email": "a@b.co"}, v)
+    check("PATCH stale -> 412", st == 412, st)
+    check("bad PATCHes wrote nothing", stored(coll, cid) == before)
+
+
 def test_methods(c, cid):
-    check("PATCH -> 405", c.call("PATCH", "/contacts/" + cid, {})[0] == 405)
     st, h, _ = c.call("POST", "/contacts/" + cid, contact())
     check("POST on an item -> 405 with Allow", st == 405 and "PUT" in h.get("Allow", ""), h)
     check("unknown path -> 404", c.call("GET", "/nothing")[0] == 404)
@@ -283,8 +327,9 @@ def main():
             cid = test_create_get(c, coll)
             doc = test_updates(c, coll, cid)
             test_bad_input(c, coll, cid, doc)
+            test_patch(c, coll, cid)
             test_methods(c, cid)
-            test_race(c, cid, doc["version"])
+            test_race(c, cid, stored(coll, cid)["version"])
             test_delete(c, coll, cid)
             test_paging(c, cid)
     finally:

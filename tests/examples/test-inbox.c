@@ -251,9 +251,50 @@ Test(inbox, seen_and_indexes)
    inc(ib, "c7", "s-1", 1);
    cr_assert(outbox_inbox_seen(ib, &id, "s-1", &seen, &error));
    cr_assert(seen);
-   seen = false;
-   cr_assert(outbox_inbox_seen(ib, NULL, "s-1", &seen, &error), "ledger only");
-   cr_assert(seen);
+   cr_assert_not(outbox_inbox_seen(ib, NULL, "s-1", &seen, &error), "doc id is required");
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT);
+   outbox_inbox_destroy(ib);
+}
+
+Test(inbox, one_event_feeds_several_documents)
+{
+   bson_t *opts = BCON_NEW("window", BCON_INT32(1));
+   outbox_inbox_t *ib = open_inbox(opts);
+
+   cr_assert_eq(inc(ib, "d1", "shared", 0).status, OUTBOX_INBOX_APPLIED);
+   cr_assert_eq(inc(ib, "d2", "shared", 0).status, OUTBOX_INBOX_APPLIED);
+   inc(ib, "d1", "other", 0); /* pushes "shared" out of d1's window: the ledger remembers */
+   cr_assert_eq(inc(ib, "d1", "shared", 0).status, OUTBOX_INBOX_DUPLICATE);
+   cr_assert_eq(inc(ib, "d2", "shared", 0).status, OUTBOX_INBOX_DUPLICATE);
+   cr_assert_eq(field("d1", "n"), 2);
+   cr_assert_eq(field("d2", "n"), 1);
+   outbox_inbox_destroy(ib);
+   bson_destroy(opts);
+}
+
+Test(inbox, other_unique_index_errors_pass_through)
+{
+   outbox_inbox_t *ib = open_inbox(NULL);
+   mongoc_client_t *client = mongoc_client_pool_pop(pool);
+   mongoc_database_t *d = mongoc_client_get_database(client, db);
+   bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8("state"), "indexes", "[", "{", "key", "{",
+                          "email", BCON_INT32(1), "}", "name", BCON_UTF8("email_1"), "unique",
+                          BCON_BOOL(true), "}", "]");
+   bson_t *upd = BCON_NEW("$set", "{", "email", BCON_UTF8("same@x.org"), "}");
+   bson_value_t a = sid("u1"), b = sid("u2");
+   bson_error_t error;
+
+   cr_assert(mongoc_database_write_command_with_opts(d, cmd, NULL, NULL, &error), "%s",
+             error.message);
+   mongoc_database_destroy(d);
+   mongoc_client_pool_push(pool, client);
+   cr_assert(outbox_inbox_apply(ib, &a, "u-1", 1, upd, NULL, &error), "%s", error.message);
+   cr_assert_not(outbox_inbox_apply(ib, &b, "u-2", 1, upd, NULL, &error));
+   cr_assert_eq(error.code, 11000, "the server's error passes through: %d %s", error.code,
+                error.message);
+   cr_assert_eq(field("u2", "n"), -1);
+   bson_destroy(cmd);
+   bson_destroy(upd);
    outbox_inbox_destroy(ib);
 }
 

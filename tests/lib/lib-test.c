@@ -29,8 +29,8 @@ lt_init(lt_t *t, const char *prefix, mongoc_apm_callbacks_t *apm, void *apm_ctx)
    if (apm) {
       mongoc_client_pool_set_apm_callbacks(t->pool, apm, apm_ctx);
    }
-   cr_assert_eq(getrandom(&r, sizeof r, 0), (ssize_t) sizeof r);
-   snprintf(t->coll_name, sizeof t->coll_name, "%.30s_%d_%08x", prefix, (int) getpid(), r);
+   cr_assert_eq(getrandom(&r, sizeof r, 0), (ssize_t)sizeof r);
+   snprintf(t->coll_name, sizeof t->coll_name, "%.30s_%d_%08x", prefix, (int)getpid(), r);
 }
 
 void
@@ -126,8 +126,8 @@ void
 lt_publish_all(lt_t *t, const bson_value_t *id)
 {
    bson_t filter = BSON_INITIALIZER;
-   bson_t *update = BCON_NEW("$pull", "{", "events", "{", "seq", "{", "$gte", BCON_INT64(1),
-                             "}", "}", "}");
+   bson_t *update =
+       BCON_NEW("$pull", "{", "events", "{", "seq", "{", "$gte", BCON_INT64(1), "}", "}", "}");
 
    BSON_APPEND_VALUE(&filter, "_id", id);
    lt_raw_update(t, &filter, update);
@@ -146,8 +146,7 @@ lt_assert_unchanged(lt_t *t, const bson_value_t *id, const bson_t *before)
    }
    cr_assert_not_null(now, "the document disappeared");
    cr_assert(bson_equal(now, before), "document changed:\n%s\n%s",
-             bson_as_relaxed_extended_json(before, NULL),
-             bson_as_relaxed_extended_json(now, NULL));
+             bson_as_relaxed_extended_json(before, NULL), bson_as_relaxed_extended_json(now, NULL));
    bson_destroy(now);
 }
 
@@ -156,8 +155,8 @@ lt_int64(const bson_t *doc, const char *path)
 {
    bson_iter_t it, found;
 
-   cr_assert(bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &found),
-             "no %s", path);
+   cr_assert(bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &found), "no %s",
+             path);
    cr_assert(BSON_ITER_HOLDS_INT64(&found), "%s is not an Int64", path);
    return bson_iter_int64(&found);
 }
@@ -183,8 +182,8 @@ lt_str_id(const char *s)
 {
    bson_value_t v = {.value_type = BSON_TYPE_UTF8};
 
-   v.value.v_utf8.str = (char *) s;
-   v.value.v_utf8.len = (uint32_t) strlen(s);
+   v.value.v_utf8.str = (char *)s;
+   v.value.v_utf8.len = (uint32_t)strlen(s);
    return v;
 }
 

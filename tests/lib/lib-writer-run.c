@@ -10,7 +10,7 @@
 static bool
 is(const bson_error_t *error, outbox_error_code_t code)
 {
-   return error->domain == OUTBOX_ERROR_DOMAIN && error->code == (uint32_t) code;
+   return error->domain == OUTBOX_ERROR_DOMAIN && error->code == (uint32_t)code;
 }
 
 /* One commit, retried until it is in. */
@@ -33,7 +33,7 @@ commit_one(outbox_collection_t *coll, const bson_value_t *id, int writer, int c,
       int64_t version;
 
       if (c % 2 == 0) {
-         ok = outbox_collection_append(coll, id, evs, (size_t) n, NULL, error);
+         ok = outbox_collection_append(coll, id, evs, (size_t)n, NULL, error);
          if (!ok && !is(error, OUTBOX_ERROR_RETRIES_EXHAUSTED)) {
             break;
          }
@@ -41,7 +41,7 @@ commit_one(outbox_collection_t *coll, const bson_value_t *id, int writer, int c,
          if (!outbox_collection_read(coll, id, NULL, &version, error)) {
             break;
          }
-         ok = outbox_collection_update(coll, id, version, inc, evs, (size_t) n, NULL, error);
+         ok = outbox_collection_update(coll, id, version, inc, evs, (size_t)n, NULL, error);
          if (!ok && !is(error, OUTBOX_ERROR_CONFLICT)) {
             break;
          }
@@ -78,8 +78,8 @@ get_int(const bson_t *doc, const char *key)
 static bool
 check_events(const bson_t *doc, int writers, int64_t total, char *why, size_t size)
 {
-   int *last_c = calloc((size_t) writers, sizeof *last_c);
-   int *next_k = calloc((size_t) writers, sizeof *next_k);
+   int *last_c = calloc((size_t)writers, sizeof *last_c);
+   int *next_k = calloc((size_t)writers, sizeof *next_k);
    bson_iter_t it, arr;
    int64_t expect = 1;
    bool ok = false;
@@ -117,8 +117,8 @@ check_events(const bson_t *doc, int writers, int64_t total, char *why, size_t si
          goto done;
       }
       if (k == 0 ? (c != last_c[w] + 1 || next_k[w] != 0) : (c != last_c[w] || k != next_k[w])) {
-         snprintf(why, size, "seq %" PRId64 ": writer %d commit %d event %d out of order", seq,
-                  w, c, k);
+         snprintf(why, size, "seq %" PRId64 ": writer %d commit %d event %d out of order", seq, w,
+                  c, k);
          goto done;
       }
       last_c[w] = c;
@@ -146,14 +146,14 @@ lw_check(const bson_t *doc, int writers, int commits, char *why, size_t why_size
    }
    total *= writers;
    odd *= writers;
-   if (get_int(doc, "version") != 1 + (int64_t) writers * commits) {
+   if (get_int(doc, "version") != 1 + (int64_t)writers * commits) {
       snprintf(why, why_size, "version %" PRId64 ", expected %" PRId64, get_int(doc, "version"),
-               1 + (int64_t) writers * commits);
+               1 + (int64_t)writers * commits);
       return false;
    }
    if (get_int(doc, "eventSeq") != total) {
-      snprintf(why, why_size, "eventSeq %" PRId64 ", expected %" PRId64,
-               get_int(doc, "eventSeq"), total);
+      snprintf(why, why_size, "eventSeq %" PRId64 ", expected %" PRId64, get_int(doc, "eventSeq"),
+               total);
       return false;
    }
    if (get_int(doc, "counter") != odd) {

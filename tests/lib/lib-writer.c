@@ -38,7 +38,7 @@ main(int argc, char **argv)
    mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
    coll = outbox_collection_new(pool, argv[2], argv[3], NULL, &error);
    id.value.v_utf8.str = argv[4];
-   id.value.v_utf8.len = (uint32_t) strlen(argv[4]);
+   id.value.v_utf8.len = (uint32_t)strlen(argv[4]);
    if (!coll || !lw_run(coll, &id, atoi(argv[5]), atoi(argv[6]), &error)) {
       fprintf(stderr, "lib-writer %s: %s\n", argv[5], error.message);
       status = 1;

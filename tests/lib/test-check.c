@@ -48,27 +48,25 @@ Test(check, reserved_paths)
 Test(check, accepted_updates)
 {
    cr_assert_eq(check_update(NULL, &names), 0);
-   cr_assert_eq(check_update(BCON_NEW("$set", "{", "name", BCON_UTF8("x"), "}", "$inc", "{",
-                                      "n", BCON_INT32(1), "}", "$unset", "{", "old",
-                                      BCON_UTF8(""), "}"),
+   cr_assert_eq(check_update(BCON_NEW("$set", "{", "name", BCON_UTF8("x"), "}", "$inc", "{", "n",
+                                      BCON_INT32(1), "}", "$unset", "{", "old", BCON_UTF8(""), "}"),
                              &names),
                 0);
-   cr_assert_eq(check_update(BCON_NEW("$push", "{", "tags", BCON_UTF8("a"), "}", "$rename",
-                                      "{", "a", BCON_UTF8("b.c"), "}", "$currentDate", "{",
-                                      "at", BCON_BOOL(true), "}"),
+   cr_assert_eq(check_update(BCON_NEW("$push", "{", "tags", BCON_UTF8("a"), "}", "$rename", "{",
+                                      "a", BCON_UTF8("b.c"), "}", "$currentDate", "{", "at",
+                                      BCON_BOOL(true), "}"),
                              &names),
                 0);
-   cr_assert_eq(check_update(BCON_NEW("$set", "{", "deleted", BCON_BOOL(false), "}"), &names),
-                0);
+   cr_assert_eq(check_update(BCON_NEW("$set", "{", "deleted", BCON_BOOL(false), "}"), &names), 0);
    cr_assert_eq(check_update(BCON_NEW("$set", "{", "events", BCON_INT32(1), "}"), &renamed), 0);
 }
 
 Test(check, reserved_updates)
 {
-   const char *ops[] = {"$set", "$unset", "$inc", "$min", "$max", "$mul", "$push",
-                        "$addToSet", "$pull", "$pullAll", "$pop", "$bit", "$currentDate"};
-   const char *paths[] = {"_id", "version", "eventSeq", "events", "events.0",
-                          "events.0.type", "version.x", "events.$"};
+   const char *ops[] = {"$set",      "$unset", "$inc",     "$min", "$max", "$mul",        "$push",
+                        "$addToSet", "$pull",  "$pullAll", "$pop", "$bit", "$currentDate"};
+   const char *paths[] = {"_id",      "version",       "eventSeq",  "events",
+                          "events.0", "events.0.type", "version.x", "events.$"};
 
    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
       for (size_t j = 0; j < sizeof paths / sizeof paths[0]; j++) {
@@ -76,8 +74,7 @@ Test(check, reserved_updates)
                       OUTBOX_ERROR_RESERVED_FIELD, "%s %s", ops[i], paths[j]);
       }
    }
-   cr_assert_eq(check_update(BCON_NEW("$set", "{", "ok", BCON_INT32(1), "v.x", BCON_INT32(1),
-                                      "}"),
+   cr_assert_eq(check_update(BCON_NEW("$set", "{", "ok", BCON_INT32(1), "v.x", BCON_INT32(1), "}"),
                              &renamed),
                 OUTBOX_ERROR_RESERVED_FIELD);
 }
@@ -101,13 +98,11 @@ Test(check, invalid_updates)
    /* A replacement document would drop the bookkeeping fields. */
    cr_assert_eq(check_update(BCON_NEW("name", BCON_UTF8("x")), &names),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
-   cr_assert_eq(check_update(BCON_NEW("$set", "{", "a", BCON_INT32(1), "}", "name",
-                                      BCON_UTF8("x")),
-                             &names),
-                OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(
+       check_update(BCON_NEW("$set", "{", "a", BCON_INT32(1), "}", "name", BCON_UTF8("x")), &names),
+       OUTBOX_ERROR_INVALID_ARGUMENT);
    /* A pipeline arrives as a document with keys "0", "1", ... */
-   cr_assert_eq(check_update(BCON_NEW("0", "{", "$set", "{", "a", BCON_INT32(1), "}", "}"),
-                             &names),
+   cr_assert_eq(check_update(BCON_NEW("0", "{", "$set", "{", "a", BCON_INT32(1), "}", "}"), &names),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(check_update(BCON_NEW("$setOnInsert", "{", "a", BCON_INT32(1), "}"), &names),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
@@ -115,8 +110,8 @@ Test(check, invalid_updates)
                 OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(check_update(BCON_NEW("$set", BCON_INT32(1)), &names),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
-   cr_assert_eq(check_update(BCON_NEW("$set", "{", "a", BCON_INT32(1), "}", "$set", "{",
-                                      "version", BCON_INT32(1), "}"),
+   cr_assert_eq(check_update(BCON_NEW("$set", "{", "a", BCON_INT32(1), "}", "$set", "{", "version",
+                                      BCON_INT32(1), "}"),
                              &names),
                 OUTBOX_ERROR_INVALID_ARGUMENT, "a second $set could hide a reserved path");
 }

@@ -54,9 +54,9 @@ Test(collection, options)
    bson_error_t error;
    bson_t *opts = BCON_NEW("versionField", BCON_UTF8("v"), "eventSeqField", BCON_UTF8("s"),
                            "eventsField", BCON_UTF8("outbox"), "deletedField", BCON_UTF8("gone"),
-                           "maxPendingEvents", BCON_INT32(5), "maxDocumentSize",
-                           BCON_INT64(100000), "appendRetries", BCON_INT32(3), "cacheSize",
-                           BCON_INT32(0), "writeConcern", "{", "w", BCON_INT32(1), "}");
+                           "maxPendingEvents", BCON_INT32(5), "maxDocumentSize", BCON_INT64(100000),
+                           "appendRetries", BCON_INT32(3), "cacheSize", BCON_INT32(0),
+                           "writeConcern", "{", "w", BCON_INT32(1), "}");
    outbox_collection_t *c = outbox_collection_new(pool, "db", "c", opts, &error);
 
    cr_assert_not_null(c, "%s", error.message);
@@ -86,8 +86,7 @@ Test(collection, bad_options)
    cr_assert_eq(new_fails(BCON_NEW("versionFeld", BCON_UTF8("v"))), OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(new_fails(BCON_NEW("versionField", BCON_UTF8("a.b"))),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
-   cr_assert_eq(new_fails(BCON_NEW("eventsField", BCON_UTF8("$e"))),
-                OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(new_fails(BCON_NEW("eventsField", BCON_UTF8("$e"))), OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(new_fails(BCON_NEW("eventsField", BCON_UTF8(""))), OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(new_fails(BCON_NEW("eventsField", BCON_UTF8("_id"))),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
@@ -100,8 +99,7 @@ Test(collection, bad_options)
                 OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(new_fails(BCON_NEW("maxDocumentSize", BCON_INT64(17 * 1024 * 1024))),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
-   cr_assert_eq(new_fails(BCON_NEW("appendRetries", BCON_INT32(0))),
-                OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(new_fails(BCON_NEW("appendRetries", BCON_INT32(0))), OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(new_fails(BCON_NEW("writeConcern", BCON_UTF8("majority"))),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(new_fails(BCON_NEW("cacheSize", BCON_INT32(-1))), OUTBOX_ERROR_INVALID_ARGUMENT);
@@ -245,4 +243,30 @@ Test(cache, put_get_evict)
    cr_assert_null(_outbox_cache_new(0));
    cr_assert_not(_outbox_cache_get(NULL, &a, &got));
    _outbox_cache_put(NULL, &a, &st);
+}
+
+static uint32_t
+mapped(uint32_t domain, uint32_t code, const char *message)
+{
+   bson_error_t error;
+
+   bson_set_error(&error, domain, code, "%s", message);
+   _outbox_map_size_error(&error);
+   return error.domain == OUTBOX_ERROR_DOMAIN ? error.code : 0;
+}
+
+Test(errors, size_errors_are_mapped)
+{
+   cr_assert_eq(mapped(MONGOC_ERROR_SERVER, 17419, "Resulting document after update is larger"),
+                OUTBOX_ERROR_LIMIT_SIZE);
+   cr_assert_eq(mapped(MONGOC_ERROR_COLLECTION, 10334, "BSONObj size invalid"),
+                OUTBOX_ERROR_LIMIT_SIZE);
+   cr_assert_eq(mapped(MONGOC_ERROR_SERVER, 2, "object to insert too large"),
+                OUTBOX_ERROR_LIMIT_SIZE);
+   cr_assert_eq(mapped(MONGOC_ERROR_BSON, MONGOC_ERROR_BSON_INVALID, "Document is too large"),
+                OUTBOX_ERROR_LIMIT_SIZE);
+   cr_assert_eq(mapped(MONGOC_ERROR_SERVER, 2, "unknown operator"), 0);
+   cr_assert_eq(mapped(MONGOC_ERROR_SERVER, 11000, "E11000 duplicate key"), 0);
+   cr_assert_eq(mapped(MONGOC_ERROR_STREAM, 17419, "too large"), 0);
+   _outbox_map_size_error(NULL);
 }

@@ -39,7 +39,7 @@ create(const bson_value_t *id, int n)
    for (int i = 0; i < n; i++) {
       evs[i] = outbox_event_new("t.created", NULL);
    }
-   cr_assert(outbox_collection_create(t.coll, id, fields, evs, (size_t) n, &res, &e), "%s",
+   cr_assert(outbox_collection_create(t.coll, id, fields, evs, (size_t)n, &res, &e), "%s",
              e.message);
    cr_assert_eq(res.version, 1);
    for (int i = 0; i < n; i++) {
@@ -68,8 +68,7 @@ assert_events(const bson_t *doc, int64_t first, int64_t last)
       cr_assert(_outbox_stored_event_validate(&ev, &e), "%s", e.message);
       cr_assert_eq(lt_int64(&ev, "seq"), expect++);
    }
-   cr_assert_eq(expect, last + 1, "events end at %" PRId64 ", expected %" PRId64, expect - 1,
-                last);
+   cr_assert_eq(expect, last + 1, "events end at %" PRId64 ", expected %" PRId64, expect - 1, last);
 }
 
 Test(commit, create_stores_the_contract)
@@ -192,8 +191,7 @@ Test(commit, update_with_events)
    bson_iter_t it;
 
    create(&id, 1);
-   cr_assert(outbox_collection_update(t.coll, &id, 1, update, evs, 2, &res, &e), "%s",
-             e.message);
+   cr_assert(outbox_collection_update(t.coll, &id, 1, update, evs, 2, &res, &e), "%s", e.message);
    cr_assert_eq(res.version, 2);
    cr_assert_eq(res.first_seq, 2);
    cr_assert_eq(res.last_seq, 3);
@@ -221,8 +219,7 @@ Test(commit, update_without_events_bumps_version)
    bson_t *doc;
 
    create(&id, 2);
-   cr_assert(outbox_collection_update(t.coll, &id, 1, update, NULL, 0, &res, &e), "%s",
-             e.message);
+   cr_assert(outbox_collection_update(t.coll, &id, 1, update, NULL, 0, &res, &e), "%s", e.message);
    cr_assert_eq(res.version, 2);
    cr_assert_eq(res.first_seq, 0);
    cr_assert(outbox_collection_update(t.coll, &id, 2, NULL, NULL, 0, &res, &e), "%s", e.message);
@@ -296,10 +293,10 @@ Test(commit, validation_errors_change_nothing)
    outbox_event_t *good = outbox_event_new("ok", NULL);
    outbox_event_t *mixed[2] = {good, bad};
    bson_t *updates[4] = {
-      BCON_NEW("$set", "{", "version", BCON_INT64(99), "}"),
-      BCON_NEW("$pull", "{", "events", "{", "}", "}"),
-      BCON_NEW("$rename", "{", "name", BCON_UTF8("eventSeq"), "}"),
-      BCON_NEW("name", BCON_UTF8("replacement")),
+       BCON_NEW("$set", "{", "version", BCON_INT64(99), "}"),
+       BCON_NEW("$pull", "{", "events", "{", "}", "}"),
+       BCON_NEW("$rename", "{", "name", BCON_UTF8("eventSeq"), "}"),
+       BCON_NEW("name", BCON_UTF8("replacement")),
    };
    bson_error_t e;
    bson_t *before;
@@ -446,8 +443,8 @@ Test(commit, any_version_with_update)
    cr_assert(outbox_collection_update(t.coll, &id, OUTBOX_ANY_VERSION, inc, NULL, 0, &res, &e),
              "%s", e.message);
    cr_assert_eq(res.version, 2);
-   cr_assert(outbox_collection_soft_delete(t.coll, &id, OUTBOX_ANY_VERSION, NULL, &res, &e),
-             "%s", e.message);
+   cr_assert(outbox_collection_soft_delete(t.coll, &id, OUTBOX_ANY_VERSION, NULL, &res, &e), "%s",
+             e.message);
    cr_assert_eq(res.version, 3);
    cr_assert_eq(res.first_seq, 0, "a soft delete without an event appends none");
    doc = lt_raw_get(&t, &id);

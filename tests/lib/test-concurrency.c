@@ -38,8 +38,8 @@ started(const mongoc_apm_command_started_t *event)
    } else if (strcmp(name, "update") == 0) {
       c->updates++;
       bson_reinit(&c->last_update);
-      bson_copy_to_excluding_noinit(mongoc_apm_command_started_get_command(event),
-                                    &c->last_update, "lsid", "$clusterTime", NULL);
+      bson_copy_to_excluding_noinit(mongoc_apm_command_started_get_command(event), &c->last_update,
+                                    "lsid", "$clusterTime", NULL);
    } else if (strcmp(name, "find") == 0) {
       c->finds++;
    } else {
@@ -151,8 +151,8 @@ static pid_t
 spawn_writer(const char *path, const char *id, int writer, int commits)
 {
    char w[16], c[16];
-   char *argv[] = {(char *) path, getenv("OUTBOX_TEST_MONGODB_URI"), LT_DB, t.coll_name,
-                   (char *) id, w, c, NULL};
+   char *argv[] = {
+       (char *)path, getenv("OUTBOX_TEST_MONGODB_URI"), LT_DB, t.coll_name, (char *)id, w, c, NULL};
    pid_t pid;
 
    snprintf(w, sizeof w, "%d", writer);
@@ -179,8 +179,7 @@ Test(concurrency, processes_and_threads)
    join_threads(2, jobs, threads);
    for (int i = 0; i < 3; i++) {
       cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
-      cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer process %d failed",
-                2 + i);
+      cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer process %d failed", 2 + i);
    }
    check_entity(&id, 5, 15);
 }
@@ -246,16 +245,14 @@ Test(concurrency, one_update_command)
 
    create_entity(&id);
    reset_counts();
-   cr_assert(outbox_collection_update(t.coll, &id, 1, update, evs, 2, NULL, &e), "%s",
-             e.message);
+   cr_assert(outbox_collection_update(t.coll, &id, 1, update, evs, 2, NULL, &e), "%s", e.message);
    cr_assert_eq(count_of(&counts.updates), 1);
    cr_assert_eq(count_of(&counts.finds), 0, "the handle knew eventSeq: no read");
    cr_assert_eq(count_of(&counts.inserts), 0);
    assert_one_update_statement(1, 0);
    /* A handle that has not seen the entity reads it once, then sends one update. */
    cold = outbox_collection_new(t.pool, LT_DB, t.coll_name, NULL, &e);
-   cr_assert(outbox_collection_update(cold, &id, 2, update, evs + 2, 1, NULL, &e), "%s",
-             e.message);
+   cr_assert(outbox_collection_update(cold, &id, 2, update, evs + 2, 1, NULL, &e), "%s", e.message);
    cr_assert_eq(count_of(&counts.updates), 1);
    cr_assert_eq(count_of(&counts.finds), 1);
    assert_one_update_statement(2, 2);

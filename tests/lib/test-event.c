@@ -157,8 +157,7 @@ data_ok(bson_t *data)
 
 Test(event, data_keys)
 {
-   cr_assert(data_ok(BCON_NEW("a.b", BCON_INT32(1), "n", "{", "x", "[", BCON_UTF8("y"), "]",
-                              "}")));
+   cr_assert(data_ok(BCON_NEW("a.b", BCON_INT32(1), "n", "{", "x", "[", BCON_UTF8("y"), "]", "}")));
    cr_assert(data_ok(BCON_NEW("price", BCON_UTF8("$5"))), "'$' in values is fine");
    cr_assert_not(data_ok(BCON_NEW("$date", BCON_INT64(1))));
    cr_assert_not(data_ok(BCON_NEW("n", "{", "$oid", BCON_UTF8("x"), "}")));
@@ -235,7 +234,7 @@ Test(event, stored_size_is_exact)
       bson_destroy(data);
    }
    _outbox_events_append_stored(&arr, evs, 12, 1, 0);
-   cr_assert_eq(_outbox_events_stored_size(evs, 12), (int64_t) arr.len);
+   cr_assert_eq(_outbox_events_stored_size(evs, 12), (int64_t)arr.len);
    bson_destroy(&arr);
    for (int i = 0; i < 12; i++) {
       outbox_event_destroy(evs[i]);
@@ -269,7 +268,7 @@ Test(event, stored_form_is_valid)
       cr_assert_eq(bson_iter_date_time(&child), 1700000000000);
    }
    cr_assert_eq(expect_seq, 7);
-   cr_assert_eq(_outbox_events_stored_size(evs, 2), (int64_t) arr.len);
+   cr_assert_eq(_outbox_events_stored_size(evs, 2), (int64_t)arr.len);
    cr_assert_eq(_outbox_events_stored_size(evs, 0), 5);
    cr_assert_eq(outbox_event_get_seq(a), 0, "appending does not commit");
    bson_destroy(&arr);

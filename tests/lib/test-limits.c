@@ -66,8 +66,7 @@ Test(limits, pending_events)
    cr_assert(outbox_collection_create(t.coll, &id, NULL, evs, 2, &res, &e), "%s", e.message);
    before = lt_raw_get(&t, &id);
    /* 2 pending + 1 = 3 is allowed. */
-   cr_assert(outbox_collection_update(t.coll, &id, 1, NULL, evs + 2, 1, &res, &e), "%s",
-             e.message);
+   cr_assert(outbox_collection_update(t.coll, &id, 1, NULL, evs + 2, 1, &res, &e), "%s", e.message);
    cr_assert_eq(res.version, 2);
    bson_destroy(before);
    before = lt_raw_get(&t, &id);
@@ -181,8 +180,7 @@ Test(limits, stale_cache_is_harmless)
    cr_assert(outbox_collection_append(other, &id, evs + 1, 1, &res, &e), "%s", e.message);
    cr_assert_eq(res.version, 2);
    cr_assert_eq(res.first_seq, 2);
-   cr_assert(outbox_collection_update(t.coll, &id, 2, NULL, evs + 2, 1, &res, &e), "%s",
-             e.message);
+   cr_assert(outbox_collection_update(t.coll, &id, 2, NULL, evs + 2, 1, &res, &e), "%s", e.message);
    cr_assert_eq(res.version, 3);
    cr_assert_eq(res.first_seq, 3);
    cr_assert(outbox_collection_append(other, &id, evs + 3, 1, &res, &e), "%s", e.message);
@@ -226,8 +224,8 @@ Test(limits, retries_exhausted)
 Test(limits, malformed_document)
 {
    bson_value_t id = lt_str_id("mal");
-   bson_t *doc = BCON_NEW("_id", BCON_UTF8("mal"), "version", BCON_UTF8("one"), "eventSeq",
-                          BCON_INT64(0));
+   bson_t *doc =
+       BCON_NEW("_id", BCON_UTF8("mal"), "version", BCON_UTF8("one"), "eventSeq", BCON_INT64(0));
    outbox_event_t *ev = outbox_event_new("t", NULL);
    bson_error_t e;
    bson_t *before;
@@ -250,8 +248,8 @@ Test(limits, malformed_document)
 Test(limits, renamed_fields_and_write_concern)
 {
    bson_t *opts = BCON_NEW("versionField", BCON_UTF8("_v"), "eventSeqField", BCON_UTF8("_seq"),
-                           "eventsField", BCON_UTF8("outbox"), "deletedField",
-                           BCON_UTF8("removed"), "writeConcern", "{", "w", BCON_INT32(1), "}");
+                           "eventsField", BCON_UTF8("outbox"), "deletedField", BCON_UTF8("removed"),
+                           "writeConcern", "{", "w", BCON_INT32(1), "}");
    bson_value_t id = lt_str_id("ren");
    bson_t *update = BCON_NEW("$set", "{", "events", BCON_UTF8("a business field now"), "}");
    bson_t *bad = BCON_NEW("$set", "{", "outbox.0", BCON_INT32(1), "}");
@@ -263,8 +261,7 @@ Test(limits, renamed_fields_and_write_concern)
    lt_open(&t, opts);
    events_new(evs, 2);
    cr_assert(outbox_collection_create(t.coll, &id, NULL, evs, 1, NULL, &e), "%s", e.message);
-   cr_assert(outbox_collection_update(t.coll, &id, 1, update, NULL, 0, NULL, &e), "%s",
-             e.message);
+   cr_assert(outbox_collection_update(t.coll, &id, 1, update, NULL, 0, NULL, &e), "%s", e.message);
    cr_assert_not(outbox_collection_update(t.coll, &id, 2, bad, NULL, 0, NULL, &e));
    cr_assert_eq(e.code, OUTBOX_ERROR_RESERVED_FIELD);
    cr_assert(outbox_collection_soft_delete(t.coll, &id, 2, evs[1], NULL, &e), "%s", e.message);

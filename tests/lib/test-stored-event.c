@@ -136,31 +136,30 @@ Test(document, state)
 {
    _outbox_doc_state_t st;
    bson_error_t error;
-   bson_t *doc = BCON_NEW("_id", BCON_INT32(1), "version", BCON_INT64(3), "eventSeq",
-                          BCON_INT64(7), "events", "[", "{", "}", "{", "}", "]");
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(1), "version", BCON_INT64(3), "eventSeq", BCON_INT64(7),
+                          "events", "[", "{", "}", "{", "}", "]");
    uint32_t len = doc->len;
 
    cr_assert(parse(doc, &st, &error), "%s", error.message);
    cr_assert_eq(st.version, 3);
    cr_assert_eq(st.event_seq, 7);
    cr_assert_eq(st.pending, 2);
-   cr_assert_eq(st.size, (int64_t) len);
+   cr_assert_eq(st.size, (int64_t)len);
    cr_assert(parse(BCON_NEW("version", BCON_INT32(1), "eventSeq", BCON_INT32(0)), &st, &error));
    cr_assert_eq(st.pending, 0);
-   cr_assert(parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(0), "events",
-                            BCON_NULL),
-                   &st, &error));
+   cr_assert(
+       parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(0), "events", BCON_NULL),
+             &st, &error));
    cr_assert_not(parse(BCON_NEW("eventSeq", BCON_INT64(0)), &st, &error));
    cr_assert(strstr(error.message, "no \"version\"") != NULL, "%s", error.message);
-   cr_assert_not(parse(BCON_NEW("version", BCON_DOUBLE(1), "eventSeq", BCON_INT64(0)), &st,
-                       &error));
-   cr_assert_not(parse(BCON_NEW("version", BCON_INT64(0), "eventSeq", BCON_INT64(0)), &st,
-                       &error));
+   cr_assert_not(
+       parse(BCON_NEW("version", BCON_DOUBLE(1), "eventSeq", BCON_INT64(0)), &st, &error));
+   cr_assert_not(parse(BCON_NEW("version", BCON_INT64(0), "eventSeq", BCON_INT64(0)), &st, &error));
    cr_assert_not(parse(BCON_NEW("version", BCON_INT64(1)), &st, &error));
-   cr_assert_not(parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(-1)), &st,
-                       &error));
-   cr_assert_not(parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(0), "events",
-                                "{", "}"),
-                       &st, &error));
+   cr_assert_not(
+       parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(-1)), &st, &error));
+   cr_assert_not(
+       parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(0), "events", "{", "}"), &st,
+             &error));
    cr_assert(strstr(error.message, "expected array") != NULL, "%s", error.message);
 }

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "changestream.h"
 
 typedef struct {
    const char *name;
@@ -294,9 +293,9 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
    } else if (entry && entry->is_write && bson_has_field(c->cmd, "txnNumber") &&
               is_retryable_code(fp->code)) {
       md_cmd_add_label(c, "RetryableWriteError");
-   } else if (strcmp(c->name, "getMore") == 0 && md_changestream_is_resumable_code(fp->code)) {
-      md_cmd_add_label(c, "ResumableChangeStreamError");
    }
+   /* No ResumableChangeStreamError here: failCommand fires before the cursor is checked
+    * out, so mongod cannot know the getMore belongs to a change stream (SERVER-46091). */
    return true;
 }
 

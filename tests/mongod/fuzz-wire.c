@@ -5,7 +5,7 @@
  * parses, run through the command dispatcher against an in-memory server (no sockets).
  * Build and run (clang only):
  *   CC=clang meson setup build-fuzz -Dfuzzing=true -Db_sanitize=address,undefined \
- *        -Db_lundef=false -Drelay=false -Dexamples=false
+ *        -Db_lundef=false
  *   meson compile -C build-fuzz tests/mongod/fuzz-wire
  *   mkdir -p /tmp/fuzz-corpus && build-fuzz/tests/mongod/fuzz-wire -max_total_time=300 \
  *        -max_len=4096 /tmp/fuzz-corpus tests/mongod/fuzz-seeds

@@ -213,15 +213,15 @@ expect_ids(mongoc_change_stream_t *cs, int first, int last)
 }
 
 static void
-resume_after_failure(const char *data_json)
+resume_after_failure(const char *fail_point, const char *data_json)
 {
    mongoc_change_stream_t *cs = watch(NULL, NULL);
    write_json("{\"_id\": 1}", NULL);
    expect_ids(cs, 1, 1);
-   char *cmd_json = bson_strdup_printf("{\"configureFailPoint\": \"failCommand\", \"mode\": "
+   char *cmd_json = bson_strdup_printf("{\"configureFailPoint\": \"%s\", \"mode\": "
                                        "{\"times\": 1}, \"data\": {\"failCommands\": "
                                        "[\"getMore\"], \"appName\": \"%s\", %s}}",
-                                       fx.app, data_json);
+                                       fail_point, fx.app, data_json);
    bson_error_t error;
    bson_t *cmd = bson_new_from_json((const uint8_t *) cmd_json, -1, &error);
    cr_assert_not_null(cmd, "%s", error.message);
@@ -232,7 +232,7 @@ resume_after_failure(const char *data_json)
    write_json("{\"_id\": 4}", NULL);
    expect_ids(cs, 4, 4);
    cr_assert_null(next_event(cs, 300, NULL), "an event was repeated");
-   md_test_failpoint_off(fx.writer, "failCommand");
+   md_test_failpoint_off(fx.writer, fail_point);
    bson_destroy(cmd);
    bson_free(cmd_json);
    mongoc_change_stream_destroy(cs);
@@ -240,12 +240,38 @@ resume_after_failure(const char *data_json)
 
 Test(changestream, resume_after_closed_connection)
 {
-   resume_after_failure("\"closeConnection\": true");
+   resume_after_failure("failCommand", "\"closeConnection\": true");
 }
 
-Test(changestream, resume_after_resumable_error)
+Test(changestream, resume_after_labelled_error)
 {
-   resume_after_failure("\"errorCode\": 6");
+   resume_after_failure("failCommand", "\"errorCode\": 6, \"errorLabels\": "
+                                       "[\"ResumableChangeStreamError\"]");
+}
+
+/* The server labels a real change-stream getMore error itself. This fail point is not
+ * scoped to an application: another test's stream may resume once too, which is harmless. */
+Test(changestream, resume_after_error_on_checked_out_cursor)
+{
+   resume_after_failure("failGetMoreAfterCursorCheckout", "\"errorCode\": 89");
+}
+
+Test(changestream, unlabelled_failcommand_error_is_not_resumed)
+{
+   mongoc_change_stream_t *cs = watch(NULL, NULL);
+   char *cmd_json = bson_strdup_printf("{\"configureFailPoint\": \"failCommand\", \"mode\": "
+                                       "{\"times\": 1}, \"data\": {\"failCommands\": "
+                                       "[\"getMore\"], \"appName\": \"%s\", "
+                                       "\"errorCode\": 6}}", fx.app);
+   bson_error_t error;
+   bson_t *cmd = bson_new_from_json((const uint8_t *) cmd_json, -1, &error);
+   md_test_admin(fx.writer, cmd, NULL);
+   write_json("{\"_id\": 1}", NULL);
+   cr_assert_null(next_event(cs, 5000, &error));
+   cr_assert_eq(error.code, 6, "%d %s", error.code, error.message);
+   bson_destroy(cmd);
+   bson_free(cmd_json);
+   mongoc_change_stream_destroy(cs);
 }
 
 Test(changestream, resume_token_restarts_stream)

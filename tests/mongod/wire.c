@@ -53,6 +53,34 @@ md_wire_check_length(int32_t len)
    return len >= 16 + 5 && len <= MD_MAX_MESSAGE_SIZE;
 }
 
+/* Checks framing of every nested document: libbson 1.23's bson_validate does not notice a
+ * nested document whose terminator is wrong, and later code trusts subdocuments. Also bounds
+ * the nesting depth, so recursive code in the engine cannot exhaust the stack. */
+static bool
+check_nested(const uint8_t *data, size_t len, int depth)
+{
+   bson_t b;
+   bson_iter_t it;
+   if (depth > 150 || !bson_init_static(&b, data, len) || !bson_iter_init(&it, &b)) {
+      return false;
+   }
+   while (bson_iter_next(&it)) {
+      uint32_t n = 0;
+      const uint8_t *sub = NULL;
+      if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+         bson_iter_document(&it, &n, &sub);
+      } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+         bson_iter_array(&it, &n, &sub);
+      } else if (BSON_ITER_HOLDS_CODEWSCOPE(&it)) {
+         bson_iter_codewscope(&it, NULL, &n, &sub);
+      }
+      if (sub && !check_nested(sub, n, depth + 1)) {
+         return false;
+      }
+   }
+   return it.err_off == 0;
+}
+
 /* Validates one BSON document at p (at most `avail` bytes) and returns its length, or 0. */
 static uint32_t
 bson_at(const uint8_t *p, size_t avail, bson_t *out, bson_error_t *error)
@@ -66,8 +94,8 @@ bson_at(const uint8_t *p, size_t avail, bson_t *out, bson_error_t *error)
       tm_error_set(error, 2, "BSON document length %d is invalid", (int) len);
       return 0;
    }
-   size_t offset;
-   if (!bson_init_static(out, p, (size_t) len) ||
+   size_t offset = 0;
+   if (!bson_init_static(out, p, (size_t) len) || !check_nested(p, (size_t) len, 0) ||
        !bson_validate(out, BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL, &offset)) {
       tm_error_set(error, 22, "invalid BSON in message (offset %zu)", offset);
       return 0;

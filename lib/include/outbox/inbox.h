@@ -41,10 +41,10 @@
  * the event arrived in order, after a gap, or late.
  *
  * Besides, each applied event is recorded in a ledger collection (default "<coll>_inbox"):
- * {_id: event id, at: Date, doc: doc_id, seq: Int64}. Its _id is the event id, so it is unique
- * by construction; outbox_inbox_ensure_indexes() adds a TTL index on `at` so entries expire
- * after ledgerTtlSeconds. Before applying, the ledger is consulted, which recognises
- * duplicates that have already left a document's window.
+ * {_id: {event: event id, doc: doc_id}, at: Date, seq: Int64}. Its _id is the pair, so it is
+ * unique by construction (the _id index is the unique index); outbox_inbox_ensure_indexes()
+ * adds a TTL index on `at` so entries expire after ledgerTtlSeconds. Before applying, the
+ * ledger is consulted, which recognises duplicates that have already left a document's window.
  *
  * THE GUARANTEE AND ITS LIMITS.
  * - An event is applied to a state document at most once while its id is in that document's
@@ -59,9 +59,9 @@
  *   for the longest redelivery delay you expect (the relay redelivers only its
  *   unacknowledged tail, usually within seconds). Its order is then reported as
  *   OUTBOX_SEQ_LATE, so a consumer that only needs the newest state can skip late events.
- * - One event may be applied to several state documents (each document has its own window);
- *   the ledger entry then names the first. Sequence tracking assumes one state document per
- *   source entity; pass seq 0 to apply events of several entities to one document.
+ * - One event may be applied to several state documents: each document has its own window
+ *   and its own ledger entries. Sequence tracking assumes one state document per source
+ *   entity; pass seq 0 to apply events of several entities to one document.
  * - A failed call applies nothing, except after a network or write-concern error where, as
  *   with any MongoDB write, the update may or may not have happened: call again with the same
  *   event; the inbox makes that safe.
@@ -173,8 +173,8 @@ outbox_inbox_apply(outbox_inbox_t *inbox, const bson_value_t *doc_id, const char
                    int64_t seq, const bson_t *update, outbox_inbox_result_t *result,
                    bson_error_t *error);
 
-/* Sets *seen to whether `event_id` was processed: present in the window of state document
- * `doc_id` (may be NULL: ledger only) or in the ledger. Read-only. Thread-safe. */
+/* Sets *seen to whether `event_id` was applied to state document `doc_id`: present in its
+ * window or in the ledger. Read-only. Thread-safe. */
 OUTBOX_API bool
 outbox_inbox_seen(outbox_inbox_t *inbox, const bson_value_t *doc_id, const char *event_id,
                   bool *seen, bson_error_t *error);

@@ -139,6 +139,11 @@ typedef enum {
  * Events
  */
 
+/* An event to commit with a change. Functions that commit events borrow them for the call
+ * only. An event can be committed once: on success it records its seq and time, and giving it
+ * to another commit is OUTBOX_ERROR_INVALID_ARGUMENT. After an ambiguous failure (network
+ * error) it is not marked: retrying with the same object keeps its id, so consumers that
+ * deduplicate by id (see outbox/inbox.h) see it once even if the first attempt did commit. */
 typedef struct _outbox_event_t outbox_event_t;
 
 /* Creates an event of the given type with a fresh random id (UUID v4 from getrandom()).
@@ -221,7 +226,9 @@ typedef struct {
  *   deletedField      string, default "deleted" (set to true by soft delete);
  *   maxPendingEvents  int, default 1000: pending events allowed per entity after a change;
  *   maxDocumentSize   int, default 15 MiB (16 MiB server limit minus 1 MiB of margin);
- *   appendRetries     int, default 10: attempts of OUTBOX_ANY_VERSION calls;
+ *   appendRetries     int, default 10: update commands one call may send; with
+ *                     OUTBOX_ANY_VERSION each concurrent change costs one (then
+ *                     OUTBOX_ERROR_RETRIES_EXHAUSTED);
  *   cacheSize         int, default 4096: entries of the (id -> version, eventSeq) cache that
  *                     saves a read per update; 0 disables it. Correctness never depends on it.
  * Field names must be non-empty, distinct, not "_id", without '.' and not starting with '$'.
@@ -260,8 +267,12 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
  * only) holds update operators only ($set, $unset, $inc, $min, $max, $mul, $currentDate,
  * $rename, $push, $addToSet, $pull, $pullAll, $pop, $bit); a replacement document, a pipeline
  * or another operator is OUTBOX_ERROR_INVALID_ARGUMENT, and a path on _id or a bookkeeping
- * field is OUTBOX_ERROR_RESERVED_FIELD. The library adds the version and eventSeq increments
- * and the $push of the events. The version increases by one even with no events.
+ * field is OUTBOX_ERROR_RESERVED_FIELD (the deleted field is not reserved). The library adds
+ * to the same update a $set of version (V + 1) and eventSeq (S + n_events) and a
+ * $push {events: {$each: [...]}}, merged into the caller's own $set and $push if any, and a
+ * filter on _id, version and eventSeq. The version increases by one even with no events.
+ * Change streams show the appended events as "events.<index>" in updatedFields (or the whole
+ * array when it was empty).
  * Other failures: OUTBOX_ERROR_NOT_FOUND; OUTBOX_ERROR_LIMIT_PENDING when more than
  * maxPendingEvents would be pending; OUTBOX_ERROR_LIMIT_SIZE when the document would grow
  * past maxDocumentSize (estimated from the last size seen plus the encoded size of the change;

@@ -45,7 +45,9 @@ typedef struct _tm_matcher_t tm_matcher_t;
 
 /* Returns a new matcher for `filter` (copied), or NULL with *error set. An empty filter
  * matches everything. Supports $eq $ne $gt $gte $lt $lte $in $nin $exists $type $and $or
- * $nor $not $elemMatch $size $all $regex (with $options) and $expr is rejected with 2. */
+ * $nor $not $elemMatch $size $all $mod $regex (with $options; POSIX extended syntax plus
+ * \d) and $expr with the aggregation expressions of tm_pipeline_run; $where, $text and
+ * $jsonSchema are rejected with 2. */
 tm_matcher_t *
 tm_matcher_new(const bson_t *filter, bson_error_t *error);
 

@@ -139,6 +139,28 @@ parse_string(const bson_value_t *spec, bson_error_t *error)
    return e;
 }
 
+/* {$cond: {if, then, else}} is the same as {$cond: [if, then, else]}. */
+static bool
+parse_cond_doc(tm_expr_t *e, const bson_value_t *arg, bson_error_t *error)
+{
+   static const char *parts[] = {"if", "then", "else"};
+   bson_t doc;
+
+   tm_value_as_bson(arg, &doc);
+   for (size_t i = 0; i < 3; i++) {
+      bson_iter_t it;
+      tm_expr_t *sub;
+      if (!bson_iter_init_find(&it, &doc, parts[i])) {
+         return tm_error_set(error, 17080, "Missing '%s' parameter to $cond", parts[i]);
+      }
+      if (!(sub = tm_expr_parse(bson_iter_value(&it), error))) {
+         return false;
+      }
+      add_arg(e, sub, NULL);
+   }
+   return true;
+}
+
 static tm_expr_t *
 parse_operator(const char *name, const bson_value_t *arg, bson_error_t *error)
 {
@@ -159,21 +181,8 @@ parse_operator(const char *name, const bson_value_t *arg, bson_error_t *error)
       goto fail;
    }
    if (strcmp(name, "$cond") == 0 && arg->value_type == BSON_TYPE_DOCUMENT) {
-      /* {$cond: {if, then, else}} is the same as {$cond: [if, then, else]}. */
-      static const char *parts[] = {"if", "then", "else"};
-      bson_t doc;
-      tm_value_as_bson(arg, &doc);
-      for (size_t i = 0; i < 3; i++) {
-         bson_iter_t it;
-         tm_expr_t *sub;
-         if (!bson_iter_init_find(&it, &doc, parts[i])) {
-            tm_error_set(error, 17080, "Missing '%s' parameter to $cond", parts[i]);
-            goto fail;
-         }
-         if (!(sub = tm_expr_parse(bson_iter_value(&it), error))) {
-            goto fail;
-         }
-         add_arg(e, sub, NULL);
+      if (!parse_cond_doc(e, arg, error)) {
+         goto fail;
       }
       return e;
    }

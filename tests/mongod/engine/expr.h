@@ -12,7 +12,10 @@
 
 #include "engine-private.h"
 
+#ifndef TM_EXPR_T_DEFINED
+#define TM_EXPR_T_DEFINED
 typedef struct _tm_expr_t tm_expr_t;
+#endif
 
 /* Parses an expression; `spec` must outlive the expression (values are borrowed). */
 tm_expr_t *

@@ -72,73 +72,84 @@ parse_acc(acc_t *a, const char *field, const bson_value_t *spec, bson_error_t *e
 }
 
 static void
-accumulate(const acc_t *a, state_t *s, const bson_value_t *v)
+acc_sum(state_t *s, const bson_value_t *v)
+{
+   bson_type_t t = v->value_type;
+
+   if (!tm_value_is_number(v)) {
+      return; /* $sum and $avg skip non-numbers */
+   }
+   s->sum += t == BSON_TYPE_INT64 ? (long double) v->value.v_int64
+                                  : (long double) tm_value_as_double(v);
+   s->count++;
+   if (s->type == BSON_TYPE_DECIMAL128 || t == BSON_TYPE_DECIMAL128) {
+      s->type = BSON_TYPE_DECIMAL128;
+   } else if (s->type == BSON_TYPE_DOUBLE || t == BSON_TYPE_DOUBLE) {
+      s->type = BSON_TYPE_DOUBLE;
+   } else if (s->type == BSON_TYPE_INT64 || t == BSON_TYPE_INT64) {
+      s->type = BSON_TYPE_INT64;
+   } else {
+      s->type = BSON_TYPE_INT32;
+   }
+}
+
+static void
+acc_keep(state_t *s, const bson_value_t *v)
+{
+   if (s->has) {
+      bson_value_destroy(&s->val);
+   }
+   tm_value_dup(v, &s->val);
+   s->has = true;
+}
+
+static void
+acc_push(const acc_t *a, state_t *s, const bson_value_t *v)
 {
    char buf[16];
    const char *key;
+   bson_iter_t it;
+
+   if (v->value_type == BSON_TYPE_EOD) {
+      return;
+   }
+   if (a->kind == A_ADD_TO_SET && bson_iter_init(&it, &s->arr)) {
+      while (bson_iter_next(&it)) {
+         if (tm_value_equal(bson_iter_value(&it), v)) {
+            return;
+         }
+      }
+   }
+   bson_uint32_to_string(s->arr_n++, &key, buf, sizeof buf);
+   bson_append_value(&s->arr, key, -1, v);
+}
+
+static void
+accumulate(const acc_t *a, state_t *s, const bson_value_t *v)
+{
+   int r;
 
    switch (a->kind) {
    case A_SUM:
-   case A_AVG:
-      if (tm_value_is_number(v)) {
-         s->sum += v->value_type == BSON_TYPE_INT64 ? (long double) v->value.v_int64
-                                                    : (long double) tm_value_as_double(v);
-         s->count++;
-         bson_type_t t = v->value_type;
-         if (s->type == BSON_TYPE_DECIMAL128 || t == BSON_TYPE_DECIMAL128) {
-            s->type = BSON_TYPE_DECIMAL128;
-         } else if (s->type == BSON_TYPE_DOUBLE || t == BSON_TYPE_DOUBLE) {
-            s->type = BSON_TYPE_DOUBLE;
-         } else if (s->type == BSON_TYPE_INT64 || t == BSON_TYPE_INT64) {
-            s->type = BSON_TYPE_INT64;
-         } else {
-            s->type = BSON_TYPE_INT32;
-         }
-      }
-      break;
+   case A_AVG: acc_sum(s, v); break;
    case A_MIN:
    case A_MAX:
       /* null and missing do not take part in $min / $max */
       if (v->value_type == BSON_TYPE_EOD || v->value_type == BSON_TYPE_NULL) {
          break;
       }
-      if (!s->has || (tm_value_compare(v, &s->val) < 0) == (a->kind == A_MIN)) {
-         if (s->has && tm_value_compare(v, &s->val) == 0) {
-            break;
-         }
-         if (s->has) {
-            bson_value_destroy(&s->val);
-         }
-         tm_value_dup(v, &s->val);
-         s->has = true;
+      r = s->has ? tm_value_compare(v, &s->val) : 0;
+      if (!s->has || (a->kind == A_MIN ? r < 0 : r > 0)) {
+         acc_keep(s, v);
       }
       break;
    case A_FIRST:
-   case A_LAST:
-      if (a->kind == A_LAST || !s->has) {
-         if (s->has) {
-            bson_value_destroy(&s->val);
-         }
-         tm_value_dup(v, &s->val);
-         s->has = true;
+      if (!s->has) {
+         acc_keep(s, v);
       }
       break;
-   default:
-      if (v->value_type == BSON_TYPE_EOD) {
-         break;
-      }
-      if (a->kind == A_ADD_TO_SET) {
-         bson_iter_t it;
-         bson_iter_init(&it, &s->arr);
-         while (bson_iter_next(&it)) {
-            if (tm_value_equal(bson_iter_value(&it), v)) {
-               return;
-            }
-         }
-      }
-      bson_uint32_to_string(s->arr_n++, &key, buf, sizeof buf);
-      bson_append_value(&s->arr, key, -1, v);
-      break;
+   case A_LAST: acc_keep(s, v); break;
+   default: acc_push(a, s, v); break;
    }
 }
 
@@ -209,7 +220,7 @@ group_for(group_t **groups, size_t *n, bson_value_t *key, size_t n_acc)
 }
 
 static bool
-group_docs(tm_expr_t *id, acc_t *accs, size_t n_acc, tm_docs_t *docs, group_t **groups,
+group_docs(const tm_expr_t *id, const acc_t *accs, size_t n_acc, tm_docs_t *docs, group_t **groups,
            size_t *n_groups, bson_error_t *error)
 {
    for (size_t d = 0; d < docs->n; d++) {
@@ -233,57 +244,81 @@ group_docs(tm_expr_t *id, acc_t *accs, size_t n_acc, tm_docs_t *docs, group_t **
    return true;
 }
 
+typedef struct {
+   tm_expr_t *id;
+   acc_t *accs;
+   size_t n_acc;
+} group_spec_t;
+
+void
+tm_stage_group_destroy(void *state)
+{
+   group_spec_t *g = state;
+
+   if (!g) {
+      return;
+   }
+   for (size_t i = 0; i < g->n_acc; i++) {
+      tm_expr_destroy(g->accs[i].expr);
+   }
+   bson_free(g->accs);
+   tm_expr_destroy(g->id);
+   bson_free(g);
+}
+
 bool
-tm_stage_group(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
+tm_stage_group_parse(const char *name, const bson_value_t *spec, void **state,
+                     bson_error_t *error)
 {
    bson_t doc;
    bson_iter_t it;
-   tm_expr_t *id = NULL;
-   acc_t *accs;
-   size_t n_acc = 0, n_groups = 0;
-   group_t *groups = NULL;
-   bool ok = false;
+   group_spec_t *g;
 
    if (spec->value_type != BSON_TYPE_DOCUMENT || !tm_value_as_bson(spec, &doc)) {
       return tm_error_set(error, 15947, "a group's fields must be specified in an object");
    }
-   accs = bson_malloc0((bson_count_keys(&doc) + 1) * sizeof(acc_t));
+   g = bson_malloc0(sizeof *g);
+   *state = g;
+   g->accs = bson_malloc0((bson_count_keys(&doc) + 1) * sizeof(acc_t));
    bson_iter_init(&it, &doc);
    while (bson_iter_next(&it)) {
       if (strcmp(bson_iter_key(&it), "_id") == 0) {
-         if (!(id = tm_expr_parse(bson_iter_value(&it), error))) {
-            goto done;
+         if (!(g->id = tm_expr_parse(bson_iter_value(&it), error))) {
+            return false;
          }
-      } else if (!parse_acc(&accs[n_acc++], bson_iter_key(&it), bson_iter_value(&it), error)) {
-         goto done;
+      } else if (!parse_acc(&g->accs[g->n_acc++], bson_iter_key(&it), bson_iter_value(&it),
+                            error)) {
+         return false;
       }
    }
-   if (!id) {
-      tm_error_set(error, 15955, "a group specification must include an _id");
-      goto done;
+   if (!g->id) {
+      return tm_error_set(error, 15955, "a group specification must include an _id");
    }
-   if (!group_docs(id, accs, n_acc, docs, &groups, &n_groups, error)) {
-      goto done;
-   }
-   tm_docs_clear(docs);
-   for (size_t g = 0; g < n_groups; g++) {
-      bson_t *out = bson_new();
-      bson_append_value(out, "_id", 3, &groups[g].key);
-      for (size_t i = 0; i < n_acc; i++) {
-         finish(&accs[i], &groups[g].states[i], out);
+   return true;
+}
+
+bool
+tm_stage_group_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   const group_spec_t *spec = state;
+   size_t n_groups = 0;
+   group_t *groups = NULL;
+   bool ok = group_docs(spec->id, spec->accs, spec->n_acc, docs, &groups, &n_groups, error);
+
+   if (ok) {
+      tm_docs_clear(docs);
+      for (size_t g = 0; g < n_groups; g++) {
+         bson_t *out = bson_new();
+         bson_append_value(out, "_id", 3, &groups[g].key);
+         for (size_t i = 0; i < spec->n_acc; i++) {
+            finish(&spec->accs[i], &groups[g].states[i], out);
+         }
+         tm_docs_push(docs, out);
       }
-      tm_docs_push(docs, out);
    }
-   ok = true;
-done:
    for (size_t g = 0; g < n_groups; g++) {
-      group_free(&groups[g], n_acc);
+      group_free(&groups[g], spec->n_acc);
    }
    bson_free(groups);
-   for (size_t i = 0; i < n_acc; i++) {
-      tm_expr_destroy(accs[i].expr);
-   }
-   bson_free(accs);
-   tm_expr_destroy(id);
    return ok;
 }

@@ -3,9 +3,9 @@
  *
  * Parsing and validating query filters into matcher trees.
  */
-#include <math.h>
 #include <string.h>
 
+#include "expr.h"
 #include "match-private.h"
 
 tm_mnode_t *
@@ -27,6 +27,7 @@ tm_mnode_destroy(tm_mnode_t *n)
       tm_mnode_destroy(n->kids[i]);
    }
    bson_free(n->kids);
+   tm_expr_destroy(n->expr);
    if (n->re) {
       regfree(n->re);
       bson_free(n->re);
@@ -83,203 +84,19 @@ wrap(tm_node_kind_t kind, tm_mnode_t *kid)
    return n;
 }
 
-bool
-tm_regex_compile(regex_t *re, const char *pattern, const char *options, bson_error_t *error)
-{
-   int flags = REG_EXTENDED | REG_NOSUB;
-   char *buf = bson_malloc(strlen(pattern) * 6 + 1);
-   char *o = buf;
-   int rc;
-
-   for (const char *c = options ? options : ""; *c; c++) {
-      if (*c == 'i') {
-         flags |= REG_ICASE;
-      } else if (*c == 'm') {
-         flags |= REG_NEWLINE;
-      } else if (*c != 's' && *c != 'x' && *c != 'u') {
-         bson_free(buf);
-         return tm_error_set(error, 51108, "invalid flag in regex options: %c", *c);
-      }
-   }
-   /* glibc's ERE knows \w \s \b but not \d: translate the PCRE digit classes. */
-   for (const char *c = pattern; *c; c++) {
-      if (c[0] == '\\' && (c[1] == 'd' || c[1] == 'D')) {
-         const char *rep = c[1] == 'd' ? "[0-9]" : "[^0-9]";
-         memcpy(o, rep, strlen(rep));
-         o += strlen(rep);
-         c++;
-      } else if (c[0] == '\\' && c[1]) {
-         *o++ = *c++;
-         *o++ = *c;
-      } else {
-         *o++ = *c;
-      }
-   }
-   *o = '\0';
-   rc = regcomp(re, buf, flags);
-   bson_free(buf);
-   if (rc != 0) {
-      return tm_error_set(error, 51091, "Regular expression is invalid: %s", pattern);
-   }
-   return true;
-}
-
-static regex_t *
-regex_new(const char *pattern, const char *options, bson_error_t *error)
-{
-   regex_t *re = bson_malloc0(sizeof *re);
-
-   if (!tm_regex_compile(re, pattern, options, error)) {
-      bson_free(re);
-      return NULL;
-   }
-   return re;
-}
-
 static tm_mnode_t *
 eq_leaf(const pctx_t *p, const bson_value_t *v, bson_error_t *error)
 {
    tm_mnode_t *n = leaf_new(p, TM_OP_EQ, v);
 
    if (v->value_type == BSON_TYPE_REGEX) {
-      n->re = regex_new(v->value.v_regex.regex, v->value.v_regex.options, error);
+      n->re = tm_regex_new(v->value.v_regex.regex, v->value.v_regex.options, error);
       if (!n->re) {
          tm_mnode_destroy(n);
          return NULL;
       }
    }
    return n;
-}
-
-static bool
-parse_in(tm_mnode_t *n, const char *op, bson_error_t *error)
-{
-   bson_t arr;
-   bson_iter_t it;
-   size_t i = 0;
-
-   if (n->operand.value_type != BSON_TYPE_ARRAY || !tm_value_as_bson(&n->operand, &arr)) {
-      return tm_error_set(error, 2, "%s needs an array", op);
-   }
-   n->in_n = bson_count_keys(&arr);
-   n->in_vals = bson_malloc0((n->in_n + 1) * sizeof(bson_value_t));
-   n->in_re = bson_malloc0((n->in_n + 1) * sizeof(regex_t *));
-   bson_iter_init(&it, &arr);
-   for (; bson_iter_next(&it) && i < n->in_n; i++) {
-      n->in_vals[i] = *bson_iter_value(&it);
-      if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-         bson_iter_t sub;
-         if (bson_iter_recurse(&it, &sub) && bson_iter_next(&sub) &&
-             bson_iter_key(&sub)[0] == '$') {
-            return tm_error_set(error, 2, "cannot nest $ under %s", op);
-         }
-      }
-      if (BSON_ITER_HOLDS_REGEX(&it)) {
-         n->in_re[i] = regex_new(n->in_vals[i].value.v_regex.regex,
-                                 n->in_vals[i].value.v_regex.options, error);
-         if (!n->in_re[i]) {
-            return false;
-         }
-      }
-   }
-   return true;
-}
-
-static const struct {
-   const char *name;
-   int32_t code;
-} type_aliases[] = {
-   {"double", 1}, {"string", 2}, {"object", 3}, {"array", 4}, {"binData", 5},
-   {"undefined", 6}, {"objectId", 7}, {"bool", 8}, {"date", 9}, {"null", 10},
-   {"regex", 11}, {"dbPointer", 12}, {"javascript", 13}, {"symbol", 14},
-   {"javascriptWithScope", 15}, {"int", 16}, {"timestamp", 17}, {"long", 18},
-   {"decimal", 19}, {"minKey", -1}, {"maxKey", 127}, {"number", 0},
-};
-
-static bool
-add_type(tm_mnode_t *n, const bson_value_t *v, bson_error_t *error)
-{
-   if (n->n_types == sizeof n->types / sizeof n->types[0]) {
-      return tm_error_set(error, 2, "too many types in $type");
-   }
-   if (v->value_type == BSON_TYPE_UTF8) {
-      for (size_t i = 0; i < sizeof type_aliases / sizeof type_aliases[0]; i++) {
-         if (strcmp(type_aliases[i].name, v->value.v_utf8.str) == 0) {
-            n->types[n->n_types++] = type_aliases[i].code;
-            return true;
-         }
-      }
-      return tm_error_set(error, 2, "Unknown type name alias: %s", v->value.v_utf8.str);
-   }
-   if (tm_value_is_number(v)) {
-      double d = tm_value_as_double(v);
-      if (d != floor(d) || ((d < 1 || d > 19) && d != -1 && d != 127)) {
-         return tm_error_set(error, 2, "Invalid numerical type code: %g", d);
-      }
-      n->types[n->n_types++] = (int32_t) d;
-      return true;
-   }
-   return tm_error_set(error, 14, "type must be represented as a number or a string");
-}
-
-static bool
-parse_type(tm_mnode_t *n, bson_error_t *error)
-{
-   bson_t arr;
-   bson_iter_t it;
-
-   if (n->operand.value_type != BSON_TYPE_ARRAY) {
-      return add_type(n, &n->operand, error);
-   }
-   if (!tm_value_as_bson(&n->operand, &arr) || !bson_iter_init(&it, &arr)) {
-      return tm_error_set(error, 2, "bad $type array");
-   }
-   while (bson_iter_next(&it)) {
-      if (!add_type(n, bson_iter_value(&it), error)) {
-         return false;
-      }
-   }
-   return true;
-}
-
-static bool
-parse_size(tm_mnode_t *n, bson_error_t *error)
-{
-   double d;
-
-   if (!tm_value_is_number(&n->operand)) {
-      return tm_error_set(error, 2, "$size needs a number");
-   }
-   d = tm_value_as_double(&n->operand);
-   if (d != floor(d)) {
-      return tm_error_set(error, 2, "$size must be a whole number");
-   }
-   if (d < 0) {
-      return tm_error_set(error, 2, "$size may not be negative");
-   }
-   n->size_or_divisor = (int64_t) d;
-   return true;
-}
-
-static bool
-parse_mod(tm_mnode_t *n, bson_error_t *error)
-{
-   bson_t arr;
-   bson_value_t d, r;
-
-   if (n->operand.value_type != BSON_TYPE_ARRAY || !tm_value_as_bson(&n->operand, &arr)) {
-      return tm_error_set(error, 2, "malformed mod, needs to be an array");
-   }
-   if (bson_count_keys(&arr) != 2 || !tm_path_get(&arr, "0", &d) || !tm_path_get(&arr, "1", &r) ||
-       !tm_value_is_number(&d) || !tm_value_is_number(&r)) {
-      return tm_error_set(error, 2, "malformed mod, not enough elements");
-   }
-   n->size_or_divisor = (int64_t) tm_value_as_double(&d);
-   n->remainder = (int64_t) tm_value_as_double(&r);
-   if (n->size_or_divisor == 0) {
-      return tm_error_set(error, 2, "divisor cannot be 0");
-   }
-   return true;
 }
 
 static bool
@@ -313,7 +130,7 @@ parse_regex(tm_mnode_t *parent, const pctx_t *p, const bson_t *ops, bson_error_t
    }
    n = leaf_new(p, TM_OP_REGEX, operand);
    tm_mnode_add(parent, n);
-   n->re = regex_new(pattern, options, error);
+   n->re = tm_regex_new(pattern, options, error);
    return n->re != NULL;
 }
 
@@ -433,10 +250,10 @@ parse_leaf_op(tm_mnode_t *parent, const pctx_t *p, tm_op_t op, const char *name,
 
    tm_mnode_add(parent, negate ? wrap(TM_N_NOT, n) : n);
    switch (op) {
-   case TM_OP_IN: return parse_in(n, name, error);
-   case TM_OP_TYPE: return parse_type(n, error);
-   case TM_OP_SIZE: return parse_size(n, error);
-   case TM_OP_MOD: return parse_mod(n, error);
+   case TM_OP_IN: return tm_match_parse_in(n, name, error);
+   case TM_OP_TYPE: return tm_match_parse_type(n, error);
+   case TM_OP_SIZE: return tm_match_parse_size(n, error);
+   case TM_OP_MOD: return tm_match_parse_mod(n, error);
    default:
       if (v->value_type == BSON_TYPE_REGEX && op != TM_OP_EQ) {
          return tm_error_set(error, 2, "Can't have RegEx as arg to predicate over field '%s'.",
@@ -552,11 +369,28 @@ parse_top_operator(tm_mnode_t *parent, const char *key, const bson_value_t *v,
    if (strcmp(key, "$comment") == 0) {
       return true;
    }
-   if (strcmp(key, "$expr") == 0 || strcmp(key, "$where") == 0 || strcmp(key, "$text") == 0 ||
+   if (strcmp(key, "$expr") == 0) {
+      tm_mnode_t *n = tm_mnode_new(TM_N_EXPR);
+      tm_mnode_add(parent, n);
+      n->expr = tm_expr_parse(v, error);
+      return n->expr != NULL;
+   }
+   if (strcmp(key, "$where") == 0 || strcmp(key, "$text") == 0 ||
        strcmp(key, "$jsonSchema") == 0 || strcmp(key, "$sampleRate") == 0) {
       return tm_error_set(error, 2, "%s is not supported by the test server", key);
    }
    return tm_error_set(error, 2, "unknown top level operator: %s", key);
+}
+
+/* {$ref: ..., $id: ...} is a DBRef value compared by equality, not an operator document. */
+static bool
+is_dbref(const bson_value_t *v)
+{
+   bson_t doc;
+   bson_iter_t it;
+
+   return tm_value_as_bson(v, &doc) && bson_iter_init(&it, &doc) && bson_iter_next(&it) &&
+          strcmp(bson_iter_key(&it), "$ref") == 0;
 }
 
 static bool
@@ -585,7 +419,7 @@ parse_into(tm_mnode_t *parent, const bson_t *filter, bson_error_t *error)
       if (!valid) {
          return tm_error_set(error, 2, "Invalid path: '%s'", key);
       }
-      if (tm_is_operator_doc(v)) {
+      if (tm_is_operator_doc(v) && !is_dbref(v)) {
          bson_t ops;
          tm_value_as_bson(v, &ops);
          if (!parse_ops(parent, &p, &ops, error)) {

@@ -19,6 +19,7 @@ typedef enum {
    TM_N_LEAF,     /* one operator on one path */
    TM_N_ELEM_OBJ, /* {$elemMatch: {field: ...}}: elements matched as documents */
    TM_N_ELEM_VAL, /* {$elemMatch: {$gt: ...}}: elements matched as values */
+   TM_N_EXPR,     /* {$expr: <aggregation expression>} */
 } tm_node_kind_t;
 
 typedef enum {
@@ -36,6 +37,10 @@ typedef enum {
 } tm_op_t;
 
 typedef struct _tm_mnode_t tm_mnode_t;
+#ifndef TM_EXPR_T_DEFINED
+#define TM_EXPR_T_DEFINED
+typedef struct _tm_expr_t tm_expr_t;
+#endif
 
 struct _tm_mnode_t {
    tm_node_kind_t kind;
@@ -50,6 +55,7 @@ struct _tm_mnode_t {
    int32_t types[32]; /* TM_OP_TYPE; 0 stands for "number" */
    size_t n_types;
    int64_t size_or_divisor, remainder;
+   tm_expr_t *expr;   /* TM_N_EXPR */
    tm_mnode_t **kids; /* AND/OR/NOR/NOT children; ELEM_*: the element predicate (kids[0]) */
    size_t n_kids;
 };
@@ -90,5 +96,18 @@ tm_regex_match(const regex_t *re, const bson_value_t *v);
 /* Compiles a MongoDB (PCRE-flavoured) pattern with POSIX extended regex; false with 2 set. */
 bool
 tm_regex_compile(regex_t *re, const char *pattern, const char *options, bson_error_t *error);
+
+/* match-leaf.c: compiled regex (NULL with *error set) and operand parsers for a leaf whose
+ * `operand` is set; they fill the leaf's fields or fail with MongoDB's code. */
+regex_t *
+tm_regex_new(const char *pattern, const char *options, bson_error_t *error);
+bool
+tm_match_parse_in(tm_mnode_t *n, const char *op, bson_error_t *error);
+bool
+tm_match_parse_type(tm_mnode_t *n, bson_error_t *error);
+bool
+tm_match_parse_size(tm_mnode_t *n, bson_error_t *error);
+bool
+tm_match_parse_mod(tm_mnode_t *n, bson_error_t *error);
 
 #endif /* TM_MATCH_PRIVATE_H */

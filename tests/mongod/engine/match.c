@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "expr.h"
 #include "match-private.h"
 
 bool
@@ -227,6 +228,22 @@ path_match(const tm_mnode_t *n, const bson_t *doc, int32_t *pos)
    return true;
 }
 
+/* $expr: the expression's truthiness; an evaluation error (e.g. $divide by zero) does not
+ * match, since matching cannot fail once the filter parsed. */
+static bool
+expr_match(const tm_mnode_t *n, const bson_t *doc)
+{
+   bson_value_t v;
+   bool ok;
+
+   if (!tm_expr_eval(n->expr, doc, &v, NULL)) {
+      return false;
+   }
+   ok = tm_value_truthy(&v);
+   bson_value_destroy(&v);
+   return ok;
+}
+
 bool
 tm_mnode_match_doc(const tm_mnode_t *n, const bson_t *doc, int32_t *pos)
 {
@@ -254,6 +271,7 @@ tm_mnode_match_doc(const tm_mnode_t *n, const bson_t *doc, int32_t *pos)
       return true;
    case TM_N_NOT: return !tm_mnode_match_doc(n->kids[0], doc, NULL);
    case TM_N_FALSE: return false;
+   case TM_N_EXPR: return expr_match(n, doc);
    default: return path_match(n, doc, pos);
    }
 }

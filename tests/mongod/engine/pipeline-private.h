@@ -20,22 +20,47 @@ tm_docs_push(tm_docs_t *d, bson_t *doc);
 void
 tm_docs_clear(tm_docs_t *d);
 
-/* $group (group.c): replaces the documents by one per group. */
-bool
-tm_stage_group(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error);
+/* Each stage is parsed once into a state (freed with its destroy function, also after a
+ * failed parse) and then run over any number of document lists. */
+typedef bool (*tm_stage_parse_fn)(const char *name, const bson_value_t *spec, void **state,
+                                  bson_error_t *error);
+typedef bool (*tm_stage_run_fn)(const void *state, tm_docs_t *docs, bson_error_t *error);
+typedef void (*tm_stage_destroy_fn)(void *state);
 
 /* Stable sort of the documents. */
 bool
 tm_docs_sort(tm_docs_t *docs, const tm_sort_t *sort);
 
+/* group.c */
+bool
+tm_stage_group_parse(const char *name, const bson_value_t *spec, void **state,
+                     bson_error_t *error);
+bool
+tm_stage_group_run(const void *state, tm_docs_t *docs, bson_error_t *error);
+void
+tm_stage_group_destroy(void *state);
+
 /* pipeline-stages.c */
 bool
-tm_stage_add_fields(const char *name, const bson_value_t *spec, tm_docs_t *docs,
-                    bson_error_t *error);
+tm_stage_add_fields_parse(const char *name, const bson_value_t *spec, void **state,
+                          bson_error_t *error);
 bool
-tm_stage_unwind(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error);
+tm_stage_add_fields_run(const void *state, tm_docs_t *docs, bson_error_t *error);
+void
+tm_stage_add_fields_destroy(void *state);
 bool
-tm_stage_replace_root(const char *name, const bson_value_t *spec, tm_docs_t *docs,
+tm_stage_unwind_parse(const char *name, const bson_value_t *spec, void **state,
                       bson_error_t *error);
+bool
+tm_stage_unwind_run(const void *state, tm_docs_t *docs, bson_error_t *error);
+void
+tm_stage_unwind_destroy(void *state);
+bool
+tm_stage_replace_root_parse(const char *name, const bson_value_t *spec, void **state,
+                            bson_error_t *error);
+bool
+tm_stage_replace_root_run(const void *state, tm_docs_t *docs, bson_error_t *error);
+void
+tm_stage_replace_root_destroy(void *state);
 
 #endif /* TM_PIPELINE_PRIVATE_H */

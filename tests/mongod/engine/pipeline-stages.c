@@ -131,22 +131,38 @@ add_fields_one(const fields_t *f, bson_t **doc, bson_error_t *error)
    return ok;
 }
 
-bool
-tm_stage_add_fields(const char *name, const bson_value_t *spec, tm_docs_t *docs,
-                    bson_error_t *error)
+void
+tm_stage_add_fields_destroy(void *state)
 {
-   fields_t f = {NULL, NULL, 0};
+   if (state) {
+      fields_clear(state);
+      bson_free(state);
+   }
+}
+
+bool
+tm_stage_add_fields_parse(const char *name, const bson_value_t *spec, void **state,
+                          bson_error_t *error)
+{
+   fields_t *f;
    bson_t doc;
-   bool ok = true;
 
    if (spec->value_type != BSON_TYPE_DOCUMENT || !tm_value_as_bson(spec, &doc)) {
       return tm_error_set(error, 40272, "%s specification stage must be an object", name);
    }
-   ok = fields_parse(&f, &doc, NULL, error);
+   f = bson_malloc0(sizeof *f);
+   *state = f;
+   return fields_parse(f, &doc, NULL, error);
+}
+
+bool
+tm_stage_add_fields_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   bool ok = true;
+
    for (size_t i = 0; ok && i < docs->n; i++) {
-      ok = add_fields_one(&f, &docs->docs[i], error);
+      ok = add_fields_one(state, &docs->docs[i], error);
    }
-   fields_clear(&f);
    return ok;
 }
 
@@ -215,31 +231,42 @@ unwind_emit(const unwind_t *u, const bson_t *doc, const bson_value_t *elem, int6
    tm_docs_push(out, res);
 }
 
-bool
-tm_stage_unwind(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
+void
+tm_stage_unwind_destroy(void *state)
 {
-   unwind_t u;
+   bson_free(state);
+}
+
+bool
+tm_stage_unwind_parse(const char *name, const bson_value_t *spec, void **state,
+                      bson_error_t *error)
+{
+   *state = bson_malloc0(sizeof(unwind_t));
+   return unwind_parse(spec, *state, error);
+}
+
+bool
+tm_stage_unwind_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   const unwind_t *u = state;
    tm_docs_t out = {NULL, 0, 0};
 
-   if (!unwind_parse(spec, &u, error)) {
-      return false;
-   }
    for (size_t i = 0; i < docs->n; i++) {
       bson_value_t v;
       bson_t arr;
       bson_iter_t it;
-      bool found = tm_path_get(docs->docs[i], u.path, &v);
+      bool found = tm_path_get(docs->docs[i], u->path, &v);
       if (found && v.value_type == BSON_TYPE_ARRAY && tm_value_as_bson(&v, &arr) &&
           !bson_empty(&arr)) {
          int64_t j = 0;
          bson_iter_init(&it, &arr);
          while (bson_iter_next(&it)) {
-            unwind_emit(&u, docs->docs[i], bson_iter_value(&it), j++, &out);
+            unwind_emit(u, docs->docs[i], bson_iter_value(&it), j++, &out);
          }
       } else if (found && v.value_type != BSON_TYPE_ARRAY && v.value_type != BSON_TYPE_NULL) {
-         unwind_emit(&u, docs->docs[i], NULL, -1, &out); /* a scalar unwinds to itself */
-      } else if (u.preserve) {
-         unwind_emit(&u, docs->docs[i], NULL, -1, &out);
+         unwind_emit(u, docs->docs[i], NULL, -1, &out); /* a scalar unwinds to itself */
+      } else if (u->preserve) {
+         unwind_emit(u, docs->docs[i], NULL, -1, &out);
       }
    }
    tm_docs_clear(docs);
@@ -248,15 +275,19 @@ tm_stage_unwind(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
    return true;
 }
 
+void
+tm_stage_replace_root_destroy(void *state)
+{
+   tm_expr_destroy(state);
+}
+
 bool
-tm_stage_replace_root(const char *name, const bson_value_t *spec, tm_docs_t *docs,
-                      bson_error_t *error)
+tm_stage_replace_root_parse(const char *name, const bson_value_t *spec, void **state,
+                            bson_error_t *error)
 {
    const bson_value_t *root_spec = spec;
    bson_t doc;
    bson_iter_t it;
-   tm_expr_t *e;
-   bool ok = true;
 
    if (strcmp(name, "$replaceRoot") == 0) {
       if (spec->value_type != BSON_TYPE_DOCUMENT || !tm_value_as_bson(spec, &doc) ||
@@ -265,13 +296,19 @@ tm_stage_replace_root(const char *name, const bson_value_t *spec, tm_docs_t *doc
       }
       root_spec = bson_iter_value(&it);
    }
-   if (!(e = tm_expr_parse(root_spec, error))) {
-      return false;
-   }
+   *state = tm_expr_parse(root_spec, error);
+   return *state != NULL;
+}
+
+bool
+tm_stage_replace_root_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   bool ok = true;
+
    for (size_t i = 0; ok && i < docs->n; i++) {
       bson_value_t v;
       bson_t view;
-      if (!(ok = tm_expr_eval(e, docs->docs[i], &v, error))) {
+      if (!(ok = tm_expr_eval(state, docs->docs[i], &v, error))) {
          break;
       }
       if (v.value_type != BSON_TYPE_DOCUMENT || !tm_value_as_bson(&v, &view)) {
@@ -285,6 +322,5 @@ tm_stage_replace_root(const char *name, const bson_value_t *spec, tm_docs_t *doc
       }
       bson_value_destroy(&v);
    }
-   tm_expr_destroy(e);
    return ok;
 }

@@ -146,6 +146,10 @@ Test(match, logical_operators)
       {"{'a': {'$not': {'$regularExpression': {'pattern': '^x', 'options': ''}}}}", "{'a': 'yx'}",
        true, -2},
       {"{'a': 1, '$comment': 'hello'}", "{'a': 1}", true, -2},
+      {"{'%expr': {'%gt': ['%a', '%b']}}", "{'a': 2, 'b': 1}", true, -2},
+      {"{'%expr': {'%gt': ['%a', '%b']}}", "{'a': 1, 'b': 1}", false, -2},
+      {"{'%expr': {'%divide': [1, 0]}}", "{'a': 1}", false, -2},
+      {"{'r': {'%ref': 'c', '%id': 1}}", "{'r': {'%ref': 'c', '%id': 1}}", true, -1},
    };
    RUN(cases);
 }
@@ -193,7 +197,7 @@ Test(match, parse_errors)
       {"{'a': {'$in': 1}}", 2},         {"{'a': {'$size': -1}}", 2},
       {"{'a': {'$size': 'x'}}", 2},     {"{'a': {'%type': 'nope'}}", 2},
       {"{'a': {'$elemMatch': 1}}", 2},  {"{'a': {'$not': {}}}", 2},
-      {"{'$expr': {'$eq': [1, 1]}}", 2}, {"{'a': {'%regex': '('}}", 51091},
+      {"{'$where': 'true'}", 2}, {"{'a': {'%regex': '('}}", 51091},
       {"{'a': {'%options': 'i'}}", 2},  {"{'a': {'$mod': [0, 1]}}", 2},
    };
 

@@ -404,3 +404,68 @@ Test(update, explicit_pipeline_constructor)
    bson_destroy(empty);
    bson_destroy(doc);
 }
+
+static void
+message_case(const char *doc_json, const char *update_json, const char *message)
+{
+   bson_t *doc = tm_json(doc_json), *spec = tm_json(update_json);
+   bson_error_t error = {0};
+   tm_update_t *u = tm_update_new(spec, NULL, &error);
+   bson_t out;
+   bool modified;
+
+   if (u) {
+      cr_assert_not(tm_update_apply(u, doc, -1, false, &out, &modified, NULL, &error),
+                    "%s should fail", update_json);
+      bson_destroy(&out);
+   }
+   cr_assert_str_eq(error.message, message);
+   tm_update_destroy(u);
+   bson_destroy(spec);
+   bson_destroy(doc);
+}
+
+Test(update, mongodb_error_messages)
+{
+   message_case("{'_id': 1}", "{'%set': {'a': 1}, '%inc': {'a': 1}}",
+                "Updating the path 'a' would create a conflict at 'a'");
+   message_case("{'_id': 1}", "{'%set': {'a': 1, 'a.b': 1}}",
+                "Updating the path 'a.b' would create a conflict at 'a'");
+   message_case("{'_id': 1}", "{'%set': {'_id': 2}}",
+                "Performing an update on the path '_id' would modify the immutable field '_id'");
+   message_case("{'_id': 1, 'a': 1}", "{'%set': {'a.b': 1}}", "Cannot create field 'b' in element {a: 1}");
+   message_case("{'_id': 1, 'a': 'x'}", "{'%inc': {'a': 1}}",
+                "Cannot apply $inc to a value of non-numeric type. {_id: 1} has the field 'a' of "
+                "non-numeric type string");
+   message_case("{'_id': 1, 'a': 1}", "{'%push': {'a': 1}}",
+                "The field 'a' must be an array but is of type int in document {_id: 1}");
+   message_case("{'_id': 1}", "{'%bogus': {'a': 1}}",
+                "Unknown modifier: $bogus. Expected a valid update modifier or pipeline-style "
+                "update specified as an array");
+}
+
+Test(update, positional_from_matcher)
+{
+   bson_t *doc = tm_json("{'_id': 1, 'ev': [{'id': 'a', 's': 0}, {'id': 'b', 's': 0}]}");
+   bson_t *filter = tm_json("{'ev.id': 'b'}"), *spec = tm_json("{'%set': {'ev.$.s': 1}}");
+   tm_matcher_t *m = tm_matcher_new(filter, NULL);
+   tm_update_t *u = tm_update_new(spec, NULL, NULL);
+   tm_update_desc_t desc;
+   int32_t pos = -1;
+   bson_t out;
+   bool modified;
+
+   cr_assert(tm_matcher_match(m, doc, &pos));
+   cr_assert_eq(pos, 1);
+   tm_update_desc_init(&desc);
+   cr_assert(tm_update_apply(u, doc, pos, false, &out, &modified, &desc, NULL));
+   tm_assert_doc(&out, "{'_id': 1, 'ev': [{'id': 'a', 's': 0}, {'id': 'b', 's': 1}]}", "out");
+   tm_assert_doc(&desc.updated_fields, "{'ev.1.s': 1}", "updatedFields");
+   bson_destroy(&out);
+   tm_update_desc_destroy(&desc);
+   tm_update_destroy(u);
+   tm_matcher_destroy(m);
+   bson_destroy(spec);
+   bson_destroy(filter);
+   bson_destroy(doc);
+}

@@ -109,6 +109,9 @@ def test_check_config_redacts():
     check("--check-config exits 0", r.returncode == 0, r.stderr)
     check("--check-config hides the MQTT password", "hunter2" not in out, out)
     check("--check-config hides the URI password", "pa55word" not in out, out)
+    check("a password in a URI flag is warned about",
+          "--mongodb-uri holds a password, which other users can read with ps" in r.stderr,
+          r.stderr)
     check("--check-config shows ***", re.search(r"^mqtt-password +=  ?\*\*\*$", r.stdout, re.M)
           is not None and "bob:***@db1,db2" in r.stdout, r.stdout)
 
