@@ -16,6 +16,7 @@
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
 
+#include "clearer.h"
 #include "config.h"
 #include "metrics.h"
 #include "mqtt.h"
@@ -79,6 +80,7 @@ struct relay_t {
    int sweep_backoff_ms;
 
    /* Writes. */
+   relay_clearer_t *clearer;
    int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
    int write_backoff_ms;
    bool write_failing;
@@ -111,5 +113,8 @@ void
 relay_writer_flush(relay_t *r, int64_t now, bool force);
 void
 relay_writer_checkpoint(relay_t *r, int64_t now, bool force);
+/* True when nothing waits to be cleared or dead-lettered and no clear is running. */
+bool
+relay_writer_idle(relay_t *r);
 
 #endif /* RELAY_PRIVATE_H */

@@ -89,7 +89,8 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
       return NULL;
    }
    r->reader = relay_reader_new(cfg, wake_main, r->mqtt, error);
-   if (!r->reader) {
+   r->clearer = r->reader ? relay_clearer_new(cfg, wake_main, r->mqtt, error) : NULL;
+   if (!r->clearer) {
       relay_destroy(r);
       return NULL;
    }
@@ -131,7 +132,7 @@ drain(relay_t *r)
    int64_t deadline = now + r->cfg->shutdown_timeout_ms;
 
    relay_log(RELAY_LOG_INFO, "relay", "stopping: %zu messages in flight", r->table.inflight);
-   while (now < deadline && (r->table.inflight > 0 || r->table.dirty_head)) {
+   while (now < deadline && (r->table.inflight > 0 || !relay_writer_idle(r))) {
       relay_publish_handle(r, 20, now);
       now = relay_now_ms();
       relay_writer_flush(r, now, true);
@@ -181,8 +182,9 @@ relay_destroy(relay_t *r)
    if (!r) {
       return;
    }
-   /* The reader first: it wakes the main loop through the MQTT client's queue. */
+   /* The threads first: they wake the main loop through the MQTT client's queue. */
    relay_reader_destroy(r->reader);
+   relay_clearer_destroy(r->clearer);
    relay_changes_cleanup(r);
    relay_publish_cleanup(r);
    relay_table_cleanup(&r->table);

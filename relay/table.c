@@ -485,6 +485,19 @@ relay_table_remove_item(relay_table_t *t, relay_entity_t *e, relay_item_t *item)
 }
 
 size_t
+relay_table_restate(relay_entity_t *e, relay_item_state_t from, relay_item_state_t to)
+{
+   size_t n = 0;
+   for (relay_item_t *it = e->head; it; it = it->next) {
+      if (it->state == from) {
+         it->state = to;
+         n++;
+      }
+   }
+   return n;
+}
+
+size_t
 relay_table_count_state(const relay_entity_t *e, relay_item_state_t state)
 {
    size_t n = 0;

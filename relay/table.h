@@ -33,6 +33,7 @@ typedef enum {
    RELAY_ITEM_INFLIGHT,   /* published, no acknowledgement yet */
    RELAY_ITEM_ACKED,      /* acknowledged, waiting to be cleared from the document */
    RELAY_ITEM_POISON,     /* waiting to be moved to the dead letters */
+   RELAY_ITEM_CLEARING,   /* acknowledged, its clear is running */
 } relay_item_state_t;
 
 typedef struct relay_pos_t {
@@ -163,6 +164,10 @@ relay_table_remove_state(relay_table_t *t, relay_entity_t *e, relay_item_state_t
 /* Removes one item of @e (after it was dead-lettered), releasing its position. */
 void
 relay_table_remove_item(relay_table_t *t, relay_entity_t *e, relay_item_t *item);
+
+/* Moves @e's items in state @from to @to; returns how many. */
+size_t
+relay_table_restate(relay_entity_t *e, relay_item_state_t from, relay_item_state_t to);
 
 /* Counts @e's items in @state. */
 size_t

@@ -16,62 +16,14 @@
  *    with the same name) can only pull an event it published itself; if the other relay
  *    already pulled it, the statement matches nothing and changes nothing. Two such relays
  *    deliver events twice (at-least-once), they never lose or wrongly remove one.
- * Clears of many entities go out as one unordered bulk write per collection.
+ * Clears of many entities go out as one unordered bulk write per collection, run by the
+ * clearer thread (clearer.h) while the main thread goes on publishing.
  */
 #include <inttypes.h>
 #include <string.h>
 
 #include "log.h"
 #include "relay-private.h"
-
-typedef struct {
-   mongoc_bulk_operation_t *bulk;
-   relay_entity_t **entities; /* statement index -> entity */
-   size_t n;
-} coll_batch_t;
-
-static bool
-add_clear(relay_t *r, coll_batch_t *b, relay_entity_t *e, size_t cap)
-{
-   bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, pull, cond, in, ids;
-   bson_error_t error;
-   size_t n = 0;
-   char key[16];
-   bool ok;
-
-   if (!b->bulk) {
-      bson_t opts = BSON_INITIALIZER;
-      BSON_APPEND_BOOL(&opts, "ordered", false);
-      b->bulk = mongoc_collection_create_bulk_operation_with_opts(r->colls[e->coll], &opts);
-      bson_destroy(&opts);
-      b->entities = bson_malloc(cap * sizeof *b->entities);
-   }
-   bson_append_value(&q, "_id", 3, &e->id);
-   BSON_APPEND_DOCUMENT_BEGIN(&u, "$pull", &pull);
-   BSON_APPEND_DOCUMENT_BEGIN(&pull, r->cfg->events_field, &cond);
-   BSON_APPEND_DOCUMENT_BEGIN(&cond, "id", &in);
-   BSON_APPEND_ARRAY_BEGIN(&in, "$in", &ids);
-   for (relay_item_t *it = e->head; it; it = it->next) {
-      if (it->state == RELAY_ITEM_ACKED) {
-         const char *k;
-         bson_uint32_to_string((uint32_t) n++, &k, key, sizeof key);
-         bson_append_utf8(&ids, k, -1, it->ev.id, -1);
-      }
-   }
-   bson_append_array_end(&in, &ids);
-   bson_append_document_end(&cond, &in);
-   bson_append_document_end(&pull, &cond);
-   bson_append_document_end(&u, &pull);
-   ok = mongoc_bulk_operation_update_one_with_opts(b->bulk, &q, &u, NULL, &error);
-   if (ok) {
-      b->entities[b->n++] = e;
-   } else {
-      relay_log(RELAY_LOG_ERROR, "writer", "cannot build a clear: %s", error.message);
-   }
-   bson_destroy(&q);
-   bson_destroy(&u);
-   return ok;
-}
 
 /* Moves one poison event to the dead letters, in one update so it is never in both places
  * or in neither: the filter requires the event to still be pending (exactly this value),
@@ -146,116 +98,107 @@ flush_poison(relay_t *r, relay_entity_t *e)
    return true;
 }
 
-/* Marks the statements listed in the reply's writeErrors as failed. */
+/* Adds @e's acknowledged events to @job and marks them as being cleared. */
 static void
-failed_indexes(const bson_t *reply, bool *failed, size_t n)
+add_clear(relay_clear_job_t *job, relay_entity_t *e)
 {
-   bson_iter_t it, errs, idx;
-   if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &errs)) {
-      for (size_t i = 0; i < n; i++) {
-         failed[i] = true; /* no detail: the whole batch failed */
-      }
-      return;
-   }
-   while (bson_iter_next(&errs)) {
-      bson_iter_t doc;
-      if (bson_iter_recurse(&errs, &doc) && bson_iter_find(&doc, "index")) {
-         idx = doc;
-         int64_t i = bson_iter_as_int64(&idx);
-         if (i >= 0 && (size_t) i < n) {
-            failed[i] = true;
-         }
+   bson_t ids = BSON_INITIALIZER;
+   char key[16];
+   size_t n = 0;
+
+   for (relay_item_t *it = e->head; it; it = it->next) {
+      if (it->state == RELAY_ITEM_ACKED) {
+         const char *k;
+         bson_uint32_to_string((uint32_t) n++, &k, key, sizeof key);
+         bson_append_utf8(&ids, k, -1, it->ev.id, -1);
+         it->state = RELAY_ITEM_CLEARING;
       }
    }
+   relay_clear_job_add(job, e->coll, &e->id, &ids, n, e);
+   bson_destroy(&ids);
 }
 
-/* Executes one collection's clears; returns false if any failed. */
+/* Applies a finished clear batch: cleared events leave the table, failed ones wait for the
+ * next batch. Returns false if any failed. */
 static bool
-execute(relay_t *r, coll_batch_t *b)
+apply_job(relay_t *r, relay_clear_job_t *job)
 {
-   bson_t reply;
-   bson_error_t error;
-   bool *failed = bson_malloc0(b->n * sizeof *failed);
-   bool ok = mongoc_bulk_operation_execute(b->bulk, &reply, &error) != 0;
-
-   if (!ok) {
-      relay_log(RELAY_LOG_WARNING, "writer", "clearing %zu entities failed: %s", b->n,
-                error.message);
-      failed_indexes(&reply, failed, b->n);
-   }
-   for (size_t i = 0; i < b->n; i++) {
-      relay_entity_t *e = b->entities[i];
-      if (failed[i]) {
+   bool ok = true;
+   for (size_t i = 0; i < job->n; i++) {
+      relay_entity_t *e = job->stmts[i].entity;
+      if (job->stmts[i].failed) {
+         relay_table_restate(e, RELAY_ITEM_CLEARING, RELAY_ITEM_ACKED);
          relay_table_mark_dirty(&r->table, e);
+         ok = false;
       } else {
-         size_t n = relay_table_remove_state(&r->table, e, RELAY_ITEM_ACKED);
+         size_t n = relay_table_remove_state(&r->table, e, RELAY_ITEM_CLEARING);
          relay_metrics_add(r->metrics, RELAY_M_CLEARED, n);
       }
    }
-   bson_destroy(&reply);
-   bson_free(failed);
+   if (!r->verifying) {
+      for (size_t i = 0; i < job->n; i++) {
+         relay_table_evict(&r->table, job->stmts[i].entity);
+      }
+   }
    return ok;
 }
 
-/* Entities that hold nothing any more are forgotten, except while replaying history, when
- * the table is what keeps a replayed change from triggering another read. */
+/* Collects the results of the running batch, if it is done. */
 static void
-forget_idle(relay_t *r, relay_entity_t **list, size_t n)
+collect(relay_t *r, int64_t now)
 {
-   if (r->verifying) {
+   relay_clear_job_t *job = relay_clearer_take(r->clearer);
+   if (!job) {
       return;
    }
-   for (size_t i = 0; i < n; i++) {
-      relay_table_evict(&r->table, list[i]);
+   if (apply_job(r, job)) {
+      r->write_backoff_ms = 0;
+   } else {
+      r->write_retry_at_ms = now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
    }
+   relay_clear_job_free(job);
+   relay_table_pos_settle(&r->table);
+   relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double) r->table.buffered);
+}
+
+bool
+relay_writer_idle(relay_t *r)
+{
+   return !r->table.dirty_head && !relay_clearer_busy(r->clearer);
 }
 
 void
 relay_writer_flush(relay_t *r, int64_t now, bool force)
 {
-   size_t ncoll = r->cfg->n_collections, cap = (size_t) r->cfg->clear_batch_size, n = 0;
-   coll_batch_t *batches;
-   relay_entity_t **seen;
-   bool ok = true;
+   size_t cap = (size_t) r->cfg->clear_batch_size;
+   relay_clear_job_t *job = NULL;
 
-   if (!r->table.dirty_head || now < r->write_retry_at_ms ||
+   collect(r, now);
+   if (!r->table.dirty_head || relay_clearer_busy(r->clearer) || now < r->write_retry_at_ms ||
        (!force && now - r->last_write_ms < r->cfg->clear_interval_ms)) {
       return;
    }
    r->last_write_ms = now;
-   batches = bson_malloc0(ncoll * sizeof *batches);
-   seen = bson_malloc(cap * sizeof *seen);
-   while (n < cap && r->table.dirty_head) {
+   while (r->table.dirty_head && (!job || job->n_events < cap)) {
       relay_entity_t *e = relay_table_next_dirty(&r->table);
       if (relay_table_count_state(e, RELAY_ITEM_POISON) > 0 && !flush_poison(r, e)) {
          relay_table_mark_dirty(&r->table, e);
-         ok = false;
+         r->write_retry_at_ms = now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
          break;
       }
-      if (relay_table_count_state(e, RELAY_ITEM_ACKED) > 0 &&
-          !add_clear(r, &batches[e->coll], e, cap)) {
-         relay_table_mark_dirty(&r->table, e);
-         ok = false;
-         break;
-      }
-      seen[n++] = e;
-   }
-   for (size_t c = 0; c < ncoll; c++) {
-      if (batches[c].bulk) {
-         ok = execute(r, &batches[c]) && ok;
-         mongoc_bulk_operation_destroy(batches[c].bulk);
-         bson_free(batches[c].entities);
+      if (relay_table_count_state(e, RELAY_ITEM_ACKED) > 0) {
+         if (!job) {
+            job = relay_clear_job_new();
+         }
+         add_clear(job, e);
+      } else if (!r->verifying) {
+         relay_table_evict(&r->table, e);
       }
    }
-   forget_idle(r, seen, n);
+   if (job) {
+      relay_clearer_submit(r->clearer, job);
+   }
    relay_table_pos_settle(&r->table);
-   relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double) r->table.buffered);
-   r->write_retry_at_ms = ok ? 0 : now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
-   if (ok) {
-      r->write_backoff_ms = 0;
-   }
-   bson_free(batches);
-   bson_free(seen);
 }
 
 void

@@ -81,6 +81,8 @@ typedef struct {
 typedef struct {
    int threads, events_per_commit;
    double lib_per_s, plain_per_s, overhead_pct;
+   double lib_cpu_us, plain_cpu_us;               /* client CPU per commit */
+   double lib_server_cpu_us, plain_server_cpu_us; /* test-mongod CPU per commit */
    bool ok;
 } bench_libcase_t;
 

@@ -153,10 +153,25 @@ worker_main(void *arg)
    return NULL;
 }
 
-/* One timed run on a fresh collection. Returns commits/s, or -1 on an error. */
+typedef struct {
+   double per_s;         /* commits/s, -1 on an error */
+   double cpu_us;        /* this process's CPU per commit (all threads) */
+   double server_cpu_us; /* test-mongod's CPU per commit (0 when not ours) */
+} run_result_t;
+
 static double
-timed_run(const bench_opts_t *o, mongoc_client_pool_t *pool, bool lib, int threads,
-          int per_commit)
+process_cpu_s(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+   return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* One timed run on a fresh collection. CPU per commit is reported next to the rate: on a
+ * busy machine it varies far less than throughput does. */
+static run_result_t
+timed_run(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_pool_t *pool,
+          bool lib, int threads, int per_commit)
 {
    static int counter;
    char coll[64];
@@ -187,10 +202,11 @@ timed_run(const bench_opts_t *o, mongoc_client_pool_t *pool, bool lib, int threa
                         .start = &start, .stop_ns = &stop_at};
       pthread_create(&tid[i], NULL, worker_main, &w[i]);
    }
-   double rate = -1;
+   run_result_t res = {.per_s = -1};
    if (ok) {
       pthread_barrier_wait(&start);
       int64_t t0 = bench_now_ns();
+      double cpu0 = process_cpu_s(), server0 = bench_proc_cpu_s(s->mongod_pid);
       atomic_store(&stop_at, t0 + (int64_t) (o->lib_s * 1e9));
       size_t commits = 0;
       for (int i = 0; i < threads; i++) {
@@ -202,14 +218,18 @@ timed_run(const bench_opts_t *o, mongoc_client_pool_t *pool, bool lib, int threa
             ok = false;
          }
       }
-      rate = ok ? (double) commits / bench_secs(t0, bench_now_ns()) : -1;
+      if (ok && commits) {
+         res.per_s = (double) commits / bench_secs(t0, bench_now_ns());
+         res.cpu_us = (process_cpu_s() - cpu0) * 1e6 / (double) commits;
+         res.server_cpu_us = (bench_proc_cpu_s(s->mongod_pid) - server0) * 1e6 / (double) commits;
+      }
    }
    pthread_barrier_destroy(&start);
    outbox_collection_destroy(oc);
    c = mongoc_client_pool_pop(pool);
    bench_coll_drop(c, o->database, coll);
    mongoc_client_pool_push(pool, c);
-   return rate;
+   return res;
 }
 
 void
@@ -234,19 +254,25 @@ bench_lib_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results
             fprintf(stderr, "outbox-bench: library, %d threads, %d events per commit\n",
                     c->threads, c->events_per_commit);
          }
-         double plain = 0, lib = 0;
+         run_result_t sum[2] = {{0}}; /* [0] plain, [1] lib */
          bool ok = true;
          /* plain, lib (, lib, plain) */
          for (int rep = 0; rep < 2 * o->lib_reps && ok; rep++) {
-            bool is_lib = rep == 1 || rep == 2;
-            double v = timed_run(o, pool, is_lib, c->threads, c->events_per_commit);
-            ok = v >= 0;
-            *(is_lib ? &lib : &plain) += v / o->lib_reps;
+            int is_lib = rep == 1 || rep == 2;
+            run_result_t v = timed_run(o, s, pool, is_lib, c->threads, c->events_per_commit);
+            ok = v.per_s >= 0;
+            sum[is_lib].per_s += v.per_s / o->lib_reps;
+            sum[is_lib].cpu_us += v.cpu_us / o->lib_reps;
+            sum[is_lib].server_cpu_us += v.server_cpu_us / o->lib_reps;
          }
          c->ok = ok;
-         c->lib_per_s = lib;
-         c->plain_per_s = plain;
-         c->overhead_pct = ok && lib > 0 ? (plain / lib - 1.0) * 100.0 : 0;
+         c->plain_per_s = sum[0].per_s;
+         c->lib_per_s = sum[1].per_s;
+         c->plain_cpu_us = sum[0].cpu_us;
+         c->lib_cpu_us = sum[1].cpu_us;
+         c->plain_server_cpu_us = sum[0].server_cpu_us;
+         c->lib_server_cpu_us = sum[1].server_cpu_us;
+         c->overhead_pct = ok && c->lib_per_s > 0 ? (c->plain_per_s / c->lib_per_s - 1) * 100 : 0;
          if (!ok) {
             bench_fail(r, "library benchmark (%d threads, %d events) failed", c->threads,
                        c->events_per_commit);

@@ -105,13 +105,16 @@ print_lib(const bench_results_t *r)
    }
    printf("\nLibrary: commits/s, liboutbox update vs plain mongoc_collection_update_one "
           "(target overhead < 10%%)\n");
-   printf("  %7s %10s %12s %12s %9s\n", "threads", "ev/commit", "liboutbox", "plain",
-          "overhead");
+   printf("  %7s %9s %10s %10s %9s   %-17s %-17s\n", "threads", "ev/commit", "liboutbox",
+          "plain", "overhead", "client CPU us/c", "server CPU us/c");
    for (int i = 0; i < r->n_lib; i++) {
       const bench_libcase_t *c = &r->lib[i];
-      printf("  %7d %10d %12.0f %12.0f %8.1f%%%s\n", c->threads, c->events_per_commit,
-             c->lib_per_s, c->plain_per_s, c->overhead_pct, c->ok ? "" : "  FAILED");
+      printf("  %7d %9d %10.0f %10.0f %8.1f%%   %7.1f / %-7.1f %7.1f / %-7.1f%s\n", c->threads,
+             c->events_per_commit, c->lib_per_s, c->plain_per_s, c->overhead_pct, c->lib_cpu_us,
+             c->plain_cpu_us, c->lib_server_cpu_us, c->plain_server_cpu_us,
+             c->ok ? "" : "  FAILED");
    }
+   printf("  (CPU per commit: liboutbox / plain; server = test-mongod when started here)\n");
 }
 
 static void
@@ -217,9 +220,13 @@ json_lists(FILE *f, const bench_results_t *r)
    for (int i = 0; i < r->n_lib; i++) {
       const bench_libcase_t *c = &r->lib[i];
       fprintf(f, "%s\n    {\"threads\": %d, \"events_per_commit\": %d, \"lib_commits_per_s\": "
-                 "%.1f, \"plain_commits_per_s\": %.1f, \"overhead_pct\": %.2f}",
+                 "%.1f, \"plain_commits_per_s\": %.1f, \"overhead_pct\": %.2f, "
+                 "\"lib_cpu_us_per_commit\": %.2f, \"plain_cpu_us_per_commit\": %.2f, "
+                 "\"lib_server_cpu_us_per_commit\": %.2f, "
+                 "\"plain_server_cpu_us_per_commit\": %.2f, \"ok\": %s}",
               i ? "," : "", c->threads, c->events_per_commit, c->lib_per_s, c->plain_per_s,
-              c->overhead_pct);
+              c->overhead_pct, c->lib_cpu_us, c->plain_cpu_us, c->lib_server_cpu_us,
+              c->plain_server_cpu_us, c->ok ? "true" : "false");
    }
    fprintf(f, "],\n  \"scale\": [");
    for (int i = 0; i < r->n_scale; i++) {

@@ -37,8 +37,11 @@ CANNOT = {
     "let": "pymongo 3.11 has no `let` option",
     "rawData": "pymongo 3.11 has no `rawData` option",
 }
-# pymongo 3.11 sends `comment` only with aggregate and find.
-COMMENT_OPS = {"aggregate", "find", "findOne"}
+# Operations whose pymongo 3.11 method can send `comment` (find's own option, or **kwargs
+# copied into the command).
+COMMENT_OPS = {"aggregate", "find", "findOne", "count", "countDocuments",
+               "estimatedDocumentCount", "distinct", "findOneAndUpdate",
+               "findOneAndReplace", "findOneAndDelete"}
 
 SENSITIVE = {"authenticate", "saslstart", "saslcontinue", "getnonce", "createuser",
              "updateuser", "copydbgetnonce", "copydbsaslstart", "copydb"}
@@ -289,7 +292,8 @@ UPDATE_OPTS = dict(WRITE_OPTS, upsert="upsert", arrayFilters="array_filters",
 FAM_OPTS = {"projection": "projection", "sort": "sort", "upsert": "upsert",
             "returnDocument": "return_document", "arrayFilters": "array_filters",
             "session": "session", "collation": "collation", "hint": "hint",
-            "maxTimeMS": "maxTimeMS", "bypassDocumentValidation": "bypassDocumentValidation"}
+            "maxTimeMS": "maxTimeMS", "bypassDocumentValidation": "bypassDocumentValidation",
+            "comment": "comment"}
 STREAM_OPTS = {"fullDocument": "full_document", "resumeAfter": "resume_after",
                "maxAwaitTimeMS": "max_await_time_ms", "batchSize": "batch_size",
                "collation": "collation", "startAtOperationTime": "start_at_operation_time",
@@ -440,30 +444,33 @@ def _dispatch(runner, entities, obj, name, a):  # noqa: C901 - one table of oper
             pipeline = a.pop("pipeline", required=True)
             kw = a.kwargs({"batchSize": "batchSize", "comment": "comment",
                            "maxTimeMS": "maxTimeMS", "allowDiskUse": "allowDiskUse",
-                           "collation": "collation", "hint": "hint", "session": "session"})
+                           "collation": "collation", "hint": "hint", "session": "session",
+                           "bypassDocumentValidation": "bypassDocumentValidation"})
             a.done()
             return list(obj.aggregate(pipeline, **kw))
         if name == "count":
             flt = a.pop("filter", {})
             kw = a.kwargs({"skip": "skip", "limit": "limit", "maxTimeMS": "maxTimeMS",
-                           "session": "session", "collation": "collation", "hint": "hint"})
+                           "session": "session", "collation": "collation", "hint": "hint",
+                           "comment": "comment"})
             a.done()
             return obj.count(flt, **kw)
         if name == "countDocuments":
             flt = a.pop("filter", required=True)
             kw = a.kwargs({"skip": "skip", "limit": "limit", "maxTimeMS": "maxTimeMS",
-                           "session": "session", "collation": "collation", "hint": "hint"})
+                           "session": "session", "collation": "collation", "hint": "hint",
+                           "comment": "comment"})
             a.done()
             return obj.count_documents(flt, **kw)
         if name == "estimatedDocumentCount":
-            kw = a.kwargs({"maxTimeMS": "maxTimeMS"})
+            kw = a.kwargs({"maxTimeMS": "maxTimeMS", "comment": "comment"})
             a.done()
             return obj.estimated_document_count(**kw)
         if name == "distinct":
             field = a.pop("fieldName", required=True)
             flt = a.pop("filter", None)
             kw = a.kwargs({"session": "session", "maxTimeMS": "maxTimeMS",
-                           "collation": "collation"})
+                           "collation": "collation", "comment": "comment"})
             a.done()
             return obj.distinct(field, flt, **kw)
         if name == "rename":
@@ -522,6 +529,8 @@ def _dispatch(runner, entities, obj, name, a):  # noqa: C901 - one table of oper
             return list(obj.list_collections(**kw))
 
     if is_client:
+        if name == "clientBulkWrite":
+            raise DriverCannot("pymongo 3.11 has no MongoClient.bulk_write (clientBulkWrite)")
         if name in ("listDatabases", "listDatabaseNames"):
             kw = a.kwargs({"session": "session"})
             a.done()

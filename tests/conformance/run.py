@@ -40,6 +40,7 @@ def skip_all(message):
 try:
     import pymongo  # noqa: E402
     from bson import json_util
+    from bson.errors import InvalidDocument
     from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
     from pymongo.read_concern import ReadConcern
     from pymongo.read_preferences import ReadPreference
@@ -213,9 +214,12 @@ class Runner:
             result = run_operation(self, entities, op)
         except (DriverCannot, RunnerError, TestTimeout):
             raise
-        except (PyMongoError, ValueError, TypeError) as err:
+        except (PyMongoError, InvalidDocument, ValueError, TypeError) as err:
             if "hint is unsupported for unacknowledged writes" in str(err):
                 raise DriverCannot("pymongo 3.11 refuses `hint` on unacknowledged writes")
+            if "must not start with '$'" in str(err) or "must not contain '.'" in str(err):
+                raise DriverCannot("pymongo 3.11 refuses to send field names that start "
+                                   "with '$' or contain '.'")
             if op.get("ignoreResultAndError"):
                 return
             if expect_error is None:

@@ -268,6 +268,30 @@ class Queries(ServerTest):
         self.assertEqual(self.ids({"events": {"n": 5, "t": "a"}}), [2])
         self.assertEqual(self.ids({"events": {"t": "a", "n": 5}}), [])  # field order counts
 
+    def test_sort_on_arrays_and_projection(self):
+        self.coll.insert_many([{"_id": 10, "a": [3, 1], "n": {"x": 1, "y": 2}},
+                               {"_id": 11, "a": 2, "n": {"x": 3, "y": 4}},
+                               {"_id": 12, "a": [5], "n": {"x": 5}}])
+        flt = {"_id": {"$gte": 10}}
+        # ascending sorts by each array's smallest element, descending by its largest
+        self.assertEqual([d["_id"] for d in self.coll.find(flt).sort("a", 1)], [10, 11, 12])
+        self.assertEqual([d["_id"] for d in self.coll.find(flt).sort("a", -1)], [12, 10, 11])
+        docs = list(self.coll.find(flt, {"n.x": 1, "_id": 0}).sort("_id", 1))
+        self.assertEqual(docs, [{"n": {"x": 1}}, {"n": {"x": 3}}, {"n": {"x": 5}}])
+        docs = list(self.coll.find(flt, {"n.x": 0, "a": 0}).sort("_id", 1))
+        self.assertEqual(docs, [{"_id": 10, "n": {"y": 2}}, {"_id": 11, "n": {"y": 4}},
+                                {"_id": 12, "n": {}}])
+
+    def test_numeric_equality_across_types(self):
+        self.coll.insert_one({"_id": 7, "v": 1})
+        with self.assertRaises(DuplicateKeyError):
+            self.coll.insert_one({"_id": 7.0})
+        with self.assertRaises(DuplicateKeyError):
+            self.coll.insert_one({"_id": Int64(7)})
+        self.assertEqual(self.coll.find_one({"_id": Int64(7)})["v"], 1)
+        self.assertEqual(self.coll.find_one({"_id": 7.0})["v"], 1)
+        self.assertEqual(self.ids({"v": {"$in": [1.0]}, "_id": 7}), [7])
+
     def test_array_equality_and_all(self):
         self.assertEqual(self.ids({"tags": "x"}), [1, 3])
         self.assertEqual(self.ids({"tags": ["x", "y"]}), [1, 4])
@@ -346,6 +370,36 @@ class WriteLimits(ServerTest):
         self.assertEqual(self.coll.create_index("a"), "a_1")  # identical: a no-op
         self.coll.drop_index("a_1")
         self.assertEqual([ix["name"] for ix in self.coll.list_indexes()], ["_id_"])
+
+    def test_large_results_are_split_into_batches(self):
+        four_mb = "x" * (4 * 1024 * 1024)
+        for i in range(6):
+            self.coll.insert_one({"_id": i, "s": four_mb})
+        stream = self.coll.watch()
+        self.addCleanup(stream.close)
+        r = self.db.command("find", self.coll.name)
+        first = r["cursor"]["firstBatch"]
+        self.assertLessEqual(len(bson.encode(r)), MiB16 + 16 * 1024)
+        self.assertLess(len(first), 6, "a 24 MB first batch: replies must stay under 16 MiB")
+        self.assertEqual(sum(1 for _ in self.coll.find({}, {"_id": 1})), 6)
+        self.assertEqual(sorted(d["_id"] for d in self.coll.find()), list(range(6)))
+        self.db.command("killCursors", self.coll.name, cursors=[r["cursor"]["id"]])
+        # change events of big documents: a getMore batch stays under 16 MiB too
+        self.coll.update_many({}, {"$set": {"t": 1}})
+        agg = self.db.command("aggregate", self.coll.name, pipeline=[
+            {"$changeStream": {"fullDocument": "updateLookup",
+                               "resumeAfter": stream.resume_token}}], cursor={})
+        batches = [agg["cursor"]["firstBatch"]]
+        cid = agg["cursor"]["id"]
+        while sum(len(b) for b in batches) < 6:
+            more = self.db.command("getMore", cid, collection=self.coll.name, maxTimeMS=500)
+            self.assertLessEqual(len(bson.encode(more)), MiB16 + 16 * 1024)
+            batches.append(more["cursor"]["nextBatch"])
+            self.assertLess(len(batches), 20)
+        self.db.command("killCursors", self.coll.name, cursors=[cid])
+        events = [e for b in batches for e in b]
+        self.assertEqual([e["documentKey"]["_id"] for e in events], list(range(6)))
+        self.assertTrue(all(len(e["fullDocument"]["s"]) == len(four_mb) for e in events))
 
     def test_insert_over_16mib_is_code_2(self):
         # pymongo refuses such an insert_one itself; the insert command below stays under

@@ -171,6 +171,50 @@ class Concurrency(ServerTest):
         finally:
             b.close()
 
+    def test_concurrent_writers_and_watchers(self):
+        """Every watcher sees every write exactly once, in one order, while writers race."""
+        writers, per_writer, watchers = 4, 100, 3
+        streams = [self.new_client()[DB][self.coll.name].watch(batch_size=50)
+                   for _ in range(watchers)]
+        seen = [[] for _ in range(watchers)]
+        errors = []
+
+        def watch(n):
+            try:
+                deadline = time.monotonic() + 30
+                while len(seen[n]) < writers * per_writer and time.monotonic() < deadline:
+                    ev = streams[n].try_next()
+                    if ev is not None:
+                        seen[n].append((ev["_id"]["_data"], ev["documentKey"]["_id"]))
+            except Exception as exc:  # noqa: BLE001 - collected for the main thread
+                errors.append(exc)
+
+        def write(w):
+            try:
+                coll = self.new_client()[DB][self.coll.name]
+                for i in range(per_writer):
+                    coll.insert_one({"_id": "%d-%d" % (w, i)})
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+        threads = [threading.Thread(target=watch, args=(n,)) for n in range(watchers)]
+        threads += [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+        for st in streams:
+            st.close()
+        self.assertEqual(errors, [])
+        expected = sorted("%d-%d" % (w, i) for w in range(writers) for i in range(per_writer))
+        for n in range(watchers):
+            tokens = [t for t, _ in seen[n]]
+            self.assertEqual(sorted(k for _, k in seen[n]), expected, "watcher %d" % n)
+            self.assertEqual(tokens, sorted(tokens), "watcher %d out of order" % n)
+            self.assertEqual(seen[n], seen[0], "watchers disagree on the order")
+        for w in range(writers):  # each writer's own inserts appear in its order
+            mine = [k for _, k in seen[0] if k.startswith("%d-" % w)]
+            self.assertEqual(mine, ["%d-%d" % (w, i) for i in range(per_writer)])
+
     def test_hundreds_of_connections(self):
         socks = [raw_connect() for _ in range(200)]
         try:

@@ -196,8 +196,11 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
       return tm_error_set(error, 73, "{aggregate: 1} is not valid for this pipeline; a "
                                      "collection is required.");
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, a.coll, false, NULL);
-   if (!md_check_hint(coll, c->cmd, error)) {
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, a.coll, false, NULL), *snapshot;
+   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+      return false;
+   }
+   if (!snapshot && !md_check_hint(coll, c->cmd, error)) {
       return false;
    }
    size_t n_in = coll ? coll->count : 0, i = 0;
@@ -209,6 +212,7 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
    size_t n_out = 0;
    bool ok = tm_pipeline_run(&a.pipeline, in, n_in, &out, &n_out, error);
    free(in);
+   md_coll_snapshot_free(snapshot);
    if (ok) {
       /* The engine allocates with bson_new, which md_docs_free handles too. */
       char *ns = bson_strdup_printf("%s.%s", c->db, a.coll);
@@ -233,8 +237,11 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
        !md_cmd_get_int64(c->cmd, "skip", &skip, error) || !md_check_collation(c->cmd, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
-   if (!md_check_hint(coll, c->cmd, error)) {
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL), *snapshot;
+   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+      return false;
+   }
+   if (!snapshot && !md_check_hint(coll, c->cmd, error)) {
       return false;
    }
    int64_t n = 0;
@@ -243,6 +250,7 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
    } else if (coll) {
       tm_matcher_t *m = tm_matcher_new(&query, error);
       if (!m) {
+         md_coll_snapshot_free(snapshot);
          return false;
       }
       md_selection_t sel;
@@ -251,6 +259,7 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
       md_selection_destroy(&sel);
       tm_matcher_destroy(m);
    }
+   md_coll_snapshot_free(snapshot);
    n = skip > 0 ? (n > skip ? n - skip : 0) : n;
    if (limit != 0) {
       int64_t l = limit < 0 ? -limit : limit;
@@ -293,9 +302,13 @@ md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
                                         "field");
    }
    const char *key = bson_iter_utf8(&it, NULL);
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL), *snapshot;
+   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+      return false;
+   }
    tm_matcher_t *m = tm_matcher_new(&query, error);
    if (!m) {
+      md_coll_snapshot_free(snapshot);
       return false;
    }
    md_selection_t sel;
@@ -322,6 +335,7 @@ md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
    bson_append_array_end(c->reply, &values);
    md_hmap_destroy(seen);
    md_selection_destroy(&sel);
+   md_coll_snapshot_free(snapshot);
    tm_matcher_destroy(m);
    return true;
 }

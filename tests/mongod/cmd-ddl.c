@@ -35,7 +35,7 @@ static const char *const create_options[] = {
 static bool
 check_create_options(const bson_t *cmd, bson_error_t *error)
 {
-   static const char *const unsupported[] = {"capped", "viewOn", "timeseries", "clusteredIndex",
+   static const char *const unsupported[] = {"capped", "timeseries", "clusteredIndex",
                                              "validator", "expireAfterSeconds", NULL};
    bson_iter_t it;
    for (int i = 0; unsupported[i]; i++) {
@@ -57,12 +57,34 @@ md_cmd_create(md_cmd_t *c, bson_error_t *error)
        !check_create_options(c->cmd, error)) {
       return false;
    }
+   bson_iter_t it, pipeline;
+   bool is_view = bson_iter_init_find(&it, c->cmd, "viewOn");
+   if (is_view && !BSON_ITER_HOLDS_UTF8(&it)) {
+      return tm_error_set(error, 14, "'viewOn' must be a string");
+   }
+   const char *view_on = is_view ? bson_iter_utf8(&it, NULL) : NULL;
+   bson_t view_pipeline = BSON_INITIALIZER;
+   if (bson_iter_init_find(&pipeline, c->cmd, "pipeline")) {
+      uint32_t len;
+      const uint8_t *data;
+      if (!is_view || !BSON_ITER_HOLDS_ARRAY(&pipeline)) {
+         return tm_error_set(error, is_view ? 14 : 9, "'pipeline' requires 'viewOn' and must "
+                                                      "be an array");
+      }
+      bson_iter_array(&pipeline, &len, &data);
+      bson_destroy(&view_pipeline);
+      bson_init_static(&view_pipeline, data, len);
+   }
    bool created;
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, true, &created);
    if (!created) {
+      bson_destroy(&view_pipeline);
       return tm_error_set(error, 48, "Collection %s.%s already exists.", c->db, name);
    }
-   bson_iter_t it;
+   if (is_view) {
+      md_coll_make_view(coll, view_on, &view_pipeline);
+   }
+   bson_destroy(&view_pipeline);
    bson_iter_init(&it, c->cmd);
    bson_iter_next(&it);
    while (bson_iter_next(&it)) {
@@ -137,6 +159,9 @@ md_cmd_create_indexes(md_cmd_t *c, bson_error_t *error)
    }
    bool created;
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, true, &created);
+   if (!md_check_not_view(coll, error)) {
+      return false;
+   }
    int32_t before = (int32_t) coll->n_indexes;
    bson_iter_recurse(&it, &arr);
    while (bson_iter_next(&arr)) {
@@ -194,6 +219,9 @@ md_cmd_drop_indexes(md_cmd_t *c, bson_error_t *error)
    if (!coll) {
       return tm_error_set(error, 26, "ns not found %s.%s", c->db, name);
    }
+   if (!md_check_not_view(coll, error)) {
+      return false;
+   }
    if (!bson_iter_init_find(&it, c->cmd, "index")) {
       return tm_error_set(error, 40414, "BSON field 'dropIndexes.index' is missing but a "
                                         "required field");
@@ -228,6 +256,9 @@ md_cmd_list_indexes(md_cmd_t *c, bson_error_t *error)
    if (!coll) {
       return tm_error_set(error, 26, "ns does not exist: %s.%s", c->db, name);
    }
+   if (!md_check_not_view(coll, error)) {
+      return false;
+   }
    bson_t **docs = malloc(coll->n_indexes * sizeof *docs);
    for (size_t i = 0; i < coll->n_indexes; i++) {
       docs[i] = bson_copy(coll->indexes[i]->spec);
@@ -241,11 +272,23 @@ md_cmd_list_indexes(md_cmd_t *c, bson_error_t *error)
 static bson_t *
 collection_info(const md_coll_t *coll, bool name_only)
 {
-   bson_t *d = BCON_NEW("name", BCON_UTF8(coll->name), "type", BCON_UTF8("collection"));
+   bson_t *d = BCON_NEW("name", BCON_UTF8(coll->name), "type",
+                        BCON_UTF8(coll->view_on ? "view" : "collection"));
    if (name_only) {
       return d;
    }
    bson_t info, id_index;
+   if (coll->view_on) {
+      bson_t options;
+      BSON_APPEND_DOCUMENT_BEGIN(d, "options", &options);
+      BSON_APPEND_UTF8(&options, "viewOn", coll->view_on);
+      BSON_APPEND_ARRAY(&options, "pipeline", coll->view_pipeline);
+      bson_append_document_end(d, &options);
+      BSON_APPEND_DOCUMENT_BEGIN(d, "info", &info);
+      BSON_APPEND_BOOL(&info, "readOnly", true);
+      bson_append_document_end(d, &info);
+      return d;
+   }
    BSON_APPEND_DOCUMENT(d, "options", coll->options);
    BSON_APPEND_DOCUMENT_BEGIN(d, "info", &info);
    BSON_APPEND_BOOL(&info, "readOnly", false);

@@ -142,7 +142,7 @@ md_cmd_find_and_modify(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
-   if (!md_check_hint(coll, c->cmd, error)) {
+   if (!md_check_not_view(coll, error) || !md_check_hint(coll, c->cmd, error)) {
       return false;
    }
    tm_matcher_t *m = tm_matcher_new(&f.query, error);

@@ -138,8 +138,14 @@ md_cmd_find(md_cmd_t *c, bson_error_t *error)
    if (!name || !parse_find(c, &f, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
-   if (!md_check_hint(coll, c->cmd, error) || !run_find(coll, &f, &docs, &n, error)) {
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL), *snapshot;
+   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+      return false;
+   }
+   bool ok = (snapshot || md_check_hint(coll, c->cmd, error)) &&
+             run_find(coll, &f, &docs, &n, error);
+   md_coll_snapshot_free(snapshot);
+   if (!ok) {
       return false;
    }
    char *ns = bson_strdup_printf("%s.%s", c->db, name);

@@ -55,6 +55,9 @@ md_cmd_insert(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, true, NULL);
+   if (!md_check_not_view(coll, error)) {
+      return false;
+   }
    bool ordered = is_ordered(c);
    int32_t n = 0, index = 0;
    uint32_t n_errors = 0;
@@ -210,6 +213,9 @@ md_cmd_update(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   if (!md_check_not_view(coll, error)) {
+      return false;
+   }
    bool ordered = is_ordered(c);
    update_counts_t counts = {0};
    bson_init(&counts.upserted);
@@ -300,6 +306,9 @@ md_cmd_delete(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   if (!md_check_not_view(coll, error)) {
+      return false;
+   }
    bool ordered = is_ordered(c);
    int32_t n = 0;
    uint32_t n_errors = 0;

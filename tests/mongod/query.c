@@ -64,7 +64,7 @@ md_select(md_coll_t *coll, const tm_matcher_t *m, const bson_t *filter, size_t l
    if (!coll) {
       return;
    }
-   if (id_equality(filter, &id)) {
+   if (!coll->is_snapshot && id_equality(filter, &id)) {
       md_doc_t *d = md_coll_find_id(coll, &id);
       if (d && tm_matcher_match(m, d->bson, &pos)) {
          add(sel, &cap, d, pos);
@@ -175,4 +175,26 @@ md_doc_with_id_first(const bson_t *doc, const bson_value_t *id)
    }
    bson_copy_to_excluding_noinit(doc, out, "_id", NULL);
    return out;
+}
+
+bool
+md_read_coll(md_server_t *srv, md_coll_t **coll, md_coll_t **snapshot, bson_error_t *error)
+{
+   *snapshot = NULL;
+   if (!*coll || !(*coll)->view_on) {
+      return true;
+   }
+   *snapshot = md_view_snapshot(srv->store, *coll, error);
+   *coll = *snapshot;
+   return *snapshot != NULL;
+}
+
+bool
+md_check_not_view(const md_coll_t *coll, bson_error_t *error)
+{
+   if (coll && coll->view_on) {
+      return tm_error_set(error, 166, "Namespace %s.%s is a view, not a collection",
+                          coll->db->name, coll->name);
+   }
+   return true;
 }

@@ -44,6 +44,8 @@ coll_destroy(md_coll_t *coll)
    free(coll->indexes);
    md_hmap_destroy(coll->ids);
    bson_destroy(coll->options);
+   bson_destroy(coll->view_pipeline);
+   free(coll->view_on);
    free(coll->name);
    free(coll);
 }
@@ -398,4 +400,79 @@ md_coll_remove(md_coll_t *coll, md_doc_t *d)
    coll->count--;
    bson_destroy(d->bson);
    free(d);
+}
+
+/* ---- views ------------------------------------------------------------------------------ */
+
+void
+md_coll_make_view(md_coll_t *coll, const char *view_on, const bson_t *pipeline)
+{
+   coll->view_on = strdup(view_on);
+   coll->view_pipeline = bson_copy(pipeline);
+}
+
+void
+md_coll_snapshot_free(md_coll_t *snapshot)
+{
+   if (snapshot) {
+      coll_destroy(snapshot);
+   }
+}
+
+static void
+snapshot_append(md_coll_t *snap, bson_t *doc)
+{
+   md_doc_t *d = calloc(1, sizeof *d);
+   d->bson = doc;
+   d->prev = snap->tail;
+   if (snap->tail) {
+      snap->tail->next = d;
+   } else {
+      snap->head = d;
+   }
+   snap->tail = d;
+   snap->count++;
+}
+
+md_coll_t *
+md_view_snapshot(md_store_t *store, const md_coll_t *view, bson_error_t *error)
+{
+   /* Views may be defined on views: collect the chain down to a collection. */
+   const md_coll_t *chain[32];
+   size_t depth = 0;
+   const md_coll_t *c = view;
+   while (c && c->view_on) {
+      if (depth == 32) {
+         tm_error_set(error, 2, "view nesting is too deep (or cyclic) for %s", view->name);
+         return NULL;
+      }
+      chain[depth++] = c;
+      c = md_store_coll(store, view->db->name, c->view_on, false, NULL);
+   }
+   size_t n = c ? c->count : 0, i = 0;
+   bson_t **docs = malloc((n ? n : 1) * sizeof *docs);
+   for (md_doc_t *d = c ? c->head : NULL; d; d = d->next) {
+      docs[i++] = bson_copy(d->bson);
+   }
+   while (depth > 0) {
+      bson_t **out = NULL;
+      size_t n_out = 0;
+      bool ok = tm_pipeline_run(chain[--depth]->view_pipeline, docs, n, &out, &n_out, error);
+      tm_docs_free(docs, n);
+      if (!ok) {
+         return NULL;
+      }
+      docs = out;
+      n = n_out;
+   }
+   md_coll_t *snap = calloc(1, sizeof *snap);
+   snap->name = strdup(view->name);
+   snap->db = view->db;
+   snap->options = bson_new();
+   snap->is_snapshot = true;
+   for (i = 0; i < n; i++) {
+      snapshot_append(snap, docs[i]);
+   }
+   free(docs);
+   return snap;
 }

@@ -41,6 +41,9 @@ typedef struct _md_coll_t {
    size_t n_indexes;
    bson_t *options; /* options given to create, {} otherwise */
    uint8_t uuid[16];
+   char *view_on;         /* a view: the collection it reads, NULL for a collection */
+   bson_t *view_pipeline; /* a view: its pipeline (array) */
+   bool is_snapshot;      /* a view's materialised contents: no _id index */
    struct _md_coll_t *next;
 } md_coll_t;
 
@@ -73,6 +76,17 @@ md_store_drop_db(md_store_t *store, md_db_t *db);
 /* Moves `coll` to to_db.to_name; the target must not exist (the caller drops it first). */
 void
 md_store_rename(md_store_t *store, md_coll_t *coll, const char *to_db, const char *to_name);
+
+/* Makes `coll` a view on `view_on` with `pipeline` (an array; copied). */
+void
+md_coll_make_view(md_coll_t *coll, const char *view_on, const bson_t *pipeline);
+
+/* The documents a view shows now, as an unlinked collection whose documents are copies
+ * (free with md_coll_snapshot_free), or NULL with 2 on a view cycle or a pipeline error. */
+md_coll_t *
+md_view_snapshot(md_store_t *store, const md_coll_t *view, bson_error_t *error);
+void
+md_coll_snapshot_free(md_coll_t *snapshot);
 
 md_doc_t *
 md_coll_find_id(const md_coll_t *coll, const bson_value_t *id);

@@ -142,6 +142,16 @@ check_stages(const bson_t *pipeline, bson_error_t *error)
 }
 
 bool
+tm_update_parse_pipeline(tm_update_t *u, bson_error_t *error)
+{
+   if (!check_stages(u->spec, error)) {
+      return false;
+   }
+   u->pipe = tm_pipeline_new(u->spec, error);
+   return u->pipe != NULL;
+}
+
+bool
 tm_update_apply_pipeline(const tm_update_t *u, const bson_t *doc, bson_t *out,
                          tm_update_desc_t *desc, bson_error_t *error)
 {
@@ -151,7 +161,7 @@ tm_update_apply_pipeline(const tm_update_t *u, const bson_t *doc, bson_t *out,
    bool has_old, has_new, ok = false;
    bson_t *in[1] = {(bson_t *) doc};
 
-   if (!check_stages(u->spec, error) || !tm_pipeline_run(u->spec, in, 1, &res, &n, error)) {
+   if (!tm_pipeline_exec(u->pipe, in, 1, &res, &n, error)) {
       goto done;
    }
    has_old = tm_path_get(doc, "_id", &old_id);

@@ -162,6 +162,20 @@ tm_pipeline_run(const bson_t *pipeline /* array */, bson_t **in, size_t n_in, bs
 void
 tm_docs_free(bson_t **docs, size_t n);
 
+/* A parsed, validated pipeline for running many times (e.g. a change stream's stages on each
+ * event): parse errors (unknown stage 40324, bad operators, ...) surface here once.
+ * tm_pipeline_exec behaves like tm_pipeline_run. The pipeline copies `pipeline`; it is
+ * immutable once built, so exec may run from several threads. */
+typedef struct _tm_pipeline_t tm_pipeline_t;
+
+tm_pipeline_t *
+tm_pipeline_new(const bson_t *pipeline /* array */, bson_error_t *error);
+bool
+tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t ***out,
+                 size_t *n_out, bson_error_t *error);
+void
+tm_pipeline_destroy(tm_pipeline_t *pipeline);
+
 /* ---- paths ------------------------------------------------------------------------------ */
 
 /* Calls `fn` for every value a dotted path reaches with query fan-out: documents inside

@@ -1,9 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Aggregation pipelines: the stage loop and the simple stages. $group is in group.c,
- * $project / $unset use projection.c, $addFields / $unwind / $replaceRoot are in
- * pipeline-stages.c.
+ * Aggregation pipelines: parsing into stages once, running them, and the simple stages.
+ * $group is in group.c, $project / $unset use projection.c, $addFields / $unwind /
+ * $replaceRoot are in pipeline-stages.c.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -34,54 +34,43 @@ tm_docs_clear(tm_docs_t *d)
 }
 
 static bool
-stage_match(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
+match_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
 {
    bson_t filter;
-   tm_matcher_t *m;
-   size_t kept = 0;
 
    if (spec->value_type != BSON_TYPE_DOCUMENT || !tm_value_as_bson(spec, &filter)) {
       return tm_error_set(error, 15959, "the match filter must be an expression in an object");
    }
-   if (!(m = tm_matcher_new(&filter, error))) {
-      return false;
-   }
+   *state = tm_matcher_new(&filter, error);
+   return *state != NULL;
+}
+
+static bool
+match_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   size_t kept = 0;
+
    for (size_t i = 0; i < docs->n; i++) {
-      if (tm_matcher_match(m, docs->docs[i], NULL)) {
+      if (tm_matcher_match(state, docs->docs[i], NULL)) {
          docs->docs[kept++] = docs->docs[i];
       } else {
          bson_destroy(docs->docs[i]);
       }
    }
    docs->n = kept;
-   tm_matcher_destroy(m);
    return true;
 }
 
-static bool
-run_projection(const tm_projection_t *p, tm_docs_t *docs, bson_error_t *error)
+static void
+match_destroy(void *state)
 {
-   for (size_t i = 0; i < docs->n; i++) {
-      bson_t *out = bson_new();
-      bson_t tmp;
-      bool ok = tm_projection_apply_ex(p, docs->docs[i], &tmp, error);
-      bson_concat(out, &tmp);
-      bson_destroy(&tmp);
-      bson_destroy(docs->docs[i]);
-      docs->docs[i] = out;
-      if (!ok) {
-         return false;
-      }
-   }
-   return true;
+   tm_matcher_destroy(state);
 }
 
 static bool
-stage_project(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
+project_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
 {
    bson_t doc;
-   tm_projection_t *p;
-   bool ok;
 
    if (spec->value_type != BSON_TYPE_DOCUMENT || !tm_value_as_bson(spec, &doc)) {
       return tm_error_set(error, 15969, "$project specification must be an object");
@@ -91,21 +80,16 @@ stage_project(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
                           "Invalid $project :: caused by :: projection specification must have "
                           "at least one field");
    }
-   if (!(p = tm_projection_new_ex(&doc, true, error))) {
-      return false;
-   }
-   ok = run_projection(p, docs, error);
-   tm_projection_destroy(p);
-   return ok;
+   *state = tm_projection_new_ex(&doc, true, error);
+   return *state != NULL;
 }
 
+/* $unset is an exclusion projection of the named fields. */
 static bool
-stage_unset(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
+unset_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
 {
    bson_t fields = BSON_INITIALIZER, arr;
    bson_iter_t it;
-   tm_projection_t *p;
-   bool ok;
 
    if (spec->value_type == BSON_TYPE_UTF8) {
       bson_append_int32(&fields, spec->value.v_utf8.str, -1, 0);
@@ -127,14 +111,33 @@ stage_unset(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
                           "$unset specification must be a string or an array with at least one "
                           "field");
    }
-   p = tm_projection_new_ex(&fields, true, error);
+   *state = tm_projection_new_ex(&fields, true, error);
    bson_destroy(&fields);
-   if (!p) {
-      return false;
+   return *state != NULL;
+}
+
+static bool
+project_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   for (size_t i = 0; i < docs->n; i++) {
+      bson_t *out = bson_new();
+      bson_t tmp;
+      bool ok = tm_projection_apply_ex(state, docs->docs[i], &tmp, error);
+      bson_concat(out, &tmp);
+      bson_destroy(&tmp);
+      bson_destroy(docs->docs[i]);
+      docs->docs[i] = out;
+      if (!ok) {
+         return false;
+      }
    }
-   ok = run_projection(p, docs, error);
-   tm_projection_destroy(p);
-   return ok;
+   return true;
+}
+
+static void
+project_destroy(void *state)
+{
+   tm_projection_destroy(state);
 }
 
 typedef struct {
@@ -170,10 +173,9 @@ tm_docs_sort(tm_docs_t *docs, const tm_sort_t *sort)
 }
 
 static bool
-stage_sort(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
+sort_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
 {
    bson_t doc;
-   tm_sort_t *sort;
 
    if (spec->value_type != BSON_TYPE_DOCUMENT || !tm_value_as_bson(spec, &doc)) {
       return tm_error_set(error, 15973, "the $sort key specification must be an object");
@@ -181,21 +183,33 @@ stage_sort(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
    if (bson_empty(&doc)) {
       return tm_error_set(error, 15976, "$sort stage must have at least one sort key");
    }
-   if (!(sort = tm_sort_new(&doc, error))) {
-      return false;
-   }
-   tm_docs_sort(docs, sort);
-   tm_sort_destroy(sort);
-   return true;
+   *state = tm_sort_new(&doc, error);
+   return *state != NULL;
 }
 
 static bool
-stage_skip_limit(const char *name, const bson_value_t *spec, tm_docs_t *docs,
-                 bson_error_t *error)
+sort_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   return tm_docs_sort(docs, state);
+}
+
+static void
+sort_destroy(void *state)
+{
+   tm_sort_destroy(state);
+}
+
+typedef struct {
+   bool skip;
+   size_t n;
+} skip_limit_t;
+
+static bool
+skip_limit_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
 {
    bool skip = strcmp(name, "$skip") == 0;
    double d = tm_value_is_number(spec) ? tm_value_as_double(spec) : NAN;
-   size_t n;
+   skip_limit_t *sl;
 
    if (isnan(d) || d != floor(d)) {
       return tm_error_set(error, skip ? 15972 : 15957, "the %s must be specified as a number",
@@ -205,8 +219,20 @@ stage_skip_limit(const char *name, const bson_value_t *spec, tm_docs_t *docs,
       return tm_error_set(error, skip ? 5107200 : 15958, "the %s must be %s", skip ? "skip" : "limit",
                           skip ? "non-negative" : "positive");
    }
-   n = d > (double) docs->n ? docs->n : (size_t) d;
-   if (skip) {
+   sl = bson_malloc0(sizeof *sl);
+   sl->skip = skip;
+   sl->n = d > 1e18 ? (size_t) 1e18 : (size_t) d;
+   *state = sl;
+   return true;
+}
+
+static bool
+skip_limit_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   const skip_limit_t *sl = state;
+   size_t n = sl->n > docs->n ? docs->n : sl->n;
+
+   if (sl->skip) {
       for (size_t i = 0; i < n; i++) {
          bson_destroy(docs->docs[i]);
       }
@@ -222,38 +248,70 @@ stage_skip_limit(const char *name, const bson_value_t *spec, tm_docs_t *docs,
 }
 
 static bool
-stage_count(const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
+count_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
 {
-   const char *name;
-   size_t n = docs->n;
-   bson_t *out;
+   const char *field;
 
    if (spec->value_type != BSON_TYPE_UTF8) {
       return tm_error_set(error, 40156, "the count field must be a non-empty string");
    }
-   name = spec->value.v_utf8.str;
-   if (!name[0]) {
+   field = spec->value.v_utf8.str;
+   if (!field[0]) {
       return tm_error_set(error, 40157, "the count field must be a non-empty string");
    }
-   if (name[0] == '$') {
+   if (field[0] == '$') {
       return tm_error_set(error, 40158, "the count field cannot be a $-prefixed path");
    }
-   if (strchr(name, '.')) {
+   if (strchr(field, '.')) {
       return tm_error_set(error, 40160, "the count field cannot contain '.'");
    }
+   *state = bson_strdup(field);
+   return true;
+}
+
+static bool
+count_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   size_t n = docs->n;
+   bson_t *out;
+
    tm_docs_clear(docs);
    if (n > 0) {
       out = bson_new();
       if (n <= INT32_MAX) {
-         bson_append_int32(out, name, -1, (int32_t) n);
+         bson_append_int32(out, state, -1, (int32_t) n);
       } else {
-         bson_append_int64(out, name, -1, (int64_t) n);
+         bson_append_int64(out, state, -1, (int64_t) n);
       }
       tm_docs_push(docs, out);
    }
    return true;
 }
 
+static const struct {
+   const char *name;
+   tm_stage_parse_fn parse;
+   tm_stage_run_fn run;
+   tm_stage_destroy_fn destroy;
+} stage_table[] = {
+   {"$match", match_parse, match_run, match_destroy},
+   {"$project", project_parse, project_run, project_destroy},
+   {"$unset", unset_parse, project_run, project_destroy},
+   {"$addFields", tm_stage_add_fields_parse, tm_stage_add_fields_run, tm_stage_add_fields_destroy},
+   {"$set", tm_stage_add_fields_parse, tm_stage_add_fields_run, tm_stage_add_fields_destroy},
+   {"$sort", sort_parse, sort_run, sort_destroy},
+   {"$skip", skip_limit_parse, skip_limit_run, bson_free},
+   {"$limit", skip_limit_parse, skip_limit_run, bson_free},
+   {"$count", count_parse, count_run, bson_free},
+   {"$group", tm_stage_group_parse, tm_stage_group_run, tm_stage_group_destroy},
+   {"$unwind", tm_stage_unwind_parse, tm_stage_unwind_run, tm_stage_unwind_destroy},
+   {"$replaceRoot", tm_stage_replace_root_parse, tm_stage_replace_root_run,
+    tm_stage_replace_root_destroy},
+   {"$replaceWith", tm_stage_replace_root_parse, tm_stage_replace_root_run,
+    tm_stage_replace_root_destroy},
+};
+
+/* Real MongoDB stages that the test server does not implement: refused by name. */
 static const char *unsupported_stages[] = {
    "$lookup", "$facet", "$out", "$merge", "$bucket", "$bucketAuto", "$geoNear", "$graphLookup",
    "$sample", "$sortByCount", "$redact", "$indexStats", "$collStats", "$densify", "$fill",
@@ -261,29 +319,25 @@ static const char *unsupported_stages[] = {
    "$planCacheStats", "$changeStream",
 };
 
+typedef struct {
+   size_t kind; /* index into stage_table */
+   void *state;
+} stage_t;
+
+struct _tm_pipeline_t {
+   bson_t *spec;
+   stage_t *stages;
+   size_t n;
+};
+
 static bool
-run_stage(const char *name, const bson_value_t *spec, tm_docs_t *docs, bson_error_t *error)
+stage_lookup(const char *name, size_t *kind, bson_error_t *error)
 {
-   if (strcmp(name, "$match") == 0) {
-      return stage_match(spec, docs, error);
-   } else if (strcmp(name, "$project") == 0) {
-      return stage_project(spec, docs, error);
-   } else if (strcmp(name, "$unset") == 0) {
-      return stage_unset(spec, docs, error);
-   } else if (strcmp(name, "$addFields") == 0 || strcmp(name, "$set") == 0) {
-      return tm_stage_add_fields(name, spec, docs, error);
-   } else if (strcmp(name, "$sort") == 0) {
-      return stage_sort(spec, docs, error);
-   } else if (strcmp(name, "$skip") == 0 || strcmp(name, "$limit") == 0) {
-      return stage_skip_limit(name, spec, docs, error);
-   } else if (strcmp(name, "$count") == 0) {
-      return stage_count(spec, docs, error);
-   } else if (strcmp(name, "$group") == 0) {
-      return tm_stage_group(spec, docs, error);
-   } else if (strcmp(name, "$unwind") == 0) {
-      return tm_stage_unwind(spec, docs, error);
-   } else if (strcmp(name, "$replaceRoot") == 0 || strcmp(name, "$replaceWith") == 0) {
-      return tm_stage_replace_root(name, spec, docs, error);
+   for (size_t i = 0; i < sizeof stage_table / sizeof stage_table[0]; i++) {
+      if (strcmp(name, stage_table[i].name) == 0) {
+         *kind = i;
+         return true;
+      }
    }
    for (size_t i = 0; i < sizeof unsupported_stages / sizeof unsupported_stages[0]; i++) {
       if (strcmp(name, unsupported_stages[i]) == 0) {
@@ -294,43 +348,97 @@ run_stage(const char *name, const bson_value_t *spec, tm_docs_t *docs, bson_erro
    return tm_error_set(error, 40324, "Unrecognized pipeline stage name: '%s'", name);
 }
 
+static bool
+add_stage(tm_pipeline_t *p, const bson_iter_t *it, bson_error_t *error)
+{
+   bson_t stage;
+   bson_iter_t s;
+   stage_t *st;
+
+   if (!BSON_ITER_HOLDS_DOCUMENT(it) || !tm_value_as_bson(bson_iter_value((bson_iter_t *) it), &stage) ||
+       bson_count_keys(&stage) != 1) {
+      return tm_error_set(error, 40323,
+                          "A pipeline stage specification object must contain exactly one field.");
+   }
+   bson_iter_init(&s, &stage);
+   bson_iter_next(&s);
+   st = &p->stages[p->n];
+   if (!stage_lookup(bson_iter_key(&s), &st->kind, error)) {
+      return false;
+   }
+   p->n++; /* counted before parsing so that a partial state is destroyed */
+   return stage_table[st->kind].parse(bson_iter_key(&s), bson_iter_value(&s), &st->state, error);
+}
+
+tm_pipeline_t *
+tm_pipeline_new(const bson_t *pipeline, bson_error_t *error)
+{
+   tm_pipeline_t *p = bson_malloc0(sizeof *p);
+   bson_iter_t it;
+
+   p->spec = pipeline ? bson_copy(pipeline) : bson_new();
+   p->stages = bson_malloc0((bson_count_keys(p->spec) + 1) * sizeof(stage_t));
+   bson_iter_init(&it, p->spec);
+   while (bson_iter_next(&it)) {
+      if (!add_stage(p, &it, error)) {
+         tm_pipeline_destroy(p);
+         return NULL;
+      }
+   }
+   return p;
+}
+
+void
+tm_pipeline_destroy(tm_pipeline_t *pipeline)
+{
+   if (!pipeline) {
+      return;
+   }
+   for (size_t i = 0; i < pipeline->n; i++) {
+      stage_table[pipeline->stages[i].kind].destroy(pipeline->stages[i].state);
+   }
+   bson_free(pipeline->stages);
+   bson_destroy(pipeline->spec);
+   bson_free(pipeline);
+}
+
 bool
-tm_pipeline_run(const bson_t *pipeline, bson_t **in, size_t n_in, bson_t ***out, size_t *n_out,
-                bson_error_t *error)
+tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t ***out,
+                 size_t *n_out, bson_error_t *error)
 {
    tm_docs_t docs = {NULL, 0, 0};
-   bson_iter_t it;
 
    *out = NULL;
    *n_out = 0;
    for (size_t i = 0; i < n_in; i++) {
       tm_docs_push(&docs, bson_copy(in[i]));
    }
-   if (pipeline && bson_iter_init(&it, pipeline)) {
-      while (bson_iter_next(&it)) {
-         bson_t stage;
-         bson_iter_t s;
-         if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !tm_value_as_bson(bson_iter_value(&it), &stage) ||
-             bson_count_keys(&stage) != 1) {
-            tm_error_set(error, 40323,
-                         "A pipeline stage specification object must contain exactly one field.");
-            goto fail;
-         }
-         bson_iter_init(&s, &stage);
-         bson_iter_next(&s);
-         if (!run_stage(bson_iter_key(&s), bson_iter_value(&s), &docs, error)) {
-            goto fail;
-         }
+   for (size_t i = 0; i < pipeline->n; i++) {
+      const stage_t *st = &pipeline->stages[i];
+      if (!stage_table[st->kind].run(st->state, &docs, error)) {
+         tm_docs_clear(&docs);
+         bson_free(docs.docs);
+         return false;
       }
    }
-   *out = docs.docs;
+   *out = docs.docs ? docs.docs : bson_malloc0(sizeof(bson_t *));
    *n_out = docs.n;
-   if (!*out) {
-      *out = bson_malloc0(sizeof(bson_t *));
-   }
    return true;
-fail:
-   tm_docs_clear(&docs);
-   bson_free(docs.docs);
-   return false;
+}
+
+bool
+tm_pipeline_run(const bson_t *pipeline, bson_t **in, size_t n_in, bson_t ***out, size_t *n_out,
+                bson_error_t *error)
+{
+   tm_pipeline_t *p = tm_pipeline_new(pipeline, error);
+   bool ok;
+
+   if (!p) {
+      *out = NULL;
+      *n_out = 0;
+      return false;
+   }
+   ok = tm_pipeline_exec(p, in, n_in, out, n_out, error);
+   tm_pipeline_destroy(p);
+   return ok;
 }

@@ -264,3 +264,44 @@ Test(sort, bad_specs)
    cr_assert_eq(error.code, 15974);
    bson_destroy(s);
 }
+
+Test(pipeline, parsed_once_run_many)
+{
+   bson_t *spec = tm_json("{'p': [{'%match': {'operationType': 'insert'}}, "
+                          "{'%project': {'operationType': 1, 'k': {'%concat': ['%ns.db', '.', '%ns.coll']}}}]}");
+   bson_t stages, *bad = tm_json("{'p': [{'%match': {'a': {'%bogus': 1}}}]}"), bad_stages;
+   bson_iter_t it;
+   uint32_t len;
+   const uint8_t *data;
+   bson_error_t error = {0};
+   tm_pipeline_t *p;
+
+   bson_iter_init_find(&it, spec, "p");
+   bson_iter_array(&it, &len, &data);
+   bson_init_static(&stages, data, len);
+   p = tm_pipeline_new(&stages, &error);
+   cr_assert_not_null(p, "%s", error.message);
+   for (int i = 0; i < 3; i++) {
+      bson_t *ev = tm_json(i == 1 ? "{'_id': 9, 'operationType': 'delete'}"
+                                  : "{'_id': 9, 'operationType': 'insert', 'ns': {'db': 'd', 'coll': 'c'}}");
+      bson_t **out = NULL;
+      size_t n = 0;
+      cr_assert(tm_pipeline_exec(p, &ev, 1, &out, &n, &error), "%s", error.message);
+      cr_assert_eq(n, i == 1 ? 0u : 1u);
+      if (n == 1) {
+         tm_assert_doc(out[0], "{'_id': 9, 'operationType': 'insert', 'k': 'd.c'}", "event");
+      }
+      tm_docs_free(out, n);
+      bson_destroy(ev);
+   }
+   tm_pipeline_destroy(p);
+
+   /* a bad operator is reported when the pipeline is built, not on the first document */
+   bson_iter_init_find(&it, bad, "p");
+   bson_iter_array(&it, &len, &data);
+   bson_init_static(&bad_stages, data, len);
+   cr_assert_null(tm_pipeline_new(&bad_stages, &error));
+   cr_assert_eq(error.code, 2);
+   bson_destroy(bad);
+   bson_destroy(spec);
+}

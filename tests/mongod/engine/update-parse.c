@@ -52,6 +52,9 @@ tm_update_new(const bson_t *update, const bson_t *array_filters, bson_error_t *e
          goto fail;
       }
       u->pipeline = true;
+      if (!tm_update_parse_pipeline(u, error)) {
+         goto fail;
+      }
       return u;
    }
    if (bson_iter_key(&it)[0] != '$') {
@@ -90,6 +93,10 @@ tm_update_new_pipeline(const bson_t *pipeline, const bson_t *array_filters, bson
    u->spec = pipeline ? bson_copy(pipeline) : bson_new();
    u->filters = bson_malloc0(sizeof(tm_array_filter_t));
    u->pipeline = true;
+   if (!tm_update_parse_pipeline(u, error)) {
+      tm_update_destroy(u);
+      return NULL;
+   }
    return u;
 }
 
@@ -111,6 +118,7 @@ tm_update_destroy(tm_update_t *update)
       tm_matcher_destroy(update->filters[i].matcher);
    }
    bson_free(update->filters);
+   tm_pipeline_destroy(update->pipe);
    bson_destroy(update->spec);
    bson_free(update);
 }

@@ -57,6 +57,7 @@ struct _tm_update_t {
    bson_t *spec;
    bool replacement;
    bool pipeline;
+   tm_pipeline_t *pipe; /* pipeline-style updates, parsed once */
    tm_action_t *actions;
    size_t n;
    tm_array_filter_t *filters;
@@ -110,7 +111,10 @@ tm_apply_id_json(const tm_apply_t *ctx);
 bool
 tm_action_parse_operand(tm_action_t *a, const char *field, bson_error_t *error);
 
-/* Pipeline-style update ([{$set: ...}, ...]): runs the pipeline, then diffs (diff.c). */
+/* Pipeline-style update ([{$set: ...}, ...]) (diff.c): parses and checks the stages of
+ * u->spec into u->pipe; applying runs them, then diffs old and new. */
+bool
+tm_update_parse_pipeline(tm_update_t *u, bson_error_t *error);
 bool
 tm_update_apply_pipeline(const tm_update_t *u, const bson_t *doc, bson_t *out,
                          tm_update_desc_t *desc, bson_error_t *error);
