@@ -45,7 +45,7 @@ relay_clear_job_add(relay_clear_job_t *job, int coll, const bson_value_t *id, co
    memset(s, 0, sizeof *s);
    s->coll = coll;
    bson_value_copy(id, &s->id);
-   bson_copy_to(ids, &s->ids);
+   s->ids = bson_copy(ids);
    s->entity = entity;
    job->n_events += n_ids;
    return s;
@@ -59,7 +59,7 @@ relay_clear_job_free(relay_clear_job_t *job)
    }
    for (size_t i = 0; i < job->n; i++) {
       bson_value_destroy(&job->stmts[i].id);
-      bson_destroy(&job->stmts[i].ids);
+      bson_destroy(job->stmts[i].ids);
    }
    bson_free(job->stmts);
    bson_free(job);
@@ -76,7 +76,7 @@ add_update(const relay_config_t *cfg, mongoc_bulk_operation_t *bulk, relay_clear
    BSON_APPEND_DOCUMENT_BEGIN(&u, "$pull", &pull);
    BSON_APPEND_DOCUMENT_BEGIN(&pull, cfg->events_field, &cond);
    BSON_APPEND_DOCUMENT_BEGIN(&cond, "id", &in);
-   BSON_APPEND_ARRAY(&in, "$in", &s->ids);
+   BSON_APPEND_ARRAY(&in, "$in", s->ids);
    bson_append_document_end(&cond, &in);
    bson_append_document_end(&pull, &cond);
    bson_append_document_end(&u, &pull);

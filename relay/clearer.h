@@ -23,7 +23,7 @@
 typedef struct {
    int coll;
    bson_value_t id; /* owned */
-   bson_t ids;      /* array of event id strings */
+   bson_t *ids;     /* array of event id strings (owned; a pointer, as stmts moves) */
    void *entity;    /* the caller's; not touched by the clearer */
    bool failed;     /* set by the clearer */
 } relay_clear_stmt_t;

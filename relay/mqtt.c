@@ -4,6 +4,7 @@
 #include "mqtt.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +31,7 @@ struct relay_mqtt_t {
    size_t qcap, qhead, qlen;
    bool woken;
    pub_ctx_t *ctxs;
+   atomic_int receive_max; /* the broker's Receive Maximum (MQTT 5), 0 if not told */
 };
 
 static void
@@ -136,6 +138,28 @@ on_message(void *context, char *topic, int len, MQTTAsync_message *msg)
    return 1;
 }
 
+/* The broker's Receive Maximum caps how many QoS 1/2 publishes may be unacknowledged; going
+ * above it makes paho 1.3.12's send thread sleep (up to 1 s at a time), so the relay keeps
+ * its window below it. */
+static void
+on_connect_success5(void *context, MQTTAsync_successData5 *resp)
+{
+   relay_mqtt_t *m = context;
+   if (resp && MQTTProperties_hasProperty(&resp->properties, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM)) {
+      int rm = MQTTProperties_getNumericValue(&resp->properties,
+                                              MQTTPROPERTY_CODE_RECEIVE_MAXIMUM);
+      if (rm > 0) {
+         atomic_store(&m->receive_max, rm);
+      }
+   }
+}
+
+int
+relay_mqtt_receive_max(relay_mqtt_t *m)
+{
+   return atomic_load(&m->receive_max);
+}
+
 static void
 on_connect_failure5(void *context, MQTTAsync_failureData5 *resp)
 {
@@ -227,7 +251,7 @@ relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error)
    o->keepAliveInterval = cfg->mqtt_keepalive_s;
    if (cfg->mqtt_version == 5) {
       o->cleanstart = cfg->mqtt_clean_start;
-      o->onSuccess5 = NULL;
+      o->onSuccess5 = on_connect_success5;
       o->onFailure5 = on_connect_failure5;
    } else {
       o->cleansession = cfg->mqtt_clean_start;

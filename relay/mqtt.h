@@ -64,6 +64,10 @@ relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error);
 int
 relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t tag);
 
+/* The broker's Receive Maximum from the last MQTT 5 CONNACK, or 0 if unknown. Thread-safe. */
+int
+relay_mqtt_receive_max(relay_mqtt_t *m);
+
 /* Moves up to @max completions into @out; waits up to @wait_ms for the first one if none is
  * queued. Returns how many were moved. */
 size_t

@@ -132,10 +132,26 @@ publish_failed(relay_t *r, relay_entity_t *e, int64_t now)
    relay_metrics_add(r->metrics, RELAY_M_PUBLISH_FAILURES, 1);
 }
 
+/* The window in effect: the configured one, kept below the broker's Receive Maximum (QoS 0
+ * needs no acknowledgement from the broker, so only our own window applies). */
+static size_t
+window(relay_t *r)
+{
+   size_t w = (size_t) r->cfg->inflight_window;
+   int rm = relay_mqtt_receive_max(r->mqtt);
+   if (r->cfg->qos > 0 && rm > 0 && (size_t) rm < w) {
+      w = (size_t) rm;
+   }
+   return w;
+}
+
 void
 relay_publish_dispatch(relay_t *r, int64_t now)
 {
-   while (r->mqtt_connected && r->n_free > 0 && now >= r->publish_pause_until_ms) {
+   size_t limit = window(r);
+
+   while (r->mqtt_connected && r->n_free > 0 && r->table.inflight < limit &&
+          now >= r->publish_pause_until_ms) {
       relay_entity_t *e = relay_table_next_ready(&r->table, now);
       const char *poison = NULL;
       uint32_t slot;

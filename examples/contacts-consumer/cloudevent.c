@@ -86,7 +86,7 @@ cloudevent_decode(const char *payload, size_t len, const cloudevent_props_t *pro
 
    memset(ev, 0, sizeof *ev);
    bson_init(&ev->data);
-   if (len == 0 || !bson_init_from_json(&doc, payload, (ssize_t) len, &error)) {
+   if (len == 0 || !bson_init_from_json(&doc, payload, (ssize_t)len, &error)) {
       snprintf(err, errlen, "payload is not a JSON object%s%s", len ? ": " : "",
                len ? error.message : "");
       cloudevent_clear(ev);

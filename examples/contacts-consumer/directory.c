@@ -134,26 +134,33 @@ print_entry(directory_t *dir, mongoc_client_t *client, const char *id)
 }
 
 static void
-print_result(directory_t *dir, const cloudevent_t *ev, const outbox_inbox_result_t *res,
-             bool known)
+print_result(directory_t *dir, const cloudevent_t *ev, const outbox_inbox_result_t *res, bool known)
 {
    mongoc_client_t *client;
 
+   if (res->status == OUTBOX_INBOX_SKIPPED_LATE) {
+      /* Only with the inbox's skipLate option, which this directory does not use. */
+      fprintf(dir->out,
+              "consumer: skipped late %s contact=%s seq=%lld (seq %lld applied already)\n",
+              ev->type, ev->subject, (long long)ev->seq, (long long)res->previous_seq);
+      fflush(dir->out);
+      return;
+   }
    if (res->status == OUTBOX_INBOX_DUPLICATE) {
       fprintf(dir->out,
               "consumer: duplicate %s contact=%s seq=%lld event=%s: already processed, "
               "skipped\n",
-              ev->type, ev->subject, (long long) ev->seq, ev->id);
+              ev->type, ev->subject, (long long)ev->seq, ev->id);
       fflush(dir->out);
       return;
    }
    fprintf(dir->out, "consumer: applied %s contact=%s seq=%lld %s", ev->type, ev->subject,
-           (long long) ev->seq, outbox_seq_order_name(res->order));
+           (long long)ev->seq, outbox_seq_order_name(res->order));
    if (res->order == OUTBOX_SEQ_GAP)
       fprintf(dir->out, " (gap detected: seq %lld..%lld not seen yet)",
-              (long long) res->previous_seq + 1, (long long) ev->seq - 1);
+              (long long)res->previous_seq + 1, (long long)ev->seq - 1);
    else if (res->order == OUTBOX_SEQ_LATE)
-      fprintf(dir->out, " (reordered: arrived after seq %lld)", (long long) res->previous_seq);
+      fprintf(dir->out, " (reordered: arrived after seq %lld)", (long long)res->previous_seq);
    if (!known)
       fprintf(dir->out, " (unknown type: recorded, nothing to change)");
    client = mongoc_client_pool_pop(dir->pool);
@@ -172,10 +179,9 @@ directory_apply(directory_t *dir, const cloudevent_t *ev, bson_error_t *error)
    bool known, ok;
 
    id.value.v_utf8.str = ev->subject;
-   id.value.v_utf8.len = (uint32_t) strlen(ev->subject);
+   id.value.v_utf8.len = (uint32_t)strlen(ev->subject);
    known = build_update(ev, &update);
-   ok = outbox_inbox_apply(dir->inbox, &id, ev->id, ev->seq, known ? &update : NULL, &res,
-                           error);
+   ok = outbox_inbox_apply(dir->inbox, &id, ev->id, ev->seq, known ? &update : NULL, &res, error);
    bson_destroy(&update);
    if (ok)
       print_result(dir, ev, &res, known);

@@ -65,7 +65,8 @@ static int
 parse_args(int argc, char **argv, options_t *o)
 {
    o->mqtt_uri = env_or("OUTBOX_MQTT_URI", "tcp://127.0.0.1:1883");
-   o->mongodb_uri = env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
+   o->mongodb_uri =
+       env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
    o->db = "contacts_directory";
    o->topic = "outbox/contacts/#";
    o->client_id = "contacts-consumer";

@@ -76,7 +76,7 @@ copy_properties(const MQTTProperties *props, mqtt_msg_t *m)
                                     : NULL;
 #undef NAME_IS
       if (dst && !*dst)
-         *dst = dup_len(p->value.value.data, (size_t) p->value.value.len);
+         *dst = dup_len(p->value.value.data, (size_t)p->value.value.len);
    }
 }
 
@@ -89,9 +89,9 @@ on_message(void *ctx, char *topic, int topic_len, MQTTAsync_message *message)
    mqtt_msg_t m = {0};
    bool processed = false;
 
-   m.topic = topic_len > 0 ? dup_len(topic, (size_t) topic_len) : dup_len(topic, strlen(topic));
-   m.payload = dup_len(message->payload, (size_t) message->payloadlen);
-   m.len = (size_t) message->payloadlen;
+   m.topic = topic_len > 0 ? dup_len(topic, (size_t)topic_len) : dup_len(topic, strlen(topic));
+   m.payload = dup_len(message->payload, (size_t)message->payloadlen);
+   m.len = (size_t)message->payloadlen;
    copy_properties(&message->properties, &m);
    pthread_mutex_lock(&sub->lock);
    sub->active++;
@@ -127,10 +127,9 @@ on_subscribed(void *ctx, MQTTAsync_successData5 *resp)
 
    if (resp->reasonCode >= 0x80)
       fprintf(stdout, "consumer: the broker refused the subscription to %s (reason %d)\n",
-              sub->topic, (int) resp->reasonCode);
+              sub->topic, (int)resp->reasonCode);
    else
-      fprintf(stdout, "consumer: subscribed to %s (qos %d)\n", sub->topic,
-              (int) resp->reasonCode);
+      fprintf(stdout, "consumer: subscribed to %s (qos %d)\n", sub->topic, (int)resp->reasonCode);
    fflush(stdout);
 }
 
@@ -157,8 +156,7 @@ on_connected(void *ctx, char *cause)
    ro.onFailure5 = on_subscribe_failed;
    ro.context = sub;
    if ((rc = MQTTAsync_subscribe(sub->client, sub->topic, sub->qos, &ro)) != MQTTASYNC_SUCCESS)
-      fprintf(stderr, "consumer: cannot subscribe to %s: %s\n", sub->topic,
-              MQTTAsync_strerror(rc));
+      fprintf(stderr, "consumer: cannot subscribe to %s: %s\n", sub->topic, MQTTAsync_strerror(rc));
 }
 
 static void
@@ -219,8 +217,8 @@ mqtt_sub_start(const char *uri, const char *client_id, const char *topic, int qo
    sub->qos = qos;
    pthread_mutex_init(&sub->lock, NULL);
    pthread_cond_init(&sub->cond, NULL);
-   rc = MQTTAsync_createWithOptions(&sub->client, uri, client_id, MQTTCLIENT_PERSISTENCE_NONE,
-                                    NULL, &opts);
+   rc = MQTTAsync_createWithOptions(&sub->client, uri, client_id, MQTTCLIENT_PERSISTENCE_NONE, NULL,
+                                    &opts);
    if (rc != MQTTASYNC_SUCCESS) {
       snprintf(err, errlen, "cannot use MQTT URI '%s': %s", uri, MQTTAsync_strerror(rc));
       sub->client = NULL;
@@ -242,7 +240,7 @@ deadline_in(struct timespec *ts, int ms)
 {
    clock_gettime(CLOCK_REALTIME, ts);
    ts->tv_sec += ms / 1000;
-   ts->tv_nsec += (long) (ms % 1000) * 1000000L;
+   ts->tv_nsec += (long)(ms % 1000) * 1000000L;
    if (ts->tv_nsec >= 1000000000L) {
       ts->tv_sec++;
       ts->tv_nsec -= 1000000000L;
@@ -257,8 +255,7 @@ mqtt_sub_next(mqtt_sub_t *sub, int timeout_ms, mqtt_msg_t **msg)
 
    deadline_in(&deadline, timeout_ms);
    pthread_mutex_lock(&sub->lock);
-   while (sub->state != SLOT_FULL &&
-          pthread_cond_timedwait(&sub->cond, &sub->lock, &deadline) == 0)
+   while (sub->state != SLOT_FULL && pthread_cond_timedwait(&sub->cond, &sub->lock, &deadline) == 0)
       ;
    if (sub->state == SLOT_FULL) {
       sub->state = SLOT_BUSY;

@@ -13,8 +13,8 @@ static const char *const company_keys[CO_FIELDS] = {"companyName", "street", "ho
                                                     "postalCode",  "city",   "country"};
 
 const char *const _contact_kind_names[CONTACT_EVENT_KINDS] = {
-   "ContactCreated", "ContactNameUpdated", "ContactEmailUpdated", "ContactCompanyUpdated",
-   "ContactDeleted"};
+    "ContactCreated", "ContactNameUpdated", "ContactEmailUpdated", "ContactCompanyUpdated",
+    "ContactDeleted"};
 
 static bool
 refuse(contact_error_t *err, const char *field, const char *message)
@@ -38,7 +38,7 @@ static bool
 is_blank(const char *s)
 {
    for (; *s; s++) {
-      if (!isspace((unsigned char) *s))
+      if (!isspace((unsigned char)*s))
          return false;
    }
    return true;
@@ -61,7 +61,7 @@ text_ok_ml(const char *s, size_t max, bool multiline, const char *field, contact
    for (size_t i = 0; i < len; i++) {
       if (multiline && (s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
          continue;
-      if ((unsigned char) s[i] < 0x20 || s[i] == 0x7f)
+      if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
          return refuse(err, field, "must not contain control characters");
    }
    return true;
@@ -95,7 +95,7 @@ domain_ok(const char *d)
             return false;
          label = 0;
          dotted = true;
-      } else if (isalnum((unsigned char) *p) || *p == '-') {
+      } else if (isalnum((unsigned char)*p) || *p == '-') {
          if (++label > 63)
             return false;
       } else {
@@ -115,11 +115,11 @@ contact_email_valid(const char *email)
    if (!email || strlen(email) > CONTACT_EMAIL_MAX || !(at = strchr(email, '@')) ||
        strchr(at + 1, '@'))
       return false;
-   local_len = (size_t) (at - email);
+   local_len = (size_t)(at - email);
    if (local_len == 0 || local_len > 64 || email[0] == '.' || at[-1] == '.')
       return false;
    for (const char *p = email; p < at; p++) {
-      if (!isalnum((unsigned char) *p) && !strchr(local_extra, *p))
+      if (!isalnum((unsigned char)*p) && !strchr(local_extra, *p))
          return false;
       if (*p == '.' && p[1] == '.')
          return false;
@@ -233,8 +233,9 @@ raise_event(contact_t *c, contact_event_kind_t kind)
    ev->order = c->next_order++;
    switch (kind) {
    case CONTACT_CREATED:
-      contact_append_fields(c, CONTACT_CHANGED_NAME | CONTACT_CHANGED_DESCRIPTION |
-                                  CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
+      contact_append_fields(c,
+                            CONTACT_CHANGED_NAME | CONTACT_CHANGED_DESCRIPTION |
+                                CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
                             &ev->data);
       BSON_APPEND_DATE_TIME(&ev->data, "createdAt", c->created_at);
       break;

@@ -23,7 +23,7 @@ now_ms(void)
    struct timespec ts;
 
    clock_gettime(CLOCK_REALTIME, &ts);
-   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static enum MHD_Result
@@ -50,7 +50,7 @@ static bool
 content_type_is(call_t *call, const char *type)
 {
    const char *ct =
-      MHD_lookup_connection_value(call->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+       MHD_lookup_connection_value(call->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
    size_t n = strlen(type);
 
    return ct && !strncasecmp(ct, type, n) && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
@@ -101,7 +101,7 @@ read_if_match(call_t *call, int64_t *version)
       return IF_MATCH_ANY;
    if (!strncmp(v, "W/\"", 3))
       return IF_MATCH_VERSION;
-   if (v[0] != '"' || !isdigit((unsigned char) v[1]))
+   if (v[0] != '"' || !isdigit((unsigned char)v[1]))
       return IF_MATCH_BAD;
    errno = 0;
    *version = strtoll(v + 1, &end, 10);
@@ -117,8 +117,7 @@ precondition(call_t *call, if_match_t *kind, int64_t *expected, enum MHD_Result 
    *kind = read_if_match(call, expected);
    if (*kind == IF_MATCH_MISSING) {
       *ret = http_fail(call, MHD_HTTP_PRECONDITION_REQUIRED, "precondition-required", NULL,
-                       "send If-Match with the ETag of your last GET, e.g. If-Match: \"1\"",
-                       0);
+                       "send If-Match with the ETag of your last GET, e.g. If-Match: \"1\"", 0);
       return false;
    }
    if (*kind == IF_MATCH_BAD) {
@@ -169,12 +168,12 @@ handle_create(call_t *call)
 
    if (!json_content_type(call))
       return unsupported_type(call);
-   if (!representation_parse(call->body, call->len, &holder, &in, &why) ||
-       !(c = (repository_new_id(id), contact_create(id, &in, now_ms(), &why)))) {
-      bson_destroy(&holder);
+   repository_new_id(id);
+   if (representation_parse(call->body, call->len, &holder, &in, &why))
+      c = contact_create(id, &in, now_ms(), &why);
+   bson_destroy(&holder); /* the contact copied what it needs */
+   if (!c)
       return bad_request(call, &why);
-   }
-   bson_destroy(&holder);
    st = repository_add(call->repo, c, &version, &error);
    snprintf(location, sizeof location, "/contacts/%s", id);
    ret = st == REPO_OK ? respond_contact(call, MHD_HTTP_CREATED, c, version, location)
@@ -255,7 +254,7 @@ patch_and_save(call_t *call, contact_t *c, int64_t version, const bson_t *patch)
 
    contact_append_fields(c,
                          CONTACT_CHANGED_NAME | CONTACT_CHANGED_DESCRIPTION |
-                            CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
+                             CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
                          &current);
    if (!representation_merge_patch(&current, patch, &merged, &why) ||
        !representation_read(&merged, &in, &why) || !contact_replace(c, &in, &why))
@@ -357,8 +356,10 @@ list_args(call_t *call, int *size, const char **after, enum MHD_Result *ret)
 
    MHD_get_connection_values(call->conn, MHD_GET_ARGUMENT_KIND, check_arg, &check);
    if (check.unknown) {
-      snprintf(msg, sizeof msg, "unknown query parameter '%.80s' (use pageSize, "
-                                "continuationToken)", check.unknown);
+      snprintf(msg, sizeof msg,
+               "unknown query parameter '%.80s' (use pageSize, "
+               "continuationToken)",
+               check.unknown);
       *ret = http_fail(call, MHD_HTTP_BAD_REQUEST, "invalid-request", check.unknown, msg, 0);
       return false;
    }
@@ -371,7 +372,7 @@ list_args(call_t *call, int *size, const char **after, enum MHD_Result *ret)
                           "pageSize must be an integer from 1 to 100", 0);
          return false;
       }
-      *size = (int) n;
+      *size = (int)n;
    }
    *after = MHD_lookup_connection_value(call->conn, MHD_GET_ARGUMENT_KIND, "continuationToken");
    if (*after && !repository_id_valid(*after)) {

@@ -24,21 +24,20 @@ typedef struct {
 } upload_t;
 
 enum MHD_Result
-http_respond(call_t *call, unsigned status, bson_string_t *body, int64_t etag,
-             const char *location)
+http_respond(call_t *call, unsigned status, bson_string_t *body, int64_t etag, const char *location)
 {
    struct MHD_Response *resp;
    enum MHD_Result ret;
    char tag[32];
 
-   resp = MHD_create_response_from_buffer(body ? body->len : 0, body ? body->str : (void *) "",
+   resp = MHD_create_response_from_buffer(body ? body->len : 0, body ? body->str : (void *)"",
                                           MHD_RESPMEM_MUST_COPY);
    if (body) {
       MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
       bson_string_free(body, true);
    }
    if (etag > 0) {
-      snprintf(tag, sizeof tag, "\"%lld\"", (long long) etag);
+      snprintf(tag, sizeof tag, "\"%lld\"", (long long)etag);
       MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, tag);
    }
    if (location)
@@ -55,8 +54,8 @@ http_respond(call_t *call, unsigned status, bson_string_t *body, int64_t etag,
 }
 
 enum MHD_Result
-http_fail(call_t *call, unsigned status, const char *slug, const char *field,
-          const char *message, int64_t etag)
+http_fail(call_t *call, unsigned status, const char *slug, const char *field, const char *message,
+          int64_t etag)
 {
    bson_string_t *out = bson_string_new("{\"error\":");
 
@@ -83,7 +82,7 @@ http_fail_repo(call_t *call, repo_status_t status, int64_t version, const bson_e
       snprintf(msg, sizeof msg,
                "the contact was changed by someone else; its version is now %lld: GET it "
                "again and retry",
-               (long long) version);
+               (long long)version);
       return http_fail(call, MHD_HTTP_PRECONDITION_FAILED, "precondition-failed", NULL, msg,
                        version);
    case REPO_BUSY:
@@ -208,12 +207,11 @@ resolve(const char *listen, struct sockaddr_storage *addr, char *err, size_t err
    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
    int rc;
 
-   if (!colon || colon == listen || (size_t) (colon - listen) >= sizeof host || !colon[1]) {
-      snprintf(err, errlen, "--listen must be HOST:PORT, e.g. 127.0.0.1:8080 (got '%s')",
-               listen);
+   if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host || !colon[1]) {
+      snprintf(err, errlen, "--listen must be HOST:PORT, e.g. 127.0.0.1:8080 (got '%s')", listen);
       return false;
    }
-   memcpy(host, listen, (size_t) (colon - listen));
+   memcpy(host, listen, (size_t)(colon - listen));
    host[colon - listen] = '\0';
    if ((rc = getaddrinfo(host, colon + 1, &hints, &res)) != 0) {
       snprintf(err, errlen, "cannot use --listen '%s': %s", listen, gai_strerror(rc));
@@ -225,8 +223,7 @@ resolve(const char *listen, struct sockaddr_storage *addr, char *err, size_t err
 }
 
 http_server_t *
-http_server_start(repository_t *repo, const char *listen, uint16_t *port, char *err,
-                  size_t errlen)
+http_server_start(repository_t *repo, const char *listen, uint16_t *port, char *err, size_t errlen)
 {
    struct sockaddr_storage addr = {0};
    http_server_t *server;
@@ -237,10 +234,10 @@ http_server_start(repository_t *repo, const char *listen, uint16_t *port, char *
    server = bson_malloc0(sizeof *server);
    server->repo = repo;
    server->daemon = MHD_start_daemon(
-      MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, server,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &addr, MHD_OPTION_THREAD_POOL_SIZE,
-      (unsigned) 4, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 30,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_END);
+       MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, server,
+       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
+       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+       server, MHD_OPTION_END);
    if (!server->daemon) {
       snprintf(err, errlen, "cannot listen on %s (address in use?)", listen);
       bson_free(server);

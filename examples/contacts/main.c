@@ -26,16 +26,15 @@ typedef struct {
 static void
 usage(FILE *out)
 {
-   fprintf(out,
-           "Usage: contacts-service [OPTIONS]\n"
-           "A REST service for contacts; each change stores its events with liboutbox.\n\n"
-           "  --mongodb-uri URI    MongoDB to use (env OUTBOX_MONGODB_URI; default\n"
-           "                       mongodb://127.0.0.1:27017/?directConnection=true)\n"
-           "  --database DB        database (default contacts); collection is 'contacts'\n"
-           "  --listen HOST:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks\n"
-           "                       a free one)\n"
-           "  -h, --help           show this help\n"
-           "  -V, --version        show the version\n");
+   fprintf(out, "Usage: contacts-service [OPTIONS]\n"
+                "A REST service for contacts; each change stores its events with liboutbox.\n\n"
+                "  --mongodb-uri URI    MongoDB to use (env OUTBOX_MONGODB_URI; default\n"
+                "                       mongodb://127.0.0.1:27017/?directConnection=true)\n"
+                "  --database DB        database (default contacts); collection is 'contacts'\n"
+                "  --listen HOST:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks\n"
+                "                       a free one)\n"
+                "  -h, --help           show this help\n"
+                "  -V, --version        show the version\n");
 }
 
 /* Returns -1 to go on, or the exit code. */
@@ -116,8 +115,7 @@ serve(const options_t *o, mongoc_client_pool_t *pool, const sigset_t *stop)
       repository_destroy(repo);
       return EX_UNAVAILABLE;
    }
-   fprintf(stderr, "contacts-service: listening on port %u (database %s)\n", (unsigned) port,
-           o->db);
+   fprintf(stderr, "contacts-service: listening on port %u (database %s)\n", (unsigned)port, o->db);
    sigwait(stop, &sig);
    fprintf(stderr, "contacts-service: %s received, stopping\n", strsignal(sig));
    http_server_stop(server);

@@ -55,7 +55,7 @@ repository_id_valid(const char *id)
    if (!id || strlen(id) != 24)
       return false;
    for (const char *p = id; *p; p++) {
-      if (!isxdigit((unsigned char) *p))
+      if (!isxdigit((unsigned char)*p))
          return false;
    }
    return true;
@@ -191,13 +191,12 @@ repository_save(repository_t *repo, const contact_t *c, int64_t *version, bson_e
       BSON_APPEND_DOCUMENT_BEGIN(&update, "$set", &set);
       contact_append_fields(c, changes, &set);
       bson_append_document_end(&update, &set);
-      ok = outbox_collection_update(repo->contacts, &id, *version, &update, events, n, &res,
-                                    error);
+      ok = outbox_collection_update(repo->contacts, &id, *version, &update, events, n, &res, error);
       bson_destroy(&update);
    }
    free_events(events, n);
-   if (ok || (error && error->domain == OUTBOX_ERROR_DOMAIN &&
-              error->code == OUTBOX_ERROR_CONFLICT))
+   if (ok ||
+       (error && error->domain == OUTBOX_ERROR_DOMAIN && error->code == OUTBOX_ERROR_CONFLICT))
       *version = res.version;
    return ok ? REPO_OK : status_of(error);
 }
@@ -231,8 +230,8 @@ list_query(const char *after, int limit, bson_t *filter, bson_t *opts)
 }
 
 repo_status_t
-repository_list(repository_t *repo, const char *after, int limit, contact_t ***items,
-                size_t *n, bool *more, bson_error_t *error)
+repository_list(repository_t *repo, const char *after, int limit, contact_t ***items, size_t *n,
+                bool *more, bson_error_t *error)
 {
    mongoc_client_t *client = mongoc_client_pool_pop(repo->pool);
    mongoc_collection_t *coll = mongoc_client_get_collection(client, repo->db, COLLECTION);
@@ -242,7 +241,7 @@ repository_list(repository_t *repo, const char *after, int limit, contact_t ***i
    bson_iter_t it;
    bool failed;
 
-   *items = bson_malloc0(sizeof(contact_t *) * (size_t) (limit + 1));
+   *items = bson_malloc0(sizeof(contact_t *) * (size_t)(limit + 1));
    *n = 0;
    *more = false;
    list_query(after, limit, &filter, &opts);
@@ -251,7 +250,7 @@ repository_list(repository_t *repo, const char *after, int limit, contact_t ***i
       char id[25];
       contact_t *c;
 
-      if ((int) *n == limit) {
+      if ((int)*n == limit) {
          *more = true;
          break;
       }

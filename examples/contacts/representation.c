@@ -89,10 +89,12 @@ read_name(bson_iter_t *it, contact_input_t *in, contact_error_t *err)
 static bool
 read_company(bson_iter_t *it, contact_input_t *in, contact_error_t *err)
 {
-   const slot_t slots[] = {
-      {"companyName", &in->company_name, false}, {"street", &in->street, false},
-      {"houseNumber", &in->house_number, false}, {"postalCode", &in->postal_code, false},
-      {"city", &in->city, false},                {"country", &in->country, false}};
+   const slot_t slots[] = {{"companyName", &in->company_name, false},
+                           {"street", &in->street, false},
+                           {"houseNumber", &in->house_number, false},
+                           {"postalCode", &in->postal_code, false},
+                           {"city", &in->city, false},
+                           {"country", &in->country, false}};
    bson_iter_t child;
 
    if (BSON_ITER_HOLDS_NULL(it)) {
@@ -137,8 +139,7 @@ read_top(bson_iter_t *it, contact_input_t *in, contact_error_t *err)
       if (i == 1 && !read_string(it, &(slot_t){"email", &in->email, false}, "email", err))
          return false;
       if (i == 2 &&
-          !read_string(it, &(slot_t){"description", &in->description, true}, "description",
-                       err))
+          !read_string(it, &(slot_t){"description", &in->description, true}, "description", err))
          return false;
    }
    if (!seen[0])
@@ -165,7 +166,7 @@ representation_parse_json(const char *body, size_t len, bson_t *doc, contact_err
    if (body[i] != '{')
       return refuse(err, "", "the request body must be a JSON object");
    bson_destroy(doc);
-   if (!bson_init_from_json(doc, body, (ssize_t) len, &error)) {
+   if (!bson_init_from_json(doc, body, (ssize_t)len, &error)) {
       char msg[256];
 
       bson_init(doc);
@@ -191,8 +192,7 @@ representation_parse(const char *body, size_t len, bson_t *holder, contact_input
                      contact_error_t *err)
 {
    memset(in, 0, sizeof *in);
-   return representation_parse_json(body, len, holder, err) &&
-          representation_read(holder, in, err);
+   return representation_parse_json(body, len, holder, err) && representation_read(holder, in, err);
 }
 
 /* ---- JSON merge patch (RFC 7396) ---------------------------------------------------------- */
@@ -296,14 +296,14 @@ void
 json_append_string(bson_string_t *out, const char *s)
 {
    bson_string_append_c(out, '"');
-   for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
       if (*p == '"' || *p == '\\') {
          bson_string_append_c(out, '\\');
-         bson_string_append_c(out, (char) *p);
+         bson_string_append_c(out, (char)*p);
       } else if (*p < 0x20 || *p == 0x7f) {
          bson_string_append_printf(out, "\\u%04x", *p);
       } else {
-         bson_string_append_c(out, (char) *p);
+         bson_string_append_c(out, (char)*p);
       }
    }
    bson_string_append_c(out, '"');
@@ -312,8 +312,8 @@ json_append_string(bson_string_t *out, const char *s)
 void
 json_format_time(int64_t ms, char buf[32])
 {
-   time_t secs = (time_t) (ms / 1000);
-   unsigned millis = (unsigned) (((ms % 1000) + 1000) % 1000);
+   time_t secs = (time_t)(ms / 1000);
+   unsigned millis = (unsigned)(((ms % 1000) + 1000) % 1000);
    struct tm tm;
    size_t n;
 
@@ -371,8 +371,7 @@ representation_write(const contact_t *c, bson_string_t *out)
    append_member(out, "lastName", contact_last_name(c), true);
    bson_string_append_c(out, '}');
    append_member(out, "description",
-                 bson_iter_init_find(&it, &fields, "description") ? bson_iter_utf8(&it, NULL)
-                                                                   : "",
+                 bson_iter_init_find(&it, &fields, "description") ? bson_iter_utf8(&it, NULL) : "",
                  true);
    append_member(out, "email", contact_email(c), true);
    bson_string_append(out, ",\"company\":");

@@ -26,14 +26,14 @@ struct _outbox_inbox_t {
    int32_t window;
    int32_t ttl;
    bool upsert;
+   bool skip_late;
    bson_t write_concern; /* {w: ...} document */
 };
 
 static bool
 fail(bson_error_t *error, outbox_error_code_t code, const char *msg, const char *arg)
 {
-   bson_set_error(error, OUTBOX_ERROR_DOMAIN, code, "%s%s%s", msg, arg ? ": " : "",
-                  arg ? arg : "");
+   bson_set_error(error, OUTBOX_ERROR_DOMAIN, code, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
    return false;
 }
 
@@ -94,9 +94,8 @@ opt_int(bson_iter_t *it, int32_t min, int32_t max, int32_t *dst, bson_error_t *e
                   bson_iter_key(it));
    v = bson_iter_as_int64(it);
    if (v < min || v > max)
-      return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "option out of range",
-                  bson_iter_key(it));
-   *dst = (int32_t) v;
+      return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "option out of range", bson_iter_key(it));
+   *dst = (int32_t)v;
    return true;
 }
 
@@ -128,10 +127,10 @@ parse_one(outbox_inbox_t *ib, bson_iter_t *it, bson_error_t *error)
       return opt_int(it, 1, MAX_WINDOW, &ib->window, error);
    if (!strcmp(key, "ledgerTtlSeconds"))
       return opt_int(it, 1, INT32_MAX, &ib->ttl, error);
-   if (!strcmp(key, "upsert")) {
+   if (!strcmp(key, "upsert") || !strcmp(key, "skipLate")) {
       if (!BSON_ITER_HOLDS_BOOL(it))
          return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "option must be a boolean", key);
-      ib->upsert = bson_iter_bool(it);
+      *(key[0] == 'u' ? &ib->upsert : &ib->skip_late) = bson_iter_bool(it);
       return true;
    }
    return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "unknown inbox option", key);
@@ -162,8 +161,8 @@ parse_opts(outbox_inbox_t *ib, const bson_t *opts, bson_error_t *error)
 }
 
 outbox_inbox_t *
-outbox_inbox_new(mongoc_client_pool_t *pool, const char *db, const char *coll,
-                 const bson_t *opts, bson_error_t *error)
+outbox_inbox_new(mongoc_client_pool_t *pool, const char *db, const char *coll, const bson_t *opts,
+                 bson_error_t *error)
 {
    outbox_inbox_t *ib;
 
@@ -234,8 +233,7 @@ check_operator(const outbox_inbox_t *ib, const char *op, const bson_t *inner, bs
       const char *path = bson_iter_key(&it);
 
       if (path_reserved(ib, path))
-         return fail(error, OUTBOX_ERROR_RESERVED_FIELD, "update touches a reserved field",
-                     path);
+         return fail(error, OUTBOX_ERROR_RESERVED_FIELD, "update touches a reserved field", path);
       if (!strcmp(op, "$rename") && BSON_ITER_HOLDS_UTF8(&it) &&
           path_reserved(ib, bson_iter_utf8(&it, NULL)))
          return fail(error, OUTBOX_ERROR_RESERVED_FIELD, "update touches a reserved field",
@@ -314,8 +312,8 @@ check_event_id(const char *event_id, bson_error_t *error)
 
    if (!event_id || !(len = strlen(event_id)) || len > MAX_EVENT_ID ||
        !bson_utf8_validate(event_id, len, false))
-      return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT,
-                  "event id must be 1..256 bytes of UTF-8", NULL);
+      return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "event id must be 1..256 bytes of UTF-8",
+                  NULL);
    return true;
 }
 
@@ -405,20 +403,23 @@ ledger_has(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_value_t
    return ok;
 }
 
-/* Whether the state document exists and whether its window holds the event. */
+/* Whether the state document exists and whether its window holds the event; *stored_seq
+ * receives its seqField. */
 typedef enum { DOC_MISSING, DOC_WITHOUT_ID, DOC_WITH_ID } doc_state_t;
 
 static bool
 doc_lookup(const outbox_inbox_t *ib, mongoc_collection_t *coll, const bson_value_t *doc_id,
-           const char *event_id, doc_state_t *state, bson_error_t *error)
+           const char *event_id, doc_state_t *state, int64_t *stored_seq, bson_error_t *error)
 {
    bson_t filter = BSON_INITIALIZER, projection = BSON_INITIALIZER, doc;
    bson_iter_t it, elem;
    bool found;
 
    *state = DOC_MISSING;
+   *stored_seq = 0;
    BSON_APPEND_VALUE(&filter, "_id", doc_id);
    BSON_APPEND_INT32(&projection, ib->inbox_field, 1);
+   BSON_APPEND_INT32(&projection, ib->seq_field, 1);
    if (!find_one(coll, &filter, &projection, &doc, &found, error)) {
       bson_destroy(&filter);
       bson_destroy(&projection);
@@ -429,6 +430,7 @@ doc_lookup(const outbox_inbox_t *ib, mongoc_collection_t *coll, const bson_value
    if (!found)
       return true;
    *state = DOC_WITHOUT_ID;
+   *stored_seq = int_field(&doc, ib->seq_field);
    if (bson_iter_init_find(&it, &doc, ib->inbox_field) && BSON_ITER_HOLDS_ARRAY(&it) &&
        bson_iter_recurse(&it, &elem)) {
       while (bson_iter_next(&elem)) {
@@ -458,8 +460,8 @@ read_reply(const outbox_inbox_t *ib, const bson_t *reply, bool *matched, int64_t
       bson_init_static(&pre, data, len);
       *matched = true;
       *previous = int_field(&pre, ib->seq_field);
-   } else if (bson_iter_init_find(&leo, reply, "lastErrorObject") &&
-              bson_iter_recurse(&leo, &it) && bson_iter_find(&it, "upserted")) {
+   } else if (bson_iter_init_find(&leo, reply, "lastErrorObject") && bson_iter_recurse(&leo, &it) &&
+              bson_iter_find(&it, "upserted")) {
       *matched = true; /* inserted: no pre-image, nothing applied before */
    }
 }
@@ -470,8 +472,8 @@ read_reply(const outbox_inbox_t *ib, const bson_t *reply, bool *matched, int64_t
  * kept in *error, and the caller tells the two apart like a no-match. */
 static bool
 guarded_update(const outbox_inbox_t *ib, mongoc_collection_t *coll, const bson_value_t *doc_id,
-               const char *event_id, const bson_t *update, bool *matched, bool *dup_key,
-               int64_t *previous, bson_error_t *error)
+               const char *event_id, int64_t seq, const bson_t *update, bool *matched,
+               bool *dup_key, int64_t *previous, bson_error_t *error)
 {
    mongoc_find_and_modify_opts_t *fam = mongoc_find_and_modify_opts_new();
    bson_t query = BSON_INITIALIZER, guard, fields = BSON_INITIALIZER, extra = BSON_INITIALIZER;
@@ -483,12 +485,22 @@ guarded_update(const outbox_inbox_t *ib, mongoc_collection_t *coll, const bson_v
    BSON_APPEND_DOCUMENT_BEGIN(&query, ib->inbox_field, &guard);
    BSON_APPEND_UTF8(&guard, "$ne", event_id);
    bson_append_document_end(&query, &guard);
+   if (ib->skip_late && seq > 0) {
+      /* {$not: {$gte}} also matches a document that has no seq yet. */
+      bson_t not_gte, gte;
+
+      BSON_APPEND_DOCUMENT_BEGIN(&query, ib->seq_field, &not_gte);
+      BSON_APPEND_DOCUMENT_BEGIN(&not_gte, "$not", &gte);
+      BSON_APPEND_INT64(&gte, "$gte", seq);
+      bson_append_document_end(&not_gte, &gte);
+      bson_append_document_end(&query, &not_gte);
+   }
    BSON_APPEND_INT32(&fields, ib->seq_field, 1);
    BSON_APPEND_DOCUMENT(&extra, "writeConcern", &ib->write_concern);
    mongoc_find_and_modify_opts_set_update(fam, update);
    mongoc_find_and_modify_opts_set_fields(fam, &fields);
-   mongoc_find_and_modify_opts_set_flags(
-      fam, ib->upsert ? MONGOC_FIND_AND_MODIFY_UPSERT : MONGOC_FIND_AND_MODIFY_NONE);
+   mongoc_find_and_modify_opts_set_flags(fam, ib->upsert ? MONGOC_FIND_AND_MODIFY_UPSERT
+                                                         : MONGOC_FIND_AND_MODIFY_NONE);
    mongoc_find_and_modify_opts_append(fam, &extra);
 
    *matched = *dup_key = false;
@@ -516,7 +528,7 @@ now_ms(void)
    struct timespec ts;
 
    clock_gettime(CLOCK_REALTIME, &ts);
-   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Records an applied event in the ledger. An existing entry is fine: it can only be ours. */
@@ -542,6 +554,44 @@ ledger_record(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_valu
 
 /* ---- public operations -------------------------------------------------------------------- */
 
+typedef enum { NO_MATCH_RETRY, NO_MATCH_DONE, NO_MATCH_FAILED } no_match_t;
+
+/* Works out why the guarded update matched nothing: a duplicate, a late event (skipLate), a
+ * missing document, or a document that changed under us (retry). */
+static no_match_t
+resolve_no_match(const outbox_inbox_t *ib, mongoc_client_t *client, mongoc_collection_t *coll,
+                 const bson_value_t *doc_id, const char *event_id, int64_t seq, bool dup_key,
+                 outbox_inbox_result_t *res, bson_error_t *error)
+{
+   doc_state_t state;
+   int64_t stored;
+   bool seen = false;
+
+   if (!doc_lookup(ib, coll, doc_id, event_id, &state, &stored, error))
+      return NO_MATCH_FAILED;
+   if (state == DOC_MISSING && dup_key)
+      return NO_MATCH_FAILED; /* another unique index refused the insert: its error is in *error */
+   if (state == DOC_MISSING && !ib->upsert) {
+      fail(error, OUTBOX_ERROR_NOT_FOUND, "no such state document", NULL);
+      return NO_MATCH_FAILED;
+   }
+   /* The id was in the window a moment ago but newer events may have pushed it out since:
+    * the ledger still knows it (without a ledger, this is the documented window limit). */
+   if (state == DOC_WITHOUT_ID && !ledger_has(ib, client, doc_id, event_id, &seen, error))
+      return NO_MATCH_FAILED;
+   if (state == DOC_WITH_ID || seen) {
+      res->status = OUTBOX_INBOX_DUPLICATE;
+      return NO_MATCH_DONE;
+   }
+   if (state == DOC_WITHOUT_ID && ib->skip_late && seq > 0 && stored >= seq) {
+      res->status = OUTBOX_INBOX_SKIPPED_LATE;
+      res->order = OUTBOX_SEQ_LATE;
+      res->previous_seq = stored;
+      return NO_MATCH_DONE;
+   }
+   return NO_MATCH_RETRY;
+}
+
 /* The apply loop proper, with a client popped by the caller. */
 static bool
 apply_with(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_value_t *doc_id,
@@ -550,7 +600,6 @@ apply_with(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_value_t
 {
    mongoc_collection_t *coll = mongoc_client_get_collection(client, ib->db, ib->coll);
    bool ok = false, seen, matched, dup_key;
-   doc_state_t state;
    int64_t previous;
 
    if (!ledger_has(ib, client, doc_id, event_id, &seen, error))
@@ -561,7 +610,7 @@ apply_with(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_value_t
       goto done;
    }
    for (int round = 0; round < APPLY_ROUNDS; round++) {
-      if (!guarded_update(ib, coll, doc_id, event_id, update, &matched, &dup_key, &previous,
+      if (!guarded_update(ib, coll, doc_id, event_id, seq, update, &matched, &dup_key, &previous,
                           error))
          goto done;
       if (matched) {
@@ -572,18 +621,14 @@ apply_with(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_value_t
          ok = true;
          goto done;
       }
-      if (!doc_lookup(ib, coll, doc_id, event_id, &state, error))
-         goto done;
-      if (state == DOC_WITH_ID) {
-         res->status = OUTBOX_INBOX_DUPLICATE;
+      switch (resolve_no_match(ib, client, coll, doc_id, event_id, seq, dup_key, res, error)) {
+      case NO_MATCH_DONE:
          ok = true;
          goto done;
-      }
-      if (state == DOC_MISSING && dup_key)
-         goto done; /* another unique index refused the insert: its error is in *error */
-      if (state == DOC_MISSING && !ib->upsert) {
-         fail(error, OUTBOX_ERROR_NOT_FOUND, "no such state document", NULL);
+      case NO_MATCH_FAILED:
          goto done;
+      case NO_MATCH_RETRY:
+         break;
       }
    }
    fail(error, OUTBOX_ERROR_RETRIES_EXHAUSTED, "state document kept changing", NULL);
@@ -629,6 +674,7 @@ outbox_inbox_seen(outbox_inbox_t *inbox, const bson_value_t *doc_id, const char 
    mongoc_client_t *client;
    mongoc_collection_t *coll;
    doc_state_t state = DOC_MISSING;
+   int64_t stored;
    bool ok;
 
    if (!inbox || !seen)
@@ -638,7 +684,7 @@ outbox_inbox_seen(outbox_inbox_t *inbox, const bson_value_t *doc_id, const char 
       return false;
    client = mongoc_client_pool_pop(inbox->pool);
    coll = mongoc_client_get_collection(client, inbox->db, inbox->coll);
-   ok = doc_lookup(inbox, coll, doc_id, event_id, &state, error);
+   ok = doc_lookup(inbox, coll, doc_id, event_id, &state, &stored, error);
    if (ok && state == DOC_WITH_ID)
       *seen = true;
    else if (ok)
@@ -663,9 +709,9 @@ outbox_inbox_ensure_indexes(outbox_inbox_t *inbox, bson_error_t *error)
       return true;
    /* The ledger's _id is the (event, doc) pair, so uniqueness needs no index of ours;
     * expiry does. */
-   cmd = BCON_NEW("createIndexes", BCON_UTF8(inbox->ledger), "indexes", "[", "{", "key", "{",
-                  "at", BCON_INT32(1), "}", "name", BCON_UTF8("outbox_inbox_ttl"),
-                  "expireAfterSeconds", BCON_INT32(inbox->ttl), "}", "]");
+   cmd = BCON_NEW("createIndexes", BCON_UTF8(inbox->ledger), "indexes", "[", "{", "key", "{", "at",
+                  BCON_INT32(1), "}", "name", BCON_UTF8("outbox_inbox_ttl"), "expireAfterSeconds",
+                  BCON_INT32(inbox->ttl), "}", "]");
    BSON_APPEND_DOCUMENT(&opts, "writeConcern", &inbox->write_concern);
    client = mongoc_client_pool_pop(inbox->pool);
    db = mongoc_client_get_database(client, inbox->db);

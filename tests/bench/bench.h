@@ -101,6 +101,8 @@ typedef struct {
    char machine[256];
    char mongodb[200], mqtt[200]; /* addresses without credentials */
    bench_baseline_t baseline, baseline_bare;
+   double baseline_runs[3]; /* msgs/s of each run with the default window and payload */
+   int n_baseline_runs;
    bench_drain_t drain_few, drain_many;
    bench_steady_t saturation, steady[3];
    double max_sustainable_per_s;

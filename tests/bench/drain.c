@@ -44,6 +44,8 @@ bench_relay_log_tail(const bench_servers_t *s, const char *log_name)
 bool
 bench_relay_wait(bench_sub_t *sub, size_t n, pid_t relay, int64_t deadline, const char **why)
 {
+   static char exited[64]; /* only the main thread waits */
+   int status;
    while (!bench_sub_wait_n(sub, n, deadline < bench_now_ns() + 200000000
                                        ? deadline
                                        : bench_now_ns() + 200000000)) {
@@ -51,8 +53,15 @@ bench_relay_wait(bench_sub_t *sub, size_t n, pid_t relay, int64_t deadline, cons
          *why = "timed out waiting for messages";
          return false;
       }
-      if (relay > 0 && waitpid(relay, NULL, WNOHANG) == relay) {
-         *why = "the relay exited";
+      if (relay > 0 && waitpid(relay, &status, WNOHANG) == relay) {
+         if (WIFSIGNALED(status)) {
+            snprintf(exited, sizeof exited, "the relay was killed by signal %d",
+                     WTERMSIG(status));
+         } else {
+            snprintf(exited, sizeof exited, "the relay exited with status %d",
+                     WEXITSTATUS(status));
+         }
+         *why = exited;
          return false;
       }
    }

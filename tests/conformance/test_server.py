@@ -102,6 +102,21 @@ class Replies(ServerTest):
         self.assertEqual(r["cursor"]["ns"], "%s.$cmd.listCollections" % DB)
         self.assertEqual([c["name"] for c in r["cursor"]["firstBatch"]], [self.coll.name])
 
+    def test_sessions_and_concerns(self):
+        from pymongo.read_concern import ReadConcern
+        from pymongo.write_concern import WriteConcern
+        coll = self.coll.with_options(write_concern=WriteConcern(w="majority", j=True,
+                                                                 wtimeout=5000),
+                                      read_concern=ReadConcern("majority"))
+        with self.client.start_session(causal_consistency=True) as s:
+            coll.insert_one({"_id": 1}, session=s)  # then reads carry afterClusterTime
+            self.assertEqual(coll.find_one({"_id": 1}, session=s), {"_id": 1})
+            self.assertEqual(coll.count_documents({}, session=s), 1)
+            self.assertIsNotNone(s.cluster_time)
+        r = self.db.command("find", self.coll.name, readConcern={"level": "local"})
+        self.assertEqual(r["cursor"]["firstBatch"], [{"_id": 1}])
+        self.client.admin.command("endSessions", [])
+
     def test_new_fields_in_lexicographic_order(self):
         self.coll.insert_one({"_id": 1, "m": 1})
         self.coll.update_one({"_id": 1}, {"$set": {"z": 1, "b": 1, "a.y": 1, "a.c": 1}})
@@ -420,11 +435,13 @@ class WriteLimits(ServerTest):
 
 
 # --------------------------------------------------------------------------------------
-from test_server_streams import ChangeStreamShapes, HistoryLoss, Resume  # noqa: E402
-from test_server_faults import BadInput, Concurrency, FailPoints  # noqa: E402
+from test_server_streams import (ChangeStreamShapes, HistoryLoss, OutboxPatterns,  # noqa: E402
+                                 Resume)
+from test_server_faults import (BadInput, Concurrency, FailPoints,  # noqa: E402
+                                RetryableWrites)
 
 ALL = [Topology, Replies, ArrayUpdates, Queries, WriteLimits, ChangeStreamShapes, Resume,
-       HistoryLoss, FailPoints, Concurrency, BadInput]
+       OutboxPatterns, HistoryLoss, FailPoints, RetryableWrites, Concurrency, BadInput]
 
 
 def main(argv):

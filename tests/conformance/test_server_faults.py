@@ -7,10 +7,14 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from servertest import (DB, ServerTest, bson, make_client, op_msg, raw_connect,  # noqa: E402
                         read_reply)
+from bson.binary import Binary  # noqa: E402
+from bson.int64 import Int64  # noqa: E402
+from bson.son import SON  # noqa: E402
 from pymongo.errors import AutoReconnect, OperationFailure  # noqa: E402
 
 
@@ -358,6 +362,29 @@ class BadInput(ServerTest):
         if reply is not None:
             self.assertEqual(reply["code"], 223)
 
+    def test_checksum_and_document_sequence(self):
+        def crc32c(data):
+            crc = 0xFFFFFFFF
+            for byte in data:
+                crc ^= byte
+                for _ in range(8):
+                    crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+            return crc ^ 0xFFFFFFFF
+        body = bson.encode({"insert": "alive", "$db": DB})
+        docs = bson.encode({"seq": 1}) + bson.encode({"seq": 2})
+        seq = struct.pack("<i", 4 + len("documents") + 1 + len(docs)) + b"documents\x00" + docs
+        payload = struct.pack("<I", 1) + b"\x00" + body + b"\x01" + seq
+        msg = struct.pack("<iiii", 16 + len(payload) + 4, 9, 0, 2013) + payload
+        msg += struct.pack("<I", crc32c(msg))
+        s = raw_connect()
+        try:
+            s.sendall(msg)
+            reply, response_to = read_reply(s, with_response_to=True)
+            self.assertEqual((reply.get("ok"), reply.get("n"), response_to), (1.0, 2, 9), reply)
+        finally:
+            s.close()
+        self.expect_error_or_close(msg[:-4] + struct.pack("<I", crc32c(msg[:-4]) ^ 1))
+
     def test_more_to_come_then_ping_on_same_socket(self):
         s = raw_connect()
         try:
@@ -368,3 +395,42 @@ class BadInput(ServerTest):
             self.assertEqual((reply.get("ok"), response_to), (1.0, 8))
         finally:
             s.close()
+
+
+class RetryableWrites(ServerTest):
+    """A write re-sent with the same lsid and txnNumber is applied once (drivers retry)."""
+
+    def command(self, lsid, txn, cmd):
+        cmd = dict(cmd, lsid=lsid, txnNumber=Int64(txn))
+        return self.db.command(SON(cmd))
+
+    def test_same_txn_number_executes_once(self):
+        self.coll.insert_one({"_id": 1, "events": []})
+        lsid = {"id": Binary(uuid.uuid4().bytes, 4)}
+        upd = SON([("update", self.coll.name),
+                   ("updates", [{"q": {"_id": 1}, "u": {"$push": {"events": 1}}}])])
+        first, again = self.command(lsid, 1, upd), self.command(lsid, 1, upd)
+        self.assertEqual((again["n"], again["nModified"]), (first["n"], first["nModified"]))
+        self.assertEqual(self.coll.find_one({"_id": 1})["events"], [1])
+        ins = SON([("insert", self.coll.name), ("documents", [{"_id": 2}])])
+        self.assertEqual(self.command(lsid, 2, ins)["n"], 1)
+        again = self.command(lsid, 2, ins)
+        self.assertEqual((again["n"], again.get("writeErrors")), (1, None))
+        fam = SON([("findAndModify", self.coll.name), ("query", {"_id": 1}),
+                   ("update", {"$push": {"events": 2}}), ("new", True)])
+        self.assertEqual(self.command(lsid, 3, fam)["value"]["events"], [1, 2])
+        self.assertEqual(self.command(lsid, 3, fam)["value"]["events"], [1, 2])
+        self.assertEqual(self.coll.find_one({"_id": 1})["events"], [1, 2])
+        self.assertEqual(self.command(lsid, 4, upd)["nModified"], 1)  # a new txnNumber runs
+        self.assertEqual(self.coll.find_one({"_id": 1})["events"], [1, 2, 1])
+        with self.assertRaises(OperationFailure) as ctx:  # older than the session's latest
+            self.command(lsid, 1, upd)
+        self.assertEqual(ctx.exception.code, 225)
+        other = {"id": Binary(uuid.uuid4().bytes, 4)}  # other sessions are independent
+        self.assertEqual(self.command(other, 1, upd)["nModified"], 1)
+
+    def test_retry_after_connection_lost_post_commit(self):
+        self.coll.insert_one({"_id": 1, "events": []})
+        self.failpoint("onPrimaryTransactionalWrite", {"times": 1}, closeConnection=True)
+        self.coll.update_one({"_id": 1}, {"$push": {"events": "once"}})  # pymongo retries
+        self.assertEqual(self.coll.find_one({"_id": 1})["events"], ["once"])

@@ -2,9 +2,13 @@
 import datetime
 import os
 import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from servertest import DB, ServerTest, bson, next_change, no_change  # noqa: E402
+from bson.int64 import Int64  # noqa: E402
+from bson.son import SON  # noqa: E402
 from pymongo import monitoring  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402
 
@@ -88,8 +92,11 @@ class ChangeStreamShapes(ServerTest):
         fields = next_change(stream)["updateDescription"]["updatedFields"]
         self.assertEqual(list(fields), ["ts"])
         self.assertIsInstance(fields["ts"], datetime.datetime)
-        for noop in ({"$max": {"hi": 1}}, {"$min": {"lo": 3}}, {"$mul": {"x": 1}}):
+        for noop in ({"$max": {"hi": 1}}, {"$min": {"lo": 3}}, {"$mul": {"x": 1}},
+                     {"$bit": {"x": {"or": 3}}}):
             self.assertEqual(self.coll.update_one({"_id": 1}, noop).modified_count, 0)
+        self.coll.update_one({"_id": 1}, {"$bit": {"x": {"and": 3}}})  # 7 & 3
+        self.assertEqual(next_change(stream)["updateDescription"]["updatedFields"], {"x": 3})
         self.coll.insert_one({"_id": "marker"})
         self.assertEqual(next_change(stream)["documentKey"], {"_id": "marker"})
 
@@ -271,6 +278,35 @@ class Resume(ServerTest):
             self.failpoint("failGetMoreAfterCursorCheckout", {"times": 1}, errorCode=6)
         self._watch_through_fault(fault, 1)
 
+    def test_resume_while_writes_continue(self):
+        seen_cmds = Commands()
+        coll = self.new_client(event_listeners=[seen_cmds])[DB][self.coll.name]
+        stream = coll.watch(batch_size=7, max_await_time_ms=200)
+        self.addCleanup(stream.close)
+        done = threading.Event()
+
+        def write():
+            writer = self.new_client()[DB][self.coll.name]
+            for i in range(300):
+                writer.insert_one({"_id": i})
+                if i % 60 == 30:
+                    self.failpoint("failCommand", {"times": 1}, failCommands=["getMore"],
+                                   closeConnection=True)
+            done.set()
+        th = threading.Thread(target=write)
+        th.start()
+        seen = []
+        deadline = time.monotonic() + 45
+        while len(seen) < 300 and time.monotonic() < deadline:
+            ev = stream.try_next()
+            if ev is not None:
+                seen.append(ev["documentKey"]["_id"])
+        th.join(30)
+        self.assertTrue(done.is_set())
+        self.assertEqual(seen, list(range(300)), "events lost, repeated or reordered")
+        # a failpoint set again before the previous one fired replaces it: >= 1 resume
+        self.assertGreaterEqual(seen_cmds.names.count("aggregate"), 2, "no resume happened")
+
     def test_resumable_error_label_and_non_resumable_error(self):
         """Only the label decides (wire >= 9); failCommand never adds it by itself.
 
@@ -333,3 +369,69 @@ class HistoryLoss(ServerTest):
             r1 = next_change(live)
         with self.coll.watch(resume_after=r1["_id"]) as again:
             self.assertEqual(next_change(again)["documentKey"], {"_id": "r2"})
+
+
+class OutboxPatterns(ServerTest):
+    """The exact query, update and change-stream shapes liboutbox and the relay send."""
+
+    def relay_pipeline(self):
+        return [{"$match": {
+            "ns.coll": {"$in": [self.coll.name]},
+            "$or": [{"operationType": {"$in": ["insert", "replace"]},
+                     "fullDocument.events.0": {"$exists": True}},
+                    {"operationType": "update",
+                     "updateDescription.updatedFields.eventSeq": {"$exists": True}},
+                    {"operationType": "invalidate"}]}}]
+
+    def commit(self, version, seq, events, max_pending=3, extra=None):
+        flt = {"_id": 1, "version": Int64(version), "eventSeq": Int64(seq),
+               "events.%d" % (max_pending - len(events)): {"$exists": False}}
+        update = {"$set": dict({"version": Int64(version + 1),
+                                "eventSeq": Int64(seq + len(events))}, **(extra or {})),
+                  "$push": {"events": {"$each": events}}}
+        return self.coll.update_one(flt, update).matched_count
+
+    def test_commit_and_relay_stream(self):
+        self.coll.create_index([("eventSeq", 1)], name="outbox_pending",
+                               partialFilterExpression={"events.0": {"$exists": True}})
+        stream = self.db.watch(self.relay_pipeline(), full_document="default")
+        self.addCleanup(stream.close)
+        self.coll.insert_one({"_id": 0, "version": Int64(1), "eventSeq": Int64(0),
+                              "events": []})  # no pending event: filtered out
+        self.coll.insert_one({"_id": 1, "version": Int64(1), "eventSeq": Int64(1),
+                              "events": [{"seq": 1, "type": "created"}]})
+        e = [{"seq": 2, "type": "a"}, {"seq": 3, "type": "b"}]
+        self.assertEqual(self.commit(1, 1, e, max_pending=2), 0)  # 1 pending + 2 > 2
+        ins = next_change(stream)
+        self.assertEqual((ins["operationType"], ins["documentKey"]), ("insert", {"_id": 1}))
+        # the relay publishes event 1 and pulls it: an update without eventSeq, filtered out
+        self.coll.update_one({"_id": 1, "events": {"$in": [{"seq": 1, "type": "created"}]}},
+                             {"$pull": {"events": {"$in": [{"seq": 1, "type": "created"}]}}})
+        self.assertEqual(self.commit(1, 1, e, extra={"name": "x"}), 1)
+        upd = next_change(stream)
+        self.assertEqual(upd["operationType"], "update")
+        self.assertEqual(upd["updateDescription"]["updatedFields"],
+                         {"version": 2, "eventSeq": 3, "name": "x", "events": e})
+        self.assertEqual(self.commit(2, 3, [{"seq": 4, "type": "c"}]), 1)
+        upd = next_change(stream)
+        self.assertEqual(upd["updateDescription"]["updatedFields"],
+                         {"version": 3, "eventSeq": 4, "events.2": {"seq": 4, "type": "c"}})
+        # three pending: a further event does not fit (events.2 exists)
+        self.assertEqual(self.commit(3, 4, [{"seq": 5, "type": "d"}]), 0)
+        pending = list(self.coll.find({"events.0": {"$exists": True}}).sort("eventSeq", 1))
+        self.assertEqual([d["_id"] for d in pending], [1])
+        swept = list(self.coll.find({"events.0": {"$exists": True}},  # the relay's sweep
+                                    {"events": 1, "eventSeq": 1}).hint("outbox_pending"))
+        self.assertEqual(swept, [{"_id": 1, "eventSeq": 4, "events": e + [
+            {"seq": 4, "type": "c"}]}])
+        # field order matters for $in/$pull on whole documents
+        res = self.coll.update_one({"_id": 1}, {"$pull": {"events": {"$in": [
+            SON([("type", "a"), ("seq", 2)])]}}})
+        self.assertEqual(res.modified_count, 0)
+        # deleting only an entity without pending events
+        self.assertEqual(self.coll.delete_one({"_id": 1, "events.0": {"$exists": False}})
+                         .deleted_count, 0)
+        self.assertEqual(self.coll.delete_one({"_id": 0, "events.0": {"$exists": False}})
+                         .deleted_count, 1)
+        self.coll.insert_one({"_id": "marker", "events": [{"seq": 1}]})
+        self.assertEqual(next_change(stream)["documentKey"], {"_id": "marker"})

@@ -240,7 +240,7 @@ Test(representation, writes_json)
    bson_t *back;
 
    representation_write(c, out);
-   back = bson_new_from_json((const uint8_t *) out->str, (ssize_t) out->len, NULL);
+   back = bson_new_from_json((const uint8_t *)out->str, (ssize_t)out->len, NULL);
    cr_assert_not_null(back, "not JSON: %s", out->str);
    cr_assert_str_eq(str_at(back, "id"), "0123456789abcdef01234567");
    cr_assert_str_eq(str_at(back, "createdAt"), "1970-01-01T00:00:01.000Z");
@@ -252,12 +252,10 @@ Test(representation, writes_json)
 
 Test(representation, merge_patch)
 {
-   bson_t *target = BCON_NEW("name", "{", "firstName", BCON_UTF8("Ada"), "lastName",
-                             BCON_UTF8("L"), "}", "email", BCON_UTF8("a@b.co"), "company",
-                             BCON_NULL);
+   bson_t *target = BCON_NEW("name", "{", "firstName", BCON_UTF8("Ada"), "lastName", BCON_UTF8("L"),
+                             "}", "email", BCON_UTF8("a@b.co"), "company", BCON_NULL);
    bson_t *patch = BCON_NEW("name", "{", "lastName", BCON_UTF8("King"), "}", "email", BCON_NULL,
-                            "company", "{", "companyName", BCON_UTF8("X"), "city", BCON_NULL,
-                            "}");
+                            "company", "{", "companyName", BCON_UTF8("X"), "city", BCON_NULL, "}");
    bson_t *dup = BCON_NEW("name", "{", "a", BCON_INT32(1), "a", BCON_INT32(2), "}");
    contact_error_t err;
    bson_iter_t it;
@@ -294,7 +292,8 @@ Test(contact, control_characters)
    cr_assert_null(contact_create("x", &in, 0, &err));
    cr_assert_str_eq(err.field, "name.lastName");
    in = ada();
-   in.city = "Lon\x01" "don";
+   in.city = "Lon\x01"
+             "don";
    cr_assert_null(contact_create("x", &in, 0, &err));
    cr_assert_str_eq(err.field, "company.city");
 }

@@ -21,7 +21,7 @@ Test(inbox_unit, classify)
    cr_assert_eq(outbox_seq_classify(4, 4), OUTBOX_SEQ_LATE);
    cr_assert_eq(outbox_seq_classify(4, 2), OUTBOX_SEQ_LATE);
    cr_assert_str_eq(outbox_seq_order_name(OUTBOX_SEQ_GAP), "gap");
-   cr_assert_str_eq(outbox_seq_order_name((outbox_seq_order_t) 99), "unknown");
+   cr_assert_str_eq(outbox_seq_order_name((outbox_seq_order_t)99), "unknown");
 }
 
 static void
@@ -37,19 +37,24 @@ expect_bad(mongoc_client_pool_t *pool, bson_t *opts)
 
 Test(inbox_unit, options)
 {
-   mongoc_uri_t *uri = mongoc_uri_new("mongodb://127.0.0.1:1/");
-   mongoc_client_pool_t *pool = mongoc_client_pool_new(uri);
+   mongoc_uri_t *uri;
+   mongoc_client_pool_t *pool;
    bson_t *good = BCON_NEW("window", BCON_INT32(5), "ledger", BCON_UTF8(""), "inboxField",
                            BCON_UTF8("seen"), "writeConcern", "{", "w", BCON_INT32(1), "}");
    bson_error_t error;
-   outbox_inbox_t *ib = outbox_inbox_new(pool, "db", "c", good, &error);
+   outbox_inbox_t *ib;
 
+   mongoc_init();
+   uri = mongoc_uri_new("mongodb://127.0.0.1:1/");
+   pool = mongoc_client_pool_new(uri);
+   ib = outbox_inbox_new(pool, "db", "c", good, &error);
    cr_assert_not_null(ib, "%s", error.message);
    outbox_inbox_destroy(ib);
    outbox_inbox_destroy(NULL);
    expect_bad(pool, BCON_NEW("windw", BCON_INT32(5)));
    expect_bad(pool, BCON_NEW("window", BCON_INT32(0)));
    expect_bad(pool, BCON_NEW("window", BCON_UTF8("5")));
+   expect_bad(pool, BCON_NEW("skipLate", BCON_INT32(1)));
    expect_bad(pool, BCON_NEW("inboxField", BCON_UTF8("a.b")));
    expect_bad(pool, BCON_NEW("seqField", BCON_UTF8("inbox")));
    expect_bad(pool, BCON_NEW("seqField", BCON_UTF8("_id")));
@@ -57,6 +62,7 @@ Test(inbox_unit, options)
    bson_destroy(good);
    mongoc_client_pool_destroy(pool);
    mongoc_uri_destroy(uri);
+   mongoc_cleanup();
 }
 
 Test(cloudevent, structured)

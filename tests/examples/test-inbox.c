@@ -30,7 +30,7 @@ setup(void)
    pool = mongoc_client_pool_new(uri);
    mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
    mongoc_uri_destroy(uri);
-   snprintf(db, sizeof db, "inbox_test_%d_%d", (int) getpid(), counter++);
+   snprintf(db, sizeof db, "inbox_test_%d_%d", (int)getpid(), counter++);
 }
 
 static void
@@ -63,8 +63,8 @@ sid(const char *s)
 {
    bson_value_t v = {.value_type = BSON_TYPE_UTF8};
 
-   v.value.v_utf8.str = (char *) s;
-   v.value.v_utf8.len = (uint32_t) strlen(s);
+   v.value.v_utf8.str = (char *)s;
+   v.value.v_utf8.len = (uint32_t)strlen(s);
    return v;
 }
 
@@ -212,8 +212,8 @@ Test(inbox, caller_push_and_max_are_merged)
    bson_value_t id = sid("c6");
    bson_error_t error;
    outbox_inbox_result_t r;
-   bson_t *upd = BCON_NEW("$push", "{", "log", BCON_UTF8("a"), "}", "$max", "{", "hi",
-                          BCON_INT32(7), "}");
+   bson_t *upd =
+       BCON_NEW("$push", "{", "log", BCON_UTF8("a"), "}", "$max", "{", "hi", BCON_INT32(7), "}");
 
    cr_assert(outbox_inbox_apply(ib, &id, "m-1", 1, upd, &r, &error), "%s", error.message);
    cr_assert_eq(r.status, OUTBOX_INBOX_APPLIED);
@@ -338,4 +338,101 @@ Test(inbox, concurrent_deliveries_apply_once)
    cr_assert_eq(applied, 1, "exactly one delivery applies");
    cr_assert_eq(field("c8", "n"), 2);
    outbox_inbox_destroy(ib);
+}
+
+typedef struct {
+   outbox_inbox_t *ib;
+   char event[16];
+   int applied;
+   int failed;
+} upsert_race_t;
+
+static void *
+upsert_one(void *arg)
+{
+   upsert_race_t *r = arg;
+   bson_value_t id = sid("fresh");
+   bson_t *upd = BCON_NEW("$inc", "{", "n", BCON_INT32(1), "}");
+   outbox_inbox_result_t res;
+   bson_error_t error;
+
+   if (!outbox_inbox_apply(r->ib, &id, r->event, 0, upd, &res, &error))
+      r->failed = 1;
+   else if (res.status == OUTBOX_INBOX_APPLIED)
+      r->applied = 1;
+   bson_destroy(upd);
+   return NULL;
+}
+
+/* Six deliveries race to create the same missing document: the losers of the insert see a
+ * duplicate key on _id and must resolve it (duplicate when the event is the same, a retry
+ * when it is another one). */
+static int
+race_on_missing_document(bool same_event, int *failed)
+{
+   outbox_inbox_t *ib = open_inbox(NULL);
+   pthread_t t[6];
+   upsert_race_t r[6];
+   int applied = 0;
+
+   *failed = 0;
+   for (int i = 0; i < 6; i++) {
+      r[i] = (upsert_race_t){.ib = ib};
+      snprintf(r[i].event, sizeof r[i].event, "up-%d", same_event ? 0 : i);
+      pthread_create(&t[i], NULL, upsert_one, &r[i]);
+   }
+   for (int i = 0; i < 6; i++) {
+      pthread_join(t[i], NULL);
+      applied += r[i].applied;
+      *failed += r[i].failed;
+   }
+   outbox_inbox_destroy(ib);
+   return applied;
+}
+
+Test(inbox, racing_upserts_of_one_event_apply_once)
+{
+   int failed;
+
+   cr_assert_eq(race_on_missing_document(true, &failed), 1);
+   cr_assert_eq(failed, 0);
+   cr_assert_eq(field("fresh", "n"), 1);
+}
+
+Test(inbox, racing_upserts_of_different_events_all_apply)
+{
+   int failed;
+
+   cr_assert_eq(race_on_missing_document(false, &failed), 6);
+   cr_assert_eq(failed, 0);
+   cr_assert_eq(field("fresh", "n"), 6);
+}
+
+Test(inbox, skip_late_refuses_older_events_atomically)
+{
+   bson_t *opts =
+       BCON_NEW("skipLate", BCON_BOOL(true), "window", BCON_INT32(2), "ledger", BCON_UTF8(""));
+   outbox_inbox_t *ib = open_inbox(opts);
+   outbox_inbox_result_t r;
+
+   cr_assert_eq(inc(ib, "k1", "k-1", 1).status, OUTBOX_INBOX_APPLIED);
+   r = inc(ib, "k1", "k-3", 3);
+   cr_assert_eq(r.status, OUTBOX_INBOX_APPLIED);
+   cr_assert_eq(r.order, OUTBOX_SEQ_GAP);
+   r = inc(ib, "k1", "k-2", 2);
+   cr_assert_eq(r.status, OUTBOX_INBOX_SKIPPED_LATE);
+   cr_assert_eq(r.order, OUTBOX_SEQ_LATE);
+   cr_assert_eq(r.previous_seq, 3);
+   cr_assert_eq(inc(ib, "k1", "k-3", 3).status, OUTBOX_INBOX_DUPLICATE, "still in the window");
+   inc(ib, "k1", "k-4", 4);
+   inc(ib, "k1", "k-5", 5);
+   /* k-1 left the window and there is no ledger, but its seq still keeps it out. */
+   cr_assert_eq(inc(ib, "k1", "k-1", 1).status, OUTBOX_INBOX_SKIPPED_LATE);
+   cr_assert_eq(field("k1", "n"), 4);
+   cr_assert_eq(field("k1", "inboxSeq"), 5);
+   /* A new document takes any first seq (a gap), and seq 0 is never late. */
+   cr_assert_eq(inc(ib, "k2", "k2-7", 7).order, OUTBOX_SEQ_GAP);
+   cr_assert_eq(inc(ib, "k2", "k2-untracked", 0).status, OUTBOX_INBOX_APPLIED);
+   outbox_inbox_destroy(ib);
+   bson_destroy(opts);
 }

@@ -11,8 +11,38 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define N_DOCS 1000
+
+/* CPU seconds used so far by the server, if with-servers started it (else -1): the machine
+ * running the tests is often loaded, so updates/s per server CPU second says more about
+ * whether the server could be a bottleneck than wall-clock rates do. */
+static double
+server_cpu(void)
+{
+   const char *pid = getenv("OUTBOX_TEST_MONGOD_PID");
+   char path[64], buf[1024];
+   if (!pid) {
+      return -1;
+   }
+   snprintf(path, sizeof path, "/proc/%s/stat", pid);
+   FILE *f = fopen(path, "r");
+   if (!f) {
+      return -1;
+   }
+   size_t n = fread(buf, 1, sizeof buf - 1, f);
+   fclose(f);
+   buf[n] = '\0';
+   const char *p = strrchr(buf, ')');
+   unsigned long utime = 0, stime = 0;
+   if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
+                    &stime) != 2) {
+      return -1;
+   }
+   return (double) (utime + stime) / (double) sysconf(_SC_CLK_TCK);
+}
 
 static mongoc_client_pool_t *pool;
 static atomic_bool stop_writers, stop_watcher;
@@ -88,6 +118,7 @@ seed(void)
 static double
 phase(int n_writers, int seconds)
 {
+   double cpu0 = server_cpu();
    pthread_t threads[16];
    long counts[16] = {0};
    atomic_store(&stop_writers, false);
@@ -104,6 +135,12 @@ phase(int n_writers, int seconds)
       total += counts[i];
    }
    double secs = (double) (bson_get_monotonic_time() - start) / 1e6;
+   double cpu = server_cpu() - cpu0;
+   if (cpu0 >= 0 && cpu > 0) {
+      printf("  (%d client(s): %ld updates, server CPU %.2f s = %.1f us/update, "
+             "%.0f updates per server CPU second)\n",
+             n_writers, total, cpu, cpu * 1e6 / (double) total, (double) total / cpu);
+   }
    return (double) total / secs;
 }
 

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "changestream.h"
 #include "query.h"
@@ -61,9 +60,7 @@ md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t b
       }
       md_docs_free(docs, n);
       docs = NULL;
-      struct timespec ts = {.tv_sec = deadline_ms / 1000,
-                            .tv_nsec = (deadline_ms % 1000) * 1000000};
-      pthread_cond_timedwait(&srv->oplog.cond, &srv->lock, &ts);
+      md_oplog_wait(&srv->oplog, &srv->lock, deadline_ms);
    }
    cur->in_use = false;
    if (ok && cur->killed) {
@@ -224,7 +221,7 @@ md_cmd_kill_cursors(md_cmd_t *c, bson_error_t *error)
       md_cursor_t *cur = md_cursor_get(&c->srv->cursors, id);
       if (cur && cur->in_use) {
          cur->killed = true; /* the waiting getMore frees it */
-         pthread_cond_broadcast(&c->srv->oplog.cond);
+         md_oplog_wake(&c->srv->oplog);
       } else if (cur) {
          md_cursor_free(&c->srv->cursors, cur);
       }

@@ -82,6 +82,23 @@ md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e)
    }
    e->seq = log->next_seq++;
    log->ring[e->seq % log->capacity] = e;
+   if (log->waiters > 0) {
+      pthread_cond_broadcast(&log->cond);
+   }
+}
+
+void
+md_oplog_wait(md_oplog_t *log, pthread_mutex_t *lock, int64_t deadline_ms)
+{
+   struct timespec ts = {.tv_sec = deadline_ms / 1000, .tv_nsec = (deadline_ms % 1000) * 1000000};
+   log->waiters++;
+   pthread_cond_timedwait(&log->cond, lock, &ts);
+   log->waiters--;
+}
+
+void
+md_oplog_wake(md_oplog_t *log)
+{
    pthread_cond_broadcast(&log->cond);
 }
 

@@ -50,6 +50,7 @@ typedef struct {
    bool lost;         /* some entries were evicted */
    md_ts_t lost_ts;   /* ts of the newest evicted entry */
    pthread_cond_t cond;
+   int waiters; /* threads in md_oplog_wait: appends skip the wake-up when there are none */
 } md_oplog_t;
 
 void
@@ -63,6 +64,15 @@ void
 md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e);
 void
 md_oplog_entry_free(md_oplog_entry_t *e);
+
+/* Waits (with `lock`, the server lock, held) for an append or until `deadline_ms` on the
+ * monotonic clock. */
+void
+md_oplog_wait(md_oplog_t *log, pthread_mutex_t *lock, int64_t deadline_ms);
+
+/* Wakes every waiter (shutdown, killed cursors). */
+void
+md_oplog_wake(md_oplog_t *log);
 
 /* The entry with sequence number `seq`, or NULL if evicted or not yet written. */
 md_oplog_entry_t *

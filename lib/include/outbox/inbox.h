@@ -58,7 +58,11 @@
  *   its ledger entry expired (or was never written) is applied again. Size window and TTL
  *   for the longest redelivery delay you expect (the relay redelivers only its
  *   unacknowledged tail, usually within seconds). Its order is then reported as
- *   OUTBOX_SEQ_LATE, so a consumer that only needs the newest state can skip late events.
+ *   OUTBOX_SEQ_LATE. A consumer whose events each carry the newest state of what they
+ *   describe can set skipLate: events older than the document's highest seq are then not
+ *   applied at all (OUTBOX_INBOX_SKIPPED_LATE), which also turns such old redeliveries into
+ *   no-ops. Leave it off when different events change different parts of the document:
+ *   skipping a late one would lose its change.
  * - One event may be applied to several state documents: each document has its own window
  *   and its own ledger entries. Sequence tracking assumes one state document per source
  *   entity; pass seq 0 to apply events of several entities to one document.
@@ -90,6 +94,9 @@ typedef enum {
    OUTBOX_INBOX_APPLIED = 1,
    /* The event was processed before: nothing was written. */
    OUTBOX_INBOX_DUPLICATE,
+   /* skipLate only: a higher seq was applied to the document already, so this older event
+    * was not applied (order is OUTBOX_SEQ_LATE): nothing was written. */
+   OUTBOX_INBOX_SKIPPED_LATE,
 } outbox_inbox_status_t;
 
 /* Where an event's seq falls relative to the highest seq applied before it to the same
@@ -110,8 +117,9 @@ typedef enum {
 /* The result of outbox_inbox_apply(). Zero-filled on entry. */
 typedef struct {
    outbox_inbox_status_t status;
-   /* For OUTBOX_INBOX_APPLIED: the event's order and the highest seq applied to the document
-    * before it (0 = none, e.g. a new document). For duplicates: 0. */
+   /* For OUTBOX_INBOX_APPLIED and OUTBOX_INBOX_SKIPPED_LATE: the event's order and the
+    * highest seq applied to the document before it (0 = none, e.g. a new document). For
+    * duplicates: 0. */
    outbox_seq_order_t order;
    int64_t previous_seq;
    /* For OUTBOX_INBOX_APPLIED: true if the ledger entry was written (always false when the
@@ -140,6 +148,8 @@ outbox_seq_order_name(outbox_seq_order_t order);
  *   window            int 1..10000, default 128: event ids kept per state document;
  *   upsert            bool, default true: create a missing state document (the caller's
  *                     update then applies to {_id: doc_id}); false: OUTBOX_ERROR_NOT_FOUND;
+ *   skipLate          bool, default false: do not apply an event whose seq is not above the
+ *                     document's seqField (the guard joins the same atomic update);
  *   ledger            string, default "<coll>_inbox": the ledger collection; "" disables it;
  *   ledgerTtlSeconds  int >= 1, default 604800 (7 days): expiry of ledger entries.
  * Field names must be non-empty, distinct, not "_id", without '.' and not starting with '$'.

@@ -61,7 +61,8 @@ tm_matcher_match(const tm_matcher_t *matcher, const bson_t *doc, int32_t *positi
 
 /* Equality fields of a filter for upsert seeding: top-level `{field: value}` and `$eq`
  * predicates, recursively through `$and`. Appends them to `seed` (dotted paths expanded into
- * subdocuments). Returns false with *error on conflicting paths. */
+ * subdocuments; `_id` first, the rest in lexicographic order as MongoDB 5.0+ builds it).
+ * Returns false with *error (54) on a path matched twice or on overlapping paths. */
 bool
 tm_filter_upsert_seed(const bson_t *filter, bson_t *seed, bson_error_t *error);
 
@@ -70,8 +71,11 @@ tm_filter_upsert_seed(const bson_t *filter, bson_t *seed, bson_error_t *error);
 /* What an update changed, in the shape the change stream's `updateDescription` reports
  * (see the summary, section 4: `$push` appending to a non-empty array gives one
  * "path.N" key per new element; other array operators give the whole array; a new path gives
- * its first missing component with its subtree). All three documents are owned by the
- * struct; initialise with tm_update_desc_init and free with tm_update_desc_destroy. */
+ * its first missing component with its subtree; a `$push` with a `$slice` that drops
+ * elements, `$sort` or `$position` gives the whole array; no-op changes give nothing).
+ * updatedFields keys come in document order; removedFields in the order applied. Replacement
+ * updates leave all three empty (their event is a "replace"). All three documents are owned
+ * by the struct; initialise with tm_update_desc_init and free with tm_update_desc_destroy. */
 typedef struct {
    bson_t updated_fields;   /* {"a.b": value, ...} */
    bson_t removed_fields;   /* array of dotted paths, as a BSON array {"0": "x", ...} */

@@ -9,25 +9,14 @@
 
 #include "match-private.h"
 
-bool
-tm_regex_compile(regex_t *re, const char *pattern, const char *options, bson_error_t *error)
+/* Rewrites a PCRE-flavoured pattern for glibc's ERE, which knows \w \s \b but not \d; with
+ * `extended` (option x) unescaped whitespace and #-comments are dropped. */
+static char *
+translate(const char *pattern, bool extended)
 {
-   int flags = REG_EXTENDED | REG_NOSUB;
    char *buf = bson_malloc(strlen(pattern) * 6 + 1);
    char *o = buf;
-   int rc;
 
-   for (const char *c = options ? options : ""; *c; c++) {
-      if (*c == 'i') {
-         flags |= REG_ICASE;
-      } else if (*c == 'm') {
-         flags |= REG_NEWLINE;
-      } else if (*c != 's' && *c != 'x' && *c != 'u') {
-         bson_free(buf);
-         return tm_error_set(error, 51108, "invalid flag in regex options: %c", *c);
-      }
-   }
-   /* glibc's ERE knows \w \s \b but not \d: translate the PCRE digit classes. */
    for (const char *c = pattern; *c; c++) {
       if (c[0] == '\\' && (c[1] == 'd' || c[1] == 'D')) {
          const char *rep = c[1] == 'd' ? "[0-9]" : "[^0-9]";
@@ -37,11 +26,46 @@ tm_regex_compile(regex_t *re, const char *pattern, const char *options, bson_err
       } else if (c[0] == '\\' && c[1]) {
          *o++ = *c++;
          *o++ = *c;
+      } else if (extended && (*c == ' ' || *c == '\t' || *c == '\n' || *c == '\r')) {
+         continue;
+      } else if (extended && *c == '#') {
+         while (c[1] && c[1] != '\n') {
+            c++;
+         }
       } else {
          *o++ = *c;
       }
    }
    *o = '\0';
+   return buf;
+}
+
+bool
+tm_regex_compile(regex_t *re, const char *pattern, const char *options, bson_error_t *error)
+{
+   int flags = REG_EXTENDED | REG_NOSUB;
+   bool extended = false;
+   char *buf;
+   int rc;
+
+   for (const char *c = options ? options : ""; *c; c++) {
+      if (*c == 'i') {
+         flags |= REG_ICASE;
+      } else if (*c == 'm') {
+         flags |= REG_NEWLINE;
+      } else if (*c == 'x') {
+         extended = true;
+      } else if (*c != 's' && *c != 'u') {
+         return tm_error_set(error, 51108, "invalid flag in regex options: %c", *c);
+      }
+   }
+   /* A leading (?i) is PCRE's inline form of the i option. */
+   if (strncmp(pattern, "(?i)", 4) == 0) {
+      flags |= REG_ICASE;
+      buf = translate(pattern + 4, extended);
+   } else {
+      buf = translate(pattern, extended);
+   }
    rc = regcomp(re, buf, flags);
    bson_free(buf);
    if (rc != 0) {

@@ -182,6 +182,8 @@ Test(match, regex)
        1},
       {"{'a': {'%regex': 'b'}}", "{'a': 5}", false, -2},
       {"{'a': {'%regex': '^x$', '%options': 'm'}}", "{'a': 'y\\nx'}", true, -2},
+      {"{'a': {'%regex': '(?i)^ab'}}", "{'a': 'ABc'}", true, -2},
+      {"{'a': {'%regex': '^a b # comment', '%options': 'x'}}", "{'a': 'abc'}", true, -2},
    };
    RUN(cases);
 }
@@ -212,4 +214,21 @@ Test(match, parse_errors)
       cr_assert_eq(error.domain, TM_ERROR_DOMAIN);
       bson_destroy(f);
    }
+}
+
+/* The relay's change-stream $match (reader.c) against update and insert events. */
+Test(match, relay_change_stream_filter)
+{
+   static const char *filter =
+      "{'ns.coll': {'%in': ['orders']}, '%or': [{'operationType': {'%in': ['insert', 'replace']}, "
+      "'fullDocument.events.0': {'%exists': true}}, {'operationType': 'update', "
+      "'updateDescription.updatedFields.eventSeq': {'%exists': true}}, {'operationType': 'invalidate'}]}";
+   const case_t cases[] = {
+      {filter, "{'ns': {'coll': 'orders'}, 'operationType': 'update', 'updateDescription': {'updatedFields': {'eventSeq': 3, 'events.2': {}}}}", true, -2},
+      {filter, "{'ns': {'coll': 'orders'}, 'operationType': 'update', 'updateDescription': {'updatedFields': {'status': 1}}}", false, -2},
+      {filter, "{'ns': {'coll': 'orders'}, 'operationType': 'insert', 'fullDocument': {'events': [{'seq': 1}]}}", true, -2},
+      {filter, "{'ns': {'coll': 'orders'}, 'operationType': 'insert', 'fullDocument': {'events': []}}", false, -2},
+      {filter, "{'ns': {'coll': 'other'}, 'operationType': 'insert', 'fullDocument': {'events': [1]}}", false, -2},
+   };
+   RUN(cases);
 }

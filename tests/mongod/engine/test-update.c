@@ -108,6 +108,14 @@ Test(update, arithmetic_and_compare)
       {"{'_id': 1, 'x': 3}", "{'%max': {'x': 4}}", "{'_id': 1, 'x': 4}", "{'x': 4}", NULL, 0, NULL, NOPOS},
       {"{'_id': 1, 'x': 3}", "{'%max': {'x': 'a'}}", "{'_id': 1, 'x': 'a'}", "{'x': 'a'}", NULL, 0, NULL, NOPOS},
       {"{'_id': 1}", "{'%min': {'y': 1}}", "{'_id': 1, 'y': 1}", "{'y': 1}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'f': 12}", "{'%bit': {'f': {'and': 10}}}", "{'_id': 1, 'f': 8}", "{'f': 8}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'f': 12}", "{'%bit': {'f': {'or': 1, 'xor': 4}}}", "{'_id': 1, 'f': 9}", "{'f': 9}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'f': 1}", "{'%bit': {'f': {'or': {'$numberLong': '2'}}}}", "{'_id': 1, 'f': {'$numberLong': '3'}}", "{'f': {'$numberLong': '3'}}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1}", "{'%bit': {'f': {'or': 5}}}", "{'_id': 1, 'f': 5}", "{'f': 5}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'f': 1}", "{'%bit': {'f': {'or': 0}}}", "{'_id': 1, 'f': 1}", NULL, NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'f': 1.5}", "{'%bit': {'f': {'or': 1}}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1}", "{'%bit': {'f': {'nand': 1}}}", NULL, NULL, NULL, 2, NULL, NOPOS},
+      {"{'_id': 1}", "{'%bit': {'f': {'and': 1.0}}}", NULL, NULL, NULL, 2, NULL, NOPOS},
    };
    RUN(cases);
 }
@@ -468,4 +476,25 @@ Test(update, positional_from_matcher)
    bson_destroy(spec);
    bson_destroy(filter);
    bson_destroy(doc);
+}
+
+/* The shapes the relay sends: clearing acknowledged events, dead-lettering one. */
+Test(update, relay_shapes)
+{
+   static const ucase_t cases[] = {
+      {"{'_id': 1, 'events': [{'id': 'a', 'seq': 1}, {'id': 'b', 'seq': 2}, {'id': 'c', 'seq': 3}]}",
+       "{'%pull': {'events': {'id': {'%in': ['a', 'c']}}}}", "{'_id': 1, 'events': [{'id': 'b', 'seq': 2}]}",
+       "{'events': [{'id': 'b', 'seq': 2}]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'events': [{'id': 'a'}, {'id': 'b'}], 'dead': [{'event': {'id': 'x'}}]}",
+       "{'%pull': {'events': {'%in': [{'id': 'b'}]}}, '%push': {'dead': {'event': {'id': 'b'}, 'reason': 'bad'}}}",
+       "{'_id': 1, 'events': [{'id': 'a'}], 'dead': [{'event': {'id': 'x'}}, {'event': {'id': 'b'}, 'reason': 'bad'}]}",
+       "{'events': [{'id': 'a'}], 'dead.1': {'event': {'id': 'b'}, 'reason': 'bad'}}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'version': 4, 'eventSeq': 7, 'events': [{'seq': 7}]}",
+       "{'%set': {'version': 5, 'eventSeq': 8, 'status': 'paid'}, '%push': {'events': {'%each': [{'seq': 8}]}}}",
+       "{'_id': 1, 'version': 5, 'eventSeq': 8, 'events': [{'seq': 7}, {'seq': 8}], 'status': 'paid'}",
+       "{'version': 5, 'eventSeq': 8, 'events.1': {'seq': 8}, 'status': 'paid'}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'inbox': ['a', 'b', 'c']}", "{'%push': {'inbox': {'%each': ['d'], '%slice': -3}}, '%max': {'inboxSeq': 4}}",
+       "{'_id': 1, 'inbox': ['b', 'c', 'd'], 'inboxSeq': 4}", "{'inbox': ['b', 'c', 'd'], 'inboxSeq': 4}", NULL, 0, NULL, NOPOS},
+   };
+   RUN(cases);
 }

@@ -42,6 +42,7 @@ drop_kids(tm_tnode_t *node)
    bson_free(node->kids);
    node->kids = NULL;
    node->n = node->cap = 0;
+   node->raw_n = 0;
    node->expanded = false;
 }
 
@@ -92,6 +93,19 @@ tm_tree_expand(tm_tnode_t *node)
       kid->parent = node;
       node->kids[node->n++] = kid;
    }
+}
+
+size_t
+tm_tree_append_only(tm_tnode_t *node)
+{
+   bson_t view;
+
+   if (node->expanded) {
+      return node->raw_n + node->n;
+   }
+   node->expanded = true;
+   node->raw_n = tm_value_as_bson(&node->value, &view) ? bson_count_keys(&view) : 0;
+   return node->raw_n;
 }
 
 tm_tnode_t *
@@ -180,9 +194,16 @@ append_kids(bson_t *out, const tm_tnode_t *node)
    char buf[16];
    const char *key;
 
+   if (node->raw_n) {
+      /* The raw elements already carry their keys "0" .. "raw_n - 1". */
+      bson_t view;
+      if (tm_value_as_bson(&node->value, &view)) {
+         bson_concat(out, &view);
+      }
+   }
    for (size_t i = 0; i < node->n; i++) {
       if (node->value.value_type == BSON_TYPE_ARRAY) {
-         bson_uint32_to_string((uint32_t) i, &key, buf, sizeof buf);
+         bson_uint32_to_string((uint32_t) (node->raw_n + i), &key, buf, sizeof buf);
       } else {
          key = node->kids[i]->key;
       }

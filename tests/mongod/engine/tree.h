@@ -34,6 +34,9 @@ struct _tm_tnode_t {
    tm_mark_t mark;
    bool dirty; /* some descendant carries a mark */
    size_t append_from;
+   /* Arrays that are only appended to keep their existing elements as raw bytes in `value`:
+    * the first raw_n elements are there, kids follow them. See tm_tree_append_only. */
+   size_t raw_n;
 };
 
 tm_tnode_t *
@@ -59,6 +62,11 @@ tm_tree_detach(tm_tnode_t *node, size_t at);
 /* Replaces the node's content by a (borrowed) value, dropping any kids. */
 void
 tm_tree_set_value(tm_tnode_t *node, const bson_value_t *value);
+/* Prepares an unexpanded array for appends without expanding its elements: they stay raw
+ * (node->raw_n of them) and new kids are appended after them. Returns the element count.
+ * Nothing else may edit the array afterwards (update conflict rules guarantee it). */
+size_t
+tm_tree_append_only(tm_tnode_t *node);
 /* Makes the node an empty, expanded document or array. */
 void
 tm_tree_set_empty(tm_tnode_t *node, bson_type_t type);

@@ -116,6 +116,28 @@ mark_whole(tm_tnode_t *arr, bool had_raw, const bson_value_t *old)
    }
 }
 
+/* The common case, appending to an untouched array, leaves the existing elements as bytes:
+ * pushing one event onto a long array costs one node, not one per element. */
+static bool
+push_append_only(const tm_action_t *act, tm_tnode_t *arr)
+{
+   size_t old_n, at;
+
+   if (arr->expanded || act->has_sort || act->has_slice || act->has_position) {
+      return false;
+   }
+   old_n = tm_tree_append_only(arr);
+   at = 0;
+   each_value(act, insert_at, arr, &at);
+   if (old_n > 0 && arr->n > 0) {
+      arr->append_from = old_n;
+      tm_tree_mark(arr, TM_MARK_APPEND);
+   } else if (old_n == 0 && arr->n > 0) {
+      tm_tree_mark(arr, TM_MARK_WHOLE);
+   }
+   return true;
+}
+
 static bool
 op_push(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *arr, bool created)
 {
@@ -123,6 +145,9 @@ op_push(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *arr, bool created)
    bson_value_t old = arr->value;
    size_t old_n, at;
 
+   if (!created && push_append_only(act, arr)) {
+      return true;
+   }
    tm_tree_expand(arr);
    old_n = at = arr->n;
    if (act->has_position) {

@@ -187,6 +187,42 @@ pull_operand(tm_action_t *a, bson_error_t *error)
    return a->cond != NULL;
 }
 
+static bool
+bit_operand(tm_action_t *a, const char *field, bson_error_t *error)
+{
+   bson_t doc;
+   bson_iter_t it;
+
+   if (a->operand.value_type != BSON_TYPE_DOCUMENT || !tm_value_as_bson(&a->operand, &doc)) {
+      return tm_error_set(error, 2,
+                          "The $bit modifier is not compatible with a %s. You must pass in an "
+                          "embedded document: {$bit: {field: {and/or/xor: #}}",
+                          tm_type_name(a->operand.value_type));
+   }
+   bson_iter_init(&it, &doc);
+   while (bson_iter_next(&it)) {
+      const char *op = bson_iter_key(&it);
+      if (strcmp(op, "and") != 0 && strcmp(op, "or") != 0 && strcmp(op, "xor") != 0) {
+         return tm_error_set(error, 2,
+                             "The $bit modifier only supports 'and', 'or', and 'xor', not '%s' "
+                             "which is an unknown operator: {%s: ...}",
+                             op, op);
+      }
+      if (!BSON_ITER_HOLDS_INT32(&it) && !BSON_ITER_HOLDS_INT64(&it)) {
+         return tm_error_set(error, 2,
+                             "The $bit modifier field must be an Integer(32/64 bit); a '%s' is "
+                             "not supported here: {%s: ...}",
+                             tm_type_name(bson_iter_type(&it)), op);
+      }
+   }
+   if (bson_empty(&doc)) {
+      return tm_error_set(error, 2,
+                          "You must pass in at least one bitwise operation. The format is: "
+                          "{$bit: {field: {and/or/xor: #}}");
+   }
+   return true;
+}
+
 bool
 tm_action_parse_operand(tm_action_t *a, const char *field, bson_error_t *error)
 {
@@ -198,6 +234,7 @@ tm_action_parse_operand(tm_action_t *a, const char *field, bson_error_t *error)
    case TM_U_PUSH:
    case TM_U_ADD_TO_SET: return push_operand(a, error);
    case TM_U_PULL: return pull_operand(a, error);
+   case TM_U_BIT: return bit_operand(a, field, error);
    case TM_U_PULL_ALL:
       return a->operand.value_type == BSON_TYPE_ARRAY ||
              tm_error_set(error, 2, "$pullAll requires an array argument but was given a %s",

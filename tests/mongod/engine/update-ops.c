@@ -205,6 +205,43 @@ op_rename_dest(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container, c
    return true;
 }
 
+/* $bit: and / or / xor in the order given; int32 stays int32 unless an int64 is involved. */
+static bool
+op_bit(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container, const char *key,
+       tm_tnode_t *node)
+{
+   bson_value_t r = {.value_type = BSON_TYPE_INT32};
+   bson_t ops;
+   bson_iter_t it;
+
+   if (node) {
+      if (node->value.value_type != BSON_TYPE_INT32 && node->value.value_type != BSON_TYPE_INT64) {
+         char *id = tm_apply_id_json(ctx);
+         tm_error_set(ctx->error, 2,
+                      "Cannot apply $bit to a value of non-integral type.%s has the field %s of "
+                      "non-integer type %s",
+                      id, key, tm_type_name(node->value.value_type));
+         bson_free(id);
+         return false;
+      }
+      r = node->value;
+   }
+   tm_value_as_bson(&act->operand, &ops);
+   bson_iter_init(&it, &ops);
+   while (bson_iter_next(&it)) {
+      int64_t x = r.value_type == BSON_TYPE_INT32 ? r.value.v_int32 : r.value.v_int64;
+      int64_t y = BSON_ITER_HOLDS_INT32(&it) ? bson_iter_int32(&it) : bson_iter_int64(&it);
+      int64_t z = bson_iter_key(&it)[0] == 'a' ? (x & y) : (bson_iter_key(&it)[0] == 'o' ? (x | y) : (x ^ y));
+      if (r.value_type == BSON_TYPE_INT32 && BSON_ITER_HOLDS_INT32(&it)) {
+         r.value.v_int32 = (int32_t) z;
+      } else {
+         r.value_type = BSON_TYPE_INT64;
+         r.value.v_int64 = z;
+      }
+   }
+   return set_or_create(ctx, container, key, node, &r);
+}
+
 bool
 tm_apply_scalar_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container,
                    const char *key, tm_tnode_t *node)
@@ -219,6 +256,7 @@ tm_apply_scalar_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *containe
    case TM_U_MAX: return op_min_max(ctx, act, container, key, node);
    case TM_U_CURRENT_DATE: return op_current_date(ctx, act, container, key, node);
    case TM_U_RENAME: return op_rename_dest(ctx, act, container, key, node);
+   case TM_U_BIT: return op_bit(ctx, act, container, key, node);
    default: return tm_error_set(ctx->error, 2, "%s is not a field operator", act->op_name);
    }
 }

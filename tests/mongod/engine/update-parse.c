@@ -21,6 +21,7 @@ static const struct {
    {"$rename", TM_U_RENAME},     {"$push", TM_U_PUSH},
    {"$addToSet", TM_U_ADD_TO_SET}, {"$pull", TM_U_PULL},
    {"$pullAll", TM_U_PULL_ALL},  {"$pop", TM_U_POP},
+   {"$bit", TM_U_BIT},
 };
 
 bool

@@ -24,6 +24,7 @@ typedef enum {
    TM_U_PULL,
    TM_U_PULL_ALL,
    TM_U_POP,
+   TM_U_BIT,
 } tm_uop_t;
 
 typedef struct {

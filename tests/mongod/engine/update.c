@@ -29,7 +29,7 @@ tm_tnode_path(const tm_tnode_t *node)
       } else {
          for (size_t i = 0; i < p->parent->n; i++) {
             if (p->parent->kids[i] == p) {
-               bson_string_append_printf(s, "%zu", i);
+               bson_string_append_printf(s, "%zu", p->parent->raw_n + i);
                break;
             }
          }
@@ -335,9 +335,9 @@ desc_walk(const tm_tnode_t *node, const char *prefix, bson_t *out)
       }
       path = prefix ? bson_strdup_printf("%s.%s", prefix, key) : bson_strdup(key);
       if (kid->mark == TM_MARK_APPEND) {
-         for (size_t j = kid->append_from; j < kid->n; j++) {
+         for (size_t j = kid->append_from; j < kid->raw_n + kid->n; j++) {
             char *elem = bson_strdup_printf("%s.%zu", path, j);
-            tm_tree_append(out, elem, kid->kids[j]);
+            tm_tree_append(out, elem, kid->kids[j - kid->raw_n]);
             bson_free(elem);
          }
       } else if (kid->mark != TM_MARK_NONE) {

@@ -1,0 +1,3 @@
+# placeholder
+SCENARIOS = []
+CI_SCENARIOS = []

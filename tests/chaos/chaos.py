@@ -1,0 +1,390 @@
+#!/usr/bin/python3
+# Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+"""Chaos suite: load through the real pieces (chaos-writer on liboutbox, outbox-relay,
+mosquitto, test-mongod, a verifying MQTT subscriber) while faults are injected; then one line
+of figures per scenario and the checks: every committed event delivered at least once, first
+deliveries per entity in seq order, nothing pending once quiet, nothing published that was
+never committed, every commit all or nothing.
+
+usage: chaos.py --relay PATH --mongod PATH --writer PATH [--ci | --long | --all]
+                [--seed N] [--keep] [SCENARIO ...]
+  --ci     the scenarios registered in meson (pass against the current relay), CI sizes
+  --all    every scenario at CI sizes, including those that fail today (see FINDINGS.md)
+  --long   the long form: >= 20 kills, 50k+ events, 1M-event drain memory check, fd counts
+Prints "chaos: N passed, N failed" at the end; exit status 0 only if all passed.
+"""
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chaoslib as cl  # noqa: E402
+import badinput  # noqa: E402
+import longform  # noqa: E402
+
+DB = "chaos"
+
+
+class Env:
+    """One scenario's world: its own servers, subscriber, ledger and figures; close() stops
+    everything it started."""
+
+    def __init__(self, opts, tag, colls=("things",), oplog_size=None, broker_conf="",
+                 start_broker=True):
+        self.opts = opts
+        self.workdir = cl.new_workdir(tag)
+        self.colls = list(colls)
+        self.relays = []
+        self.writers = []
+        self.mongod = self.broker = self.sub = None
+        self.figures = cl.Figures()
+        self.ledger = cl.Ledger()
+        self.failed = False
+        cl.TIMELINE.clear()
+        self.mongod = cl.Mongod(opts.mongod, self.workdir, oplog_size)
+        self.db = self.mongod.client[DB]
+        if start_broker:
+            self.broker = cl.Broker(self.workdir, broker_conf)
+            self.sub = cl.Subscriber(self.broker)
+
+    def relay(self, extra=(), name="chaos", mqtt_uri=None, mongo_uri=None, log_level="info"):
+        r = cl.Relay(self.opts.relay, self.workdir, mongo_uri or self.mongod.uri,
+                     mqtt_uri or self.broker.uri, DB, self.colls, name, extra, log_level)
+        self.relays.append(r)
+        return r
+
+    def writer(self, coll, prefix, first, count, events, max_per=3, delay_us=0):
+        w = cl.Writer(self.opts.writer, self.workdir, self.mongod.uri, DB, coll, prefix, first,
+                      count, events, max_per, delay_us, self.opts.rng.randrange(1 << 30))
+        self.writers.append(w)
+        return w
+
+    def finish_writers(self, timeout=120):
+        for w in self.writers:
+            status = w.wait(timeout)
+            if status not in (0, -9, 137):
+                raise AssertionError("writer failed (%s): %s" % (status, w.stderr()[-500:]))
+            self.ledger.add_writer(w)
+        self.writers = []
+
+    def quiet_and_verify(self, timeout=90):
+        cl.wait_quiet(self.db, self.colls, self.sub, timeout)
+        ok, line, problems = cl.verify(self.ledger, self.sub, self.db, self.colls, self.figures)
+        print(line, flush=True)
+        for n in self.figures.notes:
+            print("  note: %s" % n)
+        if not ok:
+            self.failed = True
+            self.dump()
+        return ok, problems
+
+    def dump(self):
+        """Writes what the subscriber got and what was committed, for a post-mortem."""
+        with open(os.path.join(self.workdir, "messages.txt"), "wb") as f:
+            for t, p, when in self.sub.snapshot():
+                f.write(b"%.3f " % when + t.encode() + b" " + p[:300] + b"\n")
+        with open(os.path.join(self.workdir, "committed.txt"), "w") as f:
+            for eid, v in self.ledger.committed.items():
+                f.write("%s %s %s %d\n" % (eid, v[0], v[1], v[2]))
+        with open(os.path.join(self.workdir, "timeline.txt"), "w") as f:
+            f.write("\n".join(cl.TIMELINE) + "\n")
+
+    def close(self):
+        for r in self.relays:
+            r.stop(10)
+        for w in self.writers:
+            w.kill9()
+        if self.sub:
+            self.sub.close()
+        if self.broker:
+            self.broker.close()
+        if self.mongod:
+            self.mongod.close()
+        if self.opts.keep or self.failed:
+            print("  (kept %s)" % self.workdir)
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def sizes(opts, ci, long):
+    return long if opts.long else ci
+
+
+def expect_clean(env):
+    ok, problems = env.quiet_and_verify()
+    check(ok, "; ".join(problems))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fault scenarios
+
+
+def scenario_relay_kill9(opts):
+    """kill -9 of the relay at random moments while writers commit; restarts each time."""
+    events, kills = sizes(opts, (2000, 5), (60000, 24))
+    env = Env(opts, "kill9")
+    try:
+        relay = env.relay()
+        check(relay.wait_log("change stream open"), "relay did not start")
+        per = events // 2
+        delay = 2000 if not opts.long else 300
+        env.writer("things", "a", 0, 100 if not opts.long else 500, per, 4, delay)
+        env.writer("things", "b", 0, 100 if not opts.long else 500, per, 4, delay)
+        for _ in range(kills):
+            time.sleep(opts.rng.uniform(0.2, 1.2))
+            relay.kill9()
+            env.figures.kills += 1
+            if opts.rng.random() < 0.3:
+                time.sleep(opts.rng.uniform(0.1, 1.0))  # down for a while
+            relay = env.relay()
+        env.finish_writers()
+        expect_clean(env)
+        check(relay.stop() == 0, "relay did not exit 0 on SIGTERM")
+    finally:
+        env.close()
+
+
+def scenario_broker_restart(opts):
+    """mosquitto stopped and started again mid-stream."""
+    events, restarts = sizes(opts, (2000, 2), (50000, 10))
+    env = Env(opts, "broker")
+    try:
+        relay = env.relay()
+        check(relay.wait_log("change stream open"), "relay did not start")
+        env.writer("things", "e", 0, 100, events, 4, 2000 if not opts.long else 200)
+        for _ in range(restarts):
+            time.sleep(opts.rng.uniform(0.5, 1.5))
+            env.broker.restart(opts.rng.uniform(0.3, 2.0))
+            env.figures.broker_restarts += 1
+        env.finish_writers()
+        expect_clean(env)
+        check(relay.alive(), "relay died")
+    finally:
+        env.close()
+
+
+FAILPOINTS = [
+    ("getMore dropped", {"failCommands": ["getMore"], "closeConnection": True,
+                         "appName": "outbox-relay-stream"}, {"times": 2}),
+    ("clear dropped", {"failCommands": ["update"], "closeConnection": True,
+                       "appName": "outbox-relay-clear"}, {"times": 3}),
+    ("checkpoint dropped", {"failCommands": ["update"], "closeConnection": True,
+                            "appName": "outbox-relay"}, {"times": 3}),
+    ("clear error", {"failCommands": ["update"], "errorCode": 91,
+                     "appName": "outbox-relay-clear"}, {"times": 2}),
+    ("slow getMore", {"failCommands": ["getMore"], "blockConnection": True, "blockTimeMS": 700,
+                      "appName": "outbox-relay-stream"}, {"times": 4}),
+    ("slow clear", {"failCommands": ["update"], "blockConnection": True, "blockTimeMS": 700,
+                    "appName": "outbox-relay-clear"}, {"times": 4}),
+    ("slow checkpoint", {"failCommands": ["update"], "blockConnection": True,
+                         "blockTimeMS": 1500, "appName": "outbox-relay"}, {"times": 2}),
+]
+
+
+def scenario_mongo_faults(opts):
+    """MongoDB connections dropped on getMore, on the clearing update and on the checkpoint
+    write; server errors; slow MongoDB (blockTimeMS). The relay's connections are told apart
+    by their appName, so the writers are not hit."""
+    rounds = sizes(opts, 1, 4)
+    env = Env(opts, "mongo")
+    try:
+        relay = env.relay()
+        check(relay.wait_log("change stream open"), "relay did not start")
+        env.writer("things", "m", 0, 80, 700 * len(FAILPOINTS) * rounds // 4, 4, 3000)
+        for _ in range(rounds):
+            for what, data, mode in FAILPOINTS:
+                time.sleep(0.4)
+                env.mongod.failpoint(mode, data)
+                env.figures.failpoints += 1
+                time.sleep(0.6)
+        env.mongod.failpoint_off()
+        env.finish_writers()
+        expect_clean(env)
+        text = relay.log_text()
+        check(relay.alive(), "relay died")
+        env.figures.notes.append("relay warnings: %d lines" % text.count("WARN"))
+    finally:
+        env.close()
+
+
+def scenario_history_loss(opts):
+    """While the relay is down, the server's bounded history (--oplog-size 200) moves past the
+    checkpoint (286 on resume, then a sweep); later the state document is deleted (no
+    checkpoint: a sweep)."""
+    env = Env(opts, "history", oplog_size=200)
+    try:
+        relay = env.relay()
+        check(relay.wait_log("change stream open"), "relay did not start")
+        env.writer("things", "h", 0, 50, 300, 3, 1000)
+        env.finish_writers()
+        cl.wait_quiet(env.db, env.colls, env.sub, 30)
+        time.sleep(0.5)  # a checkpoint after the last clear
+        relay.kill9()
+        env.figures.kills += 1
+        env.writer("things", "h", 0, 80, 1200, 3)
+        env.finish_writers()
+        relay = env.relay()
+        check(relay.wait_log("change stream open", 60), "relay did not start after 286")
+        check("sweep" in relay.log_text(), "no sweep after the history was lost")
+        env.writer("things", "h", 0, 80, 300, 3, 1000)
+        env.finish_writers()
+        cl.wait_quiet(env.db, env.colls, env.sub, 30)
+        check(relay.stop() == 0, "relay did not exit 0")
+        env.db["outbox_relay_state"].delete_many({})
+        env.writer("things", "h", 0, 80, 400, 3)
+        env.finish_writers()
+        relay = env.relay()
+        check(relay.wait_log("sweep done", 60), "no sweep without a state document")
+        env.writer("things", "h", 0, 80, 200, 3, 1000)
+        env.finish_writers()
+        expect_clean(env)
+    finally:
+        env.close()
+
+
+def scenario_writer_kill(opts):
+    """Writers killed with kill -9 mid-commit (large commits); each commit is all or nothing
+    against what the writer printed; the relay delivers what was committed."""
+    kills = sizes(opts, 6, 20)
+    env = Env(opts, "wkill")
+    try:
+        relay = env.relay()
+        check(relay.wait_log("change stream open"), "relay did not start")
+        for i in range(kills):
+            w = env.writer("things", "w", 0, 30, 100000, 40)
+            time.sleep(opts.rng.uniform(0.3, 0.8))
+            w.kill9()
+            env.figures.notes.append("writer %d killed" % i)
+        env.finish_writers()
+        env.figures.notes = ["%d writers killed; %d commits unconfirmed at the kill" %
+                             (kills, len(env.ledger.unconfirmed))]
+        expect_clean(env)
+    finally:
+        env.close()
+
+
+def scenario_two_relays(opts):
+    """Two relays with the same name started by mistake: documented outcome is nothing lost,
+    duplicates allowed, nothing removed that was not published."""
+    env = Env(opts, "two")
+    try:
+        r1 = env.relay()
+        r2 = env.relay()
+        check(r1.wait_log("change stream open") and r2.wait_log("change stream open"),
+              "relays did not start")
+        env.writer("things", "t", 0, 60, 1000, 3, 2000)
+        env.writer("things", "u", 0, 60, 1000, 3, 2000)
+        time.sleep(1.0)
+        r1.kill9()
+        env.figures.kills += 1
+        r1 = env.relay()
+        env.finish_writers()
+        expect_clean(env)
+        check(r1.alive() and r2.alive(), "a relay died")
+    finally:
+        env.close()
+
+
+def scenario_multi_collection(opts):
+    """Two collections watched by one relay, writers on both, kills and a broker restart."""
+    env = Env(opts, "multi", colls=("orders", "contacts"))
+    try:
+        relay = env.relay()
+        check(relay.wait_log("change stream open"), "relay did not start")
+        env.writer("orders", "o", 0, 40, 800, 3, 2000)
+        env.writer("contacts", "c", 0, 40, 800, 3, 2000)
+        time.sleep(0.8)
+        relay.kill9()
+        env.figures.kills += 1
+        relay = env.relay()
+        time.sleep(0.8)
+        env.broker.restart(0.5)
+        env.figures.broker_restarts += 1
+        env.finish_writers()
+        expect_clean(env)
+    finally:
+        env.close()
+
+
+FAULT_SCENARIOS = [
+    scenario_relay_kill9, scenario_broker_restart, scenario_mongo_faults,
+    scenario_history_loss, scenario_writer_kill, scenario_two_relays,
+    scenario_multi_collection,
+]
+
+# Scenarios that pass against the current relay, run by `meson test --suite chaos`. The
+# others are in FINDINGS.md; `chaos.py --all` runs everything.
+CI_SCENARIOS = [
+    "relay_kill9", "broker_restart", "mongo_faults", "history_loss", "writer_kill",
+    "two_relays", "multi_collection",
+] + badinput.CI_SCENARIOS
+
+
+def all_scenarios():
+    out = {}
+    for f in FAULT_SCENARIOS + badinput.SCENARIOS:
+        out[f.__name__[len("scenario_"):]] = f
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--relay", required=True)
+    ap.add_argument("--mongod", required=True)
+    ap.add_argument("--writer", required=True)
+    ap.add_argument("--ci", action="store_true")
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--long", action="store_true")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--keep", action="store_true", help="keep the work directories")
+    ap.add_argument("scenarios", nargs="*")
+    opts = ap.parse_args()
+    seed = opts.seed if opts.seed is not None else random.randrange(1 << 30)
+    opts.rng = random.Random(seed)
+    print("chaos: seed %d (rerun with --seed %d)" % (seed, seed), flush=True)
+    table = all_scenarios()
+    if opts.scenarios:
+        names = opts.scenarios
+    elif opts.long:
+        names = ["relay_kill9", "broker_restart", "mongo_faults", "writer_kill"]
+    elif opts.all:
+        names = list(table)
+    else:
+        names = CI_SCENARIOS
+    unknown = [n for n in names if n not in table and not (opts.long and n in longform.NAMES)]
+    if unknown:
+        print("chaos: unknown scenarios %s; known: %s" % (unknown, sorted(table)))
+        return 64
+    passed = failed = 0
+    runs = [(n, table[n]) for n in names if n in table]
+    if opts.long:
+        runs += [(n, f) for n, f in longform.SCENARIOS if not opts.scenarios or n in names]
+    for name, fn in runs:
+        start = time.time()
+        print("--- %s: %s" % (name, (fn.__doc__ or "").strip().split("\n")[0]), flush=True)
+        try:
+            fn(opts)
+            passed += 1
+            print("ok   %s (%.1fs)" % (name, time.time() - start), flush=True)
+        except Exception as exc:
+            failed += 1
+            print("FAIL %s (%.1fs): %s" % (name, time.time() - start, exc), flush=True)
+            if not isinstance(exc, AssertionError):
+                traceback.print_exc()
+    print("chaos: %d passed, %d failed" % (passed, failed), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,546 @@
+# Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+"""The chaos suite's machinery: processes that are always cleaned up, the servers
+(test-mongod, mosquitto), the relay, the writers, the verifying subscriber and the ledger
+of what was committed."""
+
+import atexit
+import getpass
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+try:
+    import pymongo
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.properties import Properties
+    from paho.mqtt.packettypes import PacketTypes
+except ImportError as exc:  # pragma: no cover
+    print("chaos: needs Debian's python3-pymongo and python3-paho-mqtt; run it with "
+          "/usr/bin/python3 (%s)" % exc, file=sys.stderr)
+    sys.exit(77)
+
+# ---------------------------------------------------------------------------------------------
+# Processes: every child gets its own process group and is killed when we exit, however we
+# exit (normal end, exception, SIGTERM from meson's timeout, Ctrl-C).
+
+_children = []
+_children_lock = threading.Lock()
+
+
+def spawn(args, log_path=None, stdout=None, env=None):
+    """Starts a process in its own session (so a kill reaches its whole group)."""
+    out = stdout
+    log = None
+    if out is None and log_path:
+        log = open(log_path, "ab")
+        out = log
+    proc = subprocess.Popen(args, stdout=out or subprocess.DEVNULL,
+                            stderr=log if log else subprocess.DEVNULL,
+                            start_new_session=True, env=env)
+    if log:
+        log.close()  # the child has its own copy
+    with _children_lock:
+        _children.append(proc)
+    return proc
+
+
+def kill_group(proc, sig=signal.SIGKILL):
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def stop(proc, timeout=10.0, sig=signal.SIGTERM):
+    """SIGTERM, wait, then SIGKILL. Returns the exit status."""
+    if proc.poll() is None:
+        kill_group(proc, sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc, signal.SIGKILL)
+            proc.wait()
+    with _children_lock:
+        if proc in _children:
+            _children.remove(proc)
+    return proc.returncode
+
+
+def _kill_everything():
+    with _children_lock:
+        procs = list(_children)
+        _children.clear()
+    for proc in procs:
+        kill_group(proc, signal.SIGKILL)
+    for proc in procs:
+        try:
+            proc.wait(5)
+        except Exception:
+            pass
+
+
+def _on_signal(signum, frame):
+    _kill_everything()
+    sys.exit(128 + signum)
+
+
+atexit.register(_kill_everything)
+signal.signal(signal.SIGTERM, _on_signal)
+signal.signal(signal.SIGHUP, _on_signal)
+
+
+TIMELINE = []
+
+
+def mark(what):
+    """Notes a harness action with its time (written to timeline.txt after a failure)."""
+    TIMELINE.append("%.3f %s" % (time.time(), what))
+
+
+def wait_until(pred, timeout=30.0, step=0.1):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def port_open(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Servers
+
+
+class Mongod:
+    """test-mongod on a free port (or a given one)."""
+
+    def __init__(self, binary, workdir, oplog_size=None, port=0):
+        self.binary, self.workdir, self.oplog_size = binary, workdir, oplog_size
+        self.port = port
+        self.proc = None
+        self.start()
+        self.client = pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=10000)
+
+    @property
+    def uri(self):
+        return "mongodb://127.0.0.1:%d/?directConnection=true" % self.port
+
+    def start(self):
+        port_file = os.path.join(self.workdir, "mongod.port")
+        if os.path.exists(port_file):
+            os.unlink(port_file)
+        args = [self.binary, "--port", str(self.port), "--port-file", port_file]
+        if self.oplog_size:
+            args += ["--oplog-size", str(self.oplog_size)]
+        self.proc = spawn(args, os.path.join(self.workdir, "mongod.log"))
+        if not wait_until(lambda: os.path.exists(port_file) and os.path.getsize(port_file) > 0,
+                          15, 0.05):
+            raise RuntimeError("test-mongod did not start")
+        self.port = int(open(port_file).read().strip())
+
+    def failpoint(self, mode, data, name="failCommand"):
+        mark("failpoint %s %s %s" % (name, mode, data))
+        self.client.admin.command("configureFailPoint", name, mode=mode, data=data)
+
+    def failpoint_off(self, name="failCommand"):
+        self.client.admin.command("configureFailPoint", name, mode="off")
+
+    def close(self):
+        self.client.close()
+        if self.proc:
+            stop(self.proc)
+
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+
+class Broker:
+    """mosquitto with persistence (a subscriber's session and queue survive a restart)."""
+
+    def __init__(self, workdir, extra_conf="", port=None):
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.conf = os.path.join(workdir, "mosquitto.conf")
+        with open(self.conf, "w") as f:
+            f.write("listener %d 127.0.0.1\nallow_anonymous true\npersistence true\n"
+                    "persistence_location %s/\nmax_queued_messages 0\nmax_queued_bytes 0\n"
+                    "log_dest stderr\nuser %s\n%s" %
+                    (self.port, workdir, getpass.getuser(), extra_conf))
+        self.proc = None
+        self.restarts = 0
+        self.start()
+
+    @property
+    def uri(self):
+        return "tcp://127.0.0.1:%d" % self.port
+
+    def start(self):
+        for _ in range(3):
+            self.proc = spawn([MOSQUITTO, "-c", self.conf],
+                              os.path.join(self.workdir, "mosquitto.log"))
+            if wait_until(lambda: port_open(self.port) or self.proc.poll() is not None, 10, 0.05) \
+                    and self.proc.poll() is None:
+                return
+            stop(self.proc)
+            time.sleep(0.5)  # the port may still be in TIME_WAIT use by the old broker
+        raise RuntimeError("mosquitto did not start on port %d" % self.port)
+
+    def stop(self):
+        if self.proc:
+            stop(self.proc)
+            self.proc = None
+
+    def restart(self, down_seconds=0.5):
+        mark("broker stop")
+        self.stop()
+        time.sleep(down_seconds)
+        self.start()
+        mark("broker started")
+        self.restarts += 1
+
+    def close(self):
+        self.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# The relay
+
+
+class Relay:
+    counter = 0
+
+    def __init__(self, binary, workdir, mongo_uri, mqtt_uri, db, colls, name="chaos",
+                 extra=(), log_level="info"):
+        Relay.counter += 1
+        self.log_path = os.path.join(workdir, "relay-%d.log" % Relay.counter)
+        args = [binary, "--mongodb-uri", mongo_uri, "--database", db, "--mqtt-uri", mqtt_uri,
+                "--name", name, "--metrics-listen", "off", "--log-level", log_level,
+                "--checkpoint-interval-ms", "200", "--reconnect-min-ms", "50",
+                "--reconnect-max-ms", "500"]
+        for c in colls:
+            args += ["--collection", c]
+        args += list(extra)
+        self.args = args
+        self.proc = spawn(args, self.log_path)
+        mark("relay %d started (pid %d)" % (Relay.counter, self.proc.pid))
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def log_text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def wait_log(self, text, timeout=20):
+        return wait_until(lambda: text in self.log_text() or not self.alive(), timeout) \
+            and text in self.log_text()
+
+    def kill9(self):
+        mark("relay pid %d kill -9" % self.proc.pid)
+        kill_group(self.proc, signal.SIGKILL)
+        self.proc.wait()
+        stop(self.proc)
+
+    def stop(self, timeout=30):
+        return stop(self.proc, timeout)
+
+    def proc_status(self, key):
+        """A field of /proc/PID/status in kB (VmRSS, VmHWM), or None."""
+        try:
+            with open("/proc/%d/status" % self.pid) as f:
+                for line in f:
+                    if line.startswith(key + ":"):
+                        return int(line.split()[1])
+        except OSError:
+            return None
+        return None
+
+    def fd_count(self):
+        try:
+            return len(os.listdir("/proc/%d/fd" % self.pid))
+        except OSError:
+            return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Writers and the ledger of what they committed
+
+
+class Writer:
+    """One chaos-writer process; its stdout (attempts and commits) goes to a file."""
+
+    counter = 0
+
+    def __init__(self, binary, workdir, mongo_uri, db, coll, prefix, first, count, events,
+                 max_per=3, delay_us=0, seed=None):
+        Writer.counter += 1
+        self.out_path = os.path.join(workdir, "writer-%d.out" % Writer.counter)
+        self.coll = coll
+        out = open(self.out_path, "wb")
+        args = [binary, mongo_uri, db, coll, prefix, str(first), str(count), str(events),
+                str(max_per), str(seed if seed is not None else random.randrange(1 << 30)),
+                str(delay_us)]
+        self.proc = subprocess.Popen(args, stdout=out, stderr=open(self.out_path + ".err", "wb"),
+                                     start_new_session=True)
+        out.close()
+        with _children_lock:
+            _children.append(self.proc)
+
+    def wait(self, timeout=None):
+        try:
+            self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is not None:
+                stop(self.proc)
+        return self.proc.returncode
+
+    def kill9(self):
+        kill_group(self.proc, signal.SIGKILL)
+        self.proc.wait()
+        stop(self.proc)
+
+    def stderr(self):
+        with open(self.out_path + ".err", "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+
+class Ledger:
+    """What the writers committed (C lines) and what they tried but did not confirm
+    (T lines without their C lines: the writer was killed in between)."""
+
+    def __init__(self):
+        self.committed = {}    # event id -> (collection, entity, seq)
+        self.unconfirmed = []  # [(collection, entity, [ids])]
+        self.redefined = 0     # an id committed twice with different seqs
+
+    def add_writer(self, writer):
+        with open(writer.out_path, "rb") as f:
+            data = f.read().decode("utf-8", "replace")
+        lines = data.split("\n")
+        if not data.endswith("\n"):
+            lines = lines[:-1]  # killed in the middle of a line
+        attempt = None
+        for line in lines:
+            parts = line.split(" ")
+            if parts[0] == "T" and len(parts) == 3:
+                if attempt and attempt[2]:
+                    self.unconfirmed.append(attempt)
+                attempt = (writer.coll, parts[1], parts[2].split(","))
+            elif parts[0] == "C" and len(parts) == 4:
+                key = parts[3]
+                val = (writer.coll, parts[1], int(parts[2]))
+                if key in self.committed and self.committed[key] != val:
+                    self.redefined += 1
+                self.committed[key] = val
+                if attempt and key in attempt[2]:
+                    attempt[2].remove(key)
+                    if not attempt[2]:
+                        attempt = None
+        if attempt and attempt[2]:
+            self.unconfirmed.append(attempt)
+
+    def add_direct(self, coll, entity, seq, eid):
+        """An event written by the harness itself (pymongo), not by a writer."""
+        self.committed[eid] = (coll, entity, seq)
+
+    def entities(self):
+        return {(c, e) for c, e, _ in self.committed.values()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The verifying subscriber
+
+
+class Subscriber:
+    """Subscribed (QoS 1, MQTT 5, persistent session) before anything starts, and always
+    reconnecting; keeps every message in arrival order."""
+
+    def __init__(self, broker, topic_filter="outbox/#"):
+        self.lock = threading.Lock()
+        self.messages = []  # (topic, payload bytes)
+        self.subscribed = threading.Event()
+        self.filter = topic_filter
+        self.client = mqtt.Client(client_id="chaos-sub-%s" % uuid.uuid4().hex[:10],
+                                  protocol=mqtt.MQTTv5)
+        self.client.on_message = self._on_message
+        self.client.on_connect = self._on_connect
+        self.client.on_subscribe = lambda *a, **k: self.subscribed.set()
+        self.client.reconnect_delay_set(min_delay=1, max_delay=1)
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = 86400
+        self.client.connect("127.0.0.1", broker.port, keepalive=30, clean_start=False,
+                            properties=props)
+        self.client.loop_start()
+        if not self.subscribed.wait(10):
+            raise RuntimeError("the subscriber could not subscribe")
+
+    def _on_connect(self, client, userdata, flags, rc, properties=None):
+        client.subscribe(self.filter, qos=1)
+
+    def _on_message(self, client, userdata, msg):
+        with self.lock:
+            self.messages.append((msg.topic, msg.payload, time.time()))
+
+    def count(self):
+        with self.lock:
+            return len(self.messages)
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.messages)
+
+    def wait_silence(self, quiet=1.5, timeout=60):
+        """Waits until no message arrived for `quiet` seconds."""
+        deadline = time.time() + timeout
+        last, since = -1, time.time()
+        while time.time() < deadline:
+            n = self.count()
+            if n != last:
+                last, since = n, time.time()
+            elif time.time() - since >= quiet:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def close(self):
+        self.client.loop_stop()
+        try:
+            self.client.disconnect()
+        except Exception:
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Verification
+
+
+def pending_events(db, colls, field="events"):
+    """{event id: (collection, entity id)} of every event still in a document."""
+    out = {}
+    for c in colls:
+        for d in db[c].find({field + ".0": {"$exists": True}}, {field: 1}):
+            evs = d.get(field)
+            if isinstance(evs, list):
+                for e in evs:
+                    if isinstance(e, dict) and "id" in e:
+                        out[e["id"]] = (c, d["_id"])
+                    else:
+                        out[repr(e)] = (c, d["_id"])
+    return out
+
+
+def wait_quiet(db, colls, sub, timeout=60):
+    """Waits until no event is pending and the subscriber has been silent for a while."""
+    wait_until(lambda: not pending_events(db, colls), timeout, 0.3)
+    sub.wait_silence(1.5, 30)
+
+
+class Figures:
+    def __init__(self):
+        self.kills = 0
+        self.broker_restarts = 0
+        self.failpoints = 0
+        self.notes = []
+
+
+def verify(ledger, sub, db, colls, figures, allow_unknown=()):
+    """Checks the run; returns (ok, one-line figures, list of problems)."""
+    problems = []
+    msgs = sub.snapshot()
+    first = {}          # id -> index of its first delivery
+    per_entity = {}     # (coll, subject) -> [seq of first deliveries in order]
+    bad_payload = topic_mismatch = mismatched = phantom = 0
+    for topic, payload, _ in msgs:
+        try:
+            ce = json.loads(payload.decode("utf-8"))
+            eid, subject, seq = ce["id"], ce["subject"], int(ce["seq"])
+        except Exception:
+            bad_payload += 1
+            continue
+        parts = topic.split("/")
+        coll = parts[1] if len(parts) == 3 else None
+        if len(parts) != 3 or parts[2] != subject:
+            topic_mismatch += 1
+        if eid in first:
+            continue
+        first[eid] = True
+        want = ledger.committed.get(eid)
+        if want is None:
+            if not any(eid in ids for _, _, ids in ledger.unconfirmed) and \
+                    eid not in allow_unknown:
+                phantom += 1
+        elif (want[0], want[1], want[2]) != (coll, subject, seq):
+            mismatched += 1
+        per_entity.setdefault((coll, subject), []).append(seq)
+    out_of_order = 0
+    for key, seqs in per_entity.items():
+        for a, b in zip(seqs, seqs[1:]):
+            if b <= a:
+                out_of_order += 1
+                if out_of_order <= 3:
+                    problems.append("entity %s: first deliveries %s" % (key, seqs[:50]))
+    lost_ids = [i for i in ledger.committed if i not in first]
+    pending = pending_events(db, colls)
+    torn = 0
+    for coll, entity, ids in ledger.unconfirmed:
+        present = sum(1 for i in ids if i in first or i in pending)
+        if present not in (0, len(ids)):
+            torn += 1
+            problems.append("commit to %s torn: %d of %d events exist" %
+                            (entity, present, len(ids)))
+    duplicates = len(msgs) - len(first) - bad_payload
+    line = ("chaos: events=%d entities=%d kills=%d broker_restarts=%d failpoints=%d lost=%d "
+            "out_of_order=%d duplicates=%d pending_left=%d phantom=%d mismatched=%d torn=%d "
+            "unconfirmed_commits=%d" %
+            (len(ledger.committed), len(ledger.entities()), figures.kills,
+             figures.broker_restarts, figures.failpoints, len(lost_ids), out_of_order,
+             duplicates, len(pending), phantom, mismatched, torn, len(ledger.unconfirmed)))
+    if lost_ids:
+        problems.append("%d committed events never delivered, e.g. %s" %
+                        (len(lost_ids), [ledger.committed[i] for i in lost_ids[:5]]))
+    if pending:
+        problems.append("%d events still pending, e.g. %s" % (len(pending), list(pending.values())[:5]))
+    for n, what in ((phantom, "events published that were never committed"),
+                    (mismatched, "events published with another entity/seq than committed"),
+                    (bad_payload, "messages whose payload is not a CloudEvent"),
+                    (topic_mismatch, "messages whose topic does not match their subject"),
+                    (ledger.redefined, "ids committed twice with different seqs")):
+        if n:
+            problems.append("%d %s" % (n, what))
+    if not ledger.committed:
+        problems.append("nothing was committed: the run proves nothing")
+    ok = not problems
+    return ok, line, problems
+
+
+def new_workdir(tag):
+    return tempfile.mkdtemp(prefix="outbox-chaos-%s." % tag)

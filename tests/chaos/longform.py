@@ -1,0 +1,2 @@
+NAMES = []
+SCENARIOS = []
