@@ -161,12 +161,24 @@ class Relay:
                           timeout) and text in self.log_text()
 
     def stop(self, timeout=30):
+        """SIGTERM, wait, and return the exit status. Raises if a sanitizer complained (in
+        sanitizer builds its reports land in the relay's log)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout)
+            rc = self.proc.wait(timeout)
         finally:
             self.log.close()
+        self.check_sanitizers()
+        return rc
+
+    def check_sanitizers(self):
+        text = self.log_text()
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            if marker in text:
+                at = text.index(marker)
+                raise AssertionError("%s in %s:\n%s" % (marker, self.log_path,
+                                                        text[at:at + 3000]))
 
     def kill(self):
         if self.proc.poll() is None:
