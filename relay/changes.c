@@ -37,7 +37,8 @@ static int64_t
 read_int(const bson_t *doc, const char *key)
 {
    bson_iter_t it;
-   if (bson_iter_init_find(&it, doc, key) && (BSON_ITER_HOLDS_INT64(&it) || BSON_ITER_HOLDS_INT32(&it))) {
+   if (bson_iter_init_find(&it, doc, key) &&
+       (BSON_ITER_HOLDS_INT64(&it) || BSON_ITER_HOLDS_INT32(&it))) {
       return bson_iter_as_int64(&it);
    }
    return 0;
@@ -104,8 +105,7 @@ all_digits(const char *s)
 /* Takes the new events from the change itself. Returns false when it does not carry them
  * in a form we understand (then the document is read instead). */
 static bool
-take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *doc,
-                 relay_pos_t *pos)
+take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *doc, relay_pos_t *pos)
 {
    const char *field = r->cfg->events_field;
    size_t flen = strlen(field);
@@ -152,7 +152,7 @@ coll_index(const relay_t *r, const char *name)
 {
    for (size_t i = 0; i < r->cfg->n_collections; i++) {
       if (!strcmp(r->cfg->collections[i], name)) {
-         return (int) i;
+         return (int)i;
       }
    }
    return -1;
@@ -310,13 +310,12 @@ sweep_step(relay_t *r, int64_t now)
       begin_sweep(r, now);
       return;
    }
-   for (int n = 0; n < 200 && r->table.buffered < (size_t) r->cfg->max_buffered_events; n++) {
+   for (int n = 0; n < 200 && r->table.buffered < (size_t)r->cfg->max_buffered_events; n++) {
       if (!r->sweep_cursor) {
-         r->sweep_cursor =
-            relay_store_sweep_cursor(r->colls[r->sweep_coll], r->cfg, r->sweep_hint);
+         r->sweep_cursor = relay_store_sweep_cursor(r->colls[r->sweep_coll], r->cfg, r->sweep_hint);
       }
       if (mongoc_cursor_next(r->sweep_cursor, &doc)) {
-         sync_doc(r, (int) r->sweep_coll, doc, r->sweep_pos);
+         sync_doc(r, (int)r->sweep_coll, doc, r->sweep_pos);
          continue;
       }
       if (mongoc_cursor_error(r->sweep_cursor, &error)) {
@@ -417,6 +416,9 @@ apply(relay_t *r, relay_change_t *c, int64_t now)
    case RELAY_CHANGE_OPENED:
       on_opened(r, c);
       return true;
+   case RELAY_CHANGE_DOWN:
+      relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 0.0);
+      return true;
    case RELAY_CHANGE_LOST:
       relay_log(RELAY_LOG_WARNING, "stream",
                 "the change stream cannot resume (code %d): its history is gone", c->code);
@@ -438,7 +440,7 @@ relay_changes_step(relay_t *r, int64_t now)
       sweep_step(r, now);
       return;
    }
-   for (int n = 0; n < 256 && r->table.buffered < (size_t) r->cfg->max_buffered_events; n++) {
+   for (int n = 0; n < 256 && r->table.buffered < (size_t)r->cfg->max_buffered_events; n++) {
       relay_change_t *c = r->held ? r->held : relay_reader_pop(r->reader);
       if (!c || (c == r->held && now < r->held_retry_at_ms)) {
          return;

@@ -11,6 +11,7 @@
 #include <mongoc/mongoc.h>
 
 #include "log.h"
+#include "store.h"
 
 struct relay_clearer_t {
    const relay_config_t *cfg;
@@ -103,7 +104,7 @@ mark_failed(const bson_t *reply, relay_clear_stmt_t **stmts, size_t n)
    while (bson_iter_next(&errs)) {
       if (bson_iter_recurse(&errs, &doc) && bson_iter_find(&doc, "index")) {
          int64_t i = bson_iter_as_int64(&doc);
-         if (i >= 0 && (size_t) i < n) {
+         if (i >= 0 && (size_t)i < n) {
             stmts[i]->failed = true;
          }
       }
@@ -126,7 +127,7 @@ run_job(relay_clearer_t *c, relay_clear_job_t *job)
       bulk = mongoc_collection_create_bulk_operation_with_opts(c->colls[coll], &opts);
       for (size_t i = 0; i < job->n; i++) {
          relay_clear_stmt_t *s = &job->stmts[i];
-         if (s->coll != (int) coll) {
+         if (s->coll != (int)coll) {
             continue;
          }
          if (add_update(c->cfg, bulk, s)) {
@@ -179,15 +180,11 @@ relay_clearer_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ct
                   bson_error_t *error)
 {
    relay_clearer_t *c;
-   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
-   mongoc_client_t *client = uri ? mongoc_client_new_from_uri_with_error(uri, error) : NULL;
+   mongoc_client_t *client = relay_store_client_new(cfg, "outbox-relay-clear", error);
 
-   mongoc_uri_destroy(uri);
    if (!client) {
       return NULL;
    }
-   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
-   mongoc_client_set_appname(client, "outbox-relay-clear");
    c = bson_malloc0(sizeof *c);
    c->cfg = cfg;
    c->client = client;

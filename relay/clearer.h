@@ -36,37 +36,29 @@ typedef struct {
 
 typedef struct relay_clearer_t relay_clearer_t;
 
-relay_clear_job_t *
-relay_clear_job_new(void);
+relay_clear_job_t *relay_clear_job_new(void);
 
 /* Adds a statement; @ids is copied. Returns the statement. */
-relay_clear_stmt_t *
-relay_clear_job_add(relay_clear_job_t *job, int coll, const bson_value_t *id, const bson_t *ids,
-                    size_t n_ids, void *entity);
+relay_clear_stmt_t *relay_clear_job_add(relay_clear_job_t *job, int coll, const bson_value_t *id,
+                                        const bson_t *ids, size_t n_ids, void *entity);
 
-void
-relay_clear_job_free(relay_clear_job_t *job);
+void relay_clear_job_free(relay_clear_job_t *job);
 
 /* Starts the thread. Returns NULL and fills @error on a bad URI. */
-relay_clearer_t *
-relay_clearer_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
-                  bson_error_t *error);
+relay_clearer_t *relay_clearer_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
+                                   bson_error_t *error);
 
 /* True while a submitted batch is not yet taken back with relay_clearer_take(). */
-bool
-relay_clearer_busy(relay_clearer_t *c);
+bool relay_clearer_busy(relay_clearer_t *c);
 
 /* Hands @job to the clearer (which owns it until relay_clearer_take() returns it). Only when
  * not busy. */
-void
-relay_clearer_submit(relay_clearer_t *c, relay_clear_job_t *job);
+void relay_clearer_submit(relay_clearer_t *c, relay_clear_job_t *job);
 
 /* Returns the finished job (statements' @failed filled in), or NULL if none is finished. */
-relay_clear_job_t *
-relay_clearer_take(relay_clearer_t *c);
+relay_clear_job_t *relay_clearer_take(relay_clearer_t *c);
 
 /* Stops and joins the thread (after the running batch); NULL-safe. */
-void
-relay_clearer_destroy(relay_clearer_t *c);
+void relay_clearer_destroy(relay_clearer_t *c);
 
 #endif /* RELAY_CLEARER_H */

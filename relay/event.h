@@ -30,15 +30,12 @@ typedef struct {
 /* Parses @elem into @ev (always initialised; free with relay_event_cleanup()). Returns true
  * when the event follows the contract; otherwise false with @ev->reason set, and @ev->seq
  * still filled if the seq alone was readable. */
-bool
-relay_event_parse(const bson_value_t *elem, relay_event_t *ev);
+bool relay_event_parse(const bson_value_t *elem, relay_event_t *ev);
 
 /* Frees what @ev owns; safe on a zeroed or already-cleaned event. */
-void
-relay_event_cleanup(relay_event_t *ev);
+void relay_event_cleanup(relay_event_t *ev);
 
 /* True if @type is 1..128 chars of [A-Za-z0-9._-] (the contract's event type). */
-bool
-relay_event_type_valid(const char *type, size_t len);
+bool relay_event_type_valid(const char *type, size_t len);
 
 #endif /* RELAY_EVENT_H */

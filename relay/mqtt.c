@@ -51,7 +51,7 @@ push(relay_mqtt_t *m, relay_mqtt_kind_t kind, uint64_t tag, int code, int reason
       m->qhead = 0;
    }
    m->queue[(m->qhead + m->qlen) % m->qcap] =
-      (relay_mqtt_completion_t){.kind = kind, .tag = tag, .code = code, .reason = reason};
+       (relay_mqtt_completion_t){.kind = kind, .tag = tag, .code = code, .reason = reason};
    m->qlen++;
    pthread_cond_signal(&m->cond);
    pthread_mutex_unlock(&m->lock);
@@ -82,7 +82,7 @@ on_pub_success5(void *context, MQTTAsync_successData5 *resp)
 {
    pub_ctx_t *c = context;
    relay_mqtt_t *m = c->m;
-   int reason = resp ? (int) resp->reasonCode : 0;
+   int reason = resp ? (int)resp->reasonCode : 0;
    uint64_t tag = ctx_release(c);
    /* A PUBACK reason >= 0x80 is a refusal even if paho calls it success. */
    push(m, reason >= 0x80 ? RELAY_MQTT_FAIL : RELAY_MQTT_ACK, tag, 0, reason);
@@ -94,7 +94,7 @@ on_pub_failure5(void *context, MQTTAsync_failureData5 *resp)
    pub_ctx_t *c = context;
    relay_mqtt_t *m = c->m;
    uint64_t tag = ctx_release(c);
-   push(m, RELAY_MQTT_FAIL, tag, resp ? resp->code : -1, resp ? (int) resp->reasonCode : 0);
+   push(m, RELAY_MQTT_FAIL, tag, resp ? resp->code : -1, resp ? (int)resp->reasonCode : 0);
 }
 
 static void
@@ -146,8 +146,7 @@ on_connect_success5(void *context, MQTTAsync_successData5 *resp)
 {
    relay_mqtt_t *m = context;
    if (resp && MQTTProperties_hasProperty(&resp->properties, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM)) {
-      int rm = MQTTProperties_getNumericValue(&resp->properties,
-                                              MQTTPROPERTY_CODE_RECEIVE_MAXIMUM);
+      int rm = MQTTProperties_getNumericValue(&resp->properties, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM);
       if (rm > 0) {
          atomic_store(&m->receive_max, rm);
       }
@@ -164,7 +163,7 @@ static void
 on_connect_failure5(void *context, MQTTAsync_failureData5 *resp)
 {
    relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d, reason %d%s%s",
-             resp ? resp->code : -1, resp ? (int) resp->reasonCode : 0,
+             resp ? resp->code : -1, resp ? (int)resp->reasonCode : 0,
              resp && resp->message ? ": " : "", resp && resp->message ? resp->message : "");
    push(context, RELAY_MQTT_CONNECT_FAILED, 0, resp ? resp->code : -1, 0);
 }
@@ -209,7 +208,7 @@ relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error)
                                     cfg->client_id ? cfg->client_id : cfg->name,
                                     MQTTCLIENT_PERSISTENCE_NONE, NULL, &copts);
    if (rc != MQTTASYNC_SUCCESS) {
-      bson_set_error(error, 0, (uint32_t) -rc, "cannot create the MQTT client for '%s': %s",
+      bson_set_error(error, 0, (uint32_t)-rc, "cannot create the MQTT client for '%s': %s",
                      cfg->mqtt_uri, MQTTAsync_strerror(rc));
       m->client = NULL;
       relay_mqtt_destroy(m);
@@ -234,8 +233,7 @@ fill_ssl(const relay_config_t *cfg, MQTTAsync_SSLOptions *ssl)
 static bool
 is_tls_uri(const char *uri)
 {
-   return !strncmp(uri, "ssl://", 6) || !strncmp(uri, "mqtts://", 8) ||
-          !strncmp(uri, "wss://", 6);
+   return !strncmp(uri, "ssl://", 6) || !strncmp(uri, "mqtts://", 8) || !strncmp(uri, "wss://", 6);
 }
 
 bool
@@ -271,8 +269,8 @@ relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error)
    }
    rc = MQTTAsync_connect(m->client, o);
    if (rc != MQTTASYNC_SUCCESS) {
-      bson_set_error(error, 0, (uint32_t) -rc, "MQTT connect to '%s' failed: %s",
-                     cfg->mqtt_uri, MQTTAsync_strerror(rc));
+      bson_set_error(error, 0, (uint32_t)-rc, "MQTT connect to '%s' failed: %s", cfg->mqtt_uri,
+                     MQTTAsync_strerror(rc));
       return false;
    }
    return true;
@@ -286,13 +284,13 @@ add_string_prop(MQTTProperties *props, enum MQTTPropertyCodes code, const char *
    memset(&p, 0, sizeof p);
    p.identifier = code;
    if (code == MQTTPROPERTY_CODE_USER_PROPERTY) {
-      p.value.data.data = (char *) name;
-      p.value.data.len = (int) strlen(name);
-      p.value.value.data = (char *) value;
-      p.value.value.len = (int) strlen(value);
+      p.value.data.data = (char *)name;
+      p.value.data.len = (int)strlen(name);
+      p.value.value.data = (char *)value;
+      p.value.value.len = (int)strlen(value);
    } else {
-      p.value.data.data = (char *) value;
-      p.value.data.len = (int) strlen(value);
+      p.value.data.data = (char *)value;
+      p.value.data.len = (int)strlen(value);
    }
    MQTTProperties_add(props, &p);
 }
@@ -305,18 +303,17 @@ relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t ta
    pub_ctx_t *c = bson_malloc0(sizeof *c);
    int rc;
 
-   pm.payload = (void *) msg->payload;
-   pm.payloadlen = (int) msg->payload_len;
+   pm.payload = (void *)msg->payload;
+   pm.payloadlen = (int)msg->payload_len;
    pm.qos = m->cfg->qos;
    pm.retained = 0;
    if (m->cfg->mqtt_version == 5) {
       if (msg->content_type) {
-         add_string_prop(&pm.properties, MQTTPROPERTY_CODE_CONTENT_TYPE, NULL,
-                         msg->content_type);
+         add_string_prop(&pm.properties, MQTTPROPERTY_CODE_CONTENT_TYPE, NULL, msg->content_type);
       }
       for (size_t i = 0; i < msg->n_user_props; i++) {
-         add_string_prop(&pm.properties, MQTTPROPERTY_CODE_USER_PROPERTY,
-                         msg->user_props[2 * i], msg->user_props[2 * i + 1]);
+         add_string_prop(&pm.properties, MQTTPROPERTY_CODE_USER_PROPERTY, msg->user_props[2 * i],
+                         msg->user_props[2 * i + 1]);
       }
       /* paho copies message properties only when response options are given (we always
        * give them: the v5 callbacks are how acknowledgements arrive). */
@@ -356,7 +353,7 @@ relay_mqtt_wait(relay_mqtt_t *m, relay_mqtt_completion_t *out, size_t max, int w
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       ts.tv_sec += wait_ms / 1000;
-      ts.tv_nsec += (long) (wait_ms % 1000) * 1000000L;
+      ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
       if (ts.tv_nsec >= 1000000000L) {
          ts.tv_sec++;
          ts.tv_nsec -= 1000000000L;
@@ -393,7 +390,7 @@ relay_mqtt_disconnect(relay_mqtt_t *m, int timeout_ms)
    MQTTAsync_disconnectOptions v3 = MQTTAsync_disconnectOptions_initializer;
    MQTTAsync_disconnectOptions *o = m->cfg->mqtt_version == 5 ? &v5 : &v3;
    relay_mqtt_completion_t c;
-   int64_t deadline = bson_get_monotonic_time() + (int64_t) timeout_ms * 1000;
+   int64_t deadline = bson_get_monotonic_time() + (int64_t)timeout_ms * 1000;
 
    if (!m->client || !MQTTAsync_isConnected(m->client)) {
       return;

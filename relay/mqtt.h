@@ -43,46 +43,38 @@ typedef struct {
    const char *topic;
    const void *payload;
    size_t payload_len;
-   const char *content_type; /* MQTT 5 only; NULL = none */
+   const char *content_type;      /* MQTT 5 only; NULL = none */
    const char *const *user_props; /* name, value, name, value ...; MQTT 5 only */
    size_t n_user_props;           /* number of pairs */
 } relay_mqtt_message_t;
 
 /* Creates the client (not connected yet). Returns NULL and fills @error on a bad URI or
  * options. @cfg is borrowed for the lifetime of the client. */
-relay_mqtt_t *
-relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error);
+relay_mqtt_t *relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error);
 
 /* Starts a connect attempt; its outcome arrives as CONNECTED or CONNECT_FAILED. Afterwards
  * paho reconnects by itself when the connection is lost. */
-bool
-relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error);
+bool relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error);
 
 /* Sends one message at the configured QoS. Returns 0 if it was handed to paho (exactly one
  * ACK or FAIL completion with @tag follows, unless the client is destroyed first), or the
  * paho error code (no completion follows). */
-int
-relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t tag);
+int relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t tag);
 
 /* The broker's Receive Maximum from the last MQTT 5 CONNACK, or 0 if unknown. Thread-safe. */
-int
-relay_mqtt_receive_max(relay_mqtt_t *m);
+int relay_mqtt_receive_max(relay_mqtt_t *m);
 
 /* Moves up to @max completions into @out; waits up to @wait_ms for the first one if none is
  * queued. Returns how many were moved. */
-size_t
-relay_mqtt_wait(relay_mqtt_t *m, relay_mqtt_completion_t *out, size_t max, int wait_ms);
+size_t relay_mqtt_wait(relay_mqtt_t *m, relay_mqtt_completion_t *out, size_t max, int wait_ms);
 
 /* Wakes a relay_mqtt_wait() early. Thread-safe; not async-signal-safe. */
-void
-relay_mqtt_wake(relay_mqtt_t *m);
+void relay_mqtt_wake(relay_mqtt_t *m);
 
 /* Disconnects, waiting up to @timeout_ms. */
-void
-relay_mqtt_disconnect(relay_mqtt_t *m, int timeout_ms);
+void relay_mqtt_disconnect(relay_mqtt_t *m, int timeout_ms);
 
 /* Destroys the client; NULL-safe. No completion arrives afterwards. */
-void
-relay_mqtt_destroy(relay_mqtt_t *m);
+void relay_mqtt_destroy(relay_mqtt_t *m);
 
 #endif /* RELAY_MQTT_H */

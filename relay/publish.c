@@ -21,7 +21,7 @@
 bool
 relay_publish_init(relay_t *r, bson_error_t *error)
 {
-   size_t n = (size_t) r->cfg->inflight_window;
+   size_t n = (size_t)r->cfg->inflight_window;
 
    r->mqtt = relay_mqtt_new(r->cfg, error);
    if (!r->mqtt) {
@@ -30,7 +30,7 @@ relay_publish_init(relay_t *r, bson_error_t *error)
    r->slots = bson_malloc0(n * sizeof *r->slots);
    r->free_slots = bson_malloc(n * sizeof *r->free_slots);
    for (size_t i = 0; i < n; i++) {
-      r->free_slots[i] = (uint32_t) (n - 1 - i);
+      r->free_slots[i] = (uint32_t)(n - 1 - i);
    }
    r->n_free = n;
    return true;
@@ -80,7 +80,8 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
    relay_str_t subject = {e->rendered, e->rendered_len};
    bool binary = cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version == 5;
    size_t len;
-   char *payload = binary ? relay_data_json(ev, &len) : relay_cloudevent_json(ev, source, subject, &len);
+   char *payload =
+       binary ? relay_data_json(ev, &len) : relay_cloudevent_json(ev, source, subject, &len);
    char seq[24], tbuf[40];
    bson_string_t *entity = bson_string_new(NULL);
    const char *props[2 * 12];
@@ -114,6 +115,8 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
    msg.n_user_props = n / 2;
    if (len + strlen(topic) > cfg->max_message_bytes) {
       *poison = "message larger than max-message-bytes";
+   } else if (strlen(topic) > 65535) {
+      *poison = "topic longer than MQTT allows (65535 bytes)";
    } else {
       rc = relay_mqtt_publish(r->mqtt, &msg, tag);
    }
@@ -137,10 +140,10 @@ publish_failed(relay_t *r, relay_entity_t *e, int64_t now)
 static size_t
 window(relay_t *r)
 {
-   size_t w = (size_t) r->cfg->inflight_window;
+   size_t w = (size_t)r->cfg->inflight_window;
    int rm = relay_mqtt_receive_max(r->mqtt);
-   if (r->cfg->qos > 0 && rm > 0 && (size_t) rm < w) {
-      w = (size_t) rm;
+   if (r->cfg->qos > 0 && rm > 0 && (size_t)rm < w) {
+      w = (size_t)rm;
    }
    return w;
 }
@@ -163,7 +166,7 @@ relay_publish_dispatch(relay_t *r, int64_t now)
       }
       slot = r->free_slots[--r->n_free];
       r->gen++;
-      tag = ((uint64_t) r->gen << 32) | slot;
+      tag = ((uint64_t)r->gen << 32) | slot;
       rc = send_event(r, e, tag, &poison);
       if (poison || rc != MQTTASYNC_SUCCESS) {
          r->free_slots[r->n_free++] = slot;
@@ -179,27 +182,27 @@ relay_publish_dispatch(relay_t *r, int64_t now)
       }
       r->slots[slot] = (relay_slot_t){e, r->gen, now};
    }
-   relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double) r->table.inflight);
+   relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
 }
 
 /* Returns the slot the completion belongs to, or NULL if it is stale. */
 static relay_slot_t *
 slot_of(relay_t *r, uint64_t tag)
 {
-   uint32_t idx = (uint32_t) (tag & 0xffffffffu);
+   uint32_t idx = (uint32_t)(tag & 0xffffffffu);
    relay_slot_t *s;
-   if (idx >= (uint32_t) r->cfg->inflight_window) {
+   if (idx >= (uint32_t)r->cfg->inflight_window) {
       return NULL;
    }
    s = &r->slots[idx];
-   return s->entity && s->gen == (uint32_t) (tag >> 32) ? s : NULL;
+   return s->entity && s->gen == (uint32_t)(tag >> 32) ? s : NULL;
 }
 
 static void
 release(relay_t *r, relay_slot_t *s)
 {
    s->entity = NULL;
-   r->free_slots[r->n_free++] = (uint32_t) (s - r->slots);
+   r->free_slots[r->n_free++] = (uint32_t)(s - r->slots);
 }
 
 /* MQTT 5 reason codes that say "this message will never be accepted": retrying cannot help,

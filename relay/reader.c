@@ -44,27 +44,37 @@ is_lost(int code)
    return code == 286 || code == 280 || code == 260;
 }
 
-void
-relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
+/* Appends {ns.coll: {$in: [collections]}} to @doc. */
+static void
+append_ns(const relay_config_t *cfg, bson_t *doc)
 {
-   bson_t stage, match, ns, in, or, a, b, ops, cond;
-   char *first = bson_strdup_printf("fullDocument.%s.0", cfg->events_field);
-   char *seq = bson_strdup_printf("updateDescription.updatedFields.%s", cfg->event_seq_field);
+   bson_t ns, in;
    char key[16];
    const char *k;
 
-   BSON_APPEND_DOCUMENT_BEGIN(pipeline, "0", &stage);
-   BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
-   BSON_APPEND_DOCUMENT_BEGIN(&match, "ns.coll", &ns);
+   BSON_APPEND_DOCUMENT_BEGIN(doc, "ns.coll", &ns);
    BSON_APPEND_ARRAY_BEGIN(&ns, "$in", &in);
    for (size_t i = 0; i < cfg->n_collections; i++) {
-      bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
       bson_append_utf8(&in, k, -1, cfg->collections[i], -1);
    }
    bson_append_array_end(&ns, &in);
-   bson_append_document_end(&match, &ns);
-   BSON_APPEND_ARRAY_BEGIN(&match, "$or", &or);
-   BSON_APPEND_DOCUMENT_BEGIN(&or, "0", &a);
+   bson_append_document_end(doc, &ns);
+}
+
+void
+relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
+{
+   bson_t stage, match, or, a, b, ops, in, cond;
+   char *first = bson_strdup_printf("fullDocument.%s.0", cfg->events_field);
+   char *seq = bson_strdup_printf("updateDescription.updatedFields.%s", cfg->event_seq_field);
+
+   BSON_APPEND_DOCUMENT_BEGIN(pipeline, "0", &stage);
+   BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
+   BSON_APPEND_ARRAY_BEGIN(&match, "$or", & or);
+   /* Inserts (and replacements) of documents that have events. */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "0", &a);
+   append_ns(cfg, &a);
    BSON_APPEND_DOCUMENT_BEGIN(&a, "operationType", &ops);
    BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
    BSON_APPEND_UTF8(&in, "0", "insert");
@@ -74,18 +84,21 @@ relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
    BSON_APPEND_DOCUMENT_BEGIN(&a, first, &cond);
    BSON_APPEND_BOOL(&cond, "$exists", true);
    bson_append_document_end(&a, &cond);
-   bson_append_document_end(&or, &a);
-   BSON_APPEND_DOCUMENT_BEGIN(&or, "1", &b);
+   bson_append_document_end(& or, &a);
+   /* Updates that set eventSeq: appends (clears never do). */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "1", &b);
+   append_ns(cfg, &b);
    BSON_APPEND_UTF8(&b, "operationType", "update");
    BSON_APPEND_DOCUMENT_BEGIN(&b, seq, &cond);
    BSON_APPEND_BOOL(&cond, "$exists", true);
    bson_append_document_end(&b, &cond);
-   bson_append_document_end(&or, &b);
-   /* An invalidate (database dropped) must reach us: it ends the stream. */
-   BSON_APPEND_DOCUMENT_BEGIN(&or, "2", &b);
+   bson_append_document_end(& or, &b);
+   /* An invalidate (database dropped) has no ns.coll and must still reach us: it ends the
+    * stream. */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "2", &b);
    BSON_APPEND_UTF8(&b, "operationType", "invalidate");
-   bson_append_document_end(&or, &b);
-   bson_append_array_end(&match, &or);
+   bson_append_document_end(& or, &b);
+   bson_append_array_end(&match, & or);
    bson_append_document_end(&stage, &match);
    bson_append_document_end(pipeline, &stage);
    bson_free(first);
@@ -143,7 +156,7 @@ nap(relay_reader_t *rd, uint64_t gen, int ms)
    struct timespec ts;
    clock_gettime(CLOCK_REALTIME, &ts);
    ts.tv_sec += ms / 1000;
-   ts.tv_nsec += (long) (ms % 1000) * 1000000L;
+   ts.tv_nsec += (long)(ms % 1000) * 1000000L;
    if (ts.tv_nsec >= 1000000000L) {
       ts.tv_sec++;
       ts.tv_nsec -= 1000000000L;
@@ -169,6 +182,14 @@ wait_room(relay_reader_t *rd, uint64_t gen)
    ok = !rd->stop && rd->gen == gen;
    pthread_mutex_unlock(&rd->lock);
    return ok;
+}
+
+static void
+report_down(relay_reader_t *rd, int code)
+{
+   relay_change_t *c = change_new(RELAY_CHANGE_DOWN);
+   c->code = code;
+   push(rd, c);
 }
 
 /* The stream's history is gone: report it and go idle until the next start. */
@@ -231,9 +252,9 @@ drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t *
             return -1;
          }
       } else if (mongoc_change_stream_error_document(stream, &error, &err_doc)) {
-         relay_log(RELAY_LOG_WARNING, "stream", "change stream failed: %s (code %u)",
-                   error.message, error.code);
-         return error.code ? (int) error.code : 1;
+         relay_log(RELAY_LOG_WARNING, "stream", "change stream failed: %s (code %u)", error.message,
+                   error.code);
+         return error.code ? (int)error.code : 1;
       } else {
          const bson_t *t = mongoc_change_stream_get_resume_token(stream);
          if (t && (!*token || !bson_equal(t, *token))) {
@@ -263,18 +284,19 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
 
       if (!relay_store_operation_time(rd->client, &now, &error)) {
          relay_log(RELAY_LOG_WARNING, "stream", "MongoDB: %s", error.message);
+         report_down(rd, (int)error.code);
          nap(rd, gen, relay_backoff_next(rd->cfg, &backoff));
          continue;
       }
       stream = open_stream(rd, token, token ? NULL : (has_start ? &start_at : NULL));
       if (mongoc_change_stream_error_document(stream, &error, &err_doc)) {
          mongoc_change_stream_destroy(stream);
-         if (is_lost((int) error.code)) {
-            report_lost(rd, gen, (int) error.code);
+         if (is_lost((int)error.code)) {
+            report_lost(rd, gen, (int)error.code);
             break;
          }
-         relay_log(RELAY_LOG_WARNING, "stream", "cannot open the change stream: %s",
-                   error.message);
+         relay_log(RELAY_LOG_WARNING, "stream", "cannot open the change stream: %s", error.message);
+         report_down(rd, (int)error.code);
          nap(rd, gen, relay_backoff_next(rd->cfg, &backoff));
          continue;
       }
@@ -292,6 +314,7 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
          break;
       }
       if (code != 0) {
+         report_down(rd, code);
          nap(rd, gen, relay_backoff_next(rd->cfg, &backoff));
       }
    }
@@ -334,15 +357,11 @@ relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx
                  bson_error_t *error)
 {
    relay_reader_t *rd;
-   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
-   mongoc_client_t *client = uri ? mongoc_client_new_from_uri_with_error(uri, error) : NULL;
+   mongoc_client_t *client = relay_store_client_new(cfg, "outbox-relay-stream", error);
 
-   mongoc_uri_destroy(uri);
    if (!client) {
       return NULL;
    }
-   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
-   mongoc_client_set_appname(client, "outbox-relay-stream");
    rd = bson_malloc0(sizeof *rd);
    rd->cfg = cfg;
    rd->client = client;

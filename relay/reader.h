@@ -31,6 +31,7 @@ typedef enum {
    RELAY_CHANGE_IDLE,      /* nothing new; @token: the stream's high-water mark */
    RELAY_CHANGE_OPENED,    /* the stream is open; @ts: the server's time just before */
    RELAY_CHANGE_LOST,      /* the resume point is gone (@code): sweep, then start again */
+   RELAY_CHANGE_DOWN,      /* the stream failed (@code); the reader retries by itself */
 } relay_change_kind_t;
 
 typedef struct relay_change_t {
@@ -47,29 +48,23 @@ typedef struct relay_reader_t relay_reader_t;
 /* Creates the reader and its thread (idle until relay_reader_start()). @cfg is borrowed;
  * @wake(@wake_ctx) is called after each queued change. Returns NULL and fills @error on a
  * bad URI. */
-relay_reader_t *
-relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
-                 bson_error_t *error);
+relay_reader_t *relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
+                                 bson_error_t *error);
 
 /* (Re)starts reading: after @resume_after if not NULL, else at @start_at if not NULL, else
  * from now. Any stream open before is closed; changes already queued stay queued. */
-void
-relay_reader_start(relay_reader_t *rd, const bson_t *resume_after, const relay_ts_t *start_at);
+void relay_reader_start(relay_reader_t *rd, const bson_t *resume_after, const relay_ts_t *start_at);
 
 /* Takes the oldest queued change (caller frees with relay_change_free()), or NULL. */
-relay_change_t *
-relay_reader_pop(relay_reader_t *rd);
+relay_change_t *relay_reader_pop(relay_reader_t *rd);
 
-void
-relay_change_free(relay_change_t *c);
+void relay_change_free(relay_change_t *c);
 
 /* Stops and joins the thread, frees everything; NULL-safe. */
-void
-relay_reader_destroy(relay_reader_t *rd);
+void relay_reader_destroy(relay_reader_t *rd);
 
 /* The $match stage that keeps only appends: inserts whose document has events and updates
  * that set eventSeq (a clear never does). Appended to @pipeline (an array being built). */
-void
-relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline);
+void relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline);
 
 #endif /* RELAY_READER_H */

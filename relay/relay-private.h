@@ -1,9 +1,11 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The relay's state, shared by relay.c (lifecycle and main loop), stream.c (change stream
- * and sweep), publish.c (MQTT side) and writer.c (clears, dead letters, checkpoint). Every
- * field is touched by the main thread only, except @stop.
+ * The relay's state, shared by relay.c (lifecycle and main loop), changes.c (applying the
+ * change stream, the sweep), publish.c (MQTT side) and writer.c (clears, dead letters,
+ * checkpoint). Every field is touched by the main thread only, except @stop; the reader
+ * (reader.c), the clearer (clearer.c) and paho have their own threads and talk to the main
+ * thread through queues.
  */
 #ifndef RELAY_PRIVATE_H
 #define RELAY_PRIVATE_H
@@ -43,7 +45,6 @@ struct relay_t {
    mongoc_database_t *db;
    mongoc_collection_t **colls; /* cfg->n_collections */
    mongoc_collection_t *state;
-   bool indexes_ready;
 
    relay_mqtt_t *mqtt;
    bool mqtt_connected, mqtt_connecting, mqtt_ever_connected;
@@ -60,11 +61,11 @@ struct relay_t {
 
    /* Change stream (read on the reader's thread, applied here). */
    relay_reader_t *reader;
-   relay_change_t *held;  /* a change whose document read failed: retried first */
+   relay_change_t *held; /* a change whose document read failed: retried first */
    int64_t held_retry_at_ms;
    int held_backoff_ms;
-   bool started;          /* the reader was given its first start */
-   bool verifying;        /* replaying history: read documents of entities not in the table */
+   bool started;   /* the reader was given its first start */
+   bool verifying; /* replaying history: read documents of entities not in the table */
    relay_ts_t verify_until;
    int64_t stream_lag_ms;
    bool stream_opened_once;
@@ -83,38 +84,25 @@ struct relay_t {
    relay_clearer_t *clearer;
    int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
    int write_backoff_ms;
-   bool write_failing;
 };
 
 /* changes.c */
-void
-relay_changes_start(relay_t *r, int64_t now);
-void
-relay_changes_step(relay_t *r, int64_t now);
-void
-relay_changes_cleanup(relay_t *r);
+void relay_changes_start(relay_t *r, int64_t now);
+void relay_changes_step(relay_t *r, int64_t now);
+void relay_changes_cleanup(relay_t *r);
 
 /* publish.c */
-bool
-relay_publish_init(relay_t *r, bson_error_t *error);
-void
-relay_publish_cleanup(relay_t *r);
-void
-relay_publish_dispatch(relay_t *r, int64_t now);
-void
-relay_publish_handle(relay_t *r, int wait_ms, int64_t now);
-void
-relay_publish_check_timeouts(relay_t *r, int64_t now);
-void
-relay_publish_connect(relay_t *r, int64_t now);
+bool relay_publish_init(relay_t *r, bson_error_t *error);
+void relay_publish_cleanup(relay_t *r);
+void relay_publish_dispatch(relay_t *r, int64_t now);
+void relay_publish_handle(relay_t *r, int wait_ms, int64_t now);
+void relay_publish_check_timeouts(relay_t *r, int64_t now);
+void relay_publish_connect(relay_t *r, int64_t now);
 
 /* writer.c */
-void
-relay_writer_flush(relay_t *r, int64_t now, bool force);
-void
-relay_writer_checkpoint(relay_t *r, int64_t now, bool force);
+void relay_writer_flush(relay_t *r, int64_t now, bool force);
+void relay_writer_checkpoint(relay_t *r, int64_t now, bool force);
 /* True when nothing waits to be cleared or dead-lettered and no clear is running. */
-bool
-relay_writer_idle(relay_t *r);
+bool relay_writer_idle(relay_t *r);
 
 #endif /* RELAY_PRIVATE_H */

@@ -25,8 +25,8 @@ check_config(const relay_config_t *cfg, bson_error_t *error)
       bson_set_error(error, 0, 0, "a database and at least one collection are needed");
       return false;
    }
-   if (cfg->qos < 0 || cfg->qos > 2 || cfg->inflight_window < 1 ||
-       cfg->max_buffered_events < 1 || cfg->clear_batch_size < 1) {
+   if (cfg->qos < 0 || cfg->qos > 2 || cfg->inflight_window < 1 || cfg->max_buffered_events < 1 ||
+       cfg->clear_batch_size < 1) {
       bson_set_error(error, 0, 0, "qos, inflight window, buffer or batch size out of range");
       return false;
    }
@@ -47,18 +47,11 @@ static bool
 open_mongodb(relay_t *r, bson_error_t *error)
 {
    const relay_config_t *cfg = r->cfg;
-   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
 
-   if (!uri) {
-      return false;
-   }
-   r->client = mongoc_client_new_from_uri_with_error(uri, error);
-   mongoc_uri_destroy(uri);
+   r->client = relay_store_client_new(cfg, "outbox-relay", error);
    if (!r->client) {
       return false;
    }
-   mongoc_client_set_error_api(r->client, MONGOC_ERROR_API_VERSION_2);
-   mongoc_client_set_appname(r->client, "outbox-relay");
    r->db = mongoc_client_get_database(r->client, cfg->database);
    r->colls = bson_malloc0(cfg->n_collections * sizeof *r->colls);
    for (size_t i = 0; i < cfg->n_collections; i++) {
@@ -104,13 +97,13 @@ update_gauges(relay_t *r)
    double age = 0;
 
    if (oldest && oldest->remaining > 0 && oldest->wall_ms > 0) {
-      age = (double) (relay_wall_ms() - oldest->wall_ms) / 1000.0;
+      age = (double)(relay_wall_ms() - oldest->wall_ms) / 1000.0;
    }
    relay_metrics_set(r->metrics, RELAY_G_OLDEST_PENDING_AGE_S, age > 0 ? age : 0);
    relay_metrics_set(r->metrics, RELAY_G_STREAM_LAG_S,
-                     r->stream_lag_ms > 0 ? (double) r->stream_lag_ms / 1000.0 : 0);
-   relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double) r->table.buffered);
-   relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double) r->table.inflight);
+                     r->stream_lag_ms > 0 ? (double)r->stream_lag_ms / 1000.0 : 0);
+   relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double)r->table.buffered);
+   relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
 }
 
 static int

@@ -29,7 +29,7 @@ render_ext_json(const bson_value_t *id, size_t *len)
       return bson_strdup("");
    }
    start += 3;
-   n = (size_t) (json + jlen - start);
+   n = (size_t)(json + jlen - start);
    n = n >= 2 ? n - 2 : 0; /* drop " }" */
    out = bson_strndup(start, n);
    bson_free(json);
@@ -56,10 +56,10 @@ relay_render_id(const bson_value_t *id, size_t *len)
       *len = 24;
       return bson_strdup(buf);
    case BSON_TYPE_INT32:
-      *len = (size_t) bson_snprintf(buf, sizeof buf, "%" PRId32, id->value.v_int32);
+      *len = (size_t)bson_snprintf(buf, sizeof buf, "%" PRId32, id->value.v_int32);
       return bson_strdup(buf);
    case BSON_TYPE_INT64:
-      *len = (size_t) bson_snprintf(buf, sizeof buf, "%" PRId64, id->value.v_int64);
+      *len = (size_t)bson_snprintf(buf, sizeof buf, "%" PRId64, id->value.v_int64);
       return bson_strdup(buf);
    default:
       return render_ext_json(id, len);
@@ -106,7 +106,7 @@ utf8_seq_len(const unsigned char *s, size_t avail)
 void
 relay_percent_encode(bson_string_t *out, const char *s, size_t len)
 {
-   const unsigned char *u = (const unsigned char *) s;
+   const unsigned char *u = (const unsigned char *)s;
    size_t i = 0;
 
    while (i < len) {
@@ -115,17 +115,17 @@ relay_percent_encode(bson_string_t *out, const char *s, size_t len)
          size_t n = utf8_seq_len(u + i, len - i);
          if (n) {
             for (size_t k = 0; k < n; k++) {
-               bson_string_append_c(out, (char) u[i + k]);
+               bson_string_append_c(out, (char)u[i + k]);
             }
             i += n;
             continue;
          }
       } else if (c >= 0x20 && c != 0x7F && c != '/' && c != '+' && c != '#' && c != '%') {
-         bson_string_append_c(out, (char) c);
+         bson_string_append_c(out, (char)c);
          i++;
          continue;
       }
-      bson_string_append_printf(out, "%%%02X", (unsigned) c);
+      bson_string_append_printf(out, "%%%02X", (unsigned)c);
       i++;
    }
 }
@@ -201,18 +201,17 @@ relay_format_time(int64_t ms, char *buf, size_t size)
 {
    /* Floor division, so times before 1970 keep a millisecond part in 0..999. */
    int64_t secs = ms / 1000 - (ms % 1000 < 0 ? 1 : 0);
-   int millis = (int) (ms - secs * 1000);
-   time_t t = (time_t) secs;
+   int millis = (int)(ms - secs * 1000);
+   time_t t = (time_t)secs;
    struct tm tm;
 
    gmtime_r(&t, &tm);
-   bson_snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+   bson_snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
 }
 
 char *
-relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
-                      size_t *len)
+relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject, size_t *len)
 {
    bson_t doc = BSON_INITIALIZER;
    char tbuf[40];
@@ -222,7 +221,7 @@ relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t s
    BSON_APPEND_UTF8(&doc, "id", ev->id);
    BSON_APPEND_UTF8(&doc, "source", source);
    BSON_APPEND_UTF8(&doc, "type", ev->type);
-   bson_append_utf8(&doc, "subject", 7, subject.str ? subject.str : "", (int) subject.len);
+   bson_append_utf8(&doc, "subject", 7, subject.str ? subject.str : "", (int)subject.len);
    if (ev->has_time) {
       relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
       BSON_APPEND_UTF8(&doc, "time", tbuf);

@@ -5,6 +5,27 @@
 
 #include <string.h>
 
+mongoc_client_t *
+relay_store_client_new(const relay_config_t *cfg, const char *appname, bson_error_t *error)
+{
+   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
+   mongoc_client_t *client;
+
+   if (!uri) {
+      return NULL;
+   }
+   if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS)) {
+      mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
+   }
+   client = mongoc_client_new_from_uri_with_error(uri, error);
+   mongoc_uri_destroy(uri);
+   if (client) {
+      mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+      mongoc_client_set_appname(client, appname);
+   }
+   return client;
+}
+
 int
 relay_ts_cmp(relay_ts_t a, relay_ts_t b)
 {
@@ -18,8 +39,7 @@ relay_ts_cmp(relay_ts_t a, relay_ts_t b)
 }
 
 bool
-relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg,
-                         bson_error_t *error)
+relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg, bson_error_t *error)
 {
    bson_t cmd = BSON_INITIALIZER, indexes, index, key, pfe, cond;
    char *first = bson_strdup_printf("%s.0", cfg->events_field);

@@ -20,46 +20,46 @@ typedef struct {
    uint32_t t, i;
 } relay_ts_t;
 
+/* Creates a client for cfg->mongodb_uri with error API 2 and @appname. Unless the URI says
+ * otherwise, server selection gives up after 5 s instead of mongoc's 30 s: the relay retries
+ * anyway, and a shorter wait keeps shutdown and the main loop responsive while MongoDB is
+ * down. Returns NULL and fills @error on a bad URI. */
+mongoc_client_t *relay_store_client_new(const relay_config_t *cfg, const char *appname,
+                                        bson_error_t *error);
+
 /* -1, 0, 1 as @a is before, equal to, after @b. */
-int
-relay_ts_cmp(relay_ts_t a, relay_ts_t b);
+int relay_ts_cmp(relay_ts_t a, relay_ts_t b);
 
 /* Creates the "outbox_pending" partial index ({<eventSeq>: 1} where "<events>.0" exists)
  * that the sweep uses, exactly as liboutbox's outbox_collection_ensure_indexes() does, so
  * whichever runs first wins and the other is a no-op. */
-bool
-relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg,
-                         bson_error_t *error);
+bool relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg,
+                              bson_error_t *error);
 
 /* Loads the checkpointed resume token of relay @name into @token (initialised by the call
  * when found). Returns false with error->code 0 if there is none, or with the error. */
-bool
-relay_store_load_checkpoint(mongoc_collection_t *state, const char *name, bson_t *token,
-                            bson_error_t *error);
+bool relay_store_load_checkpoint(mongoc_collection_t *state, const char *name, bson_t *token,
+                                 bson_error_t *error);
 
 /* Upserts {_id: name, token, updatedAt}. */
-bool
-relay_store_save_checkpoint(mongoc_collection_t *state, const char *name, const bson_t *token,
-                            bson_error_t *error);
+bool relay_store_save_checkpoint(mongoc_collection_t *state, const char *name, const bson_t *token,
+                                 bson_error_t *error);
 
 /* Removes relay @name's checkpoint (used when its token is gone for good). */
-bool
-relay_store_drop_checkpoint(mongoc_collection_t *state, const char *name, bson_error_t *error);
+bool relay_store_drop_checkpoint(mongoc_collection_t *state, const char *name, bson_error_t *error);
 
 /* The server's current operation time (from a ping): a point no later than any write that
  * starts after this call returns. */
-bool
-relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error);
+bool relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error);
 
 /* Reads the bookkeeping fields of one entity into @doc (initialised by the call). Returns
  * false with error->code 0 if the document does not exist. */
-bool
-relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
-                        const bson_value_t *id, bson_t *doc, bson_error_t *error);
+bool relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
+                             const bson_value_t *id, bson_t *doc, bson_error_t *error);
 
 /* Opens the sweep: every document with pending events, through the pending index when it
  * exists. Never NULL; check mongoc_cursor_error(). */
-mongoc_cursor_t *
-relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg, bool hint);
+mongoc_cursor_t *relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg,
+                                          bool hint);
 
 #endif /* RELAY_STORE_H */

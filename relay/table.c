@@ -61,7 +61,7 @@ make_key(int coll, const bson_value_t *id, size_t *len)
 {
    bson_t doc = BSON_INITIALIZER;
    uint8_t *key;
-   uint32_t c = (uint32_t) coll;
+   uint32_t c = (uint32_t)coll;
 
    bson_append_value(&doc, "", 0, id);
    *len = sizeof c + doc.len;

@@ -80,102 +80,80 @@ typedef struct {
    bool checkpoint_changed;
 } relay_table_t;
 
-void
-relay_table_init(relay_table_t *t);
+void relay_table_init(relay_table_t *t);
 
 /* Frees everything, including the entities' items. */
-void
-relay_table_cleanup(relay_table_t *t);
+void relay_table_cleanup(relay_table_t *t);
 
 /* Finds an entity; NULL if absent. */
-relay_entity_t *
-relay_table_find(relay_table_t *t, int coll, const bson_value_t *id);
+relay_entity_t *relay_table_find(relay_table_t *t, int coll, const bson_value_t *id);
 
 /* Finds or adds an entity (last_seq 0). */
-relay_entity_t *
-relay_table_add(relay_table_t *t, int coll, const bson_value_t *id);
+relay_entity_t *relay_table_add(relay_table_t *t, int coll, const bson_value_t *id);
 
 /* Removes @e if it holds nothing (no items, nothing in flight, on no list). Returns true if
  * it was removed (then @e is freed). */
-bool
-relay_table_evict(relay_table_t *t, relay_entity_t *e);
+bool relay_table_evict(relay_table_t *t, relay_entity_t *e);
 
 /* Removes every entity that holds nothing. */
-void
-relay_table_evict_idle(relay_table_t *t);
+void relay_table_evict_idle(relay_table_t *t);
 
 /* Appends a stream position. @token is copied (NULL allowed). Positions with nothing left
  * are merged, so the FIFO never grows beyond the number of buffered events + 1. */
-relay_pos_t *
-relay_table_pos_push(relay_table_t *t, const bson_t *token, int64_t wall_ms);
+relay_pos_t *relay_table_pos_push(relay_table_t *t, const bson_t *token, int64_t wall_ms);
 
 /* Pops positions with nothing left from the front and moves the checkpoint candidate. Call
  * after the events of a change event were offered. */
-void
-relay_table_pos_settle(relay_table_t *t);
+void relay_table_pos_settle(relay_table_t *t);
 
 /* Drops the checkpoint candidate and all positions (used when a sweep restarts the
  * stream: the old positions mean nothing any more). Items keep their (orphaned) counts. */
-void
-relay_table_pos_reset(relay_table_t *t);
+void relay_table_pos_reset(relay_table_t *t);
 
 /* Attaches every item that has no position (after relay_table_pos_reset()) to @pos. */
-void
-relay_table_pos_adopt(relay_table_t *t, relay_pos_t *pos);
+void relay_table_pos_adopt(relay_table_t *t, relay_pos_t *pos);
 
 /* Offers a parsed event to @e. A valid event is taken (moved into the table, @ev zeroed) if
  * its seq is above e->last_seq; a poison event if its seq is above last_seq or unreadable.
  * Returns true if taken; otherwise the caller still owns @ev. */
-bool
-relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos);
+bool relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos);
 
 /* Pops the next entity whose first queued event may be published now (@now_ms: for entities
  * backing off after a failure), marks that event in flight and returns the entity; the
  * event is e->inflight. NULL if none. */
-relay_entity_t *
-relay_table_next_ready(relay_table_t *t, int64_t now_ms);
+relay_entity_t *relay_table_next_ready(relay_table_t *t, int64_t now_ms);
 
 /* The in-flight event of @e was acknowledged: it waits for clearing, the next one may go. */
-void
-relay_table_acked(relay_table_t *t, relay_entity_t *e);
+void relay_table_acked(relay_table_t *t, relay_entity_t *e);
 
 /* The in-flight event of @e failed: it is queued again (first in line) and @e is not offered
  * before @retry_at_ms. */
-void
-relay_table_failed(relay_table_t *t, relay_entity_t *e, int64_t retry_at_ms);
+void relay_table_failed(relay_table_t *t, relay_entity_t *e, int64_t retry_at_ms);
 
 /* The in-flight event of @e can never be published: it waits for the dead letters. */
-void
-relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason);
+void relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason);
 
 /* Pops an entity with acknowledged or poison items to write; NULL if none. */
-relay_entity_t *
-relay_table_next_dirty(relay_table_t *t);
+relay_entity_t *relay_table_next_dirty(relay_table_t *t);
 
 /* Puts @e back on the dirty list (its write failed, or did not fit in a batch). */
-void
-relay_table_mark_dirty(relay_table_t *t, relay_entity_t *e);
+void relay_table_mark_dirty(relay_table_t *t, relay_entity_t *e);
 
 /* Removes @e's items in @state (ACKED or POISON) after they were written, releasing their
  * positions. Returns how many were removed. */
-size_t
-relay_table_remove_state(relay_table_t *t, relay_entity_t *e, relay_item_state_t state);
+size_t relay_table_remove_state(relay_table_t *t, relay_entity_t *e, relay_item_state_t state);
 
 /* Removes one item of @e (after it was dead-lettered), releasing its position. */
-void
-relay_table_remove_item(relay_table_t *t, relay_entity_t *e, relay_item_t *item);
+void relay_table_remove_item(relay_table_t *t, relay_entity_t *e, relay_item_t *item);
 
 /* Moves @e's items in state @from to @to; returns how many. */
-size_t
-relay_table_restate(relay_entity_t *e, relay_item_state_t from, relay_item_state_t to);
+size_t relay_table_restate(relay_entity_t *e, relay_item_state_t from, relay_item_state_t to);
 
 /* Counts @e's items in @state. */
-size_t
-relay_table_count_state(const relay_entity_t *e, relay_item_state_t state);
+size_t relay_table_count_state(const relay_entity_t *e, relay_item_state_t state);
 
 /* Takes the checkpoint candidate if it changed since the last call (caller frees), else
  * NULL. */
-bson_t *
-relay_table_take_checkpoint(relay_table_t *t);
+bson_t *relay_table_take_checkpoint(relay_table_t *t);
 
 #endif /* RELAY_TABLE_H */

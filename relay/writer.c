@@ -61,8 +61,8 @@ dead_letter(relay_t *r, relay_entity_t *e, relay_item_t *it, bool *moved, bson_e
    bson_append_document_end(&u, &doc);
 
    ok = mongoc_collection_update_one(r->colls[e->coll], &q, &u, NULL, &reply, error);
-   *moved = ok && bson_iter_init_find(&iter, &reply, "modifiedCount") &&
-            bson_iter_as_int64(&iter) > 0;
+   *moved =
+       ok && bson_iter_init_find(&iter, &reply, "modifiedCount") && bson_iter_as_int64(&iter) > 0;
    bson_destroy(&reply);
    bson_destroy(&q);
    bson_destroy(&u);
@@ -109,7 +109,7 @@ add_clear(relay_clear_job_t *job, relay_entity_t *e)
    for (relay_item_t *it = e->head; it; it = it->next) {
       if (it->state == RELAY_ITEM_ACKED) {
          const char *k;
-         bson_uint32_to_string((uint32_t) n++, &k, key, sizeof key);
+         bson_uint32_to_string((uint32_t)n++, &k, key, sizeof key);
          bson_append_utf8(&ids, k, -1, it->ev.id, -1);
          it->state = RELAY_ITEM_CLEARING;
       }
@@ -158,7 +158,7 @@ collect(relay_t *r, int64_t now)
    }
    relay_clear_job_free(job);
    relay_table_pos_settle(&r->table);
-   relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double) r->table.buffered);
+   relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double)r->table.buffered);
 }
 
 bool
@@ -170,7 +170,7 @@ relay_writer_idle(relay_t *r)
 void
 relay_writer_flush(relay_t *r, int64_t now, bool force)
 {
-   size_t cap = (size_t) r->cfg->clear_batch_size;
+   size_t cap = (size_t)r->cfg->clear_batch_size;
    relay_clear_job_t *job = NULL;
 
    collect(r, now);
@@ -216,8 +216,7 @@ relay_writer_checkpoint(relay_t *r, int64_t now, bool force)
       return;
    }
    if (!relay_store_save_checkpoint(r->state, r->cfg->name, token, &error)) {
-      relay_log(RELAY_LOG_WARNING, "writer", "saving the checkpoint failed: %s",
-                error.message);
+      relay_log(RELAY_LOG_WARNING, "writer", "saving the checkpoint failed: %s", error.message);
       r->table.checkpoint_changed = true; /* try again next time */
    }
    bson_destroy(token);

@@ -18,7 +18,10 @@
 
 #include "cloudevent.h"
 #include "directory.h"
+#include "example-common.h"
 #include "mqtt.h"
+
+#define PROG "contacts-consumer"
 
 typedef struct {
    const char *mqtt_uri;
@@ -53,20 +56,14 @@ usage(FILE *out)
            "  -h, --help           show this help\n");
 }
 
-static const char *
-env_or(const char *name, const char *fallback)
-{
-   const char *v = getenv(name);
-
-   return v && *v ? v : fallback;
-}
-
 static int
 parse_args(int argc, char **argv, options_t *o)
 {
-   o->mqtt_uri = env_or("OUTBOX_MQTT_URI", "tcp://127.0.0.1:1883");
+   int rc;
+
+   o->mqtt_uri = example_env_or("OUTBOX_MQTT_URI", "tcp://127.0.0.1:1883");
    o->mongodb_uri =
-       env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
+       example_env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
    o->db = "contacts_directory";
    o->topic = "outbox/contacts/#";
    o->client_id = "contacts-consumer";
@@ -84,15 +81,8 @@ parse_args(int argc, char **argv, options_t *o)
          usage(stdout);
          return EX_OK;
       }
-      if (!dst) {
-         fprintf(stderr, "contacts-consumer: unknown option '%s' (see --help)\n", a);
-         return EX_USAGE;
-      }
-      if (i + 1 >= argc || !argv[i + 1][0]) {
-         fprintf(stderr, "contacts-consumer: %s needs a value\n", a);
-         return EX_USAGE;
-      }
-      *dst = argv[++i];
+      if ((rc = example_option_value(PROG, argc, argv, &i, dst)) >= 0)
+         return rc;
       if (qos) {
          if (strlen(qos) != 1 || qos[0] < '0' || qos[0] > '2') {
             fprintf(stderr, "contacts-consumer: --qos must be 0, 1 or 2\n");
@@ -148,24 +138,6 @@ run(const options_t *o, directory_t *dir)
    return EX_OK;
 }
 
-static mongoc_client_pool_t *
-open_pool(const char *uri_string)
-{
-   bson_error_t error;
-   mongoc_uri_t *uri = mongoc_uri_new_with_error(uri_string, &error);
-   mongoc_client_pool_t *pool;
-
-   if (!uri) {
-      fprintf(stderr, "contacts-consumer: bad --mongodb-uri: %s\n", error.message);
-      return NULL;
-   }
-   pool = mongoc_client_pool_new(uri);
-   mongoc_uri_destroy(uri);
-   if (pool)
-      mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
-   return pool;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -182,7 +154,7 @@ main(int argc, char **argv)
    sigaction(SIGTERM, &sa, NULL);
    signal(SIGPIPE, SIG_IGN); /* paho may write to a closed socket while reconnecting */
    mongoc_init();
-   if (!(pool = open_pool(o.mongodb_uri))) {
+   if (!(pool = example_open_pool(PROG, o.mongodb_uri))) {
       rc = EX_USAGE;
    } else if (!(dir = directory_new(pool, o.db, stdout, &error))) {
       fprintf(stderr, "contacts-consumer: %s\n", error.message);

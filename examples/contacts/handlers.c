@@ -128,16 +128,50 @@ precondition(call_t *call, if_match_t *kind, int64_t *expected, enum MHD_Result 
    return true;
 }
 
+/* Reads If-Match for PUT, PATCH and DELETE after checking the id; returns true to go on,
+ * false after answering. */
+static bool
+begin_change(call_t *call, const char *id, if_match_t *kind, int64_t *expected,
+             enum MHD_Result *ret)
+{
+   if (!repository_id_valid(id)) {
+      *ret = bad_id(call);
+      return false;
+   }
+   return precondition(call, kind, expected, ret);
+}
+
+/* repository_get() for a contact that is not deleted: a deleted one is REPO_NOT_FOUND. */
+static repo_status_t
+get_live(call_t *call, const char *id, contact_t **c, int64_t *version, bson_error_t *error)
+{
+   repo_status_t st = repository_get(call->repo, id, c, version, error);
+
+   if (st == REPO_OK && contact_is_deleted(*c))
+      st = REPO_NOT_FOUND;
+   return st;
+}
+
+/* Stores a changed contact; returns true, or false after answering. *version is updated. */
+static bool
+save(call_t *call, contact_t *c, int64_t *version, enum MHD_Result *ret)
+{
+   bson_error_t error;
+   repo_status_t st = repository_save(call->repo, c, version, &error);
+
+   if (st != REPO_OK)
+      *ret = http_fail_repo(call, st, *version, &error);
+   return st == REPO_OK;
+}
+
 /* Loads a live contact and checks the precondition against its version. */
 static bool
 load_for_change(call_t *call, const char *id, if_match_t kind, int64_t expected, contact_t **c,
                 int64_t *version, enum MHD_Result *ret)
 {
    bson_error_t error;
-   repo_status_t st = repository_get(call->repo, id, c, version, &error);
+   repo_status_t st = get_live(call, id, c, version, &error);
 
-   if (st == REPO_OK && contact_is_deleted(*c))
-      st = REPO_NOT_FOUND;
    if (st != REPO_OK) {
       contact_destroy(*c);
       *ret = http_fail_repo(call, st, 0, &error);
@@ -193,9 +227,7 @@ handle_get(call_t *call, const char *id)
 
    if (!repository_id_valid(id))
       return bad_id(call);
-   st = repository_get(call->repo, id, &c, &version, &error);
-   if (st == REPO_OK && contact_is_deleted(c))
-      st = REPO_NOT_FOUND;
+   st = get_live(call, id, &c, &version, &error);
    ret = st == REPO_OK ? respond_contact(call, MHD_HTTP_OK, c, version, NULL)
                        : http_fail_repo(call, st, 0, &error);
    contact_destroy(c);
@@ -207,17 +239,13 @@ handle_put(call_t *call, const char *id)
 {
    contact_input_t in;
    contact_error_t why;
-   bson_error_t error;
    bson_t holder;
    int64_t expected, version;
    contact_t *c;
    if_match_t kind;
    enum MHD_Result ret;
-   repo_status_t st;
 
-   if (!repository_id_valid(id))
-      return bad_id(call);
-   if (!precondition(call, &kind, &expected, &ret))
+   if (!begin_change(call, id, &kind, &expected, &ret))
       return ret;
    if (!json_content_type(call))
       return unsupported_type(call);
@@ -229,13 +257,10 @@ handle_put(call_t *call, const char *id)
       bson_destroy(&holder);
       return ret;
    }
-   if (!contact_replace(c, &in, &why)) {
+   if (!contact_replace(c, &in, &why))
       ret = bad_request(call, &why);
-   } else if ((st = repository_save(call->repo, c, &version, &error)) != REPO_OK) {
-      ret = http_fail_repo(call, st, version, &error);
-   } else {
+   else if (save(call, c, &version, &ret))
       ret = respond_contact(call, MHD_HTTP_OK, c, version, NULL);
-   }
    bson_destroy(&holder);
    contact_destroy(c);
    return ret;
@@ -248,9 +273,7 @@ patch_and_save(call_t *call, contact_t *c, int64_t version, const bson_t *patch)
    bson_t current = BSON_INITIALIZER, merged;
    contact_input_t in;
    contact_error_t why;
-   bson_error_t error;
    enum MHD_Result ret;
-   repo_status_t st;
 
    contact_append_fields(c,
                          CONTACT_CHANGED_NAME | CONTACT_CHANGED_DESCRIPTION |
@@ -259,9 +282,7 @@ patch_and_save(call_t *call, contact_t *c, int64_t version, const bson_t *patch)
    if (!representation_merge_patch(&current, patch, &merged, &why) ||
        !representation_read(&merged, &in, &why) || !contact_replace(c, &in, &why))
       ret = bad_request(call, &why);
-   else if ((st = repository_save(call->repo, c, &version, &error)) != REPO_OK)
-      ret = http_fail_repo(call, st, version, &error);
-   else
+   else if (save(call, c, &version, &ret))
       ret = respond_contact(call, MHD_HTTP_OK, c, version, NULL);
    bson_destroy(&merged);
    bson_destroy(&current);
@@ -278,9 +299,7 @@ handle_patch(call_t *call, const char *id)
    enum MHD_Result ret;
    bson_t patch;
 
-   if (!repository_id_valid(id))
-      return bad_id(call);
-   if (!precondition(call, &kind, &expected, &ret))
+   if (!begin_change(call, id, &kind, &expected, &ret))
       return ret;
    if (!content_type_is(call, "application/merge-patch+json") && !json_content_type(call))
       return http_fail(call, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type", NULL,
@@ -303,24 +322,18 @@ enum MHD_Result
 handle_delete(call_t *call, const char *id)
 {
    contact_error_t why;
-   bson_error_t error;
    int64_t expected, version;
    contact_t *c;
    if_match_t kind;
    enum MHD_Result ret;
-   repo_status_t st;
 
-   if (!repository_id_valid(id))
-      return bad_id(call);
-   if (!precondition(call, &kind, &expected, &ret))
+   if (!begin_change(call, id, &kind, &expected, &ret))
       return ret;
    if (!load_for_change(call, id, kind, expected, &c, &version, &ret))
       return ret;
    if (!contact_delete(c, &why))
       ret = http_fail(call, MHD_HTTP_NOT_FOUND, "not-found", NULL, why.message, 0);
-   else if ((st = repository_save(call->repo, c, &version, &error)) != REPO_OK)
-      ret = http_fail_repo(call, st, version, &error);
-   else
+   else if (save(call, c, &version, &ret))
       ret = http_respond(call, MHD_HTTP_NO_CONTENT, NULL, 0, NULL);
    contact_destroy(c);
    return ret;

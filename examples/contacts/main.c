@@ -14,8 +14,11 @@
 #include <mongoc/mongoc.h>
 #include <outbox/outbox.h>
 
+#include "example-common.h"
 #include "http.h"
 #include "repository.h"
+
+#define PROG "contacts-service"
 
 typedef struct {
    const char *uri;
@@ -41,9 +44,10 @@ usage(FILE *out)
 static int
 parse_args(int argc, char **argv, options_t *o)
 {
-   const char *env = getenv("OUTBOX_MONGODB_URI");
+   int rc;
 
-   o->uri = env && *env ? env : "mongodb://127.0.0.1:27017/?directConnection=true";
+   o->uri =
+       example_env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
    o->db = "contacts";
    o->listen = "127.0.0.1:8080";
    for (int i = 1; i < argc; i++) {
@@ -60,35 +64,10 @@ parse_args(int argc, char **argv, options_t *o)
          printf("contacts-service (outbox %s)\n", outbox_get_version());
          return EX_OK;
       }
-      if (!dst) {
-         fprintf(stderr, "contacts-service: unknown option '%s' (see --help)\n", a);
-         return EX_USAGE;
-      }
-      if (i + 1 >= argc || !argv[i + 1][0]) {
-         fprintf(stderr, "contacts-service: %s needs a value\n", a);
-         return EX_USAGE;
-      }
-      *dst = argv[++i];
+      if ((rc = example_option_value(PROG, argc, argv, &i, dst)) >= 0)
+         return rc;
    }
    return -1;
-}
-
-static mongoc_client_pool_t *
-open_pool(const char *uri_string)
-{
-   bson_error_t error;
-   mongoc_uri_t *uri = mongoc_uri_new_with_error(uri_string, &error);
-   mongoc_client_pool_t *pool;
-
-   if (!uri) {
-      fprintf(stderr, "contacts-service: bad --mongodb-uri: %s\n", error.message);
-      return NULL;
-   }
-   pool = mongoc_client_pool_new(uri);
-   mongoc_uri_destroy(uri);
-   if (pool)
-      mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
-   return pool;
 }
 
 static int
@@ -140,7 +119,7 @@ main(int argc, char **argv)
    pthread_sigmask(SIG_BLOCK, &stop, NULL);
    signal(SIGPIPE, SIG_IGN);
    mongoc_init();
-   if (!(pool = open_pool(o.uri))) {
+   if (!(pool = example_open_pool(PROG, o.uri))) {
       mongoc_cleanup();
       return EX_USAGE;
    }

@@ -42,7 +42,7 @@ bench_relay_log_tail(const bench_servers_t *s, const char *log_name)
 }
 
 bool
-bench_relay_wait(bench_sub_t *sub, size_t n, pid_t relay, int64_t deadline, const char **why)
+bench_relay_wait(bench_sub_t *sub, size_t n, pid_t *relay, int64_t deadline, const char **why)
 {
    static char exited[64]; /* only the main thread waits */
    int status;
@@ -53,7 +53,8 @@ bench_relay_wait(bench_sub_t *sub, size_t n, pid_t relay, int64_t deadline, cons
          *why = "timed out waiting for messages";
          return false;
       }
-      if (relay > 0 && waitpid(relay, &status, WNOHANG) == relay) {
+      if (*relay > 0 && waitpid(*relay, &status, WNOHANG) == *relay) {
+         *relay = 0; /* reaped: never signal that pid again */
          if (WIFSIGNALED(status)) {
             snprintf(exited, sizeof exited, "the relay was killed by signal %d",
                      WTERMSIG(status));
@@ -107,7 +108,7 @@ order_violations(const bench_layout_t *l, const uint32_t *rank)
 /* The stream mode starts timing only once the relay is watching: one probe event proves it. */
 static bool
 probe(const bench_drain_run_t *run, mongoc_client_t *c, const char *coll, bench_sub_t *sub,
-      pid_t relay, const char **why)
+      pid_t *relay, const char **why)
 {
    mongoc_collection_t *col = mongoc_client_get_collection(c, run->opts->database, coll);
    bson_t doc = BSON_INITIALIZER, arr;
@@ -158,16 +159,9 @@ finish(const bench_drain_run_t *run, bench_sub_t *sub, const bench_layout_t *l,
    out->order_violations = order_violations(l, bench_sub_rank(sub));
 }
 
-bool
-bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_client_t *c,
-                bench_sub_t *sub, bench_drain_t *out)
+static void
+init_out(const bench_drain_run_t *run, bench_drain_t *out)
 {
-   static int counter;
-   const bench_opts_t *o = run->opts;
-   char coll[64], log[96], prefix[96];
-   snprintf(coll, sizeof coll, "drain%d_%ld", ++counter, (long) getpid());
-   snprintf(log, sizeof log, "relay-%s.log", coll);
-   snprintf(prefix, sizeof prefix, "outbox/%s/", coll);
    memset(out, 0, sizeof *out);
    out->events = run->events;
    out->entities = run->entities;
@@ -175,7 +169,54 @@ bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_c
    out->events_per_commit = run->per_commit;
    out->payload = run->payload;
    out->mode = run->stream ? "stream" : "sweep";
+}
 
+static void
+use_end(bench_drain_t *out, pid_t relay)
+{
+   if (relay <= 0) {
+      out->relay.pid = 0; /* reaped already: its pid may belong to someone else by now */
+   }
+   bench_proc_use_end(&out->relay);
+   bench_proc_use_end(&out->mongod);
+   bench_proc_use_end(&out->mosquitto);
+   bench_proc_use_end(&out->self);
+}
+
+/* Starts the relay (after the backlog in sweep mode, before the writes in stream mode) and
+ * waits until everything arrived and was cleared. Returns the start of the timed interval. */
+static int64_t
+measure(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_client_t *c,
+        bench_sub_t *sub, const char *coll, bench_layout_t *l, pid_t *relay, bool *ok,
+        const char **why)
+{
+   const bench_opts_t *o = run->opts;
+   char log[96];
+   snprintf(log, sizeof log, "relay-%s.log", coll);
+   int64_t t0 = bench_now_ns();
+   *relay = *ok ? bench_relay_start(o, s, coll, run->window, log) : 0;
+   *ok = *ok && *relay > 0;
+   if (*ok && run->stream) {
+      *ok = probe(run, c, coll, sub, relay, why);
+      t0 = bench_now_ns();
+      *ok = *ok && bench_stream_write(c, o->database, coll, l, run->per_commit, run->payload, 0);
+   }
+   int64_t deadline = t0 + (int64_t) (o->timeout_s * 1e9);
+   *ok = *ok && bench_relay_wait(sub, run->events + (run->stream ? 1 : 0), relay, deadline, why);
+   *ok = *ok && wait_cleared(c, o->database, coll, deadline, why);
+   return t0;
+}
+
+bool
+bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_client_t *c,
+                bench_sub_t *sub, bench_drain_t *out)
+{
+   static int counter;
+   char coll[64], log[96], prefix[96];
+   snprintf(coll, sizeof coll, "drain%d_%ld", ++counter, (long) getpid());
+   snprintf(log, sizeof log, "relay-%s.log", coll);
+   snprintf(prefix, sizeof prefix, "outbox/%s/", coll);
+   init_out(run, out);
    bench_layout_t l;
    bench_layout_init(&l, run->events, run->entities);
    const char *why = "could not write the backlog";
@@ -185,25 +226,13 @@ bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_c
    bench_proc_use_begin(&out->mongod, s->mongod_pid);
    bench_proc_use_begin(&out->mosquitto, s->mosquitto_pid);
    bench_proc_use_begin(&out->self, getpid());
-   int64_t t0 = bench_now_ns();
-   pid_t relay = ok ? bench_relay_start(o, s, coll, run->window, log) : 0;
-   bench_proc_use_begin(&out->relay, relay);
-   ok = ok && relay > 0;
-   if (ok && run->stream) {
-      ok = probe(run, c, coll, sub, relay, &why);
-      t0 = bench_now_ns();
-      ok = ok && bench_stream_write(c, o->database, coll, &l, run->per_commit, run->payload, 0);
-   }
-   int64_t deadline = t0 + (int64_t) (o->timeout_s * 1e9);
-   ok = ok && bench_relay_wait(sub, run->events + (run->stream ? 1 : 0), relay, deadline, &why);
-   ok = ok && wait_cleared(c, o->database, coll, deadline, &why);
+   bench_proc_use_begin(&out->relay, 0);
+   pid_t relay = 0;
+   int64_t t0 = measure(run, s, c, sub, coll, &l, &relay, &ok, &why);
    int64_t t_end = bench_now_ns();
-   bench_proc_use_end(&out->relay);
-   bench_proc_use_end(&out->mongod);
-   bench_proc_use_end(&out->mosquitto);
-   bench_proc_use_end(&out->self);
-   int status = relay > 0 ? bench_stop_child(relay, 15) : 0;
-   if (ok && status != 0) {
+   out->relay.pid = relay; /* started at ~0 CPU: its total is the interval's */
+   use_end(out, relay);
+   if (relay > 0 && bench_stop_child(relay, 15) != 0 && ok) {
       why = "the relay did not exit with 0 on SIGTERM";
       ok = false;
    }
@@ -220,7 +249,7 @@ bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_c
    } else {
       bench_relay_log_remove(s, log);
    }
-   bench_coll_drop(c, o->database, coll);
+   bench_coll_drop(c, run->opts->database, coll);
    bench_layout_free(&l);
    return ok;
 }

@@ -21,8 +21,9 @@ typedef struct {
 bool bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_client_t *c,
                      bench_sub_t *sub, bench_drain_t *out);
 
-/* Waits until `n` distinct events arrived, the deadline passed, or the relay exited. */
-bool bench_relay_wait(bench_sub_t *sub, size_t n, pid_t relay, int64_t deadline,
+/* Waits until `n` distinct events arrived, the deadline passed, or the relay exited; in
+ * the last case *relay is set to 0 (the process was reaped and must not be signalled). */
+bool bench_relay_wait(bench_sub_t *sub, size_t n, pid_t *relay, int64_t deadline,
                       const char **why);
 
 /* Prints the last lines of a relay log in the work directory to stderr. */

@@ -198,7 +198,7 @@ run_phase(steady_t *sd, double rate, double seconds, bench_steady_t *out)
    size_t committed = atomic_load(&ph->committed);
    const char *why = "";
    int64_t deadline = bench_now_ns() + (int64_t) (sd->o->timeout_s * 1e9);
-   ok = bench_relay_wait(sd->sub, committed, sd->relay, deadline, &why) && ok;
+   ok = bench_relay_wait(sd->sub, committed, &sd->relay, deadline, &why) && ok;
    bench_sub_stats_t st;
    bench_sub_stats(sd->sub, &st);
    *out = (bench_steady_t){.ok = ok, .target_per_s = rate, .events = committed,
@@ -250,7 +250,7 @@ phases(steady_t *sd, bench_results_t *r)
       return;
    }
    r->max_sustainable_per_s = r->saturation.target_per_s;
-   for (int i = 0; i < 3; i++) {
+   for (int i = 0; i < 3 && sd->relay > 0; i++) {
       if (sd->o->verbose) {
          fprintf(stderr, "outbox-bench: steady state at %.0f%% (%.0f/s)\n", pct[i],
                  r->max_sustainable_per_s * pct[i] / 100);
@@ -289,7 +289,7 @@ bench_steady_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_sub_
    if (sd->relay > 0) {
       init_writers(sd, o->writers < MAX_WRITERS ? o->writers : MAX_WRITERS, entities);
       phases(sd, r);
-      if (bench_stop_child(sd->relay, 15) != 0) {
+      if (sd->relay > 0 && bench_stop_child(sd->relay, 15) != 0) {
          bench_fail(r, "steady state: the relay did not exit with 0 on SIGTERM");
       }
    } else {

@@ -18,6 +18,7 @@ import argparse
 import os
 import random
 import shutil
+import subprocess
 import sys
 import time
 import traceback
@@ -52,7 +53,8 @@ class Env:
             self.broker = cl.Broker(self.workdir, broker_conf)
             self.sub = cl.Subscriber(self.broker)
 
-    def relay(self, extra=(), name="chaos", mqtt_uri=None, mongo_uri=None, log_level="info"):
+    def relay(self, extra=(), name="chaos", mqtt_uri=None, mongo_uri=None, log_level=None):
+        log_level = log_level or self.opts.relay_log_level
         r = cl.Relay(self.opts.relay, self.workdir, mongo_uri or self.mongod.uri,
                      mqtt_uri or self.broker.uri, DB, self.colls, name, extra, log_level)
         self.relays.append(r)
@@ -93,6 +95,13 @@ class Env:
                 f.write("%s %s %s %d\n" % (eid, v[0], v[1], v[2]))
         with open(os.path.join(self.workdir, "timeline.txt"), "w") as f:
             f.write("\n".join(cl.TIMELINE) + "\n")
+        for r in self.relays:
+            if r.alive() and shutil.which("gdb"):
+                path = os.path.join(self.workdir, "relay-pid%d.stacks" % r.pid)
+                with open(path, "wb") as f:
+                    subprocess.run(["gdb", "-p", str(r.pid), "-batch", "-ex",
+                                    "thread apply all bt"], stdout=f, stderr=f, timeout=60)
+                print("  relay %d is still running: its stacks are in %s" % (r.pid, path))
 
     def close(self):
         for r in self.relays:
@@ -173,48 +182,63 @@ def scenario_broker_restart(opts):
         env.close()
 
 
-FAILPOINTS = [
-    ("getMore dropped", {"failCommands": ["getMore"], "closeConnection": True,
+FAILPOINTS = {
+    "getmore_dropped": ({"failCommands": ["getMore"], "closeConnection": True,
                          "appName": "outbox-relay-stream"}, {"times": 2}),
-    ("clear dropped", {"failCommands": ["update"], "closeConnection": True,
+    "clear_dropped": ({"failCommands": ["update"], "closeConnection": True,
                        "appName": "outbox-relay-clear"}, {"times": 3}),
-    ("checkpoint dropped", {"failCommands": ["update"], "closeConnection": True,
+    "checkpoint_dropped": ({"failCommands": ["update"], "closeConnection": True,
                             "appName": "outbox-relay"}, {"times": 3}),
-    ("clear error", {"failCommands": ["update"], "errorCode": 91,
+    "clear_error": ({"failCommands": ["update"], "errorCode": 91,
                      "appName": "outbox-relay-clear"}, {"times": 2}),
-    ("slow getMore", {"failCommands": ["getMore"], "blockConnection": True, "blockTimeMS": 700,
+    "slow_getmore": ({"failCommands": ["getMore"], "blockConnection": True, "blockTimeMS": 700,
                       "appName": "outbox-relay-stream"}, {"times": 4}),
-    ("slow clear", {"failCommands": ["update"], "blockConnection": True, "blockTimeMS": 700,
+    "slow_clear": ({"failCommands": ["update"], "blockConnection": True, "blockTimeMS": 700,
                     "appName": "outbox-relay-clear"}, {"times": 4}),
-    ("slow checkpoint", {"failCommands": ["update"], "blockConnection": True,
+    "slow_checkpoint": ({"failCommands": ["update"], "blockConnection": True,
                          "blockTimeMS": 1500, "appName": "outbox-relay"}, {"times": 2}),
-]
+}
 
 
-def scenario_mongo_faults(opts):
-    """MongoDB connections dropped on getMore, on the clearing update and on the checkpoint
-    write; server errors; slow MongoDB (blockTimeMS). The relay's connections are told apart
-    by their appName, so the writers are not hit."""
+def mongo_fault(opts, tags, tag):
+    """Runs load while the failpoints named by `tags` are set one after the other."""
     rounds = sizes(opts, 1, 4)
-    env = Env(opts, "mongo")
+    env = Env(opts, tag)
     try:
         relay = env.relay()
         check(relay.wait_log("change stream open"), "relay did not start")
-        env.writer("things", "m", 0, 80, 700 * len(FAILPOINTS) * rounds // 4, 4, 3000)
+        env.writer("things", "m", 0, 80, 300 * (len(tags) + 1) * rounds, 4, 3000)
         for _ in range(rounds):
-            for what, data, mode in FAILPOINTS:
-                time.sleep(0.4)
+            for t in tags:
+                time.sleep(0.5)
+                data, mode = FAILPOINTS[t]
                 env.mongod.failpoint(mode, data)
                 env.figures.failpoints += 1
-                time.sleep(0.6)
+                time.sleep(0.7)
         env.mongod.failpoint_off()
         env.finish_writers()
         expect_clean(env)
-        text = relay.log_text()
         check(relay.alive(), "relay died")
-        env.figures.notes.append("relay warnings: %d lines" % text.count("WARN"))
     finally:
         env.close()
+
+
+def _make_fault_scenario(tag):
+    def scenario(opts):
+        mongo_fault(opts, [tag], tag)
+    data, mode = FAILPOINTS[tag]
+    scenario.__name__ = "scenario_mongo_" + tag
+    scenario.__doc__ = "MongoDB failpoint %s %s while events flow (the relay's connections " \
+                       "are told apart by appName; writers are not hit)." % (mode, data)
+    return scenario
+
+
+MONGO_SCENARIOS = [_make_fault_scenario(t) for t in FAILPOINTS]
+
+
+def scenario_mongo_faults(opts):
+    """All MongoDB failpoints, one after the other, during one run."""
+    mongo_fault(opts, list(FAILPOINTS), "mongo")
 
 
 def scenario_history_loss(opts):
@@ -320,7 +344,7 @@ FAULT_SCENARIOS = [
     scenario_relay_kill9, scenario_broker_restart, scenario_mongo_faults,
     scenario_history_loss, scenario_writer_kill, scenario_two_relays,
     scenario_multi_collection,
-]
+] + MONGO_SCENARIOS
 
 # Scenarios that pass against the current relay, run by `meson test --suite chaos`. The
 # others are in FINDINGS.md; `chaos.py --all` runs everything.
@@ -347,6 +371,7 @@ def main():
     ap.add_argument("--all", action="store_true")
     ap.add_argument("--long", action="store_true")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--relay-log-level", default="info")
     ap.add_argument("--keep", action="store_true", help="keep the work directories")
     ap.add_argument("scenarios", nargs="*")
     opts = ap.parse_args()

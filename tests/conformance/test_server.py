@@ -229,6 +229,14 @@ class ArrayUpdates(ServerTest):
                 self.assertCode(ctx, code)
         self.assertEqual(self.get(), {"a": 1, "s": "text"})
 
+    def test_pipeline_updates(self):
+        self.seed(a=1, arr=[1, 2, 3])
+        r = self.db.command("update", self.coll.name, updates=[{"q": {"_id": 1}, "u": []}])
+        self.assertEqual((r["n"], r["nModified"]), (1, 0))  # an empty pipeline changes nothing
+        self.assertEqual(self.get(), {"a": 1, "arr": [1, 2, 3]})
+        self.coll.update_one({"_id": 1}, [{"$set": {"b": "$a"}}, {"$unset": "arr"}])
+        self.assertEqual(self.get(), {"a": 1, "b": 1})
+
     def test_inc_overflow_and_upsert_seed(self):
         self.seed(i=2**31 - 1)
         self.coll.update_one({"_id": 1}, {"$inc": {"i": 1}})
@@ -306,6 +314,15 @@ class Queries(ServerTest):
         self.assertEqual(self.coll.find_one({"_id": Int64(7)})["v"], 1)
         self.assertEqual(self.coll.find_one({"_id": 7.0})["v"], 1)
         self.assertEqual(self.ids({"v": {"$in": [1.0]}, "_id": 7}), [7])
+
+    def test_distinct_over_arrays(self):
+        self.coll.insert_many([{"_id": 20, "a": [{"b": 1}, {"b": 2}]}, {"_id": 21, "a": {"b": 3}},
+                               {"_id": 22, "a": {"b": [5, 6]}}, {"_id": 23, "a": [{"b": 1}]}])
+        self.assertEqual(sorted(self.coll.distinct("a.b", {"_id": {"$gte": 20}})),
+                         [1, 2, 3, 5, 6])
+        # arrays are unwound one level: [] adds nothing, [["x", "y"]] adds ["x", "y"]
+        self.assertEqual(sorted(map(repr, self.coll.distinct("tags"))),
+                         sorted(map(repr, ["x", "y", ["x", "y"]])))
 
     def test_array_equality_and_all(self):
         self.assertEqual(self.ids({"tags": "x"}), [1, 3])

@@ -10,8 +10,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from servertest import (DB, ServerTest, bson, make_client, op_msg, raw_connect,  # noqa: E402
-                        read_reply)
+from servertest import (DB, ServerTest, bson, make_client, next_change,  # noqa: E402
+                        no_change, op_msg, raw_connect, read_reply)
 from bson.binary import Binary  # noqa: E402
 from bson.int64 import Int64  # noqa: E402
 from bson.son import SON  # noqa: E402
@@ -401,8 +401,17 @@ class RetryableWrites(ServerTest):
     """A write re-sent with the same lsid and txnNumber is applied once (drivers retry)."""
 
     def command(self, lsid, txn, cmd):
-        cmd = dict(cmd, lsid=lsid, txnNumber=Int64(txn))
-        return self.db.command(SON(cmd))
+        """Sent over a raw socket: pymongo would put its own pooled session's lsid on it."""
+        s = raw_connect()
+        try:
+            s.sendall(op_msg(SON(list(cmd.items()) + [
+                ("lsid", lsid), ("txnNumber", Int64(txn)), ("$db", DB)])))
+            reply = read_reply(s)
+        finally:
+            s.close()
+        if reply.get("ok") != 1:
+            raise OperationFailure(reply.get("errmsg"), reply.get("code"), reply)
+        return reply
 
     def test_same_txn_number_executes_once(self):
         self.coll.insert_one({"_id": 1, "events": []})
@@ -431,6 +440,22 @@ class RetryableWrites(ServerTest):
 
     def test_retry_after_connection_lost_post_commit(self):
         self.coll.insert_one({"_id": 1, "events": []})
+        stream = self.coll.watch()
+        self.addCleanup(stream.close)
         self.failpoint("onPrimaryTransactionalWrite", {"times": 1}, closeConnection=True)
         self.coll.update_one({"_id": 1}, {"$push": {"events": "once"}})  # pymongo retries
+        self.assertEqual(self.coll.find_one({"_id": 1})["events"], ["once"])
+        self.failpoint("onPrimaryTransactionalWrite", {"times": 1}, closeConnection=True)
+        self.coll.insert_one({"_id": 2})  # retried: no duplicate key error
+        self.failpoint("onPrimaryTransactionalWrite", {"times": 1},
+                       failBeforeCommitExceptionCode=91)
+        with self.assertRaises(OperationFailure) as ctx:  # fails, nothing written
+            self.command({"id": Binary(uuid.uuid4().bytes, 4)}, 1, SON([
+                ("update", self.coll.name),
+                ("updates", [{"q": {"_id": 1}, "u": {"$push": {"events": "never"}}}])]))
+        self.assertEqual(ctx.exception.code, 91)
+        ops = [(e["operationType"], e["documentKey"]["_id"]) for e in
+               (next_change(stream), next_change(stream))]
+        self.assertEqual(ops, [("update", 1), ("insert", 2)])
+        self.assertIsNone(no_change(stream, 0.8), "a retried write emitted a second event")
         self.assertEqual(self.coll.find_one({"_id": 1})["events"], ["once"])

@@ -133,6 +133,15 @@ class ChangeStreamShapes(ServerTest):
         self.assertEqual(next_change(cluster)["documentKey"], {"_id": "again"})
         self.client.drop_database(name)
 
+    def test_bad_stage_fails_the_aggregate(self):
+        # MongoDB parses the whole pipeline when the stream opens, not at the first event
+        for pipeline, code in (([{"$match": {"a": {"$foo": 1}}}], 2),
+                               ([{"$bogusStage": {}}], 40324)):
+            with self.subTest(pipeline=pipeline):
+                with self.assertRaises(OperationFailure) as ctx:
+                    self.coll.watch(pipeline)
+                self.assertCode(ctx, code)
+
     def test_event_shapes_and_update_lookup(self):
         stream = self.coll.watch(full_document="updateLookup")
         self.addCleanup(stream.close)

@@ -14,6 +14,8 @@ import sys
 import time
 from urllib.parse import urlparse
 
+import exampletest
+
 try:
     import pymongo
     import paho.mqtt.client as mqtt
@@ -29,15 +31,8 @@ MQTT = urlparse(os.environ["OUTBOX_TEST_MQTT_URI"])
 DB = "consumer_test_%d" % os.getpid()
 CLIENT = "consumer-test-%d" % os.getpid()
 ENTITY = "6b0251c7d823bf3bab0bd1aa"
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, cond, detail=""):
-    if cond:
-        results["passed"] += 1
-    else:
-        results["failed"] += 1
-        print("FAIL: %s %s" % (name, detail), flush=True)
+CHECKS = exampletest.Checks("contacts-consumer")
+check = CHECKS.check
 
 
 def event(eid, seq, etype, data):
@@ -85,14 +80,9 @@ class Consumer:
         return False
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        status, _ = exampletest.stop(self.proc, 15)
         self.out.close()
-        return self.proc.returncode
+        return status
 
 
 def count(lines, prefix):
@@ -175,8 +165,7 @@ def main():
         client = pymongo.MongoClient(MONGO)
         client.drop_database(DB)
         client.close()
-    print("contacts-consumer: %d passed, %d failed" % (results["passed"], results["failed"]))
-    return 1 if results["failed"] else 0
+    return CHECKS.summary()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import time
 import urllib.error
 import urllib.request
 
+import exampletest
+
 try:
     import pymongo
     from bson import ObjectId
@@ -26,15 +28,8 @@ except ImportError:
 SERVICE = sys.argv[1]
 URI = os.environ["OUTBOX_TEST_MONGODB_URI"]
 DB = "contacts_rest_%d" % os.getpid()
-results = {"passed": 0, "failed": 0}
-
-
-def check(name, cond, detail=""):
-    if cond:
-        results["passed"] += 1
-    else:
-        results["failed"] += 1
-        print("FAIL: %s %s" % (name, detail), flush=True)
+CHECKS = exampletest.Checks("contacts-rest")
+check = CHECKS.check
 
 
 def free_port():
@@ -333,19 +328,13 @@ def main():
             test_delete(c, coll, cid)
             test_paging(c, cid)
     finally:
-        proc.terminate()
-        try:
-            _, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-        check("contacts-service exits 0 on SIGTERM", proc.returncode == 0, proc.returncode)
-        if results["failed"]:
+        status, err = exampletest.stop(proc, 10)
+        check("contacts-service exits 0 on SIGTERM", status == 0, status)
+        if CHECKS.failed:
             sys.stdout.write(err.decode(errors="replace")[-3000:])
         mongo.drop_database(DB)
         mongo.close()
-    print("contacts-rest: %d passed, %d failed" % (results["passed"], results["failed"]))
-    return 1 if results["failed"] else 0
+    return CHECKS.summary()
 
 
 if __name__ == "__main__":

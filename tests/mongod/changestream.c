@@ -89,7 +89,7 @@ seek_token(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bool s
        !md_token_parse(bson_iter_utf8(&sub, NULL), &ts, &index, &kind)) {
       return tm_error_set(error, 260, "Bad resume token: _data of unexpected format");
    }
-   if (log->lost && md_ts_cmp(ts, log->lost_ts) < 0) {
+   if ((log->lost && md_ts_cmp(ts, log->lost_ts) < 0) || md_ts_cmp(ts, log->start) < 0) {
       goto lost;
    }
    if (kind == MD_TOKEN_HWM) {
@@ -126,7 +126,7 @@ seek_time(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bson_er
                                      "wrong type, expected type 'timestamp'");
    }
    bson_iter_timestamp(it, &ts.t, &ts.i);
-   if (log->lost && md_ts_cmp(ts, log->lost_ts) <= 0) {
+   if ((log->lost && md_ts_cmp(ts, log->lost_ts) <= 0) || md_ts_cmp(ts, log->start) < 0) {
       return tm_error_set(error, 286, "Resume of change stream was not possible, as the resume "
                                       "point may no longer be in the oplog.");
    }

@@ -92,6 +92,14 @@ md_cmd_ping(md_cmd_t *c, bson_error_t *error)
 }
 
 bool
+md_cmd_end_sessions(md_cmd_t *c, bson_error_t *error)
+{
+   (void) error;
+   md_sessions_end(&c->srv->sessions, c->cmd);
+   return true;
+}
+
+bool
 md_cmd_build_info(md_cmd_t *c, bson_error_t *error)
 {
    bson_t arr;

@@ -402,3 +402,43 @@ md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error)
    md_store_rename(c->srv->store, src, to_db, to_coll);
    return true;
 }
+
+bool
+md_cmd_coll_mod(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {"changeStreamPreAndPostImages", "validator",
+                                         "validationLevel", "validationAction", "index",
+                                         "expireAfterSeconds", "viewOn", "pipeline", NULL};
+   bson_iter_t it;
+   const char *name = md_cmd_coll_name(c, error);
+   if (!name || !md_cmd_check_fields(c, allowed, error)) {
+      return false;
+   }
+   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   if (!coll) {
+      return tm_error_set(error, 26, "ns does not exist: %s.%s", c->db, name);
+   }
+   bson_iter_init(&it, c->cmd);
+   bson_iter_next(&it);
+   while (bson_iter_next(&it)) {
+      const char *k = bson_iter_key(&it);
+      bool generic = true;
+      for (int i = 0; allowed[i]; i++) {
+         generic = generic && strcmp(k, allowed[i]) != 0;
+      }
+      if (generic) {
+         continue;
+      }
+      if (strcmp(k, "changeStreamPreAndPostImages") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+         return tm_error_set(error, 2, "collMod option '%s' is not supported by test-mongod", k);
+      }
+      /* Keep the collection's options as listCollections shows them. */
+      bson_t *options = bson_new();
+      bson_copy_to_excluding_noinit(coll->options, options, "changeStreamPreAndPostImages",
+                                    NULL);
+      bson_append_value(options, k, -1, bson_iter_value(&it));
+      bson_destroy(coll->options);
+      coll->options = options;
+   }
+   return true;
+}

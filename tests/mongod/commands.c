@@ -3,6 +3,7 @@
  */
 #include "commands.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -21,9 +22,9 @@ static const cmd_entry_t commands[] = {
    {"buildInfo", md_cmd_build_info, false},
    {"buildinfo", md_cmd_build_info, false},
    {"getParameter", md_cmd_get_parameter, false},
-   {"endSessions", md_cmd_ping, false},
+   {"endSessions", md_cmd_end_sessions, false},
    {"killAllSessions", md_cmd_ping, false},
-   {"killSessions", md_cmd_ping, false},
+   {"killSessions", md_cmd_end_sessions, false},
    {"refreshSessions", md_cmd_ping, false},
    {"startSession", md_cmd_ping, false},
    {"configureFailPoint", md_cmd_configure_fail_point, false},
@@ -54,6 +55,7 @@ static const cmd_entry_t commands[] = {
    {"listIndexes", md_cmd_list_indexes, false},
    {"listCollections", md_cmd_list_collections, false},
    {"renameCollection", md_cmd_rename_collection, false},
+   {"collMod", md_cmd_coll_mod, false},
    {NULL, NULL, false},
 };
 
@@ -78,6 +80,8 @@ static const struct {
    {286, "ChangeStreamHistoryLost"}, {9001, "SocketException"},
    {10107, "NotWritablePrimary"}, {11000, "DuplicateKey"}, {11600, "InterruptedAtShutdown"},
    {11601, "Interrupted"}, {11602, "InterruptedDueToReplStateChange"},
+   {166, "CommandNotSupportedOnView"}, {225, "TransactionTooOld"}, {237, "CursorKilled"},
+   {38, "NoSuchKey"}, {8, "UnknownError"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
    {13436, "NotPrimaryOrSecondary"}, {17419, "BSONObjectTooLarge"}, {0, NULL},
 };
@@ -90,7 +94,7 @@ md_code_name(int32_t code)
          return code_names[i].name;
       }
    }
-   return "Location";
+   return NULL;
 }
 
 static bool
@@ -131,7 +135,14 @@ md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels
    BSON_APPEND_DOUBLE(reply, "ok", 0.0);
    BSON_APPEND_UTF8(reply, "errmsg", error->message);
    BSON_APPEND_INT32(reply, "code", code);
-   BSON_APPEND_UTF8(reply, "codeName", md_code_name(code));
+   const char *name = md_code_name(code);
+   char location[32];
+   if (!name) {
+      /* mongod names codes without a symbolic name after their assertion location. */
+      snprintf(location, sizeof location, "Location%d", (int) code);
+      name = location;
+   }
+   BSON_APPEND_UTF8(reply, "codeName", name);
    if (labels && !bson_empty(labels)) {
       BSON_APPEND_ARRAY(reply, "errorLabels", labels);
    }
@@ -299,6 +310,33 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
    return true;
 }
 
+/* A retryable write (lsid + txnNumber) runs at most once per txnNumber: a retry gets the
+ * first reply back. onPrimaryTransactionalWrite can fail it before or after it commits. */
+static bool
+run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
+{
+   const bson_t *replay;
+   md_fp_action_t fp;
+   if (!md_sessions_begin(&c->srv->sessions, c->cmd, &replay, error)) {
+      return false;
+   }
+   if (replay) {
+      bson_concat(c->reply, replay);
+      return true;
+   }
+   md_failpoint_check_txn_write(&c->srv->failpoints, &fp);
+   if (fp.code) {
+      return tm_error_set(error, fp.code, "Failing write via 'onPrimaryTransactionalWrite' "
+                                          "failpoint");
+   }
+   if (!entry->fn(c, error)) {
+      return false;
+   }
+   md_sessions_record(&c->srv->sessions, c->cmd, c->reply);
+   c->close_connection = fp.close_connection;
+   return true;
+}
+
 static bool
 run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_action_t *fp)
 {
@@ -307,6 +345,9 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
    }
    if (!entry) {
       return tm_error_set(error, 59, "no such command: '%s'", c->name);
+   }
+   if (entry->is_write && bson_has_field(c->cmd, "txnNumber")) {
+      return run_retryable_write(c, entry, error);
    }
    return entry->fn(c, error);
 }

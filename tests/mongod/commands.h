@@ -38,6 +38,7 @@ md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels
 void
 md_cmd_add_label(md_cmd_t *c, const char *label);
 
+/* The symbolic name of a server error code, or NULL if it has none. */
 const char *
 md_code_name(int32_t code);
 
@@ -69,6 +70,7 @@ md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool r
 /* Families of commands, in cmd-*.c. */
 bool md_cmd_hello(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_ping(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_end_sessions(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_build_info(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_get_parameter(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_configure_fail_point(md_cmd_t *c, bson_error_t *error);
@@ -100,5 +102,6 @@ bool md_cmd_drop_indexes(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_list_indexes(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_list_collections(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_coll_mod(md_cmd_t *c, bson_error_t *error);
 
 #endif

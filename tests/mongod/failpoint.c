@@ -12,6 +12,7 @@ md_failpoints_destroy(md_failpoints_t *fps)
 {
    bson_destroy(fps->fail_command.data);
    bson_destroy(fps->fail_getmore.data);
+   bson_destroy(fps->txn_write.data);
    memset(fps, 0, sizeof *fps);
 }
 
@@ -67,6 +68,8 @@ md_failpoint_configure(md_failpoints_t *fps, const bson_t *cmd, bson_t *reply,
       fp = &fps->fail_command;
    } else if (strcmp(name, "failGetMoreAfterCursorCheckout") == 0) {
       fp = &fps->fail_getmore;
+   } else if (strcmp(name, "onPrimaryTransactionalWrite") == 0) {
+      fp = &fps->txn_write;
    } else {
       return tm_error_set(error, 2, "Cannot find failpoint: %s", name);
    }
@@ -194,5 +197,26 @@ md_failpoint_check_getmore(md_failpoints_t *fps, md_fp_action_t *action)
       } else {
          action->hit = true;
       }
+   }
+}
+
+void
+md_failpoint_check_txn_write(md_failpoints_t *fps, md_fp_action_t *action)
+{
+   bson_iter_t it;
+   memset(action, 0, sizeof *action);
+   md_failpoint_t *fp = &fps->txn_write;
+   if (fp->mode == 0 || !fire(fp)) {
+      return;
+   }
+   action->hit = true;
+   action->close_connection = true; /* mongod's default for this fail point */
+   if (fp->data && bson_iter_init_find(&it, fp->data, "closeConnection")) {
+      action->close_connection = bson_iter_as_bool(&it);
+   }
+   if (fp->data && bson_iter_init_find(&it, fp->data, "failBeforeCommitExceptionCode") &&
+       BSON_ITER_HOLDS_NUMBER(&it)) {
+      action->code = (int32_t) bson_iter_as_int64(&it);
+      action->close_connection = false;
    }
 }

@@ -19,6 +19,7 @@ typedef struct {
 typedef struct {
    md_failpoint_t fail_command;
    md_failpoint_t fail_getmore; /* failGetMoreAfterCursorCheckout */
+   md_failpoint_t txn_write;    /* onPrimaryTransactionalWrite */
 } md_failpoints_t;
 
 /* What a triggered fail point asks for. `labels` and `wce` borrow from the fail point's
@@ -46,6 +47,12 @@ md_failpoint_configure(md_failpoints_t *fps, const bson_t *cmd, bson_t *reply,
 void
 md_failpoint_check(md_failpoints_t *fps, const char *name, const char *app_name,
                    md_fp_action_t *action);
+
+/* Checks onPrimaryTransactionalWrite (for a retryable write that is about to run):
+ * failBeforeCommitExceptionCode comes back as action->code, closeConnection as
+ * action->close_connection (to apply after the write). */
+void
+md_failpoint_check_txn_write(md_failpoints_t *fps, md_fp_action_t *action);
 
 /* Checks failGetMoreAfterCursorCheckout. */
 void

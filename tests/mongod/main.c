@@ -26,6 +26,8 @@ usage(FILE *out)
          "  --bind ADDR       address to listen on and advertise (default 127.0.0.1)\n"
          "  --oplog-size N    change-stream history bound in entries (default 1000000);\n"
          "                    resuming from older tokens fails with 286\n"
+         "  --oplog-mb N      also bound the history to about N MiB of documents\n"
+         "                    (default 1024; 0: no byte bound)\n"
          "  --max-connections N  refuse connections beyond N (default 2000)\n"
          "  --verbose         log connections and errors to stderr\n"
          "  --help            show this help\n",
@@ -53,6 +55,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
       {"bind", required_argument, NULL, 'b'},
       {"bind_ip", required_argument, NULL, 'b'},
       {"oplog-size", required_argument, NULL, 'o'},
+      {"oplog-mb", required_argument, NULL, 'M'},
       {"max-connections", required_argument, NULL, 'm'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
@@ -81,6 +84,13 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
             return EX_USAGE;
          }
          opts->oplog_size = (size_t) n;
+         break;
+      case 'M':
+         if (!parse_number(optarg, 0, 1L << 20, &n)) {
+            fprintf(stderr, "test-mongod: bad --oplog-mb %s\n", optarg);
+            return EX_USAGE;
+         }
+         opts->oplog_bytes = (size_t) n * 1024 * 1024;
          break;
       case 'm':
          if (!parse_number(optarg, 1, 100000, &n)) {
@@ -126,6 +136,7 @@ int
 main(int argc, char **argv)
 {
    md_server_opts_t opts = {.bind = "127.0.0.1", .port = 27017, .oplog_size = 1000000,
+                            .oplog_bytes = (size_t) 1024 * 1024 * 1024,
                             .max_connections = 2000};
    int rc = parse_args(argc, argv, &opts);
    if (rc != 0) {

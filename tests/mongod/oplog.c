@@ -9,13 +9,15 @@
 #include <time.h>
 
 void
-md_oplog_init(md_oplog_t *log, size_t capacity)
+md_oplog_init(md_oplog_t *log, size_t capacity, size_t max_bytes)
 {
    memset(log, 0, sizeof *log);
    log->capacity = capacity ? capacity : 1;
+   log->max_bytes = max_bytes;
    log->ring = calloc(log->capacity, sizeof *log->ring);
    log->last.t = (uint32_t) time(NULL);
    log->last.i = 1;
+   log->start = log->last;
    pthread_condattr_t attr;
    pthread_condattr_init(&attr);
    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -73,10 +75,17 @@ md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e)
    }
    e->ts = log->last;
    e->wall_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
-   if (log->next_seq - log->first_seq == log->capacity) {
+   e->bytes = sizeof *e + (e->doc_key ? e->doc_key->len : 0) +
+              (e->full_doc ? e->full_doc->len : 0) + (e->pre_image ? e->pre_image->len : 0) +
+              (e->update_desc ? e->update_desc->len : 0);
+   log->bytes += e->bytes;
+   while (log->next_seq > log->first_seq &&
+          (log->next_seq - log->first_seq == log->capacity ||
+           (log->max_bytes && log->bytes > log->max_bytes))) {
       md_oplog_entry_t *old = log->ring[log->first_seq % log->capacity];
       log->lost = true;
       log->lost_ts = old->ts;
+      log->bytes -= old->bytes;
       md_oplog_entry_free(old);
       log->first_seq++;
    }

@@ -40,21 +40,27 @@ typedef struct {
    bson_t *pre_image;   /* when the collection records pre-images, else NULL */
    bson_t *update_desc; /* update: {updatedFields, removedFields, truncatedArrays} */
    char *to_db, *to_coll; /* rename */
+   size_t bytes;          /* what the entry holds, for the byte bound */
 } md_oplog_entry_t;
 
 typedef struct {
    md_oplog_entry_t **ring;
    size_t capacity;
+   size_t max_bytes; /* a second bound, on the documents the entries hold */
+   size_t bytes;
    uint64_t first_seq, next_seq;
    md_ts_t last;      /* the cluster time: ts of the newest entry or the start time */
+   md_ts_t start;     /* the server's start: nothing before it is known (a restarted
+                       * server answers old tokens with 286, as after an oplog rollover) */
    bool lost;         /* some entries were evicted */
    md_ts_t lost_ts;   /* ts of the newest evicted entry */
    pthread_cond_t cond;
    int waiters; /* threads in md_oplog_wait: appends skip the wake-up when there are none */
 } md_oplog_t;
 
+/* Keeps at most `capacity` entries and about `max_bytes` of their documents. */
 void
-md_oplog_init(md_oplog_t *log, size_t capacity);
+md_oplog_init(md_oplog_t *log, size_t capacity, size_t max_bytes);
 void
 md_oplog_destroy(md_oplog_t *log);
 

@@ -41,8 +41,9 @@ md_server_new(const md_server_opts_t *opts)
    pthread_mutex_init(&srv->conns_lock, NULL);
    pthread_cond_init(&srv->conns_cond, NULL);
    srv->store = md_store_new();
-   md_oplog_init(&srv->oplog, opts->oplog_size);
+   md_oplog_init(&srv->oplog, opts->oplog_size, opts->oplog_bytes);
    md_cursors_init(&srv->cursors);
+   md_sessions_init(&srv->sessions);
    srv->listen_fd = -1;
    srv->next_conn_id = 1;
    atomic_init(&srv->stopping, false);
@@ -59,6 +60,7 @@ md_server_destroy(md_server_t *srv)
       close(srv->listen_fd);
    }
    md_cursors_destroy(&srv->cursors);
+   md_sessions_destroy(&srv->sessions);
    md_oplog_destroy(&srv->oplog);
    md_store_destroy(srv->store);
    md_failpoints_destroy(&srv->failpoints);

@@ -16,6 +16,7 @@
 #include "cursor.h"
 #include "failpoint.h"
 #include "oplog.h"
+#include "sessions.h"
 #include "store.h"
 
 typedef struct {
@@ -23,6 +24,7 @@ typedef struct {
    int port;               /* 0: any free port */
    const char *port_file;  /* written once the server accepts connections */
    size_t oplog_size;      /* change history bound, in entries */
+   size_t oplog_bytes;     /* and in bytes of documents held (0: no byte bound) */
    int max_connections;
    bool verbose;
 } md_server_opts_t;
@@ -36,6 +38,7 @@ typedef struct {
    md_oplog_t oplog;
    md_cursors_t cursors;
    md_failpoints_t failpoints;
+   md_sessions_t sessions;
 
    char host_port[300]; /* advertised in hello: hosts, primary, me */
    int listen_fd;

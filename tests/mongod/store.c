@@ -257,11 +257,16 @@ value_json(const bson_t *kv)
    while (bson_iter_next(&it)) {
       bson_t one = BSON_INITIALIZER;
       bson_append_value(&one, "", 0, bson_iter_value(&it));
-      char *json = bson_as_relaxed_extended_json(&one, NULL);
-      const char *colon = strstr(json, ": ");
-      size_t vlen = strlen(json);
-      bson_string_append_printf(s, "%s%s: %.*s", first ? "" : ", ", bson_iter_key(&it),
-                                (int) (vlen - (size_t) (colon + 2 - json) - 2), colon + 2);
+      size_t vlen = 0;
+      char *json = bson_as_relaxed_extended_json(&one, &vlen);
+      const char *colon = json ? strstr(json, " : ") : NULL;
+      /* json is `{ "" : VALUE }`; keep VALUE (libbson returns NULL for some values). */
+      if (colon && vlen >= (size_t) (colon + 3 - json) + 2) {
+         bson_string_append_printf(s, "%s%s: %.*s", first ? "" : ", ", bson_iter_key(&it),
+                                   (int) (vlen - (size_t) (colon + 3 - json) - 2), colon + 3);
+      } else {
+         bson_string_append_printf(s, "%s%s: ?", first ? "" : ", ", bson_iter_key(&it));
+      }
       bson_free(json);
       bson_destroy(&one);
       first = false;

@@ -147,3 +147,33 @@ Test(failpoint, get_more_after_cursor_checkout)
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
 }
+
+/* A connection lost after the write committed: libmongoc retries with the same txnNumber
+ * and the server answers from its record instead of appending the event twice. */
+Test(failpoint, retried_write_applies_once)
+{
+   mongoc_client_t *client = md_test_client("fp-retry", false);
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", "fp_retry");
+   bson_error_t error;
+   bson_t reply;
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(1), "events", "[", "]");
+   cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "%s", error.message);
+   configure(client, "{\"configureFailPoint\": \"onPrimaryTransactionalWrite\", "
+                     "\"mode\": {\"times\": 1}, \"data\": {\"closeConnection\": true}}");
+   bson_t *f = BCON_NEW("_id", BCON_INT32(1));
+   bson_t *u = BCON_NEW("$push", "{", "events", BCON_UTF8("once"), "}");
+   cr_assert(mongoc_collection_update_one(coll, f, u, NULL, &reply, &error), "%s",
+             error.message);
+   md_test_assert_json(&reply, "modifiedCount", "1");
+   bson_destroy(&reply);
+   mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, f, NULL, NULL);
+   const bson_t *found;
+   cr_assert(mongoc_cursor_next(cur, &found));
+   md_test_assert_json(found, "events", "[ \"once\" ]");
+   mongoc_cursor_destroy(cur);
+   bson_destroy(u);
+   bson_destroy(f);
+   bson_destroy(doc);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}

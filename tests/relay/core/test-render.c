@@ -113,8 +113,8 @@ Test(render, hostile_ids_stay_in_one_level)
       bson_value_t v;
       char *topic;
       v.value_type = BSON_TYPE_UTF8;
-      v.value.v_utf8.str = (char *) hostile[i];
-      v.value.v_utf8.len = (uint32_t) strlen(hostile[i]);
+      v.value.v_utf8.str = (char *)hostile[i];
+      v.value.v_utf8.len = (uint32_t)strlen(hostile[i]);
       topic = topic_for(&v, "outbox/{collection}/{id}");
       cr_assert_eq(strncmp(topic, "outbox/things/", 14), 0, "topic %s", topic);
       cr_assert_null(strchr(topic + 14, '/'), "id widened the topic: %s", topic);
@@ -177,10 +177,10 @@ event_value(const char *json)
    if (doc) {
       bson_destroy(doc);
    }
-   doc = bson_new_from_json((const uint8_t *) json, -1, &error);
+   doc = bson_new_from_json((const uint8_t *)json, -1, &error);
    cr_assert_not_null(doc, "%s", error.message);
    v.value_type = BSON_TYPE_DOCUMENT;
-   v.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+   v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    v.value.v_doc.data_len = doc->len;
    return &v;
 }
@@ -189,9 +189,9 @@ Test(event, valid_event)
 {
    relay_event_t ev;
    bool ok = relay_event_parse(
-      event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"3\"}, \"type\": \"Created\","
-                  " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"}, \"data\": {\"n\": 1}}"),
-      &ev);
+       event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"3\"}, \"type\": \"Created\","
+                   " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"}, \"data\": {\"n\": 1}}"),
+       &ev);
    cr_assert(ok, "%s", ev.reason);
    cr_assert_str_eq(ev.id, "e1");
    cr_assert_eq(ev.seq, 3);
@@ -203,14 +203,14 @@ Test(event, valid_event)
 Test(event, invalid_events_have_reasons)
 {
    const char *bad[] = {
-      "{\"seq\": 1, \"type\": \"T\", \"data\": {}}",                   /* no id */
-      "{\"id\": 5, \"seq\": 1, \"type\": \"T\", \"data\": {}}",        /* id not a string */
-      "{\"id\": \"e\", \"type\": \"T\", \"data\": {}}",                /* no seq */
-      "{\"id\": \"e\", \"seq\": 0, \"type\": \"T\", \"data\": {}}",    /* seq 0 */
-      "{\"id\": \"e\", \"seq\": 1, \"type\": \"a b\", \"data\": {}}",  /* bad type */
-      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": 3}",     /* data not a doc */
-      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\"}",                  /* no data */
-      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {}, \"time\": 1}",
+       "{\"seq\": 1, \"type\": \"T\", \"data\": {}}",                  /* no id */
+       "{\"id\": 5, \"seq\": 1, \"type\": \"T\", \"data\": {}}",       /* id not a string */
+       "{\"id\": \"e\", \"type\": \"T\", \"data\": {}}",               /* no seq */
+       "{\"id\": \"e\", \"seq\": 0, \"type\": \"T\", \"data\": {}}",   /* seq 0 */
+       "{\"id\": \"e\", \"seq\": 1, \"type\": \"a b\", \"data\": {}}", /* bad type */
+       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": 3}",    /* data not a doc */
+       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\"}",                 /* no data */
+       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {}, \"time\": 1}",
    };
    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
       relay_event_t ev;
@@ -255,13 +255,13 @@ Test(cloudevent, structured_payload)
    relay_str_t subject = {"a\0b", 3};
 
    cr_assert(relay_event_parse(
-      event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"12\"}, \"type\": \"Created\","
-                  " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"},"
-                  " \"data\": {\"n\": {\"$numberLong\": \"5\"}, \"s\": \"x\"}}"),
-      &ev));
+       event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"12\"}, \"type\": \"Created\","
+                   " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"},"
+                   " \"data\": {\"n\": {\"$numberLong\": \"5\"}, \"s\": \"x\"}}"),
+       &ev));
    json = relay_cloudevent_json(&ev, "/db/things", subject, &len);
    cr_assert_eq(strlen(json), len);
-   parsed = bson_new_from_json((const uint8_t *) json, -1, &error);
+   parsed = bson_new_from_json((const uint8_t *)json, -1, &error);
    cr_assert_not_null(parsed, "not JSON: %s", json);
    cr_assert(bson_iter_init_find(&it, parsed, "specversion"));
    cr_assert_str_eq(bson_iter_utf8(&it, NULL), "1.0");

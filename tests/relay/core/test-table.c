@@ -45,11 +45,11 @@ offer(int32_t id, int64_t seq, relay_pos_t *pos)
    bson_value_t elem;
 
    bson_snprintf(json, sizeof json,
-                 "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}", (int) id,
-                 (int) seq, (int) seq);
-   doc = bson_new_from_json((const uint8_t *) json, -1, NULL);
+                 "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}", (int)id,
+                 (int)seq, (int)seq);
+   doc = bson_new_from_json((const uint8_t *)json, -1, NULL);
    elem.value_type = BSON_TYPE_DOCUMENT;
-   elem.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+   elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    elem.value.v_doc.data_len = doc->len;
    cr_assert(relay_event_parse(&elem, &ev));
    taken = relay_table_offer(&t, e, &ev, pos);

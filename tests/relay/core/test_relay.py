@@ -360,6 +360,63 @@ def test_protocol_variants():
         sub.close()
 
 
+def test_small_buffer_backpressure():
+    """With a tiny buffer and window the relay stops reading the stream while it is full,
+    and still delivers everything, in order (backpressure, not a stall or a loss)."""
+    dbname, cname, rname = names("buffer")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname,
+                  ["--max-buffered-events", "7", "--inflight-window", "3",
+                   "--clear-batch-size", "2"])
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for i in range(30):
+            ents.create("q%d" % i, 4)
+        for i in range(30):
+            ents.append("q%d" % i, 3)
+        check(wait_until(lambda: sub.count() >= 210, 60),
+              "only %d of 210 arrived" % sub.count())
+        check(wait_cleared(coll), "not cleared")
+        for eid, seqs in per_entity(sub.snapshot()).items():
+            check(seqs == list(range(1, 8)), "%s: %s" % (eid, seqs))
+    finally:
+        relay.stop()
+        sub.close()
+
+
+def test_two_relays_same_name():
+    """An operator starts two relays with the same name: events may arrive twice, but none
+    is lost or wrongly cleared, and each copy of an entity's stream stays in order."""
+    dbname, cname, rname = names("twins")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    a = Relay(RELAY_BIN, dbname, [cname], rname)
+    b = Relay(RELAY_BIN, dbname, [cname], rname, ["--client-id", rname + "-b"])
+    try:
+        check(a.wait_log("change stream open") and b.wait_log("change stream open"),
+              "relays did not open their streams")
+        for i in range(10):
+            ents.create("t%d" % i, 2)
+        for _ in range(5):
+            for i in range(10):
+                ents.append("t%d" % i, 2)
+        check(wait_cleared(coll), "not cleared with two relays")
+        expected = {i for ids in ents.ids.values() for i in ids}
+        check(wait_until(lambda: expected <= {json.loads(p)["id"] for _, p, _ in
+                                              sub.snapshot()}, 30), "events lost with two relays")
+        for d in coll.find():
+            check(d["eventSeq"] == 12 and d["version"] == 6 and not d.get("deadLetters"),
+                  "bookkeeping changed: %s" % d)
+        check(a.stop() == 0 and b.stop() == 0, "relays did not exit 0")
+    finally:
+        a.stop()
+        b.stop()
+        sub.close()
+
+
 RESTARTED_BROKERS = []
 
 
@@ -446,7 +503,9 @@ def test_broker_restart():
 TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
          test_kill9_republishes_only_the_tail, test_sweep_without_state,
          test_history_lost_286, test_hostile_ids_and_poison,
-         test_mongodb_disconnect_failpoint, test_protocol_variants, test_broker_restart]
+         test_mongodb_disconnect_failpoint, test_protocol_variants,
+         test_small_buffer_backpressure, test_two_relays_same_name,
+         test_broker_restart]
 
 
 def main():

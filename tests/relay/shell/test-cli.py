@@ -25,6 +25,7 @@ CONF_EXAMPLE = sys.argv[3]
 REQUIRED = ["--mongodb-uri", "mongodb://localhost/", "--database", "app",
             "--collection", "c1", "--mqtt-uri", "tcp://localhost:1883"]
 failures = []
+passes = 0
 
 
 def clean_env(**extra):
@@ -39,8 +40,11 @@ def run(args, **env):
 
 
 def check(name, cond, detail=""):
+    global passes
     print(("ok   " if cond else "FAIL ") + name)
-    if not cond:
+    if cond:
+        passes += 1
+    else:
         failures.append(name)
         if detail:
             print("     " + str(detail).replace("\n", "\n     "))
@@ -266,8 +270,9 @@ def main():
         test_daemon_exits()
     if failures:
         print("%d check(s) failed: %s" % (len(failures), ", ".join(failures)))
-        return 1
-    return 0
+    # The closing line scripts/test-summary counts (NAME: N passed, N failed).
+    print("relay-shell-cli: %d passed, %d failed" % (passes, len(failures)))
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
