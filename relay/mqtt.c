@@ -276,23 +276,27 @@ relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error)
    return true;
 }
 
+/* Fills one property in place. The array is ours (on the stack): paho's sendMessage copies
+ * it (MQTTProperties_copy reads count and array only), so the per-message allocations and
+ * frees of MQTTProperties_add()/MQTTProperties_free() are not needed. */
 static void
-add_string_prop(MQTTProperties *props, enum MQTTPropertyCodes code, const char *name,
+set_string_prop(MQTTProperties *props, enum MQTTPropertyCodes code, const char *name,
                 const char *value)
 {
-   MQTTProperty p;
-   memset(&p, 0, sizeof p);
-   p.identifier = code;
+   MQTTProperty *p = &props->array[props->count++];
+   memset(p, 0, sizeof *p);
+   p->identifier = code;
    if (code == MQTTPROPERTY_CODE_USER_PROPERTY) {
-      p.value.data.data = (char *)name;
-      p.value.data.len = (int)strlen(name);
-      p.value.value.data = (char *)value;
-      p.value.value.len = (int)strlen(value);
+      p->value.data.data = (char *)name;
+      p->value.data.len = (int)strlen(name);
+      p->value.value.data = (char *)value;
+      p->value.value.len = (int)strlen(value);
+      props->length += 1 + 2 + p->value.data.len + 2 + p->value.value.len;
    } else {
-      p.value.data.data = (char *)value;
-      p.value.data.len = (int)strlen(value);
+      p->value.data.data = (char *)value;
+      p->value.data.len = (int)strlen(value);
+      props->length += 1 + 2 + p->value.data.len;
    }
-   MQTTProperties_add(props, &p);
 }
 
 int
@@ -300,6 +304,7 @@ relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t ta
 {
    MQTTAsync_message pm = MQTTAsync_message_initializer;
    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+   MQTTProperty prop_array[RELAY_MQTT_MAX_USER_PROPS + 1];
    pub_ctx_t *c = bson_malloc0(sizeof *c);
    int rc;
 
@@ -308,11 +313,14 @@ relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t ta
    pm.qos = m->cfg->qos;
    pm.retained = 0;
    if (m->cfg->mqtt_version == 5) {
+      BSON_ASSERT(msg->n_user_props <= RELAY_MQTT_MAX_USER_PROPS);
+      pm.properties.array = prop_array;
+      pm.properties.max_count = (int)(sizeof prop_array / sizeof prop_array[0]);
       if (msg->content_type) {
-         add_string_prop(&pm.properties, MQTTPROPERTY_CODE_CONTENT_TYPE, NULL, msg->content_type);
+         set_string_prop(&pm.properties, MQTTPROPERTY_CODE_CONTENT_TYPE, NULL, msg->content_type);
       }
       for (size_t i = 0; i < msg->n_user_props; i++) {
-         add_string_prop(&pm.properties, MQTTPROPERTY_CODE_USER_PROPERTY, msg->user_props[2 * i],
+         set_string_prop(&pm.properties, MQTTPROPERTY_CODE_USER_PROPERTY, msg->user_props[2 * i],
                          msg->user_props[2 * i + 1]);
       }
       /* paho copies message properties only when response options are given (we always
@@ -334,7 +342,6 @@ relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t ta
    m->ctxs = c;
    pthread_mutex_unlock(&m->lock);
    rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
-   MQTTProperties_free(&pm.properties);
    if (rc != MQTTASYNC_SUCCESS) {
       /* "When a function which takes a callback returns an error, the callback will never
        * be called": the context is ours to free. */

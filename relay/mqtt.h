@@ -38,6 +38,9 @@ typedef struct {
    int reason; /* MQTT 5 reason code, 0 if none */
 } relay_mqtt_completion_t;
 
+/* Most user properties one message may carry. */
+#define RELAY_MQTT_MAX_USER_PROPS 16
+
 /* One message: everything is borrowed for the duration of relay_mqtt_publish(). */
 typedef struct {
    const char *topic;
@@ -45,7 +48,7 @@ typedef struct {
    size_t payload_len;
    const char *content_type;      /* MQTT 5 only; NULL = none */
    const char *const *user_props; /* name, value, name, value ...; MQTT 5 only */
-   size_t n_user_props;           /* number of pairs */
+   size_t n_user_props;           /* number of pairs, RELAY_MQTT_MAX_USER_PROPS at most */
 } relay_mqtt_message_t;
 
 /* Creates the client (not connected yet). Returns NULL and fills @error on a bad URI or

@@ -311,6 +311,7 @@ relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_
    it->ev = *ev;
    memset(ev, 0, sizeof *ev);
    it->state = valid ? RELAY_ITEM_QUEUED : RELAY_ITEM_POISON;
+   e->n_state[it->state]++;
    it->reason = valid ? NULL : it->ev.reason;
    it->pos = pos;
    if (pos) {
@@ -331,9 +332,21 @@ relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_
    return true;
 }
 
+void
+relay_table_set_state(relay_entity_t *e, relay_item_t *it, relay_item_state_t state)
+{
+   BSON_ASSERT(e->n_state[it->state] > 0);
+   e->n_state[it->state]--;
+   it->state = state;
+   e->n_state[state]++;
+}
+
 static relay_item_t *
 first_queued(const relay_entity_t *e)
 {
+   if (e->n_state[RELAY_ITEM_QUEUED] == 0) {
+      return NULL;
+   }
    for (relay_item_t *it = e->head; it; it = it->next) {
       if (it->state == RELAY_ITEM_QUEUED) {
          return it;
@@ -369,7 +382,7 @@ relay_table_next_ready(relay_table_t *t, int64_t now_ms)
          }
          continue;
       }
-      it->state = RELAY_ITEM_INFLIGHT;
+      relay_table_set_state(e, it, RELAY_ITEM_INFLIGHT);
       e->inflight = it;
       t->inflight++;
       return e;
@@ -391,7 +404,7 @@ void
 relay_table_acked(relay_table_t *t, relay_entity_t *e)
 {
    relay_item_t *it = end_flight(t, e);
-   it->state = RELAY_ITEM_ACKED;
+   relay_table_set_state(e, it, RELAY_ITEM_ACKED);
    e->ready_at_ms = 0;
    relay_table_mark_dirty(t, e);
    if (first_queued(e)) {
@@ -403,7 +416,7 @@ void
 relay_table_failed(relay_table_t *t, relay_entity_t *e, int64_t retry_at_ms)
 {
    relay_item_t *it = end_flight(t, e);
-   it->state = RELAY_ITEM_QUEUED;
+   relay_table_set_state(e, it, RELAY_ITEM_QUEUED);
    e->ready_at_ms = retry_at_ms;
    push_ready(t, e);
 }
@@ -412,7 +425,7 @@ void
 relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason)
 {
    relay_item_t *it = end_flight(t, e);
-   it->state = RELAY_ITEM_POISON;
+   relay_table_set_state(e, it, RELAY_ITEM_POISON);
    it->reason = reason;
    relay_table_mark_dirty(t, e);
    if (first_queued(e)) {
@@ -438,9 +451,10 @@ size_t
 relay_table_remove_state(relay_table_t *t, relay_entity_t *e, relay_item_state_t state)
 {
    relay_item_t **pp = &e->head, *prev = NULL;
-   size_t n = 0;
+   size_t n = 0, want = e->n_state[state];
 
-   while (*pp) {
+   /* Acknowledged items sit at the front: stop once all of them are found. */
+   while (*pp && n < want) {
       relay_item_t *it = *pp;
       if (it->state != state) {
          prev = it;
@@ -454,6 +468,7 @@ relay_table_remove_state(relay_table_t *t, relay_entity_t *e, relay_item_state_t
       if (it->pos && it->pos->remaining > 0) {
          it->pos->remaining--;
       }
+      e->n_state[it->state]--;
       item_free(it);
       t->buffered--;
       n++;
@@ -480,6 +495,7 @@ relay_table_remove_item(relay_table_t *t, relay_entity_t *e, relay_item_t *item)
    if (item->pos && item->pos->remaining > 0) {
       item->pos->remaining--;
    }
+   e->n_state[item->state]--;
    item_free(item);
    t->buffered--;
 }
@@ -488,9 +504,9 @@ size_t
 relay_table_restate(relay_entity_t *e, relay_item_state_t from, relay_item_state_t to)
 {
    size_t n = 0;
-   for (relay_item_t *it = e->head; it; it = it->next) {
+   for (relay_item_t *it = e->head; it && e->n_state[from] > 0; it = it->next) {
       if (it->state == from) {
-         it->state = to;
+         relay_table_set_state(e, it, to);
          n++;
       }
    }
@@ -500,11 +516,7 @@ relay_table_restate(relay_entity_t *e, relay_item_state_t from, relay_item_state
 size_t
 relay_table_count_state(const relay_entity_t *e, relay_item_state_t state)
 {
-   size_t n = 0;
-   for (const relay_item_t *it = e->head; it; it = it->next) {
-      n += it->state == state;
-   }
-   return n;
+   return e->n_state[state];
 }
 
 bson_t *

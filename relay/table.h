@@ -34,6 +34,7 @@ typedef enum {
    RELAY_ITEM_ACKED,      /* acknowledged, waiting to be cleared from the document */
    RELAY_ITEM_POISON,     /* waiting to be moved to the dead letters */
    RELAY_ITEM_CLEARING,   /* acknowledged, its clear is running */
+   RELAY_ITEM_N_STATES
 } relay_item_state_t;
 
 typedef struct relay_pos_t {
@@ -62,6 +63,7 @@ typedef struct relay_entity_t {
    int64_t last_seq; /* highest seq queued or known to be handled; later ones only */
    relay_item_t *head, *tail;
    relay_item_t *inflight;
+   uint32_t n_state[RELAY_ITEM_N_STATES]; /* items per state (saves walking the list) */
    int64_t ready_at_ms; /* after a failure: not before this time */
    bool on_ready, on_dirty;
    struct relay_entity_t *hnext, *rnext, *dnext;
@@ -148,6 +150,9 @@ void relay_table_remove_item(relay_table_t *t, relay_entity_t *e, relay_item_t *
 
 /* Moves @e's items in state @from to @to; returns how many. */
 size_t relay_table_restate(relay_entity_t *e, relay_item_state_t from, relay_item_state_t to);
+
+/* Moves one item of @e to @state (keeps the per-state counts right). */
+void relay_table_set_state(relay_entity_t *e, relay_item_t *it, relay_item_state_t state);
 
 /* Counts @e's items in @state. */
 size_t relay_table_count_state(const relay_entity_t *e, relay_item_state_t state);

@@ -111,7 +111,7 @@ add_clear(relay_clear_job_t *job, relay_entity_t *e)
          const char *k;
          bson_uint32_to_string((uint32_t)n++, &k, key, sizeof key);
          bson_append_utf8(&ids, k, -1, it->ev.id, -1);
-         it->state = RELAY_ITEM_CLEARING;
+         relay_table_set_state(e, it, RELAY_ITEM_CLEARING);
       }
    }
    relay_clear_job_add(job, e->coll, &e->id, &ids, n, e);

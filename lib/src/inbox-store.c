@@ -255,7 +255,8 @@ resolve_no_match(const outbox_inbox_t *ib, mongoc_client_t *client, mongoc_colle
    }
    /* The id was in the window a moment ago but newer events may have pushed it out since:
     * the ledger still knows it (without a ledger, this is the documented window limit). */
-   if (state == _OUTBOX_DOC_WITHOUT_ID && !_outbox_inbox_ledger_has(ib, client, doc_id, event_id, &seen, error))
+   if (state == _OUTBOX_DOC_WITHOUT_ID &&
+       !_outbox_inbox_ledger_has(ib, client, doc_id, event_id, &seen, error))
       return NO_MATCH_FAILED;
    if (state == _OUTBOX_DOC_WITH_ID || seen) {
       res->status = OUTBOX_INBOX_DUPLICATE;

@@ -76,6 +76,8 @@ typedef struct {
    double target_per_s, achieved_per_s;
    size_t events, received;
    double p50_ms, p95_ms, p99_ms, max_ms;
+   double catchup_ms;      /* last message received after the writers stopped: > a few ms
+                            * means the pipeline did not keep up with the rate */
 } bench_steady_t;
 
 typedef struct {

@@ -36,6 +36,7 @@ usage(FILE *out)
       "  --relay-arg ARG     extra relay argument (repeatable)\n"
       "  --writers N         steady-state writer threads (default 4)\n"
       "  --phase-seconds S   duration of each steady-state phase\n"
+      "  --lib-seconds S     duration of each library benchmark run\n"
       "  --database DB       database for the benchmark's collections (default %s)\n"
       "  --timeout S         give up on one measurement after S seconds\n"
       "  -v, --verbose       progress on stderr\n"
@@ -171,6 +172,8 @@ parse_valued(bench_opts_t *o, const char *f, const char *v)
       return ok;
    } else if (!strcmp(f, "--phase-seconds")) {
       return parse_seconds(f, v, &o->phase_s);
+   } else if (!strcmp(f, "--lib-seconds")) {
+      return parse_seconds(f, v, &o->lib_s);
    } else if (!strcmp(f, "--timeout")) {
       return parse_seconds(f, v, &o->timeout_s);
    }
@@ -183,7 +186,7 @@ takes_value(const char *f)
    static const char *const valued[] = {
       "--relay", "--mongod", "--mosquitto", "--json", "--only", "--database", "--window-flag",
       "--relay-arg", "--events", "--entities", "--payload", "--window", "--writers",
-      "--phase-seconds", "--timeout", NULL};
+      "--phase-seconds", "--lib-seconds", "--timeout", NULL};
    for (int i = 0; valued[i]; i++) {
       if (!strcmp(f, valued[i])) {
          return true;

@@ -205,6 +205,7 @@ run_phase(steady_t *sd, double rate, double seconds, bench_steady_t *out)
                            .received = st.distinct};
    out->achieved_per_s = (double) committed / seconds;
    latency_stats(ph, bench_sub_recv_ns(sd->sub), out);
+   out->catchup_ms = st.last_ns > ph->stop_ns ? (double) (st.last_ns - ph->stop_ns) / 1e6 : 0;
    if (rate == 0 && st.last_ns > ph->t0) {
       /* Delivered per second while writers pushed as hard as they could: if the relay fell
        * behind, the time to catch up counts against it. */

@@ -17,8 +17,6 @@ Prints "chaos: N passed, N failed" at the end; exit status 0 only if all passed.
 import argparse
 import os
 import random
-import shutil
-import subprocess
 import sys
 import time
 import traceback
@@ -28,111 +26,7 @@ import chaoslib as cl  # noqa: E402
 import badinput  # noqa: E402
 import longform  # noqa: E402
 
-DB = "chaos"
-
-
-class Env:
-    """One scenario's world: its own servers, subscriber, ledger and figures; close() stops
-    everything it started."""
-
-    def __init__(self, opts, tag, colls=("things",), oplog_size=None, broker_conf="",
-                 start_broker=True):
-        self.opts = opts
-        self.workdir = cl.new_workdir(tag)
-        self.colls = list(colls)
-        self.relays = []
-        self.writers = []
-        self.mongod = self.broker = self.sub = None
-        self.figures = cl.Figures()
-        self.ledger = cl.Ledger()
-        self.failed = False
-        cl.TIMELINE.clear()
-        self.mongod = cl.Mongod(opts.mongod, self.workdir, oplog_size)
-        self.db = self.mongod.client[DB]
-        if start_broker:
-            self.broker = cl.Broker(self.workdir, broker_conf)
-            self.sub = cl.Subscriber(self.broker)
-
-    def relay(self, extra=(), name="chaos", mqtt_uri=None, mongo_uri=None, log_level=None):
-        log_level = log_level or self.opts.relay_log_level
-        r = cl.Relay(self.opts.relay, self.workdir, mongo_uri or self.mongod.uri,
-                     mqtt_uri or self.broker.uri, DB, self.colls, name, extra, log_level)
-        self.relays.append(r)
-        return r
-
-    def writer(self, coll, prefix, first, count, events, max_per=3, delay_us=0):
-        w = cl.Writer(self.opts.writer, self.workdir, self.mongod.uri, DB, coll, prefix, first,
-                      count, events, max_per, delay_us, self.opts.rng.randrange(1 << 30))
-        self.writers.append(w)
-        return w
-
-    def finish_writers(self, timeout=120):
-        for w in self.writers:
-            status = w.wait(timeout)
-            if status not in (0, -9, 137):
-                raise AssertionError("writer failed (%s): %s" % (status, w.stderr()[-500:]))
-            self.ledger.add_writer(w)
-        self.writers = []
-
-    def quiet_and_verify(self, timeout=90):
-        cl.wait_quiet(self.db, self.colls, self.sub, timeout)
-        ok, line, problems = cl.verify(self.ledger, self.sub, self.db, self.colls, self.figures)
-        print(line, flush=True)
-        for n in self.figures.notes:
-            print("  note: %s" % n)
-        if not ok:
-            self.failed = True
-            self.dump()
-        return ok, problems
-
-    def dump(self):
-        """Writes what the subscriber got and what was committed, for a post-mortem."""
-        with open(os.path.join(self.workdir, "messages.txt"), "wb") as f:
-            for t, p, when in self.sub.snapshot():
-                f.write(b"%.3f " % when + t.encode() + b" " + p[:300] + b"\n")
-        with open(os.path.join(self.workdir, "committed.txt"), "w") as f:
-            for eid, v in self.ledger.committed.items():
-                f.write("%s %s %s %d\n" % (eid, v[0], v[1], v[2]))
-        with open(os.path.join(self.workdir, "timeline.txt"), "w") as f:
-            f.write("\n".join(cl.TIMELINE) + "\n")
-        for r in self.relays:
-            if r.alive() and shutil.which("gdb"):
-                path = os.path.join(self.workdir, "relay-pid%d.stacks" % r.pid)
-                with open(path, "wb") as f:
-                    subprocess.run(["gdb", "-p", str(r.pid), "-batch", "-ex",
-                                    "thread apply all bt"], stdout=f, stderr=f, timeout=60)
-                print("  relay %d is still running: its stacks are in %s" % (r.pid, path))
-
-    def close(self):
-        for r in self.relays:
-            r.stop(10)
-        for w in self.writers:
-            w.kill9()
-        if self.sub:
-            self.sub.close()
-        if self.broker:
-            self.broker.close()
-        if self.mongod:
-            self.mongod.close()
-        if self.opts.keep or self.failed:
-            print("  (kept %s)" % self.workdir)
-        else:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-
-
-def sizes(opts, ci, long):
-    return long if opts.long else ci
-
-
-def expect_clean(env):
-    ok, problems = env.quiet_and_verify()
-    check(ok, "; ".join(problems))
-
+from chaoslib import Env, check, sizes, expect_clean  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Fault scenarios

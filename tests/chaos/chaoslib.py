@@ -20,6 +20,7 @@ import uuid
 
 try:
     import pymongo
+    from bson.codec_options import CodecOptions
     import paho.mqtt.client as mqtt
     from paho.mqtt.properties import Properties
     from paho.mqtt.packettypes import PacketTypes
@@ -235,7 +236,7 @@ class Relay:
     counter = 0
 
     def __init__(self, binary, workdir, mongo_uri, mqtt_uri, db, colls, name="chaos",
-                 extra=(), log_level="info"):
+                 extra=(), log_level="info", env=None):
         Relay.counter += 1
         self.log_path = os.path.join(workdir, "relay-%d.log" % Relay.counter)
         args = [binary, "--mongodb-uri", mongo_uri, "--database", db, "--mqtt-uri", mqtt_uri,
@@ -245,8 +246,12 @@ class Relay:
         for c in colls:
             args += ["--collection", c]
         args += list(extra)
+        wrapper = os.environ.get("CHAOS_RELAY_WRAPPER")
+        if wrapper:  # e.g. "gdb -q -batch -ex run -ex bt --args" for a crash's backtrace
+            args = wrapper.split() + args
         self.args = args
-        self.proc = spawn(args, self.log_path)
+        self.killed = False
+        self.proc = spawn(args, self.log_path, env=env)
         mark("relay %d started (pid %d)" % (Relay.counter, self.proc.pid))
 
     @property
@@ -264,13 +269,22 @@ class Relay:
         return wait_until(lambda: text in self.log_text() or not self.alive(), timeout) \
             and text in self.log_text()
 
+    def died(self):
+        """The exit status if the relay ended without being told to, else None."""
+        if self.killed or self.proc.poll() is None:
+            return None
+        return self.proc.returncode
+
     def kill9(self):
+        self.killed = True
         mark("relay pid %d kill -9" % self.proc.pid)
         kill_group(self.proc, signal.SIGKILL)
         self.proc.wait()
         stop(self.proc)
 
     def stop(self, timeout=30):
+        if self.proc.poll() is None:
+            self.killed = True
         return stop(self.proc, timeout)
 
     def proc_status(self, key):
@@ -443,11 +457,16 @@ class Subscriber:
 # Verification
 
 
+# Documents may hold invalid UTF-8 on purpose (bad-input scenarios).
+LENIENT = CodecOptions(unicode_decode_error_handler="replace")
+
+
 def pending_events(db, colls, field="events"):
     """{event id: (collection, entity id)} of every event still in a document."""
     out = {}
     for c in colls:
-        for d in db[c].find({field + ".0": {"$exists": True}}, {field: 1}):
+        coll = db[c].with_options(codec_options=LENIENT)
+        for d in coll.find({field + ".0": {"$exists": True}}, {field: 1}):
             evs = d.get(field)
             if isinstance(evs, list):
                 for e in evs:
@@ -526,9 +545,10 @@ def verify(ledger, sub, db, colls, figures, allow_unknown=()):
              duplicates, len(pending), phantom, mismatched, torn, len(ledger.unconfirmed)))
     if lost_ids:
         problems.append("%d committed events never delivered, e.g. %s" %
-                        (len(lost_ids), [ledger.committed[i] for i in lost_ids[:5]]))
+                        (len(lost_ids), [short(ledger.committed[i]) for i in lost_ids[:5]]))
     if pending:
-        problems.append("%d events still pending, e.g. %s" % (len(pending), list(pending.values())[:5]))
+        problems.append("%d events still pending, e.g. %s" %
+                        (len(pending), [short(v) for v in list(pending.values())[:5]]))
     for n, what in ((phantom, "events published that were never committed"),
                     (mismatched, "events published with another entity/seq than committed"),
                     (bad_payload, "messages whose payload is not a CloudEvent"),
@@ -542,5 +562,131 @@ def verify(ledger, sub, db, colls, figures, allow_unknown=()):
     return ok, line, problems
 
 
+def short(value, width=60):
+    """A repr that stays readable for 64 KiB ids."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width] + "...(%d chars)" % len(text)
+
+
 def new_workdir(tag):
     return tempfile.mkdtemp(prefix="outbox-chaos-%s." % tag)
+
+
+# ---------------------------------------------------------------------------------------------
+# A scenario's world
+
+DB = "chaos"
+
+
+class Env:
+    """One scenario's world: its own servers, subscriber, ledger and figures; close() stops
+    everything it started."""
+
+    def __init__(self, opts, tag, colls=("things",), oplog_size=None, broker_conf="",
+                 start_broker=True):
+        self.opts = opts
+        self.workdir = new_workdir(tag)
+        self.colls = list(colls)
+        self.relays = []
+        self.writers = []
+        self.mongod = self.broker = self.sub = None
+        self.figures = Figures()
+        self.ledger = Ledger()
+        self.failed = False
+        TIMELINE.clear()
+        self.mongod = Mongod(opts.mongod, self.workdir, oplog_size)
+        self.db = self.mongod.client[DB]
+        if start_broker:
+            self.broker = Broker(self.workdir, broker_conf)
+            self.sub = Subscriber(self.broker)
+
+    def relay(self, extra=(), name="chaos", mqtt_uri=None, mongo_uri=None, log_level=None):
+        log_level = log_level or self.opts.relay_log_level
+        r = Relay(self.opts.relay, self.workdir, mongo_uri or self.mongod.uri,
+                     mqtt_uri or self.broker.uri, DB, self.colls, name, extra, log_level)
+        self.relays.append(r)
+        return r
+
+    def writer(self, coll, prefix, first, count, events, max_per=3, delay_us=0):
+        w = Writer(self.opts.writer, self.workdir, self.mongod.uri, DB, coll, prefix, first,
+                      count, events, max_per, delay_us, self.opts.rng.randrange(1 << 30))
+        self.writers.append(w)
+        return w
+
+    def finish_writers(self, timeout=120):
+        for w in self.writers:
+            status = w.wait(timeout)
+            if status not in (0, -9, 137):
+                raise AssertionError("writer failed (%s): %s" % (status, w.stderr()[-500:]))
+            self.ledger.add_writer(w)
+        self.writers = []
+
+    def quiet_and_verify(self, timeout=90):
+        wait_quiet(self.db, self.colls, self.sub, timeout)
+        ok, line, problems = verify(self.ledger, self.sub, self.db, self.colls, self.figures)
+        for r in self.relays:
+            if r.died() is not None:
+                ok = False
+                problems.append("relay pid %d died on its own with status %d (log %s)" %
+                                (r.pid, r.died(), r.log_path))
+        print(line, flush=True)
+        for n in self.figures.notes:
+            print("  note: %s" % n)
+        if not ok:
+            self.failed = True
+            self.dump()
+        return ok, problems
+
+    def dump(self):
+        """Writes what the subscriber got and what was committed, for a post-mortem."""
+        with open(os.path.join(self.workdir, "messages.txt"), "wb") as f:
+            for t, p, when in (self.sub.snapshot() if self.sub else []):
+                f.write(b"%.3f " % when + t.encode() + b" " + p[:300] + b"\n")
+        with open(os.path.join(self.workdir, "committed.txt"), "w") as f:
+            for eid, v in self.ledger.committed.items():
+                f.write("%s %s %s %d\n" % (eid, v[0], v[1], v[2]))
+        with open(os.path.join(self.workdir, "timeline.txt"), "w") as f:
+            f.write("\n".join(TIMELINE) + "\n")
+        for r in self.relays:
+            if r.alive() and shutil.which("gdb"):
+                path = os.path.join(self.workdir, "relay-pid%d.stacks" % r.pid)
+                with open(path, "wb") as f:
+                    subprocess.run(["gdb", "-p", str(r.pid), "-batch", "-ex",
+                                    "thread apply all bt"], stdout=f, stderr=f, timeout=60)
+                print("  relay %d is still running: its stacks are in %s" % (r.pid, path))
+
+    def close(self):
+        if sys.exc_info()[0] is not None and not self.failed:
+            self.failed = True  # a check failed inside the scenario: keep a post-mortem
+            try:
+                self.dump()
+            except Exception as exc:
+                print("  (could not dump: %s)" % exc)
+        for r in self.relays:
+            r.stop(10)
+        for w in self.writers:
+            w.kill9()
+        if self.sub:
+            self.sub.close()
+        if self.broker:
+            self.broker.close()
+        if self.mongod:
+            self.mongod.close()
+        if self.opts.keep or self.failed:
+            print("  (kept %s)" % self.workdir)
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def sizes(opts, ci, long):
+    return long if opts.long else ci
+
+
+def expect_clean(env):
+    ok, problems = env.quiet_and_verify()
+    check(ok, "; ".join(problems))

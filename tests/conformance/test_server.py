@@ -324,6 +324,28 @@ class Queries(ServerTest):
         self.assertEqual(sorted(map(repr, self.coll.distinct("tags"))),
                          sorted(map(repr, ["x", "y", ["x", "y"]])))
 
+    def test_array_semantics_in_depth(self):
+        self.coll.insert_many([
+            {"_id": 30, "a": [{"b": 1}, {"c": 2}], "n": [0, 5]},
+            {"_id": 31, "a": [{"b": [{"c": 1}]}], "n": [2]},
+            {"_id": 32, "a": {"0": 1, "b": 2}, "n": 5},
+            {"_id": 33, "a": [{"x": 1}, {"y": 2}], "n": []},
+        ])
+        flt = {"_id": {"$gte": 30}}
+
+        def ids(q):
+            return self.ids(dict(q, **flt))
+        self.assertEqual(ids({"a.b": None}), [30, 33])  # an element without b counts as null
+        self.assertEqual(ids({"a.b.c": 1}), [31])       # through two levels of arrays
+        self.assertEqual(ids({"a.0": 1}), [32])         # "0" names a field of a document
+        self.assertEqual(ids({"n": {"$gt": 1, "$lt": 3}}), [30, 31])   # any elements
+        self.assertEqual(ids({"n": {"$elemMatch": {"$gt": 1, "$lt": 3}}}), [31])  # one element
+        self.assertEqual(ids({"n": {"$gt": 3}}), [30, 32])
+        self.assertEqual(ids({"a": {"$all": [{"$elemMatch": {"x": 1}},
+                                             {"$elemMatch": {"y": 2}}]}}), [33])
+        self.assertEqual(ids({"n": {"$ne": 5}}), [31, 33])
+        self.assertEqual(ids({"n": {"$size": 1}}), [31])
+
     def test_array_equality_and_all(self):
         self.assertEqual(self.ids({"tags": "x"}), [1, 3])
         self.assertEqual(self.ids({"tags": ["x", "y"]}), [1, 4])

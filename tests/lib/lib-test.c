@@ -195,3 +195,29 @@ lt_int_id(int64_t n)
    v.value.v_int64 = n;
    return v;
 }
+
+outbox_collection_t *
+lt_second_handle(lt_t *t, const bson_t *opts)
+{
+   bson_error_t e;
+   outbox_collection_t *c = outbox_collection_new(t->pool, LT_DB, t->coll_name, opts, &e);
+
+   cr_assert_not_null(c, "%s", e.message);
+   return c;
+}
+
+void
+lt_events_new(outbox_event_t **evs, int n, const char *type)
+{
+   for (int i = 0; i < n; i++) {
+      evs[i] = outbox_event_new(type, NULL);
+   }
+}
+
+void
+lt_events_destroy(outbox_event_t **evs, int n)
+{
+   for (int i = 0; i < n; i++) {
+      outbox_event_destroy(evs[i]);
+   }
+}

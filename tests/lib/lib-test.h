@@ -63,6 +63,19 @@ lt_int64(const bson_t *doc, const char *path);
 int
 lt_array_len(const bson_t *doc, const char *key);
 
+/* A second handle on t's collection with `opts` (may be NULL), with a cache of its own;
+ * asserts success. Caller destroys. */
+outbox_collection_t *
+lt_second_handle(lt_t *t, const bson_t *opts);
+
+/* Fills evs[0..n-1] with new events of `type` without data. */
+void
+lt_events_new(outbox_event_t **evs, int n, const char *type);
+
+/* Destroys evs[0..n-1]. */
+void
+lt_events_destroy(outbox_event_t **evs, int n);
+
 /* A string id value pointing at `s` (static storage). */
 bson_value_t
 lt_str_id(const char *s);

@@ -36,15 +36,11 @@ create(const bson_value_t *id, int n)
    outbox_commit_t res;
    bson_error_t e;
 
-   for (int i = 0; i < n; i++) {
-      evs[i] = outbox_event_new("t.created", NULL);
-   }
+   lt_events_new(evs, n, "t.created");
    cr_assert(outbox_collection_create(t.coll, id, fields, evs, (size_t)n, &res, &e), "%s",
              e.message);
    cr_assert_eq(res.version, 1);
-   for (int i = 0; i < n; i++) {
-      outbox_event_destroy(evs[i]);
-   }
+   lt_events_destroy(evs, n);
    bson_destroy(fields);
 }
 

@@ -251,15 +251,13 @@ Test(concurrency, one_update_command)
    cr_assert_eq(count_of(&counts.inserts), 0);
    assert_one_update_statement(1, 0);
    /* A handle that has not seen the entity reads it once, then sends one update. */
-   cold = outbox_collection_new(t.pool, LT_DB, t.coll_name, NULL, &e);
+   cold = lt_second_handle(&t, NULL);
    cr_assert(outbox_collection_update(cold, &id, 2, update, evs + 2, 1, NULL, &e), "%s", e.message);
    cr_assert_eq(count_of(&counts.updates), 1);
    cr_assert_eq(count_of(&counts.finds), 1);
    assert_one_update_statement(2, 2);
    outbox_collection_destroy(cold);
-   for (int i = 0; i < 3; i++) {
-      outbox_event_destroy(evs[i]);
-   }
+   lt_events_destroy(evs, 3);
    bson_destroy(update);
 }
 
@@ -325,7 +323,5 @@ Test(concurrency, change_stream_shows_appends)
    mongoc_client_pool_push(t.pool, client);
    bson_destroy(opts);
    bson_destroy(&pipeline);
-   for (int i = 0; i < 3; i++) {
-      outbox_event_destroy(evs[i]);
-   }
+   lt_events_destroy(evs, 3);
 }

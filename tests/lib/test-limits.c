@@ -24,32 +24,6 @@ teardown(void)
 
 TestSuite(limits, .init = setup, .fini = teardown, .timeout = 90);
 
-static outbox_collection_t *
-second_handle(const bson_t *opts)
-{
-   bson_error_t e;
-   outbox_collection_t *c = outbox_collection_new(t.pool, LT_DB, t.coll_name, opts, &e);
-
-   cr_assert_not_null(c, "%s", e.message);
-   return c;
-}
-
-static void
-events_new(outbox_event_t **evs, int n)
-{
-   for (int i = 0; i < n; i++) {
-      evs[i] = outbox_event_new("t", NULL);
-   }
-}
-
-static void
-events_destroy(outbox_event_t **evs, int n)
-{
-   for (int i = 0; i < n; i++) {
-      outbox_event_destroy(evs[i]);
-   }
-}
-
 Test(limits, pending_events)
 {
    bson_t *opts = BCON_NEW("maxPendingEvents", BCON_INT32(3));
@@ -61,8 +35,9 @@ Test(limits, pending_events)
    bson_t *before;
 
    lt_open(&t, opts);
-   cold = second_handle(opts); /* its cache knows nothing: its first update goes out blind */
-   events_new(evs, 3);
+   /* Its cache knows nothing: its first update goes out blind. */
+   cold = lt_second_handle(&t, opts);
+   lt_events_new(evs, 3, "t");
    cr_assert(outbox_collection_create(t.coll, &id, NULL, evs, 2, &res, &e), "%s", e.message);
    before = lt_raw_get(&t, &id);
    /* 2 pending + 1 = 3 is allowed. */
@@ -82,7 +57,7 @@ Test(limits, pending_events)
    cr_assert(outbox_collection_append(t.coll, &id, &more, 1, &res, &e), "%s", e.message);
    cr_assert_eq(res.first_seq, 4);
    outbox_event_destroy(more);
-   events_destroy(evs, 3);
+   lt_events_destroy(evs, 3);
    bson_destroy(before);
    bson_destroy(opts);
    outbox_collection_destroy(cold);
@@ -113,7 +88,7 @@ Test(limits, document_size)
    bson_t *before;
 
    lt_open(&t, opts);
-   cold = second_handle(opts);
+   cold = lt_second_handle(&t, opts);
    cr_assert(outbox_collection_create(t.coll, &id, fields, NULL, 0, NULL, &e), "%s", e.message);
    before = lt_raw_get(&t, &id);
    cr_assert_not(outbox_collection_append(t.coll, &id, &ev, 1, NULL, &e));
@@ -173,8 +148,8 @@ Test(limits, stale_cache_is_harmless)
    bson_error_t e;
 
    lt_open(&t, NULL);
-   other = second_handle(NULL);
-   events_new(evs, 4);
+   other = lt_second_handle(&t, NULL);
+   lt_events_new(evs, 4, "t");
    cr_assert(outbox_collection_create(t.coll, &id, NULL, evs, 1, &res, &e), "%s", e.message);
    /* t.coll's cache now says (version 1, eventSeq 1); the other handle moves on. */
    cr_assert(outbox_collection_append(other, &id, evs + 1, 1, &res, &e), "%s", e.message);
@@ -186,7 +161,7 @@ Test(limits, stale_cache_is_harmless)
    cr_assert(outbox_collection_append(other, &id, evs + 3, 1, &res, &e), "%s", e.message);
    cr_assert_eq(res.version, 4);
    cr_assert_eq(res.first_seq, 4);
-   events_destroy(evs, 4);
+   lt_events_destroy(evs, 4);
    outbox_collection_destroy(other);
 }
 
@@ -201,8 +176,8 @@ Test(limits, retries_exhausted)
    bson_t *before;
 
    lt_open(&t, opts);
-   other = second_handle(NULL);
-   events_new(evs, 2);
+   other = lt_second_handle(&t, NULL);
+   lt_events_new(evs, 2, "t");
    cr_assert(outbox_collection_create(t.coll, &id, NULL, evs, 1, &res, &e), "%s", e.message);
    cr_assert(outbox_collection_append(other, &id, evs + 1, 1, &res, &e), "%s", e.message);
    before = lt_raw_get(&t, &id);
@@ -215,7 +190,7 @@ Test(limits, retries_exhausted)
    cr_assert(outbox_collection_append(t.coll, &id, &late, 1, &res, &e), "%s", e.message);
    cr_assert_eq(res.first_seq, 3);
    outbox_event_destroy(late);
-   events_destroy(evs, 2);
+   lt_events_destroy(evs, 2);
    bson_destroy(before);
    bson_destroy(opts);
    outbox_collection_destroy(other);
@@ -259,7 +234,7 @@ Test(limits, renamed_fields_and_write_concern)
    bson_iter_t it;
 
    lt_open(&t, opts);
-   events_new(evs, 2);
+   lt_events_new(evs, 2, "t");
    cr_assert(outbox_collection_create(t.coll, &id, NULL, evs, 1, NULL, &e), "%s", e.message);
    cr_assert(outbox_collection_update(t.coll, &id, 1, update, NULL, 0, NULL, &e), "%s", e.message);
    cr_assert_not(outbox_collection_update(t.coll, &id, 2, bad, NULL, 0, NULL, &e));
@@ -277,7 +252,7 @@ Test(limits, renamed_fields_and_write_concern)
    bson_destroy(update);
    bson_destroy(bad);
    bson_destroy(opts);
-   events_destroy(evs, 2);
+   lt_events_destroy(evs, 2);
 }
 
 /* Asserts the filter is exactly {"events.0": {$exists: true}}. */

@@ -150,9 +150,14 @@ open_stream(md_cmd_t *c, const agg_t *a, const bson_t *spec, const bson_t *rest,
       return tm_error_set(error, 73, "$changeStream may not be opened on the internal %s "
                                      "database", c->db);
    }
-   if (!check_stream_stages(rest, error)) {
+   bson_t **none = NULL;
+   size_t n_none = 0;
+   /* Parse the user's stages now: a bad one fails the aggregate, not a later getMore. */
+   if (!check_stream_stages(rest, error) ||
+       !tm_pipeline_run(rest, NULL, 0, &none, &n_none, error)) {
       return false;
    }
+   tm_docs_free(none, n_none);
    md_ts_t start;
    md_changestream_t *cs = md_changestream_open(&c->srv->oplog, c->db, a->coll, cluster, spec,
                                                 rest, &start, error);
@@ -284,6 +289,44 @@ add_distinct(md_hmap_t *seen, bson_t *arr, uint32_t *n, const bson_value_t *v)
    bson_string_free(k, true);
 }
 
+/* Adds the values at dotted `path` below `v` as distinct does: documents inside arrays on
+ * the way are descended into, and an array at the end is unwound one level. */
+static void
+distinct_values(md_hmap_t *seen, bson_t *arr, uint32_t *n, const bson_value_t *v,
+                const char *path)
+{
+   bson_iter_t it;
+   if (!*path) {
+      if (v->value_type == BSON_TYPE_ARRAY &&
+          bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+         while (bson_iter_next(&it)) {
+            add_distinct(seen, arr, n, bson_iter_value(&it));
+         }
+      } else {
+         add_distinct(seen, arr, n, v);
+      }
+      return;
+   }
+   if (v->value_type == BSON_TYPE_ARRAY &&
+       bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+      while (bson_iter_next(&it)) {
+         if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            distinct_values(seen, arr, n, bson_iter_value(&it), path);
+         }
+      }
+      return;
+   }
+   if (v->value_type != BSON_TYPE_DOCUMENT ||
+       !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+      return;
+   }
+   const char *dot = strchr(path, '.');
+   size_t len = dot ? (size_t) (dot - path) : strlen(path);
+   if (bson_iter_find_w_len(&it, path, (int) len)) {
+      distinct_values(seen, arr, n, bson_iter_value(&it), dot ? dot + 1 : "");
+   }
+}
+
 bool
 md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
 {
@@ -317,20 +360,11 @@ md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
    uint32_t n = 0;
    BSON_APPEND_ARRAY_BEGIN(c->reply, "values", &values);
    for (size_t i = 0; i < sel.n; i++) {
-      bson_value_t v;
-      if (!tm_path_get(sel.docs[i]->bson, key, &v)) {
-         continue;
-      }
-      if (v.value_type == BSON_TYPE_ARRAY) {
-         bson_iter_t ai;
-         if (bson_iter_init_from_data(&ai, v.value.v_doc.data, v.value.v_doc.data_len)) {
-            while (bson_iter_next(&ai)) {
-               add_distinct(seen, &values, &n, bson_iter_value(&ai));
-            }
-         }
-      } else {
-         add_distinct(seen, &values, &n, &v);
-      }
+      const bson_t *doc = sel.docs[i]->bson;
+      bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
+      v.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+      v.value.v_doc.data_len = doc->len;
+      distinct_values(seen, &values, &n, &v, key);
    }
    bson_append_array_end(c->reply, &values);
    md_hmap_destroy(seen);

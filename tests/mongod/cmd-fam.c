@@ -45,6 +45,12 @@ parse(const md_cmd_t *c, fam_t *f, bson_error_t *error)
       }
       bson_init_static(&f->update, data, len);
       f->has_update = true;
+      if (BSON_ITER_HOLDS_ARRAY(&it) && bson_empty(&f->update)) {
+         /* An empty pipeline changes nothing; the engine would see an empty replacement. */
+         static const uint8_t noop[] = {0x10, 0, 0, 0, 0x03, '$', 's', 'e', 't', 0,
+                                        5,    0, 0, 0, 0,    0};
+         bson_init_static(&f->update, noop, sizeof noop);
+      }
    }
    if (bson_iter_init_find(&it, c->cmd, "arrayFilters") && BSON_ITER_HOLDS_ARRAY(&it)) {
       uint32_t len;

@@ -129,6 +129,12 @@ parse_update_stmt(const bson_t *stmt, update_stmt_t *s, bson_error_t *error)
       bson_iter_document(&it, &len, &data);
    }
    bson_init_static(&s->u, data, len);
+   if (s->is_pipeline && bson_empty(&s->u)) {
+      /* The engine sees an empty array as an empty replacement; an empty pipeline changes
+       * nothing, which {$set: {}} says unambiguously. */
+      static const uint8_t noop[] = {0x10, 0, 0, 0, 0x03, '$', 's', 'e', 't', 0, 5, 0, 0, 0, 0, 0};
+      bson_init_static(&s->u, noop, sizeof noop);
+   }
    if (bson_iter_init_find(&it, stmt, "arrayFilters")) {
       if (!BSON_ITER_HOLDS_ARRAY(&it)) {
          return tm_error_set(error, 14, "arrayFilters must be an array");

@@ -29,6 +29,7 @@ usage(FILE *out)
          "  --oplog-mb N      also bound the history to about N MiB of documents\n"
          "                    (default 1024; 0: no byte bound)\n"
          "  --max-connections N  refuse connections beyond N (default 2000)\n"
+         "  --ttl-interval N  seconds between TTL index passes (default 60; 0: never)\n"
          "  --verbose         log connections and errors to stderr\n"
          "  --help            show this help\n",
          out);
@@ -57,6 +58,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
       {"oplog-size", required_argument, NULL, 'o'},
       {"oplog-mb", required_argument, NULL, 'M'},
       {"max-connections", required_argument, NULL, 'm'},
+      {"ttl-interval", required_argument, NULL, 't'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -99,6 +101,13 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
          }
          opts->max_connections = (int) n;
          break;
+      case 't':
+         if (!parse_number(optarg, 0, 86400, &n)) {
+            fprintf(stderr, "test-mongod: bad --ttl-interval %s\n", optarg);
+            return EX_USAGE;
+         }
+         opts->ttl_interval = (int) n;
+         break;
       case 'v':
          opts->verbose = true;
          break;
@@ -137,7 +146,7 @@ main(int argc, char **argv)
 {
    md_server_opts_t opts = {.bind = "127.0.0.1", .port = 27017, .oplog_size = 1000000,
                             .oplog_bytes = (size_t) 1024 * 1024 * 1024,
-                            .max_connections = 2000};
+                            .max_connections = 2000, .ttl_interval = 60};
    int rc = parse_args(argc, argv, &opts);
    if (rc != 0) {
       return rc < 0 ? 0 : rc;

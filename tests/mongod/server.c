@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "ttl.h"
 #include "wire.h"
 
 void
@@ -40,6 +41,7 @@ md_server_new(const md_server_opts_t *opts)
    pthread_mutex_init(&srv->lock, NULL);
    pthread_mutex_init(&srv->conns_lock, NULL);
    pthread_cond_init(&srv->conns_cond, NULL);
+   pthread_cond_init(&srv->ttl_cond, NULL);
    srv->store = md_store_new();
    md_oplog_init(&srv->oplog, opts->oplog_size, opts->oplog_bytes);
    md_cursors_init(&srv->cursors);
@@ -65,6 +67,7 @@ md_server_destroy(md_server_t *srv)
    md_store_destroy(srv->store);
    md_failpoints_destroy(&srv->failpoints);
    pthread_cond_destroy(&srv->conns_cond);
+   pthread_cond_destroy(&srv->ttl_cond);
    pthread_mutex_destroy(&srv->conns_lock);
    pthread_mutex_destroy(&srv->lock);
    free(srv);
@@ -346,6 +349,7 @@ start_conn(md_server_t *srv, int fd, const struct sockaddr_storage *ss)
 void
 md_server_run(md_server_t *srv)
 {
+   md_ttl_start(srv);
    while (!atomic_load(&srv->stopping)) {
       struct sockaddr_storage ss;
       socklen_t sl = sizeof ss;
@@ -375,4 +379,5 @@ md_server_run(md_server_t *srv)
       pthread_cond_wait(&srv->conns_cond, &srv->conns_lock);
    }
    pthread_mutex_unlock(&srv->conns_lock);
+   md_ttl_stop(srv);
 }

@@ -26,6 +26,7 @@ typedef struct {
    size_t oplog_size;      /* change history bound, in entries */
    size_t oplog_bytes;     /* and in bytes of documents held (0: no byte bound) */
    int max_connections;
+   int ttl_interval; /* seconds between TTL passes; 0: never */
    bool verbose;
 } md_server_opts_t;
 
@@ -39,6 +40,9 @@ typedef struct {
    md_cursors_t cursors;
    md_failpoints_t failpoints;
    md_sessions_t sessions;
+   pthread_t ttl_thread;
+   pthread_cond_t ttl_cond; /* wakes the TTL monitor for shutdown */
+   bool ttl_running;
 
    char host_port[300]; /* advertised in hello: hosts, primary, me */
    int listen_fd;

@@ -61,6 +61,13 @@ md_write_update_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, const tm_upd
       next = keep_id(d->bson, &out, error);
       ok = next != NULL;
    }
+   if (ok && next && next->len == d->bson->len &&
+       memcmp(bson_get_data(next), bson_get_data(d->bson), next->len) == 0) {
+      /* An update that leaves the document as it was is a no-op: nModified 0, no event. */
+      *modified = false;
+      bson_destroy(next);
+      next = NULL;
+   }
    if (ok && next && next->len > MD_MAX_BSON_SIZE) {
       ok = tm_error_set(error, 17419, "Resulting document after update is larger than %d",
                         MD_MAX_BSON_SIZE);

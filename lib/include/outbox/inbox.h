@@ -153,7 +153,8 @@ outbox_seq_order_name(outbox_seq_order_t order);
  *   ledger            string, default "<coll>_inbox": the ledger collection; "" disables it;
  *   ledgerTtlSeconds  int >= 1, default 604800 (7 days): expiry of ledger entries.
  * Field names must be non-empty, distinct, not "_id", without '.' and not starting with '$'.
- * Unknown options are refused (OUTBOX_ERROR_INVALID_ARGUMENT). No I/O happens here.
+ * Unknown options are refused (OUTBOX_ERROR_INVALID_ARGUMENT), and so are a NULL pool and a
+ * NULL or empty db or coll. `db` and `coll` are copied. No I/O happens here.
  * Free with outbox_inbox_destroy(). */
 OUTBOX_API outbox_inbox_t *
 outbox_inbox_new(mongoc_client_pool_t *pool, const char *db, const char *coll,
@@ -176,15 +177,17 @@ outbox_inbox_ensure_indexes(outbox_inbox_t *inbox, bson_error_t *error);
  * when not tracked. `update` (may be NULL: only record the event) is made of update operators;
  * it may not touch _id or the inbox's fields (OUTBOX_ERROR_RESERVED_FIELD); other shapes are
  * OUTBOX_ERROR_INVALID_ARGUMENT; it may use $push and $max on other fields (the library merges
- * its own). `result` (may be NULL) tells what happened. Returns false on error: then the
- * event was not applied (but see network errors above). Thread-safe. */
+ * its own). `doc_id`, `event_id` and `update` are borrowed for the call only. `result` (may be
+ * NULL) tells what happened. Returns false on error: then the event was not applied (but see
+ * network errors above); errors in the arguments are found before any I/O. Thread-safe. */
 OUTBOX_API bool
 outbox_inbox_apply(outbox_inbox_t *inbox, const bson_value_t *doc_id, const char *event_id,
                    int64_t seq, const bson_t *update, outbox_inbox_result_t *result,
                    bson_error_t *error);
 
 /* Sets *seen to whether `event_id` was applied to state document `doc_id`: present in its
- * window or in the ledger. Read-only. Thread-safe. */
+ * window or in the ledger. Arguments are checked as by outbox_inbox_apply() and borrowed for
+ * the call; *seen is false when the call fails. Read-only. Thread-safe. */
 OUTBOX_API bool
 outbox_inbox_seen(outbox_inbox_t *inbox, const bson_value_t *doc_id, const char *event_id,
                   bool *seen, bson_error_t *error);

@@ -76,6 +76,9 @@
  * THREADS. An outbox_collection_t may be used from any number of threads at once; each call
  * pops a client from the pool and pushes it back before returning. An outbox_event_t is not
  * thread-safe: use one from one thread at a time.
+ *
+ * This header declares the whole API: it also includes outbox/inbox.h, the consumer side
+ * (either header may be included on its own).
  */
 #ifndef OUTBOX_H
 #define OUTBOX_H
@@ -180,7 +183,8 @@ outbox_event_validate(const outbox_event_t *event, bson_error_t *error);
 OUTBOX_API const char *
 outbox_event_get_id(const outbox_event_t *event);
 
-/* The event type as given to outbox_event_new(). Owned by the event. */
+/* The event type as given to outbox_event_new(). Owned by the event; valid until it is
+ * destroyed. */
 OUTBOX_API const char *
 outbox_event_get_type(const outbox_event_t *event);
 
@@ -232,8 +236,9 @@ typedef struct {
  *   cacheSize         int, default 4096: entries of the (id -> version, eventSeq) cache that
  *                     saves a read per update; 0 disables it. Correctness never depends on it.
  * Field names must be non-empty, distinct, not "_id", without '.' and not starting with '$'.
- * Unknown options are refused. Returns NULL with OUTBOX_ERROR_INVALID_ARGUMENT on a bad
- * option. No I/O happens here. Free with outbox_collection_destroy(). */
+ * Unknown options are refused. `db` and `coll` are copied. Returns NULL with
+ * OUTBOX_ERROR_INVALID_ARGUMENT on a bad option or a NULL or empty pool, db or coll. No I/O
+ * happens here. Free with outbox_collection_destroy(). */
 OUTBOX_API outbox_collection_t *
 outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *coll,
                       const bson_t *opts, bson_error_t *error);
@@ -327,5 +332,9 @@ OUTBOX_API bool
 outbox_collection_ensure_indexes(outbox_collection_t *collection, bson_error_t *error);
 
 OUTBOX_END_DECLS
+
+/* The consumer side, so that one include gives the whole API. outbox/inbox.h includes this
+ * header in turn; the include guards make either order work. */
+#include "outbox/inbox.h"
 
 #endif /* OUTBOX_H */

@@ -288,3 +288,64 @@ Test(cloudevent, structured_payload)
    bson_free(json);
    relay_event_cleanup(&ev);
 }
+
+/* The hand-written JSON writer must produce exactly libbson's bytes, for every value it
+ * handles itself and (through the fallback) for every other one. */
+static void
+check_same_json(const char *event_json, relay_str_t subject, const char *source)
+{
+   relay_event_t ev;
+   size_t len, rlen;
+   char *json, *ref;
+
+   relay_event_parse(event_value(event_json), &ev);
+   cr_assert_not_null(ev.id, "%s", event_json);
+   json = relay_cloudevent_json(&ev, source, subject, &len);
+   ref = relay_cloudevent_json_reference(&ev, source, subject, &rlen);
+   cr_assert_not_null(json);
+   cr_assert_not_null(ref);
+   cr_assert_eq(len, rlen, "length %zu != %zu:\n%s\n%s", len, rlen, json, ref);
+   cr_assert_eq(strlen(json), len);
+   cr_assert_str_eq(json, ref);
+   bson_free(json);
+   bson_free(ref);
+   {
+      bson_t empty = BSON_INITIALIZER;
+      char *a = relay_data_json(&ev, &len);
+      char *b = bson_as_relaxed_extended_json(ev.data ? ev.data : &empty, &rlen);
+      cr_assert_eq(len, rlen);
+      cr_assert_str_eq(a, b);
+      bson_free(a);
+      bson_free(b);
+   }
+   relay_event_cleanup(&ev);
+}
+
+Test(cloudevent, fast_json_matches_libbson)
+{
+   static const char *const events[] = {
+       "{\"id\": \"e1\", \"seq\": 1, \"type\": \"T\", \"data\": {}}",
+       "{\"id\": \"e1\", \"seq\": 1, \"type\": \"T\", \"data\": {\"n\": 1, \"pad\": \"xxxx\"}}",
+       "{\"id\": \"e\\\"1\\\\\", \"seq\": {\"$numberLong\": \"9223372036854775807\"}, \"type\": "
+       "\"a.b-c_d\", \"time\": {\"$date\": \"1960-01-01T00:00:00.001Z\"}, \"data\": {\"a\": "
+       "{\"$numberLong\": \"-9223372036854775808\"}, \"b\": -2147483648, \"c\": true, \"d\": "
+       "false, \"e\": null, \"f\": {}, \"g\": [], \"h\": [1, \"x\", [[]], {\"z\": {}}]}}",
+       "{\"id\": \"\\u00e9\\u20ac\\ud83d\\ude00\", \"seq\": 2, \"type\": \"T\", \"data\": "
+       "{\"k\\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f/\": \"\\u0080\\u00a0\\u0000end\"}}",
+       /* Types the fast path leaves to libbson. */
+       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"x\": 1.5}}",
+       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"d\": {\"$date\": "
+       "\"2026-11-22T10:00:00Z\"}, \"o\": {\"$oid\": \"0123456789abcdef01234567\"}}}",
+       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"a\": [{\"b\": "
+       "{\"$numberDecimal\": \"1.1\"}}]}}",
+       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"b\": {\"$binary\": "
+       "{\"base64\": \"AAEC\", \"subType\": \"04\"}}}}",
+   };
+   relay_str_t subjects[] = {{"a\0b", 3}, {"", 0}, {"x\"y\x01\xc3\xa9", 6}, {NULL, 0}};
+
+   for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
+      for (size_t k = 0; k < sizeof subjects / sizeof subjects[0]; k++) {
+         check_same_json(events[i], subjects[k], k == 2 ? "/d\\b/\"c\"" : "/db/things");
+      }
+   }
+}
