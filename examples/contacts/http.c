@@ -199,6 +199,17 @@ on_completed(void *cls, struct MHD_Connection *conn, void **state,
 
 /* ---- server ------------------------------------------------------------------------------- */
 
+/* Percent-decodes the path and query arguments as libmicrohttpd would, except when they hold
+ * "%00": a decoded NUL would silently cut "/contacts/<id>%00anything" down to a valid id.
+ * Left encoded, the id or argument is invalid and the request is answered 400. */
+static size_t
+unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+   if (strstr(s, "%00"))
+      return strlen(s);
+   return MHD_http_unescape(s);
+}
+
 static bool
 resolve(const char *listen, struct sockaddr_storage *addr, char *err, size_t errlen)
 {
@@ -237,7 +248,7 @@ http_server_start(repository_t *repo, const char *listen, uint16_t *port, char *
        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, server,
        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-       server, MHD_OPTION_END);
+       server, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
    if (!server->daemon) {
       snprintf(err, errlen, "cannot listen on %s (address in use?)", listen);
       bson_free(server);

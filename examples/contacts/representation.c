@@ -149,6 +149,26 @@ read_top(bson_iter_t *it, contact_input_t *in, contact_error_t *err)
    return true;
 }
 
+/* bson_init_from_json() stops after the first value, so "{...}{...}" would pass as its first
+ * object: count the values (stopping at two). */
+static bool
+single_json_value(const char *body, size_t len)
+{
+   bson_json_reader_t *reader = bson_json_data_reader_new(false, 0);
+   bson_t scratch = BSON_INITIALIZER;
+   bson_error_t error;
+   int values = 0;
+
+   bson_json_data_reader_ingest(reader, (const uint8_t *)body, len);
+   while (values < 2 && bson_json_reader_read(reader, &scratch, &error) == 1) {
+      values++;
+      bson_reinit(&scratch);
+   }
+   bson_destroy(&scratch);
+   bson_json_reader_destroy(reader);
+   return values == 1;
+}
+
 bool
 representation_parse_json(const char *body, size_t len, bson_t *doc, contact_error_t *err)
 {
@@ -173,6 +193,8 @@ representation_parse_json(const char *body, size_t len, bson_t *doc, contact_err
       snprintf(msg, sizeof msg, "the request body is not valid JSON: %.200s", error.message);
       return refuse(err, "", msg);
    }
+   if (!single_json_value(body, len))
+      return refuse(err, "", "the request body must be one JSON object, not several");
    return true;
 }
 

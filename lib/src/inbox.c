@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "check-private.h"
 #include "inbox-private.h"
 
 #define DEFAULT_WINDOW 128
@@ -252,6 +253,10 @@ build_update(const outbox_inbox_t *ib, const bson_t *update, const char *event_i
 
    if (update && !bson_iter_init(&it, update))
       return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "malformed update", NULL);
+   /* The server may store invalid UTF-8 as it is; consumers reading the state would not. */
+   if (update && !_outbox_bson_is_valid(update, false))
+      return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                  "update is not well-formed BSON with valid UTF-8 strings", NULL);
    while (update && bson_iter_next(&it)) {
       const char *op = bson_iter_key(&it);
       const uint8_t *data;
@@ -307,8 +312,13 @@ check_doc_id(const bson_value_t *doc_id, bson_error_t *error)
    if (!doc_id)
       return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "document id is required", NULL);
    switch (doc_id->value_type) {
-   case BSON_TYPE_OID:
    case BSON_TYPE_UTF8:
+      if (!doc_id->value.v_utf8.str ||
+          !bson_utf8_validate(doc_id->value.v_utf8.str, doc_id->value.v_utf8.len, false))
+         return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "string document id is not valid UTF-8",
+                     NULL);
+      return true;
+   case BSON_TYPE_OID:
    case BSON_TYPE_INT32:
    case BSON_TYPE_INT64:
    case BSON_TYPE_BINARY:

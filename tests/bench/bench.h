@@ -85,6 +85,7 @@ typedef struct {
    double lib_per_s, plain_per_s, overhead_pct;
    double lib_cpu_us, plain_cpu_us;               /* client CPU per commit */
    double lib_server_cpu_us, plain_server_cpu_us; /* test-mongod CPU per commit */
+   double lib_cmds, plain_cmds;                   /* commands sent per commit */
    bool ok;
 } bench_libcase_t;
 
@@ -94,6 +95,7 @@ typedef struct {
    int window;
    size_t payload;
    bool bare;              /* without the four MQTT 5 user properties the relay sends */
+   int broker_receive_max; /* from CONNACK; the window is capped to it (0: none sent) */
    double msgs_per_s;      /* first publish -> all received by the subscriber */
    double acked_per_s;     /* first publish -> last PUBACK */
    double avg_msg_bytes;

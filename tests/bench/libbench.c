@@ -153,8 +153,19 @@ worker_main(void *arg)
    return NULL;
 }
 
+/* Commands sent through the benchmark's pool, counted by command monitoring: an extra
+ * round trip per commit shows here long before it is clear in a noisy rate. */
+static atomic_size_t commands_sent;
+
+static void
+on_command_started(const mongoc_apm_command_started_t *event)
+{
+   atomic_fetch_add(&commands_sent, 1);
+}
+
 typedef struct {
    double per_s;         /* commits/s, -1 on an error */
+   double cmds;          /* commands sent per commit */
    double cpu_us;        /* this process's CPU per commit (all threads) */
    double server_cpu_us; /* test-mongod's CPU per commit (0 when not ours) */
 } run_result_t;
@@ -167,6 +178,62 @@ process_cpu_s(void)
    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
+/* A fresh collection of entities without events and, for the library, a handle on it.
+ * Returns false (having said why) if either could not be made. */
+static bool
+setup_run(const bench_opts_t *o, mongoc_client_pool_t *pool, const char *coll, bool lib,
+          outbox_collection_t **oc)
+{
+   mongoc_client_t *c = mongoc_client_pool_pop(pool);
+   bool ok = bench_coll_prepare(c, o->database, coll) &&
+             bench_entities_insert(c, o->database, coll, o->entities_few);
+   mongoc_client_pool_push(pool, c);
+   *oc = NULL;
+   if (ok && lib) {
+      bson_error_t err;
+      /* No relay clears the events here, so the per-entity limit must not be what stops it. */
+      bson_t *copts = BCON_NEW("maxPendingEvents", BCON_INT32(1000000));
+      *oc = outbox_collection_new(pool, o->database, coll, copts, &err);
+      bson_destroy(copts);
+      if (!*oc) {
+         fprintf(stderr, "outbox-bench: outbox_collection_new: %s\n", err.message);
+         ok = false;
+      }
+   }
+   return ok;
+}
+
+/* Releases the workers, times them, and joins them. */
+static run_result_t
+time_workers(const bench_opts_t *o, const bench_servers_t *s, worker_t *w, pthread_t *tid,
+             int threads, pthread_barrier_t *start, _Atomic int64_t *stop_at)
+{
+   run_result_t res = {.per_s = -1};
+   pthread_barrier_wait(start);
+   int64_t t0 = bench_now_ns();
+   double cpu0 = process_cpu_s(), server0 = bench_proc_cpu_s(s->mongod_pid);
+   size_t cmds0 = atomic_load(&commands_sent);
+   atomic_store(stop_at, t0 + (int64_t) (o->lib_s * 1e9));
+   size_t commits = 0;
+   bool ok = true;
+   for (int i = 0; i < threads; i++) {
+      pthread_join(tid[i], NULL);
+      commits += w[i].commits;
+      if (w[i].error[0]) {
+         fprintf(stderr, "outbox-bench: %s benchmark: %s\n", w[i].oc ? "library" : "plain",
+                 w[i].error);
+         ok = false;
+      }
+   }
+   if (ok && commits) {
+      res.per_s = (double) commits / bench_secs(t0, bench_now_ns());
+      res.cpu_us = (process_cpu_s() - cpu0) * 1e6 / (double) commits;
+      res.server_cpu_us = (bench_proc_cpu_s(s->mongod_pid) - server0) * 1e6 / (double) commits;
+      res.cmds = (double) (atomic_load(&commands_sent) - cmds0) / (double) commits;
+   }
+   return res;
+}
+
 /* One timed run on a fresh collection. CPU per commit is reported next to the rate: on a
  * busy machine it varies far less than throughput does. */
 static run_result_t
@@ -176,57 +243,25 @@ timed_run(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_pool_t 
    static int counter;
    char coll[64];
    snprintf(coll, sizeof coll, "lib%d_%ld", ++counter, (long) getpid());
-   size_t entities = o->entities_few;
-   mongoc_client_t *c = mongoc_client_pool_pop(pool);
-   bool ok = bench_coll_prepare(c, o->database, coll) &&
-             bench_entities_insert(c, o->database, coll, entities);
-   mongoc_client_pool_push(pool, c);
-   bson_error_t err;
-   /* No relay clears the events here, so the per-entity limit must not be what stops it. */
-   bson_t *copts = BCON_NEW("maxPendingEvents", BCON_INT32(1000000));
-   outbox_collection_t *oc = lib ? outbox_collection_new(pool, o->database, coll, copts, &err)
-                                 : NULL;
-   if (lib && !oc) {
-      fprintf(stderr, "outbox-bench: outbox_collection_new: %s\n", err.message);
-      ok = false;
-   }
-   bson_destroy(copts);
-   worker_t w[8];
-   pthread_t tid[8];
-   pthread_barrier_t start;
-   pthread_barrier_init(&start, NULL, (unsigned) threads + 1);
-   _Atomic int64_t stop_at = INT64_MAX;
-   for (int i = 0; ok && i < threads; i++) {
-      w[i] = (worker_t){.opts = o, .pool = pool, .oc = oc, .coll = coll, .index = i,
-                        .threads = threads, .per_commit = per_commit, .entities = entities,
-                        .start = &start, .stop_ns = &stop_at};
-      pthread_create(&tid[i], NULL, worker_main, &w[i]);
-   }
+   outbox_collection_t *oc;
    run_result_t res = {.per_s = -1};
-   if (ok) {
-      pthread_barrier_wait(&start);
-      int64_t t0 = bench_now_ns();
-      double cpu0 = process_cpu_s(), server0 = bench_proc_cpu_s(s->mongod_pid);
-      atomic_store(&stop_at, t0 + (int64_t) (o->lib_s * 1e9));
-      size_t commits = 0;
+   if (setup_run(o, pool, coll, lib, &oc)) {
+      worker_t w[8];
+      pthread_t tid[8];
+      pthread_barrier_t start;
+      pthread_barrier_init(&start, NULL, (unsigned) threads + 1);
+      _Atomic int64_t stop_at = INT64_MAX;
       for (int i = 0; i < threads; i++) {
-         pthread_join(tid[i], NULL);
-         commits += w[i].commits;
-         if (w[i].error[0]) {
-            fprintf(stderr, "outbox-bench: %s benchmark: %s\n", lib ? "library" : "plain",
-                    w[i].error);
-            ok = false;
-         }
+         w[i] = (worker_t){.opts = o, .pool = pool, .oc = oc, .coll = coll, .index = i,
+                           .threads = threads, .per_commit = per_commit,
+                           .entities = o->entities_few, .start = &start, .stop_ns = &stop_at};
+         pthread_create(&tid[i], NULL, worker_main, &w[i]);
       }
-      if (ok && commits) {
-         res.per_s = (double) commits / bench_secs(t0, bench_now_ns());
-         res.cpu_us = (process_cpu_s() - cpu0) * 1e6 / (double) commits;
-         res.server_cpu_us = (bench_proc_cpu_s(s->mongod_pid) - server0) * 1e6 / (double) commits;
-      }
+      res = time_workers(o, s, w, tid, threads, &start, &stop_at);
+      pthread_barrier_destroy(&start);
    }
-   pthread_barrier_destroy(&start);
    outbox_collection_destroy(oc);
-   c = mongoc_client_pool_pop(pool);
+   mongoc_client_t *c = mongoc_client_pool_pop(pool);
    bench_coll_drop(c, o->database, coll);
    mongoc_client_pool_push(pool, c);
    return res;
@@ -245,6 +280,9 @@ bench_lib_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results
    }
    mongoc_client_pool_t *pool = mongoc_client_pool_new(uri);
    mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+   mongoc_apm_callbacks_t *apm = mongoc_apm_callbacks_new();
+   mongoc_apm_set_command_started_cb(apm, on_command_started);
+   mongoc_client_pool_set_apm_callbacks(pool, apm, NULL);
    mongoc_client_pool_max_size(pool, 16);
    for (size_t k = 0; k < 2; k++) {
       for (size_t t = 0; t < 3; t++) {
@@ -264,6 +302,7 @@ bench_lib_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results
             sum[is_lib].per_s += v.per_s / o->lib_reps;
             sum[is_lib].cpu_us += v.cpu_us / o->lib_reps;
             sum[is_lib].server_cpu_us += v.server_cpu_us / o->lib_reps;
+            sum[is_lib].cmds += v.cmds / o->lib_reps;
          }
          c->ok = ok;
          c->plain_per_s = sum[0].per_s;
@@ -272,6 +311,8 @@ bench_lib_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results
          c->lib_cpu_us = sum[1].cpu_us;
          c->plain_server_cpu_us = sum[0].server_cpu_us;
          c->lib_server_cpu_us = sum[1].server_cpu_us;
+         c->plain_cmds = sum[0].cmds;
+         c->lib_cmds = sum[1].cmds;
          c->overhead_pct = ok && c->lib_per_s > 0 ? (c->plain_per_s / c->lib_per_s - 1) * 100 : 0;
          if (!ok) {
             bench_fail(r, "library benchmark (%d threads, %d events) failed", c->threads,
@@ -280,5 +321,6 @@ bench_lib_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results
       }
    }
    mongoc_client_pool_destroy(pool);
+   mongoc_apm_callbacks_destroy(apm);
    mongoc_uri_destroy(uri);
 }

@@ -22,7 +22,7 @@ usage(FILE *out)
       "  --smoke             a few hundred events; checks everything arrives (seconds)\n"
       "  --quick             reduced sizes, under two minutes\n"
       "  --long              1M-event drain and the scaling runs (window, events per\n"
-      "                      commit, payload size)\n"
+      "                      commit, payload size); test-mongod needs many GB of RAM for it\n"
       "  --relay PATH        outbox-relay to measure (without it: baseline and lib only)\n"
       "  --mongod PATH       test-mongod executable\n"
       "  --mosquitto PATH    mosquitto executable (default /usr/sbin/mosquitto)\n"
@@ -67,8 +67,8 @@ set_mode(bench_opts_t *o, bench_mode_t mode)
       o->timeout_s = 60;
       break;
    case BENCH_QUICK:
-      o->events = 30000;
-      o->entities_many = 30000;
+      o->events = 20000;
+      o->entities_many = 20000;
       o->phase_s = 4;
       o->lib_s = 0.5;
       o->timeout_s = 60;

@@ -116,16 +116,16 @@ print_lib(const bench_results_t *r)
    }
    printf("\nLibrary: commits/s, liboutbox update vs plain mongoc_collection_update_one "
           "(target overhead < 10%%)\n");
-   printf("  %7s %9s %10s %10s %9s   %-17s %-17s\n", "threads", "ev/commit", "liboutbox",
-          "plain", "overhead", "client CPU us/c", "server CPU us/c");
+   printf("  %7s %9s %10s %10s %9s   %-17s %-17s %s\n", "threads", "ev/commit", "liboutbox",
+          "plain", "overhead", "client CPU us/c", "server CPU us/c", "cmds/c");
    for (int i = 0; i < r->n_lib; i++) {
       const bench_libcase_t *c = &r->lib[i];
-      printf("  %7d %9d %10.0f %10.0f %8.1f%%   %7.1f / %-7.1f %7.1f / %-7.1f%s\n", c->threads,
-             c->events_per_commit, c->lib_per_s, c->plain_per_s, c->overhead_pct, c->lib_cpu_us,
-             c->plain_cpu_us, c->lib_server_cpu_us, c->plain_server_cpu_us,
-             c->ok ? "" : "  FAILED");
+      printf("  %7d %9d %10.0f %10.0f %8.1f%%   %7.1f / %-7.1f %7.1f / %-7.1f %.2f / %.2f%s\n",
+             c->threads, c->events_per_commit, c->lib_per_s, c->plain_per_s, c->overhead_pct,
+             c->lib_cpu_us, c->plain_cpu_us, c->lib_server_cpu_us, c->plain_server_cpu_us,
+             c->lib_cmds, c->plain_cmds, c->ok ? "" : "  FAILED");
    }
-   printf("  (CPU per commit: liboutbox / plain; server = test-mongod when started here)\n");
+   printf("  (per commit: liboutbox / plain; server = test-mongod when started here)\n");
 }
 
 static void
@@ -156,6 +156,10 @@ bench_report_print(const bench_opts_t *o, const bench_results_t *r)
    if (b->messages) {
       printf("%-22s %8zu msgs, window %d, data %zu B (%.0f B messages)\n", "Baseline (paho QoS 1)",
              b->messages, b->window, b->payload, b->avg_msg_bytes);
+      if (b->broker_receive_max && b->broker_receive_max <= b->window) {
+         printf("%-22s the broker's Receive Maximum (%d) limits the window\n", "",
+                b->broker_receive_max);
+      }
       printf("%-22s %9.0f msg/s received (first run: %.0f received, %.0f acknowledged)%s\n",
              "", baseline_mean(r), b->msgs_per_s, b->acked_per_s, b->ok ? "" : "  INCOMPLETE");
       if (r->n_baseline_runs > 1) {
@@ -242,10 +246,11 @@ json_lists(FILE *f, const bench_results_t *r)
                  "%.1f, \"plain_commits_per_s\": %.1f, \"overhead_pct\": %.2f, "
                  "\"lib_cpu_us_per_commit\": %.2f, \"plain_cpu_us_per_commit\": %.2f, "
                  "\"lib_server_cpu_us_per_commit\": %.2f, "
-                 "\"plain_server_cpu_us_per_commit\": %.2f, \"ok\": %s}",
+                 "\"plain_server_cpu_us_per_commit\": %.2f, \"lib_commands_per_commit\": %.3f, "
+                 "\"plain_commands_per_commit\": %.3f, \"ok\": %s}",
               i ? "," : "", c->threads, c->events_per_commit, c->lib_per_s, c->plain_per_s,
               c->overhead_pct, c->lib_cpu_us, c->plain_cpu_us, c->lib_server_cpu_us,
-              c->plain_server_cpu_us, c->ok ? "true" : "false");
+              c->plain_server_cpu_us, c->lib_cmds, c->plain_cmds, c->ok ? "true" : "false");
    }
    fprintf(f, "],\n  \"scale\": [");
    for (int i = 0; i < r->n_scale; i++) {

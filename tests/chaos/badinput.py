@@ -470,4 +470,7 @@ SCENARIOS = [
     scenario_unreachable_servers, scenario_wrong_credentials,
 ]
 
-CI_SCENARIOS = []
+# Passing against the current relay; the others are in FINDINGS.md. huge_event passes but
+# takes ~30 s, so it runs in --all and --long only.
+CI_SCENARIOS = ["malformed_events", "broker_too_large", "hostile_ids", "bad_config",
+                "unreachable_servers"]

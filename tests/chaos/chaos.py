@@ -43,8 +43,10 @@ def scenario_relay_kill9(opts):
         delay = 2000 if not opts.long else 300
         env.writer("things", "a", 0, 100 if not opts.long else 500, per, 4, delay)
         env.writer("things", "b", 0, 100 if not opts.long else 500, per, 4, delay)
-        for _ in range(kills):
-            time.sleep(opts.rng.uniform(0.2, 1.2))
+        # At least `kills` kills, and keep killing while the writers are still committing.
+        while env.figures.kills < kills or any(w.proc.poll() is None for w in env.writers):
+            time.sleep(opts.rng.uniform(0.2, 1.2) if not opts.long else
+                       opts.rng.uniform(0.5, 4.0))
             relay.kill9()
             env.figures.kills += 1
             if opts.rng.random() < 0.3:
@@ -173,7 +175,7 @@ def scenario_history_loss(opts):
 def scenario_writer_kill(opts):
     """Writers killed with kill -9 mid-commit (large commits); each commit is all or nothing
     against what the writer printed; the relay delivers what was committed."""
-    kills = sizes(opts, 6, 20)
+    kills = sizes(opts, 4, 20)
     env = Env(opts, "wkill")
     try:
         relay = env.relay()
@@ -200,8 +202,8 @@ def scenario_two_relays(opts):
         r2 = env.relay()
         check(r1.wait_log("change stream open") and r2.wait_log("change stream open"),
               "relays did not start")
-        env.writer("things", "t", 0, 60, 1000, 3, 2000)
-        env.writer("things", "u", 0, 60, 1000, 3, 2000)
+        env.writer("things", "t", 0, 60, 600, 3, 2000)
+        env.writer("things", "u", 0, 60, 600, 3, 2000)
         time.sleep(1.0)
         r1.kill9()
         env.figures.kills += 1
@@ -214,7 +216,8 @@ def scenario_two_relays(opts):
 
 
 def scenario_multi_collection(opts):
-    """Two collections watched by one relay, writers on both, kills and a broker restart."""
+    """Two collections watched by one relay, writers on both, a kill (and a broker restart
+    outside the CI form)."""
     env = Env(opts, "multi", colls=("orders", "contacts"))
     try:
         relay = env.relay()
@@ -225,9 +228,12 @@ def scenario_multi_collection(opts):
         relay.kill9()
         env.figures.kills += 1
         relay = env.relay()
-        time.sleep(0.8)
-        env.broker.restart(0.5)
-        env.figures.broker_restarts += 1
+        if opts.broker_restarts:
+            # Off in the CI form: the relay sometimes hangs after a broker restart (FINDINGS
+            # F3); `--all` and `--long` turn it on.
+            time.sleep(0.8)
+            env.broker.restart(0.5)
+            env.figures.broker_restarts += 1
         env.finish_writers()
         expect_clean(env)
     finally:
@@ -243,8 +249,9 @@ FAULT_SCENARIOS = [
 # Scenarios that pass against the current relay, run by `meson test --suite chaos`. The
 # others are in FINDINGS.md; `chaos.py --all` runs everything.
 CI_SCENARIOS = [
-    "relay_kill9", "broker_restart", "mongo_faults", "history_loss", "writer_kill",
-    "two_relays", "multi_collection",
+    "relay_kill9", "mongo_getmore_dropped", "mongo_checkpoint_dropped", "mongo_slow_getmore",
+    "mongo_slow_clear", "mongo_slow_checkpoint", "history_loss", "writer_kill", "two_relays",
+    "multi_collection",
 ] + badinput.CI_SCENARIOS
 
 
@@ -271,12 +278,13 @@ def main():
     opts = ap.parse_args()
     seed = opts.seed if opts.seed is not None else random.randrange(1 << 30)
     opts.rng = random.Random(seed)
+    opts.broker_restarts = not opts.ci
     print("chaos: seed %d (rerun with --seed %d)" % (seed, seed), flush=True)
     table = all_scenarios()
     if opts.scenarios:
         names = opts.scenarios
     elif opts.long:
-        names = ["relay_kill9", "broker_restart", "mongo_faults", "writer_kill"]
+        names = ["relay_kill9", "broker_restart", "mongo_faults", "writer_kill", "huge_event"]
     elif opts.all:
         names = list(table)
     else:

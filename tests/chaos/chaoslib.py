@@ -283,9 +283,30 @@ class Relay:
         stop(self.proc)
 
     def stop(self, timeout=30):
+        """SIGTERM; if the relay does not exit in time, saves its thread stacks (gdb) next to
+        its log before killing it, since a hung relay is a finding."""
         if self.proc.poll() is None:
             self.killed = True
-        return stop(self.proc, timeout)
+            kill_group(self.proc, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                path = self.save_stacks()
+                print("  relay pid %d ignored SIGTERM for %ds%s" %
+                      (self.pid, timeout, "; stacks in " + path if path else ""), flush=True)
+        return stop(self.proc, 5)
+
+    def save_stacks(self):
+        if not shutil.which("gdb") or self.proc.poll() is not None:
+            return None
+        path = self.log_path + ".stacks"
+        with open(path, "wb") as f:
+            try:
+                subprocess.run(["gdb", "-p", str(self.pid), "-batch", "-ex",
+                                "thread apply all bt"], stdout=f, stderr=f, timeout=60)
+            except subprocess.TimeoutExpired:
+                pass
+        return path
 
     def proc_status(self, key):
         """A field of /proc/PID/status in kB (VmRSS, VmHWM), or None."""
@@ -647,13 +668,11 @@ class Env:
                 f.write("%s %s %s %d\n" % (eid, v[0], v[1], v[2]))
         with open(os.path.join(self.workdir, "timeline.txt"), "w") as f:
             f.write("\n".join(TIMELINE) + "\n")
-        for r in self.relays:
-            if r.alive() and shutil.which("gdb"):
-                path = os.path.join(self.workdir, "relay-pid%d.stacks" % r.pid)
-                with open(path, "wb") as f:
-                    subprocess.run(["gdb", "-p", str(r.pid), "-batch", "-ex",
-                                    "thread apply all bt"], stdout=f, stderr=f, timeout=60)
-                print("  relay %d is still running: its stacks are in %s" % (r.pid, path))
+        if pending_events(self.db, self.colls):
+            for r in self.relays:
+                path = r.save_stacks()
+                if path:
+                    print("  relay %d is still running: its stacks are in %s" % (r.pid, path))
 
     def close(self):
         if sys.exc_info()[0] is not None and not self.failed:

@@ -6,6 +6,7 @@
 # relay running, so the events array holds everything the service appended).
 #
 # usage: test-contacts-rest.py PATH/TO/contacts-service   (OUTBOX_TEST_MONGODB_URI must be set)
+import http.client
 import json
 import os
 import socket
@@ -144,7 +145,45 @@ BAD_BODIES = [
     ("nested unknown", json.dumps(dict(contact(), name={"firstName": "A", "lastName": "B",
                                                        "x": "y"})).encode()),
     ("NUL byte", b'{"name": {"firstName": "A\x00", "lastName": "B"}, "email": "a@b.co"}'),
+    ("invalid UTF-8", b'{"name": {"firstName": "\xff", "lastName": "B"}, "email": "a@b.co"}'),
+    ("invalid UTF-8 key", b'{"\xc3": 1, "name": {"firstName": "A", "lastName": "B"}}'),
+    ("lone surrogate", b'{"name": {"firstName": "\\ud800", "lastName": "B"}, "email": "a@b.co"}'),
+    ("two objects", json.dumps(contact()).encode() * 2),
+    ("Extended JSON", json.dumps(dict(contact(), email={"$date": 1})).encode()),
 ]
+
+
+def post_chunked(c, path, raw):
+    """POST without Content-Length, so the size is only known while reading."""
+    host, port = c.base.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.putrequest("POST", path)
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Transfer-Encoding", "chunked")
+    conn.endheaders()
+    for i in range(0, len(raw), 8192):
+        chunk = raw[i:i + 8192]
+        conn.send(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+    conn.send(b"0\r\n\r\n")
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_hostile_ids(c, cid, before):
+    # A percent-encoded NUL must not cut the path down to a valid id.
+    for method, hdrs in (("GET", None), ("PUT", {"If-Match": '"%d"' % before["version"]}),
+                         ("DELETE", {"If-Match": "*"})):
+        st, _, body = c.call(method, "/contacts/%s%%00x" % cid, contact() if method == "PUT"
+                             else None, hdrs)
+        check("%s id%%00... -> 400 invalid-id" % method, st == 400 and isinstance(body, dict)
+              and body.get("error") == "invalid-id", (st, body))
+    st, _, _ = c.call("GET", "/contacts/" + "a" * 5000)
+    check("GET very long id -> 400", st == 400, st)
+    st, _, _ = c.call("GET", "/contacts?continuationToken=%s%%00" % cid)
+    check("continuationToken with NUL -> 400", st == 400, st)
+    st, _, _ = c.call("GET", "/contacts?pageSize=1%00")
+    check("pageSize with NUL -> 400", st == 400, st)
 
 
 def test_bad_input(c, coll, cid, before):
@@ -158,6 +197,8 @@ def test_bad_input(c, coll, cid, before):
         check("PUT %s -> 400" % name, st == 400, (st, body))
     st, _, _ = c.call("POST", "/contacts", raw=b"x" * (100 * 1024))
     check("POST huge body -> 413", st == 413, st)
+    check("POST huge chunked body -> 413", post_chunked(c, "/contacts", b"x" * (200 * 1024)) == 413)
+    test_hostile_ids(c, cid, before)
     st, _, _ = c.call("POST", "/contacts", raw=json.dumps(contact()).encode(),
                       headers={"Content-Type": "text/plain"})
     check("POST wrong content type -> 415", st == 415, st)

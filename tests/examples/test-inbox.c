@@ -206,6 +206,51 @@ Test(inbox, refused_updates_write_nothing)
    outbox_inbox_destroy(ib);
 }
 
+/* Number of documents in collection `name` of the test's database. */
+static int64_t
+count_docs(const char *name)
+{
+   mongoc_client_t *client = mongoc_client_pool_pop(pool);
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, db, name);
+   bson_t filter = BSON_INITIALIZER;
+   bson_error_t error;
+   int64_t n = mongoc_collection_count_documents(coll, &filter, NULL, NULL, NULL, &error);
+
+   cr_assert_geq(n, 0, "count %s: %s", name, error.message);
+   bson_destroy(&filter);
+   mongoc_collection_destroy(coll);
+   mongoc_client_pool_push(pool, client);
+   return n;
+}
+
+Test(inbox, invalid_utf8_is_refused_before_io)
+{
+   outbox_inbox_t *ib = open_inbox(NULL);
+   bson_value_t id = sid("c6"), bad_id = sid("c\xff\xfe");
+   bson_t *bad_value = BCON_NEW("$set", "{", "name", BCON_UTF8("A\xc3"), "}");
+   bson_t *bad_key = BCON_NEW("$set", "{", "n\xff", BCON_INT32(1), "}");
+   bson_t *good = BCON_NEW("$inc", "{", "n", BCON_INT32(1), "}");
+   bson_error_t error;
+   bool seen = true;
+
+   cr_assert_not(outbox_inbox_apply(ib, &id, "u-1", 1, bad_value, NULL, &error));
+   cr_assert_eq(error.domain, OUTBOX_ERROR_DOMAIN);
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT, "%s", error.message);
+   cr_assert_not(outbox_inbox_apply(ib, &id, "u-1", 1, bad_key, NULL, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT, "%s", error.message);
+   cr_assert_not(outbox_inbox_apply(ib, &bad_id, "u-1", 1, good, NULL, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT, "%s", error.message);
+   cr_assert_not(outbox_inbox_seen(ib, &bad_id, "u-1", &seen, &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT, "%s", error.message);
+   cr_assert_not(seen);
+   cr_assert_eq(count_docs("state"), 0, "nothing may be written");
+   cr_assert_eq(count_docs("state_inbox"), 0, "nothing may be recorded");
+   bson_destroy(bad_value);
+   bson_destroy(bad_key);
+   bson_destroy(good);
+   outbox_inbox_destroy(ib);
+}
+
 Test(inbox, caller_push_and_max_are_merged)
 {
    outbox_inbox_t *ib = open_inbox(NULL);

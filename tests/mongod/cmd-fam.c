@@ -11,7 +11,7 @@
 typedef struct {
    bson_t query, sort, fields, update, array_filters;
    bool has_sort, has_fields, has_update, has_array_filters;
-   bool remove, return_new, upsert;
+   bool remove, return_new, upsert, is_pipeline;
 } fam_t;
 
 static bool
@@ -45,12 +45,7 @@ parse(const md_cmd_t *c, fam_t *f, bson_error_t *error)
       }
       bson_init_static(&f->update, data, len);
       f->has_update = true;
-      if (BSON_ITER_HOLDS_ARRAY(&it) && bson_empty(&f->update)) {
-         /* An empty pipeline changes nothing; the engine would see an empty replacement. */
-         static const uint8_t noop[] = {0x10, 0, 0, 0, 0x03, '$', 's', 'e', 't', 0,
-                                        5,    0, 0, 0, 0,    0};
-         bson_init_static(&f->update, noop, sizeof noop);
-      }
+      f->is_pipeline = BSON_ITER_HOLDS_ARRAY(&it);
    }
    if (bson_iter_init_find(&it, c->cmd, "arrayFilters") && BSON_ITER_HOLDS_ARRAY(&it)) {
       uint32_t len;
@@ -110,8 +105,9 @@ static bool
 modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t *d,
        int32_t pos, const tm_projection_t *proj, bson_error_t *error)
 {
-   tm_update_t *u =
-      tm_update_new(&f->update, f->has_array_filters ? &f->array_filters : NULL, error);
+   const bson_t *af = f->has_array_filters ? &f->array_filters : NULL;
+   tm_update_t *u = f->is_pipeline ? tm_update_new_pipeline(&f->update, af, error)
+                                   : tm_update_new(&f->update, af, error);
    if (!u) {
       return false;
    }

@@ -129,12 +129,6 @@ parse_update_stmt(const bson_t *stmt, update_stmt_t *s, bson_error_t *error)
       bson_iter_document(&it, &len, &data);
    }
    bson_init_static(&s->u, data, len);
-   if (s->is_pipeline && bson_empty(&s->u)) {
-      /* The engine sees an empty array as an empty replacement; an empty pipeline changes
-       * nothing, which {$set: {}} says unambiguously. */
-      static const uint8_t noop[] = {0x10, 0, 0, 0, 0x03, '$', 's', 'e', 't', 0, 5, 0, 0, 0, 0, 0};
-      bson_init_static(&s->u, noop, sizeof noop);
-   }
    if (bson_iter_init_find(&it, stmt, "arrayFilters")) {
       if (!BSON_ITER_HOLDS_ARRAY(&it)) {
          return tm_error_set(error, 14, "arrayFilters must be an array");
@@ -174,7 +168,10 @@ static bool
 run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_stmt_t *s,
                 int32_t index, update_counts_t *counts, bson_t *details, bson_error_t *error)
 {
-   tm_update_t *u = tm_update_new(&s->u, s->has_array_filters ? &s->array_filters : NULL, error);
+   const bson_t *af = s->has_array_filters ? &s->array_filters : NULL;
+   /* An empty array and an empty document look alike as bson_t: say which one it is. */
+   tm_update_t *u = s->is_pipeline ? tm_update_new_pipeline(&s->u, af, error)
+                                   : tm_update_new(&s->u, af, error);
    tm_matcher_t *m = u ? tm_matcher_new(&s->q, error) : NULL;
    bool ok = m != NULL;
    if (ok && s->multi && tm_update_is_replacement(u)) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sysexits.h>
 #include <time.h>
 
@@ -152,6 +153,12 @@ main(int argc, char **argv)
       return rc < 0 ? 0 : rc;
    }
    srand((unsigned) time(NULL));
+   /* One descriptor per connection: allow as many as the hard limit permits. */
+   struct rlimit rl;
+   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+   }
    sig_ctx_t ctx;
    sigemptyset(&ctx.set);
    sigaddset(&ctx.set, SIGTERM);

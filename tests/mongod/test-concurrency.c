@@ -123,3 +123,26 @@ Test(concurrency, many_writers_and_a_watcher, .timeout = 60)
    mongoc_client_pool_destroy(pool);
    bson_free(name);
 }
+
+/* Hundreds of connections open at once (each single-threaded client has its own). */
+Test(concurrency, hundreds_of_connections, .timeout = 60)
+{
+   enum { N = 300 };
+   mongoc_client_t *clients[N];
+   bson_t *ping = BCON_NEW("ping", BCON_INT32(1));
+   bson_error_t error;
+   for (int i = 0; i < N; i++) {
+      clients[i] = md_test_client(NULL, false);
+      cr_assert(mongoc_client_command_simple(clients[i], "admin", ping, NULL, NULL, &error),
+                "client %d: %s", i, error.message);
+   }
+   /* All still usable while the others stay connected. */
+   for (int i = 0; i < N; i += 37) {
+      cr_assert(mongoc_client_command_simple(clients[i], "admin", ping, NULL, NULL, &error),
+                "client %d again: %s", i, error.message);
+   }
+   for (int i = 0; i < N; i++) {
+      mongoc_client_destroy(clients[i]);
+   }
+   bson_destroy(ping);
+}

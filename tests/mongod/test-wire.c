@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "test-util.h"
+#include "wire.h"
 
 static int
 connect_raw(void)
@@ -161,5 +162,18 @@ Test(wire, more_to_come_gets_no_reply)
    bson_t *cmd = BCON_NEW("ping", BCON_INT32(1), "$db", BCON_UTF8("admin"));
    size_t len = op_msg(buf, 2, bson_get_data(cmd), cmd->len);
    cr_assert_eq(exchange(buf, len), -1);
+   bson_destroy(cmd);
+}
+
+Test(wire, checksum_is_verified)
+{
+   uint8_t buf[256];
+   bson_t *cmd = BCON_NEW("ping", BCON_INT32(1), "$db", BCON_UTF8("admin"));
+   size_t len = op_msg(buf, 1, bson_get_data(cmd), cmd->len);
+   put32(buf, (int32_t) (len + 4));
+   put32(buf + len, (int32_t) md_crc32c(buf, len));
+   cr_assert_eq(exchange(buf, len + 4), 2013, "a correct CRC-32C is accepted");
+   buf[len] ^= 1;
+   cr_assert_eq(exchange(buf, len + 4), 0, "a wrong one closes the connection");
    bson_destroy(cmd);
 }

@@ -139,6 +139,41 @@ fold_sequence(bson_t *cmd, const uint8_t *p, size_t size, bson_error_t *error)
    return true;
 }
 
+/* Reads the sections after the flags: the kind-0 body into *body, the kind-1 document
+ * sequences folded into `extra` as arrays. */
+static bool
+read_sections(const uint8_t *p, size_t len, bson_t *body, bson_t *extra, bson_error_t *error)
+{
+   bool have_body = false;
+   size_t pos = 0;
+   while (pos < len) {
+      uint8_t kind = p[pos++];
+      if (kind == 0) {
+         if (have_body) {
+            return tm_error_set(error, 40430, "Multiple body sections in OP_MSG");
+         }
+         uint32_t n = bson_at(p + pos, len - pos, body, error);
+         if (!n) {
+            return false;
+         }
+         have_body = true;
+         pos += n;
+      } else if (kind == 1) {
+         int32_t size = len - pos >= 4 ? rd32(p + pos) : -1;
+         if (size < 5 || (size_t) size > len - pos) {
+            return tm_error_set(error, 2, "document sequence size %d is invalid", (int) size);
+         }
+         if (!fold_sequence(extra, p + pos + 4, (size_t) size - 4, error)) {
+            return false;
+         }
+         pos += (size_t) size;
+      } else {
+         return tm_error_set(error, 40432, "Unknown section kind %u in OP_MSG", kind);
+      }
+   }
+   return have_body || tm_error_set(error, 40587, "OP_MSG has no body section");
+}
+
 static md_wire_result_t
 parse_msg(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error)
 {
@@ -158,66 +193,25 @@ parse_msg(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error)
    }
    req->more_to_come = (flags & 2u) != 0;
    bson_t body;
-   bool have_body = false;
-   size_t pos = 0;
    bson_t extra = BSON_INITIALIZER; /* the kind-1 sections, folded in after the body */
-   while (pos < len) {
-      uint8_t kind = p[pos++];
-      if (kind == 0) {
-         uint32_t n = have_body ? 0 : bson_at(p + pos, len - pos, &body, error);
-         if (!n) {
-            if (have_body) {
-               tm_error_set(error, 40430, "Multiple body sections in OP_MSG");
-            }
-            goto fail;
-         }
-         have_body = true;
-         pos += n;
-      } else if (kind == 1) {
-         if (len - pos < 4) {
-            tm_error_set(error, 2, "truncated document sequence");
-            goto fail;
-         }
-         int32_t size = rd32(p + pos);
-         if (size < 5 || (size_t) size > len - pos ||
-             !fold_sequence(&extra, p + pos + 4, (size_t) size - 4, error)) {
-            if (size < 5 || (size_t) size > len - pos) {
-               tm_error_set(error, 2, "document sequence size %d is invalid", (int) size);
-            }
-            goto fail;
-         }
-         pos += (size_t) size;
-      } else {
-         tm_error_set(error, 40432, "Unknown section kind %u in OP_MSG", kind);
-         goto fail;
-      }
-   }
-   if (!have_body) {
-      tm_error_set(error, 40587, "OP_MSG has no body section");
-      goto fail;
-   }
    bson_iter_t it;
-   if (!bson_iter_init_find(&it, &body, "$db") || !BSON_ITER_HOLDS_UTF8(&it)) {
-      tm_error_set(error, 40571, "OP_MSG requests require a $db argument");
-      goto fail;
+   bool ok = read_sections(p, len, &body, &extra, error);
+   if (ok && (!bson_iter_init_find(&it, &body, "$db") || !BSON_ITER_HOLDS_UTF8(&it))) {
+      ok = tm_error_set(error, 40571, "OP_MSG requests require a $db argument");
    }
-   bson_init(&req->cmd);
-   bson_concat(&req->cmd, &body);
-   bson_iter_init(&it, &extra);
-   while (bson_iter_next(&it)) {
+   for (ok = ok && bson_iter_init(&it, &extra); ok && bson_iter_next(&it);) {
       bson_iter_t dup;
       if (bson_iter_init_find(&dup, &body, bson_iter_key(&it))) {
-         bson_destroy(&req->cmd);
-         tm_error_set(error, 40413, "Duplicate field '%s' in OP_MSG", bson_iter_key(&it));
-         goto fail;
+         ok = tm_error_set(error, 40413, "Duplicate field '%s' in OP_MSG", bson_iter_key(&it));
       }
    }
-   bson_concat(&req->cmd, &extra);
+   if (ok) {
+      bson_init(&req->cmd);
+      bson_concat(&req->cmd, &body);
+      bson_concat(&req->cmd, &extra);
+   }
    bson_destroy(&extra);
-   return MD_WIRE_OK;
-fail:
-   bson_destroy(&extra);
-   return MD_WIRE_ERROR_REPLY;
+   return ok ? MD_WIRE_OK : MD_WIRE_ERROR_REPLY;
 }
 
 static md_wire_result_t

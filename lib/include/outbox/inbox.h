@@ -172,10 +172,11 @@ outbox_inbox_ensure_indexes(outbox_inbox_t *inbox, bson_error_t *error);
 /* Applies `update` to the state document `doc_id` unless event `event_id` was processed
  * before, and records the event as processed in the same atomic update.
  *
- * `doc_id` is an ObjectId, string, int32, int64 or binary; `event_id` a non-empty UTF-8
- * string of at most 256 bytes (the CloudEvents `id`); `seq` the event's per-entity seq, or 0
- * when not tracked. `update` (may be NULL: only record the event) is made of update operators;
- * it may not touch _id or the inbox's fields (OUTBOX_ERROR_RESERVED_FIELD); other shapes are
+ * `doc_id` is an ObjectId, string (valid UTF-8), int32, int64 or binary; `event_id` a
+ * non-empty UTF-8 string of at most 256 bytes (the CloudEvents `id`); `seq` the event's
+ * per-entity seq, or 0 when not tracked. `update` (may be NULL: only record the event) is made
+ * of update operators; it may not touch _id or the inbox's fields
+ * (OUTBOX_ERROR_RESERVED_FIELD); other shapes, and invalid UTF-8 in keys or strings, are
  * OUTBOX_ERROR_INVALID_ARGUMENT; it may use $push and $max on other fields (the library merges
  * its own). `doc_id`, `event_id` and `update` are borrowed for the call only. `result` (may be
  * NULL) tells what happened. Returns false on error: then the event was not applied (but see

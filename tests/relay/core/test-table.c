@@ -258,3 +258,81 @@ Test(table, many_entities_grow_the_table, .init = setup, .fini = teardown)
       cr_assert_not_null(relay_table_find(&t, 0, &v));
    }
 }
+
+/* The per-state counts (kept so the writer need not walk long lists) always match the items,
+ * through every transition, and removals stop early without leaving anything behind. */
+static void
+check_counts(const relay_entity_t *e)
+{
+   uint32_t n[RELAY_ITEM_N_STATES] = {0};
+   for (const relay_item_t *it = e->head; it; it = it->next) {
+      n[it->state]++;
+   }
+   for (int s = 0; s < RELAY_ITEM_N_STATES; s++) {
+      cr_assert_eq(e->n_state[s], n[s], "state %d: counted %u, holds %u", s,
+                   (unsigned)e->n_state[s], (unsigned)n[s]);
+   }
+}
+
+Test(table, state_counts_follow_every_transition, .init = setup, .fini = teardown)
+{
+   bson_value_t v = int_id(7);
+   relay_entity_t *e;
+   relay_item_t *it;
+
+   for (int seq = 1; seq <= 6; seq++) {
+      cr_assert(offer(7, seq, NULL));
+   }
+   e = relay_table_add(&t, 0, &v);
+   check_counts(e);
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_QUEUED), 6);
+
+   cr_assert_eq(relay_table_next_ready(&t, 0), e);
+   check_counts(e);
+   relay_table_failed(&t, e, 0); /* back to queued, first in line */
+   check_counts(e);
+   cr_assert_eq(relay_table_next_ready(&t, 0), e);
+   cr_assert_eq(e->inflight->ev.seq, 1);
+   relay_table_acked(&t, e);
+   cr_assert_eq(relay_table_next_ready(&t, 0), e);
+   relay_table_poisoned(&t, e, "test");
+   cr_assert_eq(relay_table_next_ready(&t, 0), e);
+   relay_table_acked(&t, e);
+   check_counts(e);
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_ACKED), 2);
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_POISON), 1);
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_QUEUED), 3);
+
+   /* As the writer does: acked -> clearing, a failed clear goes back, then succeeds. */
+   for (it = e->head; it; it = it->next) {
+      if (it->state == RELAY_ITEM_ACKED) {
+         relay_table_set_state(e, it, RELAY_ITEM_CLEARING);
+      }
+   }
+   check_counts(e);
+   cr_assert_eq(relay_table_restate(e, RELAY_ITEM_CLEARING, RELAY_ITEM_ACKED), 2);
+   check_counts(e);
+   cr_assert_eq(relay_table_restate(e, RELAY_ITEM_ACKED, RELAY_ITEM_CLEARING), 2);
+   cr_assert_eq(relay_table_remove_state(&t, e, RELAY_ITEM_CLEARING), 2);
+   check_counts(e);
+   cr_assert_eq(e->head->ev.seq, 2); /* the poison one stays */
+   for (it = e->head; it && it->state != RELAY_ITEM_POISON; it = it->next) {
+   }
+   cr_assert_not_null(it);
+   relay_table_remove_item(&t, e, it);
+   check_counts(e);
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_POISON), 0);
+   cr_assert_eq(t.buffered, 3);
+   /* The rest go through in order. */
+   for (int seq = 4; seq <= 6; seq++) {
+      cr_assert_eq(relay_table_next_ready(&t, 0), e);
+      cr_assert_eq(e->inflight->ev.seq, seq);
+      relay_table_acked(&t, e);
+      check_counts(e);
+   }
+   cr_assert_eq(relay_table_remove_state(&t, e, RELAY_ITEM_ACKED), 3);
+   check_counts(e);
+   cr_assert_null(e->head);
+   cr_assert_null(e->tail);
+   cr_assert_eq(t.buffered, 0);
+}

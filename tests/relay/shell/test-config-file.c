@@ -100,16 +100,7 @@ static const file_case_t file_errors_cases[] = {
     "give \"mqtt-password\" or \"mqtt-password-file\", not both"},
 };
 
-/* Criterion passes parameters to a re-executed worker, where pointers into this binary's
- * data may differ (ASLR): pass the index and look the case up here. */
-ParameterizedTestParameters(file, errors)
-{
-   static size_t idx[sizeof file_errors_cases / sizeof file_errors_cases[0]];
-   for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {
-      idx[i] = i;
-   }
-   return cr_make_param_array(size_t, idx, sizeof idx / sizeof idx[0]);
-}
+TEST_CASE_INDEXES(file, errors, file_errors_cases)
 
 ParameterizedTest(size_t *idx_p, file, errors)
 {
@@ -222,16 +213,7 @@ static const redact_case_t dump_redact_uri_cases[] = {
    {"not a uri", "not a uri"},
 };
 
-/* Criterion passes parameters to a re-executed worker, where pointers into this binary's
- * data may differ (ASLR): pass the index and look the case up here. */
-ParameterizedTestParameters(dump, redact_uri)
-{
-   static size_t idx[sizeof dump_redact_uri_cases / sizeof dump_redact_uri_cases[0]];
-   for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {
-      idx[i] = i;
-   }
-   return cr_make_param_array(size_t, idx, sizeof idx / sizeof idx[0]);
-}
+TEST_CASE_INDEXES(dump, redact_uri, dump_redact_uri_cases)
 
 ParameterizedTest(size_t *idx_p, dump, redact_uri)
 {

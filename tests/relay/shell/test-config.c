@@ -347,16 +347,7 @@ static const bad_case_t config_bad_values_cases[] = {
     "version-field and events-field are both 'version': they must differ"},
 };
 
-/* Criterion passes parameters to a re-executed worker, where pointers into this binary's
- * data may differ (ASLR): pass the index and look the case up here. */
-ParameterizedTestParameters(config, bad_values)
-{
-   static size_t idx[sizeof config_bad_values_cases / sizeof config_bad_values_cases[0]];
-   for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {
-      idx[i] = i;
-   }
-   return cr_make_param_array(size_t, idx, sizeof idx / sizeof idx[0]);
-}
+TEST_CASE_INDEXES(config, bad_values, config_bad_values_cases)
 
 ParameterizedTest(size_t *idx_p, config, bad_values)
 {

@@ -32,4 +32,17 @@ test_load(relay_config_t *cfg, bson_error_t *error, const char *const *args);
    "--mongodb-uri", "mongodb://localhost/", "--database", "app", "--collection", "c1", \
       "--mqtt-uri", "tcp://localhost:1883"
 
+/* Defines the parameters of ParameterizedTest(size_t *idx, suite, test): the indexes of the
+ * array `cases`. Criterion passes parameters to a re-executed worker, where pointers into this
+ * binary's data may differ (ASLR), so the test gets an index and looks its case up. */
+#define TEST_CASE_INDEXES(suite, test, cases)                                             \
+   ParameterizedTestParameters(suite, test)                                              \
+   {                                                                                      \
+      static size_t idx[sizeof cases / sizeof cases[0]];                                 \
+      for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {                           \
+         idx[i] = i;                                                                      \
+      }                                                                                   \
+      return cr_make_param_array(size_t, idx, sizeof idx / sizeof idx[0]);                \
+   }
+
 #endif /* RELAY_TEST_UTIL_H */
