@@ -239,6 +239,13 @@ bench_opts_parse(bench_opts_t *o, int argc, char **argv, int *exit_code)
          return false;
       }
    }
+   /* Every writer and library thread owns a disjoint set of entities: none may get none. */
+   if (o->entities_few < 8 || o->entities_few < (size_t) o->writers) {
+      fprintf(stderr, "outbox-bench: --entities: the first count must be at least 8 and at "
+                      "least --writers\n");
+      *exit_code = EX_USAGE;
+      return false;
+   }
    *exit_code = EX_OK;
    return true;
 }

@@ -6,8 +6,9 @@
  * the subscriber received the message (both CLOCK_MONOTONIC in this process).
  * First an unthrottled run finds the maximum sustainable rate (events delivered per second
  * while writers push as hard as they can); then fixed-rate runs at 25, 50 and 90% of it.
- * Writers keep a schedule (commit k is due at t0 + k / rate) and never catch up in bursts
- * beyond it, so a slow phase shows as a lower achieved rate, not as a hidden backlog.
+ * Writers keep a schedule (commit k is due at t0 + k / rate); one that falls behind commits
+ * its overdue slots back to back, so the achieved rate equals the target unless the writers
+ * themselves cannot keep up, and then the achieved rate shows it.
  */
 #include <mongoc/mongoc.h>
 #include <outbox/outbox.h>
