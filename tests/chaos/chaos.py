@@ -180,11 +180,10 @@ def scenario_writer_kill(opts):
     try:
         relay = env.relay()
         check(relay.wait_log("change stream open"), "relay did not start")
-        for i in range(kills):
+        for _ in range(kills):
             w = env.writer("things", "w", 0, 30, 100000, 40)
             time.sleep(opts.rng.uniform(0.3, 0.8))
             w.kill9()
-            env.figures.notes.append("writer %d killed" % i)
         env.finish_writers()
         env.figures.notes = ["%d writers killed; %d commits unconfirmed at the kill" %
                              (kills, len(env.ledger.unconfirmed))]
