@@ -90,24 +90,16 @@ add_update(const relay_config_t *cfg, mongoc_bulk_operation_t *bulk, relay_clear
    return ok;
 }
 
-/* Marks the statements listed in the reply's writeErrors as failed (all if no detail). */
+/* Marks every statement of a failed bulk write as failed. The reply cannot tell which
+ * statements ran: after a command error or a dropped connection mongoc's reply still has a
+ * (then empty) writeErrors array, and trusting it treated the whole batch as cleared while
+ * its events stayed in their documents for good. A clear is idempotent ($pull by event id),
+ * so running the statements that did succeed once more is harmless. */
 static void
-mark_failed(const bson_t *reply, relay_clear_stmt_t **stmts, size_t n)
+mark_failed(relay_clear_stmt_t **stmts, size_t n)
 {
-   bson_iter_t it, errs, doc;
-   if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &errs)) {
-      for (size_t i = 0; i < n; i++) {
-         stmts[i]->failed = true;
-      }
-      return;
-   }
-   while (bson_iter_next(&errs)) {
-      if (bson_iter_recurse(&errs, &doc) && bson_iter_find(&doc, "index")) {
-         int64_t i = bson_iter_as_int64(&doc);
-         if (i >= 0 && (size_t)i < n) {
-            stmts[i]->failed = true;
-         }
-      }
+   for (size_t i = 0; i < n; i++) {
+      stmts[i]->failed = true;
    }
 }
 
@@ -139,7 +131,7 @@ run_job(relay_clearer_t *c, relay_clear_job_t *job)
       if (n > 0 && !mongoc_bulk_operation_execute(bulk, &reply, &error)) {
          relay_log(RELAY_LOG_WARNING, "clear", "clearing %zu entities failed: %s", n,
                    error.message);
-         mark_failed(&reply, mine, n);
+         mark_failed(mine, n);
       }
       if (n > 0) {
          bson_destroy(&reply);

@@ -3,18 +3,17 @@
  *
  * Child processes: mosquitto and test-mongod on free loopback ports (unless
  * OUTBOX_MONGODB_URI / OUTBOX_MQTT_URI name servers to use), and the relay under test.
- * posix_spawn() rather than fork(): paho's threads are already running when the relay is
- * started, and only async-signal-safe work may follow a fork in a threaded process.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -67,20 +66,38 @@ sleep_ms(int ms)
    nanosleep(&(struct timespec){ms / 1000, (long) (ms % 1000) * 1000000}, NULL);
 }
 
+/* fork() + execve() rather than posix_spawn(): the child asks the kernel to send it SIGTERM
+ * when the benchmark dies, however it dies, so no server or relay outlives it. Only
+ * async-signal-safe calls run between fork and exec, as a threaded parent requires. */
 pid_t
 bench_spawn(const char *const *argv, const char *log_path)
 {
-   posix_spawn_file_actions_t fa;
-   posix_spawn_file_actions_init(&fa);
-   if (log_path) {
-      posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-      posix_spawn_file_actions_adddup2(&fa, 1, 2);
+   int log_fd = -1;
+   if (log_path && (log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0) {
+      fprintf(stderr, "outbox-bench: %s: %s\n", log_path, strerror(errno));
+      return 0;
    }
-   pid_t pid = 0;
-   int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *) argv, environ);
-   posix_spawn_file_actions_destroy(&fa);
-   if (rc) {
-      fprintf(stderr, "outbox-bench: cannot start %s: %s\n", argv[0], strerror(rc));
+   pid_t parent = getpid();
+   pid_t pid = fork();
+   if (pid == 0) {
+      if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) {
+         _exit(127); /* the benchmark is already gone */
+      }
+      if (log_fd >= 0 && (dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)) {
+         _exit(127);
+      }
+      execve(argv[0], (char *const *) argv, environ);
+      static const char msg[] = "outbox-bench: exec failed\n";
+      ssize_t ignored = write(2, msg, sizeof msg - 1);
+      (void) ignored;
+      _exit(127);
+   }
+   int err = errno;
+   if (log_fd >= 0) {
+      close(log_fd);
+   }
+   if (pid < 0) {
+      fprintf(stderr, "outbox-bench: cannot start %s: %s\n", argv[0], strerror(err));
       return 0;
    }
    track(pid, 0);
@@ -161,10 +178,15 @@ start_mosquitto(const bench_opts_t *o, bench_servers_t *s)
       }
       /* Queues and the outgoing window are raised so the broker's defaults (1000 queued,
        * 20 in flight per client) never become the limit being measured, for the baseline
-       * and the relay alike. */
+       * and the relay alike. Staying our own user keeps mosquitto from switching
+       * credentials, which would also drop its parent-death signal. */
+      const struct passwd *pw = getpwuid(getuid());
       fprintf(f, "listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n"
                  "max_queued_messages 10000000\nmax_inflight_messages 1000\n"
                  "log_dest stderr\nlog_type error\nlog_type warning\n", port);
+      if (pw) {
+         fprintf(f, "user %s\n", pw->pw_name);
+      }
       fclose(f);
       const char *argv[] = {o->mosquitto_path, "-c", conf, NULL};
       s->mosquitto_pid = bench_spawn(argv, log);
