@@ -16,12 +16,79 @@
 #include "log.h"
 #include "relay-private.h"
 
+/* Documents already reported for an events field that is not an array: collection index +
+ * the BSON of {"": _id}. A writer that bypasses liboutbox should be named once, not on every
+ * change of the document. Rare, so a short list; past its cap every one is reported. */
+#define NOT_ARRAY_SEEN_MAX 4096
+static struct {
+   uint8_t **keys;
+   size_t *lens;
+   size_t n;
+} not_array_seen;
+
+static bool
+not_array_first_time(int coll, const bson_value_t *id)
+{
+   bson_t doc = BSON_INITIALIZER;
+   size_t len;
+   uint8_t *key;
+   uint32_t c = (uint32_t)coll;
+
+   bson_append_value(&doc, "", 0, id);
+   len = sizeof c + doc.len;
+   key = bson_malloc(len);
+   memcpy(key, &c, sizeof c);
+   memcpy(key + sizeof c, bson_get_data(&doc), doc.len);
+   bson_destroy(&doc);
+   for (size_t i = 0; i < not_array_seen.n; i++) {
+      if (not_array_seen.lens[i] == len && !memcmp(not_array_seen.keys[i], key, len)) {
+         bson_free(key);
+         return false;
+      }
+   }
+   if (not_array_seen.n == NOT_ARRAY_SEEN_MAX) {
+      bson_free(key);
+      return true;
+   }
+   not_array_seen.keys =
+       bson_realloc(not_array_seen.keys, (not_array_seen.n + 1) * sizeof *not_array_seen.keys);
+   not_array_seen.lens =
+       bson_realloc(not_array_seen.lens, (not_array_seen.n + 1) * sizeof *not_array_seen.lens);
+   not_array_seen.keys[not_array_seen.n] = key;
+   not_array_seen.lens[not_array_seen.n++] = len;
+   return true;
+}
+
+/* The document's events field is not an array: nothing in it can be published, and the
+ * document is left as it is (it holds no event the relay could move). Said once per
+ * document and counted with the dead letters, so an operator learns that a writer bypasses
+ * liboutbox. */
+static void
+report_not_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it)
+{
+   if (!not_array_first_time(e->coll, &e->id)) {
+      return;
+   }
+   relay_log(RELAY_LOG_WARNING, "stream",
+             "document %s/%s: its %s field is a %s, not an array: its events are ignored "
+             "(was it written without liboutbox?)",
+             r->cfg->collections[e->coll], e->rendered, r->cfg->events_field,
+             BSON_ITER_HOLDS_DOCUMENT(it) ? "document"
+             : BSON_ITER_HOLDS_UTF8(it)   ? "string"
+                                          : "value of another type");
+   relay_metrics_add(r->metrics, RELAY_M_DEAD_LETTERED, 1);
+}
+
 /* Offers every element of the array at @it to @e. */
 static void
 offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *pos)
 {
    bson_iter_t arr;
-   if (!BSON_ITER_HOLDS_ARRAY(it) || !bson_iter_recurse(it, &arr)) {
+   if (!BSON_ITER_HOLDS_ARRAY(it)) {
+      report_not_array(r, e, it);
+      return;
+   }
+   if (!bson_iter_recurse(it, &arr)) {
       return;
    }
    while (bson_iter_next(&arr)) {
@@ -371,7 +438,13 @@ relay_changes_start(relay_t *r, int64_t now)
       return;
    }
    if (error.code != 0) {
-      relay_log(RELAY_LOG_WARNING, "stream", "MongoDB: %s", error.message);
+      /* mongoc passes on the server's answer to the SASL conversation as is (e.g. "no such
+       * command: 'saslStart'"): say that it was the authentication that failed. */
+      bool auth = error.domain == MONGOC_ERROR_CLIENT &&
+                  error.code == MONGOC_ERROR_CLIENT_AUTHENTICATE &&
+                  !strstr(error.message, "uthentication");
+      relay_log(RELAY_LOG_WARNING, "stream", "MongoDB: %s%s", auth ? "authentication failed: " : "",
+                error.message);
       relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 0.0);
       r->sweep_retry_at_ms = now + relay_backoff_next(r->cfg, &r->sweep_backoff_ms);
       return;
@@ -465,4 +538,10 @@ relay_changes_cleanup(relay_t *r)
       mongoc_cursor_destroy(r->sweep_cursor);
       r->sweep_cursor = NULL;
    }
+   for (size_t i = 0; i < not_array_seen.n; i++) {
+      bson_free(not_array_seen.keys[i]);
+   }
+   bson_free(not_array_seen.keys);
+   bson_free(not_array_seen.lens);
+   memset(&not_array_seen, 0, sizeof not_array_seen);
 }

@@ -159,20 +159,81 @@ relay_mqtt_receive_max(relay_mqtt_t *m)
    return atomic_load(&m->receive_max);
 }
 
+const char *
+relay_mqtt_connack_text(int mqtt_version, int code, int reason)
+{
+   /* MQTT 5 CONNACK reason codes (paho 1.3.12 reports them in code, with reason 0). */
+   static const struct {
+      int rc;
+      const char *text;
+   } v5[] = {{0x80, "unspecified error"},
+             {0x81, "malformed packet"},
+             {0x82, "protocol error"},
+             {0x83, "implementation specific error"},
+             {0x84, "unsupported protocol version"},
+             {0x85, "client identifier not valid"},
+             {0x86, "bad user name or password"},
+             {0x87, "not authorized"},
+             {0x88, "server unavailable"},
+             {0x89, "server busy"},
+             {0x8A, "banned"},
+             {0x8C, "bad authentication method"},
+             {0x95, "packet too large"},
+             {0x97, "quota exceeded"},
+             {0x99, "payload format invalid"},
+             {0x9A, "retain not supported"},
+             {0x9B, "QoS not supported"},
+             {0x9C, "use another server"},
+             {0x9D, "server moved"},
+             {0x9F, "connection rate exceeded"}};
+   /* MQTT 3.1.1 CONNACK return codes. */
+   static const char *const v3[] = {NULL,
+                                    "unacceptable protocol version",
+                                    "identifier rejected",
+                                    "server unavailable",
+                                    "bad user name or password",
+                                    "not authorized"};
+
+   if (mqtt_version == 5) {
+      int rc = reason >= 0x80 ? reason : code;
+      for (size_t i = 0; i < sizeof v5 / sizeof v5[0]; i++) {
+         if (v5[i].rc == rc) {
+            return v5[i].text;
+         }
+      }
+   } else if (code >= 1 && code <= 5) {
+      return v3[code];
+   }
+   return NULL;
+}
+
+/* The broker's refusal in words ("not authorized"), so an operator does not have to look up
+ * CONNACK codes; other failures (network, TLS) keep paho's code and message. */
+static void
+log_connect_failure(const relay_mqtt_t *m, int code, int reason, const char *message)
+{
+   const char *refusal = relay_mqtt_connack_text(m->cfg->mqtt_version, code, reason);
+   if (refusal) {
+      relay_log(RELAY_LOG_WARNING, "mqtt", "connect refused by the broker: %s (code %d, reason %d)",
+                refusal, code, reason);
+   } else {
+      relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d, reason %d%s%s", code, reason,
+                message ? ": " : "", message ? message : "");
+   }
+}
+
 static void
 on_connect_failure5(void *context, MQTTAsync_failureData5 *resp)
 {
-   relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d, reason %d%s%s",
-             resp ? resp->code : -1, resp ? (int)resp->reasonCode : 0,
-             resp && resp->message ? ": " : "", resp && resp->message ? resp->message : "");
+   log_connect_failure(context, resp ? resp->code : -1, resp ? (int)resp->reasonCode : 0,
+                       resp ? resp->message : NULL);
    push(context, RELAY_MQTT_CONNECT_FAILED, 0, resp ? resp->code : -1, 0);
 }
 
 static void
 on_connect_failure(void *context, MQTTAsync_failureData *resp)
 {
-   relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d%s%s", resp ? resp->code : -1,
-             resp && resp->message ? ": " : "", resp && resp->message ? resp->message : "");
+   log_connect_failure(context, resp ? resp->code : -1, 0, resp ? resp->message : NULL);
    push(context, RELAY_MQTT_CONNECT_FAILED, 0, resp ? resp->code : -1, 0);
 }
 

@@ -77,6 +77,11 @@ void relay_mqtt_wake(relay_mqtt_t *m);
 /* Disconnects, waiting up to @timeout_ms. */
 void relay_mqtt_disconnect(relay_mqtt_t *m, int timeout_ms);
 
+/* The broker's refusal of a connect in words ("not authorized", "bad user name or
+ * password"), from paho's failure code and MQTT 5 reason code; NULL when @code/@reason is not
+ * a CONNACK refusal (e.g. a network error). Pure; thread-safe. */
+const char *relay_mqtt_connack_text(int mqtt_version, int code, int reason);
+
 /* Destroys the client; NULL-safe. No completion arrives afterwards. */
 void relay_mqtt_destroy(relay_mqtt_t *m);
 

@@ -63,8 +63,25 @@ relay_publish_connect(relay_t *r, int64_t now)
    r->mqtt_retry_at_ms = now + relay_backoff_next(r->cfg, &r->mqtt_backoff_ms);
 }
 
+/* MQTT strings (topic, user property names and values) carry a 16-bit length: a longer one
+ * is written with a truncated length, and the broker drops the connection (malformed
+ * packet) on every attempt. */
+#define MQTT_STRING_MAX 65535
+
+static bool
+props_fit(const char *const *props, size_t n)
+{
+   for (size_t i = 0; i < n; i++) {
+      if (strlen(props[i]) > MQTT_STRING_MAX) {
+         return false;
+      }
+   }
+   return true;
+}
+
 /* Builds and sends the in-flight event of @e. Returns the paho code; a message that can
- * never be sent (too large) is reported as poison through *@poison instead. */
+ * never be sent (too large, a string MQTT cannot carry, data JSON cannot carry) is reported
+ * as poison through *@poison instead. */
 static int
 send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
 {
@@ -79,7 +96,7 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
    char *source = relay_template_render(cfg->source_template, &vars);
    relay_str_t subject = {e->rendered, e->rendered_len};
    bool binary = cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version == 5;
-   size_t len;
+   size_t len = 0;
    char *payload =
        binary ? relay_data_json(ev, &len) : relay_cloudevent_json(ev, source, subject, &len);
    char seq[24], tbuf[40];
@@ -113,10 +130,16 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
       msg.content_type = "application/cloudevents+json";
    }
    msg.n_user_props = n / 2;
-   if (len + strlen(topic) > cfg->max_message_bytes) {
-      *poison = "message larger than max-message-bytes";
-   } else if (strlen(topic) > 65535) {
+   if (!payload) {
+      /* libbson's JSON writer refuses invalid UTF-8 (in the entity id, the subject, or the
+       * data): sending would publish an empty payload and then clear the event. */
+      *poison = "event cannot be written as JSON (invalid UTF-8 in the entity id or data)";
+   } else if (strlen(topic) > MQTT_STRING_MAX) {
       *poison = "topic longer than MQTT allows (65535 bytes)";
+   } else if (cfg->mqtt_version == 5 && !props_fit(props, n)) {
+      *poison = "user property longer than MQTT allows (65535 bytes)";
+   } else if (len + strlen(topic) > cfg->max_message_bytes) {
+      *poison = "message larger than max-message-bytes";
    } else {
       rc = relay_mqtt_publish(r->mqtt, &msg, tag);
    }

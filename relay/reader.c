@@ -65,8 +65,9 @@ append_ns(const relay_config_t *cfg, bson_t *doc)
 void
 relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
 {
-   bson_t stage, match, or, a, b, ops, in, cond;
+   bson_t stage, match, or, a, b, ops, in, cond, not_array;
    char *first = bson_strdup_printf("fullDocument.%s.0", cfg->events_field);
+   char *events = bson_strdup_printf("fullDocument.%s", cfg->events_field);
    char *seq = bson_strdup_printf("updateDescription.updatedFields.%s", cfg->event_seq_field);
 
    BSON_APPEND_DOCUMENT_BEGIN(pipeline, "0", &stage);
@@ -93,6 +94,23 @@ relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
    BSON_APPEND_BOOL(&cond, "$exists", true);
    bson_append_document_end(&b, &cond);
    bson_append_document_end(& or, &b);
+   /* Inserts (and replacements) whose events field is not an array: nothing to publish,
+    * but the relay says so (once per document) instead of never hearing of them. */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "3", &a);
+   append_ns(cfg, &a);
+   BSON_APPEND_DOCUMENT_BEGIN(&a, "operationType", &ops);
+   BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
+   BSON_APPEND_UTF8(&in, "0", "insert");
+   BSON_APPEND_UTF8(&in, "1", "replace");
+   bson_append_array_end(&ops, &in);
+   bson_append_document_end(&a, &ops);
+   BSON_APPEND_DOCUMENT_BEGIN(&a, events, &cond);
+   BSON_APPEND_BOOL(&cond, "$exists", true);
+   BSON_APPEND_DOCUMENT_BEGIN(&cond, "$not", &not_array);
+   BSON_APPEND_INT32(&not_array, "$type", 4); /* array */
+   bson_append_document_end(&cond, &not_array);
+   bson_append_document_end(&a, &cond);
+   bson_append_document_end(& or, &a);
    /* An invalidate (database dropped) has no ns.coll and must still reach us: it ends the
     * stream. */
    BSON_APPEND_DOCUMENT_BEGIN(& or, "2", &b);
@@ -102,6 +120,7 @@ relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
    bson_append_document_end(&stage, &match);
    bson_append_document_end(pipeline, &stage);
    bson_free(first);
+   bson_free(events);
    bson_free(seq);
 }
 

@@ -1,0 +1,73 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Unit tests: the clear batches handed to the clearer thread (relay/clearer.h). No server:
+ * only how a job owns its statements.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "clearer.h"
+
+/* An array of @n event ids, large enough that libbson keeps it on the heap (a bson_t over
+ * 120 bytes is not inline). */
+static bson_t *
+ids_array(size_t n, int tag)
+{
+   bson_t *ids = bson_new();
+   for (size_t i = 0; i < n; i++) {
+      char key[16], id[64];
+      bson_snprintf(key, sizeof key, "%zu", i);
+      bson_snprintf(id, sizeof id, "%08d-0000-4000-8000-%012zu", tag, i);
+      bson_append_utf8(ids, key, -1, id, -1);
+   }
+   return ids;
+}
+
+/* F1 (chaos mongo_clear_dropped): after a failed clear the next batch holds more entities;
+ * growing the statement array moved statements whose ids were a bson_t stored inline (a
+ * heap bson_t points into itself), and the clearer thread crashed appending them. Every
+ * statement must stay readable, with its own ids, however large the job grows. */
+Test(clear_job, statements_survive_growth)
+{
+   relay_clear_job_t *job = relay_clear_job_new();
+   const size_t n_stmts = 1000, n_ids = 8;
+   char entity[4];
+
+   for (size_t i = 0; i < n_stmts; i++) {
+      bson_value_t id;
+      bson_t *ids = ids_array(n_ids, (int)i);
+      id.value_type = BSON_TYPE_INT64;
+      id.value.v_int64 = (int64_t)i;
+      relay_clear_job_add(job, 0, &id, ids, n_ids, &entity[i % 4]);
+      bson_destroy(ids); /* the job keeps its own copy */
+   }
+   cr_assert_eq(job->n, n_stmts);
+   cr_assert_eq(job->n_events, n_stmts * n_ids);
+   for (size_t i = 0; i < n_stmts; i++) {
+      relay_clear_stmt_t *s = &job->stmts[i];
+      bson_t *want = ids_array(n_ids, (int)i);
+      bson_t doc = BSON_INITIALIZER, arr;
+      cr_assert_eq(s->id.value.v_int64, (int64_t)i);
+      cr_assert_eq(s->entity, &entity[i % 4]);
+      cr_assert(!s->failed);
+      cr_assert_eq(bson_count_keys(s->ids), n_ids);
+      cr_assert_eq(bson_compare(s->ids, want), 0, "statement %zu lost its ids", i);
+      /* What the clearer does with them (clearer.c add_update). */
+      cr_assert(BSON_APPEND_ARRAY_BEGIN(&doc, "$in", &arr));
+      cr_assert(bson_concat(&arr, s->ids));
+      cr_assert(bson_append_array_end(&doc, &arr));
+      cr_assert(BSON_APPEND_ARRAY(&doc, "again", s->ids));
+      bson_destroy(&doc);
+      bson_destroy(want);
+   }
+   relay_clear_job_free(job);
+}
+
+Test(clear_job, free_is_null_safe_and_empty_job_is_fine)
+{
+   relay_clear_job_t *job = relay_clear_job_new();
+   cr_assert_eq(job->n, 0);
+   relay_clear_job_free(job);
+   relay_clear_job_free(NULL);
+}
