@@ -349,3 +349,52 @@ Test(cloudevent, fast_json_matches_libbson)
       }
    }
 }
+
+/* Parses an event with raw @bytes in @where: the id, a data value, a nested value, a key. */
+static void
+parse_with_bytes(const char *where, const char *bytes, relay_event_t *ev)
+{
+   bson_t doc = BSON_INITIALIZER, data, inner;
+   bson_value_t v;
+   bool in_id = !strcmp(where, "id");
+   bson_append_utf8(&doc, "id", 2, in_id ? bytes : "e1", -1);
+   BSON_APPEND_INT64(&doc, "seq", 1);
+   BSON_APPEND_UTF8(&doc, "type", "T");
+   BSON_APPEND_DOCUMENT_BEGIN(&doc, "data", &data);
+   if (!strcmp(where, "data")) {
+      bson_append_utf8(&data, "text", 4, bytes, -1);
+   } else if (!strcmp(where, "nested")) {
+      BSON_APPEND_ARRAY_BEGIN(&data, "list", &inner);
+      bson_append_utf8(&inner, "0", 1, bytes, -1);
+      bson_append_array_end(&data, &inner);
+   } else if (!strcmp(where, "key")) {
+      bson_append_utf8(&data, bytes, -1, "v", -1);
+   }
+   bson_append_document_end(&doc, &data);
+   v.value_type = BSON_TYPE_DOCUMENT;
+   v.value.v_doc.data = (uint8_t *)bson_get_data(&doc);
+   v.value.v_doc.data_len = doc.len;
+   relay_event_parse(&v, ev);
+   bson_destroy(&doc);
+}
+
+/* F5 (chaos invalid_utf8): data holding "\xc3\x28\xff" passed the check (libbson 1.23's
+ * bson_validate(BSON_VALIDATE_UTF8) let it through), then JSON encoding failed and the
+ * event went out with an empty payload and was cleared. Such an event is poison. */
+Test(event, invalid_utf8_is_poison)
+{
+   static const char *const where[] = {"id", "data", "nested", "key"};
+   for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+      relay_event_t ev;
+      parse_with_bytes(where[i], "bad\xc3\x28\xff", &ev);
+      cr_assert_not_null(ev.reason, "invalid UTF-8 in %s accepted", where[i]);
+      cr_assert(strstr(ev.reason, "UTF-8"), "%s: reason %s", where[i], ev.reason);
+      relay_event_cleanup(&ev);
+   }
+   for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+      relay_event_t ev;
+      parse_with_bytes(where[i], "caf\xc3\xa9 \xe2\x82\xac", &ev); /* valid: accepted */
+      cr_assert_null(ev.reason, "valid UTF-8 in %s refused: %s", where[i], ev.reason);
+      relay_event_cleanup(&ev);
+   }
+}

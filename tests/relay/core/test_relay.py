@@ -500,11 +500,150 @@ def test_broker_restart():
         sub.close()
 
 
+def test_failed_clears_are_retried():
+    """The clearing update fails (a server error, then dropped connections) while the relay is
+    otherwise idle: the clears are retried after a backoff, every event leaves its document,
+    and the relay neither crashes nor waits for new events to try again (chaos F1, F2)."""
+    dbname, cname, rname = names("clearfail")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname)
+    admin = client.admin
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for round_, data in enumerate([{"errorCode": 91},
+                                       {"closeConnection": True}]):
+            admin.command("configureFailPoint", "failCommand", mode={"times": 3},
+                          data=dict(data, failCommands=["update"],
+                                    appName="outbox-relay-clear"))
+            # More entities than a statement array starts with, so a retried batch grows.
+            for i in range(100):
+                if round_ == 0:
+                    ents.create("c%d" % i, 2)
+                else:
+                    ents.append("c%d" % i, 2)
+            want = 200 * (round_ + 1)
+            check(wait_until(lambda: sub.count() >= want, 30),
+                  "round %d: only %d of %d messages arrived" % (round_, sub.count(), want))
+            # Nothing new is written from here on: only a scheduled retry can clear them.
+            check(wait_until(lambda: ents.pending() == 0, 20),
+                  "round %d (%s): %d acknowledged events never cleared" %
+                  (round_, data, ents.pending()))
+            check(relay.proc.poll() is None, "relay died after failed clears")
+            admin.command("configureFailPoint", "failCommand", mode="off")
+        check("clearing" in relay.log_text(), "the failpoint did not hit the clears")
+        for eid, seqs in per_entity(sub.snapshot()).items():
+            firsts = []
+            for x in seqs:
+                if x not in firsts:
+                    firsts.append(x)
+            check(firsts == [1, 2, 3, 4], "%s: %s" % (eid, seqs))
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        admin.command("configureFailPoint", "failCommand", mode="off")
+        relay.stop()
+        sub.close()
+
+
+def _raw_doc(eid_bytes, data_bytes, event_id):
+    """A document (one event) whose _id and event data string are raw bytes, possibly not
+    UTF-8: pymongo cannot build such strings, so the BSON is written by hand."""
+    def cstring(k):
+        return k.encode() + b"\x00"
+
+    def string(k, raw):
+        return b"\x02" + cstring(k) + (len(raw) + 1).to_bytes(4, "little") + raw + b"\x00"
+
+    def doc(body):
+        return (len(body) + 5).to_bytes(4, "little") + body + b"\x00"
+
+    one = (1).to_bytes(8, "little")
+    evt = doc(string("id", event_id.encode()) + b"\x12" + cstring("seq") + one +
+              string("type", b"T") + b"\x03" + cstring("data") + doc(string("text", data_bytes)))
+    body = (string("_id", eid_bytes) + b"\x12" + cstring("version") + one +
+            b"\x12" + cstring("eventSeq") + one + b"\x04" + cstring("events") +
+            doc(b"\x03" + cstring("0") + evt))
+    from bson.raw_bson import RawBSONDocument
+    return RawBSONDocument(doc(body))
+
+
+def test_unencodable_events_are_dead_letters():
+    """Events that cannot be put into an MQTT message are dead-lettered with a reason before
+    anything is sent (no empty payload, no malformed packet): a 64 KiB entity id (topic and
+    entity-id property over MQTT's 65,535-byte string limit), invalid UTF-8 in an id or in
+    event data. A document whose events field is not an array is named in one warning. The
+    valid events around them still flow (chaos F4, F5, F6)."""
+    import uuid
+    import bson as bsonlib
+    dbname, cname, rname = names("unencodable")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    # The id stays out of the topic, so only the entity-id user property is too long.
+    relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--topic", "outbox/{collection}/{type}"])
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        long_id = "L" * 65536
+        ents.create(long_id, 1)
+        ev_bad_id, ev_bad_data = str(uuid.uuid4()), str(uuid.uuid4())
+        coll.insert_one(_raw_doc(b"bad\xff\xfeid", b"ok", ev_bad_id))
+        coll.insert_one(_raw_doc(b"bad-utf8-data", b"\xc3\x28\xff", ev_bad_data))
+        coll.insert_one({"_id": "na-str", "version": Int64(1), "eventSeq": Int64(1),
+                         "events": "junk"})
+        coll.insert_one({"_id": "na-doc", "version": Int64(1), "eventSeq": Int64(1),
+                         "events": {"0": event(1)}})
+        coll.update_one({"_id": "na-str"}, {"$set": {"events": "junk2"},
+                                            "$inc": {"eventSeq": Int64(1)}})
+        ents.create("good", 3)
+        raw = coll.with_options(codec_options=bsonlib.codec_options.CodecOptions(
+            unicode_decode_error_handler="replace"))
+
+        def dead():
+            out = {}
+            for d in raw.find({"deadLetters.0": {"$exists": True}}):
+                for x in d["deadLetters"]:
+                    out[x["event"]["id"]] = x.get("reason")
+            return out
+        wanted = {ents.ids[long_id][0], ev_bad_id, ev_bad_data}
+        check(wait_until(lambda: wanted <= set(dead()), 20),
+              "not dead-lettered: %s (dead letters: %s)" % (wanted - set(dead()), dead()))
+        check(all(dead()[i] for i in wanted), "a dead letter without a reason: %s" % dead())
+        check("65535" in dead()[ents.ids[long_id][0]], "long id: %s" % dead())
+        check(wait_until(lambda: sub.count() >= 3, 20), "the valid events did not arrive")
+        time.sleep(0.5)
+        for topic, payload, _ in sub.snapshot():
+            check(payload, "a message with an empty payload on %r" % topic[:80])
+            check(json.loads(payload.decode("utf-8"))["subject"] == "good",
+                  "published something other than the valid events: %r" % topic[:80])
+        check(per_entity(sub.snapshot()) == {"good": [1, 2, 3]}, "good: %s" %
+              per_entity(sub.snapshot()))
+        check(wait_until(lambda: all(len(d.get("events", [])) == 0
+                                     for d in raw.find({"_id": {"$nin": ["na-str", "na-doc"]}})),
+                         10), "events left pending")
+        check(relay.wait_log("na-str", 10) and relay.wait_log("na-doc", 10),
+              "no warning names the documents whose events are not an array")
+        text = relay.log_text()
+        for eid in ("na-str", "na-doc"):
+            lines = [ln for ln in text.splitlines() if eid in ln and "WARN" in ln]
+            check(len(lines) == 1, "%s reported %d times: %s" % (eid, len(lines), lines))
+            d = coll.find_one({"_id": eid})
+            check(d["version"] == 1 and (isinstance(d["events"], dict) if eid == "na-doc"
+                                         else d["events"] == "junk2"),
+                  "relay changed %s: %s" % (eid, d))
+        check(relay.proc.poll() is None, "relay died")
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        relay.stop()
+        sub.close()
+
+
 TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
          test_kill9_republishes_only_the_tail, test_sweep_without_state,
          test_history_lost_286, test_hostile_ids_and_poison,
          test_mongodb_disconnect_failpoint, test_protocol_variants,
          test_small_buffer_backpressure, test_two_relays_same_name,
+         test_failed_clears_are_retried, test_unencodable_events_are_dead_letters,
          test_broker_restart]
 
 
