@@ -13,9 +13,9 @@
 
 typedef struct _outbox_cache_t _outbox_cache_t;
 
-/* A direct-mapped table of `capacity` entries (rounded up to a power of two); a new id evicts
- * whatever shared its slot. capacity 0 returns NULL, a disabled cache: all functions accept
- * NULL. All functions are thread-safe. */
+/* At most `capacity` entries; a new id evicts the least recently used one (get and put count
+ * as use), so up to `capacity` ids in use all stay cached. capacity 0 returns NULL, a
+ * disabled cache: all functions accept NULL. All functions are thread-safe. */
 _outbox_cache_t *
 _outbox_cache_new(size_t capacity);
 
