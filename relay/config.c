@@ -172,10 +172,13 @@ file_value_text(const relay_opt_t *opt, const bson_iter_t *it, const char *what,
       return bson_strdup_printf("%" PRId64, bson_iter_as_int64(it));
    }
    if (numeric && t == BSON_TYPE_DOUBLE) {
-      /* Let the option's parser reject fractions with its usual message. */
+      /* Let the option's parser reject fractions with its usual message. A double outside
+       * int64's range (or NaN) is not cast, which would be undefined (found with the fuzz targets). */
       double d = bson_iter_double(it);
-      return d == (double)(int64_t)d ? bson_strdup_printf("%" PRId64, (int64_t)d)
-                                     : bson_strdup_printf("%g", d);
+      bool integral = d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+                      d == (double)(int64_t)d;
+      return integral ? bson_strdup_printf("%" PRId64, (int64_t)d)
+                      : bson_strdup_printf("%g", d);
    }
    const char *expected = numeric                   ? "a number"
                           : opt->type == OPT_BOOL   ? "true or false"

@@ -21,6 +21,12 @@ _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names);
 bool
 _outbox_bson_is_valid(const bson_t *doc, bool no_dollar_keys);
 
+/* _outbox_bson_is_valid() and no empty key at any depth: everything mongoc's default
+ * validation of an update (UTF-8, empty keys) would refuse, so that commits can tell mongoc
+ * not to validate again. */
+bool
+_outbox_bson_is_storable(const bson_t *doc, bool no_dollar_keys);
+
 /* Accepts ObjectId, string (valid UTF-8), int32, int64 and binary subtype 4 of 16 bytes;
  * anything else fails with OUTBOX_ERROR_INVALID_ARGUMENT. */
 bool

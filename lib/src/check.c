@@ -64,8 +64,10 @@ _outbox_id_check(const bson_value_t *id, bson_error_t *error)
    }
 }
 
+enum { NO_DOLLAR_KEYS = 1, NO_EMPTY_KEYS = 2 };
+
 static bool
-iter_is_valid(bson_iter_t *it, bool no_dollar_keys, int depth)
+iter_is_valid(bson_iter_t *it, int flags, int depth)
 {
    /* Deeper than the server allows (100) cannot be stored anyway; the bound keeps the
     * recursion's stack use small. */
@@ -78,7 +80,8 @@ iter_is_valid(bson_iter_t *it, bool no_dollar_keys, int depth)
       uint32_t len;
       const char *s;
 
-      if (!bson_utf8_validate(key, strlen(key), false) || (no_dollar_keys && key[0] == '$')) {
+      if (!bson_utf8_validate(key, strlen(key), false) ||
+          ((flags & NO_DOLLAR_KEYS) && key[0] == '$') || ((flags & NO_EMPTY_KEYS) && !key[0])) {
          return false;
       }
       if (BSON_ITER_HOLDS_UTF8(it)) {
@@ -87,7 +90,7 @@ iter_is_valid(bson_iter_t *it, bool no_dollar_keys, int depth)
             return false;
          }
       } else if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
-         if (!bson_iter_recurse(it, &child) || !iter_is_valid(&child, no_dollar_keys, depth + 1)) {
+         if (!bson_iter_recurse(it, &child) || !iter_is_valid(&child, flags, depth + 1)) {
             return false;
          }
       }
@@ -95,23 +98,36 @@ iter_is_valid(bson_iter_t *it, bool no_dollar_keys, int depth)
    return true;
 }
 
-bool
-_outbox_bson_is_valid(const bson_t *doc, bool no_dollar_keys)
+static bool
+doc_is_valid(const bson_t *doc, int flags)
 {
    size_t offset;
    bson_iter_t it;
 
    /* Structure first: bson_iter_next() stops silently at corrupt data. */
    return bson_validate(doc, BSON_VALIDATE_NONE, &offset) && bson_iter_init(&it, doc) &&
-          iter_is_valid(&it, no_dollar_keys, 0);
+          iter_is_valid(&it, flags, 0);
+}
+
+bool
+_outbox_bson_is_valid(const bson_t *doc, bool no_dollar_keys)
+{
+   return doc_is_valid(doc, no_dollar_keys ? NO_DOLLAR_KEYS : 0);
+}
+
+bool
+_outbox_bson_is_storable(const bson_t *doc, bool no_dollar_keys)
+{
+   return doc_is_valid(doc, NO_EMPTY_KEYS | (no_dollar_keys ? NO_DOLLAR_KEYS : 0));
 }
 
 static bool
 check_utf8(const bson_t *doc, const char *what, bson_error_t *error)
 {
-   if (!_outbox_bson_is_valid(doc, false)) {
+   if (!_outbox_bson_is_storable(doc, false)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
-                        "%s is not well-formed BSON with valid UTF-8 strings", what);
+                        "%s is not well-formed BSON with valid UTF-8 strings and no empty keys",
+                        what);
       return false;
    }
    return true;

@@ -118,10 +118,10 @@ outbox_event_validate(const outbox_event_t *event, bson_error_t *error)
    }
    /* '$' keys are refused because consumers read events as Extended JSON, where {"$date":
     * ...} or {"$oid": ...} would change meaning, and servers differ on them in updates. */
-   if (!_outbox_bson_is_valid(&event->data, true)) {
+   if (!_outbox_bson_is_storable(&event->data, true)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
                         "data is not well-formed BSON with valid UTF-8 strings and no keys "
-                        "starting with '$'");
+                        "empty or starting with '$'");
       return false;
    }
    return true;

@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "event-private.h"
 #include "uuid-private.h"
@@ -56,6 +58,31 @@ Test(uuid, unique)
       cr_assert_str_neq(ids[i - 1], ids[i]);
    }
    free(ids);
+}
+
+/* Random bytes are buffered per thread: a forked child must not hand out the ids its parent
+ * has buffered but not yet used. */
+Test(uuid, fork_does_not_repeat)
+{
+   char parent[_OUTBOX_UUID_LEN + 1], child[_OUTBOX_UUID_LEN + 1], first[_OUTBOX_UUID_LEN + 1];
+   int fds[2], status;
+   pid_t pid;
+
+   _outbox_uuid_v4(first); /* fills the buffer */
+   cr_assert_eq(pipe(fds), 0);
+   pid = fork();
+   cr_assert_neq(pid, -1);
+   if (pid == 0) {
+      _outbox_uuid_v4(child);
+      _exit(write(fds[1], child, sizeof child) == (ssize_t)sizeof child ? 0 : 1);
+   }
+   _outbox_uuid_v4(parent);
+   cr_assert_eq(read(fds[0], child, sizeof child), (ssize_t)sizeof child);
+   cr_assert_eq(waitpid(pid, &status, 0), pid);
+   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+   cr_assert_str_neq(parent, child, "parent and child made the same id after fork");
+   close(fds[0]);
+   close(fds[1]);
 }
 
 Test(uuid, validation)

@@ -168,6 +168,17 @@ Test(render, time_format)
    cr_assert_str_eq(buf, "1969-12-31T23:59:59.999Z");
 }
 
+/* The smallest date overflowed in the millisecond computation (found with the fuzz targets in
+ * tests/relay/fuzz); the largest is the other end. Neither is RFC 3339 (5+ digit years). */
+Test(render, time_format_extremes)
+{
+   char buf[40];
+   relay_format_time(INT64_MIN, buf, sizeof buf);
+   cr_assert_eq(strcmp(buf + strlen(buf) - 5, ".192Z"), 0, "%s", buf);
+   relay_format_time(INT64_MAX, buf, sizeof buf);
+   cr_assert_eq(strcmp(buf + strlen(buf) - 5, ".807Z"), 0, "%s", buf);
+}
+
 static bson_value_t *
 event_value(const char *json)
 {

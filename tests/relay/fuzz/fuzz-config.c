@@ -18,15 +18,14 @@
 #include "config-private.h"
 #include "render.h"
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                     \
-   do {                                                                                 \
-      if (!(cond)) {                                                                    \
-         fprintf(stderr, "fuzz-config: invariant failed: %s (line %d)\n", #cond, __LINE__); \
-         abort();                                                                       \
-      }                                                                                 \
+#define CHECK(cond)                                                                                \
+   do {                                                                                            \
+      if (!(cond)) {                                                                               \
+         fprintf(stderr, "fuzz-config: invariant failed: %s (line %d)\n", #cond, __LINE__);        \
+         abort();                                                                                  \
+      }                                                                                            \
    } while (0)
 
 static int fd = -1;

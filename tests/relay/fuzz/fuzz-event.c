@@ -4,7 +4,8 @@
  * libFuzzer target: a stored document as the relay reads it (BSON) is checked against the
  * event contract (event.c) and every event in it that passes is rendered as the relay
  * publishes it (render.c): topic, entity-id property, structured and binary payloads.
- * Invariants checked (abort() on violation, so libFuzzer keeps the input):
+ * The input is BSON, or extended JSON when it starts with '{'. Invariants checked (abort() on
+ * violation, so libFuzzer keeps the input):
  *  - a topic holds no '+', '#', NUL or control character, is valid UTF-8, and substituted
  *    values add no level ('/' only where the template has one);
  *  - percent-encoding decodes back to the rendered entity id;
@@ -22,15 +23,14 @@
 #include "event.h"
 #include "render.h"
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                    \
-   do {                                                                                \
-      if (!(cond)) {                                                                   \
-         fprintf(stderr, "fuzz-event: invariant failed: %s (line %d)\n", #cond, __LINE__); \
-         abort();                                                                      \
-      }                                                                                \
+#define CHECK(cond)                                                                                \
+   do {                                                                                            \
+      if (!(cond)) {                                                                               \
+         fprintf(stderr, "fuzz-event: invariant failed: %s (line %d)\n", #cond, __LINE__);         \
+         abort();                                                                                  \
+      }                                                                                            \
    } while (0)
 
 /* A small RFC 8259 checker: one value, optional whitespace around it. */
@@ -261,8 +261,7 @@ check_percent(const char *s, size_t len)
    size_t n = 0;
    for (size_t i = 0; i < enc->len; i++) {
       if (enc->str[i] == '%') {
-         CHECK(i + 2 < enc->len && hexval(enc->str[i + 1]) >= 0 &&
-               hexval(enc->str[i + 2]) >= 0);
+         CHECK(i + 2 < enc->len && hexval(enc->str[i + 1]) >= 0 && hexval(enc->str[i + 2]) >= 0);
          dec[n++] = (char)(hexval(enc->str[i + 1]) * 16 + hexval(enc->str[i + 2]));
          i += 2;
       } else {
@@ -339,8 +338,8 @@ check_event(const bson_value_t *elem, const bson_value_t *id)
    CHECK(ev.id && ev.type && ev.data && ev.seq >= 1);
    char *rendered = relay_render_id(id, &id_len);
    CHECK(rendered[id_len] == '\0');
-   relay_template_vars_t vars = {{"db", 2}, {"coll", 4}, {rendered, id_len},
-                                 {ev.type, strlen(ev.type)}};
+   relay_template_vars_t vars = {
+       {"db", 2}, {"coll", 4}, {rendered, id_len}, {ev.type, strlen(ev.type)}};
    check_topic("outbox/{collection}/{id}", &vars);
    check_topic("{db}/{type}/{id}{id}", &vars);
    check_percent(rendered, id_len);
@@ -359,7 +358,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    bson_value_t whole, default_id = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 1};
    const bson_value_t *id = &default_id;
 
-   /* The server only stores valid BSON; what libbson itself rejects is not our input. */
+   /* Input starting with '{' is extended JSON (mutations of JSON reach far more
+    * interesting documents than mutations of BSON's length-prefixed bytes); anything else is
+    * BSON. The server only stores valid BSON: what libbson itself rejects is not our input. */
+   if (size > 0 && data[0] == '{') {
+      bson_t *parsed = bson_new_from_json(data, (ssize_t)size, NULL);
+      if (parsed) {
+         LLVMFuzzerTestOneInput(bson_get_data(parsed), parsed->len);
+         bson_destroy(parsed);
+      }
+      return 0;
+   }
    if (!bson_init_static(&doc, data, size) || !bson_validate(&doc, BSON_VALIDATE_NONE, NULL)) {
       return 0;
    }
