@@ -173,7 +173,8 @@ file_value_text(const relay_opt_t *opt, const bson_iter_t *it, const char *what,
    }
    if (numeric && t == BSON_TYPE_DOUBLE) {
       /* Let the option's parser reject fractions with its usual message. A double outside
-       * int64's range (or NaN) is not cast, which would be undefined (found with the fuzz targets). */
+       * int64's range (or NaN) is not cast, which would be undefined (found with the fuzz
+       * targets). */
       double d = bson_iter_double(it);
       bool integral = d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
                       d == (double)(int64_t)d;

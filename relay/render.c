@@ -200,7 +200,8 @@ void
 relay_format_time(int64_t ms, char *buf, size_t size)
 {
    /* Floor division, so times before 1970 keep a millisecond part in 0..999. The part comes
-    * from the remainder: secs * 1000 overflows for the smallest dates (found with the fuzz targets). */
+    * from the remainder: secs * 1000 overflows for the smallest dates (found with the fuzz
+    * targets). */
    int64_t secs = ms / 1000 - (ms % 1000 < 0 ? 1 : 0);
    int millis = (int)(ms % 1000 < 0 ? ms % 1000 + 1000 : ms % 1000);
    time_t t = (time_t)secs;

@@ -18,6 +18,10 @@ struct _outbox_collection_t {
    char *db;
    char *coll;
    bson_t write_opts; /* {writeConcern: {...}}, given to every write */
+   /* write_opts plus validate: false for commits' updates: the library has validated every
+    * part of them already (_outbox_bson_is_storable() covers mongoc's checks), and mongoc's
+    * second pass over the whole update was a measurable share of a commit's CPU. */
+   bson_t update_opts;
    char *field_storage[4];
    _outbox_field_names_t names; /* points into field_storage */
    int64_t max_pending;

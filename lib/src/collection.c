@@ -163,6 +163,7 @@ outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *co
    c->coll = bson_strdup(coll);
    bson_init(&c->write_opts);
    BCON_APPEND(&c->write_opts, "writeConcern", "{", "w", BCON_UTF8("majority"), "}");
+   bson_init(&c->update_opts);
    for (int i = 0; i < 4; i++) {
       c->field_storage[i] = bson_strdup(field_defaults[i]);
    }
@@ -173,6 +174,8 @@ outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *co
       outbox_collection_destroy(c);
       return NULL;
    }
+   bson_copy_to_excluding_noinit(&c->write_opts, &c->update_opts, "validate", NULL);
+   BSON_APPEND_BOOL(&c->update_opts, "validate", false);
    c->names.version = c->field_storage[F_VERSION];
    c->names.event_seq = c->field_storage[F_EVENT_SEQ];
    c->names.events = c->field_storage[F_EVENTS];
@@ -191,6 +194,7 @@ outbox_collection_destroy(outbox_collection_t *collection)
       bson_free(collection->field_storage[i]);
    }
    bson_destroy(&collection->write_opts);
+   bson_destroy(&collection->update_opts);
    bson_free(collection->db);
    bson_free(collection->coll);
    bson_free(collection);

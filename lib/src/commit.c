@@ -161,7 +161,7 @@ send_update(outbox_collection_t *c, _outbox_conn_t *conn, const commit_t *req, i
       BCON_APPEND(&filter, limit_path, "{", "$exists", BCON_BOOL(false), "}");
    }
    build_update(c, req, version, event_seq, &update);
-   if (mongoc_collection_update_one(conn->coll, &filter, &update, &c->write_opts, &reply, error)) {
+   if (mongoc_collection_update_one(conn->coll, &filter, &update, &c->update_opts, &reply, error)) {
       ret = bson_iter_init_find(&it, &reply, "matchedCount") && bson_iter_as_int64(&it) > 0;
    } else {
       _outbox_map_size_error(error);

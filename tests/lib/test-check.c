@@ -114,6 +114,9 @@ Test(check, invalid_updates)
                                       BCON_INT32(1), "}"),
                              &names),
                 OUTBOX_ERROR_INVALID_ARGUMENT, "a second $set could hide a reserved path");
+   /* mongoc does not validate commits again (validate: false), so empty keys stop here. */
+   cr_assert_eq(check_update(BCON_NEW("$set", "{", "a", "{", "", BCON_INT32(1), "}", "}"), &names),
+                OUTBOX_ERROR_INVALID_ARGUMENT);
 }
 
 Test(check, update_utf8)
@@ -124,6 +127,35 @@ Test(check, update_utf8)
    bson_append_utf8(&set, "a", 1, "\xff", 1);
    bson_append_document_end(update, &set);
    cr_assert_eq(check_update(update, &names), OUTBOX_ERROR_INVALID_ARGUMENT);
+}
+
+/* The ASCII fast path of the UTF-8 check agrees with libbson around its 8-byte steps. */
+Test(check, utf8_fast_path)
+{
+   static const struct {
+      const char *s;
+      size_t len;
+      bool ok;
+   } cases[] = {
+      {"abcdefghijklmnop", 16, true},
+      {"abcdefghij\xc3\xa9klmnopq", 19, true},
+      {"abcdefgh\xc3\xa9", 10, true},
+      {"abcdefghijk\xff", 12, false},
+      {"abcdefgh\xc3", 9, false},
+      {"abcdefghijklmno\xe2\x82", 17, false},
+      {"abcdefghij\0klmnop", 17, false},
+      {"abc\0", 4, false},
+   };
+
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      bson_t doc = BSON_INITIALIZER;
+
+      bson_append_utf8(&doc, "k", 1, cases[i].s, (int)cases[i].len);
+      cr_assert_eq(_outbox_bson_is_valid(&doc, false), cases[i].ok, "case %zu", i);
+      cr_assert_eq(bson_utf8_validate(cases[i].s, cases[i].len, false), cases[i].ok,
+                   "case %zu: libbson disagrees with the expectation", i);
+      bson_destroy(&doc);
+   }
 }
 
 static uint32_t

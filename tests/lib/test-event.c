@@ -189,6 +189,7 @@ Test(event, data_keys)
    cr_assert_not(data_ok(BCON_NEW("$date", BCON_INT64(1))));
    cr_assert_not(data_ok(BCON_NEW("n", "{", "$oid", BCON_UTF8("x"), "}")));
    cr_assert_not(data_ok(BCON_NEW("n", "[", "{", "$x", BCON_INT32(1), "}", "]")));
+   cr_assert_not(data_ok(BCON_NEW("n", "{", "", BCON_INT32(1), "}")), "empty keys are refused");
 }
 
 Test(event, headers)

@@ -87,7 +87,8 @@ static const file_case_t file_errors_cases[] = {
     "unknown key \"config\" (keys are the long option names, e.g. \"mongodb-uri\")"},
    {"{\"qos\": \"1\"}", "\"qos\": expected a number, got a string"},
    {"{\"qos\": 1.5}", "\"qos\": expected 0, 1 or 2, got '1.5'"},
-   /* Doubles outside int64's range were cast to int64 (undefined; found with the fuzz targets). */
+   /* Doubles outside int64's range were cast to int64 (undefined; found with the fuzz
+    * targets). */
    {"{\"qos\": 1e300}", "\"qos\": expected 0, 1 or 2, got '1e+300'"},
    {"{\"qos\": -1e19}", "\"qos\": expected 0, 1 or 2, got '-1e+19'"},
    {"{\"inflight-window\": true}", "\"inflight-window\": expected a number, got a boolean"},
