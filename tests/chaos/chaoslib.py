@@ -250,7 +250,8 @@ class Relay:
         if wrapper:  # e.g. "gdb -q -batch -ex run -ex bt --args" for a crash's backtrace
             args = wrapper.split() + args
         self.args = args
-        self.killed = False
+        self.killed = False   # told to end (SIGTERM or SIGKILL) by the harness
+        self.kill9ed = False  # ended with SIGKILL on purpose: no clean exit expected
         self.proc = spawn(args, self.log_path, env=env)
         mark("relay %d started (pid %d)" % (Relay.counter, self.proc.pid))
 
@@ -275,8 +276,19 @@ class Relay:
             return None
         return self.proc.returncode
 
+    def sanitizer_report(self):
+        """The first sanitizer report in the relay's log (ASan, LSan at exit, UBSan), or
+        None. Only a relay that exits normally runs LeakSanitizer, so stop() uses SIGTERM."""
+        text = self.log_text()
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            if marker in text:
+                at = text.index(marker)
+                return "%s in %s:\n%s" % (marker, self.log_path, text[at:at + 3000])
+        return None
+
     def kill9(self):
         self.killed = True
+        self.kill9ed = True
         mark("relay pid %d kill -9" % self.proc.pid)
         kill_group(self.proc, signal.SIGKILL)
         self.proc.wait()
@@ -681,8 +693,7 @@ class Env:
                 self.dump()
             except Exception as exc:
                 print("  (could not dump: %s)" % exc)
-        for r in self.relays:
-            r.stop(10)
+        problems = self.stop_relays()
         for w in self.writers:
             w.kill9()
         if self.sub:
@@ -695,6 +706,26 @@ class Env:
             print("  (kept %s)" % self.workdir)
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if problems and sys.exc_info()[0] is None:  # never mask an earlier failure
+            raise AssertionError("; ".join(problems))
+
+    def stop_relays(self):
+        """Stops every relay with SIGTERM. A sanitizer report in a log, or a relay that was
+        still running and did not exit 0 on SIGTERM, is a failure of the scenario (relays
+        that ended on their own, e.g. on a bad flag, are judged by the scenario itself)."""
+        problems = []
+        for r in self.relays:
+            running = r.alive()
+            rc = r.stop(10)
+            report = r.sanitizer_report()
+            if report:
+                problems.append(report)
+            elif running and not r.kill9ed and rc != 0:
+                problems.append("relay pid %d exited with status %s on SIGTERM (log %s)" %
+                                (r.pid, rc, r.log_path))
+        if problems:
+            self.failed = True  # keep the logs
+        return problems
 
 
 def check(cond, what):

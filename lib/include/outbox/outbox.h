@@ -172,8 +172,8 @@ outbox_event_set_header(outbox_event_t *event, const char *key, const char *valu
                         bson_error_t *error);
 
 /* Checks the event as a commit would: type 1..128 characters of [A-Za-z0-9._-]; data valid
- * UTF-8 throughout and without keys starting with '$' at any depth (consumers read events as
- * Extended JSON, where {"$date": ...} would change meaning). Returns false with
+ * UTF-8 throughout and without keys that are empty or start with '$' at any depth (consumers
+ * read events as Extended JSON, where {"$date": ...} would change meaning). Returns false with
  * OUTBOX_ERROR_INVALID_EVENT and the reason. */
 OUTBOX_API bool
 outbox_event_validate(const outbox_event_t *event, bson_error_t *error);
