@@ -17,8 +17,9 @@
 static bool
 check_config(const relay_config_t *cfg, bson_error_t *error)
 {
-   if (!relay_template_check(cfg->topic_template, "topic template", error) ||
-       !relay_template_check(cfg->source_template, "source template", error)) {
+   /* The source is a CloudEvents URI-reference, not a topic: '#' and '+' are fine there. */
+   if (!relay_template_check(cfg->topic_template, "topic template", true, error) ||
+       !relay_template_check(cfg->source_template, "source template", false, error)) {
       return false;
    }
    if (!cfg->database || !*cfg->database || cfg->n_collections == 0) {

@@ -149,7 +149,7 @@ placeholder(const char *p, const relay_template_vars_t *vars, relay_str_t *value
 }
 
 bool
-relay_template_check(const char *tmpl, const char *what, bson_error_t *error)
+relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_t *error)
 {
    if (!tmpl || !*tmpl) {
       bson_set_error(error, 0, 0, "%s: the template is empty", what);
@@ -167,7 +167,7 @@ relay_template_check(const char *tmpl, const char *what, bson_error_t *error)
                         what, p);
          return false;
       }
-      if (*p == '+' || *p == '#') {
+      if (topic && (*p == '+' || *p == '#')) {
          bson_set_error(error, 0, 0, "%s: MQTT wildcard '%c' in the template", what, *p);
          return false;
       }

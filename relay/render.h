@@ -41,10 +41,11 @@ char *relay_render_id(const bson_value_t *id, size_t *len);
  * result is exactly one topic level with no wildcard. */
 void relay_percent_encode(bson_string_t *out, const char *s, size_t len);
 
-/* Checks a template: placeholders are {db}, {collection}, {id}, {type}; literal text may not
- * contain '+', '#' or an unknown or unclosed placeholder, and the template may not be empty.
+/* Checks a template: placeholders are {db}, {collection}, {id}, {type}; it may not be empty
+ * or hold an unknown or unclosed placeholder, and a @topic template's literal text may not
+ * contain the MQTT wildcards '+' and '#' (other templates, e.g. the CloudEvents source, may).
  * Returns false and fills @error (naming @what, e.g. "--topic") otherwise. */
-bool relay_template_check(const char *tmpl, const char *what, bson_error_t *error);
+bool relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_t *error);
 
 /* Renders a template already accepted by relay_template_check(), percent-encoding every
  * substituted value. Returns a bson_malloc'ed string. */

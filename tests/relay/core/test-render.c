@@ -150,13 +150,18 @@ Test(render, template_placeholders)
 Test(render, template_check)
 {
    bson_error_t error;
-   cr_assert(relay_template_check("outbox/{collection}/{id}", "topic", &error));
-   cr_assert(!relay_template_check("", "topic", &error));
-   cr_assert(!relay_template_check("outbox/+/{id}", "topic", &error));
-   cr_assert(!relay_template_check("outbox/#", "topic", &error));
-   cr_assert(!relay_template_check("outbox/{nope}", "topic", &error));
+   cr_assert(relay_template_check("outbox/{collection}/{id}", "topic", true, &error));
+   cr_assert(!relay_template_check("", "topic", true, &error));
+   cr_assert(!relay_template_check("outbox/+/{id}", "topic", true, &error));
+   cr_assert(!relay_template_check("outbox/#", "topic", true, &error));
+   cr_assert(!relay_template_check("outbox/{nope}", "topic", true, &error));
    cr_assert_not_null(strstr(error.message, "topic"));
-   cr_assert(!relay_template_check("outbox/{id", "topic", &error));
+   cr_assert(!relay_template_check("outbox/{id", "topic", true, &error));
+   /* A CloudEvents source is a URI-reference: a fragment or a '+' is legal there, so what
+    * --check-config accepts for --source, the relay must accept at start too. */
+   cr_assert(relay_template_check("/{db}/{collection}#outbox", "source", false, &error));
+   cr_assert(relay_template_check("urn:a+b:{db}", "source", false, &error));
+   cr_assert(!relay_template_check("/{db}/{nope}", "source", false, &error));
 }
 
 Test(render, time_format)

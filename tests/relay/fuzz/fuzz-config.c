@@ -72,7 +72,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    if (action == RELAY_CONFIG_RUN) {
       bson_error_t terr;
       CHECK(cfg.mongodb_uri && cfg.database && cfg.mqtt_uri && cfg.n_collections >= 1);
-      CHECK(relay_template_check(cfg.topic_template, "topic", &terr));
+      CHECK(relay_template_check(cfg.topic_template, "topic", true, &terr));
       bson_string_t *dump = bson_string_new(NULL);
       relay_config_dump(&cfg, dump);
       relay_config_dump_line(&cfg, dump);
