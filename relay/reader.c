@@ -62,63 +62,61 @@ append_ns(const relay_config_t *cfg, bson_t *doc)
    bson_append_document_end(doc, &ns);
 }
 
+/* Appends to @or, under @key, the branch matching inserts and replacements of the watched
+ * collections whose @path satisfies @cond (a document such as {$exists: true}). */
+static void
+append_insert_branch(const relay_config_t *cfg, bson_t * or, const char *key, const char *path,
+                     const bson_t *cond)
+{
+   bson_t branch, ops, in;
+
+   BSON_APPEND_DOCUMENT_BEGIN(or, key, &branch);
+   append_ns(cfg, &branch);
+   BSON_APPEND_DOCUMENT_BEGIN(&branch, "operationType", &ops);
+   BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
+   BSON_APPEND_UTF8(&in, "0", "insert");
+   BSON_APPEND_UTF8(&in, "1", "replace");
+   bson_append_array_end(&ops, &in);
+   bson_append_document_end(&branch, &ops);
+   BSON_APPEND_DOCUMENT(&branch, path, cond);
+   bson_append_document_end(or, &branch);
+}
+
 void
 relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
 {
-   bson_t stage, match, or, a, b, ops, in, cond, not_array;
+   bson_t stage, match, or, b;
    char *first = bson_strdup_printf("fullDocument.%s.0", cfg->events_field);
    char *events = bson_strdup_printf("fullDocument.%s", cfg->events_field);
    char *seq = bson_strdup_printf("updateDescription.updatedFields.%s", cfg->event_seq_field);
+   bson_t *exists = BCON_NEW("$exists", BCON_BOOL(true));
+   bson_t *not_array = BCON_NEW("$exists", BCON_BOOL(true), "$not", "{", "$type", BCON_INT32(4),
+                                "}");
 
    BSON_APPEND_DOCUMENT_BEGIN(pipeline, "0", &stage);
    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
    BSON_APPEND_ARRAY_BEGIN(&match, "$or", & or);
    /* Inserts (and replacements) of documents that have events. */
-   BSON_APPEND_DOCUMENT_BEGIN(& or, "0", &a);
-   append_ns(cfg, &a);
-   BSON_APPEND_DOCUMENT_BEGIN(&a, "operationType", &ops);
-   BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
-   BSON_APPEND_UTF8(&in, "0", "insert");
-   BSON_APPEND_UTF8(&in, "1", "replace");
-   bson_append_array_end(&ops, &in);
-   bson_append_document_end(&a, &ops);
-   BSON_APPEND_DOCUMENT_BEGIN(&a, first, &cond);
-   BSON_APPEND_BOOL(&cond, "$exists", true);
-   bson_append_document_end(&a, &cond);
-   bson_append_document_end(& or, &a);
+   append_insert_branch(cfg, & or, "0", first, exists);
    /* Updates that set eventSeq: appends (clears never do). */
    BSON_APPEND_DOCUMENT_BEGIN(& or, "1", &b);
    append_ns(cfg, &b);
    BSON_APPEND_UTF8(&b, "operationType", "update");
-   BSON_APPEND_DOCUMENT_BEGIN(&b, seq, &cond);
-   BSON_APPEND_BOOL(&cond, "$exists", true);
-   bson_append_document_end(&b, &cond);
+   BSON_APPEND_DOCUMENT(&b, seq, exists);
    bson_append_document_end(& or, &b);
    /* Inserts (and replacements) whose events field is not an array: nothing to publish,
     * but the relay says so (once per document) instead of never hearing of them. */
-   BSON_APPEND_DOCUMENT_BEGIN(& or, "3", &a);
-   append_ns(cfg, &a);
-   BSON_APPEND_DOCUMENT_BEGIN(&a, "operationType", &ops);
-   BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
-   BSON_APPEND_UTF8(&in, "0", "insert");
-   BSON_APPEND_UTF8(&in, "1", "replace");
-   bson_append_array_end(&ops, &in);
-   bson_append_document_end(&a, &ops);
-   BSON_APPEND_DOCUMENT_BEGIN(&a, events, &cond);
-   BSON_APPEND_BOOL(&cond, "$exists", true);
-   BSON_APPEND_DOCUMENT_BEGIN(&cond, "$not", &not_array);
-   BSON_APPEND_INT32(&not_array, "$type", 4); /* array */
-   bson_append_document_end(&cond, &not_array);
-   bson_append_document_end(&a, &cond);
-   bson_append_document_end(& or, &a);
+   append_insert_branch(cfg, & or, "2", events, not_array);
    /* An invalidate (database dropped) has no ns.coll and must still reach us: it ends the
     * stream. */
-   BSON_APPEND_DOCUMENT_BEGIN(& or, "2", &b);
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "3", &b);
    BSON_APPEND_UTF8(&b, "operationType", "invalidate");
    bson_append_document_end(& or, &b);
    bson_append_array_end(&match, & or);
    bson_append_document_end(&stage, &match);
    bson_append_document_end(pipeline, &stage);
+   bson_destroy(exists);
+   bson_destroy(not_array);
    bson_free(first);
    bson_free(events);
    bson_free(seq);
