@@ -270,7 +270,7 @@ warm_commits(const char *prefix, size_t cache_size, size_t k)
    bson_t *opts = BCON_NEW("cacheSize", BCON_INT32((int32_t)cache_size));
    outbox_collection_t *h = lt_second_handle(&t, opts);
    outbox_event_t *ev[1];
-   char(*ids)[16] = calloc(k, sizeof *ids);
+   char(*ids)[48] = calloc(k, sizeof *ids);
    bson_error_t e;
 
    for (size_t i = 0; i < k; i++) {
