@@ -31,6 +31,21 @@ is_ordered(const md_cmd_t *c)
    return !bson_iter_init_find(&it, c->cmd, "ordered") || bson_iter_as_bool(&it);
 }
 
+/* The checks every write command starts with: collection name, known fields, the statement
+ * array named @field, and a collection that is not a view (created if @create). On success
+ * *name borrows from the command and *coll may be NULL (a missing collection, !create). */
+static bool
+open_write(md_cmd_t *c, const char *const *allowed, const char *field, bool create,
+           bson_iter_t *arr, const char **name, md_coll_t **coll, bson_error_t *error)
+{
+   *name = md_cmd_coll_name(c, error);
+   if (!*name || !md_cmd_check_fields(c, allowed, error) || !get_array(c, field, arr, error)) {
+      return false;
+   }
+   *coll = md_store_coll(c->srv->store, c->db, *name, create, NULL);
+   return md_check_not_view(*coll, error);
+}
+
 static bool
 stmt_doc(const bson_iter_t *arr, bson_t *doc, bson_error_t *error)
 {
@@ -49,13 +64,9 @@ md_cmd_insert(md_cmd_t *c, bson_error_t *error)
    static const char *const allowed[] = {"documents", "ordered", "bypassDocumentValidation",
                                          NULL};
    bson_iter_t arr;
-   const char *name = md_cmd_coll_name(c, error);
-   if (!name || !md_cmd_check_fields(c, allowed, error) ||
-       !get_array(c, "documents", &arr, error)) {
-      return false;
-   }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, true, NULL);
-   if (!md_check_not_view(coll, error)) {
+   const char *name;
+   md_coll_t *coll;
+   if (!open_write(c, allowed, "documents", true, &arr, &name, &coll, error)) {
       return false;
    }
    bool ordered = is_ordered(c);
@@ -210,13 +221,9 @@ md_cmd_update(md_cmd_t *c, bson_error_t *error)
    static const char *const allowed[] = {"updates", "ordered", "bypassDocumentValidation", "let",
                                          NULL};
    bson_iter_t arr;
-   const char *name = md_cmd_coll_name(c, error);
-   if (!name || !md_cmd_check_fields(c, allowed, error) ||
-       !get_array(c, "updates", &arr, error)) {
-      return false;
-   }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
-   if (!md_check_not_view(coll, error)) {
+   const char *name;
+   md_coll_t *coll;
+   if (!open_write(c, allowed, "updates", false, &arr, &name, &coll, error)) {
       return false;
    }
    bool ordered = is_ordered(c);
@@ -303,13 +310,9 @@ md_cmd_delete(md_cmd_t *c, bson_error_t *error)
 {
    static const char *const allowed[] = {"deletes", "ordered", "let", NULL};
    bson_iter_t arr;
-   const char *name = md_cmd_coll_name(c, error);
-   if (!name || !md_cmd_check_fields(c, allowed, error) ||
-       !get_array(c, "deletes", &arr, error)) {
-      return false;
-   }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
-   if (!md_check_not_view(coll, error)) {
+   const char *name;
+   md_coll_t *coll;
+   if (!open_write(c, allowed, "deletes", false, &arr, &name, &coll, error)) {
       return false;
    }
    bool ordered = is_ordered(c);
