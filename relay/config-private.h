@@ -79,6 +79,10 @@ _relay_opt_find(const char *name, size_t len);
 char *
 _relay_opt_value_text(const relay_config_t *cfg, const relay_opt_t *opt);
 
+/* Whether @opt has the same value in @a and @b; secrets and URIs are compared in full. */
+bool
+_relay_opt_equal(const relay_config_t *a, const relay_config_t *b, const relay_opt_t *opt);
+
 /* After all layers: fills derived defaults (client id), normalises "off" values to NULL and
  * checks what involves several options (required ones, TLS options with a TLS URI ...). */
 bool

@@ -447,3 +447,42 @@ _relay_opt_value_text(const relay_config_t *cfg, const relay_opt_t *opt)
    }
    }
 }
+
+static bool
+same_string(const char *a, const char *b)
+{
+   return a == b || (a && b && !strcmp(a, b));
+}
+
+bool
+_relay_opt_equal(const relay_config_t *a, const relay_config_t *b, const relay_opt_t *opt)
+{
+   switch (opt->type) {
+   case OPT_INT:
+   case OPT_QOS:
+   case OPT_MQTT_VERSION:
+      return *CFIELD(a, opt, int) == *CFIELD(b, opt, int);
+   case OPT_SIZE:
+      return *CFIELD(a, opt, size_t) == *CFIELD(b, opt, size_t);
+   case OPT_BOOL:
+      return *CFIELD(a, opt, bool) == *CFIELD(b, opt, bool);
+   case OPT_LEVEL:
+      return *CFIELD(a, opt, relay_log_level_t) == *CFIELD(b, opt, relay_log_level_t);
+   case OPT_FORMAT:
+      return *CFIELD(a, opt, relay_log_format_t) == *CFIELD(b, opt, relay_log_format_t);
+   case OPT_PAYLOAD:
+      return *CFIELD(a, opt, relay_payload_mode_t) == *CFIELD(b, opt, relay_payload_mode_t);
+   case OPT_LIST:
+      if (a->n_collections != b->n_collections) {
+         return false;
+      }
+      for (size_t i = 0; i < a->n_collections; i++) {
+         if (strcmp(a->collections[i], b->collections[i])) {
+            return false;
+         }
+      }
+      return true;
+   default: /* every string kind, secrets and URIs in full (the dump redacts them) */
+      return same_string(*CFIELD(a, opt, char *), *CFIELD(b, opt, char *));
+   }
+}

@@ -68,6 +68,12 @@ relay_log(relay_log_level_t level, const char *component, const char *fmt, ...)
 void
 relay_log_route_dependencies(void);
 
+/* Sets paho's trace level to match the log level, in paho's cheapest mode below debug.
+ * Called by the logger when the level changes, and after creating an MQTT client (paho
+ * initialises its trace settings then). */
+void
+relay_log_sync_paho(void);
+
 /* "error", "warning", "info", "debug", "trace" (case-insensitive; "warn" too). */
 bool
 relay_log_level_parse(const char *s, relay_log_level_t *out);

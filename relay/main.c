@@ -18,6 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "relay.h"
+#include "reload.h"
 #include "version.h"
 
 /* Signals are handled by one thread that waits for them (sigwait), not by handlers: every
@@ -28,6 +29,10 @@ static relay_t *running_relay; /* guarded by running_mutex */
 static int stop_signals;       /* guarded by running_mutex */
 static sigset_t handled;
 static pthread_t signal_thread;
+/* What SIGHUP reloads from: set once before the signal thread starts. */
+static const relay_config_t *loaded_cfg;
+static int saved_argc;
+static char **saved_argv;
 
 static void
 on_stop_signal(int sig)
@@ -57,13 +62,8 @@ wait_for_signals(void *arg)
          continue;
       }
       if (sig == SIGHUP) {
-         /* Not in a handler, so the file can be reopened right here. */
-         if (relay_log_reopen()) {
-            relay_log(RELAY_LOG_INFO, "main", "SIGHUP: log file reopened (if logging to one)");
-         } else {
-            relay_log(RELAY_LOG_WARNING, "main", "SIGHUP: cannot reopen the log file, keeping "
-                                                 "the old one");
-         }
+         /* Not in a handler, so files can be read and reopened right here. */
+         relay_reload(loaded_cfg, saved_argc, saved_argv);
       } else {
          on_stop_signal(sig);
       }
@@ -123,9 +123,12 @@ run_relay(const relay_config_t *cfg, relay_metrics_t *metrics)
 }
 
 static int
-run(const relay_config_t *cfg)
+run(const relay_config_t *cfg, int argc, char **argv)
 {
    bson_error_t error;
+   loaded_cfg = cfg;
+   saved_argc = argc;
+   saved_argv = argv;
    if (!relay_log_init(cfg->log_level, cfg->log_format, cfg->log_file, &error)) {
       fprintf(stderr, "outbox-relay: %s\n", error.message);
       return EX_CANTCREAT;
@@ -201,7 +204,7 @@ main(int argc, char **argv)
       bson_string_free(dump, true);
       break;
    case RELAY_CONFIG_RUN:
-      rc = run(&cfg);
+      rc = run(&cfg, argc, argv);
       break;
    }
    relay_config_destroy(&cfg);

@@ -275,16 +275,8 @@ relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error)
       relay_mqtt_destroy(m);
       return NULL;
    }
-   /* paho 1.3.12 formats (vsnprintf under a global mutex) every protocol trace line and
-    * records every function entry whenever its internal trace level is above ERROR, even
-    * when nothing is printed, and MQTTAsync_setTraceLevel() lowers that internal level only
-    * for levels <= ERROR (it sets just the output level for SEVERE, which the logger asks
-    * for below debug). Setting ERROR first and then the wanted output level keeps what is
-    * printed unchanged and saves a fifth of paho's instructions per message. */
-   if (cfg->log_level < RELAY_LOG_DEBUG) {
-      MQTTAsync_setTraceLevel(MQTTASYNC_TRACE_ERROR);
-      MQTTAsync_setTraceLevel(MQTTASYNC_TRACE_SEVERE);
-   }
+   /* Creating the first client initialises paho's trace settings: set them again. */
+   relay_log_sync_paho();
    MQTTAsync_setCallbacks(m->client, m, on_lost, on_message, NULL);
    MQTTAsync_setConnected(m->client, m, on_connected);
    return m;

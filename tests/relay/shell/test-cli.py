@@ -2,7 +2,7 @@
 # Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
 """The outbox-relay command line, run as a process: --help, --version, --check-config, exit
 codes and messages, precedence end to end, the man page and config example, and the running
-daemon's HTTP endpoint, SIGHUP log reopening and SIGTERM shutdown, with servers that are not
+daemon's HTTP endpoint, SIGHUP log reopening and config reload, SIGTERM shutdown, with servers that are not
 there (port 1), so no server is needed.
 
 usage: test-cli.py PATH-TO-outbox-relay MAN-PAGE CONFIG-EXAMPLE
@@ -214,6 +214,56 @@ def test_daemon(tmp):
           and "pa55word" not in old + new)
 
 
+def test_reload(tmp):
+    """SIGHUP re-reads the config file: log options apply at once, other changes are named
+    (never their secret values) and wait for a restart, a broken file changes nothing."""
+    conf, log1, log2 = (os.path.join(tmp, n) for n in ("reload.json", "r1.log", "r2.log"))
+
+    def write_conf(**values):
+        with open(conf, "w") as f:
+            json.dump(values, f)
+
+    write_conf(**{"log-level": "info", "log-file": log1, "qos": 1})
+    proc = subprocess.Popen([EXE] + DOWN + ["--metrics-listen", "off", "--config", conf],
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    started = wait_for(lambda: "starting outbox-relay" in read(log1), 10)
+    check("reload: relay logs to the file of its config", started, read(log1))
+    write_conf(**{"log-level": "debug", "log-format": "json", "log-file": log2, "qos": 2,
+                  "mqtt-password": "n3wsecret"})
+    proc.send_signal(signal.SIGHUP)
+    reloaded = wait_for(lambda: "configuration reloaded" in read(log2), 10)
+    check("reload: new log file in use after SIGHUP", reloaded, read(log1)[-500:])
+    lines = [json.loads(l) for l in read(log2).splitlines() if is_json(l)]
+    check("reload: new format applies", lines and len(lines) == len(read(log2).splitlines()),
+          read(log2)[:300])
+    restart = [l["msg"] for l in lines if "until a restart" in l.get("msg", "")]
+    check("reload: options needing a restart are named",
+          restart and "qos" in restart[0] and "mqtt-password" in restart[0], restart)
+    check("reload: a changed secret is never shown", "n3wsecret" not in read(log2))
+    debug = wait_for(lambda: any(json.loads(l).get("level") == "debug"
+                                 for l in read(log2).splitlines() if is_json(l)), 10)
+    check("reload: new level applies (debug lines appear)", debug, read(log2)[-500:])
+
+    with open(conf, "w") as f:
+        f.write("{ not json")
+    before = len(read(log2))
+    proc.send_signal(signal.SIGHUP)
+    refused = wait_for(lambda: "configuration not reloaded" in read(log2)[before:], 10)
+    check("reload: a broken file is reported", refused, read(log2)[before:][-500:])
+    check("reload: the relay keeps running", proc.poll() is None, proc.poll())
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = proc.wait()
+    check("reload: SIGTERM still exits 0", rc == 0, rc)
+    check("reload: the old file got no lines after the reload",
+          "configuration reloaded" not in read(log1) and "stopped" not in read(log1),
+          read(log1)[-300:])
+
+
 DOWN = ["--mongodb-uri", "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300",
         "--database", "app", "--collection", "c1", "--mqtt-uri", "tcp://127.0.0.1:1",
         "--shutdown-timeout-ms", "500", "--reconnect-max-ms", "200"]
@@ -268,6 +318,7 @@ def main():
         test_precedence(tmp)
         test_daemon(tmp)
         test_daemon_exits()
+        test_reload(tmp)
     if failures:
         print("%d check(s) failed: %s" % (len(failures), ", ".join(failures)))
     # The closing line scripts/test-summary counts (NAME: N passed, N failed).

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "reload.h"
 #include "test-util.h"
 
 static relay_config_t cfg;
@@ -399,4 +400,31 @@ Test(config, mqtt311_password_needs_username)
    cr_assert_str_eq(error.message, "a password without mqtt-username is not allowed by MQTT "
                                    "3.1.1 (mqtt-version 4); set mqtt-username or use "
                                    "mqtt-version 5");
+}
+
+/* What SIGHUP reports as "needs a restart": every changed option by name, URIs compared in
+ * full (the dump redacts their passwords, the comparison must not), log options on request. */
+Test(config, diff_names_changed_options)
+{
+   const char *same[] = {TEST_REQUIRED, "--log-level", "debug", NULL};
+   const char *changed[] = {"--mongodb-uri", "mongodb://u:other@localhost/", "--database", "app",
+                            "--collection", "c1", "--collection", "c2", "--mqtt-uri",
+                            "tcp://localhost:1883", "--qos", "2", NULL};
+   relay_config_t other;
+   bson_string_t *out = bson_string_new(NULL);
+
+   relay_config_init_defaults(&other);
+   cr_assert_eq(test_load(&cfg, &error, same), RELAY_CONFIG_RUN, "%s", error.message);
+   cr_assert_eq(test_load(&other, &error, same), RELAY_CONFIG_RUN, "%s", error.message);
+   relay_config_diff(&cfg, &other, true, out);
+   cr_assert_str_eq(out->str, "");
+
+   cr_assert_eq(test_load(&other, &error, changed), RELAY_CONFIG_RUN, "%s", error.message);
+   relay_config_diff(&cfg, &other, false, out);
+   cr_assert_str_eq(out->str, "mongodb-uri, collection, qos");
+   bson_string_truncate(out, 0);
+   relay_config_diff(&cfg, &other, true, out);
+   cr_assert_str_eq(out->str, "mongodb-uri, collection, qos, log-level");
+   bson_string_free(out, true);
+   relay_config_destroy(&other);
 }
