@@ -232,6 +232,7 @@ open_stream(relay_reader_t *rd, const bson_t *token, const relay_ts_t *start_at)
    relay_reader_append_match(rd->cfg, &pipeline);
    BSON_APPEND_UTF8(&opts, "fullDocument", "default");
    BSON_APPEND_INT64(&opts, "maxAwaitTimeMS", MAX_AWAIT_MS);
+   BSON_APPEND_INT32(&opts, "batchSize", RELAY_READ_BATCH_SIZE);
    if (token) {
       BSON_APPEND_DOCUMENT(&opts, "resumeAfter", token);
    } else if (start_at) {

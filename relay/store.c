@@ -200,6 +200,7 @@ relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg, b
    if (hint) {
       BSON_APPEND_UTF8(&opts, "hint", "outbox_pending");
    }
+   BSON_APPEND_INT32(&opts, "batchSize", RELAY_READ_BATCH_SIZE);
    BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
    BSON_APPEND_INT32(&proj, cfg->events_field, 1);
    BSON_APPEND_INT32(&proj, cfg->event_seq_field, 1);

@@ -15,6 +15,12 @@
 
 #include "config.h"
 
+/* Documents (sweep) or change events (stream) per reply. Without it a reply may be up to
+ * 16 MiB, and mongoc holds a reply twice while a cursor iterates it: the relay's peak
+ * memory was two thirds cursor buffers. A reply of this many documents still carries more
+ * events than the in-flight window, so throughput does not depend on it. */
+#define RELAY_READ_BATCH_SIZE 128
+
 /* A cluster time (BSON Timestamp). */
 typedef struct {
    uint32_t t, i;
