@@ -382,6 +382,7 @@ sweep_step(relay_t *r, int64_t now)
          r->sweep_cursor = relay_store_sweep_cursor(r->colls[r->sweep_coll], r->cfg, r->sweep_hint);
       }
       if (mongoc_cursor_next(r->sweep_cursor, &doc)) {
+         relay_store_sweep_pace(r->sweep_cursor, doc);
          sync_doc(r, (int)r->sweep_coll, doc, r->sweep_pos);
          continue;
       }

@@ -200,7 +200,8 @@ relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg, b
    if (hint) {
       BSON_APPEND_UTF8(&opts, "hint", "outbox_pending");
    }
-   BSON_APPEND_INT32(&opts, "batchSize", RELAY_READ_BATCH_SIZE);
+   /* Int64: mongoc_cursor_set_batch_size() silently keeps an int32 batchSize. */
+   BSON_APPEND_INT64(&opts, "batchSize", RELAY_SWEEP_FIRST_BATCH);
    BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
    BSON_APPEND_INT32(&proj, cfg->events_field, 1);
    BSON_APPEND_INT32(&proj, cfg->event_seq_field, 1);
@@ -210,4 +211,11 @@ relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg, b
    bson_destroy(&opts);
    bson_free(first);
    return cursor;
+}
+
+void
+relay_store_sweep_pace(mongoc_cursor_t *cursor, const bson_t *doc)
+{
+   uint32_t n = RELAY_SWEEP_REPLY_BYTES / (doc->len ? doc->len : 1);
+   mongoc_cursor_set_batch_size(cursor, n < 1 ? 1 : n > RELAY_READ_BATCH_SIZE ? RELAY_READ_BATCH_SIZE : n);
 }

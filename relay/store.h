@@ -15,11 +15,17 @@
 
 #include "config.h"
 
-/* Documents (sweep) or change events (stream) per reply. Without it a reply may be up to
- * 16 MiB, and mongoc holds a reply twice while a cursor iterates it: the relay's peak
- * memory was two thirds cursor buffers. A reply of this many documents still carries more
- * events than the in-flight window, so throughput does not depend on it. */
+/* Replies are bounded: without a batch size one may be up to 16 MiB, and mongoc holds a
+ * reply twice while a cursor iterates it (two thirds of the relay's peak memory were cursor
+ * buffers). Change events per stream reply: */
 #define RELAY_READ_BATCH_SIZE 128
+/* A sweep document may hold maxPendingEvents events (~400 KiB at 1000 events of 200 B), so
+ * sweep replies are sized in bytes: the first reply has RELAY_SWEEP_FIRST_BATCH documents,
+ * later ones as many as fit RELAY_SWEEP_REPLY_BYTES at the size of the last document read,
+ * at most RELAY_READ_BATCH_SIZE. Either way a reply carries more events than the in-flight
+ * window, so throughput does not depend on these. */
+#define RELAY_SWEEP_FIRST_BATCH 16
+#define RELAY_SWEEP_REPLY_BYTES (1024 * 1024)
 
 /* A cluster time (BSON Timestamp). */
 typedef struct {
@@ -67,5 +73,8 @@ bool relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cf
  * exists. Never NULL; check mongoc_cursor_error(). */
 mongoc_cursor_t *relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg,
                                           bool hint);
+
+/* Sizes the sweep cursor's next reply after reading @doc (see RELAY_SWEEP_REPLY_BYTES). */
+void relay_store_sweep_pace(mongoc_cursor_t *cursor, const bson_t *doc);
 
 #endif /* RELAY_STORE_H */

@@ -4,6 +4,7 @@
  * The relay's reads, as built (no server: a cursor contacts nobody until iterated).
  */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include <mongoc/mongoc.h>
 
@@ -35,10 +36,44 @@ Test(store, sweep_cursor_reads_bounded_batches)
 
    for (int hint = 0; hint <= 1; hint++) {
       mongoc_cursor_t *cursor = relay_store_sweep_cursor(coll, &cfg, hint);
-      cr_assert_eq(mongoc_cursor_get_batch_size(cursor), RELAY_READ_BATCH_SIZE);
-      cr_assert_lt(RELAY_READ_BATCH_SIZE, cfg.max_buffered_events);
+      cr_assert_eq(mongoc_cursor_get_batch_size(cursor), RELAY_SWEEP_FIRST_BATCH);
       mongoc_cursor_destroy(cursor);
    }
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+   relay_config_destroy(&cfg);
+}
+
+static void
+assert_pace_after(mongoc_cursor_t *cursor, size_t doc_bytes, uint32_t want)
+{
+   bson_t doc = BSON_INITIALIZER;
+   char *pad = bson_malloc(doc_bytes);
+   memset(pad, 'x', doc_bytes - 1);
+   pad[doc_bytes - 1] = '\0';
+   BSON_APPEND_UTF8(&doc, "pad", pad);
+   relay_store_sweep_pace(cursor, &doc);
+   cr_assert_eq(mongoc_cursor_get_batch_size(cursor), want, "%zu-byte documents: %u, not %u",
+                doc_bytes, mongoc_cursor_get_batch_size(cursor), want);
+   bson_destroy(&doc);
+   bson_free(pad);
+}
+
+/* Documents of 1000 pending events are ~400 KiB: 128 of them would be a 50 MiB reply. */
+Test(store, sweep_replies_are_sized_in_bytes)
+{
+   relay_config_t cfg;
+   relay_config_init_defaults(&cfg);
+   mongoc_client_t *client = mongoc_client_new("mongodb://127.0.0.1:1/");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "db", "c");
+   mongoc_cursor_t *cursor = relay_store_sweep_cursor(coll, &cfg, true);
+
+   assert_pace_after(cursor, 400 * 1024, 2);
+   assert_pace_after(cursor, 500, RELAY_READ_BATCH_SIZE);
+   assert_pace_after(cursor, 4 * 1024 * 1024, 1);
+   assert_pace_after(cursor, 64 * 1024, 15);
+
+   mongoc_cursor_destroy(cursor);
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
    relay_config_destroy(&cfg);
