@@ -141,6 +141,14 @@ check_data(const bson_iter_t *it, relay_event_t *ev)
 }
 
 /* Walks the event's fields once; the first violation found is the reason. */
+/* CloudEvents' time is RFC 3339, which has four-digit years: 0001-01-01T00:00:00Z to
+ * 9999-12-31T23:59:59.999Z in milliseconds since the epoch. */
+static bool
+time_in_rfc3339_range(int64_t ms)
+{
+   return ms >= INT64_C(-62135596800000) && ms <= INT64_C(253402300799999);
+}
+
 static const char *
 check_fields(const bson_t *doc, relay_event_t *ev)
 {
@@ -169,6 +177,8 @@ check_fields(const bson_t *doc, relay_event_t *ev)
       } else if (!strcmp(key, "time")) {
          if (!BSON_ITER_HOLDS_DATE_TIME(&it)) {
             r = "event time is not a date";
+         } else if (!time_in_rfc3339_range(bson_iter_date_time(&it))) {
+            r = "event time is outside years 0001-9999 (not RFC 3339)";
          } else {
             ev->has_time = true;
             ev->time_ms = bson_iter_date_time(&it);

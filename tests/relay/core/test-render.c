@@ -227,11 +227,37 @@ Test(event, invalid_events_have_reasons)
        "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": 3}",    /* data not a doc */
        "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\"}",                 /* no data */
        "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {}, \"time\": 1}",
+       /* one millisecond before 0001-01-01 and after 9999-12-31: not RFC 3339 */
+       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {},"
+       " \"time\": {\"$date\": {\"$numberLong\": \"-62135596800001\"}}}",
+       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {},"
+       " \"time\": {\"$date\": {\"$numberLong\": \"253402300800000\"}}}",
    };
    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
       relay_event_t ev;
       cr_assert(!relay_event_parse(event_value(bad[i]), &ev), "accepted %s", bad[i]);
       cr_assert_not_null(ev.reason);
+      relay_event_cleanup(&ev);
+   }
+}
+
+/* The first and last milliseconds RFC 3339 can write are accepted, as written. */
+Test(event, time_range_edges_are_valid)
+{
+   static const struct {
+      const char *ms, *rendered;
+   } edges[] = {{"-62135596800000", "0001-01-01T00:00:00.000Z"},
+                {"253402300799999", "9999-12-31T23:59:59.999Z"}};
+   for (size_t i = 0; i < 2; i++) {
+      char json[256], buf[64];
+      relay_event_t ev;
+      snprintf(json, sizeof json,
+               "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {},"
+               " \"time\": {\"$date\": {\"$numberLong\": \"%s\"}}}",
+               edges[i].ms);
+      cr_assert(relay_event_parse(event_value(json), &ev), "%s: %s", edges[i].ms, ev.reason);
+      relay_format_time(ev.time_ms, buf, sizeof buf);
+      cr_assert_str_eq(buf, edges[i].rendered);
       relay_event_cleanup(&ev);
    }
 }
