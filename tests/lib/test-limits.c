@@ -63,6 +63,34 @@ Test(limits, pending_events)
    outbox_collection_destroy(cold);
 }
 
+/* A handle whose cache still shows room: another writer filled the entity meanwhile. The
+ * version and eventSeq in the update's filter stop the stale update (there is no separate
+ * limit clause); the read that follows refuses with the real count and writes nothing. */
+Test(limits, pending_limit_with_stale_cache)
+{
+   bson_t *opts = BCON_NEW("maxPendingEvents", BCON_INT32(3));
+   bson_value_t id = lt_str_id("stale-limit");
+   outbox_event_t *evs[4];
+   outbox_collection_t *other;
+   outbox_commit_t res;
+   bson_error_t e;
+
+   lt_open(&t, opts);
+   other = lt_second_handle(&t, opts);
+   lt_events_new(evs, 4, "t");
+   cr_assert(outbox_collection_create(t.coll, &id, NULL, evs, 1, &res, &e), "%s", e.message);
+   /* t.coll's cache: 1 pending. The other handle brings it to the limit. */
+   cr_assert(outbox_collection_append(other, &id, evs + 1, 2, &res, &e), "%s", e.message);
+   bson_t *before = lt_raw_get(&t, &id);
+   cr_assert_not(outbox_collection_append(t.coll, &id, evs + 3, 1, &res, &e));
+   cr_assert_eq(e.code, OUTBOX_ERROR_LIMIT_PENDING, "%s", e.message);
+   lt_assert_unchanged(&t, &id, before);
+   bson_destroy(before);
+   lt_events_destroy(evs, 4);
+   outbox_collection_destroy(other);
+   bson_destroy(opts);
+}
+
 static bson_t *
 blob(const char *key, size_t size)
 {
