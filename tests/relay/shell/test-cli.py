@@ -159,6 +159,17 @@ def wait_for(predicate, seconds):
     return None
 
 
+def terminate(proc):
+    """SIGTERM, then the exit status; a relay that does not stop in 20 s is killed (and its
+    status, -9, fails whatever check follows)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
 def read(path):
     try:
         with open(path) as f:
@@ -194,12 +205,7 @@ def test_daemon(tmp):
     proc.send_signal(signal.SIGHUP)
     time.sleep(0.3)
     check("daemon survives SIGHUP", proc.poll() is None, proc.poll())
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = proc.wait()
+    rc = terminate(proc)
     check("SIGTERM exits 0", rc == 0, (rc, proc.stderr.read()))
     old, new = read(log + ".1"), read(log)
     check("log reopened after SIGHUP", "starting outbox-relay" in old and "stopped" in new,
@@ -252,12 +258,7 @@ def test_reload(tmp):
     refused = wait_for(lambda: "configuration not reloaded" in read(log2)[before:], 10)
     check("reload: a broken file is reported", refused, read(log2)[before:][-500:])
     check("reload: the relay keeps running", proc.poll() is None, proc.poll())
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = proc.wait()
+    rc = terminate(proc)
     check("reload: SIGTERM still exits 0", rc == 0, rc)
     check("reload: the old file got no lines after the reload",
           "configuration reloaded" not in read(log1) and "stopped" not in read(log1),
