@@ -240,6 +240,8 @@ def test_reload(tmp):
     proc.send_signal(signal.SIGHUP)
     reloaded = wait_for(lambda: "configuration reloaded" in read(log2), 10)
     check("reload: new log file in use after SIGHUP", reloaded, read(log1)[-500:])
+    # The warning follows the "reloaded" line: wait for it rather than race it.
+    wait_for(lambda: "until a restart" in read(log2), 10)
     lines = [json.loads(l) for l in read(log2).splitlines() if is_json(l)]
     check("reload: new format applies", lines and len(lines) == len(read(log2).splitlines()),
           read(log2)[:300])
