@@ -364,6 +364,15 @@ finish_sweep(relay_t *r)
    relay_reader_start(r->reader, NULL, &r->sweep_start);
 }
 
+/* Backpressure: read more only below both buffer bounds. Checked before each document or
+ * change, so one of them (however large) always gets in. */
+static bool
+buffer_has_room(const relay_t *r)
+{
+   return r->table.buffered < (size_t)r->cfg->max_buffered_events &&
+          r->table.buffered_bytes < r->cfg->max_buffered_bytes;
+}
+
 static void
 sweep_step(relay_t *r, int64_t now)
 {
@@ -377,7 +386,7 @@ sweep_step(relay_t *r, int64_t now)
       begin_sweep(r, now);
       return;
    }
-   for (int n = 0; n < 200 && r->table.buffered < (size_t)r->cfg->max_buffered_events; n++) {
+   for (int n = 0; n < 200 && buffer_has_room(r); n++) {
       if (!r->sweep_cursor) {
          r->sweep_cursor = relay_store_sweep_cursor(r->colls[r->sweep_coll], r->cfg, r->sweep_hint);
       }
@@ -514,7 +523,7 @@ relay_changes_step(relay_t *r, int64_t now)
       sweep_step(r, now);
       return;
    }
-   for (int n = 0; n < 256 && r->table.buffered < (size_t)r->cfg->max_buffered_events; n++) {
+   for (int n = 0; n < 256 && buffer_has_room(r); n++) {
       relay_change_t *c = r->held ? r->held : relay_reader_pop(r->reader);
       if (!c || (c == r->held && now < r->held_retry_at_ms)) {
          return;

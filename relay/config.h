@@ -67,6 +67,7 @@ typedef struct relay_config_t {
    /* Flow control and timing. */
    int inflight_window;        /* 256: unacknowledged publishes at most */
    int max_buffered_events;    /* 10000: read from the stream but not yet cleared */
+   size_t max_buffered_bytes;  /* 32 MiB: the BSON size of those events */
    int clear_batch_size;       /* 500: acknowledged events cleared per round-trip at most */
    int clear_interval_ms;      /* 20: how long acknowledgements are collected before a clear */
    int checkpoint_interval_ms; /* 1000 */

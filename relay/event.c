@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "check-private.h" /* liboutbox's fast UTF-8 check */
+
 bool
 relay_event_type_valid(const char *type, size_t len)
 {
@@ -54,7 +56,7 @@ check_id(const bson_iter_t *it, relay_event_t *ev)
    if (len == 0 || len > RELAY_EVENT_ID_MAX || strlen(s) != len) {
       return "event id is empty, too long or contains NUL";
    }
-   if (!bson_utf8_validate(s, len, false)) {
+   if (!_outbox_utf8_valid(s, len, false)) {
       return "event id is not valid UTF-8"; /* it goes into JSON and MQTT strings */
    }
    ev->id = bson_strndup(s, len);
@@ -92,7 +94,7 @@ utf8_clean(const bson_t *doc, int depth)
       return false;
    }
    while (bson_iter_next(&it)) {
-      if (!bson_utf8_validate(bson_iter_key(&it), bson_iter_key_len(&it), false)) {
+      if (!_outbox_utf8_valid(bson_iter_key(&it), bson_iter_key_len(&it), false)) {
          return false;
       }
       if (BSON_ITER_HOLDS_UTF8(&it) || BSON_ITER_HOLDS_SYMBOL(&it) || BSON_ITER_HOLDS_CODE(&it)) {
@@ -100,7 +102,7 @@ utf8_clean(const bson_t *doc, int depth)
          const char *s = BSON_ITER_HOLDS_UTF8(&it)     ? bson_iter_utf8(&it, &len)
                          : BSON_ITER_HOLDS_SYMBOL(&it) ? bson_iter_symbol(&it, &len)
                                                        : bson_iter_code(&it, &len);
-         if (!s || !bson_utf8_validate(s, len, true)) {
+         if (!s || !_outbox_utf8_valid(s, len, true)) {
             return false;
          }
       } else if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
@@ -134,7 +136,9 @@ check_data(const bson_iter_t *it, relay_event_t *ev)
    if (!ev->data) {
       return "event data is not valid BSON";
    }
-   if (!bson_validate(ev->data, BSON_VALIDATE_UTF8, NULL) || !utf8_clean(ev->data, 0)) {
+   /* Structure first (iterating stops silently at corrupt data), then every string. */
+   size_t offset;
+   if (!bson_validate(ev->data, BSON_VALIDATE_NONE, &offset) || !utf8_clean(ev->data, 0)) {
       return "event data contains invalid UTF-8";
    }
    return NULL;

@@ -11,9 +11,11 @@
 #include "log.h"
 #include "util.h"
 
-/* Changes queued at most; with the main thread's own limit on buffered events this bounds
- * the relay's memory. */
+/* Changes queued at most, and their bytes (one maximal 16 MiB change still gets in: the
+ * bound is checked before each); with the main thread's own bounds on buffered events this
+ * bounds the relay's memory. */
 #define QUEUE_MAX 256
+#define QUEUE_MAX_BYTES (16u * 1024 * 1024)
 /* How long one getMore waits for new changes; also how fast the reader notices a stop. */
 #define MAX_AWAIT_MS 500
 
@@ -27,6 +29,7 @@ struct relay_reader_t {
    pthread_cond_t cond;
    relay_change_t *head, *tail;
    size_t qlen;
+   size_t qbytes;
    bool stop;
    /* The current command: bumped by every relay_reader_start(). */
    uint64_t gen;
@@ -132,6 +135,12 @@ relay_change_free(relay_change_t *c)
    }
 }
 
+static size_t
+change_bytes(const relay_change_t *c)
+{
+   return c->doc ? c->doc->len : 0;
+}
+
 static void
 push(relay_reader_t *rd, relay_change_t *c)
 {
@@ -143,6 +152,7 @@ push(relay_reader_t *rd, relay_change_t *c)
    }
    rd->tail = c;
    rd->qlen++;
+   rd->qbytes += change_bytes(c);
    pthread_mutex_unlock(&rd->lock);
    rd->wake(rd->wake_ctx);
 }
@@ -193,7 +203,8 @@ wait_room(relay_reader_t *rd, uint64_t gen)
 {
    bool ok;
    pthread_mutex_lock(&rd->lock);
-   while (rd->qlen >= QUEUE_MAX && !rd->stop && rd->gen == gen) {
+   while ((rd->qlen >= QUEUE_MAX || rd->qbytes >= QUEUE_MAX_BYTES) && !rd->stop &&
+          rd->gen == gen) {
       pthread_cond_wait(&rd->cond, &rd->lock);
    }
    ok = !rd->stop && rd->gen == gen;
@@ -425,6 +436,7 @@ relay_reader_pop(relay_reader_t *rd)
          rd->tail = NULL;
       }
       rd->qlen--;
+      rd->qbytes -= change_bytes(c);
       c->next = NULL;
       pthread_cond_broadcast(&rd->cond);
    }

@@ -258,6 +258,24 @@ jb_int(jbuf_t *b, int64_t v)
    jb_put(b, tmp + sizeof tmp - n, n);
 }
 
+/* True if the 8 bytes at @p are written as they are: all in 0x20..0x7f, none '"' or '\\'.
+ * Data strings are mostly such runs, and the byte loop of jb_str() was a tenth of the
+ * relay's CPU for 64 KiB events. (A byte below 0x20, or one equal to the character after the
+ * XOR, borrows into its high bit; bytes >= 0x80 have it set already.) */
+static bool
+plain8(const unsigned char *p)
+{
+   const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+   uint64_t v, quote, backslash;
+
+   memcpy(&v, p, 8);
+   quote = v ^ (ones * '"');
+   backslash = v ^ (ones * '\\');
+   return !((v | ((v - ones * 0x20) & ~v) | ((quote - ones) & ~quote) |
+             ((backslash - ones) & ~backslash)) &
+            high);
+}
+
 /* Appends @s as a JSON string, escaped exactly as libbson's bson_utf8_escape_for_json does
  * ('"', '\\', \b \f \n \r \t, other controls and NUL as \u00xx, everything else as is).
  * Returns false on invalid UTF-8 (then the caller falls back to libbson). */
@@ -271,6 +289,11 @@ jb_str(jbuf_t *b, const char *s, size_t len)
    jb_reserve(b, len + 2);
    b->p[b->len++] = '"';
    while (i < len) {
+      if (len - i >= 8 && plain8(u + i)) {
+         i += 8;
+         run += 8;
+         continue;
+      }
       unsigned char c = u[i];
       if (c >= 0x80) {
          size_t n;

@@ -22,6 +22,19 @@ item_free(relay_item_t *it)
    bson_free(it);
 }
 
+/* Frees an item already unlinked from @e's list, with its share of every count. */
+static void
+item_forget(relay_table_t *t, relay_entity_t *e, relay_item_t *it)
+{
+   if (it->pos && it->pos->remaining > 0) {
+      it->pos->remaining--;
+   }
+   e->n_state[it->state]--;
+   t->buffered--;
+   t->buffered_bytes -= it->bytes;
+   item_free(it);
+}
+
 static void
 entity_free(relay_entity_t *e)
 {
@@ -324,6 +337,9 @@ relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_
    }
    e->tail = it;
    t->buffered++;
+   it->bytes = it->ev.raw.value_type == BSON_TYPE_DOCUMENT ? it->ev.raw.value.v_doc.data_len
+                                                           : sizeof *it;
+   t->buffered_bytes += it->bytes;
    if (valid) {
       push_ready(t, e);
    } else {
@@ -465,12 +481,7 @@ relay_table_remove_state(relay_table_t *t, relay_entity_t *e, relay_item_state_t
       if (e->tail == it) {
          e->tail = prev;
       }
-      if (it->pos && it->pos->remaining > 0) {
-         it->pos->remaining--;
-      }
-      e->n_state[it->state]--;
-      item_free(it);
-      t->buffered--;
+      item_forget(t, e, it);
       n++;
    }
    return n;
@@ -492,12 +503,7 @@ relay_table_remove_item(relay_table_t *t, relay_entity_t *e, relay_item_t *item)
    if (e->tail == item) {
       e->tail = prev;
    }
-   if (item->pos && item->pos->remaining > 0) {
-      item->pos->remaining--;
-   }
-   e->n_state[item->state]--;
-   item_free(item);
-   t->buffered--;
+   item_forget(t, e, item);
 }
 
 size_t

@@ -49,6 +49,7 @@ typedef struct relay_item_t {
    relay_item_state_t state;
    relay_pos_t *pos;
    const char *reason; /* why it is poison (static string) */
+   size_t bytes;       /* the event's BSON size, counted in relay_table_t.buffered_bytes */
    struct relay_item_t *next;
 } relay_item_t;
 
@@ -73,7 +74,8 @@ typedef struct {
    relay_entity_t **buckets;
    size_t nbuckets;
    size_t count;    /* entities */
-   size_t buffered; /* items in all entities */
+   size_t buffered;       /* items in all entities */
+   size_t buffered_bytes; /* their BSON size (relay_item_t.bytes) */
    size_t inflight; /* items in flight */
    relay_entity_t *ready_head, *ready_tail;
    relay_entity_t *dirty_head, *dirty_tail;

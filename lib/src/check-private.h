@@ -15,6 +15,11 @@
 bool
 _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names);
 
+/* bson_utf8_validate(s, len, allow_nul), with a fast path for ASCII (also used by the
+ * relay, whose events carry the same data). */
+bool
+_outbox_utf8_valid(const char *s, size_t len, bool allow_nul);
+
 /* True if `doc` is well-formed and every key and every string value in it, at any depth, is
  * valid UTF-8 without NUL (bson_validate()'s BSON_VALIDATE_UTF8 checks keys only in libbson
  * 1.23). With `no_dollar_keys`, keys starting with '$' are refused at any depth too. */

@@ -64,12 +64,12 @@ _outbox_id_check(const bson_value_t *id, bson_error_t *error)
    }
 }
 
-/* bson_utf8_validate(s, len, false) with a fast path: validation is a large share of a
- * commit's CPU, libbson decodes byte by byte, and keys and values are mostly ASCII. A run of
- * 8 ASCII bytes without NUL is valid as it stands; from the first other byte on (a character
- * boundary, as all before it are ASCII) libbson decides. */
-static bool
-utf8_is_valid(const char *s, size_t len)
+/* libbson decodes byte by byte, validation is a large share of a commit's CPU (and of the
+ * relay's for large events), and keys and values are mostly ASCII. A run of 8 ASCII bytes
+ * (without NUL unless allowed) is valid as it stands; from the first other byte on (a
+ * character boundary, as all before it are ASCII) libbson decides. */
+bool
+_outbox_utf8_valid(const char *s, size_t len, bool allow_nul)
 {
    const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
    size_t i = 0;
@@ -78,11 +78,11 @@ utf8_is_valid(const char *s, size_t len)
       uint64_t v;
 
       memcpy(&v, s + i, 8);
-      if ((v & high) || ((v - ones) & ~v & high)) {
+      if ((v & high) || (!allow_nul && ((v - ones) & ~v & high))) {
          break;
       }
    }
-   return bson_utf8_validate(s + i, len - i, false);
+   return bson_utf8_validate(s + i, len - i, allow_nul);
 }
 
 enum { NO_DOLLAR_KEYS = 1, NO_EMPTY_KEYS = 2 };
@@ -101,13 +101,13 @@ iter_is_valid(bson_iter_t *it, int flags, int depth)
       uint32_t len;
       const char *s;
 
-      if (!utf8_is_valid(key, strlen(key)) || ((flags & NO_DOLLAR_KEYS) && key[0] == '$') ||
+      if (!_outbox_utf8_valid(key, strlen(key), false) || ((flags & NO_DOLLAR_KEYS) && key[0] == '$') ||
           ((flags & NO_EMPTY_KEYS) && !key[0])) {
          return false;
       }
       if (BSON_ITER_HOLDS_UTF8(it)) {
          s = bson_iter_utf8(it, &len);
-         if (!utf8_is_valid(s, len)) {
+         if (!_outbox_utf8_valid(s, len, false)) {
             return false;
          }
       } else if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {

@@ -154,6 +154,13 @@ Test(check, utf8_fast_path)
       cr_assert_eq(_outbox_bson_is_valid(&doc, false), cases[i].ok, "case %zu", i);
       cr_assert_eq(bson_utf8_validate(cases[i].s, cases[i].len, false), cases[i].ok,
                    "case %zu: libbson disagrees with the expectation", i);
+      cr_assert_eq(_outbox_utf8_valid(cases[i].s, cases[i].len, false), cases[i].ok, "case %zu", i);
+      /* The relay allows NUL (JSON writes it as \u0000): only the NUL cases change. */
+      bool nul = memchr(cases[i].s, 0, cases[i].len) != NULL;
+      cr_assert_eq(_outbox_utf8_valid(cases[i].s, cases[i].len, true), cases[i].ok || nul,
+                   "case %zu with NUL allowed", i);
+      cr_assert_eq(bson_utf8_validate(cases[i].s, cases[i].len, true), cases[i].ok || nul,
+                   "case %zu with NUL allowed: libbson disagrees", i);
       bson_destroy(&doc);
    }
 }

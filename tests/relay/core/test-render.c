@@ -392,6 +392,32 @@ Test(cloudevent, fast_json_matches_libbson)
    }
 }
 
+/* The writer copies runs of 8 plain bytes at once: every character that needs escaping or
+ * decoding must still be seen at every offset within and across such runs. */
+Test(cloudevent, escapes_at_every_offset)
+{
+   static const char *const specials[] = {"\"", "\\", "\x01", "\x1f", "\x7f", " ", "~",
+                                          "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\n"};
+   relay_str_t subject = {"s", 1};
+
+   for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+      for (size_t pos = 0; pos < 24; pos++) {
+         char str[40], json[160];
+         memset(str, 'a', 24);
+         str[24] = '\0';
+         memcpy(str + pos, specials[k], strlen(specials[k]));
+         str[pos + strlen(specials[k]) > 24 ? pos + strlen(specials[k]) : 24] = '\0';
+         bson_t *data = BCON_NEW("s", BCON_UTF8(str));
+         char *data_json = bson_as_canonical_extended_json(data, NULL);
+         snprintf(json, sizeof json, "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": %s}",
+                  data_json);
+         check_same_json(json, subject, "/db/things");
+         bson_free(data_json);
+         bson_destroy(data);
+      }
+   }
+}
+
 /* Parses an event with raw @bytes in @where: the id, a data value, a nested value, a key. */
 static void
 parse_with_bytes(const char *where, const char *bytes, relay_event_t *ev)

@@ -336,3 +336,34 @@ Test(table, state_counts_follow_every_transition, .init = setup, .fini = teardow
    cr_assert_null(e->tail);
    cr_assert_eq(t.buffered, 0);
 }
+
+/* The byte bound's count: every buffered event adds its BSON size, every way out of the
+ * table takes it back, so a long run cannot drift into refusing (or overfilling). */
+Test(table, buffered_bytes_follow_the_items, .init = setup, .fini = teardown)
+{
+   cr_assert(offer(1, 1, NULL));
+   size_t one = t.buffered_bytes;
+   cr_assert_gt(one, 40, "an event of ~50 BSON bytes counted as %zu", one);
+   cr_assert(offer(1, 2, NULL));
+   cr_assert(offer(2, 1, NULL));
+   cr_assert_eq(t.buffered, 3);
+   cr_assert(t.buffered_bytes >= 3 * one - 2 && t.buffered_bytes <= 3 * one + 2, "%zu",
+             t.buffered_bytes);
+   /* A replay is refused and counts nothing. */
+   cr_assert_not(offer(1, 1, NULL));
+   cr_assert_eq(t.buffered, 3);
+
+   relay_entity_t *e = relay_table_next_ready(&t, 0);
+   relay_table_acked(&t, e);
+   clear_all();
+   cr_assert_eq(t.buffered, 2);
+   relay_entity_t *e2 = relay_table_find(&t, 0, &(bson_value_t){.value_type = BSON_TYPE_INT32,
+                                                                .value.v_int32 = 2});
+   cr_assert_not_null(e2);
+   relay_table_remove_item(&t, e2, e2->head);
+   relay_entity_t *rest = relay_table_next_ready(&t, 0);
+   relay_table_acked(&t, rest);
+   clear_all();
+   cr_assert_eq(t.buffered, 0);
+   cr_assert_eq(t.buffered_bytes, 0, "%zu bytes left with nothing buffered", t.buffered_bytes);
+}

@@ -54,6 +54,7 @@ Test(config, defaults)
    cr_assert_str_eq(cfg.dead_letters_field, "deadLetters");
    cr_assert_eq(cfg.inflight_window, 256);
    cr_assert_eq(cfg.max_buffered_events, 10000);
+   cr_assert_eq(cfg.max_buffered_bytes, 32 * 1024 * 1024);
    cr_assert_eq(cfg.clear_batch_size, 500);
    cr_assert_eq(cfg.clear_interval_ms, 20);
    cr_assert_eq(cfg.checkpoint_interval_ms, 1000);
@@ -82,7 +83,8 @@ Test(config, every_option_as_flag)
       "r1", "--client-id", "cid", "--mqtt-username", "u", "--mqtt-ca-file", ca,
       "--mqtt-cert-file", ca, "--mqtt-key-file", ca, "--mqtt-tls-insecure", "--mqtt-clean-start",
       "--mqtt-keepalive=5", "--max-message-bytes", "1000", "--inflight-window", "8",
-      "--max-buffered-events", "9", "--clear-batch-size", "10", "--clear-interval-ms", "0",
+      "--max-buffered-events", "9", "--max-buffered-bytes", "2000000", "--clear-batch-size",
+      "10", "--clear-interval-ms", "0",
       "--checkpoint-interval-ms", "12", "--shutdown-timeout-ms", "13", "--reconnect-min-ms",
       "14", "--reconnect-max-ms", "15", "--metrics-listen", "off", "--log-level", "DEBUG",
       "--log-format", "json", "--log-file", "/tmp/x.log", "--mqtt-uri", "ssl://b:8883", NULL};
@@ -107,6 +109,7 @@ Test(config, every_option_as_flag)
    cr_assert_eq(cfg.max_message_bytes, 1000);
    cr_assert_eq(cfg.inflight_window, 8);
    cr_assert_eq(cfg.max_buffered_events, 9);
+   cr_assert_eq(cfg.max_buffered_bytes, 2000000);
    cr_assert_eq(cfg.clear_batch_size, 10);
    cr_assert_eq(cfg.clear_interval_ms, 0);
    cr_assert_eq(cfg.checkpoint_interval_ms, 12);
@@ -268,6 +271,8 @@ static const bad_case_t config_bad_values_cases[] = {
     "--inflight-window: expected an integer from 1 to 65535, got '0'"},
    {{"--inflight-window=12x"}, RELAY_CONFIG_USAGE_ERROR,
     "--inflight-window: expected an integer from 1 to 65535, got '12x'"},
+   {{"--max-buffered-bytes", "1048575"}, RELAY_CONFIG_USAGE_ERROR,
+    "--max-buffered-bytes: expected an integer from 1048576 to 4294967296, got '1048575'"},
    {{"--max-message-bytes", "-1"}, RELAY_CONFIG_USAGE_ERROR,
     "--max-message-bytes: expected an integer from 64 to 268435455, got '-1'"},
    {{"--mqtt-keepalive", ""}, RELAY_CONFIG_USAGE_ERROR,
