@@ -294,9 +294,10 @@ bench_lib_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results
          }
          run_result_t sum[2] = {{0}}; /* [0] plain, [1] lib */
          bool ok = true;
-         /* plain, lib (, lib, plain) */
+         /* plain, lib (, lib, plain, plain, lib, lib, plain ...): short runs interleaved, so
+          * a drift of the machine favours neither side */
          for (int rep = 0; rep < 2 * o->lib_reps && ok; rep++) {
-            int is_lib = rep == 1 || rep == 2;
+            int is_lib = rep % 4 == 1 || rep % 4 == 2;
             run_result_t v = timed_run(o, s, pool, is_lib, c->threads, c->events_per_commit);
             ok = v.per_s >= 0;
             sum[is_lib].per_s += v.per_s / o->lib_reps;

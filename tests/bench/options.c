@@ -76,12 +76,14 @@ set_mode(bench_opts_t *o, bench_mode_t mode)
    case BENCH_DEFAULT:
       o->events = 100000;
       o->phase_s = 10;
-      o->lib_s = 3;
+      o->lib_s = 1.5;
+      o->lib_reps = 4;
       break;
    case BENCH_LONG:
       o->events = 1000000;
       o->phase_s = 30;
-      o->lib_s = 5;
+      o->lib_s = 2.5;
+      o->lib_reps = 4;
       o->timeout_s = 1800;
       break;
    }

@@ -108,6 +108,24 @@ print_steady(const bench_results_t *r)
    }
 }
 
+/* One figure for the library: the geometric mean over the cases of plain/lib, as an
+ * overhead in percent. Single cases swing by +-15% on a shared machine; the mean of six
+ * interleaved ones much less. 0 without cases. */
+static double
+lib_overhead_mean_pct(const bench_results_t *r)
+{
+   double log_sum = 0;
+   int n = 0;
+   for (int i = 0; i < r->n_lib; i++) {
+      const bench_libcase_t *c = &r->lib[i];
+      if (c->ok && c->lib_per_s > 0 && c->plain_per_s > 0) {
+         log_sum += log(c->plain_per_s / c->lib_per_s);
+         n++;
+      }
+   }
+   return n ? (exp(log_sum / n) - 1) * 100 : 0;
+}
+
 static void
 print_lib(const bench_results_t *r)
 {
@@ -126,6 +144,7 @@ print_lib(const bench_results_t *r)
              c->lib_cmds, c->plain_cmds, c->ok ? "" : "  FAILED");
    }
    printf("  (per commit: liboutbox / plain; server = test-mongod when started here)\n");
+   printf("  overhead over all cases (geometric mean): %.1f%%\n", lib_overhead_mean_pct(r));
 }
 
 static void
@@ -300,6 +319,7 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
    jnum(f, "relay_peak_rss_mib",
         fmax(r->drain_few.relay.hwm_mib, r->drain_many.relay.hwm_mib),
         r->drain_few.events || r->drain_many.events);
+   jnum(f, "lib_overhead_mean_pct", lib_overhead_mean_pct(r), r->n_lib > 0);
    json_lists(f, r);
    jstr(f, "failure", r->failure);
    fprintf(f, "  \"ok\": %s\n}\n", r->failed ? "false" : "true");
