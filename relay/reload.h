@@ -16,14 +16,12 @@
  * log file that cannot be opened, is reported and changes nothing. Without a config file
  * nothing can have changed, so it only reopens the log file (for logrotate). @running is the
  * configuration the relay runs with; it is not modified. Call from one thread at a time. */
-void
-relay_reload(const relay_config_t *running, int argc, char **argv);
+void relay_reload(const relay_config_t *running, int argc, char **argv);
 
 /* Appends to @out the names of the options whose values differ between @a and @b, as
  * "name, name"; secrets and URIs are compared in full but never shown. The log options are
  * left out unless @with_log. */
-void
-relay_config_diff(const relay_config_t *a, const relay_config_t *b, bool with_log,
-                  bson_string_t *out);
+void relay_config_diff(const relay_config_t *a, const relay_config_t *b, bool with_log,
+                       bson_string_t *out);
 
 #endif /* RELAY_RELOAD_H */

@@ -217,5 +217,10 @@ void
 relay_store_sweep_pace(mongoc_cursor_t *cursor, const bson_t *doc)
 {
    uint32_t n = RELAY_SWEEP_REPLY_BYTES / (doc->len ? doc->len : 1);
-   mongoc_cursor_set_batch_size(cursor, n < 1 ? 1 : n > RELAY_READ_BATCH_SIZE ? RELAY_READ_BATCH_SIZE : n);
+   if (n < 1) {
+      n = 1;
+   } else if (n > RELAY_READ_BATCH_SIZE) {
+      n = RELAY_READ_BATCH_SIZE;
+   }
+   mongoc_cursor_set_batch_size(cursor, n);
 }

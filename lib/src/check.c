@@ -101,8 +101,8 @@ iter_is_valid(bson_iter_t *it, int flags, int depth)
       uint32_t len;
       const char *s;
 
-      if (!_outbox_utf8_valid(key, strlen(key), false) || ((flags & NO_DOLLAR_KEYS) && key[0] == '$') ||
-          ((flags & NO_EMPTY_KEYS) && !key[0])) {
+      if (!_outbox_utf8_valid(key, strlen(key), false) ||
+          ((flags & NO_DOLLAR_KEYS) && key[0] == '$') || ((flags & NO_EMPTY_KEYS) && !key[0])) {
          return false;
       }
       if (BSON_ITER_HOLDS_UTF8(it)) {

@@ -60,6 +60,18 @@ def kill_group(proc, sig=signal.SIGKILL):
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             pass
+    if sig == signal.SIGKILL:
+        remove_mongoc_shm(proc)
+
+
+def remove_mongoc_shm(proc):
+    """A SIGKILLed mongoc program leaves /dev/shm/mongoc-<pid> behind; a later process that
+    gets the same pid then warns on stderr before main(). Clean up after the kill."""
+    try:
+        proc.wait(5)
+        os.unlink("/dev/shm/mongoc-%d" % proc.pid)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 def stop(proc, timeout=10.0, sig=signal.SIGTERM):

@@ -185,3 +185,9 @@ class Relay:
             self.proc.kill()
         self.proc.wait()
         self.log.close()
+        # A SIGKILLed mongoc program leaves its counters file; a later process with the same
+        # pid would warn about it on stderr before main().
+        try:
+            os.unlink("/dev/shm/mongoc-%d" % self.proc.pid)
+        except OSError:
+            pass
