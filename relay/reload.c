@@ -49,8 +49,7 @@ apply(const relay_config_t *running, const relay_config_t *fresh)
       return;
    }
    relay_log(RELAY_LOG_INFO, "main",
-             "SIGHUP: configuration reloaded from %s: log-level=%s "
-             "log-format=%s log-file=%s",
+             "SIGHUP: configuration reloaded from %s: log-level=%s log-format=%s log-file=%s",
              fresh->config_file, relay_log_level_name(fresh->log_level),
              relay_log_format_name(fresh->log_format),
              fresh->log_file ? fresh->log_file : "stderr");
@@ -58,8 +57,7 @@ apply(const relay_config_t *running, const relay_config_t *fresh)
    relay_config_diff(running, fresh, false, pending);
    if (pending->len) {
       relay_log(RELAY_LOG_WARNING, "main",
-                "SIGHUP: changed options keep their running values "
-                "until a restart: %s",
+                "SIGHUP: changed options keep their running values until a restart: %s",
                 pending->str);
    }
    bson_string_free(pending, true);
@@ -80,9 +78,7 @@ relay_reload(const relay_config_t *running, int argc, char **argv)
       apply(running, &fresh);
    } else {
       relay_log(RELAY_LOG_WARNING, "main",
-                "SIGHUP: configuration not reloaded, running as "
-                "before: %s",
-                error.message);
+                "SIGHUP: configuration not reloaded, running as before: %s", error.message);
       reopen_log_only();
    }
    relay_config_destroy(&fresh);
