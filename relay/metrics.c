@@ -41,6 +41,8 @@ static const metric_desc_t counter_descs[RELAY_M_COUNTER_COUNT_] = {
 static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_inflight_messages", "Messages published but not yet acknowledged."},
    {"outbox_relay_buffered_events", "Events read from MongoDB but not yet cleared."},
+   {"outbox_relay_buffered_bytes",
+    "BSON size of the buffered events (reading pauses at --max-buffered-bytes)."},
    {"outbox_relay_oldest_pending_event_age_seconds",
     "Age of the oldest event seen but not yet cleared (0 when none)."},
    {"outbox_relay_change_stream_lag_seconds",

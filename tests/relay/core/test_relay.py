@@ -386,6 +386,38 @@ def test_small_buffer_backpressure():
         sub.close()
 
 
+def test_byte_bound_backpressure():
+    """Large events under the smallest --max-buffered-bytes (1 MiB): sweep documents of
+    ~500 KiB, one of 1.2 MB (above the bound on its own: it must still get in), then appends
+    through the stream. Everything arrives in order and is cleared: the byte bound pauses
+    reading, it never stalls it."""
+    dbname, cname, rname = names("bytes")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    big = lambda seq: event(seq, data={"n": seq, "pad": "x" * 100000})
+    for i in range(20):
+        ents.create("b%d" % i, events=[big(s) for s in range(1, 6)])
+    ents.create("huge", events=[big(s) for s in range(1, 13)])
+    relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--max-buffered-bytes", "1048576"])
+    try:
+        check(wait_until(lambda: sub.count() >= 112, 60),
+              "sweep: only %d of 112 arrived" % sub.count())
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for i in range(20):
+            ents.append("b%d" % i, events=[big(s) for s in range(6, 9)])
+        check(wait_until(lambda: sub.count() >= 172, 60),
+              "stream: only %d of 172 arrived" % sub.count())
+        check(wait_cleared(coll), "not cleared")
+        got = per_entity(sub.snapshot())
+        check(got.get("huge") == list(range(1, 13)), "huge: %s" % got.get("huge"))
+        for i in range(20):
+            check(got.get("b%d" % i) == list(range(1, 9)), "b%d: %s" % (i, got.get("b%d" % i)))
+    finally:
+        relay.stop()
+        sub.close()
+
+
 def test_two_relays_same_name():
     """An operator starts two relays with the same name: events may arrive twice, but none
     is lost or wrongly cleared, and each copy of an entity's stream stays in order."""
@@ -642,7 +674,8 @@ TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
          test_kill9_republishes_only_the_tail, test_sweep_without_state,
          test_history_lost_286, test_hostile_ids_and_poison,
          test_mongodb_disconnect_failpoint, test_protocol_variants,
-         test_small_buffer_backpressure, test_two_relays_same_name,
+         test_small_buffer_backpressure, test_byte_bound_backpressure,
+         test_two_relays_same_name,
          test_failed_clears_are_retried, test_unencodable_events_are_dead_letters,
          test_broker_restart]
 
