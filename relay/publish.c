@@ -205,7 +205,6 @@ relay_publish_dispatch(relay_t *r, int64_t now)
       }
       r->slots[slot] = (relay_slot_t){e, r->gen, now};
    }
-   relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
 }
 
 /* Returns the slot the completion belongs to, or NULL if it is stale. */

@@ -91,6 +91,7 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    return r;
 }
 
+/* The table's gauges, once per turn of the loop (the only place they are set). */
 static void
 update_gauges(relay_t *r)
 {
@@ -131,6 +132,7 @@ drain(relay_t *r)
       relay_publish_handle(r, 20, now);
       now = relay_now_ms();
       relay_writer_flush(r, now, true);
+      update_gauges(r);
    }
    if (r->table.inflight > 0) {
       relay_log(RELAY_LOG_WARNING, "relay",

@@ -158,8 +158,6 @@ collect(relay_t *r, int64_t now)
    }
    relay_clear_job_free(job);
    relay_table_pos_settle(&r->table);
-   relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double)r->table.buffered);
-   relay_metrics_set(r->metrics, RELAY_G_BUFFERED_BYTES, (double)r->table.buffered_bytes);
 }
 
 bool
