@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "check-private.h" /* liboutbox's fast UTF-8 check */
+#include "check-private.h" /* liboutbox's UTF-8 checks */
 
 bool
 relay_event_type_valid(const char *type, size_t len)
@@ -79,49 +79,6 @@ check_type(const bson_iter_t *it, relay_event_t *ev)
    return NULL;
 }
 
-/* True if every key and string value in @doc (at any depth) is valid UTF-8, so the data can
- * be written as JSON. bson_validate(BSON_VALIDATE_UTF8) of libbson 1.23 does not catch an
- * invalid string value (it returned true for "\xc3\x28\xff"), hence this walk. */
-static bool
-utf8_clean(const bson_t *doc, int depth)
-{
-   bson_iter_t it;
-
-   if (depth > 100) {
-      return true; /* deeper than any JSON writer goes: send_event() catches what fails */
-   }
-   if (!bson_iter_init(&it, doc)) {
-      return false;
-   }
-   while (bson_iter_next(&it)) {
-      if (!_outbox_utf8_valid(bson_iter_key(&it), bson_iter_key_len(&it), false)) {
-         return false;
-      }
-      if (BSON_ITER_HOLDS_UTF8(&it) || BSON_ITER_HOLDS_SYMBOL(&it) || BSON_ITER_HOLDS_CODE(&it)) {
-         uint32_t len;
-         const char *s = BSON_ITER_HOLDS_UTF8(&it)     ? bson_iter_utf8(&it, &len)
-                         : BSON_ITER_HOLDS_SYMBOL(&it) ? bson_iter_symbol(&it, &len)
-                                                       : bson_iter_code(&it, &len);
-         if (!s || !_outbox_utf8_valid(s, len, true)) {
-            return false;
-         }
-      } else if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
-         const uint8_t *buf;
-         uint32_t len;
-         bson_t sub;
-         if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            bson_iter_document(&it, &len, &buf);
-         } else {
-            bson_iter_array(&it, &len, &buf);
-         }
-         if (!bson_init_static(&sub, buf, len) || !utf8_clean(&sub, depth + 1)) {
-            return false;
-         }
-      }
-   }
-   return true;
-}
-
 static const char *
 check_data(const bson_iter_t *it, relay_event_t *ev)
 {
@@ -136,9 +93,9 @@ check_data(const bson_iter_t *it, relay_event_t *ev)
    if (!ev->data) {
       return "event data is not valid BSON";
    }
-   /* Structure first (iterating stops silently at corrupt data), then every string. */
-   size_t offset;
-   if (!bson_validate(ev->data, BSON_VALIDATE_NONE, &offset) || !utf8_clean(ev->data, 0)) {
+   /* bson_validate(BSON_VALIDATE_UTF8) of libbson 1.23 does not catch an invalid string
+    * value (it returned true for "\xc3\x28\xff"): liboutbox's check walks every string. */
+   if (!_outbox_bson_is_json_clean(ev->data)) {
       return "event data contains invalid UTF-8";
    }
    return NULL;

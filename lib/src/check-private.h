@@ -32,6 +32,12 @@ _outbox_bson_is_valid(const bson_t *doc, bool no_dollar_keys);
 bool
 _outbox_bson_is_storable(const bson_t *doc, bool no_dollar_keys);
 
+/* For the relay, which writes event data as JSON: well-formed, and every key and every
+ * string, symbol and code value at any depth valid UTF-8 (NUL allowed in values: JSON writes
+ * \u0000). Nesting deeper than 100 is not looked into. */
+bool
+_outbox_bson_is_json_clean(const bson_t *doc);
+
 /* Accepts ObjectId, string (valid UTF-8), int32, int64 and binary subtype 4 of 16 bytes;
  * anything else fails with OUTBOX_ERROR_INVALID_ARGUMENT. */
 bool

@@ -85,15 +85,35 @@ _outbox_utf8_valid(const char *s, size_t len, bool allow_nul)
    return bson_utf8_validate(s + i, len - i, allow_nul);
 }
 
-enum { NO_DOLLAR_KEYS = 1, NO_EMPTY_KEYS = 2 };
+/* JSON_STRINGS: string values may hold NUL (JSON writes \u0000), and symbol and code values
+ * are checked as well (JSON writes them as strings). */
+enum { NO_DOLLAR_KEYS = 1, NO_EMPTY_KEYS = 2, JSON_STRINGS = 4 };
+
+/* The text of a string value, or of a symbol or code value with JSON_STRINGS; else NULL. */
+static const char *
+string_value(const bson_iter_t *it, int flags, uint32_t *len)
+{
+   if (BSON_ITER_HOLDS_UTF8(it)) {
+      return bson_iter_utf8(it, len);
+   }
+   if (!(flags & JSON_STRINGS)) {
+      return NULL;
+   }
+   if (BSON_ITER_HOLDS_SYMBOL(it)) {
+      return bson_iter_symbol(it, len);
+   }
+   return BSON_ITER_HOLDS_CODE(it) ? bson_iter_code(it, len) : NULL;
+}
 
 static bool
 iter_is_valid(bson_iter_t *it, int flags, int depth)
 {
    /* Deeper than the server allows (100) cannot be stored anyway; the bound keeps the
-    * recursion's stack use small. */
+    * recursion's stack use small. Data read back from MongoDB never nests that deep, and
+    * the relay's JSON writer hands anything beyond its own depth to libbson, so for JSON the
+    * walk just stops there. */
    if (depth > 100) {
-      return false;
+      return (flags & JSON_STRINGS) != 0;
    }
    while (bson_iter_next(it)) {
       const char *key = bson_iter_key(it);
@@ -105,9 +125,8 @@ iter_is_valid(bson_iter_t *it, int flags, int depth)
           ((flags & NO_DOLLAR_KEYS) && key[0] == '$') || ((flags & NO_EMPTY_KEYS) && !key[0])) {
          return false;
       }
-      if (BSON_ITER_HOLDS_UTF8(it)) {
-         s = bson_iter_utf8(it, &len);
-         if (!_outbox_utf8_valid(s, len, false)) {
+      if ((s = string_value(it, flags, &len))) {
+         if (!_outbox_utf8_valid(s, len, flags & JSON_STRINGS)) {
             return false;
          }
       } else if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
@@ -140,6 +159,12 @@ bool
 _outbox_bson_is_storable(const bson_t *doc, bool no_dollar_keys)
 {
    return doc_is_valid(doc, NO_EMPTY_KEYS | (no_dollar_keys ? NO_DOLLAR_KEYS : 0));
+}
+
+bool
+_outbox_bson_is_json_clean(const bson_t *doc)
+{
+   return doc_is_valid(doc, JSON_STRINGS);
 }
 
 static bool

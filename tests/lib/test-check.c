@@ -239,3 +239,37 @@ Test(check, id_types)
    cr_assert_not(id_ok(&v));
    cr_assert_not(id_ok(NULL));
 }
+
+/* The relay's check of event data (written as JSON) against the library's own: NUL allowed
+ * in values, symbols and code checked too, nesting past 100 not looked into. */
+Test(check, json_clean)
+{
+   bson_t nul = BSON_INITIALIZER, symbol = BSON_INITIALIZER, code = BSON_INITIALIZER;
+   bson_append_utf8(&nul, "s", 1, "a\0b", 3);
+   bson_append_symbol(&symbol, "y", 1, "\xc3\x28", 2);
+   bson_append_code(&code, "c", 1, "f(\xff)");
+   cr_assert(_outbox_bson_is_json_clean(&nul));
+   cr_assert_not(_outbox_bson_is_valid(&nul, false));
+   cr_assert_not(_outbox_bson_is_json_clean(&symbol));
+   cr_assert(_outbox_bson_is_valid(&symbol, false), "the library never looked at symbols");
+   cr_assert_not(_outbox_bson_is_json_clean(&code));
+   cr_assert(_outbox_bson_is_valid(&code, false));
+
+   /* 102 levels: {d: {d: ... {s: "\xff"}}}, the bad string below the walk's bound. */
+   bson_t *levels[103];
+   levels[102] = bson_new();
+   bson_append_utf8(levels[102], "s", 1, "\xff", 1);
+   for (int i = 101; i >= 0; i--) {
+      levels[i] = bson_new();
+      BSON_APPEND_DOCUMENT(levels[i], "d", levels[i + 1]);
+   }
+   cr_assert(_outbox_bson_is_json_clean(levels[0]));
+   cr_assert_not(_outbox_bson_is_valid(levels[0], false));
+   cr_assert_not(_outbox_bson_is_json_clean(levels[90]), "a bad string within the bound");
+   for (int i = 0; i <= 102; i++) {
+      bson_destroy(levels[i]);
+   }
+   bson_destroy(&nul);
+   bson_destroy(&symbol);
+   bson_destroy(&code);
+}
