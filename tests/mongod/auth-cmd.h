@@ -22,6 +22,10 @@ md_auth_check(md_cmd_t *c, bson_error_t *error);
 void
 md_auth_hello(md_cmd_t *c);
 
+/* Appends security.authentication.mechanisms counters to a serverStatus reply. */
+void
+md_auth_append_server_status(md_cmd_t *c);
+
 /* Whether the connection holds `actions` on database `db` (NULL: the cluster). */
 bool
 md_auth_allowed(const md_cmd_t *c, const char *db, uint32_t actions);

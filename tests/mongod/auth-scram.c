@@ -126,6 +126,10 @@ first_step(md_cmd_t *c, const bson_t *doc, const char *db, bson_t *out, bson_err
       return tm_error_set(error, 334, "Received authentication for mechanism %s which is not "
                                       "enabled", mech_name);
    }
+   c->srv->users.authenticate[mech].received++;
+   if (out != c->reply) {
+      c->srv->users.speculative[mech].received++;
+   }
    if (!get_payload(doc, &data, &len) || len < 3 || memchr(data, '\0', len) ||
        !(strncmp(data, "n,,", 3) == 0 || strncmp(data, "y,,", 3) == 0)) {
       return auth_failed(error); /* channel binding or an authzid: not offered */
@@ -150,6 +154,7 @@ first_step(md_cmd_t *c, const bson_t *doc, const char *db, bson_t *out, bson_err
       user = NULL;
       ac->mech = mech;
       ac->step = 1;
+      ac->speculative = out != c->reply;
       ac->skip_empty_exchange = bson_iter_init_find(&it, doc, "options") &&
                                 BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &opt) &&
                                 bson_iter_find(&opt, "skipEmptyExchange") &&
@@ -191,8 +196,12 @@ verify_proof(const md_auth_conn_t *ac, const md_scram_cred_t *cred, const char *
 }
 
 static void
-become(md_auth_conn_t *ac)
+become(md_users_t *users, md_auth_conn_t *ac)
 {
+   users->authenticate[ac->mech].successful++;
+   if (ac->speculative) {
+      users->speculative[ac->mech].successful++;
+   }
    bson_free(ac->user_db);
    bson_free(ac->user_name);
    ac->user_db = bson_strdup(ac->conv_db);
@@ -224,7 +233,7 @@ final_step(md_cmd_t *c, const char *data, uint32_t len, bson_error_t *error)
       char *v = bson_strdup_printf("v=%s", sig);
       append_step(c->reply, ac->skip_empty_exchange, v);
       if (ac->skip_empty_exchange) {
-         become(ac);
+         become(&c->srv->users, ac);
          md_auth_conn_end_conversation(ac);
       } else {
          ac->step = 2;
@@ -276,7 +285,7 @@ md_cmd_sasl_continue(md_cmd_t *c, bson_error_t *error)
       md_auth_conn_end_conversation(ac);
       return auth_failed(error);
    }
-   become(ac);
+   become(&c->srv->users, ac);
    md_auth_conn_end_conversation(ac);
    append_step(c->reply, true, "");
    return true;
@@ -362,4 +371,32 @@ md_auth_hello(md_cmd_t *c)
       BSON_APPEND_DOCUMENT(c->reply, "speculativeAuthenticate", &step);
    }
    bson_destroy(&step);
+}
+
+static void
+append_counter(bson_t *parent, const char *name, const md_auth_counter_t *n)
+{
+   bson_t d;
+   BSON_APPEND_DOCUMENT_BEGIN(parent, name, &d);
+   BSON_APPEND_INT64(&d, "received", n->received);
+   BSON_APPEND_INT64(&d, "successful", n->successful);
+   bson_append_document_end(parent, &d);
+}
+
+void
+md_auth_append_server_status(md_cmd_t *c)
+{
+   bson_t sec, auth, mechs, m;
+   BSON_APPEND_DOCUMENT_BEGIN(c->reply, "security", &sec);
+   BSON_APPEND_DOCUMENT_BEGIN(&sec, "authentication", &auth);
+   BSON_APPEND_DOCUMENT_BEGIN(&auth, "mechanisms", &mechs);
+   for (int i = MD_SCRAM_SHA1; i <= MD_SCRAM_SHA256; i++) {
+      BSON_APPEND_DOCUMENT_BEGIN(&mechs, md_scram_mech_name((md_scram_mech_t) i), &m);
+      append_counter(&m, "speculativeAuthenticate", &c->srv->users.speculative[i]);
+      append_counter(&m, "authenticate", &c->srv->users.authenticate[i]);
+      bson_append_document_end(&mechs, &m);
+   }
+   bson_append_document_end(&auth, &mechs);
+   bson_append_document_end(&sec, &auth);
+   bson_append_document_end(c->reply, &sec);
 }

@@ -59,8 +59,14 @@ typedef struct _md_user_t {
 } md_user_t;
 
 typedef struct {
+   int64_t received, successful;
+} md_auth_counter_t;
+
+typedef struct {
    bool enabled; /* --auth */
    md_user_t *head;
+   /* serverStatus security.authentication.mechanisms, per md_scram_mech_t. */
+   md_auth_counter_t authenticate[2], speculative[2];
 } md_users_t;
 
 /* A connection's authentication: the user it is authenticated as and a SCRAM conversation in
@@ -72,6 +78,7 @@ typedef struct {
    char *conv_db, *conv_user;
    char *client_first_bare, *server_first, *nonce;
    bool skip_empty_exchange;
+   bool speculative; /* the conversation began in hello */
    bool loopback; /* connected from a loopback address (for the localhost exception) */
 } md_auth_conn_t;
 

@@ -177,6 +177,7 @@ md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
    pthread_mutex_unlock(&c->srv->conns_lock);
    BSON_APPEND_INT32(&conns, "available", c->srv->opts.max_connections);
    bson_append_document_end(c->reply, &conns);
+   md_auth_append_server_status(c);
    (void) error;
    return true;
 }
