@@ -277,12 +277,7 @@ md_auth_check(md_cmd_t *c, bson_error_t *error)
    if (ok && n.db2) {
       ok = md_auth_allowed(c, n.db2, n.actions2);
    }
-   if (!ok) {
-      char *text = md_auth_format_command(c->cmd, 600);
-      tm_error_set(error, 13, "not authorized on %s to execute command %s", c->db, text);
-      bson_free(text);
-   }
-   return ok;
+   return ok || md_auth_not_authorized(c->db, c->cmd, error);
 }
 
 void

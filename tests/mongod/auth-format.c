@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "auth-private.h"
+#include "engine.h"
 
 static void format_doc(bson_string_t *s, const bson_t *doc, bool array, size_t max);
 
@@ -138,4 +139,13 @@ md_auth_format_command(const bson_t *cmd, size_t max)
    bson_string_t *s = bson_string_new(NULL);
    format_doc(s, cmd, false, max);
    return bson_string_free(s, false);
+}
+
+bool
+md_auth_not_authorized(const char *db, const bson_t *cmd, bson_error_t *error)
+{
+   char *text = md_auth_format_command(cmd, 600);
+   tm_error_set(error, 13, "not authorized on %s to execute command %s", db, text);
+   bson_free(text);
+   return false;
 }

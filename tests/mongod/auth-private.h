@@ -28,4 +28,8 @@ md_role_find(const char *role, const char *db);
 char *
 md_auth_format_command(const bson_t *cmd, size_t max);
 
+/* Sets 13 "not authorized on DB to execute command { ... }" and returns false. */
+bool
+md_auth_not_authorized(const char *db, const bson_t *cmd, bson_error_t *error);
+
 #endif

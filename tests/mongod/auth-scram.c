@@ -254,10 +254,7 @@ final_step(md_cmd_t *c, const char *data, uint32_t len, bson_error_t *error)
 bool
 md_cmd_sasl_start(md_cmd_t *c, bson_error_t *error)
 {
-   if (!c->srv->users.enabled) {
-      /* mongod without --auth knows no users either. */
-      return auth_failed(error);
-   }
+   /* Without --auth, users made by createUser can still authenticate, as with mongod. */
    return first_step(c, c->cmd, c->db, c->reply, error);
 }
 
@@ -343,7 +340,7 @@ void
 md_auth_hello(md_cmd_t *c)
 {
    bson_iter_t it;
-   if (!c->srv->users.enabled) {
+   if (!c->srv->users.head) {
       return;
    }
    if (bson_iter_init_find(&it, c->cmd, "saslSupportedMechs") && BSON_ITER_HOLDS_UTF8(&it)) {

@@ -384,10 +384,7 @@ target(const bson_iter_t *it, const char *cmd_db, const char **db, const char **
 static bool
 unauthorized(md_cmd_t *c, bson_error_t *error)
 {
-   char *text = md_auth_format_command(c->cmd, 600);
-   tm_error_set(error, 13, "not authorized on %s to execute command %s", c->db, text);
-   bson_free(text);
-   return false;
+   return md_auth_not_authorized(c->db, c->cmd, error);
 }
 
 bool
