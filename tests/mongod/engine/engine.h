@@ -180,6 +180,15 @@ tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t
 void
 tm_pipeline_destroy(tm_pipeline_t *pipeline);
 
+/* ---- hashing ---------------------------------------------------------------------------- */
+
+/* MongoDB's hashed-index key of `value` with `seed` (0 for hashed indexes, shard keys and
+ * $toHashedIndexKey): the same Int64 mongod computes, for every BSON type. All numeric types
+ * hash by their value truncated to an int64 (NaN as 0, out-of-range values clamped), so 5,
+ * 5L and 5.5 hash alike; a missing value (BSON_TYPE_EOD) hashes as null. Thread-safe. */
+int64_t
+tm_value_hash64(const bson_value_t *value, int32_t seed);
+
 /* ---- paths ------------------------------------------------------------------------------ */
 
 /* Calls `fn` for every value a dotted path reaches with query fan-out: documents inside

@@ -381,6 +381,15 @@ op_type(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
    return set_string(out, tm_type_name(a[0].value_type));
 }
 
+/* {$toHashedIndexKey: <expr>}: the hashed-index key, seed 0 (missing hashes as null). */
+static bool
+op_to_hashed_index_key(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   out->value_type = BSON_TYPE_INT64;
+   out->value.v_int64 = tm_value_hash64(&a[0], 0);
+   return true;
+}
+
 static const struct {
    const char *name;
    tm_expr_op_fn fn;
@@ -397,6 +406,7 @@ static const struct {
    {"$in", op_in, 2, 2},          {"$concatArrays", op_concat_arrays, 0, -1},
    {"$toString", op_to_string, 1, 1}, {"$toLower", op_to_lower, 1, 1},
    {"$toUpper", op_to_upper, 1, 1}, {"$type", op_type, 1, 1},
+   {"$toHashedIndexKey", op_to_hashed_index_key, 1, 1},
 };
 
 tm_expr_op_fn
