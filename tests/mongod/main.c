@@ -31,6 +31,9 @@ usage(FILE *out)
          "                    (default 1024; 0: no byte bound)\n"
          "  --max-connections N  refuse connections beyond N (default 2000)\n"
          "  --ttl-interval N  seconds between TTL index passes (default 60; 0: never)\n"
+         "  --without-expression NAME  behave like a server that lacks the aggregation\n"
+         "                    expression NAME (e.g. toHashedIndexKey): using it fails with\n"
+         "                    168 InvalidPipelineOperator; may be repeated\n"
          "  --verbose         log connections and errors to stderr\n"
          "  --help            show this help\n",
          out);
@@ -60,6 +63,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
       {"oplog-mb", required_argument, NULL, 'M'},
       {"max-connections", required_argument, NULL, 'm'},
       {"ttl-interval", required_argument, NULL, 't'},
+      {"without-expression", required_argument, NULL, 'x'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -108,6 +112,13 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
             return EX_USAGE;
          }
          opts->ttl_interval = (int) n;
+         break;
+      case 'x':
+         if (!tm_expr_disable(optarg)) {
+            fprintf(stderr, "test-mongod: --without-expression: unknown expression %s\n",
+                    optarg);
+            return EX_USAGE;
+         }
          break;
       case 'v':
          opts->verbose = true;
