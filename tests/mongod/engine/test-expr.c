@@ -229,3 +229,38 @@ Test(expr, disabled_expression)
    bson_destroy(pipe);
    bson_destroy(filter);
 }
+
+/* Every stage an update pipeline may use sees the command's $$NOW (release, handoff). */
+Test(expr, update_pipeline_stages_with_now)
+{
+   static const struct {
+      const char *pipeline, *want;
+   } cases[] = {
+      {"{'0': {'%addFields': {'at': '%%NOW'}}}", "{'_id': 1, 'owner': 'a', 'at': " DATE(5000) "}"},
+      {"{'0': {'%unset': 'owner'}, '1': {'%set': {'releasedAt': {'%add': ['%%NOW', 1]}}}}",
+       "{'_id': 1, 'releasedAt': " DATE(5001) "}"},
+      {"{'0': {'%project': {'owner': 1, 'at': '%%NOW'}}}",
+       "{'_id': 1, 'owner': 'a', 'at': " DATE(5000) "}"},
+      {"{'0': {'%replaceRoot': {'newRoot': {'_id': '%_id', 'at': '%%NOW'}}}}",
+       "{'_id': 1, 'at': " DATE(5000) "}"},
+      {"{'0': {'%replaceWith': {'_id': '%_id', 'ct': '%%CLUSTER_TIME'}}}",
+       "{'_id': 1, 'ct': {'$timestamp': {'t': 5, 'i': 2}}}"},
+   };
+   bson_t *doc = tm_json("{'_id': 1, 'owner': 'a'}");
+
+   set_clock(5000, 5, 2);
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      bson_t *pipe = tm_json(cases[i].pipeline), out;
+      bson_error_t error;
+      bool modified;
+      tm_update_t *u = tm_update_new_pipeline(pipe, NULL, &error);
+      cr_assert(u, "%s: %s", cases[i].pipeline, error.message);
+      cr_assert(tm_update_apply(u, doc, -1, false, &out, &modified, NULL, &error), "%s: %s",
+                cases[i].pipeline, error.message);
+      tm_assert_doc(&out, cases[i].want, cases[i].pipeline);
+      bson_destroy(&out);
+      tm_update_destroy(u);
+      bson_destroy(pipe);
+   }
+   bson_destroy(doc);
+}
