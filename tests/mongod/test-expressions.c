@@ -26,6 +26,10 @@ typedef struct {
 
 static fixture_t fx;
 
+/* One suite-wide timeout: per-test .timeout values made Criterion 2.4.1 leak 48 bytes under
+ * LSan here (seen with two tests of different timeouts in one run). */
+TestSuite(expressions, .timeout = 90);
+
 static bool
 without_hash(void)
 {
@@ -162,7 +166,7 @@ renew(const char *id, const char *owner, int64_t epoch)
    return matched;
 }
 
-Test(expressions, lease_by_server_clock, .init = setup, .fini = teardown, .timeout = 60)
+Test(expressions, lease_by_server_clock, .init = setup, .fini = teardown)
 {
    bson_t *first, *second, *doc = json("{\"_id\": \"p7\"}");
    bson_error_t error;
@@ -358,7 +362,7 @@ watch_range(void)
    return cs;
 }
 
-Test(expressions, change_stream_hash_range, .init = setup, .fini = teardown, .timeout = 90)
+Test(expressions, change_stream_hash_range, .init = setup, .fini = teardown)
 {
    mongoc_change_stream_t *cs;
    char *expected[128], *seen[128];
@@ -447,7 +451,7 @@ assert_168(const bson_error_t *error, const bson_t *reply, const char *message, 
    }
 }
 
-Test(expressions, without_hash, .timeout = 60)
+Test(expressions, without_hash)
 {
    bson_error_t error;
    bson_t reply;
