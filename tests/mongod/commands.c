@@ -75,6 +75,7 @@ static const struct {
 } code_names[] = {
    {1, "InternalError"}, {2, "BadValue"}, {6, "HostUnreachable"}, {7, "HostNotFound"},
    {9, "FailedToParse"}, {11, "UserNotFound"}, {13, "Unauthorized"}, {14, "TypeMismatch"},
+   {15, "Overflow"}, {168, "InvalidPipelineOperator"},
    {20, "IllegalOperation"}, {22, "InvalidBSON"}, {26, "NamespaceNotFound"},
    {27, "IndexNotFound"}, {28, "PathNotViable"}, {31, "RoleNotFound"},
    {40, "ConflictingUpdateOperators"}, {43, "CursorNotFound"}, {48, "NamespaceExists"},
@@ -367,6 +368,21 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
    return entry->fn(c, error);
 }
 
+/* $$NOW and $$CLUSTER_TIME hold still for the whole command, as in mongod: the wall clock and
+ * the cluster time when it starts. */
+static void
+set_command_clock(const md_server_t *srv)
+{
+   struct timespec now;
+   tm_command_clock_t clock = {.cluster_time_t = srv->oplog.last.t,
+                               .cluster_time_i = srv->oplog.last.i,
+                               .has_cluster_time = true};
+
+   clock_gettime(CLOCK_REALTIME, &now);
+   clock.now_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+   tm_command_clock_set(&clock);
+}
+
 bool
 md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
@@ -386,7 +402,9 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       tm_error_set(&error, 40571, "command has no name or no $db");
    } else {
       pthread_mutex_lock(&srv->lock);
+      set_command_clock(srv);
       ok = run_locked(&c, lookup(c.name), &error, &fp);
+      tm_command_clock_set(NULL);
       if (ok) {
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);
          if (fp.wce_doc) {
