@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -27,6 +28,7 @@ typedef struct {
    const char *relay_path;    /* outbox-relay executable; NULL skips drain and steady */
    const char *mongod_path;   /* test-mongod, when no OUTBOX_MONGODB_URI is given */
    const char *mosquitto_path;
+   const char *publisher_path; /* outbox-bench-pub, the ceiling's publisher */
    const char *json_path;     /* --json FILE */
    const char *database;
    const char *only;          /* comma list of parts to run, NULL = all */
@@ -95,16 +97,19 @@ typedef struct {
    int window;
    size_t payload;
    bool bare;              /* without the four MQTT 5 user properties the relay sends */
+   bool in_process;        /* publisher inside the benchmark process (secondary figure) */
    int broker_receive_max; /* from CONNACK; the window is capped to it (0: none sent) */
    double msgs_per_s;      /* first publish -> all received by the subscriber */
    double acked_per_s;     /* first publish -> last PUBACK */
    double avg_msg_bytes;
+   double cpu_us_per_msg;  /* the publisher process's CPU per message (separate process) */
 } bench_baseline_t;
 
 typedef struct {
    char machine[256];
    char mongodb[200], mqtt[200]; /* addresses without credentials */
-   bench_baseline_t baseline, baseline_bare;
+   bench_baseline_t baseline, baseline_bare; /* separate process: the ceiling */
+   bench_baseline_t baseline_inproc;         /* in this process: secondary */
    double baseline_runs[3]; /* msgs/s of each run with the default window and payload */
    int n_baseline_runs;
    bench_drain_t drain_few, drain_many;
@@ -149,7 +154,13 @@ bool bench_part_enabled(const bench_opts_t *o, const char *part);
 bool bench_servers_start(const bench_opts_t *o, bench_servers_t *s);
 void bench_servers_stop(bench_servers_t *s);
 pid_t bench_spawn(const char *const *argv, const char *log_path);
+/* Starts a child whose stdin and stdout are pipes to us (it shares our stderr). 0 on
+ * failure. Close *to_child to end its input; reap it with bench_stop_child(). */
+pid_t bench_spawn_piped(const char *const *argv, FILE **to_child, FILE **from_child);
 int bench_stop_child(pid_t pid, double grace_s);
+/* Waits up to `grace_s` for a child to exit by itself, then stops it as above. Returns its
+ * exit status, or -1 if it had to be stopped. */
+int bench_wait_child(pid_t pid, double grace_s);
 void bench_signals_init(void);
 /* Starts the relay on db.coll with the given window; its output goes to workdir/log_name. */
 pid_t bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
@@ -162,11 +173,15 @@ double bench_proc_hwm_mib(pid_t pid);
 void bench_proc_use_begin(bench_proc_use_t *u, pid_t pid);
 void bench_proc_use_end(bench_proc_use_t *u);
 
-/* baseline.c */
+/* baseline.c: the ceiling, measured with outbox-bench-pub in a process of its own (the
+ * headline figure), or with the same publisher inside this process (a secondary figure). */
 struct bench_sub;
 bool bench_baseline_run(const bench_opts_t *o, const bench_servers_t *s, struct bench_sub *sub,
                         size_t messages, size_t payload, int window, bool bare,
                         bench_baseline_t *out);
+bool bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s,
+                           struct bench_sub *sub, size_t messages, size_t payload, int window,
+                           bool bare, bench_baseline_t *out);
 
 /* Length of the "pad" string that makes an event's data about `payload` bytes as JSON. */
 static inline size_t

@@ -166,6 +166,13 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
                                                          &r->baseline_bare)) {
          bench_fail(r, "baseline without properties incomplete");
       }
+      /* The old in-process figure, for comparison only: that publisher shares paho's global
+       * locks with the subscriber. */
+      if (o->mode != BENCH_SMOKE &&
+          !bench_baseline_inproc(o, s, sub, baseline_messages(o), o->payload, o->window, false,
+                                 &r->baseline_inproc)) {
+         bench_fail(r, "in-process baseline incomplete");
+      }
    }
    bool relay = o->relay_path != NULL;
    if (relay && bench_part_enabled(o, "drain")) {

@@ -1,0 +1,293 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The ceiling's publisher (see publisher.h). Its state is shared between the sending thread
+ * and paho's callback threads under `mu`.
+ */
+#include "publisher.h"
+
+#include <MQTTAsync.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define PAD_MAX (256 * 1024)
+
+static char pad_buf[PAD_MAX + 1];
+static pthread_once_t pad_once = PTHREAD_ONCE_INIT;
+
+static void
+pad_init(void)
+{
+   memset(pad_buf, 'x', PAD_MAX);
+}
+
+const char *
+bench_pad(size_t len)
+{
+   pthread_once(&pad_once, pad_init);
+   return len >= PAD_MAX ? pad_buf : pad_buf + (PAD_MAX - len);
+}
+
+struct bench_pub {
+   MQTTAsync client;
+   pthread_mutex_t mu;
+   pthread_cond_t cond;
+   int connected; /* 0 pending, 1 up, -1 failed */
+   int receive_max;
+   int inflight;
+   bench_pub_stats_t st;
+   char *buf;
+   size_t bufsize;
+};
+
+static void
+on_ack(void *ctx, MQTTAsync_successData5 *r)
+{
+   bench_pub_t *p = ctx;
+   pthread_mutex_lock(&p->mu);
+   p->inflight--;
+   p->st.acked++;
+   p->st.last_ack_ns = bench_now_ns();
+   pthread_cond_broadcast(&p->cond);
+   pthread_mutex_unlock(&p->mu);
+}
+
+static void
+on_nack(void *ctx, MQTTAsync_failureData5 *r)
+{
+   bench_pub_t *p = ctx;
+   pthread_mutex_lock(&p->mu);
+   p->inflight--;
+   p->st.failed++;
+   pthread_cond_broadcast(&p->cond);
+   pthread_mutex_unlock(&p->mu);
+}
+
+static void
+on_conn(void *ctx, MQTTAsync_successData5 *r)
+{
+   bench_pub_t *p = ctx;
+   int rm = r ? MQTTProperties_getNumericValue(&r->properties, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM)
+              : -1;
+   pthread_mutex_lock(&p->mu);
+   p->receive_max = rm > 0 ? rm : 0;
+   p->connected = 1;
+   pthread_cond_broadcast(&p->cond);
+   pthread_mutex_unlock(&p->mu);
+}
+
+static void
+on_conn_failed(void *ctx, MQTTAsync_failureData5 *r)
+{
+   bench_pub_t *p = ctx;
+   pthread_mutex_lock(&p->mu);
+   p->connected = -1;
+   pthread_cond_broadcast(&p->cond);
+   pthread_mutex_unlock(&p->mu);
+}
+
+static bool
+wait_connected(bench_pub_t *p)
+{
+   int64_t deadline = bench_now_ns() + 10 * (int64_t) 1000000000;
+   pthread_mutex_lock(&p->mu);
+   while (!p->connected && bench_now_ns() < deadline) {
+      pthread_mutex_unlock(&p->mu);
+      usleep(2000);
+      pthread_mutex_lock(&p->mu);
+   }
+   bool ok = p->connected == 1;
+   pthread_mutex_unlock(&p->mu);
+   return ok;
+}
+
+bench_pub_t *
+bench_pub_new(const char *uri, int window)
+{
+   static int counter;
+   char id[64];
+   bench_pub_t *p = calloc(1, sizeof *p);
+   pthread_mutex_init(&p->mu, NULL);
+   pthread_cond_init(&p->cond, NULL);
+   snprintf(id, sizeof id, "outbox-bench-pub-%ld-%d", (long) getpid(), ++counter);
+   MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer5;
+   /* Our own window bounds what is queued; the margin only keeps -12 from ever showing. */
+   co.maxBufferedMessages = window + 16;
+   if (MQTTAsync_createWithOptions(&p->client, uri, id, MQTTCLIENT_PERSISTENCE_NONE, NULL,
+                                   &co) != MQTTASYNC_SUCCESS) {
+      p->client = NULL;
+      bench_pub_destroy(p);
+      return NULL;
+   }
+   MQTTAsync_connectOptions cn = MQTTAsync_connectOptions_initializer5;
+   cn.cleanstart = 1;
+   cn.onSuccess5 = on_conn;
+   cn.onFailure5 = on_conn_failed;
+   cn.context = p;
+   if (MQTTAsync_connect(p->client, &cn) != MQTTASYNC_SUCCESS || !wait_connected(p)) {
+      fprintf(stderr, "outbox-bench: publisher cannot connect to %s\n", uri);
+      bench_pub_destroy(p);
+      return NULL;
+   }
+   return p;
+}
+
+int
+bench_pub_receive_max(const bench_pub_t *p)
+{
+   return p->receive_max;
+}
+
+static void
+add_prop(MQTTProperties *props, enum MQTTPropertyCodes code, const char *key,
+         const char *value)
+{
+   MQTTProperty pr = {.identifier = code};
+   if (code == MQTTPROPERTY_CODE_USER_PROPERTY) {
+      pr.value.data.data = (char *) key;
+      pr.value.data.len = (int) strlen(key);
+      pr.value.value.data = (char *) value;
+      pr.value.value.len = (int) strlen(value);
+   } else {
+      pr.value.data.data = (char *) value;
+      pr.value.data.len = (int) strlen(value);
+   }
+   MQTTProperties_add(props, &pr);
+}
+
+/* The names of message n: event id, entity and seq. */
+typedef struct {
+   char id[64], entity[32], seq[24];
+} names_t;
+
+static void
+names_of(size_t n, names_t *nm)
+{
+   snprintf(nm->id, sizeof nm->id, "%08zx-0000-4000-8000-%012zx", n, n);
+   snprintf(nm->entity, sizeof nm->entity, "ent-%06zu", n % 1000);
+   snprintf(nm->seq, sizeof nm->seq, "%zu", n / 1000 + 1);
+}
+
+/* Message n laid out as the relay writes it (structured mode, libbson's spacing), so the
+ * size on the wire is the relay's for the same payload. */
+static int
+format_payload(bench_pub_t *p, const names_t *nm, size_t n, size_t payload)
+{
+   size_t pad = bench_pad_len(payload);
+   return snprintf(p->buf, p->bufsize,
+                   "{ \"specversion\" : \"1.0\", \"id\" : \"%s\", \"source\" : \"/%s/ceiling-run\", "
+                   "\"type\" : \"bench.event\", \"subject\" : \"%s\", \"time\" : "
+                   "\"2026-01-01T00:00:00.000Z\", \"datacontenttype\" : \"application/json\", "
+                   "\"seq\" : %s, \"data\" : { \"bench_n\" : %zu, \"pad\" : \"%.*s\" } }",
+                   nm->id, BENCH_DB_DEFAULT, nm->entity, nm->seq, n, (int) pad, bench_pad(pad));
+}
+
+/* The relay's MQTT 5 properties: the content type always, the four user properties unless
+ * bare. */
+static void
+add_props(MQTTProperties *props, const names_t *nm, bool bare)
+{
+   add_prop(props, MQTTPROPERTY_CODE_CONTENT_TYPE, NULL, "application/cloudevents+json");
+   if (!bare) {
+      add_prop(props, MQTTPROPERTY_CODE_USER_PROPERTY, "event-id", nm->id);
+      add_prop(props, MQTTPROPERTY_CODE_USER_PROPERTY, "event-type", "bench.event");
+      add_prop(props, MQTTPROPERTY_CODE_USER_PROPERTY, "entity-id", nm->entity);
+      add_prop(props, MQTTPROPERTY_CODE_USER_PROPERTY, "seq", nm->seq);
+   }
+}
+
+bool
+bench_pub_send(bench_pub_t *p, const char *prefix, size_t n, size_t payload, int window,
+               bool bare)
+{
+   char topic[128];
+   size_t need = bench_pad_len(payload) + 1024;
+   if (p->bufsize < need) {
+      free(p->buf);
+      p->buf = malloc(need);
+      p->bufsize = need;
+   }
+   names_t nm;
+   names_of(n, &nm);
+   snprintf(topic, sizeof topic, "%s%s", prefix, nm.entity);
+   MQTTProperties props = MQTTProperties_initializer;
+   add_props(&props, &nm, bare);
+   MQTTAsync_message m = MQTTAsync_message_initializer;
+   m.payloadlen = format_payload(p, &nm, n, payload);
+   m.payload = p->buf;
+   m.qos = 1;
+   m.properties = props;
+   /* Response options must be passed: without them paho drops v5 properties silently. */
+   MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+   ro.onSuccess5 = on_ack;
+   ro.onFailure5 = on_nack;
+   ro.context = p;
+
+   pthread_mutex_lock(&p->mu);
+   while (p->inflight >= window) {
+      pthread_cond_wait(&p->cond, &p->mu);
+   }
+   p->inflight++;
+   pthread_mutex_unlock(&p->mu);
+   int rc;
+   while ((rc = MQTTAsync_sendMessage(p->client, topic, &m, &ro)) == MQTTASYNC_MAX_BUFFERED) {
+      usleep(100);
+   }
+   MQTTProperties_free(&props);
+   if (rc != MQTTASYNC_SUCCESS) {
+      fprintf(stderr, "outbox-bench: publish: %s\n", MQTTAsync_strerror(rc));
+      pthread_mutex_lock(&p->mu);
+      p->inflight--;
+      pthread_mutex_unlock(&p->mu);
+      return false;
+   }
+   return true;
+}
+
+bool
+bench_pub_wait_idle(bench_pub_t *p, int64_t deadline_ns)
+{
+   pthread_mutex_lock(&p->mu);
+   while (p->inflight > 0 && bench_now_ns() < deadline_ns) {
+      pthread_mutex_unlock(&p->mu);
+      usleep(1000);
+      pthread_mutex_lock(&p->mu);
+   }
+   bool idle = p->inflight == 0;
+   pthread_mutex_unlock(&p->mu);
+   return idle;
+}
+
+void
+bench_pub_stats(bench_pub_t *p, bench_pub_stats_t *out)
+{
+   pthread_mutex_lock(&p->mu);
+   *out = p->st;
+   pthread_mutex_unlock(&p->mu);
+}
+
+void
+bench_pub_destroy(bench_pub_t *p)
+{
+   if (!p) {
+      return;
+   }
+   if (p->client) {
+      MQTTAsync_disconnectOptions d = MQTTAsync_disconnectOptions_initializer5;
+      d.timeout = 1000;
+      MQTTAsync_disconnect(p->client, &d);
+      for (int i = 0; i < 100 && MQTTAsync_isConnected(p->client); i++) {
+         usleep(10000);
+      }
+      MQTTAsync_destroy(&p->client);
+   }
+   free(p->buf);
+   pthread_cond_destroy(&p->cond);
+   pthread_mutex_destroy(&p->mu);
+   free(p);
+}
