@@ -110,10 +110,19 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
     * strings and an id may hold anything. */
    relay_percent_encode(entity, e->rendered, e->rendered_len);
    bson_snprintf(seq, sizeof seq, "%" PRId64, ev->seq);
-   props[n++] = "event-id", props[n++] = ev->id;
-   props[n++] = "event-type", props[n++] = ev->type;
-   props[n++] = "entity-id", props[n++] = entity->str;
-   props[n++] = "seq", props[n++] = seq;
+   if (cfg->user_properties & RELAY_PROP_EVENT_ID) {
+      props[n++] = "event-id", props[n++] = ev->id;
+   }
+   if (cfg->user_properties & RELAY_PROP_EVENT_TYPE) {
+      props[n++] = "event-type", props[n++] = ev->type;
+   }
+   if (cfg->user_properties & RELAY_PROP_ENTITY_ID) {
+      props[n++] = "entity-id", props[n++] = entity->str;
+   }
+   /* In binary mode seq is also the CloudEvents extension attribute: always sent there. */
+   if ((cfg->user_properties & RELAY_PROP_SEQ) || binary) {
+      props[n++] = "seq", props[n++] = seq;
+   }
    if (binary) {
       /* CloudEvents MQTT binding, binary mode: attributes as user properties. */
       props[n++] = "specversion", props[n++] = "1.0";

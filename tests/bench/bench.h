@@ -20,6 +20,7 @@
 
 #define BENCH_DB_DEFAULT "outbox_bench"
 #define BENCH_MAX_SCALE 8
+#define BENCH_MAX_BASELINE_RUNS 4
 
 typedef enum { BENCH_SMOKE, BENCH_QUICK, BENCH_DEFAULT, BENCH_LONG } bench_mode_t;
 
@@ -110,9 +111,10 @@ typedef struct {
    char mongodb[200], mqtt[200]; /* addresses without credentials */
    bench_baseline_t baseline, baseline_bare; /* separate process: the ceiling */
    bench_baseline_t baseline_inproc;         /* in this process: secondary */
-   double baseline_runs[3]; /* msgs/s of each run with the default window and payload */
+   double baseline_runs[BENCH_MAX_BASELINE_RUNS]; /* msgs/s of each ceiling run with the
+                                                   * default window and payload */
    int n_baseline_runs;
-   bench_drain_t drain_few, drain_many;
+   bench_drain_t drain_few, drain_many, drain_stream, drain_bare;
    bench_steady_t saturation, steady[3];
    double max_sustainable_per_s;
    bench_libcase_t lib[6];
@@ -162,9 +164,10 @@ int bench_stop_child(pid_t pid, double grace_s);
  * exit status, or -1 if it had to be stopped. */
 int bench_wait_child(pid_t pid, double grace_s);
 void bench_signals_init(void);
-/* Starts the relay on db.coll with the given window; its output goes to workdir/log_name. */
+/* Starts the relay on db.coll with the given window and extra arguments (NULL-terminated, or
+ * NULL); its output goes to workdir/log_name. */
 pid_t bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
-                        int window, const char *log_name);
+                        int window, const char *const *extra_args, const char *log_name);
 void bench_relay_log_remove(const bench_servers_t *s, const char *log_name);
 
 /* procstat.c: 0 on failure, so a missing process reads as "no data", never as a crash. */

@@ -215,6 +215,12 @@ bench_report_print(const bench_opts_t *o, const bench_results_t *r)
       printf("Drain of a pending backlog (target >= 1.0 x ceiling)\n");
       print_drain("  few entities", &r->drain_few);
       print_drain("  many entities", &r->drain_many);
+      print_drain("  stream, 1/commit", &r->drain_stream);
+      if (r->drain_bare.events) {
+         printf("Drain with --user-properties none, against the ceiling without them "
+                "(target >= 0.9 x)\n");
+      }
+      print_drain("  few entities", &r->drain_bare);
    }
    print_steady(r);
    print_lib(r);
@@ -324,6 +330,8 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
         r->baseline_inproc.messages > 0);
    json_drain(f, "drain_", &r->drain_few);
    json_drain(f, "drain_many_", &r->drain_many);
+   json_drain(f, "drain_stream_", &r->drain_stream);
+   json_drain(f, "drain_bare_", &r->drain_bare);
    jnum(f, "max_sustainable_per_s", r->max_sustainable_per_s, r->saturation.events > 0);
    static const char *const pct[] = {"25pct", "50pct", "90pct"};
    for (int i = 0; i < 3; i++) {
