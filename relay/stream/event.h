@@ -15,12 +15,15 @@
 
 typedef struct {
    bson_value_t raw; /* the array element exactly as stored (owned copy) */
-   char *id;         /* NULL if missing or invalid */
+   /* id, type and data point into raw (valid while the event lives; a copied struct takes
+    * them along with raw's buffer). */
+   const char *id;   /* NULL if missing or invalid */
    int64_t seq;      /* 0 if missing or invalid (valid seqs start at 1) */
-   char *type;
+   const char *type;
    bool has_time;
    int64_t time_ms;
-   bson_t *data;       /* NULL when missing or invalid */
+   bson_t *data;       /* NULL when missing or invalid; a static bson_t over raw's bytes */
+   void *block;        /* owns raw's bytes and data's bson_t when raw is a document */
    const char *reason; /* NULL when valid, else a static sentence for the dead letter */
 } relay_event_t;
 

@@ -97,14 +97,31 @@ bare_again(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
  * stream path with one event per commit, and the sweep without user properties (compared
  * with the ceiling without them). */
 static const struct {
-   const char *what;
+   const char *what, *part; /* --only drain runs all; --only drain-few just that one */
    bool many, stream, bare;
 } drain_specs[] = {
-   {"sweep", false, false, false},
-   {"sweep", true, false, false},
-   {"stream, 1 event per commit", false, true, false},
-   {"sweep, --user-properties none", false, false, true},
+   {"sweep", "drain-few", false, false, false},
+   {"sweep", "drain-many", true, false, false},
+   {"stream, 1 event per commit", "drain-stream", false, true, false},
+   {"sweep, --user-properties none", "drain-bare", false, false, true},
 };
+
+static bool
+drain_enabled(const bench_opts_t *o, size_t i)
+{
+   return bench_part_enabled(o, "drain") || bench_part_enabled(o, drain_specs[i].part);
+}
+
+static bool
+any_drain_enabled(const bench_opts_t *o)
+{
+   for (size_t i = 0; i < sizeof drain_specs / sizeof drain_specs[0]; i++) {
+      if (drain_enabled(o, i)) {
+         return true;
+      }
+   }
+   return false;
+}
 
 /* Ceilings bracket the drains (ceiling, drain, ceiling, drain, ...) and each drain is
  * compared with the mean of the two around it, so load that comes and goes on a shared
@@ -122,7 +139,8 @@ run_drains(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
                                .window = o->window, .per_commit = 1,
                                .stream = drain_specs[i].stream,
                                .extra_args = drain_specs[i].bare ? bare_args : NULL};
-      if (drain_specs[i].bare && (o->mode == BENCH_SMOKE || !r->baseline_bare.ok)) {
+      if (!drain_enabled(o, i) ||
+          (drain_specs[i].bare && (o->mode == BENCH_SMOKE || !r->baseline_bare.ok))) {
          continue;
       }
       run.entities = entities < o->events ? entities : o->events;
@@ -194,7 +212,7 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
    }
    mongoc_client_set_error_api(c, MONGOC_ERROR_API_VERSION_2);
    mongoc_client_set_appname(c, "outbox-bench");
-   if (bench_part_enabled(o, "baseline") || bench_part_enabled(o, "drain")) {
+   if (bench_part_enabled(o, "baseline") || any_drain_enabled(o)) {
       baseline_again(o, s, sub, r);
       /* The same without user properties shows what the message contract itself costs. */
       if (o->mode != BENCH_SMOKE && !bench_baseline_run(o, s, sub, baseline_messages(o),
@@ -211,7 +229,7 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
       }
    }
    bool relay = o->relay_path != NULL;
-   if (relay && bench_part_enabled(o, "drain")) {
+   if (relay && any_drain_enabled(o)) {
       run_drains(o, s, c, sub, r);
    }
    if (relay && bench_part_enabled(o, "steady")) {
