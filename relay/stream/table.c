@@ -46,6 +46,7 @@ entity_free(relay_entity_t *e)
    }
    bson_value_destroy(&e->id);
    bson_free(e->rendered);
+   bson_free(e->encoded);
    bson_free(e->key);
    bson_free(e);
 }
