@@ -96,21 +96,34 @@ utf8_seq(const unsigned char *u, size_t avail, bool allow_nul)
  * ASCII bytes (without NUL unless allowed) are taken at once, and the check goes back to
  * them after every other character. Accepts exactly what bson_utf8_validate() accepts
  * (fuzz-bson-walk compares them). */
+/* Nonzero if one of the 8 bytes at @p is 0x80 or above, or NUL unless @allow_nul. */
+static inline uint64_t
+not_plain8(const unsigned char *p, bool allow_nul)
+{
+   const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+   uint64_t v;
+
+   memcpy(&v, p, 8);
+   return (v & high) | (allow_nul ? 0 : (v - ones) & ~v & high);
+}
+
 bool
 _outbox_utf8_valid(const char *s, size_t len, bool allow_nul)
 {
-   const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
    const unsigned char *u = (const unsigned char *)s;
    size_t i = 0;
 
    while (i < len) {
-      if (len - i >= 8) {
-         uint64_t v;
-         memcpy(&v, u + i, 8);
-         if (!(v & high) && (allow_nul || !((v - ones) & ~v & high))) {
-            i += 8;
-            continue;
-         }
+      /* 32 bytes at a time through long plain runs (64 KiB strings), then 8. */
+      if (len - i >= 32 && !(not_plain8(u + i, allow_nul) | not_plain8(u + i + 8, allow_nul) |
+                             not_plain8(u + i + 16, allow_nul) |
+                             not_plain8(u + i + 24, allow_nul))) {
+         i += 32;
+         continue;
+      }
+      if (len - i >= 8 && !not_plain8(u + i, allow_nul)) {
+         i += 8;
+         continue;
       }
       if (u[i] < 0x80) {
          if (!u[i] && !allow_nul) {

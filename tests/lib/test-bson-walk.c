@@ -192,6 +192,8 @@ Test(bson_walk, utf8_agrees_with_libbson)
       "beyond \xf4\x90\x80\x80 max", "cut \xe2\x82", "stray \x80 continuation",
       "f8 \xf8\x88\x80\x80\x80", "nul\0inside the first eight", "0123456789abcdef\0tail",
       "\xc3\x28 bad second byte",
+      "a run of forty plain ascii characters...\0 then a NUL and more",
+      "a run of forty plain ascii characters...\xc3\xa9 then more plain text, \xff at last",
    };
    for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
       size_t len = strlen(samples[i]);
@@ -199,6 +201,8 @@ Test(bson_walk, utf8_agrees_with_libbson)
          len = 31;
       } else if (i == 11) {
          len = 21;
+      } else if (i == 13) {
+         len = 61;
       }
       for (size_t start = 0; start < len; start++) {
          for (int nul = 0; nul < 2; nul++) {
