@@ -21,6 +21,7 @@ struct _md_changestream_t {
    uint64_t next_seq;
    bool pending_invalidate; /* an invalidate is due (batch ended between the two events) */
    md_ts_t invalidate_ts;
+   uint32_t invalidate_index;
    bool finished;
 };
 
@@ -76,6 +77,20 @@ parse_mode(const bson_iter_t *it, bool before, int *mode, bson_error_t *error)
                                  "valid value.", s, bson_iter_key(it));
 }
 
+/* The sequence number of the entry a token names: (ts, index), or UINT64_MAX. */
+static uint64_t
+find_entry(const md_oplog_t *log, md_ts_t ts, uint32_t index)
+{
+   md_oplog_entry_t *e;
+   for (uint64_t seq = md_oplog_seek(log, ts, true);
+        (e = md_oplog_at(log, seq)) && md_ts_cmp(e->ts, ts) == 0; seq++) {
+      if (e->txn_index == index) {
+         return seq;
+      }
+   }
+   return UINT64_MAX;
+}
+
 /* Positions the stream after a resume token. */
 static bool
 seek_token(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bool start_after,
@@ -83,29 +98,30 @@ seek_token(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bool s
 {
    bson_iter_t sub;
    md_ts_t ts;
-   unsigned index, kind;
+   uint32_t index;
+   unsigned kind;
    if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &sub) ||
        !bson_iter_find(&sub, "_data") || !BSON_ITER_HOLDS_UTF8(&sub) ||
-       !md_token_parse(bson_iter_utf8(&sub, NULL), &ts, &index, &kind)) {
+       !md_token_parse(bson_iter_utf8(&sub, NULL), &ts, &index, &kind) ||
+       (kind != MD_TOKEN_EVENT && kind != MD_TOKEN_INVALIDATE && kind != MD_TOKEN_HWM)) {
       return tm_error_set(error, 260, "Bad resume token: _data of unexpected format");
    }
    if ((log->lost && md_ts_cmp(ts, log->lost_ts) < 0) || md_ts_cmp(ts, log->start) < 0) {
       goto lost;
    }
    if (kind == MD_TOKEN_HWM) {
-      cs->next_seq = md_oplog_seek(log, ts, false);
+      cs->next_seq = md_oplog_seek_after(log, ts, index);
       return true;
    }
-   uint64_t seq = md_oplog_seek(log, ts, true);
-   md_oplog_entry_t *e = md_oplog_at(log, seq);
-   if (!e || md_ts_cmp(e->ts, ts) != 0) {
+   uint64_t seq = find_entry(log, ts, index);
+   if (seq == UINT64_MAX) {
       if (log->lost && md_ts_cmp(ts, log->lost_ts) <= 0) {
          goto lost;
       }
       return tm_error_set(error, 280, "cannot resume stream; the resume token was not found. "
                                       "{_data: \"%s\"}", bson_iter_utf8(&sub, NULL));
    }
-   if (index == MD_TOKEN_INDEX_INVALIDATE && !start_after) {
+   if (kind == MD_TOKEN_INVALIDATE && !start_after) {
       return tm_error_set(error, 260, "Attempting to resume a change stream using "
                                       "'resumeAfter' is not allowed from an invalidate "
                                       "notification.");
@@ -250,11 +266,11 @@ op_name(md_op_t op)
 }
 
 static void
-append_id(bson_t *ev, md_ts_t ts, unsigned index)
+append_id(bson_t *ev, md_ts_t ts, uint32_t index, unsigned kind)
 {
    char token[MD_TOKEN_LEN + 1];
    bson_t id;
-   md_token_format(token, ts, index, MD_TOKEN_EVENT);
+   md_token_format(token, ts, index, kind);
    bson_append_document_begin(ev, "_id", 3, &id);
    BSON_APPEND_UTF8(&id, "_data", token);
    bson_append_document_end(ev, &id);
@@ -332,7 +348,12 @@ make_event(const md_changestream_t *cs, const md_oplog_entry_t *e, md_store_t *s
            bson_error_t *error)
 {
    bson_t *ev = bson_new();
-   append_id(ev, e->ts, 0);
+   if (e->lsid) {
+      /* As 6.0 builds a transaction's events: these two fields first. */
+      BSON_APPEND_INT64(ev, "txnNumber", e->txn_number);
+      BSON_APPEND_DOCUMENT(ev, "lsid", e->lsid);
+   }
+   append_id(ev, e->ts, e->txn_index, MD_TOKEN_EVENT);
    BSON_APPEND_UTF8(ev, "operationType", op_name(e->op));
    bson_append_timestamp(ev, "clusterTime", -1, e->ts.t, e->ts.i);
    BSON_APPEND_DATE_TIME(ev, "wallTime", e->wall_ms);
@@ -358,10 +379,10 @@ make_event(const md_changestream_t *cs, const md_oplog_entry_t *e, md_store_t *s
 }
 
 static bson_t *
-make_invalidate(md_ts_t ts, int64_t wall_ms)
+make_invalidate(md_ts_t ts, uint32_t index, int64_t wall_ms)
 {
    bson_t *ev = bson_new();
-   append_id(ev, ts, MD_TOKEN_INDEX_INVALIDATE);
+   append_id(ev, ts, index, MD_TOKEN_INVALIDATE);
    BSON_APPEND_UTF8(ev, "operationType", "invalidate");
    bson_append_timestamp(ev, "clusterTime", -1, ts.t, ts.i);
    BSON_APPEND_DATE_TIME(ev, "wallTime", wall_ms);
@@ -439,7 +460,7 @@ emit_invalidate(md_changestream_t *cs, batch_t *b, int64_t wall_ms, bson_error_t
    bson_t *out;
    cs->pending_invalidate = false;
    cs->finished = true;
-   if (!transform(cs, make_invalidate(cs->invalidate_ts, wall_ms), &out, error)) {
+   if (!transform(cs, make_invalidate(cs->invalidate_ts, cs->invalidate_index, wall_ms), &out, error)) {
       return false;
    }
    if (out) {
@@ -474,6 +495,7 @@ scan(md_changestream_t *cs, md_oplog_t *log, md_store_t *store, int64_t batch_si
       if (invalidates) {
          cs->pending_invalidate = true;
          cs->invalidate_ts = e->ts;
+         cs->invalidate_index = e->txn_index;
          if (!batch_full(b, batch_size) && !emit_invalidate(cs, b, e->wall_ms, error)) {
             return false;
          }
@@ -508,7 +530,8 @@ md_changestream_poll(md_changestream_t *cs, md_oplog_t *log, md_store_t *store,
    } else {
       /* Stopped early with nothing to show: resume after the last entry scanned. */
       md_oplog_entry_t *e = md_oplog_at(log, cs->next_seq - 1);
-      md_token_format(pbrt, e ? e->ts : log->last, MD_TOKEN_INDEX_HWM, MD_TOKEN_HWM);
+      md_token_format(pbrt, e ? e->ts : log->last, e ? e->txn_index : MD_TOKEN_INDEX_HWM,
+                      MD_TOKEN_HWM);
    }
    *docs = b.docs;
    *n = b.n;

@@ -191,6 +191,12 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
       bson_destroy(&rest);
       return false;
    }
+   if (is_stream && c->txn) {
+      bson_destroy(&rest);
+      return tm_error_set(error, 263, "Operation not permitted in transaction :: caused by :: "
+                                      "$changeStream cannot run within a multi-document "
+                                      "transaction");
+   }
    if (is_stream) {
       bool ok = open_stream(c, &a, &spec, &rest, error);
       bson_destroy(&rest);
@@ -201,8 +207,8 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
       return tm_error_set(error, 73, "{aggregate: 1} is not valid for this pipeline; a "
                                      "collection is required.");
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, a.coll, false, NULL), *snapshot;
-   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+   md_coll_t *coll, *snapshot;
+   if (!md_read_coll(c, a.coll, &coll, &snapshot, error)) {
       return false;
    }
    if (!snapshot && !md_check_hint(coll, c->cmd, error)) {
@@ -242,8 +248,8 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
        !md_cmd_get_int64(c->cmd, "skip", &skip, error) || !md_check_collation(c->cmd, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL), *snapshot;
-   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+   md_coll_t *coll, *snapshot;
+   if (!md_read_coll(c, name, &coll, &snapshot, error)) {
       return false;
    }
    if (!snapshot && !md_check_hint(coll, c->cmd, error)) {
@@ -345,8 +351,8 @@ md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
                                         "field");
    }
    const char *key = bson_iter_utf8(&it, NULL);
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL), *snapshot;
-   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+   md_coll_t *coll, *snapshot;
+   if (!md_read_coll(c, name, &coll, &snapshot, error)) {
       return false;
    }
    tm_matcher_t *m = tm_matcher_new(&query, error);

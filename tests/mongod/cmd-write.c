@@ -3,6 +3,9 @@
  *
  * insert, update and delete: batches of statements with per-statement writeErrors; an
  * ordered batch stops at the first error. Counts are int32, as libmongoc only reads int32.
+ * In a transaction any error ends the batch and the transaction, and a transient one
+ * (WriteConflict) fails the whole command, as mongod's handleError does. A statement that
+ * meets a document held by an open transaction waits for it and runs again.
  */
 #include <string.h>
 
@@ -31,6 +34,15 @@ is_ordered(const md_cmd_t *c)
    return !bson_iter_init_find(&it, c->cmd, "ordered") || bson_iter_as_bool(&it);
 }
 
+/* The collection a write statement works on (see md_cmd_coll); not a view. */
+static bool
+write_coll(md_cmd_t *c, const char *name, bool create, md_coll_t **coll, bson_error_t *error)
+{
+   return md_cmd_coll(c, name, MD_COLL_WRITE | (create ? MD_COLL_CREATE : 0), coll, NULL,
+                      error) &&
+          md_check_not_view(*coll, error);
+}
+
 /* The checks every write command starts with: collection name, known fields, the statement
  * array named @field, and a collection that is not a view (created if @create). On success
  * *name borrows from the command and *coll may be NULL (a missing collection, !create). */
@@ -42,8 +54,35 @@ open_write(md_cmd_t *c, const char *const *allowed, const char *field, bool crea
    if (!*name || !md_cmd_check_fields(c, allowed, error) || !get_array(c, field, arr, error)) {
       return false;
    }
-   *coll = md_store_coll(c->srv->store, c->db, *name, create, NULL);
-   return md_check_not_view(*coll, error);
+   return write_coll(c, *name, create, coll, error);
+}
+
+/* After a statement: whether the batch goes on. In a transaction the first error ends it,
+ * aborts the transaction and, if transient, becomes the command's error (*fail). */
+static bool
+batch_goes_on(md_cmd_t *c, uint32_t n_errors, bool ordered, const bson_error_t *werr,
+              bool *fail, bson_error_t *error)
+{
+   if (!n_errors) {
+      return true;
+   }
+   if (c->txn) {
+      c->txn_failed = true;
+      if (md_is_transient_txn_error((int32_t) werr->code, false, false)) {
+         *error = *werr;
+         *fail = true;
+      }
+      return false;
+   }
+   return !ordered;
+}
+
+/* A statement blocked by an open transaction: wait for it, then find the collection again
+ * (it may have changed meanwhile) to run the statement again. False: the command fails. */
+static bool
+wait_again(md_cmd_t *c, const char *name, bool create, md_coll_t **coll, bson_error_t *error)
+{
+   return md_cmd_wait_blocked(c, error) && write_coll(c, name, create, coll, error);
 }
 
 static bool
@@ -69,22 +108,39 @@ md_cmd_insert(md_cmd_t *c, bson_error_t *error)
    if (!open_write(c, allowed, "documents", true, &arr, &name, &coll, error)) {
       return false;
    }
-   bool ordered = is_ordered(c);
+   bool ordered = is_ordered(c), fail = false;
    int32_t n = 0, index = 0;
    uint32_t n_errors = 0;
    bson_t errors = BSON_INITIALIZER;
-   for (; bson_iter_next(&arr); index++) {
+   for (; !fail && bson_iter_next(&arr); index++) {
       bson_t doc, details = BSON_INITIALIZER;
       bson_error_t werr = {0};
-      if (stmt_doc(&arr, &doc, &werr) && md_write_insert(c->srv, coll, &doc, &details, &werr)) {
+      bool ok;
+      for (;;) {
+         ok = stmt_doc(&arr, &doc, &werr) && md_write_insert(c->srv, coll, &doc, &details, &werr);
+         if (ok || werr.code != MD_CODE_BLOCKED) {
+            break;
+         }
+         if (!wait_again(c, name, true, &coll, error)) {
+            fail = true;
+            break;
+         }
+         memset(&werr, 0, sizeof werr);
+         bson_reinit(&details);
+      }
+      if (ok) {
          n++;
-      } else {
+      } else if (!fail) {
          md_append_write_error(&errors, &n_errors, index, &werr, &details);
       }
       bson_destroy(&details);
-      if (n_errors && ordered) {
+      if (!fail && !batch_goes_on(c, n_errors, ordered, &werr, &fail, error)) {
          break;
       }
+   }
+   if (fail) {
+      bson_destroy(&errors);
+      return false;
    }
    BSON_APPEND_INT32(c->reply, "n", n);
    if (n_errors) {
@@ -191,6 +247,7 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    md_selection_t sel = {0};
    if (ok) {
       md_select(*coll, m, &s->q, s->multi ? 0 : 1, &sel);
+      ok = md_write_check_selection(c->srv, *coll, &sel, error);
    }
    for (size_t i = 0; ok && i < sel.n; i++) {
       bool modified;
@@ -202,9 +259,9 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    if (ok && sel.n == 0 && s->upsert) {
       md_doc_t *d;
       if (!*coll) {
-         *coll = md_store_coll(c->srv->store, c->db, name, true, NULL);
+         ok = write_coll(c, name, true, coll, error);
       }
-      ok = md_write_upsert(c->srv, *coll, &s->q, u, &d, details, error);
+      ok = ok && md_write_upsert(c->srv, *coll, &s->q, u, &d, details, error);
       if (ok) {
          note_upsert(counts, index, d);
       }
@@ -226,24 +283,42 @@ md_cmd_update(md_cmd_t *c, bson_error_t *error)
    if (!open_write(c, allowed, "updates", false, &arr, &name, &coll, error)) {
       return false;
    }
-   bool ordered = is_ordered(c);
+   bool ordered = is_ordered(c), fail = false;
    update_counts_t counts = {0};
    bson_init(&counts.upserted);
    uint32_t n_errors = 0;
    bson_t errors = BSON_INITIALIZER;
-   for (int32_t index = 0; bson_iter_next(&arr); index++) {
+   for (int32_t index = 0; !fail && bson_iter_next(&arr); index++) {
       bson_t stmt, details = BSON_INITIALIZER;
       bson_error_t werr = {0};
       update_stmt_t s;
-      if (!stmt_doc(&arr, &stmt, &werr) || !parse_update_stmt(&stmt, &s, &werr) ||
-          !md_check_hint(coll, &stmt, &werr) ||
-          !run_update_stmt(c, &coll, name, &s, index, &counts, &details, &werr)) {
+      bool ok;
+      for (;;) {
+         ok = stmt_doc(&arr, &stmt, &werr) && parse_update_stmt(&stmt, &s, &werr) &&
+              md_check_hint(coll, &stmt, &werr) &&
+              run_update_stmt(c, &coll, name, &s, index, &counts, &details, &werr);
+         if (ok || werr.code != MD_CODE_BLOCKED) {
+            break;
+         }
+         if (!wait_again(c, name, false, &coll, error)) {
+            fail = true;
+            break;
+         }
+         memset(&werr, 0, sizeof werr);
+         bson_reinit(&details);
+      }
+      if (!ok && !fail) {
          md_append_write_error(&errors, &n_errors, index, &werr, &details);
       }
       bson_destroy(&details);
-      if (n_errors && ordered) {
+      if (!fail && !batch_goes_on(c, n_errors, ordered, &werr, &fail, error)) {
          break;
       }
+   }
+   if (fail) {
+      bson_destroy(&errors);
+      bson_destroy(&counts.upserted);
+      return false;
    }
    BSON_APPEND_INT32(c->reply, "n", counts.n);
    BSON_APPEND_INT32(c->reply, "nModified", counts.n_modified);
@@ -296,13 +371,14 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
    }
    md_selection_t sel;
    md_select(coll, m, &q, (size_t) limit, &sel);
-   for (size_t i = 0; i < sel.n; i++) {
-      md_write_delete_doc(c->srv, coll, sel.docs[i]);
+   bool ok = md_write_check_selection(c->srv, coll, &sel, error);
+   for (size_t i = 0; ok && i < sel.n; i++) {
+      ok = md_write_delete_doc(c->srv, coll, sel.docs[i], error);
+      *n += ok;
    }
-   *n += (int32_t) sel.n;
    md_selection_destroy(&sel);
    tm_matcher_destroy(m);
-   return true;
+   return ok;
 }
 
 bool
@@ -315,19 +391,35 @@ md_cmd_delete(md_cmd_t *c, bson_error_t *error)
    if (!open_write(c, allowed, "deletes", false, &arr, &name, &coll, error)) {
       return false;
    }
-   bool ordered = is_ordered(c);
+   bool ordered = is_ordered(c), fail = false;
    int32_t n = 0;
    uint32_t n_errors = 0;
    bson_t errors = BSON_INITIALIZER;
-   for (int32_t index = 0; bson_iter_next(&arr); index++) {
+   for (int32_t index = 0; !fail && bson_iter_next(&arr); index++) {
       bson_t stmt;
       bson_error_t werr = {0};
-      if (!stmt_doc(&arr, &stmt, &werr) || !run_delete_stmt(c, coll, &stmt, &n, &werr)) {
-         md_append_write_error(&errors, &n_errors, index, &werr, NULL);
-         if (ordered) {
+      bool ok;
+      for (;;) {
+         ok = stmt_doc(&arr, &stmt, &werr) && run_delete_stmt(c, coll, &stmt, &n, &werr);
+         if (ok || werr.code != MD_CODE_BLOCKED) {
             break;
          }
+         if (!wait_again(c, name, false, &coll, error)) {
+            fail = true;
+            break;
+         }
+         memset(&werr, 0, sizeof werr);
       }
+      if (!ok && !fail) {
+         md_append_write_error(&errors, &n_errors, index, &werr, NULL);
+      }
+      if (!fail && !batch_goes_on(c, n_errors, ordered, &werr, &fail, error)) {
+         break;
+      }
+   }
+   if (fail) {
+      bson_destroy(&errors);
+      return false;
    }
    BSON_APPEND_INT32(c->reply, "n", n);
    if (n_errors) {

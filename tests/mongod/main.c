@@ -31,6 +31,8 @@ usage(FILE *out)
          "                    (default 1024; 0: no byte bound)\n"
          "  --max-connections N  refuse connections beyond N (default 2000)\n"
          "  --ttl-interval N  seconds between TTL index passes (default 60; 0: never)\n"
+         "  --transaction-lifetime N  seconds before an open transaction is aborted\n"
+         "                    (mongod's transactionLifetimeLimitSeconds; default 60)\n"
          "  --verbose         log connections and errors to stderr\n"
          "  --help            show this help\n",
          out);
@@ -60,6 +62,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
       {"oplog-mb", required_argument, NULL, 'M'},
       {"max-connections", required_argument, NULL, 'm'},
       {"ttl-interval", required_argument, NULL, 't'},
+      {"transaction-lifetime", required_argument, NULL, 'L'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -109,6 +112,13 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
          }
          opts->ttl_interval = (int) n;
          break;
+      case 'L':
+         if (!parse_number(optarg, 1, 86400, &n)) {
+            fprintf(stderr, "test-mongod: bad --transaction-lifetime %s\n", optarg);
+            return EX_USAGE;
+         }
+         opts->txn_lifetime = (int) n;
+         break;
       case 'v':
          opts->verbose = true;
          break;
@@ -147,7 +157,7 @@ main(int argc, char **argv)
 {
    md_server_opts_t opts = {.bind = "127.0.0.1", .port = 27017, .oplog_size = 1000000,
                             .oplog_bytes = (size_t) 1024 * 1024 * 1024,
-                            .max_connections = 2000, .ttl_interval = 60};
+                            .max_connections = 2000, .ttl_interval = 60, .txn_lifetime = 60};
    int rc = parse_args(argc, argv, &opts);
    if (rc != 0) {
       return rc < 0 ? 0 : rc;

@@ -27,6 +27,7 @@ typedef struct {
    size_t oplog_bytes;     /* and in bytes of documents held (0: no byte bound) */
    int max_connections;
    int ttl_interval; /* seconds between TTL passes; 0: never */
+   int txn_lifetime; /* seconds before an open transaction is aborted (mongod: 60) */
    bool verbose;
 } md_server_opts_t;
 
@@ -40,6 +41,7 @@ typedef struct {
    md_cursors_t cursors;
    md_failpoints_t failpoints;
    md_sessions_t sessions;
+   md_txns_t txns;
    pthread_t ttl_thread;
    pthread_cond_t ttl_cond; /* wakes the TTL monitor for shutdown */
    bool ttl_running;

@@ -1,0 +1,343 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Transactions at the command level: the session fields (lsid, txnNumber, autocommit,
+ * startTransaction) and what mongod allows with them, running a statement inside its
+ * transaction, commitTransaction and abortTransaction, and the waits of writes and DDL for
+ * open transactions. Rules and messages follow mongod 6.0 (initialize_operation_session_info,
+ * transaction_validation, TransactionParticipant). Runs with the server lock held.
+ */
+#include <string.h>
+
+#include "commands.h"
+
+/* mongod's allowlist (allowedInTransactions), less what test-mongod does not implement. */
+static const char *const txn_commands[] = {
+   "abortTransaction", "aggregate", "commitTransaction", "create", "createIndexes", "delete",
+   "distinct", "find", "findAndModify", "findandmodify", "getMore", "insert", "killCursors",
+   "update", NULL};
+/* Commands mongod runs without authentication: they take no transaction fields. */
+static const char *const no_auth_commands[] = {
+   "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "saslStart",
+   "saslContinue", "authenticate", "logout", NULL};
+static const char *const retryable_writes[] = {"insert", "update", "delete", "findAndModify",
+                                               "findandmodify", NULL};
+
+static bool
+listed(const char *const *names, const char *name)
+{
+   for (int i = 0; names[i]; i++) {
+      if (strcmp(names[i], name) == 0) {
+         return true;
+      }
+   }
+   return false;
+}
+
+static bool
+is_commit_or_abort(const char *name)
+{
+   return strcmp(name, "commitTransaction") == 0 || strcmp(name, "abortTransaction") == 0;
+}
+
+/* canUseTransactions: what may run inside a transaction at all. */
+static bool
+check_allowed(const md_cmd_t *c, bool start, bson_error_t *error)
+{
+   if (strcmp(c->name, "count") == 0) {
+      return tm_error_set(error, 263, "Cannot run 'count' in a multi-document transaction. "
+                                      "Please see http://dochub.mongodb.org/core/"
+                                      "transaction-count for a recommended alternative.");
+   }
+   if (!listed(txn_commands, c->name)) {
+      return tm_error_set(error, 263, "Cannot run '%s' in a multi-document transaction.",
+                          c->name);
+   }
+   if (strcmp(c->db, "local") == 0 || strcmp(c->db, "config") == 0 ||
+       (strcmp(c->db, "admin") == 0 && !is_commit_or_abort(c->name))) {
+      return tm_error_set(error, 263, "Cannot run command against the '%s' database in a "
+                                      "transaction.", c->db);
+   }
+   if (start && strcmp(c->name, "killCursors") == 0) {
+      return tm_error_set(error, 263, "Cannot run killCursors as the first operation in a "
+                                      "multi-document transaction.");
+   }
+   if (start && is_commit_or_abort(c->name)) {
+      return tm_error_set(error, 263, "Cannot start a transaction with a %s",
+                          c->name[0] == 'c' ? "commit" : "abort");
+   }
+   return true;
+}
+
+/* readConcern and writeConcern in a transaction: the first statement sets the first, only
+ * commit and abort take the second. */
+static bool
+check_concerns(const md_cmd_t *c, bool start, bson_error_t *error)
+{
+   bson_iter_t it, rc;
+   if (bson_iter_init_find(&it, c->cmd, "writeConcern") && !is_commit_or_abort(c->name)) {
+      return tm_error_set(error, 72, "writeConcern is not allowed within a multi-statement "
+                                     "transaction");
+   }
+   if (!bson_iter_init_find(&it, c->cmd, "readConcern")) {
+      return true;
+   }
+   if (!start) {
+      return tm_error_set(error, 72, "Only the first command in a transaction may specify a "
+                                     "readConcern");
+   }
+   if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &rc) &&
+       bson_iter_find(&rc, "level")) {
+      const char *level = BSON_ITER_HOLDS_UTF8(&rc) ? bson_iter_utf8(&rc, NULL) : "";
+      if (strcmp(level, "local") != 0 && strcmp(level, "majority") != 0 &&
+          strcmp(level, "snapshot") != 0) {
+         return tm_error_set(error, 72, "The readConcern level must be either 'local' "
+                                        "(default), 'majority' or 'snapshot' in order to run "
+                                        "in a transaction");
+      }
+   }
+   return true;
+}
+
+typedef struct {
+   bool number, autocommit, autocommit_value, start, start_value, lsid;
+   int64_t txn_number;
+} fields_t;
+
+static void
+read_fields(const bson_t *cmd, fields_t *f)
+{
+   bson_iter_t it;
+   memset(f, 0, sizeof *f);
+   if (bson_iter_init_find(&it, cmd, "txnNumber")) {
+      f->number = true;
+      f->txn_number = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : -1;
+   }
+   if (bson_iter_init_find(&it, cmd, "autocommit")) {
+      f->autocommit = true;
+      f->autocommit_value = bson_iter_as_bool(&it);
+   }
+   if (bson_iter_init_find(&it, cmd, "startTransaction")) {
+      f->start = true;
+      f->start_value = bson_iter_as_bool(&it);
+   }
+   f->lsid = bson_iter_init_find(&it, cmd, "lsid") && BSON_ITER_HOLDS_DOCUMENT(&it);
+}
+
+/* initializeOperationSessionInfo: how the session fields may combine. */
+static bool
+check_fields(const md_cmd_t *c, const fields_t *f, bson_error_t *error)
+{
+   if (listed(no_auth_commands, c->name)) {
+      return f->autocommit ? tm_error_set(error, 263, "This command is not supported in "
+                                                      "transactions")
+                           : tm_error_set(error, 50889, "It is illegal to provide a txnNumber "
+                                                        "for this command");
+   }
+   if (f->number && !f->lsid) {
+      return tm_error_set(error, 72, "Transaction number requires a session ID to also be "
+                                     "specified");
+   }
+   if (f->number && f->txn_number < 0) {
+      return tm_error_set(error, 72, "Transaction number cannot be negative");
+   }
+   if (f->autocommit && !f->number) {
+      return tm_error_set(error, 72, "'autocommit' field requires a transaction number to "
+                                     "also be specified");
+   }
+   if (f->autocommit && f->autocommit_value) {
+      return tm_error_set(error, 72, "Specifying autocommit=true is not allowed.");
+   }
+   if (f->start && !f->autocommit) {
+      return tm_error_set(error, 72, "'startTransaction' field requires 'autocommit' field to "
+                                     "also be specified");
+   }
+   if (f->start && !f->start_value) {
+      return tm_error_set(error, 72, "Specifying startTransaction=false is not allowed.");
+   }
+   if (!f->autocommit && !listed(retryable_writes, c->name)) {
+      return tm_error_set(error, 50768, "txnNumber may only be provided for multi-document "
+                                        "transactions and retryable write commands. autocommit:"
+                                        "false was not provided, and %s is not a retryable "
+                                        "write command.", c->name);
+   }
+   return true;
+}
+
+bool
+md_txn_gate(md_cmd_t *c, bson_error_t *error)
+{
+   fields_t f;
+   int64_t max_time_ms = 0;
+   bson_error_t ignored;
+   md_txns_reap(&c->srv->txns);
+   c->deadline_ms = INT64_MAX;
+   if (md_cmd_get_int64(c->cmd, "maxTimeMS", &max_time_ms, &ignored) && max_time_ms > 0) {
+      c->deadline_ms = md_now_ms() + max_time_ms;
+   }
+   read_fields(c->cmd, &f);
+   if (!f.number && !f.autocommit && !f.start) {
+      return true;
+   }
+   if (!check_fields(c, &f, error)) {
+      return false;
+   }
+   if (!f.autocommit) {
+      return true; /* a retryable write */
+   }
+   if (!check_allowed(c, f.start, error) || !check_concerns(c, f.start, error)) {
+      return false;
+   }
+   c->in_txn = true;
+   c->txn_start = f.start;
+   c->txn_number = f.txn_number;
+   return true;
+}
+
+bool
+md_txn_run(md_cmd_t *c, md_cmd_fn fn, bson_error_t *error)
+{
+   bson_t lsid;
+   bool found;
+   md_server_t *srv = c->srv;
+   md_cmd_get_doc(c->cmd, "lsid", &lsid, &found, error);
+   c->txn = md_sessions_txn(&srv->sessions, &srv->txns, &lsid, c->txn_number, c->txn_start,
+                            c->name, error);
+   if (!c->txn) {
+      return false;
+   }
+   bool ok = fn(c, error);
+   /* mongod aborts a transaction whose statement failed (before anything else runs in it). */
+   if ((!ok || c->txn_failed) && c->txn->state == MD_TXN_IN_PROGRESS) {
+      md_txn_abort(&srv->txns, c->txn);
+   }
+   return ok;
+}
+
+/* w the single member cannot satisfy: the commit stands, with a writeConcernError. */
+static void
+check_write_concern(md_cmd_t *c)
+{
+   bson_iter_t it, w;
+   bson_t wce, info;
+   if (c->fp_wce || !bson_iter_init_find(&it, c->cmd, "writeConcern") ||
+       !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &w) ||
+       !bson_iter_find(&w, "w")) {
+      return;
+   }
+   char msg[300];
+   if (BSON_ITER_HOLDS_NUMBER(&w) && bson_iter_as_int64(&w) > 1) {
+      c->wc_code = 100;
+      bson_strncpy(msg, "Not enough data-bearing nodes", sizeof msg);
+   } else if (BSON_ITER_HOLDS_UTF8(&w) && strcmp(bson_iter_utf8(&w, NULL), "majority") != 0) {
+      c->wc_code = 79;
+      bson_snprintf(msg, sizeof msg, "No write concern mode named '%s' found in replica set "
+                                     "configuration", bson_iter_utf8(&w, NULL));
+   } else {
+      return;
+   }
+   BSON_APPEND_DOCUMENT_BEGIN(c->reply, "writeConcernError", &wce);
+   BSON_APPEND_INT32(&wce, "code", c->wc_code);
+   BSON_APPEND_UTF8(&wce, "codeName", md_code_name(c->wc_code));
+   BSON_APPEND_UTF8(&wce, "errmsg", msg);
+   BSON_APPEND_DOCUMENT_BEGIN(&wce, "errInfo", &info);
+   bson_append_value(&info, "writeConcern", -1, bson_iter_value(&it));
+   bson_append_document_end(&wce, &info);
+   bson_append_document_end(c->reply, &wce);
+}
+
+static bool
+check_txn_command(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {"recoveryToken", NULL};
+   if (strcmp(c->db, "admin") != 0) {
+      return tm_error_set(error, 13, "%s may only be run against the admin database.", c->name);
+   }
+   if (!md_cmd_check_fields(c, allowed, error)) {
+      return false;
+   }
+   if (!c->txn) {
+      return tm_error_set(error, 72, "%s must be run within a transaction", c->name);
+   }
+   return true;
+}
+
+bool
+md_cmd_commit_transaction(md_cmd_t *c, bson_error_t *error)
+{
+   if (!check_txn_command(c, error)) {
+      return false;
+   }
+   if (c->txn->state == MD_TXN_IN_PROGRESS &&
+       !md_txn_commit(&c->srv->txns, c->txn, c->srv->store, &c->srv->oplog, error)) {
+      return false;
+   }
+   c->has_op_time = true;
+   c->op_time = c->txn->commit_ts;
+   check_write_concern(c);
+   return true;
+}
+
+bool
+md_cmd_abort_transaction(md_cmd_t *c, bson_error_t *error)
+{
+   if (!check_txn_command(c, error)) {
+      return false;
+   }
+   md_txn_abort(&c->srv->txns, c->txn);
+   check_write_concern(c);
+   return true;
+}
+
+bool
+md_cmd_coll(md_cmd_t *c, const char *name, unsigned flags, md_coll_t **coll, bool *created,
+            bson_error_t *error)
+{
+   bool write = flags & MD_COLL_WRITE, create = flags & MD_COLL_CREATE;
+   if (!c->txn) {
+      *coll = md_store_coll(c->srv->store, c->db, name, create, created);
+      return true;
+   }
+   if (write && strncmp(name, "system.", 7) == 0) {
+      return tm_error_set(error, flags & MD_COLL_FAM ? 50781 : 50791, "Cannot write to system "
+                          "collection %s.%s within a transaction.", c->db, name);
+   }
+   return md_txn_coll(&c->srv->txns, c->txn, c->srv->store, c->db, name, write, create, coll,
+                      created, error);
+}
+
+static bool
+wait_failed(md_cmd_t *c, bson_error_t *error)
+{
+   if (atomic_load(&c->srv->stopping)) {
+      return tm_error_set(error, 11600, "interrupted at shutdown");
+   }
+   return tm_error_set(error, 50, "operation exceeded time limit");
+}
+
+bool
+md_cmd_wait_blocked(md_cmd_t *c, bson_error_t *error)
+{
+   if (atomic_load(&c->srv->stopping) ||
+       !md_txns_wait(&c->srv->txns, &c->srv->lock, c->deadline_ms)) {
+      return wait_failed(c, error);
+   }
+   return true;
+}
+
+bool
+md_cmd_wait_ddl(md_cmd_t *c, const char *db, const char *coll, bson_error_t *error)
+{
+   md_txns_t *txns = &c->srv->txns;
+   if (!md_txns_using(txns, db, coll)) {
+      return true;
+   }
+   bool ok = true;
+   md_txns_ddl_pending(txns, db, coll, true);
+   while (ok && md_txns_using(txns, db, coll)) {
+      ok = !atomic_load(&c->srv->stopping) &&
+           md_txns_wait(txns, &c->srv->lock, c->deadline_ms);
+   }
+   md_txns_ddl_pending(txns, db, coll, false);
+   return ok || wait_failed(c, error);
+}
