@@ -177,7 +177,7 @@ bool
 md_write_check_selection(md_server_t *srv, md_coll_t *coll, const md_selection_t *sel,
                          bson_error_t *error)
 {
-   if (!coll || coll->txn_view) {
+   if (!coll || coll->txn_view || !srv->txns.open) {
       return true; /* a transaction claims documents as it writes them */
    }
    for (size_t i = 0; i < sel->n; i++) {
