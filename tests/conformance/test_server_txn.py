@@ -5,6 +5,8 @@ change events of a committed transaction (lsid, txnNumber, one clusterTime, orde
 resumable tokens), and the session rules mongod 6.0 applies to transaction statements
 (checked with raw OP_MSG commands, so no driver rewrites lsid or txnNumber).
 """
+import threading
+import time
 import uuid
 
 from bson.binary import Binary, UUID_SUBTYPE
@@ -174,6 +176,40 @@ class TransactionRules(ServerTest):
         self.assertEqual(self.run_cmd("killSessions", [self.lsid], db="admin")["ok"], 1)
         self.assertError(self.finish("commitTransaction", 2), 251)
         self.assertEqual(self.coll.count_documents({}), 0)
+
+    def test_ddl_waits_and_new_statements_time_out_behind_it(self):
+        name = self.coll.name
+        self.coll.insert_one({"_id": 1})
+        self.stmt("find", name, 1, True)  # session 1 uses the collection
+        result = {}
+
+        def drop():
+            try:
+                self.db.command("drop", name, maxTimeMS=5000)
+                result["drop"] = "ok"
+            except OperationFailure as exc:
+                result["drop"] = exc.code
+        dropper = threading.Thread(target=drop)
+        dropper.start()
+        # A new transaction queues behind the waiting drop: LockTimeout, transient. Until the
+        # drop waits, the new transaction's read succeeds and is ended again.
+        other = self.client.start_session()
+        deadline = time.monotonic() + 4
+        code = None
+        while code is None and time.monotonic() < deadline:
+            other.start_transaction()
+            try:
+                self.coll.find_one({}, session=other)
+                other.abort_transaction()
+            except OperationFailure as exc:
+                code = exc.code
+                self.assertTrue(exc.has_error_label("TransientTransactionError"))
+                other.abort_transaction()
+        self.assertEqual(code, 24, "LockTimeout behind the waiting drop")
+        self.assertEqual(self.finish("commitTransaction", 1)["ok"], 1)
+        dropper.join()
+        other.end_session()
+        self.assertEqual(result["drop"], "ok", "the drop ran once the transaction ended")
 
     def test_cursors_and_ddl_in_a_transaction(self):
         name = self.coll.name

@@ -87,6 +87,23 @@ check_concerns(const md_cmd_t *c, bool start, bson_error_t *error)
                                      "readConcern");
    }
    if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &rc) &&
+       bson_iter_find(&rc, "atClusterTime")) {
+      /* A snapshot is taken now: an older one is not kept. */
+      md_ts_t at = {0, 0}, now = c->srv->oplog.last;
+      if (BSON_ITER_HOLDS_TIMESTAMP(&rc)) {
+         bson_iter_timestamp(&rc, &at.t, &at.i);
+      }
+      if (md_ts_cmp(at, now) > 0) {
+         return tm_error_set(error, 72, "readConcern atClusterTime value must not be greater "
+                                        "than the current clusterTime");
+      }
+      if (md_ts_cmp(at, now) < 0) {
+         return tm_error_set(error, 2, "readConcern atClusterTime before the current cluster "
+                                       "time is not supported by test-mongod (its transactions "
+                                       "read the data as of their first statement)");
+      }
+   }
+   if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &rc) &&
        bson_iter_find(&rc, "level")) {
       const char *level = BSON_ITER_HOLDS_UTF8(&rc) ? bson_iter_utf8(&rc, NULL) : "";
       if (strcmp(level, "local") != 0 && strcmp(level, "majority") != 0 &&
