@@ -100,39 +100,34 @@ def _read_preference(doc):
     return make_read_preference(mode, doc.get("tagSets"), doc.get("maxStalenessSeconds", -1))
 
 
-def _coll_db_options(doc):
+# Unified-format options and the pymongo keyword arguments they become.
+OPTION_KWARGS = {"readConcern": ("read_concern", _read_concern),
+                 "writeConcern": ("write_concern", _write_concern),
+                 "readPreference": ("read_preference", _read_preference),
+                 "maxCommitTimeMS": ("max_commit_time_ms", lambda v: v)}
+
+
+def _options(doc, allowed, what):
     kw = {}
     for key, value in (doc or {}).items():
-        if key == "readConcern":
-            kw["read_concern"] = _read_concern(value)
-        elif key == "writeConcern":
-            kw["write_concern"] = _write_concern(value)
-        elif key == "readPreference":
-            kw["read_preference"] = _read_preference(value)
-        elif key == "timeoutMS":
+        if key == "timeoutMS":
             raise DriverCannot("pymongo 3.11 has no `timeoutMS` (client-side operation timeout)")
-        else:
-            raise RunnerError("unsupported collection/database option %s" % key)
+        if key not in allowed:
+            raise RunnerError("unsupported %s option %s" % (what, key))
+        name, convert = OPTION_KWARGS[key]
+        kw[name] = convert(value)
     return kw
+
+
+def _coll_db_options(doc):
+    return _options(doc, ("readConcern", "writeConcern", "readPreference"),
+                    "collection/database")
 
 
 def _txn_options(doc):
     """TransactionOptions (startTransaction, withTransaction, defaultTransactionOptions)."""
-    kw = {}
-    for key, value in (doc or {}).items():
-        if key == "readConcern":
-            kw["read_concern"] = _read_concern(value)
-        elif key == "writeConcern":
-            kw["write_concern"] = _write_concern(value)
-        elif key == "readPreference":
-            kw["read_preference"] = _read_preference(value)
-        elif key == "maxCommitTimeMS":
-            kw["max_commit_time_ms"] = value
-        elif key == "timeoutMS":
-            raise DriverCannot("pymongo 3.11 has no `timeoutMS` (client-side operation timeout)")
-        else:
-            raise RunnerError("unsupported transaction option %s" % key)
-    return kw
+    return _options(doc, ("readConcern", "writeConcern", "readPreference", "maxCommitTimeMS"),
+                    "transaction")
 
 
 # pymongo's session states as the unified format names them.

@@ -77,12 +77,71 @@ batch_goes_on(md_cmd_t *c, uint32_t n_errors, bool ordered, const bson_error_t *
    return !ordered;
 }
 
-/* A statement blocked by an open transaction: wait for it, then find the collection again
- * (it may have changed meanwhile) to run the statement again. False: the command fails. */
+/* One statement of a batch: `stmt` (the array's current element) on *coll; `details`
+ * receives a write error's extra fields. */
+typedef struct {
+   md_cmd_t *c;
+   const bson_iter_t *stmt;
+   int32_t index;
+   bson_t details;
+   void *counts;
+} stmt_t;
+
+typedef bool (*stmt_fn)(stmt_t *s, md_coll_t **coll, bson_error_t *werr);
+
+/* Runs a statement. One blocked by an open transaction waits for it, finds the collection
+ * again (it may have changed meanwhile) and runs again. Returns false when the command
+ * fails (`error` set: the wait failed); else *ok says whether the statement succeeded
+ * (`werr` set if not). */
 static bool
-wait_again(md_cmd_t *c, const char *name, bool create, md_coll_t **coll, bson_error_t *error)
+run_stmt(stmt_t *s, const char *name, bool create, md_coll_t **coll, stmt_fn run, bool *ok,
+         bson_error_t *werr, bson_error_t *error)
 {
-   return md_cmd_wait_blocked(c, error) && write_coll(c, name, create, coll, error);
+   for (;;) {
+      memset(werr, 0, sizeof *werr);
+      bson_reinit(&s->details);
+      *ok = run(s, coll, werr);
+      if (*ok || werr->code != MD_CODE_BLOCKED) {
+         return true;
+      }
+      if (!md_cmd_wait_blocked(s->c, error) || !write_coll(s->c, name, create, coll, error)) {
+         return false;
+      }
+   }
+}
+
+/* Appends the batch's writeErrors, if any, and frees them. */
+static void
+reply_errors(md_cmd_t *c, bson_t *errors)
+{
+   if (!bson_empty(errors)) {
+      BSON_APPEND_ARRAY(c->reply, "writeErrors", errors);
+   }
+   bson_destroy(errors);
+}
+
+/* The statement loop of insert, update and delete: write errors collected in `errors`. */
+static bool
+run_batch(md_cmd_t *c, bson_iter_t *arr, const char *name, bool create, md_coll_t **coll,
+          stmt_fn run, void *counts, bson_t *errors, bson_error_t *error)
+{
+   bool ordered = is_ordered(c), fail = false;
+   uint32_t n_errors = 0;
+   stmt_t s = {.c = c, .stmt = arr, .counts = counts};
+   bson_init(&s.details);
+   for (; !fail && bson_iter_next(arr); s.index++) {
+      bson_error_t werr;
+      bool ok;
+      fail = !run_stmt(&s, name, create, coll, run, &ok, &werr, error);
+      if (!fail && !ok) {
+         md_append_write_error(errors, &n_errors, s.index, &werr, &s.details);
+      }
+      if (!fail && !batch_goes_on(c, n_errors, ordered, &werr, &fail, error)) {
+         break;
+      }
+   }
+   bson_destroy(&s.details);
+   return !fail;
 }
 
 static bool
@@ -97,6 +156,16 @@ stmt_doc(const bson_iter_t *arr, bson_t *doc, bson_error_t *error)
    return bson_init_static(doc, data, len);
 }
 
+static bool
+insert_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
+{
+   bson_t doc;
+   bool ok = stmt_doc(s->stmt, &doc, werr) &&
+             md_write_insert(s->c->srv, *coll, &doc, &s->details, werr);
+   *(int32_t *) s->counts += ok;
+   return ok;
+}
+
 bool
 md_cmd_insert(md_cmd_t *c, bson_error_t *error)
 {
@@ -108,45 +177,14 @@ md_cmd_insert(md_cmd_t *c, bson_error_t *error)
    if (!open_write(c, allowed, "documents", true, &arr, &name, &coll, error)) {
       return false;
    }
-   bool ordered = is_ordered(c), fail = false;
-   int32_t n = 0, index = 0;
-   uint32_t n_errors = 0;
+   int32_t n = 0;
    bson_t errors = BSON_INITIALIZER;
-   for (; !fail && bson_iter_next(&arr); index++) {
-      bson_t doc, details = BSON_INITIALIZER;
-      bson_error_t werr = {0};
-      bool ok;
-      for (;;) {
-         ok = stmt_doc(&arr, &doc, &werr) && md_write_insert(c->srv, coll, &doc, &details, &werr);
-         if (ok || werr.code != MD_CODE_BLOCKED) {
-            break;
-         }
-         if (!wait_again(c, name, true, &coll, error)) {
-            fail = true;
-            break;
-         }
-         memset(&werr, 0, sizeof werr);
-         bson_reinit(&details);
-      }
-      if (ok) {
-         n++;
-      } else if (!fail) {
-         md_append_write_error(&errors, &n_errors, index, &werr, &details);
-      }
-      bson_destroy(&details);
-      if (!fail && !batch_goes_on(c, n_errors, ordered, &werr, &fail, error)) {
-         break;
-      }
-   }
-   if (fail) {
+   if (!run_batch(c, &arr, name, true, &coll, insert_stmt, &n, &errors, error)) {
       bson_destroy(&errors);
       return false;
    }
    BSON_APPEND_INT32(c->reply, "n", n);
-   if (n_errors) {
-      BSON_APPEND_ARRAY(c->reply, "writeErrors", &errors);
-   }
-   bson_destroy(&errors);
+   reply_errors(c, &errors);
    return true;
 }
 
@@ -213,6 +251,7 @@ typedef struct {
    int32_t n, n_modified;
    bson_t upserted;
    uint32_t n_upserted;
+   const char *name; /* the collection (an upsert may create it) */
 } update_counts_t;
 
 static void
@@ -272,6 +311,17 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    return ok;
 }
 
+static bool
+update_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
+{
+   bson_t stmt;
+   update_stmt_t u;
+   update_counts_t *counts = s->counts;
+   return stmt_doc(s->stmt, &stmt, werr) && parse_update_stmt(&stmt, &u, werr) &&
+          md_check_hint(*coll, &stmt, werr) &&
+          run_update_stmt(s->c, coll, counts->name, &u, s->index, counts, &s->details, werr);
+}
+
 bool
 md_cmd_update(md_cmd_t *c, bson_error_t *error)
 {
@@ -283,39 +333,11 @@ md_cmd_update(md_cmd_t *c, bson_error_t *error)
    if (!open_write(c, allowed, "updates", false, &arr, &name, &coll, error)) {
       return false;
    }
-   bool ordered = is_ordered(c), fail = false;
    update_counts_t counts = {0};
    bson_init(&counts.upserted);
-   uint32_t n_errors = 0;
    bson_t errors = BSON_INITIALIZER;
-   for (int32_t index = 0; !fail && bson_iter_next(&arr); index++) {
-      bson_t stmt, details = BSON_INITIALIZER;
-      bson_error_t werr = {0};
-      update_stmt_t s;
-      bool ok;
-      for (;;) {
-         ok = stmt_doc(&arr, &stmt, &werr) && parse_update_stmt(&stmt, &s, &werr) &&
-              md_check_hint(coll, &stmt, &werr) &&
-              run_update_stmt(c, &coll, name, &s, index, &counts, &details, &werr);
-         if (ok || werr.code != MD_CODE_BLOCKED) {
-            break;
-         }
-         if (!wait_again(c, name, false, &coll, error)) {
-            fail = true;
-            break;
-         }
-         memset(&werr, 0, sizeof werr);
-         bson_reinit(&details);
-      }
-      if (!ok && !fail) {
-         md_append_write_error(&errors, &n_errors, index, &werr, &details);
-      }
-      bson_destroy(&details);
-      if (!fail && !batch_goes_on(c, n_errors, ordered, &werr, &fail, error)) {
-         break;
-      }
-   }
-   if (fail) {
+   counts.name = name;
+   if (!run_batch(c, &arr, name, false, &coll, update_stmt, &counts, &errors, error)) {
       bson_destroy(&errors);
       bson_destroy(&counts.upserted);
       return false;
@@ -325,10 +347,7 @@ md_cmd_update(md_cmd_t *c, bson_error_t *error)
    if (counts.n_upserted) {
       BSON_APPEND_ARRAY(c->reply, "upserted", &counts.upserted);
    }
-   if (n_errors) {
-      BSON_APPEND_ARRAY(c->reply, "writeErrors", &errors);
-   }
-   bson_destroy(&errors);
+   reply_errors(c, &errors);
    bson_destroy(&counts.upserted);
    return true;
 }
@@ -381,6 +400,14 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
    return ok;
 }
 
+static bool
+delete_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
+{
+   bson_t stmt;
+   return stmt_doc(s->stmt, &stmt, werr) &&
+          run_delete_stmt(s->c, *coll, &stmt, (int32_t *) s->counts, werr);
+}
+
 bool
 md_cmd_delete(md_cmd_t *c, bson_error_t *error)
 {
@@ -391,40 +418,13 @@ md_cmd_delete(md_cmd_t *c, bson_error_t *error)
    if (!open_write(c, allowed, "deletes", false, &arr, &name, &coll, error)) {
       return false;
    }
-   bool ordered = is_ordered(c), fail = false;
    int32_t n = 0;
-   uint32_t n_errors = 0;
    bson_t errors = BSON_INITIALIZER;
-   for (int32_t index = 0; !fail && bson_iter_next(&arr); index++) {
-      bson_t stmt;
-      bson_error_t werr = {0};
-      bool ok;
-      for (;;) {
-         ok = stmt_doc(&arr, &stmt, &werr) && run_delete_stmt(c, coll, &stmt, &n, &werr);
-         if (ok || werr.code != MD_CODE_BLOCKED) {
-            break;
-         }
-         if (!wait_again(c, name, false, &coll, error)) {
-            fail = true;
-            break;
-         }
-         memset(&werr, 0, sizeof werr);
-      }
-      if (!ok && !fail) {
-         md_append_write_error(&errors, &n_errors, index, &werr, NULL);
-      }
-      if (!fail && !batch_goes_on(c, n_errors, ordered, &werr, &fail, error)) {
-         break;
-      }
-   }
-   if (fail) {
+   if (!run_batch(c, &arr, name, false, &coll, delete_stmt, &n, &errors, error)) {
       bson_destroy(&errors);
       return false;
    }
    BSON_APPEND_INT32(c->reply, "n", n);
-   if (n_errors) {
-      BSON_APPEND_ARRAY(c->reply, "writeErrors", &errors);
-   }
-   bson_destroy(&errors);
+   reply_errors(c, &errors);
    return true;
 }

@@ -49,12 +49,7 @@ md_sessions_destroy(md_sessions_t *sessions, md_txns_t *txns)
 static bool
 lsid_key(const bson_t *lsid, bson_string_t *key)
 {
-   bson_iter_t id;
-   if (!bson_iter_init_find(&id, lsid, "id")) {
-      return false;
-   }
-   md_keyenc_append(key, bson_iter_value(&id));
-   return true;
+   return md_keyenc_field(key, lsid, "id");
 }
 
 /* The session of `lsid`, created (with no number yet) if `create`. */

@@ -34,21 +34,6 @@ md_coll_snapshot_free(md_coll_t *snapshot)
    }
 }
 
-static void
-snapshot_append(md_coll_t *snap, bson_t *doc)
-{
-   md_doc_t *d = calloc(1, sizeof *d);
-   d->bson = doc;
-   d->prev = snap->tail;
-   if (snap->tail) {
-      snap->tail->next = d;
-   } else {
-      snap->head = d;
-   }
-   snap->tail = d;
-   snap->count++;
-}
-
 md_coll_t *
 md_view_snapshot(md_coll_resolver_t resolve, void *ctx, const md_coll_t *view,
                  bson_error_t *error)
@@ -87,7 +72,7 @@ md_view_snapshot(md_coll_resolver_t resolve, void *ctx, const md_coll_t *view,
    snap->options = bson_new();
    snap->is_snapshot = true;
    for (i = 0; i < n; i++) {
-      snapshot_append(snap, docs[i]);
+      md_coll_append_unindexed(snap, docs[i]);
    }
    free(docs);
    return snap;

@@ -233,12 +233,7 @@ md_store_rename(md_store_t *store, md_coll_t *coll, const char *to_db, const cha
 static bool
 id_key(const bson_t *doc, bson_string_t *out)
 {
-   bson_iter_t it;
-   if (!bson_iter_init_find(&it, doc, "_id")) {
-      return false;
-   }
-   md_keyenc_append(out, bson_iter_value(&it));
-   return true;
+   return md_keyenc_field(out, doc, "_id");
 }
 
 md_doc_t *
@@ -384,7 +379,7 @@ index_entries(md_coll_t *coll, md_doc_t *d, const bson_t *doc, bool add)
 }
 
 /* Appends `d` in natural order. */
-static void
+static md_doc_t *
 link_doc(md_coll_t *coll, md_doc_t *d)
 {
    d->prev = coll->tail;
@@ -395,6 +390,15 @@ link_doc(md_coll_t *coll, md_doc_t *d)
    }
    coll->tail = d;
    coll->count++;
+   return d;
+}
+
+void
+md_coll_append_unindexed(md_coll_t *coll, bson_t *doc)
+{
+   md_doc_t *d = calloc(1, sizeof *d);
+   d->bson = doc;
+   link_doc(coll, d);
 }
 
 bool

@@ -133,6 +133,10 @@ md_coll_free_detached(md_coll_t *coll);
 md_doc_t *
 md_coll_find_id(const md_coll_t *coll, const bson_value_t *id);
 
+/* Appends `doc` (taken) in natural order without indexing it: a view's contents. */
+void
+md_coll_append_unindexed(md_coll_t *coll, bson_t *doc);
+
 /* Adds `doc` (which must have an _id), taking ownership on success. On a duplicate key it
  * fails with 11000 and, if `details` is not NULL, appends keyPattern and keyValue to it. */
 bool

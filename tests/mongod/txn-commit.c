@@ -21,12 +21,7 @@ has_writes(const md_txn_view_t *v)
 static bool
 id_key(const bson_t *doc, bson_string_t *key)
 {
-   bson_iter_t it;
-   if (!bson_iter_init_find(&it, doc, "_id")) {
-      return false;
-   }
-   md_keyenc_append(key, bson_iter_value(&it));
-   return true;
+   return md_keyenc_field(key, doc, "_id");
 }
 
 /* True if no document of `live` outside the view's writes holds a unique key that one of

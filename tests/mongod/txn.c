@@ -21,16 +21,16 @@ static void
 on_doc_change(void *ctx, md_coll_t *coll, const bson_t *doc)
 {
    md_txns_t *txns = ctx;
-   bson_iter_t it;
-   if (!txns->open || !bson_iter_init_find(&it, doc, "_id")) {
+   if (!txns->open) {
       return;
    }
    bson_string_t *key = bson_string_new(NULL);
-   md_keyenc_append(key, bson_iter_value(&it));
-   for (md_txn_t *t = txns->open; t; t = t->next) {
-      md_txn_view_t *v = md_txn_view_get(t, coll->db->name, coll->name, true);
-      md_txn_view_preserve(v, coll);
-      md_key_set_add(v->others, key->str, key->len);
+   if (md_keyenc_field(key, doc, "_id")) {
+      for (md_txn_t *t = txns->open; t; t = t->next) {
+         md_txn_view_t *v = md_txn_view_get(t, coll->db->name, coll->name, true);
+         md_txn_view_preserve(v, coll);
+         md_key_set_add(v->others, key->str, key->len);
+      }
    }
    bson_string_free(key, true);
 }
