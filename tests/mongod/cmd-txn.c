@@ -118,27 +118,33 @@ check_concerns(const md_cmd_t *c, bool start, bson_error_t *error)
 
 typedef struct {
    bool number, autocommit, autocommit_value, start, start_value, lsid;
-   int64_t txn_number;
+   int64_t txn_number, max_time_ms;
 } fields_t;
 
+/* The session fields and maxTimeMS, in one pass over the command (every command comes here). */
 static void
 read_fields(const bson_t *cmd, fields_t *f)
 {
    bson_iter_t it;
    memset(f, 0, sizeof *f);
-   if (bson_iter_init_find(&it, cmd, "txnNumber")) {
-      f->number = true;
-      f->txn_number = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : -1;
+   bson_iter_init(&it, cmd);
+   while (bson_iter_next(&it)) {
+      const char *k = bson_iter_key(&it);
+      if (strcmp(k, "txnNumber") == 0) {
+         f->number = true;
+         f->txn_number = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : -1;
+      } else if (strcmp(k, "autocommit") == 0) {
+         f->autocommit = true;
+         f->autocommit_value = bson_iter_as_bool(&it);
+      } else if (strcmp(k, "startTransaction") == 0) {
+         f->start = true;
+         f->start_value = bson_iter_as_bool(&it);
+      } else if (strcmp(k, "lsid") == 0) {
+         f->lsid = BSON_ITER_HOLDS_DOCUMENT(&it);
+      } else if (strcmp(k, "maxTimeMS") == 0 && BSON_ITER_HOLDS_NUMBER(&it)) {
+         f->max_time_ms = bson_iter_as_int64(&it);
+      }
    }
-   if (bson_iter_init_find(&it, cmd, "autocommit")) {
-      f->autocommit = true;
-      f->autocommit_value = bson_iter_as_bool(&it);
-   }
-   if (bson_iter_init_find(&it, cmd, "startTransaction")) {
-      f->start = true;
-      f->start_value = bson_iter_as_bool(&it);
-   }
-   f->lsid = bson_iter_init_find(&it, cmd, "lsid") && BSON_ITER_HOLDS_DOCUMENT(&it);
 }
 
 /* initializeOperationSessionInfo: how the session fields may combine. */
@@ -185,14 +191,9 @@ bool
 md_txn_gate(md_cmd_t *c, bson_error_t *error)
 {
    fields_t f;
-   int64_t max_time_ms = 0;
-   bson_error_t ignored;
    md_txns_reap(&c->srv->txns);
-   c->deadline_ms = INT64_MAX;
-   if (md_cmd_get_int64(c->cmd, "maxTimeMS", &max_time_ms, &ignored) && max_time_ms > 0) {
-      c->deadline_ms = md_now_ms() + max_time_ms;
-   }
    read_fields(c->cmd, &f);
+   c->deadline_ms = f.max_time_ms > 0 ? md_now_ms() + f.max_time_ms : INT64_MAX;
    if (!f.number && !f.autocommit && !f.start) {
       return true;
    }

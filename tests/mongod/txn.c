@@ -174,6 +174,9 @@ md_txn_log(md_txn_view_t *view, md_oplog_entry_t *entry)
 void
 md_txns_reap(md_txns_t *txns)
 {
+   if (!txns->open) {
+      return;
+   }
    int64_t now = md_now_ms();
    md_txn_t *t = txns->open;
    while (t) {
