@@ -18,15 +18,15 @@
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
 
-#include "clearer.h"
-#include "config.h"
-#include "metrics.h"
-#include "mqtt.h"
+#include "store/clearer.h"
+#include "config/config.h"
+#include "http/metrics.h"
+#include "mqtt/mqtt.h"
 #include "relay.h"
-#include "store.h"
-#include "reader.h"
-#include "table.h"
-#include "util.h"
+#include "store/store.h"
+#include "stream/reader.h"
+#include "stream/table.h"
+#include "util/util.h"
 
 /* One publish slot of the in-flight window. A publish's tag is (gen << 32 | slot index), so
  * a completion for an abandoned publish (gen moved on) is ignored. */
@@ -84,6 +84,11 @@ struct relay_t {
    relay_clearer_t *clearer;
    int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
    int write_backoff_ms;
+   bool writes_failing; /* the last write failed: further failures are logged at debug */
+   bool writes_refused; /* ... with 13 Unauthorized or an authentication failure: publishing
+                         * is paused until a write succeeds (writer.c) */
+
+   int exit_code; /* relay_run()'s result when it stops by itself (EX_OK otherwise) */
 };
 
 /* changes.c */
@@ -104,5 +109,8 @@ void relay_writer_flush(relay_t *r, int64_t now, bool force);
 void relay_writer_checkpoint(relay_t *r, int64_t now, bool force);
 /* True when nothing waits to be cleared or dead-lettered and no clear is running. */
 bool relay_writer_idle(relay_t *r);
+/* Whether MongoDB refuses the relay's credentials or privileges: 13 Unauthorized, or an
+ * authentication failure. */
+bool relay_error_is_refusal(const bson_error_t *error);
 
 #endif /* RELAY_PRIVATE_H */

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sysexits.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "relay-private.h"
-#include "render.h"
+#include "mqtt/render.h"
 
 static bool
 check_config(const relay_config_t *cfg, bson_error_t *error)
@@ -162,7 +162,7 @@ relay_run(relay_t *r)
    drain(r);
    update_gauges(r);
    relay_log(RELAY_LOG_INFO, "relay", "stopped");
-   return EX_OK;
+   return r->exit_code;
 }
 
 void

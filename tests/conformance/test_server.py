@@ -478,11 +478,12 @@ from test_server_streams import (ChangeStreamShapes, HistoryLoss, OutboxPatterns
                                  Resume)
 from test_server_faults import (BadInput, Concurrency, FailPoints,  # noqa: E402
                                 RetryableWrites)
+from test_server_expressions import RelayGroupExpressions  # noqa: E402
 from test_server_txn import TransactionRules, Transactions  # noqa: E402
 
 ALL = [Topology, Replies, ArrayUpdates, Queries, WriteLimits, ChangeStreamShapes, Resume,
        OutboxPatterns, HistoryLoss, FailPoints, RetryableWrites, Transactions,
-       TransactionRules, Concurrency, BadInput]
+       TransactionRules, Concurrency, BadInput, RelayGroupExpressions]
 
 
 def main(argv):

@@ -3,6 +3,8 @@
  */
 #include "commands.h"
 
+#include "auth-cmd.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -58,6 +60,14 @@ static const cmd_entry_t commands[] = {
    {"collMod", md_cmd_coll_mod, false},
    {"commitTransaction", md_cmd_commit_transaction, false},
    {"abortTransaction", md_cmd_abort_transaction, false},
+   {"saslStart", md_cmd_sasl_start, false},
+   {"saslContinue", md_cmd_sasl_continue, false},
+   {"authenticate", md_cmd_authenticate, false},
+   {"logout", md_cmd_logout, false},
+   {"createUser", md_cmd_create_user, false},
+   {"updateUser", md_cmd_update_user, false},
+   {"dropUser", md_cmd_drop_user, false},
+   {"usersInfo", md_cmd_users_info, false},
    {NULL, NULL, false},
 };
 
@@ -67,6 +77,7 @@ static const struct {
 } code_names[] = {
    {1, "InternalError"}, {2, "BadValue"}, {6, "HostUnreachable"}, {7, "HostNotFound"},
    {9, "FailedToParse"}, {11, "UserNotFound"}, {13, "Unauthorized"}, {14, "TypeMismatch"},
+   {15, "Overflow"}, {168, "InvalidPipelineOperator"},
    {20, "IllegalOperation"}, {22, "InvalidBSON"}, {26, "NamespaceNotFound"},
    {27, "IndexNotFound"}, {28, "PathNotViable"}, {31, "RoleNotFound"},
    {40, "ConflictingUpdateOperators"}, {43, "CursorNotFound"}, {48, "NamespaceExists"},
@@ -87,7 +98,8 @@ static const struct {
    {217, "IncompleteTransactionHistory"}, {246, "SnapshotUnavailable"}, {256, "TransactionCommitted"},
    {263, "OperationNotSupportedInTransaction"}, {50768, "NotARetryableWriteCommand"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
-   {13436, "NotPrimaryOrSecondary"}, {17419, "BSONObjectTooLarge"}, {0, NULL},
+   {13436, "NotPrimaryOrSecondary"}, {17419, "BSONObjectTooLarge"}, {17, "ProtocolError"},
+   {18, "AuthenticationFailed"}, {334, "MechanismUnavailable"}, {0, NULL},
 };
 
 const char *
@@ -389,7 +401,9 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
       return !apply_failpoint(c, entry, fp, error) &&
              tm_error_set(error, 59, "no such command: '%s'", c->name);
    }
-   if (!md_txn_gate(c, error) || apply_failpoint(c, entry, fp, error)) {
+   /* mongod checks authorization and the session fields before failCommand fires. */
+   if (!md_auth_check(c, error) || !md_txn_gate(c, error) ||
+       apply_failpoint(c, entry, fp, error)) {
       return false;
    }
    if (c->in_txn) {
@@ -399,6 +413,21 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
       return run_retryable_write(c, entry, error);
    }
    return entry->fn(c, error);
+}
+
+/* $$NOW and $$CLUSTER_TIME hold still for the whole command, as in mongod: the wall clock and
+ * the cluster time when it starts. */
+static void
+set_command_clock(const md_server_t *srv)
+{
+   struct timespec now;
+   tm_command_clock_t clock = {.cluster_time_t = srv->oplog.last.t,
+                               .cluster_time_i = srv->oplog.last.i,
+                               .has_cluster_time = true};
+
+   clock_gettime(CLOCK_REALTIME, &now);
+   clock.now_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+   tm_command_clock_set(&clock);
 }
 
 bool
@@ -420,7 +449,9 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       tm_error_set(&error, 40571, "command has no name or no $db");
    } else {
       pthread_mutex_lock(&srv->lock);
+      set_command_clock(srv);
       ok = run_locked(&c, lookup(c.name), &error, &fp);
+      tm_command_clock_set(NULL);
       if (ok) {
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);
          if (fp.wce_doc) {

@@ -180,6 +180,39 @@ tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t
 void
 tm_pipeline_destroy(tm_pipeline_t *pipeline);
 
+/* ---- what expressions see besides the document ------------------------------------------ */
+
+/* The clock of one command: $$NOW (a Date) and $$CLUSTER_TIME (a Timestamp) keep these values
+ * for the whole command, as in MongoDB. The server sets it on the thread that runs a command
+ * before parsing anything and clears it (NULL) afterwards; it is thread-local, so concurrent
+ * commands on other threads are unaffected. With no clock set, $$NOW reads the wall clock at
+ * each evaluation and $$CLUSTER_TIME fails with 51144, as on a standalone mongod. */
+typedef struct {
+   int64_t now_ms;          /* $$NOW, milliseconds since the epoch */
+   uint32_t cluster_time_t; /* $$CLUSTER_TIME */
+   uint32_t cluster_time_i;
+   bool has_cluster_time;
+} tm_command_clock_t;
+
+void
+tm_command_clock_set(const tm_command_clock_t *clock /* copied; NULL clears */);
+
+/* Makes the engine behave like a server that lacks the expression `name` ("$toHashedIndexKey"
+ * or "toHashedIndexKey"): parsing it then fails with 168 "Unrecognized expression '$name'",
+ * exactly as for an unknown expression. Returns false if the engine does not know `name` (or
+ * 16 are disabled already). Process-wide: call at start-up, before any thread parses. */
+bool
+tm_expr_disable(const char *name);
+
+/* ---- hashing ---------------------------------------------------------------------------- */
+
+/* MongoDB's hashed-index key of `value` with `seed` (0 for hashed indexes, shard keys and
+ * $toHashedIndexKey): the same Int64 mongod computes, for every BSON type. All numeric types
+ * hash by their value truncated to an int64 (NaN as 0, out-of-range values clamped), so 5,
+ * 5L and 5.5 hash alike; a missing value (BSON_TYPE_EOD) hashes as null. Thread-safe. */
+int64_t
+tm_value_hash64(const bson_value_t *value, int32_t seed);
+
 /* ---- paths ------------------------------------------------------------------------------ */
 
 /* Calls `fn` for every value a dotted path reaches with query fan-out: documents inside

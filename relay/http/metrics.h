@@ -1,0 +1,84 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's counters and gauges, rendered in the Prometheus text exposition format
+ * (served on /metrics by http.h) and summarised by the health check (/healthz).
+ *
+ * Thread safety: relay_metrics_add(), relay_metrics_set(), the getters and the renderers may
+ * be called from any thread at any time (values are atomics; no locks are taken, so they
+ * are also cheap on hot paths). relay_metrics_new() and relay_metrics_destroy() must not race
+ * with other calls. Every function accepts NULL metrics and then does nothing (returns 0).
+ */
+#ifndef RELAY_METRICS_H
+#define RELAY_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <bson/bson.h>
+
+/* Monotonic counters (Prometheus "counter", names end in _total). */
+typedef enum {
+   RELAY_M_PUBLISHED = 0,     /* outbox_relay_events_published_total: acknowledged by the broker */
+   RELAY_M_CLEARED,           /* outbox_relay_events_cleared_total: removed from documents */
+   RELAY_M_DEAD_LETTERED,     /* outbox_relay_events_dead_lettered_total */
+   RELAY_M_PUBLISH_FAILURES,  /* outbox_relay_publish_failures_total: failed attempts (retried) */
+   RELAY_M_MQTT_RECONNECTS,   /* outbox_relay_mqtt_reconnects_total */
+   RELAY_M_MONGODB_RECONNECTS, /* outbox_relay_mongodb_reconnects_total: stream re-opened */
+   RELAY_M_RESUMES,           /* outbox_relay_resumes_total: stream resumed from a token */
+   RELAY_M_SWEEPS,            /* outbox_relay_sweeps_total: full scans for pending events */
+   RELAY_M_COUNTER_COUNT_,
+} relay_counter_t;
+
+/* Point-in-time values (Prometheus "gauge"). */
+typedef enum {
+   RELAY_G_INFLIGHT = 0,        /* outbox_relay_inflight_messages: published, not acknowledged */
+   RELAY_G_BUFFERED,            /* outbox_relay_buffered_events: read, not yet cleared */
+   RELAY_G_BUFFERED_BYTES,      /* outbox_relay_buffered_bytes: their BSON size */
+   RELAY_G_OLDEST_PENDING_AGE_S, /* outbox_relay_oldest_pending_event_age_seconds */
+   RELAY_G_STREAM_LAG_S,        /* outbox_relay_change_stream_lag_seconds: now - clusterTime */
+   RELAY_G_MQTT_CONNECTED,      /* outbox_relay_mqtt_connected: 1 or 0 */
+   RELAY_G_MONGODB_CONNECTED,   /* outbox_relay_mongodb_connected: 1 or 0 */
+   RELAY_G_MONGODB_WRITES_REFUSED, /* outbox_relay_mongodb_writes_refused: 1 while refused */
+   RELAY_G_GAUGE_COUNT_,
+} relay_gauge_t;
+
+typedef struct relay_metrics_t relay_metrics_t;
+
+/* All counters and gauges start at 0. Free with relay_metrics_destroy(). */
+relay_metrics_t *
+relay_metrics_new(void);
+
+/* NULL-safe. Nothing may use @metrics afterwards (stop the HTTP server first). */
+void
+relay_metrics_destroy(relay_metrics_t *metrics);
+
+/* Adds @n to a counter. */
+void
+relay_metrics_add(relay_metrics_t *metrics, relay_counter_t counter, uint64_t n);
+
+/* Sets a gauge. */
+void
+relay_metrics_set(relay_metrics_t *metrics, relay_gauge_t gauge, double value);
+
+uint64_t
+relay_metrics_get(const relay_metrics_t *metrics, relay_counter_t counter);
+
+double
+relay_metrics_get_gauge(const relay_metrics_t *metrics, relay_gauge_t gauge);
+
+/* Sets the relay name shown as a label on outbox_relay_info (copied). */
+void
+relay_metrics_set_name(relay_metrics_t *metrics, const char *name);
+
+/* Appends all metrics in the Prometheus text exposition format (version 0.0.4) to @out:
+ * "# HELP", "# TYPE" and one sample line per metric. */
+void
+relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out);
+
+/* True when both connected gauges are 1. Otherwise false, and *@reason (if not NULL) points
+ * to a static sentence saying what is down. */
+bool
+relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason);
+
+#endif /* RELAY_METRICS_H */
