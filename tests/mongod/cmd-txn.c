@@ -7,6 +7,7 @@
  * open transactions. Rules and messages follow mongod 6.0 (initialize_operation_session_info,
  * transaction_validation, TransactionParticipant). Runs with the server lock held.
  */
+#include <openssl/evp.h>
 #include <string.h>
 
 #include "commands.h"
@@ -212,15 +213,38 @@ md_txn_gate(md_cmd_t *c, bson_error_t *error)
    return true;
 }
 
+/* The session as change events show it: {id, uid}, where uid is mongod's user digest, the
+ * SHA-256 of "user@db" when authentication is on (md_txn_begin uses that of "" without). */
+static void
+event_lsid(const md_cmd_t *c, const bson_t *lsid, bson_t *out)
+{
+   const md_auth_conn_t *auth = &c->conn->auth;
+   bson_iter_t it;
+   bson_init(out);
+   if (bson_iter_init_find(&it, lsid, "id")) {
+      bson_append_value(out, "id", 2, bson_iter_value(&it));
+   }
+   if (c->srv->users.enabled && auth->user_name) {
+      char *name = bson_strdup_printf("%s@%s", auth->user_name, auth->user_db);
+      uint8_t digest[EVP_MAX_MD_SIZE];
+      unsigned int len = 0;
+      EVP_Digest(name, strlen(name), digest, &len, EVP_sha256(), NULL);
+      bson_append_binary(out, "uid", 3, BSON_SUBTYPE_BINARY, digest, len);
+      bson_free(name);
+   }
+}
+
 bool
 md_txn_run(md_cmd_t *c, md_cmd_fn fn, bson_error_t *error)
 {
-   bson_t lsid;
+   bson_t cmd_lsid, lsid;
    bool found;
    md_server_t *srv = c->srv;
-   md_cmd_get_doc(c->cmd, "lsid", &lsid, &found, error);
+   md_cmd_get_doc(c->cmd, "lsid", &cmd_lsid, &found, error);
+   event_lsid(c, &cmd_lsid, &lsid);
    c->txn = md_sessions_txn(&srv->sessions, &srv->txns, &lsid, c->txn_number, c->txn_start,
                             c->name, error);
+   bson_destroy(&lsid);
    if (!c->txn) {
       return false;
    }
