@@ -419,9 +419,13 @@ md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error)
       return tm_error_set(error, 73, "Invalid source or target namespace");
    }
    bool drop_target = bson_iter_init_find(&it, c->cmd, "dropTarget") && bson_iter_as_bool(&it);
-   if (!md_cmd_wait_ddl(c, from_db, from_coll, error) ||
-       !md_cmd_wait_ddl(c, to_db, to_coll, error)) {
-      return false;
+   /* Both free at once: a transaction may take one while the rename waits for the other. */
+   while (md_txns_using(&c->srv->txns, from_db, from_coll) ||
+          md_txns_using(&c->srv->txns, to_db, to_coll)) {
+      if (!md_cmd_wait_ddl(c, from_db, from_coll, error) ||
+          !md_cmd_wait_ddl(c, to_db, to_coll, error)) {
+         return false;
+      }
    }
    md_coll_t *src = md_store_coll(c->srv->store, from_db, from_coll, false, NULL);
    if (!src) {
