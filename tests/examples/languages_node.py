@@ -36,7 +36,7 @@ def prepare(node_dir, examples):
         return None, "npm ci took more than 5 minutes (registry unreachable?)"
     if r.returncode != 0:
         return None, ("npm ci failed (registry unreachable and the packages not in npm's "
-                      "cache?): %s" % r.stderr.strip()[-300:])
+                      "cache?): %s" % " / ".join(r.stderr.strip().splitlines()[:3]))
     with open(stamp, "w") as f:
         f.write(wanted)
     return modules, None

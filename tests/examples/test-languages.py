@@ -243,7 +243,7 @@ def main():
     if any(s.startswith("node") for s in args.scenarios):
         args.node_path, why = languages_node.prepare(args.node_dir, EXAMPLES)
         if not args.node_path:
-            print("examples-languages: SKIP the Node scenarios: %s" % why)
+            print("%s: SKIP the Node scenarios: %s" % (CHECKS.name, why))
             return 77
         languages_node.check_node_conflicts(check, args.node_path, MONGO, EXAMPLES)
         check_stored_contract("node writer", pymongo.MongoClient(MONGO)[
