@@ -25,7 +25,7 @@ phase_start=$SECONDS
 phase() { echo "== $1 ($((SECONDS - phase_start)) s so far)"; }
 
 [ "$(id -u)" = 0 ] || skip "needs root: it installs the packages into this machine"
-for tool in dpkg-buildpackage:dpkg-dev dh:debhelper fakeroot:fakeroot lintian:lintian \
+for tool in dpkg-buildpackage:dpkg-dev dh:debhelper lintian:lintian \
             apt-get:apt systemd-analyze:systemd strace:strace setpriv:util-linux \
             pkg-config:pkg-config cc:gcc curl:curl; do
    command -v "${tool%%:*}" >/dev/null 2>&1 ||
