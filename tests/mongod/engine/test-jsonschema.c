@@ -295,3 +295,41 @@ Test(validate, query_operators)
                  "{'operatorName': '%expr', 'specifiedAs': {'%expr': {'%eq': ['%a', '%b']}}, "
                  "'reason': 'expression did not match', 'expressionResult': false}");
 }
+
+Test(jsonschema, details_allowed_properties_and_lists)
+{
+   check_details("{'%jsonSchema': {'properties': {'_id': {}}, 'patternProperties': {'^x': "
+                 "{'bsonType': 'int'}}, 'additionalProperties': {'bsonType': 'string'}}}",
+                 "{'_id': 1, 'x1': 'no', 'y': 2}",
+                 "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
+                 "'additionalProperties', 'reason': 'at least one additional property did not "
+                 "match the subschema', 'failingProperty': 'y', 'details': [{'operatorName': "
+                 "'bsonType', 'specifiedAs': {'bsonType': 'string'}, 'reason': 'type did not "
+                 "match', 'consideredValue': 2, 'consideredType': 'int'}]}, {'operatorName': "
+                 "'patternProperties', 'details': [{'propertyName': 'x1', 'regexMatched': '^x', "
+                 "'details': [{'operatorName': 'bsonType', 'specifiedAs': {'bsonType': 'int'}, "
+                 "'reason': 'type did not match', 'consideredValue': 'no', 'consideredType': "
+                 "'string'}]}]}]}");
+   check_details("{'%jsonSchema': {'properties': {'a': {'items': [{'bsonType': 'int'}, "
+                 "{'bsonType': 'string'}]}}}}", "{'_id': 1, 'a': ['x', 2]}",
+                 "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
+                 "'properties', 'propertiesNotSatisfied': [{'propertyName': 'a', 'details': "
+                 "[{'operatorName': 'items', 'details': [{'itemIndex': {'$numberLong': '0'}, "
+                 "'details': [{'operatorName': 'bsonType', 'specifiedAs': {'bsonType': 'int'}, "
+                 "'reason': 'type did not match', 'consideredValue': 'x', 'consideredType': "
+                 "'string'}]}, {'itemIndex': {'$numberLong': '1'}, 'details': [{'operatorName': "
+                 "'bsonType', 'specifiedAs': {'bsonType': 'string'}, 'reason': 'type did not "
+                 "match', 'consideredValue': 2, 'consideredType': 'int'}]}]}]}]}]}");
+   check_details("{'%jsonSchema': {'dependencies': {'a': {'properties': {'b': {'bsonType': "
+                 "'string'}}}}}}", "{'_id': 1, 'a': 1, 'b': 2}",
+                 "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
+                 "'dependencies', 'failingDependencies': [{'conditionalProperty': 'a', "
+                 "'details': [{'operatorName': 'properties', 'propertiesNotSatisfied': "
+                 "[{'propertyName': 'b', 'details': [{'operatorName': 'bsonType', "
+                 "'specifiedAs': {'bsonType': 'string'}, 'reason': 'type did not match', "
+                 "'consideredValue': 2, 'consideredType': 'int'}]}]}]}]}]}");
+   check_details("{'%jsonSchema': {'enum': [1, 'x']}}", "{'_id': 1}",
+                 "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
+                 "'enum', 'specifiedAs': {'enum': [1, 'x']}, 'reason': 'expression always "
+                 "evaluates to false'}]}");
+}
