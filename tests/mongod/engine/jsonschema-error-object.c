@@ -19,15 +19,18 @@ doc_value(const bson_t *obj)
    return v;
 }
 
-static bool
-is_required(const tm_schema_t *s, const char *name)
+/* Ends the entry array `arr` of the error `e` and adds `e` to `l` if it has entries. */
+static void
+close_error(tm_schema_err_list_t *l, bson_t *e, bson_t *arr, uint32_t n_entries)
 {
-   for (size_t r = 0; r < s->n_required; r++) {
-      if (strcmp(s->required[r], name) == 0) {
-         return true;
-      }
+   bson_t entry;
+   bson_append_array_end(e, arr);
+   if (n_entries) {
+      tm_schema_err_open(l, &entry);
+      bson_concat(&entry, e);
+      tm_schema_err_close(l, &entry);
    }
-   return false;
+   bson_destroy(e);
 }
 
 /* properties: one entry per property whose schema fails and says why. */
@@ -44,7 +47,7 @@ properties_error(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list_t *
       const tm_schema_prop_t *p = &s->props[i];
       bool present = bson_iter_init_find(&it, obj, p->name);
       const bson_value_t *v = present ? bson_iter_value(&it) : NULL;
-      if ((!present && !is_required(s, p->name)) || tm_schema_match_value(p->schema, v)) {
+      if ((!present && !tm_schema_is_required(s, p->name)) || tm_schema_match_value(p->schema, v)) {
          continue;
       }
       bson_init(&details);
@@ -58,13 +61,7 @@ properties_error(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list_t *
       }
       bson_destroy(&details);
    }
-   bson_append_array_end(&e, &arr);
-   if (entries.n) {
-      tm_schema_err_open(l, &entry);
-      bson_concat(&entry, &e);
-      tm_schema_err_close(l, &entry);
-   }
-   bson_destroy(&e);
+   close_error(l, &e, &arr, entries.n);
 }
 
 static bool
@@ -75,17 +72,6 @@ matches_pattern(const tm_schema_t *s, const char *name)
    v.value.v_utf8.len = (uint32_t) strlen(name);
    for (size_t i = 0; i < s->n_patterns; i++) {
       if (tm_regex_match(&s->patterns[i].re, &v)) {
-         return true;
-      }
-   }
-   return false;
-}
-
-static bool
-is_property(const tm_schema_t *s, const char *name)
-{
-   for (size_t i = 0; i < s->n_props; i++) {
-      if (strcmp(s->props[i].name, name) == 0) {
          return true;
       }
    }
@@ -106,7 +92,7 @@ additional_error(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list_t *
    bson_iter_init(&it, obj);
    while (bson_iter_next(&it)) {
       const char *name = bson_iter_key(&it);
-      if (is_property(s, name) || matches_pattern(s, name)) {
+      if (tm_schema_is_property(s, name) || matches_pattern(s, name)) {
          continue;
       }
       if (s->additional_props_false) {
@@ -164,13 +150,7 @@ pattern_error(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list_t *l)
          }
       }
    }
-   bson_append_array_end(&e, &arr);
-   if (entries.n) {
-      tm_schema_err_open(l, &entry);
-      bson_concat(&entry, &e);
-      tm_schema_err_close(l, &entry);
-   }
-   bson_destroy(&e);
+   close_error(l, &e, &arr, entries.n);
 }
 
 static void
@@ -246,13 +226,7 @@ dependencies_error(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list_t
       }
       tm_schema_err_close(&entries, &entry);
    }
-   bson_append_array_end(&e, &arr);
-   if (entries.n) {
-      tm_schema_err_open(l, &entry);
-      bson_concat(&entry, &e);
-      tm_schema_err_close(l, &entry);
-   }
-   bson_destroy(&e);
+   close_error(l, &e, &arr, entries.n);
 }
 
 void

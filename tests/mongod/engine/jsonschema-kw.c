@@ -160,15 +160,24 @@ parse_required(tm_schema_t *s, bson_error_t *error)
    return true;
 }
 
+/* The keyword's value as a document (a borrowed view), or 14 "must be an object". */
+static bool
+kw_object(const tm_schema_t *s, tm_kw_t k, bson_t *obj, bson_error_t *error)
+{
+   if (s->kw[k].value_type != BSON_TYPE_DOCUMENT) {
+      return tm_error_set(error, 14, "$jsonSchema keyword '%s' must be an object", kw(k));
+   }
+   return tm_value_as_bson(&s->kw[k], obj);
+}
+
 static bool
 parse_properties(tm_schema_t *s, bson_error_t *error)
 {
    bson_t obj;
    bson_iter_t it;
-   if (s->kw[TM_KW_PROPERTIES].value_type != BSON_TYPE_DOCUMENT) {
-      return tm_error_set(error, 14, "$jsonSchema keyword 'properties' must be an object");
+   if (!kw_object(s, TM_KW_PROPERTIES, &obj, error)) {
+      return false;
    }
-   tm_value_as_bson(&s->kw[TM_KW_PROPERTIES], &obj);
    s->props = bson_malloc0((bson_count_keys(&obj) + 1) * sizeof *s->props);
    bson_iter_init(&it, &obj);
    while (bson_iter_next(&it)) {
@@ -191,11 +200,9 @@ parse_pattern_properties(tm_schema_t *s, bson_error_t *error)
 {
    bson_t obj;
    bson_iter_t it;
-   if (s->kw[TM_KW_PATTERN_PROPERTIES].value_type != BSON_TYPE_DOCUMENT) {
-      return tm_error_set(error, 14, "$jsonSchema keyword 'patternProperties' must be an "
-                                     "object");
+   if (!kw_object(s, TM_KW_PATTERN_PROPERTIES, &obj, error)) {
+      return false;
    }
-   tm_value_as_bson(&s->kw[TM_KW_PATTERN_PROPERTIES], &obj);
    s->patterns = bson_malloc0((bson_count_keys(&obj) + 1) * sizeof *s->patterns);
    bson_iter_init(&it, &obj);
    while (bson_iter_next(&it)) {
@@ -267,10 +274,9 @@ parse_dependencies(tm_schema_t *s, bson_error_t *error)
 {
    bson_t obj;
    bson_iter_t it;
-   if (s->kw[TM_KW_DEPENDENCIES].value_type != BSON_TYPE_DOCUMENT) {
-      return tm_error_set(error, 14, "$jsonSchema keyword 'dependencies' must be an object");
+   if (!kw_object(s, TM_KW_DEPENDENCIES, &obj, error)) {
+      return false;
    }
-   tm_value_as_bson(&s->kw[TM_KW_DEPENDENCIES], &obj);
    s->deps = bson_malloc0((bson_count_keys(&obj) + 1) * sizeof *s->deps);
    bson_iter_init(&it, &obj);
    while (bson_iter_next(&it)) {

@@ -222,11 +222,22 @@ tm_schema_check_array(const tm_schema_t *s, tm_kw_t kw, const bson_value_t *v,
    }
 }
 
-static bool
-is_property(const tm_schema_t *s, const char *name)
+bool
+tm_schema_is_property(const tm_schema_t *s, const char *name)
 {
    for (size_t i = 0; i < s->n_props; i++) {
       if (strcmp(s->props[i].name, name) == 0) {
+         return true;
+      }
+   }
+   return false;
+}
+
+bool
+tm_schema_is_required(const tm_schema_t *s, const char *name)
+{
+   for (size_t r = 0; r < s->n_required; r++) {
+      if (strcmp(s->required[r], name) == 0) {
          return true;
       }
    }
@@ -242,7 +253,7 @@ tm_schema_check_allowed(const tm_schema_t *s, const bson_t *obj)
       bson_value_t name = {.value_type = BSON_TYPE_UTF8};
       name.value.v_utf8.str = (char *) bson_iter_key(&it);
       name.value.v_utf8.len = (uint32_t) strlen(name.value.v_utf8.str);
-      bool other = !is_property(s, name.value.v_utf8.str);
+      bool other = !tm_schema_is_property(s, name.value.v_utf8.str);
       for (size_t i = 0; i < s->n_patterns; i++) {
          if (tm_regex_match(&s->patterns[i].re, &name)) {
             other = false;
@@ -268,11 +279,7 @@ tm_schema_check_object(const tm_schema_t *s, tm_kw_t kw, const bson_t *obj)
    case TM_KW_PROPERTIES:
       for (size_t i = 0; i < s->n_props; i++) {
          bool present = bson_iter_init_find(&it, obj, s->props[i].name);
-         bool required = false;
-         for (size_t r = 0; r < s->n_required; r++) {
-            required = required || strcmp(s->required[r], s->props[i].name) == 0;
-         }
-         if ((present || required) &&
+         if ((present || tm_schema_is_required(s, s->props[i].name)) &&
              !tm_schema_match_value(s->props[i].schema, present ? bson_iter_value(&it) : NULL)) {
             return false;
          }

@@ -182,6 +182,11 @@ tm_schema_check_array(const tm_schema_t *s, tm_kw_t kw, const bson_value_t *v,
                       int32_t *failing_index);
 bool
 tm_schema_check_allowed(const tm_schema_t *s, const bson_t *obj);
+/* Whether `name` is named by `properties` / by `required`. */
+bool
+tm_schema_is_property(const tm_schema_t *s, const char *name);
+bool
+tm_schema_is_required(const tm_schema_t *s, const char *name);
 bool
 tm_schema_check_object(const tm_schema_t *s, tm_kw_t kw, const bson_t *obj);
 bool
