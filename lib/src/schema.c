@@ -24,8 +24,7 @@ typedef struct {
 } schema_opts_t;
 
 static bool
-opt_string(const bson_iter_t *it, const char *const *allowed, const char **out,
-           bson_error_t *error)
+opt_string(const bson_iter_t *it, const char *const *allowed, const char **out, bson_error_t *error)
 {
    const char *key = bson_iter_key(it);
    if (!BSON_ITER_HOLDS_UTF8(it)) {
@@ -68,8 +67,10 @@ parse_opts(const bson_t *opts, schema_opts_t *o, bson_error_t *error)
          o->combine = bson_iter_bool(&it);
          ok = true;
       } else {
-         _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "unknown or mistyped schema "
-                                                                 "option \"%.64s\"", key);
+         _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                           "unknown or mistyped schema "
+                           "option \"%.64s\"",
+                           key);
          ok = false;
       }
       if (!ok) {
@@ -81,8 +82,7 @@ parse_opts(const bson_t *opts, schema_opts_t *o, bson_error_t *error)
 
 /* The options, and a dead-letters field that is not one of the collection's own names. */
 static bool
-parse_for(const outbox_collection_t *c, const bson_t *opts, schema_opts_t *o,
-          bson_error_t *error)
+parse_for(const outbox_collection_t *c, const bson_t *opts, schema_opts_t *o, bson_error_t *error)
 {
    const _outbox_field_names_t *n = &c->names;
    if (!parse_opts(opts, o, error)) {
@@ -90,8 +90,10 @@ parse_for(const outbox_collection_t *c, const bson_t *opts, schema_opts_t *o,
    }
    if (strcmp(o->dead_letters, n->version) == 0 || strcmp(o->dead_letters, n->event_seq) == 0 ||
        strcmp(o->dead_letters, n->events) == 0 || strcmp(o->dead_letters, "_id") == 0) {
-      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "deadLettersField \"%s\" is "
-                        "already a bookkeeping field", o->dead_letters);
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                        "deadLettersField \"%s\" is "
+                        "already a bookkeeping field",
+                        o->dead_letters);
       return false;
    }
    return true;
@@ -235,16 +237,15 @@ and_with_ours(const bson_t *current)
  * inside a $and (a combination made earlier); or, with `combine`, {$and: [theirs, ours]}.
  * False when a foreign validator would otherwise be lost. */
 static bool
-merge(const bson_t *current, const bson_t *ours, bool combine, bson_t *out,
-      bson_error_t *error)
+merge(const bson_t *current, const bson_t *ours, bool combine, bson_t *out, bson_error_t *error)
 {
    bson_value_t whole = {.value_type = BSON_TYPE_DOCUMENT}, mine = whole;
    bson_iter_t it, clause;
    bson_t arr;
    uint32_t n = 0;
-   whole.value.v_doc.data = (uint8_t *) bson_get_data(current);
+   whole.value.v_doc.data = (uint8_t *)bson_get_data(current);
    whole.value.v_doc.data_len = current->len;
-   mine.value.v_doc.data = (uint8_t *) bson_get_data(ours);
+   mine.value.v_doc.data = (uint8_t *)bson_get_data(ours);
    mine.value.v_doc.data_len = ours->len;
    bson_init(out);
    if (bson_empty(current) || is_ours(&whole)) {
@@ -289,8 +290,7 @@ read_options(const outbox_collection_t *c, mongoc_database_t *db, bson_t *option
       found = 1;
       if (bson_iter_init_find(&it, info, "type") && BSON_ITER_HOLDS_UTF8(&it) &&
           strcmp(bson_iter_utf8(&it, NULL), "view") == 0) {
-         _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "%s.%s is a view", c->db,
-                           c->coll);
+         _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "%s.%s is a view", c->db, c->coll);
          found = -1;
       } else if (bson_iter_init_find(&it, info, "options") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
          uint32_t len;
@@ -332,8 +332,9 @@ modify(const outbox_collection_t *c, mongoc_database_t *db, const bson_t *option
       bson_init_static(&current, data, len);
    }
    bool ok = merge(&current, ours, o->combine, &wanted, error);
-   if (ok && !(bson_equal(&current, &wanted) && option_equals(options, "validationLevel", o->level) &&
-               option_equals(options, "validationAction", o->action))) {
+   if (ok &&
+       !(bson_equal(&current, &wanted) && option_equals(options, "validationLevel", o->level) &&
+         option_equals(options, "validationAction", o->action))) {
       bson_t *cmd = BCON_NEW("collMod", BCON_UTF8(c->coll), "validator", BCON_DOCUMENT(&wanted),
                              "validationLevel", BCON_UTF8(o->level), "validationAction",
                              BCON_UTF8(o->action));
@@ -376,8 +377,8 @@ outbox_collection_ensure_schema(outbox_collection_t *collection, const bson_t *o
          bson_t *cmd = BCON_NEW("create", BCON_UTF8(collection->coll), "validator",
                                 BCON_DOCUMENT(&ours), "validationLevel", BCON_UTF8(o.level),
                                 "validationAction", BCON_UTF8(o.action));
-         ok = mongoc_database_write_command_with_opts(db, cmd, &collection->write_opts, NULL,
-                                                      error);
+         ok =
+             mongoc_database_write_command_with_opts(db, cmd, &collection->write_opts, NULL, error);
          bson_destroy(cmd);
       }
       bson_destroy(&options);

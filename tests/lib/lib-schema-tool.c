@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const collection_options[] = {"versionField", "eventSeqField",
-                                                 "eventsField", NULL};
+static const char *const collection_options[] = {"versionField", "eventSeqField", "eventsField",
+                                                 NULL};
 
 static void
 split(const bson_t *all, bson_t *coll_opts, bson_t *schema_opts)
@@ -43,7 +43,7 @@ main(int argc, char **argv)
    }
    mongoc_init();
    if (argc > 4) {
-      bson_t *all = bson_new_from_json((const uint8_t *) argv[4], -1, &error);
+      bson_t *all = bson_new_from_json((const uint8_t *)argv[4], -1, &error);
       if (!all) {
          fprintf(stderr, "lib-schema-tool: bad options: %s\n", error.message);
          return 2;

@@ -30,25 +30,28 @@ option_string(const bson_t *options, const char *field, const char *dflt)
 }
 
 static bool
-check_enum(const bson_t *cmd, const char *cmd_name, const char *field,
-           const char *const *values, bson_error_t *error)
+check_enum(const bson_t *cmd, const char *cmd_name, const char *field, const char *const *values,
+           bson_error_t *error)
 {
    bson_iter_t it;
    if (!bson_iter_init_find(&it, cmd, field)) {
       return true;
    }
    if (!BSON_ITER_HOLDS_UTF8(&it)) {
-      return tm_error_set(error, 14, "BSON field '%s.%s' is the wrong type '%s', expected type "
-                                     "'string'", cmd_name, field,
-                          BSON_ITER_HOLDS_NUMBER(&it) ? "int" : "non-string");
+      return tm_error_set(error, 14,
+                          "BSON field '%s.%s' is the wrong type '%s', expected type "
+                          "'string'",
+                          cmd_name, field, BSON_ITER_HOLDS_NUMBER(&it) ? "int" : "non-string");
    }
    for (int i = 0; values[i]; i++) {
       if (strcmp(values[i], bson_iter_utf8(&it, NULL)) == 0) {
          return true;
       }
    }
-   return tm_error_set(error, 2, "Enumeration value '%s' for field '%s.%s' is not a valid "
-                                 "value.", bson_iter_utf8(&it, NULL), cmd_name, field);
+   return tm_error_set(error, 2,
+                       "Enumeration value '%s' for field '%s.%s' is not a valid "
+                       "value.",
+                       bson_iter_utf8(&it, NULL), cmd_name, field);
 }
 
 bool
@@ -65,16 +68,20 @@ md_validator_check_options(const bson_t *cmd, const char *cmd_name, bson_error_t
       return true;
    }
    if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      return tm_error_set(error, 14, "BSON field '%s.validator' is the wrong type, expected "
-                                     "type 'object'", cmd_name);
+      return tm_error_set(error, 14,
+                          "BSON field '%s.validator' is the wrong type, expected "
+                          "type 'object'",
+                          cmd_name);
    }
    bson_t validator;
    bson_error_t parse = {0};
    view_doc(&it, &validator);
    tm_matcher_t *m = tm_matcher_new(&validator, &parse);
    if (!m) {
-      return tm_error_set(error, parse.code, "Parsing of collection validator failed :: caused "
-                                             "by :: %s", parse.message);
+      return tm_error_set(error, parse.code,
+                          "Parsing of collection validator failed :: caused "
+                          "by :: %s",
+                          parse.message);
    }
    tm_matcher_destroy(m);
    return true;
@@ -124,8 +131,10 @@ md_validator_check(md_server_t *srv, md_coll_t *coll, const bson_t *old, const b
    if (strcmp(option_string(coll->options, "validationAction", "error"), "warn") == 0) {
       char *json = bson_as_relaxed_extended_json(&info, NULL);
       /* mongod logs this warning whatever the verbosity (log id 20294). */
-      fprintf(stderr, "test-mongod: warning: Document would fail validation: namespace "
-                      "%s.%s, errInfo %s\n", coll->db->name, coll->name, json ? json : "?");
+      fprintf(stderr,
+              "test-mongod: warning: Document would fail validation: namespace "
+              "%s.%s, errInfo %s\n",
+              coll->db->name, coll->name, json ? json : "?");
       bson_free(json);
       bson_destroy(&info);
       return true;

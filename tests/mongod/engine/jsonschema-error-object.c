@@ -14,7 +14,7 @@ static bson_value_t
 doc_value(const bson_t *obj)
 {
    bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
-   v.value.v_doc.data = (uint8_t *) bson_get_data(obj);
+   v.value.v_doc.data = (uint8_t *)bson_get_data(obj);
    v.value.v_doc.data_len = obj->len;
    return v;
 }
@@ -68,8 +68,8 @@ static bool
 matches_pattern(const tm_schema_t *s, const char *name)
 {
    bson_value_t v = {.value_type = BSON_TYPE_UTF8};
-   v.value.v_utf8.str = (char *) name;
-   v.value.v_utf8.len = (uint32_t) strlen(name);
+   v.value.v_utf8.str = (char *)name;
+   v.value.v_utf8.len = (uint32_t)strlen(name);
    for (size_t i = 0; i < s->n_patterns; i++) {
       if (tm_regex_match(&s->patterns[i].re, &v)) {
          return true;
@@ -111,8 +111,9 @@ additional_error(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list_t *
          BSON_APPEND_ARRAY(&e, "additionalProperties", &names);
       } else {
          tm_schema_err_annotations(&e, s->additional_props);
-         BSON_APPEND_UTF8(&e, "reason", "at least one additional property did not match the "
-                                        "subschema");
+         BSON_APPEND_UTF8(&e, "reason",
+                          "at least one additional property did not match the "
+                          "subschema");
          BSON_APPEND_UTF8(&e, "failingProperty", bson_iter_key(&failing));
          tm_schema_err_details(&e, "details", s->additional_props, bson_iter_value(&failing));
       }
@@ -136,8 +137,8 @@ pattern_error(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list_t *l)
       bson_iter_init(&it, obj);
       while (bson_iter_next(&it)) {
          bson_value_t name = {.value_type = BSON_TYPE_UTF8};
-         name.value.v_utf8.str = (char *) bson_iter_key(&it);
-         name.value.v_utf8.len = (uint32_t) strlen(name.value.v_utf8.str);
+         name.value.v_utf8.str = (char *)bson_iter_key(&it);
+         name.value.v_utf8.len = (uint32_t)strlen(name.value.v_utf8.str);
          if (tm_regex_match(&p->re, &name) &&
              !tm_schema_match_value(p->schema, bson_iter_value(&it))) {
             tm_schema_err_open(&entries, &entry);
@@ -180,7 +181,7 @@ count_error(const tm_schema_t *s, tm_kw_t kw, const bson_t *obj, tm_schema_err_l
    tm_schema_err_open(l, &e);
    tm_schema_err_head(&e, s, kw, true);
    BSON_APPEND_UTF8(&e, "reason", "specified number of properties was not satisfied");
-   BSON_APPEND_INT32(&e, "numberOfProperties", (int32_t) bson_count_keys(obj));
+   BSON_APPEND_INT32(&e, "numberOfProperties", (int32_t)bson_count_keys(obj));
    tm_schema_err_close(l, &e);
 }
 
@@ -234,8 +235,7 @@ tm_schema_err_object(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list
 {
    bson_value_t v = doc_value(obj);
    if (s->top || tm_schema_restriction(s, TM_R_OBJECT, &v) == TM_RESTRICT_CHECK) {
-      if (s->has[TM_KW_PROPERTIES] &&
-          !tm_schema_check_object(s, TM_KW_PROPERTIES, obj)) {
+      if (s->has[TM_KW_PROPERTIES] && !tm_schema_check_object(s, TM_KW_PROPERTIES, obj)) {
          properties_error(s, obj, l);
       }
       if ((s->has[TM_KW_ADDITIONAL_PROPERTIES] || s->has[TM_KW_PATTERN_PROPERTIES]) &&
@@ -246,12 +246,10 @@ tm_schema_err_object(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list
       if (s->has[TM_KW_REQUIRED] && !tm_schema_check_object(s, TM_KW_REQUIRED, obj)) {
          required_error(s, obj, l);
       }
-      if (s->has[TM_KW_MIN_PROPERTIES] &&
-          !tm_schema_check_object(s, TM_KW_MIN_PROPERTIES, obj)) {
+      if (s->has[TM_KW_MIN_PROPERTIES] && !tm_schema_check_object(s, TM_KW_MIN_PROPERTIES, obj)) {
          count_error(s, TM_KW_MIN_PROPERTIES, obj, l);
       }
-      if (s->has[TM_KW_MAX_PROPERTIES] &&
-          !tm_schema_check_object(s, TM_KW_MAX_PROPERTIES, obj)) {
+      if (s->has[TM_KW_MAX_PROPERTIES] && !tm_schema_check_object(s, TM_KW_MAX_PROPERTIES, obj)) {
          count_error(s, TM_KW_MAX_PROPERTIES, obj, l);
       }
    }

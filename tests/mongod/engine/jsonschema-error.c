@@ -12,7 +12,6 @@
 
 #include "jsonschema-private.h"
 
-
 void
 tm_schema_err_open(tm_schema_err_list_t *l, bson_t *child)
 {
@@ -60,14 +59,14 @@ tm_schema_err_head(bson_t *e, const tm_schema_t *s, tm_kw_t kw, bool specified)
    BSON_APPEND_DOCUMENT_BEGIN(e, "specifiedAs", &spec);
    bson_append_value(&spec, tm_kw_name(kw), -1, &s->kw[kw]);
    if ((kw == TM_KW_MAXIMUM && s->exclusive_max) || (kw == TM_KW_MINIMUM && s->exclusive_min)) {
-      BSON_APPEND_BOOL(&spec, kw == TM_KW_MAXIMUM ? "exclusiveMaximum" : "exclusiveMinimum",
-                       true);
+      BSON_APPEND_BOOL(&spec, kw == TM_KW_MAXIMUM ? "exclusiveMaximum" : "exclusiveMinimum", true);
    }
    bson_append_document_end(e, &spec);
 }
 
 static void
-leaf(tm_schema_err_list_t *l, const tm_schema_t *s, tm_kw_t kw, const char *reason, const bson_value_t *v)
+leaf(tm_schema_err_list_t *l, const tm_schema_t *s, tm_kw_t kw, const char *reason,
+     const bson_value_t *v)
 {
    bson_t e;
    tm_schema_err_open(l, &e);
@@ -101,17 +100,17 @@ scalar_errors(const tm_schema_t *s, const bson_value_t *v, tm_schema_err_list_t 
       tm_restrict_t r;
       const char *reason;
    } order[] = {
-      {TM_KW_PATTERN, TM_R_STRING, "regular expression did not match"},
-      {TM_KW_MAX_LENGTH, TM_R_STRING, "specified string length was not satisfied"},
-      {TM_KW_MIN_LENGTH, TM_R_STRING, "specified string length was not satisfied"},
-      {TM_KW_MULTIPLE_OF, TM_R_NUMBER, "considered value is not a multiple of the specified "
-                                       "value"},
-      {TM_KW_MAXIMUM, TM_R_NUMBER, "comparison failed"},
-      {TM_KW_MINIMUM, TM_R_NUMBER, "comparison failed"},
+       {TM_KW_PATTERN, TM_R_STRING, "regular expression did not match"},
+       {TM_KW_MAX_LENGTH, TM_R_STRING, "specified string length was not satisfied"},
+       {TM_KW_MIN_LENGTH, TM_R_STRING, "specified string length was not satisfied"},
+       {TM_KW_MULTIPLE_OF, TM_R_NUMBER,
+        "considered value is not a multiple of the specified "
+        "value"},
+       {TM_KW_MAXIMUM, TM_R_NUMBER, "comparison failed"},
+       {TM_KW_MINIMUM, TM_R_NUMBER, "comparison failed"},
    };
    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-      if (s->has[order[i].kw] &&
-          tm_schema_restriction(s, order[i].r, v) == TM_RESTRICT_CHECK &&
+      if (s->has[order[i].kw] && tm_schema_restriction(s, order[i].r, v) == TM_RESTRICT_CHECK &&
           !tm_schema_check_scalar(s, order[i].kw, v)) {
          leaf(l, s, order[i].kw, order[i].reason, v);
       }
@@ -129,7 +128,7 @@ items_error(const tm_schema_t *s, const bson_value_t *v, int32_t index, tm_schem
       tm_schema_err_annotations(&e, s->items);
       BSON_APPEND_UTF8(&e, "reason", "At least one item did not match the sub-schema");
       BSON_APPEND_INT32(&e, "itemIndex", index);
-      array_at(v, (uint32_t) index, &elem);
+      array_at(v, (uint32_t)index, &elem);
       tm_schema_err_details(&e, "details", s->items, &elem);
       tm_schema_err_close(l, &e);
       return;
@@ -150,7 +149,8 @@ items_error(const tm_schema_t *s, const bson_value_t *v, int32_t index, tm_schem
 }
 
 static void
-additional_items_error(const tm_schema_t *s, const bson_value_t *v, int32_t index, tm_schema_err_list_t *l)
+additional_items_error(const tm_schema_t *s, const bson_value_t *v, int32_t index,
+                       tm_schema_err_list_t *l)
 {
    bson_t e, arr;
    bson_value_t elem;
@@ -160,7 +160,7 @@ additional_items_error(const tm_schema_t *s, const bson_value_t *v, int32_t inde
       BSON_APPEND_UTF8(&e, "reason", "found additional items");
       BSON_APPEND_ARRAY_BEGIN(&e, "additionalItems", &arr);
       tm_schema_err_list_t extra = {&arr, 0};
-      for (uint32_t i = (uint32_t) s->item_list.n; array_at(v, i, &elem); i++) {
+      for (uint32_t i = (uint32_t)s->item_list.n; array_at(v, i, &elem); i++) {
          char key[16];
          const char *k;
          bson_uint32_to_string(extra.n++, &k, key, sizeof key);
@@ -170,10 +170,11 @@ additional_items_error(const tm_schema_t *s, const bson_value_t *v, int32_t inde
    } else {
       tm_schema_err_head(&e, s, TM_KW_ADDITIONAL_ITEMS, false);
       tm_schema_err_annotations(&e, s->additional_items);
-      BSON_APPEND_UTF8(&e, "reason", "At least one additional item did not match the "
-                                     "sub-schema");
+      BSON_APPEND_UTF8(&e, "reason",
+                       "At least one additional item did not match the "
+                       "sub-schema");
       BSON_APPEND_INT32(&e, "itemIndex", index);
-      array_at(v, (uint32_t) index, &elem);
+      array_at(v, (uint32_t)index, &elem);
       tm_schema_err_details(&e, "details", s->additional_items, &elem);
    }
    tm_schema_err_close(l, &e);
@@ -202,15 +203,15 @@ array_errors(const tm_schema_t *s, const bson_value_t *v, tm_schema_err_list_t *
       } else {
          tm_schema_err_open(l, &e);
          tm_schema_err_head(&e, s, kw, true);
-         BSON_APPEND_UTF8(&e, "reason", kw == TM_KW_UNIQUE_ITEMS
-                                           ? "found a duplicate item"
-                                           : "array did not match specified length");
+         BSON_APPEND_UTF8(&e, "reason",
+                          kw == TM_KW_UNIQUE_ITEMS ? "found a duplicate item"
+                                                   : "array did not match specified length");
          bson_append_value(&e, "consideredValue", -1, v);
          tm_value_as_bson(v, &arr);
          if (kw == TM_KW_UNIQUE_ITEMS && tm_schema_first_duplicate(v, &dup)) {
             bson_append_value(&e, "duplicatedValue", -1, &dup);
          } else if (kw != TM_KW_UNIQUE_ITEMS) {
-            BSON_APPEND_INT32(&e, "numberOfItems", (int32_t) bson_count_keys(&arr));
+            BSON_APPEND_INT32(&e, "numberOfItems", (int32_t)bson_count_keys(&arr));
          }
          tm_schema_err_close(l, &e);
       }
@@ -218,8 +219,8 @@ array_errors(const tm_schema_t *s, const bson_value_t *v, tm_schema_err_list_t *
 }
 
 static void
-list_errors(const tm_schema_t *s, tm_kw_t kw, const tm_schema_list_t *sl,
-            const bson_value_t *v, tm_schema_err_list_t *l)
+list_errors(const tm_schema_t *s, tm_kw_t kw, const tm_schema_list_t *sl, const bson_value_t *v,
+            tm_schema_err_list_t *l)
 {
    bson_t e, arr, entry;
    tm_schema_err_list_t entries = {&arr, 0};
@@ -230,10 +231,10 @@ list_errors(const tm_schema_t *s, tm_kw_t kw, const tm_schema_list_t *sl,
    }
    for (size_t i = 0; i < sl->n; i++) {
       if (tm_schema_match_value(sl->items[i], v) && n_matching < 64) {
-         matching[n_matching++] = (int32_t) i;
+         matching[n_matching++] = (int32_t)i;
       }
    }
-   bool fails = kw == TM_KW_ALL_OF ? n_matching < sl->n
+   bool fails = kw == TM_KW_ALL_OF   ? n_matching < sl->n
                 : kw == TM_KW_ANY_OF ? n_matching == 0
                                      : n_matching != 1;
    if (!fails) {
@@ -247,7 +248,7 @@ list_errors(const tm_schema_t *s, tm_kw_t kw, const tm_schema_list_t *sl,
       for (size_t i = 0; i < n_matching; i++) {
          char key[16];
          const char *k;
-         bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+         bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
          bson_append_int32(&arr, k, -1, matching[i]);
       }
       bson_append_array_end(&e, &arr);
@@ -258,7 +259,7 @@ list_errors(const tm_schema_t *s, tm_kw_t kw, const tm_schema_list_t *sl,
    for (size_t i = 0; i < sl->n; i++) {
       if (!tm_schema_match_value(sl->items[i], v)) {
          tm_schema_err_open(&entries, &entry);
-         BSON_APPEND_INT32(&entry, "index", (int32_t) i);
+         BSON_APPEND_INT32(&entry, "index", (int32_t)i);
          tm_schema_err_annotations(&entry, sl->items[i]);
          tm_schema_err_details(&entry, "details", sl->items[i], v);
          tm_schema_err_close(&entries, &entry);
@@ -355,7 +356,7 @@ tm_schema_explain(const tm_schema_t *s, const bson_t *doc, bool inverted, bson_t
       return;
    }
    tm_schema_err_annotations(out, s);
-   v.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+   v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    v.value.v_doc.data_len = doc->len;
    tm_schema_err_details(out, "schemaRulesNotSatisfied", s, &v);
 }

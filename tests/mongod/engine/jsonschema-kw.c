@@ -36,7 +36,7 @@ tm_schema_parse_count(const tm_schema_t *s, tm_kw_t k, int64_t *out, bson_error_
    } else {
       *out = v->value_type == BSON_TYPE_INT64   ? v->value.v_int64
              : v->value_type == BSON_TYPE_INT32 ? v->value.v_int32
-                                                : (int64_t) tm_value_as_double(v);
+                                                : (int64_t)tm_value_as_double(v);
       ok = true;
    }
    bson_free(json);
@@ -55,12 +55,14 @@ parse_list(const tm_schema_t *s, tm_kw_t k, bool top, tm_schema_list_t *l, bson_
    while (bson_iter_next(&it)) {
       if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
          if (k == TM_KW_ITEMS) {
-            return tm_error_set(error, 14, "$jsonSchema keyword 'items' requires that each "
-                                           "element of the array is an object, but found a %s",
+            return tm_error_set(error, 14,
+                                "$jsonSchema keyword 'items' requires that each "
+                                "element of the array is an object, but found a %s",
                                 tm_type_name(bson_iter_type(&it)));
          }
-         return tm_error_set(error, 14, "$jsonSchema keyword '%s' must be an array of objects, "
-                                        "but found an element of type %s",
+         return tm_error_set(error, 14,
+                             "$jsonSchema keyword '%s' must be an array of objects, "
+                             "but found an element of type %s",
                              kw(k), tm_type_name(bson_iter_type(&it)));
       }
       l->items[l->n] = tm_schema_parse_sub(bson_iter_value(&it), top, error);
@@ -75,10 +77,10 @@ parse_list(const tm_schema_t *s, tm_kw_t k, bool top, tm_schema_list_t *l, bson_
 bool
 tm_schema_parse_items(tm_schema_t *s, bson_error_t *error)
 {
-   if ((s->has[TM_KW_MIN_ITEMS] && !tm_schema_parse_count(s, TM_KW_MIN_ITEMS, &s->min_items,
-                                                          error)) ||
-       (s->has[TM_KW_MAX_ITEMS] && !tm_schema_parse_count(s, TM_KW_MAX_ITEMS, &s->max_items,
-                                                          error))) {
+   if ((s->has[TM_KW_MIN_ITEMS] &&
+        !tm_schema_parse_count(s, TM_KW_MIN_ITEMS, &s->min_items, error)) ||
+       (s->has[TM_KW_MAX_ITEMS] &&
+        !tm_schema_parse_count(s, TM_KW_MAX_ITEMS, &s->max_items, error))) {
       return false;
    }
    if (s->has[TM_KW_UNIQUE_ITEMS]) {
@@ -99,8 +101,10 @@ tm_schema_parse_items(tm_schema_t *s, bson_error_t *error)
             return false;
          }
       } else {
-         return tm_error_set(error, 14, "$jsonSchema keyword 'items' must be an array or an "
-                                        "object, not %s", tm_type_name(items->value_type));
+         return tm_error_set(error, 14,
+                             "$jsonSchema keyword 'items' must be an array or an "
+                             "object, not %s",
+                             tm_type_name(items->value_type));
       }
    }
    const bson_value_t *extra = &s->kw[TM_KW_ADDITIONAL_ITEMS];
@@ -112,8 +116,9 @@ tm_schema_parse_items(tm_schema_t *s, bson_error_t *error)
       return true;
    }
    if (extra->value_type != BSON_TYPE_DOCUMENT) {
-      return tm_error_set(error, 14, "$jsonSchema keyword 'additionalItems' must be either an "
-                                     "object or a boolean, but got a %s",
+      return tm_error_set(error, 14,
+                          "$jsonSchema keyword 'additionalItems' must be either an "
+                          "object or a boolean, but got a %s",
                           tm_type_name(extra->value_type));
    }
    return (s->additional_items = tm_schema_parse_sub(extra, false, error)) != NULL;
@@ -122,7 +127,7 @@ tm_schema_parse_items(tm_schema_t *s, bson_error_t *error)
 static int
 cmp_names(const void *a, const void *b)
 {
-   return strcmp(*(const char *const *) a, *(const char *const *) b);
+   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 static bool
@@ -132,8 +137,9 @@ parse_required(tm_schema_t *s, bson_error_t *error)
    bson_iter_t it;
    const bson_value_t *v = &s->kw[TM_KW_REQUIRED];
    if (v->value_type != BSON_TYPE_ARRAY) {
-      return tm_error_set(error, 14, "$jsonSchema keyword 'required' must be an array, but "
-                                     "found an element of type %s",
+      return tm_error_set(error, 14,
+                          "$jsonSchema keyword 'required' must be an array, but "
+                          "found an element of type %s",
                           tm_type_name(v->value_type));
    }
    tm_value_as_bson(v, &arr);
@@ -141,8 +147,9 @@ parse_required(tm_schema_t *s, bson_error_t *error)
    bson_iter_init(&it, &arr);
    while (bson_iter_next(&it)) {
       if (!BSON_ITER_HOLDS_UTF8(&it)) {
-         return tm_error_set(error, 14, "$jsonSchema keyword 'required' must be an array of "
-                                        "strings, but found an element of type: %s",
+         return tm_error_set(error, 14,
+                             "$jsonSchema keyword 'required' must be an array of "
+                             "strings, but found an element of type: %s",
                              tm_type_name(bson_iter_type(&it)));
       }
       s->required[s->n_required++] = bson_iter_utf8(&it, NULL);
@@ -150,8 +157,9 @@ parse_required(tm_schema_t *s, bson_error_t *error)
    qsort(s->required, s->n_required, sizeof(char *), cmp_names);
    for (size_t i = 1; i < s->n_required; i++) {
       if (strcmp(s->required[i - 1], s->required[i]) == 0) {
-         return tm_error_set(error, 9, "$jsonSchema keyword 'required' array cannot contain "
-                                       "duplicate values");
+         return tm_error_set(error, 9,
+                             "$jsonSchema keyword 'required' array cannot contain "
+                             "duplicate values");
       }
    }
    if (s->n_required == 0) {
@@ -182,8 +190,10 @@ parse_properties(tm_schema_t *s, bson_error_t *error)
    bson_iter_init(&it, &obj);
    while (bson_iter_next(&it)) {
       if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
-         return tm_error_set(error, 14, "Nested schema for $jsonSchema property '%s' must be "
-                                        "an object", bson_iter_key(&it));
+         return tm_error_set(error, 14,
+                             "Nested schema for $jsonSchema property '%s' must be "
+                             "an object",
+                             bson_iter_key(&it));
       }
       tm_schema_prop_t *p = &s->props[s->n_props];
       p->name = bson_iter_key(&it);
@@ -207,8 +217,10 @@ parse_pattern_properties(tm_schema_t *s, bson_error_t *error)
    bson_iter_init(&it, &obj);
    while (bson_iter_next(&it)) {
       if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
-         return tm_error_set(error, 14, "$jsonSchema keyword 'patternProperties' has property "
-                                        "'%s' which is not an object", bson_iter_key(&it));
+         return tm_error_set(error, 14,
+                             "$jsonSchema keyword 'patternProperties' has property "
+                             "'%s' which is not an object",
+                             bson_iter_key(&it));
       }
       tm_schema_pattern_t *p = &s->patterns[s->n_patterns];
       p->pattern = bson_iter_key(&it);
@@ -234,34 +246,38 @@ parse_additional_properties(tm_schema_t *s, bson_error_t *error)
       return true;
    }
    if (v->value_type != BSON_TYPE_DOCUMENT) {
-      return tm_error_set(error, 14, "$jsonSchema keyword 'additionalProperties' must be an "
-                                     "object or a boolean");
+      return tm_error_set(error, 14,
+                          "$jsonSchema keyword 'additionalProperties' must be an "
+                          "object or a boolean");
    }
    return (s->additional_props = tm_schema_parse_sub(v, false, error)) != NULL;
 }
 
 static bool
-parse_dependency_names(const char *name, const bson_value_t *v, bson_t *names,
-                       bson_error_t *error)
+parse_dependency_names(const char *name, const bson_value_t *v, bson_t *names, bson_error_t *error)
 {
    bson_iter_t it, seen;
    tm_value_as_bson(v, names);
    if (bson_empty(names)) {
-      return tm_error_set(error, 9, "property '%s' in $jsonSchema keyword 'dependencies' "
-                                    "cannot be an empty array", name);
+      return tm_error_set(error, 9,
+                          "property '%s' in $jsonSchema keyword 'dependencies' "
+                          "cannot be an empty array",
+                          name);
    }
    bson_iter_init(&it, names);
    while (bson_iter_next(&it)) {
       if (!BSON_ITER_HOLDS_UTF8(&it)) {
-         return tm_error_set(error, 14, "array '%s' in $jsonSchema keyword 'dependencies' can "
-                                        "only contain strings, but found element of type: %s",
+         return tm_error_set(error, 14,
+                             "array '%s' in $jsonSchema keyword 'dependencies' can "
+                             "only contain strings, but found element of type: %s",
                              name, tm_type_name(bson_iter_type(&it)));
       }
       bson_iter_init(&seen, names);
       while (bson_iter_next(&seen) && strcmp(bson_iter_key(&seen), bson_iter_key(&it)) != 0) {
          if (strcmp(bson_iter_utf8(&seen, NULL), bson_iter_utf8(&it, NULL)) == 0) {
-            return tm_error_set(error, 9, "array '%s' in $jsonSchema keyword 'dependencies' "
-                                          "contains duplicate element: %s",
+            return tm_error_set(error, 9,
+                                "array '%s' in $jsonSchema keyword 'dependencies' "
+                                "contains duplicate element: %s",
                                 name, bson_iter_utf8(&it, NULL));
          }
       }
@@ -295,8 +311,10 @@ parse_dependencies(tm_schema_t *s, bson_error_t *error)
                  (strcmp(name, "title") == 0 || strcmp(name, "description") == 0)) {
          continue; /* annotations are allowed among the dependencies */
       } else {
-         return tm_error_set(error, 14, "property '%s' in $jsonSchema keyword 'dependencies' "
-                                        "must be either an object or an array", name);
+         return tm_error_set(error, 14,
+                             "property '%s' in $jsonSchema keyword 'dependencies' "
+                             "must be either an object or an array",
+                             name);
       }
       d->name = name;
       s->n_deps++;
@@ -340,8 +358,10 @@ parse_enum(tm_schema_t *s, bson_error_t *error)
    bson_iter_t it, seen;
    const bson_value_t *v = &s->kw[TM_KW_ENUM];
    if (v->value_type != BSON_TYPE_ARRAY) {
-      return tm_error_set(error, 14, "$jsonSchema keyword 'enum' must be an array, but found "
-                                     "an element of type %s", tm_type_name(v->value_type));
+      return tm_error_set(error, 14,
+                          "$jsonSchema keyword 'enum' must be an array, but found "
+                          "an element of type %s",
+                          tm_type_name(v->value_type));
    }
    tm_value_as_bson(v, &arr);
    if (bson_empty(&arr)) {
@@ -352,8 +372,9 @@ parse_enum(tm_schema_t *s, bson_error_t *error)
       bson_iter_init(&seen, &arr);
       while (bson_iter_next(&seen) && strcmp(bson_iter_key(&seen), bson_iter_key(&it)) != 0) {
          if (tm_schema_values_equal(bson_iter_value(&seen), bson_iter_value(&it))) {
-            return tm_error_set(error, 9, "$jsonSchema keyword 'enum' array cannot contain "
-                                          "duplicate values.");
+            return tm_error_set(error, 9,
+                                "$jsonSchema keyword 'enum' array cannot contain "
+                                "duplicate values.");
          }
       }
    }
@@ -370,8 +391,9 @@ tm_schema_parse_logical(tm_schema_t *s, bson_error_t *error)
    }
    if (s->has[TM_KW_NOT]) {
       if (s->kw[TM_KW_NOT].value_type != BSON_TYPE_DOCUMENT) {
-         return tm_error_set(error, 14, "$jsonSchema keyword 'not' must be an object, but "
-                                        "found an element of type %s",
+         return tm_error_set(error, 14,
+                             "$jsonSchema keyword 'not' must be an object, but "
+                             "found an element of type %s",
                              tm_type_name(s->kw[TM_KW_NOT].value_type));
       }
       if (!(s->not_schema = tm_schema_parse_sub(&s->kw[TM_KW_NOT], s->top, error))) {

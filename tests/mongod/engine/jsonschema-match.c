@@ -15,9 +15,9 @@
 bool
 tm_typeset_has(const tm_typeset_t *set, bson_type_t type)
 {
-   int bit = type == BSON_TYPE_MINKEY ? TM_TYPE_BIT_MINKEY
+   int bit = type == BSON_TYPE_MINKEY   ? TM_TYPE_BIT_MINKEY
              : type == BSON_TYPE_MAXKEY ? TM_TYPE_BIT_MAXKEY
-                                        : (int) type;
+                                        : (int)type;
    if (set->all_numbers && (type == BSON_TYPE_INT32 || type == BSON_TYPE_INT64 ||
                             type == BSON_TYPE_DOUBLE || type == BSON_TYPE_DECIMAL128)) {
       return true;
@@ -38,9 +38,12 @@ static bool
 restrict_has(tm_restrict_t r, bson_type_t type)
 {
    switch (r) {
-   case TM_R_STRING: return type == BSON_TYPE_UTF8;
-   case TM_R_ARRAY: return type == BSON_TYPE_ARRAY;
-   case TM_R_OBJECT: return type == BSON_TYPE_DOCUMENT;
+   case TM_R_STRING:
+      return type == BSON_TYPE_UTF8;
+   case TM_R_ARRAY:
+      return type == BSON_TYPE_ARRAY;
+   case TM_R_OBJECT:
+      return type == BSON_TYPE_DOCUMENT;
    default:
       return type == BSON_TYPE_INT32 || type == BSON_TYPE_INT64 || type == BSON_TYPE_DOUBLE ||
              type == BSON_TYPE_DECIMAL128;
@@ -58,7 +61,7 @@ single_type(const tm_typeset_t *set)
       if (set->bits & (1u << bit)) {
          return bit == TM_TYPE_BIT_MINKEY   ? BSON_TYPE_MINKEY
                 : bit == TM_TYPE_BIT_MAXKEY ? BSON_TYPE_MAXKEY
-                                            : (bson_type_t) bit;
+                                            : (bson_type_t)bit;
       }
    }
    return BSON_TYPE_EOD;
@@ -83,7 +86,7 @@ utf8_length(const char *s, uint32_t len)
 {
    int64_t n = 0;
    for (uint32_t i = 0; i < len; i++) {
-      n += ((unsigned char) s[i] & 0xC0) != 0x80;
+      n += ((unsigned char)s[i] & 0xC0) != 0x80;
    }
    return n;
 }
@@ -93,11 +96,12 @@ tm_schema_check_scalar(const tm_schema_t *s, tm_kw_t kw, const bson_value_t *v)
 {
    int cmp;
    switch (kw) {
-   case TM_KW_PATTERN: return tm_regex_match(&s->pattern, v);
-   case TM_KW_MAX_LENGTH: return utf8_length(v->value.v_utf8.str, v->value.v_utf8.len) <=
-                                 s->max_length;
-   case TM_KW_MIN_LENGTH: return utf8_length(v->value.v_utf8.str, v->value.v_utf8.len) >=
-                                 s->min_length;
+   case TM_KW_PATTERN:
+      return tm_regex_match(&s->pattern, v);
+   case TM_KW_MAX_LENGTH:
+      return utf8_length(v->value.v_utf8.str, v->value.v_utf8.len) <= s->max_length;
+   case TM_KW_MIN_LENGTH:
+      return utf8_length(v->value.v_utf8.str, v->value.v_utf8.len) >= s->min_length;
    case TM_KW_MULTIPLE_OF: {
       double m = tm_value_as_double(&s->kw[TM_KW_MULTIPLE_OF]);
       return fmod(tm_value_as_double(v), m) == 0;
@@ -177,7 +181,7 @@ first_mismatch(const tm_schema_t *sub, bool none_allowed, const bson_t *arr, uin
    bson_iter_init(&it, arr);
    for (; bson_iter_next(&it); i++) {
       if (i >= from && (none_allowed || !tm_schema_match_value(sub, bson_iter_value(&it)))) {
-         return (int32_t) i;
+         return (int32_t)i;
       }
    }
    return -1;
@@ -190,24 +194,27 @@ tm_schema_check_array(const tm_schema_t *s, tm_kw_t kw, const bson_value_t *v,
    bson_t arr;
    bson_value_t dup;
    tm_value_as_bson(v, &arr);
-   int64_t n = (int64_t) bson_count_keys(&arr);
+   int64_t n = (int64_t)bson_count_keys(&arr);
    *failing_index = -1;
    switch (kw) {
-   case TM_KW_MIN_ITEMS: return n >= s->min_items;
-   case TM_KW_MAX_ITEMS: return n <= s->max_items;
-   case TM_KW_UNIQUE_ITEMS: return !s->unique_items || !tm_schema_first_duplicate(v, &dup);
+   case TM_KW_MIN_ITEMS:
+      return n >= s->min_items;
+   case TM_KW_MAX_ITEMS:
+      return n <= s->max_items;
+   case TM_KW_UNIQUE_ITEMS:
+      return !s->unique_items || !tm_schema_first_duplicate(v, &dup);
    case TM_KW_ITEMS:
       if (!s->items_is_list) {
          *failing_index = first_mismatch(s->items, false, &arr, 0);
          return *failing_index < 0;
       }
-      for (size_t i = 0; i < s->item_list.n && (int64_t) i < n; i++) {
+      for (size_t i = 0; i < s->item_list.n && (int64_t)i < n; i++) {
          bson_iter_t it;
          char key[16];
          snprintf(key, sizeof key, "%zu", i);
          if (bson_iter_init_find(&it, &arr, key) &&
              !tm_schema_match_value(s->item_list.items[i], bson_iter_value(&it))) {
-            *failing_index = (int32_t) i;
+            *failing_index = (int32_t)i;
             return false;
          }
       }
@@ -217,7 +224,7 @@ tm_schema_check_array(const tm_schema_t *s, tm_kw_t kw, const bson_value_t *v,
          return true;
       }
       *failing_index = first_mismatch(s->additional_items, s->additional_items_false, &arr,
-                                      (uint32_t) s->item_list.n);
+                                      (uint32_t)s->item_list.n);
       return *failing_index < 0;
    }
 }
@@ -251,8 +258,8 @@ tm_schema_check_allowed(const tm_schema_t *s, const bson_t *obj)
    bson_iter_init(&it, obj);
    while (bson_iter_next(&it)) {
       bson_value_t name = {.value_type = BSON_TYPE_UTF8};
-      name.value.v_utf8.str = (char *) bson_iter_key(&it);
-      name.value.v_utf8.len = (uint32_t) strlen(name.value.v_utf8.str);
+      name.value.v_utf8.str = (char *)bson_iter_key(&it);
+      name.value.v_utf8.len = (uint32_t)strlen(name.value.v_utf8.str);
       bool other = !tm_schema_is_property(s, name.value.v_utf8.str);
       for (size_t i = 0; i < s->n_patterns; i++) {
          if (tm_regex_match(&s->patterns[i].re, &name)) {
@@ -285,7 +292,8 @@ tm_schema_check_object(const tm_schema_t *s, tm_kw_t kw, const bson_t *obj)
          }
       }
       return true;
-   case TM_KW_ADDITIONAL_PROPERTIES: return tm_schema_check_allowed(s, obj);
+   case TM_KW_ADDITIONAL_PROPERTIES:
+      return tm_schema_check_allowed(s, obj);
    case TM_KW_REQUIRED:
       for (size_t r = 0; r < s->n_required; r++) {
          if (!bson_has_field(obj, s->required[r])) {
@@ -293,8 +301,10 @@ tm_schema_check_object(const tm_schema_t *s, tm_kw_t kw, const bson_t *obj)
          }
       }
       return true;
-   case TM_KW_MIN_PROPERTIES: return (int64_t) bson_count_keys(obj) >= s->min_props;
-   default: return (int64_t) bson_count_keys(obj) <= s->max_props;
+   case TM_KW_MIN_PROPERTIES:
+      return (int64_t)bson_count_keys(obj) >= s->min_props;
+   default:
+      return (int64_t)bson_count_keys(obj) <= s->max_props;
    }
 }
 
@@ -343,19 +353,27 @@ match_restricted(const tm_schema_t *s, const bson_value_t *v)
       tm_kw_t kw;
       tm_restrict_t r;
    } order[] = {
-      {TM_KW_PATTERN, TM_R_STRING},          {TM_KW_MAX_LENGTH, TM_R_STRING},
-      {TM_KW_MIN_LENGTH, TM_R_STRING},       {TM_KW_MULTIPLE_OF, TM_R_NUMBER},
-      {TM_KW_MAXIMUM, TM_R_NUMBER},          {TM_KW_MINIMUM, TM_R_NUMBER},
-      {TM_KW_MIN_ITEMS, TM_R_ARRAY},         {TM_KW_MAX_ITEMS, TM_R_ARRAY},
-      {TM_KW_UNIQUE_ITEMS, TM_R_ARRAY},      {TM_KW_ITEMS, TM_R_ARRAY},
-      {TM_KW_ADDITIONAL_ITEMS, TM_R_ARRAY},  {TM_KW_PROPERTIES, TM_R_OBJECT},
-      {TM_KW_ADDITIONAL_PROPERTIES, TM_R_OBJECT}, {TM_KW_REQUIRED, TM_R_OBJECT},
-      {TM_KW_MIN_PROPERTIES, TM_R_OBJECT},   {TM_KW_MAX_PROPERTIES, TM_R_OBJECT},
+       {TM_KW_PATTERN, TM_R_STRING},
+       {TM_KW_MAX_LENGTH, TM_R_STRING},
+       {TM_KW_MIN_LENGTH, TM_R_STRING},
+       {TM_KW_MULTIPLE_OF, TM_R_NUMBER},
+       {TM_KW_MAXIMUM, TM_R_NUMBER},
+       {TM_KW_MINIMUM, TM_R_NUMBER},
+       {TM_KW_MIN_ITEMS, TM_R_ARRAY},
+       {TM_KW_MAX_ITEMS, TM_R_ARRAY},
+       {TM_KW_UNIQUE_ITEMS, TM_R_ARRAY},
+       {TM_KW_ITEMS, TM_R_ARRAY},
+       {TM_KW_ADDITIONAL_ITEMS, TM_R_ARRAY},
+       {TM_KW_PROPERTIES, TM_R_OBJECT},
+       {TM_KW_ADDITIONAL_PROPERTIES, TM_R_OBJECT},
+       {TM_KW_REQUIRED, TM_R_OBJECT},
+       {TM_KW_MIN_PROPERTIES, TM_R_OBJECT},
+       {TM_KW_MAX_PROPERTIES, TM_R_OBJECT},
    };
    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
       tm_kw_t kw = order[i].kw;
-      bool present = s->has[kw] || (kw == TM_KW_ADDITIONAL_PROPERTIES &&
-                                    s->has[TM_KW_PATTERN_PROPERTIES]);
+      bool present =
+          s->has[kw] || (kw == TM_KW_ADDITIONAL_PROPERTIES && s->has[TM_KW_PATTERN_PROPERTIES]);
       tm_restrict_mode_t mode;
       bson_t obj;
       int32_t index;
@@ -369,8 +387,8 @@ match_restricted(const tm_schema_t *s, const bson_value_t *v)
       if (mode == TM_RESTRICT_SKIP) {
          continue;
       }
-      if ((order[i].r == TM_R_OBJECT && (!tm_value_as_bson(v, &obj) ||
-                                         !tm_schema_check_object(s, kw, &obj))) ||
+      if ((order[i].r == TM_R_OBJECT &&
+           (!tm_value_as_bson(v, &obj) || !tm_schema_check_object(s, kw, &obj))) ||
           (order[i].r == TM_R_ARRAY && !tm_schema_check_array(s, kw, v, &index)) ||
           (order[i].r < TM_R_ARRAY && !tm_schema_check_scalar(s, kw, v))) {
          return false;
@@ -419,7 +437,7 @@ bool
 tm_schema_match_doc(const tm_schema_t *s, const bson_t *doc)
 {
    bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
-   v.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+   v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    v.value.v_doc.data_len = doc->len;
    return tm_schema_match_value(s, &v);
 }

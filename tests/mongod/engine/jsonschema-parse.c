@@ -13,16 +13,42 @@
 #include "match-private.h"
 
 static const char *const kw_names[TM_KW_COUNT] = {
-   "additionalItems", "additionalProperties", "allOf", "anyOf", "bsonType", "dependencies",
-   "description", "encrypt", "encryptMetadata", "enum", "exclusiveMaximum", "exclusiveMinimum",
-   "items", "maxItems", "maxLength", "maxProperties", "maximum", "minItems", "minLength",
-   "minProperties", "minimum", "multipleOf", "not", "oneOf", "pattern", "patternProperties",
-   "properties", "required", "title", "type", "uniqueItems",
+    "additionalItems",
+    "additionalProperties",
+    "allOf",
+    "anyOf",
+    "bsonType",
+    "dependencies",
+    "description",
+    "encrypt",
+    "encryptMetadata",
+    "enum",
+    "exclusiveMaximum",
+    "exclusiveMinimum",
+    "items",
+    "maxItems",
+    "maxLength",
+    "maxProperties",
+    "maximum",
+    "minItems",
+    "minLength",
+    "minProperties",
+    "minimum",
+    "multipleOf",
+    "not",
+    "oneOf",
+    "pattern",
+    "patternProperties",
+    "properties",
+    "required",
+    "title",
+    "type",
+    "uniqueItems",
 };
 
 /* Keywords of JSON Schema draft 4 that MongoDB refuses by name. */
-static const char *const unsupported[] = {"$ref", "$schema", "default", "definitions",
-                                          "format", "id", NULL};
+static const char *const unsupported[] = {"$ref",   "$schema", "default", "definitions",
+                                          "format", "id",      NULL};
 
 const char *
 tm_kw_name(tm_kw_t kw)
@@ -44,8 +70,10 @@ map_keywords(tm_schema_t *s, bson_error_t *error)
       if (kw == TM_KW_COUNT) {
          for (int i = 0; unsupported[i]; i++) {
             if (strcmp(unsupported[i], key) == 0) {
-               return tm_error_set(error, 9, "$jsonSchema keyword '%s' is not currently "
-                                             "supported", key);
+               return tm_error_set(error, 9,
+                                   "$jsonSchema keyword '%s' is not currently "
+                                   "supported",
+                                   key);
             }
          }
          return tm_error_set(error, 9, "Unknown $jsonSchema keyword: %s", key);
@@ -84,7 +112,7 @@ add_type_alias(tm_typeset_t *set, const char *name, bool json_names, bson_error_
 {
    static const struct {
       const char *json, *bson;
-   } json_aliases[] = {{"array", "array"}, {"boolean", "bool"}, {"null", "null"},
+   } json_aliases[] = {{"array", "array"},   {"boolean", "bool"},  {"null", "null"},
                        {"number", "number"}, {"object", "object"}, {"string", "string"}};
    int32_t code;
    const char *bson_name = json_names ? NULL : name;
@@ -99,8 +127,8 @@ add_type_alias(tm_typeset_t *set, const char *name, bool json_names, bson_error_
    if (code == 0) {
       set->all_numbers = true;
    } else {
-      set->bits |= 1u << (code == -1 ? TM_TYPE_BIT_MINKEY
-                                     : (code == 127 ? TM_TYPE_BIT_MAXKEY : code));
+      set->bits |=
+          1u << (code == -1 ? TM_TYPE_BIT_MINKEY : (code == 127 ? TM_TYPE_BIT_MAXKEY : code));
    }
    return true;
 }
@@ -128,15 +156,19 @@ parse_type(tm_schema_t *s, bson_error_t *error)
              add_type_alias(&s->types, v->value.v_utf8.str, json_names, error);
    }
    if (v->value_type != BSON_TYPE_ARRAY || !tm_value_as_bson(v, &arr)) {
-      return tm_error_set(error, 14, "$jsonSchema keyword '%s' must be either a string or an "
-                                     "array of strings", name);
+      return tm_error_set(error, 14,
+                          "$jsonSchema keyword '%s' must be either a string or an "
+                          "array of strings",
+                          name);
    }
    bson_iter_init(&it, &arr);
    while (bson_iter_next(&it)) {
       bson_iter_t seen;
       if (!BSON_ITER_HOLDS_UTF8(&it)) {
-         return tm_error_set(error, 14, "$jsonSchema keyword '%s' array elements must be "
-                                        "strings", name);
+         return tm_error_set(error, 14,
+                             "$jsonSchema keyword '%s' array elements must be "
+                             "strings",
+                             name);
       }
       const char *alias = bson_iter_utf8(&it, NULL);
       if (!type_name_ok(alias, error)) {
@@ -145,8 +177,8 @@ parse_type(tm_schema_t *s, bson_error_t *error)
       bson_iter_init(&seen, &arr);
       while (bson_iter_next(&seen) && strcmp(bson_iter_key(&seen), bson_iter_key(&it)) != 0) {
          if (BSON_ITER_HOLDS_UTF8(&seen) && strcmp(bson_iter_utf8(&seen, NULL), alias) == 0) {
-            return tm_error_set(error, 9, "$jsonSchema keyword '%s' has duplicate value: %s",
-                                name, alias);
+            return tm_error_set(error, 9, "$jsonSchema keyword '%s' has duplicate value: %s", name,
+                                alias);
          }
       }
       if (!add_type_alias(&s->types, alias, json_names, error)) {
@@ -154,8 +186,7 @@ parse_type(tm_schema_t *s, bson_error_t *error)
       }
    }
    if (!s->types.bits && !s->types.all_numbers) {
-      return tm_error_set(error, 9, "$jsonSchema keyword '%s' must name at least one type",
-                          name);
+      return tm_error_set(error, 9, "$jsonSchema keyword '%s' must name at least one type", name);
    }
    return true;
 }
@@ -164,8 +195,7 @@ static bool
 parse_number_kw(tm_schema_t *s, tm_kw_t kw, bson_error_t *error)
 {
    if (!tm_value_is_number(&s->kw[kw])) {
-      return tm_error_set(error, 14, "$jsonSchema keyword '%s' must be a number",
-                          kw_names[kw]);
+      return tm_error_set(error, 14, "$jsonSchema keyword '%s' must be a number", kw_names[kw]);
    }
    return true;
 }
@@ -176,8 +206,10 @@ parse_bound(tm_schema_t *s, tm_kw_t kw, tm_kw_t excl, bool *exclusive, bson_erro
 {
    if (!s->has[kw]) {
       if (s->has[excl]) {
-         return tm_error_set(error, 9, "$jsonSchema keyword '%s' must be a present if %s is "
-                                       "present", kw_names[kw], kw_names[excl]);
+         return tm_error_set(error, 9,
+                             "$jsonSchema keyword '%s' must be a present if %s is "
+                             "present",
+                             kw_names[kw], kw_names[excl]);
       }
       return true;
    }
@@ -215,8 +247,9 @@ parse_scalar(tm_schema_t *s, bson_error_t *error)
          return false;
       }
       if (!(tm_value_as_double(m) > 0)) {
-         return tm_error_set(error, 9, "$jsonSchema keyword 'multipleOf' must have a positive "
-                                       "value");
+         return tm_error_set(error, 9,
+                             "$jsonSchema keyword 'multipleOf' must have a positive "
+                             "value");
       }
    }
    return parse_bound(s, TM_KW_MAXIMUM, TM_KW_EXCLUSIVE_MAXIMUM, &s->exclusive_max, error) &&
@@ -231,8 +264,9 @@ tm_schema_parse_sub(const bson_value_t *v, bool top, bson_error_t *error)
    tm_value_as_bson(v, &s->doc);
    bool ok = map_keywords(s, error) && parse_metadata(s, error);
    if (ok && s->has[TM_KW_TYPE] && s->has[TM_KW_BSON_TYPE]) {
-      ok = tm_error_set(error, 9, "Cannot specify both $jsonSchema keywords 'type' and "
-                                  "'bsonType'");
+      ok = tm_error_set(error, 9,
+                        "Cannot specify both $jsonSchema keywords 'type' and "
+                        "'bsonType'");
    }
    ok = ok && (!(s->has[TM_KW_TYPE] || s->has[TM_KW_BSON_TYPE]) || parse_type(s, error)) &&
         parse_scalar(s, error) && tm_schema_parse_items(s, error) &&

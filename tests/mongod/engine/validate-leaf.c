@@ -58,8 +58,7 @@ tm_clauses_of(const bson_t *filter, tm_clause_t *out, size_t cap)
       }
       bson_t sub;
       bool op_doc = key[0] != '$' && tm_is_operator_doc(bson_iter_value(&it)) &&
-                    tm_value_as_bson(bson_iter_value(&it), &sub) &&
-                    !bson_has_field(&sub, "$ref");
+                    tm_value_as_bson(bson_iter_value(&it), &sub) && !bson_has_field(&sub, "$ref");
       if (!op_doc) {
          out[n++] = (tm_clause_t){key, NULL, *bson_iter_value(&it), {0}};
          continue;
@@ -111,7 +110,7 @@ collect(const bson_value_t *v, int32_t index, void *ctx)
    values_t *vals = ctx;
    char key[16];
    const char *k;
-   (void) index;
+   (void)index;
    if (!v) {
       return false;
    }
@@ -192,7 +191,7 @@ append_types(values_t *vals, bson_t *out)
       for (size_t i = 0; i < n; i++) {
          char key[16];
          const char *k;
-         bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+         bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
          bson_append_utf8(&arr, k, -1, names[i], -1);
       }
       bson_append_array_end(out, &arr);
@@ -200,11 +199,11 @@ append_types(values_t *vals, bson_t *out)
 }
 
 typedef struct {
-   const char *name;     /* operatorName */
-   const char *normal;   /* reason when the clause failed */
-   const char *inverted; /* reason when it matched (under $not / $nor) */
+   const char *name;            /* operatorName */
+   const char *normal;          /* reason when the clause failed */
+   const char *inverted;        /* reason when it matched (under $not / $nor) */
    const char *const *expected; /* sorted type names it applies to, or NULL */
-   bool traverse;        /* implicit array traversal at the leaf */
+   bool traverse;               /* implicit array traversal at the leaf */
 } leaf_kind_t;
 
 static const char *const numbers[] = {"decimal", "double", "int", "long", NULL};
@@ -212,22 +211,21 @@ static const char *const regexes[] = {"regex", "string", "symbol", NULL};
 static const char *const arrays[] = {"array", NULL};
 
 static const leaf_kind_t leaf_kinds[] = {
-   {"$eq", "comparison failed", "comparison succeeded", NULL, true},
-   {"$gt", "comparison failed", "comparison succeeded", NULL, true},
-   {"$gte", "comparison failed", "comparison succeeded", NULL, true},
-   {"$lt", "comparison failed", "comparison succeeded", NULL, true},
-   {"$lte", "comparison failed", "comparison succeeded", NULL, true},
-   {"$in", "no matching value found in array", "matching value found in array", NULL, true},
-   {"$regex", "regular expression did not match", "regular expression did match", regexes,
-    true},
-   {"$mod", "$mod did not evaluate to expected remainder",
-    "$mod did evaluate to expected remainder", numbers, true},
-   {"$size", "array length was not equal to given size", "array length was equal to given size",
-    arrays, false},
-   {"$elemMatch", "array did not satisfy the child predicate",
-    "array did satisfy the child predicate", arrays, false},
-   {"$all", "array did not contain all specified values", "array did contain all specified values",
-    NULL, false},
+    {"$eq", "comparison failed", "comparison succeeded", NULL, true},
+    {"$gt", "comparison failed", "comparison succeeded", NULL, true},
+    {"$gte", "comparison failed", "comparison succeeded", NULL, true},
+    {"$lt", "comparison failed", "comparison succeeded", NULL, true},
+    {"$lte", "comparison failed", "comparison succeeded", NULL, true},
+    {"$in", "no matching value found in array", "matching value found in array", NULL, true},
+    {"$regex", "regular expression did not match", "regular expression did match", regexes, true},
+    {"$mod", "$mod did not evaluate to expected remainder",
+     "$mod did evaluate to expected remainder", numbers, true},
+    {"$size", "array length was not equal to given size", "array length was equal to given size",
+     arrays, false},
+    {"$elemMatch", "array did not satisfy the child predicate",
+     "array did satisfy the child predicate", arrays, false},
+    {"$all", "array did not contain all specified values", "array did contain all specified values",
+     NULL, false},
 };
 
 static bool
@@ -318,8 +316,8 @@ expr_clause(const tm_clause_t *c, const bson_t *doc, bool inverted, bson_t *out)
    specified_as(c, out);
    tm_expr_t *e = tm_expr_parse(&c->value, &error);
    if (e && tm_expr_eval(e, doc, &result, &error)) {
-      BSON_APPEND_UTF8(out, "reason", inverted ? "expression did match" :
-                                                 "expression did not match");
+      BSON_APPEND_UTF8(out, "reason",
+                       inverted ? "expression did match" : "expression did not match");
       if (result.value_type != BSON_TYPE_EOD) {
          bson_append_value(out, "expressionResult", -1, &result);
       }
@@ -330,7 +328,7 @@ expr_clause(const tm_clause_t *c, const bson_t *doc, bool inverted, bson_t *out)
       snprintf(name, sizeof name, "Location%u", error.code);
       BSON_APPEND_UTF8(out, "reason", "failed to evaluate aggregation expression");
       BSON_APPEND_DOCUMENT_BEGIN(out, "details", &details);
-      BSON_APPEND_INT32(&details, "code", (int32_t) error.code);
+      BSON_APPEND_INT32(&details, "code", (int32_t)error.code);
       BSON_APPEND_UTF8(&details, "codeName", name);
       BSON_APPEND_UTF8(&details, "errmsg", error.message);
       bson_append_document_end(out, &details);
@@ -341,9 +339,7 @@ expr_clause(const tm_clause_t *c, const bson_t *doc, bool inverted, bson_t *out)
 void
 tm_explain_leaf(const tm_clause_t *c, const bson_t *doc, bool inverted, bson_t *out)
 {
-   const char *op = c->op                                     ? c->op
-                    : c->value.value_type == BSON_TYPE_REGEX ? "$regex"
-                                                             : "$eq";
+   const char *op = c->op ? c->op : c->value.value_type == BSON_TYPE_REGEX ? "$regex" : "$eq";
    const char *name = op;
    if (strcmp(c->key, "$expr") == 0) {
       expr_clause(c, doc, inverted, out);

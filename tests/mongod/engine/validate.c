@@ -19,8 +19,7 @@
 
 #define MAX_CLAUSES 256
 
-static void
-explain_filter(const bson_t *filter, const bson_t *doc, bool inverted, bson_t *out);
+static void explain_filter(const bson_t *filter, const bson_t *doc, bool inverted, bson_t *out);
 
 typedef struct {
    bson_t arr;
@@ -114,8 +113,7 @@ explain_not(const tm_clause_t *c, const bson_t *doc, bool inverted, bson_t *out)
 static void
 explain_clause(const tm_clause_t *c, const bson_t *doc, bool inverted, bson_t *out)
 {
-   if (strcmp(c->key, "$and") == 0 || strcmp(c->key, "$or") == 0 ||
-       strcmp(c->key, "$nor") == 0) {
+   if (strcmp(c->key, "$and") == 0 || strcmp(c->key, "$or") == 0 || strcmp(c->key, "$nor") == 0) {
       explain_list(c, doc, inverted, out);
    } else if (strcmp(c->key, "$jsonSchema") == 0) {
       tm_schema_t *s = tm_schema_parse(&c->value, NULL);
@@ -148,7 +146,7 @@ explain_filter(const bson_t *filter, const bson_t *doc, bool inverted, bson_t *o
       if (reported("$and", inverted, tm_clause_matches(&clauses[i], doc))) {
          bson_init(&details);
          explain_clause(&clauses[i], doc, inverted, &details);
-         add_entry(&e, (int32_t) i, &details);
+         add_entry(&e, (int32_t)i, &details);
          bson_destroy(&details);
       }
    }
