@@ -2,7 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * outbox_collection_ensure_schema() as a user who may write but not collMod (role
- * readWrite): the server's 13 Unauthorized comes back unchanged, and nothing is installed.
+ * readWrite): the server's 13 Unauthorized comes back unchanged, and nothing is installed;
+ * such a user may not use bypassDocumentValidation either.
  * Needs a server with authentication and a user that may create users (the fixture's root
  * user); skipped on a server without credentials in OUTBOX_TEST_MONGODB_URI.
  */
@@ -55,6 +56,17 @@ Test(schema_auth, collmod_refused_error_passed_through, .timeout = 60)
    cr_assert_not(outbox_collection_ensure_schema(coll, NULL, &e));
    cr_assert_eq(e.domain, MONGOC_ERROR_SERVER, "domain %u: %s", e.domain, e.message);
    cr_assert_eq(e.code, 13, "%s", e.message);
+   /* Nor may it skip validation (bypassDocumentValidation is dbAdmin's or restore's). */
+   mongoc_client_t *client = mongoc_client_pool_pop(pool);
+   mongoc_collection_t *raw = mongoc_client_get_collection(client, LT_DB, t.coll_name);
+   bson_t *bypass = BCON_NEW("bypassDocumentValidation", BCON_BOOL(true));
+   bson_t *other = BCON_NEW("_id", BCON_INT32(2));
+   cr_assert_not(mongoc_collection_insert_one(raw, other, bypass, NULL, &e));
+   cr_assert_eq(e.code, 13, "%s", e.message);
+   bson_destroy(other);
+   bson_destroy(bypass);
+   mongoc_collection_destroy(raw);
+   mongoc_client_pool_push(pool, client);
    /* What the writer may do still works. */
    bson_value_t id = lt_str_id("w");
    outbox_commit_t res;
