@@ -11,9 +11,11 @@ mode) and must recognise both; the example writers must refuse a stale commit.
   node-node-structured, node-node-binary   examples/node writer -> examples/node consumer
 
 usage: test-languages.py --relay PATH [--c-writer PATH] [--c-consumer PATH] [--node-dir DIR]
-                         SCENARIO...
+                         [--schema-tool PATH] SCENARIO...
 OUTBOX_TEST_MONGODB_URI and OUTBOX_TEST_MQTT_URI must be set (tests/fixtures/with-servers).
---node-dir is where the Node examples' packages get installed (npm ci, offline from npm's
+--schema-tool (tests/lib/lib-schema-tool) installs liboutbox's validator of the stored contract
+(outbox_collection_ensure_schema) on every collection the example writers write, so MongoDB
+itself refuses anything they get wrong. --node-dir is where the Node examples' packages get installed (npm ci, offline from npm's
 cache when it has them); Node scenarios skip when node, npm or the packages cannot be had."""
 import argparse
 import collections
@@ -136,12 +138,21 @@ def c_writer(args):
 
 def node_writer(args):
     def write(db, collection):
+        enforce_contract(args, db, collection)
         proc = Process("node-writer-" + collection,
                        ["node", os.path.join(EXAMPLES, "node", "writer.js"), MONGO, db,
                         collection, "3", "4"], env=dict(os.environ, NODE_PATH=args.node_path))
         check("node writer exits 0", proc.wait() == 0, proc.lines()[-3:])
         return [c[1:] for c in parse(proc.lines(), "committed", 4)]
     return write
+
+
+def enforce_contract(args, db, collection):
+    """MongoDB refuses (121) what breaks the stored contract in `collection` from now on."""
+    if args.schema_tool:
+        proc = Process("schema-" + collection, [args.schema_tool, "ensure", db, collection])
+        check("validator installed on %s.%s" % (db, collection), proc.wait() == 0,
+              proc.lines()[-3:])
 
 
 def check_stored_contract(label, doc):
@@ -156,10 +167,11 @@ def check_stored_contract(label, doc):
           re.fullmatch(UUID4, str(ev.get("id"))) is not None, ev.get("id"))
 
 
-def check_python_conflicts():
+def check_python_conflicts(args):
     """The Python writer refuses a stale expected version, and a change that lands between
     its read and its write (a collection whose find_one answers with what it read before
     another writer moved on), writing nothing."""
+    enforce_contract(args, "lang_conflicts_%d" % PID, "python")
     coll = pymongo.MongoClient(MONGO, w="majority")["lang_conflicts_%d" % PID]["python"]
     outbox_writer.create(coll, "c", {"n": 0}, [])
     outbox_writer.update(coll, "c", 1, {"n": 1}, [("thing.changed", {})])
@@ -196,6 +208,7 @@ def python_to_c(args):
     check(name + ": consumer subscribes",
           consumer.wait_for(lambda ls: any("subscribed to" in l for l in ls)))
     relay = start_relay(args, name, db, collection, "structured")
+    enforce_contract(args, db, collection)
     coll = pymongo.MongoClient(MONGO, w="majority")[db][collection]
     final = {}
     for k in range(3):
@@ -233,7 +246,7 @@ def python_to_c(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    for opt in ("--relay", "--c-writer", "--c-consumer", "--node-dir"):
+    for opt in ("--relay", "--c-writer", "--c-consumer", "--node-dir", "--schema-tool"):
         parser.add_argument(opt)
     parser.add_argument("scenarios", nargs="+")
     args = parser.parse_args()
@@ -245,6 +258,7 @@ def main():
         if not args.node_path:
             print("%s: SKIP the Node scenarios: %s" % (CHECKS.name, why))
             return 77
+        enforce_contract(args, "lang_conflicts_%d" % PID, "node")
         languages_node.check_node_conflicts(check, args.node_path, MONGO, EXAMPLES)
         check_stored_contract("node writer", pymongo.MongoClient(MONGO)[
             "lang_conflicts_%d" % PID]["node"].find_one({"_id": "c"}) or {})
@@ -257,7 +271,7 @@ def main():
         elif s.startswith("node-node"):
             run_example_consumer(args, s, mode, node_consumer, node_writer(args))
         elif s == "python-c":
-            check_python_conflicts()
+            check_python_conflicts(args)
             python_to_c(args)
         else:
             parser.error("unknown scenario " + s)
