@@ -97,6 +97,7 @@ static const struct {
    {38, "NoSuchKey"}, {8, "UnknownError"}, {24, "LockTimeout"}, {117, "ConflictingOperationInProgress"},
    {217, "IncompleteTransactionHistory"}, {246, "SnapshotUnavailable"}, {256, "TransactionCommitted"},
    {263, "OperationNotSupportedInTransaction"}, {50768, "NotARetryableWriteCommand"},
+   {121, "DocumentValidationFailure"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
    {13436, "NotPrimaryOrSecondary"}, {17419, "BSONObjectTooLarge"}, {17, "ProtocolError"},
    {18, "AuthenticationFailed"}, {334, "MechanismUnavailable"}, {0, NULL},
@@ -184,6 +185,13 @@ append_times(md_server_t *srv, bson_t *reply, const md_ts_t *op_time)
 void
 md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels, bson_t *reply)
 {
+   md_error_reply_with(srv, error, labels, NULL, reply);
+}
+
+void
+md_error_reply_with(md_server_t *srv, const bson_error_t *error, const bson_t *labels,
+                    const bson_t *extra, bson_t *reply)
+{
    int32_t code = error->code ? (int32_t) error->code : 1; /* code 0 aborts libmongoc */
    bson_init(reply);
    BSON_APPEND_DOUBLE(reply, "ok", 0.0);
@@ -197,6 +205,9 @@ md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels
       name = location;
    }
    BSON_APPEND_UTF8(reply, "codeName", name);
+   if (extra) {
+      bson_concat(reply, extra);
+   }
    if (labels && !bson_empty(labels)) {
       BSON_APPEND_ARRAY(reply, "errorLabels", labels);
    }
@@ -438,6 +449,7 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    bson_iter_t it;
    md_cmd_t c = {.srv = srv, .conn = conn, .cmd = cmd, .reply = reply};
    bson_init(&c.labels);
+   bson_init(&c.error_extra);
    bson_init(reply);
    bson_iter_init(&it, cmd);
    bool ok = bson_iter_next(&it);
@@ -450,7 +462,10 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    } else {
       pthread_mutex_lock(&srv->lock);
       set_command_clock(srv);
+      srv->bypass_validation = bson_iter_init_find(&it, cmd, "bypassDocumentValidation") &&
+                               bson_iter_as_bool(&it);
       ok = run_locked(&c, lookup(c.name), &error, &fp);
+      srv->bypass_validation = false;
       tm_command_clock_set(NULL);
       if (ok) {
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);
@@ -476,8 +491,9 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       md_log(srv, "conn%d: %s failed: %d %s", (int) conn->id, c.name, (int) error.code,
              error.message);
       bson_destroy(reply);
-      md_error_reply(srv, &error, &c.labels, reply);
+      md_error_reply_with(srv, &error, &c.labels, &c.error_extra, reply);
    }
    bson_destroy(&c.labels);
+   bson_destroy(&c.error_extra);
    return !c.close_connection;
 }

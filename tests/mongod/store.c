@@ -68,6 +68,7 @@ md_coll_free_detached(md_coll_t *coll)
    free(coll->indexes);
    md_hmap_destroy(coll->ids);
    bson_destroy(coll->options);
+   tm_matcher_destroy(coll->validator);
    bson_destroy(coll->view_pipeline);
    free(coll->view_on);
    free(coll->name);

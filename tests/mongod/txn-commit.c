@@ -11,6 +11,7 @@
 
 #include "keyenc.h"
 #include "txn-private.h"
+#include "validator.h"
 
 static bool
 has_writes(const md_txn_view_t *v)
@@ -102,6 +103,7 @@ create_like(md_coll_t *live, const md_coll_t *copy)
    bool existed;
    bson_destroy(live->options);
    live->options = bson_copy(copy->options);
+   md_validator_install(live);
    for (size_t i = 1; i < copy->n_indexes; i++) {
       md_coll_create_index(live, copy->indexes[i]->spec, &existed, &error);
    }

@@ -10,6 +10,7 @@
 
 #include "keyenc.h"
 #include "txn-private.h"
+#include "validator.h"
 
 static void
 free_key(void *value, void *ctx)
@@ -79,11 +80,19 @@ md_txn_view_free(md_txn_view_t *view)
    free(view);
 }
 
+/* The view's copy of `live`, validator and all. */
+static void
+copy_into(md_txn_view_t *view, const md_coll_t *live)
+{
+   view->copy = md_coll_copy(live, &view->db);
+   md_validator_install(view->copy);
+}
+
 void
 md_txn_view_preserve(md_txn_view_t *view, const md_coll_t *live)
 {
    if (!view->copy && !view->absent) {
-      view->copy = md_coll_copy(live, &view->db);
+      copy_into(view, live);
       view->copy->txn_view = view;
    }
 }
@@ -135,7 +144,7 @@ md_txn_coll(md_txns_t *txns, md_txn_t *txn, md_store_t *store, const char *db,
    if (!v->copy) {
       md_coll_t *live = v->absent ? NULL : md_store_coll(store, db, name, false, NULL);
       if (live) {
-         v->copy = md_coll_copy(live, &v->db);
+         copy_into(v, live);
       } else if (create) {
          v->copy = md_coll_new_detached(&v->db, name);
          v->created = true;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "keyenc.h"
+#include "validator.h"
 #include "wire.h"
 
 static bool
@@ -82,7 +83,8 @@ md_write_update_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, const tm_upd
                         MD_MAX_BSON_SIZE);
    }
    if (ok && next) {
-      ok = claim(srv, coll, d->bson, error);
+      ok = md_validator_check(srv, coll, d->bson, next, details, error) &&
+           claim(srv, coll, d->bson, error);
    }
    bson_t *pre = ok && next && coll_keeps_images(coll) ? bson_copy(d->bson) : NULL;
    if (ok && next) {
@@ -122,7 +124,8 @@ md_write_upsert(md_server_t *srv, md_coll_t *coll, const bson_t *filter, const t
          ok = tm_error_set(error, 17419, "Resulting document after update is larger than %d",
                            MD_MAX_BSON_SIZE);
          bson_destroy(doc);
-      } else if (!claim(srv, coll, doc, error)) {
+      } else if (!md_validator_check(srv, coll, NULL, doc, details, error) ||
+                 !claim(srv, coll, doc, error)) {
          bson_destroy(doc);
          ok = false;
       } else if (md_coll_insert(coll, doc, out_doc, details, error)) {
@@ -154,7 +157,8 @@ md_write_insert(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_t *de
    }
    bson_t *copy = md_doc_with_id_first(doc, NULL);
    md_doc_t *d;
-   if (!claim(srv, coll, copy, error) || !md_coll_insert(coll, copy, &d, details, error)) {
+   if (!md_validator_check(srv, coll, NULL, copy, details, error) ||
+       !claim(srv, coll, copy, error) || !md_coll_insert(coll, copy, &d, details, error)) {
       bson_destroy(copy);
       return false;
    }

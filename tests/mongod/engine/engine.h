@@ -46,8 +46,10 @@ typedef struct _tm_matcher_t tm_matcher_t;
 /* Returns a new matcher for `filter` (copied), or NULL with *error set. An empty filter
  * matches everything. Supports $eq $ne $gt $gte $lt $lte $in $nin $exists $type $and $or
  * $nor $not $elemMatch $size $all $mod $regex (with $options; POSIX extended syntax plus
- * \d) and $expr with the aggregation expressions of tm_pipeline_run; $where, $text and
- * $jsonSchema are rejected with 2. */
+ * \d), $expr with the aggregation expressions of tm_pipeline_run, and $jsonSchema as
+ * MongoDB 6.0 supports it (draft 4 keywords without $ref, $schema, default, definitions,
+ * format and id, plus bsonType; parse errors 9 / 14 / 2 worded as mongod words them);
+ * $where and $text are rejected with 2. */
 tm_matcher_t *
 tm_matcher_new(const bson_t *filter, bson_error_t *error);
 
@@ -65,6 +67,18 @@ tm_matcher_match(const tm_matcher_t *matcher, const bson_t *doc, int32_t *positi
  * Returns false with *error (54) on a path matched twice or on overlapping paths. */
 bool
 tm_filter_upsert_seed(const bson_t *filter, bson_t *seed, bson_error_t *error);
+
+/* ---- document validation ------------------------------------------------------------- */
+
+/* The `details` of the errInfo that MongoDB 6.0 returns with error 121
+ * DocumentValidationFailure when `doc` does not match the collection validator `validator`
+ * (a matcher built from the validator document): {operatorName: "$jsonSchema",
+ * schemaRulesNotSatisfied: [...]}, {operatorName: "$and", clausesNotSatisfied: [...]},
+ * {operatorName: "$gt", specifiedAs, reason, consideredValue} ... as
+ * doc_validation_error.cpp builds them. `details` is initialised by the callee. Only
+ * meaningful for a document the validator rejects. */
+void
+tm_validation_details(const tm_matcher_t *validator, const bson_t *doc, bson_t *details);
 
 /* ---- updates ---------------------------------------------------------------------------- */
 
