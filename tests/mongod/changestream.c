@@ -76,7 +76,21 @@ parse_mode(const bson_iter_t *it, bool before, int *mode, bson_error_t *error)
                                  "valid value.", s, bson_iter_key(it));
 }
 
-/* Positions the stream after a resume token. */
+static bool
+relevant(const md_changestream_t *cs, const md_oplog_entry_t *e, bool *invalidates);
+
+/* Whether this stream emits the event (index 0) or the invalidate that `e` stands for. */
+static bool
+stream_produced(const md_changestream_t *cs, const md_oplog_entry_t *e, unsigned index)
+{
+   bool invalidates;
+   bool emits = relevant(cs, e, &invalidates);
+   return index == MD_TOKEN_INDEX_INVALIDATE ? invalidates : emits;
+}
+
+/* Positions the stream after a resume token. Like mongod's check that the resumed stream
+ * finds the token's own event first, a token of an event this stream would not have produced
+ * (another collection's, say) is 280, even though the time it names is in the history. */
 static bool
 seek_token(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bool start_after,
            bson_error_t *error)
@@ -98,13 +112,14 @@ seek_token(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bool s
    }
    uint64_t seq = md_oplog_seek(log, ts, true);
    md_oplog_entry_t *e = md_oplog_at(log, seq);
-   if (!e || md_ts_cmp(e->ts, ts) != 0) {
+   if (!e || md_ts_cmp(e->ts, ts) != 0 || !stream_produced(cs, e, index)) {
       if (log->lost && md_ts_cmp(ts, log->lost_ts) <= 0) {
          goto lost;
       }
       return tm_error_set(error, 280, "cannot resume stream; the resume token was not found. "
                                       "{_data: \"%s\"}", bson_iter_utf8(&sub, NULL));
    }
+
    if (index == MD_TOKEN_INDEX_INVALIDATE && !start_after) {
       return tm_error_set(error, 260, "Attempting to resume a change stream using "
                                       "'resumeAfter' is not allowed from an invalidate "
@@ -134,10 +149,12 @@ seek_time(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bson_er
    return true;
 }
 
+/* Reads the $changeStream options; the resume option is applied last, once the stream's
+ * scope (allChangesForCluster may come after it) is known. */
 static bool
 parse_spec(md_changestream_t *cs, md_oplog_t *log, const bson_t *spec, bson_error_t *error)
 {
-   bson_iter_t it;
+   bson_iter_t it, start;
    int n_start = 0;
    bson_iter_init(&it, spec);
    while (bson_iter_next(&it)) {
@@ -147,12 +164,10 @@ parse_spec(md_changestream_t *cs, md_oplog_t *log, const bson_t *spec, bson_erro
          ok = parse_mode(&it, false, &cs->full_document, error);
       } else if (strcmp(k, "fullDocumentBeforeChange") == 0) {
          ok = parse_mode(&it, true, &cs->before_change, error);
-      } else if (strcmp(k, "resumeAfter") == 0 || strcmp(k, "startAfter") == 0) {
+      } else if (strcmp(k, "resumeAfter") == 0 || strcmp(k, "startAfter") == 0 ||
+                 strcmp(k, "startAtOperationTime") == 0) {
          n_start++;
-         ok = seek_token(cs, log, &it, k[0] == 's', error);
-      } else if (strcmp(k, "startAtOperationTime") == 0) {
-         n_start++;
-         ok = seek_time(cs, log, &it, error);
+         start = it;
       } else if (strcmp(k, "allChangesForCluster") == 0) {
          cs->cluster = bson_iter_as_bool(&it);
       } else if (strcmp(k, "showExpandedEvents") == 0) {
@@ -169,7 +184,14 @@ parse_spec(md_changestream_t *cs, md_oplog_t *log, const bson_t *spec, bson_erro
                                            "multiple were found.");
       }
    }
-   return true;
+   if (n_start == 0) {
+      return true;
+   }
+   const char *k = bson_iter_key(&start);
+   if (strcmp(k, "startAtOperationTime") == 0) {
+      return seek_time(cs, log, &start, error);
+   }
+   return seek_token(cs, log, &start, k[0] == 's', error);
 }
 
 md_changestream_t *
@@ -272,6 +294,41 @@ append_ns(bson_t *ev, const char *key, const char *db, const char *coll)
    bson_append_document_end(ev, &ns);
 }
 
+/* mongod names the event in a missing-image error as {operationType, ns, clusterTime}. */
+static char *
+event_summary(const md_oplog_entry_t *e)
+{
+   return bson_strdup_printf("{operationType: \"%s\", ns: {db: \"%s\", coll: \"%s\"}, "
+                             "clusterTime: Timestamp(%u, %u)}",
+                             op_name(e->op), e->db, e->coll ? e->coll : "", e->ts.t, e->ts.i);
+}
+
+/* 'required' images that are not there: 47 NoMatchingDocument when the event is reached, the
+ * pre-image checked first as mongod's stages run (a post-image is computed from it). */
+static bool
+check_required_images(const md_changestream_t *cs, const md_oplog_entry_t *e,
+                      bson_error_t *error)
+{
+   bool modifies = e->op == MD_OP_UPDATE || e->op == MD_OP_REPLACE || e->op == MD_OP_DELETE;
+   const char *which = NULL, *events = NULL;
+   if (cs->before_change == FD_REQUIRED && modifies && !e->pre_image) {
+      which = "pre";
+      events = "update, delete and replace";
+   } else if (cs->full_document == FD_REQUIRED && e->op == MD_OP_UPDATE && !e->full_doc) {
+      which = "post";
+      events = "update";
+   }
+   if (!which) {
+      return true;
+   }
+   char *summary = event_summary(e);
+   tm_error_set(error, 47, "Change stream was configured to require a %s-image for all %s "
+                           "events, but the %s-image was not found for event: %s",
+                which, events, which, summary);
+   bson_free(summary);
+   return false;
+}
+
 static bool
 append_full_document(const md_changestream_t *cs, const md_oplog_entry_t *e, md_store_t *store,
                      bson_t *ev, bson_error_t *error)
@@ -297,10 +354,6 @@ append_full_document(const md_changestream_t *cs, const md_oplog_entry_t *e, md_
       }
    } else if (e->full_doc) {
       BSON_APPEND_DOCUMENT(ev, "fullDocument", e->full_doc);
-   } else if (cs->full_document == FD_REQUIRED) {
-      return tm_error_set(error, 38, "Change stream was configured to require a post-image for "
-                                     "all update, delete and replace events, but no post-image "
-                                     "was available");
    } else {
       BSON_APPEND_NULL(ev, "fullDocument");
    }
@@ -317,10 +370,6 @@ append_before_change(const md_changestream_t *cs, const md_oplog_entry_t *e, bso
    }
    if (e->pre_image) {
       BSON_APPEND_DOCUMENT(ev, "fullDocumentBeforeChange", e->pre_image);
-   } else if (cs->before_change == FD_REQUIRED) {
-      return tm_error_set(error, 280, "Change stream was configured to require a pre-image for "
-                                      "all update, delete and replace events, but no pre-image "
-                                      "was available");
    } else {
       BSON_APPEND_NULL(ev, "fullDocumentBeforeChange");
    }
@@ -331,6 +380,9 @@ static bson_t *
 make_event(const md_changestream_t *cs, const md_oplog_entry_t *e, md_store_t *store,
            bson_error_t *error)
 {
+   if (!check_required_images(cs, e, error)) {
+      return NULL;
+   }
    bson_t *ev = bson_new();
    append_id(ev, e->ts, 0);
    BSON_APPEND_UTF8(ev, "operationType", op_name(e->op));

@@ -81,9 +81,11 @@ static const struct {
    {10107, "NotWritablePrimary"}, {11000, "DuplicateKey"}, {11600, "InterruptedAtShutdown"},
    {11601, "Interrupted"}, {11602, "InterruptedDueToReplStateChange"},
    {166, "CommandNotSupportedOnView"}, {225, "TransactionTooOld"}, {237, "CursorKilled"},
-   {38, "NoSuchKey"}, {8, "UnknownError"},
+   {4, "NoSuchKey"}, {8, "UnknownError"}, {47, "NoMatchingDocument"},
+   {64, "WriteConcernTimeout"}, {168, "InvalidPipelineOperator"},
+   {291, "NoQueryExecutionPlans"}, {10334, "BSONObjectTooLarge"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
-   {13436, "NotPrimaryOrSecondary"}, {17419, "BSONObjectTooLarge"}, {0, NULL},
+   {13436, "NotPrimaryOrSecondary"}, {0, NULL},
 };
 
 const char *
@@ -382,6 +384,11 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       pthread_mutex_unlock(&srv->lock);
    }
    if (!ok && !c.close_connection) {
+      /* mongod's error label builder: 280 and 286 from any command (aggregate included) are
+       * NonResumableChangeStreamError, unless a failpoint's errorLabels replaced the labels. */
+      if (!fp.has_labels && (error.code == 280 || error.code == 286)) {
+         md_cmd_add_label(&c, "NonResumableChangeStreamError");
+      }
       md_log(srv, "conn%d: %s failed: %d %s", (int) conn->id, c.name, (int) error.code,
              error.message);
       bson_destroy(reply);

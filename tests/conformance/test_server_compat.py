@@ -1,0 +1,119 @@
+"""Server behaviours a second driver (the Node.js driver) found test-mongod getting wrong
+(issue 13, items 2-10), checked here with pymongo against what MongoDB 6.0 does. Run through
+test_server.py (class names below are in its ALL list)."""
+import time
+
+from servertest import DB, ServerTest, next_change, raw_connect, op_msg, read_reply
+from bson.son import SON
+from pymongo.errors import OperationFailure
+
+
+def stream_command(db, coll, spec, pipeline=()):
+    """Opens a change stream with a raw aggregate; returns the cursor id."""
+    reply = db.command("aggregate", coll, pipeline=[{"$changeStream": spec}] + list(pipeline),
+                       cursor={})
+    return reply["cursor"]["id"]
+
+
+def get_more(db, coll, cursor_id, max_time_ms=1000):
+    return db.command("getMore", cursor_id, collection=coll, maxTimeMS=max_time_ms)
+
+
+class ArrayFilterDescriptions(ServerTest):
+    """Item 2: UpdateArrayNode logs the whole array when several elements changed."""
+
+    def test_several_elements_changed_gives_whole_array(self):
+        self.coll.insert_one({"_id": 1, "events": [{"id": "a", "s": 0}, {"id": "b", "s": 0},
+                                                   {"id": "c", "s": 0}]})
+        with self.coll.watch() as stream:
+            self.coll.update_one({"_id": 1}, {"$set": {"events.$[e].s": 1}},
+                                 array_filters=[{"e.id": {"$in": ["a", "c"]}}])
+            self.coll.update_one({"_id": 1}, {"$set": {"events.$[e].s": 2}},
+                                 array_filters=[{"e.id": "b"}])
+            self.coll.update_one({"_id": 1}, {"$set": {"events.$[e].s": 1}},
+                                 array_filters=[{"e.s": {"$gte": 1}}])
+            several = next_change(stream)["updateDescription"]["updatedFields"]
+            one = next_change(stream)["updateDescription"]["updatedFields"]
+            one_of_several = next_change(stream)["updateDescription"]["updatedFields"]
+        self.assertEqual(several, {"events": [{"id": "a", "s": 1}, {"id": "b", "s": 0},
+                                              {"id": "c", "s": 1}]})
+        self.assertEqual(one, {"events.1.s": 2})
+        self.assertEqual(one_of_several, {"events.1": {"id": "b", "s": 1}})
+
+
+class RequiredImages(ServerTest):
+    """Item 3: 'required' images that do not exist are 47 NoMatchingDocument at the event."""
+
+    def check_required(self, spec, write):
+        self.coll.insert_one({"_id": 1, "n": 0})
+        cursor_id = stream_command(self.db, self.coll.name, spec)
+        write()
+        with self.assertRaises(OperationFailure) as ctx:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                get_more(self.db, self.coll.name, cursor_id, 500)
+        self.assertCode(ctx, 47)
+        self.assertEqual(ctx.exception.details["codeName"], "NoMatchingDocument")
+        self.assertNotIn("errorLabels", ctx.exception.details)
+        self.assertIn("was not found for event", ctx.exception.details["errmsg"])
+
+    def test_pre_image_required(self):
+        self.check_required({"fullDocumentBeforeChange": "required"},
+                            lambda: self.coll.delete_one({"_id": 1}))
+
+    def test_post_image_required(self):
+        self.check_required({"fullDocument": "required"},
+                            lambda: self.coll.update_one({"_id": 1}, {"$inc": {"n": 1}}))
+
+    def test_required_images_present_when_enabled(self):
+        self.db.create_collection(self.coll.name,
+                                  changeStreamPreAndPostImages={"enabled": True})
+        self.coll.insert_one({"_id": 1, "n": 0})
+        with self.coll.watch(full_document="required") as stream:
+            self.coll.update_one({"_id": 1}, {"$inc": {"n": 1}})
+            self.assertEqual(next_change(stream)["fullDocument"], {"_id": 1, "n": 1})
+
+
+class ResumeTokens(ServerTest):
+    """Items 4 and 5: a token this stream never produced is 280, labelled on aggregate too."""
+
+    def test_other_collections_token_is_280_with_label(self):
+        other = self.db[self.coll.name + "_other"]
+        other.drop()
+        with other.watch() as stream:
+            other.insert_one({"_id": 1})
+            token = next_change(stream)["_id"]
+        self.coll.insert_one({"_id": 2})
+        with self.assertRaises(OperationFailure) as ctx:
+            stream_command(self.db, self.coll.name, {"resumeAfter": token})
+        self.assertCode(ctx, 280)
+        self.assertEqual(ctx.exception.details.get("errorLabels"),
+                         ["NonResumableChangeStreamError"])
+        # The database stream did produce it: resuming there works.
+        cursor_id = stream_command(self.db, 1, {"resumeAfter": token})
+        self.db.command("killCursors", "$cmd.aggregate", cursors=[cursor_id])
+
+    def test_history_lost_on_aggregate_is_labelled(self):
+        # A token from before any retained history (the server's start, for test-mongod).
+        old = {"_data": "82" + "00000001" + "00000001" + "0000" + "01"}
+        with self.assertRaises(OperationFailure) as ctx:
+            stream_command(self.db, self.coll.name, {"resumeAfter": old})
+        self.assertIn(ctx.exception.code, (280, 286, 260))
+        if ctx.exception.code in (280, 286):
+            self.assertEqual(ctx.exception.details.get("errorLabels"),
+                             ["NonResumableChangeStreamError"])
+
+    def test_failpoint_labels_replace_the_servers(self):
+        self.failpoint("failCommand", {"times": 1}, failCommands=["aggregate"], errorCode=280)
+        with self.assertRaises(OperationFailure) as ctx:
+            stream_command(self.db, self.coll.name, {})
+        self.assertEqual(ctx.exception.details.get("errorLabels"),
+                         ["NonResumableChangeStreamError"])
+        self.failpoint("failCommand", {"times": 1}, failCommands=["aggregate"], errorCode=280,
+                       errorLabels=[])
+        with self.assertRaises(OperationFailure) as ctx:
+            stream_command(self.db, self.coll.name, {})
+        self.assertNotIn("errorLabels", ctx.exception.details)
+
+
+COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens]
