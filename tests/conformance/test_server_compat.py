@@ -1,11 +1,31 @@
 """Server behaviours a second driver (the Node.js driver) found test-mongod getting wrong
 (issue 13, items 2-10), checked here with pymongo against what MongoDB 6.0 does. Run through
 test_server.py (class names below are in its ALL list)."""
+import struct
 import time
 
-from servertest import DB, ServerTest, next_change, raw_connect, op_msg, read_reply
+import bson
+from servertest import DB, MiB16, ServerTest, next_change, raw_connect, read_reply
 from bson.son import SON
 from pymongo.errors import OperationFailure
+
+ALLOWANCE = 16 * 1024  # mongod's internal headroom over maxBsonObjectSize (SERVER-10643)
+MAX_MESSAGE = 48000000
+
+
+def op_msg_with_sequence(body, ident=None, docs=(), request_id=7):
+    """An OP_MSG with a kind-0 body and optionally one kind-1 document sequence."""
+    payload = struct.pack("<I", 0) + b"\x00" + body
+    if ident is not None:
+        seq = ident.encode() + b"\x00" + b"".join(docs)
+        payload += b"\x01" + struct.pack("<i", 4 + len(seq)) + seq
+    return struct.pack("<iiii", 16 + len(payload), request_id, 0, 2013) + payload
+
+
+def doc_of_size(size, _id):
+    """{_id, x: "aaa..."} encoded in exactly `size` bytes."""
+    base = len(bson.encode({"_id": _id, "x": ""}))
+    return bson.encode({"_id": _id, "x": "a" * (size - base)})
 
 
 def stream_command(db, coll, spec, pipeline=()):
@@ -116,4 +136,85 @@ class ResumeTokens(ServerTest):
         self.assertNotIn("errorLabels", ctx.exception.details)
 
 
-COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens]
+class MessageSizes(ServerTest):
+    """Item 6: what mongod accepts per document and per message, and how it refuses more."""
+
+    def exchange(self, sock, msg):
+        """The reply, or None if the server closed the connection (maybe mid-send)."""
+        try:
+            sock.sendall(msg)
+        except (ConnectionResetError, BrokenPipeError):
+            return None
+        return read_reply(sock)
+
+    def insert_body(self, docs):
+        return bson.encode(SON([("insert", self.coll.name), ("$db", DB),
+                                ("documents", docs)]))
+
+    def test_command_body_limit_is_16mib_plus_16kib(self):
+        big = {"_id": 0, "x": "a" * (MiB16 - len(bson.encode({"_id": 0, "x": ""})))}
+        small_len = MiB16 + ALLOWANCE - len(self.insert_body([big, {"_id": 1, "x": ""}]))
+        small = {"_id": 1, "x": "a" * small_len}
+        s = raw_connect()
+        s.settimeout(60)
+        try:
+            body = self.insert_body([big, small])
+            self.assertEqual(len(body), MiB16 + ALLOWANCE)
+            reply = self.exchange(s, op_msg_with_sequence(body))
+            self.assertEqual((reply["ok"], reply["n"]), (1.0, 2), reply.get("errmsg"))
+            self.coll.delete_many({})
+            small["x"] += "a"
+            reply = self.exchange(s, op_msg_with_sequence(self.insert_body([big, small])))
+            self.assertEqual((reply["ok"], reply["code"], reply["codeName"]),
+                             (0.0, 10334, "BSONObjectTooLarge"))
+            self.assertIn("BSONObj size: 16793601 (0x1004001) is invalid. Size must be between "
+                          "0 and 16793600(16MB) First element: insert: ", reply["errmsg"])
+            # The connection is still usable.
+            ping = self.exchange(s, op_msg_with_sequence(bson.encode({"ping": 1, "$db": DB})))
+            self.assertEqual(ping["ok"], 1.0)
+        finally:
+            s.close()
+        self.assertEqual(self.coll.count_documents({}), 0)
+
+    def test_sequence_documents(self):
+        body = bson.encode(SON([("insert", self.coll.name), ("$db", DB)]))
+        s = raw_connect()
+        s.settimeout(60)
+        try:
+            reply = self.exchange(s, op_msg_with_sequence(body, "documents",
+                                                          [doc_of_size(MiB16, 0)]))
+            self.assertEqual((reply["ok"], reply["n"]), (1.0, 1), reply)
+            reply = self.exchange(s, op_msg_with_sequence(body, "documents",
+                                                          [doc_of_size(MiB16 + 1, 1)]))
+            self.assertEqual((reply["ok"], reply["n"]), (1.0, 0))
+            self.assertEqual(reply["writeErrors"][0]["code"], 2)
+            self.assertIn("object to insert too large", reply["writeErrors"][0]["errmsg"])
+            reply = self.exchange(s, op_msg_with_sequence(
+                body, "documents", [doc_of_size(MiB16 + ALLOWANCE + 1, 2)]))
+            self.assertEqual((reply["ok"], reply["code"]), (0.0, 10334))
+            self.assertIn("First element: _id: 2", reply["errmsg"])
+            ping = self.exchange(s, op_msg_with_sequence(bson.encode({"ping": 1, "$db": DB})))
+            self.assertEqual(ping["ok"], 1.0)
+        finally:
+            s.close()
+        self.assertEqual([d["_id"] for d in self.coll.find({}, {"x": 0})], [0])
+
+    def test_message_limit_is_48_million_bytes(self):
+        body = bson.encode(SON([("insert", self.coll.name), ("$db", DB)]))
+        head = len(op_msg_with_sequence(body, "documents", []))
+        docs = [doc_of_size(MiB16 - 1024, i) for i in range(2)]
+        last = MAX_MESSAGE - head - sum(len(d) for d in docs)
+        s = raw_connect()
+        s.settimeout(60)
+        try:
+            msg = op_msg_with_sequence(body, "documents", docs + [doc_of_size(last, 2)])
+            self.assertEqual(len(msg), MAX_MESSAGE)
+            reply = self.exchange(s, msg)
+            self.assertEqual((reply["ok"], reply["n"]), (1.0, 3), reply.get("errmsg"))
+            msg = op_msg_with_sequence(body, "documents", docs + [doc_of_size(last + 1, 3)])
+            self.assertIsNone(self.exchange(s, msg), "a longer message closes the connection")
+        finally:
+            s.close()
+
+
+COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens, MessageSizes]

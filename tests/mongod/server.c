@@ -187,7 +187,7 @@ handle_message(md_conn_t *conn, const uint8_t *msg, size_t len)
    } else {
       md_log(conn->srv, "conn%d: bad message: %s", (int) conn->id, error.message);
       md_error_reply(conn->srv, &error, NULL, &reply);
-      keep = false; /* after a protocol error the stream may be out of sync */
+      keep = !md_wire_error_is_fatal((int32_t) error.code);
       req.more_to_come = false;
    }
    if (!req.more_to_come) {

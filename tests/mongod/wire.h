@@ -33,13 +33,19 @@ typedef struct {
 
 typedef enum {
    MD_WIRE_OK = 0,
-   MD_WIRE_ERROR_REPLY, /* answer with the error in *error, then close */
+   MD_WIRE_ERROR_REPLY, /* answer with the error in *error; close if md_wire_error_is_fatal */
    MD_WIRE_ERROR_CLOSE, /* close without an answer */
 } md_wire_result_t;
 
 /* Reads the header of a message: returns false if `len` is not a plausible length. */
 bool
 md_wire_check_length(int32_t len);
+
+/* Whether a parse error must close the connection after its answer, as mongod's
+ * ConnectionFatalMessageParseError codes (223, 233, 288) do. Other parse errors leave a
+ * well-framed stream in sync, so mongod answers them and keeps serving the connection. */
+bool
+md_wire_error_is_fatal(int32_t code);
 
 /* Parses one whole message (`len` bytes, header included). On MD_WIRE_OK `req->cmd` must be
  * freed with md_request_destroy. On MD_WIRE_ERROR_REPLY req->request_id/op_code are set so an
