@@ -217,4 +217,58 @@ class MessageSizes(ServerTest):
             s.close()
 
 
-COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens, MessageSizes]
+class WriteConcerns(ServerTest):
+    """Item 7: a w the one-member set cannot satisfy: applied, then writeConcernError."""
+
+    def test_w2_applies_then_reports_100_at_once(self):
+        started = time.monotonic()
+        reply = self.db.command(SON([("insert", self.coll.name), ("documents", [{"_id": 1}]),
+                                     ("writeConcern", {"w": 2, "wtimeout": 60000})]))
+        self.assertLess(time.monotonic() - started, 30, "mongod does not wait for wtimeout")
+        self.assertEqual(reply["n"], 1)
+        wce = reply["writeConcernError"]
+        self.assertEqual((wce["code"], wce["codeName"], wce["errmsg"]),
+                         (100, "UnsatisfiableWriteConcern", "Not enough data-bearing nodes"))
+        self.assertEqual(wce["errInfo"]["writeConcern"],
+                         {"w": 2, "wtimeout": 60000, "provenance": "clientSupplied"})
+        self.assertEqual(self.coll.find_one(), {"_id": 1})
+
+    def test_unknown_mode_is_79_and_majority_is_fine(self):
+        reply = self.db.command(SON([("update", self.coll.name),
+                                     ("updates", [{"q": {"_id": 1}, "u": {"$set": {"a": 1}},
+                                                   "upsert": True}]),
+                                     ("writeConcern", {"w": "dc2"})]))
+        self.assertEqual(reply["n"], 1)
+        wce = reply["writeConcernError"]
+        self.assertEqual((wce["code"], wce["codeName"]), (79, "UnknownReplWriteConcern"))
+        self.assertEqual(wce["errmsg"], "No write concern mode named 'dc2' found in replica "
+                                        "set configuration")
+        for w in (0, 1, "majority"):
+            reply = self.db.command(SON([("delete", self.coll.name),
+                                         ("deletes", [{"q": {"_id": 9}, "limit": 1}]),
+                                         ("writeConcern", {"w": w})]))
+            self.assertNotIn("writeConcernError", reply, w)
+
+    def test_ddl_and_find_and_modify_too(self):
+        reply = self.db.command(SON([("findAndModify", self.coll.name), ("query", {"_id": 5}),
+                                     ("update", {"$set": {"x": 1}}), ("upsert", True),
+                                     ("writeConcern", {"w": 3, "j": True})]))
+        self.assertEqual(reply["value"], None)
+        self.assertEqual(reply["writeConcernError"]["code"], 100)
+        self.assertEqual(reply["writeConcernError"]["errInfo"]["writeConcern"],
+                         {"w": 3, "j": True, "wtimeout": 0, "provenance": "clientSupplied"})
+        reply = self.db.command(SON([("createIndexes", self.coll.name),
+                                     ("indexes", [{"key": {"x": 1}, "name": "x_1"}]),
+                                     ("writeConcern", {"w": 2})]))
+        self.assertEqual(reply["writeConcernError"]["code"], 100)
+        self.assertEqual(self.coll.find_one({"_id": 5}), {"_id": 5, "x": 1})
+
+    def test_malformed_w_fails_before_the_write(self):
+        with self.assertRaises(OperationFailure) as ctx:
+            self.db.command(SON([("insert", self.coll.name), ("documents", [{"_id": 1}]),
+                                 ("writeConcern", {"w": -1})]))
+        self.assertCode(ctx, 9)
+        self.assertIsNone(self.coll.find_one())
+
+
+COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens, MessageSizes, WriteConcerns]

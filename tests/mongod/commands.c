@@ -348,6 +348,9 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
    if (!entry) {
       return tm_error_set(error, 59, "no such command: '%s'", c->name);
    }
+   if (!md_write_concern_parse(c, error)) {
+      return false;
+   }
    if (entry->is_write && bson_has_field(c->cmd, "txnNumber")) {
       return run_retryable_write(c, entry, error);
    }
@@ -378,6 +381,8 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);
          if (fp.wce_doc) {
             BSON_APPEND_DOCUMENT(reply, "writeConcernError", fp.wce_doc);
+         } else {
+            md_write_concern_check(&c, reply);
          }
          append_times(srv, reply, c.has_op_time ? &c.op_time : NULL);
       }

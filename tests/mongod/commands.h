@@ -58,6 +58,13 @@ md_cmd_get_doc(const bson_t *cmd, const char *field, bson_t *out, bool *found,
 bool
 md_cmd_get_int64(const bson_t *cmd, const char *field, int64_t *out, bson_error_t *error);
 
+/* Write concerns (writeconcern.c): a malformed `w` fails the command before it runs (9);
+ * after it ran, a `w` the one-member set cannot satisfy adds a writeConcernError to `reply`. */
+bool
+md_write_concern_parse(const md_cmd_t *c, bson_error_t *error);
+void
+md_write_concern_check(const md_cmd_t *c, bson_t *reply);
+
 /* Adds oplog entries for document changes. */
 void
 md_log_insert(md_server_t *srv, const md_coll_t *coll, const bson_t *doc);
