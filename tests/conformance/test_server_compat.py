@@ -271,4 +271,50 @@ class WriteConcerns(ServerTest):
         self.assertIsNone(self.coll.find_one())
 
 
-COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens, MessageSizes, WriteConcerns]
+class HintedIndexes(ServerTest):
+    """Item 8: mongod 6.0 scans a hinted index even when it cannot answer the query, so a
+    partial or sparse index leaves out the documents it does not hold (SERVER-26413 and
+    SERVER-18449, both unresolved): no error, and not a silent full scan either."""
+
+    def setUp(self):
+        super().setUp()
+        self.coll.insert_many([{"_id": 1, "x": 100}, {"_id": 2, "x": 100, "y": 1},
+                               {"_id": 3, "z": 1}])
+        self.coll.create_index("x", name="x_partial",
+                               partialFilterExpression={"y": {"$exists": True}})
+        self.coll.create_index("z", name="z_sparse", sparse=True)
+
+    def test_find_count_aggregate_distinct_see_only_indexed_documents(self):
+        self.assertEqual([d["_id"] for d in self.coll.find({"x": 100})], [1, 2])
+        self.assertEqual([d["_id"] for d in self.coll.find({"x": 100}).hint("x_partial")], [2])
+        self.assertEqual([d["_id"] for d in self.coll.find({}).hint([("z", 1)])], [3])
+        self.assertEqual(self.db.command("count", self.coll.name, hint="x_partial")["n"], 1)
+        self.assertEqual(self.coll.count_documents({"x": 100}, hint="x_partial"), 1)
+        self.assertEqual(list(self.coll.aggregate([{"$group": {"_id": None, "n": {"$sum": 1}}}],
+                                                  hint="x_partial")), [{"_id": None, "n": 1}])
+        self.assertEqual(self.db.command("distinct", self.coll.name, key="_id",
+                                         hint="z_sparse")["values"], [3])
+        self.assertEqual([d["_id"] for d in self.coll.find({}).hint([("$natural", 1)])],
+                         [1, 2, 3])
+
+    def test_writes_through_a_hint_touch_only_indexed_documents(self):
+        r = self.coll.update_many({"x": 100}, {"$set": {"seen": True}}, hint="x_partial")
+        self.assertEqual(r.modified_count, 1)
+        r = self.coll.delete_many({"x": 100}, hint="x_partial")
+        self.assertEqual(r.deleted_count, 1)
+        self.assertEqual([d["_id"] for d in self.coll.find()], [1, 3])
+        with self.assertRaises(OperationFailure) as ctx:
+            list(self.coll.find({}).hint("no_such_index"))
+        self.assertCode(ctx, 2)
+
+    def test_compatible_partial_index_answers_fully(self):
+        """The relay's sweep: the query implies the partial filter, so nothing is lost."""
+        self.coll.insert_many([{"_id": 10, "eventSeq": 1, "events": [{"seq": 1}]},
+                               {"_id": 11, "eventSeq": 1, "events": []}])
+        self.coll.create_index("eventSeq", name="outbox_pending",
+                               partialFilterExpression={"events.0": {"$exists": True}})
+        found = self.coll.find({"events.0": {"$exists": True}}).hint("outbox_pending")
+        self.assertEqual([d["_id"] for d in found], [10])
+
+
+COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens, MessageSizes, WriteConcerns, HintedIndexes]

@@ -205,13 +205,16 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
    if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
       return false;
    }
-   if (!snapshot && !md_check_hint(coll, c->cmd, error)) {
+   const md_index_t *hint = NULL;
+   if (!snapshot && !md_check_hint(coll, c->cmd, &hint, error)) {
       return false;
    }
-   size_t n_in = coll ? coll->count : 0, i = 0;
-   bson_t **in = malloc((n_in ? n_in : 1) * sizeof *in);
+   size_t n_in = 0;
+   bson_t **in = malloc((coll && coll->count ? coll->count : 1) * sizeof *in);
    for (md_doc_t *d = coll ? coll->head : NULL; d; d = d->next) {
-      in[i++] = d->bson;
+      if (!hint || md_index_contains(hint, d->bson)) {
+         in[n_in++] = d->bson;
+      }
    }
    bson_t **out = NULL;
    size_t n_out = 0;
@@ -246,11 +249,12 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
    if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
       return false;
    }
-   if (!snapshot && !md_check_hint(coll, c->cmd, error)) {
+   const md_index_t *hint = NULL;
+   if (!snapshot && !md_check_hint(coll, c->cmd, &hint, error)) {
       return false;
    }
    int64_t n = 0;
-   if (coll && bson_empty(&query)) {
+   if (coll && bson_empty(&query) && !hint) {
       n = (int64_t) coll->count;
    } else if (coll) {
       tm_matcher_t *m = tm_matcher_new(&query, error);
@@ -259,7 +263,7 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
          return false;
       }
       md_selection_t sel;
-      md_select(coll, m, &query, 0, &sel);
+      md_select(coll, hint, m, &query, 0, &sel);
       n = (int64_t) sel.n;
       md_selection_destroy(&sel);
       tm_matcher_destroy(m);
@@ -349,13 +353,15 @@ md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
    if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
       return false;
    }
-   tm_matcher_t *m = tm_matcher_new(&query, error);
-   if (!m) {
+   const md_index_t *hint = NULL;
+   tm_matcher_t *m = NULL;
+   if ((!snapshot && !md_check_hint(coll, c->cmd, &hint, error)) ||
+       !(m = tm_matcher_new(&query, error))) {
       md_coll_snapshot_free(snapshot);
       return false;
    }
    md_selection_t sel;
-   md_select(coll, m, &query, 0, &sel);
+   md_select(coll, hint, m, &query, 0, &sel);
    md_hmap_t *seen = md_hmap_new();
    uint32_t n = 0;
    BSON_APPEND_ARRAY_BEGIN(c->reply, "values", &values);
