@@ -317,4 +317,106 @@ class HintedIndexes(ServerTest):
         self.assertEqual([d["_id"] for d in found], [10])
 
 
-COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens, MessageSizes, WriteConcerns, HintedIndexes]
+class HelloAndStatus(ServerTest):
+    """Item 10: topologyVersion and the awaitable hello (also streamed), serverStatus,
+    buildInfo."""
+
+    def send(self, sock, doc, flags=0, request_id=1):
+        body = bson.encode(doc)
+        payload = struct.pack("<I", flags) + b"\x00" + body
+        sock.sendall(struct.pack("<iiii", 16 + len(payload), request_id, 0, 2013) + payload)
+
+    def read(self, sock):
+        """(document, flags, requestID, responseTo) of the next reply, or None."""
+        header = b""
+        while len(header) < 16:
+            chunk = sock.recv(16 - len(header))
+            if not chunk:
+                return None
+            header += chunk
+        length, request_id, response_to, _ = struct.unpack("<iiii", header)
+        rest = b""
+        while len(rest) < length - 16:
+            rest += sock.recv(length - 16 - len(rest))
+        flags = struct.unpack("<I", rest[:4])[0]
+        return bson.decode(rest[5:]), flags, request_id, response_to
+
+    def test_topology_version_shape(self):
+        hello = self.client.admin.command("hello")
+        tv = hello["topologyVersion"]
+        self.assertIsInstance(tv["processId"], bson.ObjectId)
+        self.assertIsInstance(tv["counter"], bson.int64.Int64)
+        self.assertEqual(self.client.admin.command("isMaster")["topologyVersion"], tv)
+
+    def test_awaitable_hello_waits_then_answers(self):
+        tv = self.client.admin.command("hello")["topologyVersion"]
+        s = raw_connect()
+        s.settimeout(30)
+        try:
+            started = time.monotonic()
+            self.send(s, SON([("hello", 1), ("topologyVersion", tv), ("maxAwaitTimeMS", 500),
+                              ("$db", "admin")]))
+            reply, flags, _, response_to = self.read(s)
+            self.assertGreaterEqual(time.monotonic() - started, 0.45)
+            self.assertEqual((reply["ok"], flags, response_to), (1.0, 0, 1))
+            self.assertEqual(reply["topologyVersion"], tv)
+            stale = {"processId": bson.ObjectId(), "counter": bson.int64.Int64(5)}
+            started = time.monotonic()
+            self.send(s, SON([("hello", 1), ("topologyVersion", stale),
+                              ("maxAwaitTimeMS", 20000), ("$db", "admin")]), request_id=2)
+            reply, _, _, _ = self.read(s)
+            self.assertLess(time.monotonic() - started, 15, "a stale version answers at once")
+            self.assertEqual(reply["topologyVersion"], tv)
+        finally:
+            s.close()
+
+    def test_exhaust_streams_replies_until_the_client_closes(self):
+        tv = self.client.admin.command("hello")["topologyVersion"]
+        s = raw_connect()
+        s.settimeout(30)
+        try:
+            self.send(s, SON([("hello", 1), ("topologyVersion", tv), ("maxAwaitTimeMS", 200),
+                              ("$db", "admin")]), flags=1 << 16, request_id=7)
+            previous = 7
+            for _ in range(3):
+                reply, flags, request_id, response_to = self.read(s)
+                self.assertEqual((reply["ok"], flags & 2, response_to), (1.0, 2, previous))
+                previous = request_id
+        finally:
+            s.close()
+        self.assertEqual(self.client.admin.command("ping")["ok"], 1.0)
+
+    def test_awaitable_hello_argument_errors(self):
+        tv = self.client.admin.command("hello")["topologyVersion"]
+        for extra, code in ((SON([("topologyVersion", tv)]), 31368),
+                            (SON([("maxAwaitTimeMS", 10)]), 31368),
+                            (SON([("topologyVersion", {"processId": tv["processId"],
+                                                       "counter": bson.int64.Int64(-1)}),
+                                  ("maxAwaitTimeMS", 10)]), 31372),
+                            (SON([("topologyVersion", {"processId": tv["processId"],
+                                                       "counter": bson.int64.Int64(9)}),
+                                  ("maxAwaitTimeMS", 10)]), 31382)):
+            cmd = SON([("hello", 1)])
+            cmd.update(extra)
+            with self.assertRaises(OperationFailure) as ctx:
+                self.client.admin.command(cmd)
+            self.assertCode(ctx, code)
+
+    def test_server_status_and_build_info(self):
+        status = self.client.admin.command("serverStatus")
+        self.assertEqual(status["process"], "mongod")
+        self.assertIsInstance(status["uptime"], float)
+        self.assertIsInstance(status["uptimeMillis"], bson.int64.Int64)
+        self.assertIsInstance(status["pid"], bson.int64.Int64)
+        self.assertEqual(status["repl"]["setName"], "rs0")
+        self.assertTrue(status["repl"]["isWritablePrimary"])
+        self.assertIn("topologyVersion", status["repl"])
+        info = self.client.admin.command("buildInfo")
+        major, minor, patch = (int(p) for p in info["version"].split("."))
+        self.assertEqual((major, minor), (6, 0))
+        self.assertLess(patch, 30, "a 6.0 patch release that exists")
+        self.assertEqual(info["versionArray"], [major, minor, patch, 0])
+        self.assertEqual(status["version"], info["version"])
+
+
+COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens, MessageSizes, WriteConcerns, HintedIndexes, HelloAndStatus]

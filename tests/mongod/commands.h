@@ -74,6 +74,15 @@ void
 md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool replacement,
               const bson_t *pre, tm_update_desc_t *desc);
 
+/* hello's replica-set fields (topologyVersion ... lastWrite), also serverStatus's `repl`. */
+void
+md_append_repl_info(md_server_t *srv, bson_t *r, const char *primary_field);
+/* For an awaitable hello naming this server's topologyVersion: how long to wait before
+ * answering (0: at once, the client's version is stale); -1 when `cmd` is not an awaitable
+ * hello (or a malformed one, which the command then refuses). */
+int64_t
+md_hello_await_ms(md_server_t *srv, const bson_t *cmd, int64_t *max_await_ms);
+
 /* Families of commands, in cmd-*.c. */
 bool md_cmd_hello(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_ping(md_cmd_t *c, bson_error_t *error);

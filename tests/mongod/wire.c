@@ -229,6 +229,7 @@ parse_msg(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error)
       len -= 4;
    }
    req->more_to_come = (flags & 2u) != 0;
+   req->exhaust_allowed = (flags & 0x10000u) != 0;
    bson_t body;
    bson_t extra = BSON_INITIALIZER; /* the kind-1 sections, folded in after the body */
    bson_iter_t it;
@@ -315,6 +316,12 @@ void
 md_request_destroy(md_request_t *req)
 {
    bson_destroy(&req->cmd);
+}
+
+void
+md_wire_set_more_to_come(uint8_t *reply)
+{
+   wr32(reply + 16, 2);
 }
 
 uint8_t *

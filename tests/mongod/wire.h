@@ -27,7 +27,8 @@
 typedef struct {
    int32_t request_id;
    int32_t op_code;
-   bool more_to_come; /* OP_MSG bit 1: the client wants no reply */
+   bool more_to_come;    /* OP_MSG bit 1: the client wants no reply */
+   bool exhaust_allowed; /* OP_MSG bit 16: the client reads a stream of replies */
    bson_t cmd;        /* the command, kind-1 sections folded in, `$db` present */
 } md_request_t;
 
@@ -61,6 +62,11 @@ md_request_destroy(md_request_t *req);
 uint8_t *
 md_wire_build_reply(int32_t op_code, int32_t request_id, int32_t response_to, const bson_t *doc,
                     size_t *len);
+
+/* Sets moreToCome in a reply built by md_wire_build_reply for OP_MSG: another reply to the
+ * same request follows (the exhaust / streaming form of a command). */
+void
+md_wire_set_more_to_come(uint8_t *reply);
 
 uint32_t
 md_crc32c(const uint8_t *data, size_t len);
