@@ -419,4 +419,70 @@ class HelloAndStatus(ServerTest):
         self.assertEqual(status["version"], info["version"])
 
 
-COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens, MessageSizes, WriteConcerns, HintedIndexes, HelloAndStatus]
+class Aggregation(ServerTest):
+    """Item 9: $lookup (equality, pipeline with let, both), the array and accumulator-style
+    expressions, and 168 only for names MongoDB does not know either."""
+
+    def setUp(self):
+        super().setUp()
+        self.items = self.db[self.coll.name + "_items"]
+        self.items.drop()
+        self.coll.insert_many([{"_id": 1, "min": 2}, {"_id": 2, "min": 9}])
+        self.items.insert_many([{"_id": 10, "order": 1, "q": 5}, {"_id": 11, "order": 1, "q": 1},
+                                {"_id": 12, "order": 2, "q": 7}])
+
+    def test_lookup_forms(self):
+        eq = list(self.coll.aggregate([
+            {"$lookup": {"from": self.items.name, "localField": "_id",
+                         "foreignField": "order", "as": "its"}},
+            {"$project": {"n": {"$size": "$its"}}}]))
+        self.assertEqual(eq, [{"_id": 1, "n": 2}, {"_id": 2, "n": 1}])
+        piped = list(self.coll.aggregate([
+            {"$lookup": {"from": self.items.name, "let": {"o": "$_id", "m": "$min"},
+                         "pipeline": [{"$match": {"$expr": {"$and": [
+                             {"$eq": ["$order", "$$o"]}, {"$gte": ["$q", "$$m"]}]}}},
+                             {"$project": {"_id": 1}}],
+                         "as": "big"}},
+            {"$project": {"big": 1}}]))
+        self.assertEqual(piped, [{"_id": 1, "big": [{"_id": 10}]}, {"_id": 2, "big": []}])
+        with self.assertRaises(OperationFailure) as ctx:
+            list(self.coll.aggregate([{"$lookup": {"from": self.items.name, "as": "x"}}]))
+        self.assertCode(ctx, 9)
+
+    def test_command_let(self):
+        r = self.db.command("aggregate", self.coll.name,
+                            pipeline=[{"$match": {"$expr": {"$eq": ["$_id", "$$want"]}}}],
+                            let={"want": 2}, cursor={})
+        self.assertEqual(r["cursor"]["firstBatch"], [{"_id": 2, "min": 9}])
+
+    def test_expressions(self):
+        self.items.insert_one({"_id": 20, "a": [3, 1, 2], "o": [{"v": "x"}, {"v": "y"}]})
+        doc = self.items.aggregate([{"$match": {"_id": 20}}, {"$project": {
+            "_id": 0,
+            "slice": {"$slice": ["$a", 1, 2]},
+            "filter": {"$filter": {"input": "$a", "as": "x", "cond": {"$gt": ["$$x", 1]}}},
+            "map": {"$map": {"input": "$o", "in": "$$this.v"}},
+            "merged": {"$mergeObjects": [{"k": 1}, {"k": 2, "j": 3}]},
+            "long": {"$toLong": "7"},
+            "first": {"$first": "$a"}, "last": {"$last": "$a"},
+            "max": {"$max": "$a"}, "min": {"$min": [4, "$missing", 2]},
+            "sum": {"$sum": "$a"}}}]).next()
+        self.assertEqual(doc, {"slice": [1, 2], "filter": [3, 2], "map": ["x", "y"],
+                               "merged": {"k": 2, "j": 3}, "long": 7, "first": 3, "last": 2,
+                               "max": 3, "min": 2, "sum": 6})
+        self.assertIsInstance(doc["long"], bson.int64.Int64)
+
+    def test_unknown_expression_is_168(self):
+        with self.assertRaises(OperationFailure) as ctx:
+            list(self.coll.aggregate([{"$project": {"x": {"$noSuchOperator": 1}}}]))
+        self.assertCode(ctx, 168)
+        self.assertEqual(ctx.exception.details["codeName"], "InvalidPipelineOperator")
+        with self.assertRaises(OperationFailure) as ctx:
+            list(self.coll.aggregate([{"$group": {"_id": None, "x": {"$noSuch": 1}}}]))
+        self.assertCode(ctx, 15952)
+        with self.assertRaises(OperationFailure) as ctx:
+            list(self.coll.find({"a": {"$noSuch": 1}}))
+        self.assertCode(ctx, 2)
+
+
+COMPAT = [ArrayFilterDescriptions, RequiredImages, ResumeTokens, MessageSizes, WriteConcerns, HintedIndexes, HelloAndStatus, Aggregation]

@@ -178,6 +178,30 @@ open_stream(md_cmd_t *c, const agg_t *a, const bson_t *spec, const bson_t *rest,
    return ok;
 }
 
+typedef struct {
+   md_server_t *srv;
+   const char *db;
+} lookup_env_t;
+
+/* $lookup's view of the database's other collections (the lock is held throughout). */
+static bool
+read_collection(void *ctx, const char *name, bson_t ***docs, size_t *n, bson_error_t *error)
+{
+   const lookup_env_t *env = ctx;
+   md_coll_t *coll = md_store_coll(env->srv->store, env->db, name, false, NULL);
+   *n = 0;
+   *docs = NULL;
+   if (coll && coll->view_on) {
+      return tm_error_set(error, 2, "$lookup from a view (%s.%s) is not supported by "
+                                    "test-mongod", env->db, name);
+   }
+   *docs = bson_malloc(((coll ? coll->count : 0) + 1) * sizeof(bson_t *));
+   for (md_doc_t *d = coll ? coll->head : NULL; d; d = d->next) {
+      (*docs)[(*n)++] = d->bson;
+   }
+   return true;
+}
+
 bool
 md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
 {
@@ -218,7 +242,14 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
    }
    bson_t **out = NULL;
    size_t n_out = 0;
-   bool ok = tm_pipeline_run(&a.pipeline, in, n_in, &out, &n_out, error);
+   lookup_env_t env = {c->srv, c->db};
+   bson_t let;
+   bool has_let;
+   tm_pipeline_t *p = md_cmd_get_doc(c->cmd, "let", &let, &has_let, error)
+                         ? tm_pipeline_new_let(&a.pipeline, has_let ? &let : NULL, error)
+                         : NULL;
+   bool ok = p && tm_pipeline_exec_env(p, read_collection, &env, in, n_in, &out, &n_out, error);
+   tm_pipeline_destroy(p);
    free(in);
    md_coll_snapshot_free(snapshot);
    if (ok) {

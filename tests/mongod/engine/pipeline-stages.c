@@ -45,6 +45,19 @@ tree_set(tm_tnode_t *root, const char *dotted, const bson_value_t *v)
    tm_path_destroy(&path);
 }
 
+void
+tm_doc_set_path(bson_t **doc, const char *dotted, const bson_value_t *value)
+{
+   tm_tnode_t *root = tm_tree_new(*doc);
+   bson_t *out = bson_new();
+   tm_tree_expand(root);
+   tree_set(root, dotted, value);
+   tm_tree_to_bson(root, out);
+   tm_tree_destroy(root);
+   bson_destroy(*doc);
+   *doc = out;
+}
+
 typedef struct {
    char **paths;
    tm_expr_t **exprs;

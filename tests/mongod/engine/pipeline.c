@@ -309,11 +309,12 @@ static const struct {
     tm_stage_replace_root_destroy},
    {"$replaceWith", tm_stage_replace_root_parse, tm_stage_replace_root_run,
     tm_stage_replace_root_destroy},
+   {"$lookup", tm_stage_lookup_parse, tm_stage_lookup_run, tm_stage_lookup_destroy},
 };
 
 /* Real MongoDB stages that the test server does not implement: refused by name. */
 static const char *unsupported_stages[] = {
-   "$lookup", "$facet", "$out", "$merge", "$bucket", "$bucketAuto", "$geoNear", "$graphLookup",
+   "$facet", "$out", "$merge", "$bucket", "$bucketAuto", "$geoNear", "$graphLookup",
    "$sample", "$sortByCount", "$redact", "$indexStats", "$collStats", "$densify", "$fill",
    "$unionWith", "$setWindowFields", "$search", "$documents", "$currentOp", "$listSessions",
    "$planCacheStats", "$changeStream",
@@ -328,6 +329,10 @@ struct _tm_pipeline_t {
    bson_t *spec;
    stage_t *stages;
    size_t n;
+   bson_t *let;         /* the command's let, evaluated: name -> value */
+   char **let_names;    /* borrowed from `let` for the variable scopes */
+   bson_value_t *let_values;
+   size_t n_let;
 };
 
 static bool
@@ -370,22 +375,71 @@ add_stage(tm_pipeline_t *p, const bson_iter_t *it, bson_error_t *error)
    return stage_table[st->kind].parse(bson_iter_key(&s), bson_iter_value(&s), &st->state, error);
 }
 
+/* Evaluates the let expressions (against an empty document) into p->let. */
+static bool
+eval_let(tm_pipeline_t *p, const bson_t *let, bson_error_t *error)
+{
+   bson_iter_t it;
+   bson_t empty = BSON_INITIALIZER;
+   p->let = bson_new();
+   bson_iter_init(&it, let);
+   while (bson_iter_next(&it)) {
+      bson_value_t v;
+      tm_expr_t *e = NULL;
+      bool ok = tm_vars_check_name(bson_iter_key(&it), error) &&
+                (e = tm_expr_parse(bson_iter_value(&it), error)) &&
+                tm_expr_eval(e, &empty, &v, error);
+      tm_expr_destroy(e);
+      if (!ok) {
+         return false;
+      }
+      if (v.value_type == BSON_TYPE_EOD) {
+         bson_append_null(p->let, bson_iter_key(&it), -1);
+      } else {
+         bson_append_value(p->let, bson_iter_key(&it), -1, &v);
+      }
+      bson_value_destroy(&v);
+   }
+   p->n_let = bson_count_keys(p->let);
+   p->let_names = bson_malloc0((p->n_let + 1) * sizeof(char *));
+   p->let_values = bson_malloc0((p->n_let + 1) * sizeof(bson_value_t));
+   bson_iter_init(&it, p->let);
+   for (size_t i = 0; bson_iter_next(&it); i++) {
+      p->let_names[i] = (char *) bson_iter_key(&it);
+      p->let_values[i] = *bson_iter_value(&it);
+   }
+   return true;
+}
+
 tm_pipeline_t *
-tm_pipeline_new(const bson_t *pipeline, bson_error_t *error)
+tm_pipeline_new_let(const bson_t *pipeline, const bson_t *let, bson_error_t *error)
 {
    tm_pipeline_t *p = bson_malloc0(sizeof *p);
    bson_iter_t it;
+   size_t declared = 0;
+   bool ok = !let || eval_let(p, let, error);
 
+   for (; ok && declared < p->n_let; declared++) {
+      ok = tm_vars_declare(p->let_names[declared], error);
+   }
    p->spec = pipeline ? bson_copy(pipeline) : bson_new();
    p->stages = bson_malloc0((bson_count_keys(p->spec) + 1) * sizeof(stage_t));
    bson_iter_init(&it, p->spec);
-   while (bson_iter_next(&it)) {
-      if (!add_stage(p, &it, error)) {
-         tm_pipeline_destroy(p);
-         return NULL;
-      }
+   while (ok && bson_iter_next(&it)) {
+      ok = add_stage(p, &it, error);
+   }
+   tm_vars_undeclare(declared);
+   if (!ok) {
+      tm_pipeline_destroy(p);
+      return NULL;
    }
    return p;
+}
+
+tm_pipeline_t *
+tm_pipeline_new(const bson_t *pipeline, bson_error_t *error)
+{
+   return tm_pipeline_new_let(pipeline, NULL, error);
 }
 
 void
@@ -399,6 +453,9 @@ tm_pipeline_destroy(tm_pipeline_t *pipeline)
    }
    bson_free(pipeline->stages);
    bson_destroy(pipeline->spec);
+   bson_destroy(pipeline->let);
+   bson_free(pipeline->let_names);
+   bson_free(pipeline->let_values);
    bson_free(pipeline);
 }
 
@@ -413,17 +470,44 @@ tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t
    for (size_t i = 0; i < n_in; i++) {
       tm_docs_push(&docs, bson_copy(in[i]));
    }
-   for (size_t i = 0; i < pipeline->n; i++) {
+   size_t bound = 0;
+   bool ok = true;
+   for (; ok && bound < pipeline->n_let; bound++) {
+      ok = tm_vars_bind(pipeline->let_names[bound], &pipeline->let_values[bound], error);
+   }
+   for (size_t i = 0; ok && i < pipeline->n; i++) {
       const stage_t *st = &pipeline->stages[i];
-      if (!stage_table[st->kind].run(st->state, &docs, error)) {
-         tm_docs_clear(&docs);
-         bson_free(docs.docs);
-         return false;
-      }
+      ok = stage_table[st->kind].run(st->state, &docs, error);
+   }
+   tm_vars_unbind(bound);
+   if (!ok) {
+      tm_docs_clear(&docs);
+      bson_free(docs.docs);
+      return false;
    }
    *out = docs.docs ? docs.docs : bson_malloc0(sizeof(bson_t *));
    *n_out = docs.n;
    return true;
+}
+
+static _Thread_local const tm_collections_t *current_collections;
+
+const tm_collections_t *
+tm_pipeline_collections(void)
+{
+   return current_collections;
+}
+
+bool
+tm_pipeline_exec_env(const tm_pipeline_t *pipeline, tm_collection_fn collection, void *ctx,
+                     bson_t **in, size_t n_in, bson_t ***out, size_t *n_out,
+                     bson_error_t *error)
+{
+   const tm_collections_t env = {collection, ctx}, *saved = current_collections;
+   current_collections = collection ? &env : NULL;
+   bool ok = tm_pipeline_exec(pipeline, in, n_in, out, n_out, error);
+   current_collections = saved;
+   return ok;
 }
 
 bool

@@ -167,7 +167,8 @@ Test(pipeline, errors)
    cr_assert_eq(pipeline_error("{'p': [{'%limit': 0}]}"), 15958);
    cr_assert_eq(pipeline_error("{'p': [{'%sort': {'a': 2}}]}"), 15975);
    cr_assert_eq(pipeline_error("{'p': [{'%project': {'s': {'%size': '%a'}}}]}"), 17124);
-   cr_assert_eq(pipeline_error("{'p': [{'%lookup': {}}]}"), 2);
+   cr_assert_eq(pipeline_error("{'p': [{'%facet': {}}]}"), 2); /* MongoDB's, not implemented */
+   cr_assert_eq(pipeline_error("{'p': [{'%lookup': {}}]}"), 9); /* 'as' missing */
 }
 
 /* find projections */
