@@ -386,6 +386,30 @@ class HelloAndStatus(ServerTest):
             s.close()
         self.assertEqual(self.client.admin.command("ping")["ok"], 1.0)
 
+    def test_pymongo_streams_its_monitoring(self):
+        from pymongo import monitoring
+
+        class Heartbeats(monitoring.ServerHeartbeatListener):
+            awaited = failures = 0
+
+            def started(self, event):
+                pass
+
+            def succeeded(self, event):
+                Heartbeats.awaited += 1 if getattr(event, "awaited", False) else 0
+
+            def failed(self, event):
+                Heartbeats.failures += 1
+
+        client = self.new_client(heartbeatFrequencyMS=500, event_listeners=[Heartbeats()])
+        client.admin.command("ping")
+        deadline = time.monotonic() + 20
+        while Heartbeats.awaited < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertGreaterEqual(Heartbeats.awaited, 2, "awaited (streamed) heartbeats")
+        self.assertEqual(Heartbeats.failures, 0)
+        self.assertEqual(client.admin.command("ping")["ok"], 1.0)
+
     def test_awaitable_hello_argument_errors(self):
         tv = self.client.admin.command("hello")["topologyVersion"]
         for extra, code in ((SON([("topologyVersion", tv)]), 31368),
