@@ -13,13 +13,13 @@
 
 #include <mongoc/mongoc.h>
 
-#include "config.h"
-#include "http.h"
-#include "log.h"
-#include "metrics.h"
+#include "config/config.h"
+#include "http/http.h"
+#include "util/log.h"
+#include "http/metrics.h"
 #include "relay.h"
-#include "reload.h"
-#include "version.h"
+#include "config/reload.h"
+#include "util/version.h"
 
 /* Signals are handled by one thread that waits for them (sigwait), not by handlers: every
  * thread (paho's, mongoc's, the HTTP server's) inherits the blocked mask, so a signal can

@@ -18,15 +18,15 @@
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
 
-#include "clearer.h"
-#include "config.h"
-#include "metrics.h"
-#include "mqtt.h"
+#include "store/clearer.h"
+#include "config/config.h"
+#include "http/metrics.h"
+#include "mqtt/mqtt.h"
 #include "relay.h"
-#include "store.h"
-#include "reader.h"
-#include "table.h"
-#include "util.h"
+#include "store/store.h"
+#include "stream/reader.h"
+#include "stream/table.h"
+#include "util/util.h"
 
 /* One publish slot of the in-flight window. A publish's tag is (gen << 32 | slot index), so
  * a completion for an abandoned publish (gen moved on) is ignored. */

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sysexits.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "relay-private.h"
-#include "render.h"
+#include "mqtt/render.h"
 
 static bool
 check_config(const relay_config_t *cfg, bson_error_t *error)

@@ -10,8 +10,8 @@
 
 #include <bson/bson.h>
 
-#include "config.h"
-#include "metrics.h"
+#include "config/config.h"
+#include "http/metrics.h"
 
 typedef struct relay_t relay_t;
 

@@ -1,13 +1,13 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Unit tests: the clear batches handed to the clearer thread (relay/clearer.h). No server:
+ * Unit tests: the clear batches handed to the clearer thread (relay/store/clearer.h). No server:
  * only how a job owns its statements.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "clearer.h"
+#include "store/clearer.h"
 
 /* An array of @n event ids, large enough that libbson keeps it on the heap (a bson_t over
  * 120 bytes is not inline). */

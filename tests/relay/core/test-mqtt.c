@@ -1,12 +1,12 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Unit tests: the MQTT side's pure helpers (relay/mqtt.h).
+ * Unit tests: the MQTT side's pure helpers (relay/mqtt/mqtt.h).
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "mqtt.h"
+#include "mqtt/mqtt.h"
 
 /* F7 (chaos wrong_credentials): a broker refusing the credentials was logged as "code 135,
  * reason 0: CONNACK return code"; the log must say why in words. paho 1.3.12 reports an MQTT 5

@@ -7,8 +7,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "event.h"
-#include "render.h"
+#include "stream/event.h"
+#include "mqtt/render.h"
 
 static char *
 encode(const char *s, size_t len)

@@ -8,8 +8,8 @@
 
 #include <mongoc/mongoc.h>
 
-#include "config.h"
-#include "store.h"
+#include "config/config.h"
+#include "store/store.h"
 
 static void
 setup(void)

@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "table.h"
+#include "stream/table.h"
 
 static relay_table_t t;
 

@@ -15,8 +15,8 @@
 
 #include <mongoc/mongoc.h>
 
-#include "config-private.h"
-#include "render.h"
+#include "config/config-private.h"
+#include "mqtt/render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "event.h"
-#include "render.h"
+#include "stream/event.h"
+#include "mqtt/render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

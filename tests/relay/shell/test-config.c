@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "reload.h"
+#include "config/config.h"
+#include "config/reload.h"
 #include "test-util.h"
 
 static relay_config_t cfg;

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "http/http.h"
 
 static relay_metrics_t *metrics;
 static relay_http_t *http;

@@ -14,7 +14,7 @@
 #include <MQTTAsync.h>
 #include <mongoc/mongoc.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "test-util.h"
 
 static char *path;

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "http/metrics.h"
 
 static char *
 render(const relay_metrics_t *m)

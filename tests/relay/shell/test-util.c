@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "config-private.h"
+#include "config/config-private.h"
 
 void
 test_clear_env(void)

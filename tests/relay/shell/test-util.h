@@ -8,7 +8,7 @@
 
 #include <bson/bson.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Unsets every variable the relay reads, so the caller's environment cannot leak in. */
 void

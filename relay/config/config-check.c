@@ -1,0 +1,140 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Checks that involve several options, run once all layers are applied.
+ */
+#include "config/config-private.h"
+
+#include <string.h>
+#include <strings.h>
+
+static bool
+missing_required(const relay_config_t *cfg, bson_error_t *error)
+{
+   struct {
+      bool missing;
+      const char *name;
+   } req[] = {
+      {!cfg->mongodb_uri, "mongodb-uri"},
+      {!cfg->database, "database"},
+      {cfg->n_collections == 0, "collection"},
+      {!cfg->mqtt_uri, "mqtt-uri"},
+   };
+   bson_string_t *list = bson_string_new(NULL);
+   for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+      if (req[i].missing) {
+         const relay_opt_t *opt = _relay_opt_find(req[i].name, strlen(req[i].name));
+         bson_string_append_printf(list, "%s--%s (%s)", list->len ? ", " : "", opt->name,
+                                   opt->env);
+      }
+   }
+   bool missing = list->len > 0;
+   if (missing) {
+      bson_set_error(error, 0, 0,
+                     "missing required option%s: %s; set each as a flag, in the environment or "
+                     "in the config file",
+                     strchr(list->str, ',') ? "s" : "", list->str);
+   }
+   bson_string_free(list, true);
+   return missing;
+}
+
+static bool
+is_tls_uri(const char *uri)
+{
+   return !strncasecmp(uri, "ssl://", 6) || !strncasecmp(uri, "mqtts://", 8) ||
+          !strncasecmp(uri, "wss://", 6);
+}
+
+static bool
+check_mqtt(const relay_config_t *cfg, bson_error_t *error)
+{
+   const char *tls_opt = cfg->mqtt_ca_file     ? "mqtt-ca-file"
+                         : cfg->mqtt_cert_file ? "mqtt-cert-file"
+                         : cfg->mqtt_key_file  ? "mqtt-key-file"
+                         : cfg->mqtt_tls_insecure ? "mqtt-tls-insecure"
+                                                  : NULL;
+   /* Silently sending in clear text when TLS options were given would be the worst outcome. */
+   if (tls_opt && !is_tls_uri(cfg->mqtt_uri)) {
+      bson_set_error(error, 0, 0,
+                     "%s is set but mqtt-uri is not a TLS URI: use ssl://, mqtts:// or wss://",
+                     tls_opt);
+      return false;
+   }
+   if (cfg->mqtt_key_file && !cfg->mqtt_cert_file) {
+      bson_set_error(error, 0, 0, "mqtt-key-file is set without mqtt-cert-file");
+      return false;
+   }
+   if (cfg->mqtt_password && !cfg->mqtt_username && cfg->mqtt_version == 4) {
+      bson_set_error(error, 0, 0,
+                     "a password without mqtt-username is not allowed by MQTT 3.1.1 "
+                     "(mqtt-version 4); set mqtt-username or use mqtt-version 5");
+      return false;
+   }
+   if (cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version != 5) {
+      bson_set_error(error, 0, 0,
+                     "payload-mode binary needs MQTT 5 user properties; set mqtt-version 5 or "
+                     "payload-mode structured");
+      return false;
+   }
+   return true;
+}
+
+static bool
+check_fields(const relay_config_t *cfg, bson_error_t *error)
+{
+   const char *names[] = {cfg->version_field, cfg->event_seq_field, cfg->events_field,
+                          cfg->dead_letters_field};
+   const char *keys[] = {"version-field", "event-seq-field", "events-field",
+                         "dead-letters-field"};
+   for (size_t i = 0; i < 4; i++) {
+      for (size_t j = i + 1; j < 4; j++) {
+         if (!strcmp(names[i], names[j])) {
+            bson_set_error(error, 0, 0, "%s and %s are both '%s': they must differ", keys[i],
+                           keys[j], names[i]);
+            return false;
+         }
+      }
+   }
+   return true;
+}
+
+static bool
+check_flow(const relay_config_t *cfg, bson_error_t *error)
+{
+   if (cfg->reconnect_min_ms > cfg->reconnect_max_ms) {
+      bson_set_error(error, 0, 0,
+                     "reconnect-min-ms (%d) is greater than reconnect-max-ms (%d)",
+                     cfg->reconnect_min_ms, cfg->reconnect_max_ms);
+      return false;
+   }
+   /* The window could never fill otherwise: buffered events include the in-flight ones. */
+   if (cfg->max_buffered_events < cfg->inflight_window) {
+      bson_set_error(error, 0, 0,
+                     "max-buffered-events (%d) is less than inflight-window (%d)",
+                     cfg->max_buffered_events, cfg->inflight_window);
+      return false;
+   }
+   return true;
+}
+
+bool
+_relay_config_finish(relay_config_t *cfg, bson_error_t *error)
+{
+   if (!cfg->client_id) {
+      cfg->client_id = bson_strdup(cfg->name);
+   }
+   if (cfg->metrics_listen &&
+       (!*cfg->metrics_listen || !strcasecmp(cfg->metrics_listen, "off"))) {
+      bson_free(cfg->metrics_listen);
+      cfg->metrics_listen = NULL;
+   }
+   if (cfg->log_file && !*cfg->log_file) {
+      bson_free(cfg->log_file);
+      cfg->log_file = NULL;
+   }
+   if (missing_required(cfg, error)) {
+      return false;
+   }
+   return check_mqtt(cfg, error) && check_fields(cfg, error) && check_flow(cfg, error);
+}

@@ -1,0 +1,168 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Showing the configuration: --help, --check-config and the start-up log line. Secrets
+ * never leave this file in clear text.
+ */
+#include "config/config-private.h"
+
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+/* Query parameters whose values are secrets: any name or value mentioning one of these
+ * (tlsCertificateKeyFilePassword, authMechanismProperties=AWS_SESSION_TOKEN:...). */
+static bool
+looks_secret(const char *s, size_t len)
+{
+   static const char *const words[] = {"password", "secret", "token"};
+   for (size_t w = 0; w < 3; w++) {
+      size_t wl = strlen(words[w]);
+      for (size_t i = 0; i + wl <= len; i++) {
+         if (!strncasecmp(s + i, words[w], wl)) {
+            return true;
+         }
+      }
+   }
+   return false;
+}
+
+static void
+redact_query(bson_string_t *out, const char *query)
+{
+   const char *p = query;
+   while (*p) {
+      size_t len = strcspn(p, "&;");
+      const char *eq = memchr(p, '=', len);
+      if (eq && looks_secret(p, len)) {
+         bson_string_append_printf(out, "%.*s***", (int)(eq - p + 1), p);
+      } else {
+         bson_string_append_printf(out, "%.*s", (int)len, p);
+      }
+      p += len;
+      if (*p) {
+         bson_string_append_c(out, *p++);
+      }
+   }
+}
+
+char *
+relay_config_redact_uri(const char *uri)
+{
+   if (!uri) {
+      return NULL;
+   }
+   bson_string_t *out = bson_string_new(NULL);
+   const char *scheme_end = strstr(uri, "://");
+   const char *authority = scheme_end ? scheme_end + 3 : uri;
+   const char *query = strchr(authority, '?');
+   const char *end = query ? query : authority + strlen(authority);
+   /* The last '@' before the query ends the user info: an unescaped '@' or '/' in a
+    * password must still not leak, so over-redacting is the safe mistake. */
+   const char *at = NULL;
+   for (const char *p = authority; p < end; p++) {
+      if (*p == '@') {
+         at = p;
+      }
+   }
+   bson_string_append_printf(out, "%.*s", (int)(authority - uri), uri);
+   if (at) {
+      const char *colon = memchr(authority, ':', (size_t)(at - authority));
+      size_t user_len = (size_t)((colon ? colon : at) - authority);
+      bson_string_append_printf(out, "%.*s%s@", (int)user_len, authority, colon ? ":***" : "");
+      authority = at + 1;
+   }
+   bson_string_append_printf(out, "%.*s", (int)(end - authority), authority);
+   if (query) {
+      redact_query(out, query);
+   }
+   return bson_string_free(out, false);
+}
+
+void
+relay_config_dump(const relay_config_t *cfg, bson_string_t *out)
+{
+   for (size_t i = 0; i < relay_n_opts; i++) {
+      const relay_opt_t *opt = &relay_opts[i];
+      if (!opt->name) {
+         continue;
+      }
+      char *v = _relay_opt_value_text(cfg, opt);
+      bson_string_append_printf(out, "%-23s = %s\n", opt->name, v ? v : "(unset)");
+      bson_free(v);
+   }
+   bson_string_append_printf(out, "%-23s = %s\n", "config",
+                             cfg->config_file ? cfg->config_file : "(none)");
+}
+
+static bool
+needs_quotes(const char *v)
+{
+   for (const char *p = v; *p; p++) {
+      if (isspace((unsigned char)*p) || *p == '"' || *p == '=') {
+         return true;
+      }
+   }
+   return !*v;
+}
+
+void
+relay_config_dump_line(const relay_config_t *cfg, bson_string_t *out)
+{
+   for (size_t i = 0; i < relay_n_opts; i++) {
+      const relay_opt_t *opt = &relay_opts[i];
+      char *v = opt->name ? _relay_opt_value_text(cfg, opt) : NULL;
+      if (!v) {
+         continue; /* unset options are left out to keep the line short */
+      }
+      bson_string_append_printf(out, "%s%s=", out->len ? " " : "", opt->name);
+      if (needs_quotes(v)) {
+         bson_string_append_c(out, '"');
+         for (const char *p = v; *p; p++) {
+            if (*p == '"' || *p == '\\') {
+               bson_string_append_c(out, '\\');
+            }
+            bson_string_append_c(out, *p);
+         }
+         bson_string_append_c(out, '"');
+      } else {
+         bson_string_append(out, v);
+      }
+      bson_free(v);
+   }
+}
+
+void
+relay_config_usage(FILE *out)
+{
+   fprintf(out,
+           "Usage: outbox-relay --mongodb-uri URI --database DB --collection NAME...\n"
+           "                    --mqtt-uri URI [OPTIONS]\n"
+           "Publishes the pending events of MongoDB outbox documents to MQTT, then clears them.\n"
+           "\n"
+           "Every option can also be set in the environment (shown under each option) or as a\n"
+           "key of a JSON config file ({\"mongodb-uri\": \"...\", \"qos\": 1, ...}); flags win\n"
+           "over the environment, the environment over the file.\n"
+           "\n"
+           "  -h, --help            show this help and exit\n"
+           "  -V, --version         show the versions and exit\n"
+           "  --check-config        print the effective configuration and exit\n"
+           "  -c, --config FILE     read options from a JSON file (env OUTBOX_CONFIG)\n");
+   for (size_t i = 0; i < relay_n_opts; i++) {
+      const relay_opt_t *opt = &relay_opts[i];
+      if (!opt->name) {
+         fprintf(out, "\n%s:\n", opt->help);
+         continue;
+      }
+      fprintf(out, "  --%s%s%s\n      %s\n      env %s", opt->name, opt->arg ? " " : "",
+              opt->arg ? opt->arg : "", opt->help, opt->env);
+      if (opt->def) {
+         fprintf(out, ", default %s", opt->def);
+      }
+      fputc('\n', out);
+   }
+   fprintf(out,
+           "\nExit status: 0 ok or stopped by SIGTERM/SIGINT, 64 bad command line, 78 bad\n"
+           "configuration (or a server refuses it), 69 metrics address unusable, 73 log file\n"
+           "cannot be opened, 70 internal error. See outbox-relay(1).\n");
+}

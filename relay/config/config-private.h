@@ -1,0 +1,91 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The option table shared by config.c (loading), config-value.c (parsing one value) and
+ * config-dump.c (--help, --check-config). One row per option keeps the flag, the variable,
+ * the config-file key, the default, the help text and the validation in one place, so they
+ * cannot drift apart.
+ */
+#ifndef RELAY_CONFIG_PRIVATE_H
+#define RELAY_CONFIG_PRIVATE_H
+
+#include <stddef.h>
+
+#include "config/config.h"
+
+typedef enum {
+   OPT_STRING,   /* char *; "" allowed only where noted */
+   OPT_SECRET,   /* char *; never printed, not accepted as a flag (visible in ps) */
+   OPT_SECRET_FILE, /* char * path; the file's contents go to mqtt_password */
+   OPT_URI_MONGODB, /* char *; parsed by mongoc */
+   OPT_URI_MQTT, /* char *; scheme checked */
+   OPT_TEMPLATE, /* char *; placeholders checked */
+   OPT_NAME,     /* char *; a MongoDB database/collection/field name */
+   OPT_FILE,     /* char *; must be readable */
+   OPT_INT,      /* int in [min, max] */
+   OPT_SIZE,     /* size_t in [min, max] */
+   OPT_BOOL,     /* bool; a flag without a value means true */
+   OPT_LIST,     /* collections */
+   OPT_QOS,      /* int 0..2 */
+   OPT_MQTT_VERSION, /* int 4 or 5 */
+   OPT_LEVEL,    /* relay_log_level_t */
+   OPT_FORMAT,   /* relay_log_format_t */
+   OPT_PAYLOAD,  /* relay_payload_mode_t */
+   OPT_LISTEN,   /* char *; HOST:PORT, "" or "off" */
+} relay_opt_type_t;
+
+/* Kinds of OPT_NAME and OPT_LIST, in relay_opt_t.min: MongoDB's naming rules differ. */
+enum { RELAY_NAME_DATABASE = 0, RELAY_NAME_COLLECTION = 1, RELAY_NAME_FIELD = 2 };
+
+typedef struct {
+   const char *name; /* flag without "--" and config-file key */
+   const char *env;  /* environment variable */
+   relay_opt_type_t type;
+   size_t offset; /* of the field in relay_config_t */
+   long long min, max; /* OPT_INT, OPT_SIZE: range; OPT_STRING: min length; OPT_NAME: kind */
+   const char *arg;  /* placeholder in --help, NULL for booleans */
+   const char *def;  /* default as shown in --help (relay_config_init_defaults() sets it) */
+   const char *help; /* one line */
+} relay_opt_t;
+
+extern const relay_opt_t relay_opts[];
+extern const size_t relay_n_opts;
+
+/* Where a value came from, for error messages. */
+typedef enum {
+   RELAY_SRC_DEFAULT = 0,
+   RELAY_SRC_FILE,
+   RELAY_SRC_ENV,
+   RELAY_SRC_FLAG,
+} relay_src_t;
+
+/* Parses @text for @opt and stores it in @cfg; @what names the source in messages ("--qos",
+ * "OUTBOX_QOS", "config file 'f.json': key \"qos\""). @append adds to a list instead of
+ * replacing it. Returns false and fills @error on a bad value. */
+bool
+_relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text,
+                 const char *what, bool append, bson_error_t *error);
+
+/* Reads a secret file: the contents without one trailing newline. */
+char *
+_relay_read_secret_file(const char *path, const char *what, bson_error_t *error);
+
+/* Looks up an option by flag or key name (also accepts "collections"). NULL if unknown. */
+const relay_opt_t *
+_relay_opt_find(const char *name, size_t len);
+
+/* The option's current value as text for dumps (redacted); bson_free() the result. NULL if
+ * unset. */
+char *
+_relay_opt_value_text(const relay_config_t *cfg, const relay_opt_t *opt);
+
+/* Whether @opt has the same value in @a and @b; secrets and URIs are compared in full. */
+bool
+_relay_opt_equal(const relay_config_t *a, const relay_config_t *b, const relay_opt_t *opt);
+
+/* After all layers: fills derived defaults (client id), normalises "off" values to NULL and
+ * checks what involves several options (required ones, TLS options with a TLS URI ...). */
+bool
+_relay_config_finish(relay_config_t *cfg, bson_error_t *error);
+
+#endif /* RELAY_CONFIG_PRIVATE_H */

@@ -1,0 +1,392 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Loading: defaults, then the config file, then the environment, then the flags, each layer
+ * overwriting the one before; then the checks that involve several options.
+ */
+#include "config/config-private.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_CONFIG_FILE_BYTES (1024 * 1024)
+
+typedef struct {
+   const relay_opt_t *opt;
+   const char *value; /* borrowed from argv */
+   const char *flag;  /* as typed, for messages */
+   size_t flag_len;
+} flag_t;
+
+typedef struct {
+   flag_t *flags;
+   size_t n_flags;
+   const char *config_path; /* borrowed from argv or the environment */
+   bool check;
+} args_t;
+
+static bool
+takes_string(relay_opt_type_t t)
+{
+   return t != OPT_INT && t != OPT_SIZE && t != OPT_BOOL && t != OPT_QOS && t != OPT_LIST &&
+          t != OPT_MQTT_VERSION;
+}
+
+/* Wraps _relay_opt_apply(): a password given directly replaces one read from a file, so
+ * the dump never names a file that is not where the password came from. */
+static bool
+apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const char *what,
+      bool append, bson_error_t *error)
+{
+   if (!_relay_opt_apply(cfg, opt, text, what, append, error)) {
+      return false;
+   }
+   if (opt->type == OPT_SECRET) {
+      bson_free(cfg->mqtt_password_file);
+      cfg->mqtt_password_file = NULL;
+   }
+   return true;
+}
+
+/* One argument starting with "--". Sets *@i past a separate value it consumed. */
+static relay_config_action_t
+scan_long(args_t *args, int argc, char **argv, int *i, bson_error_t *error)
+{
+   const char *arg = argv[*i];
+   const char *name = arg + 2;
+   const char *eq = strchr(name, '=');
+   size_t len = eq ? (size_t)(eq - name) : strlen(name);
+
+   if (!eq && !strcmp(name, "help")) {
+      return RELAY_CONFIG_HELP;
+   }
+   if (!eq && !strcmp(name, "version")) {
+      return RELAY_CONFIG_VERSION;
+   }
+   if (!eq && !strcmp(name, "check-config")) {
+      args->check = true;
+      return RELAY_CONFIG_RUN;
+   }
+   bool is_config = len == 6 && !strncmp(name, "config", 6);
+   const relay_opt_t *opt = is_config ? NULL : _relay_opt_find(name, len);
+   if (!opt && !is_config) {
+      bson_set_error(error, 0, 0, "unknown option '--%.*s' (see --help)", (int)len, name);
+      return RELAY_CONFIG_USAGE_ERROR;
+   }
+   if (opt && opt->type == OPT_SECRET) {
+      bson_set_error(error, 0, 0,
+                     "--%s is not accepted on the command line (other users can read it with "
+                     "ps): use %s, --%s-file or the config file",
+                     opt->name, opt->env, opt->name);
+      return RELAY_CONFIG_USAGE_ERROR;
+   }
+   const char *value = eq ? eq + 1 : NULL;
+   if (!value && opt && opt->type == OPT_BOOL) {
+      value = "true";
+   } else if (!value) {
+      if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2)) {
+         bson_set_error(error, 0, 0, "--%.*s: missing value", (int)len, name);
+         return RELAY_CONFIG_USAGE_ERROR;
+      }
+      value = argv[++*i];
+   }
+   if (is_config) {
+      args->config_path = value;
+   } else {
+      args->flags[args->n_flags++] = (flag_t){opt, value, arg, len + 2};
+   }
+   return RELAY_CONFIG_RUN;
+}
+
+static relay_config_action_t
+scan_argv(args_t *args, int argc, char **argv, bson_error_t *error)
+{
+   for (int i = 1; i < argc; i++) {
+      const char *arg = argv[i];
+      relay_config_action_t action = RELAY_CONFIG_RUN;
+      if (!strcmp(arg, "-h")) {
+         return RELAY_CONFIG_HELP;
+      } else if (!strcmp(arg, "-V")) {
+         return RELAY_CONFIG_VERSION;
+      } else if (!strcmp(arg, "-c")) {
+         if (i + 1 >= argc) {
+            bson_set_error(error, 0, 0, "-c: missing value");
+            return RELAY_CONFIG_USAGE_ERROR;
+         }
+         args->config_path = argv[++i];
+      } else if (!strncmp(arg, "--", 2) && arg[2]) {
+         action = scan_long(args, argc, argv, &i, error);
+      } else {
+         bson_set_error(error, 0, 0, "unexpected argument '%s' (options start with --; see --help)",
+                        arg);
+         return RELAY_CONFIG_USAGE_ERROR;
+      }
+      if (action != RELAY_CONFIG_RUN) {
+         return action;
+      }
+   }
+   return RELAY_CONFIG_RUN;
+}
+
+static char *
+read_file(const char *path, size_t *len, bson_error_t *error)
+{
+   FILE *f = fopen(path, "rb");
+   if (!f) {
+      bson_set_error(error, 0, 0, "config file '%s': %s", path, strerror(errno));
+      return NULL;
+   }
+   char *data = bson_malloc(MAX_CONFIG_FILE_BYTES + 1);
+   *len = fread(data, 1, MAX_CONFIG_FILE_BYTES + 1, f);
+   bool failed = ferror(f);
+   fclose(f);
+   if (failed || *len > MAX_CONFIG_FILE_BYTES) {
+      bson_set_error(error, 0, 0, "config file '%s': %s", path,
+                     failed ? "read error" : "larger than 1 MiB");
+      bson_free(data);
+      return NULL;
+   }
+   data[*len] = '\0';
+   return data;
+}
+
+/* Converts a JSON value to the text the other sources would give, or fails with a message
+ * saying which JSON type was expected. */
+static char *
+file_value_text(const relay_opt_t *opt, const bson_iter_t *it, const char *what,
+                bson_error_t *error)
+{
+   bson_type_t t = bson_iter_type(it);
+   if (t == BSON_TYPE_UTF8 && (takes_string(opt->type) || opt->type == OPT_LIST ||
+                               opt->type == OPT_MQTT_VERSION)) {
+      return bson_strdup(bson_iter_utf8(it, NULL));
+   }
+   if (t == BSON_TYPE_BOOL && opt->type == OPT_BOOL) {
+      return bson_strdup(bson_iter_bool(it) ? "true" : "false");
+   }
+   bool numeric = opt->type == OPT_INT || opt->type == OPT_SIZE || opt->type == OPT_QOS ||
+                  opt->type == OPT_MQTT_VERSION;
+   if (numeric && (t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64)) {
+      return bson_strdup_printf("%" PRId64, bson_iter_as_int64(it));
+   }
+   if (numeric && t == BSON_TYPE_DOUBLE) {
+      /* Let the option's parser reject fractions with its usual message. A double outside
+       * int64's range (or NaN) is not cast, which would be undefined (found with the fuzz
+       * targets). */
+      double d = bson_iter_double(it);
+      bool integral = d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+                      d == (double)(int64_t)d;
+      return integral ? bson_strdup_printf("%" PRId64, (int64_t)d)
+                      : bson_strdup_printf("%g", d);
+   }
+   const char *expected = numeric                   ? "a number"
+                          : opt->type == OPT_BOOL   ? "true or false"
+                          : opt->type == OPT_LIST   ? "a string or an array of strings"
+                                                    : "a string";
+   const char *got = t == BSON_TYPE_UTF8     ? "a string"
+                     : t == BSON_TYPE_BOOL   ? "a boolean"
+                     : t == BSON_TYPE_ARRAY  ? "an array"
+                     : t == BSON_TYPE_DOCUMENT ? "an object"
+                     : t == BSON_TYPE_NULL   ? "null"
+                                             : "a number";
+   bson_set_error(error, 0, 0, "%s: expected %s, got %s", what, expected, got);
+   return NULL;
+}
+
+static bool
+apply_file_value(relay_config_t *cfg, const relay_opt_t *opt, bson_iter_t *it,
+                 const char *what, bson_error_t *error)
+{
+   if (opt->type == OPT_LIST && BSON_ITER_HOLDS_ARRAY(it)) {
+      bson_iter_t child;
+      bool first = true;
+      bson_iter_recurse(it, &child);
+      while (bson_iter_next(&child)) {
+         if (!BSON_ITER_HOLDS_UTF8(&child)) {
+            bson_set_error(error, 0, 0, "%s: expected an array of strings", what);
+            return false;
+         }
+         if (!apply(cfg, opt, bson_iter_utf8(&child, NULL), what, !first, error)) {
+            return false;
+         }
+         first = false;
+      }
+      return true;
+   }
+   char *text = file_value_text(opt, it, what, error);
+   bool ok = text && apply(cfg, opt, text, what, false, error);
+   bson_free(text);
+   return ok;
+}
+
+/* Fails listing every unknown key at once: a file with several typos is fixed in one go. */
+static bool
+check_file_keys(const bson_t *doc, const char *path, bson_error_t *error)
+{
+   bson_iter_t it;
+   bson_string_t *unknown = bson_string_new(NULL);
+   bson_iter_init(&it, doc);
+   while (bson_iter_next(&it)) {
+      const char *key = bson_iter_key(&it);
+      if (!_relay_opt_find(key, strlen(key))) {
+         bson_string_append_printf(unknown, "%s\"%s\"", unknown->len ? ", " : "", key);
+      }
+   }
+   bool ok = unknown->len == 0;
+   if (!ok) {
+      bson_set_error(error, 0, 0,
+                     "config file '%s': unknown key %s (keys are the long option names, e.g. "
+                     "\"mongodb-uri\")",
+                     path, unknown->str);
+   }
+   bson_string_free(unknown, true);
+   return ok;
+}
+
+static bool
+both_secrets(const bson_t *doc)
+{
+   return bson_has_field(doc, "mqtt-password") && bson_has_field(doc, "mqtt-password-file");
+}
+
+static bool
+load_file(relay_config_t *cfg, const char *path, bson_error_t *error)
+{
+   size_t len = 0;
+   bson_error_t json_error;
+   char *data = read_file(path, &len, error);
+   if (!data) {
+      return false;
+   }
+   const char *start = data + strspn(data, " \t\r\n");
+   bson_t *doc = *start == '{' ? bson_new_from_json((const uint8_t *)data, (ssize_t)len,
+                                                    &json_error)
+                               : NULL;
+   bool ok = doc != NULL;
+   if (!ok) {
+      bson_set_error(error, 0, 0, "config file '%s': %s", path,
+                     *start == '{' ? json_error.message : "expected a JSON object ({...})");
+   }
+   ok = ok && check_file_keys(doc, path, error);
+   if (ok && both_secrets(doc)) {
+      bson_set_error(error, 0, 0,
+                     "config file '%s': give \"mqtt-password\" or \"mqtt-password-file\", not both",
+                     path);
+      ok = false;
+   }
+   bson_iter_t it;
+   if (ok && bson_iter_init(&it, doc)) {
+      while (ok && bson_iter_next(&it)) {
+         const char *key = bson_iter_key(&it);
+         char *what = bson_strdup_printf("config file '%s': \"%s\"", path, key);
+         ok = apply_file_value(cfg, _relay_opt_find(key, strlen(key)), &it, what, error);
+         bson_free(what);
+      }
+   }
+   if (ok) {
+      cfg->config_file = bson_strdup(path);
+   }
+   bson_destroy(doc);
+   bson_free(data);
+   return ok;
+}
+
+static const char *
+env_value(const relay_opt_t *opt)
+{
+   const char *v = getenv(opt->env);
+   /* Empty counts as unset: container tooling often defines variables it has no value for. */
+   return v && *v ? v : NULL;
+}
+
+static bool
+load_env(relay_config_t *cfg, bson_error_t *error)
+{
+   const relay_opt_t *pw = _relay_opt_find("mqtt-password", 13);
+   const relay_opt_t *pw_file = _relay_opt_find("mqtt-password-file", 18);
+   if (env_value(pw) && env_value(pw_file)) {
+      bson_set_error(error, 0, 0, "%s and %s are both set: set only one", pw->env, pw_file->env);
+      return false;
+   }
+   for (size_t i = 0; i < relay_n_opts; i++) {
+      const relay_opt_t *opt = &relay_opts[i];
+      const char *v = opt->name ? env_value(opt) : NULL;
+      if (v && !apply(cfg, opt, v, opt->env, false, error)) {
+         return false;
+      }
+   }
+   return true;
+}
+
+/* Unlike --mqtt-password, a URI flag cannot be refused for holding a password (it is the
+ * natural way to pass a URI), but the operator should know that ps shows it. */
+static void
+warn_secret_in_flag(const relay_opt_t *opt, const char *value)
+{
+   char *redacted = relay_config_redact_uri(value);
+   if (strcmp(redacted, value) != 0) {
+      relay_log(RELAY_LOG_WARNING, "config",
+                "--%s holds a password, which other users can read with ps; use %s or the "
+                "config file instead",
+                opt->name, opt->env);
+   }
+   bson_free(redacted);
+}
+
+static bool
+load_flags(relay_config_t *cfg, const args_t *args, bson_error_t *error)
+{
+   bool list_seen = false;
+   for (size_t i = 0; i < args->n_flags; i++) {
+      const flag_t *f = &args->flags[i];
+      char *what = bson_strndup(f->flag, f->flag_len);
+      /* Repeated --collection flags add up; the first replaces lower layers' list. */
+      bool append = f->opt->type == OPT_LIST && list_seen;
+      list_seen = list_seen || f->opt->type == OPT_LIST;
+      bool ok = apply(cfg, f->opt, f->value, what, append, error);
+      if (ok && (f->opt->type == OPT_URI_MONGODB || f->opt->type == OPT_URI_MQTT)) {
+         warn_secret_in_flag(f->opt, f->value);
+      }
+      bson_free(what);
+      if (!ok) {
+         return false;
+      }
+   }
+   return true;
+}
+
+relay_config_action_t
+relay_config_load(relay_config_t *cfg, int argc, char **argv, bson_error_t *error)
+{
+   args_t args = {.flags = bson_malloc0(sizeof(flag_t) * (size_t)(argc > 0 ? argc : 1))};
+   relay_config_action_t action;
+
+   relay_config_destroy(cfg);
+   relay_config_init_defaults(cfg);
+   action = scan_argv(&args, argc, argv, error);
+   if (action != RELAY_CONFIG_RUN) {
+      goto done;
+   }
+   if (!args.config_path) {
+      args.config_path = getenv("OUTBOX_CONFIG");
+   }
+   if ((args.config_path && *args.config_path && !load_file(cfg, args.config_path, error)) ||
+       !load_env(cfg, error)) {
+      action = RELAY_CONFIG_INVALID;
+      goto done;
+   }
+   if (!load_flags(cfg, &args, error)) {
+      action = RELAY_CONFIG_USAGE_ERROR;
+      goto done;
+   }
+   if (!_relay_config_finish(cfg, error)) {
+      action = RELAY_CONFIG_INVALID;
+      goto done;
+   }
+   action = args.check ? RELAY_CONFIG_CHECK : RELAY_CONFIG_RUN;
+done:
+   bson_free(args.flags);
+   return action;
+}

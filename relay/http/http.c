@@ -1,0 +1,218 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "http/http.h"
+
+#include <netdb.h>
+#include <stdlib.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "util/log.h"
+
+struct relay_http_t {
+   struct MHD_Daemon *daemon;
+   relay_metrics_t *metrics;
+   uint16_t port;
+};
+
+/* Splits "HOST:PORT" or "[V6HOST]:PORT" into @host (bson_malloc'd) and @port. */
+static bool
+split_listen(const char *listen, char **host, char **port, bson_error_t *error)
+{
+   const char *colon;
+   const char *h = listen;
+   size_t hlen;
+
+   if (listen[0] == '[') {
+      const char *close = strchr(listen, ']');
+      if (!close || close[1] != ':') {
+         goto bad;
+      }
+      h = listen + 1;
+      hlen = (size_t)(close - h);
+      colon = close + 1;
+   } else {
+      colon = strrchr(listen, ':');
+      if (!colon) {
+         goto bad;
+      }
+      hlen = (size_t)(colon - listen);
+   }
+   if (hlen == 0 || colon[1] == '\0' || strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
+      goto bad;
+   }
+   *host = bson_strndup(h, hlen);
+   *port = bson_strdup(colon + 1);
+   return true;
+bad:
+   bson_set_error(error, 0, 0,
+                  "metrics-listen: expected HOST:PORT (e.g. 127.0.0.1:9464 or [::1]:9464), "
+                  "got '%s'",
+                  listen);
+   return false;
+}
+
+static bool
+resolve(const char *listen, struct sockaddr_storage *addr, bson_error_t *error)
+{
+   char *host = NULL;
+   char *port = NULL;
+   struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+   struct addrinfo *res = NULL;
+   bool ok = false;
+
+   if (!split_listen(listen, &host, &port, error)) {
+      return false;
+   }
+   if (atoi(port) > 65535) {
+      bson_set_error(error, 0, 0, "metrics-listen: port %s out of range in '%s'", port, listen);
+      goto done;
+   }
+   int rc = getaddrinfo(host, port, &hints, &res);
+   if (rc != 0) {
+      bson_set_error(error, 0, 0, "metrics-listen: cannot resolve '%s': %s", host,
+                     gai_strerror(rc));
+      goto done;
+   }
+   memcpy(addr, res->ai_addr, res->ai_addrlen);
+   ok = true;
+done:
+   if (res) {
+      freeaddrinfo(res);
+   }
+   bson_free(host);
+   bson_free(port);
+   return ok;
+}
+
+static enum MHD_Result
+respond(struct MHD_Connection *conn, unsigned int status, const char *type, const char *body,
+        size_t len)
+{
+   struct MHD_Response *resp =
+      MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+   if (!resp) {
+      return MHD_NO;
+   }
+   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+   /* Scrapes and probes must always see the current state. */
+   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+   enum MHD_Result ret = MHD_queue_response(conn, status, resp);
+   MHD_destroy_response(resp);
+   return ret;
+}
+
+static enum MHD_Result
+serve_metrics(relay_http_t *http, struct MHD_Connection *conn)
+{
+   bson_string_t *body = bson_string_new(NULL);
+   relay_metrics_render(http->metrics, body);
+   enum MHD_Result ret =
+      respond(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body->str, body->len);
+   bson_string_free(body, true);
+   return ret;
+}
+
+static enum MHD_Result
+serve_health(relay_http_t *http, struct MHD_Connection *conn)
+{
+   const char *reason = NULL;
+   char body[128];
+   if (relay_metrics_healthy(http->metrics, &reason)) {
+      return respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3);
+   }
+   int n = snprintf(body, sizeof body, "%s\n", reason);
+   return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body,
+                  (size_t)n);
+}
+
+static enum MHD_Result
+handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+       const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+   relay_http_t *http = cls;
+   static const char not_found[] = "not found\n";
+   static const char not_allowed[] = "method not allowed\n";
+
+   if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+      return respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
+                     not_allowed, sizeof not_allowed - 1);
+   }
+   if (strcmp(url, "/metrics") == 0) {
+      return serve_metrics(http, conn);
+   }
+   if (strcmp(url, "/healthz") == 0) {
+      return serve_health(http, conn);
+   }
+   return respond(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", not_found,
+                  sizeof not_found - 1);
+}
+
+static void
+mhd_logger(void *cls, const char *fmt, va_list ap)
+{
+   char buf[512];
+   vsnprintf(buf, sizeof buf, fmt, ap);
+   /* MHD's messages end in a newline; relay_log adds its own. */
+   size_t len = strlen(buf);
+   while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
+      buf[--len] = '\0';
+   }
+   relay_log(RELAY_LOG_WARNING, "http", "%s", buf);
+}
+
+relay_http_t *
+relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *error)
+{
+   struct sockaddr_storage addr = {0};
+   if (!listen || !resolve(listen, &addr, error)) {
+      if (!listen) {
+         bson_set_error(error, 0, 0, "metrics-listen: no address given");
+      }
+      return NULL;
+   }
+   relay_http_t *http = bson_malloc0(sizeof *http);
+   http->metrics = metrics;
+   /* AUTO picks epoll or poll: select() would fail once descriptors pass 1024. */
+   unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+   if (addr.ss_family == AF_INET6) {
+      flags |= MHD_USE_IPv6;
+   }
+   /* A handful of connections and a short timeout: this endpoint serves a scraper and a
+    * probe, and a stuck client must not hold resources for long. The logger goes first, or MHD
+    * reports options before it on its own stderr logger. */
+   http->daemon = MHD_start_daemon(
+      flags, 0, NULL, NULL, handle, http, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned int)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
+   if (!http->daemon) {
+      bson_set_error(error, 0, 0, "metrics-listen: cannot listen on '%s' (address in use?)",
+                     listen);
+      bson_free(http);
+      return NULL;
+   }
+   const union MHD_DaemonInfo *info = MHD_get_daemon_info(http->daemon, MHD_DAEMON_INFO_BIND_PORT);
+   http->port = info ? info->port : 0;
+   return http;
+}
+
+uint16_t
+relay_http_port(const relay_http_t *http)
+{
+   return http ? http->port : 0;
+}
+
+void
+relay_http_stop(relay_http_t *http)
+{
+   if (!http) {
+      return;
+   }
+   MHD_stop_daemon(http->daemon);
+   bson_free(http);
+}

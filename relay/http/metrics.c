@@ -1,0 +1,211 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "http/metrics.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "util/version.h"
+
+struct relay_metrics_t {
+   _Atomic uint64_t counters[RELAY_M_COUNTER_COUNT_];
+   _Atomic double gauges[RELAY_G_GAUGE_COUNT_];
+   /* The name changes at most once, at start-up, but render() may run concurrently on the
+    * HTTP thread, so it is guarded. */
+   pthread_mutex_t name_mutex;
+   char *name;
+};
+
+typedef struct {
+   const char *name;
+   const char *help;
+} metric_desc_t;
+
+/* Indexed by relay_counter_t. Names follow Prometheus conventions: counters end in _total,
+ * units are spelled out (seconds), the prefix names the program. */
+static const metric_desc_t counter_descs[RELAY_M_COUNTER_COUNT_] = {
+   {"outbox_relay_events_published_total", "Events published and acknowledged by the broker."},
+   {"outbox_relay_events_cleared_total", "Events removed from their documents after publishing."},
+   {"outbox_relay_events_dead_lettered_total",
+    "Events moved to the dead-letter place because they cannot be published."},
+   {"outbox_relay_publish_failures_total", "Publish attempts that failed and will be retried."},
+   {"outbox_relay_mqtt_reconnects_total", "Reconnections to the MQTT broker."},
+   {"outbox_relay_mongodb_reconnects_total", "Change streams re-opened after a MongoDB error."},
+   {"outbox_relay_resumes_total", "Change streams resumed from a stored resume token."},
+   {"outbox_relay_sweeps_total", "Full scans for pending events (no usable resume token)."},
+};
+
+static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
+   {"outbox_relay_inflight_messages", "Messages published but not yet acknowledged."},
+   {"outbox_relay_buffered_events", "Events read from MongoDB but not yet cleared."},
+   {"outbox_relay_buffered_bytes",
+    "BSON size of the buffered events (reading pauses at --max-buffered-bytes)."},
+   {"outbox_relay_oldest_pending_event_age_seconds",
+    "Age of the oldest event seen but not yet cleared (0 when none)."},
+   {"outbox_relay_change_stream_lag_seconds",
+    "Time between a change's commit and the relay reading it, for the latest change."},
+   {"outbox_relay_mqtt_connected", "1 when connected to the MQTT broker, else 0."},
+   {"outbox_relay_mongodb_connected", "1 when the change stream is open, else 0."},
+};
+
+relay_metrics_t *
+relay_metrics_new(void)
+{
+   relay_metrics_t *m = bson_malloc0(sizeof *m);
+   for (int i = 0; i < RELAY_M_COUNTER_COUNT_; i++) {
+      atomic_init(&m->counters[i], 0);
+   }
+   for (int i = 0; i < RELAY_G_GAUGE_COUNT_; i++) {
+      atomic_init(&m->gauges[i], 0.0);
+   }
+   pthread_mutex_init(&m->name_mutex, NULL);
+   return m;
+}
+
+void
+relay_metrics_destroy(relay_metrics_t *metrics)
+{
+   if (!metrics) {
+      return;
+   }
+   pthread_mutex_destroy(&metrics->name_mutex);
+   bson_free(metrics->name);
+   bson_free(metrics);
+}
+
+void
+relay_metrics_add(relay_metrics_t *metrics, relay_counter_t counter, uint64_t n)
+{
+   if (metrics && (unsigned)counter < RELAY_M_COUNTER_COUNT_) {
+      atomic_fetch_add_explicit(&metrics->counters[counter], n, memory_order_relaxed);
+   }
+}
+
+void
+relay_metrics_set(relay_metrics_t *metrics, relay_gauge_t gauge, double value)
+{
+   if (metrics && (unsigned)gauge < RELAY_G_GAUGE_COUNT_) {
+      atomic_store_explicit(&metrics->gauges[gauge], value, memory_order_relaxed);
+   }
+}
+
+uint64_t
+relay_metrics_get(const relay_metrics_t *metrics, relay_counter_t counter)
+{
+   if (!metrics || (unsigned)counter >= RELAY_M_COUNTER_COUNT_) {
+      return 0;
+   }
+   return atomic_load_explicit(&metrics->counters[counter], memory_order_relaxed);
+}
+
+double
+relay_metrics_get_gauge(const relay_metrics_t *metrics, relay_gauge_t gauge)
+{
+   if (!metrics || (unsigned)gauge >= RELAY_G_GAUGE_COUNT_) {
+      return 0.0;
+   }
+   return atomic_load_explicit(&metrics->gauges[gauge], memory_order_relaxed);
+}
+
+void
+relay_metrics_set_name(relay_metrics_t *metrics, const char *name)
+{
+   if (!metrics) {
+      return;
+   }
+   pthread_mutex_lock(&metrics->name_mutex);
+   bson_free(metrics->name);
+   metrics->name = name ? bson_strdup(name) : NULL;
+   pthread_mutex_unlock(&metrics->name_mutex);
+}
+
+/* Label values escape backslash, double quote and newline (exposition format 0.0.4). */
+static void
+append_label_value(bson_string_t *out, const char *s)
+{
+   for (; *s; s++) {
+      if (*s == '\\' || *s == '"') {
+         bson_string_append_c(out, '\\');
+         bson_string_append_c(out, *s);
+      } else if (*s == '\n') {
+         bson_string_append(out, "\\n");
+      } else {
+         bson_string_append_c(out, *s);
+      }
+   }
+}
+
+static void
+append_double(bson_string_t *out, double v)
+{
+   if (isnan(v)) {
+      bson_string_append(out, "NaN");
+   } else if (isinf(v)) {
+      bson_string_append(out, v > 0 ? "+Inf" : "-Inf");
+   } else if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v) {
+      bson_string_append_printf(out, "%" PRId64, (int64_t)v);
+   } else {
+      bson_string_append_printf(out, "%.17g", v);
+   }
+}
+
+static void
+render_info(const relay_metrics_t *metrics, bson_string_t *out)
+{
+   bson_string_append(out, "# HELP outbox_relay_info The relay's version and name.\n"
+                           "# TYPE outbox_relay_info gauge\n"
+                           "outbox_relay_info{version=\"");
+   append_label_value(out, relay_version());
+   bson_string_append(out, "\",name=\"");
+   pthread_mutex_t *mutex = (pthread_mutex_t *)&metrics->name_mutex;
+   pthread_mutex_lock(mutex);
+   append_label_value(out, metrics->name ? metrics->name : "");
+   pthread_mutex_unlock(mutex);
+   bson_string_append(out, "\"} 1\n");
+}
+
+void
+relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out)
+{
+   if (!metrics) {
+      return;
+   }
+   render_info(metrics, out);
+   for (int i = 0; i < RELAY_M_COUNTER_COUNT_; i++) {
+      const metric_desc_t *d = &counter_descs[i];
+      bson_string_append_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n",
+                                d->name, d->help, d->name, d->name,
+                                relay_metrics_get(metrics, (relay_counter_t)i));
+   }
+   for (int i = 0; i < RELAY_G_GAUGE_COUNT_; i++) {
+      const metric_desc_t *d = &gauge_descs[i];
+      bson_string_append_printf(out, "# HELP %s %s\n# TYPE %s gauge\n%s ", d->name, d->help,
+                                d->name, d->name);
+      append_double(out, relay_metrics_get_gauge(metrics, (relay_gauge_t)i));
+      bson_string_append_c(out, '\n');
+   }
+}
+
+bool
+relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason)
+{
+   const char *why = NULL;
+   bool mongo = relay_metrics_get_gauge(metrics, RELAY_G_MONGODB_CONNECTED) == 1.0;
+   bool mqtt = relay_metrics_get_gauge(metrics, RELAY_G_MQTT_CONNECTED) == 1.0;
+   if (!metrics) {
+      why = "no metrics";
+   } else if (!mongo && !mqtt) {
+      why = "MongoDB and MQTT broker not connected";
+   } else if (!mongo) {
+      why = "MongoDB not connected";
+   } else if (!mqtt) {
+      why = "MQTT broker not connected";
+   }
+   if (reason) {
+      *reason = why;
+   }
+   return why == NULL;
+}

@@ -1,0 +1,504 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "mqtt/mqtt.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include <MQTTAsync.h>
+
+#include "util/log.h"
+
+/* Per-publish callback context. paho hands back one pointer; it has to lead to both the
+ * client (for the queue) and the tag. Contexts are linked so the ones whose callback never
+ * came (client destroyed first) are freed at the end. */
+typedef struct pub_ctx_t {
+   relay_mqtt_t *m;
+   uint64_t tag;
+   struct pub_ctx_t *prev, *next;
+} pub_ctx_t;
+
+struct relay_mqtt_t {
+   const relay_config_t *cfg;
+   MQTTAsync client;
+   pthread_mutex_t lock;
+   pthread_cond_t cond;
+   relay_mqtt_completion_t *queue; /* ring */
+   size_t qcap, qhead, qlen;
+   bool woken;
+   pub_ctx_t *ctxs;
+   atomic_int receive_max; /* the broker's Receive Maximum (MQTT 5), 0 if not told */
+};
+
+static void
+push(relay_mqtt_t *m, relay_mqtt_kind_t kind, uint64_t tag, int code, int reason)
+{
+   pthread_mutex_lock(&m->lock);
+   if (m->qlen == m->qcap) {
+      /* Never drop a completion: an ACK lost here would stall its entity for good. */
+      size_t ncap = m->qcap * 2;
+      relay_mqtt_completion_t *q = bson_malloc(ncap * sizeof *q);
+      for (size_t i = 0; i < m->qlen; i++) {
+         q[i] = m->queue[(m->qhead + i) % m->qcap];
+      }
+      bson_free(m->queue);
+      m->queue = q;
+      m->qcap = ncap;
+      m->qhead = 0;
+   }
+   m->queue[(m->qhead + m->qlen) % m->qcap] =
+       (relay_mqtt_completion_t){.kind = kind, .tag = tag, .code = code, .reason = reason};
+   m->qlen++;
+   pthread_cond_signal(&m->cond);
+   pthread_mutex_unlock(&m->lock);
+}
+
+/* Unlinks and frees @c; returns its tag. */
+static uint64_t
+ctx_release(pub_ctx_t *c)
+{
+   relay_mqtt_t *m = c->m;
+   uint64_t tag = c->tag;
+   pthread_mutex_lock(&m->lock);
+   if (c->prev) {
+      c->prev->next = c->next;
+   } else {
+      m->ctxs = c->next;
+   }
+   if (c->next) {
+      c->next->prev = c->prev;
+   }
+   pthread_mutex_unlock(&m->lock);
+   bson_free(c);
+   return tag;
+}
+
+static void
+on_pub_success5(void *context, MQTTAsync_successData5 *resp)
+{
+   pub_ctx_t *c = context;
+   relay_mqtt_t *m = c->m;
+   int reason = resp ? (int)resp->reasonCode : 0;
+   uint64_t tag = ctx_release(c);
+   /* A PUBACK reason >= 0x80 is a refusal even if paho calls it success. */
+   push(m, reason >= 0x80 ? RELAY_MQTT_FAIL : RELAY_MQTT_ACK, tag, 0, reason);
+}
+
+static void
+on_pub_failure5(void *context, MQTTAsync_failureData5 *resp)
+{
+   pub_ctx_t *c = context;
+   relay_mqtt_t *m = c->m;
+   uint64_t tag = ctx_release(c);
+   push(m, RELAY_MQTT_FAIL, tag, resp ? resp->code : -1, resp ? (int)resp->reasonCode : 0);
+}
+
+static void
+on_pub_success(void *context, MQTTAsync_successData *resp)
+{
+   pub_ctx_t *c = context;
+   relay_mqtt_t *m = c->m;
+   uint64_t tag = ctx_release(c);
+   push(m, RELAY_MQTT_ACK, tag, 0, 0);
+}
+
+static void
+on_pub_failure(void *context, MQTTAsync_failureData *resp)
+{
+   pub_ctx_t *c = context;
+   relay_mqtt_t *m = c->m;
+   uint64_t tag = ctx_release(c);
+   push(m, RELAY_MQTT_FAIL, tag, resp ? resp->code : -1, 0);
+}
+
+static void
+on_connected(void *context, char *cause)
+{
+   push(context, RELAY_MQTT_CONNECTED, 0, 0, 0);
+}
+
+static void
+on_lost(void *context, char *cause)
+{
+   relay_log(RELAY_LOG_WARNING, "mqtt", "connection lost%s%s", cause ? ": " : "",
+             cause ? cause : "");
+   push(context, RELAY_MQTT_LOST, 0, 0, 0);
+}
+
+static int
+on_message(void *context, char *topic, int len, MQTTAsync_message *msg)
+{
+   /* The relay subscribes to nothing; free whatever arrives anyway. */
+   MQTTAsync_freeMessage(&msg);
+   MQTTAsync_free(topic);
+   return 1;
+}
+
+/* The broker's Receive Maximum caps how many QoS 1/2 publishes may be unacknowledged; going
+ * above it makes paho 1.3.12's send thread sleep (up to 1 s at a time), so the relay keeps
+ * its window below it. */
+static void
+on_connect_success5(void *context, MQTTAsync_successData5 *resp)
+{
+   relay_mqtt_t *m = context;
+   if (resp && MQTTProperties_hasProperty(&resp->properties, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM)) {
+      int rm = MQTTProperties_getNumericValue(&resp->properties, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM);
+      if (rm > 0) {
+         atomic_store(&m->receive_max, rm);
+      }
+   }
+}
+
+int
+relay_mqtt_receive_max(relay_mqtt_t *m)
+{
+   return atomic_load(&m->receive_max);
+}
+
+const char *
+relay_mqtt_connack_text(int mqtt_version, int code, int reason)
+{
+   /* MQTT 5 CONNACK reason codes (paho 1.3.12 reports them in code, with reason 0). */
+   static const struct {
+      int rc;
+      const char *text;
+   } v5[] = {{0x80, "unspecified error"},
+             {0x81, "malformed packet"},
+             {0x82, "protocol error"},
+             {0x83, "implementation specific error"},
+             {0x84, "unsupported protocol version"},
+             {0x85, "client identifier not valid"},
+             {0x86, "bad user name or password"},
+             {0x87, "not authorized"},
+             {0x88, "server unavailable"},
+             {0x89, "server busy"},
+             {0x8A, "banned"},
+             {0x8C, "bad authentication method"},
+             {0x95, "packet too large"},
+             {0x97, "quota exceeded"},
+             {0x99, "payload format invalid"},
+             {0x9A, "retain not supported"},
+             {0x9B, "QoS not supported"},
+             {0x9C, "use another server"},
+             {0x9D, "server moved"},
+             {0x9F, "connection rate exceeded"}};
+   /* MQTT 3.1.1 CONNACK return codes. */
+   static const char *const v3[] = {NULL,
+                                    "unacceptable protocol version",
+                                    "identifier rejected",
+                                    "server unavailable",
+                                    "bad user name or password",
+                                    "not authorized"};
+
+   if (mqtt_version == 5) {
+      int rc = reason >= 0x80 ? reason : code;
+      for (size_t i = 0; i < sizeof v5 / sizeof v5[0]; i++) {
+         if (v5[i].rc == rc) {
+            return v5[i].text;
+         }
+      }
+   } else if (code >= 1 && code <= 5) {
+      return v3[code];
+   }
+   return NULL;
+}
+
+/* The broker's refusal in words ("not authorized"), so an operator does not have to look up
+ * CONNACK codes; other failures (network, TLS) keep paho's code and message. */
+static void
+log_connect_failure(const relay_mqtt_t *m, int code, int reason, const char *message)
+{
+   const char *refusal = relay_mqtt_connack_text(m->cfg->mqtt_version, code, reason);
+   if (refusal) {
+      relay_log(RELAY_LOG_WARNING, "mqtt", "connect refused by the broker: %s (code %d, reason %d)",
+                refusal, code, reason);
+   } else {
+      relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d, reason %d%s%s", code, reason,
+                message ? ": " : "", message ? message : "");
+   }
+}
+
+static void
+on_connect_failure5(void *context, MQTTAsync_failureData5 *resp)
+{
+   log_connect_failure(context, resp ? resp->code : -1, resp ? (int)resp->reasonCode : 0,
+                       resp ? resp->message : NULL);
+   push(context, RELAY_MQTT_CONNECT_FAILED, 0, resp ? resp->code : -1, 0);
+}
+
+static void
+on_connect_failure(void *context, MQTTAsync_failureData *resp)
+{
+   log_connect_failure(context, resp ? resp->code : -1, 0, resp ? resp->message : NULL);
+   push(context, RELAY_MQTT_CONNECT_FAILED, 0, resp ? resp->code : -1, 0);
+}
+
+static void
+on_disconnected5(void *context, MQTTAsync_successData5 *resp)
+{
+   push(context, RELAY_MQTT_DISCONNECTED, 0, 0, 0);
+}
+
+static void
+on_disconnected(void *context, MQTTAsync_successData *resp)
+{
+   push(context, RELAY_MQTT_DISCONNECTED, 0, 0, 0);
+}
+
+relay_mqtt_t *
+relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error)
+{
+   relay_mqtt_t *m = bson_malloc0(sizeof *m);
+   MQTTAsync_createOptions copts = MQTTAsync_createOptions_initializer;
+   int rc;
+
+   m->cfg = cfg;
+   pthread_mutex_init(&m->lock, NULL);
+   pthread_cond_init(&m->cond, NULL);
+   m->qcap = 1024;
+   m->queue = bson_malloc(m->qcap * sizeof *m->queue);
+   copts.MQTTVersion = cfg->mqtt_version == 5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1;
+   /* Room for the whole window plus slack; never deleteOldestMessages (drops silently). */
+   copts.maxBufferedMessages = cfg->inflight_window * 2 + 100;
+   copts.sendWhileDisconnected = 0;
+   rc = MQTTAsync_createWithOptions(&m->client, cfg->mqtt_uri,
+                                    cfg->client_id ? cfg->client_id : cfg->name,
+                                    MQTTCLIENT_PERSISTENCE_NONE, NULL, &copts);
+   if (rc != MQTTASYNC_SUCCESS) {
+      bson_set_error(error, 0, (uint32_t)-rc, "cannot create the MQTT client for '%s': %s",
+                     cfg->mqtt_uri, MQTTAsync_strerror(rc));
+      m->client = NULL;
+      relay_mqtt_destroy(m);
+      return NULL;
+   }
+   /* Creating the first client initialises paho's trace settings: set them again. */
+   relay_log_sync_paho();
+   MQTTAsync_setCallbacks(m->client, m, on_lost, on_message, NULL);
+   MQTTAsync_setConnected(m->client, m, on_connected);
+   return m;
+}
+
+static void
+fill_ssl(const relay_config_t *cfg, MQTTAsync_SSLOptions *ssl)
+{
+   ssl->trustStore = cfg->mqtt_ca_file;
+   ssl->keyStore = cfg->mqtt_cert_file;
+   ssl->privateKey = cfg->mqtt_key_file;
+   ssl->enableServerCertAuth = 1;
+   /* paho's default is no hostname check. */
+   ssl->verify = cfg->mqtt_tls_insecure ? 0 : 1;
+}
+
+static bool
+is_tls_uri(const char *uri)
+{
+   return !strncmp(uri, "ssl://", 6) || !strncmp(uri, "mqtts://", 8) || !strncmp(uri, "wss://", 6);
+}
+
+bool
+relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error)
+{
+   const relay_config_t *cfg = m->cfg;
+   MQTTAsync_connectOptions v5 = MQTTAsync_connectOptions_initializer5;
+   MQTTAsync_connectOptions v3 = MQTTAsync_connectOptions_initializer;
+   MQTTAsync_connectOptions *o = cfg->mqtt_version == 5 ? &v5 : &v3;
+   MQTTAsync_SSLOptions ssl = MQTTAsync_SSLOptions_initializer;
+   int rc;
+
+   o->keepAliveInterval = cfg->mqtt_keepalive_s;
+   if (cfg->mqtt_version == 5) {
+      o->cleanstart = cfg->mqtt_clean_start;
+      o->onSuccess5 = on_connect_success5;
+      o->onFailure5 = on_connect_failure5;
+   } else {
+      o->cleansession = cfg->mqtt_clean_start;
+      o->onFailure = on_connect_failure;
+   }
+   o->context = m;
+   o->maxInflight = cfg->inflight_window;
+   o->automaticReconnect = 1;
+   o->minRetryInterval = cfg->reconnect_min_ms < 1000 ? 1 : cfg->reconnect_min_ms / 1000;
+   o->maxRetryInterval = cfg->reconnect_max_ms < 1000 ? 1 : cfg->reconnect_max_ms / 1000;
+   o->connectTimeout = 10;
+   o->username = cfg->mqtt_username;
+   o->password = cfg->mqtt_password;
+   if (is_tls_uri(cfg->mqtt_uri)) {
+      fill_ssl(cfg, &ssl);
+      o->ssl = &ssl;
+   }
+   rc = MQTTAsync_connect(m->client, o);
+   if (rc != MQTTASYNC_SUCCESS) {
+      bson_set_error(error, 0, (uint32_t)-rc, "MQTT connect to '%s' failed: %s", cfg->mqtt_uri,
+                     MQTTAsync_strerror(rc));
+      return false;
+   }
+   return true;
+}
+
+/* Fills one property in place. The array is ours (on the stack): paho's sendMessage copies
+ * it (MQTTProperties_copy reads count and array only), so the per-message allocations and
+ * frees of MQTTProperties_add()/MQTTProperties_free() are not needed. */
+static void
+set_string_prop(MQTTProperties *props, enum MQTTPropertyCodes code, const char *name,
+                const char *value)
+{
+   MQTTProperty *p = &props->array[props->count++];
+   memset(p, 0, sizeof *p);
+   p->identifier = code;
+   if (code == MQTTPROPERTY_CODE_USER_PROPERTY) {
+      p->value.data.data = (char *)name;
+      p->value.data.len = (int)strlen(name);
+      p->value.value.data = (char *)value;
+      p->value.value.len = (int)strlen(value);
+      props->length += 1 + 2 + p->value.data.len + 2 + p->value.value.len;
+   } else {
+      p->value.data.data = (char *)value;
+      p->value.data.len = (int)strlen(value);
+      props->length += 1 + 2 + p->value.data.len;
+   }
+}
+
+int
+relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t tag)
+{
+   MQTTAsync_message pm = MQTTAsync_message_initializer;
+   MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+   MQTTProperty prop_array[RELAY_MQTT_MAX_USER_PROPS + 1];
+   pub_ctx_t *c = bson_malloc0(sizeof *c);
+   int rc;
+
+   pm.payload = (void *)msg->payload;
+   pm.payloadlen = (int)msg->payload_len;
+   pm.qos = m->cfg->qos;
+   pm.retained = 0;
+   if (m->cfg->mqtt_version == 5) {
+      BSON_ASSERT(msg->n_user_props <= RELAY_MQTT_MAX_USER_PROPS);
+      pm.properties.array = prop_array;
+      pm.properties.max_count = (int)(sizeof prop_array / sizeof prop_array[0]);
+      if (msg->content_type) {
+         set_string_prop(&pm.properties, MQTTPROPERTY_CODE_CONTENT_TYPE, NULL, msg->content_type);
+      }
+      for (size_t i = 0; i < msg->n_user_props; i++) {
+         set_string_prop(&pm.properties, MQTTPROPERTY_CODE_USER_PROPERTY, msg->user_props[2 * i],
+                         msg->user_props[2 * i + 1]);
+      }
+      /* paho copies message properties only when response options are given (we always
+       * give them: the v5 callbacks are how acknowledgements arrive). */
+      ro.onSuccess5 = on_pub_success5;
+      ro.onFailure5 = on_pub_failure5;
+   } else {
+      ro.onSuccess = on_pub_success;
+      ro.onFailure = on_pub_failure;
+   }
+   c->m = m;
+   c->tag = tag;
+   ro.context = c;
+   pthread_mutex_lock(&m->lock);
+   c->next = m->ctxs;
+   if (m->ctxs) {
+      m->ctxs->prev = c;
+   }
+   m->ctxs = c;
+   pthread_mutex_unlock(&m->lock);
+   rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
+   if (rc != MQTTASYNC_SUCCESS) {
+      /* "When a function which takes a callback returns an error, the callback will never
+       * be called": the context is ours to free. */
+      ctx_release(c);
+   }
+   return rc;
+}
+
+size_t
+relay_mqtt_wait(relay_mqtt_t *m, relay_mqtt_completion_t *out, size_t max, int wait_ms)
+{
+   size_t n = 0;
+
+   pthread_mutex_lock(&m->lock);
+   if (m->qlen == 0 && !m->woken && wait_ms > 0) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_sec += wait_ms / 1000;
+      ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+      if (ts.tv_nsec >= 1000000000L) {
+         ts.tv_sec++;
+         ts.tv_nsec -= 1000000000L;
+      }
+      while (m->qlen == 0 && !m->woken) {
+         if (pthread_cond_timedwait(&m->cond, &m->lock, &ts) == ETIMEDOUT) {
+            break;
+         }
+      }
+   }
+   m->woken = false;
+   while (n < max && m->qlen > 0) {
+      out[n++] = m->queue[m->qhead];
+      m->qhead = (m->qhead + 1) % m->qcap;
+      m->qlen--;
+   }
+   pthread_mutex_unlock(&m->lock);
+   return n;
+}
+
+void
+relay_mqtt_wake(relay_mqtt_t *m)
+{
+   pthread_mutex_lock(&m->lock);
+   m->woken = true;
+   pthread_cond_signal(&m->cond);
+   pthread_mutex_unlock(&m->lock);
+}
+
+void
+relay_mqtt_disconnect(relay_mqtt_t *m, int timeout_ms)
+{
+   MQTTAsync_disconnectOptions v5 = MQTTAsync_disconnectOptions_initializer5;
+   MQTTAsync_disconnectOptions v3 = MQTTAsync_disconnectOptions_initializer;
+   MQTTAsync_disconnectOptions *o = m->cfg->mqtt_version == 5 ? &v5 : &v3;
+   relay_mqtt_completion_t c;
+   int64_t deadline = bson_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+
+   if (!m->client || !MQTTAsync_isConnected(m->client)) {
+      return;
+   }
+   o->timeout = timeout_ms;
+   o->context = m;
+   if (m->cfg->mqtt_version == 5) {
+      o->onSuccess5 = on_disconnected5;
+   } else {
+      o->onSuccess = on_disconnected;
+   }
+   if (MQTTAsync_disconnect(m->client, o) != MQTTASYNC_SUCCESS) {
+      return;
+   }
+   /* Late publish completions may still come first; they no longer matter. */
+   while (bson_get_monotonic_time() < deadline) {
+      if (relay_mqtt_wait(m, &c, 1, 100) == 1 && c.kind == RELAY_MQTT_DISCONNECTED) {
+         return;
+      }
+   }
+}
+
+void
+relay_mqtt_destroy(relay_mqtt_t *m)
+{
+   if (!m) {
+      return;
+   }
+   if (m->client) {
+      MQTTAsync_destroy(&m->client);
+   }
+   while (m->ctxs) {
+      pub_ctx_t *c = m->ctxs;
+      m->ctxs = c->next;
+      bson_free(c);
+   }
+   bson_free(m->queue);
+   pthread_cond_destroy(&m->cond);
+   pthread_mutex_destroy(&m->lock);
+   bson_free(m);
+}

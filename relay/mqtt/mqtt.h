@@ -1,0 +1,88 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's MQTT side: one paho MQTTAsync client. paho's callbacks run on paho's threads;
+ * they never touch relay state, they only append a completion to a queue that the relay's
+ * main thread drains (relay_mqtt_wait()). Every publish carries a caller-chosen 64-bit tag
+ * that comes back in its completion, so late completions of abandoned publishes can be
+ * recognised and ignored.
+ *
+ * Thread safety: all functions are for the relay's main thread, except relay_mqtt_wake().
+ */
+#ifndef RELAY_MQTT_H
+#define RELAY_MQTT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bson/bson.h>
+
+#include "config/config.h"
+
+typedef struct relay_mqtt_t relay_mqtt_t;
+
+typedef enum {
+   RELAY_MQTT_ACK = 0,        /* a publish was acknowledged (QoS 0: written) */
+   RELAY_MQTT_FAIL,           /* a publish failed; code/reason say why */
+   RELAY_MQTT_CONNECTED,      /* (re)connected */
+   RELAY_MQTT_LOST,           /* connection lost; paho reconnects by itself */
+   RELAY_MQTT_CONNECT_FAILED, /* a connect attempt failed; the relay retries */
+   RELAY_MQTT_DISCONNECTED,   /* our disconnect completed */
+} relay_mqtt_kind_t;
+
+typedef struct {
+   relay_mqtt_kind_t kind;
+   uint64_t tag;
+   int code;   /* paho return code (e.g. -11 "incomplete" when a session was cleaned) */
+   int reason; /* MQTT 5 reason code, 0 if none */
+} relay_mqtt_completion_t;
+
+/* Most user properties one message may carry. */
+#define RELAY_MQTT_MAX_USER_PROPS 16
+
+/* One message: everything is borrowed for the duration of relay_mqtt_publish(). */
+typedef struct {
+   const char *topic;
+   const void *payload;
+   size_t payload_len;
+   const char *content_type;      /* MQTT 5 only; NULL = none */
+   const char *const *user_props; /* name, value, name, value ...; MQTT 5 only */
+   size_t n_user_props;           /* number of pairs, RELAY_MQTT_MAX_USER_PROPS at most */
+} relay_mqtt_message_t;
+
+/* Creates the client (not connected yet). Returns NULL and fills @error on a bad URI or
+ * options. @cfg is borrowed for the lifetime of the client. */
+relay_mqtt_t *relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error);
+
+/* Starts a connect attempt; its outcome arrives as CONNECTED or CONNECT_FAILED. Afterwards
+ * paho reconnects by itself when the connection is lost. */
+bool relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error);
+
+/* Sends one message at the configured QoS. Returns 0 if it was handed to paho (exactly one
+ * ACK or FAIL completion with @tag follows, unless the client is destroyed first), or the
+ * paho error code (no completion follows). */
+int relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t tag);
+
+/* The broker's Receive Maximum from the last MQTT 5 CONNACK, or 0 if unknown. Thread-safe. */
+int relay_mqtt_receive_max(relay_mqtt_t *m);
+
+/* Moves up to @max completions into @out; waits up to @wait_ms for the first one if none is
+ * queued. Returns how many were moved. */
+size_t relay_mqtt_wait(relay_mqtt_t *m, relay_mqtt_completion_t *out, size_t max, int wait_ms);
+
+/* Wakes a relay_mqtt_wait() early. Thread-safe; not async-signal-safe. */
+void relay_mqtt_wake(relay_mqtt_t *m);
+
+/* Disconnects, waiting up to @timeout_ms. */
+void relay_mqtt_disconnect(relay_mqtt_t *m, int timeout_ms);
+
+/* The broker's refusal of a connect in words ("not authorized", "bad user name or
+ * password"), from paho's failure code and MQTT 5 reason code; NULL when @code/@reason is not
+ * a CONNACK refusal (e.g. a network error). Pure; thread-safe. */
+const char *relay_mqtt_connack_text(int mqtt_version, int code, int reason);
+
+/* Destroys the client; NULL-safe. No completion arrives afterwards. */
+void relay_mqtt_destroy(relay_mqtt_t *m);
+
+#endif /* RELAY_MQTT_H */

@@ -1,0 +1,335 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The MQTT side of the main loop: turns ready events into messages within the in-flight
+ * window and applies the broker's answers to the table.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include <MQTTAsync.h>
+
+#include "util/log.h"
+#include "relay-private.h"
+#include "mqtt/render.h"
+
+/* An in-flight publish with no answer for this long is presumed lost and sent again. paho
+ * normally answers every publish (with -11 when a session is dropped); this only guards
+ * against a stall. */
+#define PUBLISH_TIMEOUT_MS 30000
+
+bool
+relay_publish_init(relay_t *r, bson_error_t *error)
+{
+   size_t n = (size_t)r->cfg->inflight_window;
+
+   r->mqtt = relay_mqtt_new(r->cfg, error);
+   if (!r->mqtt) {
+      return false;
+   }
+   r->slots = bson_malloc0(n * sizeof *r->slots);
+   r->free_slots = bson_malloc(n * sizeof *r->free_slots);
+   for (size_t i = 0; i < n; i++) {
+      r->free_slots[i] = (uint32_t)(n - 1 - i);
+   }
+   r->n_free = n;
+   return true;
+}
+
+void
+relay_publish_cleanup(relay_t *r)
+{
+   relay_mqtt_destroy(r->mqtt);
+   r->mqtt = NULL;
+   bson_free(r->slots);
+   bson_free(r->free_slots);
+   r->slots = NULL;
+   r->free_slots = NULL;
+}
+
+void
+relay_publish_connect(relay_t *r, int64_t now)
+{
+   bson_error_t error;
+
+   if (r->mqtt_connected || r->mqtt_connecting || now < r->mqtt_retry_at_ms) {
+      return;
+   }
+   if (relay_mqtt_connect(r->mqtt, &error)) {
+      r->mqtt_connecting = true;
+      return;
+   }
+   relay_log(RELAY_LOG_WARNING, "mqtt", "%s", error.message);
+   r->mqtt_retry_at_ms = now + relay_backoff_next(r->cfg, &r->mqtt_backoff_ms);
+}
+
+/* MQTT strings (topic, user property names and values) carry a 16-bit length: a longer one
+ * is written with a truncated length, and the broker drops the connection (malformed
+ * packet) on every attempt. */
+#define MQTT_STRING_MAX 65535
+
+static bool
+props_fit(const char *const *props, size_t n)
+{
+   for (size_t i = 0; i < n; i++) {
+      if (strlen(props[i]) > MQTT_STRING_MAX) {
+         return false;
+      }
+   }
+   return true;
+}
+
+/* Builds and sends the in-flight event of @e. Returns the paho code; a message that can
+ * never be sent (too large, a string MQTT cannot carry, data JSON cannot carry) is reported
+ * as poison through *@poison instead. */
+static int
+send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
+{
+   const relay_config_t *cfg = r->cfg;
+   const relay_event_t *ev = &e->inflight->ev;
+   const char *coll = cfg->collections[e->coll];
+   relay_template_vars_t vars = {{cfg->database, strlen(cfg->database)},
+                                 {coll, strlen(coll)},
+                                 {e->rendered, e->rendered_len},
+                                 {ev->type, strlen(ev->type)}};
+   char *topic = relay_template_render(cfg->topic_template, &vars);
+   char *source = relay_template_render(cfg->source_template, &vars);
+   relay_str_t subject = {e->rendered, e->rendered_len};
+   bool binary = cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version == 5;
+   size_t len = 0;
+   char *payload =
+       binary ? relay_data_json(ev, &len) : relay_cloudevent_json(ev, source, subject, &len);
+   char seq[24], tbuf[40];
+   bson_string_t *entity = bson_string_new(NULL);
+   const char *props[2 * 12];
+   size_t n = 0;
+   relay_mqtt_message_t msg = {topic, payload, len, NULL, props, 0};
+   int rc = 0;
+
+   /* The entity-id property is percent-encoded like the topic: user properties are UTF-8
+    * strings and an id may hold anything. */
+   relay_percent_encode(entity, e->rendered, e->rendered_len);
+   bson_snprintf(seq, sizeof seq, "%" PRId64, ev->seq);
+   props[n++] = "event-id", props[n++] = ev->id;
+   props[n++] = "event-type", props[n++] = ev->type;
+   props[n++] = "entity-id", props[n++] = entity->str;
+   props[n++] = "seq", props[n++] = seq;
+   if (binary) {
+      /* CloudEvents MQTT binding, binary mode: attributes as user properties. */
+      props[n++] = "specversion", props[n++] = "1.0";
+      props[n++] = "id", props[n++] = ev->id;
+      props[n++] = "source", props[n++] = source;
+      props[n++] = "type", props[n++] = ev->type;
+      props[n++] = "subject", props[n++] = entity->str;
+      if (ev->has_time) {
+         relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
+         props[n++] = "time", props[n++] = tbuf;
+      }
+      msg.content_type = "application/json";
+   } else {
+      msg.content_type = "application/cloudevents+json";
+   }
+   msg.n_user_props = n / 2;
+   if (!payload) {
+      /* libbson's JSON writer refuses invalid UTF-8 (in the entity id, the subject, or the
+       * data): sending would publish an empty payload and then clear the event. */
+      *poison = "event cannot be written as JSON (invalid UTF-8 in the entity id or data)";
+   } else if (strlen(topic) > MQTT_STRING_MAX) {
+      *poison = "topic longer than MQTT allows (65535 bytes)";
+   } else if (cfg->mqtt_version == 5 && !props_fit(props, n)) {
+      *poison = "user property longer than MQTT allows (65535 bytes)";
+   } else if (len + strlen(topic) > cfg->max_message_bytes) {
+      *poison = "message larger than max-message-bytes";
+   } else {
+      rc = relay_mqtt_publish(r->mqtt, &msg, tag);
+   }
+   bson_string_free(entity, true);
+   bson_free(payload);
+   bson_free(topic);
+   bson_free(source);
+   return rc;
+}
+
+static void
+publish_failed(relay_t *r, relay_entity_t *e, int64_t now)
+{
+   int delay = relay_backoff_next(r->cfg, &r->publish_backoff_ms);
+   relay_table_failed(&r->table, e, now + delay);
+   relay_metrics_add(r->metrics, RELAY_M_PUBLISH_FAILURES, 1);
+}
+
+/* The window in effect: the configured one, kept below the broker's Receive Maximum (QoS 0
+ * needs no acknowledgement from the broker, so only our own window applies). */
+static size_t
+window(relay_t *r)
+{
+   size_t w = (size_t)r->cfg->inflight_window;
+   int rm = relay_mqtt_receive_max(r->mqtt);
+   if (r->cfg->qos > 0 && rm > 0 && (size_t)rm < w) {
+      w = (size_t)rm;
+   }
+   return w;
+}
+
+void
+relay_publish_dispatch(relay_t *r, int64_t now)
+{
+   size_t limit = window(r);
+
+   while (r->mqtt_connected && r->n_free > 0 && r->table.inflight < limit &&
+          now >= r->publish_pause_until_ms) {
+      relay_entity_t *e = relay_table_next_ready(&r->table, now);
+      const char *poison = NULL;
+      uint32_t slot;
+      uint64_t tag;
+      int rc;
+
+      if (!e) {
+         break;
+      }
+      slot = r->free_slots[--r->n_free];
+      r->gen++;
+      tag = ((uint64_t)r->gen << 32) | slot;
+      rc = send_event(r, e, tag, &poison);
+      if (poison || rc != MQTTASYNC_SUCCESS) {
+         r->free_slots[r->n_free++] = slot;
+         if (poison) {
+            relay_table_poisoned(&r->table, e, poison);
+            continue;
+         }
+         relay_log(RELAY_LOG_WARNING, "mqtt", "publish refused by the client: %s",
+                   MQTTAsync_strerror(rc));
+         publish_failed(r, e, now);
+         r->publish_pause_until_ms = now + r->publish_backoff_ms;
+         break;
+      }
+      r->slots[slot] = (relay_slot_t){e, r->gen, now};
+   }
+}
+
+/* Returns the slot the completion belongs to, or NULL if it is stale. */
+static relay_slot_t *
+slot_of(relay_t *r, uint64_t tag)
+{
+   uint32_t idx = (uint32_t)(tag & 0xffffffffu);
+   relay_slot_t *s;
+   if (idx >= (uint32_t)r->cfg->inflight_window) {
+      return NULL;
+   }
+   s = &r->slots[idx];
+   return s->entity && s->gen == (uint32_t)(tag >> 32) ? s : NULL;
+}
+
+static void
+release(relay_t *r, relay_slot_t *s)
+{
+   s->entity = NULL;
+   r->free_slots[r->n_free++] = (uint32_t)(s - r->slots);
+}
+
+/* MQTT 5 reason codes that say "this message will never be accepted": retrying cannot help,
+ * so the event goes to the dead letters. */
+static bool
+is_poison_reason(int reason)
+{
+   return reason == 0x90 /* topic name invalid */ || reason == 0x95 /* packet too large */ ||
+          reason == 0x99 /* payload format invalid */;
+}
+
+static void
+on_publish_result(relay_t *r, const relay_mqtt_completion_t *c, int64_t now)
+{
+   relay_slot_t *s = slot_of(r, c->tag);
+   relay_entity_t *e;
+
+   if (!s) {
+      return;
+   }
+   e = s->entity;
+   release(r, s);
+   if (c->kind == RELAY_MQTT_ACK) {
+      relay_table_acked(&r->table, e);
+      relay_metrics_add(r->metrics, RELAY_M_PUBLISHED, 1);
+      r->publish_backoff_ms = 0;
+   } else if (is_poison_reason(c->reason)) {
+      relay_table_poisoned(&r->table, e, "refused by the broker");
+   } else {
+      relay_log(RELAY_LOG_DEBUG, "mqtt", "publish failed: code %d, reason 0x%02x", c->code,
+                c->reason);
+      publish_failed(r, e, now);
+   }
+}
+
+/* Everything in flight is abandoned and queued again: after a reconnect it is sent anew, in
+ * order. A late answer to an abandoned publish finds its slot reused and is ignored. */
+static void
+abandon_inflight(relay_t *r, int64_t now)
+{
+   for (int i = 0; i < r->cfg->inflight_window; i++) {
+      relay_slot_t *s = &r->slots[i];
+      if (s->entity) {
+         relay_table_failed(&r->table, s->entity, now);
+         release(r, s);
+      }
+   }
+}
+
+static void
+on_connection(relay_t *r, const relay_mqtt_completion_t *c, int64_t now)
+{
+   switch (c->kind) {
+   case RELAY_MQTT_CONNECTED:
+      relay_log(RELAY_LOG_INFO, "mqtt", "connected to %s", r->cfg->mqtt_uri);
+      if (r->mqtt_ever_connected) {
+         relay_metrics_add(r->metrics, RELAY_M_MQTT_RECONNECTS, 1);
+      }
+      r->mqtt_ever_connected = true;
+      r->mqtt_connected = true;
+      r->mqtt_connecting = false;
+      r->mqtt_backoff_ms = 0;
+      r->publish_pause_until_ms = 0;
+      break;
+   case RELAY_MQTT_LOST:
+      r->mqtt_connected = false;
+      abandon_inflight(r, now);
+      break;
+   case RELAY_MQTT_CONNECT_FAILED:
+      /* paho retries by itself only after a connection was lost, not after a failed
+       * first connect. */
+      r->mqtt_connecting = false;
+      r->mqtt_retry_at_ms = now + relay_backoff_next(r->cfg, &r->mqtt_backoff_ms);
+      break;
+   default:
+      break;
+   }
+   relay_metrics_set(r->metrics, RELAY_G_MQTT_CONNECTED, r->mqtt_connected ? 1.0 : 0.0);
+}
+
+void
+relay_publish_handle(relay_t *r, int wait_ms, int64_t now)
+{
+   relay_mqtt_completion_t cs[256];
+   size_t n = relay_mqtt_wait(r->mqtt, cs, 256, wait_ms);
+
+   for (size_t i = 0; i < n; i++) {
+      if (cs[i].kind == RELAY_MQTT_ACK || cs[i].kind == RELAY_MQTT_FAIL) {
+         on_publish_result(r, &cs[i], now);
+      } else {
+         on_connection(r, &cs[i], now);
+      }
+   }
+}
+
+void
+relay_publish_check_timeouts(relay_t *r, int64_t now)
+{
+   for (int i = 0; i < r->cfg->inflight_window; i++) {
+      relay_slot_t *s = &r->slots[i];
+      if (s->entity && now - s->sent_ms > PUBLISH_TIMEOUT_MS) {
+         relay_log(RELAY_LOG_WARNING, "mqtt", "no acknowledgement after %d ms: sending again",
+                   PUBLISH_TIMEOUT_MS);
+         publish_failed(r, s->entity, now);
+         release(r, s);
+      }
+   }
+}

@@ -1,0 +1,73 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Pure functions that turn an event into an MQTT message: entity id rendering, topic and
+ * source templates with percent-encoding, and the CloudEvents 1.0 payload. No I/O, no
+ * global state: safe from any thread, unit-tested in tests/relay/core/.
+ */
+#ifndef RELAY_RENDER_H
+#define RELAY_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bson/bson.h>
+
+#include "stream/event.h"
+
+/* A string that may contain NUL bytes (entity ids can). */
+typedef struct {
+   const char *str;
+   size_t len;
+} relay_str_t;
+
+/* What a template may refer to. Any member may be {NULL, 0} (renders as nothing). */
+typedef struct {
+   relay_str_t db;
+   relay_str_t collection;
+   relay_str_t id;   /* the rendered entity id (relay_render_id) */
+   relay_str_t type; /* the event type */
+} relay_template_vars_t;
+
+/* Renders an entity id the way topics and "subject" show it: a string as itself, an ObjectId
+ * as 24 lowercase hex digits, int32/int64 in decimal, anything else as canonical extended
+ * JSON. Returns a bson_malloc'ed string (NUL-terminated; *@len excludes the terminator and
+ * counts any NUL bytes inside a string id). */
+char *relay_render_id(const bson_value_t *id, size_t *len);
+
+/* Appends @s to @out with MQTT's reserved characters ('/', '+', '#', NUL), '%' itself, ASCII
+ * controls, DEL, C1 controls and invalid UTF-8 replaced by %XX (uppercase hex), so the
+ * result is exactly one topic level with no wildcard. */
+void relay_percent_encode(bson_string_t *out, const char *s, size_t len);
+
+/* Checks a template: placeholders are {db}, {collection}, {id}, {type}; it may not be empty
+ * or hold an unknown or unclosed placeholder, and a @topic template's literal text may not
+ * contain the MQTT wildcards '+' and '#' (other templates, e.g. the CloudEvents source, may).
+ * Returns false and fills @error (naming @what, e.g. "--topic") otherwise. */
+bool relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_t *error);
+
+/* Renders a template already accepted by relay_template_check(), percent-encoding every
+ * substituted value. Returns a bson_malloc'ed string. */
+char *relay_template_render(const char *tmpl, const relay_template_vars_t *vars);
+
+/* Formats @ms (milliseconds since the epoch, UTC) as RFC 3339 with milliseconds:
+ * "2026-11-22T10:00:00.123Z". @buf must hold at least 32 bytes. */
+void relay_format_time(int64_t ms, char *buf, size_t size);
+
+/* Builds the structured-mode CloudEvents 1.0 JSON for @ev: specversion, id, source, type,
+ * subject (@subject: the rendered entity id), time (if the event has one), datacontenttype
+ * "application/json", the "seq" extension attribute and data as relaxed extended JSON.
+ * Returns a bson_malloc'ed string; *@len is its length. */
+char *relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
+                            size_t *len);
+
+/* The same payload built through libbson's JSON writer (relay_cloudevent_json() writes the
+ * same bytes faster and falls back to this for values it does not handle). For tests. */
+char *relay_cloudevent_json_reference(const relay_event_t *ev, const char *source,
+                                      relay_str_t subject, size_t *len);
+
+/* The binary-mode payload: relaxed extended JSON of @ev's data. */
+char *relay_data_json(const relay_event_t *ev, size_t *len);
+
+#endif /* RELAY_RENDER_H */

@@ -1,0 +1,254 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Why a clear is safe is explained at the top of writer.c.
+ */
+#include "store/clearer.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include <mongoc/mongoc.h>
+
+#include "util/log.h"
+#include "store/store.h"
+
+struct relay_clearer_t {
+   const relay_config_t *cfg;
+   mongoc_client_t *client;
+   mongoc_collection_t **colls;
+   pthread_t thread;
+   bool started;
+   pthread_mutex_t lock;
+   pthread_cond_t cond;
+   relay_clear_job_t *todo, *done;
+   bool busy, stop;
+   void (*wake)(void *);
+   void *wake_ctx;
+};
+
+relay_clear_job_t *
+relay_clear_job_new(void)
+{
+   return bson_malloc0(sizeof(relay_clear_job_t));
+}
+
+relay_clear_stmt_t *
+relay_clear_job_add(relay_clear_job_t *job, int coll, const bson_value_t *id, const bson_t *ids,
+                    size_t n_ids, void *entity)
+{
+   relay_clear_stmt_t *s;
+   if (job->n == job->cap) {
+      job->cap = job->cap ? job->cap * 2 : 64;
+      job->stmts = bson_realloc(job->stmts, job->cap * sizeof *job->stmts);
+   }
+   s = &job->stmts[job->n++];
+   memset(s, 0, sizeof *s);
+   s->coll = coll;
+   bson_value_copy(id, &s->id);
+   s->ids = bson_copy(ids);
+   s->entity = entity;
+   job->n_events += n_ids;
+   return s;
+}
+
+void
+relay_clear_job_free(relay_clear_job_t *job)
+{
+   if (!job) {
+      return;
+   }
+   for (size_t i = 0; i < job->n; i++) {
+      bson_value_destroy(&job->stmts[i].id);
+      bson_destroy(job->stmts[i].ids);
+   }
+   bson_free(job->stmts);
+   bson_free(job);
+}
+
+static bool
+add_update(const relay_config_t *cfg, mongoc_bulk_operation_t *bulk, relay_clear_stmt_t *s)
+{
+   bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, pull, cond, in;
+   bson_error_t error;
+   bool ok;
+
+   bson_append_value(&q, "_id", 3, &s->id);
+   BSON_APPEND_DOCUMENT_BEGIN(&u, "$pull", &pull);
+   BSON_APPEND_DOCUMENT_BEGIN(&pull, cfg->events_field, &cond);
+   BSON_APPEND_DOCUMENT_BEGIN(&cond, "id", &in);
+   BSON_APPEND_ARRAY(&in, "$in", s->ids);
+   bson_append_document_end(&cond, &in);
+   bson_append_document_end(&pull, &cond);
+   bson_append_document_end(&u, &pull);
+   ok = mongoc_bulk_operation_update_one_with_opts(bulk, &q, &u, NULL, &error);
+   if (!ok) {
+      relay_log(RELAY_LOG_ERROR, "clear", "cannot build a clear: %s", error.message);
+   }
+   bson_destroy(&q);
+   bson_destroy(&u);
+   return ok;
+}
+
+/* Marks every statement of a failed bulk write as failed. The reply cannot tell which
+ * statements ran: after a command error or a dropped connection mongoc's reply still has a
+ * (then empty) writeErrors array, and trusting it treated the whole batch as cleared while
+ * its events stayed in their documents for good. A clear is idempotent ($pull by event id),
+ * so running the statements that did succeed once more is harmless. */
+static void
+mark_failed(relay_clear_stmt_t **stmts, size_t n)
+{
+   for (size_t i = 0; i < n; i++) {
+      stmts[i]->failed = true;
+   }
+}
+
+/* One unordered bulk write per collection. */
+static void
+run_job(relay_clearer_t *c, relay_clear_job_t *job)
+{
+   relay_clear_stmt_t **mine = bson_malloc(job->n * sizeof *mine);
+
+   for (size_t coll = 0; coll < c->cfg->n_collections; coll++) {
+      bson_t opts = BSON_INITIALIZER, reply;
+      bson_error_t error;
+      mongoc_bulk_operation_t *bulk;
+      size_t n = 0;
+
+      BSON_APPEND_BOOL(&opts, "ordered", false);
+      bulk = mongoc_collection_create_bulk_operation_with_opts(c->colls[coll], &opts);
+      for (size_t i = 0; i < job->n; i++) {
+         relay_clear_stmt_t *s = &job->stmts[i];
+         if (s->coll != (int)coll) {
+            continue;
+         }
+         if (add_update(c->cfg, bulk, s)) {
+            mine[n++] = s;
+         } else {
+            s->failed = true;
+         }
+      }
+      if (n > 0 && !mongoc_bulk_operation_execute(bulk, &reply, &error)) {
+         relay_log(RELAY_LOG_WARNING, "clear", "clearing %zu entities failed: %s", n,
+                   error.message);
+         mark_failed(mine, n);
+      }
+      if (n > 0) {
+         bson_destroy(&reply);
+      }
+      mongoc_bulk_operation_destroy(bulk);
+      bson_destroy(&opts);
+   }
+   bson_free(mine);
+}
+
+static void *
+run(void *arg)
+{
+   relay_clearer_t *c = arg;
+
+   pthread_mutex_lock(&c->lock);
+   while (!c->stop) {
+      relay_clear_job_t *job = c->todo;
+      if (!job) {
+         pthread_cond_wait(&c->cond, &c->lock);
+         continue;
+      }
+      c->todo = NULL;
+      pthread_mutex_unlock(&c->lock);
+      run_job(c, job);
+      pthread_mutex_lock(&c->lock);
+      c->done = job;
+      pthread_mutex_unlock(&c->lock);
+      c->wake(c->wake_ctx);
+      pthread_mutex_lock(&c->lock);
+   }
+   pthread_mutex_unlock(&c->lock);
+   return NULL;
+}
+
+relay_clearer_t *
+relay_clearer_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
+                  bson_error_t *error)
+{
+   relay_clearer_t *c;
+   mongoc_client_t *client = relay_store_client_new(cfg, "outbox-relay-clear", error);
+
+   if (!client) {
+      return NULL;
+   }
+   c = bson_malloc0(sizeof *c);
+   c->cfg = cfg;
+   c->client = client;
+   c->colls = bson_malloc0(cfg->n_collections * sizeof *c->colls);
+   for (size_t i = 0; i < cfg->n_collections; i++) {
+      c->colls[i] = mongoc_client_get_collection(client, cfg->database, cfg->collections[i]);
+   }
+   c->wake = wake;
+   c->wake_ctx = wake_ctx;
+   pthread_mutex_init(&c->lock, NULL);
+   pthread_cond_init(&c->cond, NULL);
+   if (pthread_create(&c->thread, NULL, run, c) != 0) {
+      bson_set_error(error, 0, 0, "cannot start the clearing thread");
+      relay_clearer_destroy(c);
+      return NULL;
+   }
+   c->started = true;
+   return c;
+}
+
+bool
+relay_clearer_busy(relay_clearer_t *c)
+{
+   return c->busy;
+}
+
+void
+relay_clearer_submit(relay_clearer_t *c, relay_clear_job_t *job)
+{
+   BSON_ASSERT(!c->busy);
+   pthread_mutex_lock(&c->lock);
+   c->todo = job;
+   c->busy = true;
+   pthread_cond_signal(&c->cond);
+   pthread_mutex_unlock(&c->lock);
+}
+
+relay_clear_job_t *
+relay_clearer_take(relay_clearer_t *c)
+{
+   relay_clear_job_t *job;
+   pthread_mutex_lock(&c->lock);
+   job = c->done;
+   c->done = NULL;
+   pthread_mutex_unlock(&c->lock);
+   if (job) {
+      c->busy = false;
+   }
+   return job;
+}
+
+void
+relay_clearer_destroy(relay_clearer_t *c)
+{
+   if (!c) {
+      return;
+   }
+   if (c->started) {
+      pthread_mutex_lock(&c->lock);
+      c->stop = true;
+      pthread_cond_signal(&c->cond);
+      pthread_mutex_unlock(&c->lock);
+      pthread_join(c->thread, NULL);
+   }
+   relay_clear_job_free(c->todo);
+   relay_clear_job_free(c->done);
+   for (size_t i = 0; c->colls && i < c->cfg->n_collections; i++) {
+      mongoc_collection_destroy(c->colls[i]);
+   }
+   bson_free(c->colls);
+   mongoc_client_destroy(c->client);
+   pthread_cond_destroy(&c->cond);
+   pthread_mutex_destroy(&c->lock);
+   bson_free(c);
+}

@@ -1,0 +1,226 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "store/store.h"
+
+#include <string.h>
+
+mongoc_client_t *
+relay_store_client_new(const relay_config_t *cfg, const char *appname, bson_error_t *error)
+{
+   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
+   mongoc_client_t *client;
+
+   if (!uri) {
+      return NULL;
+   }
+   if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS)) {
+      mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
+   }
+   client = mongoc_client_new_from_uri_with_error(uri, error);
+   mongoc_uri_destroy(uri);
+   if (client) {
+      mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+      mongoc_client_set_appname(client, appname);
+   }
+   return client;
+}
+
+int
+relay_ts_cmp(relay_ts_t a, relay_ts_t b)
+{
+   if (a.t != b.t) {
+      return a.t < b.t ? -1 : 1;
+   }
+   if (a.i != b.i) {
+      return a.i < b.i ? -1 : 1;
+   }
+   return 0;
+}
+
+bool
+relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg, bson_error_t *error)
+{
+   bson_t cmd = BSON_INITIALIZER, indexes, index, key, pfe, cond;
+   char *first = bson_strdup_printf("%s.0", cfg->events_field);
+   bool ok;
+
+   BSON_APPEND_UTF8(&cmd, "createIndexes", mongoc_collection_get_name(coll));
+   BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &indexes);
+   BSON_APPEND_DOCUMENT_BEGIN(&indexes, "0", &index);
+   BSON_APPEND_UTF8(&index, "name", "outbox_pending");
+   BSON_APPEND_DOCUMENT_BEGIN(&index, "key", &key);
+   BSON_APPEND_INT32(&key, cfg->event_seq_field, 1);
+   bson_append_document_end(&index, &key);
+   BSON_APPEND_DOCUMENT_BEGIN(&index, "partialFilterExpression", &pfe);
+   BSON_APPEND_DOCUMENT_BEGIN(&pfe, first, &cond);
+   BSON_APPEND_BOOL(&cond, "$exists", true);
+   bson_append_document_end(&pfe, &cond);
+   bson_append_document_end(&index, &pfe);
+   bson_append_document_end(&indexes, &index);
+   bson_append_array_end(&cmd, &indexes);
+   ok = mongoc_collection_write_command_with_opts(coll, &cmd, NULL, NULL, error);
+   bson_destroy(&cmd);
+   bson_free(first);
+   return ok;
+}
+
+bool
+relay_store_load_checkpoint(mongoc_collection_t *state, const char *name, bson_t *token,
+                            bson_error_t *error)
+{
+   bson_t filter = BSON_INITIALIZER;
+   mongoc_cursor_t *cursor;
+   const bson_t *doc;
+   bson_iter_t it;
+   bool found = false;
+
+   BSON_APPEND_UTF8(&filter, "_id", name);
+   cursor = mongoc_collection_find_with_opts(state, &filter, NULL, NULL);
+   if (mongoc_cursor_next(cursor, &doc) && bson_iter_init_find(&it, doc, "token") &&
+       BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      uint32_t len;
+      const uint8_t *buf;
+      bson_iter_document(&it, &len, &buf);
+      found = bson_init_static(token, buf, len);
+      if (found) {
+         bson_t copy;
+         bson_copy_to(token, &copy);
+         bson_steal(token, &copy);
+      }
+   }
+   if (!mongoc_cursor_error(cursor, error)) {
+      memset(error, 0, sizeof *error);
+   } else {
+      found = false;
+   }
+   mongoc_cursor_destroy(cursor);
+   bson_destroy(&filter);
+   return found;
+}
+
+bool
+relay_store_save_checkpoint(mongoc_collection_t *state, const char *name, const bson_t *token,
+                            bson_error_t *error)
+{
+   bson_t filter = BSON_INITIALIZER, update = BSON_INITIALIZER, set, opts = BSON_INITIALIZER;
+   bool ok;
+
+   BSON_APPEND_UTF8(&filter, "_id", name);
+   BSON_APPEND_DOCUMENT_BEGIN(&update, "$set", &set);
+   BSON_APPEND_DOCUMENT(&set, "token", token);
+   bson_append_now_utc(&set, "updatedAt", -1);
+   bson_append_document_end(&update, &set);
+   BSON_APPEND_BOOL(&opts, "upsert", true);
+   ok = mongoc_collection_update_one(state, &filter, &update, &opts, NULL, error);
+   bson_destroy(&filter);
+   bson_destroy(&update);
+   bson_destroy(&opts);
+   return ok;
+}
+
+bool
+relay_store_drop_checkpoint(mongoc_collection_t *state, const char *name, bson_error_t *error)
+{
+   bson_t filter = BSON_INITIALIZER;
+   bool ok;
+   BSON_APPEND_UTF8(&filter, "_id", name);
+   ok = mongoc_collection_delete_one(state, &filter, NULL, NULL, error);
+   bson_destroy(&filter);
+   return ok;
+}
+
+bool
+relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error)
+{
+   bson_t cmd = BSON_INITIALIZER, reply;
+   bson_iter_t it;
+   bool ok;
+
+   BSON_APPEND_INT32(&cmd, "ping", 1);
+   ok = mongoc_client_command_simple(client, "admin", &cmd, NULL, &reply, error);
+   if (ok) {
+      /* operationTime is the newest write the server had applied; $clusterTime is as good
+       * when a server leaves operationTime out of a ping. */
+      bson_iter_t found;
+      if ((bson_iter_init_find(&found, &reply, "operationTime") ||
+           (bson_iter_init(&it, &reply) &&
+            bson_iter_find_descendant(&it, "$clusterTime.clusterTime", &found))) &&
+          BSON_ITER_HOLDS_TIMESTAMP(&found)) {
+         bson_iter_timestamp(&found, &ts->t, &ts->i);
+      } else {
+         bson_set_error(error, MONGOC_ERROR_PROTOCOL, MONGOC_ERROR_PROTOCOL_INVALID_REPLY,
+                        "the server reports no operationTime: is it a replica set?");
+         ok = false;
+      }
+   }
+   bson_destroy(&reply);
+   bson_destroy(&cmd);
+   return ok;
+}
+
+bool
+relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
+                        const bson_value_t *id, bson_t *doc, bson_error_t *error)
+{
+   bson_t filter = BSON_INITIALIZER, opts = BSON_INITIALIZER, proj;
+   mongoc_cursor_t *cursor;
+   const bson_t *found;
+   bool ok = false;
+
+   bson_append_value(&filter, "_id", 3, id);
+   BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
+   BSON_APPEND_INT32(&proj, cfg->events_field, 1);
+   BSON_APPEND_INT32(&proj, cfg->event_seq_field, 1);
+   bson_append_document_end(&opts, &proj);
+   BSON_APPEND_INT64(&opts, "limit", 1);
+   cursor = mongoc_collection_find_with_opts(coll, &filter, &opts, NULL);
+   if (mongoc_cursor_next(cursor, &found)) {
+      bson_copy_to(found, doc);
+      ok = true;
+   } else if (!mongoc_cursor_error(cursor, error)) {
+      memset(error, 0, sizeof *error);
+   }
+   mongoc_cursor_destroy(cursor);
+   bson_destroy(&filter);
+   bson_destroy(&opts);
+   return ok;
+}
+
+mongoc_cursor_t *
+relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg, bool hint)
+{
+   bson_t filter = BSON_INITIALIZER, cond, opts = BSON_INITIALIZER, proj;
+   char *first = bson_strdup_printf("%s.0", cfg->events_field);
+   mongoc_cursor_t *cursor;
+
+   BSON_APPEND_DOCUMENT_BEGIN(&filter, first, &cond);
+   BSON_APPEND_BOOL(&cond, "$exists", true);
+   bson_append_document_end(&filter, &cond);
+   if (hint) {
+      BSON_APPEND_UTF8(&opts, "hint", "outbox_pending");
+   }
+   /* Int64: mongoc_cursor_set_batch_size() silently keeps an int32 batchSize. */
+   BSON_APPEND_INT64(&opts, "batchSize", RELAY_SWEEP_FIRST_BATCH);
+   BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
+   BSON_APPEND_INT32(&proj, cfg->events_field, 1);
+   BSON_APPEND_INT32(&proj, cfg->event_seq_field, 1);
+   bson_append_document_end(&opts, &proj);
+   cursor = mongoc_collection_find_with_opts(coll, &filter, &opts, NULL);
+   bson_destroy(&filter);
+   bson_destroy(&opts);
+   bson_free(first);
+   return cursor;
+}
+
+void
+relay_store_sweep_pace(mongoc_cursor_t *cursor, const bson_t *doc)
+{
+   uint32_t n = RELAY_SWEEP_REPLY_BYTES / (doc->len ? doc->len : 1);
+   if (n < 1) {
+      n = 1;
+   } else if (n > RELAY_READ_BATCH_SIZE) {
+      n = RELAY_READ_BATCH_SIZE;
+   }
+   mongoc_cursor_set_batch_size(cursor, n);
+}

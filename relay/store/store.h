@@ -1,0 +1,80 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's MongoDB round-trips other than the change stream: the pending index, the
+ * checkpoint document, the cluster time, and reading one entity. Main thread only.
+ */
+#ifndef RELAY_STORE_H
+#define RELAY_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <bson/bson.h>
+#include <mongoc/mongoc.h>
+
+#include "config/config.h"
+
+/* Replies are bounded: without a batch size one may be up to 16 MiB, and mongoc holds a
+ * reply twice while a cursor iterates it (two thirds of the relay's peak memory were cursor
+ * buffers). Change events per stream reply: */
+#define RELAY_READ_BATCH_SIZE 128
+/* A sweep document may hold maxPendingEvents events (~400 KiB at 1000 events of 200 B), so
+ * sweep replies are sized in bytes: the first reply has RELAY_SWEEP_FIRST_BATCH documents,
+ * later ones as many as fit RELAY_SWEEP_REPLY_BYTES at the size of the last document read,
+ * at most RELAY_READ_BATCH_SIZE. Either way a reply carries more events than the in-flight
+ * window, so throughput does not depend on these. */
+#define RELAY_SWEEP_FIRST_BATCH 16
+#define RELAY_SWEEP_REPLY_BYTES (1024 * 1024)
+
+/* A cluster time (BSON Timestamp). */
+typedef struct {
+   uint32_t t, i;
+} relay_ts_t;
+
+/* Creates a client for cfg->mongodb_uri with error API 2 and @appname. Unless the URI says
+ * otherwise, server selection gives up after 5 s instead of mongoc's 30 s: the relay retries
+ * anyway, and a shorter wait keeps shutdown and the main loop responsive while MongoDB is
+ * down. Returns NULL and fills @error on a bad URI. */
+mongoc_client_t *relay_store_client_new(const relay_config_t *cfg, const char *appname,
+                                        bson_error_t *error);
+
+/* -1, 0, 1 as @a is before, equal to, after @b. */
+int relay_ts_cmp(relay_ts_t a, relay_ts_t b);
+
+/* Creates the "outbox_pending" partial index ({<eventSeq>: 1} where "<events>.0" exists)
+ * that the sweep uses, exactly as liboutbox's outbox_collection_ensure_indexes() does, so
+ * whichever runs first wins and the other is a no-op. */
+bool relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg,
+                              bson_error_t *error);
+
+/* Loads the checkpointed resume token of relay @name into @token (initialised by the call
+ * when found). Returns false with error->code 0 if there is none, or with the error. */
+bool relay_store_load_checkpoint(mongoc_collection_t *state, const char *name, bson_t *token,
+                                 bson_error_t *error);
+
+/* Upserts {_id: name, token, updatedAt}. */
+bool relay_store_save_checkpoint(mongoc_collection_t *state, const char *name, const bson_t *token,
+                                 bson_error_t *error);
+
+/* Removes relay @name's checkpoint (used when its token is gone for good). */
+bool relay_store_drop_checkpoint(mongoc_collection_t *state, const char *name, bson_error_t *error);
+
+/* The server's current operation time (from a ping): a point no later than any write that
+ * starts after this call returns. */
+bool relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error);
+
+/* Reads the bookkeeping fields of one entity into @doc (initialised by the call). Returns
+ * false with error->code 0 if the document does not exist. */
+bool relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
+                             const bson_value_t *id, bson_t *doc, bson_error_t *error);
+
+/* Opens the sweep: every document with pending events, through the pending index when it
+ * exists. Never NULL; check mongoc_cursor_error(). */
+mongoc_cursor_t *relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg,
+                                          bool hint);
+
+/* Sizes the sweep cursor's next reply after reading @doc (see RELAY_SWEEP_REPLY_BYTES). */
+void relay_store_sweep_pace(mongoc_cursor_t *cursor, const bson_t *doc);
+
+#endif /* RELAY_STORE_H */

@@ -1,0 +1,222 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Writes back to MongoDB: clearing acknowledged events, moving poison events to the dead
+ * letters, and saving the checkpoint.
+ *
+ * The clear of one entity is
+ *    update({_id: X}, {$pull: {<events>: {id: {$in: [acknowledged ids]}}}})
+ * Why this is safe:
+ *  - It removes exactly the events this relay saw acknowledged: event ids are unique (UUIDs),
+ *    so no other event can match, and an event appended meanwhile is never touched.
+ *  - It never touches version, eventSeq or business fields, so it neither conflicts with the
+ *    application's optimistic concurrency nor shows up in the relay's own change stream
+ *    (the stream only passes updates that set eventSeq).
+ *  - The id itself is the optimistic check: a stale or duplicate relay (two relays started
+ *    with the same name) can only pull an event it published itself; if the other relay
+ *    already pulled it, the statement matches nothing and changes nothing. Two such relays
+ *    deliver events twice (at-least-once), they never lose or wrongly remove one.
+ * Clears of many entities go out as one unordered bulk write per collection, run by the
+ * clearer thread (clearer.h) while the main thread goes on publishing.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "relay-private.h"
+
+/* Moves one poison event to the dead letters, in one update so it is never in both places
+ * or in neither: the filter requires the event to still be pending (exactly this value),
+ * $pull removes it and $push records it with the reason. Dead letters are rare, so one
+ * round-trip each is fine, and it tells us whether the event was still there. */
+static bool
+dead_letter(relay_t *r, relay_entity_t *e, relay_item_t *it, bool *moved, bson_error_t *error)
+{
+   const char *ev = r->cfg->events_field;
+   bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, reply, doc, arr, sub, entry;
+   bson_iter_t iter;
+   bool ok;
+
+   bson_append_value(&q, "_id", 3, &e->id);
+   BSON_APPEND_DOCUMENT_BEGIN(&q, ev, &doc);
+   BSON_APPEND_ARRAY_BEGIN(&doc, "$in", &arr);
+   bson_append_value(&arr, "0", 1, &it->ev.raw);
+   bson_append_array_end(&doc, &arr);
+   bson_append_document_end(&q, &doc);
+
+   BSON_APPEND_DOCUMENT_BEGIN(&u, "$pull", &doc);
+   BSON_APPEND_DOCUMENT_BEGIN(&doc, ev, &sub);
+   BSON_APPEND_ARRAY_BEGIN(&sub, "$in", &arr);
+   bson_append_value(&arr, "0", 1, &it->ev.raw);
+   bson_append_array_end(&sub, &arr);
+   bson_append_document_end(&doc, &sub);
+   bson_append_document_end(&u, &doc);
+   BSON_APPEND_DOCUMENT_BEGIN(&u, "$push", &doc);
+   BSON_APPEND_DOCUMENT_BEGIN(&doc, r->cfg->dead_letters_field, &entry);
+   bson_append_value(&entry, "event", 5, &it->ev.raw);
+   BSON_APPEND_UTF8(&entry, "reason", it->reason ? it->reason : "invalid event");
+   bson_append_now_utc(&entry, "at", 2);
+   BSON_APPEND_UTF8(&entry, "relay", r->cfg->name);
+   bson_append_document_end(&doc, &entry);
+   bson_append_document_end(&u, &doc);
+
+   ok = mongoc_collection_update_one(r->colls[e->coll], &q, &u, NULL, &reply, error);
+   *moved =
+       ok && bson_iter_init_find(&iter, &reply, "modifiedCount") && bson_iter_as_int64(&iter) > 0;
+   bson_destroy(&reply);
+   bson_destroy(&q);
+   bson_destroy(&u);
+   return ok;
+}
+
+/* Returns false if a write failed (the entity stays dirty). */
+static bool
+flush_poison(relay_t *r, relay_entity_t *e)
+{
+   relay_item_t *it = e->head;
+
+   while (it) {
+      relay_item_t *next = it->next;
+      bson_error_t error;
+      bool moved;
+      if (it->state == RELAY_ITEM_POISON) {
+         if (!dead_letter(r, e, it, &moved, &error)) {
+            relay_log(RELAY_LOG_WARNING, "writer", "dead-lettering an event of %s failed: %s",
+                      e->rendered, error.message);
+            return false;
+         }
+         if (moved) {
+            relay_log(RELAY_LOG_WARNING, "writer",
+                      "dead-lettered an event of %s/%s (seq %" PRId64 "): %s",
+                      r->cfg->collections[e->coll], e->rendered, it->ev.seq, it->reason);
+            relay_metrics_add(r->metrics, RELAY_M_DEAD_LETTERED, 1);
+         }
+         relay_table_remove_item(&r->table, e, it);
+      }
+      it = next;
+   }
+   return true;
+}
+
+/* Adds @e's acknowledged events to @job and marks them as being cleared. */
+static void
+add_clear(relay_clear_job_t *job, relay_entity_t *e)
+{
+   bson_t ids = BSON_INITIALIZER;
+   char key[16];
+   size_t n = 0;
+
+   for (relay_item_t *it = e->head; it; it = it->next) {
+      if (it->state == RELAY_ITEM_ACKED) {
+         const char *k;
+         bson_uint32_to_string((uint32_t)n++, &k, key, sizeof key);
+         bson_append_utf8(&ids, k, -1, it->ev.id, -1);
+         relay_table_set_state(e, it, RELAY_ITEM_CLEARING);
+      }
+   }
+   relay_clear_job_add(job, e->coll, &e->id, &ids, n, e);
+   bson_destroy(&ids);
+}
+
+/* Applies a finished clear batch: cleared events leave the table, failed ones wait for the
+ * next batch. Returns false if any failed. */
+static bool
+apply_job(relay_t *r, relay_clear_job_t *job)
+{
+   bool ok = true;
+   for (size_t i = 0; i < job->n; i++) {
+      relay_entity_t *e = job->stmts[i].entity;
+      if (job->stmts[i].failed) {
+         relay_table_restate(e, RELAY_ITEM_CLEARING, RELAY_ITEM_ACKED);
+         relay_table_mark_dirty(&r->table, e);
+         ok = false;
+      } else {
+         size_t n = relay_table_remove_state(&r->table, e, RELAY_ITEM_CLEARING);
+         relay_metrics_add(r->metrics, RELAY_M_CLEARED, n);
+      }
+   }
+   if (!r->verifying) {
+      for (size_t i = 0; i < job->n; i++) {
+         relay_table_evict(&r->table, job->stmts[i].entity);
+      }
+   }
+   return ok;
+}
+
+/* Collects the results of the running batch, if it is done. */
+static void
+collect(relay_t *r, int64_t now)
+{
+   relay_clear_job_t *job = relay_clearer_take(r->clearer);
+   if (!job) {
+      return;
+   }
+   if (apply_job(r, job)) {
+      r->write_backoff_ms = 0;
+   } else {
+      r->write_retry_at_ms = now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
+   }
+   relay_clear_job_free(job);
+   relay_table_pos_settle(&r->table);
+}
+
+bool
+relay_writer_idle(relay_t *r)
+{
+   return !r->table.dirty_head && !relay_clearer_busy(r->clearer);
+}
+
+void
+relay_writer_flush(relay_t *r, int64_t now, bool force)
+{
+   size_t cap = (size_t)r->cfg->clear_batch_size;
+   relay_clear_job_t *job = NULL;
+
+   collect(r, now);
+   if (!r->table.dirty_head || relay_clearer_busy(r->clearer) || now < r->write_retry_at_ms ||
+       (!force && now - r->last_write_ms < r->cfg->clear_interval_ms)) {
+      return;
+   }
+   r->last_write_ms = now;
+   while (r->table.dirty_head && (!job || job->n_events < cap)) {
+      relay_entity_t *e = relay_table_next_dirty(&r->table);
+      if (relay_table_count_state(e, RELAY_ITEM_POISON) > 0 && !flush_poison(r, e)) {
+         relay_table_mark_dirty(&r->table, e);
+         r->write_retry_at_ms = now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
+         break;
+      }
+      if (relay_table_count_state(e, RELAY_ITEM_ACKED) > 0) {
+         if (!job) {
+            job = relay_clear_job_new();
+         }
+         add_clear(job, e);
+      } else if (!r->verifying) {
+         relay_table_evict(&r->table, e);
+      }
+   }
+   if (job) {
+      relay_clearer_submit(r->clearer, job);
+   }
+   relay_table_pos_settle(&r->table);
+}
+
+void
+relay_writer_checkpoint(relay_t *r, int64_t now, bool force)
+{
+   bson_error_t error;
+   bson_t *token;
+
+   if (!force && now - r->last_checkpoint_ms < r->cfg->checkpoint_interval_ms) {
+      return;
+   }
+   r->last_checkpoint_ms = now;
+   token = relay_table_take_checkpoint(&r->table);
+   if (!token) {
+      return;
+   }
+   if (!relay_store_save_checkpoint(r->state, r->cfg->name, token, &error)) {
+      relay_log(RELAY_LOG_WARNING, "writer", "saving the checkpoint failed: %s", error.message);
+      r->table.checkpoint_changed = true; /* try again next time */
+   }
+   bson_destroy(token);
+}

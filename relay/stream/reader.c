@@ -1,0 +1,471 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "stream/reader.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/log.h"
+#include "util/util.h"
+
+/* Changes queued at most, and their bytes (one maximal 16 MiB change still gets in: the
+ * bound is checked before each); with the main thread's own bounds on buffered events this
+ * bounds the relay's memory. */
+#define QUEUE_MAX 256
+#define QUEUE_MAX_BYTES (16u * 1024 * 1024)
+/* How long one getMore waits for new changes; also how fast the reader notices a stop. */
+#define MAX_AWAIT_MS 500
+
+struct relay_reader_t {
+   const relay_config_t *cfg;
+   mongoc_client_t *client;
+   mongoc_database_t *db;
+   pthread_t thread;
+   bool started;
+   pthread_mutex_t lock;
+   pthread_cond_t cond;
+   relay_change_t *head, *tail;
+   size_t qlen;
+   size_t qbytes;
+   bool stop;
+   /* The current command: bumped by every relay_reader_start(). */
+   uint64_t gen;
+   bool active;
+   bson_t *resume_after;
+   bool has_start;
+   relay_ts_t start_at;
+   void (*wake)(void *);
+   void *wake_ctx;
+};
+
+static bool
+is_lost(int code)
+{
+   return code == 286 || code == 280 || code == 260;
+}
+
+/* Appends {ns.coll: {$in: [collections]}} to @doc. */
+static void
+append_ns(const relay_config_t *cfg, bson_t *doc)
+{
+   bson_t ns, in;
+   char key[16];
+   const char *k;
+
+   BSON_APPEND_DOCUMENT_BEGIN(doc, "ns.coll", &ns);
+   BSON_APPEND_ARRAY_BEGIN(&ns, "$in", &in);
+   for (size_t i = 0; i < cfg->n_collections; i++) {
+      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
+      bson_append_utf8(&in, k, -1, cfg->collections[i], -1);
+   }
+   bson_append_array_end(&ns, &in);
+   bson_append_document_end(doc, &ns);
+}
+
+/* Appends to @or, under @key, the branch matching inserts and replacements of the watched
+ * collections whose @path satisfies @cond (a document such as {$exists: true}). */
+static void
+append_insert_branch(const relay_config_t *cfg, bson_t * or, const char *key, const char *path,
+                     const bson_t *cond)
+{
+   bson_t branch, ops, in;
+
+   BSON_APPEND_DOCUMENT_BEGIN(or, key, &branch);
+   append_ns(cfg, &branch);
+   BSON_APPEND_DOCUMENT_BEGIN(&branch, "operationType", &ops);
+   BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
+   BSON_APPEND_UTF8(&in, "0", "insert");
+   BSON_APPEND_UTF8(&in, "1", "replace");
+   bson_append_array_end(&ops, &in);
+   bson_append_document_end(&branch, &ops);
+   BSON_APPEND_DOCUMENT(&branch, path, cond);
+   bson_append_document_end(or, &branch);
+}
+
+void
+relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
+{
+   bson_t stage, match, or, b;
+   char *first = bson_strdup_printf("fullDocument.%s.0", cfg->events_field);
+   char *events = bson_strdup_printf("fullDocument.%s", cfg->events_field);
+   char *seq = bson_strdup_printf("updateDescription.updatedFields.%s", cfg->event_seq_field);
+   bson_t *exists = BCON_NEW("$exists", BCON_BOOL(true));
+   bson_t *not_array = BCON_NEW("$exists", BCON_BOOL(true), "$not", "{", "$type", BCON_INT32(4),
+                                "}");
+
+   BSON_APPEND_DOCUMENT_BEGIN(pipeline, "0", &stage);
+   BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
+   BSON_APPEND_ARRAY_BEGIN(&match, "$or", & or);
+   /* Inserts (and replacements) of documents that have events. */
+   append_insert_branch(cfg, & or, "0", first, exists);
+   /* Updates that set eventSeq: appends (clears never do). */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "1", &b);
+   append_ns(cfg, &b);
+   BSON_APPEND_UTF8(&b, "operationType", "update");
+   BSON_APPEND_DOCUMENT(&b, seq, exists);
+   bson_append_document_end(& or, &b);
+   /* Inserts (and replacements) whose events field is not an array: nothing to publish,
+    * but the relay says so (once per document) instead of never hearing of them. */
+   append_insert_branch(cfg, & or, "2", events, not_array);
+   /* An invalidate (database dropped) has no ns.coll and must still reach us: it ends the
+    * stream. */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "3", &b);
+   BSON_APPEND_UTF8(&b, "operationType", "invalidate");
+   bson_append_document_end(& or, &b);
+   bson_append_array_end(&match, & or);
+   bson_append_document_end(&stage, &match);
+   bson_append_document_end(pipeline, &stage);
+   bson_destroy(exists);
+   bson_destroy(not_array);
+   bson_free(first);
+   bson_free(events);
+   bson_free(seq);
+}
+
+void
+relay_change_free(relay_change_t *c)
+{
+   if (c) {
+      bson_destroy(c->doc);
+      bson_destroy(c->token);
+      bson_free(c);
+   }
+}
+
+static size_t
+change_bytes(const relay_change_t *c)
+{
+   return c->doc ? c->doc->len : 0;
+}
+
+static void
+push(relay_reader_t *rd, relay_change_t *c)
+{
+   pthread_mutex_lock(&rd->lock);
+   if (rd->tail) {
+      rd->tail->next = c;
+   } else {
+      rd->head = c;
+   }
+   rd->tail = c;
+   rd->qlen++;
+   rd->qbytes += change_bytes(c);
+   pthread_mutex_unlock(&rd->lock);
+   rd->wake(rd->wake_ctx);
+}
+
+static relay_change_t *
+change_new(relay_change_kind_t kind)
+{
+   relay_change_t *c = bson_malloc0(sizeof *c);
+   c->kind = kind;
+   return c;
+}
+
+/* True when the reader must drop what it is doing: stopping, or a newer command. */
+static bool
+superseded(relay_reader_t *rd, uint64_t gen)
+{
+   bool r;
+   pthread_mutex_lock(&rd->lock);
+   r = rd->stop || rd->gen != gen;
+   pthread_mutex_unlock(&rd->lock);
+   return r;
+}
+
+/* Sleeps @ms unless stopped or superseded first. */
+static void
+nap(relay_reader_t *rd, uint64_t gen, int ms)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_REALTIME, &ts);
+   ts.tv_sec += ms / 1000;
+   ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+   if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+   }
+   pthread_mutex_lock(&rd->lock);
+   while (!rd->stop && rd->gen == gen) {
+      if (pthread_cond_timedwait(&rd->cond, &rd->lock, &ts) == ETIMEDOUT) {
+         break;
+      }
+   }
+   pthread_mutex_unlock(&rd->lock);
+}
+
+/* Waits while the queue is full. Returns false if stopped or superseded. */
+static bool
+wait_room(relay_reader_t *rd, uint64_t gen)
+{
+   bool ok;
+   pthread_mutex_lock(&rd->lock);
+   while ((rd->qlen >= QUEUE_MAX || rd->qbytes >= QUEUE_MAX_BYTES) && !rd->stop &&
+          rd->gen == gen) {
+      pthread_cond_wait(&rd->cond, &rd->lock);
+   }
+   ok = !rd->stop && rd->gen == gen;
+   pthread_mutex_unlock(&rd->lock);
+   return ok;
+}
+
+static void
+report_down(relay_reader_t *rd, int code)
+{
+   relay_change_t *c = change_new(RELAY_CHANGE_DOWN);
+   c->code = code;
+   push(rd, c);
+}
+
+/* The stream's history is gone: report it and go idle until the next start. */
+static void
+report_lost(relay_reader_t *rd, uint64_t gen, int code)
+{
+   relay_change_t *c = change_new(RELAY_CHANGE_LOST);
+   c->code = code;
+   pthread_mutex_lock(&rd->lock);
+   if (rd->gen == gen) {
+      rd->active = false;
+   }
+   pthread_mutex_unlock(&rd->lock);
+   push(rd, c);
+}
+
+static mongoc_change_stream_t *
+open_stream(relay_reader_t *rd, const bson_t *token, const relay_ts_t *start_at)
+{
+   bson_t pipeline = BSON_INITIALIZER, opts = BSON_INITIALIZER;
+   mongoc_change_stream_t *stream;
+
+   relay_reader_append_match(rd->cfg, &pipeline);
+   BSON_APPEND_UTF8(&opts, "fullDocument", "default");
+   BSON_APPEND_INT64(&opts, "maxAwaitTimeMS", MAX_AWAIT_MS);
+   BSON_APPEND_INT32(&opts, "batchSize", RELAY_READ_BATCH_SIZE);
+   if (token) {
+      BSON_APPEND_DOCUMENT(&opts, "resumeAfter", token);
+   } else if (start_at) {
+      BSON_APPEND_TIMESTAMP(&opts, "startAtOperationTime", start_at->t, start_at->i);
+   }
+   stream = mongoc_database_watch(rd->db, &pipeline, &opts);
+   bson_destroy(&pipeline);
+   bson_destroy(&opts);
+   return stream;
+}
+
+/* Reads an open stream until it fails or the command changes. Updates *@token to the newest
+ * position read. Returns the error code when the stream failed (0 when superseded). */
+static int
+drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t **token)
+{
+   const bson_t *doc, *err_doc;
+   bson_error_t error;
+   bson_iter_t it;
+
+   while (wait_room(rd, gen)) {
+      if (mongoc_change_stream_next(stream, &doc)) {
+         relay_change_t *c = change_new(RELAY_CHANGE_EVENT);
+         c->doc = bson_copy(doc);
+         push(rd, c);
+         if (bson_iter_init_find(&it, doc, "_id") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            const uint8_t *buf;
+            uint32_t len;
+            bson_iter_document(&it, &len, &buf);
+            bson_destroy(*token);
+            *token = bson_new_from_data(buf, len);
+         }
+         if (bson_iter_init_find(&it, doc, "operationType") && BSON_ITER_HOLDS_UTF8(&it) &&
+             !strcmp(bson_iter_utf8(&it, NULL), "invalidate")) {
+            return -1;
+         }
+      } else if (mongoc_change_stream_error_document(stream, &error, &err_doc)) {
+         relay_log(RELAY_LOG_WARNING, "stream", "change stream failed: %s (code %u)", error.message,
+                   error.code);
+         return error.code ? (int)error.code : 1;
+      } else {
+         const bson_t *t = mongoc_change_stream_get_resume_token(stream);
+         if (t && (!*token || !bson_equal(t, *token))) {
+            relay_change_t *c = change_new(RELAY_CHANGE_IDLE);
+            c->token = bson_copy(t);
+            bson_destroy(*token);
+            *token = bson_copy(t);
+            push(rd, c);
+         }
+      }
+   }
+   return 0;
+}
+
+/* Serves one command until it is superseded or the history is lost. */
+static void
+serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_t start_at)
+{
+   int backoff = 0;
+
+   while (!superseded(rd, gen)) {
+      bson_error_t error;
+      const bson_t *err_doc;
+      relay_ts_t now;
+      mongoc_change_stream_t *stream;
+      int code;
+
+      if (!relay_store_operation_time(rd->client, &now, &error)) {
+         relay_log(RELAY_LOG_WARNING, "stream", "MongoDB: %s", error.message);
+         report_down(rd, (int)error.code);
+         nap(rd, gen, relay_backoff_next(rd->cfg, &backoff));
+         continue;
+      }
+      stream = open_stream(rd, token, token ? NULL : (has_start ? &start_at : NULL));
+      if (mongoc_change_stream_error_document(stream, &error, &err_doc)) {
+         mongoc_change_stream_destroy(stream);
+         if (is_lost((int)error.code)) {
+            report_lost(rd, gen, (int)error.code);
+            break;
+         }
+         relay_log(RELAY_LOG_WARNING, "stream", "cannot open the change stream: %s", error.message);
+         report_down(rd, (int)error.code);
+         nap(rd, gen, relay_backoff_next(rd->cfg, &backoff));
+         continue;
+      }
+      {
+         relay_change_t *c = change_new(RELAY_CHANGE_OPENED);
+         c->ts = now;
+         c->code = token ? 1 : 0; /* resumed */
+         push(rd, c);
+      }
+      backoff = 0;
+      code = drain(rd, gen, stream, &token);
+      mongoc_change_stream_destroy(stream);
+      if (code == -1 || is_lost(code)) {
+         report_lost(rd, gen, code);
+         break;
+      }
+      if (code != 0) {
+         report_down(rd, code);
+         nap(rd, gen, relay_backoff_next(rd->cfg, &backoff));
+      }
+   }
+   bson_destroy(token);
+}
+
+static void *
+run(void *arg)
+{
+   relay_reader_t *rd = arg;
+
+   pthread_mutex_lock(&rd->lock);
+   while (!rd->stop) {
+      uint64_t gen;
+      bson_t *token;
+      bool has_start;
+      relay_ts_t start_at;
+
+      if (!rd->active) {
+         pthread_cond_wait(&rd->cond, &rd->lock);
+         continue;
+      }
+      gen = rd->gen;
+      token = rd->resume_after ? bson_copy(rd->resume_after) : NULL;
+      has_start = rd->has_start;
+      start_at = rd->start_at;
+      pthread_mutex_unlock(&rd->lock);
+      serve(rd, gen, token, has_start, start_at);
+      pthread_mutex_lock(&rd->lock);
+      if (rd->gen == gen) {
+         rd->active = false;
+      }
+   }
+   pthread_mutex_unlock(&rd->lock);
+   return NULL;
+}
+
+relay_reader_t *
+relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
+                 bson_error_t *error)
+{
+   relay_reader_t *rd;
+   mongoc_client_t *client = relay_store_client_new(cfg, "outbox-relay-stream", error);
+
+   if (!client) {
+      return NULL;
+   }
+   rd = bson_malloc0(sizeof *rd);
+   rd->cfg = cfg;
+   rd->client = client;
+   rd->db = mongoc_client_get_database(client, cfg->database);
+   rd->wake = wake;
+   rd->wake_ctx = wake_ctx;
+   pthread_mutex_init(&rd->lock, NULL);
+   pthread_cond_init(&rd->cond, NULL);
+   if (pthread_create(&rd->thread, NULL, run, rd) != 0) {
+      bson_set_error(error, 0, 0, "cannot start the change stream thread");
+      relay_reader_destroy(rd);
+      return NULL;
+   }
+   rd->started = true;
+   return rd;
+}
+
+void
+relay_reader_start(relay_reader_t *rd, const bson_t *resume_after, const relay_ts_t *start_at)
+{
+   pthread_mutex_lock(&rd->lock);
+   rd->gen++;
+   rd->active = true;
+   bson_destroy(rd->resume_after);
+   rd->resume_after = resume_after ? bson_copy(resume_after) : NULL;
+   rd->has_start = start_at != NULL;
+   if (start_at) {
+      rd->start_at = *start_at;
+   }
+   pthread_cond_broadcast(&rd->cond);
+   pthread_mutex_unlock(&rd->lock);
+}
+
+relay_change_t *
+relay_reader_pop(relay_reader_t *rd)
+{
+   relay_change_t *c;
+   pthread_mutex_lock(&rd->lock);
+   c = rd->head;
+   if (c) {
+      rd->head = c->next;
+      if (!rd->head) {
+         rd->tail = NULL;
+      }
+      rd->qlen--;
+      rd->qbytes -= change_bytes(c);
+      c->next = NULL;
+      pthread_cond_broadcast(&rd->cond);
+   }
+   pthread_mutex_unlock(&rd->lock);
+   return c;
+}
+
+void
+relay_reader_destroy(relay_reader_t *rd)
+{
+   if (!rd) {
+      return;
+   }
+   if (rd->started) {
+      pthread_mutex_lock(&rd->lock);
+      rd->stop = true;
+      pthread_cond_broadcast(&rd->cond);
+      pthread_mutex_unlock(&rd->lock);
+      pthread_join(rd->thread, NULL);
+   }
+   while (rd->head) {
+      relay_change_t *c = rd->head;
+      rd->head = c->next;
+      relay_change_free(c);
+   }
+   bson_destroy(rd->resume_after);
+   mongoc_database_destroy(rd->db);
+   mongoc_client_destroy(rd->client);
+   pthread_cond_destroy(&rd->cond);
+   pthread_mutex_destroy(&rd->lock);
+   bson_free(rd);
+}

@@ -1,0 +1,70 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The change stream reader: a thread with its own mongoc client that reads the database's
+ * change stream and hands the change events to the main thread through a bounded queue.
+ * It runs on its own thread because mongoc_change_stream_next() blocks for up to
+ * maxAwaitTimeMS when there is nothing new: on the main thread that wait would delay every
+ * acknowledgement and clear behind it. The bounded queue is the backpressure: when the main
+ * thread stops taking changes (too many events buffered), the reader stops reading.
+ *
+ * The reader resumes by itself after transient errors (from the newest token it read). When
+ * the stream's history is gone (286, 280, 260) or the stream is invalidated it reports LOST
+ * and waits for a new relay_reader_start().
+ *
+ * Thread safety: all functions are for the main thread; the reader calls @wake from its own
+ * thread whenever it queues something.
+ */
+#ifndef RELAY_READER_H
+#define RELAY_READER_H
+
+#include <stdbool.h>
+
+#include <bson/bson.h>
+#include <mongoc/mongoc.h>
+
+#include "config/config.h"
+#include "store/store.h"
+
+typedef enum {
+   RELAY_CHANGE_EVENT = 0, /* @doc: one change event */
+   RELAY_CHANGE_IDLE,      /* nothing new; @token: the stream's high-water mark */
+   RELAY_CHANGE_OPENED,    /* the stream is open; @ts: the server's time just before */
+   RELAY_CHANGE_LOST,      /* the resume point is gone (@code): sweep, then start again */
+   RELAY_CHANGE_DOWN,      /* the stream failed (@code); the reader retries by itself */
+} relay_change_kind_t;
+
+typedef struct relay_change_t {
+   relay_change_kind_t kind;
+   bson_t *doc;   /* owned */
+   bson_t *token; /* owned */
+   relay_ts_t ts;
+   int code;
+   struct relay_change_t *next;
+} relay_change_t;
+
+typedef struct relay_reader_t relay_reader_t;
+
+/* Creates the reader and its thread (idle until relay_reader_start()). @cfg is borrowed;
+ * @wake(@wake_ctx) is called after each queued change. Returns NULL and fills @error on a
+ * bad URI. */
+relay_reader_t *relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
+                                 bson_error_t *error);
+
+/* (Re)starts reading: after @resume_after if not NULL, else at @start_at if not NULL, else
+ * from now. Any stream open before is closed; changes already queued stay queued. */
+void relay_reader_start(relay_reader_t *rd, const bson_t *resume_after, const relay_ts_t *start_at);
+
+/* Takes the oldest queued change (caller frees with relay_change_free()), or NULL. */
+relay_change_t *relay_reader_pop(relay_reader_t *rd);
+
+void relay_change_free(relay_change_t *c);
+
+/* Stops and joins the thread, frees everything; NULL-safe. */
+void relay_reader_destroy(relay_reader_t *rd);
+
+/* The $match stage that keeps only appends: inserts whose document has events and updates
+ * that set eventSeq (a clear never does). Appended to @pipeline (an array being built). */
+void relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline);
+
+#endif /* RELAY_READER_H */

@@ -1,0 +1,166 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's bookkeeping, free of I/O so it can be unit-tested: the entities with events in
+ * flight, each entity's events in seq order, and the stream positions those events came
+ * from (which decide how far the checkpoint may advance).
+ *
+ * Ordering rule: an entity has at most one event in flight. Its next event is offered for
+ * publishing only after the broker acknowledged the previous one, so a later event can never
+ * overtake an earlier one, not even when a publish fails and is retried after a reconnect
+ * (the retry is the same event again). Throughput comes from many entities in flight at once.
+ *
+ * Checkpoint rule: every change event read from the stream gets a position (its resume
+ * token) in a FIFO, and each buffered event holds a reference to the position it came from.
+ * The checkpoint may only move to the token of a position once it and every position before
+ * it hold no more events, i.e. everything seen before that token is published and cleared.
+ *
+ * Not thread-safe: only the relay's main thread touches a table.
+ */
+#ifndef RELAY_TABLE_H
+#define RELAY_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bson/bson.h>
+
+#include "stream/event.h"
+
+typedef enum {
+   RELAY_ITEM_QUEUED = 0, /* waiting to be published */
+   RELAY_ITEM_INFLIGHT,   /* published, no acknowledgement yet */
+   RELAY_ITEM_ACKED,      /* acknowledged, waiting to be cleared from the document */
+   RELAY_ITEM_POISON,     /* waiting to be moved to the dead letters */
+   RELAY_ITEM_CLEARING,   /* acknowledged, its clear is running */
+   RELAY_ITEM_N_STATES
+} relay_item_state_t;
+
+typedef struct relay_pos_t {
+   bson_t *token;      /* owned; NULL for "before the stream" (a sweep) */
+   uint64_t remaining; /* buffered events that came from this position */
+   int64_t wall_ms;    /* when the change happened (for the lag gauge), 0 if unknown */
+   struct relay_pos_t *next;
+} relay_pos_t;
+
+typedef struct relay_item_t {
+   relay_event_t ev;
+   relay_item_state_t state;
+   relay_pos_t *pos;
+   const char *reason; /* why it is poison (static string) */
+   size_t bytes;       /* the event's BSON size, counted in relay_table_t.buffered_bytes */
+   struct relay_item_t *next;
+} relay_item_t;
+
+typedef struct relay_entity_t {
+   uint8_t *key; /* collection index + the BSON of the _id: the table's key */
+   size_t key_len;
+   uint32_t hash;
+   int coll;        /* index into the configured collections */
+   bson_value_t id; /* the document's _id (owned) */
+   char *rendered;  /* relay_render_id() of id */
+   size_t rendered_len;
+   int64_t last_seq; /* highest seq queued or known to be handled; later ones only */
+   relay_item_t *head, *tail;
+   relay_item_t *inflight;
+   uint32_t n_state[RELAY_ITEM_N_STATES]; /* items per state (saves walking the list) */
+   int64_t ready_at_ms; /* after a failure: not before this time */
+   bool on_ready, on_dirty;
+   struct relay_entity_t *hnext, *rnext, *dnext;
+} relay_entity_t;
+
+typedef struct {
+   relay_entity_t **buckets;
+   size_t nbuckets;
+   size_t count;    /* entities */
+   size_t buffered;       /* items in all entities */
+   size_t buffered_bytes; /* their BSON size (relay_item_t.bytes) */
+   size_t inflight; /* items in flight */
+   relay_entity_t *ready_head, *ready_tail;
+   relay_entity_t *dirty_head, *dirty_tail;
+   relay_pos_t *pos_head, *pos_tail;
+   bson_t *checkpoint; /* newest token that may be saved (owned), NULL if none yet */
+   bool checkpoint_changed;
+} relay_table_t;
+
+void relay_table_init(relay_table_t *t);
+
+/* Frees everything, including the entities' items. */
+void relay_table_cleanup(relay_table_t *t);
+
+/* Finds an entity; NULL if absent. */
+relay_entity_t *relay_table_find(relay_table_t *t, int coll, const bson_value_t *id);
+
+/* Finds or adds an entity (last_seq 0). */
+relay_entity_t *relay_table_add(relay_table_t *t, int coll, const bson_value_t *id);
+
+/* Removes @e if it holds nothing (no items, nothing in flight, on no list). Returns true if
+ * it was removed (then @e is freed). */
+bool relay_table_evict(relay_table_t *t, relay_entity_t *e);
+
+/* Removes every entity that holds nothing. */
+void relay_table_evict_idle(relay_table_t *t);
+
+/* Appends a stream position. @token is copied (NULL allowed). Positions with nothing left
+ * are merged, so the FIFO never grows beyond the number of buffered events + 1. */
+relay_pos_t *relay_table_pos_push(relay_table_t *t, const bson_t *token, int64_t wall_ms);
+
+/* Pops positions with nothing left from the front and moves the checkpoint candidate. Call
+ * after the events of a change event were offered. */
+void relay_table_pos_settle(relay_table_t *t);
+
+/* Drops the checkpoint candidate and all positions (used when a sweep restarts the
+ * stream: the old positions mean nothing any more). Items keep their (orphaned) counts. */
+void relay_table_pos_reset(relay_table_t *t);
+
+/* Attaches every item that has no position (after relay_table_pos_reset()) to @pos. */
+void relay_table_pos_adopt(relay_table_t *t, relay_pos_t *pos);
+
+/* Offers a parsed event to @e. A valid event is taken (moved into the table, @ev zeroed) if
+ * its seq is above e->last_seq; a poison event if its seq is above last_seq or unreadable.
+ * Returns true if taken; otherwise the caller still owns @ev. */
+bool relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos);
+
+/* Pops the next entity whose first queued event may be published now (@now_ms: for entities
+ * backing off after a failure), marks that event in flight and returns the entity; the
+ * event is e->inflight. NULL if none. */
+relay_entity_t *relay_table_next_ready(relay_table_t *t, int64_t now_ms);
+
+/* The in-flight event of @e was acknowledged: it waits for clearing, the next one may go. */
+void relay_table_acked(relay_table_t *t, relay_entity_t *e);
+
+/* The in-flight event of @e failed: it is queued again (first in line) and @e is not offered
+ * before @retry_at_ms. */
+void relay_table_failed(relay_table_t *t, relay_entity_t *e, int64_t retry_at_ms);
+
+/* The in-flight event of @e can never be published: it waits for the dead letters. */
+void relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason);
+
+/* Pops an entity with acknowledged or poison items to write; NULL if none. */
+relay_entity_t *relay_table_next_dirty(relay_table_t *t);
+
+/* Puts @e back on the dirty list (its write failed, or did not fit in a batch). */
+void relay_table_mark_dirty(relay_table_t *t, relay_entity_t *e);
+
+/* Removes @e's items in @state (ACKED or POISON) after they were written, releasing their
+ * positions. Returns how many were removed. */
+size_t relay_table_remove_state(relay_table_t *t, relay_entity_t *e, relay_item_state_t state);
+
+/* Removes one item of @e (after it was dead-lettered), releasing its position. */
+void relay_table_remove_item(relay_table_t *t, relay_entity_t *e, relay_item_t *item);
+
+/* Moves @e's items in state @from to @to; returns how many. */
+size_t relay_table_restate(relay_entity_t *e, relay_item_state_t from, relay_item_state_t to);
+
+/* Moves one item of @e to @state (keeps the per-state counts right). */
+void relay_table_set_state(relay_entity_t *e, relay_item_t *it, relay_item_state_t state);
+
+/* Counts @e's items in @state. */
+size_t relay_table_count_state(const relay_entity_t *e, relay_item_state_t state);
+
+/* Takes the checkpoint candidate if it changed since the last call (caller frees), else
+ * NULL. */
+bson_t *relay_table_take_checkpoint(relay_table_t *t);
+
+#endif /* RELAY_TABLE_H */

@@ -1,0 +1,36 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "util/util.h"
+
+#include <time.h>
+
+int64_t
+relay_now_ms(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+relay_wall_ms(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_REALTIME, &ts);
+   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+relay_backoff_next(const relay_config_t *cfg, int *backoff_ms)
+{
+   int min = cfg->reconnect_min_ms > 0 ? cfg->reconnect_min_ms : 1;
+   int max = cfg->reconnect_max_ms > min ? cfg->reconnect_max_ms : min;
+
+   if (*backoff_ms <= 0) {
+      *backoff_ms = min;
+   } else {
+      *backoff_ms = *backoff_ms > max / 2 ? max : *backoff_ms * 2;
+   }
+   return *backoff_ms;
+}
