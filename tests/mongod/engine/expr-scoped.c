@@ -213,23 +213,31 @@ arr_append(bson_t *arr, uint32_t *n, const bson_value_t *v)
    }
 }
 
-/* Evaluates the input array: false on error; *arr unset (and out null) when it is nullish. */
+/* Evaluates the input array into *input (the caller destroys it unless this fails or sets
+ * *done). A nullish input makes the result null: *done is then true. */
 static bool
-eval_input(const tm_expr_t *e, const bson_t *root, bson_value_t *input, bool *nullish,
-           bson_error_t *error)
+eval_input(const tm_expr_t *e, const bson_t *root, bson_value_t *input, bson_value_t *out,
+           bool *done, bson_error_t *error)
 {
    const scoped_op_t *op = find_op(e->op);
+   *done = false;
    if (!tm_expr_eval(e->args[0], root, input, error)) {
       return false;
    }
    bson_type_t t = input->value_type;
-   *nullish = t == BSON_TYPE_EOD || t == BSON_TYPE_NULL || t == BSON_TYPE_UNDEFINED;
-   if (!*nullish && t != BSON_TYPE_ARRAY) {
+   if (t == BSON_TYPE_EOD || t == BSON_TYPE_NULL || t == BSON_TYPE_UNDEFINED) {
+      bson_value_destroy(input);
+      out->value_type = BSON_TYPE_NULL;
+      *done = true;
+      return true;
+   }
+   if (t != BSON_TYPE_ARRAY) {
       bool reduce = op->type_error == 40080;
       tm_error_set(error, op->type_error,
                    reduce ? "%s requires that 'input' be an array, found: %s"
                           : "input to %s must be an array not %s",
                    e->op, tm_type_name(t));
+      bson_value_destroy(input);
       return false;
    }
    return true;
@@ -270,18 +278,15 @@ eval_limit(const tm_expr_t *e, const bson_t *root, int64_t *limit, bson_error_t 
 static bool
 eval_each(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_error_t *error)
 {
-   bool filter = strcmp(e->op, "$filter") == 0, nullish, ok;
+   bool filter = strcmp(e->op, "$filter") == 0, done, ok;
    bson_value_t input, elem = {0};
    int64_t limit = -1;
-   if (!eval_input(e, root, &input, &nullish, error) ||
-       (filter && !nullish && !eval_limit(e, root, &limit, error))) {
+   if (!eval_input(e, root, &input, out, &done, error) || done) {
+      return done;
+   }
+   if (filter && !eval_limit(e, root, &limit, error)) {
       bson_value_destroy(&input);
       return false;
-   }
-   if (nullish) {
-      bson_value_destroy(&input);
-      out->value_type = BSON_TYPE_NULL;
-      return true;
    }
    bson_t in, arr = BSON_INITIALIZER;
    bson_iter_t it;
@@ -313,16 +318,10 @@ eval_each(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_error_
 static bool
 eval_reduce(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_error_t *error)
 {
-   bool nullish, ok;
+   bool done, ok;
    bson_value_t input, acc, elem = {0};
-   if (!eval_input(e, root, &input, &nullish, error)) {
-      bson_value_destroy(&input);
-      return false;
-   }
-   if (nullish) {
-      bson_value_destroy(&input);
-      out->value_type = BSON_TYPE_NULL;
-      return true;
+   if (!eval_input(e, root, &input, out, &done, error) || done) {
+      return done;
    }
    if (!tm_expr_eval(e->args[1], root, &acc, error)) {
       bson_value_destroy(&input);

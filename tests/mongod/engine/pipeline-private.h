@@ -76,6 +76,16 @@ tm_stage_unwind_run(const void *state, tm_docs_t *docs, bson_error_t *error);
 void
 tm_stage_unwind_destroy(void *state);
 bool
+tm_stage_skip_limit_parse(const char *name, const bson_value_t *spec, void **state,
+                          bson_error_t *error);
+bool
+tm_stage_skip_limit_run(const void *state, tm_docs_t *docs, bson_error_t *error);
+bool
+tm_stage_count_parse(const char *name, const bson_value_t *spec, void **state,
+                     bson_error_t *error);
+bool
+tm_stage_count_run(const void *state, tm_docs_t *docs, bson_error_t *error);
+bool
 tm_stage_replace_root_parse(const char *name, const bson_value_t *spec, void **state,
                             bson_error_t *error);
 bool

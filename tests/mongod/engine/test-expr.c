@@ -52,7 +52,7 @@ read_coll(void *ctx, const char *name, bson_t ***docs, size_t *n, bson_error_t *
 static uint32_t
 run(const char *docs_json, const char *pipeline_json, const char *expected_json)
 {
-   bson_t *in[16], *pipe = tm_json(pipeline_json), p_arr, result = BSON_INITIALIZER, arr;
+   bson_t *in[16], *pipe = tm_json(pipeline_json), p_arr, result = BSON_INITIALIZER;
    size_t n_in = docs_from_json(docs_json, in, 16), n_out = 0;
    bson_t **out = NULL;
    bson_error_t error = {0};
@@ -66,14 +66,7 @@ run(const char *docs_json, const char *pipeline_json, const char *expected_json)
    bool ok = p && tm_pipeline_exec_env(p, read_coll, NULL, in, n_in, &out, &n_out, &error);
    if (ok) {
       cr_assert_not_null(expected_json, "%s should fail", pipeline_json);
-      bson_append_array_begin(&result, "r", 1, &arr);
-      for (size_t i = 0; i < n_out; i++) {
-         char key[16];
-         const char *k;
-         bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
-         bson_append_document(&arr, k, -1, out[i]);
-      }
-      bson_append_array_end(&result, &arr);
+      tm_result_docs(&result, out, n_out);
       tm_assert_doc(&result, expected_json, pipeline_json);
    } else {
       cr_assert_null(expected_json, "%s: %s", pipeline_json, error.message);
