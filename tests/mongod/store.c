@@ -219,26 +219,6 @@ md_coll_find_id(const md_coll_t *coll, const bson_value_t *id)
    return d;
 }
 
-bool
-md_index_contains(const md_index_t *ix, const bson_t *doc)
-{
-   bson_iter_t it;
-   bson_value_t v;
-   if (ix->partial && !tm_matcher_match(ix->partial, doc, NULL)) {
-      return false;
-   }
-   if (!ix->sparse) {
-      return true;
-   }
-   bson_iter_init(&it, ix->key);
-   while (bson_iter_next(&it)) {
-      if (tm_path_get(doc, bson_iter_key(&it), &v)) {
-         return true;
-      }
-   }
-   return false;
-}
-
 /* Encodes the index key of `doc` into `out`; false if the document is not in the index
  * (sparse with no field, or not matching the partial filter). */
 static bool
