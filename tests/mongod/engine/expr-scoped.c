@@ -102,8 +102,8 @@ parse_scoped_field(tm_expr_t *e, const bson_t *doc, const char *field, int code,
 {
    size_t declared = 0;
    bool ok = true;
-   for (; declared < n && ok; declared++) {
-      ok = tm_vars_declare(names[declared], error);
+   while (ok && declared < n) {
+      ok = tm_vars_declare(names[declared], error) && ++declared;
    }
    ok = ok && parse_field(e, doc, field, code, error);
    tm_vars_undeclare(declared);
@@ -148,8 +148,8 @@ parse_let(tm_expr_t *e, const bson_t *doc, bson_error_t *error)
          tm_expr_add_arg(e, sub, bson_iter_key(&vars));
       }
    }
-   for (size_t i = 0; ok && i < e->n_args; i++, n++) {
-      ok = tm_vars_declare(e->keys[i], error);
+   while (ok && n < e->n_args) {
+      ok = tm_vars_declare(e->keys[n], error) && ++n;
    }
    if (ok && !bson_has_field(doc, "in")) {
       ok = tm_error_set(error, 16877, "Missing 'in' parameter to $let");
@@ -292,6 +292,7 @@ eval_each(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_error_
    bson_iter_t it;
    uint32_t n = 0;
    ok = tm_vars_bind(e->var, &elem, error);
+   size_t bound = ok ? 1 : 0;
    tm_value_as_bson(&input, &in);
    bson_iter_init(&it, &in);
    while (ok && bson_iter_next(&it) && (limit < 0 || n < limit)) {
@@ -305,7 +306,7 @@ eval_each(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_error_
       }
       bson_value_destroy(&r);
    }
-   tm_vars_unbind(1);
+   tm_vars_unbind(bound);
    bson_value_destroy(&input);
    if (!ok) {
       bson_destroy(&arr);
@@ -329,8 +330,9 @@ eval_reduce(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_erro
    }
    bson_t in;
    bson_iter_t it;
-   ok = tm_vars_bind("value", &acc, error);
-   ok = ok && tm_vars_bind("this", &elem, error);
+   size_t bound = 0;
+   ok = tm_vars_bind("value", &acc, error) && ++bound && tm_vars_bind("this", &elem, error) &&
+        ++bound;
    tm_value_as_bson(&input, &in);
    bson_iter_init(&it, &in);
    while (ok && bson_iter_next(&it)) {
@@ -340,7 +342,7 @@ eval_reduce(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_erro
       bson_value_destroy(&acc);
       acc = next; /* the binding points at `acc`, so it sees the new value */
    }
-   tm_vars_unbind(2);
+   tm_vars_unbind(bound);
    bson_value_destroy(&input);
    if (!ok) {
       bson_value_destroy(&acc);
@@ -359,8 +361,8 @@ eval_let(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_error_t
    for (; done < n && ok; done++) {
       ok = tm_expr_eval(e->args[done], root, &vals[done], error);
    }
-   for (; ok && bound < n; bound++) {
-      ok = tm_vars_bind(e->keys[bound], &vals[bound], error);
+   while (ok && bound < n) {
+      ok = tm_vars_bind(e->keys[bound], &vals[bound], error) && ++bound;
    }
    ok = ok && tm_expr_eval(e->args[n], root, out, error);
    tm_vars_unbind(bound);

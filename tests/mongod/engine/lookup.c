@@ -76,8 +76,8 @@ parse_pipeline(lookup_t *l, const bson_iter_t *it, bson_error_t *error)
    if (!BSON_ITER_HOLDS_ARRAY(it) || !tm_value_as_bson(bson_iter_value((bson_iter_t *) it), &arr)) {
       return tm_error_set(error, 14, "'pipeline' option must be specified as an array");
    }
-   for (; ok && declared < l->n_let; declared++) {
-      ok = tm_vars_declare(l->let_names[declared], error);
+   while (ok && declared < l->n_let) {
+      ok = tm_vars_declare(l->let_names[declared], error) && ++declared;
    }
    if (ok) {
       l->pipeline = tm_pipeline_new(&arr, error);
@@ -227,8 +227,8 @@ lookup_one(const lookup_t *l, bson_t **foreign, size_t n_foreign, bson_t **doc,
    for (size_t i = 0; ok && i < l->n_let; i++) {
       ok = tm_expr_eval(l->let_exprs[i], *doc, &vals[i], error);
    }
-   for (; ok && bound < l->n_let; bound++) {
-      ok = tm_vars_bind(l->let_names[bound], &vals[bound], error);
+   while (ok && bound < l->n_let) {
+      ok = tm_vars_bind(l->let_names[bound], &vals[bound], error) && ++bound;
    }
    if (ok && l->pipeline) {
       ok = tm_pipeline_exec(l->pipeline, candidates, n, &res, &n_res, error);

@@ -330,8 +330,8 @@ tm_pipeline_new_let(const bson_t *pipeline, const bson_t *let, bson_error_t *err
    size_t declared = 0;
    bool ok = !let || eval_let(p, let, error);
 
-   for (; ok && declared < p->n_let; declared++) {
-      ok = tm_vars_declare(p->let_names[declared], error);
+   while (ok && declared < p->n_let) {
+      ok = tm_vars_declare(p->let_names[declared], error) && ++declared;
    }
    p->spec = pipeline ? bson_copy(pipeline) : bson_new();
    p->stages = bson_malloc0((bson_count_keys(p->spec) + 1) * sizeof(stage_t));
@@ -383,8 +383,9 @@ tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t
    }
    size_t bound = 0;
    bool ok = true;
-   for (; ok && bound < pipeline->n_let; bound++) {
-      ok = tm_vars_bind(pipeline->let_names[bound], &pipeline->let_values[bound], error);
+   while (ok && bound < pipeline->n_let) {
+      ok = tm_vars_bind(pipeline->let_names[bound], &pipeline->let_values[bound], error) &&
+           ++bound;
    }
    for (size_t i = 0; ok && i < pipeline->n; i++) {
       const stage_t *st = &pipeline->stages[i];
