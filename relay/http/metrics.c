@@ -49,6 +49,9 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
     "Time between a change's commit and the relay reading it, for the latest change."},
    {"outbox_relay_mqtt_connected", "1 when connected to the MQTT broker, else 0."},
    {"outbox_relay_mongodb_connected", "1 when the change stream is open, else 0."},
+   {"outbox_relay_mongodb_writes_refused",
+    "1 while MongoDB refuses the relay's writes (13 Unauthorized or authentication): "
+    "publishing is paused."},
 };
 
 relay_metrics_t *
@@ -203,6 +206,8 @@ relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason)
       why = "MongoDB not connected";
    } else if (!mqtt) {
       why = "MQTT broker not connected";
+   } else if (relay_metrics_get_gauge(metrics, RELAY_G_MONGODB_WRITES_REFUSED) == 1.0) {
+      why = "MongoDB refuses the relay's writes (not authorized): publishing paused";
    }
    if (reason) {
       *reason = why;

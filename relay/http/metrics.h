@@ -39,6 +39,7 @@ typedef enum {
    RELAY_G_STREAM_LAG_S,        /* outbox_relay_change_stream_lag_seconds: now - clusterTime */
    RELAY_G_MQTT_CONNECTED,      /* outbox_relay_mqtt_connected: 1 or 0 */
    RELAY_G_MONGODB_CONNECTED,   /* outbox_relay_mongodb_connected: 1 or 0 */
+   RELAY_G_MONGODB_WRITES_REFUSED, /* outbox_relay_mongodb_writes_refused: 1 while refused */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 

@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "auth-cmd.h"
 #include "commands.h"
 
 #define SERVER_VERSION "6.0.13"
@@ -123,6 +124,7 @@ md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
    md_append_repl_info(c->srv, &repl, "isWritablePrimary");
    BSON_APPEND_INT32(&repl, "rbid", 1);
    bson_append_document_end(c->reply, &repl);
+   md_auth_append_server_status(c);
    (void) error;
    return true;
 }
@@ -169,7 +171,11 @@ md_cmd_list_databases(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_ARRAY_BEGIN(c->reply, "databases", &arr);
    uint32_t n = 0;
    for (md_db_t *db = c->srv->store->dbs; db; db = db->next) {
-      if (!db->colls) {
+      /* Without listDatabases, a user sees the databases it holds a role on (6.0's
+       * authorizedDatabases default). */
+      if (!db->colls || (!md_auth_allowed(c, NULL, MD_ACT_LIST_DATABASES) &&
+                         !md_auth_allowed(c, db->name, MD_ACT_FIND) &&
+                         !md_auth_allowed(c, db->name, MD_ACT_LIST_COLLECTIONS))) {
          continue;
       }
       bson_t *d = BCON_NEW("name", BCON_UTF8(db->name));
@@ -197,12 +203,9 @@ md_cmd_list_databases(md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_connection_status(md_cmd_t *c, bson_error_t *error)
 {
-   bson_t info, arr;
+   bson_t info;
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "authInfo", &info);
-   BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUsers", &arr);
-   bson_append_array_end(&info, &arr);
-   BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUserRoles", &arr);
-   bson_append_array_end(&info, &arr);
+   md_auth_append_status(c, &info);
    bson_append_document_end(c->reply, &info);
    (void) error;
    return true;

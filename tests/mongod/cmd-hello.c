@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "auth-cmd.h"
 #include "commands.h"
 
 static void
@@ -176,5 +177,6 @@ md_cmd_hello(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_INT32(r, "minWireVersion", 0);
    BSON_APPEND_INT32(r, "maxWireVersion", 17);
    BSON_APPEND_BOOL(r, "readOnly", false);
+   md_auth_hello(c);
    return true;
 }

@@ -3,6 +3,8 @@
  */
 #include "commands.h"
 
+#include "auth-cmd.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -56,6 +58,14 @@ static const cmd_entry_t commands[] = {
    {"listCollections", md_cmd_list_collections, false},
    {"renameCollection", md_cmd_rename_collection, false},
    {"collMod", md_cmd_coll_mod, false},
+   {"saslStart", md_cmd_sasl_start, false},
+   {"saslContinue", md_cmd_sasl_continue, false},
+   {"authenticate", md_cmd_authenticate, false},
+   {"logout", md_cmd_logout, false},
+   {"createUser", md_cmd_create_user, false},
+   {"updateUser", md_cmd_update_user, false},
+   {"dropUser", md_cmd_drop_user, false},
+   {"usersInfo", md_cmd_users_info, false},
    {NULL, NULL, false},
 };
 
@@ -85,7 +95,8 @@ static const struct {
    {64, "WriteConcernTimeout"}, {168, "InvalidPipelineOperator"},
    {291, "NoQueryExecutionPlans"}, {10334, "BSONObjectTooLarge"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
-   {13436, "NotPrimaryOrSecondary"}, {0, NULL},
+   {13436, "NotPrimaryOrSecondary"}, {17, "ProtocolError"}, {18, "AuthenticationFailed"},
+   {334, "MechanismUnavailable"}, {0, NULL},
 };
 
 const char *
@@ -342,6 +353,10 @@ run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
 static bool
 run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_action_t *fp)
 {
+   /* mongod checks authorization before failCommand fires. */
+   if (entry && !md_auth_check(c, error)) {
+      return false;
+   }
    if (apply_failpoint(c, entry, fp, error)) {
       return false;
    }
