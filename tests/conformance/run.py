@@ -71,7 +71,9 @@ def version_tuple(text):
 class Runner:
     def __init__(self, uri):
         self.uri = uri
-        self.client_defaults = {"serverSelectionTimeoutMS": 10000}
+        # A failpoint's shutdown error (no topologyVersion, as from mongod) marks the server
+        # Unknown until the next streaming hello, heartbeatFrequencyMS later: keep it short.
+        self.client_defaults = {"serverSelectionTimeoutMS": 10000, "heartbeatFrequencyMS": 500}
         self.internal = pymongo.MongoClient(uri, **self.client_defaults)
         build = self.internal.admin.command("buildInfo")
         self.version_text = build.get("version", "?")

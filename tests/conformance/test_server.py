@@ -479,11 +479,13 @@ from test_server_streams import (ChangeStreamShapes, HistoryLoss, OutboxPatterns
 from test_server_faults import (BadInput, Concurrency, FailPoints,  # noqa: E402
                                 RetryableWrites)
 from test_server_expressions import RelayGroupExpressions  # noqa: E402
+import test_server_compat  # noqa: E402
+from test_server_compat import *  # noqa: E402,F401,F403 (so Class.test names resolve)
 from test_server_txn import TransactionRules, Transactions  # noqa: E402
 
 ALL = [Topology, Replies, ArrayUpdates, Queries, WriteLimits, ChangeStreamShapes, Resume,
        OutboxPatterns, HistoryLoss, FailPoints, RetryableWrites, Transactions,
-       TransactionRules, Concurrency, BadInput, RelayGroupExpressions]
+       TransactionRules, Concurrency, BadInput, RelayGroupExpressions] + test_server_compat.COMPAT
 
 
 def main(argv):

@@ -157,8 +157,9 @@ static bool
 find_and_modify(md_cmd_t *c, const char *name, const fam_t *f, bson_error_t *error)
 {
    md_coll_t *coll;
+   const md_index_t *hint;
    if (!md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_FAM, &coll, NULL, error) ||
-       !md_check_not_view(coll, error) || !md_check_hint(coll, c->cmd, error)) {
+       !md_check_not_view(coll, error) || !md_check_hint(coll, c->cmd, &hint, error)) {
       return false;
    }
    tm_matcher_t *m = tm_matcher_new(&f->query, error);
@@ -167,7 +168,7 @@ find_and_modify(md_cmd_t *c, const char *name, const fam_t *f, bson_error_t *err
    bool ok = m && (!f->has_sort || sort) && (!f->has_fields || proj);
    md_selection_t sel = {0};
    if (ok) {
-      md_select(coll, m, &f->query, sort ? 0 : 1, &sel);
+      md_select(coll, hint, m, &f->query, sort ? 0 : 1, &sel);
       md_selection_sort(&sel, sort);
    }
    md_doc_t *d = sel.n ? sel.docs[0] : NULL;

@@ -4,7 +4,7 @@
  * Transactions at the command level: the session fields (lsid, txnNumber, autocommit,
  * startTransaction) and what mongod allows with them, running a statement inside its
  * transaction, commitTransaction and abortTransaction, and the waits of writes and DDL for
- * open transactions. Rules and messages follow mongod 6.0 (initialize_operation_session_info,
+ * open transactions (writeconcern.c answers a commit's unsatisfiable w). Rules and messages follow mongod 6.0 (initialize_operation_session_info,
  * transaction_validation, TransactionParticipant). Runs with the server lock held.
  */
 #include <openssl/evp.h>
@@ -256,38 +256,6 @@ md_txn_run(md_cmd_t *c, md_cmd_fn fn, bson_error_t *error)
    return ok;
 }
 
-/* w the single member cannot satisfy: the commit stands, with a writeConcernError. */
-static void
-check_write_concern(md_cmd_t *c)
-{
-   bson_iter_t it, w;
-   bson_t wce, info;
-   if (c->fp_wce || !bson_iter_init_find(&it, c->cmd, "writeConcern") ||
-       !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &w) ||
-       !bson_iter_find(&w, "w")) {
-      return;
-   }
-   char msg[300];
-   if (BSON_ITER_HOLDS_NUMBER(&w) && bson_iter_as_int64(&w) > 1) {
-      c->wc_code = 100;
-      bson_strncpy(msg, "Not enough data-bearing nodes", sizeof msg);
-   } else if (BSON_ITER_HOLDS_UTF8(&w) && strcmp(bson_iter_utf8(&w, NULL), "majority") != 0) {
-      c->wc_code = 79;
-      bson_snprintf(msg, sizeof msg, "No write concern mode named '%s' found in replica set "
-                                     "configuration", bson_iter_utf8(&w, NULL));
-   } else {
-      return;
-   }
-   BSON_APPEND_DOCUMENT_BEGIN(c->reply, "writeConcernError", &wce);
-   BSON_APPEND_INT32(&wce, "code", c->wc_code);
-   BSON_APPEND_UTF8(&wce, "codeName", md_code_name(c->wc_code));
-   BSON_APPEND_UTF8(&wce, "errmsg", msg);
-   BSON_APPEND_DOCUMENT_BEGIN(&wce, "errInfo", &info);
-   bson_append_value(&info, "writeConcern", -1, bson_iter_value(&it));
-   bson_append_document_end(&wce, &info);
-   bson_append_document_end(c->reply, &wce);
-}
-
 static bool
 check_txn_command(md_cmd_t *c, bson_error_t *error)
 {
@@ -316,7 +284,6 @@ md_cmd_commit_transaction(md_cmd_t *c, bson_error_t *error)
    }
    c->has_op_time = true;
    c->op_time = c->txn->commit_ts;
-   check_write_concern(c);
    return true;
 }
 
@@ -327,7 +294,6 @@ md_cmd_abort_transaction(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    md_txn_abort(&c->srv->txns, c->txn);
-   check_write_concern(c);
    return true;
 }
 

@@ -191,6 +191,7 @@ md_cmd_insert(md_cmd_t *c, bson_error_t *error)
 typedef struct {
    bson_t q, u, array_filters;
    bool has_array_filters, upsert, multi, is_pipeline;
+   const md_index_t *hint;
 } update_stmt_t;
 
 static const char *const update_stmt_fields[] = {"q", "u", "upsert", "multi", "arrayFilters",
@@ -285,7 +286,7 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    }
    md_selection_t sel = {0};
    if (ok) {
-      md_select(*coll, m, &s->q, s->multi ? 0 : 1, &sel);
+      md_select(*coll, s->hint, m, &s->q, s->multi ? 0 : 1, &sel);
       ok = md_write_check_selection(c->srv, *coll, &sel, error);
    }
    for (size_t i = 0; ok && i < sel.n; i++) {
@@ -318,7 +319,7 @@ update_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
    update_stmt_t u;
    update_counts_t *counts = s->counts;
    return stmt_doc(s->stmt, &stmt, werr) && parse_update_stmt(&stmt, &u, werr) &&
-          md_check_hint(*coll, &stmt, werr) &&
+          md_check_hint(*coll, &stmt, &u.hint, werr) &&
           run_update_stmt(s->c, coll, counts->name, &u, s->index, counts, &s->details, werr);
 }
 
@@ -381,7 +382,8 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
       return tm_error_set(error, 9, "The limit field in delete objects must be 0 or 1. Got %d",
                           (int) limit);
    }
-   if (!md_check_collation(stmt, error) || !md_check_hint(coll, stmt, error)) {
+   const md_index_t *hint;
+   if (!md_check_collation(stmt, error) || !md_check_hint(coll, stmt, &hint, error)) {
       return false;
    }
    tm_matcher_t *m = tm_matcher_new(&q, error);
@@ -389,7 +391,7 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
       return false;
    }
    md_selection_t sel;
-   md_select(coll, m, &q, (size_t) limit, &sel);
+   md_select(coll, hint, m, &q, (size_t) limit, &sel);
    bool ok = md_write_check_selection(c->srv, coll, &sel, error);
    for (size_t i = 0; ok && i < sel.n; i++) {
       ok = md_write_delete_doc(c->srv, coll, sel.docs[i], error);

@@ -94,13 +94,15 @@ static const struct {
    {10107, "NotWritablePrimary"}, {11000, "DuplicateKey"}, {11600, "InterruptedAtShutdown"},
    {11601, "Interrupted"}, {11602, "InterruptedDueToReplStateChange"},
    {166, "CommandNotSupportedOnView"}, {225, "TransactionTooOld"}, {237, "CursorKilled"},
-   {38, "NoSuchKey"}, {8, "UnknownError"}, {24, "LockTimeout"}, {117, "ConflictingOperationInProgress"},
-   {217, "IncompleteTransactionHistory"}, {246, "SnapshotUnavailable"}, {256, "TransactionCommitted"},
+   {4, "NoSuchKey"}, {8, "UnknownError"}, {47, "NoMatchingDocument"},
+   {64, "WriteConcernTimeout"}, {121, "DocumentValidationFailure"},
+   {291, "NoQueryExecutionPlans"}, {10334, "BSONObjectTooLarge"}, {24, "LockTimeout"},
+   {117, "ConflictingOperationInProgress"}, {217, "IncompleteTransactionHistory"},
+   {246, "SnapshotUnavailable"}, {256, "TransactionCommitted"},
    {263, "OperationNotSupportedInTransaction"}, {50768, "NotARetryableWriteCommand"},
-   {121, "DocumentValidationFailure"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
-   {13436, "NotPrimaryOrSecondary"}, {17419, "BSONObjectTooLarge"}, {17, "ProtocolError"},
-   {18, "AuthenticationFailed"}, {334, "MechanismUnavailable"}, {0, NULL},
+   {13436, "NotPrimaryOrSecondary"}, {17, "ProtocolError"}, {18, "AuthenticationFailed"},
+   {334, "MechanismUnavailable"}, {0, NULL},
 };
 
 const char *
@@ -162,6 +164,27 @@ add_labels(md_cmd_t *c, int32_t code, int32_t wc_code)
    } else if (((has_number && !in_txn) || (in_txn && commit_or_abort)) &&
               (is_retryable_code(code) || is_retryable_code(wc_code))) {
       md_cmd_add_label(c, "RetryableWriteError");
+   }
+}
+
+/* mongod's appendErrorLabelsAndTopologyVersion: a NotPrimaryError (as error or write concern
+ * error) carries the server's topologyVersion, by which drivers tell a failCommand-made error
+ * (the version they know: stale, ignored) from a real change of the primary. Shutdown errors
+ * carry it only when the server really shuts down, which a failpoint's never does. */
+static void
+append_topology_version(md_server_t *srv, int32_t code, int32_t wc_code, bson_t *out)
+{
+   static const int32_t not_primary[] = {10107, 13435, 13436, 11602, 189, 0};
+   bool hit = false;
+   for (int i = 0; not_primary[i]; i++) {
+      hit = hit || code == not_primary[i] || wc_code == not_primary[i];
+   }
+   if (hit) {
+      bson_t tv;
+      BSON_APPEND_DOCUMENT_BEGIN(out, "topologyVersion", &tv);
+      BSON_APPEND_OID(&tv, "processId", &srv->process_id);
+      BSON_APPEND_INT64(&tv, "counter", 0);
+      bson_append_document_end(out, &tv);
    }
 }
 
@@ -356,7 +379,6 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
       }
       c->labels_fixed = true;
    }
-   c->fp_wce = fp->wce_doc != NULL;
    if (fp->block_ms > 0) {
       pthread_mutex_unlock(&c->srv->lock);
       sleep_ms(c->srv, fp->block_ms);
@@ -417,6 +439,9 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
        apply_failpoint(c, entry, fp, error)) {
       return false;
    }
+   if (!md_write_concern_parse(c, error)) {
+      return false;
+   }
    if (c->in_txn) {
       return md_txn_run(c, entry->fn, error);
    }
@@ -470,24 +495,33 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       if (ok) {
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);
          if (fp.wce_doc) {
-            bson_iter_t code;
             BSON_APPEND_DOCUMENT(reply, "writeConcernError", fp.wce_doc);
-            c.wc_code = bson_iter_init_find(&code, fp.wce_doc, "code")
-                           ? (int32_t) bson_iter_as_int64(&code) : 0;
+         } else {
+            md_write_concern_check(&c, reply);
          }
-         if (c.wc_code || fp.wce_doc) {
+         if (bson_iter_init_find(&it, reply, "writeConcernError")) {
+            bson_iter_t code;
+            c.wc_code = bson_iter_recurse(&it, &code) && bson_iter_find(&code, "code")
+                           ? (int32_t) bson_iter_as_int64(&code) : 0;
             add_labels(&c, 0, c.wc_code);
             if (!bson_empty(&c.labels)) {
                BSON_APPEND_ARRAY(reply, "errorLabels", &c.labels);
             }
+            append_topology_version(srv, 0, c.wc_code, reply);
          }
          append_times(srv, reply, c.has_op_time ? &c.op_time : NULL);
       } else {
          add_labels(&c, (int32_t) error.code, 0);
+         append_topology_version(srv, (int32_t) error.code, 0, &c.error_extra);
       }
       pthread_mutex_unlock(&srv->lock);
    }
    if (!ok && !c.close_connection) {
+      /* mongod's error label builder: 280 and 286 from any command (aggregate included) are
+       * NonResumableChangeStreamError, unless a failpoint's errorLabels replaced the labels. */
+      if (!fp.has_labels && (error.code == 280 || error.code == 286)) {
+         md_cmd_add_label(&c, "NonResumableChangeStreamError");
+      }
       md_log(srv, "conn%d: %s failed: %d %s", (int) conn->id, c.name, (int) error.code,
              error.message);
       bson_destroy(reply);
