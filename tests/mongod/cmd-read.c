@@ -16,6 +16,7 @@ typedef struct {
    bool has_sort, has_projection;
    int64_t skip, limit, batch_size;
    bool single_batch;
+   const md_index_t *hint;
 } find_opts_t;
 
 static bool
@@ -83,7 +84,7 @@ run_find(md_coll_t *coll, const find_opts_t *f, bson_t ***docs, size_t *n, bson_
       md_selection_t sel;
       /* Without a sort, stop scanning once skip + limit documents matched. */
       size_t want = (!sort && f->limit > 0) ? (size_t) (f->skip + f->limit) : 0;
-      md_select(coll, m, &f->filter, want, &sel);
+      md_select(coll, f->hint, m, &f->filter, want, &sel);
       md_selection_sort(&sel, sort);
       size_t first = (size_t) f->skip < sel.n ? (size_t) f->skip : sel.n;
       size_t count = sel.n - first;
@@ -121,6 +122,7 @@ md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64
                      bool single_batch)
 {
    md_cursor_t *cur = md_cursor_new(&c->srv->cursors, ns, docs, n, 0, NULL);
+   cur->owner = c->txn; /* a transaction's cursor dies with it */
    bool done = md_cursor_reply(c->reply, "firstBatch", ns, docs, n, &cur->pos,
                                batch_size, single_batch ? 0 : cur->id);
    if (done || single_batch) {
@@ -138,11 +140,11 @@ md_cmd_find(md_cmd_t *c, bson_error_t *error)
    if (!name || !parse_find(c, &f, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL), *snapshot;
-   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+   md_coll_t *coll, *snapshot;
+   if (!md_read_coll(c, name, &coll, &snapshot, error)) {
       return false;
    }
-   bool ok = (snapshot || md_check_hint(coll, c->cmd, error)) &&
+   bool ok = (snapshot || md_check_hint(coll, c->cmd, &f.hint, error)) &&
              run_find(coll, &f, &docs, &n, error);
    md_coll_snapshot_free(snapshot);
    if (!ok) {

@@ -25,7 +25,7 @@ static const cmd_entry_t commands[] = {
    {"buildinfo", md_cmd_build_info, false},
    {"getParameter", md_cmd_get_parameter, false},
    {"endSessions", md_cmd_end_sessions, false},
-   {"killAllSessions", md_cmd_ping, false},
+   {"killAllSessions", md_cmd_kill_all_sessions, false},
    {"killSessions", md_cmd_end_sessions, false},
    {"refreshSessions", md_cmd_ping, false},
    {"startSession", md_cmd_ping, false},
@@ -58,6 +58,8 @@ static const cmd_entry_t commands[] = {
    {"listCollections", md_cmd_list_collections, false},
    {"renameCollection", md_cmd_rename_collection, false},
    {"collMod", md_cmd_coll_mod, false},
+   {"commitTransaction", md_cmd_commit_transaction, false},
+   {"abortTransaction", md_cmd_abort_transaction, false},
    {"saslStart", md_cmd_sasl_start, false},
    {"saslContinue", md_cmd_sasl_continue, false},
    {"authenticate", md_cmd_authenticate, false},
@@ -92,10 +94,15 @@ static const struct {
    {10107, "NotWritablePrimary"}, {11000, "DuplicateKey"}, {11600, "InterruptedAtShutdown"},
    {11601, "Interrupted"}, {11602, "InterruptedDueToReplStateChange"},
    {166, "CommandNotSupportedOnView"}, {225, "TransactionTooOld"}, {237, "CursorKilled"},
-   {38, "NoSuchKey"}, {8, "UnknownError"},
+   {4, "NoSuchKey"}, {8, "UnknownError"}, {47, "NoMatchingDocument"},
+   {64, "WriteConcernTimeout"}, {121, "DocumentValidationFailure"},
+   {291, "NoQueryExecutionPlans"}, {10334, "BSONObjectTooLarge"}, {24, "LockTimeout"},
+   {117, "ConflictingOperationInProgress"}, {217, "IncompleteTransactionHistory"},
+   {246, "SnapshotUnavailable"}, {256, "TransactionCommitted"},
+   {263, "OperationNotSupportedInTransaction"}, {50768, "NotARetryableWriteCommand"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
-   {13436, "NotPrimaryOrSecondary"}, {17419, "BSONObjectTooLarge"}, {17, "ProtocolError"},
-   {18, "AuthenticationFailed"}, {334, "MechanismUnavailable"}, {0, NULL},
+   {13436, "NotPrimaryOrSecondary"}, {17, "ProtocolError"}, {18, "AuthenticationFailed"},
+   {334, "MechanismUnavailable"}, {0, NULL},
 };
 
 const char *
@@ -122,6 +129,65 @@ is_retryable_code(int32_t code)
    return false;
 }
 
+bool
+md_is_transient_txn_error(int32_t code, bool has_write_concern_error, bool commit_or_abort)
+{
+   /* WriteConflict, LockTimeout, PreparedTransactionInProgress, StaleDbVersion, and the
+    * snapshot errors (SnapshotTooOld, SnapshotUnavailable, StaleChunkHistory,
+    * MigrationConflict). */
+   static const int32_t codes[] = {112, 24, 267, 249, 239, 246, 287, 327, 0};
+   for (int i = 0; codes[i]; i++) {
+      if (codes[i] == code) {
+         return true;
+      }
+   }
+   if (commit_or_abort) {
+      return code == 251 && !has_write_concern_error;
+   }
+   return is_retryable_code(code) || code == 251;
+}
+
+/* mongod's ErrorLabelBuilder: TransientTransactionError for a transaction's statements,
+ * else RetryableWriteError for retryable writes and commit/abort on retryable codes. */
+static void
+add_labels(md_cmd_t *c, int32_t code, int32_t wc_code)
+{
+   bool has_number = bson_has_field(c->cmd, "txnNumber");
+   bool in_txn = has_number && bson_has_field(c->cmd, "autocommit");
+   bool commit_or_abort = strcmp(c->name, "commitTransaction") == 0 ||
+                          strcmp(c->name, "abortTransaction") == 0;
+   if (c->labels_fixed) {
+      return;
+   }
+   if (code && in_txn && md_is_transient_txn_error(code, wc_code != 0, commit_or_abort)) {
+      md_cmd_add_label(c, "TransientTransactionError");
+   } else if (((has_number && !in_txn) || (in_txn && commit_or_abort)) &&
+              (is_retryable_code(code) || is_retryable_code(wc_code))) {
+      md_cmd_add_label(c, "RetryableWriteError");
+   }
+}
+
+/* mongod's appendErrorLabelsAndTopologyVersion: a NotPrimaryError (as error or write concern
+ * error) carries the server's topologyVersion, by which drivers tell a failCommand-made error
+ * (the version they know: stale, ignored) from a real change of the primary. Shutdown errors
+ * carry it only when the server really shuts down, which a failpoint's never does. */
+static void
+append_topology_version(md_server_t *srv, int32_t code, int32_t wc_code, bson_t *out)
+{
+   static const int32_t not_primary[] = {10107, 13435, 13436, 11602, 189, 0};
+   bool hit = false;
+   for (int i = 0; not_primary[i]; i++) {
+      hit = hit || code == not_primary[i] || wc_code == not_primary[i];
+   }
+   if (hit) {
+      bson_t tv;
+      BSON_APPEND_DOCUMENT_BEGIN(out, "topologyVersion", &tv);
+      BSON_APPEND_OID(&tv, "processId", &srv->process_id);
+      BSON_APPEND_INT64(&tv, "counter", 0);
+      bson_append_document_end(out, &tv);
+   }
+}
+
 static void
 append_times(md_server_t *srv, bson_t *reply, const md_ts_t *op_time)
 {
@@ -142,6 +208,13 @@ append_times(md_server_t *srv, bson_t *reply, const md_ts_t *op_time)
 void
 md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels, bson_t *reply)
 {
+   md_error_reply_with(srv, error, labels, NULL, reply);
+}
+
+void
+md_error_reply_with(md_server_t *srv, const bson_error_t *error, const bson_t *labels,
+                    const bson_t *extra, bson_t *reply)
+{
    int32_t code = error->code ? (int32_t) error->code : 1; /* code 0 aborts libmongoc */
    bson_init(reply);
    BSON_APPEND_DOUBLE(reply, "ok", 0.0);
@@ -155,6 +228,9 @@ md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels
       name = location;
    }
    BSON_APPEND_UTF8(reply, "codeName", name);
+   if (extra) {
+      bson_concat(reply, extra);
+   }
    if (labels && !bson_empty(labels)) {
       BSON_APPEND_ARRAY(reply, "errorLabels", labels);
    }
@@ -292,6 +368,17 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
    if (!fp->hit) {
       return false;
    }
+   if (fp->has_labels) {
+      /* The fail point's errorLabels replace every label mongod would add. */
+      bson_iter_t arr;
+      bson_iter_recurse(&fp->labels, &arr);
+      while (bson_iter_next(&arr)) {
+         if (BSON_ITER_HOLDS_UTF8(&arr)) {
+            md_cmd_add_label(c, bson_iter_utf8(&arr, NULL));
+         }
+      }
+      c->labels_fixed = true;
+   }
    if (fp->block_ms > 0) {
       pthread_mutex_unlock(&c->srv->lock);
       sleep_ms(c->srv, fp->block_ms);
@@ -305,18 +392,7 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
       return false;
    }
    tm_error_set(error, fp->code, "Failing command %s via 'failCommand' failpoint", c->name);
-   if (fp->has_labels) {
-      bson_iter_t arr;
-      bson_iter_recurse(&fp->labels, &arr);
-      while (bson_iter_next(&arr)) {
-         if (BSON_ITER_HOLDS_UTF8(&arr)) {
-            md_cmd_add_label(c, bson_iter_utf8(&arr, NULL));
-         }
-      }
-   } else if (entry && entry->is_write && bson_has_field(c->cmd, "txnNumber") &&
-              is_retryable_code(fp->code)) {
-      md_cmd_add_label(c, "RetryableWriteError");
-   }
+   (void) entry;
    /* No ResumableChangeStreamError here: failCommand fires before the cursor is checked
     * out, so mongod cannot know the getMore belongs to a change stream (SERVER-46091). */
    return true;
@@ -329,7 +405,7 @@ run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
 {
    const bson_t *replay;
    md_fp_action_t fp;
-   if (!md_sessions_begin(&c->srv->sessions, c->cmd, &replay, error)) {
+   if (!md_sessions_begin(&c->srv->sessions, &c->srv->txns, c->cmd, &replay, error)) {
       return false;
    }
    if (replay) {
@@ -349,18 +425,25 @@ run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
    return true;
 }
 
+/* As mongod: session fields are checked before failCommand fires, and a transaction
+ * statement runs in its transaction (which checks its state first). */
 static bool
 run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_action_t *fp)
 {
-   /* mongod checks authorization before failCommand fires. */
-   if (entry && !md_auth_check(c, error)) {
-      return false;
-   }
-   if (apply_failpoint(c, entry, fp, error)) {
-      return false;
-   }
    if (!entry) {
-      return tm_error_set(error, 59, "no such command: '%s'", c->name);
+      return !apply_failpoint(c, entry, fp, error) &&
+             tm_error_set(error, 59, "no such command: '%s'", c->name);
+   }
+   /* mongod checks authorization and the session fields before failCommand fires. */
+   if (!md_auth_check(c, error) || !md_txn_gate(c, error) ||
+       apply_failpoint(c, entry, fp, error)) {
+      return false;
+   }
+   if (!md_write_concern_parse(c, error)) {
+      return false;
+   }
+   if (c->in_txn) {
+      return md_txn_run(c, entry->fn, error);
    }
    if (entry->is_write && bson_has_field(c->cmd, "txnNumber")) {
       return run_retryable_write(c, entry, error);
@@ -391,6 +474,7 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    bson_iter_t it;
    md_cmd_t c = {.srv = srv, .conn = conn, .cmd = cmd, .reply = reply};
    bson_init(&c.labels);
+   bson_init(&c.error_extra);
    bson_init(reply);
    bson_iter_init(&it, cmd);
    bool ok = bson_iter_next(&it);
@@ -403,23 +487,47 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    } else {
       pthread_mutex_lock(&srv->lock);
       set_command_clock(srv);
+      srv->bypass_validation = bson_iter_init_find(&it, cmd, "bypassDocumentValidation") &&
+                               bson_iter_as_bool(&it);
       ok = run_locked(&c, lookup(c.name), &error, &fp);
+      srv->bypass_validation = false;
       tm_command_clock_set(NULL);
       if (ok) {
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);
          if (fp.wce_doc) {
             BSON_APPEND_DOCUMENT(reply, "writeConcernError", fp.wce_doc);
+         } else {
+            md_write_concern_check(&c, reply);
+         }
+         if (bson_iter_init_find(&it, reply, "writeConcernError")) {
+            bson_iter_t code;
+            c.wc_code = bson_iter_recurse(&it, &code) && bson_iter_find(&code, "code")
+                           ? (int32_t) bson_iter_as_int64(&code) : 0;
+            add_labels(&c, 0, c.wc_code);
+            if (!bson_empty(&c.labels)) {
+               BSON_APPEND_ARRAY(reply, "errorLabels", &c.labels);
+            }
+            append_topology_version(srv, 0, c.wc_code, reply);
          }
          append_times(srv, reply, c.has_op_time ? &c.op_time : NULL);
+      } else {
+         add_labels(&c, (int32_t) error.code, 0);
+         append_topology_version(srv, (int32_t) error.code, 0, &c.error_extra);
       }
       pthread_mutex_unlock(&srv->lock);
    }
    if (!ok && !c.close_connection) {
+      /* mongod's error label builder: 280 and 286 from any command (aggregate included) are
+       * NonResumableChangeStreamError, unless a failpoint's errorLabels replaced the labels. */
+      if (!fp.has_labels && (error.code == 280 || error.code == 286)) {
+         md_cmd_add_label(&c, "NonResumableChangeStreamError");
+      }
       md_log(srv, "conn%d: %s failed: %d %s", (int) conn->id, c.name, (int) error.code,
              error.message);
       bson_destroy(reply);
-      md_error_reply(srv, &error, &c.labels, reply);
+      md_error_reply_with(srv, &error, &c.labels, &c.error_extra, reply);
    }
    bson_destroy(&c.labels);
+   bson_destroy(&c.error_extra);
    return !c.close_connection;
 }

@@ -1,7 +1,7 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Index creation, removal and lookup for hints. Only unique indexes have entries (their
+ * Index creation, removal, lookup for hints and membership (what a hinted index holds). Only unique indexes have entries (their
  * purpose here is enforcement); queries scan, which is fast enough for a test server.
  */
 #include <stdlib.h>
@@ -45,6 +45,26 @@ md_coll_find_index(const md_coll_t *coll, const bson_value_t *hint)
       }
    }
    return NULL;
+}
+
+bool
+md_index_contains(const md_index_t *ix, const bson_t *doc)
+{
+   bson_iter_t it;
+   bson_value_t v;
+   if (ix->partial && !tm_matcher_match(ix->partial, doc, NULL)) {
+      return false;
+   }
+   if (!ix->sparse) {
+      return true;
+   }
+   bson_iter_init(&it, ix->key);
+   while (bson_iter_next(&it)) {
+      if (tm_path_get(doc, bson_iter_key(&it), &v)) {
+         return true;
+      }
+   }
+   return false;
 }
 
 static const char *const known_options[] = {
@@ -216,6 +236,7 @@ md_coll_create_index(md_coll_t *coll, const bson_t *spec, bool *existed, bson_er
       free_index(ix);
       return false;
    }
+   md_store_notify_catalog(coll->db, coll->name, coll);
    coll->indexes = realloc(coll->indexes, (coll->n_indexes + 1) * sizeof *coll->indexes);
    coll->indexes[coll->n_indexes++] = ix;
    return true;
@@ -229,6 +250,7 @@ md_coll_drop_index(md_coll_t *coll, const char *name, bson_error_t *error)
    }
    for (size_t i = 1; i < coll->n_indexes; i++) {
       if (strcmp(coll->indexes[i]->name, name) == 0) {
+         md_store_notify_catalog(coll->db, coll->name, coll);
          free_index(coll->indexes[i]);
          memmove(&coll->indexes[i], &coll->indexes[i + 1],
                  (coll->n_indexes - i - 1) * sizeof *coll->indexes);
