@@ -274,7 +274,13 @@ start_mongod(const bench_opts_t *o, bench_servers_t *s)
    }
    snprintf(port_file, sizeof port_file, "%s/mongod.port", s->workdir);
    snprintf(log, sizeof log, "%s/mongod.log", s->workdir);
-   const char *argv[] = {o->mongod_path, "--port", "0", "--port-file", port_file, NULL};
+   /* The history of changes is bounded to 512 MiB (test-mongod's default is 1 GiB, about
+    * mongod's smallest default oplog): the drains' clears rewrite long pending arrays, and
+    * the history of a 1M-event run would otherwise keep the server above 1.5 GB. Resuming
+    * from further back than that answers 286, as a rolled-over oplog does, and the relay
+    * sweeps. */
+   const char *argv[] = {o->mongod_path, "--port", "0", "--port-file", port_file,
+                         "--oplog-mb", "512", NULL};
    s->mongod_pid = bench_spawn(argv, log);
    for (int i = 0; i < 400 && s->mongod_pid; i++) {
       FILE *f = fopen(port_file, "r");
