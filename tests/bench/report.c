@@ -211,7 +211,8 @@ bench_report_print(const bench_opts_t *o, const bench_results_t *r)
    printf("MongoDB %s, MQTT %s\n", r->mongodb, r->mqtt);
    printf("Figures vary between machines and runs; compare the ratios within one run.\n\n");
    print_baselines(r);
-   if (r->drain_few.events || r->drain_many.events) {
+   if (r->drain_few.events || r->drain_many.events || r->drain_stream.events ||
+       r->drain_bare.events) {
       printf("Drain of a pending backlog (target >= 1.0 x ceiling)\n");
       print_drain("  few entities", &r->drain_few);
       print_drain("  many entities", &r->drain_many);

@@ -212,13 +212,13 @@ bool
 md_cs_transform(const md_changestream_t *cs, bson_t *ev, bson_t **out, bson_error_t *error)
 {
    *out = ev;
-   if (!cs->pipeline) {
+   if (!cs->stages) {
       return true;
    }
    bson_t **res = NULL;
    size_t n = 0;
    bson_t *in[1] = {ev};
-   bool ok = tm_pipeline_run(cs->pipeline, in, 1, &res, &n, error);
+   bool ok = tm_pipeline_exec(cs->stages, in, 1, &res, &n, error);
    *out = NULL;
    if (ok && n == 1) {
       bson_iter_t a, b;
