@@ -162,6 +162,21 @@ check_fields(const bson_t *doc, relay_event_t *ev)
    return reason;
 }
 
+int64_t
+relay_event_peek_seq(const bson_value_t *elem)
+{
+   bson_iter_t it;
+   int64_t seq = 0;
+
+   /* The first "seq" decides, as in check_fields(). */
+   if (elem->value_type == BSON_TYPE_DOCUMENT &&
+       bson_iter_init_from_data(&it, elem->value.v_doc.data, elem->value.v_doc.data_len) &&
+       bson_iter_find(&it, "seq") && !read_seq(&it, &seq)) {
+      seq = 0;
+   }
+   return seq;
+}
+
 /* The event's own copy of a document element, in one block: first a bson_t for the data view
  * (bson_t asks for 128-byte alignment), then the element's bytes, which raw points to. One
  * allocation instead of a copy of the element, a copy of its data and two strings. */

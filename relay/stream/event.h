@@ -35,6 +35,10 @@ typedef struct {
  * still filled if the seq alone was readable. */
 bool relay_event_parse(const bson_value_t *elem, relay_event_t *ev);
 
+/* The seq relay_event_parse() would read from @elem, without parsing the rest: 0 when it is
+ * not a document or has no valid seq. Cheap: for skipping events already seen. */
+int64_t relay_event_peek_seq(const bson_value_t *elem);
+
 /* Frees what @ev owns; safe on a zeroed or already-cleaned event. */
 void relay_event_cleanup(relay_event_t *ev);
 

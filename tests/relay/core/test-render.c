@@ -325,6 +325,32 @@ Test(event, time_range_edges_are_valid)
    }
 }
 
+/* changes.c skips events it has seen by their seq without parsing them: the peeked seq must
+ * be the one a full parse reads, for good and bad events alike. */
+Test(event, peek_seq_matches_parse)
+{
+   const char *docs[] = {
+       "{\"id\": \"e\", \"seq\": {\"$numberLong\": \"7\"}, \"type\": \"T\", \"data\": {}}",
+       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {}}", /* int32 */
+       "{\"id\": \"e\", \"type\": \"T\", \"data\": {}}",               /* none */
+       "{\"id\": \"e\", \"seq\": 0, \"type\": \"T\", \"data\": {}}",
+       "{\"id\": \"e\", \"seq\": \"4\", \"type\": \"T\", \"data\": {}}",
+       "{\"seq\": 5, \"seq\": 9, \"type\": \"T\", \"data\": 1}",     /* first wins, poison */
+       "{\"data\": {\"seq\": 8}, \"seq\": 2, \"id\": 5}",
+   };
+   for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+      relay_event_t ev;
+      const bson_value_t *v = event_value(docs[i]);
+      int64_t peeked = relay_event_peek_seq(v);
+      relay_event_parse(v, &ev);
+      cr_assert_eq(peeked, ev.seq, "%s: peeked %lld, parsed %lld", docs[i], (long long)peeked,
+                   (long long)ev.seq);
+      relay_event_cleanup(&ev);
+   }
+   bson_value_t junk = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 4};
+   cr_assert_eq(relay_event_peek_seq(&junk), 0);
+}
+
 Test(event, non_document_is_poison)
 {
    bson_value_t v;
