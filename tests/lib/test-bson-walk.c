@@ -43,15 +43,16 @@ walk(const raw_t *r, int flags)
 /* Every type, as libbson writes it, passes with and without JSON_STRINGS. */
 Test(bson_walk, every_type_accepted)
 {
-   bson_t *b = bson_new(), sub = BSON_INITIALIZER;
+   bson_t *b = bson_new(), sub = BSON_INITIALIZER, arr = BSON_INITIALIZER;
    bson_oid_t oid;
    bson_decimal128_t dec = {0, 0};
    bson_oid_init(&oid, NULL);
    BSON_APPEND_UTF8(&sub, "k", "v");
+   BSON_APPEND_UTF8(&arr, "0", "v");
    BSON_APPEND_DOUBLE(b, "d", 1.5);
    BSON_APPEND_UTF8(b, "s", "text \xc3\xa9");
    BSON_APPEND_DOCUMENT(b, "o", &sub);
-   BSON_APPEND_ARRAY(b, "a", &sub);
+   BSON_APPEND_ARRAY(b, "a", &arr);
    bson_append_binary(b, "b", 1, BSON_SUBTYPE_BINARY, (const uint8_t *)"xyz", 3);
    bson_append_binary(b, "b2", 2, BSON_SUBTYPE_BINARY_DEPRECATED, (const uint8_t *)"xyz", 3);
    bson_append_undefined(b, "u", 1);
@@ -80,6 +81,7 @@ Test(bson_walk, every_type_accepted)
    }
    bson_destroy(b);
    bson_destroy(&sub);
+   bson_destroy(&arr);
 }
 
 Test(bson_walk, empty_and_framing)
@@ -185,29 +187,34 @@ Test(bson_walk, key_and_string_rules)
 /* The fast UTF-8 check agrees with bson_utf8_validate(), also past the ASCII runs. */
 Test(bson_walk, utf8_agrees_with_libbson)
 {
-   static const char *const samples[] = {
-      "plain ascii text, long enough for several words", "caf\xc3\xa9 au lait, then more text",
-      "\xe2\x82\xac euro and \xf0\x9f\x98\x80 smile, then ascii again after them",
-      "overlong \xc0\xaf slash", "two-byte NUL \xc0\x80 here", "surrogate \xed\xa0\x80 x",
-      "beyond \xf4\x90\x80\x80 max", "cut \xe2\x82", "stray \x80 continuation",
-      "f8 \xf8\x88\x80\x80\x80", "nul\0inside the first eight", "0123456789abcdef\0tail",
-      "\xc3\x28 bad second byte",
-      "a run of forty plain ascii characters...\0 then a NUL and more",
-      "a run of forty plain ascii characters...\xc3\xa9 then more plain text, \xff at last",
+   static const struct {
+      const char *s;
+      size_t len;
+   } samples[] = {
+#define S(lit) {lit, sizeof lit - 1}
+      S("plain ascii text, long enough for several words"),
+      S("caf\xc3\xa9 au lait, then more text"),
+      S("\xe2\x82\xac euro and \xf0\x9f\x98\x80 smile, then ascii again after them"),
+      S("overlong \xc0\xaf slash"),
+      S("two-byte NUL \xc0\x80 here"),
+      S("surrogate \xed\xa0\x80 x"),
+      S("beyond \xf4\x90\x80\x80 max"),
+      S("cut \xe2\x82"),
+      S("stray \x80 continuation"),
+      S("f8 \xf8\x88\x80\x80\x80"),
+      S("nul\0inside the first eight"),
+      S("0123456789abcdef\0tail"),
+      S("\xc3\x28 bad second byte"),
+      S("a run of forty plain ascii characters...\0 then a NUL and more"),
+      S("a run of forty plain ascii characters...\xc3\xa9 then more plain text, \xff at last"),
+#undef S
    };
    for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
-      size_t len = strlen(samples[i]);
-      if (i == 10) {
-         len = 31;
-      } else if (i == 11) {
-         len = 21;
-      } else if (i == 13) {
-         len = 61;
-      }
+      size_t len = samples[i].len;
       for (size_t start = 0; start < len; start++) {
          for (int nul = 0; nul < 2; nul++) {
-            cr_assert_eq(_outbox_utf8_valid(samples[i] + start, len - start, nul),
-                         bson_utf8_validate(samples[i] + start, len - start, nul),
+            cr_assert_eq(_outbox_utf8_valid(samples[i].s + start, len - start, nul),
+                         bson_utf8_validate(samples[i].s + start, len - start, nul),
                          "sample %zu from %zu, allow_nul %d", i, start, nul);
          }
       }
