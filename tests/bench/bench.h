@@ -53,6 +53,7 @@ typedef struct {
 typedef struct {
    pid_t pid;           /* 0 when the process is not ours (external server) */
    double cpu_s;        /* user + system seconds spent in the interval */
+   double sys_s;        /* the system (kernel) part of it */
    double hwm_mib;      /* VmHWM at the end of the interval (peak resident set) */
 } bench_proc_use_t;
 

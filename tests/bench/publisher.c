@@ -106,6 +106,12 @@ wait_connected(bench_pub_t *p)
    return ok;
 }
 
+void
+bench_paho_quiet(void)
+{
+   MQTTAsync_setTraceLevel(MQTTASYNC_TRACE_ERROR);
+}
+
 bench_pub_t *
 bench_pub_new(const char *uri, int window)
 {
@@ -124,6 +130,7 @@ bench_pub_new(const char *uri, int window)
       bench_pub_destroy(p);
       return NULL;
    }
+   bench_paho_quiet();
    MQTTAsync_connectOptions cn = MQTTAsync_connectOptions_initializer5;
    cn.cleanstart = 1;
    cn.onSuccess5 = on_conn;

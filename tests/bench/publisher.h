@@ -24,6 +24,11 @@ typedef struct {
    int64_t last_ack_ns; /* CLOCK_MONOTONIC of the last acknowledgement, 0 if none */
 } bench_pub_stats_t;
 
+/* Lowers paho's internal trace level to ERROR, as the relay does (relay_log_sync_paho): above
+ * it, paho 1.3.12 formats every protocol trace line and records every function entry even
+ * when nothing is printed. Call after creating a client (creating the first one resets it). */
+void bench_paho_quiet(void);
+
 /* Connects to `uri` (MQTT 5, clean start) with room for `window` messages in flight and waits
  * up to 10 s for the CONNACK. Returns NULL (and says why on stderr) on failure. */
 bench_pub_t *bench_pub_new(const char *uri, int window);

@@ -57,8 +57,9 @@ static void
 print_use(const char *who, const bench_proc_use_t *u, size_t events)
 {
    if (u->pid > 0) {
-      printf("  %-9s %6.1f us CPU/ev  peak RSS %6.1f MiB", who,
-             events ? u->cpu_s * 1e6 / (double) events : 0, u->hwm_mib);
+      printf("  %-9s %6.1f us CPU/ev (%2.0f%% sys) peak RSS %6.1f MiB", who,
+             events ? u->cpu_s * 1e6 / (double) events : 0,
+             u->cpu_s > 0 ? 100 * u->sys_s / u->cpu_s : 0, u->hwm_mib);
    } else {
       printf("  %-9s (external: not measured)", who);
    }
@@ -270,6 +271,7 @@ json_drain(FILE *f, const char *prefix, const bench_drain_t *d)
    jnum(f, K("relay_cpu_s_per_100k"), per_100k(d->relay.cpu_s, d->events), m);
    jnum(f, K("relay_cpu_us_per_event"), d->events ? d->relay.cpu_s * 1e6 / (double) d->events : 0,
         m);
+   jnum(f, K("relay_sys_share"), d->relay.cpu_s > 0 ? d->relay.sys_s / d->relay.cpu_s : 0, m);
    jnum(f, K("relay_peak_rss_mib"), d->relay.hwm_mib, m);
    jnum(f, K("mongod_cpu_s_per_100k"), per_100k(d->mongod.cpu_s, d->events),
         m && d->mongod.pid > 0);
