@@ -49,6 +49,8 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
     "Time between a change's commit and the relay reading it, for the latest change."},
    {"outbox_relay_mqtt_connected", "1 when connected to the MQTT broker, else 0."},
    {"outbox_relay_mongodb_connected", "1 when the change stream is open, else 0."},
+   {"outbox_relay_mqtt_short_connections",
+    "MQTT connections in a row lost within 30 s of connecting (3 or more fail /healthz)."},
 };
 
 relay_metrics_t *
@@ -203,6 +205,8 @@ relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason)
       why = "MongoDB not connected";
    } else if (!mqtt) {
       why = "MQTT broker not connected";
+   } else if (relay_metrics_get_gauge(metrics, RELAY_G_MQTT_SHORT_CONNECTIONS) >= 3) {
+      why = "MQTT connection keeps dropping (lost 3 times in a row within 30 s of connecting)";
    }
    if (reason) {
       *reason = why;
