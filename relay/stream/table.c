@@ -308,16 +308,39 @@ relay_table_mark_dirty(relay_table_t *t, relay_entity_t *e)
    t->dirty_tail = e;
 }
 
+/* Whether @e buffers this very element (same seq, same bytes): read again with its document. */
+static bool
+holds(const relay_entity_t *e, const relay_event_t *ev)
+{
+   for (const relay_item_t *it = e->head; it; it = it->next) {
+      if (it->ev.seq == ev->seq && it->ev.raw.value_type == ev->raw.value_type &&
+          it->ev.raw.value_type == BSON_TYPE_DOCUMENT &&
+          it->ev.raw.value.v_doc.data_len == ev->raw.value.v_doc.data_len &&
+          !memcmp(it->ev.raw.value.v_doc.data, ev->raw.value.v_doc.data,
+                  ev->raw.value.v_doc.data_len)) {
+         return true;
+      }
+   }
+   return false;
+}
+
 bool
-relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos)
+relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos,
+                  int64_t replayed_upto)
 {
    relay_item_t *it;
    bool valid = ev->reason == NULL;
 
    if (ev->seq != 0 && ev->seq <= e->last_seq) {
-      return false; /* seen already: a replay, or covered by a read of the document */
-   }
-   if (valid || ev->seq != 0) {
+      if (ev->seq <= replayed_upto || holds(e, ev)) {
+         return false; /* seen already: a replayed change, or read again with its document */
+      }
+      /* Another event at or below a seq already taken or handled (written outside
+       * liboutbox): it can never be published in order, and nothing else would ever remove
+       * it from the document. */
+      valid = false;
+      ev->reason = RELAY_REASON_SEQ_NOT_ABOVE;
+   } else if (valid || ev->seq != 0) {
       e->last_seq = ev->seq;
    }
    it = bson_malloc0(sizeof *it);
