@@ -242,3 +242,31 @@ class Broker:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+def run_tests(name, tests, wanted, cleanup=None):
+    """Runs @tests (all, or those named in @wanted), printing "ok"/"FAIL" lines and the closing
+    "NAME: N passed, N failed" line; returns the exit status (77 without a MongoDB)."""
+    import traceback
+    if not MONGO_URI:
+        print("%s: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)" % name)
+        return 77
+    passed = failed = 0
+    try:
+        for t in tests:
+            if wanted and t.__name__ not in wanted:
+                continue
+            start = time.time()
+            try:
+                t()
+                passed += 1
+                print("ok   %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
+            except Exception:
+                failed += 1
+                print("FAIL %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
+                traceback.print_exc()
+    finally:
+        if cleanup:
+            cleanup()
+    print("%s: %d passed, %d failed" % (name, passed, failed))
+    return 1 if failed else 0

@@ -20,13 +20,12 @@ import shutil
 import subprocess
 import sys
 import time
-import traceback
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaytest import (MONGO_URI, WORKDIR, Broker, Int64, Relay, Subscriber,  # noqa: E402
-                       event, free_port, pymongo, wait_until)
+                       event, free_port, pymongo, run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 RUN = "%d" % os.getpid()
@@ -218,25 +217,7 @@ TESTS = [test_max_packet_size_mqtt5, test_max_packet_size_mqtt311, test_message_
 
 
 def main():
-    if not MONGO_URI:
-        print("relay-brokers: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)")
-        return 77
-    wanted = sys.argv[2:]
-    passed = failed = 0
-    for t in TESTS:
-        if wanted and t.__name__ not in wanted:
-            continue
-        start = time.time()
-        try:
-            t()
-            passed += 1
-            print("ok   %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-        except Exception:
-            failed += 1
-            print("FAIL %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-            traceback.print_exc()
-    print("relay-brokers: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return run_tests("relay-brokers", TESTS, sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -14,11 +14,10 @@ import json
 import os
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaytest import (MONGO_URI, Int64, Relay, Subscriber, event, pymongo,  # noqa: E402
-                       wait_until)
+                       run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 RUN = "%d" % os.getpid()
@@ -131,25 +130,7 @@ TESTS = [test_stream_path, test_sweep_path]
 
 
 def main():
-    if not MONGO_URI:
-        print("relay-seq: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)")
-        return 77
-    wanted = sys.argv[2:]
-    passed = failed = 0
-    for t in TESTS:
-        if wanted and t.__name__ not in wanted:
-            continue
-        start = time.time()
-        try:
-            t()
-            passed += 1
-            print("ok   %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-        except Exception:
-            failed += 1
-            print("FAIL %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-            traceback.print_exc()
-    print("relay-seq: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return run_tests("relay-seq", TESTS, sys.argv[2:])
 
 
 if __name__ == "__main__":
