@@ -162,7 +162,7 @@ relay_run(relay_t *r)
    drain(r);
    update_gauges(r);
    relay_log(RELAY_LOG_INFO, "relay", "stopped");
-   return EX_OK;
+   return r->exit_code;
 }
 
 void

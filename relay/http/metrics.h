@@ -40,6 +40,7 @@ typedef enum {
    RELAY_G_MQTT_CONNECTED,      /* outbox_relay_mqtt_connected: 1 or 0 */
    RELAY_G_MONGODB_CONNECTED,   /* outbox_relay_mongodb_connected: 1 or 0 */
    RELAY_G_MQTT_SHORT_CONNECTIONS, /* outbox_relay_mqtt_short_connections: lost soon, in a row */
+   RELAY_G_MONGODB_WRITES_REFUSED, /* outbox_relay_mongodb_writes_refused: 1 while refused */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 

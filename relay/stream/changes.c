@@ -12,6 +12,7 @@
  * up to its eventSeq is done. So a restart re-publishes only what was never cleared.
  */
 #include <string.h>
+#include <sysexits.h>
 
 #include "util/log.h"
 #include "relay-private.h"
@@ -434,6 +435,33 @@ ensure_indexes(relay_t *r)
    }
 }
 
+/* The first read failed. A refusal of the credentials before the relay ever worked will not
+ * fix itself: stop with EX_NOPERM so the operator sees it at once. Anything else (the server
+ * is down, TLS fails) is retried with backoff and logged once until it works. */
+static void
+start_failed(relay_t *r, const bson_error_t *error, int64_t now)
+{
+   bool auth = error->domain == MONGOC_ERROR_CLIENT &&
+               error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
+   relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 0.0);
+   if (auth) {
+      /* mongoc passes on the server's answer to the SASL conversation as is (e.g. "no such
+       * command: 'saslStart'"): say that it was the authentication that failed. */
+      relay_log(RELAY_LOG_ERROR, "stream",
+                "MongoDB authentication failed (%s): check the user, password, authSource "
+                "and authMechanism of --mongodb-uri; exiting with status %d",
+                error->message, EX_NOPERM);
+      r->exit_code = EX_NOPERM;
+      relay_request_stop(r);
+      return;
+   }
+   relay_log(r->sweep_backoff_ms == 0 ? RELAY_LOG_WARNING : RELAY_LOG_DEBUG, "stream",
+             "MongoDB: %s%s", error->message,
+             r->sweep_backoff_ms == 0 ? " (retrying with backoff; logged again when it works)"
+                                      : "");
+   r->sweep_retry_at_ms = now + relay_backoff_next(r->cfg, &r->sweep_backoff_ms);
+}
+
 void
 relay_changes_start(relay_t *r, int64_t now)
 {
@@ -445,22 +473,16 @@ relay_changes_start(relay_t *r, int64_t now)
    }
    if (relay_store_load_checkpoint(r->state, r->cfg->name, &token, &error)) {
       ensure_indexes(r);
-      relay_log(RELAY_LOG_INFO, "stream", "resuming from the checkpoint of '%s'", r->cfg->name);
+      relay_log(RELAY_LOG_INFO, "stream", "%sresuming from the checkpoint of '%s'",
+                r->sweep_backoff_ms ? "MongoDB answers; " : "", r->cfg->name);
+      r->sweep_backoff_ms = 0;
       relay_reader_start(r->reader, &token, NULL);
       bson_destroy(&token);
       r->started = true;
       return;
    }
    if (error.code != 0) {
-      /* mongoc passes on the server's answer to the SASL conversation as is (e.g. "no such
-       * command: 'saslStart'"): say that it was the authentication that failed. */
-      bool auth = error.domain == MONGOC_ERROR_CLIENT &&
-                  error.code == MONGOC_ERROR_CLIENT_AUTHENTICATE &&
-                  !strstr(error.message, "uthentication");
-      relay_log(RELAY_LOG_WARNING, "stream", "MongoDB: %s%s", auth ? "authentication failed: " : "",
-                error.message);
-      relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 0.0);
-      r->sweep_retry_at_ms = now + relay_backoff_next(r->cfg, &r->sweep_backoff_ms);
+      start_failed(r, &error, now);
       return;
    }
    ensure_indexes(r);

@@ -40,6 +40,7 @@ typedef struct _md_coll_t {
    md_index_t **indexes;
    size_t n_indexes;
    bson_t *options; /* options given to create, {} otherwise */
+   tm_matcher_t *validator; /* options.validator parsed (validator.c), NULL if none */
    uint8_t uuid[16];
    char *view_on;         /* a view: the collection it reads, NULL for a collection */
    bson_t *view_pipeline; /* a view: its pipeline (array) */
@@ -107,6 +108,10 @@ bool
 md_coll_create_index(md_coll_t *coll, const bson_t *spec, bool *existed, bson_error_t *error);
 bool
 md_coll_drop_index(md_coll_t *coll, const char *name, bson_error_t *error);
+/* Whether `doc` has an entry in the index: it matches the partial filter, and for a sparse
+ * index has at least one of the key's fields. */
+bool
+md_index_contains(const md_index_t *ix, const bson_t *doc);
 /* Finds an index by name (hint string) or key pattern (hint document). */
 md_index_t *
 md_coll_find_index(const md_coll_t *coll, const bson_value_t *hint);
