@@ -203,8 +203,11 @@ relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *err
    relay_http_t *http = bson_malloc0(sizeof *http);
    http->metrics = metrics;
    http->guard = relay_http_guard_new(MAX_WAITING, REQUEST_DEADLINE_MS);
-   /* AUTO picks epoll or poll: select() would fail once descriptors pass 1024. */
-   unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+   /* poll(), not select() (it fails once descriptors pass 1024) and not epoll: libmicrohttpd
+    * 0.9.75's epoll loop calls epoll_wait() again with the full timeout after a batch of 128
+    * events, so after many connections closed at once the stop (or those events) waited up
+    * to the idle timeout. */
+   unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
    if (addr.ss_family == AF_INET6) {
       flags |= MHD_USE_IPv6;
    }

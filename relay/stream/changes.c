@@ -345,7 +345,9 @@ begin_sweep(relay_t *r, int64_t now)
    /* Old positions belong to a stream that cannot be resumed: forget them. The sweep's own
     * position holds one extra reference until the sweep ends, so it outlives its events. */
    relay_table_pos_reset(&r->table);
-   r->sweep_pos = relay_table_pos_push(&r->table, NULL, 0);
+   /* Its events are at least as old as the sweep: the pending-age gauge counts from its start
+    * (it read 0 while swept events waited, so alerts missed them). */
+   r->sweep_pos = relay_table_pos_push(&r->table, NULL, relay_wall_ms());
    r->sweep_pos->remaining++;
    /* Events still buffered from the old stream come "before" the new one too: until they
     * are cleared, no checkpoint of the new stream may be saved. */

@@ -5,7 +5,8 @@ written outside liboutbox with repeated or decreasing seqs ([2,1,2], [1,1], [2,1
 event of each is published; every later one whose seq is not above one before it is
 dead-lettered with a reason; nothing stays pending; a later sweep publishes nothing more.
 Before, the relay published the first element and left the rest pending for good, silently,
-and a sweep later published seq 1 after seq 2.
+and a sweep later published seq 1 after seq 2. Also: what a sweep found and cannot publish shows
+in the pending-age gauge.
 
 usage: test_seq.py OUTBOX_RELAY [TEST_NAME ...]   (run under tests/fixtures/with-servers)
 """
@@ -14,10 +15,11 @@ import json
 import os
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relaytest import (MONGO_URI, Int64, Relay, Subscriber, event, pymongo,  # noqa: E402
-                       run_tests, wait_until)
+from relaytest import (MONGO_URI, Int64, Relay, Subscriber, event, free_port,  # noqa: E402
+                       pymongo, run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 RUN = "%d" % os.getpid()
@@ -126,7 +128,36 @@ def test_sweep_path():
         sub.close()
 
 
-TESTS = [test_stream_path, test_sweep_path]
+def pending_age(port):
+    try:
+        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read()
+    except OSError:
+        return None
+    for line in text.decode().splitlines():
+        if line.startswith("outbox_relay_oldest_pending_event_age_seconds "):
+            return float(line.split()[1])
+    return None
+
+
+def test_swept_events_show_their_age():
+    """Events a sweep found and cannot publish (the broker is unreachable) show in the
+    pending-age gauge; it read 0, so an alert on it missed them."""
+    dbname, cname, rname = names("age")
+    coll = client[dbname][cname]
+    coll.insert_one({"_id": "stuck", "version": Int64(1), "eventSeq": Int64(1),
+                     "events": [event(1)]})
+    port = free_port()
+    relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--metrics-listen", "127.0.0.1:%d" % port],
+                  mqtt_uri="tcp://127.0.0.1:%d" % free_port())
+    try:
+        check(relay.wait_log("sweep done"), "no sweep")
+        check(wait_until(lambda: (pending_age(port) or 0) >= 2, 20),
+              "pending-age gauge %s while a swept event waits" % pending_age(port))
+    finally:
+        relay.stop()
+
+
+TESTS = [test_stream_path, test_sweep_path, test_swept_events_show_their_age]
 
 
 def main():
