@@ -94,11 +94,12 @@ void relay_mqtt_disconnect(relay_mqtt_t *m, int timeout_ms);
  * a CONNACK refusal (e.g. a network error). Pure; thread-safe. */
 const char *relay_mqtt_connack_text(int mqtt_version, int code, int reason);
 
-/* Replaces paho's client by a new one (not connected) that connects with a clean session
- * from then on. What the old one had in flight is dropped without completions: paho resends
- * the publishes of a kept session by itself, so this is the only way to stop it sending a
- * message the relay has dead-lettered. Returns false (logged) if no client could be made. */
-bool relay_mqtt_renew(relay_mqtt_t *m);
+/* Drops the connection (if any) and stops paho's automatic reconnect; the next
+ * relay_mqtt_connect() and every later one start a clean session. paho resends the publishes
+ * of a kept session by itself after a reconnect: this is how the relay stops it sending a
+ * message it has dead-lettered. Publishes in flight complete as usual (stale ones are the
+ * caller's to ignore). */
+void relay_mqtt_clean_session(relay_mqtt_t *m);
 
 /* Destroys the client; NULL-safe. No completion arrives afterwards. */
 void relay_mqtt_destroy(relay_mqtt_t *m);

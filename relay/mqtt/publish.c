@@ -288,7 +288,7 @@ requeue_inflight(relay_t *r, int64_t now)
 }
 
 /* After a message was dead-lettered for killing the connection: paho must forget the copy
- * its session would send again on the next reconnect (see relay_mqtt_renew()). */
+ * its session would send again on the next reconnect (see relay_mqtt_clean_session()). */
 static void
 renew(relay_t *r, int64_t now)
 {
@@ -296,7 +296,7 @@ renew(relay_t *r, int64_t now)
              "reconnecting with a clean session, so that the broker is not sent that message "
              "again");
    requeue_inflight(r, now);
-   relay_mqtt_renew(r->mqtt);
+   relay_mqtt_clean_session(r->mqtt);
    r->mqtt_connected = false;
    r->mqtt_connecting = false;
    r->mqtt_retry_at_ms = now;
