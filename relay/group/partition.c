@@ -70,6 +70,29 @@ relay_partset_equal(const relay_partset_t *a, const relay_partset_t *b)
    return memcmp(a, b, sizeof *a) == 0;
 }
 
+void
+relay_partset_format(const relay_partset_t *s, int n, bson_string_t *out)
+{
+   size_t start = out->len;
+   for (int p = 0; p < n; p++) {
+      int q = p;
+      if (!relay_partset_has(s, p)) {
+         continue;
+      }
+      while (q + 1 < n && relay_partset_has(s, q + 1)) {
+         q++;
+      }
+      bson_string_append_printf(out, "%s%d", out->len > start ? ", " : "", p);
+      if (q > p) {
+         bson_string_append_printf(out, "-%d", q);
+      }
+      p = q;
+   }
+   if (out->len == start) {
+      bson_string_append(out, "none");
+   }
+}
+
 int
 relay_partset_ranges(const relay_partset_t *s, int n, relay_hash_range_t *out)
 {

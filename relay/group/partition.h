@@ -50,6 +50,9 @@ bool relay_partset_has(const relay_partset_t *s, int p);
 int relay_partset_count(const relay_partset_t *s, int n);
 bool relay_partset_equal(const relay_partset_t *a, const relay_partset_t *b);
 
+/* Appends the set as "0-7, 12, 30-31" ("none" when empty). */
+void relay_partset_format(const relay_partset_t *s, int n, bson_string_t *out);
+
 /* One range of hashed keys: [lo, hi), or [lo, INT64_MAX] when @to_max. */
 typedef struct {
    int64_t lo, hi;
