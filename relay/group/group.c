@@ -311,7 +311,7 @@ go_standby(relay_t *r)
 
 /* After ownership changed: start, stop or refilter the stream. */
 static void
-update_stream(relay_t *r)
+update_stream(relay_t *r, int64_t now)
 {
    relay_group_t *g = &r->group;
    bool empty = relay_partset_count(&g->active, g->n) == 0;
@@ -323,8 +323,11 @@ update_stream(relay_t *r)
       return;
    }
    if (!r->started) {
-      if (g->probe == 0) {
+      if (g->probe == 0 && now >= g->probe_retry_at_ms) {
          g->probe = probe(r);
+         if (g->probe == 0) {
+            g->probe_retry_at_ms = now + relay_backoff_next(r->cfg, &g->probe_backoff_ms);
+         }
       }
       if (g->probe != 0) {
          start_stream(r);
@@ -387,7 +390,7 @@ relay_group_step(relay_t *r, int64_t now)
    }
    relay_gate_finish_drains(r, now);
    if (changed || (!r->started && relay_partset_count(&g->active, g->n) > 0)) {
-      update_stream(r);
+      update_stream(r, now);
    }
    relay_gate_unpark(r);
    relay_gate_eligibility(r, now);

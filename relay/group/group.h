@@ -56,6 +56,8 @@ typedef struct {
    relay_partset_t streamed; /* what the open stream's server-side filter selects */
    relay_partset_t sweep_wanted;
    int probe;             /* 0 not yet, 1 the server hashes like us, -1 it does not */
+   int64_t probe_retry_at_ms;
+   int probe_backoff_ms;
    int n_draining;
    int64_t drain_check_ms;
    int n_fresh_done;      /* fresh partitions whose sweep ended ... */

@@ -385,10 +385,18 @@ relay_changes_open(relay_t *r, const bson_t *token, const relay_partset_t *unswe
    relay_table_pos_reset(&r->table);
    base = relay_table_pos_marker(&r->table);
    relay_table_pos_adopt(&r->table, base);
-   relay_group_sweep_began(r, &r->group.active, base);
    r->started = true;
    r->stream_gen = UINT64_MAX; /* nothing queued before this start is applied */
    if (token) {
+      /* Partitions resumed from their checkpoints: a token after the base is valid for them.
+       * Those that came without one wait for their own sweep's marker. */
+      relay_partset_t resumed = r->group.active;
+      for (int p = 0; p < r->group.n; p++) {
+         if (relay_partset_has(unswept, p)) {
+            relay_partset_remove(&resumed, p);
+         }
+      }
+      relay_group_sweep_began(r, &resumed, base);
       relay_log(RELAY_LOG_INFO, "stream", "resuming from the checkpoint of '%s'", r->cfg->name);
       r->stream_gen = relay_reader_start(r->reader, token, NULL);
       for (int p = 0; p < r->group.n; p++) {
