@@ -64,6 +64,9 @@ struct relay_lease_t {
    size_t n_drained;
    /* Under @lock: events for the main thread. */
    relay_lease_event_t *head, *tail;
+   /* Lease thread only: events held back by _relay_lease_hold(). */
+   bool holding;
+   relay_lease_event_t *held_head, *held_tail;
 
    /* Atomics, read by any thread. */
    _Atomic int64_t *deadline;  /* CLOCK_BOOTTIME ns; 0 = not owned: the gate */
@@ -78,6 +81,11 @@ struct relay_lease_t {
 /* Queues an event for the main thread (takes @token) and wakes it. */
 void _relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part,
                        int64_t epoch, bson_t *token, const char *message);
+
+/* Holds events back until _relay_lease_flush(): the main thread then sees a whole tick's
+ * acquisitions at once (one stream start, one sweep). Lease thread only. */
+void _relay_lease_hold(relay_lease_t *l);
+void _relay_lease_flush(relay_lease_t *l);
 
 /* tick.c: one tick: set-up, renew, member document, read, reconcile, balance. */
 void _relay_lease_tick(relay_lease_t *l, bool eligible);

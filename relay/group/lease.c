@@ -41,6 +41,15 @@ _relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part, int
    ev->epoch = epoch;
    ev->token = token;
    ev->message = message ? bson_strdup(message) : NULL;
+   if (l->holding) {
+      if (l->held_tail) {
+         l->held_tail->next = ev;
+      } else {
+         l->held_head = ev;
+      }
+      l->held_tail = ev;
+      return;
+   }
    pthread_mutex_lock(&l->lock);
    if (l->tail) {
       l->tail->next = ev;
@@ -49,6 +58,31 @@ _relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part, int
    }
    l->tail = ev;
    pthread_mutex_unlock(&l->lock);
+   l->wake(l->wake_ctx);
+}
+
+void
+_relay_lease_hold(relay_lease_t *l)
+{
+   l->holding = true;
+}
+
+void
+_relay_lease_flush(relay_lease_t *l)
+{
+   l->holding = false;
+   if (!l->held_head) {
+      return;
+   }
+   pthread_mutex_lock(&l->lock);
+   if (l->tail) {
+      l->tail->next = l->held_head;
+   } else {
+      l->head = l->held_head;
+   }
+   l->tail = l->held_tail;
+   pthread_mutex_unlock(&l->lock);
+   l->held_head = l->held_tail = NULL;
    l->wake(l->wake_ctx);
 }
 

@@ -28,11 +28,16 @@ deadline_after(const relay_lease_t *l, int64_t sent_ns)
 static void
 note_down(relay_lease_t *l, const char *what, const bson_error_t *error)
 {
+   /* mongoc passes on the server's answer to the SASL conversation as is (e.g. "no such
+    * command: 'saslStart'"): say that it was the authentication that failed. */
+   bool auth = error->domain == MONGOC_ERROR_CLIENT &&
+               error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE &&
+               !strstr(error->message, "uthentication");
    if (!l->down_logged) {
       relay_log(RELAY_LOG_WARNING, "group",
-                "%s failed: %s (leases are not renewed; each partition stops publishing at its "
-                "deadline)",
-                what, error->message);
+                "%s failed: MongoDB: %s%s (leases are not renewed; each partition stops "
+                "publishing at its deadline)",
+                what, auth ? "authentication failed: " : "", error->message);
       l->down_logged = true;
    } else {
       relay_log(RELAY_LOG_DEBUG, "group", "%s failed: %s", what, error->message);
@@ -184,6 +189,7 @@ acquire(relay_lease_t *l, const relay_balance_plan_t *plan)
        !relay_lease_store_read_mine(&l->st, &want, &got, epochs, tokens, &error)) {
       note_down(l, "acquiring leases", &error);
    } else if (relay_partset_count(&got, l->cfg->partitions) > 0) {
+      _relay_lease_hold(l);
       for (int p = 0; p < l->cfg->partitions; p++) {
          if (relay_partset_has(&got, p)) {
             set_owned(l, p, epochs[p], deadline_after(l, sent_ns));
@@ -192,6 +198,7 @@ acquire(relay_lease_t *l, const relay_balance_plan_t *plan)
             tokens[p] = NULL;
          }
       }
+      _relay_lease_flush(l);
       log_set("acquired", &got, l->cfg->partitions, NULL);
    }
    for (int p = 0; p < l->cfg->partitions; p++) {

@@ -435,19 +435,19 @@ on_opened(relay_t *r, const relay_change_t *c)
    r->verifying = true;
    r->verify_until = c->ts;
    relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 1.0);
-   if (c->code == 2) {
+   if (c->code == 2 && r->stream_opened_once) {
       /* Reopened for another set of partitions: not a reconnect. */
       relay_log(RELAY_LOG_DEBUG, "stream", "change stream reopened for new partitions");
       return;
    }
-   if (c->code) {
+   if (c->code == 1) {
       relay_metrics_add(r->metrics, RELAY_M_RESUMES, 1);
    }
    if (r->stream_opened_once) {
       relay_metrics_add(r->metrics, RELAY_M_MONGODB_RECONNECTS, 1);
    }
    r->stream_opened_once = true;
-   relay_log(RELAY_LOG_INFO, "stream", "change stream open%s", c->code ? " (resumed)" : "");
+   relay_log(RELAY_LOG_INFO, "stream", "change stream open%s", c->code == 1 ? " (resumed)" : "");
 }
 
 /* Applies one queued change; false if it has to be retried. */

@@ -83,8 +83,9 @@ FAILPOINTS = {
                          "appName": "outbox-relay-stream"}, {"times": 2}),
     "clear_dropped": ({"failCommands": ["update"], "closeConnection": True,
                        "appName": "outbox-relay-clear"}, {"times": 3}),
+    # Checkpoints are written with the lease renewals, by the lease thread.
     "checkpoint_dropped": ({"failCommands": ["update"], "closeConnection": True,
-                            "appName": "outbox-relay"}, {"times": 3}),
+                            "appName": "outbox-relay-lease"}, {"times": 3}),
     "clear_error": ({"failCommands": ["update"], "errorCode": 91,
                      "appName": "outbox-relay-clear"}, {"times": 2}),
     "slow_getmore": ({"failCommands": ["getMore"], "blockConnection": True, "blockTimeMS": 700,
@@ -92,7 +93,7 @@ FAILPOINTS = {
     "slow_clear": ({"failCommands": ["update"], "blockConnection": True, "blockTimeMS": 700,
                     "appName": "outbox-relay-clear"}, {"times": 4}),
     "slow_checkpoint": ({"failCommands": ["update"], "blockConnection": True,
-                         "blockTimeMS": 1500, "appName": "outbox-relay"}, {"times": 2}),
+                         "blockTimeMS": 1500, "appName": "outbox-relay-lease"}, {"times": 2}),
 }
 
 
