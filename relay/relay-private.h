@@ -92,6 +92,11 @@ struct relay_t {
    relay_clearer_t *clearer;
    int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
    int write_backoff_ms;
+   bool writes_failing; /* the last write failed: further failures are logged at debug */
+   bool writes_refused; /* ... with 13 Unauthorized or an authentication failure: publishing
+                         * is paused until a write succeeds (writer.c) */
+
+   int exit_code; /* relay_run()'s result when it stops by itself (EX_OK otherwise) */
 };
 
 /* changes.c */
@@ -129,5 +134,8 @@ void relay_writer_flush(relay_t *r, int64_t now, bool force);
 void relay_writer_checkpoint(relay_t *r, int64_t now, bool force);
 /* True when nothing waits to be cleared or dead-lettered and no clear is running. */
 bool relay_writer_idle(relay_t *r);
+/* Whether MongoDB refuses the relay's credentials or privileges: 13 Unauthorized, or an
+ * authentication failure. */
+bool relay_error_is_refusal(const bson_error_t *error);
 
 #endif /* RELAY_PRIVATE_H */

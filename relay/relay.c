@@ -172,7 +172,7 @@ relay_run(relay_t *r)
    drain(r);
    update_gauges(r);
    relay_log(RELAY_LOG_INFO, "relay", "stopped");
-   return r->group.fatal ? EX_CONFIG : EX_OK;
+   return r->exit_code;
 }
 
 void

@@ -382,7 +382,8 @@ relay_group_step(relay_t *r, int64_t now)
          changed = relay_gate_drain(r, ev->part, ev->epoch, now) || changed;
          break;
       case RELAY_LEASE_FATAL:
-         relay_log(RELAY_LOG_ERROR, "group", "cannot join: %s", ev->message);
+         relay_log(RELAY_LOG_ERROR, "group", "%s", ev->message);
+         r->exit_code = ev->code;
          g->fatal = true;
          break;
       }

@@ -40,6 +40,8 @@ struct relay_lease_t {
    bool ready;               /* the group documents are set up */
    bool fatal;               /* this process cannot join: no more ticks */
    bool down_logged;         /* MongoDB unreachable was said already */
+   bool refused;             /* MongoDB refuses our writes (13, authentication) */
+   bool tick_failed;         /* something failed in the current tick */
    relay_partset_t owned;    /* the lease table: partitions owned ... */
    int64_t *epochs;          /* ... at these epochs */
    bool *handoff_posted;     /* HANDOFF sent to the main thread for this epoch */
@@ -73,7 +75,7 @@ struct relay_lease_t {
    _Atomic int64_t *epoch_pub; /* epoch per owned partition (metrics), 0 = not owned */
    atomic_int owned_count;
    atomic_int members;
-   _Atomic int64_t last_ok_ns; /* CLOCK_BOOTTIME of the last good tick */
+   _Atomic int64_t last_ok_ns; /* CLOCK_BOOTTIME of the last tick MongoDB answered */
    _Atomic uint64_t renew_buckets[RELAY_RENEW_BUCKETS + 1];
    _Atomic uint64_t renew_count, renew_sum_us;
 };
@@ -81,6 +83,9 @@ struct relay_lease_t {
 /* Queues an event for the main thread (takes @token) and wakes it. */
 void _relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part,
                        int64_t epoch, bson_t *token, const char *message);
+
+/* Queues a FATAL event: the relay stops with exit status @code; @message says why. */
+void _relay_lease_post_fatal(relay_lease_t *l, int code, const char *message);
 
 /* Holds events back until _relay_lease_flush(): the main thread then sees a whole tick's
  * acquisitions at once (one stream start, one sweep). Lease thread only. */

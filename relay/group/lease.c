@@ -31,16 +31,10 @@ mono_ns(void)
    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-void
-_relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part, int64_t epoch,
-                  bson_t *token, const char *message)
+/* Appends @ev to the main thread's queue (or to the held events) and wakes it. */
+static void
+enqueue(relay_lease_t *l, relay_lease_event_t *ev)
 {
-   relay_lease_event_t *ev = bson_malloc0(sizeof *ev);
-   ev->kind = kind;
-   ev->part = part;
-   ev->epoch = epoch;
-   ev->token = token;
-   ev->message = message ? bson_strdup(message) : NULL;
    if (l->holding) {
       if (l->held_tail) {
          l->held_tail->next = ev;
@@ -59,6 +53,34 @@ _relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part, int
    l->tail = ev;
    pthread_mutex_unlock(&l->lock);
    l->wake(l->wake_ctx);
+}
+
+static relay_lease_event_t *
+event_new(relay_lease_event_kind_t kind, int part, int64_t epoch, bson_t *token,
+          const char *message)
+{
+   relay_lease_event_t *ev = bson_malloc0(sizeof *ev);
+   ev->kind = kind;
+   ev->part = part;
+   ev->epoch = epoch;
+   ev->token = token;
+   ev->message = message ? bson_strdup(message) : NULL;
+   return ev;
+}
+
+void
+_relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part, int64_t epoch,
+                  bson_t *token, const char *message)
+{
+   enqueue(l, event_new(kind, part, epoch, token, message));
+}
+
+void
+_relay_lease_post_fatal(relay_lease_t *l, int code, const char *message)
+{
+   relay_lease_event_t *ev = event_new(RELAY_LEASE_FATAL, -1, 0, NULL, message);
+   ev->code = code;
+   enqueue(l, ev);
 }
 
 void

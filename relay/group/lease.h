@@ -35,13 +35,15 @@ typedef enum {
    RELAY_LEASE_ACQUIRED = 0, /* @part is ours at @epoch; @token: its checkpoint, or NULL */
    RELAY_LEASE_LOST,         /* @part is not ours any more (taken after it expired) */
    RELAY_LEASE_HANDOFF,      /* @part (at @epoch) is asked for: drain it, then drained() */
-   RELAY_LEASE_FATAL,        /* @message: this process cannot join its group: stop */
+   RELAY_LEASE_FATAL,        /* @message: this process cannot join its group: stop with
+                              * exit status @code */
 } relay_lease_event_kind_t;
 
 typedef struct relay_lease_event_t {
    relay_lease_event_kind_t kind;
    int part;
    int64_t epoch;
+   int code;      /* FATAL: the <sysexits.h> exit status */
    bson_t *token; /* owned */
    char *message; /* owned */
    struct relay_lease_event_t *next;

@@ -10,7 +10,9 @@
 #include "group/lease-private.h"
 
 #include <string.h>
+#include <sysexits.h>
 
+#include "relay-private.h"
 #include "util/log.h"
 
 static bool
@@ -25,19 +27,54 @@ deadline_after(const relay_lease_t *l, int64_t sent_ns)
    return sent_ns + (l->cfg->lease_ttl_ms - l->cfg->lease_margin_ms) * 1000000LL;
 }
 
+/* MongoDB refuses the writes (13 Unauthorized, or the password stopped working): no lease
+ * can be held, so nothing is published; said once, as the writer says it of clears. */
+static void
+note_refused(relay_lease_t *l, const char *what, const bson_error_t *error)
+{
+   if (!l->refused) {
+      relay_log(RELAY_LOG_ERROR, "group",
+                "MongoDB refuses the relay's writes (%s: %s): its user needs readWrite on "
+                "database %s. Publishing is paused until a write succeeds; events already "
+                "published stay pending and will be published again (retrying every %d ms)",
+                what, error->message, l->cfg->database, l->cfg->lease_renew_ms);
+      relay_metrics_set(l->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 1.0);
+      l->refused = true;
+   } else {
+      relay_log(RELAY_LOG_DEBUG, "group", "%s refused again: %s", what, error->message);
+   }
+   /* The server answered: MongoDB is reachable, it says no. */
+   atomic_store(&l->last_ok_ns, relay_boot_ns());
+}
+
 static void
 note_down(relay_lease_t *l, const char *what, const bson_error_t *error)
 {
-   /* mongoc passes on the server's answer to the SASL conversation as is (e.g. "no such
-    * command: 'saslStart'"): say that it was the authentication that failed. */
    bool auth = error->domain == MONGOC_ERROR_CLIENT &&
-               error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE &&
-               !strstr(error->message, "uthentication");
+               error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
+   if (auth && !l->ready) {
+      /* Wrong credentials before the relay ever worked will not fix themselves: stop, so the
+       * operator sees it at once. mongoc passes the server's answer to the SASL conversation
+       * on as is (e.g. "no such command: 'saslStart'"): say that authentication failed. */
+      char *msg = bson_strdup_printf(
+         "MongoDB authentication failed (%s): check the user, password, authSource and "
+         "authMechanism of --mongodb-uri; exiting with status %d",
+         error->message, EX_NOPERM);
+      l->fatal = true;
+      _relay_lease_post_fatal(l, EX_NOPERM, msg);
+      bson_free(msg);
+      return;
+   }
+   l->tick_failed = true;
+   if (relay_error_is_refusal(error)) {
+      note_refused(l, what, error);
+      return;
+   }
    if (!l->down_logged) {
       relay_log(RELAY_LOG_WARNING, "group",
-                "%s failed: MongoDB: %s%s (leases are not renewed; each partition stops "
-                "publishing at its deadline)",
-                what, auth ? "authentication failed: " : "", error->message);
+                "%s failed: MongoDB: %s (leases are not renewed; each partition stops "
+                "publishing at its deadline; retrying every %d ms)",
+                what, error->message, l->cfg->lease_renew_ms);
       l->down_logged = true;
    } else {
       relay_log(RELAY_LOG_DEBUG, "group", "%s failed: %s", what, error->message);
@@ -244,11 +281,14 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    if (l->fatal) {
       return;
    }
+   l->tick_failed = false;
    if (!l->ready) {
       relay_group_init_t rc = relay_lease_store_init(&l->st, &error);
       if (rc == RELAY_GROUP_MISMATCH) {
+         char *msg = bson_strdup_printf("cannot join: %s", error.message);
          l->fatal = true;
-         _relay_lease_post(l, RELAY_LEASE_FATAL, -1, 0, NULL, error.message);
+         _relay_lease_post_fatal(l, EX_CONFIG, msg);
+         bson_free(msg);
          return;
       }
       if (rc != RELAY_GROUP_OK) {
@@ -281,7 +321,16 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    }
    balance(l, eligible);
    publish_counts(l);
+   if (l->fatal) {
+      return;
+   }
    atomic_store(&l->last_ok_ns, relay_boot_ns());
+   if (l->refused && !l->tick_failed) {
+      relay_log(RELAY_LOG_INFO, "group", "MongoDB accepts the relay's writes again: publishing "
+                                         "resumes");
+      relay_metrics_set(l->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 0.0);
+      l->refused = false;
+   }
    if (l->down_logged) {
       relay_log(RELAY_LOG_INFO, "group", "MongoDB reachable again");
       l->down_logged = false;

@@ -59,6 +59,9 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
     "1 when the change stream is open (a standby: when its leases are renewed), else 0."},
    {"outbox_relay_partitions_owned", "Partition leases this member holds."},
    {"outbox_relay_group_members", "Live members of this relay's group, as it last counted."},
+   {"outbox_relay_mongodb_writes_refused",
+    "1 while MongoDB refuses the relay's writes (13 Unauthorized or authentication): "
+    "publishing is paused."},
 };
 
 relay_metrics_t *
@@ -253,6 +256,8 @@ relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason)
       why = "MongoDB not connected";
    } else if (!mqtt) {
       why = "MQTT broker not connected";
+   } else if (relay_metrics_get_gauge(metrics, RELAY_G_MONGODB_WRITES_REFUSED) == 1.0) {
+      why = "MongoDB refuses the relay's writes (not authorized): publishing paused";
    }
    if (reason) {
       *reason = why;

@@ -44,6 +44,7 @@ typedef enum {
    RELAY_G_MONGODB_CONNECTED,   /* outbox_relay_mongodb_connected: 1 or 0 */
    RELAY_G_PARTITIONS_OWNED,    /* outbox_relay_partitions_owned: leases this member holds */
    RELAY_G_GROUP_MEMBERS,       /* outbox_relay_group_members: live members it counts */
+   RELAY_G_MONGODB_WRITES_REFUSED, /* outbox_relay_mongodb_writes_refused: 1 while refused */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 

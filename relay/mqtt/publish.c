@@ -187,8 +187,9 @@ relay_publish_dispatch(relay_t *r, int64_t now)
 {
    size_t limit = window(r);
 
-   while (r->mqtt_connected && r->n_free > 0 && r->table.inflight < limit &&
-          now >= r->publish_pause_until_ms) {
+   /* Nothing new goes out while MongoDB refuses the clears (writer.c). */
+   while (r->mqtt_connected && !r->writes_refused && r->n_free > 0 &&
+          r->table.inflight < limit && now >= r->publish_pause_until_ms) {
       relay_entity_t *e = relay_table_next_ready(&r->table, now);
       const char *poison = NULL;
       uint32_t slot;

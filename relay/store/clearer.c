@@ -129,8 +129,11 @@ run_job(relay_clearer_t *c, relay_clear_job_t *job)
          }
       }
       if (n > 0 && !mongoc_bulk_operation_execute(bulk, &reply, &error)) {
-         relay_log(RELAY_LOG_WARNING, "clear", "clearing %zu entities failed: %s", n,
-                   error.message);
+         /* The main thread logs it (once per run of failures, see writer.c). */
+         if (job->n_failed == 0) {
+            job->error = error;
+         }
+         job->n_failed += n;
          mark_failed(mine, n);
       }
       if (n > 0) {

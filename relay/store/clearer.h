@@ -32,6 +32,8 @@ typedef struct {
    relay_clear_stmt_t *stmts;
    size_t n, cap;
    size_t n_events;
+   bson_error_t error; /* the first failure, set by the clearer (code 0: none) */
+   size_t n_failed;    /* statements in failed bulk writes */
 } relay_clear_job_t;
 
 typedef struct relay_clearer_t relay_clearer_t;

@@ -19,12 +19,62 @@
  *    deliver events twice (at-least-once), they never lose or wrongly remove one.
  * Clears of many entities go out as one unordered bulk write per collection, run by the
  * clearer thread (clearer.h) while the main thread goes on publishing.
+ *
+ * Failed writes are retried with backoff and logged once per run of failures (repeats at
+ * debug level, the recovery at info). When MongoDB refuses them (13 Unauthorized: the user
+ * may read but not write; or the password stopped working) the relay stops publishing: what
+ * it published already stays pending in MongoDB and is published again once clears work or
+ * after a restart (at least once), and nothing new goes out that could not be cleared.
+ * outbox_relay_mongodb_writes_refused shows 1 and /healthz fails meanwhile.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/log.h"
 #include "relay-private.h"
+
+bool
+relay_error_is_refusal(const bson_error_t *error)
+{
+   return (error->domain == MONGOC_ERROR_SERVER && error->code == 13) ||
+          (error->domain == MONGOC_ERROR_CLIENT &&
+           error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE);
+}
+
+static void
+write_failed(relay_t *r, const char *what, const bson_error_t *error)
+{
+   bool refused = relay_error_is_refusal(error);
+   if (refused && !r->writes_refused) {
+      relay_log(RELAY_LOG_ERROR, "writer",
+                "MongoDB refuses the relay's writes (%s: %s): its user needs readWrite on "
+                "database %s. Publishing is paused until a write succeeds; events already "
+                "published stay pending and will be published again (retrying with backoff "
+                "up to %d ms)",
+                what, error->message, r->cfg->database, r->cfg->reconnect_max_ms);
+      relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 1.0);
+   } else if (!r->writes_failing) {
+      relay_log(RELAY_LOG_WARNING, "writer", "%s failed (retrying with backoff): %s", what,
+                error->message);
+   } else {
+      relay_log(RELAY_LOG_DEBUG, "writer", "%s failed again: %s", what, error->message);
+   }
+   r->writes_failing = true;
+   r->writes_refused = r->writes_refused || refused;
+}
+
+static void
+write_succeeded(relay_t *r)
+{
+   if (r->writes_failing) {
+      relay_log(RELAY_LOG_INFO, "writer", "MongoDB accepts the relay's writes again%s",
+                r->writes_refused ? ": publishing resumes" : "");
+      relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 0.0);
+   }
+   r->writes_failing = false;
+   r->writes_refused = false;
+}
 
 /* Moves one poison event to the dead letters, in one update so it is never in both places
  * or in neither: the filter requires the event to still be pending (exactly this value),
@@ -82,10 +132,12 @@ flush_poison(relay_t *r, relay_entity_t *e)
       bool moved;
       if (it->state == RELAY_ITEM_POISON) {
          if (!dead_letter(r, e, it, &moved, &error)) {
-            relay_log(RELAY_LOG_WARNING, "writer", "dead-lettering an event of %s failed: %s",
-                      e->rendered, error.message);
+            char what[300];
+            snprintf(what, sizeof what, "dead-lettering an event of %s", e->rendered);
+            write_failed(r, what, &error);
             return false;
          }
+         write_succeeded(r);
          if (moved) {
             relay_log(RELAY_LOG_WARNING, "writer",
                       "dead-lettered an event of %s/%s (seq %" PRId64 "): %s",
@@ -154,7 +206,14 @@ collect(relay_t *r, int64_t now)
    }
    if (apply_job(r, job)) {
       r->write_backoff_ms = 0;
+      write_succeeded(r);
    } else {
+      char what[64];
+      snprintf(what, sizeof what, "clearing %zu entities", job->n_failed);
+      if (job->error.code == 0) {
+         bson_set_error(&job->error, 0, 0, "a clear could not be built");
+      }
+      write_failed(r, what, &job->error);
       r->write_retry_at_ms = now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
    }
    relay_clear_job_free(job);
@@ -206,7 +265,8 @@ relay_writer_checkpoint(relay_t *r, int64_t now, bool force)
 {
    bson_t *token;
 
-   if (!force && now - r->last_checkpoint_ms < r->cfg->checkpoint_interval_ms) {
+   if (!force && (now - r->last_checkpoint_ms < r->cfg->checkpoint_interval_ms ||
+                  (r->writes_failing && now < r->write_retry_at_ms))) {
       return;
    }
    r->last_checkpoint_ms = now;

@@ -181,6 +181,17 @@ start_member(const bench_opts_t *o, const bench_servers_t *s, const char *coll, 
    return bench_relay_start_with(o, s, coll, o->window, log, lease_args);
 }
 
+/* The members' logs are kept only when something failed. */
+static void
+drop_logs(const bench_servers_t *s, const char *coll, int n)
+{
+   for (int i = 0; i < n; i++) {
+      char log[96];
+      snprintf(log, sizeof log, "relay-%s-%d.log", coll, i);
+      bench_relay_log_remove(s, log);
+   }
+}
+
 static void
 kill_member(pid_t pid)
 {
@@ -265,6 +276,7 @@ bench_group_failover(const bench_opts_t *o, const bench_servers_t *s, mongoc_cli
       qsort(sorted, (size_t) f->kills, sizeof *sorted, cmp_double);
       f->p50_s = bench_percentile(sorted, (size_t) f->kills, 50);
       f->max_s = sorted[f->kills - 1];
+      drop_logs(s, coll, f->kills + 2);
    } else {
       bench_fail(r, "group failover incomplete");
    }
@@ -324,6 +336,9 @@ drain_with(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
       bench_stop_child(pids[i], 15);
    }
    d->ok = ok;
+   if (ok) {
+      drop_logs(s, coll, k);
+   }
    d->msgs_per_s = ok ? (double) o->events / d->seconds : 0;
    d->cpu_us_per_event = ok ? cpu * 1e6 / (double) o->events : 0;
    bench_coll_drop(c, o->database, coll);

@@ -192,9 +192,12 @@ print_group(const bench_results_t *r)
    }
    if (r->group[0].ok && r->group[0].cpu_us_per_event > 0) {
       /* One member per core, each at its own CPU cost: a projection, not a measurement. */
-      printf("  projection (not measured here): with a core per member, k members would drain "
-             "about k x %.0f ev/s until MongoDB or the broker saturates\n",
-             1e6 / r->group[0].cpu_us_per_event);
+      printf("  this machine's cores are shared by every member, MongoDB and the broker: more "
+             "members cannot drain faster here.\n"
+             "  projection (not measured): with a core per member and MongoDB and the broker "
+             "not saturated,\n  k members drain about k x %.0f ev/s (one member's rate here; "
+             "its CPU alone would allow %.0f ev/s)\n",
+             r->group[0].msgs_per_s, 1e6 / r->group[0].cpu_us_per_event);
    }
 }
 

@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "auth-cmd.h"
 #include "commands.h"
 
 #define SERVER_VERSION "6.0.99"
@@ -79,6 +80,7 @@ md_cmd_hello(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_INT32(r, "minWireVersion", 0);
    BSON_APPEND_INT32(r, "maxWireVersion", 17);
    BSON_APPEND_BOOL(r, "readOnly", false);
+   md_auth_hello(c);
    (void) error;
    return true;
 }
@@ -175,6 +177,7 @@ md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
    pthread_mutex_unlock(&c->srv->conns_lock);
    BSON_APPEND_INT32(&conns, "available", c->srv->opts.max_connections);
    bson_append_document_end(c->reply, &conns);
+   md_auth_append_server_status(c);
    (void) error;
    return true;
 }
@@ -221,7 +224,11 @@ md_cmd_list_databases(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_ARRAY_BEGIN(c->reply, "databases", &arr);
    uint32_t n = 0;
    for (md_db_t *db = c->srv->store->dbs; db; db = db->next) {
-      if (!db->colls) {
+      /* Without listDatabases, a user sees the databases it holds a role on (6.0's
+       * authorizedDatabases default). */
+      if (!db->colls || (!md_auth_allowed(c, NULL, MD_ACT_LIST_DATABASES) &&
+                         !md_auth_allowed(c, db->name, MD_ACT_FIND) &&
+                         !md_auth_allowed(c, db->name, MD_ACT_LIST_COLLECTIONS))) {
          continue;
       }
       bson_t *d = BCON_NEW("name", BCON_UTF8(db->name));
@@ -249,12 +256,9 @@ md_cmd_list_databases(md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_connection_status(md_cmd_t *c, bson_error_t *error)
 {
-   bson_t info, arr;
+   bson_t info;
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "authInfo", &info);
-   BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUsers", &arr);
-   bson_append_array_end(&info, &arr);
-   BSON_APPEND_ARRAY_BEGIN(&info, "authenticatedUserRoles", &arr);
-   bson_append_array_end(&info, &arr);
+   md_auth_append_status(c, &info);
    bson_append_document_end(c->reply, &info);
    (void) error;
    return true;

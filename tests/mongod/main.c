@@ -31,6 +31,17 @@ usage(FILE *out)
          "                    (default 1024; 0: no byte bound)\n"
          "  --max-connections N  refuse connections beyond N (default 2000)\n"
          "  --ttl-interval N  seconds between TTL index passes (default 60; 0: never)\n"
+         "  --auth            require authentication (SCRAM-SHA-1/-256) and roles\n"
+         "  --user NAME:PASSWORD:ROLE[@DB][,ROLE[@DB]]...\n"
+         "                    create a user in admin at start (repeatable; implies --auth);\n"
+         "                    a role without @DB is on admin\n"
+         "  --tls-cert-file FILE  serve TLS only, with this PEM certificate and key\n"
+         "  --tls-ca-file FILE    require client certificates signed by these CAs\n"
+         "  --tls-allow-connections-without-certificates\n"
+         "                    with --tls-ca-file: verify a certificate only if one is sent\n"
+         "  --without-expression NAME  behave like a server that lacks the aggregation\n"
+         "                    expression NAME (e.g. toHashedIndexKey): using it fails with\n"
+         "                    168 InvalidPipelineOperator; may be repeated\n"
          "  --verbose         log connections and errors to stderr\n"
          "  --help            show this help\n",
          out);
@@ -48,8 +59,13 @@ parse_number(const char *s, long min, long max, long *out)
    return true;
 }
 
+typedef struct {
+   const char **specs;
+   int n;
+} user_specs_t;
+
 static int
-parse_args(int argc, char **argv, md_server_opts_t *opts)
+parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
 {
    static const struct option longopts[] = {
       {"port", required_argument, NULL, 'p'},
@@ -60,6 +76,12 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
       {"oplog-mb", required_argument, NULL, 'M'},
       {"max-connections", required_argument, NULL, 'm'},
       {"ttl-interval", required_argument, NULL, 't'},
+      {"auth", no_argument, NULL, 'a'},
+      {"user", required_argument, NULL, 'u'},
+      {"tls-cert-file", required_argument, NULL, 'C'},
+      {"tls-ca-file", required_argument, NULL, 'A'},
+      {"tls-allow-connections-without-certificates", no_argument, NULL, 'N'},
+      {"without-expression", required_argument, NULL, 'x'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -109,6 +131,30 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
          }
          opts->ttl_interval = (int) n;
          break;
+      case 'a':
+         opts->auth = true;
+         break;
+      case 'u':
+         opts->auth = true;
+         users->specs = realloc(users->specs, (size_t) (users->n + 1) * sizeof *users->specs);
+         users->specs[users->n++] = optarg;
+         break;
+      case 'C':
+         opts->tls_cert_file = optarg;
+         break;
+      case 'A':
+         opts->tls_ca_file = optarg;
+         break;
+      case 'N':
+         opts->tls_allow_no_cert = true;
+         break;
+      case 'x':
+         if (!tm_expr_disable(optarg)) {
+            fprintf(stderr, "test-mongod: --without-expression: unknown expression %s\n",
+                    optarg);
+            return EX_USAGE;
+         }
+         break;
       case 'v':
          opts->verbose = true;
          break;
@@ -122,6 +168,11 @@ parse_args(int argc, char **argv, md_server_opts_t *opts)
    }
    if (optind < argc) {
       fprintf(stderr, "test-mongod: unexpected argument %s\n", argv[optind]);
+      return EX_USAGE;
+   }
+   if ((opts->tls_ca_file || opts->tls_allow_no_cert) && !opts->tls_cert_file) {
+      fprintf(stderr, "test-mongod: --tls-ca-file and --tls-allow-connections-without-"
+                      "certificates need --tls-cert-file\n");
       return EX_USAGE;
    }
    return 0;
@@ -148,8 +199,10 @@ main(int argc, char **argv)
    md_server_opts_t opts = {.bind = "127.0.0.1", .port = 27017, .oplog_size = 1000000,
                             .oplog_bytes = (size_t) 1024 * 1024 * 1024,
                             .max_connections = 2000, .ttl_interval = 60};
-   int rc = parse_args(argc, argv, &opts);
+   user_specs_t users = {NULL, 0};
+   int rc = parse_args(argc, argv, &opts, &users);
    if (rc != 0) {
+      free(users.specs);
       return rc < 0 ? 0 : rc;
    }
    srand((unsigned) time(NULL));
@@ -168,6 +221,16 @@ main(int argc, char **argv)
    pthread_sigmask(SIG_BLOCK, &ctx.set, NULL);
    signal(SIGPIPE, SIG_IGN);
    ctx.srv = md_server_new(&opts);
+   for (int i = 0; i < users.n; i++) {
+      bson_error_t error;
+      if (!md_users_add_spec(&ctx.srv->users, users.specs[i], &error)) {
+         fprintf(stderr, "test-mongod: --user: %s\n", error.message); /* never the password */
+         free(users.specs);
+         md_server_destroy(ctx.srv);
+         return EX_USAGE;
+      }
+   }
+   free(users.specs);
    if (!md_server_listen(ctx.srv)) {
       md_server_destroy(ctx.srv);
       return EX_UNAVAILABLE;

@@ -46,6 +46,7 @@ md_server_new(const md_server_opts_t *opts)
    md_oplog_init(&srv->oplog, opts->oplog_size, opts->oplog_bytes);
    md_cursors_init(&srv->cursors);
    md_sessions_init(&srv->sessions);
+   md_users_init(&srv->users, opts->auth);
    srv->listen_fd = -1;
    srv->next_conn_id = 1;
    atomic_init(&srv->stopping, false);
@@ -63,6 +64,8 @@ md_server_destroy(md_server_t *srv)
    }
    md_cursors_destroy(&srv->cursors);
    md_sessions_destroy(&srv->sessions);
+   md_users_destroy(&srv->users);
+   md_tls_destroy(srv->tls);
    md_oplog_destroy(&srv->oplog);
    md_store_destroy(srv->store);
    md_failpoints_destroy(&srv->failpoints);
@@ -90,6 +93,15 @@ write_port_file(const char *path, int port)
 bool
 md_server_listen(md_server_t *srv)
 {
+   if (srv->opts.tls_cert_file) {
+      char err[512];
+      srv->tls = md_tls_new(srv->opts.tls_cert_file, srv->opts.tls_ca_file,
+                            srv->opts.tls_allow_no_cert, err, sizeof err);
+      if (!srv->tls) {
+         fprintf(stderr, "test-mongod: %s\n", err);
+         return false;
+      }
+   }
    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST};
    struct addrinfo *ai = NULL;
@@ -146,8 +158,12 @@ md_server_stop(md_server_t *srv)
 }
 
 static bool
-write_full(int fd, const uint8_t *buf, size_t len)
+write_full(md_conn_t *conn, const uint8_t *buf, size_t len)
 {
+   int fd = conn->fd;
+   if (conn->tls) {
+      return md_tls_send_all(conn->tls, buf, len);
+   }
    while (len > 0) {
       ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) {
@@ -194,7 +210,7 @@ handle_message(md_conn_t *conn, const uint8_t *msg, size_t len)
       size_t out_len;
       uint8_t *out = md_wire_build_reply(req.op_code, atomic_fetch_add(&reply_ids, 1) + 1,
                                          req.request_id, &reply, &out_len);
-      keep = write_full(conn->fd, out, out_len) && keep;
+      keep = write_full(conn, out, out_len) && keep;
       bson_free(out);
    }
    bson_destroy(&reply);
@@ -212,7 +228,7 @@ typedef struct {
 
 /* Makes at least `need` unread bytes available; false on EOF or error. */
 static bool
-rbuf_fill(int fd, rbuf_t *rb, size_t need)
+rbuf_fill(md_conn_t *conn, rbuf_t *rb, size_t need)
 {
    if (rb->len - rb->off >= need) {
       return true;
@@ -227,7 +243,8 @@ rbuf_fill(int fd, rbuf_t *rb, size_t need)
       }
    }
    while (rb->len - rb->off < need) {
-      ssize_t n = recv(fd, rb->buf + rb->len, rb->cap - rb->len, 0);
+      ssize_t n = conn->tls ? md_tls_recv(conn->tls, rb->buf + rb->len, rb->cap - rb->len)
+                            : recv(conn->fd, rb->buf + rb->len, rb->cap - rb->len, 0);
       if (n < 0 && errno == EINTR) {
          continue;
       }
@@ -257,7 +274,7 @@ static void
 conn_loop(md_conn_t *conn)
 {
    rbuf_t rb = {malloc(RBUF_SIZE), RBUF_SIZE, 0, 0};
-   while (!atomic_load(&conn->srv->stopping) && rbuf_fill(conn->fd, &rb, 16)) {
+   while (!atomic_load(&conn->srv->stopping) && rbuf_fill(conn, &rb, 16)) {
       const uint8_t *h = rb.buf + rb.off;
       int32_t len = (int32_t) ((uint32_t) h[0] | (uint32_t) h[1] << 8 | (uint32_t) h[2] << 16 |
                                (uint32_t) h[3] << 24);
@@ -265,7 +282,7 @@ conn_loop(md_conn_t *conn)
          md_log(conn->srv, "conn%d: bad message length %d", (int) conn->id, (int) len);
          break;
       }
-      if (!rbuf_fill(conn->fd, &rb, (size_t) len) ||
+      if (!rbuf_fill(conn, &rb, (size_t) len) ||
           !handle_message(conn, rb.buf + rb.off, (size_t) len)) {
          break;
       }
@@ -279,7 +296,13 @@ conn_main(void *arg)
 {
    md_conn_t *conn = arg;
    md_server_t *srv = conn->srv;
-   conn_loop(conn);
+   char err[512];
+   if (srv->tls && !(conn->tls = md_tls_accept(srv->tls, conn->fd, err, sizeof err))) {
+      md_log(srv, "conn%d: %s", (int) conn->id, err);
+   } else {
+      conn_loop(conn);
+   }
+   md_tls_conn_destroy(conn->tls);
    md_log(srv, "conn%d: closed", (int) conn->id);
    pthread_mutex_lock(&srv->conns_lock);
    if (conn->prev) {
@@ -291,6 +314,7 @@ conn_main(void *arg)
       conn->next->prev = conn->prev;
    }
    close(conn->fd);
+   md_auth_conn_cleanup(&conn->auth);
    free(conn->app_name);
    free(conn);
    srv->n_conns--;
@@ -319,6 +343,10 @@ start_conn(md_server_t *srv, int fd, const struct sockaddr_storage *ss)
       char ip[INET_ADDRSTRLEN];
       inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
       snprintf(conn->peer, sizeof conn->peer, "%s:%d", ip, ntohs(in->sin_port));
+      conn->auth.loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+   } else if (ss->ss_family == AF_INET6) {
+      const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) ss;
+      conn->auth.loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
    }
    int one = 1;
    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

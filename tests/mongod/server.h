@@ -13,11 +13,13 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "auth.h"
 #include "cursor.h"
 #include "failpoint.h"
 #include "oplog.h"
 #include "sessions.h"
 #include "store.h"
+#include "tls.h"
 
 typedef struct {
    const char *bind;       /* address to listen on */
@@ -28,6 +30,10 @@ typedef struct {
    int max_connections;
    int ttl_interval; /* seconds between TTL passes; 0: never */
    bool verbose;
+   bool auth;                  /* --auth: commands need an authenticated, authorized user */
+   const char *tls_cert_file;  /* TLS on the listener when set */
+   const char *tls_ca_file;    /* verify client certificates against these CAs */
+   bool tls_allow_no_cert;     /* with a CA: clients without a certificate are accepted */
 } md_server_opts_t;
 
 typedef struct _md_conn_t md_conn_t;
@@ -40,12 +46,15 @@ typedef struct {
    md_cursors_t cursors;
    md_failpoints_t failpoints;
    md_sessions_t sessions;
+   md_users_t users;
+   bool bypass_validation; /* the running command's bypassDocumentValidation */
    pthread_t ttl_thread;
    pthread_cond_t ttl_cond; /* wakes the TTL monitor for shutdown */
    bool ttl_running;
 
    char host_port[300]; /* advertised in hello: hosts, primary, me */
    int listen_fd;
+   md_tls_t *tls; /* NULL: plain TCP */
    atomic_bool stopping;
 
    pthread_mutex_t conns_lock; /* guards the list and the count */
@@ -59,6 +68,8 @@ struct _md_conn_t {
    md_server_t *srv;
    int fd;
    int32_t id;
+   md_tls_conn_t *tls; /* NULL: plain TCP */
+   md_auth_conn_t auth;
    char *app_name; /* from the handshake's client.application.name */
    char peer[64];
    md_conn_t *prev, *next;
@@ -66,7 +77,7 @@ struct _md_conn_t {
 
 md_server_t *
 md_server_new(const md_server_opts_t *opts);
-/* Binds and listens; writes the port file. */
+/* Binds and listens (setting up TLS first when configured); writes the port file. */
 bool
 md_server_listen(md_server_t *srv);
 /* Accepts connections until md_server_stop; then waits for every connection to end. */

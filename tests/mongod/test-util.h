@@ -17,6 +17,23 @@
 mongoc_client_t *
 md_test_client(const char *app_name, bool replica_set);
 
+/* A client for OUTBOX_TEST_MONGODB_URI with other credentials: `user` and `password` in
+ * database `source` (user NULL: no credentials at all), `mechanism` NULL to let the driver
+ * negotiate. Error API 2; destroy with mongoc_client_destroy. */
+mongoc_client_t *
+md_test_client_as(const char *user, const char *password, const char *source,
+                  const char *mechanism);
+
+/* Skips the test unless the server enforces authentication and `admin` (a client for
+ * OUTBOX_TEST_MONGODB_URI) holds root (with-servers --mongod-user NAME:PASSWORD:root, or a
+ * real mongod --auth with root credentials in the URI). */
+void
+md_test_require_auth(mongoc_client_t *admin);
+
+/* Runs `cmd` on `db` and returns false with `error` filled on failure. */
+bool
+md_test_try(mongoc_client_t *client, const char *db, const bson_t *cmd, bson_error_t *error);
+
 /* A collection name unique to this process and call, e.g. "crud_1234_7". */
 char *
 md_test_name(const char *prefix);
