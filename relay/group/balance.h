@@ -40,7 +40,7 @@ typedef struct {
    int n;                            /* partitions */
    const char *me;                   /* this member's instance id */
    const relay_lease_view_t *leases; /* n, indexed by partition */
-   const char *const *members;       /* ids of the unexpired member documents (me included or not) */
+   const char *const *members; /* ids of the unexpired member documents (me included or not) */
    size_t n_members;
    bool eligible;   /* this member may own partitions now */
    uint32_t rotate; /* where this member starts looking for free leases (spreads races) */

@@ -29,8 +29,7 @@ make_instance_id(relay_group_t *g)
    }
    host[sizeof host - 1] = '\0';
    bson_snprintf(g->suffix, sizeof g->suffix, "%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
-   bson_snprintf(g->instance_id, sizeof g->instance_id, "%s/%d/%s", host, (int)getpid(),
-                 g->suffix);
+   bson_snprintf(g->instance_id, sizeof g->instance_id, "%s/%d/%s", host, (int)getpid(), g->suffix);
 }
 
 bool
@@ -45,9 +44,8 @@ relay_group_init(relay_t *r, bson_error_t *error)
    make_instance_id(g);
    /* Members of a group must never share a client id: the broker would disconnect one
     * whenever the other connects. An explicit --client-id is used as given. */
-   g->client_id = cfg->client_id_from_name
-                     ? bson_strdup_printf("%s-%s", cfg->client_id, g->suffix)
-                     : bson_strdup(cfg->client_id);
+   g->client_id = cfg->client_id_from_name ? bson_strdup_printf("%s-%s", cfg->client_id, g->suffix)
+                                           : bson_strdup(cfg->client_id);
    return true;
 }
 
@@ -185,14 +183,18 @@ static int
 probe(relay_t *r)
 {
    static const char *const values[] = {
-      "{\"$numberInt\": \"5\"}",         "{\"$numberLong\": \"1099511627776\"}",
-      "{\"$numberDouble\": \"-2.7\"}",   "\"string to hash\"",
-      "{\"a\": \"abc\", \"b\": [1, {\"c\": true}]}",
-      "{\"$binary\": {\"base64\": \"AAECAwQFBgcICQoLDA0ODw==\", \"subType\": \"04\"}}",
-      "{\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"00\"}}",
-      "{\"$oid\": \"5b2be413c06d924ab26ff9ca\"}", "true",
-      "{\"$date\": {\"$numberLong\": \"1700000000000\"}}"};
-   bson_string_t *json = bson_string_new("{\"pipeline\": [{\"$limit\": 1}, {\"$project\": {\"_id\": 0");
+       "{\"$numberInt\": \"5\"}",
+       "{\"$numberLong\": \"1099511627776\"}",
+       "{\"$numberDouble\": \"-2.7\"}",
+       "\"string to hash\"",
+       "{\"a\": \"abc\", \"b\": [1, {\"c\": true}]}",
+       "{\"$binary\": {\"base64\": \"AAECAwQFBgcICQoLDA0ODw==\", \"subType\": \"04\"}}",
+       "{\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"00\"}}",
+       "{\"$oid\": \"5b2be413c06d924ab26ff9ca\"}",
+       "true",
+       "{\"$date\": {\"$numberLong\": \"1700000000000\"}}"};
+   bson_string_t *json =
+       bson_string_new("{\"pipeline\": [{\"$limit\": 1}, {\"$project\": {\"_id\": 0");
    bson_t *pipeline;
    bson_error_t error;
    mongoc_cursor_t *cursor;
@@ -226,7 +228,8 @@ probe(relay_t *r)
          }
       }
    } else if (mongoc_cursor_error(cursor, &error)) {
-      bool network = error.domain == MONGOC_ERROR_STREAM || error.domain == MONGOC_ERROR_SERVER_SELECTION;
+      bool network =
+          error.domain == MONGOC_ERROR_STREAM || error.domain == MONGOC_ERROR_SERVER_SELECTION;
       if (network) {
          result = 0;
       } else {

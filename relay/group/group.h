@@ -33,15 +33,15 @@
 typedef struct relay_t relay_t;
 
 typedef struct {
-   bool owned;     /* acquired, not lost, not handed over */
-   bool draining;  /* a handoff was asked: publish nothing new, finish what is in flight */
+   bool owned;    /* acquired, not lost, not handed over */
+   bool draining; /* a handoff was asked: publish nothing new, finish what is in flight */
    int64_t epoch;
    int64_t drain_started_ms;
-   uint64_t marker_seq;  /* the token is valid once the checkpoint's seq passes this */
-   bool fresh;           /* entities not in the table are read from their documents */
-   bool sweep_done;      /* its sweep ended at fresh_until */
+   uint64_t marker_seq; /* the token is valid once the checkpoint's seq passes this */
+   bool fresh;          /* entities not in the table are read from their documents */
+   bool sweep_done;     /* its sweep ended at fresh_until */
    relay_ts_t fresh_until;
-   bson_t *token;        /* the checkpoint it came with, until the stream starts */
+   bson_t *token;          /* the checkpoint it came with, until the stream starts */
    relay_entity_t *parked; /* entities waiting for the gate (linked by pnext) */
 } relay_part_t;
 
@@ -55,13 +55,13 @@ typedef struct {
    relay_partset_t active;   /* owned and not draining: what the stream carries */
    relay_partset_t streamed; /* what the open stream's server-side filter selects */
    relay_partset_t sweep_wanted;
-   int probe;             /* 0 not yet, 1 the server hashes like us, -1 it does not */
+   int probe; /* 0 not yet, 1 the server hashes like us, -1 it does not */
    int64_t probe_retry_at_ms;
    int probe_backoff_ms;
    int n_draining;
    int64_t drain_check_ms;
-   int n_fresh_done;      /* fresh partitions whose sweep ended ... */
-   relay_ts_t fresh_min;  /* ... the earliest of their fresh_until */
+   int n_fresh_done;     /* fresh partitions whose sweep ended ... */
+   relay_ts_t fresh_min; /* ... the earliest of their fresh_until */
    bool fatal;
    int64_t mqtt_down_since_ms;
    bool eligible;

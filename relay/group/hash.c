@@ -60,29 +60,47 @@ static int32_t
 canonical_type(bson_type_t t)
 {
    switch (t) {
-   case BSON_TYPE_MINKEY: return -1;
-   case BSON_TYPE_MAXKEY: return 127;
+   case BSON_TYPE_MINKEY:
+      return -1;
+   case BSON_TYPE_MAXKEY:
+      return 127;
    case BSON_TYPE_EOD:
-   case BSON_TYPE_UNDEFINED: return 0;
-   case BSON_TYPE_NULL: return 5;
+   case BSON_TYPE_UNDEFINED:
+      return 0;
+   case BSON_TYPE_NULL:
+      return 5;
    case BSON_TYPE_DOUBLE:
    case BSON_TYPE_INT32:
    case BSON_TYPE_INT64:
-   case BSON_TYPE_DECIMAL128: return 10;
+   case BSON_TYPE_DECIMAL128:
+      return 10;
    case BSON_TYPE_UTF8:
-   case BSON_TYPE_SYMBOL: return 15;
-   case BSON_TYPE_DOCUMENT: return 20;
-   case BSON_TYPE_ARRAY: return 25;
-   case BSON_TYPE_BINARY: return 30;
-   case BSON_TYPE_OID: return 35;
-   case BSON_TYPE_BOOL: return 40;
-   case BSON_TYPE_DATE_TIME: return 45;
-   case BSON_TYPE_TIMESTAMP: return 47;
-   case BSON_TYPE_REGEX: return 50;
-   case BSON_TYPE_DBPOINTER: return 55;
-   case BSON_TYPE_CODE: return 60;
-   case BSON_TYPE_CODEWSCOPE: return 65;
-   default: return 0;
+   case BSON_TYPE_SYMBOL:
+      return 15;
+   case BSON_TYPE_DOCUMENT:
+      return 20;
+   case BSON_TYPE_ARRAY:
+      return 25;
+   case BSON_TYPE_BINARY:
+      return 30;
+   case BSON_TYPE_OID:
+      return 35;
+   case BSON_TYPE_BOOL:
+      return 40;
+   case BSON_TYPE_DATE_TIME:
+      return 45;
+   case BSON_TYPE_TIMESTAMP:
+      return 47;
+   case BSON_TYPE_REGEX:
+      return 50;
+   case BSON_TYPE_DBPOINTER:
+      return 55;
+   case BSON_TYPE_CODE:
+      return 60;
+   case BSON_TYPE_CODEWSCOPE:
+      return 65;
+   default:
+      return 0;
    }
 }
 
@@ -136,9 +154,12 @@ static int64_t
 number_as_int64(const bson_iter_t *it)
 {
    switch (bson_iter_type(it)) {
-   case BSON_TYPE_INT32: return bson_iter_int32(it);
-   case BSON_TYPE_INT64: return bson_iter_int64(it);
-   case BSON_TYPE_DOUBLE: return double_as_int64(bson_iter_double(it));
+   case BSON_TYPE_INT32:
+      return bson_iter_int32(it);
+   case BSON_TYPE_INT64:
+      return bson_iter_int64(it);
+   case BSON_TYPE_DOUBLE:
+      return double_as_int64(bson_iter_double(it));
    default: {
       bson_decimal128_t dec;
       bson_iter_decimal128(it, &dec);
@@ -255,8 +276,7 @@ relay_hash_value(const bson_value_t *value)
    bson_iter_t it;
    int64_t h = 0;
 
-   if (bson_append_value(&doc, "", 0, value) && bson_iter_init(&it, &doc) &&
-       bson_iter_next(&it)) {
+   if (bson_append_value(&doc, "", 0, value) && bson_iter_init(&it, &doc) && bson_iter_next(&it)) {
       h = relay_hash_iter(&it);
    }
    bson_destroy(&doc);

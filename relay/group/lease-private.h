@@ -37,20 +37,20 @@ struct relay_lease_t {
    mongoc_client_t *client;
    mongoc_collection_t *state_coll, *lease_coll;
    relay_lease_store_t st;
-   bool ready;               /* the group documents are set up */
-   bool fatal;               /* this process cannot join: no more ticks */
-   bool down_logged;         /* MongoDB unreachable was said already */
-   bool refused;             /* MongoDB refuses our writes (13, authentication) */
-   bool tick_failed;         /* something failed in the current tick */
-   relay_partset_t owned;    /* the lease table: partitions owned ... */
-   int64_t *epochs;          /* ... at these epochs */
-   bool *handoff_posted;     /* HANDOFF sent to the main thread for this epoch */
-   char **handoff_to;        /* who asked */
-   int64_t *scratch_epochs;  /* a copy of the main thread's epochs for a checkpoint */
+   bool ready;              /* the group documents are set up */
+   bool fatal;              /* this process cannot join: no more ticks */
+   bool down_logged;        /* MongoDB unreachable was said already */
+   bool refused;            /* MongoDB refuses our writes (13, authentication) */
+   bool tick_failed;        /* something failed in the current tick */
+   relay_partset_t owned;   /* the lease table: partitions owned ... */
+   int64_t *epochs;         /* ... at these epochs */
+   bool *handoff_posted;    /* HANDOFF sent to the main thread for this epoch */
+   char **handoff_to;       /* who asked */
+   int64_t *scratch_epochs; /* a copy of the main thread's epochs for a checkpoint */
    relay_group_snapshot_t *snap;
    uint32_t rotate;
-   int64_t next_tick_ns;     /* CLOCK_MONOTONIC; under @lock */
-   int64_t last_ckpt_ns;     /* CLOCK_MONOTONIC; under @lock */
+   int64_t next_tick_ns; /* CLOCK_MONOTONIC; under @lock */
+   int64_t last_ckpt_ns; /* CLOCK_MONOTONIC; under @lock */
 
    pthread_t thread;
    bool started;
@@ -81,8 +81,8 @@ struct relay_lease_t {
 };
 
 /* Queues an event for the main thread (takes @token) and wakes it. */
-void _relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part,
-                       int64_t epoch, bson_t *token, const char *message);
+void _relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part, int64_t epoch,
+                       bson_t *token, const char *message);
 
 /* Queues a FATAL event: the relay stops with exit status @code; @message says why. */
 void _relay_lease_post_fatal(relay_lease_t *l, int code, const char *message);

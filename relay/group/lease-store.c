@@ -2,7 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Lease thread only (its own client). Why the fence makes late writes harmless is said in
- * lease-store.h; which member may take what is balance.c's job.
+ * lease-store.h; which member may take what is balance.c's job; the group document and its
+ * migration are in group-doc.c.
  */
 #include "group/lease-store.h"
 
@@ -11,8 +12,8 @@
 #include "util/log.h"
 #include "util/version.h"
 
-static void
-append_lease_id(bson_t *doc, const char *key, const relay_lease_store_t *st, int p)
+void
+relay_lease_store_append_id(bson_t *doc, const char *key, const relay_lease_store_t *st, int p)
 {
    bson_t id;
    BSON_APPEND_DOCUMENT_BEGIN(doc, key, &id);
@@ -44,22 +45,33 @@ append_now_plus_ttl(bson_t *doc, const char *key, const relay_lease_store_t *st)
    bson_append_document_end(doc, &add);
 }
 
+/* {$literal: value} under @key: a value that a pipeline stage must not evaluate (a resume
+ * token, an instance id that might start with "$"). */
 static void
-append_literal(bson_t *doc, const char *key, const bson_t *value)
+append_literal_value(bson_t *doc, const char *key, const bson_value_t *value)
 {
    bson_t lit;
    BSON_APPEND_DOCUMENT_BEGIN(doc, key, &lit);
-   BSON_APPEND_DOCUMENT(&lit, "$literal", value);
+   BSON_APPEND_VALUE(&lit, "$literal", value);
    bson_append_document_end(doc, &lit);
+}
+
+static void
+append_literal(bson_t *doc, const char *key, const bson_t *value)
+{
+   bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
+   v.value.v_doc.data = (uint8_t *)bson_get_data(value);
+   v.value.v_doc.data_len = value->len;
+   append_literal_value(doc, key, &v);
 }
 
 static void
 append_literal_utf8(bson_t *doc, const char *key, const char *value)
 {
-   bson_t lit;
-   BSON_APPEND_DOCUMENT_BEGIN(doc, key, &lit);
-   BSON_APPEND_UTF8(&lit, "$literal", value);
-   bson_append_document_end(doc, &lit);
+   bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+   v.value.v_utf8.str = (char *)value;
+   v.value.v_utf8.len = (uint32_t)strlen(value);
+   append_literal_value(doc, key, &v);
 }
 
 /* [{$set: @set}] */
@@ -73,9 +85,9 @@ make_pipeline(bson_t *pipeline, const bson_t *set)
    bson_append_document_end(pipeline, &stage);
 }
 
-static bool
-update_many(mongoc_collection_t *coll, const bson_t *filter, const bson_t *set, bool pipeline,
-            bson_error_t *error)
+bool
+relay_lease_store_update_many(mongoc_collection_t *coll, const bson_t *filter, const bson_t *set,
+                              bool pipeline, bson_error_t *error)
 {
    bson_t update;
    bool ok;
@@ -89,215 +101,28 @@ update_many(mongoc_collection_t *coll, const bson_t *filter, const bson_t *set, 
    return ok;
 }
 
-/* Makes sure lease documents 0..P-1 exist; new ones get @token as their checkpoint. */
-static bool
-ensure_leases(const relay_lease_store_t *st, const bson_t *token, bson_error_t *error)
-{
-   bson_t opts = BSON_INITIALIZER, reply;
-   mongoc_bulk_operation_t *bulk;
-   bool ok = true;
-
-   BSON_APPEND_BOOL(&opts, "ordered", false);
-   bulk = mongoc_collection_create_bulk_operation_with_opts(st->leases, &opts);
-   for (int p = 0; p < st->partitions && ok; p++) {
-      bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, soi, up = BSON_INITIALIZER;
-      append_lease_id(&q, "_id", st, p);
-      BSON_APPEND_DOCUMENT_BEGIN(&u, "$setOnInsert", &soi);
-      BSON_APPEND_INT32(&soi, "partitions", st->partitions);
-      BSON_APPEND_NULL(&soi, "owner");
-      BSON_APPEND_INT64(&soi, "epoch", 0);
-      BSON_APPEND_NULL(&soi, "expiresAt");
-      if (token) {
-         BSON_APPEND_DOCUMENT(&soi, "token", token);
-      } else {
-         BSON_APPEND_NULL(&soi, "token");
-      }
-      BSON_APPEND_NULL(&soi, "handoff");
-      BSON_APPEND_NULL(&soi, "reservedFor");
-      BSON_APPEND_NULL(&soi, "reservedUntil");
-      bson_append_document_end(&u, &soi);
-      BSON_APPEND_BOOL(&up, "upsert", true);
-      ok = mongoc_bulk_operation_update_one_with_opts(bulk, &q, &u, &up, error);
-      bson_destroy(&q);
-      bson_destroy(&u);
-      bson_destroy(&up);
-   }
-   if (ok) {
-      /* The reply is initialised whatever the outcome. */
-      ok = mongoc_bulk_operation_execute(bulk, &reply, error);
-      bson_destroy(&reply);
-   }
-   mongoc_bulk_operation_destroy(bulk);
-   bson_destroy(&opts);
-   return ok;
-}
-
-/* A new group document: leases left from an earlier group of this name lose their
- * checkpoints (so deleting the state document still means "sweep") and leases of another
- * partition count go. Epochs keep counting. */
-static bool
-start_new_group(const relay_lease_store_t *st, bson_error_t *error)
-{
-   bson_t filter = BSON_INITIALIZER, set = BSON_INITIALIZER, s;
-   bool ok;
-
-   BSON_APPEND_UTF8(&filter, "_id.relay", st->name);
-   BSON_APPEND_DOCUMENT_BEGIN(&set, "$set", &s);
-   BSON_APPEND_NULL(&s, "token");
-   bson_append_document_end(&set, &s);
-   ok = update_many(st->leases, &filter, &set, false, error);
-   if (ok) {
-      bson_t ne;
-      BSON_APPEND_DOCUMENT_BEGIN(&filter, "partitions", &ne);
-      BSON_APPEND_INT32(&ne, "$ne", st->partitions);
-      bson_append_document_end(&filter, &ne);
-      BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id.partition", &ne);
-      BSON_APPEND_BOOL(&ne, "$exists", true);
-      bson_append_document_end(&filter, &ne);
-      ok = mongoc_collection_delete_many(st->leases, &filter, NULL, NULL, error);
-   }
-   bson_destroy(&filter);
-   bson_destroy(&set);
-   return ok;
-}
-
-/* Turns an old {_id: name, token, updatedAt} into the group document. */
-static bool
-migrate(const relay_lease_store_t *st, const bson_t *token, bson_error_t *error)
-{
-   bson_t filter = BSON_INITIALIZER, u = BSON_INITIALIZER, d;
-   bool ok;
-
-   BSON_APPEND_UTF8(&filter, "_id", st->name);
-   BSON_APPEND_DOCUMENT_BEGIN(&filter, "partitions", &d);
-   BSON_APPEND_BOOL(&d, "$exists", false);
-   bson_append_document_end(&filter, &d);
-   BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &d);
-   BSON_APPEND_INT32(&d, "partitions", st->partitions);
-   bson_append_document_end(&u, &d);
-   BSON_APPEND_DOCUMENT_BEGIN(&u, "$unset", &d);
-   BSON_APPEND_UTF8(&d, "token", "");
-   BSON_APPEND_UTF8(&d, "updatedAt", "");
-   bson_append_document_end(&u, &d);
-   BSON_APPEND_DOCUMENT_BEGIN(&u, "$currentDate", &d);
-   BSON_APPEND_BOOL(&d, "migratedAt", true);
-   BSON_APPEND_BOOL(&d, "createdAt", true);
-   bson_append_document_end(&u, &d);
-   /* Leases first: a crash in between leaves the old document, and the next start
-    * migrates again ($setOnInsert keeps what exists). */
-   ok = ensure_leases(st, token, error) &&
-        mongoc_collection_update_one(st->state, &filter, &u, NULL, NULL, error);
-   if (ok) {
-      relay_log(RELAY_LOG_INFO, "group",
-                "migrated the checkpoint of '%s' (%s) to %d partition leases", st->name,
-                mongoc_collection_get_name(st->state), st->partitions);
-   }
-   bson_destroy(&filter);
-   bson_destroy(&u);
-   return ok;
-}
-
-static relay_group_init_t
-create_group(const relay_lease_store_t *st, bson_error_t *error)
-{
-   bson_t doc = BSON_INITIALIZER;
-   bool ok;
-
-   BSON_APPEND_UTF8(&doc, "_id", st->name);
-   BSON_APPEND_INT32(&doc, "partitions", st->partitions);
-   bson_append_now_utc(&doc, "createdAt", -1);
-   ok = mongoc_collection_insert_one(st->state, &doc, NULL, NULL, error);
-   bson_destroy(&doc);
-   if (!ok) {
-      /* 11000: another member created it first; look again. */
-      return RELAY_GROUP_RETRY;
-   }
-   relay_log(RELAY_LOG_INFO, "group", "group '%s' created with %d partitions (%s)", st->name,
-             st->partitions, mongoc_collection_get_name(st->state));
-   if (!start_new_group(st, error) || !ensure_leases(st, NULL, error)) {
-      return RELAY_GROUP_RETRY;
-   }
-   return RELAY_GROUP_OK;
-}
-
-static relay_group_init_t
-check_group(const relay_lease_store_t *st, const bson_t *doc, bson_error_t *error)
-{
-   bson_iter_t it;
-
-   if (bson_iter_init_find(&it, doc, "partitions") && BSON_ITER_HOLDS_INT32(&it)) {
-      int have = bson_iter_int32(&it);
-      if (have != st->partitions) {
-         bson_set_error(error, 0, 0,
-                        "group '%s' has %d partitions (%s); started with --partitions %d: use "
-                        "the same value or another --name",
-                        st->name, have, mongoc_collection_get_name(st->state), st->partitions);
-         return RELAY_GROUP_MISMATCH;
-      }
-      return ensure_leases(st, NULL, error) ? RELAY_GROUP_OK : RELAY_GROUP_RETRY;
-   }
-   if (bson_iter_init_find(&it, doc, "token") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      const uint8_t *data;
-      uint32_t len;
-      bson_t token;
-      bson_iter_document(&it, &len, &data);
-      if (bson_init_static(&token, data, len)) {
-         return migrate(st, &token, error) ? RELAY_GROUP_OK : RELAY_GROUP_RETRY;
-      }
-   }
-   return migrate(st, NULL, error) ? RELAY_GROUP_OK : RELAY_GROUP_RETRY;
-}
-
-relay_group_init_t
-relay_lease_store_init(const relay_lease_store_t *st, bson_error_t *error)
-{
-   for (int attempt = 0; attempt < 3; attempt++) {
-      bson_t filter = BSON_INITIALIZER;
-      const bson_t *doc;
-      mongoc_cursor_t *cursor;
-      relay_group_init_t rc;
-
-      BSON_APPEND_UTF8(&filter, "_id", st->name);
-      cursor = mongoc_collection_find_with_opts(st->state, &filter, NULL, NULL);
-      if (mongoc_cursor_next(cursor, &doc)) {
-         rc = check_group(st, doc, error);
-      } else if (mongoc_cursor_error(cursor, error)) {
-         rc = RELAY_GROUP_RETRY;
-         attempt = 3;
-      } else {
-         rc = create_group(st, error);
-      }
-      mongoc_cursor_destroy(cursor);
-      bson_destroy(&filter);
-      if (rc != RELAY_GROUP_RETRY || attempt >= 2) {
-         return rc;
-      }
-   }
-   return RELAY_GROUP_RETRY;
-}
-
 void
 relay_lease_store_fence(const relay_lease_store_t *st, const relay_partset_t *parts,
                         const int64_t *epochs, bson_t *filter)
 {
-   bson_t or;
+   bson_t or ;
    uint32_t i = 0;
    char key[16];
    const char *k;
 
-   BSON_APPEND_ARRAY_BEGIN(filter, "$or", &or);
+   BSON_APPEND_ARRAY_BEGIN(filter, "$or", & or);
    for (int p = 0; p < st->partitions; p++) {
       bson_t branch;
       if (!relay_partset_has(parts, p)) {
          continue;
       }
       bson_uint32_to_string(i++, &k, key, sizeof key);
-      BSON_APPEND_DOCUMENT_BEGIN(&or, k, &branch);
-      append_lease_id(&branch, "_id", st, p);
+      BSON_APPEND_DOCUMENT_BEGIN(& or, k, &branch);
+      relay_lease_store_append_id(&branch, "_id", st, p);
       BSON_APPEND_INT64(&branch, "epoch", epochs[p]);
-      bson_append_document_end(&or, &branch);
+      bson_append_document_end(& or, &branch);
    }
-   bson_append_array_end(filter, &or);
+   bson_append_array_end(filter, & or);
    BSON_APPEND_UTF8(filter, "owner", st->me);
 }
 
@@ -315,7 +140,7 @@ relay_lease_store_renew(const relay_lease_store_t *st, const relay_partset_t *pa
       append_literal(&set, "token", token);
       BSON_APPEND_UTF8(&set, "tokenAt", "$$NOW");
    }
-   ok = update_many(st->leases, &filter, &set, true, error);
+   ok = relay_lease_store_update_many(st->leases, &filter, &set, true, error);
    bson_destroy(&filter);
    bson_destroy(&set);
    return ok;
@@ -331,7 +156,7 @@ relay_lease_store_checkpoint(const relay_lease_store_t *st, const relay_partset_
    relay_lease_store_fence(st, parts, epochs, &filter);
    append_literal(&set, "token", token);
    BSON_APPEND_UTF8(&set, "tokenAt", "$$NOW");
-   ok = update_many(st->leases, &filter, &set, true, error);
+   ok = relay_lease_store_update_many(st->leases, &filter, &set, true, error);
    bson_destroy(&filter);
    bson_destroy(&set);
    return ok;
@@ -351,7 +176,7 @@ append_id_in(bson_t *filter, const relay_lease_store_t *st, const relay_partset_
    for (int p = 0; p < st->partitions; p++) {
       if (relay_partset_has(parts, p)) {
          bson_uint32_to_string(i++, &k, key, sizeof key);
-         append_lease_id(&in, k, st, p);
+         relay_lease_store_append_id(&in, k, st, p);
       }
    }
    bson_append_array_end(&cond, &in);
@@ -386,30 +211,30 @@ relay_lease_store_acquire(const relay_lease_store_t *st, const relay_partset_t *
    BSON_APPEND_ARRAY_BEGIN(&filter, "$and", &and);
    /* free or expired */
    BSON_APPEND_DOCUMENT_BEGIN(&and, "0", &b);
-   BSON_APPEND_ARRAY_BEGIN(&b, "$or", &or);
+   BSON_APPEND_ARRAY_BEGIN(&b, "$or", & or);
    {
       bson_t free_;
-      BSON_APPEND_DOCUMENT_BEGIN(&or, "0", &free_);
+      BSON_APPEND_DOCUMENT_BEGIN(& or, "0", &free_);
       BSON_APPEND_NULL(&free_, "owner");
-      bson_append_document_end(&or, &free_);
+      bson_append_document_end(& or, &free_);
    }
-   append_past(&or, "1", "expiresAt");
-   bson_append_array_end(&b, &or);
+   append_past(& or, "1", "expiresAt");
+   bson_append_array_end(&b, & or);
    bson_append_document_end(&and, &b);
    /* not reserved for another member */
    BSON_APPEND_DOCUMENT_BEGIN(&and, "1", &b);
-   BSON_APPEND_ARRAY_BEGIN(&b, "$or", &or);
+   BSON_APPEND_ARRAY_BEGIN(&b, "$or", & or);
    {
       bson_t r;
-      BSON_APPEND_DOCUMENT_BEGIN(&or, "0", &r);
+      BSON_APPEND_DOCUMENT_BEGIN(& or, "0", &r);
       BSON_APPEND_NULL(&r, "reservedFor");
-      bson_append_document_end(&or, &r);
-      BSON_APPEND_DOCUMENT_BEGIN(&or, "1", &r);
+      bson_append_document_end(& or, &r);
+      BSON_APPEND_DOCUMENT_BEGIN(& or, "1", &r);
       BSON_APPEND_UTF8(&r, "reservedFor", st->me);
-      bson_append_document_end(&or, &r);
+      bson_append_document_end(& or, &r);
    }
-   append_past(&or, "2", "reservedUntil");
-   bson_append_array_end(&b, &or);
+   append_past(& or, "2", "reservedUntil");
+   bson_append_array_end(&b, & or);
    bson_append_document_end(&and, &b);
    bson_append_array_end(&filter, &and);
 
@@ -426,7 +251,7 @@ relay_lease_store_acquire(const relay_lease_store_t *st, const relay_partset_t *
    BSON_APPEND_NULL(&set, "handoff");
    BSON_APPEND_NULL(&set, "reservedFor");
    BSON_APPEND_NULL(&set, "reservedUntil");
-   ok = update_many(st->leases, &filter, &set, true, error);
+   ok = relay_lease_store_update_many(st->leases, &filter, &set, true, error);
    bson_destroy(&filter);
    bson_destroy(&set);
    return ok;
@@ -495,20 +320,20 @@ relay_lease_store_release(const relay_lease_store_t *st, const relay_partset_t *
       BSON_APPEND_NULL(&set, "reservedFor");
       BSON_APPEND_NULL(&set, "reservedUntil");
    }
-   ok = update_many(st->leases, &filter, &set, true, error);
+   ok = relay_lease_store_update_many(st->leases, &filter, &set, true, error);
    bson_destroy(&filter);
    bson_destroy(&set);
    return ok;
 }
 
 bool
-relay_lease_store_request(const relay_lease_store_t *st, int p, const char *owner,
-                          int64_t epoch, bson_error_t *error)
+relay_lease_store_request(const relay_lease_store_t *st, int p, const char *owner, int64_t epoch,
+                          bson_error_t *error)
 {
    bson_t filter = BSON_INITIALIZER, set = BSON_INITIALIZER, handoff, pipeline;
    bool ok;
 
-   append_lease_id(&filter, "_id", st, p);
+   relay_lease_store_append_id(&filter, "_id", st, p);
    BSON_APPEND_UTF8(&filter, "owner", owner);
    BSON_APPEND_INT64(&filter, "epoch", epoch);
    BSON_APPEND_NULL(&filter, "handoff");
@@ -528,8 +353,8 @@ bool
 relay_lease_store_member(const relay_lease_store_t *st, const char *host, int pid, int owned,
                          bson_error_t *error)
 {
-   bson_t filter = BSON_INITIALIZER, set = BSON_INITIALIZER, opts = BSON_INITIALIZER,
-          pipeline, ifnull, args;
+   bson_t filter = BSON_INITIALIZER, set = BSON_INITIALIZER, opts = BSON_INITIALIZER, pipeline,
+          ifnull, args;
    bool ok;
 
    append_member_id(&filter, st);

@@ -65,8 +65,7 @@ bool relay_lease_store_renew(const relay_lease_store_t *st, const relay_partset_
 
 /* Stores @token as the checkpoint of the leases in @parts (fenced), nothing else. */
 bool relay_lease_store_checkpoint(const relay_lease_store_t *st, const relay_partset_t *parts,
-                                  const int64_t *epochs, const bson_t *token,
-                                  bson_error_t *error);
+                                  const int64_t *epochs, const bson_t *token, bson_error_t *error);
 
 /* Takes the free or expired leases among @parts that are not reserved for another member
  * (epoch + 1, expiresAt $$NOW + ttl). Which were taken is learnt with
@@ -83,19 +82,26 @@ bool relay_lease_store_read_mine(const relay_lease_store_t *st, const relay_part
 /* Gives lease @p (fenced by @epoch) up: owner and expiry null, handoff cleared; when
  * @reserve_for is not NULL it is reserved for that member until $$NOW + ttl. */
 bool relay_lease_store_release(const relay_lease_store_t *st, const relay_partset_t *parts,
-                               const int64_t *epochs, const char *reserve_for,
-                               bson_error_t *error);
+                               const int64_t *epochs, const char *reserve_for, bson_error_t *error);
 
 /* Asks the owner of lease @p (@owner at @epoch) to hand it to this member. */
 bool relay_lease_store_request(const relay_lease_store_t *st, int p, const char *owner,
                                int64_t epoch, bson_error_t *error);
 
 /* Upserts this member's document (expiresAt $$NOW + ttl, @owned leases). */
-bool relay_lease_store_member(const relay_lease_store_t *st, const char *host, int pid,
-                              int owned, bson_error_t *error);
+bool relay_lease_store_member(const relay_lease_store_t *st, const char *host, int pid, int owned,
+                              bson_error_t *error);
 
 /* Deletes this member's document. */
 bool relay_lease_store_leave(const relay_lease_store_t *st, bson_error_t *error);
+
+/* Appends {relay: name, partition: @p} under @key (a lease's _id). */
+void relay_lease_store_append_id(bson_t *doc, const char *key, const relay_lease_store_t *st,
+                                 int p);
+
+/* updateMany(@filter, {$set} or [{$set}] of @set). */
+bool relay_lease_store_update_many(mongoc_collection_t *coll, const bson_t *filter,
+                                   const bson_t *set, bool pipeline, bson_error_t *error);
 
 /* What a member sees of its group on one tick. Strings are owned by the snapshot. */
 typedef struct {

@@ -192,8 +192,7 @@ relay_lease_set_eligible(relay_lease_t *l, bool eligible)
 
 /* Takes the pending checkpoint if one is due (under the lock). */
 static bson_t *
-take_checkpoint(relay_lease_t *l, int64_t now, bool force, relay_partset_t *valid,
-                int64_t *epochs)
+take_checkpoint(relay_lease_t *l, int64_t now, bool force, relay_partset_t *valid, int64_t *epochs)
 {
    bson_t *token = NULL;
    if (l->ckpt_token &&
@@ -320,10 +319,11 @@ open_store(relay_lease_t *l, bson_error_t *error)
       return false;
    }
    l->state_coll = mongoc_client_get_collection(l->client, cfg->database, cfg->state_collection);
-   l->lease_coll = mongoc_client_get_collection(
-      l->client, cfg->database, cfg->lease_collection ? cfg->lease_collection : cfg->state_collection);
-   l->st = (relay_lease_store_t){l->state_coll, l->lease_coll, cfg->name, l->me,
-                                  cfg->partitions, cfg->lease_ttl_ms};
+   l->lease_coll = mongoc_client_get_collection(l->client, cfg->database,
+                                                cfg->lease_collection ? cfg->lease_collection
+                                                                      : cfg->state_collection);
+   l->st = (relay_lease_store_t){l->state_coll, l->lease_coll,   cfg->name,
+                                 l->me,         cfg->partitions, cfg->lease_ttl_ms};
    return true;
 }
 
@@ -454,9 +454,8 @@ relay_lease_destroy(relay_lease_t *l)
 void
 relay_lease_render_metrics(const relay_lease_t *l, bson_string_t *out)
 {
-   static const char *const les[RELAY_RENEW_BUCKETS] = {"0.001", "0.0025", "0.005", "0.01",
-                                                        "0.025", "0.05",   "0.1",   "0.25",
-                                                        "0.5",   "1",      "2.5",   "5"};
+   static const char *const les[RELAY_RENEW_BUCKETS] = {
+       "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5"};
    uint64_t cumulative = 0;
 
    bson_string_append(out, "# HELP outbox_relay_lease_epoch Epoch (the fencing token) of each "
@@ -474,11 +473,14 @@ relay_lease_render_metrics(const relay_lease_t *l, bson_string_t *out)
                            "# TYPE outbox_relay_lease_renew_seconds histogram\n");
    for (int b = 0; b <= RELAY_RENEW_BUCKETS; b++) {
       cumulative += atomic_load((_Atomic uint64_t *)&l->renew_buckets[b]);
-      bson_string_append_printf(out, "outbox_relay_lease_renew_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
+      bson_string_append_printf(out,
+                                "outbox_relay_lease_renew_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
                                 b < RELAY_RENEW_BUCKETS ? les[b] : "+Inf", cumulative);
    }
    bson_string_append_printf(
-      out, "outbox_relay_lease_renew_seconds_sum %.6f\noutbox_relay_lease_renew_seconds_count %" PRIu64 "\n",
-      (double)atomic_load((_Atomic uint64_t *)&l->renew_sum_us) / 1e6,
-      atomic_load((_Atomic uint64_t *)&l->renew_count));
+       out,
+       "outbox_relay_lease_renew_seconds_sum %.6f\noutbox_relay_lease_renew_seconds_count %" PRIu64
+       "\n",
+       (double)atomic_load((_Atomic uint64_t *)&l->renew_sum_us) / 1e6,
+       atomic_load((_Atomic uint64_t *)&l->renew_count));
 }

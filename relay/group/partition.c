@@ -70,18 +70,29 @@ relay_partset_equal(const relay_partset_t *a, const relay_partset_t *b)
    return memcmp(a, b, sizeof *a) == 0;
 }
 
+/* The next run of neighbouring partitions of @s at or after *@p: [*@p, returned]; -1 when
+ * there is none. */
+static int
+next_run(const relay_partset_t *s, int n, int *p)
+{
+   int q;
+   while (*p < n && !relay_partset_has(s, *p)) {
+      (*p)++;
+   }
+   if (*p >= n) {
+      return -1;
+   }
+   for (q = *p; q + 1 < n && relay_partset_has(s, q + 1); q++) {
+   }
+   return q;
+}
+
 void
 relay_partset_format(const relay_partset_t *s, int n, bson_string_t *out)
 {
    size_t start = out->len;
-   for (int p = 0; p < n; p++) {
-      int q = p;
-      if (!relay_partset_has(s, p)) {
-         continue;
-      }
-      while (q + 1 < n && relay_partset_has(s, q + 1)) {
-         q++;
-      }
+   int q;
+   for (int p = 0; (q = next_run(s, n, &p)) >= 0; p++) {
       bson_string_append_printf(out, "%s%d", out->len > start ? ", " : "", p);
       if (q > p) {
          bson_string_append_printf(out, "-%d", q);
@@ -96,15 +107,8 @@ relay_partset_format(const relay_partset_t *s, int n, bson_string_t *out)
 int
 relay_partset_ranges(const relay_partset_t *s, int n, relay_hash_range_t *out)
 {
-   int k = 0;
-   for (int p = 0; p < n; p++) {
-      int q = p;
-      if (!relay_partset_has(s, p)) {
-         continue;
-      }
-      while (q + 1 < n && relay_partset_has(s, q + 1)) {
-         q++;
-      }
+   int k = 0, q;
+   for (int p = 0; (q = next_run(s, n, &p)) >= 0; p++) {
       out[k].lo = relay_partition_lo(p, n);
       out[k].to_max = q + 1 == n;
       out[k].hi = out[k].to_max ? INT64_MAX : relay_partition_lo(q + 1, n);
@@ -134,13 +138,13 @@ append_type_list(bson_t *doc)
 static void
 append_unchecked_branch(bson_t * or, const char *key, const char *path)
 {
-   bson_t branch, cond, not;
+   bson_t branch, cond, not ;
 
    BSON_APPEND_DOCUMENT_BEGIN(or, key, &branch);
    BSON_APPEND_DOCUMENT_BEGIN(&branch, path, &cond);
-   BSON_APPEND_DOCUMENT_BEGIN(&cond, "$not", &not);
-   append_type_list(&not);
-   bson_append_document_end(&cond, &not);
+   BSON_APPEND_DOCUMENT_BEGIN(&cond, "$not", &not );
+   append_type_list(&not );
+   bson_append_document_end(&cond, &not );
    bson_append_document_end(&branch, &cond);
    bson_append_document_end(or, &branch);
 }
@@ -151,7 +155,7 @@ relay_partition_append_stream_stages(const relay_partset_t *s, int n, bson_t *pi
 {
    relay_hash_range_t ranges[RELAY_PARTITIONS_MAX / 2 + 1];
    int nr = relay_partset_ranges(s, n, ranges);
-   bson_t stage, body, hashed, or;
+   bson_t stage, body, hashed, or ;
    char key[16];
    const char *k;
 
@@ -167,12 +171,12 @@ relay_partition_append_stream_stages(const relay_partset_t *s, int n, bson_t *pi
    bson_uint32_to_string((*index)++, &k, key, sizeof key);
    BSON_APPEND_DOCUMENT_BEGIN(pipeline, k, &stage);
    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &body);
-   BSON_APPEND_ARRAY_BEGIN(&body, "$or", &or);
-   append_unchecked_branch(&or, "0", "documentKey._id");
+   BSON_APPEND_ARRAY_BEGIN(&body, "$or", & or);
+   append_unchecked_branch(& or, "0", "documentKey._id");
    for (int i = 0; i < nr; i++) {
       bson_t branch, cond;
       bson_uint32_to_string((uint32_t)i + 1, &k, key, sizeof key);
-      BSON_APPEND_DOCUMENT_BEGIN(&or, k, &branch);
+      BSON_APPEND_DOCUMENT_BEGIN(& or, k, &branch);
       BSON_APPEND_DOCUMENT_BEGIN(&branch, RELAY_PARTITION_HASH_FIELD, &cond);
       BSON_APPEND_INT64(&cond, "$gte", ranges[i].lo);
       if (ranges[i].to_max) {
@@ -181,9 +185,9 @@ relay_partition_append_stream_stages(const relay_partset_t *s, int n, bson_t *pi
          BSON_APPEND_INT64(&cond, "$lt", ranges[i].hi);
       }
       bson_append_document_end(&branch, &cond);
-      bson_append_document_end(&or, &branch);
+      bson_append_document_end(& or, &branch);
    }
-   bson_append_array_end(&body, &or);
+   bson_append_array_end(&body, & or);
    bson_append_document_end(&stage, &body);
    bson_append_document_end(pipeline, &stage);
 }
@@ -213,9 +217,9 @@ relay_partition_append_sweep_filter(const relay_partset_t *s, int n, bson_t *fil
    char key[16];
    const char *k;
 
-   BSON_APPEND_ARRAY_BEGIN(filter, "$or", &or);
-   append_unchecked_branch(&or, "0", "_id");
-   BSON_APPEND_DOCUMENT_BEGIN(&or, "1", &branch);
+   BSON_APPEND_ARRAY_BEGIN(filter, "$or", & or);
+   append_unchecked_branch(& or, "0", "_id");
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "1", &branch);
    BSON_APPEND_DOCUMENT_BEGIN(&branch, "$expr", &expr);
    BSON_APPEND_ARRAY_BEGIN(&expr, "$or", &any);
    for (int i = 0; i < nr; i++) {
@@ -234,6 +238,6 @@ relay_partition_append_sweep_filter(const relay_partset_t *s, int n, bson_t *fil
    }
    bson_append_array_end(&expr, &any);
    bson_append_document_end(&branch, &expr);
-   bson_append_document_end(&or, &branch);
-   bson_append_array_end(filter, &or);
+   bson_append_document_end(& or, &branch);
+   bson_append_array_end(filter, & or);
 }

@@ -28,8 +28,10 @@
 
 /* The _id types the start-up probe checks the server's $toHashedIndexKey against; server
  * filters narrow only these. */
-#define RELAY_PARTITION_TYPES {"double", "string", "object", "binData", "objectId", "bool", \
-                               "date", "int", "long"}
+#define RELAY_PARTITION_TYPES                                                                      \
+   {                                                                                               \
+      "double", "string", "object", "binData", "objectId", "bool", "date", "int", "long"           \
+   }
 
 /* The partition of hashed key @h among @n partitions (1..RELAY_PARTITIONS_MAX). */
 int relay_partition_of(int64_t h, int n);

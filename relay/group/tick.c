@@ -50,16 +50,16 @@ note_refused(relay_lease_t *l, const char *what, const bson_error_t *error)
 static void
 note_down(relay_lease_t *l, const char *what, const bson_error_t *error)
 {
-   bool auth = error->domain == MONGOC_ERROR_CLIENT &&
-               error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
+   bool auth =
+       error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
    if (auth && !l->ready) {
       /* Wrong credentials before the relay ever worked will not fix themselves: stop, so the
        * operator sees it at once. mongoc passes the server's answer to the SASL conversation
        * on as is (e.g. "no such command: 'saslStart'"): say that authentication failed. */
       char *msg = bson_strdup_printf(
-         "MongoDB authentication failed (%s): check the user, password, authSource and "
-         "authMechanism of --mongodb-uri; exiting with status %d",
-         error->message, EX_NOPERM);
+          "MongoDB authentication failed (%s): check the user, password, authSource and "
+          "authMechanism of --mongodb-uri; exiting with status %d",
+          error->message, EX_NOPERM);
       l->fatal = true;
       _relay_lease_post_fatal(l, EX_NOPERM, msg);
       bson_free(msg);
@@ -141,9 +141,9 @@ lose(relay_lease_t *l, int p, const relay_lease_view_t *v)
 {
    drop_owned(l, p);
    relay_metrics_add(l->metrics, RELAY_M_LEASE_LOSSES, 1);
-   relay_log(RELAY_LOG_WARNING, "group", "lost partition %d (epoch %" PRId64 "): now %s%s at epoch %" PRId64,
-             p, l->epochs[p], v->owner ? "owned by " : "free", v->owner ? v->owner : "",
-             v->epoch);
+   relay_log(RELAY_LOG_WARNING, "group",
+             "lost partition %d (epoch %" PRId64 "): now %s%s at epoch %" PRId64, p, l->epochs[p],
+             v->owner ? "owned by " : "free", v->owner ? v->owner : "", v->epoch);
    _relay_lease_post(l, RELAY_LEASE_LOST, p, l->epochs[p], NULL, NULL);
 }
 
@@ -249,9 +249,9 @@ static void
 balance(relay_lease_t *l, bool eligible)
 {
    relay_balance_plan_t *plan = bson_malloc(sizeof *plan);
-   relay_balance_input_t in = {l->cfg->partitions, l->me, l->snap->leases,
-                               (const char *const *)l->snap->member_ids, l->snap->n_members,
-                               eligible, l->rotate};
+   relay_balance_input_t in = {
+       l->cfg->partitions, l->me,    l->snap->leases, (const char *const *)l->snap->member_ids,
+       l->snap->n_members, eligible, l->rotate};
    bson_error_t error;
 
    relay_balance_plan(&in, plan);
@@ -305,9 +305,9 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
          observe_renew(l, sent_ns);
       }
    }
-   if (eligible && !relay_lease_store_member(&l->st, l->host, l->pid,
-                                             relay_partset_count(&l->owned, l->cfg->partitions),
-                                             &error)) {
+   if (eligible &&
+       !relay_lease_store_member(&l->st, l->host, l->pid,
+                                 relay_partset_count(&l->owned, l->cfg->partitions), &error)) {
       note_down(l, "writing the member document", &error);
    }
    relay_group_snapshot_cleanup(l->snap);
@@ -326,8 +326,9 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    }
    atomic_store(&l->last_ok_ns, relay_boot_ns());
    if (l->refused && !l->tick_failed) {
-      relay_log(RELAY_LOG_INFO, "group", "MongoDB accepts the relay's writes again: publishing "
-                                         "resumes");
+      relay_log(RELAY_LOG_INFO, "group",
+                "MongoDB accepts the relay's writes again: publishing "
+                "resumes");
       relay_metrics_set(l->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 0.0);
       l->refused = false;
    }
@@ -392,7 +393,6 @@ _relay_lease_leave(relay_lease_t *l)
    }
    release_all(l, " (stopping)", false);
    if (!relay_lease_store_leave(&l->st, &error)) {
-      relay_log(RELAY_LOG_DEBUG, "group", "deleting the member document failed: %s",
-                error.message);
+      relay_log(RELAY_LOG_DEBUG, "group", "deleting the member document failed: %s", error.message);
    }
 }

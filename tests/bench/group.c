@@ -35,8 +35,8 @@
 #define ENTITIES 400
 #define MAX_EVENTS 2000000
 
-static const char *const lease_args[] = {"--lease-ttl-ms",    "3000", "--lease-renew-ms", "500",
-                                         "--lease-margin-ms", "1000", NULL};
+static const char *const lease_args[] = {
+    "--lease-ttl-ms", "3000", "--lease-renew-ms", "500", "--lease-margin-ms", "1000", NULL};
 
 typedef struct {
    mongoc_client_t *client;
@@ -45,7 +45,7 @@ typedef struct {
    int64_t *write_ns;   /* per event n */
    uint32_t *entity_of; /* per event n */
    int64_t round[ENTITIES];
-   volatile size_t n;   /* events written (read by the main thread) */
+   volatile size_t n; /* events written (read by the main thread) */
    volatile bool stop;
    bool ok;
 } writer_t;
@@ -59,9 +59,9 @@ write_loop(void *arg)
    w->ok = true;
    while (!w->stop && w->n < MAX_EVENTS && w->ok) {
       size_t n = w->n;
-      w->entity_of[n] = (uint32_t) e;
+      w->entity_of[n] = (uint32_t)e;
       w->write_ns[n] = bench_now_ns();
-      w->ok = bench_append_one(col, e, w->round[e]++, (int64_t) n, w->payload);
+      w->ok = bench_append_one(col, e, w->round[e]++, (int64_t)n, w->payload);
       w->n = n + 1;
       e = (e + 1) % ENTITIES;
       usleep(1000);
@@ -77,7 +77,7 @@ part_of_entity(size_t e)
    bson_value_t v = {.value_type = BSON_TYPE_UTF8};
    bench_entity_id(id, sizeof id, e);
    v.value.v_utf8.str = id;
-   v.value.v_utf8.len = (uint32_t) strlen(id);
+   v.value.v_utf8.len = (uint32_t)strlen(id);
    return relay_partition_of(relay_hash_value(&v), PARTS);
 }
 
@@ -92,7 +92,7 @@ lease_counts(mongoc_client_t *c, const char *db, const char *name, const pid_t *
    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(col, filter, NULL, NULL);
    const bson_t *doc;
    int total = 0;
-   memset(counts, 0, sizeof(int) * (size_t) n);
+   memset(counts, 0, sizeof(int) * (size_t)n);
    if (mine) {
       relay_partset_clear(mine);
    }
@@ -104,7 +104,7 @@ lease_counts(mongoc_client_t *c, const char *db, const char *name, const pid_t *
       }
       for (int i = 0; i < n; i++) {
          char mark[32];
-         snprintf(mark, sizeof mark, "/%d/", (int) pids[i]);
+         snprintf(mark, sizeof mark, "/%d/", (int)pids[i]);
          if (strstr(bson_iter_utf8(&it, NULL), mark)) {
             counts[i]++;
             total++;
@@ -125,7 +125,7 @@ static bool
 wait_settled(mongoc_client_t *c, const char *db, const char *name, const pid_t *pids, int n,
              double timeout_s)
 {
-   int64_t deadline = bench_now_ns() + (int64_t) (timeout_s * 1e9);
+   int64_t deadline = bench_now_ns() + (int64_t)(timeout_s * 1e9);
    int counts[8];
    while (bench_now_ns() < deadline) {
       int lo = PARTS, hi = 0;
@@ -148,7 +148,7 @@ static double
 first_orphan_message(bench_sub_t *sub, writer_t *w, size_t from, const relay_partset_t *orphans,
                      const int *part, int64_t kill_ns, double timeout_s)
 {
-   int64_t deadline = kill_ns + (int64_t) (timeout_s * 1e9);
+   int64_t deadline = kill_ns + (int64_t)(timeout_s * 1e9);
    const int64_t *recv = bench_sub_recv_ns(sub);
    while (bench_now_ns() < deadline) {
       int64_t best = 0;
@@ -169,7 +169,7 @@ first_orphan_message(bench_sub_t *sub, writer_t *w, size_t from, const relay_par
 static int
 cmp_double(const void *a, const void *b)
 {
-   double x = *(const double *) a, y = *(const double *) b;
+   double x = *(const double *)a, y = *(const double *)b;
    return x < y ? -1 : x > y;
 }
 
@@ -201,9 +201,9 @@ kill_member(pid_t pid)
 
 /* One kill: the victim's partitions, kill -9, wait for their first message, replace it. */
 static bool
-one_failover(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
-             const char *coll, const char *name, bench_sub_t *sub, writer_t *w, pid_t *pids,
-             int k, const int *part, double *out)
+one_failover(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c, const char *coll,
+             const char *name, bench_sub_t *sub, writer_t *w, pid_t *pids, int k, const int *part,
+             double *out)
 {
    int counts[2];
    relay_partset_t orphans;
@@ -234,7 +234,7 @@ bench_group_failover(const bench_opts_t *o, const bench_servers_t *s, mongoc_cli
    pid_t pids[2] = {0, 0};
    bool writing = false;
 
-   snprintf(coll, sizeof coll, "failover_%ld", (long) getpid());
+   snprintf(coll, sizeof coll, "failover_%ld", (long)getpid());
    snprintf(name, sizeof name, "bench-%s", coll);
    snprintf(prefix, sizeof prefix, "outbox/%s/", coll);
    *f = (bench_failover_t){.ttl_ms = 3000, .renew_ms = 500, .margin_ms = 1000};
@@ -273,8 +273,8 @@ bench_group_failover(const bench_opts_t *o, const bench_servers_t *s, mongoc_cli
    if (f->ok) {
       double sorted[BENCH_MAX_KILLS];
       memcpy(sorted, f->failover_s, sizeof sorted);
-      qsort(sorted, (size_t) f->kills, sizeof *sorted, cmp_double);
-      f->p50_s = bench_percentile(sorted, (size_t) f->kills, 50);
+      qsort(sorted, (size_t)f->kills, sizeof *sorted, cmp_double);
+      f->p50_s = bench_percentile(sorted, (size_t)f->kills, 50);
       f->max_s = sorted[f->kills - 1];
       drop_logs(s, coll, f->kills + 2);
    } else {
@@ -298,8 +298,8 @@ wait_cleared(mongoc_client_t *c, const char *db, const char *coll, int64_t deadl
 
 /* One drain of o->events events written live to a settled group of `k` members. */
 static void
-drain_with(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
-           bench_sub_t *sub, int k, bench_group_drain_t *d)
+drain_with(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c, bench_sub_t *sub,
+           int k, bench_group_drain_t *d)
 {
    char coll[64], name[96], prefix[96];
    pid_t pids[4] = {0};
@@ -307,7 +307,7 @@ drain_with(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
    bench_layout_t l;
    size_t entities = o->entities_few < o->events ? o->entities_few : o->events;
 
-   snprintf(coll, sizeof coll, "gdrain%d_%ld", k, (long) getpid());
+   snprintf(coll, sizeof coll, "gdrain%d_%ld", k, (long)getpid());
    snprintf(name, sizeof name, "bench-%s", coll);
    snprintf(prefix, sizeof prefix, "outbox/%s/", coll);
    memset(d, 0, sizeof *d);
@@ -325,7 +325,7 @@ drain_with(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
    for (int i = 0; i < k; i++) {
       cpu0[i] = bench_proc_cpu_s(pids[i]);
    }
-   int64_t t0 = bench_now_ns(), deadline = t0 + (int64_t) (o->timeout_s * 1e9);
+   int64_t t0 = bench_now_ns(), deadline = t0 + (int64_t)(o->timeout_s * 1e9);
    ok = ok && bench_stream_write(c, o->database, coll, &l, 1, o->payload, 0) &&
         bench_sub_wait_all(sub, deadline) && wait_cleared(c, o->database, coll, deadline);
    d->seconds = bench_secs(t0, bench_now_ns());
@@ -339,8 +339,8 @@ drain_with(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
    if (ok) {
       drop_logs(s, coll, k);
    }
-   d->msgs_per_s = ok ? (double) o->events / d->seconds : 0;
-   d->cpu_us_per_event = ok ? cpu * 1e6 / (double) o->events : 0;
+   d->msgs_per_s = ok ? (double)o->events / d->seconds : 0;
+   d->cpu_us_per_event = ok ? cpu * 1e6 / (double)o->events : 0;
    bench_coll_drop(c, o->database, coll);
    bench_layout_free(&l);
 }

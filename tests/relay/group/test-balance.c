@@ -97,8 +97,8 @@ tick(sim_t *s, int m)
          members[nm++] = s->ids[i];
       }
    }
-   in = (relay_balance_input_t){s->n, s->ids[m], s->leases, members, nm, s->eligible[m],
-                                (uint32_t)m * 7919u};
+   in = (relay_balance_input_t){s->n, s->ids[m],      s->leases,          members,
+                                nm,   s->eligible[m], (uint32_t)m * 7919u};
    relay_balance_plan(&in, &plan);
    for (int i = 0; i < plan.n_acquire; i++) {
       relay_lease_view_t *l = &s->leases[plan.acquire[i]];

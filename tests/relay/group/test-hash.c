@@ -106,13 +106,15 @@ Test(hash, documents_and_arrays)
 
 Test(hash, binary_uuid_objectid)
 {
-   cr_assert_eq(hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"00\"}}}"),
-                7252465090394235301LL);
-   cr_assert_eq(hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"80\"}}}"),
-                5736670452907618262LL);
    cr_assert_eq(
-      hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQFBgcICQoLDA0ODw==\", \"subType\": \"04\"}}}"),
-      6084661258071355978LL);
+       hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"00\"}}}"),
+       7252465090394235301LL);
+   cr_assert_eq(
+       hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"80\"}}}"),
+       5736670452907618262LL);
+   cr_assert_eq(hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQFBgcICQoLDA0ODw==\", "
+                          "\"subType\": \"04\"}}}"),
+                6084661258071355978LL);
    cr_assert_eq(hash_json("{\"v\": {\"$oid\": \"010203040506070809101112\"}}"),
                 -5588663249627035708LL);
    cr_assert_eq(hash_json("{\"v\": {\"$oid\": \"000000000000000000000000\"}}"),
