@@ -118,6 +118,21 @@ class Member:
                 return when
         return None
 
+    def http_get(self, path):
+        """(status, body) of GET path on the member's metrics endpoint (metrics=True)."""
+        import re
+        import urllib.error
+        import urllib.request
+        if not self.wait_log("serving /metrics and /healthz", 10):
+            raise AssertionError("no metrics endpoint in %s" % self.log_path)
+        port = re.search(r"serving /metrics and /healthz on \S+ \(port (\d+)\)",
+                         self.log_text()).group(1)
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%s%s" % (port, path), timeout=5) as r:
+                return r.status, r.read().decode("utf-8")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode("utf-8")
+
     def instance_prefix(self):
         """"<host>/<pid>/": the start of this member's instance id (lease owner)."""
         return "%s/%d/" % (os.uname().nodename, self.pid)

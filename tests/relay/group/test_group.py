@@ -113,6 +113,38 @@ def test_lone_member_and_refusals():
         sub.close()
 
 
+def test_standby_metrics_and_health():
+    """Three members of a group of two partitions: two are active, one is a standby with no
+    stream; /healthz says which (both healthy), /metrics shows the group's figures."""
+    dbname, cname, rname = names("standby")
+    members = [Member(RELAY_BIN, dbname, [cname], rname, ["--partitions", "2"], metrics=True)
+               for _ in range(3)]
+    try:
+        group = Group(client, dbname, rname, n=2)
+        check(wait_until(lambda: sorted(group.counts(members)) == [0, 1, 1], 30),
+              "not one partition each for two members: %s" % group.counts(members))
+        time.sleep(2 * 0.5 + 0.5)  # a renewal after the last move
+        counts = group.counts(members)
+        for m, c in zip(members, counts):
+            status, body = m.http_get("/healthz")
+            want = "ok: active\n" if c else "ok: standby\n"
+            check(status == 200 and body == want, "member %d (%d partitions): %s %r" %
+                  (m.n, c, status, body))
+            status, metrics = m.http_get("/metrics")
+            check("\noutbox_relay_partitions_owned %d\n" % c in metrics, "owned: %s" % c)
+            check("\noutbox_relay_group_members 3\n" in metrics, "members in %s" %
+                  [ln for ln in metrics.splitlines() if "group_members" in ln])
+            epochs = [ln for ln in metrics.splitlines()
+                      if ln.startswith("outbox_relay_lease_epoch{")]
+            check(len(epochs) == c, "epoch lines: %s" % epochs)
+            check("outbox_relay_lease_renew_seconds_count" in metrics, "no renew histogram")
+        standby = members[counts.index(0)]
+        check(standby.wait_log("standby: this member owns no partition", 1) or
+              "acquired" not in standby.log_text(), "the standby still has a stream")
+    finally:
+        stop_all(members)
+
+
 def test_migration_of_the_old_checkpoint():
     """A checkpoint document of the relay before groups ({_id: name, token}) becomes the group
     document; its token goes into every lease and the relay resumes from it."""
@@ -490,7 +522,8 @@ def test_history_lost_during_a_move():
         sub.close()
 
 
-TESTS = [test_lone_member_and_refusals, test_migration_of_the_old_checkpoint,
+TESTS = [test_lone_member_and_refusals, test_standby_metrics_and_health,
+         test_migration_of_the_old_checkpoint,
          test_kill9_failover, test_sigstop_longer_than_the_lease,
          test_sigstop_around_the_deadline, test_cut_from_mongodb, test_cut_from_the_broker,
          test_one_four_two, test_id_types, test_history_lost_during_a_move]
