@@ -313,12 +313,15 @@ def test_cut_from_mongodb():
         a.mongo_proxy.cut()
         deadline = cut_at + (TTL - MARGIN) / 1000
         time.sleep((TTL - MARGIN) / 1000 + 0.5)
-        after_deadline = a.mqtt_proxy.publishes_since(deadline + 0.3)
+        # What was handed to its MQTT client just before the deadline may reach the tap a
+        # little later on a loaded machine: 0.6 s of grace, still well before the lease expires
+        # (the margin is 1 s) and the other member takes over.
+        after_deadline = a.mqtt_proxy.publishes_since(deadline + 0.6)
         check(wait_until(lambda: all(o and o.startswith(b.instance_prefix())
                                      for o in group.owners().values()), 15),
               "b did not take a's partitions")
         time.sleep(1)
-        late = a.mqtt_proxy.publishes_since(deadline + 0.3)
+        late = a.mqtt_proxy.publishes_since(deadline + 0.6)
         a.mongo_proxy.restore()
         check(a.wait_log("lost partition", 20), "a did not learn that it lost its partitions")
         figures = finish(load, sub, coll, [a, b])
