@@ -49,6 +49,7 @@ struct relay_lease_t {
    int64_t *scratch_epochs; /* a copy of the main thread's epochs for a checkpoint */
    relay_group_snapshot_t *snap;
    uint32_t rotate;
+   uint32_t ticks;
    int64_t next_tick_ns; /* CLOCK_MONOTONIC; under @lock */
    int64_t last_ckpt_ns; /* CLOCK_MONOTONIC; under @lock */
 

@@ -389,3 +389,30 @@ relay_lease_store_leave(const relay_lease_store_t *st, bson_error_t *error)
    bson_destroy(&filter);
    return ok;
 }
+
+bool
+relay_lease_store_forget_dead(const relay_lease_store_t *st, bson_error_t *error)
+{
+   bson_t filter = BSON_INITIALIZER, exists, expr, add, args, ltargs;
+   bool ok;
+
+   BSON_APPEND_UTF8(&filter, "_id.relay", st->name);
+   BSON_APPEND_DOCUMENT_BEGIN(&filter, "_id.member", &exists);
+   BSON_APPEND_BOOL(&exists, "$exists", true);
+   bson_append_document_end(&filter, &exists);
+   /* {$expr: {$lt: [{$add: ["$expiresAt", 10 ttl]}, "$$NOW"]}} */
+   BSON_APPEND_DOCUMENT_BEGIN(&filter, "$expr", &expr);
+   BSON_APPEND_ARRAY_BEGIN(&expr, "$lt", &ltargs);
+   BSON_APPEND_DOCUMENT_BEGIN(&ltargs, "0", &add);
+   BSON_APPEND_ARRAY_BEGIN(&add, "$add", &args);
+   BSON_APPEND_UTF8(&args, "0", "$expiresAt");
+   BSON_APPEND_INT64(&args, "1", 10 * st->ttl_ms);
+   bson_append_array_end(&add, &args);
+   bson_append_document_end(&ltargs, &add);
+   BSON_APPEND_UTF8(&ltargs, "1", "$$NOW");
+   bson_append_array_end(&expr, &ltargs);
+   bson_append_document_end(&filter, &expr);
+   ok = mongoc_collection_delete_many(st->leases, &filter, NULL, NULL, error);
+   bson_destroy(&filter);
+   return ok;
+}

@@ -95,6 +95,10 @@ bool relay_lease_store_member(const relay_lease_store_t *st, const char *host, i
 /* Deletes this member's document. */
 bool relay_lease_store_leave(const relay_lease_store_t *st, bson_error_t *error);
 
+/* Deletes the documents of members that have been dead for ten lease times (a kill -9 leaves
+ * its document behind). */
+bool relay_lease_store_forget_dead(const relay_lease_store_t *st, bson_error_t *error);
+
 /* Appends {relay: name, partition: @p} under @key (a lease's _id). */
 void relay_lease_store_append_id(bson_t *doc, const char *key, const relay_lease_store_t *st,
                                  int p);

@@ -316,6 +316,9 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
       return;
    }
    reconcile(l, renewed, sent_ns);
+   if (++l->ticks % 60 == 1 && !relay_lease_store_forget_dead(&l->st, &error)) {
+      relay_log(RELAY_LOG_DEBUG, "group", "forgetting dead members failed: %s", error.message);
+   }
    if (!eligible && others_live(l)) {
       release_all(l, " (the broker cannot be reached; the others take them)", true);
    }

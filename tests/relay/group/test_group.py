@@ -13,6 +13,7 @@ Lease times are short (ttl 3 s, renew 0.5 s, margin 1 s) so the suite stays fast
 usage: test_group.py OUTBOX_RELAY [TEST_NAME ...]   (run under tests/fixtures/with-servers)
 """
 
+import datetime
 import json
 import os
 import sys
@@ -85,12 +86,19 @@ def test_lone_member_and_refusals():
     same group refuses to start and says why; /healthz says active or standby."""
     dbname, cname, rname = names("lone")
     coll = client[dbname][cname]
+    # A member document left by a relay killed long ago: forgotten by the group.
+    ghost = {"relay": rname, "member": "ghost/1/deadbeef"}
+    client[dbname]["outbox_relay_state"].insert_one(
+        {"_id": ghost, "host": "ghost", "pid": 1,
+         "expiresAt": datetime.datetime(2020, 1, 1), "owned": 0})
     sub = TimedSubscriber("outbox/%s/#" % cname)
     a = Member(RELAY_BIN, dbname, [cname], rname, metrics=True)
     b = None
     try:
         group = Group(client, dbname, rname)
         check(wait_until(lambda: group.counts([a]) == [32], 20), "lone member does not own all")
+        check(wait_until(lambda: client[dbname]["outbox_relay_state"].find_one({"_id": ghost})
+                         is None, 10), "a long dead member's document was kept")
         doc = client[dbname]["outbox_relay_state"].find_one({"_id": rname})
         check(doc and doc["partitions"] == 32 and "token" not in doc, "group document %s" % doc)
         load = Load(dbname, cname, ["l%d" % i for i in range(20)])
