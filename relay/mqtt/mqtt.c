@@ -339,33 +339,11 @@ on_disconnected(void *context, MQTTAsync_successData *resp)
    push(context, RELAY_MQTT_DISCONNECTED, 0, 0, 0);
 }
 
-static int
-create_client(relay_mqtt_t *m)
-{
-   const relay_config_t *cfg = m->cfg;
-   MQTTAsync_createOptions copts = MQTTAsync_createOptions_initializer;
-   copts.MQTTVersion = cfg->mqtt_version == 5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1;
-   /* Room for the whole window plus slack; never deleteOldestMessages (drops silently). */
-   copts.maxBufferedMessages = cfg->inflight_window * 2 + 100;
-   copts.sendWhileDisconnected = 0;
-   int rc = MQTTAsync_createWithOptions(&m->client, cfg->mqtt_uri,
-                                        cfg->client_id ? cfg->client_id : cfg->name,
-                                        MQTTCLIENT_PERSISTENCE_NONE, NULL, &copts);
-   if (rc != MQTTASYNC_SUCCESS) {
-      m->client = NULL;
-      return rc;
-   }
-   /* Creating the first client initialises paho's trace settings: set them again. */
-   relay_log_sync_paho();
-   MQTTAsync_setCallbacks(m->client, m, on_lost, on_message, NULL);
-   MQTTAsync_setConnected(m->client, m, on_connected);
-   return rc;
-}
-
 relay_mqtt_t *
-relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error)
+relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *error)
 {
    relay_mqtt_t *m = bson_malloc0(sizeof *m);
+   MQTTAsync_createOptions copts = MQTTAsync_createOptions_initializer;
    int rc;
 
    m->cfg = cfg;
@@ -373,14 +351,24 @@ relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error)
    pthread_cond_init(&m->cond, NULL);
    m->qcap = 1024;
    m->queue = bson_malloc(m->qcap * sizeof *m->queue);
-   rc = create_client(m);
+   copts.MQTTVersion = cfg->mqtt_version == 5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1;
+   /* Room for the whole window plus slack; never deleteOldestMessages (drops silently). */
+   copts.maxBufferedMessages = cfg->inflight_window * 2 + 100;
+   copts.sendWhileDisconnected = 0;
+   rc = MQTTAsync_createWithOptions(&m->client, cfg->mqtt_uri, client_id,
+                                    MQTTCLIENT_PERSISTENCE_NONE, NULL, &copts);
    if (rc != MQTTASYNC_SUCCESS) {
       bson_set_error(error, 0, (uint32_t)-rc, "cannot create the MQTT client for '%s': %s",
                      cfg->mqtt_uri, MQTTAsync_strerror(rc));
+      m->client = NULL;
       relay_mqtt_destroy(m);
       return NULL;
    }
+   /* Creating the first client initialises paho's trace settings: set them again. */
+   relay_log_sync_paho();
    relay_tls_warn_insecure(cfg);
+   MQTTAsync_setCallbacks(m->client, m, on_lost, on_message, NULL);
+   MQTTAsync_setConnected(m->client, m, on_connected);
    return m;
 }
 

@@ -206,6 +206,31 @@ Test(table, replays_and_rereads_are_not_poison, .init = setup, .fini = teardown)
    cr_assert_eq(relay_table_count_state(relay_table_find(&t, 0, &v), RELAY_ITEM_POISON), 2);
 }
 
+/* A group member that loses a partition drops its queued events; read again later, they are
+ * taken again, not judged repeats of a held poison event with a higher seq. */
+Test(table, dropped_events_are_taken_again, .init = setup, .fini = teardown)
+{
+   bson_value_t v = int_id(1);
+   relay_entity_t *e;
+   relay_event_t bad;
+   bson_t *doc = BCON_NEW("id", "p9", "seq", BCON_INT64(9), "data", "{", "}");
+   bson_value_t elem = {.value_type = BSON_TYPE_DOCUMENT};
+
+   cr_assert(offer_event(1, 6, "a", NULL, 0));
+   cr_assert(offer_event(1, 7, "b", NULL, 0));
+   elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+   elem.value.v_doc.data_len = doc->len;
+   cr_assert_not(relay_event_parse(&elem, &bad)); /* no type: poison with seq 9 */
+   e = relay_table_find(&t, 0, &v);
+   cr_assert(relay_table_offer(&t, e, &bad, NULL, 0));
+   bson_destroy(doc);
+   cr_assert_eq(relay_table_drop_queued(&t, e), 2);
+   cr_assert(offer_event(1, 6, "a", NULL, 0));
+   cr_assert(offer_event(1, 7, "b", NULL, 0));
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_QUEUED), 2);
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_POISON), 1);
+}
+
 Test(table, entities_are_independent, .init = setup, .fini = teardown)
 {
    relay_entity_t *a, *b;
