@@ -80,9 +80,11 @@ report_not_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it)
    relay_metrics_add(r->metrics, RELAY_M_DEAD_LETTERED, 1);
 }
 
-/* Offers every element of the array at @it to @e. */
+/* Offers every element of the array at @it to @e (see relay_table_offer() for the seq rule
+ * and @replayed_upto). */
 static void
-offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *pos)
+offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *pos,
+            int64_t replayed_upto)
 {
    bson_iter_t arr;
    if (!BSON_ITER_HOLDS_ARRAY(it)) {
@@ -95,7 +97,7 @@ offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *p
    while (bson_iter_next(&arr)) {
       relay_event_t ev;
       relay_event_parse(bson_iter_value(&arr), &ev);
-      if (!relay_table_offer(&r->table, e, &ev, pos)) {
+      if (!relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
          relay_event_cleanup(&ev);
       }
    }
@@ -127,7 +129,7 @@ take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos)
    e = relay_table_add(&r->table, coll, bson_iter_value(&it));
    e->part = part;
    if (bson_iter_init_find(&it, doc, r->cfg->events_field)) {
-      offer_array(r, e, &it, pos);
+      offer_array(r, e, &it, pos, 0); /* the document as it is now: nothing is a replay */
    }
    /* Every seq up to eventSeq that is not pending any more was published and cleared. */
    seq = read_int(doc, r->cfg->event_seq_field);
@@ -199,6 +201,10 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
    size_t flen = strlen(field);
    bson_iter_t it, fields;
    bool found = false;
+   /* While the stream replays history (after a reopen, or behind a partition's sweep), what
+    * this entity already took may come again. */
+   int64_t replayed_upto =
+      r->verifying || (e->part >= 0 && relay_group_fresh(r, e->part)) ? e->last_seq : 0;
 
    if (!strcmp(op, "insert") || !strcmp(op, "replace")) {
       char *path = bson_strdup_printf("fullDocument.%s", field);
@@ -206,7 +212,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
               BSON_ITER_HOLDS_ARRAY(&fields);
       bson_free(path);
       if (found) {
-         offer_array(r, e, &fields, pos);
+         offer_array(r, e, &fields, pos, replayed_upto);
       }
       return found;
    }
@@ -218,7 +224,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
    while (bson_iter_next(&it)) {
       const char *key = bson_iter_key(&it);
       if (!strcmp(key, field)) {
-         offer_array(r, e, &it, pos);
+         offer_array(r, e, &it, pos, replayed_upto);
          found = true;
       } else if (!strncmp(key, field, flen) && key[flen] == '.') {
          relay_event_t ev;
@@ -226,7 +232,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
             return false; /* a change inside an event: not an append we can read */
          }
          relay_event_parse(bson_iter_value(&it), &ev);
-         if (!relay_table_offer(&r->table, e, &ev, pos)) {
+         if (!relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
             relay_event_cleanup(&ev);
          }
          found = true;
