@@ -169,7 +169,7 @@ relay_table_evict(relay_table_t *t, relay_entity_t *e)
 {
    relay_entity_t **pp;
 
-   if (e->head || e->inflight || e->on_ready || e->on_dirty) {
+   if (e->head || e->inflight || e->on_ready || e->on_dirty || e->parked) {
       return false;
    }
    for (pp = &t->buckets[e->hash % t->nbuckets]; *pp; pp = &(*pp)->hnext) {
@@ -216,8 +216,33 @@ relay_table_pos_push(relay_table_t *t, const bson_t *token, int64_t wall_ms)
       bson_destroy(p->token);
       p->token = bson_copy(token);
    }
+   p->seq = ++t->next_seq; /* a reused tail stands for this newer position */
    p->wall_ms = wall_ms;
    return p;
+}
+
+relay_pos_t *
+relay_table_pos_marker(relay_table_t *t)
+{
+   relay_pos_t *p = bson_malloc0(sizeof *p);
+   p->seq = ++t->next_seq;
+   p->remaining = 1;
+   if (t->pos_tail) {
+      t->pos_tail->next = p;
+   } else {
+      t->pos_head = p;
+   }
+   t->pos_tail = p;
+   return p;
+}
+
+void
+relay_table_pos_release(relay_table_t *t, relay_pos_t *pos)
+{
+   if (pos->remaining > 0) {
+      pos->remaining--;
+   }
+   relay_table_pos_settle(t);
 }
 
 void
@@ -232,6 +257,7 @@ relay_table_pos_settle(relay_table_t *t)
       if (p->token) {
          bson_destroy(t->checkpoint);
          t->checkpoint = p->token;
+         t->checkpoint_seq = p->seq;
          t->checkpoint_changed = true;
       }
       bson_free(p);
@@ -309,16 +335,47 @@ relay_table_mark_dirty(relay_table_t *t, relay_entity_t *e)
    t->dirty_tail = e;
 }
 
+/* Whether @e buffers this very element (same seq, same bytes): read again with its document. */
+static bool
+holds(const relay_entity_t *e, int64_t seq, const bson_value_t *raw)
+{
+   if (raw->value_type != BSON_TYPE_DOCUMENT) {
+      return false;
+   }
+   for (const relay_item_t *it = e->head; it; it = it->next) {
+      if (it->ev.seq == seq && it->ev.raw.value_type == BSON_TYPE_DOCUMENT &&
+          it->ev.raw.value.v_doc.data_len == raw->value.v_doc.data_len &&
+          !memcmp(it->ev.raw.value.v_doc.data, raw->value.v_doc.data, raw->value.v_doc.data_len)) {
+         return true;
+      }
+   }
+   return false;
+}
+
 bool
-relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos)
+relay_table_seen(const relay_entity_t *e, int64_t seq, const bson_value_t *raw,
+                 int64_t replayed_upto)
+{
+   return seq != 0 && seq <= e->last_seq && (seq <= replayed_upto || holds(e, seq, raw));
+}
+
+bool
+relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos,
+                  int64_t replayed_upto)
 {
    relay_item_t *it;
    bool valid = ev->reason == NULL;
 
    if (ev->seq != 0 && ev->seq <= e->last_seq) {
-      return false; /* seen already: a replay, or covered by a read of the document */
-   }
-   if (valid || ev->seq != 0) {
+      if (relay_table_seen(e, ev->seq, &ev->raw, replayed_upto)) {
+         return false; /* seen already: a replayed change, or read again with its document */
+      }
+      /* Another event at or below a seq already taken or handled (written outside
+       * liboutbox): it can never be published in order, and nothing else would ever remove
+       * it from the document. */
+      valid = false;
+      ev->reason = RELAY_REASON_SEQ_NOT_ABOVE;
+   } else if (valid || ev->seq != 0) {
       e->last_seq = ev->seq;
    }
    it = bson_malloc0(sizeof *it);
@@ -448,6 +505,61 @@ relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason)
    if (first_queued(e)) {
       push_ready(t, e);
    }
+}
+
+void
+relay_table_park(relay_table_t *t, relay_entity_t *e)
+{
+   relay_item_t *it = end_flight(t, e);
+   relay_table_set_state(e, it, RELAY_ITEM_QUEUED);
+   e->parked = true;
+}
+
+void
+relay_table_unpark(relay_table_t *t, relay_entity_t *e)
+{
+   e->parked = false;
+   if (first_queued(e) && !e->inflight) {
+      push_ready(t, e);
+   }
+}
+
+/* last_seq: the highest seq @e still holds (0 if nothing), but below @dropped, the lowest seq
+ * dropped: the dropped events are taken again when read again, and the seq rule must not take
+ * them for repeats of a held event with a higher seq (a poison one waiting for the dead
+ * letters). */
+static void
+reset_last_seq(relay_entity_t *e, int64_t dropped)
+{
+   e->last_seq = 0;
+   for (relay_item_t *it = e->head; it; it = it->next) {
+      if (it->ev.seq > e->last_seq && (dropped <= 0 || it->ev.seq < dropped)) {
+         e->last_seq = it->ev.seq;
+      }
+   }
+}
+
+size_t
+relay_table_drop_queued(relay_table_t *t, relay_entity_t *e)
+{
+   int64_t lowest = 0;
+   for (relay_item_t *it = e->head; it; it = it->next) {
+      if (it->state == RELAY_ITEM_QUEUED && it->ev.seq > 0 && (!lowest || it->ev.seq < lowest)) {
+         lowest = it->ev.seq;
+      }
+   }
+   size_t n = relay_table_remove_state(t, e, RELAY_ITEM_QUEUED);
+   reset_last_seq(e, lowest);
+   return n;
+}
+
+void
+relay_table_drop_inflight(relay_table_t *t, relay_entity_t *e)
+{
+   relay_item_t *it = end_flight(t, e);
+   int64_t seq = it->ev.seq;
+   relay_table_remove_item(t, e, it);
+   reset_last_seq(e, seq);
 }
 
 relay_entity_t *

@@ -39,6 +39,7 @@ typedef enum {
 
 typedef struct relay_pos_t {
    bson_t *token;      /* owned; NULL for "before the stream" (a sweep) */
+   uint64_t seq;       /* increasing along the FIFO: orders positions (group.c's markers) */
    uint64_t remaining; /* buffered events that came from this position */
    int64_t wall_ms;    /* when the change happened (for the lag gauge), 0 if unknown */
    struct relay_pos_t *next;
@@ -69,7 +70,9 @@ typedef struct relay_entity_t {
    uint32_t n_state[RELAY_ITEM_N_STATES]; /* items per state (saves walking the list) */
    int64_t ready_at_ms; /* after a failure: not before this time */
    bool on_ready, on_dirty;
-   struct relay_entity_t *hnext, *rnext, *dnext;
+   bool parked;         /* its partition may not publish now: on a list of group.c's */
+   int part;            /* its partition (group.c) */
+   struct relay_entity_t *hnext, *rnext, *dnext, *pnext;
 } relay_entity_t;
 
 typedef struct {
@@ -83,7 +86,9 @@ typedef struct {
    relay_entity_t *dirty_head, *dirty_tail;
    relay_pos_t *pos_head, *pos_tail;
    bson_t *checkpoint; /* newest token that may be saved (owned), NULL if none yet */
+   uint64_t checkpoint_seq; /* the seq of the position it came from */
    bool checkpoint_changed;
+   uint64_t next_seq;
 } relay_table_t;
 
 void relay_table_init(relay_table_t *t);
@@ -108,6 +113,14 @@ void relay_table_evict_idle(relay_table_t *t);
  * are merged, so the FIFO never grows beyond the number of buffered events + 1. */
 relay_pos_t *relay_table_pos_push(relay_table_t *t, const bson_t *token, int64_t wall_ms);
 
+/* Appends a new position that is never merged with another (a group's acquisition marker:
+ * the checkpoint passes it only once everything attached to it is done). It starts with one
+ * reference held for the caller, dropped with relay_table_pos_release(). */
+relay_pos_t *relay_table_pos_marker(relay_table_t *t);
+
+/* Drops the caller's reference on @pos and settles. */
+void relay_table_pos_release(relay_table_t *t, relay_pos_t *pos);
+
 /* Pops positions with nothing left from the front and moves the checkpoint candidate. Call
  * after the events of a change event were offered. */
 void relay_table_pos_settle(relay_table_t *t);
@@ -119,10 +132,29 @@ void relay_table_pos_reset(relay_table_t *t);
 /* Attaches every item that has no position (after relay_table_pos_reset()) to @pos. */
 void relay_table_pos_adopt(relay_table_t *t, relay_pos_t *pos);
 
-/* Offers a parsed event to @e. A valid event is taken (moved into the table, @ev zeroed) if
- * its seq is above e->last_seq; a poison event if its seq is above last_seq or unreadable.
- * Returns true if taken; otherwise the caller still owns @ev. */
-bool relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos);
+/* The dead-letter reason of an event whose seq is not above its entity's last seq. */
+#define RELAY_REASON_SEQ_NOT_ABOVE                                                   \
+   "seq not above the entity's last seq (a repeated or decreasing seq, written outside " \
+   "liboutbox)"
+
+/* Whether relay_table_offer() would skip an event with @seq whose element is @raw as seen
+ * already (a replay, or this very element buffered), decided without parsing the event. */
+bool relay_table_seen(const relay_entity_t *e, int64_t seq, const bson_value_t *raw,
+                      int64_t replayed_upto);
+
+/* Offers a parsed event to @e. Seq rule: an event whose seq is above e->last_seq is taken
+ * (valid: queued; invalid: poison) and raises last_seq. One whose seq is not above it is
+ *  - skipped if its seq is at most @replayed_upto (a change the stream replays after a
+ *    restart or reopen, pass e->last_seq from before the change; 0 when nothing can be a
+ *    replay: a document read, or a change read live) or if @e buffers this very element
+ *    (read again with its document);
+ *  - otherwise taken as poison with RELAY_REASON_SEQ_NOT_ABOVE: repeated or decreasing seqs
+ *    in one document ([2,1,2], [1,1]) or an append below what was published; without this
+ *    they stayed pending for good, and a later sweep published seq 1 after seq 2.
+ * Events without a readable seq (seq 0) are always taken, as poison. Taken events are moved
+ * into the table (@ev zeroed); returns true then, otherwise the caller still owns @ev. */
+bool relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos,
+                       int64_t replayed_upto);
 
 /* Pops the next entity whose first queued event may be published now (@now_ms: for entities
  * backing off after a failure), marks that event in flight and returns the entity; the
@@ -138,6 +170,21 @@ void relay_table_failed(relay_table_t *t, relay_entity_t *e, int64_t retry_at_ms
 
 /* The in-flight event of @e can never be published: it waits for the dead letters. */
 void relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason);
+
+/* The in-flight event of @e may not be published now (its partition's gate is closed): it is
+ * queued again, first in line, without counting as a failure, and @e is taken off the ready
+ * list and marked parked. relay_table_unpark() offers it again. */
+void relay_table_park(relay_table_t *t, relay_entity_t *e);
+void relay_table_unpark(relay_table_t *t, relay_entity_t *e);
+
+/* Removes @e's queued events (its partition went to another relay: they stay pending in
+ * their document for the new owner) and sets last_seq to the highest seq @e still holds, 0
+ * when it holds nothing. Returns how many were removed. */
+size_t relay_table_drop_queued(relay_table_t *t, relay_entity_t *e);
+
+/* The in-flight event of @e ended without an acknowledgement and its partition is gone:
+ * forget it (it stays pending in its document) instead of queueing it again. */
+void relay_table_drop_inflight(relay_table_t *t, relay_entity_t *e);
 
 /* Pops an entity with acknowledged or poison items to write; NULL if none. */
 relay_entity_t *relay_table_next_dirty(relay_table_t *t);

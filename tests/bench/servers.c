@@ -368,7 +368,14 @@ bench_servers_stop(bench_servers_t *s)
 
 pid_t
 bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
-                  int window, const char *const *extra_args, const char *log_name)
+                  int window, const char *log_name)
+{
+   return bench_relay_start_with(o, s, coll, window, log_name, NULL);
+}
+
+pid_t
+bench_relay_start_with(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
+                       int window, const char *log_name, const char *const *extra)
 {
    char window_s[16], name[96], log[256], metrics[32];
    snprintf(window_s, sizeof window_s, "%d", window);
@@ -399,8 +406,8 @@ bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *c
    for (int i = 0; i < o->n_relay_args; i++) {
       argv[n++] = o->relay_args[i];
    }
-   for (int i = 0; extra_args && extra_args[i] && n < 62; i++) {
-      argv[n++] = extra_args[i];
+   for (int i = 0; extra && extra[i] && n < 63; i++) {
+      argv[n++] = extra[i];
    }
    argv[n] = NULL;
    return bench_spawn(argv, log);

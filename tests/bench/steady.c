@@ -287,7 +287,7 @@ bench_steady_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_sub_
    if (ok && !sd->ph.oc) {
       fprintf(stderr, "outbox-bench: outbox_collection_new: %s\n", err.message);
    }
-   sd->relay = sd->ph.oc ? bench_relay_start(o, s, coll, o->window, NULL, "relay-steady.log") : 0;
+   sd->relay = sd->ph.oc ? bench_relay_start(o, s, coll, o->window, "relay-steady.log") : 0;
    if (sd->relay > 0) {
       init_writers(sd, o->writers < MAX_WRITERS ? o->writers : MAX_WRITERS, entities);
       phases(sd, r);
