@@ -104,56 +104,119 @@ read_line(FILE *from, char *buf, size_t size)
    return true;
 }
 
+/* One outbox-bench-pub process, driven over its pipes. */
+typedef struct {
+   pid_t pid;
+   FILE *to, *from;
+   int receive_max;
+   size_t acked, failed;
+   double ack_s, cpu0;
+} pub_proc_t;
+
+/* Starts a publisher of events first .. first+messages-1 and waits for its "ready". */
+static bool
+pub_start(const bench_opts_t *o, const bench_servers_t *s, const char *prefix, size_t messages,
+          size_t first, size_t payload, int window, bool bare, pub_proc_t *p)
+{
+   char args[5][32], line[128];
+   snprintf(args[0], sizeof args[0], "%zu", messages);
+   snprintf(args[1], sizeof args[1], "%zu", payload);
+   snprintf(args[2], sizeof args[2], "%d", window);
+   snprintf(args[3], sizeof args[3], "%.0f", o->timeout_s);
+   snprintf(args[4], sizeof args[4], "%zu", first);
+   const char *argv[] = {o->publisher_path, s->mqtt_uri, args[0], args[1], args[2],
+                         bare ? "none" : "all", prefix, args[3], args[4], NULL};
+   memset(p, 0, sizeof *p);
+   p->pid = bench_spawn_piped(argv, &p->to, &p->from);
+   bool ok = p->pid > 0 && read_line(p->from, line, sizeof line) &&
+             sscanf(line, "ready %d", &p->receive_max) == 1;
+   if (!ok) {
+      fprintf(stderr, "outbox-bench: the publisher %s did not start\n", o->publisher_path);
+   }
+   return ok;
+}
+
+static bool
+pub_go(pub_proc_t *p)
+{
+   p->cpu0 = bench_proc_cpu_s(p->pid);
+   return fputs("go\n", p->to) >= 0 && fflush(p->to) == 0;
+}
+
+/* Reads its "done" line; its CPU since "go" is added to *cpu (read before its stdin closes:
+ * the process still exists, idle). */
+static bool
+pub_done(pub_proc_t *p, size_t messages, double *cpu)
+{
+   char line[128];
+   bool ok = read_line(p->from, line, sizeof line) &&
+             sscanf(line, "done %zu %zu %lf", &p->acked, &p->failed, &p->ack_s) == 3 &&
+             p->failed == 0 && p->acked == messages;
+   *cpu += bench_proc_cpu_s(p->pid) - p->cpu0;
+   return ok;
+}
+
+/* Closes its pipes and reaps it; false unless it exited 0. */
+static bool
+pub_end(pub_proc_t *p)
+{
+   if (p->to) {
+      fclose(p->to);
+   }
+   if (p->from) {
+      fclose(p->from);
+   }
+   return p->pid > 0 && bench_wait_child(p->pid, 10) == 0;
+}
+
+#define MAX_PUBLISHERS 4
+
+bool
+bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
+                        int k, size_t messages, size_t payload, int window, bool bare,
+                        bench_baseline_t *out)
+{
+   char prefix[64];
+   pub_proc_t pubs[MAX_PUBLISHERS];
+   size_t each = messages / (size_t) k, acked = 0;
+   double cpu = 0, ack_s = 0;
+   bool ok = k >= 1 && k <= MAX_PUBLISHERS && each > 0;
+   int started = 0;
+
+   baseline_init(out, each * (size_t) (k > 0 ? k : 1), payload, window, bare, false);
+   run_prefix(prefix, sizeof prefix);
+   for (; ok && started < k; started++) {
+      ok = pub_start(o, s, prefix, each, each * (size_t) started, payload, window, bare,
+                     &pubs[started]);
+      /* Each publisher caps its window the same way; the figure says which was used. */
+      capped_window(out, pubs[started].receive_max);
+   }
+   bench_sub_reset(sub, prefix, 0, out->messages);
+   int64_t t0 = bench_now_ns();
+   for (int i = 0; ok && i < k; i++) {
+      ok = pub_go(&pubs[i]);
+   }
+   int64_t deadline = bench_now_ns() + (int64_t) (o->timeout_s * 1e9);
+   ok = bench_sub_wait_all(sub, deadline) && ok;
+   for (int i = 0; ok && i < k; i++) {
+      ok = pub_done(&pubs[i], each, &cpu);
+      acked += pubs[i].acked;
+      ack_s = pubs[i].ack_s > ack_s ? pubs[i].ack_s : ack_s;
+   }
+   received(sub, t0, out);
+   out->acked_per_s = ack_s > 0 ? (double) acked / ack_s : 0;
+   out->cpu_us_per_msg = acked ? cpu * 1e6 / (double) acked : 0;
+   for (int i = 0; i < started; i++) {
+      ok = pub_end(&pubs[i]) && ok;
+   }
+   out->ok = ok;
+   return ok;
+}
+
 bool
 bench_baseline_run(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
                    size_t messages, size_t payload, int window, bool bare,
                    bench_baseline_t *out)
 {
-   char prefix[64], args[4][32], line[128];
-   FILE *to = NULL, *from = NULL;
-   int receive_max = 0;
-   size_t acked = 0, failed = 0;
-   double ack_s = 0;
-
-   baseline_init(out, messages, payload, window, bare, false);
-   run_prefix(prefix, sizeof prefix);
-   snprintf(args[0], sizeof args[0], "%zu", messages);
-   snprintf(args[1], sizeof args[1], "%zu", payload);
-   snprintf(args[2], sizeof args[2], "%d", window);
-   snprintf(args[3], sizeof args[3], "%.0f", o->timeout_s);
-   const char *argv[] = {o->publisher_path, s->mqtt_uri, args[0], args[1], args[2],
-                         bare ? "none" : "all", prefix, args[3], NULL};
-   pid_t pid = bench_spawn_piped(argv, &to, &from);
-   bool ok = pid > 0 && read_line(from, line, sizeof line) &&
-             sscanf(line, "ready %d", &receive_max) == 1;
-   if (!ok) {
-      fprintf(stderr, "outbox-bench: the publisher %s did not start\n", o->publisher_path);
-   }
-   /* The publisher caps its window the same way; the figure says which was used. */
-   capped_window(out, receive_max);
-   bench_sub_reset(sub, prefix, 0, messages);
-   double cpu0 = bench_proc_cpu_s(pid);
-   int64_t t0 = bench_now_ns();
-   ok = ok && fputs("go\n", to) >= 0 && fflush(to) == 0;
-   int64_t deadline = bench_now_ns() + (int64_t) (o->timeout_s * 1e9);
-   ok = bench_sub_wait_all(sub, deadline) && ok;
-   ok = ok && read_line(from, line, sizeof line) &&
-        sscanf(line, "done %zu %zu %lf", &acked, &failed, &ack_s) == 3 && failed == 0 &&
-        acked == messages;
-   /* Read before its stdin closes: the process still exists, idle. */
-   double cpu = bench_proc_cpu_s(pid) - cpu0;
-   received(sub, t0, out);
-   out->acked_per_s = ack_s > 0 ? (double) acked / ack_s : 0;
-   out->cpu_us_per_msg = acked ? cpu * 1e6 / (double) acked : 0;
-   if (to) {
-      fclose(to);
-   }
-   if (from) {
-      fclose(from);
-   }
-   if (pid > 0 && bench_wait_child(pid, 10) != 0) {
-      ok = false;
-   }
-   out->ok = ok;
-   return ok;
+   return bench_baseline_together(o, s, sub, 1, messages, payload, window, bare, out);
 }

@@ -123,6 +123,11 @@ typedef struct {
    double seconds, msgs_per_s;
    double cpu_s[4];          /* each member's CPU over the drain */
    double cpu_us_per_event;  /* all members' CPU / events */
+   size_t member_events[4];  /* events of each member's partitions (its leases) */
+   double member_us_per_event[4]; /* cpu_s[m] / member_events[m] */
+   bool leases_moved;        /* a partition changed owner during the drain */
+   double ceiling_one;       /* one publisher process alone, measured before this drain */
+   double ceiling_together;  /* k publisher processes side by side, measured before it */
 } bench_group_drain_t;
 
 typedef struct {
@@ -207,6 +212,11 @@ struct bench_sub;
 bool bench_baseline_run(const bench_opts_t *o, const bench_servers_t *s, struct bench_sub *sub,
                         size_t messages, size_t payload, int window, bool bare,
                         bench_baseline_t *out);
+/* The same with k (1-4) publisher processes side by side, each sending messages / k: the
+ * ceiling of k separate paho processes together on this machine. */
+bool bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s,
+                             struct bench_sub *sub, int k, size_t messages, size_t payload,
+                             int window, bool bare, bench_baseline_t *out);
 bool bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s,
                            struct bench_sub *sub, size_t messages, size_t payload, int window,
                            bool bare, bench_baseline_t *out);

@@ -7,7 +7,9 @@
  * this program shares nothing with it but the broker and the machine.
  *
  * outbox-bench drives it over a pipe, so that connecting is not timed:
- *   outbox-bench-pub URI MESSAGES PAYLOAD WINDOW all|none TOPIC-PREFIX TIMEOUT-S
+ *   outbox-bench-pub URI MESSAGES PAYLOAD WINDOW all|none TOPIC-PREFIX TIMEOUT-S [FIRST]
+ * (events FIRST .. FIRST+MESSAGES-1, default 0: several publishers run side by side with
+ * disjoint ranges under one prefix)
  *   stdout: "ready RECEIVE-MAX"            once connected
  *   stdin:  "go"                           start publishing
  *   stdout: "done ACKED FAILED ACK-SECONDS" when every message was acknowledged (or the
@@ -26,33 +28,34 @@
 
 static bool
 parse_args(int argc, char **argv, size_t *messages, size_t *payload, int *window, bool *bare,
-           double *timeout_s)
+           double *timeout_s, size_t *first)
 {
-   char *end1, *end2, *end3, *end4;
-   if (argc != 8) {
+   char *end1, *end2, *end3, *end4, *end5 = "";
+   if (argc != 8 && argc != 9) {
       return false;
    }
+   *first = argc == 9 ? strtoul(argv[8], &end5, 10) : 0;
    *messages = strtoul(argv[2], &end1, 10);
    *payload = strtoul(argv[3], &end2, 10);
    *window = (int) strtol(argv[4], &end3, 10);
    *timeout_s = strtod(argv[7], &end4);
    *bare = !strcmp(argv[5], "none");
-   return !*end1 && !*end2 && !*end3 && !*end4 && *messages > 0 && *window > 0 &&
+   return !*end1 && !*end2 && !*end3 && !*end4 && !*end5 && *messages > 0 && *window > 0 &&
           *timeout_s > 0 && (*bare || !strcmp(argv[5], "all"));
 }
 
 int
 main(int argc, char **argv)
 {
-   size_t messages, payload;
+   size_t messages, payload, first;
    int window;
    bool bare;
    double timeout_s;
    char line[64];
 
-   if (!parse_args(argc, argv, &messages, &payload, &window, &bare, &timeout_s)) {
+   if (!parse_args(argc, argv, &messages, &payload, &window, &bare, &timeout_s, &first)) {
       fprintf(stderr, "usage: outbox-bench-pub URI MESSAGES PAYLOAD WINDOW all|none "
-                      "TOPIC-PREFIX TIMEOUT-S (driven by outbox-bench)\n");
+                      "TOPIC-PREFIX TIMEOUT-S [FIRST] (driven by outbox-bench)\n");
       return EX_USAGE;
    }
    signal(SIGPIPE, SIG_IGN);
@@ -68,7 +71,7 @@ main(int argc, char **argv)
    }
    int64_t t0 = bench_now_ns();
    bool ok = true;
-   for (size_t i = 0; ok && i < messages; i++) {
+   for (size_t i = first; ok && i < first + messages; i++) {
       ok = bench_pub_send(p, argv[6], i, payload, window, bare);
    }
    ok = bench_pub_wait_idle(p, t0 + (int64_t) (timeout_s * 1e9)) && ok;

@@ -219,25 +219,44 @@ print_group(const bench_results_t *r)
    if (!r->n_group) {
       return;
    }
-   printf("\nRelay group drain (events written live to a settled group)\n");
-   printf("  %7s %9s %10s %14s  %s\n", "members", "events", "ev/s", "CPU us/event", "CPU s per member");
+   printf("\nRelay group drain (events written live to a settled group, 1 per commit)\n");
+   printf("  %7s %9s %9s %11s %9s %11s %9s %10s\n", "members", "events", "ev/s",
+          "sum of sep.", "ratio", "together", "ratio", "CPU us/ev");
    for (int i = 0; i < r->n_group; i++) {
       const bench_group_drain_t *g = &r->group[i];
-      printf("  %7d %9zu %10.0f %14.1f  ", g->members, g->events, g->msgs_per_s,
-             g->cpu_us_per_event);
+      double sum = g->members * g->ceiling_one;
+      printf("  %7d %9zu %9.0f %11.0f %9.2f %11.0f %9.2f %10.1f%s\n", g->members, g->events,
+             g->msgs_per_s, sum, sum > 0 ? g->msgs_per_s / sum : 0, g->ceiling_together,
+             g->ceiling_together > 0 ? g->msgs_per_s / g->ceiling_together : 0,
+             g->cpu_us_per_event, g->ok ? "" : "  INCOMPLETE");
+   }
+   printf("  sum of sep.: k x one publisher process alone (each member's own ceiling), "
+          "measured\n  before each drain; together: k publisher processes side by side "
+          "on this machine.\n");
+   printf("  per member (CPU s / events of its partitions / CPU us per event):\n");
+   for (int i = 0; i < r->n_group; i++) {
+      const bench_group_drain_t *g = &r->group[i];
+      printf("  %7d ", g->members);
       for (int m = 0; m < g->members; m++) {
-         printf("%s%.2f", m ? " " : "", g->cpu_s[m]);
+         printf("  %.2f / %zu / %.1f", g->cpu_s[m], g->member_events[m],
+                g->member_us_per_event[m]);
       }
-      printf("%s\n", g->ok ? "" : "  INCOMPLETE");
+      printf("%s\n", g->leases_moved ? "  (a lease moved during the drain: split approximate)"
+                                      : "");
    }
    if (r->group[0].ok && r->group[0].cpu_us_per_event > 0) {
       /* One member per core, each at its own CPU cost: a projection, not a measurement. */
+      const bench_group_drain_t *one = &r->group[0];
+      double by_cpu = 1e6 / one->cpu_us_per_event;
+      double per_member = one->ceiling_one > 0 && one->ceiling_one < by_cpu ? one->ceiling_one
+                                                                           : by_cpu;
       printf("  this machine's cores are shared by every member, MongoDB and the broker: more "
              "members cannot drain faster here.\n"
-             "  projection (not measured): with a core per member and MongoDB and the broker "
+             "  PROJECTION (not measured): with a core per member and MongoDB and the broker "
              "not saturated,\n  k members drain about k x %.0f ev/s (one member's rate here; "
-             "its CPU alone would allow %.0f ev/s)\n",
-             r->group[0].msgs_per_s, 1e6 / r->group[0].cpu_us_per_event);
+             "its CPU alone would allow %.0f ev/s,\n  one paho connection's ceiling here is "
+             "%.0f msg/s; a member is bounded by the lower, %.0f ev/s)\n",
+             one->msgs_per_s, by_cpu, one->ceiling_one, per_member);
    }
 }
 
@@ -347,8 +366,15 @@ json_lists(FILE *f, const bench_results_t *r)
    for (int i = 0; i < r->n_group; i++) {
       const bench_group_drain_t *g = &r->group[i];
       fprintf(f, "%s\n    {\"members\": %d, \"events\": %zu, \"msgs_per_s\": %.1f, "
-                 "\"cpu_us_per_event\": %.2f, \"ok\": %s}",
+                 "\"cpu_us_per_event\": %.2f, \"ceiling_one_msgs_per_s\": %.1f, "
+                 "\"sum_of_ceilings_msgs_per_s\": %.1f, \"ceiling_together_msgs_per_s\": %.1f, "
+                 "\"member_cpu_us_per_event\": [",
               i ? "," : "", g->members, g->events, g->msgs_per_s, g->cpu_us_per_event,
+              g->ceiling_one, g->members * g->ceiling_one, g->ceiling_together);
+      for (int m = 0; m < g->members; m++) {
+         fprintf(f, "%s%.2f", m ? ", " : "", g->member_us_per_event[m]);
+      }
+      fprintf(f, "], \"leases_moved\": %s, \"ok\": %s}", g->leases_moved ? "true" : "false",
               g->ok ? "true" : "false");
    }
    fprintf(f, "],\n");
