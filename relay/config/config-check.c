@@ -17,8 +17,8 @@ missing_required(const relay_config_t *cfg, bson_error_t *error)
    } req[] = {
       {!cfg->mongodb_uri, "mongodb-uri"},
       {!cfg->database, "database"},
-      {cfg->n_collections == 0, "collection"},
-      {!cfg->mqtt_uri, "mqtt-uri"},
+      {cfg->n_collections == 0 && !cfg->mongodb_only, "collection"},
+      {!cfg->mqtt_uri && !cfg->mongodb_only, "mqtt-uri"},
    };
    bson_string_t *list = bson_string_new(NULL);
    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
@@ -136,5 +136,6 @@ _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
    if (missing_required(cfg, error)) {
       return false;
    }
-   return check_mqtt(cfg, error) && check_fields(cfg, error) && check_flow(cfg, error);
+   return (cfg->mongodb_only || check_mqtt(cfg, error)) && check_fields(cfg, error) &&
+          check_flow(cfg, error);
 }

@@ -119,6 +119,15 @@ _relay_opt_find(const char *name, size_t len)
    return NULL;
 }
 
+bool
+relay_config_is_option(const char *name, size_t len, bool *takes_value)
+{
+   const relay_opt_t *opt = _relay_opt_find(name, len);
+   bool config = len == strlen("config") && !strncmp(name, "config", len);
+   *takes_value = config || (opt && opt->type != OPT_BOOL);
+   return config || opt;
+}
+
 void
 relay_config_init_defaults(relay_config_t *cfg)
 {

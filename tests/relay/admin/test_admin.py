@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+# Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+"""outbox-admin end to end against the MongoDB test server (or a real replica set through
+OUTBOX_TEST_MONGODB_URI): status, listing with filters, discard with its audit record,
+requeue with a real relay and subscriber, exit codes. Documents are written with pymongo
+following the stored contract; dead letters are made the way the relay makes them.
+
+usage: test_admin.py OUTBOX_ADMIN OUTBOX_RELAY [TEST_NAME ...]  (under tests/fixtures/with-servers)
+"""
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "core"))
+from relaytest import (MONGO_URI, MQTT_URI, WORKDIR, Entities, Int64, Relay,  # noqa: E402
+                       Subscriber, event, pymongo, wait_until)
+
+ADMIN_BIN = sys.argv[1]
+RELAY_BIN = sys.argv[2]
+RUN = "%d" % os.getpid()
+client = pymongo.MongoClient(MONGO_URI) if MONGO_URI else None
+NOW = datetime.datetime.utcnow().replace(microsecond=0)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def names(test):
+    return "admin_e2e_%s_%s" % (test, RUN), "things_%s" % RUN
+
+
+def admin(db, coll, *args, env=None, uri=None):
+    """Runs outbox-admin; returns (exit status, stdout, stderr)."""
+    cmd = [ADMIN_BIN, "--database", db, "--collection", coll] + list(args)
+    environ = dict(os.environ, OUTBOX_MONGODB_URI=uri or MONGO_URI, **(env or {}))
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=environ)
+    return p.returncode, p.stdout, p.stderr
+
+
+def json_lines(out):
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def dead_letter(coll, eid, seq, reason, at=None):
+    """Moves the pending event with @seq of @eid to the dead letters as the relay does."""
+    doc = coll.find_one({"_id": eid})
+    ev = [e for e in doc["events"] if e["seq"] == seq][0]
+    coll.update_one({"_id": eid}, {"$pull": {"events": {"$in": [ev]}},
+                                   "$push": {"deadLetters": {"event": ev, "reason": reason,
+                                                             "at": at or NOW,
+                                                             "relay": "test-relay"}}})
+    return ev["id"]
+
+
+def aged(seq, minutes):
+    e = event(seq)
+    e["time"] = NOW - datetime.timedelta(minutes=minutes)
+    return e
+
+
+def test_status_counts_relays_and_max_age():
+    """Counts, ages, the old checkpoint document, a group's leases and members, and the
+    --max-age exit status."""
+    db, cname = names("status")
+    coll = client[db][cname]
+    ents = Entities(coll)
+    ents.create("a", events=[aged(1, 10), aged(2, 9)])
+    ents.create("b", events=[aged(1, 1)])
+    ents.create("c", n_events=0)
+    dead_letter(coll, "a", 1, "message larger than max-message-bytes")
+    state = client[db]["outbox_relay_state"]
+    state.insert_one({"_id": "old-relay", "token": {"_data": "00"},
+                      "updatedAt": NOW - datetime.timedelta(seconds=30)})
+    far = NOW + datetime.timedelta(days=1)
+    state.insert_one({"_id": "grp", "partitions": 2, "createdAt": NOW})
+    state.insert_one({"_id": {"relay": "grp", "partition": 0}, "partitions": 2,
+                      "owner": "h/1/aaaaaaaa", "epoch": Int64(3), "expiresAt": far,
+                      "tokenAt": NOW, "token": None, "handoff": None})
+    state.insert_one({"_id": {"relay": "grp", "partition": 1}, "partitions": 2,
+                      "owner": "h/2/bbbbbbbb", "epoch": Int64(7),
+                      "expiresAt": NOW - datetime.timedelta(days=1), "tokenAt": NOW,
+                      "token": None, "handoff": None})
+    state.insert_one({"_id": {"relay": "grp", "member": "h/1/aaaaaaaa"}, "host": "h",
+                      "pid": 1, "startedAt": NOW, "expiresAt": far, "owned": 1})
+
+    rc, out, err = admin(db, cname, "status", "--json")
+    check(rc == 0, "status: %d %s" % (rc, err))
+    st = json.loads(out)
+    c = st["collections"][0]
+    check(c["pendingDocuments"] == 2 and c["pendingEvents"] == 2, c)
+    check(c["deadLetters"] == 1 and c["deadLetterDocuments"] == 1, c)
+    check(8.5 * 60 < c["oldestPendingAgeSeconds"] < 20 * 60, c)
+    relays = {r["name"]: r for r in st["relays"]}
+    check(25 <= relays["old-relay"]["checkpointAgeSeconds"] < 600, relays["old-relay"])
+    grp = relays["grp"]
+    check(grp["partitions"] == 2 and grp["owned"] == 1 and grp["liveMembers"] == 1, grp)
+    leases = {l["partition"]: l for l in grp["leases"]}
+    check(leases[0]["state"] == "owned" and leases[0]["epoch"] == 3, leases)
+    check(leases[1]["state"] == "expired" and leases[1]["epoch"] == 7, leases)
+
+    rc, out, err = admin(db, cname, "status")
+    check(rc == 0 and "RELAY grp: 2 partitions, 1 owned, 1 live member" in out, out + err)
+    check("h/1/aaaaaaaa" in out and "(expired)" in out and "RELAY old-relay" in out, out)
+    rc, out, err = admin(db, cname, "status", "--max-age", "5m")
+    check(rc == 1 and "older than" not in out and "--max-age" in err, (rc, err))
+    rc, _, err = admin(db, cname, "status", "--max-age", "1h")
+    check(rc == 0, (rc, err))
+
+
+def test_listing_filters():
+    db, cname = names("list")
+    coll = client[db][cname]
+    ents = Entities(coll)
+    ents.create("a", events=[aged(1, 10), event(2, "Renamed"), event(3)])
+    ents.create("b", events=[event(1)])
+    ents.create(Int64(42), events=[event(1)])
+    dead_letter(coll, "a", 3, "refused by the broker")
+    dead_letter(coll, "b", 1, "topic longer than MQTT allows (65535 bytes)")
+
+    rc, out, err = admin(db, cname, "pending", "--json")
+    check(rc == 0, err)
+    rows = json_lines(out)
+    check(len(rows) == 3, rows)
+    check(set(json.dumps(r["entity"]) for r in rows) == {'"a"', "42"}, rows)
+    rc, out, _ = admin(db, cname, "pending", "--json", "--type", "Renamed")
+    check([r["seq"] for r in json_lines(out)] == [2], out)
+    rc, out, _ = admin(db, cname, "pending", "--json", "--older-than", "5m")
+    check([r["seq"] for r in json_lines(out)] == [1], out)
+    rc, out, _ = admin(db, cname, "pending", "--json", "--id-json", "42")
+    check(len(json_lines(out)) == 1, out)
+    rc, out, _ = admin(db, cname, "pending", "--limit", "2")
+    check(rc == 0 and len(out.splitlines()) == 3 and out.startswith("COLLECTION\t"), out)
+
+    rc, out, _ = admin(db, cname, "dead-letters", "--json")
+    check(len(json_lines(out)) == 2, out)
+    rc, out, _ = admin(db, cname, "dead-letters", "--json", "--reason-contains", "MQTT")
+    rows = json_lines(out)
+    check(len(rows) == 1 and rows[0]["entity"] == "b" and rows[0]["relay"] == "test-relay", rows)
+    rc, out, _ = admin(db, cname, "dead-letters", "--id", "a")
+    check(rc == 0 and "refused by the broker" in out and "\ta\t3\t" in out, out)
+
+
+def test_discard_keeps_an_audit_record():
+    db, cname = names("discard")
+    coll = client[db][cname]
+    Entities(coll).create("a", events=[event(1), event(2)])
+    eid = dead_letter(coll, "a", 2, "refused by the broker")
+    before = coll.find_one({"_id": "a"})
+
+    rc, _, err = admin(db, cname, "discard", "--event-id", eid)
+    check(rc == 64 and "--reason" in err, (rc, err))
+    rc, _, err = admin(db, cname, "discard", "--reason", "x")
+    check(rc == 64 and "--all" in err, (rc, err))
+    rc, out, err = admin(db, cname, "discard", "--event-id", eid, "--reason", "obsolete",
+                         "--dry-run")
+    check(rc == 0 and "would discard" in out and eid in out, out + err)
+    check(coll.find_one({"_id": "a"}) == before, "dry run changed the document")
+
+    rc, out, err = admin(db, cname, "discard", "--event-id", eid, "--reason", "obsolete",
+                         "--by", "alice@ops")
+    check(rc == 0 and "1 done" in err, out + err)
+    doc = coll.find_one({"_id": "a"})
+    check(doc.get("deadLetters") == [], doc)
+    rec = doc["discardedLetters"][0]
+    check(rec["event"]["id"] == eid and rec["reason"] == "refused by the broker", rec)
+    check(rec["discarded"]["by"] == "alice@ops" and rec["discarded"]["reason"] == "obsolete", rec)
+    check(len(doc["events"]) == 1 and doc["version"] == before["version"], doc)
+    rc, out, _ = admin(db, cname, "dead-letters", "--discarded", "--json")
+    rows = json_lines(out)
+    check(len(rows) == 1 and rows[0]["discarded"]["by"] == "alice@ops", rows)
+    rc, out, err = admin(db, cname, "discard", "--all", "--reason", "again")
+    check(rc == 0 and "0 done" in err, out + err)
+
+
+def test_errors_and_config_file():
+    db, cname = names("errors")
+    rc, _, err = admin(db, cname, "frobnicate")
+    check(rc == 64 and "unknown command" in err, err)
+    rc, _, err = admin(db, cname, "status", "--no-such-option")
+    check(rc == 64, err)
+    rc, _, err = admin(db, cname, "status", "--max-age", "soon")
+    check(rc == 64 and "duration" in err, err)
+    rc, _, err = admin(db, cname, "status", uri="mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300")
+    check(rc == 69, (rc, err))
+    # The relay's own config file works as it is (MQTT keys included).
+    path = os.path.join(WORKDIR, "admin-relay-%s.json" % RUN)
+    with open(path, "w") as f:
+        json.dump({"mongodb-uri": MONGO_URI, "database": db, "collections": [cname],
+                   "mqtt-uri": "tcp://127.0.0.1:1883", "name": "x"}, f)
+    p = subprocess.run([ADMIN_BIN, "--config", path, "status", "--json"], capture_output=True,
+                       text=True, timeout=60, env={k: v for k, v in os.environ.items()
+                                                   if not k.startswith("OUTBOX_")})
+    check(p.returncode == 0 and json.loads(p.stdout)["collections"][0]["name"] == cname,
+          p.stdout + p.stderr)
+
+
+TESTS = [test_status_counts_relays_and_max_age, test_listing_filters,
+         test_discard_keeps_an_audit_record, test_errors_and_config_file]
+
+
+def main():
+    if not MONGO_URI:
+        print("admin-e2e: OUTBOX_TEST_MONGODB_URI not set (run under with-servers)")
+        return 77
+    wanted = sys.argv[3:]
+    failed = 0
+    for t in TESTS:
+        if wanted and t.__name__ not in wanted:
+            continue
+        try:
+            t()
+            print("ok   %s" % t.__name__)
+        except Exception:  # noqa: BLE001
+            failed += 1
+            print("FAIL %s" % t.__name__)
+            traceback.print_exc()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
