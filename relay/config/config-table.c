@@ -92,6 +92,9 @@ const relay_opt_t relay_opts[] = {
     "MS", "10000", "longest reconnect delay"},
 
    SECTION("Operations"),
+   {"pending-scan-interval-ms", "OUTBOX_PENDING_SCAN_INTERVAL_MS", OPT_INT,
+    OFF(pending_scan_interval_ms), 0, 3600000, "MS", "30000",
+    "how often stored pending events and dead letters are counted (0: never)"},
    {"metrics-listen", "OUTBOX_METRICS_LISTEN", OPT_LISTEN, OFF(metrics_listen), 0, 0, "HOST:PORT",
     "127.0.0.1:9464", "address for /metrics and /healthz; 'off' disables"},
    {"log-level", "OUTBOX_LOG_LEVEL", OPT_LEVEL, OFF(log_level), 0, 0, "LEVEL", "info",
@@ -153,6 +156,7 @@ relay_config_init_defaults(relay_config_t *cfg)
       .max_message_bytes = 268435455,
       .reconnect_min_ms = 100,
       .reconnect_max_ms = 10000,
+      .pending_scan_interval_ms = 30000,
       .mqtt_tls_insecure = false,
       .mqtt_clean_start = false,
       .mqtt_keepalive_s = 30,

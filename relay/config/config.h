@@ -75,6 +75,7 @@ typedef struct relay_config_t {
    size_t max_message_bytes;   /* 268435455: larger messages are dead-lettered */
    int reconnect_min_ms;       /* 100 */
    int reconnect_max_ms;       /* 10000 */
+   int pending_scan_interval_ms; /* 30000: count stored pending events and dead letters; 0 off */
 
    /* Operations. */
    char *metrics_listen; /* "127.0.0.1:9464"; NULL after loading when "" or "off" */

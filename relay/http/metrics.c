@@ -17,6 +17,7 @@ struct relay_metrics_t {
     * HTTP thread, so it is guarded. */
    pthread_mutex_t name_mutex;
    char *name;
+   relay_series_t *series; /* set once at start-up */
 };
 
 typedef struct {
@@ -52,6 +53,8 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_mongodb_writes_refused",
     "1 while MongoDB refuses the relay's writes (13 Unauthorized or authentication): "
     "publishing is paused."},
+   {"outbox_relay_pending_scan_seconds",
+    "Duration of the last periodic scan of the stored pending events and dead letters."},
 };
 
 relay_metrics_t *
@@ -76,6 +79,7 @@ relay_metrics_destroy(relay_metrics_t *metrics)
    }
    pthread_mutex_destroy(&metrics->name_mutex);
    bson_free(metrics->name);
+   relay_series_destroy(metrics->series);
    bson_free(metrics);
 }
 
@@ -123,6 +127,20 @@ relay_metrics_set_name(relay_metrics_t *metrics, const char *name)
    bson_free(metrics->name);
    metrics->name = name ? bson_strdup(name) : NULL;
    pthread_mutex_unlock(&metrics->name_mutex);
+}
+
+void
+relay_metrics_set_collections(relay_metrics_t *metrics, char *const *names, size_t n)
+{
+   if (metrics && !metrics->series) {
+      metrics->series = relay_series_new(names, n);
+   }
+}
+
+relay_series_t *
+relay_metrics_series(relay_metrics_t *metrics)
+{
+   return metrics ? metrics->series : NULL;
 }
 
 /* Label values escape backslash, double quote and newline (exposition format 0.0.4). */
@@ -190,6 +208,7 @@ relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out)
       append_double(out, relay_metrics_get_gauge(metrics, (relay_gauge_t)i));
       bson_string_append_c(out, '\n');
    }
+   relay_series_render(metrics->series, out);
 }
 
 bool

@@ -43,6 +43,7 @@ relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg, b
 {
    bson_t cmd = BSON_INITIALIZER, indexes, index, key, pfe, cond;
    char *first = bson_strdup_printf("%s.0", cfg->events_field);
+   char *first_letter = bson_strdup_printf("%s.0", cfg->dead_letters_field);
    bool ok;
 
    BSON_APPEND_UTF8(&cmd, "createIndexes", mongoc_collection_get_name(coll));
@@ -58,10 +59,23 @@ relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg, b
    bson_append_document_end(&pfe, &cond);
    bson_append_document_end(&index, &pfe);
    bson_append_document_end(&indexes, &index);
+   /* The same over the dead letters: outbox-admin lists and counts them through it. */
+   BSON_APPEND_DOCUMENT_BEGIN(&indexes, "1", &index);
+   BSON_APPEND_UTF8(&index, "name", "outbox_dead_letters");
+   BSON_APPEND_DOCUMENT_BEGIN(&index, "key", &key);
+   BSON_APPEND_INT32(&key, cfg->event_seq_field, 1);
+   bson_append_document_end(&index, &key);
+   BSON_APPEND_DOCUMENT_BEGIN(&index, "partialFilterExpression", &pfe);
+   BSON_APPEND_DOCUMENT_BEGIN(&pfe, first_letter, &cond);
+   BSON_APPEND_BOOL(&cond, "$exists", true);
+   bson_append_document_end(&pfe, &cond);
+   bson_append_document_end(&index, &pfe);
+   bson_append_document_end(&indexes, &index);
    bson_append_array_end(&cmd, &indexes);
    ok = mongoc_collection_write_command_with_opts(coll, &cmd, NULL, NULL, error);
    bson_destroy(&cmd);
    bson_free(first);
+   bson_free(first_letter);
    return ok;
 }
 

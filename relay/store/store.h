@@ -43,8 +43,9 @@ mongoc_client_t *relay_store_client_new(const relay_config_t *cfg, const char *a
 int relay_ts_cmp(relay_ts_t a, relay_ts_t b);
 
 /* Creates the "outbox_pending" partial index ({<eventSeq>: 1} where "<events>.0" exists)
- * that the sweep uses, exactly as liboutbox's outbox_collection_ensure_indexes() does, so
- * whichever runs first wins and the other is a no-op. */
+ * that the sweep uses, and "outbox_dead_letters" (the same where "<dead letters>.0" exists),
+ * exactly as liboutbox's outbox_collection_ensure_indexes() does, so whichever runs first
+ * wins and the other is a no-op. */
 bool relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg,
                               bson_error_t *error);
 
