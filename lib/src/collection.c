@@ -16,15 +16,15 @@ enum {
    F_DELETED,
    F_DEAD_LETTERS,
    F_DISCARDED,
-   F_REQUEUED_AT,
+   F_REQUEUES,
    F_COUNT_
 };
 
 static const char *const field_options[F_COUNT_] = {
    "versionField",     "eventSeqField",  "eventsField",    "deletedField",
-   "deadLettersField", "discardedField", "requeuedAtField"};
+   "deadLettersField", "discardedField", "requeuesField"};
 static const char *const field_defaults[F_COUNT_] = {
-   "version", "eventSeq", "events", "deleted", "deadLetters", "discardedLetters", "requeuedAt"};
+   "version", "eventSeq", "events", "deleted", "deadLetters", "discardedLetters", "requeues"};
 
 static bool
 field_name_ok(const char *name, uint32_t len)
@@ -193,7 +193,7 @@ outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *co
    c->names.deleted = c->field_storage[F_DELETED];
    c->names.dead_letters = c->field_storage[F_DEAD_LETTERS];
    c->names.discarded = c->field_storage[F_DISCARDED];
-   c->names.requeued_at = c->field_storage[F_REQUEUED_AT];
+   c->names.requeues = c->field_storage[F_REQUEUES];
    return c;
 }
 

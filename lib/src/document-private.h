@@ -16,7 +16,7 @@ typedef struct {
    const char *deleted;   /* "deleted" */
    const char *dead_letters; /* "deadLetters": where the relay moves unpublishable events */
    const char *discarded;    /* "discardedLetters": discarded dead letters (audit trail) */
-   const char *requeued_at;  /* "requeuedAt": set by a requeue, so the relay hears of it */
+   const char *requeues;     /* "requeues": incremented by a requeue, so the relay hears of it */
 } _outbox_field_names_t;
 
 /* What the library needs to know of a stored document to change it. */

@@ -168,8 +168,7 @@ static bool
 requeue_one(outbox_collection_t *c, const target_t *t, const char *by, const char *reason,
             bson_error_t *error)
 {
-   bson_set_error(error, 0, 0, "requeue is not implemented yet");
-   return false;
+   return outbox_collection_requeue_dead_letter(c, &t->entity, t->event_id, by, error);
 }
 
 int

@@ -276,3 +276,95 @@ Test(deadletters, bad_options_are_refused)
    cr_assert_null(outbox_collection_find_events(t.coll, (outbox_place_t)9, NULL, &e));
    bson_destroy(bad);
 }
+
+/* The seqs of the pending events of @id, in stored order, into @seqs; returns how many. */
+static int
+pending_seqs(const char *id, int64_t *seqs, int max)
+{
+   bson_value_t v = lt_str_id(id);
+   bson_t *doc = lt_raw_get(&t, &v);
+   bson_iter_t it, arr;
+   int n = 0;
+   cr_assert(bson_iter_init_find(&it, doc, "events") && bson_iter_recurse(&it, &arr));
+   while (bson_iter_next(&arr) && n < max) {
+      bson_iter_t s;
+      cr_assert(bson_iter_recurse(&arr, &s) && bson_iter_find(&s, "seq"));
+      seqs[n++] = bson_iter_as_int64(&s);
+   }
+   bson_destroy(doc);
+   return n;
+}
+
+Test(deadletters, requeue_moves_the_event_back_in_seq_order)
+{
+   bson_value_t id = lt_str_id("e-1");
+   bson_error_t e;
+   char event_id[64];
+   int64_t seqs[8];
+
+   create("e-1", three);
+   dead_letter("e-1", 2, "message larger than max-message-bytes", 5000);
+   cr_assert_eq(list(OUTBOX_PLACE_DEAD_LETTER, NULL, event_id), 1);
+   bson_t *before = lt_raw_get(&t, &id);
+
+   cr_assert_not(outbox_collection_requeue_dead_letter(t.coll, &id, event_id, "", &e));
+   cr_assert_eq(e.code, OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_not(outbox_collection_requeue_dead_letter(t.coll, &id, "no-such-id", "bob", &e));
+   cr_assert_eq(e.code, OUTBOX_ERROR_NOT_FOUND);
+   lt_assert_unchanged(&t, &id, before);
+
+   cr_assert(outbox_collection_requeue_dead_letter(t.coll, &id, event_id, "bob@ops", &e), "%s",
+             e.message);
+   cr_assert_eq(pending_seqs("e-1", seqs, 8), 3);
+   cr_assert(seqs[0] == 1 && seqs[1] == 2 && seqs[2] == 3);
+   bson_t *after = lt_raw_get(&t, &id);
+   cr_assert_eq(lt_int64(after, "version"), lt_int64(before, "version"));
+   cr_assert_eq(lt_int64(after, "eventSeq"), lt_int64(before, "eventSeq"));
+   cr_assert_eq(lt_int64(after, "requeues"), 1);
+   cr_assert_eq(lt_int64(after, "events.1.requeued.count"), 1);
+   cr_assert_eq(lt_array_len(after, "deadLetters"), 0);
+   bson_iter_t it;
+   cr_assert(bson_iter_init(&it, after) && bson_iter_find_descendant(&it, "events.1.requeued.by",
+                                                                      &it));
+   cr_assert_str_eq(bson_iter_utf8(&it, NULL), "bob@ops");
+   cr_assert(bson_iter_init(&it, after) && bson_iter_find_descendant(&it, "events.1.id", &it));
+   cr_assert_str_eq(bson_iter_utf8(&it, NULL), event_id);
+   bson_destroy(after);
+   bson_destroy(before);
+
+   /* Dead-lettered again and requeued again: the marker counts. */
+   dead_letter("e-1", 2, "refused by the broker", 6000);
+   cr_assert(outbox_collection_requeue_dead_letter(t.coll, &id, event_id, "bob@ops", &e), "%s",
+             e.message);
+   after = lt_raw_get(&t, &id);
+   cr_assert_eq(lt_int64(after, "events.1.requeued.count"), 2);
+   cr_assert_eq(lt_int64(after, "requeues"), 2);
+   bson_destroy(after);
+   outbox_event_cursor_t *c = outbox_collection_find_events(t.coll, OUTBOX_PLACE_PENDING, NULL, &e);
+   const outbox_stored_event_t *ev;
+   int64_t requeued = 0;
+   while (outbox_event_cursor_next(c, &ev)) {
+      requeued += ev->requeue_count;
+   }
+   outbox_event_cursor_destroy(c);
+   cr_assert_eq(requeued, 2);
+}
+
+Test(deadletters, requeue_refuses_an_event_that_breaks_the_contract)
+{
+   bson_value_t id = lt_str_id("m-2");
+   bson_t *doc = BCON_NEW("_id", BCON_UTF8("m-2"), "version", BCON_INT64(1), "eventSeq",
+                          BCON_INT64(1), "events", "[", "]", "deadLetters", "[", "{", "event", "{",
+                          "id", BCON_UTF8("bad-1"), "seq", BCON_INT64(1), "type",
+                          BCON_UTF8("no spaces allowed"), "data", "{", "}", "}", "reason",
+                          BCON_UTF8("invalid type"), "}", "]");
+   bson_error_t e;
+   lt_raw_insert(&t, doc);
+   bson_destroy(doc);
+   bson_t *before = lt_raw_get(&t, &id);
+   cr_assert_not(outbox_collection_requeue_dead_letter(t.coll, &id, "bad-1", "bob", &e));
+   cr_assert_eq(e.code, OUTBOX_ERROR_INVALID_EVENT);
+   cr_assert(strstr(e.message, "discard"), "%s", e.message);
+   lt_assert_unchanged(&t, &id, before);
+   bson_destroy(before);
+}

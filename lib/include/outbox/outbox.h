@@ -232,9 +232,9 @@ typedef struct {
  *                     never publish (its --dead-letters-field);
  *   discardedField    string, default "discardedLetters": discarded dead letters, kept as
  *                     the audit trail of outbox_collection_discard_dead_letter();
- *   requeuedAtField   string, default "requeuedAt": set by
+ *   requeuesField     string, default "requeues": Int64 incremented by
  *                     outbox_collection_requeue_dead_letter() (the relay's
- *                     --requeued-at-field);
+ *                     --requeues-field);
  *   maxPendingEvents  int, default 1000: pending events allowed per entity after a change;
  *   maxDocumentSize   int, default 15 MiB (16 MiB server limit minus 1 MiB of margin);
  *   appendRetries     int, default 10: update commands one call may send; with
@@ -351,14 +351,20 @@ outbox_collection_delete(outbox_collection_t *collection, const bson_value_t *id
  * ONE update guarded like every write of the stored contract: the filter holds the _id, the
  * entity's eventSeq as read, and the exact dead letter element, so a concurrent change makes it
  * match nothing (it is then read again and retried, up to appendRetries times). The event keeps
- * its id and seq and gains a marker requeued: {at: Date, by: String, count: Int64} (count
- * grows with every requeue of the same event); it is inserted among the pending events in seq
- * order ($push with $sort), and requeuedAtField (top level, "requeuedAt") is set to the
- * server's time. eventSeq and version do not change: no seq is created, so consumers see no
- * gap. The relay's change stream passes updates that set requeuedAtField as well as those that
- * set eventSeq, so it learns of the requeue at once (a relay that was down finds it in its
- * sweep or when it reads the document), and it accepts an event carrying the requeued marker
- * even though its seq is not above the entity's last published seq, once per requeue.
+ * its id, seq, type, time and data and gains a marker requeued: {at: Date, by: String,
+ * count: Int64} (count grows with every requeue of the same event); it is inserted among the
+ * pending events in seq order ($push with $each and $sort {seq: 1}), and requeuesField (top
+ * level, "requeues", Int64) is incremented. eventSeq and version do not change: no seq is
+ * created, so consumers see no gap, and the application's optimistic concurrency is not
+ * disturbed. Why a counter of its own: the relay's change stream passes only updates that set
+ * eventSeq (appends), and a requeue must not raise eventSeq; so the stream's filter also passes
+ * updates that set requeuesField, and an $inc always changes it (a timestamp set twice in the
+ * same millisecond would not show as changed). A relay that was down finds the event in its
+ * sweep or when it reads the document. The relay accepts an event carrying the requeued
+ * marker although its seq is not above the entity's last published seq, once: only while it
+ * is not already among the entity's events in flight, and never dead-letters it for its seq.
+ * Events that break the stored contract (outbox_collection_requeue_dead_letter() checks the
+ * stored event first) are refused: they would only go back to the dead letters.
  * What consumers see: the requeued event arrives AFTER events of the same entity with higher
  * seqs (it failed before, they did not), so per-entity order is broken for that one event, by
  * the operator's decision. It was never delivered before (it went to the dead letters instead),
@@ -451,6 +457,17 @@ typedef struct {
 OUTBOX_API bool
 outbox_collection_count_events(outbox_collection_t *collection, outbox_counts_t *counts,
                                bson_error_t *error);
+
+/* Requeues the dead letter of event `event_id` of entity `entity_id` (see REQUEUE above): one
+ * update moves it back into the pending events with requeued: {at: now, by, count}. `by` (who)
+ * is required, non-empty and copied. Fails with OUTBOX_ERROR_NOT_FOUND when the entity has no
+ * such dead letter, OUTBOX_ERROR_INVALID_EVENT when the stored event breaks the contract (fix
+ * it by hand, or discard it), OUTBOX_ERROR_RETRIES_EXHAUSTED when the entity kept changing.
+ * Thread-safe. */
+OUTBOX_API bool
+outbox_collection_requeue_dead_letter(outbox_collection_t *collection,
+                                      const bson_value_t *entity_id, const char *event_id,
+                                      const char *by, bson_error_t *error);
 
 /* Discards the dead letter of event `event_id` of entity `entity_id`: moves it, in one update
  * that requires the exact element to still be there, to discardedField with
