@@ -478,9 +478,11 @@ from test_server_streams import (ChangeStreamShapes, HistoryLoss, OutboxPatterns
                                  Resume)
 from test_server_faults import (BadInput, Concurrency, FailPoints,  # noqa: E402
                                 RetryableWrites)
+from test_server_expressions import RelayGroupExpressions  # noqa: E402
 
 ALL = [Topology, Replies, ArrayUpdates, Queries, WriteLimits, ChangeStreamShapes, Resume,
-       OutboxPatterns, HistoryLoss, FailPoints, RetryableWrites, Concurrency, BadInput]
+       OutboxPatterns, HistoryLoss, FailPoints, RetryableWrites, Concurrency, BadInput,
+       RelayGroupExpressions]
 
 
 def main(argv):

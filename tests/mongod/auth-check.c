@@ -20,7 +20,7 @@
 #define DB_ADMIN_ACTS                                                                          \
    (MD_ACT_COLL_MOD | MD_ACT_CREATE_COLLECTION | MD_ACT_CREATE_INDEX | MD_ACT_DROP_COLLECTION | \
     MD_ACT_DROP_DATABASE | MD_ACT_DROP_INDEX | MD_ACT_LIST_COLLECTIONS | MD_ACT_LIST_INDEXES |  \
-    MD_ACT_RENAME_SAME_DB)
+    MD_ACT_RENAME_SAME_DB | MD_ACT_BYPASS_VALIDATION)
 #define USER_ADMIN_ACTS                                                                        \
    (MD_ACT_CREATE_USER | MD_ACT_DROP_USER | MD_ACT_CHANGE_PASSWORD | MD_ACT_VIEW_USER)
 #define CLUSTER_ACTS                                                                           \
@@ -267,6 +267,11 @@ md_auth_check(md_cmd_t *c, bson_error_t *error)
    char db1[128], db2[128];
    need_t n;
    command_needs(c, &n, db1, db2, sizeof db1);
+   /* Skipping the collection's validator is an action of its own (dbAdmin, restore). */
+   if ((n.actions & (MD_ACT_INSERT | MD_ACT_UPDATE)) &&
+       field_true(c->cmd, "bypassDocumentValidation")) {
+      n.actions |= MD_ACT_BYPASS_VALIDATION;
+   }
    if (!n.needs_auth) {
       return true;
    }

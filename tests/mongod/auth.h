@@ -41,6 +41,7 @@ enum {
    MD_ACT_SERVER_STATUS = 1u << 20, /* serverStatus, replSetGetStatus, hostInfo ... */
    MD_ACT_FAIL_POINT = 1u << 21,    /* configureFailPoint (test command) */
    MD_ACT_KILL_ANY_SESSION = 1u << 22,
+   MD_ACT_BYPASS_VALIDATION = 1u << 23, /* bypassDocumentValidation on insert/update/fam */
 };
 
 typedef struct {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "query.h"
+#include "validator.h"
 
 void
 md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
@@ -36,7 +37,7 @@ static bool
 check_create_options(const bson_t *cmd, bson_error_t *error)
 {
    static const char *const unsupported[] = {"capped", "timeseries", "clusteredIndex",
-                                             "validator", "expireAfterSeconds", NULL};
+                                             "expireAfterSeconds", NULL};
    bson_iter_t it;
    for (int i = 0; unsupported[i]; i++) {
       if (bson_iter_init_find(&it, cmd, unsupported[i]) &&
@@ -46,7 +47,7 @@ check_create_options(const bson_t *cmd, bson_error_t *error)
                              unsupported[i]);
       }
    }
-   return md_check_collation(cmd, error);
+   return md_check_collation(cmd, error) && md_validator_check_options(cmd, "create", error);
 }
 
 bool
@@ -94,6 +95,7 @@ md_cmd_create(md_cmd_t *c, bson_error_t *error)
          }
       }
    }
+   md_validator_install(coll);
    return true;
 }
 
@@ -409,6 +411,8 @@ md_cmd_coll_mod(md_cmd_t *c, bson_error_t *error)
    static const char *const allowed[] = {"changeStreamPreAndPostImages", "validator",
                                          "validationLevel", "validationAction", "index",
                                          "expireAfterSeconds", "viewOn", "pipeline", NULL};
+   static const char *const supported[] = {"changeStreamPreAndPostImages", "validator",
+                                           "validationLevel", "validationAction", NULL};
    bson_iter_t it;
    const char *name = md_cmd_coll_name(c, error);
    if (!name || !md_cmd_check_fields(c, allowed, error)) {
@@ -418,27 +422,31 @@ md_cmd_coll_mod(md_cmd_t *c, bson_error_t *error)
    if (!coll) {
       return tm_error_set(error, 26, "ns does not exist: %s.%s", c->db, name);
    }
-   bson_iter_init(&it, c->cmd);
-   bson_iter_next(&it);
-   while (bson_iter_next(&it)) {
-      const char *k = bson_iter_key(&it);
-      bool generic = true;
-      for (int i = 0; allowed[i]; i++) {
-         generic = generic && strcmp(k, allowed[i]) != 0;
-      }
-      if (generic) {
-         continue;
-      }
-      if (strcmp(k, "changeStreamPreAndPostImages") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
-         return tm_error_set(error, 2, "collMod option '%s' is not supported by test-mongod", k);
-      }
-      /* Keep the collection's options as listCollections shows them. */
-      bson_t *options = bson_new();
-      bson_copy_to_excluding_noinit(coll->options, options, "changeStreamPreAndPostImages",
-                                    NULL);
-      bson_append_value(options, k, -1, bson_iter_value(&it));
-      bson_destroy(coll->options);
-      coll->options = options;
+   if (bson_iter_init_find(&it, c->cmd, "changeStreamPreAndPostImages") &&
+       !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      return tm_error_set(error, 14, "BSON field 'collMod.changeStreamPreAndPostImages' is the "
+                                     "wrong type, expected type 'object'");
    }
+   if (!md_validator_check_options(c->cmd, "collMod", error)) {
+      return false;
+   }
+   for (int i = 4; allowed[i]; i++) {
+      if (bson_has_field(c->cmd, allowed[i])) {
+         return tm_error_set(error, 2, "collMod option '%s' is not supported by test-mongod",
+                             allowed[i]);
+      }
+   }
+   /* Keep the collection's options as listCollections shows them: each given option
+    * replaces the old value (checked above, so nothing changes on an error). */
+   for (int i = 0; supported[i]; i++) {
+      if (bson_iter_init_find(&it, c->cmd, supported[i])) {
+         bson_t *options = bson_new();
+         bson_copy_to_excluding_noinit(coll->options, options, supported[i], NULL);
+         bson_append_value(options, supported[i], -1, bson_iter_value(&it));
+         bson_destroy(coll->options);
+         coll->options = options;
+      }
+   }
+   md_validator_install(coll);
    return true;
 }

@@ -2,7 +2,9 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * findAndModify: find the first document in sort order, then update, replace or remove it
- * (or upsert), returning the document before or after. Errors are command errors.
+ * (or upsert), returning the document before or after. Errors are command errors; their
+ * extra fields (keyPattern/keyValue of a duplicate key, errInfo of a validation failure) go
+ * into the error reply.
  */
 #include <string.h>
 
@@ -114,7 +116,7 @@ modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t
    bool ok, modified;
    if (d) {
       bson_t *before = bson_copy(d->bson);
-      ok = md_write_update_doc(c->srv, *coll, d, u, pos, &modified, NULL, error);
+      ok = md_write_update_doc(c->srv, *coll, d, u, pos, &modified, &c->error_extra, error);
       if (ok) {
          last_error(c->reply, 1, true, NULL);
          append_value(f, proj, f->return_new ? d->bson : before, c->reply);
@@ -125,7 +127,7 @@ modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t
       if (!*coll) {
          *coll = md_store_coll(c->srv->store, c->db, name, true, NULL);
       }
-      ok = md_write_upsert(c->srv, *coll, &f->query, u, &nd, NULL, error);
+      ok = md_write_upsert(c->srv, *coll, &f->query, u, &nd, &c->error_extra, error);
       if (ok) {
          last_error(c->reply, 1, false, nd);
          append_value(f, proj, f->return_new ? nd->bson : NULL, c->reply);

@@ -75,6 +75,7 @@ static const struct {
 } code_names[] = {
    {1, "InternalError"}, {2, "BadValue"}, {6, "HostUnreachable"}, {7, "HostNotFound"},
    {9, "FailedToParse"}, {11, "UserNotFound"}, {13, "Unauthorized"}, {14, "TypeMismatch"},
+   {15, "Overflow"}, {168, "InvalidPipelineOperator"},
    {20, "IllegalOperation"}, {22, "InvalidBSON"}, {26, "NamespaceNotFound"},
    {27, "IndexNotFound"}, {28, "PathNotViable"}, {31, "RoleNotFound"},
    {40, "ConflictingUpdateOperators"}, {43, "CursorNotFound"}, {48, "NamespaceExists"},
@@ -92,6 +93,7 @@ static const struct {
    {11601, "Interrupted"}, {11602, "InterruptedDueToReplStateChange"},
    {166, "CommandNotSupportedOnView"}, {225, "TransactionTooOld"}, {237, "CursorKilled"},
    {38, "NoSuchKey"}, {8, "UnknownError"},
+   {121, "DocumentValidationFailure"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
    {13436, "NotPrimaryOrSecondary"}, {17419, "BSONObjectTooLarge"}, {17, "ProtocolError"},
    {18, "AuthenticationFailed"}, {334, "MechanismUnavailable"}, {0, NULL},
@@ -141,6 +143,13 @@ append_times(md_server_t *srv, bson_t *reply, const md_ts_t *op_time)
 void
 md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels, bson_t *reply)
 {
+   md_error_reply_with(srv, error, labels, NULL, reply);
+}
+
+void
+md_error_reply_with(md_server_t *srv, const bson_error_t *error, const bson_t *labels,
+                    const bson_t *extra, bson_t *reply)
+{
    int32_t code = error->code ? (int32_t) error->code : 1; /* code 0 aborts libmongoc */
    bson_init(reply);
    BSON_APPEND_DOUBLE(reply, "ok", 0.0);
@@ -154,6 +163,9 @@ md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels
       name = location;
    }
    BSON_APPEND_UTF8(reply, "codeName", name);
+   if (extra) {
+      bson_concat(reply, extra);
+   }
    if (labels && !bson_empty(labels)) {
       BSON_APPEND_ARRAY(reply, "errorLabels", labels);
    }
@@ -367,6 +379,21 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
    return entry->fn(c, error);
 }
 
+/* $$NOW and $$CLUSTER_TIME hold still for the whole command, as in mongod: the wall clock and
+ * the cluster time when it starts. */
+static void
+set_command_clock(const md_server_t *srv)
+{
+   struct timespec now;
+   tm_command_clock_t clock = {.cluster_time_t = srv->oplog.last.t,
+                               .cluster_time_i = srv->oplog.last.i,
+                               .has_cluster_time = true};
+
+   clock_gettime(CLOCK_REALTIME, &now);
+   clock.now_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+   tm_command_clock_set(&clock);
+}
+
 bool
 md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
@@ -375,6 +402,7 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    bson_iter_t it;
    md_cmd_t c = {.srv = srv, .conn = conn, .cmd = cmd, .reply = reply};
    bson_init(&c.labels);
+   bson_init(&c.error_extra);
    bson_init(reply);
    bson_iter_init(&it, cmd);
    bool ok = bson_iter_next(&it);
@@ -386,7 +414,12 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       tm_error_set(&error, 40571, "command has no name or no $db");
    } else {
       pthread_mutex_lock(&srv->lock);
+      set_command_clock(srv);
+      srv->bypass_validation = bson_iter_init_find(&it, cmd, "bypassDocumentValidation") &&
+                               bson_iter_as_bool(&it);
       ok = run_locked(&c, lookup(c.name), &error, &fp);
+      srv->bypass_validation = false;
+      tm_command_clock_set(NULL);
       if (ok) {
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);
          if (fp.wce_doc) {
@@ -400,8 +433,9 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       md_log(srv, "conn%d: %s failed: %d %s", (int) conn->id, c.name, (int) error.code,
              error.message);
       bson_destroy(reply);
-      md_error_reply(srv, &error, &c.labels, reply);
+      md_error_reply_with(srv, &error, &c.labels, &c.error_extra, reply);
    }
    bson_destroy(&c.labels);
+   bson_destroy(&c.error_extra);
    return !c.close_connection;
 }

@@ -19,6 +19,7 @@ typedef struct {
    bson_t *reply;
    bson_t labels;         /* extra errorLabels for an error reply (array) */
    uint32_t n_labels;
+   bson_t error_extra;    /* fields an error reply carries after codeName (errInfo ...) */
    bool close_connection; /* close without replying */
    bool has_op_time;      /* use op_time as operationTime instead of the cluster time */
    md_ts_t op_time;
@@ -34,6 +35,10 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
 /* Builds an error reply (used by the connection loop for protocol errors too). */
 void
 md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels, bson_t *reply);
+/* The same with `extra` (may be NULL) appended after codeName, as mongod places errInfo. */
+void
+md_error_reply_with(md_server_t *srv, const bson_error_t *error, const bson_t *labels,
+                    const bson_t *extra, bson_t *reply);
 
 void
 md_cmd_add_label(md_cmd_t *c, const char *label);

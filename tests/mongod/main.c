@@ -39,6 +39,9 @@ usage(FILE *out)
          "  --tls-ca-file FILE    require client certificates signed by these CAs\n"
          "  --tls-allow-connections-without-certificates\n"
          "                    with --tls-ca-file: verify a certificate only if one is sent\n"
+         "  --without-expression NAME  behave like a server that lacks the aggregation\n"
+         "                    expression NAME (e.g. toHashedIndexKey): using it fails with\n"
+         "                    168 InvalidPipelineOperator; may be repeated\n"
          "  --verbose         log connections and errors to stderr\n"
          "  --help            show this help\n",
          out);
@@ -78,6 +81,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
       {"tls-cert-file", required_argument, NULL, 'C'},
       {"tls-ca-file", required_argument, NULL, 'A'},
       {"tls-allow-connections-without-certificates", no_argument, NULL, 'N'},
+      {"without-expression", required_argument, NULL, 'x'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -143,6 +147,13 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
          break;
       case 'N':
          opts->tls_allow_no_cert = true;
+         break;
+      case 'x':
+         if (!tm_expr_disable(optarg)) {
+            fprintf(stderr, "test-mongod: --without-expression: unknown expression %s\n",
+                    optarg);
+            return EX_USAGE;
+         }
          break;
       case 'v':
          opts->verbose = true;

@@ -47,6 +47,7 @@ typedef struct {
    md_failpoints_t failpoints;
    md_sessions_t sessions;
    md_users_t users;
+   bool bypass_validation; /* the running command's bypassDocumentValidation */
    pthread_t ttl_thread;
    pthread_cond_t ttl_cond; /* wakes the TTL monitor for shutdown */
    bool ttl_running;

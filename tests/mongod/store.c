@@ -44,6 +44,7 @@ coll_destroy(md_coll_t *coll)
    free(coll->indexes);
    md_hmap_destroy(coll->ids);
    bson_destroy(coll->options);
+   tm_matcher_destroy(coll->validator);
    bson_destroy(coll->view_pipeline);
    free(coll->view_on);
    free(coll->name);

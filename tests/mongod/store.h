@@ -40,6 +40,7 @@ typedef struct _md_coll_t {
    md_index_t **indexes;
    size_t n_indexes;
    bson_t *options; /* options given to create, {} otherwise */
+   tm_matcher_t *validator; /* options.validator parsed (validator.c), NULL if none */
    uint8_t uuid[16];
    char *view_on;         /* a view: the collection it reads, NULL for a collection */
    bson_t *view_pipeline; /* a view: its pipeline (array) */

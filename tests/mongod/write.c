@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "keyenc.h"
+#include "validator.h"
 #include "wire.h"
 
 static bool
@@ -72,6 +73,9 @@ md_write_update_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, const tm_upd
       ok = tm_error_set(error, 17419, "Resulting document after update is larger than %d",
                         MD_MAX_BSON_SIZE);
    }
+   if (ok && next) {
+      ok = md_validator_check(srv, coll, d->bson, next, details, error);
+   }
    bson_t *pre = ok && next && coll_keeps_images(coll) ? bson_copy(d->bson) : NULL;
    if (ok && next) {
       ok = md_coll_replace(coll, d, next, details, error);
@@ -110,7 +114,8 @@ md_write_upsert(md_server_t *srv, md_coll_t *coll, const bson_t *filter, const t
          ok = tm_error_set(error, 17419, "Resulting document after update is larger than %d",
                            MD_MAX_BSON_SIZE);
          bson_destroy(doc);
-      } else if (md_coll_insert(coll, doc, out_doc, details, error)) {
+      } else if (md_validator_check(srv, coll, NULL, doc, details, error) &&
+                 md_coll_insert(coll, doc, out_doc, details, error)) {
          md_log_insert(srv, coll, doc);
       } else {
          bson_destroy(doc);
@@ -139,7 +144,8 @@ md_write_insert(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_t *de
    }
    bson_t *copy = md_doc_with_id_first(doc, NULL);
    md_doc_t *d;
-   if (!md_coll_insert(coll, copy, &d, details, error)) {
+   if (!md_validator_check(srv, coll, NULL, copy, details, error) ||
+       !md_coll_insert(coll, copy, &d, details, error)) {
       bson_destroy(copy);
       return false;
    }

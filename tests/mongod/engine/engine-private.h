@@ -8,6 +8,13 @@
 
 #include "engine.h"
 
+/* ---- error.c ---- */
+
+/* Prefixes the message with "<context> :: caused by :: ", as mongod's addContext does (e.g.
+ * "Invalid $project"); the code stays. Returns false. */
+bool
+tm_error_add_context(bson_error_t *error, const char *context);
+
 /* ---- compare.c ---- */
 
 /* MongoDB's canonical type bracket: values of different brackets never compare equal and

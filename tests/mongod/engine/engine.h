@@ -46,8 +46,10 @@ typedef struct _tm_matcher_t tm_matcher_t;
 /* Returns a new matcher for `filter` (copied), or NULL with *error set. An empty filter
  * matches everything. Supports $eq $ne $gt $gte $lt $lte $in $nin $exists $type $and $or
  * $nor $not $elemMatch $size $all $mod $regex (with $options; POSIX extended syntax plus
- * \d) and $expr with the aggregation expressions of tm_pipeline_run; $where, $text and
- * $jsonSchema are rejected with 2. */
+ * \d), $expr with the aggregation expressions of tm_pipeline_run, and $jsonSchema as
+ * MongoDB 6.0 supports it (draft 4 keywords without $ref, $schema, default, definitions,
+ * format and id, plus bsonType; parse errors 9 / 14 / 2 worded as mongod words them);
+ * $where and $text are rejected with 2. */
 tm_matcher_t *
 tm_matcher_new(const bson_t *filter, bson_error_t *error);
 
@@ -65,6 +67,18 @@ tm_matcher_match(const tm_matcher_t *matcher, const bson_t *doc, int32_t *positi
  * Returns false with *error (54) on a path matched twice or on overlapping paths. */
 bool
 tm_filter_upsert_seed(const bson_t *filter, bson_t *seed, bson_error_t *error);
+
+/* ---- document validation ------------------------------------------------------------- */
+
+/* The `details` of the errInfo that MongoDB 6.0 returns with error 121
+ * DocumentValidationFailure when `doc` does not match the collection validator `validator`
+ * (a matcher built from the validator document): {operatorName: "$jsonSchema",
+ * schemaRulesNotSatisfied: [...]}, {operatorName: "$and", clausesNotSatisfied: [...]},
+ * {operatorName: "$gt", specifiedAs, reason, consideredValue} ... as
+ * doc_validation_error.cpp builds them. `details` is initialised by the callee. Only
+ * meaningful for a document the validator rejects. */
+void
+tm_validation_details(const tm_matcher_t *validator, const bson_t *doc, bson_t *details);
 
 /* ---- updates ---------------------------------------------------------------------------- */
 
@@ -179,6 +193,39 @@ tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t
                  size_t *n_out, bson_error_t *error);
 void
 tm_pipeline_destroy(tm_pipeline_t *pipeline);
+
+/* ---- what expressions see besides the document ------------------------------------------ */
+
+/* The clock of one command: $$NOW (a Date) and $$CLUSTER_TIME (a Timestamp) keep these values
+ * for the whole command, as in MongoDB. The server sets it on the thread that runs a command
+ * before parsing anything and clears it (NULL) afterwards; it is thread-local, so concurrent
+ * commands on other threads are unaffected. With no clock set, $$NOW reads the wall clock at
+ * each evaluation and $$CLUSTER_TIME fails with 51144, as on a standalone mongod. */
+typedef struct {
+   int64_t now_ms;          /* $$NOW, milliseconds since the epoch */
+   uint32_t cluster_time_t; /* $$CLUSTER_TIME */
+   uint32_t cluster_time_i;
+   bool has_cluster_time;
+} tm_command_clock_t;
+
+void
+tm_command_clock_set(const tm_command_clock_t *clock /* copied; NULL clears */);
+
+/* Makes the engine behave like a server that lacks the expression `name` ("$toHashedIndexKey"
+ * or "toHashedIndexKey"): parsing it then fails with 168 "Unrecognized expression '$name'",
+ * exactly as for an unknown expression. Returns false if the engine does not know `name` (or
+ * 16 are disabled already). Process-wide: call at start-up, before any thread parses. */
+bool
+tm_expr_disable(const char *name);
+
+/* ---- hashing ---------------------------------------------------------------------------- */
+
+/* MongoDB's hashed-index key of `value` with `seed` (0 for hashed indexes, shard keys and
+ * $toHashedIndexKey): the same Int64 mongod computes, for every BSON type. All numeric types
+ * hash by their value truncated to an int64 (NaN as 0, out-of-range values clamped), so 5,
+ * 5L and 5.5 hash alike; a missing value (BSON_TYPE_EOD) hashes as null. Thread-safe. */
+int64_t
+tm_value_hash64(const bson_value_t *value, int32_t seed);
 
 /* ---- paths ------------------------------------------------------------------------------ */
 

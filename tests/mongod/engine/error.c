@@ -6,7 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "engine.h"
+#include "engine-private.h"
 
 bool
 tm_error_set(bson_error_t *error, int32_t code, const char *fmt, ...)
@@ -21,6 +21,19 @@ tm_error_set(bson_error_t *error, int32_t code, const char *fmt, ...)
    va_start(ap, fmt);
    vsnprintf(error->message, sizeof error->message, fmt, ap);
    va_end(ap);
+   return false;
+}
+
+bool
+tm_error_add_context(bson_error_t *error, const char *context)
+{
+   char msg[sizeof error->message];
+
+   if (!error) {
+      return false;
+   }
+   bson_strncpy(msg, error->message, sizeof msg);
+   bson_snprintf(error->message, sizeof error->message, "%s :: caused by :: %s", context, msg);
    return false;
 }
 

@@ -54,128 +54,6 @@ op_not(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
    return set_bool(out, !tm_value_truthy(&a[0]));
 }
 
-/* Numeric result of the widest input type: int32 < int64 < double < decimal. */
-void
-tm_value_set_number(bson_type_t type, long double r, bson_value_t *out)
-{
-   char buf[64];
-
-   if (type == BSON_TYPE_INT32 && r >= INT32_MIN && r <= INT32_MAX) {
-      out->value_type = BSON_TYPE_INT32;
-      out->value.v_int32 = (int32_t) r;
-   } else if ((type == BSON_TYPE_INT32 || type == BSON_TYPE_INT64) && r >= -9.2e18L &&
-              r <= 9.2e18L) {
-      out->value_type = BSON_TYPE_INT64;
-      out->value.v_int64 = (int64_t) r;
-   } else if (type == BSON_TYPE_DECIMAL128) {
-      snprintf(buf, sizeof buf, "%.17Lg", r);
-      out->value_type = BSON_TYPE_DECIMAL128;
-      bson_decimal128_from_string(buf, &out->value.v_decimal128);
-   } else {
-      out->value_type = BSON_TYPE_DOUBLE;
-      out->value.v_double = (double) r;
-   }
-}
-
-static bson_type_t
-wider(bson_type_t a, bson_type_t b)
-{
-   static const bson_type_t order[] = {BSON_TYPE_INT32, BSON_TYPE_INT64, BSON_TYPE_DOUBLE,
-                                       BSON_TYPE_DECIMAL128};
-   int ia = 0, ib = 0;
-
-   for (int i = 0; i < 4; i++) {
-      ia = order[i] == a ? i : ia;
-      ib = order[i] == b ? i : ib;
-   }
-   return order[ia > ib ? ia : ib];
-}
-
-static long double
-num(const bson_value_t *v)
-{
-   return v->value_type == BSON_TYPE_INT64 ? (long double) v->value.v_int64
-                                           : (long double) tm_value_as_double(v);
-}
-
-static bool
-arith(const char *name, const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
-{
-   bson_type_t type = BSON_TYPE_INT32;
-   long double r = name[1] == 'm' ? 1 : 0;
-   int dates = 0;
-
-   for (size_t i = 0; i < n; i++) {
-      bool minus = name[1] == 's' && i > 0;
-      if (is_nullish(&a[i])) {
-         out->value_type = BSON_TYPE_NULL;
-         return true;
-      }
-      if (a[i].value_type == BSON_TYPE_DATE_TIME && name[1] != 'm') {
-         if (dates++ && name[1] == 'a') {
-            return tm_error_set(error, 16612, "only one date allowed in an $add expression");
-         }
-         r += minus ? -(long double) a[i].value.v_datetime : (long double) a[i].value.v_datetime;
-         continue;
-      }
-      if (!tm_value_is_number(&a[i])) {
-         return tm_error_set(error, 14, "%s only supports numeric or date types, not %s", name,
-                             tm_type_name(a[i].value_type));
-      }
-      type = wider(type, a[i].value_type);
-      if (name[1] == 'm') {
-         r *= num(&a[i]);
-      } else {
-         r += minus ? -num(&a[i]) : num(&a[i]);
-      }
-   }
-   /* One date gives a date; date - date gives milliseconds as a long. */
-   if (dates == 1) {
-      out->value_type = BSON_TYPE_DATE_TIME;
-      out->value.v_datetime = (int64_t) r;
-      return true;
-   }
-   tm_value_set_number(dates == 2 ? BSON_TYPE_INT64 : type, r, out);
-   return true;
-}
-
-static bool
-op_add(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
-{
-   return arith("$add", a, n, out, error);
-}
-
-static bool
-op_subtract(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
-{
-   return arith("$subtract", a, n, out, error);
-}
-
-static bool
-op_multiply(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
-{
-   return arith("$multiply", a, n, out, error);
-}
-
-static bool
-op_divide(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
-{
-   if (is_nullish(&a[0]) || is_nullish(&a[1])) {
-      out->value_type = BSON_TYPE_NULL;
-      return true;
-   }
-   if (!tm_value_is_number(&a[0]) || !tm_value_is_number(&a[1])) {
-      return tm_error_set(error, 16609, "$divide only supports numeric types, not %s and %s",
-                          tm_type_name(a[0].value_type), tm_type_name(a[1].value_type));
-   }
-   if (tm_value_as_double(&a[1]) == 0) {
-      return tm_error_set(error, 16608, "can't $divide by zero");
-   }
-   tm_value_set_number(wider(wider(a[0].value_type, a[1].value_type), BSON_TYPE_DOUBLE),
-              num(&a[0]) / num(&a[1]), out);
-   return true;
-}
-
 static bool
 op_concat(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
 {
@@ -381,6 +259,15 @@ op_type(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
    return set_string(out, tm_type_name(a[0].value_type));
 }
 
+/* {$toHashedIndexKey: <expr>}: the hashed-index key, seed 0 (missing hashes as null). */
+static bool
+op_to_hashed_index_key(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
+{
+   out->value_type = BSON_TYPE_INT64;
+   out->value.v_int64 = tm_value_hash64(&a[0], 0);
+   return true;
+}
+
 static const struct {
    const char *name;
    tm_expr_op_fn fn;
@@ -390,13 +277,14 @@ static const struct {
    {"$gt", op_gt, 2, 2},          {"$gte", op_gte, 2, 2},
    {"$lt", op_lt, 2, 2},          {"$lte", op_lte, 2, 2},
    {"$cmp", op_cmp, 2, 2},        {"$not", op_not, 1, 1},
-   {"$add", op_add, 0, -1},       {"$subtract", op_subtract, 2, 2},
-   {"$multiply", op_multiply, 0, -1}, {"$divide", op_divide, 2, 2},
+   {"$add", tm_expr_add, 0, -1},  {"$subtract", tm_expr_subtract, 2, 2},
+   {"$multiply", tm_expr_multiply, 0, -1}, {"$divide", tm_expr_divide, 2, 2},
    {"$concat", op_concat, 0, -1}, {"$size", op_size, 1, 1},
    {"$isArray", op_is_array, 1, 1}, {"$arrayElemAt", op_array_elem_at, 2, 2},
    {"$in", op_in, 2, 2},          {"$concatArrays", op_concat_arrays, 0, -1},
    {"$toString", op_to_string, 1, 1}, {"$toLower", op_to_lower, 1, 1},
    {"$toUpper", op_to_upper, 1, 1}, {"$type", op_type, 1, 1},
+   {"$toHashedIndexKey", op_to_hashed_index_key, 1, 1},
 };
 
 tm_expr_op_fn

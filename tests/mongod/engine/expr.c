@@ -7,9 +7,11 @@
 
 #include "expr.h"
 
+enum { VAR_ROOT, VAR_NOW, VAR_CLUSTER_TIME };
+
 typedef enum {
    E_LITERAL,
-   E_FIELD,  /* "$a.b", "$$ROOT.a", "$$CURRENT" */
+   E_FIELD,  /* "$a.b", "$$ROOT.a", "$$CURRENT", "$$NOW" (var) */
    E_REMOVE, /* "$$REMOVE" */
    E_OBJECT,
    E_ARRAY,
@@ -19,7 +21,8 @@ typedef enum {
 struct _tm_expr_t {
    ekind_t kind;
    bson_value_t literal;
-   tm_path_t path; /* E_FIELD; n == 0 means the whole root */
+   tm_path_t path; /* E_FIELD; n == 0 means the whole root (or variable) */
+   int var;        /* E_FIELD: VAR_ROOT, or the system variable the path starts at */
    char **keys;    /* E_OBJECT */
    tm_expr_t **args;
    size_t n_args;
@@ -120,8 +123,12 @@ parse_string(const bson_value_t *spec, bson_error_t *error)
    if (strncmp(s, "$$", 2) == 0) {
       const char *rest = strchr(s, '.');
       size_t len = rest ? (size_t) (rest - s) : strlen(s);
-      if (!((len == 6 && strncmp(s, "$$ROOT", 6) == 0) ||
-            (len == 9 && strncmp(s, "$$CURRENT", 9) == 0))) {
+      if (len == 5 && strncmp(s, "$$NOW", 5) == 0) {
+         e->var = VAR_NOW;
+      } else if (len == 14 && strncmp(s, "$$CLUSTER_TIME", 14) == 0) {
+         e->var = VAR_CLUSTER_TIME;
+      } else if (!((len == 6 && strncmp(s, "$$ROOT", 6) == 0) ||
+                   (len == 9 && strncmp(s, "$$CURRENT", 9) == 0))) {
          tm_error_set(error, 17276, "Use of undefined variable: %.*s", (int) len - 2, s + 2);
          tm_expr_destroy(e);
          return NULL;
@@ -169,6 +176,10 @@ parse_operator(const char *name, const bson_value_t *arg, bson_error_t *error)
    size_t n = 0;
 
    e->op = name;
+   if (tm_expr_is_disabled(name)) {
+      tm_error_set(error, 168, "Unrecognized expression '%s'", name);
+      goto fail;
+   }
    if (strcmp(name, "$literal") == 0) {
       e->kind = E_LITERAL;
       e->literal = *arg;
@@ -440,6 +451,12 @@ tm_expr_eval(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_err
       r.value_type = BSON_TYPE_DOCUMENT;
       r.value.v_doc.data = (uint8_t *) bson_get_data(root);
       r.value.v_doc.data_len = root->len;
+      if (e->var == VAR_NOW) {
+         tm_expr_now(&r);
+      } else if (e->var == VAR_CLUSTER_TIME && !tm_expr_cluster_time(&r, error)) {
+         ok = false;
+         break;
+      }
       path_eval(&r, &e->path, 0, out);
       break;
    case E_OBJECT:

@@ -131,6 +131,18 @@ static const struct {
    {"decimal", 19}, {"minKey", -1}, {"maxKey", 127}, {"number", 0},
 };
 
+bool
+tm_type_alias(const char *name, int32_t *code)
+{
+   for (size_t i = 0; i < sizeof type_aliases / sizeof type_aliases[0]; i++) {
+      if (strcmp(type_aliases[i].name, name) == 0) {
+         *code = type_aliases[i].code;
+         return true;
+      }
+   }
+   return false;
+}
+
 static bool
 add_type(tm_mnode_t *n, const bson_value_t *v, bson_error_t *error)
 {
@@ -138,13 +150,11 @@ add_type(tm_mnode_t *n, const bson_value_t *v, bson_error_t *error)
       return tm_error_set(error, 2, "too many types in $type");
    }
    if (v->value_type == BSON_TYPE_UTF8) {
-      for (size_t i = 0; i < sizeof type_aliases / sizeof type_aliases[0]; i++) {
-         if (strcmp(type_aliases[i].name, v->value.v_utf8.str) == 0) {
-            n->types[n->n_types++] = type_aliases[i].code;
-            return true;
-         }
+      if (!tm_type_alias(v->value.v_utf8.str, &n->types[n->n_types])) {
+         return tm_error_set(error, 2, "Unknown type name alias: %s", v->value.v_utf8.str);
       }
-      return tm_error_set(error, 2, "Unknown type name alias: %s", v->value.v_utf8.str);
+      n->n_types++;
+      return true;
    }
    if (tm_value_is_number(v)) {
       double d = tm_value_as_double(v);

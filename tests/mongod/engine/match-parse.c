@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "expr.h"
+#include "jsonschema-private.h"
 #include "match-private.h"
 
 tm_mnode_t *
@@ -28,6 +29,7 @@ tm_mnode_destroy(tm_mnode_t *n)
    }
    bson_free(n->kids);
    tm_expr_destroy(n->expr);
+   tm_schema_destroy(n->schema);
    if (n->re) {
       regfree(n->re);
       bson_free(n->re);
@@ -375,8 +377,14 @@ parse_top_operator(tm_mnode_t *parent, const char *key, const bson_value_t *v,
       n->expr = tm_expr_parse(v, error);
       return n->expr != NULL;
    }
+   if (strcmp(key, "$jsonSchema") == 0) {
+      tm_mnode_t *n = tm_mnode_new(TM_N_SCHEMA);
+      tm_mnode_add(parent, n);
+      n->schema = tm_schema_parse(v, error);
+      return n->schema != NULL;
+   }
    if (strcmp(key, "$where") == 0 || strcmp(key, "$text") == 0 ||
-       strcmp(key, "$jsonSchema") == 0 || strcmp(key, "$sampleRate") == 0) {
+       strcmp(key, "$sampleRate") == 0) {
       return tm_error_set(error, 2, "%s is not supported by the test server", key);
    }
    return tm_error_set(error, 2, "unknown top level operator: %s", key);

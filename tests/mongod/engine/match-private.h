@@ -20,6 +20,7 @@ typedef enum {
    TM_N_ELEM_OBJ, /* {$elemMatch: {field: ...}}: elements matched as documents */
    TM_N_ELEM_VAL, /* {$elemMatch: {$gt: ...}}: elements matched as values */
    TM_N_EXPR,     /* {$expr: <aggregation expression>} */
+   TM_N_SCHEMA,   /* {$jsonSchema: {...}} (jsonschema-*.c) */
 } tm_node_kind_t;
 
 typedef enum {
@@ -41,6 +42,7 @@ typedef struct _tm_mnode_t tm_mnode_t;
 #define TM_EXPR_T_DEFINED
 typedef struct _tm_expr_t tm_expr_t;
 #endif
+typedef struct _tm_schema_t tm_schema_t;
 
 struct _tm_mnode_t {
    tm_node_kind_t kind;
@@ -56,6 +58,7 @@ struct _tm_mnode_t {
    size_t n_types;
    int64_t size_or_divisor, remainder;
    tm_expr_t *expr;   /* TM_N_EXPR */
+   tm_schema_t *schema; /* TM_N_SCHEMA */
    tm_mnode_t **kids; /* AND/OR/NOR/NOT children; ELEM_*: the element predicate (kids[0]) */
    size_t n_kids;
 };
@@ -105,6 +108,10 @@ bool
 tm_match_parse_in(tm_mnode_t *n, const char *op, bson_error_t *error);
 bool
 tm_match_parse_type(tm_mnode_t *n, bson_error_t *error);
+/* $type's alias names ("int", "number" ...): the type code (0 for "number", -1 minKey,
+ * 127 maxKey), false if unknown. */
+bool
+tm_type_alias(const char *name, int32_t *code);
 bool
 tm_match_parse_size(tm_mnode_t *n, bson_error_t *error);
 bool

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "expr.h"
+#include "jsonschema-private.h"
 #include "match-private.h"
 
 bool
@@ -272,6 +273,7 @@ tm_mnode_match_doc(const tm_mnode_t *n, const bson_t *doc, int32_t *pos)
    case TM_N_NOT: return !tm_mnode_match_doc(n->kids[0], doc, NULL);
    case TM_N_FALSE: return false;
    case TM_N_EXPR: return expr_match(n, doc);
+   case TM_N_SCHEMA: return tm_schema_match_doc(n->schema, doc);
    default: return path_match(n, doc, pos);
    }
 }

@@ -152,7 +152,12 @@ tm_stage_add_fields_parse(const char *name, const bson_value_t *spec, void **sta
    }
    f = bson_malloc0(sizeof *f);
    *state = f;
-   return fields_parse(f, &doc, NULL, error);
+   if (!fields_parse(f, &doc, NULL, error)) {
+      char context[64];
+      bson_snprintf(context, sizeof context, "Invalid %s", name);
+      return tm_error_add_context(error, context);
+   }
+   return true;
 }
 
 bool

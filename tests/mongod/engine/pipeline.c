@@ -81,6 +81,10 @@ project_parse(const char *name, const bson_value_t *spec, void **state, bson_err
                           "at least one field");
    }
    *state = tm_projection_new_ex(&doc, true, error);
+   /* mongod adds the stage's name to whatever went wrong in its specification. */
+   if (!*state && error && strncmp(error->message, "Invalid $project", 16) != 0) {
+      tm_error_add_context(error, "Invalid $project");
+   }
    return *state != NULL;
 }
 

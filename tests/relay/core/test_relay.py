@@ -670,6 +670,50 @@ def test_unencodable_events_are_dead_letters():
         sub.close()
 
 
+def test_schema_enforced():
+    """With the stored contract installed as a strict validator (liboutbox's
+    outbox_collection_ensure_schema() through lib-schema-tool), the relay's own writes still
+    pass: events are published and cleared, an oversized one is dead-lettered; a malformed
+    commit from another writer is refused by the server and never reaches the relay."""
+    tool = os.environ.get("OUTBOX_TEST_SCHEMA_TOOL")
+    if not tool:
+        print("skip test_schema_enforced: OUTBOX_TEST_SCHEMA_TOOL is not set")
+        return
+    dbname, cname, rname = names("schema")
+    subprocess.run([tool, "ensure", dbname, cname, '{"validationLevel": "strict"}'],
+                   check=True)
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--max-message-bytes", "4096"])
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for i in range(3):
+            ents.create("s%d" % i, 2)
+        ents.append("s0", events=[event(3, data={"big": "x" * 8000})])
+        ents.append("s0", events=[event(4)])
+        bad = event(3)
+        bad["seq"] = 3  # an int32: refused by the validator
+        try:
+            coll.update_one({"_id": "s1"}, {"$push": {"events": bad},
+                                            "$inc": {"version": Int64(1), "eventSeq": Int64(1)}})
+            raise AssertionError("a malformed commit was accepted")
+        except pymongo.errors.WriteError as e:
+            check(e.code == 121, "malformed commit: %s" % e.details)
+        expected = 3 * 2 + 1
+        check(wait_until(lambda: sub.count() >= expected, 30),
+              "only %d of %d messages arrived" % (sub.count(), expected))
+        check(wait_cleared(coll), "events left in documents")
+        s0 = coll.find_one({"_id": "s0"})
+        check(len(s0.get("deadLetters", [])) == 1, "dead letters: %s" % s0.get("deadLetters"))
+        check(per_entity(sub.snapshot()).get("s0") == [1, 2, 4], "s0 delivered wrong seqs")
+        check("Document failed validation" not in relay.log_text(),
+              "a relay write was refused by the validator")
+    finally:
+        relay.stop()
+        sub.close()
+
+
 TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
          test_kill9_republishes_only_the_tail, test_sweep_without_state,
          test_history_lost_286, test_hostile_ids_and_poison,
@@ -677,7 +721,7 @@ TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
          test_small_buffer_backpressure, test_byte_bound_backpressure,
          test_two_relays_same_name,
          test_failed_clears_are_retried, test_unencodable_events_are_dead_letters,
-         test_broker_restart]
+         test_schema_enforced, test_broker_restart]
 
 
 def main():
