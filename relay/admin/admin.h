@@ -40,6 +40,7 @@ typedef struct {
    int64_t max_age_ms; /* 0: no threshold */
    /* ensure-schema. */
    bool print;
+   bool combine; /* keep a foreign validator beside ours */
    const char *validation_action, *validation_level;
    FILE *out;
 } admin_t;

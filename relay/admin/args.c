@@ -29,6 +29,7 @@ static const admin_opt_t admin_opts[] = {
    {"dry-run", A_FLAG, OFF(dry_run)},
    {"discarded", A_FLAG, OFF(discarded)},
    {"print", A_FLAG, OFF(print)},
+   {"combine", A_FLAG, OFF(combine)},
    {"id", A_ID, 0},
    {"id-json", A_ID_JSON, 0},
    {"event-id", A_STRING, OFF(event_id)},

@@ -49,6 +49,8 @@ static const char usage[] =
    "  --print                ensure-schema: print the validator, change nothing\n"
    "  --validation-action A  ensure-schema: error (default) or warn\n"
    "  --validation-level L   ensure-schema: moderate (default) or strict\n"
+   "  --combine              ensure-schema: keep a validator someone else installed, in a\n"
+   "                         $and with ours (otherwise it is left alone and the command fails)\n"
    "  --help, --version\n"
    "\n"
    "Exit status: 0 ok, 1 status found something older than --max-age, 64 usage, 65 bad\n"

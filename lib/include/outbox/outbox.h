@@ -513,7 +513,7 @@ outbox_collection_ensure_indexes(outbox_collection_t *collection, bson_error_t *
  *                     satisfy the contract; documents that broke it before (written without
  *                     the validator) stay writable, so the relay can still clear and
  *                     dead-letter their events; "strict": check every write;
- *   deadLettersField  string, default "deadLetters";
+ *   deadLettersField  string, default the collection's deadLettersField;
  *   combine           bool, default false: see below.
  * If the collection does not exist it is created with the validator. If it has no validator
  * or ours (any version, any field names), the validator, level and action are set with

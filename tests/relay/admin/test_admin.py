@@ -200,8 +200,45 @@ def test_errors_and_config_file():
           p.stdout + p.stderr)
 
 
+def test_ensure_schema_and_requeue_under_it():
+    """--print shows the validator; ensure-schema installs it (a malformed write is refused
+    with 121); a requeue (marker, counter) and a discard are accepted under it."""
+    db, cname = names("schema")
+    rc, out, err = admin(db, cname, "ensure-schema", "--print")
+    check(rc == 0 and json.loads(out)["$jsonSchema"]["title"] == "outbox stored contract",
+          out + err)
+    check(cname not in client[db].list_collection_names(), "--print changed something")
+    rc, out, err = admin(db, cname, "ensure-schema", "--validation-level", "strict")
+    check(rc == 0 and "action error, level strict" in out, out + err)
+    coll = client[db][cname]
+    try:
+        coll.insert_one({"_id": "bad", "version": 1, "eventSeq": Int64(0)})
+        check(False, "a document breaking the contract was accepted")
+    except pymongo.errors.WriteError as exc:
+        check(exc.code == 121, exc)
+    ents = Entities(coll)
+    ents.create("a", events=[event(1), event(2)])
+    eid = dead_letter(coll, "a", 1, "refused by the broker")
+    rc, out, err = admin(db, cname, "requeue", "--event-id", eid, "--by", "carol")
+    check(rc == 0 and "1 done" in err, out + err)
+    doc = coll.find_one({"_id": "a"})
+    check([e["seq"] for e in doc["events"]] == [1, 2], doc)
+    check(doc["events"][0]["requeued"]["by"] == "carol" and doc["requeues"] == 1, doc)
+    eid2 = dead_letter(coll, "a", 2, "refused by the broker")
+    rc, out, err = admin(db, cname, "discard", "--event-id", eid2, "--reason", "test")
+    check(rc == 0 and "1 done" in err, out + err)
+    # A validator someone else installed is left alone unless --combine.
+    db2 = db + "_foreign"
+    client[db2].create_collection(cname, validator={"name": {"$type": "string"}})
+    rc, _, err = admin(db2, cname, "ensure-schema")
+    check(rc == 65 and "--combine" in err, (rc, err))
+    rc, out, err = admin(db2, cname, "ensure-schema", "--combine")
+    check(rc == 0, out + err)
+
+
 TESTS = [test_status_counts_relays_and_max_age, test_listing_filters,
-         test_discard_keeps_an_audit_record, test_errors_and_config_file]
+         test_discard_keeps_an_audit_record, test_errors_and_config_file,
+         test_ensure_schema_and_requeue_under_it]
 
 
 def main():
