@@ -25,4 +25,19 @@ bool
 _outbox_dead_letter_args_ok(outbox_collection_t *c, const bson_value_t *entity_id,
                             const char *event_id, const char *by, bson_error_t *error);
 
+/* One attempt at moving @letter (as read, with the entity's @event_seq) out of the dead
+ * letters; sets *@matched when the update matched. */
+typedef bool (*_outbox_move_fn)(outbox_collection_t *c, _outbox_conn_t *conn,
+                                const bson_value_t *entity_id, const bson_t *letter,
+                                int64_t event_seq, const void *ctx, bool *matched,
+                                bson_error_t *error);
+
+/* Reads the dead letter of @event_id and calls @move with it until an update matches (the
+ * element was not changed meanwhile), at most appendRetries times. NOT_FOUND when it is gone,
+ * RETRIES_EXHAUSTED when the entity kept changing. */
+bool
+_outbox_dead_letter_move(outbox_collection_t *c, const bson_value_t *entity_id,
+                         const char *event_id, _outbox_move_fn move, const void *ctx,
+                         bson_error_t *error);
+
 #endif /* OUTBOX_DEAD_LETTERS_PRIVATE_H */

@@ -161,11 +161,17 @@ _outbox_append_exact(bson_t *doc, const char *field, const bson_t *letter)
    bson_append_document_end(doc, &cond);
 }
 
+typedef struct {
+   const char *by, *reason;
+} discard_args_t;
+
 static bool
 discard_once(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *entity_id,
-             const bson_t *letter, const char *by, const char *reason, bool *matched,
+             const bson_t *letter, int64_t event_seq, const void *ctx, bool *matched,
              bson_error_t *error)
 {
+   const char *by = ((const discard_args_t *)ctx)->by;
+   const char *reason = ((const discard_args_t *)ctx)->reason;
    bson_t filter = BSON_INITIALIZER, update = BSON_INITIALIZER, op, entry, discarded, reply;
    bson_iter_t it;
    bool ok;
@@ -214,8 +220,7 @@ outbox_collection_discard_dead_letter(outbox_collection_t *collection,
                                       const bson_value_t *entity_id, const char *event_id,
                                       const char *by, const char *reason, bson_error_t *error)
 {
-   _outbox_conn_t conn = {0};
-   bool ok = false, matched = false;
+   discard_args_t args = {by, reason};
 
    if (!_outbox_dead_letter_args_ok(collection, entity_id, event_id, by, error)) {
       return false;
@@ -225,12 +230,23 @@ outbox_collection_discard_dead_letter(outbox_collection_t *collection,
                         "a reason (valid UTF-8, not empty) is required to discard");
       return false;
    }
-   _outbox_conn_open(collection, &conn);
-   for (int64_t attempt = 0; attempt < collection->retries && !matched; attempt++) {
+   return _outbox_dead_letter_move(collection, entity_id, event_id, discard_once, &args, error);
+}
+
+bool
+_outbox_dead_letter_move(outbox_collection_t *c, const bson_value_t *entity_id,
+                         const char *event_id, _outbox_move_fn move, const void *ctx,
+                         bson_error_t *error)
+{
+   _outbox_conn_t conn = {0};
+   bool ok = false, matched = false;
+
+   _outbox_conn_open(c, &conn);
+   for (int64_t attempt = 0; attempt < c->retries && !matched; attempt++) {
       bson_t letter = BSON_INITIALIZER;
-      int64_t seq;
-      ok = _outbox_dead_letter_find(collection, &conn, entity_id, event_id, &letter, &seq, error) &&
-           discard_once(collection, &conn, entity_id, &letter, by, reason, &matched, error);
+      int64_t seq = 0;
+      ok = _outbox_dead_letter_find(c, &conn, entity_id, event_id, &letter, &seq, error) &&
+           move(c, &conn, entity_id, &letter, seq, ctx, &matched, error);
       bson_destroy(&letter);
       if (!ok) {
          break;
@@ -241,6 +257,6 @@ outbox_collection_discard_dead_letter(outbox_collection_t *collection,
                         "the entity kept changing; try again");
       ok = false;
    }
-   _outbox_conn_close(collection, &conn);
+   _outbox_conn_close(c, &conn);
    return ok;
 }

@@ -52,12 +52,18 @@ requeued_event(const bson_t *letter, const char *by, bson_t *out, bson_error_t *
 
 static bool
 requeue_once(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *entity_id,
-             const bson_t *letter, int64_t event_seq, const bson_t *event, bool *matched,
+             const bson_t *letter, int64_t event_seq, const void *ctx, bool *matched,
              bson_error_t *error)
 {
    bson_t filter = BSON_INITIALIZER, update = BSON_INITIALIZER, op, push, each, sort, reply;
+   bson_t event = BSON_INITIALIZER;
    bson_iter_t it;
    bool ok;
+
+   if (!requeued_event(letter, (const char *)ctx, &event, error)) {
+      bson_destroy(&event);
+      return false;
+   }
 
    BSON_APPEND_VALUE(&filter, "_id", entity_id);
    BSON_APPEND_INT64(&filter, c->names.event_seq, event_seq);
@@ -68,7 +74,7 @@ requeue_once(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *e
    BSON_APPEND_DOCUMENT_BEGIN(&update, "$push", &op);
    BSON_APPEND_DOCUMENT_BEGIN(&op, c->names.events, &push);
    BSON_APPEND_ARRAY_BEGIN(&push, "$each", &each);
-   BSON_APPEND_DOCUMENT(&each, "0", event);
+   BSON_APPEND_DOCUMENT(&each, "0", &event);
    bson_append_array_end(&push, &each);
    /* Pending events stay oldest first: the requeued one goes before later seqs. */
    BSON_APPEND_DOCUMENT_BEGIN(&push, "$sort", &sort);
@@ -84,6 +90,7 @@ requeue_once(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *e
    bson_destroy(&reply);
    bson_destroy(&filter);
    bson_destroy(&update);
+   bson_destroy(&event);
    return ok;
 }
 
@@ -92,31 +99,8 @@ outbox_collection_requeue_dead_letter(outbox_collection_t *collection,
                                       const bson_value_t *entity_id, const char *event_id,
                                       const char *by, bson_error_t *error)
 {
-   _outbox_conn_t conn = {0};
-   bool ok = false, matched = false;
-
    if (!_outbox_dead_letter_args_ok(collection, entity_id, event_id, by, error)) {
       return false;
    }
-   _outbox_conn_open(collection, &conn);
-   for (int64_t attempt = 0; attempt < collection->retries && !matched; attempt++) {
-      bson_t letter = BSON_INITIALIZER, event = BSON_INITIALIZER;
-      int64_t seq = 0;
-      ok = _outbox_dead_letter_find(collection, &conn, entity_id, event_id, &letter, &seq,
-                                    error) &&
-           requeued_event(&letter, by, &event, error) &&
-           requeue_once(collection, &conn, entity_id, &letter, seq, &event, &matched, error);
-      bson_destroy(&letter);
-      bson_destroy(&event);
-      if (!ok) {
-         break;
-      }
-   }
-   if (ok && !matched) {
-      _outbox_set_error(error, OUTBOX_ERROR_RETRIES_EXHAUSTED,
-                        "the entity kept changing; try again");
-      ok = false;
-   }
-   _outbox_conn_close(collection, &conn);
-   return ok;
+   return _outbox_dead_letter_move(collection, entity_id, event_id, requeue_once, by, error);
 }

@@ -12,6 +12,7 @@
 
 #include "admin/admin.h"
 #include "admin/args.h"
+#include "store/store.h"
 #include "util/version.h"
 
 static const char usage[] =
@@ -55,28 +56,6 @@ static const char usage[] =
    "\n"
    "Exit status: 0 ok, 1 status found something older than --max-age, 64 usage, 65 bad\n"
    "input, 69 MongoDB unavailable, 70 internal error, 77 not authorized, 78 configuration.\n";
-
-static mongoc_client_pool_t *
-open_pool(const relay_config_t *cfg, bson_error_t *error)
-{
-   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
-   mongoc_client_pool_t *pool;
-
-   if (!uri) {
-      return NULL;
-   }
-   /* Fail fast when MongoDB is down: this is a command someone waits for. */
-   if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS)) {
-      mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
-   }
-   mongoc_uri_set_appname(uri, "outbox-admin");
-   pool = mongoc_client_pool_new_with_error(uri, error);
-   mongoc_uri_destroy(uri);
-   if (pool) {
-      mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
-   }
-   return pool;
-}
 
 static int
 run(admin_t *a, const char *command)
@@ -132,7 +111,8 @@ main(int argc, char **argv)
       rc = EX_USAGE;
    } else if ((rc = load_config(&a, &args)) < 0) {
       mongoc_init();
-      a.pool = open_pool(&a.cfg, &error);
+      /* Fail fast when MongoDB is down (5 s unless the URI says otherwise): someone waits. */
+      a.pool = relay_store_pool_new(&a.cfg, "outbox-admin", &error);
       if (!a.pool) {
          fprintf(stderr, "outbox-admin: mongodb-uri: %s\n", error.message);
          rc = EX_CONFIG;

@@ -11,6 +11,7 @@
 
 #include <outbox/outbox.h>
 
+#include "store/store.h"
 #include "util/log.h"
 
 struct relay_scanner_t {
@@ -23,27 +24,6 @@ struct relay_scanner_t {
    pthread_cond_t cond; /* signalled to stop */
    bool stop, failing;
 };
-
-static mongoc_client_pool_t *
-pool_new(const relay_config_t *cfg, bson_error_t *error)
-{
-   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
-   mongoc_client_pool_t *pool;
-   if (!uri) {
-      return NULL;
-   }
-   if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS)) {
-      mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
-   }
-   mongoc_uri_set_appname(uri, "outbox-relay-scanner");
-   pool = mongoc_client_pool_new_with_error(uri, error);
-   mongoc_uri_destroy(uri);
-   if (pool) {
-      mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
-      mongoc_client_pool_max_size(pool, 1);
-   }
-   return pool;
-}
 
 /* One scan of every collection; logs the first failure of a run of failures. */
 static void
@@ -127,7 +107,10 @@ relay_scanner_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_erro
    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
    pthread_cond_init(&s->cond, &attr);
    pthread_condattr_destroy(&attr);
-   s->pool = pool_new(cfg, error);
+   s->pool = relay_store_pool_new(cfg, "outbox-relay-scanner", error);
+   if (s->pool) {
+      mongoc_client_pool_max_size(s->pool, 1);
+   }
    bool ok = s->pool && open_collections(s, error);
    if (ok && pthread_create(&s->thread, NULL, run, s) != 0) {
       bson_set_error(error, 0, 0, "cannot start the scanner thread");

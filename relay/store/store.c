@@ -26,6 +26,27 @@ relay_store_client_new(const relay_config_t *cfg, const char *appname, bson_erro
    return client;
 }
 
+mongoc_client_pool_t *
+relay_store_pool_new(const relay_config_t *cfg, const char *appname, bson_error_t *error)
+{
+   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
+   mongoc_client_pool_t *pool;
+
+   if (!uri) {
+      return NULL;
+   }
+   if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS)) {
+      mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
+   }
+   mongoc_uri_set_appname(uri, appname);
+   pool = mongoc_client_pool_new_with_error(uri, error);
+   mongoc_uri_destroy(uri);
+   if (pool) {
+      mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+   }
+   return pool;
+}
+
 int
 relay_ts_cmp(relay_ts_t a, relay_ts_t b)
 {

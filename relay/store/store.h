@@ -39,6 +39,11 @@ typedef struct {
 mongoc_client_t *relay_store_client_new(const relay_config_t *cfg, const char *appname,
                                         bson_error_t *error);
 
+/* The same as a pool, for code that uses liboutbox (which works on pools): outbox-admin and
+ * the scanner. */
+mongoc_client_pool_t *relay_store_pool_new(const relay_config_t *cfg, const char *appname,
+                                           bson_error_t *error);
+
 /* -1, 0, 1 as @a is before, equal to, after @b. */
 int relay_ts_cmp(relay_ts_t a, relay_ts_t b);
 
