@@ -1,0 +1,85 @@
+// Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+//
+// Consume what outbox-relay publishes (relay/README.md, "The message contract") with mqtt.js
+// (5.x) over MQTT 5, in either payload mode: skip duplicates by event id (delivery is at least
+// once) and notice per-entity gaps by seq.
+//
+// usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID      e.g. tcp://127.0.0.1:1883
+// prints "subscribed", then per message one of
+//     applied ENTITY SEQ EVENT-ID TYPE in-order|gap|late
+//     duplicate ENTITY SEQ EVENT-ID
+//     gap ENTITY missing SEQ..SEQ
+// and a count on SIGTERM/SIGINT. The session is persistent (clean: false), so messages
+// published while the consumer is down are delivered when it comes back.
+'use strict';
+const mqtt = require('mqtt');
+
+const seen = new Set(); // event ids applied; a real service keeps them with its state
+const lastSeq = new Map(); // entity -> highest seq applied
+const counts = { applied: 0, duplicate: 0, gap: 0 };
+
+// { id, entity, seq, type, data } from either payload mode.
+function decode(payload, packet) {
+  const props = (packet.properties && packet.properties.userProperties) || {};
+  const prop = (name) => (Array.isArray(props[name]) ? props[name][0] : props[name]);
+  if (prop('specversion') !== undefined) {
+    // Binary mode: the CloudEvents attributes are user properties (subject percent-encoded
+    // like the topic) and the payload is the event's data.
+    return { id: prop('id'), entity: decodeURIComponent(prop('subject')), seq: Number(prop('seq')),
+             type: prop('type'), data: JSON.parse(payload.toString()) };
+  }
+  // Structured mode: the payload is a CloudEvents JSON object with the seq extension.
+  const ev = JSON.parse(payload.toString());
+  return { id: ev.id, entity: ev.subject, seq: Number(ev.seq), type: ev.type, data: ev.data };
+}
+
+function handle({ id, entity, seq, type }) {
+  if (seen.has(id)) {
+    counts.duplicate++;
+    console.log(`duplicate ${entity} ${seq} ${id}`);
+    return;
+  }
+  const last = lastSeq.get(entity) || 0;
+  if (seq > last + 1) {
+    counts.gap++;
+    console.log(`gap ${entity} missing ${last + 1}..${seq - 1}`);
+  }
+  const order = seq === last + 1 ? 'in-order' : seq > last ? 'gap' : 'late';
+  // ... apply the event's data to the service's own state here ...
+  seen.add(id);
+  lastSeq.set(entity, Math.max(last, seq));
+  counts.applied++;
+  console.log(`applied ${entity} ${seq} ${id} ${type} ${order}`);
+}
+
+function main([uri, topic, clientId]) {
+  const client = mqtt.connect(uri, {
+    clientId, protocolVersion: 5, clean: false,
+    properties: { sessionExpiryInterval: 3600 }, // keep the session (and its queue) an hour
+  });
+  client.on('connect', () => client.subscribe(topic, { qos: 1 }, (err) => {
+    if (err) { console.error(`subscribe: ${err.message}`); process.exit(1); }
+    console.log('subscribed');
+  }));
+  // QoS 1: mqtt.js acknowledges after this (synchronous) handler returns; for asynchronous
+  // work, override client.handleMessage(packet, callback) and call back once it is stored.
+  client.on('message', (topic, payload, packet) => {
+    try {
+      handle(decode(payload, packet));
+    } catch (err) { // not a message of the contract
+      console.log(`unreadable message on ${topic}: ${err.message}`);
+    }
+  });
+  client.on('error', (err) => console.error(`mqtt: ${err.message}`));
+  const stop = () => client.end(false, () => {
+    console.log(`consumer: ${counts.applied} applied, ${counts.duplicate} duplicates, ${counts.gap} gaps`);
+  });
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+if (process.argv.length !== 5) {
+  console.error('usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID');
+  process.exit(64);
+}
+main(process.argv.slice(2));

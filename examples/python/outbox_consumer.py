@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+# Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+"""Consume what outbox-relay publishes (relay/README.md, "The message contract") with
+paho-mqtt 1.6 (Debian's python3-paho-mqtt) over MQTT 5, in either payload mode: skip
+duplicates by event id (delivery is at least once) and notice per-entity gaps by seq.
+
+usage: outbox_consumer.py MQTT-URI TOPIC-FILTER CLIENT-ID     e.g. tcp://127.0.0.1:1883
+prints "subscribed", then per message one of
+    applied ENTITY SEQ EVENT-ID TYPE in-order|gap|late
+    duplicate ENTITY SEQ EVENT-ID
+    gap ENTITY missing SEQ..SEQ
+and a count on SIGTERM/SIGINT. The session is persistent (clean start off), so messages
+published while the consumer is down are delivered when it comes back."""
+import json
+import signal
+import sys
+from urllib.parse import unquote, urlparse
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+seen = set()  # event ids applied; a real service keeps them with its state (outbox/inbox.h)
+last_seq = {}  # entity -> highest seq applied
+counts = {"applied": 0, "duplicate": 0, "gap": 0}
+
+
+def decode(msg):
+    """(event id, entity, seq, type, data) from either payload mode."""
+    props = dict(getattr(msg.properties, "UserProperty", None) or [])
+    if "specversion" in props:
+        # Binary mode: the CloudEvents attributes are user properties (subject
+        # percent-encoded like the topic) and the payload is the event's data.
+        return (props["id"], unquote(props["subject"]), int(props["seq"]), props["type"],
+                json.loads(msg.payload))
+    # Structured mode: the payload is a CloudEvents JSON object with the seq extension.
+    ev = json.loads(msg.payload)
+    return ev["id"], ev["subject"], int(ev["seq"]), ev["type"], ev.get("data")
+
+
+def handle(event_id, entity, seq, etype, data):
+    if event_id in seen:
+        counts["duplicate"] += 1
+        print("duplicate %s %d %s" % (entity, seq, event_id), flush=True)
+        return
+    last = last_seq.get(entity, 0)
+    if seq > last + 1:
+        counts["gap"] += 1
+        print("gap %s missing %d..%d" % (entity, last + 1, seq - 1), flush=True)
+    order = "in-order" if seq == last + 1 else "gap" if seq > last else "late"
+    # ... apply `data` to the service's own state here ...
+    seen.add(event_id)
+    last_seq[entity] = max(last, seq)
+    counts["applied"] += 1
+    print("applied %s %d %s %s %s" % (entity, seq, event_id, etype, order), flush=True)
+
+
+def on_message(client, userdata, msg):
+    try:
+        handle(*decode(msg))
+    except (ValueError, KeyError, TypeError) as e:  # not a message of the contract
+        print("unreadable message on %s: %r" % (msg.topic, e), flush=True)
+
+
+def main(uri, topic, client_id):
+    broker = urlparse(uri)
+    client = mqtt.Client(client_id=client_id, protocol=mqtt.MQTTv5)
+    client.on_message = on_message
+    client.on_connect = lambda c, u, flags, rc, props=None: c.subscribe(topic, qos=1)
+    client.on_subscribe = lambda *args: print("subscribed", flush=True)
+    connect_props = Properties(PacketTypes.CONNECT)
+    connect_props.SessionExpiryInterval = 3600  # keep the session (and its queue) an hour
+    client.connect(broker.hostname, broker.port or 1883, clean_start=False,
+                   properties=connect_props)
+    signal.signal(signal.SIGTERM, lambda *args: client.disconnect())
+    try:
+        client.loop_forever()  # QoS 1: paho acknowledges after on_message returns
+    except KeyboardInterrupt:
+        pass
+    print("consumer: %(applied)d applied, %(duplicate)d duplicates, %(gap)d gaps" % counts)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])

@@ -1,0 +1,54 @@
+# Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+"""The Node side of test-languages.py: installing the examples' packages, and the Node
+writer's conflict checks (node-conflict.js)."""
+import os
+import shutil
+import subprocess
+
+
+def prepare(node_dir, examples):
+    """`npm ci` of examples/node/package-lock.json into node_dir, once per lock file content;
+    --prefer-offline takes the packages from npm's cache (shared by every build on the
+    machine) when they are there. Returns (NODE_PATH, None), or (None, why not)."""
+    if not node_dir:
+        return None, "no --node-dir given"
+    if not shutil.which("node") or not shutil.which("npm"):
+        return None, "node or npm not found (needs Node.js >= 16 with npm)"
+    major = subprocess.run(["node", "-p", "process.versions.node.split('.')[0]"],
+                           capture_output=True, text=True).stdout.strip()
+    if not major.isdigit() or int(major) < 16:
+        return None, "node %s is too old (the mongodb driver 6.x needs >= 16.20)" % major
+    modules = os.path.join(node_dir, "node_modules")
+    stamp = os.path.join(modules, ".outbox-package-lock.json")
+    lock = os.path.join(examples, "node", "package-lock.json")
+    with open(lock) as f:
+        wanted = f.read()
+    if os.path.exists(stamp) and open(stamp).read() == wanted:
+        return modules, None
+    os.makedirs(node_dir, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(os.path.join(examples, "node", name), node_dir)
+    try:
+        r = subprocess.run(["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund",
+                            "--loglevel=error"], cwd=node_dir, capture_output=True, text=True,
+                           timeout=300)
+    except subprocess.TimeoutExpired:
+        return None, "npm ci took more than 5 minutes (registry unreachable?)"
+    if r.returncode != 0:
+        return None, ("npm ci failed (registry unreachable and the packages not in npm's "
+                      "cache?): %s" % " / ".join(r.stderr.strip().splitlines()[:3]))
+    with open(stamp, "w") as f:
+        f.write(wanted)
+    return modules, None
+
+
+def check_node_conflicts(check, node_path, mongo, examples):
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node-conflict.js")
+    r = subprocess.run(["node", script, os.path.join(examples, "node", "writer.js"), mongo,
+                        "lang_conflicts_%d" % os.getpid()], capture_output=True, text=True,
+                       env=dict(os.environ, NODE_PATH=node_path), timeout=120)
+    out = r.stdout.split()
+    check("node writer: a stale expected version is a Conflict", "stale-refused" in out, r)
+    check("node writer: a change between its read and its write is a Conflict",
+          "race-refused" in out, r)
+    check("node writer: a refused commit writes nothing", "unchanged" in out, r)
