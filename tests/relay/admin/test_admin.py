@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "core"))
@@ -236,9 +237,67 @@ def test_ensure_schema_and_requeue_under_it():
     check(rc == 0, out + err)
 
 
+def brief(doc):
+    """A document with long strings cut, for failure messages."""
+    return json.dumps(doc, default=str)[:600]
+
+
+def seqs_received(sub):
+    return [json.loads(p.decode("utf-8"))["seq"] for _, p, _ in sub.snapshot()]
+
+
+def test_requeue_reaches_a_subscriber():
+    """A relay with a small --max-message-bytes dead-letters seq 2 of 3; requeued while the
+    cause is not fixed, the relay takes it (the requeued marker exempts it from the seq rule)
+    and dead-letters it again for its size; after a restart with the default limit a second
+    requeue publishes it once, after seq 3, and it is cleared."""
+    if not MQTT_URI:
+        print("  (skipped: no broker)")
+        return
+    db, cname = names("requeue")
+    coll = client[db][cname]
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = Relay(RELAY_BIN, db, [cname], "admin-rq-%s" % RUN, ["--max-message-bytes", "2000"])
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        big = event(2, data={"blob": "x" * 5000})
+        Entities(coll).create("r", events=[event(1), big, event(3)])
+        check(wait_until(lambda: seqs_received(sub) == [1, 3], 30), seqs_received(sub))
+        check(wait_until(lambda: len(coll.find_one({"_id": "r"}).get("deadLetters", [])) == 1
+                         and not coll.find_one({"_id": "r"})["events"], 30),
+              brief(coll.find_one({"_id": "r"})))
+        rc, out, err = admin(db, cname, "requeue", "--id", "r", "--by", "dave")
+        check(rc == 0 and "1 done" in err, out + err)
+        check(wait_until(lambda: (coll.find_one({"_id": "r"}).get("deadLetters") or [{}])[0]
+                         .get("event", {}).get("requeued", {}).get("count") == 1, 30),
+              brief(coll.find_one({"_id": "r"})))
+        letter = coll.find_one({"_id": "r"})["deadLetters"][0]
+        check("max-message-bytes" in letter["reason"], brief(letter))
+    finally:
+        check(relay.stop() == 0, "relay exit status")
+    relay = Relay(RELAY_BIN, db, [cname], "admin-rq-%s" % RUN)
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        rc, out, err = admin(db, cname, "requeue", "--event-id", big["id"], "--by", "dave")
+        check(rc == 0 and "1 done" in err, out + err)
+        check(wait_until(lambda: seqs_received(sub) == [1, 3, 2], 30), seqs_received(sub))
+        check(wait_until(lambda: not coll.find_one({"_id": "r"})["events"], 30),
+              "the requeued event was not cleared")
+        time.sleep(1.0)  # a second delivery would come within this
+        check(seqs_received(sub) == [1, 3, 2], seqs_received(sub))
+        ce = json.loads(sub.snapshot()[-1][1].decode("utf-8"))
+        check(ce["id"] == big["id"] and ce["data"]["blob"] == "x" * 5000, ce["id"])
+        doc = coll.find_one({"_id": "r"})
+        check(doc["deadLetters"] == [] and doc["requeues"] == 2 and doc["eventSeq"] == 3,
+              brief(doc))
+    finally:
+        sub.close()
+        check(relay.stop() == 0, "relay exit status")
+
+
 TESTS = [test_status_counts_relays_and_max_age, test_listing_filters,
          test_discard_keeps_an_audit_record, test_errors_and_config_file,
-         test_ensure_schema_and_requeue_under_it]
+         test_ensure_schema_and_requeue_under_it, test_requeue_reaches_a_subscriber]
 
 
 def main():
