@@ -479,10 +479,12 @@ from test_server_streams import (ChangeStreamShapes, HistoryLoss, OutboxPatterns
 from test_server_faults import (BadInput, Concurrency, FailPoints,  # noqa: E402
                                 RetryableWrites)
 from test_server_expressions import RelayGroupExpressions  # noqa: E402
+import test_server_compat  # noqa: E402
+from test_server_compat import *  # noqa: E402,F401,F403 (so Class.test names resolve)
 
 ALL = [Topology, Replies, ArrayUpdates, Queries, WriteLimits, ChangeStreamShapes, Resume,
        OutboxPatterns, HistoryLoss, FailPoints, RetryableWrites, Concurrency, BadInput,
-       RelayGroupExpressions]
+       RelayGroupExpressions] + test_server_compat.COMPAT
 
 
 def main(argv):

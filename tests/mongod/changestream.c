@@ -1,28 +1,17 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Change streams' positions and batches: opening a stream from its $changeStream options
+ * (resume tokens, times, the history bound), and collecting the events available now
+ * (changestream-event.c builds them). Callers hold the server lock.
  */
-#include "changestream.h"
+#include "changestream-private.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "cursor.h"
 #include "wire.h"
-
-enum { FD_DEFAULT, FD_UPDATE_LOOKUP, FD_WHEN_AVAILABLE, FD_REQUIRED, FD_OFF };
-
-struct _md_changestream_t {
-   char *db;
-   char *coll; /* NULL for database and cluster streams */
-   bool cluster;
-   int full_document;
-   int before_change;
-   bson_t *pipeline; /* stages after $changeStream, NULL if none */
-   uint64_t next_seq;
-   bool pending_invalidate; /* an invalidate is due (batch ended between the two events) */
-   md_ts_t invalidate_ts;
-   bool finished;
-};
 
 bool
 md_changestream_is_resumable_code(int32_t code)
@@ -76,7 +65,18 @@ parse_mode(const bson_iter_t *it, bool before, int *mode, bson_error_t *error)
                                  "valid value.", s, bson_iter_key(it));
 }
 
-/* Positions the stream after a resume token. */
+/* Whether this stream emits the event (index 0) or the invalidate that `e` stands for. */
+static bool
+stream_produced(const md_changestream_t *cs, const md_oplog_entry_t *e, unsigned index)
+{
+   bool invalidates;
+   bool emits = md_cs_relevant(cs, e, &invalidates);
+   return index == MD_TOKEN_INDEX_INVALIDATE ? invalidates : emits;
+}
+
+/* Positions the stream after a resume token. Like mongod's check that the resumed stream
+ * finds the token's own event first, a token of an event this stream would not have produced
+ * (another collection's, say) is 280, even though the time it names is in the history. */
 static bool
 seek_token(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bool start_after,
            bson_error_t *error)
@@ -98,13 +98,14 @@ seek_token(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bool s
    }
    uint64_t seq = md_oplog_seek(log, ts, true);
    md_oplog_entry_t *e = md_oplog_at(log, seq);
-   if (!e || md_ts_cmp(e->ts, ts) != 0) {
+   if (!e || md_ts_cmp(e->ts, ts) != 0 || !stream_produced(cs, e, index)) {
       if (log->lost && md_ts_cmp(ts, log->lost_ts) <= 0) {
          goto lost;
       }
       return tm_error_set(error, 280, "cannot resume stream; the resume token was not found. "
                                       "{_data: \"%s\"}", bson_iter_utf8(&sub, NULL));
    }
+
    if (index == MD_TOKEN_INDEX_INVALIDATE && !start_after) {
       return tm_error_set(error, 260, "Attempting to resume a change stream using "
                                       "'resumeAfter' is not allowed from an invalidate "
@@ -134,10 +135,12 @@ seek_time(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bson_er
    return true;
 }
 
+/* Reads the $changeStream options; the resume option is applied last, once the stream's
+ * scope (allChangesForCluster may come after it) is known. */
 static bool
 parse_spec(md_changestream_t *cs, md_oplog_t *log, const bson_t *spec, bson_error_t *error)
 {
-   bson_iter_t it;
+   bson_iter_t it, start;
    int n_start = 0;
    bson_iter_init(&it, spec);
    while (bson_iter_next(&it)) {
@@ -147,12 +150,10 @@ parse_spec(md_changestream_t *cs, md_oplog_t *log, const bson_t *spec, bson_erro
          ok = parse_mode(&it, false, &cs->full_document, error);
       } else if (strcmp(k, "fullDocumentBeforeChange") == 0) {
          ok = parse_mode(&it, true, &cs->before_change, error);
-      } else if (strcmp(k, "resumeAfter") == 0 || strcmp(k, "startAfter") == 0) {
+      } else if (strcmp(k, "resumeAfter") == 0 || strcmp(k, "startAfter") == 0 ||
+                 strcmp(k, "startAtOperationTime") == 0) {
          n_start++;
-         ok = seek_token(cs, log, &it, k[0] == 's', error);
-      } else if (strcmp(k, "startAtOperationTime") == 0) {
-         n_start++;
-         ok = seek_time(cs, log, &it, error);
+         start = it;
       } else if (strcmp(k, "allChangesForCluster") == 0) {
          cs->cluster = bson_iter_as_bool(&it);
       } else if (strcmp(k, "showExpandedEvents") == 0) {
@@ -169,7 +170,14 @@ parse_spec(md_changestream_t *cs, md_oplog_t *log, const bson_t *spec, bson_erro
                                            "multiple were found.");
       }
    }
-   return true;
+   if (n_start == 0) {
+      return true;
+   }
+   const char *k = bson_iter_key(&start);
+   if (strcmp(k, "startAtOperationTime") == 0) {
+      return seek_time(cs, log, &start, error);
+   }
+   return seek_token(cs, log, &start, k[0] == 's', error);
 }
 
 md_changestream_t *
@@ -207,208 +215,6 @@ md_changestream_open(md_oplog_t *log, const char *db, const char *coll, bool clu
    return cs;
 }
 
-/* ---- events ------------------------------------------------------------------------------ */
-
-static bool
-is_internal_db(const char *db)
-{
-   return strcmp(db, "admin") == 0 || strcmp(db, "config") == 0 || strcmp(db, "local") == 0;
-}
-
-/* Whether `e` concerns the stream, and whether it invalidates it. */
-static bool
-relevant(const md_changestream_t *cs, const md_oplog_entry_t *e, bool *invalidates)
-{
-   *invalidates = false;
-   if (cs->cluster) {
-      return !is_internal_db(e->db) && (!e->coll || strncmp(e->coll, "system.", 7) != 0);
-   }
-   if (strcmp(e->db, cs->db) != 0) {
-      return false;
-   }
-   if (!cs->coll) {
-      *invalidates = e->op == MD_OP_DROP_DATABASE;
-      return !e->coll || strncmp(e->coll, "system.", 7) != 0;
-   }
-   if (e->op == MD_OP_DROP_DATABASE) {
-      *invalidates = true;
-      return false; /* the collection's drop event came first */
-   }
-   if (strcmp(e->coll, cs->coll) != 0) {
-      return false;
-   }
-   *invalidates = e->op == MD_OP_DROP || e->op == MD_OP_RENAME;
-   return true;
-}
-
-static const char *
-op_name(md_op_t op)
-{
-   static const char *const names[] = {"insert", "update", "replace", "delete",
-                                       "drop", "rename", "dropDatabase"};
-   return names[op];
-}
-
-static void
-append_id(bson_t *ev, md_ts_t ts, unsigned index)
-{
-   char token[MD_TOKEN_LEN + 1];
-   bson_t id;
-   md_token_format(token, ts, index, MD_TOKEN_EVENT);
-   bson_append_document_begin(ev, "_id", 3, &id);
-   BSON_APPEND_UTF8(&id, "_data", token);
-   bson_append_document_end(ev, &id);
-}
-
-static void
-append_ns(bson_t *ev, const char *key, const char *db, const char *coll)
-{
-   bson_t ns;
-   bson_append_document_begin(ev, key, -1, &ns);
-   BSON_APPEND_UTF8(&ns, "db", db);
-   if (coll) {
-      BSON_APPEND_UTF8(&ns, "coll", coll);
-   }
-   bson_append_document_end(ev, &ns);
-}
-
-static bool
-append_full_document(const md_changestream_t *cs, const md_oplog_entry_t *e, md_store_t *store,
-                     bson_t *ev, bson_error_t *error)
-{
-   if (e->op == MD_OP_INSERT || e->op == MD_OP_REPLACE) {
-      BSON_APPEND_DOCUMENT(ev, "fullDocument", e->full_doc);
-      return true;
-   }
-   if (e->op != MD_OP_UPDATE || cs->full_document == FD_DEFAULT) {
-      return true;
-   }
-   if (cs->full_document == FD_UPDATE_LOOKUP) {
-      md_coll_t *coll = md_store_coll(store, e->db, e->coll, false, NULL);
-      bson_iter_t it;
-      md_doc_t *d = NULL;
-      if (coll && bson_iter_init_find(&it, e->doc_key, "_id")) {
-         d = md_coll_find_id(coll, bson_iter_value(&it));
-      }
-      if (d) {
-         BSON_APPEND_DOCUMENT(ev, "fullDocument", d->bson);
-      } else {
-         BSON_APPEND_NULL(ev, "fullDocument");
-      }
-   } else if (e->full_doc) {
-      BSON_APPEND_DOCUMENT(ev, "fullDocument", e->full_doc);
-   } else if (cs->full_document == FD_REQUIRED) {
-      return tm_error_set(error, 38, "Change stream was configured to require a post-image for "
-                                     "all update, delete and replace events, but no post-image "
-                                     "was available");
-   } else {
-      BSON_APPEND_NULL(ev, "fullDocument");
-   }
-   return true;
-}
-
-static bool
-append_before_change(const md_changestream_t *cs, const md_oplog_entry_t *e, bson_t *ev,
-                     bson_error_t *error)
-{
-   if (cs->before_change == FD_OFF ||
-       (e->op != MD_OP_UPDATE && e->op != MD_OP_REPLACE && e->op != MD_OP_DELETE)) {
-      return true;
-   }
-   if (e->pre_image) {
-      BSON_APPEND_DOCUMENT(ev, "fullDocumentBeforeChange", e->pre_image);
-   } else if (cs->before_change == FD_REQUIRED) {
-      return tm_error_set(error, 280, "Change stream was configured to require a pre-image for "
-                                      "all update, delete and replace events, but no pre-image "
-                                      "was available");
-   } else {
-      BSON_APPEND_NULL(ev, "fullDocumentBeforeChange");
-   }
-   return true;
-}
-
-static bson_t *
-make_event(const md_changestream_t *cs, const md_oplog_entry_t *e, md_store_t *store,
-           bson_error_t *error)
-{
-   bson_t *ev = bson_new();
-   append_id(ev, e->ts, 0);
-   BSON_APPEND_UTF8(ev, "operationType", op_name(e->op));
-   bson_append_timestamp(ev, "clusterTime", -1, e->ts.t, e->ts.i);
-   BSON_APPEND_DATE_TIME(ev, "wallTime", e->wall_ms);
-   if (!append_full_document(cs, e, store, ev, error)) {
-      bson_destroy(ev);
-      return NULL;
-   }
-   append_ns(ev, "ns", e->db, e->coll);
-   if (e->op == MD_OP_RENAME) {
-      append_ns(ev, "to", e->to_db, e->to_coll);
-   }
-   if (e->doc_key) {
-      BSON_APPEND_DOCUMENT(ev, "documentKey", e->doc_key);
-   }
-   if (e->update_desc) {
-      BSON_APPEND_DOCUMENT(ev, "updateDescription", e->update_desc);
-   }
-   if (!append_before_change(cs, e, ev, error)) {
-      bson_destroy(ev);
-      return NULL;
-   }
-   return ev;
-}
-
-static bson_t *
-make_invalidate(md_ts_t ts, int64_t wall_ms)
-{
-   bson_t *ev = bson_new();
-   append_id(ev, ts, MD_TOKEN_INDEX_INVALIDATE);
-   BSON_APPEND_UTF8(ev, "operationType", "invalidate");
-   bson_append_timestamp(ev, "clusterTime", -1, ts.t, ts.i);
-   BSON_APPEND_DATE_TIME(ev, "wallTime", wall_ms);
-   return ev;
-}
-
-/* Runs the user's stages on one event. Returns false on error; *out is NULL if filtered. */
-static bool
-transform(const md_changestream_t *cs, bson_t *ev, bson_t **out, bson_error_t *error)
-{
-   *out = ev;
-   if (!cs->pipeline) {
-      return true;
-   }
-   bson_t **res = NULL;
-   size_t n = 0;
-   bson_t *in[1] = {ev};
-   bool ok = tm_pipeline_run(cs->pipeline, in, 1, &res, &n, error);
-   *out = NULL;
-   if (ok && n == 1) {
-      bson_iter_t a, b;
-      bool same = bson_iter_init_find(&a, ev, "_id") && bson_iter_init_find(&b, res[0], "_id") &&
-                  BSON_ITER_HOLDS_DOCUMENT(&b) &&
-                  bson_iter_value(&a)->value.v_doc.data_len ==
-                     bson_iter_value(&b)->value.v_doc.data_len &&
-                  memcmp(bson_iter_value(&a)->value.v_doc.data,
-                         bson_iter_value(&b)->value.v_doc.data,
-                         bson_iter_value(&a)->value.v_doc.data_len) == 0;
-      if (same) {
-         *out = res[0];
-         res[0] = NULL;
-      } else {
-         ok = tm_error_set(error, 280, "Encountered an event whose _id field, which contains "
-                                       "the resume token, was modified by the pipeline. "
-                                       "Modifying the _id field of an event makes it impossible "
-                                       "to resume the stream from that point. Only "
-                                       "transformations that retain the unmodified _id field "
-                                       "are allowed.");
-      }
-   }
-   if (res) {
-      tm_docs_free(res, n);
-   }
-   bson_destroy(ev);
-   return ok;
-}
-
 typedef struct {
    bson_t **docs;
    size_t n, cap, bytes;
@@ -439,7 +245,7 @@ emit_invalidate(md_changestream_t *cs, batch_t *b, int64_t wall_ms, bson_error_t
    bson_t *out;
    cs->pending_invalidate = false;
    cs->finished = true;
-   if (!transform(cs, make_invalidate(cs->invalidate_ts, wall_ms), &out, error)) {
+   if (!md_cs_transform(cs, md_cs_make_invalidate(cs->invalidate_ts, wall_ms), &out, error)) {
       return false;
    }
    if (out) {
@@ -462,9 +268,9 @@ scan(md_changestream_t *cs, md_oplog_t *log, md_store_t *store, int64_t batch_si
    while (!cs->finished && cs->next_seq < log->next_seq && !batch_full(b, batch_size)) {
       md_oplog_entry_t *e = md_oplog_at(log, cs->next_seq++);
       bool invalidates;
-      if (relevant(cs, e, &invalidates)) {
-         bson_t *ev = make_event(cs, e, store, error), *out;
-         if (!ev || !transform(cs, ev, &out, error)) {
+      if (md_cs_relevant(cs, e, &invalidates)) {
+         bson_t *ev = md_cs_make_event(cs, e, store, error), *out;
+         if (!ev || !md_cs_transform(cs, ev, &out, error)) {
             return false;
          }
          if (out) {

@@ -1,8 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Handshake and administrative commands: what makes drivers see a MongoDB 6.0 replica-set
- * primary (see ../shared/docs/mongodb-test-server.md, section 2: field types matter).
+ * Administrative commands (hello is in cmd-hello.c). The version is a real 6.0 release, so
+ * that anything keyed on it (drivers' runOnRequirements, version checks) sees one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,19 +12,8 @@
 #include "auth-cmd.h"
 #include "commands.h"
 
-#define SERVER_VERSION "6.0.99"
-
-static void
-remember_app_name(md_cmd_t *c)
-{
-   bson_iter_t it, client, name;
-   if (!c->conn->app_name && bson_iter_init_find(&it, c->cmd, "client") &&
-       BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &client) &&
-       bson_iter_find_descendant(&client, "application.name", &name) &&
-       BSON_ITER_HOLDS_UTF8(&name)) {
-      c->conn->app_name = strdup(bson_iter_utf8(&name, NULL));
-   }
-}
+#define SERVER_VERSION "6.0.13"
+#define SERVER_VERSION_PATCH 13
 
 static int64_t
 wall_ms(void)
@@ -32,57 +21,6 @@ wall_ms(void)
    struct timeval tv;
    gettimeofday(&tv, NULL);
    return (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-static void
-append_op_time(bson_t *parent, const char *name, md_ts_t ts)
-{
-   bson_t d;
-   bson_append_document_begin(parent, name, -1, &d);
-   bson_append_timestamp(&d, "ts", 2, ts.t, ts.i);
-   bson_append_int64(&d, "t", 1, 1);
-   bson_append_document_end(parent, &d);
-}
-
-bool
-md_cmd_hello(md_cmd_t *c, bson_error_t *error)
-{
-   bson_t *r = c->reply, hosts, lw;
-   bson_iter_t it;
-   bson_oid_t election;
-   remember_app_name(c);
-   if (bson_iter_init_find(&it, c->cmd, "helloOk") && bson_iter_as_bool(&it)) {
-      BSON_APPEND_BOOL(r, "helloOk", true);
-   }
-   BSON_APPEND_ARRAY_BEGIN(r, "hosts", &hosts);
-   BSON_APPEND_UTF8(&hosts, "0", c->srv->host_port);
-   bson_append_array_end(r, &hosts);
-   BSON_APPEND_UTF8(r, "setName", "rs0");
-   BSON_APPEND_INT32(r, "setVersion", 1);
-   BSON_APPEND_BOOL(r, strcmp(c->name, "hello") == 0 ? "isWritablePrimary" : "ismaster", true);
-   BSON_APPEND_BOOL(r, "secondary", false);
-   BSON_APPEND_UTF8(r, "primary", c->srv->host_port);
-   BSON_APPEND_UTF8(r, "me", c->srv->host_port);
-   bson_oid_init_from_string(&election, "7fffffff0000000000000001");
-   BSON_APPEND_OID(r, "electionId", &election);
-   BSON_APPEND_DOCUMENT_BEGIN(r, "lastWrite", &lw);
-   append_op_time(&lw, "opTime", c->srv->oplog.last);
-   BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", wall_ms());
-   append_op_time(&lw, "majorityOpTime", c->srv->oplog.last);
-   BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", wall_ms());
-   bson_append_document_end(r, &lw);
-   BSON_APPEND_INT32(r, "maxBsonObjectSize", 16777216);
-   BSON_APPEND_INT32(r, "maxMessageSizeBytes", 48000000);
-   BSON_APPEND_INT32(r, "maxWriteBatchSize", 100000);
-   BSON_APPEND_DATE_TIME(r, "localTime", wall_ms());
-   BSON_APPEND_INT32(r, "logicalSessionTimeoutMinutes", 30);
-   BSON_APPEND_INT32(r, "connectionId", c->conn->id);
-   BSON_APPEND_INT32(r, "minWireVersion", 0);
-   BSON_APPEND_INT32(r, "maxWireVersion", 17);
-   BSON_APPEND_BOOL(r, "readOnly", false);
-   md_auth_hello(c);
-   (void) error;
-   return true;
 }
 
 bool
@@ -110,7 +48,7 @@ md_cmd_build_info(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_ARRAY_BEGIN(c->reply, "versionArray", &arr);
    BSON_APPEND_INT32(&arr, "0", 6);
    BSON_APPEND_INT32(&arr, "1", 0);
-   BSON_APPEND_INT32(&arr, "2", 99);
+   BSON_APPEND_INT32(&arr, "2", SERVER_VERSION_PATCH);
    BSON_APPEND_INT32(&arr, "3", 0);
    bson_append_array_end(c->reply, &arr);
    BSON_APPEND_INT32(c->reply, "bits", 64);
@@ -163,13 +101,17 @@ md_cmd_configure_fail_point(md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
 {
-   bson_t conns;
+   bson_t conns, repl;
    char host[256] = "localhost";
    gethostname(host, sizeof host - 1);
+   int64_t up_ms = md_now_ms() - c->srv->started_ms;
    BSON_APPEND_UTF8(c->reply, "host", host);
    BSON_APPEND_UTF8(c->reply, "version", SERVER_VERSION);
-   BSON_APPEND_UTF8(c->reply, "process", "test-mongod");
+   BSON_APPEND_UTF8(c->reply, "process", "mongod");
    BSON_APPEND_INT64(c->reply, "pid", (int64_t) getpid());
+   BSON_APPEND_DOUBLE(c->reply, "uptime", (double) (up_ms / 1000));
+   BSON_APPEND_INT64(c->reply, "uptimeMillis", up_ms);
+   BSON_APPEND_INT64(c->reply, "uptimeEstimate", up_ms / 1000);
    BSON_APPEND_DATE_TIME(c->reply, "localTime", wall_ms());
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "connections", &conns);
    pthread_mutex_lock(&c->srv->conns_lock);
@@ -177,6 +119,11 @@ md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
    pthread_mutex_unlock(&c->srv->conns_lock);
    BSON_APPEND_INT32(&conns, "available", c->srv->opts.max_connections);
    bson_append_document_end(c->reply, &conns);
+   /* mongod's repl section: its hello fields, then the rollback id. */
+   BSON_APPEND_DOCUMENT_BEGIN(c->reply, "repl", &repl);
+   md_append_repl_info(c->srv, &repl, "isWritablePrimary");
+   BSON_APPEND_INT32(&repl, "rbid", 1);
+   bson_append_document_end(c->reply, &repl);
    md_auth_append_server_status(c);
    (void) error;
    return true;

@@ -178,6 +178,30 @@ open_stream(md_cmd_t *c, const agg_t *a, const bson_t *spec, const bson_t *rest,
    return ok;
 }
 
+typedef struct {
+   md_server_t *srv;
+   const char *db;
+} lookup_env_t;
+
+/* $lookup's view of the database's other collections (the lock is held throughout). */
+static bool
+read_collection(void *ctx, const char *name, bson_t ***docs, size_t *n, bson_error_t *error)
+{
+   const lookup_env_t *env = ctx;
+   md_coll_t *coll = md_store_coll(env->srv->store, env->db, name, false, NULL);
+   *n = 0;
+   *docs = NULL;
+   if (coll && coll->view_on) {
+      return tm_error_set(error, 2, "$lookup from a view (%s.%s) is not supported by "
+                                    "test-mongod", env->db, name);
+   }
+   *docs = bson_malloc(((coll ? coll->count : 0) + 1) * sizeof(bson_t *));
+   for (md_doc_t *d = coll ? coll->head : NULL; d; d = d->next) {
+      (*docs)[(*n)++] = d->bson;
+   }
+   return true;
+}
+
 bool
 md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
 {
@@ -205,17 +229,27 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
    if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
       return false;
    }
-   if (!snapshot && !md_check_hint(coll, c->cmd, error)) {
+   const md_index_t *hint = NULL;
+   if (!snapshot && !md_check_hint(coll, c->cmd, &hint, error)) {
       return false;
    }
-   size_t n_in = coll ? coll->count : 0, i = 0;
-   bson_t **in = malloc((n_in ? n_in : 1) * sizeof *in);
+   size_t n_in = 0;
+   bson_t **in = malloc((coll && coll->count ? coll->count : 1) * sizeof *in);
    for (md_doc_t *d = coll ? coll->head : NULL; d; d = d->next) {
-      in[i++] = d->bson;
+      if (!hint || md_index_contains(hint, d->bson)) {
+         in[n_in++] = d->bson;
+      }
    }
    bson_t **out = NULL;
    size_t n_out = 0;
-   bool ok = tm_pipeline_run(&a.pipeline, in, n_in, &out, &n_out, error);
+   lookup_env_t env = {c->srv, c->db};
+   bson_t let;
+   bool has_let;
+   tm_pipeline_t *p = md_cmd_get_doc(c->cmd, "let", &let, &has_let, error)
+                         ? tm_pipeline_new_let(&a.pipeline, has_let ? &let : NULL, error)
+                         : NULL;
+   bool ok = p && tm_pipeline_exec_env(p, read_collection, &env, in, n_in, &out, &n_out, error);
+   tm_pipeline_destroy(p);
    free(in);
    md_coll_snapshot_free(snapshot);
    if (ok) {
@@ -246,11 +280,12 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
    if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
       return false;
    }
-   if (!snapshot && !md_check_hint(coll, c->cmd, error)) {
+   const md_index_t *hint = NULL;
+   if (!snapshot && !md_check_hint(coll, c->cmd, &hint, error)) {
       return false;
    }
    int64_t n = 0;
-   if (coll && bson_empty(&query)) {
+   if (coll && bson_empty(&query) && !hint) {
       n = (int64_t) coll->count;
    } else if (coll) {
       tm_matcher_t *m = tm_matcher_new(&query, error);
@@ -259,7 +294,7 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
          return false;
       }
       md_selection_t sel;
-      md_select(coll, m, &query, 0, &sel);
+      md_select(coll, hint, m, &query, 0, &sel);
       n = (int64_t) sel.n;
       md_selection_destroy(&sel);
       tm_matcher_destroy(m);
@@ -349,13 +384,15 @@ md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
    if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
       return false;
    }
-   tm_matcher_t *m = tm_matcher_new(&query, error);
-   if (!m) {
+   const md_index_t *hint = NULL;
+   tm_matcher_t *m = NULL;
+   if ((!snapshot && !md_check_hint(coll, c->cmd, &hint, error)) ||
+       !(m = tm_matcher_new(&query, error))) {
       md_coll_snapshot_free(snapshot);
       return false;
    }
    md_selection_t sel;
-   md_select(coll, m, &query, 0, &sel);
+   md_select(coll, hint, m, &query, 0, &sel);
    md_hmap_t *seen = md_hmap_new();
    uint32_t n = 0;
    BSON_APPEND_ARRAY_BEGIN(c->reply, "values", &values);

@@ -146,7 +146,8 @@ md_cmd_find_and_modify(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
-   if (!md_check_not_view(coll, error) || !md_check_hint(coll, c->cmd, error)) {
+   const md_index_t *hint;
+   if (!md_check_not_view(coll, error) || !md_check_hint(coll, c->cmd, &hint, error)) {
       return false;
    }
    tm_matcher_t *m = tm_matcher_new(&f.query, error);
@@ -155,7 +156,7 @@ md_cmd_find_and_modify(md_cmd_t *c, bson_error_t *error)
    bool ok = m && (!f.has_sort || sort) && (!f.has_fields || proj);
    md_selection_t sel = {0};
    if (ok) {
-      md_select(coll, m, &f.query, sort ? 0 : 1, &sel);
+      md_select(coll, hint, m, &f.query, sort ? 0 : 1, &sel);
       md_selection_sort(&sel, sort);
    }
    md_doc_t *d = sel.n ? sel.docs[0] : NULL;

@@ -121,12 +121,11 @@ checkout_failpoint(md_cmd_t *c, md_cursor_t *cur, bson_error_t *error)
    return false;
 }
 
+/* (NonResumableChangeStreamError on 280 and 286 is added for every command in commands.c.) */
 static void
 add_stream_error_label(md_cmd_t *c, int32_t code)
 {
-   if (code == 280 || code == 286) {
-      md_cmd_add_label(c, "NonResumableChangeStreamError");
-   } else if (md_changestream_is_resumable_code(code)) {
+   if (md_changestream_is_resumable_code(code)) {
       md_cmd_add_label(c, "ResumableChangeStreamError");
    }
 }

@@ -16,6 +16,7 @@ typedef struct {
    bool has_sort, has_projection;
    int64_t skip, limit, batch_size;
    bool single_batch;
+   const md_index_t *hint;
 } find_opts_t;
 
 static bool
@@ -83,7 +84,7 @@ run_find(md_coll_t *coll, const find_opts_t *f, bson_t ***docs, size_t *n, bson_
       md_selection_t sel;
       /* Without a sort, stop scanning once skip + limit documents matched. */
       size_t want = (!sort && f->limit > 0) ? (size_t) (f->skip + f->limit) : 0;
-      md_select(coll, m, &f->filter, want, &sel);
+      md_select(coll, f->hint, m, &f->filter, want, &sel);
       md_selection_sort(&sel, sort);
       size_t first = (size_t) f->skip < sel.n ? (size_t) f->skip : sel.n;
       size_t count = sel.n - first;
@@ -142,7 +143,7 @@ md_cmd_find(md_cmd_t *c, bson_error_t *error)
    if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
       return false;
    }
-   bool ok = (snapshot || md_check_hint(coll, c->cmd, error)) &&
+   bool ok = (snapshot || md_check_hint(coll, c->cmd, &f.hint, error)) &&
              run_find(coll, &f, &docs, &n, error);
    md_coll_snapshot_free(snapshot);
    if (!ok) {

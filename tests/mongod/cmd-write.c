@@ -97,6 +97,7 @@ md_cmd_insert(md_cmd_t *c, bson_error_t *error)
 typedef struct {
    bson_t q, u, array_filters;
    bool has_array_filters, upsert, multi, is_pipeline;
+   const md_index_t *hint;
 } update_stmt_t;
 
 static const char *const update_stmt_fields[] = {"q", "u", "upsert", "multi", "arrayFilters",
@@ -190,7 +191,7 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    }
    md_selection_t sel = {0};
    if (ok) {
-      md_select(*coll, m, &s->q, s->multi ? 0 : 1, &sel);
+      md_select(*coll, s->hint, m, &s->q, s->multi ? 0 : 1, &sel);
    }
    for (size_t i = 0; ok && i < sel.n; i++) {
       bool modified;
@@ -236,7 +237,7 @@ md_cmd_update(md_cmd_t *c, bson_error_t *error)
       bson_error_t werr = {0};
       update_stmt_t s;
       if (!stmt_doc(&arr, &stmt, &werr) || !parse_update_stmt(&stmt, &s, &werr) ||
-          !md_check_hint(coll, &stmt, &werr) ||
+          !md_check_hint(coll, &stmt, &s.hint, &werr) ||
           !run_update_stmt(c, &coll, name, &s, index, &counts, &details, &werr)) {
          md_append_write_error(&errors, &n_errors, index, &werr, &details);
       }
@@ -287,7 +288,8 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
       return tm_error_set(error, 9, "The limit field in delete objects must be 0 or 1. Got %d",
                           (int) limit);
    }
-   if (!md_check_collation(stmt, error) || !md_check_hint(coll, stmt, error)) {
+   const md_index_t *hint;
+   if (!md_check_collation(stmt, error) || !md_check_hint(coll, stmt, &hint, error)) {
       return false;
    }
    tm_matcher_t *m = tm_matcher_new(&q, error);
@@ -295,7 +297,7 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
       return false;
    }
    md_selection_t sel;
-   md_select(coll, m, &q, (size_t) limit, &sel);
+   md_select(coll, hint, m, &q, (size_t) limit, &sel);
    for (size_t i = 0; i < sel.n; i++) {
       md_write_delete_doc(c->srv, coll, sel.docs[i]);
    }

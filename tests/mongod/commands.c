@@ -92,11 +92,12 @@ static const struct {
    {10107, "NotWritablePrimary"}, {11000, "DuplicateKey"}, {11600, "InterruptedAtShutdown"},
    {11601, "Interrupted"}, {11602, "InterruptedDueToReplStateChange"},
    {166, "CommandNotSupportedOnView"}, {225, "TransactionTooOld"}, {237, "CursorKilled"},
-   {38, "NoSuchKey"}, {8, "UnknownError"},
-   {121, "DocumentValidationFailure"},
+   {4, "NoSuchKey"}, {8, "UnknownError"}, {47, "NoMatchingDocument"},
+   {64, "WriteConcernTimeout"}, {121, "DocumentValidationFailure"},
+   {291, "NoQueryExecutionPlans"}, {10334, "BSONObjectTooLarge"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
-   {13436, "NotPrimaryOrSecondary"}, {17419, "BSONObjectTooLarge"}, {17, "ProtocolError"},
-   {18, "AuthenticationFailed"}, {334, "MechanismUnavailable"}, {0, NULL},
+   {13436, "NotPrimaryOrSecondary"}, {17, "ProtocolError"}, {18, "AuthenticationFailed"},
+   {334, "MechanismUnavailable"}, {0, NULL},
 };
 
 const char *
@@ -373,6 +374,9 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
    if (!entry) {
       return tm_error_set(error, 59, "no such command: '%s'", c->name);
    }
+   if (!md_write_concern_parse(c, error)) {
+      return false;
+   }
    if (entry->is_write && bson_has_field(c->cmd, "txnNumber")) {
       return run_retryable_write(c, entry, error);
    }
@@ -424,12 +428,19 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);
          if (fp.wce_doc) {
             BSON_APPEND_DOCUMENT(reply, "writeConcernError", fp.wce_doc);
+         } else {
+            md_write_concern_check(&c, reply);
          }
          append_times(srv, reply, c.has_op_time ? &c.op_time : NULL);
       }
       pthread_mutex_unlock(&srv->lock);
    }
    if (!ok && !c.close_connection) {
+      /* mongod's error label builder: 280 and 286 from any command (aggregate included) are
+       * NonResumableChangeStreamError, unless a failpoint's errorLabels replaced the labels. */
+      if (!fp.has_labels && (error.code == 280 || error.code == 286)) {
+         md_cmd_add_label(&c, "NonResumableChangeStreamError");
+      }
       md_log(srv, "conn%d: %s failed: %d %s", (int) conn->id, c.name, (int) error.code,
              error.message);
       bson_destroy(reply);

@@ -63,6 +63,13 @@ md_cmd_get_doc(const bson_t *cmd, const char *field, bson_t *out, bool *found,
 bool
 md_cmd_get_int64(const bson_t *cmd, const char *field, int64_t *out, bson_error_t *error);
 
+/* Write concerns (writeconcern.c): a malformed `w` fails the command before it runs (9);
+ * after it ran, a `w` the one-member set cannot satisfy adds a writeConcernError to `reply`. */
+bool
+md_write_concern_parse(const md_cmd_t *c, bson_error_t *error);
+void
+md_write_concern_check(const md_cmd_t *c, bson_t *reply);
+
 /* Adds oplog entries for document changes. */
 void
 md_log_insert(md_server_t *srv, const md_coll_t *coll, const bson_t *doc);
@@ -71,6 +78,15 @@ md_log_delete(md_server_t *srv, const md_coll_t *coll, const bson_t *doc);
 void
 md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool replacement,
               const bson_t *pre, tm_update_desc_t *desc);
+
+/* hello's replica-set fields (topologyVersion ... lastWrite), also serverStatus's `repl`. */
+void
+md_append_repl_info(md_server_t *srv, bson_t *r, const char *primary_field);
+/* For an awaitable hello naming this server's topologyVersion: how long to wait before
+ * answering (0: at once, the client's version is stale); -1 when `cmd` is not an awaitable
+ * hello (or a malformed one, which the command then refuses). */
+int64_t
+md_hello_await_ms(md_server_t *srv, const bson_t *cmd, int64_t *max_await_ms);
 
 /* Families of commands, in cmd-*.c. */
 bool md_cmd_hello(md_cmd_t *c, bson_error_t *error);

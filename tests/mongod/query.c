@@ -54,8 +54,8 @@ add(md_selection_t *sel, size_t *cap, md_doc_t *d, int32_t pos)
 }
 
 void
-md_select(md_coll_t *coll, const tm_matcher_t *m, const bson_t *filter, size_t limit,
-          md_selection_t *sel)
+md_select(md_coll_t *coll, const md_index_t *hint, const tm_matcher_t *m, const bson_t *filter,
+          size_t limit, md_selection_t *sel)
 {
    size_t cap = 0;
    bson_value_t id;
@@ -66,14 +66,14 @@ md_select(md_coll_t *coll, const tm_matcher_t *m, const bson_t *filter, size_t l
    }
    if (!coll->is_snapshot && id_equality(filter, &id)) {
       md_doc_t *d = md_coll_find_id(coll, &id);
-      if (d && tm_matcher_match(m, d->bson, &pos)) {
+      if (d && (!hint || md_index_contains(hint, d->bson)) && tm_matcher_match(m, d->bson, &pos)) {
          add(sel, &cap, d, pos);
       }
       return;
    }
    for (md_doc_t *d = coll->head; d && (limit == 0 || sel->n < limit); d = d->next) {
       pos = -1;
-      if (tm_matcher_match(m, d->bson, &pos)) {
+      if ((!hint || md_index_contains(hint, d->bson)) && tm_matcher_match(m, d->bson, &pos)) {
          add(sel, &cap, d, pos);
       }
    }
@@ -122,10 +122,28 @@ md_selection_sort(md_selection_t *sel, const tm_sort_t *sort)
    free(items);
 }
 
-bool
-md_check_hint(const md_coll_t *coll, const bson_t *spec, bson_error_t *error)
+/* {$natural: 1}: a collection scan, which is what test-mongod does anyway. Returns the
+ * direction, or 0 if `v` is not a $natural hint. */
+static int
+natural_direction(const bson_value_t *v)
 {
    bson_iter_t it;
+   if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) ||
+       !bson_iter_next(&it) || strcmp(bson_iter_key(&it), "$natural") != 0) {
+      return 0;
+   }
+   return BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_int64(&it) < 0 ? -1 : 1;
+}
+
+bool
+md_check_hint(const md_coll_t *coll, const bson_t *spec, const md_index_t **hinted,
+              bson_error_t *error)
+{
+   bson_iter_t it;
+   const md_index_t *ix;
+   if (hinted) {
+      *hinted = NULL;
+   }
    if (!bson_iter_init_find(&it, spec, "hint")) {
       return true;
    }
@@ -136,7 +154,18 @@ md_check_hint(const md_coll_t *coll, const bson_t *spec, bson_error_t *error)
    if (v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len <= 5) {
       return true; /* {} means no hint */
    }
-   if (!coll || md_coll_find_index(coll, v)) {
+   int natural = v->value_type == BSON_TYPE_DOCUMENT ? natural_direction(v) : 0;
+   if (natural < 0) {
+      return tm_error_set(error, 2, "hint {$natural: -1} (reverse natural order) is not "
+                                    "supported by test-mongod");
+   }
+   if (natural > 0) {
+      return true;
+   }
+   if (!coll || (ix = md_coll_find_index(coll, v))) {
+      if (hinted && coll) {
+         *hinted = ix;
+      }
       return true;
    }
    return tm_error_set(error, 2, "error processing query: planner returned error :: caused by "

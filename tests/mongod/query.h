@@ -16,19 +16,24 @@ typedef struct {
 } md_selection_t;
 
 /* Selects the documents of `coll` (may be NULL: nothing) matching `m` in natural order;
- * `filter` is the raw filter, used for the _id fast path. At most `limit` (0 = all). */
+ * `filter` is the raw filter, used for the _id fast path. At most `limit` (0 = all).
+ * `hint` (may be NULL) is the hinted index: as mongod 6.0 scans a hinted index even when it
+ * cannot answer the query, only documents that index holds are candidates (a partial or
+ * sparse index leaves out the others: SERVER-26413, SERVER-18449). */
 void
-md_select(md_coll_t *coll, const tm_matcher_t *m, const bson_t *filter, size_t limit,
-          md_selection_t *sel);
+md_select(md_coll_t *coll, const md_index_t *hint, const tm_matcher_t *m, const bson_t *filter,
+          size_t limit, md_selection_t *sel);
 void
 md_selection_destroy(md_selection_t *sel);
 /* Sorts the selection with `sort` (stable). */
 void
 md_selection_sort(md_selection_t *sel, const tm_sort_t *sort);
 
-/* Checks a `hint` field of `spec` (if any) against coll's indexes: error 2 if unknown. */
+/* Checks a `hint` field of `spec` (if any) against coll's indexes: error 2 if unknown.
+ * `*hinted` (may be NULL) receives the index, or NULL without a hint or with {$natural}. */
 bool
-md_check_hint(const md_coll_t *coll, const bson_t *spec, bson_error_t *error);
+md_check_hint(const md_coll_t *coll, const bson_t *spec, const md_index_t **hinted,
+              bson_error_t *error);
 /* Rejects options that would change results and that the server does not implement. */
 bool
 md_check_collation(const bson_t *spec, bson_error_t *error);

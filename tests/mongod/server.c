@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,8 @@ md_server_new(const md_server_opts_t *opts)
    md_users_init(&srv->users, opts->auth);
    srv->listen_fd = -1;
    srv->next_conn_id = 1;
+   bson_oid_init(&srv->process_id, NULL);
+   srv->started_ms = md_now_ms();
    atomic_init(&srv->stopping, false);
    return srv;
 }
@@ -180,6 +183,83 @@ write_full(md_conn_t *conn, const uint8_t *buf, size_t len)
 
 static atomic_int reply_ids;
 
+typedef enum { CLIENT_IDLE, CLIENT_SENT, CLIENT_GONE } client_state_t;
+
+/* Waits up to `ms` for the client to close or send, without any lock: the awaitable hello's
+ * wait. Server shutdown shuts the socket down, which ends the wait as GONE. */
+static client_state_t
+await_client(md_conn_t *conn, int64_t ms)
+{
+   int64_t deadline = md_now_ms() + ms;
+   for (;;) {
+      int64_t left = deadline - md_now_ms();
+      struct pollfd p = {.fd = conn->fd, .events = POLLIN};
+      int n = left > 0 ? poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int) left) : 0;
+      if (atomic_load(&conn->srv->stopping)) {
+         return CLIENT_GONE;
+      }
+      if (n < 0 && errno == EINTR) {
+         continue;
+      }
+      if (n <= 0) {
+         return n == 0 ? CLIENT_IDLE : CLIENT_GONE;
+      }
+      char c;
+      ssize_t got = recv(conn->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      return got > 0 ? CLIENT_SENT : CLIENT_GONE;
+   }
+}
+
+static bool
+send_reply(md_conn_t *conn, int32_t op_code, int32_t *reply_id, int32_t response_to,
+           const bson_t *reply, bool more_to_come)
+{
+   size_t out_len;
+   *reply_id = atomic_fetch_add(&reply_ids, 1) + 1;
+   uint8_t *out = md_wire_build_reply(op_code, *reply_id, response_to, reply, &out_len);
+   if (more_to_come) {
+      md_wire_set_more_to_come(out);
+   }
+   bool ok = write_full(conn, out, out_len);
+   bson_free(out);
+   return ok;
+}
+
+/* Runs a parsed command and answers it. An awaitable hello first waits (md_hello_await_ms);
+ * with exhaustAllowed it becomes a stream, as mongod serves it: every reply carries
+ * moreToCome and answers the previous reply, and another follows each maxAwaitTimeMS until
+ * the client closes the connection. Returns false when the connection must be closed. */
+static bool
+serve(md_conn_t *conn, md_request_t *req)
+{
+   int64_t max_await = 0;
+   int64_t wait = md_hello_await_ms(conn->srv, &req->cmd, &max_await);
+   bool stream = wait >= 0 && req->exhaust_allowed && req->op_code == MD_OP_MSG;
+   int32_t response_to = req->request_id, reply_id;
+   for (;;) {
+      client_state_t state = wait > 0 ? await_client(conn, wait) : CLIENT_IDLE;
+      if (state == CLIENT_GONE) {
+         return false;
+      }
+      bson_t reply;
+      bson_iter_t ok_it;
+      if (!md_command_run(conn, &req->cmd, &reply)) {
+         bson_destroy(&reply);
+         return false;
+      }
+      bool more = stream && state == CLIENT_IDLE && bson_iter_init_find(&ok_it, &reply, "ok") &&
+                  bson_iter_as_bool(&ok_it);
+      bool sent = req->more_to_come ||
+                  send_reply(conn, req->op_code, &reply_id, response_to, &reply, more);
+      bson_destroy(&reply);
+      if (!sent || !more) {
+         return sent;
+      }
+      response_to = reply_id;
+      wait = max_await;
+   }
+}
+
 /* Handles one message; returns false when the connection must be closed. */
 static bool
 handle_message(md_conn_t *conn, const uint8_t *msg, size_t len)
@@ -187,32 +267,21 @@ handle_message(md_conn_t *conn, const uint8_t *msg, size_t len)
    md_request_t req;
    bson_error_t error = {0};
    bson_t reply;
-   bool keep = true;
+   int32_t reply_id;
    md_wire_result_t res = md_wire_parse(msg, len, &req, &error);
    if (res == MD_WIRE_ERROR_CLOSE) {
       md_log(conn->srv, "conn%d: closing: %s", (int) conn->id, error.message);
       return false;
    }
    if (res == MD_WIRE_OK) {
-      keep = md_command_run(conn, &req.cmd, &reply);
+      bool keep = serve(conn, &req);
       md_request_destroy(&req);
-      if (!keep) {
-         bson_destroy(&reply);
-         return false;
-      }
-   } else {
-      md_log(conn->srv, "conn%d: bad message: %s", (int) conn->id, error.message);
-      md_error_reply(conn->srv, &error, NULL, &reply);
-      keep = false; /* after a protocol error the stream may be out of sync */
-      req.more_to_come = false;
+      return keep;
    }
-   if (!req.more_to_come) {
-      size_t out_len;
-      uint8_t *out = md_wire_build_reply(req.op_code, atomic_fetch_add(&reply_ids, 1) + 1,
-                                         req.request_id, &reply, &out_len);
-      keep = write_full(conn, out, out_len) && keep;
-      bson_free(out);
-   }
+   md_log(conn->srv, "conn%d: bad message: %s", (int) conn->id, error.message);
+   md_error_reply(conn->srv, &error, NULL, &reply);
+   bool keep = send_reply(conn, req.op_code, &reply_id, req.request_id, &reply, false) &&
+               !md_wire_error_is_fatal((int32_t) error.code);
    bson_destroy(&reply);
    return keep;
 }

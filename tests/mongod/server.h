@@ -53,6 +53,8 @@ typedef struct {
    bool ttl_running;
 
    char host_port[300]; /* advertised in hello: hosts, primary, me */
+   bson_oid_t process_id; /* hello's topologyVersion.processId, new at every start */
+   int64_t started_ms;    /* md_now_ms() at start, for serverStatus uptime */
    int listen_fd;
    md_tls_t *tls; /* NULL: plain TCP */
    atomic_bool stopping;

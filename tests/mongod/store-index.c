@@ -1,7 +1,7 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Index creation, removal and lookup for hints. Only unique indexes have entries (their
+ * Index creation, removal, lookup for hints and membership (what a hinted index holds). Only unique indexes have entries (their
  * purpose here is enforcement); queries scan, which is fast enough for a test server.
  */
 #include <stdlib.h>
@@ -45,6 +45,26 @@ md_coll_find_index(const md_coll_t *coll, const bson_value_t *hint)
       }
    }
    return NULL;
+}
+
+bool
+md_index_contains(const md_index_t *ix, const bson_t *doc)
+{
+   bson_iter_t it;
+   bson_value_t v;
+   if (ix->partial && !tm_matcher_match(ix->partial, doc, NULL)) {
+      return false;
+   }
+   if (!ix->sparse) {
+      return true;
+   }
+   bson_iter_init(&it, ix->key);
+   while (bson_iter_next(&it)) {
+      if (tm_path_get(doc, bson_iter_key(&it), &v)) {
+         return true;
+      }
+   }
+   return false;
 }
 
 static const char *const known_options[] = {

@@ -108,6 +108,10 @@ bool
 md_coll_create_index(md_coll_t *coll, const bson_t *spec, bool *existed, bson_error_t *error);
 bool
 md_coll_drop_index(md_coll_t *coll, const char *name, bson_error_t *error);
+/* Whether `doc` has an entry in the index: it matches the partial filter, and for a sparse
+ * index has at least one of the key's fields. */
+bool
+md_index_contains(const md_index_t *ix, const bson_t *doc);
 /* Finds an index by name (hint string) or key pattern (hint document). */
 md_index_t *
 md_coll_find_index(const md_coll_t *coll, const bson_value_t *hint);

@@ -5,6 +5,8 @@
  * with replicaSet=rs0 (hosts/primary/me must equal the address it used).
  */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 #include "test-util.h"
 
@@ -56,7 +58,15 @@ Test(handshake, hello_field_types)
    cr_assert(bson_iter_init_find(&it, &reply, "isWritablePrimary") && bson_iter_as_bool(&it));
    cr_assert(bson_iter_init_find(&it, &reply, "localTime") && BSON_ITER_HOLDS_DATE_TIME(&it));
    cr_assert(bson_iter_init_find(&it, &reply, "operationTime") && BSON_ITER_HOLDS_TIMESTAMP(&it));
-   cr_assert(!bson_has_field(&reply, "topologyVersion"));
+   /* MongoDB 6.0 always sends topologyVersion (drivers then stream their monitoring). */
+   cr_assert(bson_iter_init_find(&it, &reply, "topologyVersion") && BSON_ITER_HOLDS_DOCUMENT(&it));
+   bson_iter_t tv;
+   cr_assert(bson_iter_init(&it, &reply) &&
+             bson_iter_find_descendant(&it, "topologyVersion.processId", &tv) &&
+             BSON_ITER_HOLDS_OID(&tv));
+   cr_assert(bson_iter_init(&it, &reply) &&
+             bson_iter_find_descendant(&it, "topologyVersion.counter", &tv) &&
+             BSON_ITER_HOLDS_INT64(&tv));
    cr_assert(!bson_has_field(&reply, "compression"));
    bson_destroy(&reply);
    bson_destroy(cmd);
@@ -89,4 +99,54 @@ Test(handshake, build_info_is_6_0)
    bson_destroy(&reply);
    bson_destroy(cmd);
    mongoc_client_destroy(client);
+}
+
+static atomic_int awaited_ok, heartbeat_failed;
+
+static void
+on_heartbeat_ok(const mongoc_apm_server_heartbeat_succeeded_t *event)
+{
+   if (mongoc_apm_server_heartbeat_succeeded_get_awaited(event)) {
+      atomic_fetch_add(&awaited_ok, 1);
+   }
+}
+
+static void
+on_heartbeat_failed(const mongoc_apm_server_heartbeat_failed_t *event)
+{
+   (void) event;
+   atomic_fetch_add(&heartbeat_failed, 1);
+}
+
+/* With a topologyVersion in hello, a pooled libmongoc client monitors with the awaitable
+ * hello in its streaming (exhaust) form: heartbeats keep arriving every maxAwaitTimeMS
+ * (heartbeatFrequencyMS) without failing, commands keep working, and the pool shuts down. */
+Test(handshake, pooled_client_streams_awaitable_hello, .timeout = 60)
+{
+   mongoc_uri_t *uri = mongoc_uri_new(getenv("OUTBOX_TEST_MONGODB_URI"));
+   cr_assert_not_null(uri);
+   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500);
+   mongoc_client_pool_t *pool = mongoc_client_pool_new(uri);
+   mongoc_client_pool_set_error_api(pool, 2);
+   mongoc_apm_callbacks_t *cbs = mongoc_apm_callbacks_new();
+   mongoc_apm_set_server_heartbeat_succeeded_cb(cbs, on_heartbeat_ok);
+   mongoc_apm_set_server_heartbeat_failed_cb(cbs, on_heartbeat_failed);
+   mongoc_client_pool_set_apm_callbacks(pool, cbs, NULL);
+   mongoc_client_t *client = mongoc_client_pool_pop(pool);
+   bson_t *ping = BCON_NEW("ping", BCON_INT32(1));
+   int64_t deadline = bson_get_monotonic_time() + 30 * 1000 * 1000;
+   while (atomic_load(&awaited_ok) < 3 && bson_get_monotonic_time() < deadline) {
+      bson_error_t error;
+      cr_assert(mongoc_client_command_simple(client, "admin", ping, NULL, NULL, &error), "%s",
+                error.message);
+      usleep(100 * 1000);
+   }
+   cr_assert_geq(atomic_load(&awaited_ok), 3, "awaited heartbeats: %d",
+                 atomic_load(&awaited_ok));
+   cr_assert_eq(atomic_load(&heartbeat_failed), 0);
+   bson_destroy(ping);
+   mongoc_client_pool_push(pool, client);
+   mongoc_client_pool_destroy(pool);
+   mongoc_apm_callbacks_destroy(cbs);
+   mongoc_uri_destroy(uri);
 }

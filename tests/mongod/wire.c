@@ -3,6 +3,7 @@
  */
 #include "wire.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
@@ -53,6 +54,13 @@ md_wire_check_length(int32_t len)
    return len >= 16 + 5 && len <= MD_MAX_MESSAGE_SIZE;
 }
 
+bool
+md_wire_error_is_fatal(int32_t code)
+{
+   /* mongod's ConnectionFatalMessageParseError category. */
+   return code == 223 || code == 233 || code == 288;
+}
+
 /* Checks framing of every nested document: libbson 1.23's bson_validate does not notice a
  * nested document whose terminator is wrong, and later code trusts subdocuments. Also bounds
  * the nesting depth, so recursive code in the engine cannot exhaust the stack. */
@@ -81,7 +89,32 @@ check_nested(const uint8_t *data, size_t len, int depth)
    return it.err_off == 0;
 }
 
-/* Validates one BSON document at p (at most `avail` bytes) and returns its length, or 0. */
+/* mongod's BSONObj size assertion (10334 BSONObjectTooLarge), naming the first element. */
+static void
+too_large(const uint8_t *p, int32_t len, bson_error_t *error)
+{
+   bson_t doc;
+   bson_iter_t it;
+   char first[128] = "";
+   if (bson_init_static(&doc, p, (size_t) len) && bson_iter_init(&it, &doc) &&
+       bson_iter_next(&it)) {
+      if (BSON_ITER_HOLDS_UTF8(&it)) {
+         snprintf(first, sizeof first, " First element: %s: \"%.60s\"", bson_iter_key(&it),
+                  bson_iter_utf8(&it, NULL));
+      } else if (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it)) {
+         snprintf(first, sizeof first, " First element: %s: %lld", bson_iter_key(&it),
+                  (long long) bson_iter_as_int64(&it));
+      }
+   }
+   tm_error_set(error, 10334, "BSONObj size: %d (0x%X) is invalid. Size must be between 0 and "
+                              "%d(%dMB)%s",
+                (int) len, (unsigned) len, MD_MAX_COMMAND_SIZE,
+                MD_MAX_COMMAND_SIZE / (1024 * 1024), first);
+}
+
+/* Validates one BSON document at p (at most `avail` bytes) and returns its length, or 0.
+ * Documents may be up to 16 MiB + 16 KiB (mongod's internal limit); a larger one that the
+ * message holds whole is 10334, a connection-preserving error like mongod's. */
 static uint32_t
 bson_at(const uint8_t *p, size_t avail, bson_t *out, bson_error_t *error)
 {
@@ -90,7 +123,11 @@ bson_at(const uint8_t *p, size_t avail, bson_t *out, bson_error_t *error)
       return 0;
    }
    int32_t len = rd32(p);
-   if (len < 5 || (size_t) len > avail || len > MD_MAX_COMMAND_SIZE) {
+   if (len > MD_MAX_COMMAND_SIZE && (size_t) len <= avail) {
+      too_large(p, len, error);
+      return 0;
+   }
+   if (len < 5 || (size_t) len > avail) {
       tm_error_set(error, 2, "BSON document length %d is invalid", (int) len);
       return 0;
    }
@@ -192,6 +229,7 @@ parse_msg(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error)
       len -= 4;
    }
    req->more_to_come = (flags & 2u) != 0;
+   req->exhaust_allowed = (flags & 0x10000u) != 0;
    bson_t body;
    bson_t extra = BSON_INITIALIZER; /* the kind-1 sections, folded in after the body */
    bson_iter_t it;
@@ -278,6 +316,12 @@ void
 md_request_destroy(md_request_t *req)
 {
    bson_destroy(&req->cmd);
+}
+
+void
+md_wire_set_more_to_come(uint8_t *reply)
+{
+   wr32(reply + 16, 2);
 }
 
 uint8_t *

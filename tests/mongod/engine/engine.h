@@ -188,6 +188,10 @@ typedef struct _tm_pipeline_t tm_pipeline_t;
 
 tm_pipeline_t *
 tm_pipeline_new(const bson_t *pipeline /* array */, bson_error_t *error);
+/* Like tm_pipeline_new with the aggregate command's `let` (a document, may be NULL): its
+ * constant expressions are evaluated once and visible as $$name in every stage. */
+tm_pipeline_t *
+tm_pipeline_new_let(const bson_t *pipeline, const bson_t *let, bson_error_t *error);
 bool
 tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t ***out,
                  size_t *n_out, bson_error_t *error);
@@ -226,6 +230,20 @@ tm_expr_disable(const char *name);
  * 5L and 5.5 hash alike; a missing value (BSON_TYPE_EOD) hashes as null. Thread-safe. */
 int64_t
 tm_value_hash64(const bson_value_t *value, int32_t seed);
+/* Where $lookup finds another collection of the database: sets *docs to a new array
+ * (bson_malloc; the engine frees it with bson_free) of *n borrowed documents that stay
+ * valid until tm_pipeline_exec_env returns, or fails with *error set (e.g. 2 for a view). A
+ * collection that does not exist has no documents. */
+typedef bool (*tm_collection_fn)(void *ctx, const char *coll, bson_t ***docs, size_t *n,
+                                 bson_error_t *error);
+
+/* tm_pipeline_exec for pipelines that may read other collections ($lookup): `collection`
+ * (with `ctx`) is called from this thread during the call only. Without it, $lookup fails
+ * with 2. */
+bool
+tm_pipeline_exec_env(const tm_pipeline_t *pipeline, tm_collection_fn collection, void *ctx,
+                     bson_t **in, size_t n_in, bson_t ***out, size_t *n_out,
+                     bson_error_t *error);
 
 /* ---- paths ------------------------------------------------------------------------------ */
 

@@ -7,29 +7,6 @@
 
 #include "expr.h"
 
-enum { VAR_ROOT, VAR_NOW, VAR_CLUSTER_TIME };
-
-typedef enum {
-   E_LITERAL,
-   E_FIELD,  /* "$a.b", "$$ROOT.a", "$$CURRENT", "$$NOW" (var) */
-   E_REMOVE, /* "$$REMOVE" */
-   E_OBJECT,
-   E_ARRAY,
-   E_OP,
-} ekind_t;
-
-struct _tm_expr_t {
-   ekind_t kind;
-   bson_value_t literal;
-   tm_path_t path; /* E_FIELD; n == 0 means the whole root (or variable) */
-   int var;        /* E_FIELD: VAR_ROOT, or the system variable the path starts at */
-   char **keys;    /* E_OBJECT */
-   tm_expr_t **args;
-   size_t n_args;
-   const char *op; /* E_OP name, borrowed from the spec */
-   tm_expr_op_fn fn;
-};
-
 void
 tm_value_dup(const bson_value_t *v, bson_value_t *out)
 {
@@ -81,21 +58,22 @@ tm_expr_destroy(tm_expr_t *e)
    }
    bson_free(e->args);
    bson_free(e->keys);
+   bson_free(e->var);
    tm_path_destroy(&e->path);
    bson_free(e);
 }
 
-static tm_expr_t *
-expr_new(ekind_t kind)
+tm_expr_t *
+tm_expr_new(int kind)
 {
    tm_expr_t *e = bson_malloc0(sizeof *e);
 
-   e->kind = kind;
+   e->kind = (ekind_t) kind;
    return e;
 }
 
-static void
-add_arg(tm_expr_t *e, tm_expr_t *arg, const char *key)
+void
+tm_expr_add_arg(tm_expr_t *e, tm_expr_t *arg, const char *key)
 {
    e->args = bson_realloc(e->args, (e->n_args + 1) * sizeof(tm_expr_t *));
    if (key) {
@@ -112,21 +90,24 @@ parse_string(const bson_value_t *spec, bson_error_t *error)
    tm_expr_t *e;
 
    if (s[0] != '$') {
-      e = expr_new(E_LITERAL);
+      e = tm_expr_new(E_LITERAL);
       e->literal = *spec;
       return e;
    }
    if (strcmp(s, "$$REMOVE") == 0) {
-      return expr_new(E_REMOVE);
+      return tm_expr_new(E_REMOVE);
    }
-   e = expr_new(E_FIELD);
+   e = tm_expr_new(E_FIELD);
    if (strncmp(s, "$$", 2) == 0) {
       const char *rest = strchr(s, '.');
       size_t len = rest ? (size_t) (rest - s) : strlen(s);
       if (len == 5 && strncmp(s, "$$NOW", 5) == 0) {
-         e->var = VAR_NOW;
+         e->sysvar = TM_SYSVAR_NOW;
       } else if (len == 14 && strncmp(s, "$$CLUSTER_TIME", 14) == 0) {
-         e->var = VAR_CLUSTER_TIME;
+         e->sysvar = TM_SYSVAR_CLUSTER_TIME;
+      } else if (tm_vars_is_declared(s + 2, len - 2)) {
+         e->kind = E_VAR;
+         e->var = bson_strndup(s + 2, len - 2);
       } else if (!((len == 6 && strncmp(s, "$$ROOT", 6) == 0) ||
                    (len == 9 && strncmp(s, "$$CURRENT", 9) == 0))) {
          tm_error_set(error, 17276, "Use of undefined variable: %.*s", (int) len - 2, s + 2);
@@ -163,7 +144,7 @@ parse_cond_doc(tm_expr_t *e, const bson_value_t *arg, bson_error_t *error)
       if (!(sub = tm_expr_parse(bson_iter_value(&it), error))) {
          return false;
       }
-      add_arg(e, sub, NULL);
+      tm_expr_add_arg(e, sub, NULL);
    }
    return true;
 }
@@ -171,7 +152,7 @@ parse_cond_doc(tm_expr_t *e, const bson_value_t *arg, bson_error_t *error)
 static tm_expr_t *
 parse_operator(const char *name, const bson_value_t *arg, bson_error_t *error)
 {
-   tm_expr_t *e = expr_new(E_OP);
+   tm_expr_t *e = tm_expr_new(E_OP);
    int min = 0, max = -1;
    size_t n = 0;
 
@@ -185,10 +166,21 @@ parse_operator(const char *name, const bson_value_t *arg, bson_error_t *error)
       e->literal = *arg;
       return e;
    }
+   if (tm_expr_is_scoped(name)) {
+      tm_expr_destroy(e);
+      return tm_expr_parse_scoped(name, arg, error);
+   }
    e->fn = tm_expr_op_lookup(name, &min, &max);
+   if (!e->fn) {
+      e->fn = tm_expr_op_lookup_more(name, &min, &max);
+   }
    if (!e->fn && strcmp(name, "$cond") != 0 && strcmp(name, "$and") != 0 &&
        strcmp(name, "$or") != 0 && strcmp(name, "$ifNull") != 0) {
-      tm_error_set(error, 168, "Unrecognized expression '%s'", name);
+      if (tm_expr_op_known_to_mongodb(name)) {
+         tm_error_set(error, 2, "Expression %s is not supported by test-mongod", name);
+      } else {
+         tm_error_set(error, 168, "Unrecognized expression '%s'", name);
+      }
       goto fail;
    }
    if (strcmp(name, "$cond") == 0 && arg->value_type == BSON_TYPE_DOCUMENT) {
@@ -210,7 +202,7 @@ parse_operator(const char *name, const bson_value_t *arg, bson_error_t *error)
          if (!sub) {
             goto fail;
          }
-         add_arg(e, sub, NULL);
+         tm_expr_add_arg(e, sub, NULL);
          n++;
       }
    } else {
@@ -218,12 +210,20 @@ parse_operator(const char *name, const bson_value_t *arg, bson_error_t *error)
       if (!sub) {
          goto fail;
       }
-      add_arg(e, sub, NULL);
+      tm_expr_add_arg(e, sub, NULL);
       n = 1;
    }
    if ((int) n < min || (max >= 0 && (int) n > max)) {
-      tm_error_set(error, 16020, "Expression %s takes %s %d arguments. %zu were passed in.", name,
-                   min == max ? "exactly" : "at least", min, n);
+      if (min == max) {
+         tm_error_set(error, 16020, "Expression %s takes exactly %d arguments. %zu were passed "
+                                    "in.", name, min, n);
+      } else if (max < 0) {
+         tm_error_set(error, 16020, "Expression %s takes at least %d arguments. %zu were passed "
+                                    "in.", name, min, n);
+      } else {
+         tm_error_set(error, 28667, "Expression %s takes at least %d arguments, and at most %d, "
+                                    "but %zu were passed in.", name, min, max, n);
+      }
       goto fail;
    }
    return e;
@@ -251,12 +251,14 @@ parse_document(const bson_value_t *spec, bson_error_t *error)
       }
       return parse_operator(bson_iter_key(&it), bson_iter_value(&it), error);
    }
-   e = expr_new(E_OBJECT);
+   e = tm_expr_new(E_OBJECT);
    bson_iter_init(&it, &doc);
    while (bson_iter_next(&it)) {
       tm_expr_t *sub;
       if (strchr(bson_iter_key(&it), '.') || bson_iter_key(&it)[0] == '$') {
-         tm_error_set(error, 16412, "FieldPath field names may not contain '.'.");
+         bool dollar = bson_iter_key(&it)[0] == '$';
+         tm_error_set(error, dollar ? 16410 : 16412, "FieldPath field names may not %s.",
+                      dollar ? "start with '$'" : "contain '.'");
          tm_expr_destroy(e);
          return NULL;
       }
@@ -264,7 +266,7 @@ parse_document(const bson_value_t *spec, bson_error_t *error)
          tm_expr_destroy(e);
          return NULL;
       }
-      add_arg(e, sub, bson_iter_key(&it));
+      tm_expr_add_arg(e, sub, bson_iter_key(&it));
    }
    return e;
 }
@@ -280,7 +282,7 @@ tm_expr_parse(const bson_value_t *spec, bson_error_t *error)
    case BSON_TYPE_ARRAY: {
       bson_t arr;
       bson_iter_t it;
-      e = expr_new(E_ARRAY);
+      e = tm_expr_new(E_ARRAY);
       tm_value_as_bson(spec, &arr);
       bson_iter_init(&it, &arr);
       while (bson_iter_next(&it)) {
@@ -289,12 +291,12 @@ tm_expr_parse(const bson_value_t *spec, bson_error_t *error)
             tm_expr_destroy(e);
             return NULL;
          }
-         add_arg(e, sub, NULL);
+         tm_expr_add_arg(e, sub, NULL);
       }
       return e;
    }
    default:
-      e = expr_new(E_LITERAL);
+      e = tm_expr_new(E_LITERAL);
       e->literal = *spec;
       return e;
    }
@@ -451,14 +453,22 @@ tm_expr_eval(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_err
       r.value_type = BSON_TYPE_DOCUMENT;
       r.value.v_doc.data = (uint8_t *) bson_get_data(root);
       r.value.v_doc.data_len = root->len;
-      if (e->var == VAR_NOW) {
+      if (e->sysvar == TM_SYSVAR_NOW) {
          tm_expr_now(&r);
-      } else if (e->var == VAR_CLUSTER_TIME && !tm_expr_cluster_time(&r, error)) {
+      } else if (e->sysvar == TM_SYSVAR_CLUSTER_TIME && !tm_expr_cluster_time(&r, error)) {
          ok = false;
          break;
       }
       path_eval(&r, &e->path, 0, out);
       break;
+   case E_VAR: {
+      const bson_value_t *v = tm_vars_lookup(e->var);
+      if (v) {
+         path_eval(v, &e->path, 0, out);
+      }
+      break;
+   }
+   case E_SCOPED: ok = tm_expr_eval_scoped(e, root, out, error); break;
    case E_OBJECT:
    case E_ARRAY: ok = eval_container(e, root, out, error); break;
    default: ok = eval_op(e, root, out, error); break;

@@ -2,14 +2,24 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The $group stage: group keys and accumulators ($sum $avg $min $max $first $last $push
- * $addToSet $count).
+ * $addToSet $count $mergeObjects).
  */
 #include <string.h>
 
 #include "expr.h"
 #include "pipeline-private.h"
 
-typedef enum { A_SUM, A_AVG, A_MIN, A_MAX, A_FIRST, A_LAST, A_PUSH, A_ADD_TO_SET } acc_kind_t;
+typedef enum {
+   A_SUM,
+   A_AVG,
+   A_MIN,
+   A_MAX,
+   A_FIRST,
+   A_LAST,
+   A_PUSH,
+   A_ADD_TO_SET,
+   A_MERGE,
+} acc_kind_t;
 
 typedef struct {
    const char *field;
@@ -38,7 +48,7 @@ static const struct {
 } acc_names[] = {
    {"$sum", A_SUM},   {"$avg", A_AVG},   {"$min", A_MIN},   {"$max", A_MAX},
    {"$first", A_FIRST}, {"$last", A_LAST}, {"$push", A_PUSH}, {"$addToSet", A_ADD_TO_SET},
-   {"$count", A_SUM},
+   {"$count", A_SUM}, {"$mergeObjects", A_MERGE},
 };
 
 static bool
@@ -124,12 +134,34 @@ acc_push(const acc_t *a, state_t *s, const bson_value_t *v)
    bson_append_value(&s->arr, key, -1, v);
 }
 
-static void
-accumulate(const acc_t *a, state_t *s, const bson_value_t *v)
+/* $mergeObjects: the documents merged in order (null and missing skipped; others: 40400). */
+static bool
+acc_merge(state_t *s, const bson_value_t *v, bson_error_t *error)
+{
+   int min, max;
+   tm_expr_op_fn merge = tm_expr_op_lookup_more("$mergeObjects", &min, &max);
+   bson_value_t args[2] = {{.value_type = BSON_TYPE_NULL}, *v}, r = {0};
+   if (s->has) {
+      args[0] = s->val;
+   }
+   if (!merge(args, 2, &r, error)) {
+      return false;
+   }
+   if (s->has) {
+      bson_value_destroy(&s->val);
+   }
+   s->val = r;
+   s->has = true;
+   return true;
+}
+
+static bool
+accumulate(const acc_t *a, state_t *s, const bson_value_t *v, bson_error_t *error)
 {
    int r;
 
    switch (a->kind) {
+   case A_MERGE: return acc_merge(s, v, error);
    case A_SUM:
    case A_AVG: acc_sum(s, v); break;
    case A_MIN:
@@ -151,6 +183,7 @@ accumulate(const acc_t *a, state_t *s, const bson_value_t *v)
    case A_LAST: acc_keep(s, v); break;
    default: acc_push(a, s, v); break;
    }
+   return true;
 }
 
 static void
@@ -237,8 +270,11 @@ group_docs(const tm_expr_t *id, const acc_t *accs, size_t n_acc, tm_docs_t *docs
          if (!tm_expr_eval(accs[i].expr, docs->docs[d], &v, error)) {
             return false;
          }
-         accumulate(&accs[i], &g->states[i], &v);
+         bool ok = accumulate(&accs[i], &g->states[i], &v, error);
          bson_value_destroy(&v);
+         if (!ok) {
+            return false;
+         }
       }
    }
    return true;

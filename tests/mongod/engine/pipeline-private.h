@@ -27,6 +27,23 @@ typedef bool (*tm_stage_parse_fn)(const char *name, const bson_value_t *spec, vo
 typedef bool (*tm_stage_run_fn)(const void *state, tm_docs_t *docs, bson_error_t *error);
 typedef void (*tm_stage_destroy_fn)(void *state);
 
+/* The collections $lookup reads, for the duration of tm_pipeline_exec_env (per thread). */
+typedef struct {
+   tm_collection_fn fn;
+   void *ctx;
+} tm_collections_t;
+const tm_collections_t *
+tm_pipeline_collections(void);
+
+/* lookup.c */
+bool
+tm_stage_lookup_parse(const char *name, const bson_value_t *spec, void **state,
+                      bson_error_t *error);
+bool
+tm_stage_lookup_run(const void *state, tm_docs_t *docs, bson_error_t *error);
+void
+tm_stage_lookup_destroy(void *state);
+
 /* Stable sort of the documents. */
 bool
 tm_docs_sort(tm_docs_t *docs, const tm_sort_t *sort);
@@ -41,6 +58,9 @@ void
 tm_stage_group_destroy(void *state);
 
 /* pipeline-stages.c */
+/* Replaces *doc by a copy with `dotted` set to `value` as $addFields sets it. */
+void
+tm_doc_set_path(bson_t **doc, const char *dotted, const bson_value_t *value);
 bool
 tm_stage_add_fields_parse(const char *name, const bson_value_t *spec, void **state,
                           bson_error_t *error);
@@ -55,6 +75,16 @@ bool
 tm_stage_unwind_run(const void *state, tm_docs_t *docs, bson_error_t *error);
 void
 tm_stage_unwind_destroy(void *state);
+bool
+tm_stage_skip_limit_parse(const char *name, const bson_value_t *spec, void **state,
+                          bson_error_t *error);
+bool
+tm_stage_skip_limit_run(const void *state, tm_docs_t *docs, bson_error_t *error);
+bool
+tm_stage_count_parse(const char *name, const bson_value_t *spec, void **state,
+                     bson_error_t *error);
+bool
+tm_stage_count_run(const void *state, tm_docs_t *docs, bson_error_t *error);
 bool
 tm_stage_replace_root_parse(const char *name, const bson_value_t *spec, void **state,
                             bson_error_t *error);

@@ -2,8 +2,9 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Stages that rewrite documents field by field: $addFields / $set, $unwind, $replaceRoot /
- * $replaceWith. They edit through the update tree (tree.h).
+ * $replaceWith (they edit through the update tree, tree.h); and $skip, $limit, $count.
  */
+#include <math.h>
 #include <string.h>
 
 #include "expr.h"
@@ -43,6 +44,19 @@ tree_set(tm_tnode_t *root, const char *dotted, const bson_value_t *v)
       node = child;
    }
    tm_path_destroy(&path);
+}
+
+void
+tm_doc_set_path(bson_t **doc, const char *dotted, const bson_value_t *value)
+{
+   tm_tnode_t *root = tm_tree_new(*doc);
+   bson_t *out = bson_new();
+   tm_tree_expand(root);
+   tree_set(root, dotted, value);
+   tm_tree_to_bson(root, out);
+   tm_tree_destroy(root);
+   bson_destroy(*doc);
+   *doc = out;
 }
 
 typedef struct {
@@ -328,4 +342,93 @@ tm_stage_replace_root_run(const void *state, tm_docs_t *docs, bson_error_t *erro
       bson_value_destroy(&v);
    }
    return ok;
+}
+
+typedef struct {
+   bool skip;
+   size_t n;
+} skip_limit_t;
+
+bool
+tm_stage_skip_limit_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
+{
+   bool skip = strcmp(name, "$skip") == 0;
+   double d = tm_value_is_number(spec) ? tm_value_as_double(spec) : NAN;
+   skip_limit_t *sl;
+
+   if (isnan(d) || d != floor(d)) {
+      return tm_error_set(error, skip ? 15972 : 15957, "the %s must be specified as a number",
+                          skip ? "skip" : "limit");
+   }
+   if (d < 0 || (!skip && d == 0)) {
+      return tm_error_set(error, skip ? 5107200 : 15958, "the %s must be %s", skip ? "skip" : "limit",
+                          skip ? "non-negative" : "positive");
+   }
+   sl = bson_malloc0(sizeof *sl);
+   sl->skip = skip;
+   sl->n = d > 1e18 ? (size_t) 1e18 : (size_t) d;
+   *state = sl;
+   return true;
+}
+
+bool
+tm_stage_skip_limit_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   const skip_limit_t *sl = state;
+   size_t n = sl->n > docs->n ? docs->n : sl->n;
+
+   if (sl->skip) {
+      for (size_t i = 0; i < n; i++) {
+         bson_destroy(docs->docs[i]);
+      }
+      memmove(docs->docs, docs->docs + n, (docs->n - n) * sizeof(bson_t *));
+      docs->n -= n;
+   } else {
+      for (size_t i = n; i < docs->n; i++) {
+         bson_destroy(docs->docs[i]);
+      }
+      docs->n = n;
+   }
+   return true;
+}
+
+bool
+tm_stage_count_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
+{
+   const char *field;
+
+   if (spec->value_type != BSON_TYPE_UTF8) {
+      return tm_error_set(error, 40156, "the count field must be a non-empty string");
+   }
+   field = spec->value.v_utf8.str;
+   if (!field[0]) {
+      return tm_error_set(error, 40157, "the count field must be a non-empty string");
+   }
+   if (field[0] == '$') {
+      return tm_error_set(error, 40158, "the count field cannot be a $-prefixed path");
+   }
+   if (strchr(field, '.')) {
+      return tm_error_set(error, 40160, "the count field cannot contain '.'");
+   }
+   *state = bson_strdup(field);
+   return true;
+}
+
+bool
+tm_stage_count_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   size_t n = docs->n;
+   bson_t *out;
+
+   tm_docs_clear(docs);
+   if (n > 0) {
+      out = bson_new();
+      if (n <= INT32_MAX) {
+         bson_append_int32(out, state, -1, (int32_t) n);
+      } else {
+         bson_append_int64(out, state, -1, (int64_t) n);
+      }
+      tm_docs_push(docs, out);
+   }
+   return true;
 }

@@ -1,11 +1,11 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Aggregation pipelines: parsing into stages once, running them, and the simple stages.
- * $group is in group.c, $project / $unset use projection.c, $addFields / $unwind /
- * $replaceRoot are in pipeline-stages.c.
+ * Aggregation pipelines: parsing into stages once (with the command's `let`), running them
+ * (with the collections $lookup reads), and $match / $project / $unset / $sort. $group is in
+ * group.c, $lookup in lookup.c, $addFields / $unwind / $replaceRoot / $skip / $limit / $count
+ * in pipeline-stages.c.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,95 +203,6 @@ sort_destroy(void *state)
    tm_sort_destroy(state);
 }
 
-typedef struct {
-   bool skip;
-   size_t n;
-} skip_limit_t;
-
-static bool
-skip_limit_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
-{
-   bool skip = strcmp(name, "$skip") == 0;
-   double d = tm_value_is_number(spec) ? tm_value_as_double(spec) : NAN;
-   skip_limit_t *sl;
-
-   if (isnan(d) || d != floor(d)) {
-      return tm_error_set(error, skip ? 15972 : 15957, "the %s must be specified as a number",
-                          skip ? "skip" : "limit");
-   }
-   if (d < 0 || (!skip && d == 0)) {
-      return tm_error_set(error, skip ? 5107200 : 15958, "the %s must be %s", skip ? "skip" : "limit",
-                          skip ? "non-negative" : "positive");
-   }
-   sl = bson_malloc0(sizeof *sl);
-   sl->skip = skip;
-   sl->n = d > 1e18 ? (size_t) 1e18 : (size_t) d;
-   *state = sl;
-   return true;
-}
-
-static bool
-skip_limit_run(const void *state, tm_docs_t *docs, bson_error_t *error)
-{
-   const skip_limit_t *sl = state;
-   size_t n = sl->n > docs->n ? docs->n : sl->n;
-
-   if (sl->skip) {
-      for (size_t i = 0; i < n; i++) {
-         bson_destroy(docs->docs[i]);
-      }
-      memmove(docs->docs, docs->docs + n, (docs->n - n) * sizeof(bson_t *));
-      docs->n -= n;
-   } else {
-      for (size_t i = n; i < docs->n; i++) {
-         bson_destroy(docs->docs[i]);
-      }
-      docs->n = n;
-   }
-   return true;
-}
-
-static bool
-count_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
-{
-   const char *field;
-
-   if (spec->value_type != BSON_TYPE_UTF8) {
-      return tm_error_set(error, 40156, "the count field must be a non-empty string");
-   }
-   field = spec->value.v_utf8.str;
-   if (!field[0]) {
-      return tm_error_set(error, 40157, "the count field must be a non-empty string");
-   }
-   if (field[0] == '$') {
-      return tm_error_set(error, 40158, "the count field cannot be a $-prefixed path");
-   }
-   if (strchr(field, '.')) {
-      return tm_error_set(error, 40160, "the count field cannot contain '.'");
-   }
-   *state = bson_strdup(field);
-   return true;
-}
-
-static bool
-count_run(const void *state, tm_docs_t *docs, bson_error_t *error)
-{
-   size_t n = docs->n;
-   bson_t *out;
-
-   tm_docs_clear(docs);
-   if (n > 0) {
-      out = bson_new();
-      if (n <= INT32_MAX) {
-         bson_append_int32(out, state, -1, (int32_t) n);
-      } else {
-         bson_append_int64(out, state, -1, (int64_t) n);
-      }
-      tm_docs_push(docs, out);
-   }
-   return true;
-}
-
 static const struct {
    const char *name;
    tm_stage_parse_fn parse;
@@ -304,20 +215,21 @@ static const struct {
    {"$addFields", tm_stage_add_fields_parse, tm_stage_add_fields_run, tm_stage_add_fields_destroy},
    {"$set", tm_stage_add_fields_parse, tm_stage_add_fields_run, tm_stage_add_fields_destroy},
    {"$sort", sort_parse, sort_run, sort_destroy},
-   {"$skip", skip_limit_parse, skip_limit_run, bson_free},
-   {"$limit", skip_limit_parse, skip_limit_run, bson_free},
-   {"$count", count_parse, count_run, bson_free},
+   {"$skip", tm_stage_skip_limit_parse, tm_stage_skip_limit_run, bson_free},
+   {"$limit", tm_stage_skip_limit_parse, tm_stage_skip_limit_run, bson_free},
+   {"$count", tm_stage_count_parse, tm_stage_count_run, bson_free},
    {"$group", tm_stage_group_parse, tm_stage_group_run, tm_stage_group_destroy},
    {"$unwind", tm_stage_unwind_parse, tm_stage_unwind_run, tm_stage_unwind_destroy},
    {"$replaceRoot", tm_stage_replace_root_parse, tm_stage_replace_root_run,
     tm_stage_replace_root_destroy},
    {"$replaceWith", tm_stage_replace_root_parse, tm_stage_replace_root_run,
     tm_stage_replace_root_destroy},
+   {"$lookup", tm_stage_lookup_parse, tm_stage_lookup_run, tm_stage_lookup_destroy},
 };
 
 /* Real MongoDB stages that the test server does not implement: refused by name. */
 static const char *unsupported_stages[] = {
-   "$lookup", "$facet", "$out", "$merge", "$bucket", "$bucketAuto", "$geoNear", "$graphLookup",
+   "$facet", "$out", "$merge", "$bucket", "$bucketAuto", "$geoNear", "$graphLookup",
    "$sample", "$sortByCount", "$redact", "$indexStats", "$collStats", "$densify", "$fill",
    "$unionWith", "$setWindowFields", "$search", "$documents", "$currentOp", "$listSessions",
    "$planCacheStats", "$changeStream",
@@ -332,6 +244,10 @@ struct _tm_pipeline_t {
    bson_t *spec;
    stage_t *stages;
    size_t n;
+   bson_t *let;         /* the command's let, evaluated: name -> value */
+   char **let_names;    /* borrowed from `let` for the variable scopes */
+   bson_value_t *let_values;
+   size_t n_let;
 };
 
 static bool
@@ -374,22 +290,71 @@ add_stage(tm_pipeline_t *p, const bson_iter_t *it, bson_error_t *error)
    return stage_table[st->kind].parse(bson_iter_key(&s), bson_iter_value(&s), &st->state, error);
 }
 
+/* Evaluates the let expressions (against an empty document) into p->let. */
+static bool
+eval_let(tm_pipeline_t *p, const bson_t *let, bson_error_t *error)
+{
+   bson_iter_t it;
+   bson_t empty = BSON_INITIALIZER;
+   p->let = bson_new();
+   bson_iter_init(&it, let);
+   while (bson_iter_next(&it)) {
+      bson_value_t v;
+      tm_expr_t *e = NULL;
+      bool ok = tm_vars_check_name(bson_iter_key(&it), error) &&
+                (e = tm_expr_parse(bson_iter_value(&it), error)) &&
+                tm_expr_eval(e, &empty, &v, error);
+      tm_expr_destroy(e);
+      if (!ok) {
+         return false;
+      }
+      if (v.value_type == BSON_TYPE_EOD) {
+         bson_append_null(p->let, bson_iter_key(&it), -1);
+      } else {
+         bson_append_value(p->let, bson_iter_key(&it), -1, &v);
+      }
+      bson_value_destroy(&v);
+   }
+   p->n_let = bson_count_keys(p->let);
+   p->let_names = bson_malloc0((p->n_let + 1) * sizeof(char *));
+   p->let_values = bson_malloc0((p->n_let + 1) * sizeof(bson_value_t));
+   bson_iter_init(&it, p->let);
+   for (size_t i = 0; bson_iter_next(&it); i++) {
+      p->let_names[i] = (char *) bson_iter_key(&it);
+      p->let_values[i] = *bson_iter_value(&it);
+   }
+   return true;
+}
+
 tm_pipeline_t *
-tm_pipeline_new(const bson_t *pipeline, bson_error_t *error)
+tm_pipeline_new_let(const bson_t *pipeline, const bson_t *let, bson_error_t *error)
 {
    tm_pipeline_t *p = bson_malloc0(sizeof *p);
    bson_iter_t it;
+   size_t declared = 0;
+   bool ok = !let || eval_let(p, let, error);
 
+   while (ok && declared < p->n_let) {
+      ok = tm_vars_declare(p->let_names[declared], error) && ++declared;
+   }
    p->spec = pipeline ? bson_copy(pipeline) : bson_new();
    p->stages = bson_malloc0((bson_count_keys(p->spec) + 1) * sizeof(stage_t));
    bson_iter_init(&it, p->spec);
-   while (bson_iter_next(&it)) {
-      if (!add_stage(p, &it, error)) {
-         tm_pipeline_destroy(p);
-         return NULL;
-      }
+   while (ok && bson_iter_next(&it)) {
+      ok = add_stage(p, &it, error);
+   }
+   tm_vars_undeclare(declared);
+   if (!ok) {
+      tm_pipeline_destroy(p);
+      return NULL;
    }
    return p;
+}
+
+tm_pipeline_t *
+tm_pipeline_new(const bson_t *pipeline, bson_error_t *error)
+{
+   return tm_pipeline_new_let(pipeline, NULL, error);
 }
 
 void
@@ -403,6 +368,9 @@ tm_pipeline_destroy(tm_pipeline_t *pipeline)
    }
    bson_free(pipeline->stages);
    bson_destroy(pipeline->spec);
+   bson_destroy(pipeline->let);
+   bson_free(pipeline->let_names);
+   bson_free(pipeline->let_values);
    bson_free(pipeline);
 }
 
@@ -417,17 +385,45 @@ tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t
    for (size_t i = 0; i < n_in; i++) {
       tm_docs_push(&docs, bson_copy(in[i]));
    }
-   for (size_t i = 0; i < pipeline->n; i++) {
+   size_t bound = 0;
+   bool ok = true;
+   while (ok && bound < pipeline->n_let) {
+      ok = tm_vars_bind(pipeline->let_names[bound], &pipeline->let_values[bound], error) &&
+           ++bound;
+   }
+   for (size_t i = 0; ok && i < pipeline->n; i++) {
       const stage_t *st = &pipeline->stages[i];
-      if (!stage_table[st->kind].run(st->state, &docs, error)) {
-         tm_docs_clear(&docs);
-         bson_free(docs.docs);
-         return false;
-      }
+      ok = stage_table[st->kind].run(st->state, &docs, error);
+   }
+   tm_vars_unbind(bound);
+   if (!ok) {
+      tm_docs_clear(&docs);
+      bson_free(docs.docs);
+      return false;
    }
    *out = docs.docs ? docs.docs : bson_malloc0(sizeof(bson_t *));
    *n_out = docs.n;
    return true;
+}
+
+static _Thread_local const tm_collections_t *current_collections;
+
+const tm_collections_t *
+tm_pipeline_collections(void)
+{
+   return current_collections;
+}
+
+bool
+tm_pipeline_exec_env(const tm_pipeline_t *pipeline, tm_collection_fn collection, void *ctx,
+                     bson_t **in, size_t n_in, bson_t ***out, size_t *n_out,
+                     bson_error_t *error)
+{
+   const tm_collections_t env = {collection, ctx}, *saved = current_collections;
+   current_collections = collection ? &env : NULL;
+   bool ok = tm_pipeline_exec(pipeline, in, n_in, out, n_out, error);
+   current_collections = saved;
+   return ok;
 }
 
 bool

@@ -201,18 +201,52 @@ Test(update, positional_and_array_filters)
    static const ucase_t cases[] = {
       {"{'_id': 1, 'a': [{'s': 0}, {'s': 1}]}", "{'%set': {'a.$.s': 5}}", "{'_id': 1, 'a': [{'s': 0}, {'s': 5}]}", "{'a.1.s': 5}", NULL, 0, NULL, 1},
       {"{'_id': 1, 'a': [1, 2]}", "{'%set': {'a.$': 5}}", NULL, NULL, NULL, 2, NULL, NOPOS},
-      {"{'_id': 1, 'a': [1, 2]}", "{'%inc': {'a.$[]': 10}}", "{'_id': 1, 'a': [11, 12]}", "{'a.0': 11, 'a.1': 12}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1, 2]}", "{'%inc': {'a.$[]': 10}}", "{'_id': 1, 'a': [11, 12]}", "{'a': [11, 12]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [1]}", "{'%inc': {'a.$[]': 10}}", "{'_id': 1, 'a': [11]}", "{'a.0': 11}", NULL, 0, NULL, NOPOS},
       {"{'_id': 1, 'y': [{'b': 3}, {'b': 1}]}", "{'%set': {'y.$[i].b': 2}}", "{'_id': 1, 'y': [{'b': 3}, {'b': 2}]}", "{'y.1.b': 2}", NULL, 0, "{'0': {'i.b': 1}}", NOPOS},
       {"{'_id': 1, 'y': [{'b': 3}, {'b': 1}]}", "{'%set': {'y.$[i].b': 2}}", "{'_id': 1, 'y': [{'b': 3}, {'b': 1}]}", NULL, NULL, 0, "{'0': {'i.b': 4}}", NOPOS},
       {"{'_id': 3, 'y': [{'b': 5, 'c': [{'d': 2}, {'d': 1}]}, {'b': 1, 'c': [{'d': 1}]}]}", "{'%set': {'y.$[i].c.$[j].d': 0}}",
        "{'_id': 3, 'y': [{'b': 5, 'c': [{'d': 2}, {'d': 0}]}, {'b': 1, 'c': [{'d': 1}]}]}", "{'y.0.c.1.d': 0}", NULL, 0, "{'0': {'i.b': 5}, '1': {'j.d': 1}}", NOPOS},
-      {"{'_id': 1, 'a': [5, 1, 7]}", "{'%set': {'a.$[x]': 0}}", "{'_id': 1, 'a': [0, 1, 0]}", "{'a.0': 0, 'a.2': 0}", NULL, 0, "{'0': {'x': {'%gt': 4}}}", NOPOS},
+      {"{'_id': 1, 'a': [5, 1, 7]}", "{'%set': {'a.$[x]': 0}}", "{'_id': 1, 'a': [0, 1, 0]}", "{'a': [0, 1, 0]}", NULL, 0, "{'0': {'x': {'%gt': 4}}}", NOPOS},
       {"{'_id': 1, 'a': [1]}", "{'%set': {'a.$[x]': 0}}", NULL, NULL, NULL, 2, NULL, NOPOS},
       {"{'_id': 1, 'a': [1]}", "{'%set': {'a.0': 0}}", NULL, NULL, NULL, 9, "{'0': {'x': 1}}", NOPOS},
       {"{'_id': 1, 'a': 1}", "{'%set': {'a.$[]': 0}}", NULL, NULL, NULL, 2, NULL, NOPOS},
       {"{'_id': 1}", "{'%set': {'a.$[].b': 0}}", NULL, NULL, NULL, 2, NULL, NOPOS},
       {"{'_id': 1, 'a': [1]}", "{'%set': {'a.$[x]': 0}}", NULL, NULL, NULL, 9, "{'0': {'x': 1}, '1': {'x': 2}}", NOPOS},
       {"{'_id': 1, 'a': [1]}", "{'%set': {'a.$[x]': 0}}", NULL, NULL, NULL, 9, "{'0': {'x': 1, 'y': 2}}", NOPOS},
+   };
+   RUN(cases);
+}
+
+/* MongoDB's UpdateArrayNode: when more than one element matched the $[] / $[id] paths of an
+ * array, the oplog holds the one element that changed (whole), or the whole array. */
+Test(update, array_filters_log_whole_elements_or_arrays)
+{
+   static const ucase_t cases[] = {
+      /* The relay's acknowledgement shape: several events marked at once. */
+      {"{'_id': 1, 'events': [{'id': 'a', 's': 0}, {'id': 'b', 's': 0}, {'id': 'c', 's': 0}]}",
+       "{'%set': {'events.$[e].s': 1}}",
+       "{'_id': 1, 'events': [{'id': 'a', 's': 1}, {'id': 'b', 's': 0}, {'id': 'c', 's': 1}]}",
+       "{'events': [{'id': 'a', 's': 1}, {'id': 'b', 's': 0}, {'id': 'c', 's': 1}]}", NULL, 0,
+       "{'0': {'e.id': {'%in': ['a', 'c']}}}", NOPOS},
+      /* Two matched, one of them already had the value: that element, whole. */
+      {"{'_id': 1, 'a': [{'s': 1, 'v': 1}, {'s': 1, 'v': 2}, {'s': 2, 'v': 1}]}",
+       "{'%set': {'a.$[e].v': 1}}",
+       "{'_id': 1, 'a': [{'s': 1, 'v': 1}, {'s': 1, 'v': 1}, {'s': 2, 'v': 1}]}",
+       "{'a.1': {'s': 1, 'v': 1}}", NULL, 0, "{'0': {'e.s': 1}}", NOPOS},
+      /* Two identifiers on the same array: the union of their matches counts. */
+      {"{'_id': 1, 'a': [{'k': 1, 'v': 0}, {'k': 2, 'v': 0}, {'k': 3, 'v': 0}]}",
+       "{'%set': {'a.$[x].v': 5}, '%inc': {'a.$[y].v': 1}}",
+       "{'_id': 1, 'a': [{'k': 1, 'v': 5}, {'k': 2, 'v': 0}, {'k': 3, 'v': 1}]}",
+       "{'a': [{'k': 1, 'v': 5}, {'k': 2, 'v': 0}, {'k': 3, 'v': 1}]}", NULL, 0,
+       "{'0': {'x.k': 1}, '1': {'y.k': 3}}", NOPOS},
+      /* Outer array: one match, so the inner array decides (two matches: whole inner). */
+      {"{'_id': 1, 'y': [{'b': 5, 'c': [1, 1]}, {'b': 1, 'c': [1]}]}", "{'%set': {'y.$[i].c.$[]': 0}}",
+       "{'_id': 1, 'y': [{'b': 5, 'c': [0, 0]}, {'b': 1, 'c': [1]}]}", "{'y.0.c': [0, 0]}", NULL, 0,
+       "{'0': {'i.b': 5}}", NOPOS},
+      /* Several matched, none changed: nothing. */
+      {"{'_id': 1, 'a': [0, 0]}", "{'%set': {'a.$[]': 0}}", "{'_id': 1, 'a': [0, 0]}", NULL, NULL, 0,
+       NULL, NOPOS},
    };
    RUN(cases);
 }

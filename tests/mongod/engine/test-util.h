@@ -103,4 +103,20 @@ tm_assert_doc(const bson_t *actual, const char *expected_json, const char *what)
    bson_destroy(expected);
 }
 
+/* Builds {'r': [docs...]} in `result` (initialised by the caller) for tm_assert_doc. */
+static inline void
+tm_result_docs(bson_t *result, bson_t **docs, size_t n)
+{
+   bson_t arr;
+
+   bson_append_array_begin(result, "r", 1, &arr);
+   for (size_t i = 0; i < n; i++) {
+      char key[16];
+      const char *k;
+      bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+      bson_append_document(&arr, k, -1, docs[i]);
+   }
+   bson_append_array_end(result, &arr);
+}
+
 #endif /* TM_TEST_UTIL_H */

@@ -65,6 +65,14 @@ struct _tm_update_t {
    size_t n_filters;
 };
 
+/* An array updated through `$[]` or `$[id]` paths, and which of its elements any of those
+ * paths matched (see update-desc.c: the oplog then logs elements or the whole array). */
+typedef struct {
+   tm_tnode_t *array;
+   bool *hit;
+   size_t n_hit;
+} tm_array_hits_t;
+
 /* The state of one tm_update_apply call. */
 typedef struct {
    const tm_update_t *update;
@@ -76,6 +84,8 @@ typedef struct {
    uint32_t n_removed;
    bson_error_t *error;
    tm_tnode_t *moving; /* $rename: the detached source, placed at the destination */
+   tm_array_hits_t *hits;
+   size_t n_hits;
 } tm_apply_t;
 
 /* True if the operator creates missing paths (everything but $unset, $pull*, $pop). */
@@ -97,6 +107,16 @@ tm_apply_create(tm_apply_t *ctx, tm_tnode_t *container, const char *key);
 /* Removes container's kid at `index` and records its path in removedFields. */
 void
 tm_apply_remove(tm_apply_t *ctx, tm_tnode_t *container, size_t index);
+/* Records that an array-filter path matched element `index` of `array`. */
+void
+tm_apply_note_hit(tm_apply_t *ctx, tm_tnode_t *array, size_t index);
+/* Fills `desc` from the marked tree and the removed paths (update-desc.c), then frees the
+ * hit records. */
+void
+tm_apply_describe(tm_apply_t *ctx, tm_update_desc_t *desc);
+void
+tm_apply_free_hits(tm_apply_t *ctx);
+
 /* Dotted path of a node in the tree, for messages and removedFields; caller frees. */
 char *
 tm_tnode_path(const tm_tnode_t *node);

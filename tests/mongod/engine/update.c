@@ -200,6 +200,7 @@ resolve_each(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *node, size_t i
       if (f && !filter_matches(f, kid)) {
          continue;
       }
+      tm_apply_note_hit(ctx, node, j);
       bson_uint32_to_string((uint32_t) j, &key, buf, sizeof buf);
       if (last) {
          if (!leaf(ctx, act, node, key)) {
@@ -316,39 +317,6 @@ rename_source(tm_apply_t *ctx, const tm_action_t *act)
    return true;
 }
 
-static void
-desc_walk(const tm_tnode_t *node, const char *prefix, bson_t *out)
-{
-   char buf[16];
-   const char *key;
-
-   for (size_t i = 0; i < node->n; i++) {
-      const tm_tnode_t *kid = node->kids[i];
-      char *path;
-      if (kid->mark == TM_MARK_NONE && !kid->dirty) {
-         continue;
-      }
-      if (node->value.value_type == BSON_TYPE_ARRAY) {
-         bson_uint32_to_string((uint32_t) i, &key, buf, sizeof buf);
-      } else {
-         key = kid->key;
-      }
-      path = prefix ? bson_strdup_printf("%s.%s", prefix, key) : bson_strdup(key);
-      if (kid->mark == TM_MARK_APPEND) {
-         for (size_t j = kid->append_from; j < kid->raw_n + kid->n; j++) {
-            char *elem = bson_strdup_printf("%s.%zu", path, j);
-            tm_tree_append(out, elem, kid->kids[j - kid->raw_n]);
-            bson_free(elem);
-         }
-      } else if (kid->mark != TM_MARK_NONE) {
-         tm_tree_append(out, path, kid);
-      } else {
-         desc_walk(kid, path, out);
-      }
-      bson_free(path);
-   }
-}
-
 static bool
 check_id(const bson_t *doc, const bson_t *out, bson_error_t *error)
 {
@@ -426,7 +394,7 @@ bool
 tm_update_apply(const tm_update_t *update, const bson_t *doc, int32_t positional, bool is_insert,
                 bson_t *out, bool *modified, tm_update_desc_t *desc, bson_error_t *error)
 {
-   tm_apply_t ctx = {update, doc, positional, is_insert, NULL, NULL, 0, error, NULL};
+   tm_apply_t ctx = {update, doc, positional, is_insert, NULL, NULL, 0, error, NULL, NULL, 0};
    bson_t removed = BSON_INITIALIZER;
    bool ok = false;
 
@@ -451,14 +419,14 @@ tm_update_apply(const tm_update_t *update, const bson_t *doc, int32_t positional
       goto done;
    }
    if (desc) {
-      desc_walk(ctx.root, NULL, &desc->updated_fields);
-      bson_concat(&desc->removed_fields, &removed);
+      tm_apply_describe(&ctx, desc);
    }
    ok = true;
 done:
    if (ok) {
       *modified = out->len != doc->len || memcmp(bson_get_data(out), bson_get_data(doc), doc->len);
    }
+   tm_apply_free_hits(&ctx);
    tm_tree_destroy(ctx.root);
    bson_destroy(&removed);
    return ok;

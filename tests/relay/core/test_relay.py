@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -149,12 +150,25 @@ def test_kill9_republishes_only_the_tail():
         # most of them already published and cleared, and those must not go out again.
         relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--checkpoint-interval-ms", "600000"])
         check(relay.wait_log("change stream open"), "relay did not open its stream")
-        for _ in range(15):
+        # The writer keeps appending across the kill and one more round after it, so events
+        # are pending at the kill however fast the relay is (a fixed batch written up front
+        # could all be published and cleared before the kill on a quiet machine).
+        stop_writing = threading.Event()
+
+        def write():
+            while not stop_writing.is_set():
+                for i in range(20):
+                    ents.append("k%d" % i, 2)
             for i in range(20):
                 ents.append("k%d" % i, 2)
-        total = 20 * 31
-        wait_until(lambda: sub.count() >= total // 3, 60)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        wait_until(lambda: sub.count() >= 200, 60)
         relay.kill()
+        stop_writing.set()
+        writer.join()
+        total = sum(len(ids) for ids in ents.ids.values())
         # Messages the killed relay handed to the broker may still be on their way to us:
         # wait for silence, so "after the restart" means sent by the second relay.
         last = -1
