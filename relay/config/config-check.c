@@ -84,11 +84,11 @@ static bool
 check_fields(const relay_config_t *cfg, bson_error_t *error)
 {
    const char *names[] = {cfg->version_field, cfg->event_seq_field, cfg->events_field,
-                          cfg->dead_letters_field};
+                          cfg->dead_letters_field, cfg->requeues_field};
    const char *keys[] = {"version-field", "event-seq-field", "events-field",
-                         "dead-letters-field"};
-   for (size_t i = 0; i < 4; i++) {
-      for (size_t j = i + 1; j < 4; j++) {
+                         "dead-letters-field", "requeues-field"};
+   for (size_t i = 0; i < 5; i++) {
+      for (size_t j = i + 1; j < 5; j++) {
          if (!strcmp(names[i], names[j])) {
             bson_set_error(error, 0, 0, "%s and %s are both '%s': they must differ", keys[i],
                            keys[j], names[i]);

@@ -33,6 +33,8 @@ const relay_opt_t relay_opts[] = {
     "FIELD", "events", "name of the documents' pending-events array"},
    {"dead-letters-field", "OUTBOX_DEAD_LETTERS_FIELD", OPT_NAME, OFF(dead_letters_field),
     RELAY_NAME_FIELD, 0, "FIELD", "deadLetters", "where events that cannot be published are moved"},
+   {"requeues-field", "OUTBOX_REQUEUES_FIELD", OPT_NAME, OFF(requeues_field), RELAY_NAME_FIELD, 0,
+    "FIELD", "requeues", "counter a requeue of a dead letter increments (the stream watches it)"},
 
    SECTION("MQTT"),
    {"mqtt-uri", "OUTBOX_MQTT_URI", OPT_URI_MQTT, OFF(mqtt_uri), 0, 0, "URI", NULL,
@@ -146,6 +148,7 @@ relay_config_init_defaults(relay_config_t *cfg)
       .event_seq_field = bson_strdup("eventSeq"),
       .events_field = bson_strdup("events"),
       .dead_letters_field = bson_strdup("deadLetters"),
+      .requeues_field = bson_strdup("requeues"),
       .inflight_window = 256,
       .max_buffered_events = 10000,
       .max_buffered_bytes = 32 * 1024 * 1024,

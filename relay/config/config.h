@@ -63,6 +63,7 @@ typedef struct relay_config_t {
    char *event_seq_field;    /* "eventSeq" */
    char *events_field;       /* "events" */
    char *dead_letters_field; /* "deadLetters" */
+   char *requeues_field;     /* "requeues": incremented by a requeue (outbox-admin, liboutbox) */
 
    /* Flow control and timing. */
    int inflight_window;        /* 256: unacknowledged publishes at most */
