@@ -2,10 +2,11 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The relay's state, shared by relay.c (lifecycle and main loop), changes.c (applying the
- * change stream, the sweep), publish.c (MQTT side) and writer.c (clears, dead letters,
- * checkpoint). Every field is touched by the main thread only, except @stop; the reader
- * (reader.c), the clearer (clearer.c) and paho have their own threads and talk to the main
- * thread through queues.
+ * change stream), sweep.c (the sweeps), publish.c (MQTT side), writer.c (clears, dead
+ * letters, checkpoint) and group/ (group.c, gate.c: the partitions this member owns). Every
+ * field is touched by the main thread only, except @stop; the reader (reader.c), the
+ * clearer (clearer.c), the lease thread (group/lease.c) and paho have their own threads and
+ * talk to the main thread through queues.
  */
 #ifndef RELAY_PRIVATE_H
 #define RELAY_PRIVATE_H
@@ -21,6 +22,7 @@
 #include "store/clearer.h"
 #include "store/scanner.h"
 #include "config/config.h"
+#include "group/group.h"
 #include "http/metrics.h"
 #include "mqtt/mqtt.h"
 #include "relay.h"
@@ -61,23 +63,29 @@ struct relay_t {
    int64_t publish_pause_until_ms;
    int publish_backoff_ms;
 
+   /* The group: which partitions this member owns (group/group.h). */
+   relay_group_t group;
+
    /* Change stream (read on the reader's thread, applied here). */
    relay_reader_t *reader;
+   uint64_t stream_gen; /* changes from an earlier start are dropped */
    relay_change_t *held; /* a change whose document read failed: retried first */
    int64_t held_retry_at_ms;
    int held_backoff_ms;
-   bool started;   /* the reader was given its first start */
+   bool started;   /* the stream runs (this member owns partitions) */
    bool verifying; /* replaying history: read documents of entities not in the table */
    relay_ts_t verify_until;
    int64_t stream_lag_ms;
    bool stream_opened_once;
 
-   /* Sweep. */
+   /* Sweep (sweep.c). */
    bool sweeping;
+   bool sweep_full, sweep_full_wanted;
+   relay_partset_t sweep_set;
    relay_ts_t sweep_start;
    mongoc_cursor_t *sweep_cursor;
    size_t sweep_coll;
-   relay_pos_t *sweep_pos;
+   relay_pos_t *sweep_pos; /* the sweep's marker */
    bool sweep_hint;
    int64_t sweep_retry_at_ms;
    int sweep_backoff_ms;
@@ -95,9 +103,26 @@ struct relay_t {
 };
 
 /* changes.c */
-void relay_changes_start(relay_t *r, int64_t now);
 void relay_changes_step(relay_t *r, int64_t now);
 void relay_changes_cleanup(relay_t *r);
+/* Starts the stream for the owned partitions: after @token (the oldest of their
+ * checkpoints), sweeping the partitions in @unswept (they came without one); without a
+ * token, a full sweep first. */
+void relay_changes_open(relay_t *r, const bson_t *token, const relay_partset_t *unswept);
+/* Stops the stream (standby): queued changes and a running sweep are dropped. */
+void relay_changes_close(relay_t *r);
+/* Below both buffer bounds: more may be read. */
+bool relay_changes_has_room(const relay_t *r);
+/* Takes the pending events of @doc (read from collection @coll) if its entity is in @parts
+ * and owned. */
+void relay_changes_sync_doc(relay_t *r, int coll, const relay_partset_t *parts, const bson_t *doc,
+                            relay_pos_t *pos);
+
+/* sweep.c */
+void relay_sweep_request(relay_t *r, int part);
+void relay_sweep_request_full(relay_t *r);
+void relay_sweep_step(relay_t *r, int64_t now);
+void relay_sweep_abort(relay_t *r);
 
 /* publish.c */
 bool relay_publish_init(relay_t *r, bson_error_t *error);

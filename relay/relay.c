@@ -2,9 +2,10 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The relay's lifecycle and main loop. One thread (the caller of relay_run()) owns all
- * state; the change stream reader thread and paho's threads only queue work for it and wake
- * it up. Each turn of the loop: connect if needed, apply queued changes, publish within the
- * window, clear what was acknowledged, checkpoint, then wait briefly for more work.
+ * state; the change stream reader thread, the lease thread and paho's threads only queue
+ * work for it and wake it up. Each turn of the loop: connect if needed, take the group's
+ * ownership changes, apply queued changes, publish within the window, clear what was
+ * acknowledged, checkpoint, then wait briefly for more work.
  */
 #include <signal.h>
 #include <string.h>
@@ -78,7 +79,8 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    r->metrics = metrics;
    atomic_init(&r->stop, 0);
    relay_table_init(&r->table);
-   if (!open_mongodb(r, error) || !relay_publish_init(r, error)) {
+   r->stream_gen = UINT64_MAX;
+   if (!open_mongodb(r, error) || !relay_group_init(r, error) || !relay_publish_init(r, error)) {
       relay_destroy(r);
       return NULL;
    }
@@ -90,7 +92,7 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    if (r->clearer && want_scanner) {
       r->scanner = relay_scanner_new(cfg, metrics, error);
    }
-   if (!r->clearer || (want_scanner && !r->scanner)) {
+   if (!r->clearer || (want_scanner && !r->scanner) || !relay_group_start(r, error)) {
       relay_destroy(r);
       return NULL;
    }
@@ -119,6 +121,11 @@ update_gauges(relay_t *r)
    relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double)r->table.buffered);
    relay_metrics_set(r->metrics, RELAY_G_BUFFERED_BYTES, (double)r->table.buffered_bytes);
    relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
+   if (!r->started) {
+      /* A standby has no stream: MongoDB counts as reachable while its lease ticks work. */
+      relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED,
+                        relay_lease_healthy(r->group.lease) ? 1.0 : 0.0);
+   }
 }
 
 static int
@@ -131,8 +138,9 @@ loop_wait_ms(const relay_t *r)
 }
 
 /* SIGTERM: stop reading, wait (bounded) for the acknowledgements of what is in flight,
- * clear it, checkpoint, disconnect. Events read but never published stay pending in their
- * documents and the checkpoint stays before them, so the next run publishes them. */
+ * clear it, checkpoint, release the leases (the group's other members take them at once),
+ * disconnect. Events read but never published stay pending in their documents and the
+ * checkpoint stays before them, so the next owner publishes them. */
 static void
 drain(relay_t *r)
 {
@@ -152,6 +160,7 @@ drain(relay_t *r)
                 r->table.inflight);
    }
    relay_writer_checkpoint(r, now, true);
+   relay_group_shutdown(r);
    relay_mqtt_disconnect(r->mqtt, 1000);
 }
 
@@ -160,9 +169,10 @@ relay_run(relay_t *r)
 {
    relay_log(RELAY_LOG_INFO, "relay", "relay '%s' starting: database %s, %zu collection(s)",
              r->cfg->name, r->cfg->database, r->cfg->n_collections);
-   while (!atomic_load(&r->stop)) {
+   while (!atomic_load(&r->stop) && !r->group.fatal) {
       int64_t now = relay_now_ms();
       relay_publish_connect(r, now);
+      relay_group_step(r, now);
       relay_changes_step(r, now);
       relay_publish_dispatch(r, now);
       relay_writer_flush(r, now, false);
@@ -196,6 +206,7 @@ relay_destroy(relay_t *r)
    relay_clearer_destroy(r->clearer);
    relay_scanner_destroy(r->scanner);
    relay_changes_cleanup(r);
+   relay_group_cleanup(r);
    relay_publish_cleanup(r);
    relay_table_cleanup(&r->table);
    if (r->colls) {

@@ -33,7 +33,7 @@ admin_collection(admin_t *a, const char *name)
 const char *
 admin_lease_collection(const admin_t *a)
 {
-   return NULL; /* relay groups not merged yet */
+   return a->cfg.lease_collection;
 }
 
 int

@@ -118,9 +118,32 @@ check_flow(const relay_config_t *cfg, bson_error_t *error)
    return true;
 }
 
+/* The lease timings must leave room for one missed renewal before the local deadline. */
+static bool
+check_group(const relay_config_t *cfg, bson_error_t *error)
+{
+   if (cfg->lease_margin_ms >= cfg->lease_ttl_ms) {
+      bson_set_error(error, 0, 0, "lease-margin-ms (%d) must be less than lease-ttl-ms (%d)",
+                     cfg->lease_margin_ms, cfg->lease_ttl_ms);
+      return false;
+   }
+   if (2 * cfg->lease_renew_ms >= cfg->lease_ttl_ms - cfg->lease_margin_ms) {
+      bson_set_error(error, 0, 0,
+                     "lease-renew-ms (%d) must be less than half of lease-ttl-ms - "
+                     "lease-margin-ms (%d - %d), so that one missed renewal costs nothing",
+                     cfg->lease_renew_ms, cfg->lease_ttl_ms, cfg->lease_margin_ms);
+      return false;
+   }
+   return true;
+}
+
 bool
 _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
 {
+   if (!cfg->lease_collection) {
+      cfg->lease_collection = bson_strdup(cfg->state_collection);
+   }
+   cfg->client_id_from_name = !cfg->client_id;
    if (!cfg->client_id) {
       cfg->client_id = bson_strdup(cfg->name);
    }
@@ -137,5 +160,5 @@ _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
       return false;
    }
    return (cfg->mongodb_only || check_mqtt(cfg, error)) && check_fields(cfg, error) &&
-          check_flow(cfg, error);
+          check_flow(cfg, error) && check_group(cfg, error);
 }

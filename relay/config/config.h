@@ -44,8 +44,9 @@ typedef struct relay_config_t {
    char *source_template; /* CloudEvents "source": "/{db}/{collection}"; same placeholders */
    int qos;               /* 0, 1 (default) or 2 */
    int mqtt_version;      /* 5 (default) or 4 (3.1.1) */
-   char *name;            /* relay name, "outbox-relay": keys the state document */
-   char *client_id;       /* MQTT client id; defaults to name */
+   char *name;            /* relay name, "outbox-relay": relays with one name form a group */
+   char *client_id;       /* MQTT client id; defaults to name (see client_id_from_name) */
+   bool client_id_from_name; /* not given: each process connects as "<name>-<8 hex>" */
    relay_payload_mode_t payload_mode;
    char *mqtt_ca_file;   /* PEM CA bundle; NULL = system default store */
    char *mqtt_cert_file; /* client certificate (PEM) */
@@ -77,6 +78,13 @@ typedef struct relay_config_t {
    int reconnect_min_ms;       /* 100 */
    int reconnect_max_ms;       /* 10000 */
    int pending_scan_interval_ms; /* 30000: count stored pending events and dead letters; 0 off */
+
+   /* Groups (relays with the same name share the partitions through leases). */
+   int partitions;        /* 32: fixed for a group */
+   int lease_ttl_ms;      /* 10000: a lease expires this long after its last renewal */
+   int lease_renew_ms;    /* 2000: how often leases are renewed */
+   int lease_margin_ms;   /* 2000: stop publishing this long before the lease could expire */
+   char *lease_collection; /* NULL: the state collection */
 
    /* Operations. */
    char *metrics_listen; /* "127.0.0.1:9464"; NULL after loading when "" or "off" */

@@ -124,7 +124,11 @@ serve_health(relay_http_t *http, struct MHD_Connection *conn)
    const char *reason = NULL;
    char body[128];
    if (relay_metrics_healthy(http->metrics, &reason)) {
-      return respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3);
+      /* A group member says whether it publishes (owns partitions) or waits as a standby:
+       * both are healthy. */
+      const char *role = relay_metrics_role(http->metrics);
+      int n = snprintf(body, sizeof body, "ok%s%s\n", role ? ": " : "", role ? role : "");
+      return respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", body, (size_t)n);
    }
    int n = snprintf(body, sizeof body, "%s\n", reason);
    return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body,

@@ -18,6 +18,9 @@ struct relay_metrics_t {
    pthread_mutex_t name_mutex;
    char *name;
    relay_series_t *series; /* set once at start-up */
+   void (*render)(void *ctx, bson_string_t *out); /* guarded by name_mutex */
+   void *render_ctx;
+   _Atomic(const char *) role;
 };
 
 typedef struct {
@@ -37,6 +40,10 @@ static const metric_desc_t counter_descs[RELAY_M_COUNTER_COUNT_] = {
    {"outbox_relay_mongodb_reconnects_total", "Change streams re-opened after a MongoDB error."},
    {"outbox_relay_resumes_total", "Change streams resumed from a stored resume token."},
    {"outbox_relay_sweeps_total", "Full scans for pending events (no usable resume token)."},
+   {"outbox_relay_lease_acquisitions_total", "Partition leases this member acquired."},
+   {"outbox_relay_lease_losses_total",
+    "Partition leases this member lost (expired and taken by another member)."},
+   {"outbox_relay_lease_handoffs_total", "Partition leases this member handed to another."},
 };
 
 static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
@@ -49,7 +56,10 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_change_stream_lag_seconds",
     "Time between a change's commit and the relay reading it, for the latest change."},
    {"outbox_relay_mqtt_connected", "1 when connected to the MQTT broker, else 0."},
-   {"outbox_relay_mongodb_connected", "1 when the change stream is open, else 0."},
+   {"outbox_relay_mongodb_connected",
+    "1 when the change stream is open (a standby: when its leases are renewed), else 0."},
+   {"outbox_relay_partitions_owned", "Partition leases this member holds."},
+   {"outbox_relay_group_members", "Live members of this relay's group, as it last counted."},
    {"outbox_relay_mongodb_writes_refused",
     "1 while MongoDB refuses the relay's writes (13 Unauthorized or authentication): "
     "publishing is paused."},
@@ -68,6 +78,7 @@ relay_metrics_new(void)
       atomic_init(&m->gauges[i], 0.0);
    }
    pthread_mutex_init(&m->name_mutex, NULL);
+   atomic_init(&m->role, NULL);
    return m;
 }
 
@@ -189,6 +200,44 @@ render_info(const relay_metrics_t *metrics, bson_string_t *out)
 }
 
 void
+relay_metrics_set_renderer(relay_metrics_t *metrics, void (*render)(void *ctx, bson_string_t *out),
+                           void *ctx)
+{
+   if (!metrics) {
+      return;
+   }
+   pthread_mutex_lock(&metrics->name_mutex);
+   metrics->render = render;
+   metrics->render_ctx = ctx;
+   pthread_mutex_unlock(&metrics->name_mutex);
+}
+
+void
+relay_metrics_set_role(relay_metrics_t *metrics, const char *role)
+{
+   if (metrics) {
+      atomic_store(&metrics->role, role);
+   }
+}
+
+const char *
+relay_metrics_role(const relay_metrics_t *metrics)
+{
+   return metrics ? atomic_load(&((relay_metrics_t *)metrics)->role) : NULL;
+}
+
+static void
+render_extra(const relay_metrics_t *metrics, bson_string_t *out)
+{
+   pthread_mutex_t *mutex = (pthread_mutex_t *)&metrics->name_mutex;
+   pthread_mutex_lock(mutex);
+   if (metrics->render) {
+      metrics->render(metrics->render_ctx, out);
+   }
+   pthread_mutex_unlock(mutex);
+}
+
+void
 relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out)
 {
    if (!metrics) {
@@ -209,6 +258,7 @@ relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out)
       bson_string_append_c(out, '\n');
    }
    relay_series_render(metrics->series, out);
+   render_extra(metrics, out);
 }
 
 bool

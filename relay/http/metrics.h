@@ -29,6 +29,9 @@ typedef enum {
    RELAY_M_MONGODB_RECONNECTS, /* outbox_relay_mongodb_reconnects_total: stream re-opened */
    RELAY_M_RESUMES,           /* outbox_relay_resumes_total: stream resumed from a token */
    RELAY_M_SWEEPS,            /* outbox_relay_sweeps_total: full scans for pending events */
+   RELAY_M_LEASE_ACQUISITIONS, /* outbox_relay_lease_acquisitions_total */
+   RELAY_M_LEASE_LOSSES,      /* outbox_relay_lease_losses_total: taken by another member */
+   RELAY_M_LEASE_HANDOFFS,    /* outbox_relay_lease_handoffs_total: handed to another member */
    RELAY_M_COUNTER_COUNT_,
 } relay_counter_t;
 
@@ -41,6 +44,8 @@ typedef enum {
    RELAY_G_STREAM_LAG_S,        /* outbox_relay_change_stream_lag_seconds: now - clusterTime */
    RELAY_G_MQTT_CONNECTED,      /* outbox_relay_mqtt_connected: 1 or 0 */
    RELAY_G_MONGODB_CONNECTED,   /* outbox_relay_mongodb_connected: 1 or 0 */
+   RELAY_G_PARTITIONS_OWNED,    /* outbox_relay_partitions_owned: leases this member holds */
+   RELAY_G_GROUP_MEMBERS,       /* outbox_relay_group_members: live members it counts */
    RELAY_G_MONGODB_WRITES_REFUSED, /* outbox_relay_mongodb_writes_refused: 1 while refused */
    RELAY_G_PENDING_SCAN_S,      /* outbox_relay_pending_scan_seconds: the last scan's duration */
    RELAY_G_GAUGE_COUNT_,
@@ -82,6 +87,22 @@ relay_metrics_set_collections(relay_metrics_t *metrics, char *const *names, size
 /* The per-collection series, NULL before relay_metrics_set_collections(). */
 relay_series_t *
 relay_metrics_series(relay_metrics_t *metrics);
+
+/* Metrics kept elsewhere (labelled series, histograms): @render(@ctx, out) is called at the
+ * end of every relay_metrics_render(), from the HTTP thread. Set it to NULL before @ctx goes
+ * away; the call waits for a render in progress. */
+void
+relay_metrics_set_renderer(relay_metrics_t *metrics, void (*render)(void *ctx, bson_string_t *out),
+                           void *ctx);
+
+/* The member's role in its group for /healthz: "active" (owns partitions), "standby", or
+ * NULL (not said). A static string. */
+void
+relay_metrics_set_role(relay_metrics_t *metrics, const char *role);
+
+/* The role set last, or NULL. */
+const char *
+relay_metrics_role(const relay_metrics_t *metrics);
 
 /* Appends all metrics in the Prometheus text exposition format (version 0.0.4) to @out:
  * "# HELP", "# TYPE" and one sample line per metric. */

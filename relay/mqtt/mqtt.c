@@ -250,7 +250,7 @@ on_disconnected(void *context, MQTTAsync_successData *resp)
 }
 
 relay_mqtt_t *
-relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error)
+relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *error)
 {
    relay_mqtt_t *m = bson_malloc0(sizeof *m);
    MQTTAsync_createOptions copts = MQTTAsync_createOptions_initializer;
@@ -265,8 +265,7 @@ relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error)
    /* Room for the whole window plus slack; never deleteOldestMessages (drops silently). */
    copts.maxBufferedMessages = cfg->inflight_window * 2 + 100;
    copts.sendWhileDisconnected = 0;
-   rc = MQTTAsync_createWithOptions(&m->client, cfg->mqtt_uri,
-                                    cfg->client_id ? cfg->client_id : cfg->name,
+   rc = MQTTAsync_createWithOptions(&m->client, cfg->mqtt_uri, client_id,
                                     MQTTCLIENT_PERSISTENCE_NONE, NULL, &copts);
    if (rc != MQTTASYNC_SUCCESS) {
       bson_set_error(error, 0, (uint32_t)-rc, "cannot create the MQTT client for '%s': %s",

@@ -51,9 +51,11 @@ typedef struct {
    size_t n_user_props;           /* number of pairs, RELAY_MQTT_MAX_USER_PROPS at most */
 } relay_mqtt_message_t;
 
-/* Creates the client (not connected yet). Returns NULL and fills @error on a bad URI or
- * options. @cfg is borrowed for the lifetime of the client. */
-relay_mqtt_t *relay_mqtt_new(const relay_config_t *cfg, bson_error_t *error);
+/* Creates the client (not connected yet) with client identifier @client_id (copied by paho).
+ * Returns NULL and fills @error on a bad URI or options. @cfg is borrowed for the lifetime of
+ * the client. */
+relay_mqtt_t *relay_mqtt_new(const relay_config_t *cfg, const char *client_id,
+                             bson_error_t *error);
 
 /* Starts a connect attempt; its outcome arrives as CONNECTED or CONNECT_FAILED. Afterwards
  * paho reconnects by itself when the connection is lost. */

@@ -9,6 +9,7 @@
 
 #include <MQTTAsync.h>
 
+#include "group/gate.h"
 #include "util/log.h"
 #include "relay-private.h"
 #include "mqtt/render.h"
@@ -23,7 +24,7 @@ relay_publish_init(relay_t *r, bson_error_t *error)
 {
    size_t n = (size_t)r->cfg->inflight_window;
 
-   r->mqtt = relay_mqtt_new(r->cfg, error);
+   r->mqtt = relay_mqtt_new(r->cfg, r->group.client_id, error);
    if (!r->mqtt) {
       return false;
    }
@@ -150,11 +151,21 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
    return rc;
 }
 
+/* Queues the in-flight event of @e again, to be sent at @retry_at, unless its partition went
+ * to another member meanwhile (then it is left pending for that one). */
+static void
+retry_later(relay_t *r, relay_entity_t *e, int64_t retry_at)
+{
+   if (relay_gate_keep_failed(r, e)) {
+      relay_table_failed(&r->table, e, retry_at);
+   }
+}
+
 static void
 publish_failed(relay_t *r, relay_entity_t *e, int64_t now)
 {
    int delay = relay_backoff_next(r->cfg, &r->publish_backoff_ms);
-   relay_table_failed(&r->table, e, now + delay);
+   retry_later(r, e, now + delay);
    relay_metrics_add(r->metrics, RELAY_M_PUBLISH_FAILURES, 1);
 }
 
@@ -187,6 +198,9 @@ relay_publish_dispatch(relay_t *r, int64_t now)
 
       if (!e) {
          break;
+      }
+      if (!relay_gate_admit(r, e)) {
+         continue; /* parked until its partition's lease allows it */
       }
       slot = r->free_slots[--r->n_free];
       r->gen++;
@@ -290,8 +304,9 @@ abandon_inflight(relay_t *r, int64_t now)
    for (int i = 0; i < r->cfg->inflight_window; i++) {
       relay_slot_t *s = &r->slots[i];
       if (s->entity) {
-         relay_table_failed(&r->table, s->entity, now);
+         relay_entity_t *e = s->entity;
          release(r, s);
+         retry_later(r, e, now);
       }
    }
 }

@@ -101,71 +101,6 @@ relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg, b
 }
 
 bool
-relay_store_load_checkpoint(mongoc_collection_t *state, const char *name, bson_t *token,
-                            bson_error_t *error)
-{
-   bson_t filter = BSON_INITIALIZER;
-   mongoc_cursor_t *cursor;
-   const bson_t *doc;
-   bson_iter_t it;
-   bool found = false;
-
-   BSON_APPEND_UTF8(&filter, "_id", name);
-   cursor = mongoc_collection_find_with_opts(state, &filter, NULL, NULL);
-   if (mongoc_cursor_next(cursor, &doc) && bson_iter_init_find(&it, doc, "token") &&
-       BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      uint32_t len;
-      const uint8_t *buf;
-      bson_iter_document(&it, &len, &buf);
-      found = bson_init_static(token, buf, len);
-      if (found) {
-         bson_t copy;
-         bson_copy_to(token, &copy);
-         bson_steal(token, &copy);
-      }
-   }
-   if (!mongoc_cursor_error(cursor, error)) {
-      memset(error, 0, sizeof *error);
-   } else {
-      found = false;
-   }
-   mongoc_cursor_destroy(cursor);
-   bson_destroy(&filter);
-   return found;
-}
-
-bool
-relay_store_save_checkpoint(mongoc_collection_t *state, const char *name, const bson_t *token,
-                            bson_error_t *error)
-{
-   bson_t filter = BSON_INITIALIZER, update = BSON_INITIALIZER, set, opts = BSON_INITIALIZER;
-   bool ok;
-
-   BSON_APPEND_UTF8(&filter, "_id", name);
-   BSON_APPEND_DOCUMENT_BEGIN(&update, "$set", &set);
-   BSON_APPEND_DOCUMENT(&set, "token", token);
-   bson_append_now_utc(&set, "updatedAt", -1);
-   bson_append_document_end(&update, &set);
-   BSON_APPEND_BOOL(&opts, "upsert", true);
-   ok = mongoc_collection_update_one(state, &filter, &update, &opts, NULL, error);
-   bson_destroy(&filter);
-   bson_destroy(&update);
-   bson_destroy(&opts);
-   return ok;
-}
-
-bool
-relay_store_drop_checkpoint(mongoc_collection_t *state, const char *name, bson_error_t *error)
-{
-   bson_t filter = BSON_INITIALIZER;
-   bool ok;
-   BSON_APPEND_UTF8(&filter, "_id", name);
-   ok = mongoc_collection_delete_one(state, &filter, NULL, NULL, error);
-   bson_destroy(&filter);
-   return ok;
-}
-
-bool
 relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error)
 {
    bson_t cmd = BSON_INITIALIZER, reply;
@@ -225,6 +160,13 @@ relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
 mongoc_cursor_t *
 relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg, bool hint)
 {
+   return relay_store_sweep_cursor_in(coll, cfg, hint, NULL, 0);
+}
+
+mongoc_cursor_t *
+relay_store_sweep_cursor_in(mongoc_collection_t *coll, const relay_config_t *cfg, bool hint,
+                            const relay_partset_t *parts, int n)
+{
    bson_t filter = BSON_INITIALIZER, cond, opts = BSON_INITIALIZER, proj;
    char *first = bson_strdup_printf("%s.0", cfg->events_field);
    mongoc_cursor_t *cursor;
@@ -232,6 +174,9 @@ relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg, b
    BSON_APPEND_DOCUMENT_BEGIN(&filter, first, &cond);
    BSON_APPEND_BOOL(&cond, "$exists", true);
    bson_append_document_end(&filter, &cond);
+   if (parts) {
+      relay_partition_append_sweep_filter(parts, n, &filter);
+   }
    if (hint) {
       BSON_APPEND_UTF8(&opts, "hint", "outbox_pending");
    }

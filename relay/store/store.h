@@ -1,8 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The relay's MongoDB round-trips other than the change stream: the pending index, the
- * checkpoint document, the cluster time, and reading one entity. Main thread only.
+ * The relay's MongoDB round-trips other than the change stream and the group's documents
+ * (group/lease-store.h): the pending index, the cluster time, the sweep and reading one
+ * entity. Main thread only.
  */
 #ifndef RELAY_STORE_H
 #define RELAY_STORE_H
@@ -14,6 +15,7 @@
 #include <mongoc/mongoc.h>
 
 #include "config/config.h"
+#include "group/partition.h"
 
 /* Replies are bounded: without a batch size one may be up to 16 MiB, and mongoc holds a
  * reply twice while a cursor iterates it (two thirds of the relay's peak memory were cursor
@@ -54,18 +56,6 @@ int relay_ts_cmp(relay_ts_t a, relay_ts_t b);
 bool relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg,
                               bson_error_t *error);
 
-/* Loads the checkpointed resume token of relay @name into @token (initialised by the call
- * when found). Returns false with error->code 0 if there is none, or with the error. */
-bool relay_store_load_checkpoint(mongoc_collection_t *state, const char *name, bson_t *token,
-                                 bson_error_t *error);
-
-/* Upserts {_id: name, token, updatedAt}. */
-bool relay_store_save_checkpoint(mongoc_collection_t *state, const char *name, const bson_t *token,
-                                 bson_error_t *error);
-
-/* Removes relay @name's checkpoint (used when its token is gone for good). */
-bool relay_store_drop_checkpoint(mongoc_collection_t *state, const char *name, bson_error_t *error);
-
 /* The server's current operation time (from a ping): a point no later than any write that
  * starts after this call returns. */
 bool relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error);
@@ -79,6 +69,11 @@ bool relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cf
  * exists. Never NULL; check mongoc_cursor_error(). */
 mongoc_cursor_t *relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg,
                                           bool hint);
+
+/* The same, for the entities in partitions @parts of @n only (partition.h: by their hashed
+ * _id, computed by the server). @parts NULL: every entity. */
+mongoc_cursor_t *relay_store_sweep_cursor_in(mongoc_collection_t *coll, const relay_config_t *cfg,
+                                             bool hint, const relay_partset_t *parts, int n);
 
 /* Sizes the sweep cursor's next reply after reading @doc (see RELAY_SWEEP_REPLY_BYTES). */
 void relay_store_sweep_pace(mongoc_cursor_t *cursor, const bson_t *doc);

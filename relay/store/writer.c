@@ -2,7 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Writes back to MongoDB: clearing acknowledged events, moving poison events to the dead
- * letters, and saving the checkpoint.
+ * letters, and handing the checkpoint to the lease thread (group/lease.h), which saves it in
+ * the partitions' leases.
  *
  * The clear of one entity is
  *    update({_id: X}, {$pull: {<events>: {id: {$in: [acknowledged ids]}}}})
@@ -262,7 +263,6 @@ relay_writer_flush(relay_t *r, int64_t now, bool force)
 void
 relay_writer_checkpoint(relay_t *r, int64_t now, bool force)
 {
-   bson_error_t error;
    bson_t *token;
 
    if (!force && (now - r->last_checkpoint_ms < r->cfg->checkpoint_interval_ms ||
@@ -274,12 +274,7 @@ relay_writer_checkpoint(relay_t *r, int64_t now, bool force)
    if (!token) {
       return;
    }
-   if (!relay_store_save_checkpoint(r->state, r->cfg->name, token, &error)) {
-      write_failed(r, "saving the checkpoint", &error);
-      r->table.checkpoint_changed = true; /* try again next time */
-      r->write_retry_at_ms = now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
-   } else {
-      write_succeeded(r);
-   }
+   /* The lease thread stores it in the leases it is valid for (fenced by their epochs). */
+   relay_group_checkpoint(r, token);
    bson_destroy(token);
 }

@@ -1,8 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The main thread's side of the change stream: where to start (checkpoint or sweep), turning
- * change events into buffered events, and the sweep.
+ * The main thread's side of the change stream: where it starts (relay_changes_open(), asked
+ * by the group when this member gets its first partitions), and turning change events of
+ * owned partitions into buffered events. The sweep is in sweep.c.
  *
  * Replays: after a restart from the checkpoint, or after a sweep, the stream first replays
  * changes whose events may already have been published and cleared (by this relay before it
@@ -12,7 +13,6 @@
  * up to its eventSeq is done. So a restart re-publishes only what was never cleared.
  */
 #include <string.h>
-#include <sysexits.h>
 
 #include "util/log.h"
 #include "relay-private.h"
@@ -118,9 +118,10 @@ read_int(const bson_t *doc, const char *key)
    return 0;
 }
 
-/* Takes the pending events of a document read from the collection (sweep or read). */
+/* Takes the pending events of a document read from the collection (sweep or read) of an
+ * entity in partition @part. */
 static void
-sync_doc(relay_t *r, int coll, const bson_t *doc, relay_pos_t *pos)
+take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos)
 {
    bson_iter_t it;
    relay_entity_t *e;
@@ -130,6 +131,7 @@ sync_doc(relay_t *r, int coll, const bson_t *doc, relay_pos_t *pos)
       return;
    }
    e = relay_table_add(&r->table, coll, bson_iter_value(&it));
+   e->part = part;
    if (bson_iter_init_find(&it, doc, r->cfg->events_field)) {
       offer_array(r, e, &it, pos, true);
    }
@@ -143,9 +145,27 @@ sync_doc(relay_t *r, int coll, const bson_t *doc, relay_pos_t *pos)
    }
 }
 
+void
+relay_changes_sync_doc(relay_t *r, int coll, const relay_partset_t *parts, const bson_t *doc,
+                       relay_pos_t *pos)
+{
+   bson_iter_t it;
+   int part;
+
+   if (!bson_iter_init_find(&it, doc, "_id")) {
+      return;
+   }
+   part = relay_group_part_of(r, bson_iter_value(&it));
+   /* A sweep without the server's filter reads every pending document; another member's
+    * partitions are not ours to publish. */
+   if (relay_partset_has(parts, part) && relay_group_takes(r, part)) {
+      take_doc(r, coll, part, doc, pos);
+   }
+}
+
 /* Reads one entity and takes its pending events. False if the read failed. */
 static bool
-read_sync(relay_t *r, int coll, const bson_value_t *id, relay_pos_t *pos)
+read_sync(relay_t *r, int coll, int part, const bson_value_t *id, relay_pos_t *pos)
 {
    bson_t doc;
    bson_error_t error;
@@ -157,7 +177,7 @@ read_sync(relay_t *r, int coll, const bson_value_t *id, relay_pos_t *pos)
       relay_log(RELAY_LOG_WARNING, "stream", "reading an entity failed: %s", error.message);
       return false;
    }
-   sync_doc(r, coll, &doc, pos);
+   take_doc(r, coll, part, &doc, pos);
    bson_destroy(&doc);
    return true;
 }
@@ -297,8 +317,8 @@ apply_event(relay_t *r, const bson_t *doc)
 {
    change_fields_t f;
    relay_pos_t *pos;
-   relay_entity_t *e;
-   int coll;
+   relay_entity_t *e = NULL;
+   int coll, part = -1;
 
    if (!parse_change(doc, &f)) {
       relay_log(RELAY_LOG_WARNING, "stream", "ignoring a change event without _id or type");
@@ -314,19 +334,27 @@ apply_event(relay_t *r, const bson_t *doc)
    if (r->verifying && relay_ts_cmp(f.ts, r->verify_until) > 0) {
       end_verify(r);
    }
+   relay_group_stream_at(r, &f.ts);
    /* No token yet: if the read below fails, the checkpoint must not move past this change. */
    pos = relay_table_pos_push(&r->table, NULL, f.wall_ms);
    if (coll >= 0 && f.id.value_type != BSON_TYPE_EOD) {
       e = relay_table_find(&r->table, coll, &f.id);
-      if (!e && r->verifying) {
-         if (!read_sync(r, coll, &f.id, pos)) {
+      part = e ? e->part : relay_group_part_of(r, &f.id);
+   }
+   /* Changes of other members' partitions only move the position. An entity seen for the
+    * first time while replaying, or in a partition that is still being swept, is read from
+    * its document: what is pending there is the truth, the change may be older. */
+   if (part >= 0 && relay_group_takes(r, part)) {
+      if (!e && (r->verifying || relay_group_fresh(r, part))) {
+         if (!read_sync(r, coll, part, &f.id, pos)) {
             return false;
          }
       } else {
          if (!e) {
             e = relay_table_add(&r->table, coll, &f.id);
+            e->part = part;
          }
-         if (!take_from_change(r, e, f.op, doc, pos) && !read_sync(r, coll, &f.id, pos)) {
+         if (!take_from_change(r, e, f.op, doc, pos) && !read_sync(r, coll, part, &f.id, pos)) {
             return false;
          }
       }
@@ -335,98 +363,6 @@ apply_event(relay_t *r, const bson_t *doc)
    pos->token = bson_copy(&f.token);
    relay_table_pos_settle(&r->table);
    return true;
-}
-
-static void
-begin_sweep(relay_t *r, int64_t now)
-{
-   bson_error_t error;
-
-   if (!relay_store_operation_time(r->client, &r->sweep_start, &error)) {
-      relay_log(RELAY_LOG_WARNING, "sweep", "cannot start a sweep: %s", error.message);
-      r->sweep_retry_at_ms = now + relay_backoff_next(r->cfg, &r->sweep_backoff_ms);
-      r->sweeping = true; /* sweep_pos NULL: begin again when due */
-      return;
-   }
-   relay_log(RELAY_LOG_INFO, "sweep", "sweeping for pending events (no usable resume token)");
-   relay_metrics_add(r->metrics, RELAY_M_SWEEPS, 1);
-   /* Old positions belong to a stream that cannot be resumed: forget them. The sweep's own
-    * position holds one extra reference until the sweep ends, so it outlives its events. */
-   relay_table_pos_reset(&r->table);
-   r->sweep_pos = relay_table_pos_push(&r->table, NULL, 0);
-   r->sweep_pos->remaining++;
-   /* Events still buffered from the old stream come "before" the new one too: until they
-    * are cleared, no checkpoint of the new stream may be saved. */
-   relay_table_pos_adopt(&r->table, r->sweep_pos);
-   r->sweeping = true;
-   r->sweep_coll = 0;
-   r->sweep_hint = true;
-   r->verifying = false;
-}
-
-static void
-finish_sweep(relay_t *r)
-{
-   r->sweep_pos->remaining--;
-   r->sweep_pos = NULL;
-   r->sweeping = false;
-   r->sweep_backoff_ms = 0;
-   relay_table_pos_settle(&r->table);
-   relay_log(RELAY_LOG_INFO, "sweep", "sweep done; %zu events pending; watching from before it",
-             r->table.buffered);
-   relay_reader_start(r->reader, NULL, &r->sweep_start);
-}
-
-/* Backpressure: read more only below both buffer bounds. Checked before each document or
- * change, so one of them (however large) always gets in. */
-static bool
-buffer_has_room(const relay_t *r)
-{
-   return r->table.buffered < (size_t)r->cfg->max_buffered_events &&
-          r->table.buffered_bytes < r->cfg->max_buffered_bytes;
-}
-
-static void
-sweep_step(relay_t *r, int64_t now)
-{
-   const bson_t *doc;
-   bson_error_t error;
-
-   if (now < r->sweep_retry_at_ms) {
-      return;
-   }
-   if (!r->sweep_pos) {
-      begin_sweep(r, now);
-      return;
-   }
-   for (int n = 0; n < 200 && buffer_has_room(r); n++) {
-      if (!r->sweep_cursor) {
-         r->sweep_cursor = relay_store_sweep_cursor(r->colls[r->sweep_coll], r->cfg, r->sweep_hint);
-      }
-      if (mongoc_cursor_next(r->sweep_cursor, &doc)) {
-         relay_store_sweep_pace(r->sweep_cursor, doc);
-         sync_doc(r, (int)r->sweep_coll, doc, r->sweep_pos);
-         continue;
-      }
-      if (mongoc_cursor_error(r->sweep_cursor, &error)) {
-         relay_log(r->sweep_hint ? RELAY_LOG_DEBUG : RELAY_LOG_WARNING, "sweep",
-                   "sweep query failed%s: %s", r->sweep_hint ? " with the index hint" : "",
-                   error.message);
-         if (!r->sweep_hint) {
-            r->sweep_retry_at_ms = now + relay_backoff_next(r->cfg, &r->sweep_backoff_ms);
-         }
-         r->sweep_hint = false; /* index missing or not usable: scan (correct, slower) */
-         mongoc_cursor_destroy(r->sweep_cursor);
-         r->sweep_cursor = NULL;
-         return;
-      }
-      mongoc_cursor_destroy(r->sweep_cursor);
-      r->sweep_cursor = NULL;
-      if (++r->sweep_coll == r->cfg->n_collections) {
-         finish_sweep(r);
-         return;
-      }
-   }
 }
 
 static void
@@ -443,61 +379,65 @@ ensure_indexes(relay_t *r)
    }
 }
 
-/* The first read failed. A refusal of the credentials before the relay ever worked will not
- * fix itself: stop with EX_NOPERM so the operator sees it at once. Anything else (the server
- * is down, TLS fails) is retried with backoff and logged once until it works. */
-static void
-start_failed(relay_t *r, const bson_error_t *error, int64_t now)
+bool
+relay_changes_has_room(const relay_t *r)
 {
-   bool auth = error->domain == MONGOC_ERROR_CLIENT &&
-               error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
-   relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 0.0);
-   if (auth) {
-      /* mongoc passes on the server's answer to the SASL conversation as is (e.g. "no such
-       * command: 'saslStart'"): say that it was the authentication that failed. */
-      relay_log(RELAY_LOG_ERROR, "stream",
-                "MongoDB authentication failed (%s): check the user, password, authSource "
-                "and authMechanism of --mongodb-uri; exiting with status %d",
-                error->message, EX_NOPERM);
-      r->exit_code = EX_NOPERM;
-      relay_request_stop(r);
-      return;
-   }
-   relay_log(r->sweep_backoff_ms == 0 ? RELAY_LOG_WARNING : RELAY_LOG_DEBUG, "stream",
-             "MongoDB: %s%s", error->message,
-             r->sweep_backoff_ms == 0 ? " (retrying with backoff; logged again when it works)"
-                                      : "");
-   r->sweep_retry_at_ms = now + relay_backoff_next(r->cfg, &r->sweep_backoff_ms);
+   return r->table.buffered < (size_t)r->cfg->max_buffered_events &&
+          r->table.buffered_bytes < r->cfg->max_buffered_bytes;
 }
 
 void
-relay_changes_start(relay_t *r, int64_t now)
+relay_changes_open(relay_t *r, const bson_t *token, const relay_partset_t *unswept)
 {
-   bson_t token;
-   bson_error_t error;
+   relay_pos_t *base;
 
-   if (now < r->sweep_retry_at_ms) {
-      return;
-   }
-   if (relay_store_load_checkpoint(r->state, r->cfg->name, &token, &error)) {
-      ensure_indexes(r);
-      relay_log(RELAY_LOG_INFO, "stream", "%sresuming from the checkpoint of '%s'",
-                r->sweep_backoff_ms ? "MongoDB answers; " : "", r->cfg->name);
-      r->sweep_backoff_ms = 0;
-      relay_reader_start(r->reader, &token, NULL);
-      bson_destroy(&token);
-      r->started = true;
-      return;
-   }
-   if (error.code != 0) {
-      start_failed(r, &error, now);
-      return;
-   }
    ensure_indexes(r);
-   relay_log(RELAY_LOG_INFO, "stream", "no checkpoint for '%s'", r->cfg->name);
+   /* Positions of an earlier stream mean nothing for this one. Events still buffered from it
+    * come "before" it: no checkpoint of the new stream is saved before they are cleared. */
+   relay_table_pos_reset(&r->table);
+   base = relay_table_pos_marker(&r->table);
+   relay_table_pos_adopt(&r->table, base);
    r->started = true;
-   r->sweep_backoff_ms = 0;
-   begin_sweep(r, now);
+   r->stream_gen = UINT64_MAX; /* nothing queued before this start is applied */
+   if (token) {
+      /* Partitions resumed from their checkpoints: a token after the base is valid for them.
+       * Those that came without one wait for their own sweep's marker. */
+      relay_partset_t resumed = r->group.active;
+      for (int p = 0; p < r->group.n; p++) {
+         if (relay_partset_has(unswept, p)) {
+            relay_partset_remove(&resumed, p);
+         }
+      }
+      relay_group_sweep_began(r, &resumed, base);
+      relay_log(RELAY_LOG_INFO, "stream", "resuming from the checkpoint of '%s'", r->cfg->name);
+      r->stream_gen = relay_reader_start(r->reader, token, NULL);
+      for (int p = 0; p < r->group.n; p++) {
+         if (relay_partset_has(unswept, p)) {
+            relay_sweep_request(r, p);
+         }
+      }
+   } else {
+      relay_log(RELAY_LOG_INFO, "stream", "no checkpoint for '%s'", r->cfg->name);
+      relay_sweep_request_full(r);
+   }
+   relay_table_pos_release(&r->table, base);
+}
+
+void
+relay_changes_close(relay_t *r)
+{
+   relay_change_t *c;
+
+   relay_reader_stop(r->reader);
+   r->started = false;
+   r->stream_gen = UINT64_MAX;
+   relay_change_free(r->held);
+   r->held = NULL;
+   while ((c = relay_reader_pop(r->reader))) {
+      relay_change_free(c);
+   }
+   relay_sweep_abort(r);
+   end_verify(r);
 }
 
 static void
@@ -507,14 +447,19 @@ on_opened(relay_t *r, const relay_change_t *c)
    r->verifying = true;
    r->verify_until = c->ts;
    relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 1.0);
-   if (c->code) {
+   if (c->code == 2 && r->stream_opened_once) {
+      /* Reopened for another set of partitions: not a reconnect. */
+      relay_log(RELAY_LOG_DEBUG, "stream", "change stream reopened for new partitions");
+      return;
+   }
+   if (c->code == 1) {
       relay_metrics_add(r->metrics, RELAY_M_RESUMES, 1);
    }
    if (r->stream_opened_once) {
       relay_metrics_add(r->metrics, RELAY_M_MONGODB_RECONNECTS, 1);
    }
    r->stream_opened_once = true;
-   relay_log(RELAY_LOG_INFO, "stream", "change stream open%s", c->code ? " (resumed)" : "");
+   relay_log(RELAY_LOG_INFO, "stream", "change stream open%s", c->code == 1 ? " (resumed)" : "");
 }
 
 /* Applies one queued change; false if it has to be retried. */
@@ -529,6 +474,7 @@ apply(relay_t *r, relay_change_t *c, int64_t now)
       relay_table_pos_settle(&r->table);
       r->stream_lag_ms = 0;
       end_verify(r);
+      relay_group_stream_at(r, NULL);
       return true;
    case RELAY_CHANGE_OPENED:
       on_opened(r, c);
@@ -540,7 +486,8 @@ apply(relay_t *r, relay_change_t *c, int64_t now)
       relay_log(RELAY_LOG_WARNING, "stream",
                 "the change stream cannot resume (code %d): its history is gone", c->code);
       relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 1.0);
-      begin_sweep(r, now);
+      r->stream_gen = UINT64_MAX; /* the sweep starts a new stream */
+      relay_sweep_request_full(r);
       return true;
    }
    return true;
@@ -549,20 +496,20 @@ apply(relay_t *r, relay_change_t *c, int64_t now)
 void
 relay_changes_step(relay_t *r, int64_t now)
 {
+   relay_sweep_step(r, now);
    if (!r->started) {
-      relay_changes_start(r, now);
       return;
    }
-   if (r->sweeping) {
-      sweep_step(r, now);
-      return;
-   }
-   for (int n = 0; n < 256 && buffer_has_room(r); n++) {
+   for (int n = 0; n < 256 && relay_changes_has_room(r); n++) {
       relay_change_t *c = r->held ? r->held : relay_reader_pop(r->reader);
       if (!c || (c == r->held && now < r->held_retry_at_ms)) {
          return;
       }
       r->held = NULL;
+      if (c->gen < r->stream_gen) {
+         relay_change_free(c); /* from a stream this relay has stopped */
+         continue;
+      }
       if (!apply(r, c, now)) {
          r->held = c;
          r->held_retry_at_ms = now + relay_backoff_next(r->cfg, &r->held_backoff_ms);
@@ -578,10 +525,7 @@ relay_changes_cleanup(relay_t *r)
 {
    relay_change_free(r->held);
    r->held = NULL;
-   if (r->sweep_cursor) {
-      mongoc_cursor_destroy(r->sweep_cursor);
-      r->sweep_cursor = NULL;
-   }
+   relay_sweep_abort(r);
    for (size_t i = 0; i < not_array_seen.n; i++) {
       bson_free(not_array_seen.keys[i]);
    }

@@ -37,6 +37,11 @@ struct relay_reader_t {
    bson_t *resume_after;
    bool has_start;
    relay_ts_t start_at;
+   bson_t *last_token; /* the newest position read, for relay_reader_reopen() */
+   bool reopened;      /* the next open is a relay_reader_reopen() */
+   bool filtered;      /* partition stages in the pipeline */
+   relay_partset_t parts;
+   int n_parts;
    void (*wake)(void *);
    void *wake_ctx;
 };
@@ -155,6 +160,7 @@ static void
 push(relay_reader_t *rd, relay_change_t *c)
 {
    pthread_mutex_lock(&rd->lock);
+   c->gen = rd->gen;
    if (rd->tail) {
       rd->tail->next = c;
    } else {
@@ -244,13 +250,29 @@ report_lost(relay_reader_t *rd, uint64_t gen, int code)
    push(rd, c);
 }
 
+/* Remembers the newest position read (under the lock: relay_reader_reopen() reads it). */
+static void
+remember(relay_reader_t *rd, const bson_t *token)
+{
+   pthread_mutex_lock(&rd->lock);
+   bson_destroy(rd->last_token);
+   rd->last_token = bson_copy(token);
+   pthread_mutex_unlock(&rd->lock);
+}
+
 static mongoc_change_stream_t *
 open_stream(relay_reader_t *rd, const bson_t *token, const relay_ts_t *start_at)
 {
    bson_t pipeline = BSON_INITIALIZER, opts = BSON_INITIALIZER;
    mongoc_change_stream_t *stream;
+   uint32_t index = 1;
 
    relay_reader_append_match(rd->cfg, &pipeline);
+   pthread_mutex_lock(&rd->lock);
+   if (rd->filtered) {
+      relay_partition_append_stream_stages(&rd->parts, rd->n_parts, &pipeline, &index);
+   }
+   pthread_mutex_unlock(&rd->lock);
    BSON_APPEND_UTF8(&opts, "fullDocument", "default");
    BSON_APPEND_INT64(&opts, "maxAwaitTimeMS", MAX_AWAIT_MS);
    BSON_APPEND_INT32(&opts, "batchSize", RELAY_READ_BATCH_SIZE);
@@ -285,6 +307,7 @@ drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t *
             bson_iter_document(&it, &len, &buf);
             bson_destroy(*token);
             *token = bson_new_from_data(buf, len);
+            remember(rd, *token);
          }
          if (bson_iter_init_find(&it, doc, "operationType") && BSON_ITER_HOLDS_UTF8(&it) &&
              !strcmp(bson_iter_utf8(&it, NULL), "invalidate")) {
@@ -301,6 +324,7 @@ drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t *
             c->token = bson_copy(t);
             bson_destroy(*token);
             *token = bson_copy(t);
+            remember(rd, t);
             push(rd, c);
          }
       }
@@ -310,7 +334,8 @@ drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t *
 
 /* Serves one command until it is superseded or the history is lost. */
 static void
-serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_t start_at)
+serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_t start_at,
+      bool reopened)
 {
    int backoff = 0;
 
@@ -342,7 +367,8 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
       {
          relay_change_t *c = change_new(RELAY_CHANGE_OPENED);
          c->ts = now;
-         c->code = token ? 1 : 0; /* resumed */
+         c->code = reopened ? 2 : token ? 1 : 0; /* asked for, resumed, new */
+         reopened = false;
          push(rd, c);
       }
       backoff = 0;
@@ -369,7 +395,7 @@ run(void *arg)
    while (!rd->stop) {
       uint64_t gen;
       bson_t *token;
-      bool has_start;
+      bool has_start, reopened;
       relay_ts_t start_at;
 
       if (!rd->active) {
@@ -380,8 +406,10 @@ run(void *arg)
       token = rd->resume_after ? bson_copy(rd->resume_after) : NULL;
       has_start = rd->has_start;
       start_at = rd->start_at;
+      reopened = rd->reopened;
+      rd->reopened = false;
       pthread_mutex_unlock(&rd->lock);
-      serve(rd, gen, token, has_start, start_at);
+      serve(rd, gen, token, has_start, start_at, reopened);
       pthread_mutex_lock(&rd->lock);
       if (rd->gen == gen) {
          rd->active = false;
@@ -418,18 +446,60 @@ relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx
    return rd;
 }
 
-void
+uint64_t
 relay_reader_start(relay_reader_t *rd, const bson_t *resume_after, const relay_ts_t *start_at)
 {
+   uint64_t gen;
    pthread_mutex_lock(&rd->lock);
-   rd->gen++;
+   gen = ++rd->gen;
    rd->active = true;
    bson_destroy(rd->resume_after);
    rd->resume_after = resume_after ? bson_copy(resume_after) : NULL;
+   bson_destroy(rd->last_token);
+   rd->last_token = NULL;
    rd->has_start = start_at != NULL;
    if (start_at) {
       rd->start_at = *start_at;
    }
+   pthread_cond_broadcast(&rd->cond);
+   pthread_mutex_unlock(&rd->lock);
+   return gen;
+}
+
+void
+relay_reader_set_partitions(relay_reader_t *rd, const relay_partset_t *parts, int n)
+{
+   pthread_mutex_lock(&rd->lock);
+   rd->filtered = parts != NULL;
+   if (parts) {
+      rd->parts = *parts;
+      rd->n_parts = n;
+   }
+   pthread_mutex_unlock(&rd->lock);
+}
+
+void
+relay_reader_reopen(relay_reader_t *rd)
+{
+   pthread_mutex_lock(&rd->lock);
+   if (rd->active) {
+      rd->gen++;
+      rd->reopened = true;
+      if (rd->last_token) {
+         bson_destroy(rd->resume_after);
+         rd->resume_after = bson_copy(rd->last_token);
+      }
+      pthread_cond_broadcast(&rd->cond);
+   }
+   pthread_mutex_unlock(&rd->lock);
+}
+
+void
+relay_reader_stop(relay_reader_t *rd)
+{
+   pthread_mutex_lock(&rd->lock);
+   rd->gen++;
+   rd->active = false;
    pthread_cond_broadcast(&rd->cond);
    pthread_mutex_unlock(&rd->lock);
 }
@@ -473,6 +543,7 @@ relay_reader_destroy(relay_reader_t *rd)
       relay_change_free(c);
    }
    bson_destroy(rd->resume_after);
+   bson_destroy(rd->last_token);
    mongoc_database_destroy(rd->db);
    mongoc_client_destroy(rd->client);
    pthread_cond_destroy(&rd->cond);

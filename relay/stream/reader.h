@@ -24,12 +24,14 @@
 #include <mongoc/mongoc.h>
 
 #include "config/config.h"
+#include "group/partition.h"
 #include "store/store.h"
 
 typedef enum {
    RELAY_CHANGE_EVENT = 0, /* @doc: one change event */
    RELAY_CHANGE_IDLE,      /* nothing new; @token: the stream's high-water mark */
-   RELAY_CHANGE_OPENED,    /* the stream is open; @ts: the server's time just before */
+   RELAY_CHANGE_OPENED,    /* the stream is open; @ts: the server's time just before; @code
+                            * 0 new, 1 resumed after an error, 2 reopened as asked */
    RELAY_CHANGE_LOST,      /* the resume point is gone (@code): sweep, then start again */
    RELAY_CHANGE_DOWN,      /* the stream failed (@code); the reader retries by itself */
 } relay_change_kind_t;
@@ -40,6 +42,7 @@ typedef struct relay_change_t {
    bson_t *token; /* owned */
    relay_ts_t ts;
    int code;
+   uint64_t gen; /* the relay_reader_start() that produced it */
    struct relay_change_t *next;
 } relay_change_t;
 
@@ -52,8 +55,22 @@ relay_reader_t *relay_reader_new(const relay_config_t *cfg, void (*wake)(void *)
                                  bson_error_t *error);
 
 /* (Re)starts reading: after @resume_after if not NULL, else at @start_at if not NULL, else
- * from now. Any stream open before is closed; changes already queued stay queued. */
-void relay_reader_start(relay_reader_t *rd, const bson_t *resume_after, const relay_ts_t *start_at);
+ * from now. Any stream open before is closed; changes already queued stay queued. Returns the
+ * new generation: changes it produces carry it (and no earlier one). */
+uint64_t relay_reader_start(relay_reader_t *rd, const bson_t *resume_after,
+                            const relay_ts_t *start_at);
+
+/* Keeps only changes of entities in partitions @parts of @n (server-side, by their hashed
+ * _id: partition.h), or every change when @parts is NULL. Takes effect at the next open. */
+void relay_reader_set_partitions(relay_reader_t *rd, const relay_partset_t *parts, int n);
+
+/* Opens the stream again (with the partitions set last), resuming after the newest change it
+ * read, so nothing is skipped; without one, as the last start did. Changes already queued
+ * stay queued and stay valid. */
+void relay_reader_reopen(relay_reader_t *rd);
+
+/* Closes the stream and goes idle until the next start (a standby reads nothing). */
+void relay_reader_stop(relay_reader_t *rd);
 
 /* Takes the oldest queued change (caller frees with relay_change_free()), or NULL. */
 relay_change_t *relay_reader_pop(relay_reader_t *rd);

@@ -168,7 +168,7 @@ relay_table_evict(relay_table_t *t, relay_entity_t *e)
 {
    relay_entity_t **pp;
 
-   if (e->head || e->inflight || e->on_ready || e->on_dirty) {
+   if (e->head || e->inflight || e->on_ready || e->on_dirty || e->parked) {
       return false;
    }
    for (pp = &t->buckets[e->hash % t->nbuckets]; *pp; pp = &(*pp)->hnext) {
@@ -215,8 +215,33 @@ relay_table_pos_push(relay_table_t *t, const bson_t *token, int64_t wall_ms)
       bson_destroy(p->token);
       p->token = bson_copy(token);
    }
+   p->seq = ++t->next_seq; /* a reused tail stands for this newer position */
    p->wall_ms = wall_ms;
    return p;
+}
+
+relay_pos_t *
+relay_table_pos_marker(relay_table_t *t)
+{
+   relay_pos_t *p = bson_malloc0(sizeof *p);
+   p->seq = ++t->next_seq;
+   p->remaining = 1;
+   if (t->pos_tail) {
+      t->pos_tail->next = p;
+   } else {
+      t->pos_head = p;
+   }
+   t->pos_tail = p;
+   return p;
+}
+
+void
+relay_table_pos_release(relay_table_t *t, relay_pos_t *pos)
+{
+   if (pos->remaining > 0) {
+      pos->remaining--;
+   }
+   relay_table_pos_settle(t);
 }
 
 void
@@ -231,6 +256,7 @@ relay_table_pos_settle(relay_table_t *t)
       if (p->token) {
          bson_destroy(t->checkpoint);
          t->checkpoint = p->token;
+         t->checkpoint_seq = p->seq;
          t->checkpoint_changed = true;
       }
       bson_free(p);
@@ -479,6 +505,51 @@ relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason)
    if (first_queued(e)) {
       push_ready(t, e);
    }
+}
+
+void
+relay_table_park(relay_table_t *t, relay_entity_t *e)
+{
+   relay_item_t *it = end_flight(t, e);
+   relay_table_set_state(e, it, RELAY_ITEM_QUEUED);
+   e->parked = true;
+}
+
+void
+relay_table_unpark(relay_table_t *t, relay_entity_t *e)
+{
+   e->parked = false;
+   if (first_queued(e) && !e->inflight) {
+      push_ready(t, e);
+   }
+}
+
+/* last_seq: the highest seq @e still holds (0 if nothing): later events are taken again. */
+static void
+reset_last_seq(relay_entity_t *e)
+{
+   e->last_seq = 0;
+   for (relay_item_t *it = e->head; it; it = it->next) {
+      if (it->ev.seq > e->last_seq) {
+         e->last_seq = it->ev.seq;
+      }
+   }
+}
+
+size_t
+relay_table_drop_queued(relay_table_t *t, relay_entity_t *e)
+{
+   size_t n = relay_table_remove_state(t, e, RELAY_ITEM_QUEUED);
+   reset_last_seq(e);
+   return n;
+}
+
+void
+relay_table_drop_inflight(relay_table_t *t, relay_entity_t *e)
+{
+   relay_item_t *it = end_flight(t, e);
+   relay_table_remove_item(t, e, it);
+   reset_last_seq(e);
 }
 
 relay_entity_t *

@@ -39,6 +39,7 @@ typedef enum {
 
 typedef struct relay_pos_t {
    bson_t *token;      /* owned; NULL for "before the stream" (a sweep) */
+   uint64_t seq;       /* increasing along the FIFO: orders positions (group.c's markers) */
    uint64_t remaining; /* buffered events that came from this position */
    int64_t wall_ms;    /* when the change happened (for the lag gauge), 0 if unknown */
    struct relay_pos_t *next;
@@ -67,7 +68,9 @@ typedef struct relay_entity_t {
    uint32_t n_state[RELAY_ITEM_N_STATES]; /* items per state (saves walking the list) */
    int64_t ready_at_ms; /* after a failure: not before this time */
    bool on_ready, on_dirty;
-   struct relay_entity_t *hnext, *rnext, *dnext;
+   bool parked;         /* its partition may not publish now: on a list of group.c's */
+   int part;            /* its partition (group.c) */
+   struct relay_entity_t *hnext, *rnext, *dnext, *pnext;
 } relay_entity_t;
 
 typedef struct {
@@ -81,7 +84,9 @@ typedef struct {
    relay_entity_t *dirty_head, *dirty_tail;
    relay_pos_t *pos_head, *pos_tail;
    bson_t *checkpoint; /* newest token that may be saved (owned), NULL if none yet */
+   uint64_t checkpoint_seq; /* the seq of the position it came from */
    bool checkpoint_changed;
+   uint64_t next_seq;
 } relay_table_t;
 
 void relay_table_init(relay_table_t *t);
@@ -105,6 +110,14 @@ void relay_table_evict_idle(relay_table_t *t);
 /* Appends a stream position. @token is copied (NULL allowed). Positions with nothing left
  * are merged, so the FIFO never grows beyond the number of buffered events + 1. */
 relay_pos_t *relay_table_pos_push(relay_table_t *t, const bson_t *token, int64_t wall_ms);
+
+/* Appends a new position that is never merged with another (a group's acquisition marker:
+ * the checkpoint passes it only once everything attached to it is done). It starts with one
+ * reference held for the caller, dropped with relay_table_pos_release(). */
+relay_pos_t *relay_table_pos_marker(relay_table_t *t);
+
+/* Drops the caller's reference on @pos and settles. */
+void relay_table_pos_release(relay_table_t *t, relay_pos_t *pos);
 
 /* Pops positions with nothing left from the front and moves the checkpoint candidate. Call
  * after the events of a change event were offered. */
@@ -143,6 +156,21 @@ void relay_table_failed(relay_table_t *t, relay_entity_t *e, int64_t retry_at_ms
 
 /* The in-flight event of @e can never be published: it waits for the dead letters. */
 void relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason);
+
+/* The in-flight event of @e may not be published now (its partition's gate is closed): it is
+ * queued again, first in line, without counting as a failure, and @e is taken off the ready
+ * list and marked parked. relay_table_unpark() offers it again. */
+void relay_table_park(relay_table_t *t, relay_entity_t *e);
+void relay_table_unpark(relay_table_t *t, relay_entity_t *e);
+
+/* Removes @e's queued events (its partition went to another relay: they stay pending in
+ * their document for the new owner) and sets last_seq to the highest seq @e still holds, 0
+ * when it holds nothing. Returns how many were removed. */
+size_t relay_table_drop_queued(relay_table_t *t, relay_entity_t *e);
+
+/* The in-flight event of @e ended without an acknowledgement and its partition is gone:
+ * forget it (it stays pending in its document) instead of queueing it again. */
+void relay_table_drop_inflight(relay_table_t *t, relay_entity_t *e);
 
 /* Pops an entity with acknowledged or poison items to write; NULL if none. */
 relay_entity_t *relay_table_next_dirty(relay_table_t *t);

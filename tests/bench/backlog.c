@@ -216,19 +216,20 @@ bench_entities_insert(mongoc_client_t *c, const char *db, const char *coll, size
 
 /* One append of `per_commit` events as liboutbox sends it: version check in the filter,
  * $inc of version and eventSeq, $push of the events. */
-static size_t
-stream_update(bulk_t *b, size_t e, int64_t round, int per_commit, int64_t first_n,
-              size_t payload)
+static void
+build_append(size_t e, int64_t round, int per_commit, int64_t first_n, size_t payload,
+             bson_t **filter, bson_t *upd)
 {
    char id[32];
+   bson_t inc, push, each, arr;
    bench_entity_id(id, sizeof id, e);
-   bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "version", BCON_INT64(round + 1));
-   bson_t upd = BSON_INITIALIZER, inc, push, each, arr;
-   bson_append_document_begin(&upd, "$inc", 4, &inc);
+   *filter = BCON_NEW("_id", BCON_UTF8(id), "version", BCON_INT64(round + 1));
+   bson_init(upd);
+   bson_append_document_begin(upd, "$inc", 4, &inc);
    BSON_APPEND_INT64(&inc, "version", 1);
    BSON_APPEND_INT64(&inc, "eventSeq", per_commit);
-   bson_append_document_end(&upd, &inc);
-   bson_append_document_begin(&upd, "$push", 5, &push);
+   bson_append_document_end(upd, &inc);
+   bson_append_document_begin(upd, "$push", 5, &push);
    bson_append_document_begin(&push, "events", 6, &each);
    bson_append_array_begin(&each, "$each", 5, &arr);
    for (int j = 0; j < per_commit; j++) {
@@ -239,13 +240,36 @@ stream_update(bulk_t *b, size_t e, int64_t round, int per_commit, int64_t first_
    }
    bson_append_array_end(&each, &arr);
    bson_append_document_end(&push, &each);
-   bson_append_document_end(&upd, &push);
+   bson_append_document_end(upd, &push);
+}
+
+static size_t
+stream_update(bulk_t *b, size_t e, int64_t round, int per_commit, int64_t first_n,
+              size_t payload)
+{
+   bson_t *filter, upd;
+   build_append(e, round, per_commit, first_n, payload, &filter, &upd);
    mongoc_bulk_operation_update_one(bulk_get(b), filter, &upd, false);
    b->updates++;
    size_t bytes = upd.len;
    bson_destroy(&upd);
    bson_destroy(filter);
    return bytes;
+}
+
+bool
+bench_append_one(mongoc_collection_t *col, size_t e, int64_t round, int64_t n, size_t payload)
+{
+   bson_t *filter, upd;
+   bson_error_t err;
+   build_append(e, round, 1, n, payload, &filter, &upd);
+   bool ok = mongoc_collection_update_one(col, filter, &upd, NULL, NULL, &err);
+   if (!ok) {
+      fprintf(stderr, "outbox-bench: append: %s\n", err.message);
+   }
+   bson_destroy(&upd);
+   bson_destroy(filter);
+   return ok;
 }
 
 bool

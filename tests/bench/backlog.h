@@ -49,6 +49,11 @@ bool bench_entities_insert(mongoc_client_t *c, const char *db, const char *coll,
 bool bench_stream_write(mongoc_client_t *c, const char *db, const char *coll,
                         bench_layout_t *l, int per_commit, size_t payload, int64_t base);
 
+/* Appends event number `n` to entity `e` (made by bench_entities_insert) as its
+ * (round + 1)-th event, in one update guarded by the version, as liboutbox would. */
+bool bench_append_one(mongoc_collection_t *col, size_t e, int64_t round, int64_t n,
+                      size_t payload);
+
 /* 1 when some document in the collection still has pending events, 0 when none, -1 on error. */
 int bench_pending_any(mongoc_client_t *c, const char *db, const char *coll);
 

@@ -101,6 +101,24 @@ typedef struct {
    double avg_msg_bytes;
 } bench_baseline_t;
 
+/* Relay groups (group.c): failover after kill -9 and the drain rate of 1, 2, 4 members. */
+#define BENCH_MAX_KILLS 16
+typedef struct {
+   bool ok;
+   int kills, ttl_ms, renew_ms, margin_ms;
+   double failover_s[BENCH_MAX_KILLS]; /* kill -9 -> first message of an orphaned partition */
+   double p50_s, max_s;
+} bench_failover_t;
+
+typedef struct {
+   bool ok;
+   int members;
+   size_t events;
+   double seconds, msgs_per_s;
+   double cpu_s[4];          /* each member's CPU over the drain */
+   double cpu_us_per_event;  /* all members' CPU / events */
+} bench_group_drain_t;
+
 typedef struct {
    char machine[256];
    char mongodb[200], mqtt[200]; /* addresses without credentials */
@@ -115,6 +133,9 @@ typedef struct {
    bench_baseline_t scale_base[BENCH_MAX_SCALE];
    bench_drain_t scale[BENCH_MAX_SCALE];
    int n_scale;
+   bench_failover_t failover;
+   bench_group_drain_t group[3]; /* 1, 2 and 4 members */
+   int n_group;
    bool failed;            /* some measurement could not complete or lost events */
    char failure[512];
 } bench_results_t;
@@ -154,6 +175,10 @@ void bench_signals_init(void);
 /* Starts the relay on db.coll with the given window; its output goes to workdir/log_name. */
 pid_t bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
                         int window, const char *log_name);
+/* The same with more arguments (a NULL-terminated list, e.g. lease timings). Relays started
+ * on the same collection share their name: they form a group. */
+pid_t bench_relay_start_with(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
+                             int window, const char *log_name, const char *const *extra);
 void bench_relay_log_remove(const bench_servers_t *s, const char *log_name);
 
 /* procstat.c: 0 on failure, so a missing process reads as "no data", never as a crash. */

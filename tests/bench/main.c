@@ -180,6 +180,12 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
    if (relay && bench_part_enabled(o, "scale")) {
       run_scaling(o, s, c, sub, r);
    }
+#ifdef BENCH_GROUP
+   if (relay && bench_part_enabled(o, "group") && o->mode != BENCH_SMOKE) {
+      bench_group_failover(o, s, c, sub, r);
+      bench_group_drain(o, s, c, sub, r);
+   }
+#endif
    if (!relay) {
       fprintf(stderr, "outbox-bench: no --relay given: drain, steady and scaling skipped\n");
    }

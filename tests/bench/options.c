@@ -27,7 +27,7 @@ usage(FILE *out)
       "  --mongod PATH       test-mongod executable\n"
       "  --mosquitto PATH    mosquitto executable (default /usr/sbin/mosquitto)\n"
       "  --json FILE         also write the figures as JSON\n"
-      "  --only LIST         comma list of: baseline,drain,steady,lib,scale\n"
+      "  --only LIST         comma list of: baseline,drain,steady,lib,scale,group\n"
       "  --events N          drain backlog size\n"
       "  --entities A,B      entity counts of the two drains (default 1000,100000)\n"
       "  --payload BYTES     event data size (default 200)\n"

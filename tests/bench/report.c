@@ -165,6 +165,42 @@ print_scale(const bench_results_t *r)
    }
 }
 
+static void
+print_group(const bench_results_t *r)
+{
+   const bench_failover_t *f = &r->failover;
+   if (f->kills) {
+      printf("\nRelay group failover (2 members, lease ttl %d ms, renew %d ms, margin %d ms)\n",
+             f->ttl_ms, f->renew_ms, f->margin_ms);
+      printf("  kill -9 -> first message of an orphaned partition over %d kills: p50 %.2f s, "
+             "max %.2f s%s\n",
+             f->kills, f->p50_s, f->max_s, f->ok ? "" : "  INCOMPLETE");
+   }
+   if (!r->n_group) {
+      return;
+   }
+   printf("\nRelay group drain (events written live to a settled group)\n");
+   printf("  %7s %9s %10s %14s  %s\n", "members", "events", "ev/s", "CPU us/event", "CPU s per member");
+   for (int i = 0; i < r->n_group; i++) {
+      const bench_group_drain_t *g = &r->group[i];
+      printf("  %7d %9zu %10.0f %14.1f  ", g->members, g->events, g->msgs_per_s,
+             g->cpu_us_per_event);
+      for (int m = 0; m < g->members; m++) {
+         printf("%s%.2f", m ? " " : "", g->cpu_s[m]);
+      }
+      printf("%s\n", g->ok ? "" : "  INCOMPLETE");
+   }
+   if (r->group[0].ok && r->group[0].cpu_us_per_event > 0) {
+      /* One member per core, each at its own CPU cost: a projection, not a measurement. */
+      printf("  this machine's cores are shared by every member, MongoDB and the broker: more "
+             "members cannot drain faster here.\n"
+             "  projection (not measured): with a core per member and MongoDB and the broker "
+             "not saturated,\n  k members drain about k x %.0f ev/s (one member's rate here; "
+             "its CPU alone would allow %.0f ev/s)\n",
+             r->group[0].msgs_per_s, 1e6 / r->group[0].cpu_us_per_event);
+   }
+}
+
 void
 bench_report_print(const bench_opts_t *o, const bench_results_t *r)
 {
@@ -204,6 +240,7 @@ bench_report_print(const bench_opts_t *o, const bench_results_t *r)
    print_steady(r);
    print_lib(r);
    print_scale(r);
+   print_group(r);
    if (r->failed) {
       printf("\nFAILED: %s\n", r->failure);
    }
@@ -280,6 +317,14 @@ json_lists(FILE *f, const bench_results_t *r)
               i ? "," : "", d->window, d->events_per_commit, d->payload, d->events,
               d->msgs_per_s, d->baseline_msgs_per_s, d->ok ? "true" : "false");
    }
+   fprintf(f, "],\n  \"group\": [");
+   for (int i = 0; i < r->n_group; i++) {
+      const bench_group_drain_t *g = &r->group[i];
+      fprintf(f, "%s\n    {\"members\": %d, \"events\": %zu, \"msgs_per_s\": %.1f, "
+                 "\"cpu_us_per_event\": %.2f, \"ok\": %s}",
+              i ? "," : "", g->members, g->events, g->msgs_per_s, g->cpu_us_per_event,
+              g->ok ? "true" : "false");
+   }
    fprintf(f, "],\n");
 }
 
@@ -320,6 +365,8 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
         fmax(r->drain_few.relay.hwm_mib, r->drain_many.relay.hwm_mib),
         r->drain_few.events || r->drain_many.events);
    jnum(f, "lib_overhead_mean_pct", lib_overhead_mean_pct(r), r->n_lib > 0);
+   jnum(f, "failover_p50_s", r->failover.p50_s, r->failover.ok);
+   jnum(f, "failover_max_s", r->failover.max_s, r->failover.ok);
    json_lists(f, r);
    jstr(f, "failure", r->failure);
    fprintf(f, "  \"ok\": %s\n}\n", r->failed ? "false" : "true");

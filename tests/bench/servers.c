@@ -307,6 +307,13 @@ pid_t
 bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
                   int window, const char *log_name)
 {
+   return bench_relay_start_with(o, s, coll, window, log_name, NULL);
+}
+
+pid_t
+bench_relay_start_with(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
+                       int window, const char *log_name, const char *const *extra)
+{
    char window_s[16], name[96], log[256], metrics[32];
    snprintf(window_s, sizeof window_s, "%d", window);
    snprintf(name, sizeof name, "bench-%s", coll);
@@ -335,6 +342,9 @@ bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *c
    }
    for (int i = 0; i < o->n_relay_args; i++) {
       argv[n++] = o->relay_args[i];
+   }
+   for (int i = 0; extra && extra[i] && n < 63; i++) {
+      argv[n++] = extra[i];
    }
    argv[n] = NULL;
    return bench_spawn(argv, log);

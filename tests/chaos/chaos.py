@@ -24,6 +24,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chaoslib as cl  # noqa: E402
 import badinput  # noqa: E402
+import groups  # noqa: E402
 import longform  # noqa: E402
 
 from chaoslib import Env, check, sizes, expect_clean  # noqa: E402
@@ -83,8 +84,9 @@ FAILPOINTS = {
                          "appName": "outbox-relay-stream"}, {"times": 2}),
     "clear_dropped": ({"failCommands": ["update"], "closeConnection": True,
                        "appName": "outbox-relay-clear"}, {"times": 3}),
+    # Checkpoints are written with the lease renewals, by the lease thread.
     "checkpoint_dropped": ({"failCommands": ["update"], "closeConnection": True,
-                            "appName": "outbox-relay"}, {"times": 3}),
+                            "appName": "outbox-relay-lease"}, {"times": 3}),
     "clear_error": ({"failCommands": ["update"], "errorCode": 91,
                      "appName": "outbox-relay-clear"}, {"times": 2}),
     "slow_getmore": ({"failCommands": ["getMore"], "blockConnection": True, "blockTimeMS": 700,
@@ -92,7 +94,7 @@ FAILPOINTS = {
     "slow_clear": ({"failCommands": ["update"], "blockConnection": True, "blockTimeMS": 700,
                     "appName": "outbox-relay-clear"}, {"times": 4}),
     "slow_checkpoint": ({"failCommands": ["update"], "blockConnection": True,
-                         "blockTimeMS": 1500, "appName": "outbox-relay"}, {"times": 2}),
+                         "blockTimeMS": 1500, "appName": "outbox-relay-lease"}, {"times": 2}),
 }
 
 
@@ -240,7 +242,7 @@ FAULT_SCENARIOS = [
     scenario_relay_kill9, scenario_broker_restart, scenario_mongo_faults,
     scenario_history_loss, scenario_writer_kill, scenario_two_relays,
     scenario_multi_collection,
-] + MONGO_SCENARIOS
+] + MONGO_SCENARIOS + groups.SCENARIOS
 
 # Scenarios that pass against the current relay, run by `meson test --suite chaos`. The
 # others are in FINDINGS.md; `chaos.py --all` runs everything.
@@ -248,7 +250,7 @@ CI_SCENARIOS = [
     "relay_kill9", "broker_restart", "mongo_getmore_dropped", "mongo_clear_dropped",
     "mongo_checkpoint_dropped", "mongo_clear_error", "mongo_slow_getmore", "mongo_slow_clear",
     "mongo_slow_checkpoint", "history_loss", "writer_kill", "two_relays", "multi_collection",
-] + badinput.CI_SCENARIOS
+] + badinput.CI_SCENARIOS + groups.CI_SCENARIOS
 
 
 def all_scenarios():
@@ -280,7 +282,8 @@ def main():
     if opts.scenarios:
         names = opts.scenarios
     elif opts.long:
-        names = ["relay_kill9", "broker_restart", "mongo_faults", "writer_kill", "huge_event"]
+        names = ["relay_kill9", "broker_restart", "mongo_faults", "writer_kill", "huge_event",
+                 "group"]
     elif opts.all:
         names = list(table)
     else:

@@ -123,8 +123,7 @@ def _special(op, arg, actual, entities, path, root):
         match(entities.get(arg), actual, entities, root=root, path=path)
         return
     if op == "$$sessionLsid":
-        lsid = entities.get(arg).session_id
-        match(lsid, actual, entities, root=False, path=path)
+        match(entities.session_lsid(arg), actual, entities, root=False, path=path)
         return
     if op == "$$lte":
         if not (is_number(actual) and actual <= arg):

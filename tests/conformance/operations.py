@@ -7,6 +7,7 @@ import time
 
 import pymongo
 from pymongo import monitoring
+from pymongo.client_session import ClientSession, TransactionOptions, _TxnState
 from pymongo.collection import ReturnDocument
 from pymongo.errors import BulkWriteError
 from pymongo.operations import (DeleteMany, DeleteOne, InsertOne, ReplaceOne, UpdateMany,
@@ -99,20 +100,40 @@ def _read_preference(doc):
     return make_read_preference(mode, doc.get("tagSets"), doc.get("maxStalenessSeconds", -1))
 
 
-def _coll_db_options(doc):
+# Unified-format options and the pymongo keyword arguments they become.
+OPTION_KWARGS = {"readConcern": ("read_concern", _read_concern),
+                 "writeConcern": ("write_concern", _write_concern),
+                 "readPreference": ("read_preference", _read_preference),
+                 "maxCommitTimeMS": ("max_commit_time_ms", lambda v: v)}
+
+
+def _options(doc, allowed, what):
     kw = {}
     for key, value in (doc or {}).items():
-        if key == "readConcern":
-            kw["read_concern"] = _read_concern(value)
-        elif key == "writeConcern":
-            kw["write_concern"] = _write_concern(value)
-        elif key == "readPreference":
-            kw["read_preference"] = _read_preference(value)
-        elif key == "timeoutMS":
+        if key == "timeoutMS":
             raise DriverCannot("pymongo 3.11 has no `timeoutMS` (client-side operation timeout)")
-        else:
-            raise RunnerError("unsupported collection/database option %s" % key)
+        if key not in allowed:
+            raise RunnerError("unsupported %s option %s" % (what, key))
+        name, convert = OPTION_KWARGS[key]
+        kw[name] = convert(value)
     return kw
+
+
+def _coll_db_options(doc):
+    return _options(doc, ("readConcern", "writeConcern", "readPreference"),
+                    "collection/database")
+
+
+def _txn_options(doc):
+    """TransactionOptions (startTransaction, withTransaction, defaultTransactionOptions)."""
+    return _options(doc, ("readConcern", "writeConcern", "readPreference", "maxCommitTimeMS"),
+                    "transaction")
+
+
+# pymongo's session states as the unified format names them.
+TXN_STATES = {_TxnState.NONE: "none", _TxnState.STARTING: "starting",
+              _TxnState.IN_PROGRESS: "in_progress", _TxnState.COMMITTED: "committed",
+              _TxnState.COMMITTED_EMPTY: "committed", _TxnState.ABORTED: "aborted"}
 
 
 class Entities(dict):
@@ -120,6 +141,12 @@ class Entities(dict):
         super().__init__()
         self.runner = runner
         self.listeners = {}
+        self.lsids = {}  # session entity -> its lsid, still known after endSession
+
+    def session_lsid(self, name):
+        if name not in self.lsids:
+            raise RunnerError("%r is not a session entity" % name)
+        return self.lsids[name]
 
     def get(self, name, kind=None):
         if name not in self:
@@ -175,9 +202,14 @@ class Entities(dict):
         kw = {}
         if "causalConsistency" in so:
             kw["causal_consistency"] = so.pop("causalConsistency")
+        if "defaultTransactionOptions" in so:
+            kw["default_transaction_options"] = TransactionOptions(
+                **_txn_options(so.pop("defaultTransactionOptions")))
         if so:
             raise DriverCannot("pymongo 3.11 session options %s not supported" % sorted(so))
-        self.add(opts["id"], client.start_session(**kw))
+        session = client.start_session(**kw)
+        self.add(opts["id"], session)
+        self.lsids[opts["id"]] = session.session_id
 
     def close(self):
         for listener in self.listeners.values():
@@ -352,8 +384,35 @@ def run_operation(runner, entities, op):
     name = op["name"]
     obj = entities.get(op["object"])
     a = Args(name, op.get("arguments"), entities)
+    if isinstance(obj, ClientSession):
+        return _session_operation(runner, entities, obj, name, a)
     result = _dispatch(runner, entities, obj, name, a)
     return result
+
+
+def _session_operation(runner, entities, session, name, a):
+    if name == "startTransaction":
+        kw = _txn_options(a.args)
+        a.args.clear()
+        session.start_transaction(**kw)
+        return None
+    if name in ("commitTransaction", "abortTransaction", "endSession"):
+        a.done()
+        {"commitTransaction": session.commit_transaction,
+         "abortTransaction": session.abort_transaction,
+         "endSession": session.end_session}[name]()
+        return None
+    if name == "withTransaction":
+        callback_ops = a.pop("callback", required=True)
+        kw = _txn_options(a.args)
+        a.args.clear()
+
+        def callback(_session):
+            for op in callback_ops:
+                runner.run_one(entities, op, None, propagate=True)
+        session.with_transaction(callback, **kw)
+        return None
+    raise RunnerError("operation %s not supported on a session" % name)
 
 
 def _dispatch(runner, entities, obj, name, a):  # noqa: C901 - one table of operations

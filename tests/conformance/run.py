@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs MongoDB's unified-format spec tests (CRUD, change streams) against a server.
+"""Runs MongoDB's unified-format spec tests (CRUD, change streams, transactions).
 
 usage: run.py [-k SUBSTRING] [-v] [FILE.json ...]
 
@@ -27,7 +27,7 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SUPPORTED_SCHEMA = (1, 7)
+SUPPORTED_SCHEMA = (1, 9)
 TEST_TIMEOUT_S = 60
 
 
@@ -51,8 +51,8 @@ except ImportError as exc:  # pragma: no cover
 
 sys.path.insert(0, HERE)
 from matching import MatchError, exact_equal, match  # noqa: E402
-from operations import (DriverCannot, Entities, RunnerError, bulk_error_result,  # noqa: E402
-                        run_operation)
+from operations import (TXN_STATES, DriverCannot, Entities, RunnerError,  # noqa: E402
+                        bulk_error_result, run_operation)
 
 
 class Skip(Exception):
@@ -71,7 +71,9 @@ def version_tuple(text):
 class Runner:
     def __init__(self, uri):
         self.uri = uri
-        self.client_defaults = {"serverSelectionTimeoutMS": 10000}
+        # A failpoint's shutdown error (no topologyVersion, as from mongod) marks the server
+        # Unknown until the next streaming hello, heartbeatFrequencyMS later: keep it short.
+        self.client_defaults = {"serverSelectionTimeoutMS": 10000, "heartbeatFrequencyMS": 500}
         self.internal = pymongo.MongoClient(uri, **self.client_defaults)
         build = self.internal.admin.command("buildInfo")
         self.version_text = build.get("version", "?")
@@ -88,6 +90,7 @@ class Runner:
         self.serverless = os.environ.get("OUTBOX_SPEC_SERVERLESS", "") in ("1", "true")
         self.auth = bool(pymongo.uri_parser.parse_uri(uri).get("username"))
         self.params = {}
+        self.failpoints = []
 
     # -- runOnRequirements -------------------------------------------------------------
     def unmet(self, req):
@@ -172,9 +175,10 @@ class Runner:
             if reason:
                 raise Skip(reason)
         prescan_driver_limits(test)
+        self.kill_all_sessions()
         self.setup_data(spec.get("initialData"))
         entities = Entities(self)
-        failpoints = []
+        failpoints = self.failpoints = []
         ops = test["operations"]
         try:
             entities.create(spec.get("createEntities", []),
@@ -196,6 +200,14 @@ class Runner:
             self.disable_failpoints(failpoints)
             entities.close()
 
+    def kill_all_sessions(self):
+        """Ends transactions a failed test left open (they would block its collections)."""
+        try:
+            self.internal.admin.command({"killAllSessions": []})
+        except OperationFailure as exc:
+            if exc.code not in (11601, 13):
+                raise
+
     def disable_failpoints(self, failpoints):
         for client, name in failpoints:
             for c in (client, self.internal):
@@ -205,9 +217,11 @@ class Runner:
                 except PyMongoError:
                     continue
 
-    def run_one(self, entities, op, failpoints):
+    def run_one(self, entities, op, failpoints, propagate=False):
+        """Runs one operation and checks its expectations. `propagate` (operations of a
+        withTransaction callback): an error is raised again once checked."""
         if op["object"] == "testRunner":
-            self.special(entities, op, failpoints)
+            self.special(entities, op, self.failpoints if failpoints is None else failpoints)
             return
         expect_error = op.get("expectError")
         try:
@@ -220,12 +234,13 @@ class Runner:
             if "must not start with '$'" in str(err) or "must not contain '.'" in str(err):
                 raise DriverCannot("pymongo 3.11 refuses to send field names that start "
                                    "with '$' or contain '.'")
-            if op.get("ignoreResultAndError"):
-                return
-            if expect_error is None:
-                raise AssertionError("unexpected error %s: %s" % (type(err).__name__,
-                                                                   describe_error(err)))
-            check_error(expect_error, err, entities)
+            if not op.get("ignoreResultAndError"):
+                if expect_error is None:
+                    raise AssertionError("unexpected error %s: %s" % (type(err).__name__,
+                                                                       describe_error(err)))
+                check_error(expect_error, err, entities)
+            if propagate:
+                raise
             return
         if op.get("ignoreResultAndError"):
             return
@@ -263,15 +278,70 @@ class Runner:
             names = [ix["name"] for ix in coll.list_indexes()]
             if (args["indexName"] in names) != (name == "assertIndexExists"):
                 raise AssertionError("%s %s" % (name, args["indexName"]))
+        elif name == "targetedFailPoint":
+            # One server, no mongos to pin to: the session's own client sets the fail point.
+            client = entities.get(args["session"]).client
+            client.admin.command(args["failPoint"])
+            failpoints.append((client, args["failPoint"]["configureFailPoint"]))
+        elif name == "createEntities":
+            entities.create(args["entities"], False)
+        else:
+            self.session_assertion(entities, name, args)
+
+    def session_assertion(self, entities, name, args):
+        session = entities.get(args.get("session")) if "session" in args else None
+        if name == "assertSessionTransactionState":
+            state = TXN_STATES.get(session._transaction.state)
+            if state != args["state"]:
+                raise AssertionError("session %s is in transaction state %s, expected %s" % (
+                    args["session"], state, args["state"]))
+        elif name in ("assertSessionPinned", "assertSessionUnpinned"):
+            # Sessions are pinned to a mongos only; a replica set never pins one.
+            if name == "assertSessionPinned":
+                raise AssertionError("session %s is not pinned (not a sharded cluster)"
+                                     % args["session"])
+        elif name in ("assertSessionDirty", "assertSessionNotDirty"):
+            dirty = bool(session._server_session.dirty)
+            if dirty != (name == "assertSessionDirty"):
+                raise AssertionError("%s: session %s dirty=%s" % (name, args["session"], dirty))
+        elif name in ("assertSameLsidOnLastTwoCommands",
+                      "assertDifferentLsidOnLastTwoCommands"):
+            started = [e for kind, e in entities.listeners[args["client"]].events
+                       if kind == "commandStartedEvent"]
+            if len(started) < 2:
+                raise AssertionError("%s: fewer than two commands observed" % name)
+            same = started[-1].command.get("lsid") == started[-2].command.get("lsid")
+            if same != (name == "assertSameLsidOnLastTwoCommands"):
+                raise AssertionError("%s: lsids %s and %s" % (
+                    name, started[-2].command.get("lsid"), started[-1].command.get("lsid")))
         else:
             raise RunnerError("special operation %s not implemented" % name)
 
 
+WRITE_COMMANDS = ("insert", "update", "delete", "findAndModify")
+
+
+def starts_transaction(cmd):
+    return cmd.get("startTransaction") is True
+
+
 def prescan_driver_limits(test):
     """Test expectations that pymongo 3.11's own command construction cannot meet."""
+    for op in test.get("operations", []):
+        data = op.get("arguments", {}).get("failPoint", {}).get("data", {})
+        if "writeConcernError" in data and data.get("errorLabels"):
+            raise DriverCannot("pymongo 3.11 reads the errorLabels of a reply with a "
+                               "writeConcernError only inside that document; mongod puts them "
+                               "at the reply's top level (later pymongo merges them)")
     for exp in test.get("expectEvents", []):
         for ev in exp.get("events", []):
             cmd = ev.get("commandStartedEvent", {}).get("command", {})
+            rc = cmd.get("readConcern")
+            if (any(w in cmd for w in WRITE_COMMANDS) and not starts_transaction(cmd) and
+                    isinstance(rc, dict) and "afterClusterTime" in rc):
+                raise DriverCannot("pymongo 3.11 does not send readConcern.afterClusterTime "
+                                   "on writes outside transactions in causally consistent "
+                                   "sessions (DRIVERS-3274, 2025)")
             if "getMore" in cmd and "comment" in cmd:
                 raise DriverCannot("pymongo 3.11 does not send `comment` on getMore "
                                    "(only on the initial command)")
@@ -410,7 +480,8 @@ def on_alarm(signum, frame):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("files", nargs="*", help="spec test files (default: crud, change-streams)")
+    ap.add_argument("files", nargs="*", help="spec test files (default: crud, change-streams, "
+                                             "transactions)")
     ap.add_argument("-k", dest="pattern", help="only tests whose 'file: description' "
                                                "contains this text")
     ap.add_argument("-v", dest="verbose", action="store_true", help="tracebacks on failure")
@@ -424,7 +495,8 @@ def main():
             skip_all("spec tests not found at %s (set OUTBOX_SPEC_TESTS or provide "
                      "../shared/mongodb-spec-tests)" % os.path.normpath(spec_dir))
         files = sorted(glob.glob(os.path.join(spec_dir, "crud", "*.json")) +
-                       glob.glob(os.path.join(spec_dir, "change-streams", "*.json")))
+                       glob.glob(os.path.join(spec_dir, "change-streams", "*.json")) +
+                       glob.glob(os.path.join(spec_dir, "transactions", "*.json")))
         if not files:
             skip_all("no JSON tests under %s" % spec_dir)
     uri = os.environ.get("OUTBOX_TEST_MONGODB_URI")

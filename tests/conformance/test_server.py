@@ -6,8 +6,8 @@ usage: test_server.py [TestClass | TestClass.test_name ...]
 What MongoDB's spec tests barely cover: $push/$pull on arrays of documents, $elemMatch,
 $size, $exists, positional updates, duplicate keys, the 16 MiB limits, updateDescription
 shapes seen through watch(), resuming (tokens, startAfter, startAtOperationTime, across a
-forced disconnect), ChangeStreamHistoryLost, failpoints, concurrent and slow clients and
-malformed wire messages. Every assertion is what MongoDB 6.0 does, so the same file passes
+forced disconnect), ChangeStreamHistoryLost, failpoints, transactions, concurrent and slow
+clients and malformed wire messages. Every assertion is what MongoDB 6.0 does, so the same file passes
 against `mongod --replSet rs0 --setParameter enableTestCommands=1` (set
 OUTBOX_TEST_MONGODB_URI). Prints `server-pymongo: N passed, N failed, N skipped`.
 
@@ -481,10 +481,11 @@ from test_server_faults import (BadInput, Concurrency, FailPoints,  # noqa: E402
 from test_server_expressions import RelayGroupExpressions  # noqa: E402
 import test_server_compat  # noqa: E402
 from test_server_compat import *  # noqa: E402,F401,F403 (so Class.test names resolve)
+from test_server_txn import TransactionRules, Transactions  # noqa: E402
 
 ALL = [Topology, Replies, ArrayUpdates, Queries, WriteLimits, ChangeStreamShapes, Resume,
-       OutboxPatterns, HistoryLoss, FailPoints, RetryableWrites, Concurrency, BadInput,
-       RelayGroupExpressions] + test_server_compat.COMPAT
+       OutboxPatterns, HistoryLoss, FailPoints, RetryableWrites, Transactions,
+       TransactionRules, Concurrency, BadInput, RelayGroupExpressions] + test_server_compat.COMPAT
 
 
 def main(argv):

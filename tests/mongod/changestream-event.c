@@ -50,11 +50,11 @@ op_name(md_op_t op)
 }
 
 static void
-append_id(bson_t *ev, md_ts_t ts, unsigned index)
+append_id(bson_t *ev, md_ts_t ts, uint32_t index, unsigned kind)
 {
    char token[MD_TOKEN_LEN + 1];
    bson_t id;
-   md_token_format(token, ts, index, MD_TOKEN_EVENT);
+   md_token_format(token, ts, index, kind);
    bson_append_document_begin(ev, "_id", 3, &id);
    BSON_APPEND_UTF8(&id, "_data", token);
    bson_append_document_end(ev, &id);
@@ -162,7 +162,12 @@ md_cs_make_event(const md_changestream_t *cs, const md_oplog_entry_t *e, md_stor
       return NULL;
    }
    bson_t *ev = bson_new();
-   append_id(ev, e->ts, 0);
+   if (e->lsid) {
+      /* As 6.0 builds a transaction's events: these two fields first. */
+      BSON_APPEND_INT64(ev, "txnNumber", e->txn_number);
+      BSON_APPEND_DOCUMENT(ev, "lsid", e->lsid);
+   }
+   append_id(ev, e->ts, e->txn_index, MD_TOKEN_EVENT);
    BSON_APPEND_UTF8(ev, "operationType", op_name(e->op));
    bson_append_timestamp(ev, "clusterTime", -1, e->ts.t, e->ts.i);
    BSON_APPEND_DATE_TIME(ev, "wallTime", e->wall_ms);
@@ -188,10 +193,10 @@ md_cs_make_event(const md_changestream_t *cs, const md_oplog_entry_t *e, md_stor
 }
 
 bson_t *
-md_cs_make_invalidate(md_ts_t ts, int64_t wall_ms)
+md_cs_make_invalidate(md_ts_t ts, uint32_t index, int64_t wall_ms)
 {
    bson_t *ev = bson_new();
-   append_id(ev, ts, MD_TOKEN_INDEX_INVALIDATE);
+   append_id(ev, ts, index, MD_TOKEN_INVALIDATE);
    BSON_APPEND_UTF8(ev, "operationType", "invalidate");
    bson_append_timestamp(ev, "clusterTime", -1, ts.t, ts.i);
    BSON_APPEND_DATE_TIME(ev, "wallTime", wall_ms);

@@ -21,6 +21,7 @@ struct _md_changestream_t {
    uint64_t next_seq;
    bool pending_invalidate; /* an invalidate is due (batch ended between the two events) */
    md_ts_t invalidate_ts;
+   uint32_t invalidate_index;
    bool finished;
 };
 
@@ -32,7 +33,7 @@ bson_t *
 md_cs_make_event(const md_changestream_t *cs, const md_oplog_entry_t *e, md_store_t *store,
                  bson_error_t *error);
 bson_t *
-md_cs_make_invalidate(md_ts_t ts, int64_t wall_ms);
+md_cs_make_invalidate(md_ts_t ts, uint32_t index, int64_t wall_ms);
 /* Runs the user's stages on one event (taken over). Returns false on error; *out is NULL if
  * the stages filtered the event out. */
 bool

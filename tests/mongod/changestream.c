@@ -65,13 +65,27 @@ parse_mode(const bson_iter_t *it, bool before, int *mode, bson_error_t *error)
                                  "valid value.", s, bson_iter_key(it));
 }
 
-/* Whether this stream emits the event (index 0) or the invalidate that `e` stands for. */
+/* The sequence number of the entry a token names: (ts, index), or UINT64_MAX. */
+static uint64_t
+find_entry(const md_oplog_t *log, md_ts_t ts, uint32_t index)
+{
+   md_oplog_entry_t *e;
+   for (uint64_t seq = md_oplog_seek(log, ts, true);
+        (e = md_oplog_at(log, seq)) && md_ts_cmp(e->ts, ts) == 0; seq++) {
+      if (e->txn_index == index) {
+         return seq;
+      }
+   }
+   return UINT64_MAX;
+}
+
+/* Whether this stream emits the event or the invalidate (`kind`) that `e` stands for. */
 static bool
-stream_produced(const md_changestream_t *cs, const md_oplog_entry_t *e, unsigned index)
+stream_produced(const md_changestream_t *cs, const md_oplog_entry_t *e, unsigned kind)
 {
    bool invalidates;
    bool emits = md_cs_relevant(cs, e, &invalidates);
-   return index == MD_TOKEN_INDEX_INVALIDATE ? invalidates : emits;
+   return kind == MD_TOKEN_INVALIDATE ? invalidates : emits;
 }
 
 /* Positions the stream after a resume token. Like mongod's check that the resumed stream
@@ -83,30 +97,30 @@ seek_token(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bool s
 {
    bson_iter_t sub;
    md_ts_t ts;
-   unsigned index, kind;
+   uint32_t index;
+   unsigned kind;
    if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &sub) ||
        !bson_iter_find(&sub, "_data") || !BSON_ITER_HOLDS_UTF8(&sub) ||
-       !md_token_parse(bson_iter_utf8(&sub, NULL), &ts, &index, &kind)) {
+       !md_token_parse(bson_iter_utf8(&sub, NULL), &ts, &index, &kind) ||
+       (kind != MD_TOKEN_EVENT && kind != MD_TOKEN_INVALIDATE && kind != MD_TOKEN_HWM)) {
       return tm_error_set(error, 260, "Bad resume token: _data of unexpected format");
    }
    if ((log->lost && md_ts_cmp(ts, log->lost_ts) < 0) || md_ts_cmp(ts, log->start) < 0) {
       goto lost;
    }
    if (kind == MD_TOKEN_HWM) {
-      cs->next_seq = md_oplog_seek(log, ts, false);
+      cs->next_seq = md_oplog_seek_after(log, ts, index);
       return true;
    }
-   uint64_t seq = md_oplog_seek(log, ts, true);
-   md_oplog_entry_t *e = md_oplog_at(log, seq);
-   if (!e || md_ts_cmp(e->ts, ts) != 0 || !stream_produced(cs, e, index)) {
+   uint64_t seq = find_entry(log, ts, index);
+   if (seq == UINT64_MAX || !stream_produced(cs, md_oplog_at(log, seq), kind)) {
       if (log->lost && md_ts_cmp(ts, log->lost_ts) <= 0) {
          goto lost;
       }
       return tm_error_set(error, 280, "cannot resume stream; the resume token was not found. "
                                       "{_data: \"%s\"}", bson_iter_utf8(&sub, NULL));
    }
-
-   if (index == MD_TOKEN_INDEX_INVALIDATE && !start_after) {
+   if (kind == MD_TOKEN_INVALIDATE && !start_after) {
       return tm_error_set(error, 260, "Attempting to resume a change stream using "
                                       "'resumeAfter' is not allowed from an invalidate "
                                       "notification.");
@@ -245,7 +259,7 @@ emit_invalidate(md_changestream_t *cs, batch_t *b, int64_t wall_ms, bson_error_t
    bson_t *out;
    cs->pending_invalidate = false;
    cs->finished = true;
-   if (!md_cs_transform(cs, md_cs_make_invalidate(cs->invalidate_ts, wall_ms), &out, error)) {
+   if (!md_cs_transform(cs, md_cs_make_invalidate(cs->invalidate_ts, cs->invalidate_index, wall_ms), &out, error)) {
       return false;
    }
    if (out) {
@@ -280,6 +294,7 @@ scan(md_changestream_t *cs, md_oplog_t *log, md_store_t *store, int64_t batch_si
       if (invalidates) {
          cs->pending_invalidate = true;
          cs->invalidate_ts = e->ts;
+         cs->invalidate_index = e->txn_index;
          if (!batch_full(b, batch_size) && !emit_invalidate(cs, b, e->wall_ms, error)) {
             return false;
          }
@@ -314,7 +329,8 @@ md_changestream_poll(md_changestream_t *cs, md_oplog_t *log, md_store_t *store,
    } else {
       /* Stopped early with nothing to show: resume after the last entry scanned. */
       md_oplog_entry_t *e = md_oplog_at(log, cs->next_seq - 1);
-      md_token_format(pbrt, e ? e->ts : log->last, MD_TOKEN_INDEX_HWM, MD_TOKEN_HWM);
+      md_token_format(pbrt, e ? e->ts : log->last, e ? e->txn_index : MD_TOKEN_INDEX_HWM,
+                      MD_TOKEN_HWM);
    }
    *docs = b.docs;
    *n = b.n;

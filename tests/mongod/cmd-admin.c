@@ -31,11 +31,21 @@ md_cmd_ping(md_cmd_t *c, bson_error_t *error)
    return true;
 }
 
+/* endSessions forgets the sessions; killSessions only ends what they run (transactions). */
 bool
 md_cmd_end_sessions(md_cmd_t *c, bson_error_t *error)
 {
    (void) error;
-   md_sessions_end(&c->srv->sessions, c->cmd);
+   md_sessions_end(&c->srv->sessions, &c->srv->txns, c->cmd,
+                   strcmp(c->name, "endSessions") == 0);
+   return true;
+}
+
+bool
+md_cmd_kill_all_sessions(md_cmd_t *c, bson_error_t *error)
+{
+   (void) error;
+   md_sessions_kill_all(&c->srv->sessions, &c->srv->txns);
    return true;
 }
 

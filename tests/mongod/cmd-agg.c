@@ -178,22 +178,21 @@ open_stream(md_cmd_t *c, const agg_t *a, const bson_t *spec, const bson_t *rest,
    return ok;
 }
 
-typedef struct {
-   md_server_t *srv;
-   const char *db;
-} lookup_env_t;
-
-/* $lookup's view of the database's other collections (the lock is held throughout). */
+/* $lookup's view of the database's other collections, as the command sees them (through its
+ * transaction, if any; the lock is held throughout). */
 static bool
 read_collection(void *ctx, const char *name, bson_t ***docs, size_t *n, bson_error_t *error)
 {
-   const lookup_env_t *env = ctx;
-   md_coll_t *coll = md_store_coll(env->srv->store, env->db, name, false, NULL);
+   md_cmd_t *c = ctx;
+   md_coll_t *coll;
    *n = 0;
    *docs = NULL;
+   if (!md_cmd_coll(c, name, 0, &coll, NULL, error)) {
+      return false;
+   }
    if (coll && coll->view_on) {
       return tm_error_set(error, 2, "$lookup from a view (%s.%s) is not supported by "
-                                    "test-mongod", env->db, name);
+                                    "test-mongod", c->db, name);
    }
    *docs = bson_malloc(((coll ? coll->count : 0) + 1) * sizeof(bson_t *));
    for (md_doc_t *d = coll ? coll->head : NULL; d; d = d->next) {
@@ -215,6 +214,12 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
       bson_destroy(&rest);
       return false;
    }
+   if (is_stream && c->txn) {
+      bson_destroy(&rest);
+      return tm_error_set(error, 263, "Operation not permitted in transaction :: caused by :: "
+                                      "$changeStream cannot run within a multi-document "
+                                      "transaction");
+   }
    if (is_stream) {
       bool ok = open_stream(c, &a, &spec, &rest, error);
       bson_destroy(&rest);
@@ -225,8 +230,8 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
       return tm_error_set(error, 73, "{aggregate: 1} is not valid for this pipeline; a "
                                      "collection is required.");
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, a.coll, false, NULL), *snapshot;
-   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+   md_coll_t *coll, *snapshot;
+   if (!md_read_coll(c, a.coll, &coll, &snapshot, error)) {
       return false;
    }
    const md_index_t *hint = NULL;
@@ -242,13 +247,12 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
    }
    bson_t **out = NULL;
    size_t n_out = 0;
-   lookup_env_t env = {c->srv, c->db};
    bson_t let;
    bool has_let;
    tm_pipeline_t *p = md_cmd_get_doc(c->cmd, "let", &let, &has_let, error)
                          ? tm_pipeline_new_let(&a.pipeline, has_let ? &let : NULL, error)
                          : NULL;
-   bool ok = p && tm_pipeline_exec_env(p, read_collection, &env, in, n_in, &out, &n_out, error);
+   bool ok = p && tm_pipeline_exec_env(p, read_collection, c, in, n_in, &out, &n_out, error);
    tm_pipeline_destroy(p);
    free(in);
    md_coll_snapshot_free(snapshot);
@@ -276,8 +280,8 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
        !md_cmd_get_int64(c->cmd, "skip", &skip, error) || !md_check_collation(c->cmd, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL), *snapshot;
-   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+   md_coll_t *coll, *snapshot;
+   if (!md_read_coll(c, name, &coll, &snapshot, error)) {
       return false;
    }
    const md_index_t *hint = NULL;
@@ -380,8 +384,8 @@ md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
                                         "field");
    }
    const char *key = bson_iter_utf8(&it, NULL);
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL), *snapshot;
-   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+   md_coll_t *coll, *snapshot;
+   if (!md_read_coll(c, name, &coll, &snapshot, error)) {
       return false;
    }
    const md_index_t *hint = NULL;

@@ -3,6 +3,9 @@
  *
  * Collections, databases and indexes. Drops and renames are logged, so change streams see
  * `drop`, `rename` and `dropDatabase` events (and are invalidated where MongoDB does).
+ * Outside transactions, DDL on a collection an open transaction uses waits for it to end (as
+ * its exclusive lock does in mongod); in a transaction, create and createIndexes work on the
+ * transaction's new collections only, and take effect at commit.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +79,15 @@ md_cmd_create(md_cmd_t *c, bson_error_t *error)
       bson_destroy(&view_pipeline);
       bson_init_static(&view_pipeline, data, len);
    }
+   if (is_view && c->txn) {
+      return tm_error_set(error, 263, "Cannot create a view in a multi-document transaction.");
+   }
    bool created;
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, true, &created);
+   md_coll_t *coll;
+   if ((!c->txn && !md_cmd_wait_ddl(c, c->db, name, error)) ||
+       !md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE, &coll, &created, error)) {
+      return false;
+   }
    if (!created) {
       bson_destroy(&view_pipeline);
       return tm_error_set(error, 48, "Collection %s.%s already exists.", c->db, name);
@@ -114,6 +124,9 @@ md_cmd_drop(md_cmd_t *c, bson_error_t *error)
    if (!name || !md_cmd_check_fields(c, allowed, error)) {
       return false;
    }
+   if (!md_cmd_wait_ddl(c, c->db, name, error)) {
+      return false;
+   }
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
    if (!coll) {
       return tm_error_set(error, 26, "ns not found");
@@ -130,7 +143,7 @@ bool
 md_cmd_drop_database(md_cmd_t *c, bson_error_t *error)
 {
    static const char *const allowed[] = {NULL};
-   if (!md_cmd_check_fields(c, allowed, error)) {
+   if (!md_cmd_check_fields(c, allowed, error) || !md_cmd_wait_ddl(c, c->db, NULL, error)) {
       return false;
    }
    md_db_t *db = md_store_db(c->srv->store, c->db, false);
@@ -141,6 +154,25 @@ md_cmd_drop_database(md_cmd_t *c, bson_error_t *error)
       log_ddl(c->srv, MD_OP_DROP_DATABASE, c->db, NULL, NULL, NULL);
       md_store_drop_db(c->srv->store, db);
       BSON_APPEND_UTF8(c->reply, "dropped", c->db);
+   }
+   return true;
+}
+
+/* In a transaction a new index needs a new, empty collection of that transaction. (A failed
+ * statement aborts the transaction, copy and all.) */
+static bool
+index_allowed_in_txn(const md_cmd_t *c, const md_coll_t *coll, bson_error_t *error)
+{
+   if (!c->txn) {
+      return true;
+   }
+   if (!coll->txn_view || !coll->txn_view->created) {
+      return tm_error_set(error, 263, "Cannot create new indexes on existing collection %s.%s "
+                                      "in a multi-document transaction.", c->db, coll->name);
+   }
+   if (coll->count > 0) {
+      return tm_error_set(error, 263, "Cannot create new indexes on non-empty collection %s.%s "
+                                      "in a multi-document transaction.", c->db, coll->name);
    }
    return true;
 }
@@ -160,8 +192,10 @@ md_cmd_create_indexes(md_cmd_t *c, bson_error_t *error)
                                         "required field");
    }
    bool created;
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, true, &created);
-   if (!md_check_not_view(coll, error)) {
+   md_coll_t *coll;
+   if ((!c->txn && !md_cmd_wait_ddl(c, c->db, name, error)) ||
+       !md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE, &coll, &created, error) ||
+       !md_check_not_view(coll, error)) {
       return false;
    }
    int32_t before = (int32_t) coll->n_indexes;
@@ -176,7 +210,8 @@ md_cmd_create_indexes(md_cmd_t *c, bson_error_t *error)
       }
       bson_iter_document(&arr, &len, &data);
       bson_init_static(&spec, data, len);
-      if (!md_coll_create_index(coll, &spec, &existed, error)) {
+      if (!md_coll_create_index(coll, &spec, &existed, error) ||
+          (!existed && !index_allowed_in_txn(c, coll, error))) {
          return false;
       }
    }
@@ -214,7 +249,8 @@ md_cmd_drop_indexes(md_cmd_t *c, bson_error_t *error)
    static const char *const allowed[] = {"index", NULL};
    bson_iter_t it, arr;
    const char *name = md_cmd_coll_name(c, error);
-   if (!name || !md_cmd_check_fields(c, allowed, error)) {
+   if (!name || !md_cmd_check_fields(c, allowed, error) ||
+       !md_cmd_wait_ddl(c, c->db, name, error)) {
       return false;
    }
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
@@ -385,6 +421,14 @@ md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error)
       return tm_error_set(error, 73, "Invalid source or target namespace");
    }
    bool drop_target = bson_iter_init_find(&it, c->cmd, "dropTarget") && bson_iter_as_bool(&it);
+   /* Both free at once: a transaction may take one while the rename waits for the other. */
+   while (md_txns_using(&c->srv->txns, from_db, from_coll) ||
+          md_txns_using(&c->srv->txns, to_db, to_coll)) {
+      if (!md_cmd_wait_ddl(c, from_db, from_coll, error) ||
+          !md_cmd_wait_ddl(c, to_db, to_coll, error)) {
+         return false;
+      }
+   }
    md_coll_t *src = md_store_coll(c->srv->store, from_db, from_coll, false, NULL);
    if (!src) {
       return tm_error_set(error, 26, "Source collection %s.%s does not exist", from_db,
@@ -418,6 +462,9 @@ md_cmd_coll_mod(md_cmd_t *c, bson_error_t *error)
    if (!name || !md_cmd_check_fields(c, allowed, error)) {
       return false;
    }
+   if (!md_cmd_wait_ddl(c, c->db, name, error)) {
+      return false;
+   }
    md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
    if (!coll) {
       return tm_error_set(error, 26, "ns does not exist: %s.%s", c->db, name);
@@ -443,8 +490,7 @@ md_cmd_coll_mod(md_cmd_t *c, bson_error_t *error)
          bson_t *options = bson_new();
          bson_copy_to_excluding_noinit(coll->options, options, supported[i], NULL);
          bson_append_value(options, supported[i], -1, bson_iter_value(&it));
-         bson_destroy(coll->options);
-         coll->options = options;
+         md_coll_set_options(coll, options);
       }
    }
    md_validator_install(coll);

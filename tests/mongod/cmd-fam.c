@@ -124,16 +124,68 @@ modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t
       bson_destroy(before);
    } else {
       md_doc_t *nd = NULL;
-      if (!*coll) {
-         *coll = md_store_coll(c->srv->store, c->db, name, true, NULL);
-      }
-      ok = md_write_upsert(c->srv, *coll, &f->query, u, &nd, &c->error_extra, error);
+      ok = *coll || (md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE | MD_COLL_FAM, coll,
+                                 NULL, error) &&
+                     md_check_not_view(*coll, error));
+      ok = ok && md_write_upsert(c->srv, *coll, &f->query, u, &nd, &c->error_extra, error);
       if (ok) {
          last_error(c->reply, 1, false, nd);
          append_value(f, proj, f->return_new ? nd->bson : NULL, c->reply);
       }
    }
    tm_update_destroy(u);
+   return ok;
+}
+
+static bool
+remove_doc(md_cmd_t *c, md_coll_t *coll, const fam_t *f, md_doc_t *d,
+           const tm_projection_t *proj, bson_error_t *error)
+{
+   bson_t *before = d ? bson_copy(d->bson) : NULL;
+   bool ok = !d || md_write_delete_doc(c->srv, coll, d, error);
+   if (ok) {
+      last_error(c->reply, d ? 1 : 0, -1, NULL);
+      append_value(f, proj, before, c->reply);
+   }
+   bson_destroy(before);
+   return ok;
+}
+
+/* One attempt; fails with MD_CODE_BLOCKED (nothing done) when an open transaction holds the
+ * document. */
+static bool
+find_and_modify(md_cmd_t *c, const char *name, const fam_t *f, bson_error_t *error)
+{
+   md_coll_t *coll;
+   const md_index_t *hint;
+   if (!md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_FAM, &coll, NULL, error) ||
+       !md_check_not_view(coll, error) || !md_check_hint(coll, c->cmd, &hint, error)) {
+      return false;
+   }
+   tm_matcher_t *m = tm_matcher_new(&f->query, error);
+   tm_sort_t *sort = m && f->has_sort ? tm_sort_new(&f->sort, error) : NULL;
+   tm_projection_t *proj = m && f->has_fields ? tm_projection_new(&f->fields, error) : NULL;
+   bool ok = m && (!f->has_sort || sort) && (!f->has_fields || proj);
+   md_selection_t sel = {0};
+   if (ok) {
+      md_select(coll, hint, m, &f->query, sort ? 0 : 1, &sel);
+      md_selection_sort(&sel, sort);
+   }
+   md_doc_t *d = sel.n ? sel.docs[0] : NULL;
+   if (!ok) {
+      /* error already set */
+   } else if (f->remove) {
+      ok = remove_doc(c, coll, f, d, proj, error);
+   } else if (d || f->upsert) {
+      ok = modify(c, &coll, name, f, d, d ? sel.positional[0] : -1, proj, error);
+   } else {
+      last_error(c->reply, 0, false, NULL);
+      BSON_APPEND_NULL(c->reply, "value");
+   }
+   md_selection_destroy(&sel);
+   tm_projection_destroy(proj);
+   tm_sort_destroy(sort);
+   tm_matcher_destroy(m);
    return ok;
 }
 
@@ -145,38 +197,14 @@ md_cmd_find_and_modify(md_cmd_t *c, bson_error_t *error)
    if (!name || !parse(c, &f, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
-   const md_index_t *hint;
-   if (!md_check_not_view(coll, error) || !md_check_hint(coll, c->cmd, &hint, error)) {
-      return false;
-   }
-   tm_matcher_t *m = tm_matcher_new(&f.query, error);
-   tm_sort_t *sort = m && f.has_sort ? tm_sort_new(&f.sort, error) : NULL;
-   tm_projection_t *proj = m && f.has_fields ? tm_projection_new(&f.fields, error) : NULL;
-   bool ok = m && (!f.has_sort || sort) && (!f.has_fields || proj);
-   md_selection_t sel = {0};
-   if (ok) {
-      md_select(coll, hint, m, &f.query, sort ? 0 : 1, &sel);
-      md_selection_sort(&sel, sort);
-   }
-   md_doc_t *d = sel.n ? sel.docs[0] : NULL;
-   if (!ok) {
-      /* error already set */
-   } else if (f.remove) {
-      last_error(c->reply, d ? 1 : 0, -1, NULL);
-      append_value(&f, proj, d ? d->bson : NULL, c->reply);
-      if (d) {
-         md_write_delete_doc(c->srv, coll, d);
+   while (!find_and_modify(c, name, &f, error)) {
+      if (error->code != MD_CODE_BLOCKED) {
+         return false;
       }
-   } else if (d || f.upsert) {
-      ok = modify(c, &coll, name, &f, d, d ? sel.positional[0] : -1, proj, error);
-   } else {
-      last_error(c->reply, 0, false, NULL);
-      BSON_APPEND_NULL(c->reply, "value");
+      memset(error, 0, sizeof *error);
+      if (!md_cmd_wait_blocked(c, error)) {
+         return false;
+      }
    }
-   md_selection_destroy(&sel);
-   tm_projection_destroy(proj);
-   tm_sort_destroy(sort);
-   tm_matcher_destroy(m);
-   return ok;
+   return true;
 }

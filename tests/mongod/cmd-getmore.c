@@ -121,6 +121,30 @@ checkout_failpoint(md_cmd_t *c, md_cursor_t *cur, bson_error_t *error)
    return false;
 }
 
+/* A cursor opened in a transaction is read in that transaction only (getmore_cmd.cpp). */
+static bool
+same_transaction(const md_cmd_t *c, const md_cursor_t *cur, int64_t id, bson_error_t *error)
+{
+   const md_txn_t *owner = cur->owner;
+   if (c->txn && !owner) {
+      return tm_error_set(error, 50739, "Cannot run getMore on cursor %lld, which was not "
+                                        "created in a transaction, in transaction %lld",
+                          (long long) id, (long long) c->txn->number);
+   }
+   if (!c->txn && owner) {
+      return tm_error_set(error, 50740, "Cannot run getMore on cursor %lld, which was created "
+                                        "in transaction %lld, without a txnNumber",
+                          (long long) id, (long long) owner->number);
+   }
+   if (c->txn && owner != c->txn) {
+      return tm_error_set(error, 50741, "Cannot run getMore on cursor %lld, which was created "
+                                        "in transaction %lld, in transaction %lld",
+                          (long long) id, (long long) owner->number,
+                          (long long) c->txn->number);
+   }
+   return true;
+}
+
 /* (NonResumableChangeStreamError on 280 and 286 is added for every command in commands.c.) */
 static void
 add_stream_error_label(md_cmd_t *c, int32_t code)
@@ -151,6 +175,9 @@ md_cmd_get_more(md_cmd_t *c, bson_error_t *error)
       return tm_error_set(error, 13, "Requested getMore on namespace '%s.%s', but cursor "
                                      "belongs to a different namespace %s", c->db, coll,
                           cur->ns);
+   }
+   if (!same_transaction(c, cur, id, error)) {
+      return false;
    }
    cur->last_used_ms = md_now_ms();
    if (!checkout_failpoint(c, cur, error)) {

@@ -122,6 +122,7 @@ md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64
                      bool single_batch)
 {
    md_cursor_t *cur = md_cursor_new(&c->srv->cursors, ns, docs, n, 0, NULL);
+   cur->owner = c->txn; /* a transaction's cursor dies with it */
    bool done = md_cursor_reply(c->reply, "firstBatch", ns, docs, n, &cur->pos,
                                batch_size, single_batch ? 0 : cur->id);
    if (done || single_batch) {
@@ -139,8 +140,8 @@ md_cmd_find(md_cmd_t *c, bson_error_t *error)
    if (!name || !parse_find(c, &f, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL), *snapshot;
-   if (!md_read_coll(c->srv, &coll, &snapshot, error)) {
+   md_coll_t *coll, *snapshot;
+   if (!md_read_coll(c, name, &coll, &snapshot, error)) {
       return false;
    }
    bool ok = (snapshot || md_check_hint(coll, c->cmd, &f.hint, error)) &&

@@ -3,6 +3,9 @@
  *
  * insert, update and delete: batches of statements with per-statement writeErrors; an
  * ordered batch stops at the first error. Counts are int32, as libmongoc only reads int32.
+ * In a transaction any error ends the batch and the transaction, and a transient one
+ * (WriteConflict) fails the whole command, as mongod's handleError does. A statement that
+ * meets a document held by an open transaction waits for it and runs again.
  */
 #include <string.h>
 
@@ -31,6 +34,15 @@ is_ordered(const md_cmd_t *c)
    return !bson_iter_init_find(&it, c->cmd, "ordered") || bson_iter_as_bool(&it);
 }
 
+/* The collection a write statement works on (see md_cmd_coll); not a view. */
+static bool
+write_coll(md_cmd_t *c, const char *name, bool create, md_coll_t **coll, bson_error_t *error)
+{
+   return md_cmd_coll(c, name, MD_COLL_WRITE | (create ? MD_COLL_CREATE : 0), coll, NULL,
+                      error) &&
+          md_check_not_view(*coll, error);
+}
+
 /* The checks every write command starts with: collection name, known fields, the statement
  * array named @field, and a collection that is not a view (created if @create). On success
  * *name borrows from the command and *coll may be NULL (a missing collection, !create). */
@@ -42,8 +54,94 @@ open_write(md_cmd_t *c, const char *const *allowed, const char *field, bool crea
    if (!*name || !md_cmd_check_fields(c, allowed, error) || !get_array(c, field, arr, error)) {
       return false;
    }
-   *coll = md_store_coll(c->srv->store, c->db, *name, create, NULL);
-   return md_check_not_view(*coll, error);
+   return write_coll(c, *name, create, coll, error);
+}
+
+/* After a statement: whether the batch goes on. In a transaction the first error ends it,
+ * aborts the transaction and, if transient, becomes the command's error (*fail). */
+static bool
+batch_goes_on(md_cmd_t *c, uint32_t n_errors, bool ordered, const bson_error_t *werr,
+              bool *fail, bson_error_t *error)
+{
+   if (!n_errors) {
+      return true;
+   }
+   if (c->txn) {
+      c->txn_failed = true;
+      if (md_is_transient_txn_error((int32_t) werr->code, false, false)) {
+         *error = *werr;
+         *fail = true;
+      }
+      return false;
+   }
+   return !ordered;
+}
+
+/* One statement of a batch: `stmt` (the array's current element) on *coll; `details`
+ * receives a write error's extra fields. */
+typedef struct {
+   md_cmd_t *c;
+   const bson_iter_t *stmt;
+   int32_t index;
+   bson_t details;
+   void *counts;
+} stmt_t;
+
+typedef bool (*stmt_fn)(stmt_t *s, md_coll_t **coll, bson_error_t *werr);
+
+/* Runs a statement. One blocked by an open transaction waits for it, finds the collection
+ * again (it may have changed meanwhile) and runs again. Returns false when the command
+ * fails (`error` set: the wait failed); else *ok says whether the statement succeeded
+ * (`werr` set if not). */
+static bool
+run_stmt(stmt_t *s, const char *name, bool create, md_coll_t **coll, stmt_fn run, bool *ok,
+         bson_error_t *werr, bson_error_t *error)
+{
+   for (;;) {
+      memset(werr, 0, sizeof *werr);
+      bson_reinit(&s->details);
+      *ok = run(s, coll, werr);
+      if (*ok || werr->code != MD_CODE_BLOCKED) {
+         return true;
+      }
+      if (!md_cmd_wait_blocked(s->c, error) || !write_coll(s->c, name, create, coll, error)) {
+         return false;
+      }
+   }
+}
+
+/* Appends the batch's writeErrors, if any, and frees them. */
+static void
+reply_errors(md_cmd_t *c, bson_t *errors)
+{
+   if (!bson_empty(errors)) {
+      BSON_APPEND_ARRAY(c->reply, "writeErrors", errors);
+   }
+   bson_destroy(errors);
+}
+
+/* The statement loop of insert, update and delete: write errors collected in `errors`. */
+static bool
+run_batch(md_cmd_t *c, bson_iter_t *arr, const char *name, bool create, md_coll_t **coll,
+          stmt_fn run, void *counts, bson_t *errors, bson_error_t *error)
+{
+   bool ordered = is_ordered(c), fail = false;
+   uint32_t n_errors = 0;
+   stmt_t s = {.c = c, .stmt = arr, .counts = counts};
+   bson_init(&s.details);
+   for (; !fail && bson_iter_next(arr); s.index++) {
+      bson_error_t werr;
+      bool ok;
+      fail = !run_stmt(&s, name, create, coll, run, &ok, &werr, error);
+      if (!fail && !ok) {
+         md_append_write_error(errors, &n_errors, s.index, &werr, &s.details);
+      }
+      if (!fail && !batch_goes_on(c, n_errors, ordered, &werr, &fail, error)) {
+         break;
+      }
+   }
+   bson_destroy(&s.details);
+   return !fail;
 }
 
 static bool
@@ -58,6 +156,16 @@ stmt_doc(const bson_iter_t *arr, bson_t *doc, bson_error_t *error)
    return bson_init_static(doc, data, len);
 }
 
+static bool
+insert_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
+{
+   bson_t doc;
+   bool ok = stmt_doc(s->stmt, &doc, werr) &&
+             md_write_insert(s->c->srv, *coll, &doc, &s->details, werr);
+   *(int32_t *) s->counts += ok;
+   return ok;
+}
+
 bool
 md_cmd_insert(md_cmd_t *c, bson_error_t *error)
 {
@@ -69,28 +177,14 @@ md_cmd_insert(md_cmd_t *c, bson_error_t *error)
    if (!open_write(c, allowed, "documents", true, &arr, &name, &coll, error)) {
       return false;
    }
-   bool ordered = is_ordered(c);
-   int32_t n = 0, index = 0;
-   uint32_t n_errors = 0;
+   int32_t n = 0;
    bson_t errors = BSON_INITIALIZER;
-   for (; bson_iter_next(&arr); index++) {
-      bson_t doc, details = BSON_INITIALIZER;
-      bson_error_t werr = {0};
-      if (stmt_doc(&arr, &doc, &werr) && md_write_insert(c->srv, coll, &doc, &details, &werr)) {
-         n++;
-      } else {
-         md_append_write_error(&errors, &n_errors, index, &werr, &details);
-      }
-      bson_destroy(&details);
-      if (n_errors && ordered) {
-         break;
-      }
+   if (!run_batch(c, &arr, name, true, &coll, insert_stmt, &n, &errors, error)) {
+      bson_destroy(&errors);
+      return false;
    }
    BSON_APPEND_INT32(c->reply, "n", n);
-   if (n_errors) {
-      BSON_APPEND_ARRAY(c->reply, "writeErrors", &errors);
-   }
-   bson_destroy(&errors);
+   reply_errors(c, &errors);
    return true;
 }
 
@@ -158,6 +252,7 @@ typedef struct {
    int32_t n, n_modified;
    bson_t upserted;
    uint32_t n_upserted;
+   const char *name; /* the collection (an upsert may create it) */
 } update_counts_t;
 
 static void
@@ -192,6 +287,7 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    md_selection_t sel = {0};
    if (ok) {
       md_select(*coll, s->hint, m, &s->q, s->multi ? 0 : 1, &sel);
+      ok = md_write_check_selection(c->srv, *coll, &sel, error);
    }
    for (size_t i = 0; ok && i < sel.n; i++) {
       bool modified;
@@ -203,9 +299,9 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    if (ok && sel.n == 0 && s->upsert) {
       md_doc_t *d;
       if (!*coll) {
-         *coll = md_store_coll(c->srv->store, c->db, name, true, NULL);
+         ok = write_coll(c, name, true, coll, error);
       }
-      ok = md_write_upsert(c->srv, *coll, &s->q, u, &d, details, error);
+      ok = ok && md_write_upsert(c->srv, *coll, &s->q, u, &d, details, error);
       if (ok) {
          note_upsert(counts, index, d);
       }
@@ -214,6 +310,17 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    tm_matcher_destroy(m);
    tm_update_destroy(u);
    return ok;
+}
+
+static bool
+update_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
+{
+   bson_t stmt;
+   update_stmt_t u;
+   update_counts_t *counts = s->counts;
+   return stmt_doc(s->stmt, &stmt, werr) && parse_update_stmt(&stmt, &u, werr) &&
+          md_check_hint(*coll, &stmt, &u.hint, werr) &&
+          run_update_stmt(s->c, coll, counts->name, &u, s->index, counts, &s->details, werr);
 }
 
 bool
@@ -227,34 +334,21 @@ md_cmd_update(md_cmd_t *c, bson_error_t *error)
    if (!open_write(c, allowed, "updates", false, &arr, &name, &coll, error)) {
       return false;
    }
-   bool ordered = is_ordered(c);
    update_counts_t counts = {0};
    bson_init(&counts.upserted);
-   uint32_t n_errors = 0;
    bson_t errors = BSON_INITIALIZER;
-   for (int32_t index = 0; bson_iter_next(&arr); index++) {
-      bson_t stmt, details = BSON_INITIALIZER;
-      bson_error_t werr = {0};
-      update_stmt_t s;
-      if (!stmt_doc(&arr, &stmt, &werr) || !parse_update_stmt(&stmt, &s, &werr) ||
-          !md_check_hint(coll, &stmt, &s.hint, &werr) ||
-          !run_update_stmt(c, &coll, name, &s, index, &counts, &details, &werr)) {
-         md_append_write_error(&errors, &n_errors, index, &werr, &details);
-      }
-      bson_destroy(&details);
-      if (n_errors && ordered) {
-         break;
-      }
+   counts.name = name;
+   if (!run_batch(c, &arr, name, false, &coll, update_stmt, &counts, &errors, error)) {
+      bson_destroy(&errors);
+      bson_destroy(&counts.upserted);
+      return false;
    }
    BSON_APPEND_INT32(c->reply, "n", counts.n);
    BSON_APPEND_INT32(c->reply, "nModified", counts.n_modified);
    if (counts.n_upserted) {
       BSON_APPEND_ARRAY(c->reply, "upserted", &counts.upserted);
    }
-   if (n_errors) {
-      BSON_APPEND_ARRAY(c->reply, "writeErrors", &errors);
-   }
-   bson_destroy(&errors);
+   reply_errors(c, &errors);
    bson_destroy(&counts.upserted);
    return true;
 }
@@ -298,13 +392,22 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
    }
    md_selection_t sel;
    md_select(coll, hint, m, &q, (size_t) limit, &sel);
-   for (size_t i = 0; i < sel.n; i++) {
-      md_write_delete_doc(c->srv, coll, sel.docs[i]);
+   bool ok = md_write_check_selection(c->srv, coll, &sel, error);
+   for (size_t i = 0; ok && i < sel.n; i++) {
+      ok = md_write_delete_doc(c->srv, coll, sel.docs[i], error);
+      *n += ok;
    }
-   *n += (int32_t) sel.n;
    md_selection_destroy(&sel);
    tm_matcher_destroy(m);
-   return true;
+   return ok;
+}
+
+static bool
+delete_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
+{
+   bson_t stmt;
+   return stmt_doc(s->stmt, &stmt, werr) &&
+          run_delete_stmt(s->c, *coll, &stmt, (int32_t *) s->counts, werr);
 }
 
 bool
@@ -317,24 +420,13 @@ md_cmd_delete(md_cmd_t *c, bson_error_t *error)
    if (!open_write(c, allowed, "deletes", false, &arr, &name, &coll, error)) {
       return false;
    }
-   bool ordered = is_ordered(c);
    int32_t n = 0;
-   uint32_t n_errors = 0;
    bson_t errors = BSON_INITIALIZER;
-   for (int32_t index = 0; bson_iter_next(&arr); index++) {
-      bson_t stmt;
-      bson_error_t werr = {0};
-      if (!stmt_doc(&arr, &stmt, &werr) || !run_delete_stmt(c, coll, &stmt, &n, &werr)) {
-         md_append_write_error(&errors, &n_errors, index, &werr, NULL);
-         if (ordered) {
-            break;
-         }
-      }
+   if (!run_batch(c, &arr, name, false, &coll, delete_stmt, &n, &errors, error)) {
+      bson_destroy(&errors);
+      return false;
    }
    BSON_APPEND_INT32(c->reply, "n", n);
-   if (n_errors) {
-      BSON_APPEND_ARRAY(c->reply, "writeErrors", &errors);
-   }
-   bson_destroy(&errors);
+   reply_errors(c, &errors);
    return true;
 }

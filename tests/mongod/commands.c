@@ -25,7 +25,7 @@ static const cmd_entry_t commands[] = {
    {"buildinfo", md_cmd_build_info, false},
    {"getParameter", md_cmd_get_parameter, false},
    {"endSessions", md_cmd_end_sessions, false},
-   {"killAllSessions", md_cmd_ping, false},
+   {"killAllSessions", md_cmd_kill_all_sessions, false},
    {"killSessions", md_cmd_end_sessions, false},
    {"refreshSessions", md_cmd_ping, false},
    {"startSession", md_cmd_ping, false},
@@ -58,6 +58,8 @@ static const cmd_entry_t commands[] = {
    {"listCollections", md_cmd_list_collections, false},
    {"renameCollection", md_cmd_rename_collection, false},
    {"collMod", md_cmd_coll_mod, false},
+   {"commitTransaction", md_cmd_commit_transaction, false},
+   {"abortTransaction", md_cmd_abort_transaction, false},
    {"saslStart", md_cmd_sasl_start, false},
    {"saslContinue", md_cmd_sasl_continue, false},
    {"authenticate", md_cmd_authenticate, false},
@@ -94,7 +96,10 @@ static const struct {
    {166, "CommandNotSupportedOnView"}, {225, "TransactionTooOld"}, {237, "CursorKilled"},
    {4, "NoSuchKey"}, {8, "UnknownError"}, {47, "NoMatchingDocument"},
    {64, "WriteConcernTimeout"}, {121, "DocumentValidationFailure"},
-   {291, "NoQueryExecutionPlans"}, {10334, "BSONObjectTooLarge"},
+   {291, "NoQueryExecutionPlans"}, {10334, "BSONObjectTooLarge"}, {24, "LockTimeout"},
+   {117, "ConflictingOperationInProgress"}, {217, "IncompleteTransactionHistory"},
+   {246, "SnapshotUnavailable"}, {256, "TransactionCommitted"},
+   {263, "OperationNotSupportedInTransaction"}, {50768, "NotARetryableWriteCommand"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
    {13436, "NotPrimaryOrSecondary"}, {17, "ProtocolError"}, {18, "AuthenticationFailed"},
    {334, "MechanismUnavailable"}, {0, NULL},
@@ -122,6 +127,65 @@ is_retryable_code(int32_t code)
       }
    }
    return false;
+}
+
+bool
+md_is_transient_txn_error(int32_t code, bool has_write_concern_error, bool commit_or_abort)
+{
+   /* WriteConflict, LockTimeout, PreparedTransactionInProgress, StaleDbVersion, and the
+    * snapshot errors (SnapshotTooOld, SnapshotUnavailable, StaleChunkHistory,
+    * MigrationConflict). */
+   static const int32_t codes[] = {112, 24, 267, 249, 239, 246, 287, 327, 0};
+   for (int i = 0; codes[i]; i++) {
+      if (codes[i] == code) {
+         return true;
+      }
+   }
+   if (commit_or_abort) {
+      return code == 251 && !has_write_concern_error;
+   }
+   return is_retryable_code(code) || code == 251;
+}
+
+/* mongod's ErrorLabelBuilder: TransientTransactionError for a transaction's statements,
+ * else RetryableWriteError for retryable writes and commit/abort on retryable codes. */
+static void
+add_labels(md_cmd_t *c, int32_t code, int32_t wc_code)
+{
+   bool has_number = bson_has_field(c->cmd, "txnNumber");
+   bool in_txn = has_number && bson_has_field(c->cmd, "autocommit");
+   bool commit_or_abort = strcmp(c->name, "commitTransaction") == 0 ||
+                          strcmp(c->name, "abortTransaction") == 0;
+   if (c->labels_fixed) {
+      return;
+   }
+   if (code && in_txn && md_is_transient_txn_error(code, wc_code != 0, commit_or_abort)) {
+      md_cmd_add_label(c, "TransientTransactionError");
+   } else if (((has_number && !in_txn) || (in_txn && commit_or_abort)) &&
+              (is_retryable_code(code) || is_retryable_code(wc_code))) {
+      md_cmd_add_label(c, "RetryableWriteError");
+   }
+}
+
+/* mongod's appendErrorLabelsAndTopologyVersion: a NotPrimaryError (as error or write concern
+ * error) carries the server's topologyVersion, by which drivers tell a failCommand-made error
+ * (the version they know: stale, ignored) from a real change of the primary. Shutdown errors
+ * carry it only when the server really shuts down, which a failpoint's never does. */
+static void
+append_topology_version(md_server_t *srv, int32_t code, int32_t wc_code, bson_t *out)
+{
+   static const int32_t not_primary[] = {10107, 13435, 13436, 11602, 189, 0};
+   bool hit = false;
+   for (int i = 0; not_primary[i]; i++) {
+      hit = hit || code == not_primary[i] || wc_code == not_primary[i];
+   }
+   if (hit) {
+      bson_t tv;
+      BSON_APPEND_DOCUMENT_BEGIN(out, "topologyVersion", &tv);
+      BSON_APPEND_OID(&tv, "processId", &srv->process_id);
+      BSON_APPEND_INT64(&tv, "counter", 0);
+      bson_append_document_end(out, &tv);
+   }
 }
 
 static void
@@ -304,6 +368,17 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
    if (!fp->hit) {
       return false;
    }
+   if (fp->has_labels) {
+      /* The fail point's errorLabels replace every label mongod would add. */
+      bson_iter_t arr;
+      bson_iter_recurse(&fp->labels, &arr);
+      while (bson_iter_next(&arr)) {
+         if (BSON_ITER_HOLDS_UTF8(&arr)) {
+            md_cmd_add_label(c, bson_iter_utf8(&arr, NULL));
+         }
+      }
+      c->labels_fixed = true;
+   }
    if (fp->block_ms > 0) {
       pthread_mutex_unlock(&c->srv->lock);
       sleep_ms(c->srv, fp->block_ms);
@@ -317,18 +392,7 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
       return false;
    }
    tm_error_set(error, fp->code, "Failing command %s via 'failCommand' failpoint", c->name);
-   if (fp->has_labels) {
-      bson_iter_t arr;
-      bson_iter_recurse(&fp->labels, &arr);
-      while (bson_iter_next(&arr)) {
-         if (BSON_ITER_HOLDS_UTF8(&arr)) {
-            md_cmd_add_label(c, bson_iter_utf8(&arr, NULL));
-         }
-      }
-   } else if (entry && entry->is_write && bson_has_field(c->cmd, "txnNumber") &&
-              is_retryable_code(fp->code)) {
-      md_cmd_add_label(c, "RetryableWriteError");
-   }
+   (void) entry;
    /* No ResumableChangeStreamError here: failCommand fires before the cursor is checked
     * out, so mongod cannot know the getMore belongs to a change stream (SERVER-46091). */
    return true;
@@ -341,7 +405,7 @@ run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
 {
    const bson_t *replay;
    md_fp_action_t fp;
-   if (!md_sessions_begin(&c->srv->sessions, c->cmd, &replay, error)) {
+   if (!md_sessions_begin(&c->srv->sessions, &c->srv->txns, c->cmd, &replay, error)) {
       return false;
    }
    if (replay) {
@@ -361,21 +425,25 @@ run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
    return true;
 }
 
+/* As mongod: session fields are checked before failCommand fires, and a transaction
+ * statement runs in its transaction (which checks its state first). */
 static bool
 run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_action_t *fp)
 {
-   /* mongod checks authorization before failCommand fires. */
-   if (entry && !md_auth_check(c, error)) {
-      return false;
-   }
-   if (apply_failpoint(c, entry, fp, error)) {
-      return false;
-   }
    if (!entry) {
-      return tm_error_set(error, 59, "no such command: '%s'", c->name);
+      return !apply_failpoint(c, entry, fp, error) &&
+             tm_error_set(error, 59, "no such command: '%s'", c->name);
+   }
+   /* mongod checks authorization and the session fields before failCommand fires. */
+   if (!md_auth_check(c, error) || !md_txn_gate(c, error) ||
+       apply_failpoint(c, entry, fp, error)) {
+      return false;
    }
    if (!md_write_concern_parse(c, error)) {
       return false;
+   }
+   if (c->in_txn) {
+      return md_txn_run(c, entry->fn, error);
    }
    if (entry->is_write && bson_has_field(c->cmd, "txnNumber")) {
       return run_retryable_write(c, entry, error);
@@ -431,7 +499,20 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
          } else {
             md_write_concern_check(&c, reply);
          }
+         if (bson_iter_init_find(&it, reply, "writeConcernError")) {
+            bson_iter_t code;
+            c.wc_code = bson_iter_recurse(&it, &code) && bson_iter_find(&code, "code")
+                           ? (int32_t) bson_iter_as_int64(&code) : 0;
+            add_labels(&c, 0, c.wc_code);
+            if (!bson_empty(&c.labels)) {
+               BSON_APPEND_ARRAY(reply, "errorLabels", &c.labels);
+            }
+            append_topology_version(srv, 0, c.wc_code, reply);
+         }
          append_times(srv, reply, c.has_op_time ? &c.op_time : NULL);
+      } else {
+         add_labels(&c, (int32_t) error.code, 0);
+         append_topology_version(srv, (int32_t) error.code, 0, &c.error_extra);
       }
       pthread_mutex_unlock(&srv->lock);
    }

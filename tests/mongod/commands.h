@@ -23,6 +23,14 @@ typedef struct {
    bool close_connection; /* close without replying */
    bool has_op_time;      /* use op_time as operationTime instead of the cluster time */
    md_ts_t op_time;
+   bool labels_fixed;     /* failCommand named the errorLabels: mongod adds none */
+   int32_t wc_code;       /* the reply's writeConcernError code, 0 if none */
+   int64_t deadline_ms;   /* maxTimeMS as a monotonic deadline (INT64_MAX: none) */
+   bool in_txn;           /* a statement of a transaction (autocommit: false) */
+   bool txn_start;        /* startTransaction: true */
+   int64_t txn_number;
+   md_txn_t *txn;         /* in_txn: its transaction, once begun or continued */
+   bool txn_failed;       /* a write error ended the statement: the transaction aborts */
 } md_cmd_t;
 
 typedef bool (*md_cmd_fn)(md_cmd_t *c, bson_error_t *error);
@@ -79,6 +87,35 @@ void
 md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool replacement,
               const bson_t *pre, tm_update_desc_t *desc);
 
+/* Whether mongod labels an error `code` TransientTransactionError (isTransientTransactionError
+ * in error_labels.cpp). */
+bool
+md_is_transient_txn_error(int32_t code, bool has_write_concern_error, bool commit_or_abort);
+
+/* Transactions (cmd-txn.c). md_txn_gate checks the session fields of every command (errors
+ * that leave an open transaction as it was); md_txn_run runs a transaction statement in its
+ * transaction, which a failed statement aborts. */
+bool
+md_txn_gate(md_cmd_t *c, bson_error_t *error);
+bool
+md_txn_run(md_cmd_t *c, md_cmd_fn fn, bson_error_t *error);
+
+/* The collection `name` of the command's database as the command must see it (through its
+ * transaction, if any); *coll NULL if absent. Flags: */
+#define MD_COLL_WRITE 1u  /* the statement writes it (inside a transaction: its own copy) */
+#define MD_COLL_CREATE 2u /* create it if missing (inside a transaction: in the transaction) */
+#define MD_COLL_FAM 4u    /* findAndModify (error code 50781 for system collections) */
+bool
+md_cmd_coll(md_cmd_t *c, const char *name, unsigned flags, md_coll_t **coll, bool *created,
+            bson_error_t *error);
+/* A write outside transactions that met a document an open transaction holds waits for a
+ * transaction to end (then the statement runs again); DDL waits while an open transaction
+ * uses the collection (coll NULL: any of the database). False with 50 MaxTimeMSExpired. */
+bool
+md_cmd_wait_blocked(md_cmd_t *c, bson_error_t *error);
+bool
+md_cmd_wait_ddl(md_cmd_t *c, const char *db, const char *coll, bson_error_t *error);
+
 /* hello's replica-set fields (topologyVersion ... lastWrite), also serverStatus's `repl`. */
 void
 md_append_repl_info(md_server_t *srv, bson_t *r, const char *primary_field);
@@ -92,6 +129,9 @@ md_hello_await_ms(md_server_t *srv, const bson_t *cmd, int64_t *max_await_ms);
 bool md_cmd_hello(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_ping(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_end_sessions(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_kill_all_sessions(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_commit_transaction(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_abort_transaction(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_build_info(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_get_parameter(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_configure_fail_point(md_cmd_t *c, bson_error_t *error);

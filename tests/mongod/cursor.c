@@ -113,6 +113,41 @@ md_cursor_free(md_cursors_t *cursors, md_cursor_t *c)
    cursor_destroy(c);
 }
 
+typedef struct {
+   const void *owner;
+   md_cursor_t **found;
+   size_t n, cap;
+} owned_t;
+
+static void
+find_owned(void *value, void *ctx)
+{
+   md_cursor_t *c = value;
+   owned_t *o = ctx;
+   if (c->owner == o->owner) {
+      if (o->n == o->cap) {
+         o->cap = o->cap ? o->cap * 2 : 8;
+         o->found = realloc(o->found, o->cap * sizeof *o->found);
+      }
+      o->found[o->n++] = c;
+   }
+}
+
+void
+md_cursors_kill_owned(md_cursors_t *cursors, const void *owner)
+{
+   owned_t o = {.owner = owner};
+   md_hmap_foreach(cursors->map, find_owned, &o);
+   for (size_t i = 0; i < o.n; i++) {
+      if (o.found[i]->in_use) {
+         o.found[i]->killed = true;
+      } else {
+         md_cursor_free(cursors, o.found[i]);
+      }
+   }
+   free(o.found);
+}
+
 bool
 md_cursor_reply(bson_t *reply, const char *batch_name, const char *ns, bson_t **docs, size_t n,
                 size_t *pos, int64_t batch_size, int64_t id)

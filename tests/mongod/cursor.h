@@ -21,6 +21,7 @@ typedef struct {
    bson_t **docs; /* owned */
    size_t n_docs, pos;
    md_changestream_t *cs; /* owned; NULL for a query cursor */
+   const void *owner;     /* the transaction that opened it (dies with it), or NULL */
    int64_t last_used_ms;
    bool in_use, killed;
 } md_cursor_t;
@@ -45,6 +46,9 @@ md_cursor_get(md_cursors_t *cursors, int64_t id);
 /* Unregisters and frees the cursor. */
 void
 md_cursor_free(md_cursors_t *cursors, md_cursor_t *cursor);
+/* Kills the cursors `owner` opened (a transaction that ended); waiting getMores free theirs. */
+void
+md_cursors_kill_owned(md_cursors_t *cursors, const void *owner);
 
 /* Appends `{cursor: {<batch_name>: [...], id, ns}}` to `reply` with up to `batch_size`
  * (< 0: no limit but 16 MiB) of docs[*pos..n), advancing *pos. Returns true if all were sent. */

@@ -140,3 +140,14 @@ md_keyenc_append(bson_string_t *out, const bson_value_t *v)
       break;
    }
 }
+
+bool
+md_keyenc_field(bson_string_t *out, const bson_t *doc, const char *field)
+{
+   bson_iter_t it;
+   if (!bson_iter_init_find(&it, doc, field)) {
+      return false;
+   }
+   md_keyenc_append(out, bson_iter_value(&it));
+   return true;
+}

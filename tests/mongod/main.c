@@ -31,6 +31,8 @@ usage(FILE *out)
          "                    (default 1024; 0: no byte bound)\n"
          "  --max-connections N  refuse connections beyond N (default 2000)\n"
          "  --ttl-interval N  seconds between TTL index passes (default 60; 0: never)\n"
+         "  --transaction-lifetime N  seconds before an open transaction is aborted\n"
+         "                    (mongod's transactionLifetimeLimitSeconds; default 60)\n"
          "  --auth            require authentication (SCRAM-SHA-1/-256) and roles\n"
          "  --user NAME:PASSWORD:ROLE[@DB][,ROLE[@DB]]...\n"
          "                    create a user in admin at start (repeatable; implies --auth);\n"
@@ -76,6 +78,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
       {"oplog-mb", required_argument, NULL, 'M'},
       {"max-connections", required_argument, NULL, 'm'},
       {"ttl-interval", required_argument, NULL, 't'},
+      {"transaction-lifetime", required_argument, NULL, 'L'},
       {"auth", no_argument, NULL, 'a'},
       {"user", required_argument, NULL, 'u'},
       {"tls-cert-file", required_argument, NULL, 'C'},
@@ -130,6 +133,13 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
             return EX_USAGE;
          }
          opts->ttl_interval = (int) n;
+         break;
+      case 'L':
+         if (!parse_number(optarg, 1, 86400, &n)) {
+            fprintf(stderr, "test-mongod: bad --transaction-lifetime %s\n", optarg);
+            return EX_USAGE;
+         }
+         opts->txn_lifetime = (int) n;
          break;
       case 'a':
          opts->auth = true;
@@ -198,7 +208,7 @@ main(int argc, char **argv)
 {
    md_server_opts_t opts = {.bind = "127.0.0.1", .port = 27017, .oplog_size = 1000000,
                             .oplog_bytes = (size_t) 1024 * 1024 * 1024,
-                            .max_connections = 2000, .ttl_interval = 60};
+                            .max_connections = 2000, .ttl_interval = 60, .txn_lifetime = 60};
    user_specs_t users = {NULL, 0};
    int rc = parse_args(argc, argv, &opts, &users);
    if (rc != 0) {

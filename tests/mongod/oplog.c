@@ -39,6 +39,7 @@ md_oplog_entry_free(md_oplog_entry_t *e)
    bson_destroy(e->full_doc);
    bson_destroy(e->pre_image);
    bson_destroy(e->update_desc);
+   bson_destroy(e->lsid);
    free(e);
 }
 
@@ -61,8 +62,9 @@ md_ts_cmp(md_ts_t a, md_ts_t b)
    return a.i < b.i ? -1 : a.i > b.i;
 }
 
-void
-md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e)
+/* Advances the cluster clock: a Timestamp strictly greater than the previous one. */
+static void
+tick(md_oplog_t *log, int64_t *wall_ms)
 {
    struct timespec now;
    clock_gettime(CLOCK_REALTIME, &now);
@@ -73,11 +75,16 @@ md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e)
    } else {
       log->last.i++;
    }
-   e->ts = log->last;
-   e->wall_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+   *wall_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* Stores `e` (its ts and wall time set), evicting the oldest entries beyond the bounds. */
+static void
+store_entry(md_oplog_t *log, md_oplog_entry_t *e)
+{
    e->bytes = sizeof *e + (e->doc_key ? e->doc_key->len : 0) +
               (e->full_doc ? e->full_doc->len : 0) + (e->pre_image ? e->pre_image->len : 0) +
-              (e->update_desc ? e->update_desc->len : 0);
+              (e->update_desc ? e->update_desc->len : 0) + (e->lsid ? e->lsid->len : 0);
    log->bytes += e->bytes;
    while (log->next_seq > log->first_seq &&
           (log->next_seq - log->first_seq == log->capacity ||
@@ -91,9 +98,41 @@ md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e)
    }
    e->seq = log->next_seq++;
    log->ring[e->seq % log->capacity] = e;
+}
+
+void
+md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e)
+{
+   tick(log, &e->wall_ms);
+   e->ts = log->last;
+   store_entry(log, e);
    if (log->waiters > 0) {
       pthread_cond_broadcast(&log->cond);
    }
+}
+
+md_ts_t
+md_oplog_append_txn(md_oplog_t *log, md_oplog_entry_t **entries, size_t n, const bson_t *lsid,
+                    int64_t txn_number)
+{
+   int64_t wall_ms;
+   if (n == 0) {
+      return log->last;
+   }
+   tick(log, &wall_ms);
+   for (size_t i = 0; i < n; i++) {
+      md_oplog_entry_t *e = entries[i];
+      e->ts = log->last;
+      e->wall_ms = wall_ms;
+      e->lsid = bson_copy(lsid);
+      e->txn_number = txn_number;
+      e->txn_index = (uint32_t) i;
+      store_entry(log, e);
+   }
+   if (log->waiters > 0) {
+      pthread_cond_broadcast(&log->cond);
+   }
+   return log->last;
 }
 
 void
@@ -136,15 +175,25 @@ md_oplog_seek(const md_oplog_t *log, md_ts_t ts, bool inclusive)
    return lo;
 }
 
-void
-md_token_format(char out[MD_TOKEN_LEN + 1], md_ts_t ts, unsigned index, unsigned kind)
+uint64_t
+md_oplog_seek_after(const md_oplog_t *log, md_ts_t ts, uint32_t index)
 {
-   snprintf(out, MD_TOKEN_LEN + 1, "82%08X%08X%04X%02X", ts.t, ts.i, index & 0xffff,
-            kind & 0xff);
+   uint64_t seq = md_oplog_seek(log, ts, true);
+   md_oplog_entry_t *e;
+   while ((e = md_oplog_at(log, seq)) && md_ts_cmp(e->ts, ts) == 0 && e->txn_index <= index) {
+      seq++;
+   }
+   return seq;
+}
+
+void
+md_token_format(char out[MD_TOKEN_LEN + 1], md_ts_t ts, uint32_t index, unsigned kind)
+{
+   snprintf(out, MD_TOKEN_LEN + 1, "82%08X%08X%08X%02X", ts.t, ts.i, index, kind & 0xff);
 }
 
 bool
-md_token_parse(const char *s, md_ts_t *ts, unsigned *index, unsigned *kind)
+md_token_parse(const char *s, md_ts_t *ts, uint32_t *index, unsigned *kind)
 {
    if (strlen(s) != MD_TOKEN_LEN || strncmp(s, "82", 2) != 0) {
       return false;
@@ -160,10 +209,9 @@ md_token_parse(const char *s, md_ts_t *ts, unsigned *index, unsigned *kind)
    ts->t = (uint32_t) strtoul(buf, NULL, 16);
    memcpy(buf, s + 10, 8);
    ts->i = (uint32_t) strtoul(buf, NULL, 16);
-   memcpy(buf, s + 18, 4);
-   buf[4] = '\0';
-   *index = (unsigned) strtoul(buf, NULL, 16);
-   memcpy(buf, s + 22, 2);
+   memcpy(buf, s + 18, 8);
+   *index = (uint32_t) strtoul(buf, NULL, 16);
+   memcpy(buf, s + 26, 2);
    buf[2] = '\0';
    *kind = (unsigned) strtoul(buf, NULL, 16);
    return true;

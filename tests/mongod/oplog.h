@@ -40,6 +40,9 @@ typedef struct {
    bson_t *pre_image;   /* when the collection records pre-images, else NULL */
    bson_t *update_desc; /* update: {updatedFields, removedFields, truncatedArrays} */
    char *to_db, *to_coll; /* rename */
+   bson_t *lsid;          /* a transaction's writes: its session, number and the write's */
+   int64_t txn_number;    /* place in it; all of them share the commit's ts */
+   uint32_t txn_index;    /* 0 outside transactions */
    size_t bytes;          /* what the entry holds, for the byte bound */
 } md_oplog_entry_t;
 
@@ -68,6 +71,12 @@ md_oplog_destroy(md_oplog_t *log);
  * the oldest entry if full, and wakes waiters. */
 void
 md_oplog_append(md_oplog_t *log, md_oplog_entry_t *e);
+/* Appends a committed transaction's writes (taking the entries, not the array) under one
+ * cluster time, numbered 0..n-1, with the session `lsid` (copied) and `txn_number`. Returns
+ * that cluster time (the current one when n is 0). */
+md_ts_t
+md_oplog_append_txn(md_oplog_t *log, md_oplog_entry_t **entries, size_t n, const bson_t *lsid,
+                    int64_t txn_number);
 void
 md_oplog_entry_free(md_oplog_entry_t *e);
 
@@ -86,20 +95,27 @@ md_oplog_at(const md_oplog_t *log, uint64_t seq);
 /* The first retained sequence number whose ts is > `ts` (or >= when `inclusive`). */
 uint64_t
 md_oplog_seek(const md_oplog_t *log, md_ts_t ts, bool inclusive);
+/* The first retained sequence number after the entry (ts, index): entries of a transaction
+ * share ts and are told apart by their index. */
+uint64_t
+md_oplog_seek_after(const md_oplog_t *log, md_ts_t ts, uint32_t index);
 
 int
 md_ts_cmp(md_ts_t a, md_ts_t b);
 
-/* Resume tokens: "82" %08X t %08X i %04X index %02X kind; strcmp order is stream order. */
-#define MD_TOKEN_LEN 24
+/* Resume tokens: "82" %08X t %08X i %08X index %02X kind; strcmp order is stream order.
+ * `index` is the write's place in its transaction (as MongoDB's txnOpIndex); an invalidate
+ * follows the event that caused it at the same (t, i, index); a high-water mark at index
+ * FFFFFFFF comes after every event of its cluster time. */
+#define MD_TOKEN_LEN 28
 #define MD_TOKEN_EVENT 0x01
+#define MD_TOKEN_INVALIDATE 0x02
 #define MD_TOKEN_HWM 0xFF
-#define MD_TOKEN_INDEX_INVALIDATE 1
-#define MD_TOKEN_INDEX_HWM 0xFFFF
+#define MD_TOKEN_INDEX_HWM 0xFFFFFFFFu
 
 void
-md_token_format(char out[MD_TOKEN_LEN + 1], md_ts_t ts, unsigned index, unsigned kind);
+md_token_format(char out[MD_TOKEN_LEN + 1], md_ts_t ts, uint32_t index, unsigned kind);
 bool
-md_token_parse(const char *s, md_ts_t *ts, unsigned *index, unsigned *kind);
+md_token_parse(const char *s, md_ts_t *ts, uint32_t *index, unsigned *kind);
 
 #endif

@@ -47,6 +47,8 @@ md_server_new(const md_server_opts_t *opts)
    md_oplog_init(&srv->oplog, opts->oplog_size, opts->oplog_bytes);
    md_cursors_init(&srv->cursors);
    md_sessions_init(&srv->sessions);
+   md_txns_init(&srv->txns, srv->store, &srv->cursors,
+                (int64_t) (opts->txn_lifetime > 0 ? opts->txn_lifetime : 60) * 1000);
    md_users_init(&srv->users, opts->auth);
    srv->listen_fd = -1;
    srv->next_conn_id = 1;
@@ -65,8 +67,9 @@ md_server_destroy(md_server_t *srv)
    if (srv->listen_fd >= 0) {
       close(srv->listen_fd);
    }
+   md_sessions_destroy(&srv->sessions, &srv->txns);
+   md_txns_destroy(&srv->txns);
    md_cursors_destroy(&srv->cursors);
-   md_sessions_destroy(&srv->sessions);
    md_users_destroy(&srv->users);
    md_tls_destroy(srv->tls);
    md_oplog_destroy(&srv->oplog);
@@ -470,6 +473,7 @@ md_server_run(md_server_t *srv)
    pthread_mutex_unlock(&srv->conns_lock);
    pthread_mutex_lock(&srv->lock);
    md_oplog_wake(&srv->oplog);
+   pthread_cond_broadcast(&srv->txns.cond); /* writes waiting for transactions */
    pthread_mutex_unlock(&srv->lock);
    pthread_mutex_lock(&srv->conns_lock);
    while (srv->n_conns > 0) {

@@ -29,6 +29,7 @@ typedef struct {
    size_t oplog_bytes;     /* and in bytes of documents held (0: no byte bound) */
    int max_connections;
    int ttl_interval; /* seconds between TTL passes; 0: never */
+   int txn_lifetime; /* seconds before an open transaction is aborted (mongod: 60) */
    bool verbose;
    bool auth;                  /* --auth: commands need an authenticated, authorized user */
    const char *tls_cert_file;  /* TLS on the listener when set */
@@ -46,6 +47,7 @@ typedef struct {
    md_cursors_t cursors;
    md_failpoints_t failpoints;
    md_sessions_t sessions;
+   md_txns_t txns;
    md_users_t users;
    bool bypass_validation; /* the running command's bypassDocumentValidation */
    pthread_t ttl_thread;

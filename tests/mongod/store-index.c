@@ -236,6 +236,7 @@ md_coll_create_index(md_coll_t *coll, const bson_t *spec, bool *existed, bson_er
       free_index(ix);
       return false;
    }
+   md_store_notify_catalog(coll->db, coll->name, coll);
    coll->indexes = realloc(coll->indexes, (coll->n_indexes + 1) * sizeof *coll->indexes);
    coll->indexes[coll->n_indexes++] = ix;
    return true;
@@ -249,6 +250,7 @@ md_coll_drop_index(md_coll_t *coll, const char *name, bson_error_t *error)
    }
    for (size_t i = 1; i < coll->n_indexes; i++) {
       if (strcmp(coll->indexes[i]->name, name) == 0) {
+         md_store_notify_catalog(coll->db, coll->name, coll);
          free_index(coll->indexes[i]);
          memmove(&coll->indexes[i], &coll->indexes[i + 1],
                  (coll->n_indexes - i - 1) * sizeof *coll->indexes);

@@ -14,6 +14,30 @@ md_store_new(void)
    return calloc(1, sizeof(md_store_t));
 }
 
+/* Collections outside the store (copies, view contents) change without telling anyone. */
+static bool
+is_live(const md_coll_t *coll)
+{
+   return coll->db && coll->db->store && !coll->is_snapshot && !coll->txn_view;
+}
+
+void
+md_store_notify_doc(md_coll_t *coll, const bson_t *doc)
+{
+   md_store_t *store = is_live(coll) ? coll->db->store : NULL;
+   if (store && store->hooks.doc_change) {
+      store->hooks.doc_change(store->hooks.ctx, coll, doc);
+   }
+}
+
+void
+md_store_notify_catalog(md_db_t *db, const char *name, md_coll_t *coll)
+{
+   if (db->store && db->store->hooks.catalog_change && (!coll || is_live(coll))) {
+      db->store->hooks.catalog_change(db->store->hooks.ctx, db, name, coll);
+   }
+}
+
 static void
 index_destroy(md_index_t *ix)
 {
@@ -28,8 +52,8 @@ index_destroy(md_index_t *ix)
    free(ix);
 }
 
-static void
-coll_destroy(md_coll_t *coll)
+void
+md_coll_free_detached(md_coll_t *coll)
 {
    md_doc_t *d = coll->head;
    while (d) {
@@ -57,7 +81,7 @@ db_destroy(md_db_t *db)
    md_coll_t *c = db->colls;
    while (c) {
       md_coll_t *next = c->next;
-      coll_destroy(c);
+      md_coll_free_detached(c);
       c = next;
    }
    free(db->name);
@@ -93,12 +117,13 @@ md_store_db(md_store_t *store, const char *name, bool create)
    }
    md_db_t *db = calloc(1, sizeof *db);
    db->name = strdup(name);
+   db->store = store;
    *link = db; /* appended, so listDatabases keeps creation order */
    return db;
 }
 
-static md_coll_t *
-coll_new(md_db_t *db, const char *name)
+md_coll_t *
+md_coll_new_detached(md_db_t *db, const char *name)
 {
    md_coll_t *coll = calloc(1, sizeof *coll);
    coll->name = strdup(name);
@@ -143,7 +168,8 @@ md_store_coll(md_store_t *store, const char *dbname, const char *name, bool crea
    if (!create) {
       return NULL;
    }
-   *link = coll_new(db, name);
+   md_store_notify_catalog(db, name, NULL);
+   *link = md_coll_new_detached(db, name);
    if (created) {
       *created = true;
    }
@@ -166,13 +192,17 @@ void
 md_store_drop_coll(md_store_t *store, md_coll_t *coll)
 {
    (void) store;
+   md_store_notify_catalog(coll->db, coll->name, coll);
    unlink_coll(coll);
-   coll_destroy(coll);
+   md_coll_free_detached(coll);
 }
 
 void
 md_store_drop_db(md_store_t *store, md_db_t *db)
 {
+   for (md_coll_t *c = db->colls; c; c = c->next) {
+      md_store_notify_catalog(db, c->name, c);
+   }
    for (md_db_t **link = &store->dbs; *link; link = &(*link)->next) {
       if (*link == db) {
          *link = db->next;
@@ -185,8 +215,10 @@ md_store_drop_db(md_store_t *store, md_db_t *db)
 void
 md_store_rename(md_store_t *store, md_coll_t *coll, const char *to_db, const char *to_name)
 {
-   unlink_coll(coll);
+   md_store_notify_catalog(coll->db, coll->name, coll);
    md_db_t *db = md_store_db(store, to_db, true);
+   md_store_notify_catalog(db, to_name, NULL);
+   unlink_coll(coll);
    free(coll->name);
    coll->name = strdup(to_name);
    coll->db = db;
@@ -202,12 +234,7 @@ md_store_rename(md_store_t *store, md_coll_t *coll, const char *to_db, const cha
 static bool
 id_key(const bson_t *doc, bson_string_t *out)
 {
-   bson_iter_t it;
-   if (!bson_iter_init_find(&it, doc, "_id")) {
-      return false;
-   }
-   md_keyenc_append(out, bson_iter_value(&it));
-   return true;
+   return md_keyenc_field(out, doc, "_id");
 }
 
 md_doc_t *
@@ -318,6 +345,20 @@ check_unique(const md_coll_t *coll, const bson_t *doc, const md_doc_t *self, bso
    return true;
 }
 
+md_doc_t *
+md_coll_unique_holder(const md_coll_t *coll, size_t index_no, const bson_t *doc)
+{
+   md_index_t *ix = coll->indexes[index_no];
+   if (!ix->entries) {
+      return NULL;
+   }
+   bson_string_t *k = bson_string_new(NULL);
+   md_doc_t *holder = index_key(ix, doc, k, NULL) ? md_hmap_get(ix->entries, k->str, k->len)
+                                                  : NULL;
+   bson_string_free(k, true);
+   return holder;
+}
+
 static void
 index_entries(md_coll_t *coll, md_doc_t *d, const bson_t *doc, bool add)
 {
@@ -338,6 +379,29 @@ index_entries(md_coll_t *coll, md_doc_t *d, const bson_t *doc, bool add)
    }
 }
 
+/* Appends `d` in natural order. */
+static md_doc_t *
+link_doc(md_coll_t *coll, md_doc_t *d)
+{
+   d->prev = coll->tail;
+   if (coll->tail) {
+      coll->tail->next = d;
+   } else {
+      coll->head = d;
+   }
+   coll->tail = d;
+   coll->count++;
+   return d;
+}
+
+void
+md_coll_append_unindexed(md_coll_t *coll, bson_t *doc)
+{
+   md_doc_t *d = calloc(1, sizeof *d);
+   d->bson = doc;
+   link_doc(coll, d);
+}
+
 bool
 md_coll_insert(md_coll_t *coll, bson_t *doc, md_doc_t **out, bson_t *details, bson_error_t *error)
 {
@@ -351,16 +415,10 @@ md_coll_insert(md_coll_t *coll, bson_t *doc, md_doc_t **out, bson_t *details, bs
       ok = check_unique(coll, doc, NULL, details, error);
    }
    if (ok) {
+      md_store_notify_doc(coll, doc);
       md_doc_t *d = calloc(1, sizeof *d);
       d->bson = doc;
-      d->prev = coll->tail;
-      if (coll->tail) {
-         coll->tail->next = d;
-      } else {
-         coll->head = d;
-      }
-      coll->tail = d;
-      coll->count++;
+      link_doc(coll, d);
       md_hmap_put(coll->ids, k->str, k->len, d);
       index_entries(coll, d, doc, true);
       if (out) {
@@ -377,6 +435,7 @@ md_coll_replace(md_coll_t *coll, md_doc_t *d, bson_t *bson, bson_t *details, bso
    if (!check_unique(coll, bson, d, details, error)) {
       return false;
    }
+   md_store_notify_doc(coll, d->bson);
    index_entries(coll, d, d->bson, false);
    bson_destroy(d->bson);
    d->bson = bson;
@@ -387,6 +446,7 @@ md_coll_replace(md_coll_t *coll, md_doc_t *d, bson_t *bson, bson_t *details, bso
 void
 md_coll_remove(md_coll_t *coll, md_doc_t *d)
 {
+   md_store_notify_doc(coll, d->bson);
    bson_string_t *k = bson_string_new(NULL);
    if (id_key(d->bson, k)) {
       md_hmap_remove(coll->ids, k->str, k->len);
@@ -408,77 +468,40 @@ md_coll_remove(md_coll_t *coll, md_doc_t *d)
    free(d);
 }
 
-/* ---- views ------------------------------------------------------------------------------ */
-
 void
-md_coll_make_view(md_coll_t *coll, const char *view_on, const bson_t *pipeline)
+md_coll_apply_changes(md_coll_t *coll, md_change_t *changes, size_t n)
 {
-   coll->view_on = strdup(view_on);
-   coll->view_pipeline = bson_copy(pipeline);
-}
-
-void
-md_coll_snapshot_free(md_coll_t *snapshot)
-{
-   if (snapshot) {
-      coll_destroy(snapshot);
+   for (size_t i = 0; i < n; i++) {
+      md_store_notify_doc(coll, changes[i].live ? changes[i].live->bson : changes[i].next);
    }
-}
-
-static void
-snapshot_append(md_coll_t *snap, bson_t *doc)
-{
-   md_doc_t *d = calloc(1, sizeof *d);
-   d->bson = doc;
-   d->prev = snap->tail;
-   if (snap->tail) {
-      snap->tail->next = d;
-   } else {
-      snap->head = d;
-   }
-   snap->tail = d;
-   snap->count++;
-}
-
-md_coll_t *
-md_view_snapshot(md_store_t *store, const md_coll_t *view, bson_error_t *error)
-{
-   /* Views may be defined on views: collect the chain down to a collection. */
-   const md_coll_t *chain[32];
-   size_t depth = 0;
-   const md_coll_t *c = view;
-   while (c && c->view_on) {
-      if (depth == 32) {
-         tm_error_set(error, 2, "view nesting is too deep (or cyclic) for %s", view->name);
-         return NULL;
+   /* Old keys out first, then the new versions in: a key may pass from one document to
+    * another within the batch. */
+   for (size_t i = 0; i < n; i++) {
+      if (changes[i].live) {
+         index_entries(coll, changes[i].live, changes[i].live->bson, false);
       }
-      chain[depth++] = c;
-      c = md_store_coll(store, view->db->name, c->view_on, false, NULL);
    }
-   size_t n = c ? c->count : 0, i = 0;
-   bson_t **docs = malloc((n ? n : 1) * sizeof *docs);
-   for (md_doc_t *d = c ? c->head : NULL; d; d = d->next) {
-      docs[i++] = bson_copy(d->bson);
-   }
-   while (depth > 0) {
-      bson_t **out = NULL;
-      size_t n_out = 0;
-      bool ok = tm_pipeline_run(chain[--depth]->view_pipeline, docs, n, &out, &n_out, error);
-      tm_docs_free(docs, n);
-      if (!ok) {
-         return NULL;
+   for (size_t i = 0; i < n; i++) {
+      md_change_t *ch = &changes[i];
+      if (!ch->next) {
+         md_coll_remove(coll, ch->live);
+      } else if (ch->live) {
+         bson_destroy(ch->live->bson);
+         ch->live->bson = ch->next;
+      } else {
+         bson_string_t *k = bson_string_new(NULL);
+         id_key(ch->next, k);
+         ch->live = calloc(1, sizeof *ch->live);
+         ch->live->bson = ch->next;
+         link_doc(coll, ch->live);
+         md_hmap_put(coll->ids, k->str, k->len, ch->live);
+         bson_string_free(k, true);
       }
-      docs = out;
-      n = n_out;
    }
-   md_coll_t *snap = calloc(1, sizeof *snap);
-   snap->name = strdup(view->name);
-   snap->db = view->db;
-   snap->options = bson_new();
-   snap->is_snapshot = true;
-   for (i = 0; i < n; i++) {
-      snapshot_append(snap, docs[i]);
+   for (size_t i = 0; i < n; i++) {
+      if (changes[i].next) {
+         index_entries(coll, changes[i].live, changes[i].next, true);
+      }
+      changes[i].next = NULL;
    }
-   free(docs);
-   return snap;
 }

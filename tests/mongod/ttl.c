@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <sys/time.h>
 
-#include "commands.h"
+#include "write.h"
 
 static int64_t
 wall_ms(void)
@@ -57,9 +57,9 @@ expire_index(md_server_t *srv, md_coll_t *coll, const md_index_t *ix, int64_t no
       int64_t when;
       if ((!ix->partial || tm_matcher_match(ix->partial, d->bson, NULL)) &&
           earliest_date(d->bson, path, &when) && when + ix->expire_after * 1000 <= now) {
-         md_log_delete(srv, coll, d->bson);
-         md_coll_remove(coll, d);
-         n++;
+         bson_error_t error;
+         /* A document an open transaction holds waits for a later pass. */
+         n += md_write_delete_doc(srv, coll, d, &error);
       }
       d = next;
    }

@@ -21,6 +21,15 @@ same_value(const bson_value_t *a, const bson_value_t *b)
    return same && a->value_type == b->value_type;
 }
 
+/* Checks that the document (by its _id) may be written: see md_txns_claim. */
+static bool
+claim(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_error_t *error)
+{
+   bson_iter_t it;
+   return !bson_iter_init_find(&it, doc, "_id") ||
+          md_txns_claim(&srv->txns, coll, bson_iter_value(&it), error);
+}
+
 static bool
 coll_keeps_images(const md_coll_t *coll)
 {
@@ -74,7 +83,8 @@ md_write_update_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, const tm_upd
                         MD_MAX_BSON_SIZE);
    }
    if (ok && next) {
-      ok = md_validator_check(srv, coll, d->bson, next, details, error);
+      ok = md_validator_check(srv, coll, d->bson, next, details, error) &&
+           claim(srv, coll, d->bson, error);
    }
    bson_t *pre = ok && next && coll_keeps_images(coll) ? bson_copy(d->bson) : NULL;
    if (ok && next) {
@@ -114,8 +124,11 @@ md_write_upsert(md_server_t *srv, md_coll_t *coll, const bson_t *filter, const t
          ok = tm_error_set(error, 17419, "Resulting document after update is larger than %d",
                            MD_MAX_BSON_SIZE);
          bson_destroy(doc);
-      } else if (md_validator_check(srv, coll, NULL, doc, details, error) &&
-                 md_coll_insert(coll, doc, out_doc, details, error)) {
+      } else if (!md_validator_check(srv, coll, NULL, doc, details, error) ||
+                 !claim(srv, coll, doc, error)) {
+         bson_destroy(doc);
+         ok = false;
+      } else if (md_coll_insert(coll, doc, out_doc, details, error)) {
          md_log_insert(srv, coll, doc);
       } else {
          bson_destroy(doc);
@@ -145,7 +158,7 @@ md_write_insert(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_t *de
    bson_t *copy = md_doc_with_id_first(doc, NULL);
    md_doc_t *d;
    if (!md_validator_check(srv, coll, NULL, copy, details, error) ||
-       !md_coll_insert(coll, copy, &d, details, error)) {
+       !claim(srv, coll, copy, error) || !md_coll_insert(coll, copy, &d, details, error)) {
       bson_destroy(copy);
       return false;
    }
@@ -153,11 +166,32 @@ md_write_insert(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_t *de
    return true;
 }
 
-void
-md_write_delete_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d)
+bool
+md_write_delete_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, bson_error_t *error)
 {
+   if (!claim(srv, coll, d->bson, error)) {
+      return false;
+   }
    md_log_delete(srv, coll, d->bson);
    md_coll_remove(coll, d);
+   return true;
+}
+
+bool
+md_write_check_selection(md_server_t *srv, md_coll_t *coll, const md_selection_t *sel,
+                         bson_error_t *error)
+{
+   if (!coll || coll->txn_view || !srv->txns.open) {
+      return true; /* a transaction claims documents as it writes them */
+   }
+   for (size_t i = 0; i < sel->n; i++) {
+      bson_iter_t it;
+      if (bson_iter_init_find(&it, sel->docs[i]->bson, "_id") &&
+          !md_txns_claim(&srv->txns, coll, bson_iter_value(&it), error)) {
+         return false;
+      }
+   }
+   return true;
 }
 
 void
@@ -180,6 +214,17 @@ md_append_write_error(bson_t *arr, uint32_t *n, int32_t index, const bson_error_
 
 /* ---- the oplog side ---------------------------------------------------------------------- */
 
+/* A transaction's writes wait in the transaction until it commits. */
+static void
+append(md_server_t *srv, const md_coll_t *coll, md_oplog_entry_t *e)
+{
+   if (coll->txn_view) {
+      md_txn_log(coll->txn_view, e);
+   } else {
+      md_oplog_append(&srv->oplog, e);
+   }
+}
+
 static md_oplog_entry_t *
 entry_for(const md_coll_t *coll, md_op_t op, const bson_t *doc)
 {
@@ -200,7 +245,7 @@ md_log_insert(md_server_t *srv, const md_coll_t *coll, const bson_t *doc)
 {
    md_oplog_entry_t *e = entry_for(coll, MD_OP_INSERT, doc);
    e->full_doc = bson_copy(doc);
-   md_oplog_append(&srv->oplog, e);
+   append(srv, coll, e);
 }
 
 void
@@ -210,7 +255,7 @@ md_log_delete(md_server_t *srv, const md_coll_t *coll, const bson_t *doc)
    if (coll_keeps_images(coll)) {
       e->pre_image = bson_copy(doc);
    }
-   md_oplog_append(&srv->oplog, e);
+   append(srv, coll, e);
 }
 
 void
@@ -232,5 +277,5 @@ md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool r
    if (pre) {
       e->pre_image = bson_copy(pre);
    }
-   md_oplog_append(&srv->oplog, e);
+   append(srv, coll, e);
 }

@@ -2,7 +2,9 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Applying one update to one document, and upserts: shared by update and findAndModify.
- * Each successful change is recorded in the oplog, so change streams see it.
+ * Each successful change is recorded in the oplog, so change streams see it (a change in a
+ * transaction's copy is kept by the transaction until it commits). Each document written is
+ * first claimed (md_txns_claim): write conflicts and writes waiting for transactions.
  */
 #ifndef MD_WRITE_H
 #define MD_WRITE_H
@@ -25,8 +27,15 @@ bool
 md_write_insert(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_t *details,
                 bson_error_t *error);
 
-void
-md_write_delete_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d);
+bool
+md_write_delete_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, bson_error_t *error);
+
+/* Before a statement outside transactions changes the selected documents: fails with
+ * MD_CODE_BLOCKED while an open transaction holds one of them (the caller waits and runs
+ * the statement again; see md_write_wait). Writes in a transaction claim as they go. */
+bool
+md_write_check_selection(md_server_t *srv, md_coll_t *coll, const md_selection_t *sel,
+                         bson_error_t *error);
 
 /* Appends a writeErrors entry. */
 void

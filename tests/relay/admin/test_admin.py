@@ -295,9 +295,41 @@ def test_requeue_reaches_a_subscriber():
         check(relay.stop() == 0, "relay exit status")
 
 
+def test_status_of_a_running_group():
+    """Two relays with one name and 4 partitions: status reads their real lease and member
+    documents (the stored schema of relay groups)."""
+    if not MQTT_URI:
+        print("  (skipped: no broker)")
+        return
+    db, cname = names("group")
+    name = "admin-grp-%s" % RUN
+    extra = ["--partitions", "4", "--lease-ttl-ms", "3000", "--lease-renew-ms", "500",
+             "--lease-margin-ms", "1000"]
+    relays = [Relay(RELAY_BIN, db, [cname], name, extra) for _ in range(2)]
+    try:
+        def grp():
+            rc, out, _ = admin(db, cname, "status", "--json")
+            rel = [r for r in json.loads(out)["relays"] if r["name"] == name] if rc == 0 else []
+            return rel[0] if rel else None
+        check(wait_until(lambda: (grp() or {}).get("owned") == 4 and
+                         grp().get("liveMembers") == 2, 30), grp())
+        g = grp()
+        check(g["partitions"] == 4 and len(g["leases"]) == 4, g)
+        owners = {l["owner"] for l in g["leases"]}
+        check(owners == {m["member"] for m in g["members"]} and len(owners) == 2, g)
+        check(all(l["state"] == "owned" and l["epoch"] >= 1 and 0 < l["expiresInSeconds"] <= 3.5
+                  for l in g["leases"]), g["leases"])
+        rc, out, _ = admin(db, cname, "status")
+        check("RELAY %s: 4 partitions, 4 owned, 2 live member(s)" % name in out, out)
+    finally:
+        for r in relays:
+            check(r.stop() == 0, "relay exit status")
+
+
 TESTS = [test_status_counts_relays_and_max_age, test_listing_filters,
          test_discard_keeps_an_audit_record, test_errors_and_config_file,
-         test_ensure_schema_and_requeue_under_it, test_requeue_reaches_a_subscriber]
+         test_ensure_schema_and_requeue_under_it, test_requeue_reaches_a_subscriber,
+         test_status_of_a_running_group]
 
 
 def main():

@@ -1,0 +1,213 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Main thread only: the table and the partitions' parked lists are the main thread's. The
+ * gate is checked right before each publish is handed to paho; what can still slip through
+ * after a lease is lost is only what was handed over before its deadline (at most the
+ * in-flight window), each a duplicate or a first delivery still in order (relay/README.md,
+ * "Running several relays").
+ */
+#include "group/gate.h"
+
+#include "relay-private.h"
+#include "util/log.h"
+
+bool
+relay_gate_admit(relay_t *r, relay_entity_t *e)
+{
+   relay_part_t *part = &r->group.parts[e->part];
+   if (part->owned && !part->draining && relay_lease_may_publish(r->group.lease, e->part)) {
+      return true;
+   }
+   relay_table_park(&r->table, e);
+   e->pnext = part->parked;
+   part->parked = e;
+   return false;
+}
+
+static void
+forget_if_idle(relay_t *r, relay_entity_t *e)
+{
+   if (!r->verifying) {
+      relay_table_evict(&r->table, e);
+   }
+}
+
+bool
+relay_gate_keep_failed(relay_t *r, relay_entity_t *e)
+{
+   if (relay_group_takes(r, e->part)) {
+      return true;
+   }
+   relay_table_drop_inflight(&r->table, e);
+   forget_if_idle(r, e);
+   return false;
+}
+
+/* Takes every entity of @p off its parked list, without offering it. */
+static void
+unlist_parked(relay_part_t *part)
+{
+   relay_entity_t *e = part->parked;
+   while (e) {
+      relay_entity_t *next = e->pnext;
+      e->parked = false;
+      e->pnext = NULL;
+      e = next;
+   }
+   part->parked = NULL;
+}
+
+/* The partition went to another member: its queued events are dropped (they stay pending in
+ * their documents); acknowledged ones are still cleared, the in-flight ones end as they end. */
+static void
+drop_partition(relay_t *r, int p)
+{
+   relay_table_t *t = &r->table;
+   size_t dropped = 0;
+
+   unlist_parked(&r->group.parts[p]);
+   for (size_t i = 0; i < t->nbuckets; i++) {
+      relay_entity_t *e = t->buckets[i];
+      while (e) {
+         relay_entity_t *next = e->hnext;
+         if (e->part == p) {
+            dropped += relay_table_drop_queued(t, e);
+            forget_if_idle(r, e);
+         }
+         e = next;
+      }
+   }
+   if (dropped > 0) {
+      relay_log(RELAY_LOG_DEBUG, "group",
+                "partition %d: %zu queued events dropped (pending for the new owner)", p, dropped);
+   }
+}
+
+bool
+relay_gate_lost(relay_t *r, int p, int64_t epoch)
+{
+   relay_group_t *g = &r->group;
+   relay_part_t *part = &g->parts[p];
+
+   if (!part->owned || part->epoch != epoch) {
+      return false;
+   }
+   if (part->draining) {
+      g->n_draining--;
+   }
+   part->owned = part->draining = part->fresh = false;
+   bson_destroy(part->token);
+   part->token = NULL;
+   relay_partset_remove(&g->active, p);
+   drop_partition(r, p);
+   return true;
+}
+
+bool
+relay_gate_drain(relay_t *r, int p, int64_t epoch, int64_t now)
+{
+   relay_group_t *g = &r->group;
+   relay_part_t *part = &g->parts[p];
+
+   if (!part->owned || part->epoch != epoch || part->draining) {
+      return false;
+   }
+   part->draining = true;
+   part->drain_started_ms = now;
+   g->n_draining++;
+   relay_partset_remove(&g->active, p);
+   drop_partition(r, p);
+   return true;
+}
+
+/* Marks in @busy the partitions with events in flight, acknowledged but not cleared, or
+ * waiting for the dead letters. */
+static void
+find_busy(relay_t *r, bool *busy)
+{
+   relay_table_t *t = &r->table;
+   for (size_t i = 0; i < t->nbuckets; i++) {
+      for (relay_entity_t *e = t->buckets[i]; e; e = e->hnext) {
+         if (e->inflight || e->n_state[RELAY_ITEM_ACKED] || e->n_state[RELAY_ITEM_CLEARING] ||
+             e->n_state[RELAY_ITEM_POISON]) {
+            busy[e->part] = true;
+         }
+      }
+   }
+}
+
+void
+relay_gate_finish_drains(relay_t *r, int64_t now)
+{
+   relay_group_t *g = &r->group;
+   bool *busy;
+
+   if (g->n_draining == 0 || now - g->drain_check_ms < 50) {
+      return;
+   }
+   g->drain_check_ms = now;
+   busy = bson_malloc0(sizeof(bool) * (size_t)g->n);
+   find_busy(r, busy);
+   for (int p = 0; p < g->n; p++) {
+      relay_part_t *part = &g->parts[p];
+      bool late = now - part->drain_started_ms > r->cfg->lease_ttl_ms;
+      if (!part->draining || (busy[p] && !late)) {
+         continue;
+      }
+      if (busy[p]) {
+         relay_log(RELAY_LOG_WARNING, "group",
+                   "partition %d: still busy after draining for a lease time; handing it over "
+                   "(what is in flight may be published twice)",
+                   p);
+      }
+      part->draining = part->owned = part->fresh = false;
+      g->n_draining--;
+      relay_lease_drained(g->lease, p, part->epoch);
+   }
+   bson_free(busy);
+}
+
+void
+relay_gate_unpark(relay_t *r)
+{
+   relay_group_t *g = &r->group;
+   for (int p = 0; p < g->n; p++) {
+      relay_part_t *part = &g->parts[p];
+      relay_entity_t *e;
+      if (!part->parked || !part->owned || part->draining ||
+          !relay_lease_may_publish(g->lease, p)) {
+         continue;
+      }
+      e = part->parked;
+      part->parked = NULL;
+      while (e) {
+         relay_entity_t *next = e->pnext;
+         e->pnext = NULL;
+         relay_table_unpark(&r->table, e);
+         e = next;
+      }
+   }
+}
+
+void
+relay_gate_eligibility(relay_t *r, int64_t now)
+{
+   relay_group_t *g = &r->group;
+   bool eligible;
+
+   if (r->mqtt_connected) {
+      g->mqtt_down_since_ms = 0;
+   } else if (g->mqtt_down_since_ms == 0) {
+      g->mqtt_down_since_ms = now;
+   }
+   eligible = g->mqtt_down_since_ms == 0 || now - g->mqtt_down_since_ms <= r->cfg->lease_ttl_ms;
+   if (eligible != g->eligible) {
+      g->eligible = eligible;
+      relay_log(eligible ? RELAY_LOG_INFO : RELAY_LOG_WARNING, "group",
+                eligible ? "connected to the broker again: taking a share of the partitions"
+                         : "the broker has been unreachable for more than a lease time: leaving "
+                           "the partitions to members that can publish (if any)");
+      relay_lease_set_eligible(g->lease, eligible);
+   }
+}
