@@ -65,6 +65,9 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
     "publishing is paused."},
    {"outbox_relay_pending_scan_seconds",
     "Duration of the last periodic scan of the stored pending events and dead letters."},
+   {"outbox_relay_partitions",
+    "Partitions of this relay's group (--partitions): with outbox_relay_partitions_owned, "
+    "shows partitions nobody owns."},
 };
 
 relay_metrics_t *

@@ -48,6 +48,7 @@ typedef enum {
    RELAY_G_GROUP_MEMBERS,       /* outbox_relay_group_members: live members it counts */
    RELAY_G_MONGODB_WRITES_REFUSED, /* outbox_relay_mongodb_writes_refused: 1 while refused */
    RELAY_G_PENDING_SCAN_S,      /* outbox_relay_pending_scan_seconds: the last scan's duration */
+   RELAY_G_PARTITIONS,          /* outbox_relay_partitions: the group's --partitions */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 
