@@ -13,6 +13,7 @@
 #include "admin/admin.h"
 #include "admin/args.h"
 #include "store/store.h"
+#include "util/log.h"
 #include "util/version.h"
 
 static const char usage[] =
@@ -104,12 +105,17 @@ main(int argc, char **argv)
       fputs(usage, stdout);
       rc = EX_OK;
    } else if (rc == ADMIN_ARGS_VERSION) {
-      fputs(relay_version_long(), stdout);
+      /* Runtime versions: a bug report needs what actually ran. */
+      printf("outbox-admin %s\nliboutbox %s\nlibmongoc %s\nlibbson %s\n", relay_version(),
+             outbox_get_version(), mongoc_get_version(), bson_get_version());
       rc = EX_OK;
    } else if (rc != ADMIN_ARGS_RUN) {
       fprintf(stderr, "outbox-admin: %s (see --help)\n", error.message);
       rc = EX_USAGE;
    } else if ((rc = load_config(&a, &args)) < 0) {
+      /* mongoc's own log (server monitoring's debug lines ...) at the relay's default level:
+       * warnings and errors reach stderr, the rest not. Before mongoc_init(), which reads it. */
+      relay_log_route_dependencies();
       mongoc_init();
       /* Fail fast when MongoDB is down (5 s unless the URI says otherwise): someone waits. */
       a.pool = relay_store_pool_new(&a.cfg, "outbox-admin", &error);
