@@ -19,6 +19,7 @@
 #include "http/metrics.h"
 #include "relay.h"
 #include "config/reload.h"
+#include "util/redact.h"
 #include "util/version.h"
 
 /* Signals are handled by one thread that waits for them (sigwait), not by handlers: every
@@ -137,6 +138,10 @@ run(const relay_config_t *cfg, int argc, char **argv)
       relay_log(RELAY_LOG_ERROR, "main", "cannot start the signal thread");
       return EX_OSERR;
    }
+   /* Whatever prints them later (mongoc, paho, our own messages quoting theirs), these
+    * never reach the log. */
+   relay_redact_register_uri(cfg->mongodb_uri);
+   relay_redact_register(cfg->mqtt_password);
    relay_log_route_dependencies(); /* before mongoc_init(), which reads the handler */
    mongoc_init();
 
@@ -172,6 +177,7 @@ run(const relay_config_t *cfg, int argc, char **argv)
    mongoc_cleanup();
    stop_signal_thread();
    relay_log_shutdown();
+   relay_redact_forget_all();
    return rc;
 }
 

@@ -62,6 +62,12 @@ struct relay_t {
    uint32_t gen;
    int64_t publish_pause_until_ms;
    int publish_backoff_ms;
+   /* A broker that drops the connection on a message it cannot take (MQTT 3.1.1 cannot say
+    * why): the oldest unacknowledged publish at each loss is the suspect (publish.c). */
+   char *suspect_id;
+   int suspect_strikes;
+   int64_t mqtt_up_since_ms;
+   int mqtt_short_connections; /* lost within a short time of connecting, in a row */
 
    /* The group: which partitions this member owns (group/group.h). */
    relay_group_t group;

@@ -6,6 +6,7 @@
 #include <sysexits.h>
 
 #include "example-common.h"
+#include "util/redact.h" /* shared with the relay */
 
 const char *
 example_env_or(const char *name, const char *fallback)
@@ -40,7 +41,11 @@ example_open_pool(const char *prog, const char *uri_string)
    mongoc_client_pool_t *pool;
 
    if (!uri) {
-      fprintf(stderr, "%s: bad --mongodb-uri: %s\n", prog, error.message);
+      /* mongoc's message may quote the password (`Password "..." must not have unescaped
+       * chars`): the relay's redaction cuts it. */
+      char *shown = relay_redact_message(error.message, uri_string);
+      fprintf(stderr, "%s: bad --mongodb-uri: %s\n", prog, shown);
+      bson_free(shown);
       return NULL;
    }
    pool = mongoc_client_pool_new(uri);

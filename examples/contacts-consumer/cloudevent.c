@@ -10,13 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The string at @key, or NULL when absent, not a string, or holding a NUL ("\u0000" in the
+ * JSON): as a C string it would be cut there, and two events "a\u0000x" and "a\u0000y" would
+ * share the id "a" (the second dropped as a duplicate). */
 static char *
 dup_str(const bson_t *doc, const char *key)
 {
    bson_iter_t it;
+   uint32_t len;
+   const char *s;
 
-   if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_UTF8(&it))
-      return bson_strdup(bson_iter_utf8(&it, NULL));
+   if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_UTF8(&it) &&
+       (s = bson_iter_utf8(&it, &len)) && strlen(s) == len)
+      return bson_strdup(s);
    return NULL;
 }
 
@@ -43,8 +49,11 @@ read_seq(const bson_t *doc, int64_t *seq)
       return;
    if (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it) || BSON_ITER_HOLDS_DOUBLE(&it))
       *seq = bson_iter_as_int64(&it);
-   else if (BSON_ITER_HOLDS_UTF8(&it))
-      parse_seq(bson_iter_utf8(&it, NULL), seq);
+   else if (BSON_ITER_HOLDS_UTF8(&it)) {
+      char *s = dup_str(doc, "seq");
+      parse_seq(s, seq);
+      bson_free(s);
+   }
 }
 
 static void
@@ -104,7 +113,8 @@ cloudevent_decode(const char *payload, size_t len, const cloudevent_props_t *pro
    bson_destroy(&doc);
    fill_from_props(ev, props);
    if (!ev->id || !ev->type || !ev->subject) {
-      snprintf(err, errlen, "the event has no %s", !ev->id ? "id" : !ev->type ? "type" : "subject");
+      snprintf(err, errlen, "the event has no %s (or not a string without NUL)",
+               !ev->id ? "id" : !ev->type ? "type" : "subject");
       cloudevent_clear(ev);
       return false;
    }

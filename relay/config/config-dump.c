@@ -10,73 +10,12 @@
 #include <string.h>
 #include <strings.h>
 
-/* Query parameters whose values are secrets: any name or value mentioning one of these
- * (tlsCertificateKeyFilePassword, authMechanismProperties=AWS_SESSION_TOKEN:...). */
-static bool
-looks_secret(const char *s, size_t len)
-{
-   static const char *const words[] = {"password", "secret", "token"};
-   for (size_t w = 0; w < 3; w++) {
-      size_t wl = strlen(words[w]);
-      for (size_t i = 0; i + wl <= len; i++) {
-         if (!strncasecmp(s + i, words[w], wl)) {
-            return true;
-         }
-      }
-   }
-   return false;
-}
-
-static void
-redact_query(bson_string_t *out, const char *query)
-{
-   const char *p = query;
-   while (*p) {
-      size_t len = strcspn(p, "&;");
-      const char *eq = memchr(p, '=', len);
-      if (eq && looks_secret(p, len)) {
-         bson_string_append_printf(out, "%.*s***", (int)(eq - p + 1), p);
-      } else {
-         bson_string_append_printf(out, "%.*s", (int)len, p);
-      }
-      p += len;
-      if (*p) {
-         bson_string_append_c(out, *p++);
-      }
-   }
-}
+#include "util/redact.h"
 
 char *
 relay_config_redact_uri(const char *uri)
 {
-   if (!uri) {
-      return NULL;
-   }
-   bson_string_t *out = bson_string_new(NULL);
-   const char *scheme_end = strstr(uri, "://");
-   const char *authority = scheme_end ? scheme_end + 3 : uri;
-   const char *query = strchr(authority, '?');
-   const char *end = query ? query : authority + strlen(authority);
-   /* The last '@' before the query ends the user info: an unescaped '@' or '/' in a
-    * password must still not leak, so over-redacting is the safe mistake. */
-   const char *at = NULL;
-   for (const char *p = authority; p < end; p++) {
-      if (*p == '@') {
-         at = p;
-      }
-   }
-   bson_string_append_printf(out, "%.*s", (int)(authority - uri), uri);
-   if (at) {
-      const char *colon = memchr(authority, ':', (size_t)(at - authority));
-      size_t user_len = (size_t)((colon ? colon : at) - authority);
-      bson_string_append_printf(out, "%.*s%s@", (int)user_len, authority, colon ? ":***" : "");
-      authority = at + 1;
-   }
-   bson_string_append_printf(out, "%.*s", (int)(end - authority), authority);
-   if (query) {
-      redact_query(out, query);
-   }
-   return bson_string_free(out, false);
+   return relay_redact_uri(uri);
 }
 
 void

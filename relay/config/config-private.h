@@ -70,6 +70,16 @@ _relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text,
 char *
 _relay_read_secret_file(const char *path, const char *what, bson_error_t *error);
 
+/* True if @uri starts with a scheme the relay knows (any case); *@len is its length with
+ * "://". */
+bool
+_relay_mqtt_scheme(const char *uri, size_t *len);
+
+/* Warns (relay_log) that @path, described by @what, is readable by other users, naming its
+ * mode, when @mode has S_IROTH: as ssh and mosquitto do for files holding secrets. */
+void
+_relay_warn_readable(const char *what, const char *path, unsigned mode);
+
 /* Looks up an option by flag or key name (also accepts "collections"). NULL if unknown. */
 const relay_opt_t *
 _relay_opt_find(const char *name, size_t len);
@@ -82,6 +92,10 @@ _relay_opt_value_text(const relay_config_t *cfg, const relay_opt_t *opt);
 /* Whether @opt has the same value in @a and @b; secrets and URIs are compared in full. */
 bool
 _relay_opt_equal(const relay_config_t *a, const relay_config_t *b, const relay_opt_t *opt);
+
+/* Reads the JSON config file at @path and applies its keys to @cfg (config-file.c). */
+bool
+_relay_config_load_file(relay_config_t *cfg, const char *path, bson_error_t *error);
 
 /* After all layers: fills derived defaults (client id), normalises "off" values to NULL and
  * checks what involves several options (required ones, TLS options with a TLS URI ...). */

@@ -7,14 +7,18 @@
  */
 #include "config/config-private.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <mongoc/mongoc.h>
+
+#include "util/redact.h"
 
 #define FIELD(cfg, opt, type) ((type *)((char *)(cfg) + (opt)->offset))
 #define CFIELD(cfg, opt, type) ((const type *)((const char *)(cfg) + (opt)->offset))
@@ -193,27 +197,60 @@ check_mongodb_uri(const char *text, const char *what, bson_error_t *error)
    bson_error_t uri_error;
    mongoc_uri_t *uri = mongoc_uri_new_with_error(text, &uri_error);
    if (!uri) {
-      /* The URI itself is not quoted: it may hold a password. */
-      bson_set_error(error, 0, 0, "%s: not a valid MongoDB connection string: %s", what,
-                     uri_error.message);
+      /* The URI itself is not quoted, and mongoc's message may quote its password
+       * (`Password "..." must not have unescaped chars`): cut it out. */
+      char *shown = relay_redact_message(uri_error.message, text);
+      bson_set_error(error, 0, 0, "%s: not a valid MongoDB connection string: %s", what, shown);
+      bson_free(shown);
       return false;
    }
    mongoc_uri_destroy(uri);
    return true;
 }
 
+/* paho takes "user:pw@" for part of the host name (and prints it in its traces), so
+ * credentials in the URI are refused, naming the options that carry them. */
 static bool
-check_mqtt_uri(const char *text, const char *what, bson_error_t *error)
+check_mqtt_userinfo(const char *text, const char *authority, const char *what,
+                    bson_error_t *error)
+{
+   size_t len = strcspn(authority, "/?#");
+   if (!memchr(authority, '@', len)) {
+      return true;
+   }
+   char *shown = relay_redact_uri(text);
+   bson_set_error(error, 0, 0,
+                  "%s: a user name or password in the MQTT URI is not supported; give them "
+                  "with --mqtt-username and --mqtt-password-file (or OUTBOX_MQTT_PASSWORD, or "
+                  "\"mqtt-password\" in the config file), got '%s'",
+                  what, shown);
+   bson_free(shown);
+   return false;
+}
+
+bool
+_relay_mqtt_scheme(const char *uri, size_t *len)
 {
    static const char *const schemes[] = {"tcp://", "ssl://",  "mqtt://",
                                          "mqtts://", "ws://", "wss://"};
    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
       size_t n = strlen(schemes[i]);
-      if (!strncasecmp(text, schemes[i], n) && text[n] && text[n] != ':' && text[n] != '/') {
+      if (!strncasecmp(uri, schemes[i], n)) {
+         *len = n;
          return true;
       }
    }
-   char *shown = relay_config_redact_uri(text);
+   return false;
+}
+
+static bool
+check_mqtt_uri(const char *text, const char *what, bson_error_t *error)
+{
+   size_t n;
+   if (_relay_mqtt_scheme(text, &n) && text[n] && text[n] != ':' && text[n] != '/') {
+      return check_mqtt_userinfo(text, text + n, what, error);
+   }
+   char *shown = relay_redact_uri(text);
    bson_set_error(error, 0, 0,
                   "%s: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, "
                   "got '%s'",
@@ -250,13 +287,30 @@ check_file(const char *text, const char *what, bson_error_t *error)
    return true;
 }
 
+void
+_relay_warn_readable(const char *what, const char *path, unsigned mode)
+{
+   if (mode & S_IROTH) {
+      relay_log(RELAY_LOG_WARNING, "config",
+                "%s '%s' is readable by other users (mode %04o) and holds a password: "
+                "chmod o-r '%s'",
+                what, path, mode & 07777u, path);
+   }
+}
+
 char *
 _relay_read_secret_file(const char *path, const char *what, bson_error_t *error)
 {
    FILE *f = fopen(path, "r");
+   struct stat st;
    if (!f) {
       bson_set_error(error, 0, 0, "%s: cannot read '%s': %s", what, path, strerror(errno));
       return NULL;
+   }
+   if (fstat(fileno(f), &st) == 0) {
+      char *file_what = bson_strdup_printf("%s: the file", what);
+      _relay_warn_readable(file_what, path, (unsigned)st.st_mode);
+      bson_free(file_what);
    }
    char buf[4097];
    size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -368,6 +422,19 @@ check_string(const relay_opt_t *opt, const char *text, const char *what, bson_er
    }
 }
 
+/* Schemes are case-insensitive (RFC 3986), paho's are not: "SSL://" passed the check and
+ * then failed at start, so the stored URI gets its scheme in lower case. */
+static void
+lower_scheme(char *uri)
+{
+   size_t n;
+   if (_relay_mqtt_scheme(uri, &n)) {
+      for (size_t i = 0; i < n; i++) {
+         uri[i] = (char)tolower((unsigned char)uri[i]);
+      }
+   }
+}
+
 bool
 _relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text,
                  const char *what, bool append, bson_error_t *error)
@@ -392,11 +459,24 @@ _relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text,
       return apply_enum(cfg, opt, text, what, error);
    case OPT_SECRET_FILE:
       return apply_secret_file(cfg, opt, text, what, error);
+   case OPT_SECRET:
+      if (!check_string(opt, text, what, error)) {
+         return false;
+      }
+      set_string(cfg, opt, text);
+      /* A password given directly replaces one read from a file, so the dump never names a
+       * file that is not where the password came from. */
+      bson_free(cfg->mqtt_password_file);
+      cfg->mqtt_password_file = NULL;
+      return true;
    default:
       if (!check_string(opt, text, what, error)) {
          return false;
       }
       set_string(cfg, opt, text);
+      if (opt->type == OPT_URI_MQTT) {
+         lower_scheme(*FIELD(cfg, opt, char *));
+      }
       return true;
    }
 }

@@ -11,8 +11,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define MAX_CONFIG_FILE_BYTES (1024 * 1024)
-
 typedef struct {
    const relay_opt_t *opt;
    const char *value; /* borrowed from argv */
@@ -26,29 +24,6 @@ typedef struct {
    const char *config_path; /* borrowed from argv or the environment */
    bool check;
 } args_t;
-
-static bool
-takes_string(relay_opt_type_t t)
-{
-   return t != OPT_INT && t != OPT_SIZE && t != OPT_BOOL && t != OPT_QOS && t != OPT_LIST &&
-          t != OPT_MQTT_VERSION;
-}
-
-/* Wraps _relay_opt_apply(): a password given directly replaces one read from a file, so
- * the dump never names a file that is not where the password came from. */
-static bool
-apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const char *what,
-      bool append, bson_error_t *error)
-{
-   if (!_relay_opt_apply(cfg, opt, text, what, append, error)) {
-      return false;
-   }
-   if (opt->type == OPT_SECRET) {
-      bson_free(cfg->mqtt_password_file);
-      cfg->mqtt_password_file = NULL;
-   }
-   return true;
-}
 
 /* One argument starting with "--". Sets *@i past a separate value it consumed. */
 static relay_config_action_t
@@ -130,169 +105,6 @@ scan_argv(args_t *args, int argc, char **argv, bson_error_t *error)
    return RELAY_CONFIG_RUN;
 }
 
-static char *
-read_file(const char *path, size_t *len, bson_error_t *error)
-{
-   FILE *f = fopen(path, "rb");
-   if (!f) {
-      bson_set_error(error, 0, 0, "config file '%s': %s", path, strerror(errno));
-      return NULL;
-   }
-   char *data = bson_malloc(MAX_CONFIG_FILE_BYTES + 1);
-   *len = fread(data, 1, MAX_CONFIG_FILE_BYTES + 1, f);
-   bool failed = ferror(f);
-   fclose(f);
-   if (failed || *len > MAX_CONFIG_FILE_BYTES) {
-      bson_set_error(error, 0, 0, "config file '%s': %s", path,
-                     failed ? "read error" : "larger than 1 MiB");
-      bson_free(data);
-      return NULL;
-   }
-   data[*len] = '\0';
-   return data;
-}
-
-/* Converts a JSON value to the text the other sources would give, or fails with a message
- * saying which JSON type was expected. */
-static char *
-file_value_text(const relay_opt_t *opt, const bson_iter_t *it, const char *what,
-                bson_error_t *error)
-{
-   bson_type_t t = bson_iter_type(it);
-   if (t == BSON_TYPE_UTF8 && (takes_string(opt->type) || opt->type == OPT_LIST ||
-                               opt->type == OPT_MQTT_VERSION)) {
-      return bson_strdup(bson_iter_utf8(it, NULL));
-   }
-   if (t == BSON_TYPE_BOOL && opt->type == OPT_BOOL) {
-      return bson_strdup(bson_iter_bool(it) ? "true" : "false");
-   }
-   bool numeric = opt->type == OPT_INT || opt->type == OPT_SIZE || opt->type == OPT_QOS ||
-                  opt->type == OPT_MQTT_VERSION;
-   if (numeric && (t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64)) {
-      return bson_strdup_printf("%" PRId64, bson_iter_as_int64(it));
-   }
-   if (numeric && t == BSON_TYPE_DOUBLE) {
-      /* Let the option's parser reject fractions with its usual message. A double outside
-       * int64's range (or NaN) is not cast, which would be undefined (found with the fuzz
-       * targets). */
-      double d = bson_iter_double(it);
-      bool integral = d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
-                      d == (double)(int64_t)d;
-      return integral ? bson_strdup_printf("%" PRId64, (int64_t)d)
-                      : bson_strdup_printf("%g", d);
-   }
-   const char *expected = numeric                   ? "a number"
-                          : opt->type == OPT_BOOL   ? "true or false"
-                          : opt->type == OPT_LIST   ? "a string or an array of strings"
-                                                    : "a string";
-   const char *got = t == BSON_TYPE_UTF8     ? "a string"
-                     : t == BSON_TYPE_BOOL   ? "a boolean"
-                     : t == BSON_TYPE_ARRAY  ? "an array"
-                     : t == BSON_TYPE_DOCUMENT ? "an object"
-                     : t == BSON_TYPE_NULL   ? "null"
-                                             : "a number";
-   bson_set_error(error, 0, 0, "%s: expected %s, got %s", what, expected, got);
-   return NULL;
-}
-
-static bool
-apply_file_value(relay_config_t *cfg, const relay_opt_t *opt, bson_iter_t *it,
-                 const char *what, bson_error_t *error)
-{
-   if (opt->type == OPT_LIST && BSON_ITER_HOLDS_ARRAY(it)) {
-      bson_iter_t child;
-      bool first = true;
-      bson_iter_recurse(it, &child);
-      while (bson_iter_next(&child)) {
-         if (!BSON_ITER_HOLDS_UTF8(&child)) {
-            bson_set_error(error, 0, 0, "%s: expected an array of strings", what);
-            return false;
-         }
-         if (!apply(cfg, opt, bson_iter_utf8(&child, NULL), what, !first, error)) {
-            return false;
-         }
-         first = false;
-      }
-      return true;
-   }
-   char *text = file_value_text(opt, it, what, error);
-   bool ok = text && apply(cfg, opt, text, what, false, error);
-   bson_free(text);
-   return ok;
-}
-
-/* Fails listing every unknown key at once: a file with several typos is fixed in one go. */
-static bool
-check_file_keys(const bson_t *doc, const char *path, bson_error_t *error)
-{
-   bson_iter_t it;
-   bson_string_t *unknown = bson_string_new(NULL);
-   bson_iter_init(&it, doc);
-   while (bson_iter_next(&it)) {
-      const char *key = bson_iter_key(&it);
-      if (!_relay_opt_find(key, strlen(key))) {
-         bson_string_append_printf(unknown, "%s\"%s\"", unknown->len ? ", " : "", key);
-      }
-   }
-   bool ok = unknown->len == 0;
-   if (!ok) {
-      bson_set_error(error, 0, 0,
-                     "config file '%s': unknown key %s (keys are the long option names, e.g. "
-                     "\"mongodb-uri\")",
-                     path, unknown->str);
-   }
-   bson_string_free(unknown, true);
-   return ok;
-}
-
-static bool
-both_secrets(const bson_t *doc)
-{
-   return bson_has_field(doc, "mqtt-password") && bson_has_field(doc, "mqtt-password-file");
-}
-
-static bool
-load_file(relay_config_t *cfg, const char *path, bson_error_t *error)
-{
-   size_t len = 0;
-   bson_error_t json_error;
-   char *data = read_file(path, &len, error);
-   if (!data) {
-      return false;
-   }
-   const char *start = data + strspn(data, " \t\r\n");
-   bson_t *doc = *start == '{' ? bson_new_from_json((const uint8_t *)data, (ssize_t)len,
-                                                    &json_error)
-                               : NULL;
-   bool ok = doc != NULL;
-   if (!ok) {
-      bson_set_error(error, 0, 0, "config file '%s': %s", path,
-                     *start == '{' ? json_error.message : "expected a JSON object ({...})");
-   }
-   ok = ok && check_file_keys(doc, path, error);
-   if (ok && both_secrets(doc)) {
-      bson_set_error(error, 0, 0,
-                     "config file '%s': give \"mqtt-password\" or \"mqtt-password-file\", not both",
-                     path);
-      ok = false;
-   }
-   bson_iter_t it;
-   if (ok && bson_iter_init(&it, doc)) {
-      while (ok && bson_iter_next(&it)) {
-         const char *key = bson_iter_key(&it);
-         char *what = bson_strdup_printf("config file '%s': \"%s\"", path, key);
-         ok = apply_file_value(cfg, _relay_opt_find(key, strlen(key)), &it, what, error);
-         bson_free(what);
-      }
-   }
-   if (ok) {
-      cfg->config_file = bson_strdup(path);
-   }
-   bson_destroy(doc);
-   bson_free(data);
-   return ok;
-}
-
 static const char *
 env_value(const relay_opt_t *opt)
 {
@@ -313,7 +125,7 @@ load_env(relay_config_t *cfg, bson_error_t *error)
    for (size_t i = 0; i < relay_n_opts; i++) {
       const relay_opt_t *opt = &relay_opts[i];
       const char *v = opt->name ? env_value(opt) : NULL;
-      if (v && !apply(cfg, opt, v, opt->env, false, error)) {
+      if (v && !_relay_opt_apply(cfg, opt, v, opt->env, false, error)) {
          return false;
       }
    }
@@ -345,7 +157,7 @@ load_flags(relay_config_t *cfg, const args_t *args, bson_error_t *error)
       /* Repeated --collection flags add up; the first replaces lower layers' list. */
       bool append = f->opt->type == OPT_LIST && list_seen;
       list_seen = list_seen || f->opt->type == OPT_LIST;
-      bool ok = apply(cfg, f->opt, f->value, what, append, error);
+      bool ok = _relay_opt_apply(cfg, f->opt, f->value, what, append, error);
       if (ok && (f->opt->type == OPT_URI_MONGODB || f->opt->type == OPT_URI_MQTT)) {
          warn_secret_in_flag(f->opt, f->value);
       }
@@ -373,7 +185,7 @@ load(relay_config_t *cfg, int argc, char **argv, bool mongodb_only, bson_error_t
    if (!args.config_path) {
       args.config_path = getenv("OUTBOX_CONFIG");
    }
-   if ((args.config_path && *args.config_path && !load_file(cfg, args.config_path, error)) ||
+   if ((args.config_path && *args.config_path && !_relay_config_load_file(cfg, args.config_path, error)) ||
        !load_env(cfg, error)) {
       action = RELAY_CONFIG_INVALID;
       goto done;

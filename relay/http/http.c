@@ -12,10 +12,22 @@
 
 #include <microhttpd.h>
 
+#include "http/guard.h"
 #include "util/log.h"
+
+/* What one client may take (see guard.h): a request must arrive whole within 5 s, and
+ * at most 64 connections wait on their clients (one more displaces the longest waiting); the
+ * hard limit leaves room for the newcomers that displace them. Requests are small GETs: 16 KiB
+ * of headers is plenty. */
+#define REQUEST_DEADLINE_MS 5000
+#define MAX_WAITING 64
+#define CONNECTION_LIMIT 256
+#define CONNECTION_MEMORY 16384
+#define IDLE_TIMEOUT_S 10
 
 struct relay_http_t {
    struct MHD_Daemon *daemon;
+   relay_http_guard_t *guard;
    relay_metrics_t *metrics;
    uint16_t port;
 };
@@ -143,6 +155,7 @@ handle(void *cls, struct MHD_Connection *conn, const char *url, const char *meth
    static const char not_found[] = "not found\n";
    static const char not_allowed[] = "method not allowed\n";
 
+   relay_http_guard_received(http->guard, conn);
    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
       return respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
                      not_allowed, sizeof not_allowed - 1);
@@ -158,6 +171,14 @@ handle(void *cls, struct MHD_Connection *conn, const char *url, const char *meth
 }
 
 static void
+completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+          enum MHD_RequestTerminationCode toe)
+{
+   relay_http_t *http = cls;
+   relay_http_guard_done(http->guard, conn);
+}
+
+static void
 mhd_logger(void *cls, const char *fmt, va_list ap)
 {
    char buf[512];
@@ -167,7 +188,10 @@ mhd_logger(void *cls, const char *fmt, va_list ap)
    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
       buf[--len] = '\0';
    }
-   relay_log(RELAY_LOG_WARNING, "http", "%s", buf);
+   /* Once running, libmicrohttpd reports what clients did wrong (a closed socket, a request
+    * cut at its deadline): nothing an operator can act on, and a flood of them under attack.
+    * Start-up failures are reported by relay_http_start() itself. */
+   relay_log(RELAY_LOG_DEBUG, "http", "%s", buf);
 }
 
 relay_http_t *
@@ -182,21 +206,30 @@ relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *err
    }
    relay_http_t *http = bson_malloc0(sizeof *http);
    http->metrics = metrics;
-   /* AUTO picks epoll or poll: select() would fail once descriptors pass 1024. */
-   unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+   http->guard = relay_http_guard_new(MAX_WAITING, REQUEST_DEADLINE_MS);
+   /* poll(), not select() (it fails once descriptors pass 1024) and not epoll: libmicrohttpd
+    * 0.9.75's epoll loop calls epoll_wait() again with the full timeout after a batch of 128
+    * events, so after many connections closed at once the stop (or those events) waited up
+    * to the idle timeout. */
+   unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
    if (addr.ss_family == AF_INET6) {
       flags |= MHD_USE_IPv6;
    }
-   /* A handful of connections and a short timeout: this endpoint serves a scraper and a
-    * probe, and a stuck client must not hold resources for long. The logger goes first, or MHD
-    * reports options before it on its own stderr logger. */
-   http->daemon = MHD_start_daemon(
+   /* This endpoint serves a scraper and a probe: slow or stuck clients must not take it off
+    * line (guard.h). The logger goes first, or MHD reports options before it on its own
+    * stderr logger. */
+   http->daemon = http->guard ? MHD_start_daemon(
       flags, 0, NULL, NULL, handle, http, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned int)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
+      (unsigned int)CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+      MHD_OPTION_NOTIFY_CONNECTION, relay_http_guard_notify, http->guard,
+      MHD_OPTION_NOTIFY_COMPLETED, completed, http,
+      MHD_OPTION_UNESCAPE_CALLBACK, relay_http_guard_unescape, NULL, MHD_OPTION_END) : NULL;
    if (!http->daemon) {
       bson_set_error(error, 0, 0, "metrics-listen: cannot listen on '%s' (address in use?)",
                      listen);
+      relay_http_guard_destroy(http->guard);
       bson_free(http);
       return NULL;
    }
@@ -218,5 +251,6 @@ relay_http_stop(relay_http_t *http)
       return;
    }
    MHD_stop_daemon(http->daemon);
+   relay_http_guard_destroy(http->guard);
    bson_free(http);
 }

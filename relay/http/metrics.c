@@ -58,6 +58,8 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_mqtt_connected", "1 when connected to the MQTT broker, else 0."},
    {"outbox_relay_mongodb_connected",
     "1 when the change stream is open (a standby: when its leases are renewed), else 0."},
+   {"outbox_relay_mqtt_short_connections",
+    "MQTT connections in a row lost within 30 s of connecting (3 or more fail /healthz)."},
    {"outbox_relay_partitions_owned", "Partition leases this member holds."},
    {"outbox_relay_group_members", "Live members of this relay's group, as it last counted."},
    {"outbox_relay_mongodb_writes_refused",
@@ -278,6 +280,8 @@ relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason)
       why = "MongoDB not connected";
    } else if (!mqtt) {
       why = "MQTT broker not connected";
+   } else if (relay_metrics_get_gauge(metrics, RELAY_G_MQTT_SHORT_CONNECTIONS) >= 3) {
+      why = "MQTT connection keeps dropping (lost 3 times in a row within 30 s of connecting)";
    } else if (relay_metrics_get_gauge(metrics, RELAY_G_MONGODB_WRITES_REFUSED) == 1.0) {
       why = "MongoDB refuses the relay's writes (not authorized): publishing paused";
    }

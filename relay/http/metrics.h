@@ -44,6 +44,7 @@ typedef enum {
    RELAY_G_STREAM_LAG_S,        /* outbox_relay_change_stream_lag_seconds: now - clusterTime */
    RELAY_G_MQTT_CONNECTED,      /* outbox_relay_mqtt_connected: 1 or 0 */
    RELAY_G_MONGODB_CONNECTED,   /* outbox_relay_mongodb_connected: 1 or 0 */
+   RELAY_G_MQTT_SHORT_CONNECTIONS, /* outbox_relay_mqtt_short_connections: lost soon, in a row */
    RELAY_G_PARTITIONS_OWNED,    /* outbox_relay_partitions_owned: leases this member holds */
    RELAY_G_GROUP_MEMBERS,       /* outbox_relay_group_members: live members it counts */
    RELAY_G_MONGODB_WRITES_REFUSED, /* outbox_relay_mongodb_writes_refused: 1 while refused */
@@ -110,7 +111,8 @@ relay_metrics_role(const relay_metrics_t *metrics);
 void
 relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out);
 
-/* True when both connected gauges are 1. Otherwise false, and *@reason (if not NULL) points
+/* True when both connected gauges are 1 and the MQTT connection does not keep dropping (fewer
+ * than 3 short connections in a row). Otherwise false, and *@reason (if not NULL) points
  * to a static sentence saying what is down. */
 bool
 relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason);

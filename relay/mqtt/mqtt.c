@@ -11,6 +11,7 @@
 
 #include <MQTTAsync.h>
 
+#include "mqtt/tls.h"
 #include "util/log.h"
 
 /* Per-publish callback context. paho hands back one pointer; it has to lead to both the
@@ -32,6 +33,12 @@ struct relay_mqtt_t {
    bool woken;
    pub_ctx_t *ctxs;
    atomic_int receive_max; /* the broker's Receive Maximum (MQTT 5), 0 if not told */
+   atomic_uint max_packet; /* the broker's Maximum Packet Size (MQTT 5), 0 if not told */
+   /* Dead-letter reasons naming a Maximum Packet Size, one per value seen; items in the table
+    * point at them, so they live as long as the client. Guarded by lock. */
+   char **limit_reasons;
+   size_t n_limit_reasons;
+   bool clean_next; /* connect with a clean session (after relay_mqtt_clean_session()) */
 };
 
 static void
@@ -118,14 +125,22 @@ on_pub_failure(void *context, MQTTAsync_failureData *resp)
 static void
 on_connected(void *context, char *cause)
 {
+   relay_mqtt_t *m = context;
+   if (relay_tls_uri(m->cfg->mqtt_uri)) {
+      relay_tls_watch(false);
+   }
    push(context, RELAY_MQTT_CONNECTED, 0, 0, 0);
 }
 
 static void
 on_lost(void *context, char *cause)
 {
+   relay_mqtt_t *m = context;
    relay_log(RELAY_LOG_WARNING, "mqtt", "connection lost%s%s", cause ? ": " : "",
              cause ? cause : "");
+   if (relay_tls_uri(m->cfg->mqtt_uri)) {
+      relay_tls_watch(true); /* paho reconnects by itself: explain its failures */
+   }
    push(context, RELAY_MQTT_LOST, 0, 0, 0);
 }
 
@@ -151,12 +166,84 @@ on_connect_success5(void *context, MQTTAsync_successData5 *resp)
          atomic_store(&m->receive_max, rm);
       }
    }
+   /* A broker that announces a Maximum Packet Size drops the connection on a larger packet
+    * (mosquitto's max_packet_size): such a message is dead-lettered before it is sent. */
+   unsigned mp = 0;
+   if (resp &&
+       MQTTProperties_hasProperty(&resp->properties, MQTTPROPERTY_CODE_MAXIMUM_PACKET_SIZE)) {
+      mp = (unsigned)MQTTProperties_getNumericValue(&resp->properties,
+                                                     MQTTPROPERTY_CODE_MAXIMUM_PACKET_SIZE);
+   }
+   atomic_store(&m->max_packet, mp);
 }
 
 int
 relay_mqtt_receive_max(relay_mqtt_t *m)
 {
    return atomic_load(&m->receive_max);
+}
+
+unsigned
+relay_mqtt_max_packet(relay_mqtt_t *m)
+{
+   return atomic_load(&m->max_packet);
+}
+
+/* Bytes of MQTT's variable byte integer for @n. */
+static size_t
+varint_size(size_t n)
+{
+   return n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : 4;
+}
+
+size_t
+relay_mqtt_packet_size(int mqtt_version, int qos, const relay_mqtt_message_t *msg)
+{
+   size_t rest = 2 + strlen(msg->topic) + (qos > 0 ? 2 : 0) + msg->payload_len;
+   if (mqtt_version == 5) {
+      size_t props = msg->content_type ? 1 + 2 + strlen(msg->content_type) : 0;
+      for (size_t i = 0; i < msg->n_user_props; i++) {
+         props += 1 + 2 + strlen(msg->user_props[2 * i]) + 2 + strlen(msg->user_props[2 * i + 1]);
+      }
+      rest += varint_size(props) + props;
+   }
+   return 1 + varint_size(rest) + rest;
+}
+
+/* The reason for @limit, made once per value (under m->lock). */
+static const char *
+limit_reason(relay_mqtt_t *m, unsigned limit)
+{
+   char *want = bson_strdup_printf(
+      "message larger than the broker's Maximum Packet Size (%u bytes, from its CONNACK)", limit);
+   const char *found = NULL;
+   pthread_mutex_lock(&m->lock);
+   for (size_t i = 0; i < m->n_limit_reasons && !found; i++) {
+      if (!strcmp(m->limit_reasons[i], want)) {
+         found = m->limit_reasons[i];
+      }
+   }
+   if (!found) {
+      m->limit_reasons =
+         bson_realloc(m->limit_reasons, (m->n_limit_reasons + 1) * sizeof *m->limit_reasons);
+      m->limit_reasons[m->n_limit_reasons++] = want;
+      found = want;
+      want = NULL;
+   }
+   pthread_mutex_unlock(&m->lock);
+   bson_free(want);
+   return found;
+}
+
+const char *
+relay_mqtt_check_size(relay_mqtt_t *m, const relay_mqtt_message_t *msg)
+{
+   unsigned limit = relay_mqtt_max_packet(m);
+   if (limit == 0 || m->cfg->mqtt_version != 5 ||
+       relay_mqtt_packet_size(5, m->cfg->qos, msg) <= limit) {
+      return NULL;
+   }
+   return limit_reason(m, limit);
 }
 
 const char *
@@ -213,13 +300,16 @@ static void
 log_connect_failure(const relay_mqtt_t *m, int code, int reason, const char *message)
 {
    const char *refusal = relay_mqtt_connack_text(m->cfg->mqtt_version, code, reason);
+   char *tls = relay_tls_take_reason();
    if (refusal) {
       relay_log(RELAY_LOG_WARNING, "mqtt", "connect refused by the broker: %s (code %d, reason %d)",
                 refusal, code, reason);
    } else {
-      relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d, reason %d%s%s", code, reason,
-                message ? ": " : "", message ? message : "");
+      relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d, reason %d%s%s%s%s", code,
+                reason, message ? ": " : "", message ? message : "", tls ? ": " : "",
+                tls ? tls : "");
    }
+   bson_free(tls);
 }
 
 static void
@@ -276,26 +366,43 @@ relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *e
    }
    /* Creating the first client initialises paho's trace settings: set them again. */
    relay_log_sync_paho();
+   relay_tls_warn_insecure(cfg);
    MQTTAsync_setCallbacks(m->client, m, on_lost, on_message, NULL);
    MQTTAsync_setConnected(m->client, m, on_connected);
    return m;
 }
 
+/* Frees the contexts of publishes whose callbacks will never come (the client is destroyed). */
 static void
-fill_ssl(const relay_config_t *cfg, MQTTAsync_SSLOptions *ssl)
+free_contexts(relay_mqtt_t *m)
 {
-   ssl->trustStore = cfg->mqtt_ca_file;
-   ssl->keyStore = cfg->mqtt_cert_file;
-   ssl->privateKey = cfg->mqtt_key_file;
-   ssl->enableServerCertAuth = 1;
-   /* paho's default is no hostname check. */
-   ssl->verify = cfg->mqtt_tls_insecure ? 0 : 1;
+   while (m->ctxs) {
+      pub_ctx_t *c = m->ctxs;
+      m->ctxs = c->next;
+      bson_free(c);
+   }
+}
+
+void
+relay_mqtt_clean_session(relay_mqtt_t *m)
+{
+   /* Disconnecting also stops paho's automatic reconnect (it answers "disconnected" when the
+    * connection is down already); the next relay_mqtt_connect() asks for a clean session, and
+    * paho empties its own session store when the broker accepts it. Destroying the client
+    * instead leaked the publishes paho held (paho 1.3.12, seen under LeakSanitizer). */
+   MQTTAsync_disconnect(m->client, NULL);
+   pthread_mutex_lock(&m->lock);
+   m->clean_next = true;
+   pthread_mutex_unlock(&m->lock);
 }
 
 static bool
-is_tls_uri(const char *uri)
+clean_next(relay_mqtt_t *m)
 {
-   return !strncmp(uri, "ssl://", 6) || !strncmp(uri, "mqtts://", 8) || !strncmp(uri, "wss://", 6);
+   pthread_mutex_lock(&m->lock);
+   bool clean = m->clean_next;
+   pthread_mutex_unlock(&m->lock);
+   return clean;
 }
 
 bool
@@ -310,11 +417,11 @@ relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error)
 
    o->keepAliveInterval = cfg->mqtt_keepalive_s;
    if (cfg->mqtt_version == 5) {
-      o->cleanstart = cfg->mqtt_clean_start;
+      o->cleanstart = cfg->mqtt_clean_start || clean_next(m);
       o->onSuccess5 = on_connect_success5;
       o->onFailure5 = on_connect_failure5;
    } else {
-      o->cleansession = cfg->mqtt_clean_start;
+      o->cleansession = cfg->mqtt_clean_start || clean_next(m);
       o->onFailure = on_connect_failure;
    }
    o->context = m;
@@ -325,9 +432,10 @@ relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error)
    o->connectTimeout = 10;
    o->username = cfg->mqtt_username;
    o->password = cfg->mqtt_password;
-   if (is_tls_uri(cfg->mqtt_uri)) {
-      fill_ssl(cfg, &ssl);
+   if (relay_tls_uri(cfg->mqtt_uri)) {
+      relay_tls_fill(cfg, &ssl);
       o->ssl = &ssl;
+      relay_tls_watch(true);
    }
    rc = MQTTAsync_connect(m->client, o);
    if (rc != MQTTASYNC_SUCCESS) {
@@ -491,11 +599,11 @@ relay_mqtt_destroy(relay_mqtt_t *m)
    if (m->client) {
       MQTTAsync_destroy(&m->client);
    }
-   while (m->ctxs) {
-      pub_ctx_t *c = m->ctxs;
-      m->ctxs = c->next;
-      bson_free(c);
+   free_contexts(m);
+   for (size_t i = 0; i < m->n_limit_reasons; i++) {
+      bson_free(m->limit_reasons[i]);
    }
+   bson_free(m->limit_reasons);
    bson_free(m->queue);
    pthread_cond_destroy(&m->cond);
    pthread_mutex_destroy(&m->lock);

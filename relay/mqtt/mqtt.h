@@ -69,6 +69,18 @@ int relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_
 /* The broker's Receive Maximum from the last MQTT 5 CONNACK, or 0 if unknown. Thread-safe. */
 int relay_mqtt_receive_max(relay_mqtt_t *m);
 
+/* The broker's Maximum Packet Size from the last MQTT 5 CONNACK, or 0 if it set none.
+ * Thread-safe. */
+unsigned relay_mqtt_max_packet(relay_mqtt_t *m);
+
+/* The size in bytes of the PUBLISH packet @msg makes at @qos with protocol @mqtt_version
+ * (4 or 5): fixed header, topic, packet id, properties, payload. Pure. */
+size_t relay_mqtt_packet_size(int mqtt_version, int qos, const relay_mqtt_message_t *msg);
+
+/* NULL if @msg fits the Maximum Packet Size the broker announced; otherwise a sentence for
+ * the dead letter naming the limit, valid until relay_mqtt_destroy(). Main thread. */
+const char *relay_mqtt_check_size(relay_mqtt_t *m, const relay_mqtt_message_t *msg);
+
 /* Moves up to @max completions into @out; waits up to @wait_ms for the first one if none is
  * queued. Returns how many were moved. */
 size_t relay_mqtt_wait(relay_mqtt_t *m, relay_mqtt_completion_t *out, size_t max, int wait_ms);
@@ -83,6 +95,13 @@ void relay_mqtt_disconnect(relay_mqtt_t *m, int timeout_ms);
  * password"), from paho's failure code and MQTT 5 reason code; NULL when @code/@reason is not
  * a CONNACK refusal (e.g. a network error). Pure; thread-safe. */
 const char *relay_mqtt_connack_text(int mqtt_version, int code, int reason);
+
+/* Drops the connection (if any) and stops paho's automatic reconnect; the next
+ * relay_mqtt_connect() and every later one start a clean session. paho resends the publishes
+ * of a kept session by itself after a reconnect: this is how the relay stops it sending a
+ * message it has dead-lettered. Publishes in flight complete as usual (stale ones are the
+ * caller's to ignore). */
+void relay_mqtt_clean_session(relay_mqtt_t *m);
 
 /* Destroys the client; NULL-safe. No completion arrives afterwards. */
 void relay_mqtt_destroy(relay_mqtt_t *m);

@@ -13,11 +13,14 @@
 #include "util/log.h"
 #include "relay-private.h"
 #include "mqtt/render.h"
+#include "mqtt/suspect.h"
 
 /* An in-flight publish with no answer for this long is presumed lost and sent again. paho
  * normally answers every publish (with -11 when a session is dropped); this only guards
  * against a stall. */
 #define PUBLISH_TIMEOUT_MS 30000
+
+static void renew(relay_t *r, int64_t now);
 
 bool
 relay_publish_init(relay_t *r, bson_error_t *error)
@@ -42,6 +45,7 @@ relay_publish_cleanup(relay_t *r)
 {
    relay_mqtt_destroy(r->mqtt);
    r->mqtt = NULL;
+   relay_suspect_cleanup(r);
    bson_free(r->slots);
    bson_free(r->free_slots);
    r->slots = NULL;
@@ -141,6 +145,8 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
       *poison = "user property longer than MQTT allows (65535 bytes)";
    } else if (len + strlen(topic) > cfg->max_message_bytes) {
       *poison = "message larger than max-message-bytes";
+   } else if ((*poison = relay_mqtt_check_size(r->mqtt, &msg))) {
+      /* The broker would drop the connection on it, every time. */
    } else {
       rc = relay_mqtt_publish(r->mqtt, &msg, tag);
    }
@@ -201,6 +207,11 @@ relay_publish_dispatch(relay_t *r, int64_t now)
       }
       if (!relay_gate_admit(r, e)) {
          continue; /* parked until its partition's lease allows it */
+      }
+      if ((poison = relay_suspect_verdict(r, e))) {
+         relay_table_poisoned(&r->table, e, poison);
+         renew(r, now);
+         break;
       }
       slot = r->free_slots[--r->n_free];
       r->gen++;
@@ -284,6 +295,7 @@ on_publish_result(relay_t *r, const relay_mqtt_completion_t *c, int64_t now)
    release(r, s);
    if (c->kind == RELAY_MQTT_ACK) {
       observe_ack(r, e, sent_us);
+      relay_suspect_acked(r, e);
       relay_table_acked(&r->table, e);
       relay_metrics_add(r->metrics, RELAY_M_PUBLISHED, 1);
       r->publish_backoff_ms = 0;
@@ -299,7 +311,7 @@ on_publish_result(relay_t *r, const relay_mqtt_completion_t *c, int64_t now)
 /* Everything in flight is abandoned and queued again: after a reconnect it is sent anew, in
  * order. A late answer to an abandoned publish finds its slot reused and is ignored. */
 static void
-abandon_inflight(relay_t *r, int64_t now)
+requeue_inflight(relay_t *r, int64_t now)
 {
    for (int i = 0; i < r->cfg->inflight_window; i++) {
       relay_slot_t *s = &r->slots[i];
@@ -309,6 +321,36 @@ abandon_inflight(relay_t *r, int64_t now)
          retry_later(r, e, now);
       }
    }
+}
+
+/* After a message was dead-lettered for killing the connection: paho must forget the copy
+ * its session would send again on the next reconnect (see relay_mqtt_clean_session()). */
+static void
+renew(relay_t *r, int64_t now)
+{
+   relay_log(RELAY_LOG_INFO, "mqtt",
+             "reconnecting with a clean session, so that the broker is not sent that message "
+             "again");
+   requeue_inflight(r, now);
+   relay_mqtt_clean_session(r->mqtt);
+   r->mqtt_connected = false;
+   r->mqtt_connecting = false;
+   r->mqtt_retry_at_ms = now;
+}
+
+static void
+lost(relay_t *r, int64_t now)
+{
+   relay_slot_t *convicted = relay_suspect_on_lost(r, now);
+   r->mqtt_connected = false;
+   r->mqtt_connecting = true; /* paho reconnects by itself; a connect now is refused */
+   if (convicted) {
+      relay_entity_t *e = convicted->entity;
+      release(r, convicted);
+      relay_table_poisoned(&r->table, e, relay_suspect_verdict(r, e));
+      renew(r, now);
+   }
+   requeue_inflight(r, now);
 }
 
 static void
@@ -322,13 +364,13 @@ on_connection(relay_t *r, const relay_mqtt_completion_t *c, int64_t now)
       }
       r->mqtt_ever_connected = true;
       r->mqtt_connected = true;
+      relay_suspect_on_connected(r, now);
       r->mqtt_connecting = false;
       r->mqtt_backoff_ms = 0;
       r->publish_pause_until_ms = 0;
       break;
    case RELAY_MQTT_LOST:
-      r->mqtt_connected = false;
-      abandon_inflight(r, now);
+      lost(r, now);
       break;
    case RELAY_MQTT_CONNECT_FAILED:
       /* paho retries by itself only after a connection was lost, not after a failed
@@ -360,6 +402,7 @@ relay_publish_handle(relay_t *r, int wait_ms, int64_t now)
 void
 relay_publish_check_timeouts(relay_t *r, int64_t now)
 {
+   relay_suspect_tick(r, now);
    for (int i = 0; i < r->cfg->inflight_window; i++) {
       relay_slot_t *s = &r->slots[i];
       if (s->entity && now - s->sent_ms > PUBLISH_TIMEOUT_MS) {

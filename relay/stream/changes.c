@@ -80,11 +80,12 @@ report_not_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it)
    relay_metrics_add(r->metrics, RELAY_M_DEAD_LETTERED, 1);
 }
 
-/* Offers every element of the array at @it to @e; @from_document when the array is the
- * document's as it is now (a read or the sweep), where requeued events are taken. */
+/* Offers every element of the array at @it to @e (see relay_table_offer() for the seq rule
+ * and @replayed_upto); @from_document when the array is the document's as it is now (a read
+ * or the sweep), where requeued events are taken (relay_table_offer_requeued()). */
 static void
 offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *pos,
-            bool from_document)
+            int64_t replayed_upto, bool from_document)
 {
    bson_iter_t arr;
    if (!BSON_ITER_HOLDS_ARRAY(it)) {
@@ -101,7 +102,7 @@ offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *p
       if (requeued && relay_table_offer_requeued(&r->table, e, &ev, pos)) {
          relay_log(RELAY_LOG_INFO, "stream", "requeued event of %s/%s (seq %" PRId64 ") taken",
                    r->cfg->collections[e->coll], e->rendered, e->tail->ev.seq);
-      } else if (requeued || !relay_table_offer(&r->table, e, &ev, pos)) {
+      } else if (requeued || !relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
          relay_event_cleanup(&ev);
       }
    }
@@ -133,7 +134,7 @@ take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos)
    e = relay_table_add(&r->table, coll, bson_iter_value(&it));
    e->part = part;
    if (bson_iter_init_find(&it, doc, r->cfg->events_field)) {
-      offer_array(r, e, &it, pos, true);
+      offer_array(r, e, &it, pos, 0, true); /* the document as it is now: nothing is a replay */
    }
    /* Every seq up to eventSeq that is not pending any more was published and cleared. */
    seq = read_int(doc, r->cfg->event_seq_field);
@@ -205,6 +206,10 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
    size_t flen = strlen(field);
    bson_iter_t it, fields;
    bool found = false;
+   /* While the stream replays history (after a reopen, or behind a partition's sweep), what
+    * this entity already took may come again. */
+   int64_t replayed_upto =
+      r->verifying || (e->part >= 0 && relay_group_fresh(r, e->part)) ? e->last_seq : 0;
 
    if (!strcmp(op, "insert") || !strcmp(op, "replace")) {
       char *path = bson_strdup_printf("fullDocument.%s", field);
@@ -212,7 +217,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
               BSON_ITER_HOLDS_ARRAY(&fields);
       bson_free(path);
       if (found) {
-         offer_array(r, e, &fields, pos, false);
+         offer_array(r, e, &fields, pos, replayed_upto, false);
       }
       return found;
    }
@@ -230,7 +235,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
    while (bson_iter_next(&it)) {
       const char *key = bson_iter_key(&it);
       if (!strcmp(key, field)) {
-         offer_array(r, e, &it, pos, false);
+         offer_array(r, e, &it, pos, replayed_upto, false);
          found = true;
       } else if (!strncmp(key, field, flen) && key[flen] == '.') {
          relay_event_t ev;
@@ -238,7 +243,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
             return false; /* a change inside an event: not an append we can read */
          }
          relay_event_parse(bson_iter_value(&it), &ev);
-         if (!relay_table_offer(&r->table, e, &ev, pos)) {
+         if (!relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
             relay_event_cleanup(&ev);
          }
          found = true;

@@ -105,6 +105,9 @@ begin(relay_t *r, int64_t now)
       r->sweep_pos = relay_table_pos_marker(&r->table);
       relay_group_sweep_began(r, &set, r->sweep_pos);
    }
+   /* Its events are at least as old as the sweep: the pending-age gauge counts from its start
+    * (it read 0 while swept events waited, so alerts missed them). */
+   r->sweep_pos->wall_ms = relay_wall_ms();
    r->sweeping = true;
    r->sweep_coll = 0;
    r->sweep_hint = true;

@@ -334,18 +334,41 @@ relay_table_mark_dirty(relay_table_t *t, relay_entity_t *e)
    t->dirty_tail = e;
 }
 
+/* Whether @e buffers this very element (same seq, same bytes): read again with its document. */
+static bool
+holds(const relay_entity_t *e, const relay_event_t *ev)
+{
+   for (const relay_item_t *it = e->head; it; it = it->next) {
+      if (it->ev.seq == ev->seq && it->ev.raw.value_type == ev->raw.value_type &&
+          it->ev.raw.value_type == BSON_TYPE_DOCUMENT &&
+          it->ev.raw.value.v_doc.data_len == ev->raw.value.v_doc.data_len &&
+          !memcmp(it->ev.raw.value.v_doc.data, ev->raw.value.v_doc.data,
+                  ev->raw.value.v_doc.data_len)) {
+         return true;
+      }
+   }
+   return false;
+}
+
 bool
-relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos)
+relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos,
+                  int64_t replayed_upto)
 {
    relay_item_t *it;
    bool valid = ev->reason == NULL;
 
    if (ev->seq != 0 && ev->seq <= e->last_seq) {
-      /* Seen already: a replay, or covered by a read of the document. A requeued event
-       * below last_seq is taken only from the document (relay_table_offer_requeued()). */
-      return false;
-   }
-   if (valid || ev->seq != 0) {
+      /* A requeued event below last_seq is taken only from the document as it is now
+       * (relay_table_offer_requeued()): a change may show it after it was published. */
+      if (ev->seq <= replayed_upto || holds(e, ev) || ev->requeued > 0) {
+         return false; /* seen already: a replayed change, or read again with its document */
+      }
+      /* Another event at or below a seq already taken or handled (written outside
+       * liboutbox): it can never be published in order, and nothing else would ever remove
+       * it from the document. */
+      valid = false;
+      ev->reason = RELAY_REASON_SEQ_NOT_ABOVE;
+   } else if (valid || ev->seq != 0) {
       e->last_seq = ev->seq;
    }
    it = bson_malloc0(sizeof *it);
@@ -394,14 +417,14 @@ relay_table_offer_requeued(relay_table_t *t, relay_entity_t *e, relay_event_t *e
 {
    int64_t last_seq = e->last_seq;
    if (ev->requeued <= 0 || ev->seq == 0 || ev->seq > last_seq) {
-      return relay_table_offer(t, e, ev, pos);
+      return relay_table_offer(t, e, ev, pos, 0);
    }
    if (holds_id(e, ev->id)) {
       return false; /* taken before, still in flight or being cleared */
    }
    /* Below the entity's last seq by design: taken without lowering or raising last_seq. */
    e->last_seq = ev->seq - 1;
-   bool taken = relay_table_offer(t, e, ev, pos);
+   bool taken = relay_table_offer(t, e, ev, pos, 0);
    e->last_seq = last_seq;
    return taken;
 }
@@ -524,13 +547,16 @@ relay_table_unpark(relay_table_t *t, relay_entity_t *e)
    }
 }
 
-/* last_seq: the highest seq @e still holds (0 if nothing): later events are taken again. */
+/* last_seq: the highest seq @e still holds (0 if nothing), but below @dropped, the lowest seq
+ * dropped: the dropped events are taken again when read again, and the seq rule must not take
+ * them for repeats of a held event with a higher seq (a poison one waiting for the dead
+ * letters). */
 static void
-reset_last_seq(relay_entity_t *e)
+reset_last_seq(relay_entity_t *e, int64_t dropped)
 {
    e->last_seq = 0;
    for (relay_item_t *it = e->head; it; it = it->next) {
-      if (it->ev.seq > e->last_seq) {
+      if (it->ev.seq > e->last_seq && (dropped <= 0 || it->ev.seq < dropped)) {
          e->last_seq = it->ev.seq;
       }
    }
@@ -539,8 +565,14 @@ reset_last_seq(relay_entity_t *e)
 size_t
 relay_table_drop_queued(relay_table_t *t, relay_entity_t *e)
 {
+   int64_t lowest = 0;
+   for (relay_item_t *it = e->head; it; it = it->next) {
+      if (it->state == RELAY_ITEM_QUEUED && it->ev.seq > 0 && (!lowest || it->ev.seq < lowest)) {
+         lowest = it->ev.seq;
+      }
+   }
    size_t n = relay_table_remove_state(t, e, RELAY_ITEM_QUEUED);
-   reset_last_seq(e);
+   reset_last_seq(e, lowest);
    return n;
 }
 
@@ -548,8 +580,9 @@ void
 relay_table_drop_inflight(relay_table_t *t, relay_entity_t *e)
 {
    relay_item_t *it = end_flight(t, e);
+   int64_t seq = it->ev.seq;
    relay_table_remove_item(t, e, it);
-   reset_last_seq(e);
+   reset_last_seq(e, seq);
 }
 
 relay_entity_t *

@@ -130,10 +130,24 @@ void relay_table_pos_reset(relay_table_t *t);
 /* Attaches every item that has no position (after relay_table_pos_reset()) to @pos. */
 void relay_table_pos_adopt(relay_table_t *t, relay_pos_t *pos);
 
-/* Offers a parsed event to @e. A valid event is taken (moved into the table, @ev zeroed) if
- * its seq is above e->last_seq; a poison event if its seq is above last_seq or unreadable.
- * Returns true if taken; otherwise the caller still owns @ev. */
-bool relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos);
+/* The dead-letter reason of an event whose seq is not above its entity's last seq. */
+#define RELAY_REASON_SEQ_NOT_ABOVE                                                   \
+   "seq not above the entity's last seq (a repeated or decreasing seq, written outside " \
+   "liboutbox)"
+
+/* Offers a parsed event to @e. Seq rule: an event whose seq is above e->last_seq is taken
+ * (valid: queued; invalid: poison) and raises last_seq. One whose seq is not above it is
+ *  - skipped if its seq is at most @replayed_upto (a change the stream replays after a
+ *    restart or reopen, pass e->last_seq from before the change; 0 when nothing can be a
+ *    replay: a document read, or a change read live) or if @e buffers this very element
+ *    (read again with its document);
+ *  - otherwise taken as poison with RELAY_REASON_SEQ_NOT_ABOVE: repeated or decreasing seqs
+ *    in one document ([2,1,2], [1,1]) or an append below what was published; without this
+ *    they stayed pending for good, and a later sweep published seq 1 after seq 2.
+ * Events without a readable seq (seq 0) are always taken, as poison. Taken events are moved
+ * into the table (@ev zeroed); returns true then, otherwise the caller still owns @ev. */
+bool relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos,
+                       int64_t replayed_upto);
 
 /* Offers an event read from the entity's document as it is now (a read or a sweep). An event
  * an operator requeued (ev->requeued > 0) whose seq is not above e->last_seq is taken once:

@@ -16,6 +16,8 @@
 #include <MQTTAsync.h>
 #include <mongoc/mongoc.h>
 
+#include "util/redact.h"
+
 /* The logger is process-wide state on purpose: mongoc's and paho's handlers are global
  * too, and every thread must reach the same sink without passing a handle around. */
 static pthread_mutex_t log_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -68,11 +70,18 @@ paho_level_for(relay_log_level_t level)
 }
 
 static atomic_bool routed = false;
+static atomic_bool paho_detail = false;
+static void (*_Atomic paho_observer)(const char *line);
 
 void
 relay_log_sync_paho(void)
 {
    relay_log_level_t level = (relay_log_level_t)atomic_load(&log_level);
+   if (atomic_load(&paho_detail) && level < RELAY_LOG_DEBUG) {
+      /* Protocol lines reach the observer; relay_log() still drops them below debug. */
+      MQTTAsync_setTraceLevel(MQTTASYNC_TRACE_PROTOCOL);
+      return;
+   }
    /* paho 1.3.12 formats (vsnprintf under a global mutex) every protocol trace line and
     * records every function entry whenever its internal trace level is above ERROR, even
     * when nothing is printed, and MQTTAsync_setTraceLevel() lowers that internal level only
@@ -302,6 +311,12 @@ relay_log(relay_log_level_t level, const char *component, const char *fmt, ...)
    va_start(ap, fmt);
    char *msg = bson_strdupv_printf(fmt, ap);
    va_end(ap);
+   /* Whoever wrote the message (mongoc, paho, our own code quoting them): no password. */
+   char *clean = relay_redact_known(msg);
+   if (clean) {
+      bson_free(msg);
+      msg = clean;
+   }
 
    bson_string_t *line = bson_string_new(NULL);
    format_line(line, level, component ? component : "relay", msg);
@@ -352,6 +367,14 @@ static void
 paho_handler(enum MQTTASYNC_TRACE_LEVELS plevel, char *message)
 {
    relay_log_level_t level;
+   void (*observer)(const char *line) = atomic_load(&paho_observer);
+   if (observer && message) {
+      observer(message);
+   }
+   /* Below what the log level shows of paho (its trace may be raised for the observer). */
+   if ((int)plevel < (int)paho_level_for((relay_log_level_t)atomic_load(&log_level))) {
+      return;
+   }
    if (plevel >= MQTTASYNC_TRACE_SEVERE) {
       level = RELAY_LOG_ERROR;
    } else if (plevel == MQTTASYNC_TRACE_ERROR) {
@@ -419,4 +442,18 @@ const char *
 relay_log_format_name(relay_log_format_t format)
 {
    return format == RELAY_LOG_JSON ? "json" : "text";
+}
+
+void
+relay_log_observe_paho(void (*observer)(const char *line))
+{
+   atomic_store(&paho_observer, observer);
+}
+
+void
+relay_log_paho_detail(bool on)
+{
+   if (atomic_exchange(&paho_detail, on) != on && atomic_load(&routed)) {
+      relay_log_sync_paho();
+   }
 }

@@ -74,6 +74,17 @@ relay_log_route_dependencies(void);
 void
 relay_log_sync_paho(void);
 
+/* Calls @observer (from paho's threads) with every line paho traces, before the log level
+ * filters it; NULL removes it. mqtt/tls.c reads TLS failure reasons from these lines. */
+void
+relay_log_observe_paho(void (*observer)(const char *line));
+
+/* While @on, paho traces protocol-level lines (TLS alerts, host name checks) whatever the log
+ * level, so the observer sees them; relay_log() still writes only what the level allows.
+ * Costly per message, so on only while the MQTT connection is down. */
+void
+relay_log_paho_detail(bool on);
+
 /* "error", "warning", "info", "debug", "trace" (case-insensitive; "warn" too). */
 bool
 relay_log_level_parse(const char *s, relay_log_level_t *out);

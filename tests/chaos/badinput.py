@@ -334,6 +334,14 @@ def scenario_bad_config(opts):
          (66, 78), "missing.json"),
         ("binary mode with MQTT 3.1.1", base + ["--payload-mode", "binary", "--mqtt-version",
                                                  "4"], {}, (64, 78), "binary"),
+        # Issue 14: credentials in the MQTT URI are refused naming the right options; a key
+        # given twice and a NUL escape in a config string are refused; SSL:// is accepted.
+        ("credentials in the MQTT URI", base + ["--mqtt-uri", "tcp://u:s3cr3t@127.0.0.1:1"], {},
+         (64,), "--mqtt-password-file"),
+        ("config key twice", base + ["--config", conf("e.json", '{"qos": 1, "qos": 2}')], {},
+         (78,), "more than once"),
+        ("config NUL escape", base + ["--config", conf("f.json", '{"name": "a\\u0000b"}')],
+         {}, (78,), "NUL"),
     ]
     problems = []
     try:
@@ -351,7 +359,16 @@ def scenario_bad_config(opts):
         if status != 0 or "s3cr3t" in out:
             problems.append("--check-config: status %d, secret shown: %s" %
                             (status, "s3cr3t" in out))
-        print("  %d config cases checked" % (len(cases) + 1))
+        for args in (["--mqtt-uri", "tcp://u:s3cr3t@127.0.0.1:1"],
+                     ["--mongodb-uri", "mongodb://u:pa:ss-s3cr3t@127.0.0.1:1/"]):
+            status, out = run_relay_cli(opts, ["--check-config"] + base + args)
+            if "s3cr3t" in out:
+                problems.append("a refused URI's password shown: %r" % out.strip()[-200:])
+        status, out = run_relay_cli(opts, ["--check-config"] + base +
+                                    ["--mqtt-uri", "SSL://127.0.0.1:1"])
+        if status != 0 or "mqtt-uri                = ssl://127.0.0.1:1" not in out:
+            problems.append("SSL:// not taken as ssl://: status %d" % status)
+        print("  %d config cases checked" % (len(cases) + 4))
         check(not problems, "\n    ".join([""] + problems))
     finally:
         import shutil

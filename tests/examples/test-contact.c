@@ -295,3 +295,32 @@ Test(contact, control_characters)
    cr_assert_null(contact_create("x", &in, 0, &err));
    cr_assert_str_eq(err.field, "company.city");
 }
+
+/* Issue 14, 2: "\u0000" in a string was kept by libbson and cut every C string there, so
+ * "a@b.org\u0000evil" was stored and published as "a@b.org". Refused with the field's path,
+ * in bodies and merge patches alike. */
+Test(representation, refuses_nul_escapes)
+{
+   contact_input_t in;
+   contact_error_t err;
+   bson_t patch;
+   const char *cases[][2] = {
+      {"{\"name\":{\"firstName\":\"A\",\"lastName\":\"B\"},\"email\":\"a@b.org\\u0000evil\"}",
+       "email"},
+      {"{\"name\":{\"firstName\":\"A\\u0000\",\"lastName\":\"B\"},\"email\":\"a@b.org\"}",
+       "name.firstName"},
+      {"{\"name\":{\"firstName\":\"A\",\"lastName\":\"B\"},\"email\":\"a@b.org\","
+       "\"company\":{\"name\":\"\\u0000\"}}",
+       "company.name"},
+   };
+
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      cr_assert_not(parse(cases[i][0], &in, &err), "%s", cases[i][0]);
+      cr_assert_str_eq(err.field, cases[i][1]);
+      cr_assert_str_eq(err.message, "must not contain a NUL character (\\u0000)");
+   }
+   const char *p = "{\"description\":\"x\\u0000y\"}";
+   cr_assert_not(representation_parse_json(p, strlen(p), &patch, &err));
+   cr_assert_str_eq(err.field, "description");
+   bson_destroy(&patch);
+}

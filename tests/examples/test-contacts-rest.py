@@ -9,13 +9,9 @@
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 
 import exampletest
 
@@ -33,34 +29,9 @@ CHECKS = exampletest.Checks("contacts-rest")
 check = CHECKS.check
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Client:
-    def __init__(self, base):
-        self.base = base
-
-    def call(self, method, path, body=None, headers=None, raw=None):
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        hdrs = {"Content-Type": "application/json"} if data is not None else {}
-        hdrs.update(headers or {})
-        req = urllib.request.Request(self.base + path, data=data, method=method, headers=hdrs)
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                text = r.read().decode()
-                return r.status, dict(r.headers), (json.loads(text) if text.strip() else None)
-        except urllib.error.HTTPError as e:
-            text = e.read().decode()
-            try:
-                doc = json.loads(text) if text.strip() else None
-            except ValueError:
-                doc = text
-            return e.code, dict(e.headers), doc
+free_port = exampletest.free_port
+Client = exampletest.Client
+wait_healthy = exampletest.wait_healthy
 
 
 def contact(first="Ada", last="Lovelace", email="ada@example.org", company="Analytical Engines"):
@@ -334,19 +305,6 @@ def all_pages_from(c, token):
         ids += [i["id"] for i in body["items"]]
         token = body["continuationToken"]
     return ids, 0
-
-
-def wait_healthy(c, proc):
-    for _ in range(100):
-        if proc.poll() is not None:
-            return False
-        try:
-            if c.call("GET", "/healthz")[0] == 200:
-                return True
-        except OSError:
-            pass
-        time.sleep(0.1)
-    return False
 
 
 def main():

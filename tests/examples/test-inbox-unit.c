@@ -113,3 +113,16 @@ Test(cloudevent, refuses_garbage)
    cr_assert_not(cloudevent_decode(no_id, strlen(no_id), NULL, &ev, err, sizeof err));
    cr_assert(strstr(err, "id") != NULL, "%s", err);
 }
+
+/* Issue 14, 2: an id "a\u0000x" was cut to "a", so "a\u0000y" became its duplicate. A string
+ * attribute holding a NUL counts as missing. */
+Test(cloudevent, refuses_nul_in_attributes)
+{
+   const char *nul_id =
+      "{\"specversion\":\"1.0\",\"id\":\"a\\u0000x\",\"type\":\"T\",\"subject\":\"s\"}";
+   cloudevent_t ev;
+   char err[128];
+
+   cr_assert_not(cloudevent_decode(nul_id, strlen(nul_id), NULL, &ev, err, sizeof err));
+   cr_assert(strstr(err, "id") != NULL, "%s", err);
+}

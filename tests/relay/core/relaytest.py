@@ -85,8 +85,8 @@ class Entities:
 class Subscriber:
     """Collects every message under a topic filter (MQTT 5, QoS 1)."""
 
-    def __init__(self, topic_filter, client_id=None, clean=True):
-        host, port = mqtt_host_port()
+    def __init__(self, topic_filter, client_id=None, clean=True, uri=None):
+        host, port = mqtt_host_port(uri or MQTT_URI)
         self.lock = threading.Lock()
         self.messages = []
         self.subscribed = threading.Event()
@@ -139,11 +139,11 @@ class Relay:
 
     counter = 0
 
-    def __init__(self, binary, db, colls, name, extra=()):
+    def __init__(self, binary, db, colls, name, extra=(), mqtt_uri=None):
         Relay.counter += 1
         self.log_path = os.path.join(WORKDIR, "relay-%s-%d.log" % (name, Relay.counter))
         self.log = open(self.log_path, "ab")
-        args = [binary, "--mongodb-uri", MONGO_URI, "--database", db, "--mqtt-uri", MQTT_URI,
+        args = [binary, "--mongodb-uri", MONGO_URI, "--database", db, "--mqtt-uri", mqtt_uri or MQTT_URI,
                 "--name", name, "--metrics-listen", "off", "--log-level", "debug",
                 "--checkpoint-interval-ms", "200", "--reconnect-min-ms", "100",
                 "--reconnect-max-ms", "1000"]
@@ -191,3 +191,82 @@ class Relay:
             os.unlink("/dev/shm/mongoc-%d" % self.proc.pid)
         except OSError:
             pass
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Broker:
+    """A mosquitto of the test's own, on a free loopback port, with extra config lines (a
+    listener's options follow the listener line)."""
+
+    def __init__(self, name, extra="", listener_extra=""):
+        import getpass
+        self.port = free_port()
+        self.conf = os.path.join(WORKDIR, "mosquitto-%s.conf" % name)
+        self.log_path = os.path.join(WORKDIR, "mosquitto-%s.log" % name)
+        with open(self.conf, "w") as f:
+            f.write("listener %d 127.0.0.1\n%sallow_anonymous true\npersistence false\n"
+                    "user %s\nlog_dest stderr\n%s" % (self.port, listener_extra,
+                                                     getpass.getuser(), extra))
+        binary = "/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else "mosquitto"
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([binary, "-c", self.conf], stdout=self.log,
+                                     stderr=self.log)
+        self.uri = "tcp://127.0.0.1:%d" % self.port
+        if not wait_until(self._listening, 10):
+            self.close()
+            raise RuntimeError("mosquitto %s did not start: %s" %
+                               (name, open(self.log_path).read()[-500:]))
+
+    def _listening(self):
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+            return True
+        except OSError:
+            return False
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def run_tests(name, tests, wanted, cleanup=None):
+    """Runs @tests (all, or those named in @wanted), printing "ok"/"FAIL" lines and the closing
+    "NAME: N passed, N failed" line; returns the exit status (77 without a MongoDB)."""
+    import traceback
+    if not MONGO_URI:
+        print("%s: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)" % name)
+        return 77
+    passed = failed = 0
+    try:
+        for t in tests:
+            if wanted and t.__name__ not in wanted:
+                continue
+            start = time.time()
+            try:
+                t()
+                passed += 1
+                print("ok   %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
+            except Exception:
+                failed += 1
+                print("FAIL %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
+                traceback.print_exc()
+    finally:
+        if cleanup:
+            cleanup()
+    print("%s: %d passed, %d failed" % (name, passed, failed))
+    return 1 if failed else 0

@@ -32,9 +32,10 @@ int_id(int32_t n)
    return v;
 }
 
-/* Offers a valid event with @seq to entity @id; returns whether it was taken. */
+/* Offers a valid event with @seq and event id @evid to entity @id; returns whether it was
+ * taken. */
 static bool
-offer(int32_t id, int64_t seq, relay_pos_t *pos)
+offer_event(int32_t id, int64_t seq, const char *evid, relay_pos_t *pos, int64_t replayed_upto)
 {
    bson_value_t v = int_id(id);
    relay_entity_t *e = relay_table_add(&t, 0, &v);
@@ -45,19 +46,28 @@ offer(int32_t id, int64_t seq, relay_pos_t *pos)
    bson_value_t elem;
 
    bson_snprintf(json, sizeof json,
-                 "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}", (int)id,
-                 (int)seq, (int)seq);
+                 "{\"id\": \"%s\", \"seq\": %d, \"type\": \"T\", \"data\": {}}", evid,
+                 (int)seq);
    doc = bson_new_from_json((const uint8_t *)json, -1, NULL);
    elem.value_type = BSON_TYPE_DOCUMENT;
    elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    elem.value.v_doc.data_len = doc->len;
    cr_assert(relay_event_parse(&elem, &ev));
-   taken = relay_table_offer(&t, e, &ev, pos);
+   taken = relay_table_offer(&t, e, &ev, pos, replayed_upto);
    if (!taken) {
       relay_event_cleanup(&ev);
    }
    bson_destroy(doc);
    return taken;
+}
+
+/* Offers a valid event with @seq to entity @id (event id "e<id>-<seq>"), nothing replayed. */
+static bool
+offer(int32_t id, int64_t seq, relay_pos_t *pos)
+{
+   char evid[40];
+   bson_snprintf(evid, sizeof evid, "e%d-%d", (int)id, (int)seq);
+   return offer_event(id, seq, evid, pos, 0);
 }
 
 static bson_t *
@@ -120,6 +130,105 @@ Test(table, replayed_and_old_seqs_are_refused, .init = setup, .fini = teardown)
    cr_assert(!offer(1, 1, NULL));
    cr_assert(offer(1, 3, NULL));
    cr_assert_eq(t.buffered, 3);
+}
+
+/* The seq rule (issue 14, 3): repeated or decreasing seqs in one document, written outside
+ * liboutbox, stayed pending for good with no log line and no dead letter. Now each event
+ * whose seq is not above the entity's last one becomes poison with a reason; the first is
+ * published as usual. */
+static void
+assert_items(relay_entity_t *e, const relay_item_state_t *states, size_t n)
+{
+   size_t i = 0;
+   for (relay_item_t *it = e->head; it; it = it->next, i++) {
+      cr_assert_lt(i, n);
+      cr_assert_eq(it->state, states[i], "item %zu is in state %d", i, it->state);
+      if (it->state == RELAY_ITEM_POISON) {
+         cr_assert_str_eq(it->reason, RELAY_REASON_SEQ_NOT_ABOVE);
+      }
+   }
+   cr_assert_eq(i, n);
+}
+
+Test(table, repeated_or_decreasing_seqs_are_poison, .init = setup, .fini = teardown)
+{
+   static const relay_item_state_t q_p_p[] = {RELAY_ITEM_QUEUED, RELAY_ITEM_POISON,
+                                              RELAY_ITEM_POISON};
+   bson_value_t v;
+   /* [2, 1, 2'] */
+   cr_assert(offer_event(1, 2, "a", NULL, 0));
+   cr_assert(offer_event(1, 1, "b", NULL, 0));
+   cr_assert(offer_event(1, 2, "c", NULL, 0));
+   v = int_id(1);
+   assert_items(relay_table_find(&t, 0, &v), q_p_p, 3);
+   cr_assert_eq(relay_table_find(&t, 0, &v)->last_seq, 2);
+   /* [1, 1'] and [2, 1] */
+   cr_assert(offer_event(2, 1, "d", NULL, 0));
+   cr_assert(offer_event(2, 1, "e", NULL, 0));
+   cr_assert(offer_event(3, 2, "f", NULL, 0));
+   cr_assert(offer_event(3, 1, "g", NULL, 0));
+   v = int_id(2);
+   assert_items(relay_table_find(&t, 0, &v), q_p_p, 2);
+   v = int_id(3);
+   assert_items(relay_table_find(&t, 0, &v), q_p_p, 2);
+   /* The poison waits for the dead letters; the valid event is published. */
+   cr_assert_not_null(t.dirty_head);
+   relay_entity_t *e = relay_table_next_ready(&t, 0);
+   cr_assert_not_null(e);
+   cr_assert_eq(e->inflight->ev.seq, 2);
+   cr_assert_str_eq(e->inflight->ev.id, "a");
+}
+
+Test(table, replays_and_rereads_are_not_poison, .init = setup, .fini = teardown)
+{
+   static const relay_item_state_t queued3[] = {RELAY_ITEM_QUEUED, RELAY_ITEM_QUEUED,
+                                                RELAY_ITEM_QUEUED};
+   static const relay_item_state_t queued3_poison[] = {RELAY_ITEM_QUEUED, RELAY_ITEM_QUEUED,
+                                                       RELAY_ITEM_QUEUED, RELAY_ITEM_POISON};
+   bson_value_t v = int_id(1);
+   cr_assert(offer_event(1, 1, "a", NULL, 0));
+   cr_assert(offer_event(1, 2, "b", NULL, 0));
+   cr_assert(offer_event(1, 3, "c", NULL, 0));
+   /* The same elements read again with their document: skipped. */
+   cr_assert_not(offer_event(1, 2, "b", NULL, 0));
+   cr_assert_not(offer_event(1, 3, "c", NULL, 0));
+   /* A change the stream replays (everything up to the last seq may come again): skipped,
+    * whatever it carries, since the document read when it was first seen decided. */
+   cr_assert_not(offer_event(1, 2, "x", NULL, 3));
+   assert_items(relay_table_find(&t, 0, &v), queued3, 3);
+   /* The same seq with another event, read live: poison. */
+   cr_assert(offer_event(1, 3, "y", NULL, 0));
+   assert_items(relay_table_find(&t, 0, &v), queued3_poison, 4);
+   /* Within one replayed change, seqs repeated after the replay point are still poison. */
+   cr_assert(offer_event(1, 5, "p", NULL, 3));
+   cr_assert(offer_event(1, 4, "q", NULL, 3));
+   cr_assert_eq(relay_table_find(&t, 0, &v)->last_seq, 5);
+   cr_assert_eq(relay_table_count_state(relay_table_find(&t, 0, &v), RELAY_ITEM_POISON), 2);
+}
+
+/* A group member that loses a partition drops its queued events; read again later, they are
+ * taken again, not judged repeats of a held poison event with a higher seq. */
+Test(table, dropped_events_are_taken_again, .init = setup, .fini = teardown)
+{
+   bson_value_t v = int_id(1);
+   relay_entity_t *e;
+   relay_event_t bad;
+   bson_t *doc = BCON_NEW("id", "p9", "seq", BCON_INT64(9), "data", "{", "}");
+   bson_value_t elem = {.value_type = BSON_TYPE_DOCUMENT};
+
+   cr_assert(offer_event(1, 6, "a", NULL, 0));
+   cr_assert(offer_event(1, 7, "b", NULL, 0));
+   elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+   elem.value.v_doc.data_len = doc->len;
+   cr_assert_not(relay_event_parse(&elem, &bad)); /* no type: poison with seq 9 */
+   e = relay_table_find(&t, 0, &v);
+   cr_assert(relay_table_offer(&t, e, &bad, NULL, 0));
+   bson_destroy(doc);
+   cr_assert_eq(relay_table_drop_queued(&t, e), 2);
+   cr_assert(offer_event(1, 6, "a", NULL, 0));
+   cr_assert(offer_event(1, 7, "b", NULL, 0));
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_QUEUED), 2);
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_POISON), 1);
 }
 
 Test(table, entities_are_independent, .init = setup, .fini = teardown)

@@ -14,11 +14,10 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaytest import (MONGO_URI, WORKDIR, Entities, Int64, Relay, Subscriber,  # noqa: E402
-                       event, pymongo, wait_until)
+                       event, pymongo, run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 RUN = "%d" % os.getpid()
@@ -744,28 +743,7 @@ TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
 
 
 def main():
-    if not MONGO_URI:
-        print("relay-e2e: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)")
-        return 77
-    wanted = sys.argv[2:]
-    passed = failed = 0
-    try:
-        for t in TESTS:
-            if wanted and t.__name__ not in wanted:
-                continue
-            start = time.time()
-            try:
-                t()
-                passed += 1
-                print("ok   %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-                traceback.print_exc()
-    finally:
-        stop_restarted_brokers()
-    print("relay-e2e: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return run_tests("relay-e2e", TESTS, sys.argv[2:], cleanup=stop_restarted_brokers)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ offer(relay_entity_t *e, int64_t seq, relay_pos_t *pos)
    elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    elem.value.v_doc.data_len = doc->len;
    cr_assert(relay_event_parse(&elem, &ev));
-   taken = relay_table_offer(&t, e, &ev, pos);
+   taken = relay_table_offer(&t, e, &ev, pos, 0);
    if (!taken) {
       relay_event_cleanup(&ev);
    }

@@ -8,6 +8,7 @@
 #include <criterion/parameterized.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -89,8 +90,30 @@ static const file_case_t file_errors_cases[] = {
    {"{\"qos\": 1.5}", "\"qos\": expected 0, 1 or 2, got '1.5'"},
    /* Doubles outside int64's range were cast to int64 (undefined; found with the fuzz
     * targets). */
-   {"{\"qos\": 1e300}", "\"qos\": expected 0, 1 or 2, got '1e+300'"},
-   {"{\"qos\": -1e19}", "\"qos\": expected 0, 1 or 2, got '-1e+19'"},
+   {"{\"qos\": 1e300}", "\"qos\": expected 0, 1 or 2, got '1e300'"},
+   {"{\"qos\": -1e19}", "\"qos\": expected 0, 1 or 2, got '-1e19'"},
+   /* Numbers are quoted as written, not as libbson's double printed back (issue 14, 9:
+    * "got '1.23457e+06'"). */
+   {"{\"inflight-window\": 1234567.5}",
+    "\"inflight-window\": expected an integer from 1 to 65535, got '1234567.5'"},
+   {"{\"inflight-window\" : 1e9 , \"qos\": 1}",
+    "\"inflight-window\": expected an integer from 1 to 65535, got '1e9'"},
+   {"{\"topic\": \"a/{id}\", \"x\": 1}",
+    "unknown key \"x\" (keys are the long option names, e.g. \"mongodb-uri\")"},
+   {"{\"name\": \"a,}\\\"[\", \"mqtt-keepalive\": 70000.0}",
+    "\"mqtt-keepalive\": expected an integer from 1 to 65535, got '70000.0'"},
+   /* A key given twice (which one wins is a guess) and NUL escapes, which cut the C string
+    * (issue 14, 9). */
+   {"{\"qos\": 1, \"name\": \"n\", \"qos\": 2}",
+    "key \"qos\" given more than once (which one should win?)"},
+   {"{\"collection\": \"a\", \"collections\": [\"b\"]}",
+    "key \"collections\" given more than once (which one should win?)"},
+   {"{\"name\": \"relay\\u0000evil\"}",
+    "\"name\": a string must not contain a NUL character (\\u0000)"},
+   {"{\"collection\": [\"ok\", \"c\\u0000d\"]}",
+    "\"collection\": a string must not contain a NUL character (\\u0000)"},
+   {"{\"mqtt-password\": \"pw\\u0000tail\"}",
+    "\"mqtt-password\": a string must not contain a NUL character (\\u0000)"},
    {"{\"inflight-window\": true}", "\"inflight-window\": expected a number, got a boolean"},
    {"{\"mqtt-tls-insecure\": 1}", "\"mqtt-tls-insecure\": expected true or false, got a number"},
    {"{\"name\": null}", "\"name\": expected a string, got null"},
@@ -153,7 +176,7 @@ Test(dump, secrets_never_shown)
       TEST_REQUIRED, "--mongodb-uri",
       "mongodb://bob:pa55@h1:27017,h2/db?replicaSet=rs&tlsCertificateKeyFilePassword=kpw"
       "&authMechanismProperties=AWS_SESSION_TOKEN:tok",
-      "--mqtt-uri", "ssl://mq:mqpw@broker:8883", "--mqtt-username", "alice", NULL};
+      "--mqtt-uri", "ssl://broker:8883", "--mqtt-username", "alice", NULL};
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
    for (int line = 0; line < 2; line++) {
       char *d = dump(line);
@@ -161,15 +184,13 @@ Test(dump, secrets_never_shown)
       cr_assert_null(strstr(d, "pa55"), "%s", d);
       cr_assert_null(strstr(d, "kpw"), "%s", d);
       cr_assert_null(strstr(d, "tok"), "%s", d);
-      cr_assert_null(strstr(d, "mqpw"), "%s", d);
       cr_assert_not_null(strstr(d, "alice"), "%s", d);
       cr_assert_not_null(strstr(d, "bob:***@h1:27017,h2"), "%s", d);
       bson_free(d);
    }
    char *d = dump(false);
    cr_assert_not_null(strstr(d, "\nmqtt-password           = ***\n"), "%s", d);
-   cr_assert_not_null(strstr(d, "\nmqtt-uri                = ssl://mq:***@broker:8883\n"), "%s",
-                      d);
+   cr_assert_not_null(strstr(d, "\nmqtt-uri                = ssl://broker:8883\n"), "%s", d);
    cr_assert_not_null(strstr(d, "\nqos                     = 1\n"), "%s", d);
    cr_assert_not_null(strstr(d, "\nconfig                  = (none)\n"), "%s", d);
    bson_free(d);
@@ -247,4 +268,74 @@ Test(dump, usage_lists_every_option)
       cr_assert_not_null(strstr(buf, must[i]), "missing %s", must[i]);
    }
    free(buf);
+}
+
+/* A config file or password file that other users can read, holding a password: a warning
+ * naming the file and its mode (issue 14, 7); none once it is private, none for a config
+ * file without secrets. */
+static char *
+load_logged(const char *json, const char *pwfile, mode_t mode)
+{
+   char *log = test_write_temp("");
+   bson_error_t log_error;
+   cr_assert(relay_log_init(RELAY_LOG_INFO, RELAY_LOG_TEXT, log, &log_error), "%s",
+             log_error.message);
+   path = test_write_temp(json);
+   cr_assert_eq(chmod(path, mode), 0);
+   if (pwfile) {
+      cr_assert_eq(chmod(pwfile, mode), 0);
+   }
+   const char *args[] = {TEST_REQUIRED, "--config", path, pwfile ? "--mqtt-password-file" : NULL,
+                         pwfile, NULL};
+   cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
+   relay_log_shutdown();
+   char *text = test_read_file(log);
+   unlink(log);
+   bson_free(log);
+   return text;
+}
+
+Test(file, readable_secrets_warn)
+{
+   char *text = load_logged("{\"mqtt-password\": \"pw\"}", NULL, 0644);
+   char *want = bson_strdup_printf(
+      "config: config file '%s' is readable by other users (mode 0644) and holds a password: "
+      "chmod o-r '%s'",
+      path, path);
+   cr_assert_not_null(strstr(text, want), "%s", text);
+   bson_free(want);
+   bson_free(text);
+}
+
+Test(file, readable_uri_password_warns)
+{
+   char *text = load_logged("{\"mongodb-uri\": \"mongodb://u:p@h/\"}", NULL, 0604);
+   cr_assert_not_null(strstr(text, "(mode 0604)"), "%s", text);
+   bson_free(text);
+}
+
+Test(file, private_or_secretless_files_do_not_warn)
+{
+   char *text = load_logged("{\"mqtt-password\": \"pw\"}", NULL, 0640);
+   cr_assert_null(strstr(text, "readable"), "%s", text);
+   bson_free(text);
+   unlink(path);
+   bson_free(path);
+   text = load_logged("{\"qos\": 1}", NULL, 0644);
+   cr_assert_null(strstr(text, "readable"), "%s", text);
+   bson_free(text);
+}
+
+Test(file, readable_password_file_warns)
+{
+   char *pw = test_write_temp("secret\n");
+   char *text = load_logged("{}", pw, 0644);
+   char *want = bson_strdup_printf("--mqtt-password-file: the file '%s' is readable by other "
+                                   "users (mode 0644) and holds a password",
+                                   pw);
+   cr_assert_not_null(strstr(text, want), "%s", text);
+   bson_free(want);
+   bson_free(text);
+   unlink(pw);
+   bson_free(pw);
 }

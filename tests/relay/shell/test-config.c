@@ -316,6 +316,20 @@ static const bad_case_t config_bad_values_cases[] = {
    {{"--mqtt-uri", "tcp://"}, RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, got "
     "'tcp://'"},
+   /* Credentials in the MQTT URI: paho would take them for part of the host name (issue
+    * 14, 6b); refused, naming the options that carry them, never quoting the password. */
+   {{"--mqtt-uri", "tcp://user:s3cr3t@broker:1883"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: a user name or password in the MQTT URI is not supported; give them with "
+    "--mqtt-username and --mqtt-password-file (or OUTBOX_MQTT_PASSWORD, or \"mqtt-password\" "
+    "in the config file), got 'tcp://user:***@broker:1883'"},
+   {{"--mqtt-uri", "WSS://user@broker/mqtt"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: a user name or password in the MQTT URI is not supported; give them with "
+    "--mqtt-username and --mqtt-password-file (or OUTBOX_MQTT_PASSWORD, or \"mqtt-password\" "
+    "in the config file), got 'WSS://user@broker/mqtt'"},
+   /* mongoc quotes a password it cannot parse (issue 14, 6a): never shown. */
+   {{"--mongodb-uri", "mongodb://u:pa:ss-s3cr3t@h/"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mongodb-uri: not a valid MongoDB connection string: Password \"***\" must not have "
+    "unescaped chars. Percent-encode username and password according to RFC 3986"},
    {{"--metrics-listen", "9464"}, RELAY_CONFIG_USAGE_ERROR,
     "--metrics-listen: expected HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or 'off', got "
     "'9464'"},
@@ -432,4 +446,21 @@ Test(config, diff_names_changed_options)
    cr_assert_str_eq(out->str, "mongodb-uri, collection, qos, log-level");
    bson_string_free(out, true);
    relay_config_destroy(&other);
+}
+
+/* Schemes are case-insensitive; paho's are not: "SSL://" passed --check-config and then
+ * failed at start (issue 14, 9). The loaded URI has its scheme in lower case. */
+Test(config, mqtt_scheme_any_case)
+{
+   const char *schemes[][2] = {{"SSL://b:8883", "ssl://b:8883"},
+                               {"Mqtts://b:8883", "mqtts://b:8883"},
+                               {"TCP://B:1883", "tcp://B:1883"},
+                               {"wSs://b/mqtt", "wss://b/mqtt"}};
+   for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+      const char *args[] = {TEST_REQUIRED, "--mqtt-uri", schemes[i][0], NULL};
+      cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
+      cr_assert_str_eq(cfg.mqtt_uri, schemes[i][1]);
+   }
+   const char *tls[] = {TEST_REQUIRED, "--mqtt-uri", "MQTTS://b", "--mqtt-tls-insecure", NULL};
+   cr_assert_eq(test_load(&cfg, &error, tls), RELAY_CONFIG_RUN, "%s", error.message);
 }

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "http/http.h"
@@ -186,4 +187,120 @@ Test(http, bad_addresses)
       cr_assert_not_null(strstr(error.message, bad[i]), "%s", error.message);
    }
    relay_http_stop(NULL);
+}
+
+/* A decoded NUL cut "/metrics%00" down to "/metrics" (issue 14, 9): any path that is not
+ * exactly /metrics or /healthz is 404. */
+Test(http, nul_in_path_404)
+{
+   const char *paths[] = {"/metrics%00", "/healthz%00", "/metrics%00.txt", "/metrics%2500"};
+   for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+      char *resp = fetch("GET", paths[i]);
+      cr_assert_eq(status_of(resp), 404, "%s: %s", paths[i], resp);
+      bson_free(resp);
+   }
+   char *resp = fetch("GET", "/metric%73");
+   cr_assert_eq(status_of(resp), 200, "percent-encoded letters are the same path: %s", resp);
+   bson_free(resp);
+}
+
+static int
+connect_loopback(void)
+{
+   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(relay_http_port(http))};
+   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+   int fd = socket(AF_INET, SOCK_STREAM, 0);
+   cr_assert_geq(fd, 0);
+   cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+   return fd;
+}
+
+/* A probe: /healthz answered at all within 3 s (a generous bound on a loaded machine: before
+ * the guard, it was never answered while slow clients held every slot). */
+static void
+probe(void)
+{
+   int fd = connect_loopback();
+   struct timeval tv = {.tv_sec = 3};
+   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+   const char *req = "GET /healthz HTTP/1.0\r\n\r\n";
+   cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+   char buf[512];
+   ssize_t n = read(fd, buf, sizeof buf - 1);
+   cr_assert_gt(n, 0, "no answer to a probe within 3 s: %s", n < 0 ? strerror(errno) : "EOF");
+   buf[n] = '\0';
+   cr_assert_eq(strncmp(buf, "HTTP/1.", 7), 0, "%s", buf);
+   close(fd);
+}
+
+/* Whether the server has closed @fd (EOF or reset), without blocking. */
+static bool
+closed_by_server(int fd)
+{
+   char c;
+   ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* Issue 14, 1: 16 clients sending a byte a second kept every slot (the idle timeout never
+ * fired) and probes failed. With 24 of them, every probe is answered, and each slow client is
+ * cut once its request's deadline (5 s) passes. */
+Test(http, slow_clients_cannot_starve_probes, .timeout = 60)
+{
+   enum { SLOW = 24 };
+   int slow[SLOW];
+   for (int i = 0; i < SLOW; i++) {
+      slow[i] = connect_loopback();
+      cr_assert_eq(send(slow[i], "GET /healthz HTTP/1.1\r\nX-Slow: ", 30, MSG_NOSIGNAL), 30);
+   }
+   int64_t start = bson_get_monotonic_time();
+   int64_t next_byte = start;
+   int probes = 0;
+   /* A byte a second from each, probes in between, until all are cut (30 s at most). */
+   for (;;) {
+      int64_t now = bson_get_monotonic_time();
+      if (now >= next_byte) {
+         for (int i = 0; i < SLOW; i++) {
+            send(slow[i], "a", 1, MSG_NOSIGNAL);
+         }
+         next_byte += 1000000;
+      }
+      probe();
+      probes++;
+      int open = 0;
+      for (int i = 0; i < SLOW; i++) {
+         open += !closed_by_server(slow[i]);
+      }
+      if (open == 0) {
+         break;
+      }
+      cr_assert_lt(now - start, 30 * 1000000, "%d slow clients still connected after 30 s", open);
+      usleep(200000);
+   }
+   /* Not before the deadline: a slow client that keeps sending is cut by it, not by idling. */
+   cr_assert_geq(bson_get_monotonic_time() - start, 4 * 1000000);
+   cr_assert_gt(probes, 10);
+   for (int i = 0; i < SLOW; i++) {
+      close(slow[i]);
+   }
+}
+
+/* More idle connections than the guard lets wait: the longest waiting are displaced, and
+ * probes still get in at once. */
+Test(http, idle_flood_cannot_starve_probes, .timeout = 60)
+{
+   enum { IDLE = 150 };
+   int idle[IDLE];
+   for (int i = 0; i < IDLE; i++) {
+      idle[i] = connect_loopback();
+   }
+   for (int i = 0; i < 5; i++) {
+      probe();
+   }
+   int cut = 0;
+   for (int i = 0; i < IDLE; i++) {
+      cut += closed_by_server(idle[i]);
+      close(idle[i]);
+   }
+   cr_assert_gt(cut, 0, "no idle connection was displaced");
 }

@@ -136,6 +136,24 @@ Test(metrics, health)
    relay_metrics_destroy(m);
 }
 
+/* A relay that cannot keep its MQTT connection is not healthy, even while connected
+ * (issue 14, 4: /healthz said ok through six reconnects in 33 s). */
+Test(metrics, health_fails_while_the_connection_keeps_dropping)
+{
+   relay_metrics_t *m = relay_metrics_new();
+   const char *reason = NULL;
+   relay_metrics_set(m, RELAY_G_MONGODB_CONNECTED, 1);
+   relay_metrics_set(m, RELAY_G_MQTT_CONNECTED, 1);
+   relay_metrics_set(m, RELAY_G_MQTT_SHORT_CONNECTIONS, 2);
+   cr_assert(relay_metrics_healthy(m, &reason));
+   relay_metrics_set(m, RELAY_G_MQTT_SHORT_CONNECTIONS, 3);
+   cr_assert_not(relay_metrics_healthy(m, &reason));
+   cr_assert_str_eq(reason,
+                    "MQTT connection keeps dropping (lost 3 times in a row within 30 s of "
+                    "connecting)");
+   relay_metrics_destroy(m);
+}
+
 Test(metrics, null_safe)
 {
    relay_metrics_add(NULL, RELAY_M_PUBLISHED, 1);

@@ -1,0 +1,135 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ */
+#include "mqtt/tls.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/log.h"
+
+static pthread_mutex_t reason_mutex = PTHREAD_MUTEX_INITIALIZER;
+static char *reason; /* guarded by reason_mutex; the first reason since the last take */
+
+bool
+relay_tls_uri(const char *uri)
+{
+   return !strncasecmp(uri, "ssl://", 6) || !strncasecmp(uri, "mqtts://", 8) ||
+          !strncasecmp(uri, "wss://", 6);
+}
+
+/* Keeps @text unless a reason is kept already: the first one is the cause (OpenSSL's
+ * queue and paho's later lines repeat it in vaguer words). */
+static void
+keep(char *text)
+{
+   pthread_mutex_lock(&reason_mutex);
+   if (!reason) {
+      reason = text;
+      text = NULL;
+   }
+   pthread_mutex_unlock(&reason_mutex);
+   bson_free(text);
+}
+
+/* A few words OpenSSL uses, with what the operator should check. */
+static const char *
+hint(const char *desc)
+{
+   if (strstr(desc, "unknown CA") || strstr(desc, "unable to get local issuer")) {
+      return " (is the broker's certificate signed by a CA in --mqtt-ca-file, or in the system "
+             "store when none is given?)";
+   }
+   if (strstr(desc, "expired")) {
+      return " (the broker's certificate is out of date)";
+   }
+   if (strstr(desc, "certificate required")) {
+      return " (the broker wants a client certificate: --mqtt-cert-file, --mqtt-key-file)";
+   }
+   return "";
+}
+
+void
+relay_tls_observe(const char *line)
+{
+   static const char wrote[] = "SSL alert write:fatal:";
+   static const char read[] = "SSL alert read:fatal:";
+   static const char host[] = "X509_check_host for hostname ";
+   const char *p;
+
+   if ((p = strstr(line, wrote))) {
+      p += strlen(wrote);
+      keep(bson_strdup_printf("the relay ended the TLS handshake: %s%s", p, hint(p)));
+   } else if ((p = strstr(line, read))) {
+      p += strlen(read);
+      keep(bson_strdup_printf("the broker ended the TLS handshake: %s%s", p, hint(p)));
+   } else if ((p = strstr(line, host)) && strstr(p, " failed")) {
+      p += strlen(host);
+      keep(bson_strdup_printf("the broker's certificate is not valid for the host name '%.*s' "
+                              "(names and IP addresses in it do not match; "
+                              "--mqtt-tls-insecure skips this check, for testing only)",
+                              (int)(strstr(p, " failed") - p), p));
+   }
+}
+
+/* OpenSSL's error queue, one line per error: "<thread>:error:<code>:<library>:<function>:
+ * <reason>:<file>:<line>:<data>". The reason is what an operator can act on. */
+static int
+on_ssl_error(const char *str, size_t len, void *u)
+{
+   const char *p = strstr(str, "error:");
+   for (int field = 0; p && field < 4; field++) {
+      p = strchr(p, ':');
+      p = p ? p + 1 : NULL;
+   }
+   if (p && *p) {
+      size_t n = strcspn(p, ":\n");
+      keep(bson_strdup_printf("OpenSSL: %.*s", (int)n, p));
+   }
+   return 0;
+}
+
+void
+relay_tls_fill(const relay_config_t *cfg, MQTTAsync_SSLOptions *ssl)
+{
+   ssl->trustStore = cfg->mqtt_ca_file;
+   ssl->keyStore = cfg->mqtt_cert_file;
+   ssl->privateKey = cfg->mqtt_key_file;
+   ssl->enableServerCertAuth = 1;
+   /* paho's default is no hostname check. */
+   ssl->verify = cfg->mqtt_tls_insecure ? 0 : 1;
+   ssl->ssl_error_cb = on_ssl_error;
+   ssl->ssl_error_context = NULL;
+}
+
+void
+relay_tls_warn_insecure(const relay_config_t *cfg)
+{
+   if (cfg->mqtt_tls_insecure && relay_tls_uri(cfg->mqtt_uri)) {
+      relay_log(RELAY_LOG_WARNING, "mqtt",
+                "mqtt-tls-insecure is set: the broker's host name is not checked against its "
+                "certificate, so anyone holding a certificate from a trusted CA can pose as the "
+                "broker; use it for testing only");
+   }
+}
+
+void
+relay_tls_watch(bool on)
+{
+   relay_log_observe_paho(on ? relay_tls_observe : NULL);
+   relay_log_paho_detail(on);
+   if (!on) {
+      bson_free(relay_tls_take_reason());
+   }
+}
+
+char *
+relay_tls_take_reason(void)
+{
+   pthread_mutex_lock(&reason_mutex);
+   char *r = reason;
+   reason = NULL;
+   pthread_mutex_unlock(&reason_mutex);
+   return r;
+}
