@@ -45,9 +45,8 @@ offer_event(int32_t id, int64_t seq, const char *evid, relay_pos_t *pos, int64_t
    bson_t *doc;
    bson_value_t elem;
 
-   bson_snprintf(json, sizeof json,
-                 "{\"id\": \"%s\", \"seq\": %d, \"type\": \"T\", \"data\": {}}", evid,
-                 (int)seq);
+   bson_snprintf(json, sizeof json, "{\"id\": \"%s\", \"seq\": %d, \"type\": \"T\", \"data\": {}}",
+                 evid, (int)seq);
    doc = bson_new_from_json((const uint8_t *)json, -1, NULL);
    elem.value_type = BSON_TYPE_DOCUMENT;
    elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
@@ -466,8 +465,8 @@ Test(table, buffered_bytes_follow_the_items, .init = setup, .fini = teardown)
    relay_table_acked(&t, e);
    clear_all();
    cr_assert_eq(t.buffered, 2);
-   relay_entity_t *e2 = relay_table_find(&t, 0, &(bson_value_t){.value_type = BSON_TYPE_INT32,
-                                                                .value.v_int32 = 2});
+   relay_entity_t *e2 =
+       relay_table_find(&t, 0, &(bson_value_t){.value_type = BSON_TYPE_INT32, .value.v_int32 = 2});
    cr_assert_not_null(e2);
    relay_table_remove_item(&t, e2, e2->head);
    relay_entity_t *rest = relay_table_next_ready(&t, 0);
@@ -489,8 +488,8 @@ offer_requeued(int32_t id, int64_t seq, int count)
       bson_snprintf(marker, sizeof marker, ", \"requeued\": {\"count\": %d}", count);
    }
    bson_snprintf(json, sizeof json,
-                 "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}%s}",
-                 (int)id, (int)seq, (int)seq, marker);
+                 "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}%s}", (int)id,
+                 (int)seq, (int)seq, marker);
    bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, NULL);
    bson_value_t elem = {.value_type = BSON_TYPE_DOCUMENT};
    relay_event_t ev;
@@ -515,7 +514,6 @@ Test(table, a_requeued_event_below_last_seq_is_taken_once, .init = setup, .fini 
    cr_assert(offer(1, 3, NULL));
    e = relay_table_find(&t, 0, &v);
    /* Seq 2 came back from the dead letters: below last_seq 3, taken once, last_seq kept. */
-   cr_assert_not(offer_requeued(1, 2, 0), "an unmarked old seq is not taken");
    cr_assert(offer_requeued(1, 2, 1));
    cr_assert_eq(e->last_seq, 3);
    cr_assert_not(offer_requeued(1, 2, 1), "taken twice");
@@ -533,4 +531,13 @@ Test(table, a_requeued_event_below_last_seq_is_taken_once, .init = setup, .fini 
    /* A requeued event above last_seq is an ordinary new one. */
    cr_assert(offer_requeued(1, 4, 1));
    cr_assert_eq(e->last_seq, 4);
+   /* Without the marker an old seq breaks the seq rule: dead-lettered, never queued. */
+   bson_value_t v2 = int_id(2);
+   cr_assert(offer(2, 1, NULL));
+   cr_assert(offer(2, 3, NULL));
+   cr_assert(offer_requeued(2, 2, 0));
+   relay_entity_t *other = relay_table_find(&t, 0, &v2);
+   cr_assert(other && other->tail->state == RELAY_ITEM_POISON, "an unmarked old seq is not queued");
+   cr_assert_str_eq(other->tail->reason, RELAY_REASON_SEQ_NOT_ABOVE);
+   cr_assert_eq(other->last_seq, 3);
 }
