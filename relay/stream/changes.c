@@ -81,10 +81,11 @@ report_not_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it)
 }
 
 /* Offers every element of the array at @it to @e (see relay_table_offer() for the seq rule
- * and @replayed_upto). */
+ * and @replayed_upto); @from_document when the array is the document's as it is now (a read
+ * or the sweep), where requeued events are taken (relay_table_offer_requeued()). */
 static void
 offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *pos,
-            int64_t replayed_upto)
+            int64_t replayed_upto, bool from_document)
 {
    bson_iter_t arr;
    if (!BSON_ITER_HOLDS_ARRAY(it)) {
@@ -97,7 +98,11 @@ offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *p
    while (bson_iter_next(&arr)) {
       relay_event_t ev;
       relay_event_parse(bson_iter_value(&arr), &ev);
-      if (!relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
+      bool requeued = from_document && ev.requeued > 0 && ev.seq <= e->last_seq;
+      if (requeued && relay_table_offer_requeued(&r->table, e, &ev, pos)) {
+         relay_log(RELAY_LOG_INFO, "stream", "requeued event of %s/%s (seq %" PRId64 ") taken",
+                   r->cfg->collections[e->coll], e->rendered, e->tail->ev.seq);
+      } else if (requeued || !relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
          relay_event_cleanup(&ev);
       }
    }
@@ -129,7 +134,7 @@ take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos)
    e = relay_table_add(&r->table, coll, bson_iter_value(&it));
    e->part = part;
    if (bson_iter_init_find(&it, doc, r->cfg->events_field)) {
-      offer_array(r, e, &it, pos, 0); /* the document as it is now: nothing is a replay */
+      offer_array(r, e, &it, pos, 0, true); /* the document as it is now: nothing is a replay */
    }
    /* Every seq up to eventSeq that is not pending any more was published and cleared. */
    seq = read_int(doc, r->cfg->event_seq_field);
@@ -212,7 +217,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
               BSON_ITER_HOLDS_ARRAY(&fields);
       bson_free(path);
       if (found) {
-         offer_array(r, e, &fields, pos, replayed_upto);
+         offer_array(r, e, &fields, pos, replayed_upto, false);
       }
       return found;
    }
@@ -221,10 +226,16 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
        !bson_iter_recurse(&fields, &it)) {
       return false;
    }
+   /* A requeue: the event is below the entity's last seq, and whether it is still pending
+    * (not already published since) only the document says. Read it. */
+   bson_iter_t requeues = it;
+   if (bson_iter_find(&requeues, r->cfg->requeues_field)) {
+      return false;
+   }
    while (bson_iter_next(&it)) {
       const char *key = bson_iter_key(&it);
       if (!strcmp(key, field)) {
-         offer_array(r, e, &it, pos, replayed_upto);
+         offer_array(r, e, &it, pos, replayed_upto, false);
          found = true;
       } else if (!strncmp(key, field, flen) && key[flen] == '.') {
          relay_event_t ev;

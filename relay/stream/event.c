@@ -135,6 +135,12 @@ check_fields(const bson_t *doc, relay_event_t *ev)
       } else if (!strcmp(key, "data") && !have_data) {
          have_data = true;
          r = check_data(&it, ev);
+      } else if (!strcmp(key, "requeued") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+         bson_iter_t count;
+         if (bson_iter_recurse(&it, &count) && bson_iter_find(&count, "count") &&
+             BSON_ITER_HOLDS_NUMBER(&count)) {
+            ev->requeued = bson_iter_as_int64(&count);
+         }
       } else if (!strcmp(key, "time")) {
          if (!BSON_ITER_HOLDS_DATE_TIME(&it)) {
             r = "event time is not a date";

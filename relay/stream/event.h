@@ -21,6 +21,7 @@ typedef struct {
    bool has_time;
    int64_t time_ms;
    bson_t *data;       /* NULL when missing or invalid */
+   int64_t requeued;   /* requeued.count: how often an operator requeued it, 0 = never */
    const char *reason; /* NULL when valid, else a static sentence for the dead letter */
 } relay_event_t;
 
