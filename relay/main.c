@@ -147,6 +147,8 @@ run(const relay_config_t *cfg, int argc, char **argv)
 
    relay_metrics_t *metrics = relay_metrics_new();
    relay_metrics_set_name(metrics, cfg->name);
+   relay_metrics_set_collections(metrics, cfg->collections, cfg->n_collections);
+   relay_metrics_set(metrics, RELAY_G_PARTITIONS, cfg->partitions);
    bson_string_t *line = bson_string_new(NULL);
    relay_config_dump_line(cfg, line);
    relay_log(RELAY_LOG_INFO, "main", "starting outbox-relay %s (pid %d): %s", relay_version(),

@@ -20,6 +20,7 @@
 #include <mongoc/mongoc.h>
 
 #include "store/clearer.h"
+#include "store/scanner.h"
 #include "config/config.h"
 #include "group/group.h"
 #include "http/metrics.h"
@@ -36,6 +37,7 @@ typedef struct {
    relay_entity_t *entity; /* NULL when free */
    uint32_t gen;
    int64_t sent_ms;
+   int64_t sent_us; /* bson_get_monotonic_time() at the send: the round-trip histogram */
 } relay_slot_t;
 
 struct relay_t {
@@ -98,6 +100,7 @@ struct relay_t {
 
    /* Writes. */
    relay_clearer_t *clearer;
+   relay_scanner_t *scanner; /* NULL when --pending-scan-interval-ms is 0 */
    int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
    int write_backoff_ms;
    bool writes_failing; /* the last write failed: further failures are logged at debug */

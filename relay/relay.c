@@ -85,23 +85,35 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
       return NULL;
    }
    r->reader = relay_reader_new(cfg, wake_main, r->mqtt, error);
+   /* Without per-collection series (tests that drive relay_t directly) there is nothing
+    * for the scanner to fill. */
+   bool want_scanner = cfg->pending_scan_interval_ms > 0 && relay_metrics_series(metrics);
    r->clearer = r->reader ? relay_clearer_new(cfg, wake_main, r->mqtt, error) : NULL;
-   if (!r->clearer || !relay_group_start(r, error)) {
+   if (r->clearer && want_scanner) {
+      r->scanner = relay_scanner_new(cfg, metrics, error);
+   }
+   if (!r->clearer || (want_scanner && !r->scanner) || !relay_group_start(r, error)) {
       relay_destroy(r);
       return NULL;
    }
    return r;
 }
 
-/* The table's gauges, once per turn of the loop (the only place they are set). */
+/* The table's gauges, once per turn of the loop (the only place they are set). The oldest
+ * pending event's age is the older of what the table holds and what the scanner last found
+ * stored (events the stream cannot show, events not read yet). */
 static void
 update_gauges(relay_t *r)
 {
    relay_pos_t *oldest = r->table.pos_head;
+   int64_t now = relay_wall_ms(), stored = relay_series_oldest(relay_metrics_series(r->metrics));
    double age = 0;
 
    if (oldest && oldest->remaining > 0 && oldest->wall_ms > 0) {
-      age = (double)(relay_wall_ms() - oldest->wall_ms) / 1000.0;
+      age = (double)(now - oldest->wall_ms) / 1000.0;
+   }
+   if (stored > 0 && (double)(now - stored) / 1000.0 > age) {
+      age = (double)(now - stored) / 1000.0;
    }
    relay_metrics_set(r->metrics, RELAY_G_OLDEST_PENDING_AGE_S, age > 0 ? age : 0);
    relay_metrics_set(r->metrics, RELAY_G_STREAM_LAG_S,
@@ -192,6 +204,7 @@ relay_destroy(relay_t *r)
    /* The threads first: they wake the main loop through the MQTT client's queue. */
    relay_reader_destroy(r->reader);
    relay_clearer_destroy(r->clearer);
+   relay_scanner_destroy(r->scanner);
    relay_changes_cleanup(r);
    relay_group_cleanup(r);
    relay_publish_cleanup(r);

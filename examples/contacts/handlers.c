@@ -119,7 +119,9 @@ get_live(call_t *call, const char *id, contact_t **c, int64_t *version, bson_err
    return st;
 }
 
-/* Loads a live contact and checks the precondition against its version. */
+/* Loads a live contact and checks the precondition against its version. A missing contact
+ * answers 404 whatever If-Match says: RFC 9110 13.2.1 has a server ignore preconditions when
+ * the request without them would fail with a status other than 2xx or 412. */
 static bool
 load_for_change(call_t *call, const char *id, const if_match_t *im, contact_t **c,
                 int64_t *version, enum MHD_Result *ret)

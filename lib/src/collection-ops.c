@@ -195,7 +195,7 @@ bool
 outbox_collection_ensure_indexes(outbox_collection_t *collection, bson_error_t *error)
 {
    _outbox_conn_t conn = {0};
-   char first_event[256];
+   char first_event[256], first_letter[256];
    bson_t *cmd;
    bool ok;
 
@@ -204,10 +204,14 @@ outbox_collection_ensure_indexes(outbox_collection_t *collection, bson_error_t *
       return false;
    }
    bson_snprintf(first_event, sizeof first_event, "%s.0", collection->names.events);
+   bson_snprintf(first_letter, sizeof first_letter, "%s.0", collection->names.dead_letters);
    cmd = BCON_NEW("createIndexes", BCON_UTF8(collection->coll), "indexes", "[", "{", "name",
                   BCON_UTF8("outbox_pending"), "key", "{", collection->names.event_seq,
                   BCON_INT32(1), "}", "partialFilterExpression", "{", first_event, "{", "$exists",
-                  BCON_BOOL(true), "}", "}", "}", "]");
+                  BCON_BOOL(true), "}", "}", "}", "{", "name", BCON_UTF8("outbox_dead_letters"),
+                  "key", "{", collection->names.event_seq, BCON_INT32(1), "}",
+                  "partialFilterExpression", "{", first_letter, "{", "$exists", BCON_BOOL(true),
+                  "}", "}", "}", "]");
    _outbox_conn_open(collection, &conn);
    ok = mongoc_collection_write_command_with_opts(conn.coll, cmd, &collection->write_opts, NULL,
                                                   error);

@@ -9,11 +9,22 @@
 
 #include "error-private.h"
 
-enum { F_VERSION, F_EVENT_SEQ, F_EVENTS, F_DELETED };
+enum {
+   F_VERSION,
+   F_EVENT_SEQ,
+   F_EVENTS,
+   F_DELETED,
+   F_DEAD_LETTERS,
+   F_DISCARDED,
+   F_REQUEUES,
+   F_COUNT_
+};
 
-static const char *const field_options[4] = {"versionField", "eventSeqField", "eventsField",
-                                             "deletedField"};
-static const char *const field_defaults[4] = {"version", "eventSeq", "events", "deleted"};
+static const char *const field_options[F_COUNT_] = {
+   "versionField",     "eventSeqField",  "eventsField",    "deletedField",
+   "deadLettersField", "discardedField", "requeuesField"};
+static const char *const field_defaults[F_COUNT_] = {
+   "version", "eventSeq", "events", "deleted", "deadLetters", "discardedLetters", "requeues"};
 
 static bool
 field_name_ok(const char *name, uint32_t len)
@@ -46,7 +57,7 @@ parse_field_opt(outbox_collection_t *c, const bson_iter_t *it, bool *found, bson
    uint32_t len;
    const char *name;
 
-   for (int i = 0; i < 4; i++) {
+   for (int i = 0; i < F_COUNT_; i++) {
       if (strcmp(key, field_options[i]) != 0) {
          continue;
       }
@@ -108,7 +119,7 @@ parse_opt(outbox_collection_t *c, const bson_iter_t *it, int64_t *cache_size, bs
 static bool
 field_names_distinct(const outbox_collection_t *c, bson_error_t *error)
 {
-   for (int i = 0; i < 4; i++) {
+   for (int i = 0; i < F_COUNT_; i++) {
       for (int j = 0; j < i; j++) {
          if (strcmp(c->field_storage[i], c->field_storage[j]) == 0) {
             _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
@@ -164,7 +175,7 @@ outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *co
    bson_init(&c->write_opts);
    BCON_APPEND(&c->write_opts, "writeConcern", "{", "w", BCON_UTF8("majority"), "}");
    bson_init(&c->update_opts);
-   for (int i = 0; i < 4; i++) {
+   for (int i = 0; i < F_COUNT_; i++) {
       c->field_storage[i] = bson_strdup(field_defaults[i]);
    }
    c->max_pending = _OUTBOX_DEFAULT_MAX_PENDING;
@@ -180,6 +191,9 @@ outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *co
    c->names.event_seq = c->field_storage[F_EVENT_SEQ];
    c->names.events = c->field_storage[F_EVENTS];
    c->names.deleted = c->field_storage[F_DELETED];
+   c->names.dead_letters = c->field_storage[F_DEAD_LETTERS];
+   c->names.discarded = c->field_storage[F_DISCARDED];
+   c->names.requeues = c->field_storage[F_REQUEUES];
    return c;
 }
 
@@ -190,7 +204,7 @@ outbox_collection_destroy(outbox_collection_t *collection)
       return;
    }
    _outbox_cache_destroy(collection->cache);
-   for (int i = 0; i < 4; i++) {
+   for (int i = 0; i < F_COUNT_; i++) {
       bson_free(collection->field_storage[i]);
    }
    bson_destroy(&collection->write_opts);

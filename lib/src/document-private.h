@@ -14,6 +14,9 @@ typedef struct {
    const char *event_seq; /* "eventSeq" */
    const char *events;    /* "events" */
    const char *deleted;   /* "deleted" */
+   const char *dead_letters; /* "deadLetters": where the relay moves unpublishable events */
+   const char *discarded;    /* "discardedLetters": discarded dead letters (audit trail) */
+   const char *requeues;     /* "requeues": incremented by a requeue, so the relay hears of it */
 } _outbox_field_names_t;
 
 /* What the library needs to know of a stored document to change it. */

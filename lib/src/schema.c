@@ -88,6 +88,10 @@ parse_for(const outbox_collection_t *c, const bson_t *opts, schema_opts_t *o, bs
    if (!parse_opts(opts, o, error)) {
       return false;
    }
+   /* The collection's own deadLettersField unless the call names another. */
+   if (!opts || !bson_has_field(opts, "deadLettersField")) {
+      o->dead_letters = n->dead_letters;
+   }
    if (strcmp(o->dead_letters, n->version) == 0 || strcmp(o->dead_letters, n->event_seq) == 0 ||
        strcmp(o->dead_letters, n->events) == 0 || strcmp(o->dead_letters, "_id") == 0) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,

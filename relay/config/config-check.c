@@ -17,8 +17,8 @@ missing_required(const relay_config_t *cfg, bson_error_t *error)
    } req[] = {
       {!cfg->mongodb_uri, "mongodb-uri"},
       {!cfg->database, "database"},
-      {cfg->n_collections == 0, "collection"},
-      {!cfg->mqtt_uri, "mqtt-uri"},
+      {cfg->n_collections == 0 && !cfg->mongodb_only, "collection"},
+      {!cfg->mqtt_uri && !cfg->mongodb_only, "mqtt-uri"},
    };
    bson_string_t *list = bson_string_new(NULL);
    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
@@ -84,11 +84,11 @@ static bool
 check_fields(const relay_config_t *cfg, bson_error_t *error)
 {
    const char *names[] = {cfg->version_field, cfg->event_seq_field, cfg->events_field,
-                          cfg->dead_letters_field};
+                          cfg->dead_letters_field, cfg->requeues_field};
    const char *keys[] = {"version-field", "event-seq-field", "events-field",
-                         "dead-letters-field"};
-   for (size_t i = 0; i < 4; i++) {
-      for (size_t j = i + 1; j < 4; j++) {
+                         "dead-letters-field", "requeues-field"};
+   for (size_t i = 0; i < 5; i++) {
+      for (size_t j = i + 1; j < 5; j++) {
          if (!strcmp(names[i], names[j])) {
             bson_set_error(error, 0, 0, "%s and %s are both '%s': they must differ", keys[i],
                            keys[j], names[i]);
@@ -159,6 +159,6 @@ _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
    if (missing_required(cfg, error)) {
       return false;
    }
-   return check_mqtt(cfg, error) && check_fields(cfg, error) && check_flow(cfg, error) &&
-          check_group(cfg, error);
+   return (cfg->mongodb_only || check_mqtt(cfg, error)) && check_fields(cfg, error) &&
+          check_flow(cfg, error) && check_group(cfg, error);
 }

@@ -33,6 +33,8 @@ const relay_opt_t relay_opts[] = {
     "FIELD", "events", "name of the documents' pending-events array"},
    {"dead-letters-field", "OUTBOX_DEAD_LETTERS_FIELD", OPT_NAME, OFF(dead_letters_field),
     RELAY_NAME_FIELD, 0, "FIELD", "deadLetters", "where events that cannot be published are moved"},
+   {"requeues-field", "OUTBOX_REQUEUES_FIELD", OPT_NAME, OFF(requeues_field), RELAY_NAME_FIELD, 0,
+    "FIELD", "requeues", "counter a requeue of a dead letter increments (the stream watches it)"},
 
    SECTION("MQTT"),
    {"mqtt-uri", "OUTBOX_MQTT_URI", OPT_URI_MQTT, OFF(mqtt_uri), 0, 0, "URI", NULL,
@@ -107,6 +109,9 @@ const relay_opt_t relay_opts[] = {
     "collection for the partition leases and member documents"},
 
    SECTION("Operations"),
+   {"pending-scan-interval-ms", "OUTBOX_PENDING_SCAN_INTERVAL_MS", OPT_INT,
+    OFF(pending_scan_interval_ms), 0, 3600000, "MS", "30000",
+    "how often stored pending events and dead letters are counted (0: never)"},
    {"metrics-listen", "OUTBOX_METRICS_LISTEN", OPT_LISTEN, OFF(metrics_listen), 0, 0, "HOST:PORT",
     "127.0.0.1:9464", "address for /metrics and /healthz; 'off' disables"},
    {"log-level", "OUTBOX_LOG_LEVEL", OPT_LEVEL, OFF(log_level), 0, 0, "LEVEL", "info",
@@ -134,6 +139,15 @@ _relay_opt_find(const char *name, size_t len)
    return NULL;
 }
 
+bool
+relay_config_is_option(const char *name, size_t len, bool *takes_value)
+{
+   const relay_opt_t *opt = _relay_opt_find(name, len);
+   bool config = len == strlen("config") && !strncmp(name, "config", len);
+   *takes_value = config || (opt && opt->type != OPT_BOOL);
+   return config || opt;
+}
+
 void
 relay_config_init_defaults(relay_config_t *cfg)
 {
@@ -150,6 +164,7 @@ relay_config_init_defaults(relay_config_t *cfg)
       .event_seq_field = bson_strdup("eventSeq"),
       .events_field = bson_strdup("events"),
       .dead_letters_field = bson_strdup("deadLetters"),
+      .requeues_field = bson_strdup("requeues"),
       .inflight_window = 256,
       .max_buffered_events = 10000,
       .max_buffered_bytes = 32 * 1024 * 1024,
@@ -160,6 +175,7 @@ relay_config_init_defaults(relay_config_t *cfg)
       .max_message_bytes = 268435455,
       .reconnect_min_ms = 100,
       .reconnect_max_ms = 10000,
+      .pending_scan_interval_ms = 30000,
       .partitions = 32,
       .lease_ttl_ms = 10000,
       .lease_renew_ms = 2000,

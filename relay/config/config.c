@@ -169,14 +169,15 @@ load_flags(relay_config_t *cfg, const args_t *args, bson_error_t *error)
    return true;
 }
 
-relay_config_action_t
-relay_config_load(relay_config_t *cfg, int argc, char **argv, bson_error_t *error)
+static relay_config_action_t
+load(relay_config_t *cfg, int argc, char **argv, bool mongodb_only, bson_error_t *error)
 {
    args_t args = {.flags = bson_malloc0(sizeof(flag_t) * (size_t)(argc > 0 ? argc : 1))};
    relay_config_action_t action;
 
    relay_config_destroy(cfg);
    relay_config_init_defaults(cfg);
+   cfg->mongodb_only = mongodb_only;
    action = scan_argv(&args, argc, argv, error);
    if (action != RELAY_CONFIG_RUN) {
       goto done;
@@ -201,4 +202,16 @@ relay_config_load(relay_config_t *cfg, int argc, char **argv, bson_error_t *erro
 done:
    bson_free(args.flags);
    return action;
+}
+
+relay_config_action_t
+relay_config_load(relay_config_t *cfg, int argc, char **argv, bson_error_t *error)
+{
+   return load(cfg, argc, argv, false, error);
+}
+
+relay_config_action_t
+relay_config_load_mongodb(relay_config_t *cfg, int argc, char **argv, bson_error_t *error)
+{
+   return load(cfg, argc, argv, true, error);
 }

@@ -74,6 +74,7 @@ typedef struct relay_config_t {
    char *event_seq_field;    /* "eventSeq" */
    char *events_field;       /* "events" */
    char *dead_letters_field; /* "deadLetters" */
+   char *requeues_field;     /* "requeues": incremented by a requeue (outbox-admin, liboutbox) */
 
    /* Flow control and timing. */
    int inflight_window;        /* 256: unacknowledged publishes at most */
@@ -86,6 +87,7 @@ typedef struct relay_config_t {
    size_t max_message_bytes;   /* 268435455: larger messages are dead-lettered */
    int reconnect_min_ms;       /* 100 */
    int reconnect_max_ms;       /* 10000 */
+   int pending_scan_interval_ms; /* 30000: count stored pending events and dead letters; 0 off */
 
    /* Groups (relays with the same name share the partitions through leases). */
    int partitions;        /* 32: fixed for a group */
@@ -100,6 +102,7 @@ typedef struct relay_config_t {
    relay_log_format_t log_format;
    char *log_file;    /* NULL = stderr */
    char *config_file; /* the file that was read, or NULL */
+   bool mongodb_only; /* loaded by relay_config_load_mongodb(): MQTT options not required */
 } relay_config_t;
 
 /* What main() should do after relay_config_load(). */
@@ -125,6 +128,19 @@ relay_config_init_defaults(relay_config_t *cfg);
  * "--qos: expected 0, 1 or 2, got '7'". @argv is not modified. */
 relay_config_action_t
 relay_config_load(relay_config_t *cfg, int argc, char **argv, bson_error_t *error);
+
+/* Like relay_config_load(), for tools that share the relay's configuration but only talk to
+ * MongoDB (outbox-admin): the MQTT options are not required (nor is --collection: with none,
+ * cfg->n_collections is 0). --help, --version and --check-config are not recognised here
+ * (they are the tool's own business). */
+relay_config_action_t
+relay_config_load_mongodb(relay_config_t *cfg, int argc, char **argv, bson_error_t *error);
+
+/* Whether "--@name" (@len bytes, without the dashes and any "=value") is an option of the
+ * relay's table or --config, and whether it takes a value (all but the booleans do). Lets
+ * tools that accept the relay's options alongside their own split a command line. */
+bool
+relay_config_is_option(const char *name, size_t len, bool *takes_value);
 
 /* Appends the effective configuration to @out, one "key = value" line per option in the
  * config file's key names; passwords are "***" and credentials inside URIs are replaced by

@@ -126,40 +126,46 @@ relay_lease_store_fence(const relay_lease_store_t *st, const relay_partset_t *pa
    BSON_APPEND_UTF8(filter, "owner", st->me);
 }
 
+/* Sets @set (a pipeline stage: $$NOW works) on the leases of @parts that @st still holds at
+ * @epochs, and destroys @set. */
+static bool
+fenced_update(const relay_lease_store_t *st, const relay_partset_t *parts, const int64_t *epochs,
+              bson_t *set, bson_error_t *error)
+{
+   bson_t filter = BSON_INITIALIZER;
+   bool ok;
+
+   relay_lease_store_fence(st, parts, epochs, &filter);
+   ok = relay_lease_store_update_many(st->leases, &filter, set, true, error);
+   bson_destroy(&filter);
+   bson_destroy(set);
+   return ok;
+}
+
 bool
 relay_lease_store_renew(const relay_lease_store_t *st, const relay_partset_t *parts,
                         const int64_t *epochs, const bson_t *token, bson_error_t *error)
 {
-   bson_t filter = BSON_INITIALIZER, set = BSON_INITIALIZER;
-   bool ok;
+   bson_t set = BSON_INITIALIZER;
 
-   relay_lease_store_fence(st, parts, epochs, &filter);
    append_now_plus_ttl(&set, "expiresAt", st);
    BSON_APPEND_UTF8(&set, "renewedAt", "$$NOW");
    if (token) {
       append_literal(&set, "token", token);
       BSON_APPEND_UTF8(&set, "tokenAt", "$$NOW");
    }
-   ok = relay_lease_store_update_many(st->leases, &filter, &set, true, error);
-   bson_destroy(&filter);
-   bson_destroy(&set);
-   return ok;
+   return fenced_update(st, parts, epochs, &set, error);
 }
 
 bool
 relay_lease_store_checkpoint(const relay_lease_store_t *st, const relay_partset_t *parts,
                              const int64_t *epochs, const bson_t *token, bson_error_t *error)
 {
-   bson_t filter = BSON_INITIALIZER, set = BSON_INITIALIZER;
-   bool ok;
+   bson_t set = BSON_INITIALIZER;
 
-   relay_lease_store_fence(st, parts, epochs, &filter);
    append_literal(&set, "token", token);
    BSON_APPEND_UTF8(&set, "tokenAt", "$$NOW");
-   ok = relay_lease_store_update_many(st->leases, &filter, &set, true, error);
-   bson_destroy(&filter);
-   bson_destroy(&set);
-   return ok;
+   return fenced_update(st, parts, epochs, &set, error);
 }
 
 /* {$in: [ids of @parts]} under "_id" of @filter. */
@@ -306,10 +312,8 @@ bool
 relay_lease_store_release(const relay_lease_store_t *st, const relay_partset_t *parts,
                           const int64_t *epochs, const char *reserve_for, bson_error_t *error)
 {
-   bson_t filter = BSON_INITIALIZER, set = BSON_INITIALIZER;
-   bool ok;
+   bson_t set = BSON_INITIALIZER;
 
-   relay_lease_store_fence(st, parts, epochs, &filter);
    BSON_APPEND_NULL(&set, "owner");
    BSON_APPEND_NULL(&set, "expiresAt");
    BSON_APPEND_NULL(&set, "handoff");
@@ -320,10 +324,7 @@ relay_lease_store_release(const relay_lease_store_t *st, const relay_partset_t *
       BSON_APPEND_NULL(&set, "reservedFor");
       BSON_APPEND_NULL(&set, "reservedUntil");
    }
-   ok = relay_lease_store_update_many(st->leases, &filter, &set, true, error);
-   bson_destroy(&filter);
-   bson_destroy(&set);
-   return ok;
+   return fenced_update(st, parts, epochs, &set, error);
 }
 
 bool

@@ -17,6 +17,7 @@ struct relay_metrics_t {
     * HTTP thread, so it is guarded. */
    pthread_mutex_t name_mutex;
    char *name;
+   relay_series_t *series; /* set once at start-up */
    void (*render)(void *ctx, bson_string_t *out); /* guarded by name_mutex */
    void *render_ctx;
    _Atomic(const char *) role;
@@ -64,6 +65,11 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_mongodb_writes_refused",
     "1 while MongoDB refuses the relay's writes (13 Unauthorized or authentication): "
     "publishing is paused."},
+   {"outbox_relay_pending_scan_seconds",
+    "Duration of the last periodic scan of the stored pending events and dead letters."},
+   {"outbox_relay_partitions",
+    "Partitions of this relay's group (--partitions): with outbox_relay_partitions_owned, "
+    "shows partitions nobody owns."},
 };
 
 relay_metrics_t *
@@ -89,6 +95,7 @@ relay_metrics_destroy(relay_metrics_t *metrics)
    }
    pthread_mutex_destroy(&metrics->name_mutex);
    bson_free(metrics->name);
+   relay_series_destroy(metrics->series);
    bson_free(metrics);
 }
 
@@ -136,6 +143,20 @@ relay_metrics_set_name(relay_metrics_t *metrics, const char *name)
    bson_free(metrics->name);
    metrics->name = name ? bson_strdup(name) : NULL;
    pthread_mutex_unlock(&metrics->name_mutex);
+}
+
+void
+relay_metrics_set_collections(relay_metrics_t *metrics, char *const *names, size_t n)
+{
+   if (metrics && !metrics->series) {
+      metrics->series = relay_series_new(names, n);
+   }
+}
+
+relay_series_t *
+relay_metrics_series(relay_metrics_t *metrics)
+{
+   return metrics ? metrics->series : NULL;
 }
 
 /* Label values escape backslash, double quote and newline (exposition format 0.0.4). */
@@ -241,6 +262,7 @@ relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out)
       append_double(out, relay_metrics_get_gauge(metrics, (relay_gauge_t)i));
       bson_string_append_c(out, '\n');
    }
+   relay_series_render(metrics->series, out);
    render_extra(metrics, out);
 }
 

@@ -17,6 +17,8 @@
 
 #include <bson/bson.h>
 
+#include "http/series.h"
+
 /* Monotonic counters (Prometheus "counter", names end in _total). */
 typedef enum {
    RELAY_M_PUBLISHED = 0,     /* outbox_relay_events_published_total: acknowledged by the broker */
@@ -46,6 +48,8 @@ typedef enum {
    RELAY_G_PARTITIONS_OWNED,    /* outbox_relay_partitions_owned: leases this member holds */
    RELAY_G_GROUP_MEMBERS,       /* outbox_relay_group_members: live members it counts */
    RELAY_G_MONGODB_WRITES_REFUSED, /* outbox_relay_mongodb_writes_refused: 1 while refused */
+   RELAY_G_PENDING_SCAN_S,      /* outbox_relay_pending_scan_seconds: the last scan's duration */
+   RELAY_G_PARTITIONS,          /* outbox_relay_partitions: the group's --partitions */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 
@@ -76,6 +80,15 @@ relay_metrics_get_gauge(const relay_metrics_t *metrics, relay_gauge_t gauge);
 /* Sets the relay name shown as a label on outbox_relay_info (copied). */
 void
 relay_metrics_set_name(relay_metrics_t *metrics, const char *name);
+
+/* Creates the per-collection series (series.h) for @n collections. Call once, before the
+ * HTTP server starts rendering. */
+void
+relay_metrics_set_collections(relay_metrics_t *metrics, char *const *names, size_t n);
+
+/* The per-collection series, NULL before relay_metrics_set_collections(). */
+relay_series_t *
+relay_metrics_series(relay_metrics_t *metrics);
 
 /* Metrics kept elsewhere (labelled series, histograms): @render(@ctx, out) is called at the
  * end of every relay_metrics_render(), from the HTTP thread. Set it to NULL before @ctx goes

@@ -270,7 +270,7 @@ relay_publish_dispatch(relay_t *r, int64_t now)
          r->publish_pause_until_ms = now + r->publish_backoff_ms;
          break;
       }
-      r->slots[slot] = (relay_slot_t){e, r->gen, now};
+      r->slots[slot] = (relay_slot_t){e, r->gen, now, bson_get_monotonic_time()};
    }
 }
 
@@ -303,18 +303,39 @@ is_poison_reason(int reason)
           reason == 0x99 /* payload format invalid */;
 }
 
+/* The latency histograms, per collection: commit (the event's stored time, the writer's
+ * clock) to acknowledgement, and send to acknowledgement. Two atomic adds each. */
+static void
+observe_ack(relay_t *r, const relay_entity_t *e, int64_t sent_us)
+{
+   relay_series_t *series = relay_metrics_series(r->metrics);
+   const relay_event_t *ev = &e->inflight->ev;
+   if (!series) {
+      return;
+   }
+   relay_series_observe(series, RELAY_H_PUBLISH_ROUND_TRIP, (size_t)e->coll,
+                        (double)(bson_get_monotonic_time() - sent_us) / 1e6);
+   if (ev->has_time) {
+      relay_series_observe(series, RELAY_H_COMMIT_TO_ACK, (size_t)e->coll,
+                           (double)(relay_wall_ms() - ev->time_ms) / 1e3);
+   }
+}
+
 static void
 on_publish_result(relay_t *r, const relay_mqtt_completion_t *c, int64_t now)
 {
    relay_slot_t *s = slot_of(r, c->tag);
    relay_entity_t *e;
+   int64_t sent_us;
 
    if (!s) {
       return;
    }
    e = s->entity;
+   sent_us = s->sent_us;
    release(r, s);
    if (c->kind == RELAY_MQTT_ACK) {
+      observe_ack(r, e, sent_us);
       relay_suspect_acked(r, e);
       relay_table_acked(&r->table, e);
       relay_metrics_add(r->metrics, RELAY_M_PUBLISHED, 1);

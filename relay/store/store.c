@@ -26,6 +26,27 @@ relay_store_client_new(const relay_config_t *cfg, const char *appname, bson_erro
    return client;
 }
 
+mongoc_client_pool_t *
+relay_store_pool_new(const relay_config_t *cfg, const char *appname, bson_error_t *error)
+{
+   mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
+   mongoc_client_pool_t *pool;
+
+   if (!uri) {
+      return NULL;
+   }
+   if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS)) {
+      mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
+   }
+   mongoc_uri_set_appname(uri, appname);
+   pool = mongoc_client_pool_new_with_error(uri, error);
+   mongoc_uri_destroy(uri);
+   if (pool) {
+      mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+   }
+   return pool;
+}
+
 int
 relay_ts_cmp(relay_ts_t a, relay_ts_t b)
 {
@@ -43,6 +64,7 @@ relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg, b
 {
    bson_t cmd = BSON_INITIALIZER, indexes, index, key, pfe, cond;
    char *first = bson_strdup_printf("%s.0", cfg->events_field);
+   char *first_letter = bson_strdup_printf("%s.0", cfg->dead_letters_field);
    bool ok;
 
    BSON_APPEND_UTF8(&cmd, "createIndexes", mongoc_collection_get_name(coll));
@@ -58,10 +80,23 @@ relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg, b
    bson_append_document_end(&pfe, &cond);
    bson_append_document_end(&index, &pfe);
    bson_append_document_end(&indexes, &index);
+   /* The same over the dead letters: outbox-admin lists and counts them through it. */
+   BSON_APPEND_DOCUMENT_BEGIN(&indexes, "1", &index);
+   BSON_APPEND_UTF8(&index, "name", "outbox_dead_letters");
+   BSON_APPEND_DOCUMENT_BEGIN(&index, "key", &key);
+   BSON_APPEND_INT32(&key, cfg->event_seq_field, 1);
+   bson_append_document_end(&index, &key);
+   BSON_APPEND_DOCUMENT_BEGIN(&index, "partialFilterExpression", &pfe);
+   BSON_APPEND_DOCUMENT_BEGIN(&pfe, first_letter, &cond);
+   BSON_APPEND_BOOL(&cond, "$exists", true);
+   bson_append_document_end(&pfe, &cond);
+   bson_append_document_end(&index, &pfe);
+   bson_append_document_end(&indexes, &index);
    bson_append_array_end(&cmd, &indexes);
    ok = mongoc_collection_write_command_with_opts(coll, &cmd, NULL, NULL, error);
    bson_destroy(&cmd);
    bson_free(first);
+   bson_free(first_letter);
    return ok;
 }
 

@@ -41,12 +41,18 @@ typedef struct {
 mongoc_client_t *relay_store_client_new(const relay_config_t *cfg, const char *appname,
                                         bson_error_t *error);
 
+/* The same as a pool, for code that uses liboutbox (which works on pools): outbox-admin and
+ * the scanner. */
+mongoc_client_pool_t *relay_store_pool_new(const relay_config_t *cfg, const char *appname,
+                                           bson_error_t *error);
+
 /* -1, 0, 1 as @a is before, equal to, after @b. */
 int relay_ts_cmp(relay_ts_t a, relay_ts_t b);
 
 /* Creates the "outbox_pending" partial index ({<eventSeq>: 1} where "<events>.0" exists)
- * that the sweep uses, exactly as liboutbox's outbox_collection_ensure_indexes() does, so
- * whichever runs first wins and the other is a no-op. */
+ * that the sweep uses, and "outbox_dead_letters" (the same where "<dead letters>.0" exists),
+ * exactly as liboutbox's outbox_collection_ensure_indexes() does, so whichever runs first
+ * wins and the other is a no-op. */
 bool relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg,
                               bson_error_t *error);
 

@@ -80,29 +80,34 @@ report_not_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it)
    relay_metrics_add(r->metrics, RELAY_M_DEAD_LETTERED, 1);
 }
 
-/* Offers one stored event to @e, unless relay_table_offer() would skip it as seen already,
- * which is decided from its seq and bytes without parsing it: replays and re-reads of a
- * document offer every pending event again, and the full parse and copy cost more than the
- * refusal. */
+/* Offers one stored event to @e (see offer_array()), unless relay_table_offer() would skip
+ * it as seen already, which is decided from its seq and bytes without parsing it: replays and
+ * re-reads of a document offer every pending event again, and the full parse and copy cost
+ * more than the refusal. From the document, where a requeued event below last_seq may be
+ * taken, only this very element buffered is skipped unparsed (relay_table_offer_requeued()
+ * refuses an event id the entity holds). */
 static void
 offer_one(relay_t *r, relay_entity_t *e, const bson_value_t *value, relay_pos_t *pos,
-          int64_t replayed_upto)
+          int64_t replayed_upto, bool from_document)
 {
    relay_event_t ev;
-   if (relay_table_seen(e, relay_event_peek_seq(value), value, replayed_upto)) {
+   if (relay_table_seen(e, relay_event_peek_seq(value), value,
+                        from_document ? 0 : replayed_upto)) {
       return;
    }
    relay_event_parse(value, &ev);
-   if (!relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
+   bool requeued = from_document && ev.requeued > 0 && ev.seq <= e->last_seq;
+   if (requeued && relay_table_offer_requeued(&r->table, e, &ev, pos)) {
+      relay_log(RELAY_LOG_INFO, "stream", "requeued event of %s/%s (seq %" PRId64 ") taken",
+                r->cfg->collections[e->coll], e->rendered, e->tail->ev.seq);
+   } else if (requeued || !relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
       relay_event_cleanup(&ev);
    }
 }
 
-/* Offers every element of the array at @it to @e (see relay_table_offer() for the seq rule
- * and @replayed_upto). */
 static void
 offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *pos,
-            int64_t replayed_upto)
+            int64_t replayed_upto, bool from_document)
 {
    bson_iter_t arr;
    if (!BSON_ITER_HOLDS_ARRAY(it)) {
@@ -113,7 +118,7 @@ offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *p
       return;
    }
    while (bson_iter_next(&arr)) {
-      offer_one(r, e, bson_iter_value(&arr), pos, replayed_upto);
+      offer_one(r, e, bson_iter_value(&arr), pos, replayed_upto, from_document);
    }
 }
 
@@ -143,7 +148,7 @@ take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos)
    e = relay_table_add(&r->table, coll, bson_iter_value(&it));
    e->part = part;
    if (bson_iter_init_find(&it, doc, r->cfg->events_field)) {
-      offer_array(r, e, &it, pos, 0); /* the document as it is now: nothing is a replay */
+      offer_array(r, e, &it, pos, 0, true); /* the document as it is now: nothing is a replay */
    }
    /* Every seq up to eventSeq that is not pending any more was published and cleared. */
    seq = read_int(doc, r->cfg->event_seq_field);
@@ -226,7 +231,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
               BSON_ITER_HOLDS_ARRAY(&fields);
       bson_free(path);
       if (found) {
-         offer_array(r, e, &fields, pos, replayed_upto);
+         offer_array(r, e, &fields, pos, replayed_upto, false);
       }
       return found;
    }
@@ -235,16 +240,22 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
        !bson_iter_recurse(&fields, &it)) {
       return false;
    }
+   /* A requeue: the event is below the entity's last seq, and whether it is still pending
+    * (not already published since) only the document says. Read it. */
+   bson_iter_t requeues = it;
+   if (bson_iter_find(&requeues, r->cfg->requeues_field)) {
+      return false;
+   }
    while (bson_iter_next(&it)) {
       const char *key = bson_iter_key(&it);
       if (!strcmp(key, field)) {
-         offer_array(r, e, &it, pos, replayed_upto);
+         offer_array(r, e, &it, pos, replayed_upto, false);
          found = true;
       } else if (!strncmp(key, field, flen) && key[flen] == '.') {
          if (!all_digits(key + flen + 1)) {
             return false; /* a change inside an event: not an append we can read */
          }
-         offer_one(r, e, bson_iter_value(&it), pos, replayed_upto);
+         offer_one(r, e, bson_iter_value(&it), pos, replayed_upto, false);
          found = true;
       }
    }

@@ -102,7 +102,6 @@ check_data(const bson_iter_t *it, relay_event_t *ev)
    return NULL;
 }
 
-/* Walks the event's fields once; the first violation found is the reason. */
 /* CloudEvents' time is RFC 3339, which has four-digit years: 0001-01-01T00:00:00Z to
  * 9999-12-31T23:59:59.999Z in milliseconds since the epoch. */
 static bool
@@ -111,6 +110,7 @@ time_in_rfc3339_range(int64_t ms)
    return ms >= INT64_C(-62135596800000) && ms <= INT64_C(253402300799999);
 }
 
+/* Walks the event's fields once; the first violation found is the reason. */
 static const char *
 check_fields(const bson_t *doc, relay_event_t *ev)
 {
@@ -136,6 +136,12 @@ check_fields(const bson_t *doc, relay_event_t *ev)
       } else if (!strcmp(key, "data") && !have_data) {
          have_data = true;
          r = check_data(&it, ev);
+      } else if (!strcmp(key, "requeued") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+         bson_iter_t count;
+         if (bson_iter_recurse(&it, &count) && bson_iter_find(&count, "count") &&
+             BSON_ITER_HOLDS_NUMBER(&count)) {
+            ev->requeued = bson_iter_as_int64(&count);
+         }
       } else if (!strcmp(key, "time")) {
          if (!BSON_ITER_HOLDS_DATE_TIME(&it)) {
             r = "event time is not a date";

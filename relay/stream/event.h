@@ -24,6 +24,7 @@ typedef struct {
    int64_t time_ms;
    bson_t *data;       /* NULL when missing or invalid; a static bson_t over raw's bytes */
    void *block;        /* owns raw's bytes and data's bson_t when raw is a document */
+   int64_t requeued;   /* requeued.count: how often an operator requeued it, 0 = never */
    const char *reason; /* NULL when valid, else a static sentence for the dead letter */
 } relay_event_t;
 

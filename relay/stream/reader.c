@@ -97,6 +97,8 @@ relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
    char *first = bson_strdup_printf("fullDocument.%s.0", cfg->events_field);
    char *events = bson_strdup_printf("fullDocument.%s", cfg->events_field);
    char *seq = bson_strdup_printf("updateDescription.updatedFields.%s", cfg->event_seq_field);
+   char *requeues =
+      bson_strdup_printf("updateDescription.updatedFields.%s", cfg->requeues_field);
    bson_t *exists = BCON_NEW("$exists", BCON_BOOL(true));
    bson_t *not_array = BCON_NEW("$exists", BCON_BOOL(true), "$not", "{", "$type", BCON_INT32(4),
                                 "}");
@@ -115,9 +117,16 @@ relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
    /* Inserts (and replacements) whose events field is not an array: nothing to publish,
     * but the relay says so (once per document) instead of never hearing of them. */
    append_insert_branch(cfg, & or, "2", events, not_array);
+   /* Updates that count a requeue: a dead letter moved back into events without a new seq
+    * (eventSeq unchanged), so the branch above would not pass it. */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "3", &b);
+   append_ns(cfg, &b);
+   BSON_APPEND_UTF8(&b, "operationType", "update");
+   BSON_APPEND_DOCUMENT(&b, requeues, exists);
+   bson_append_document_end(& or, &b);
    /* An invalidate (database dropped) has no ns.coll and must still reach us: it ends the
     * stream. */
-   BSON_APPEND_DOCUMENT_BEGIN(& or, "3", &b);
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "4", &b);
    BSON_APPEND_UTF8(&b, "operationType", "invalidate");
    bson_append_document_end(& or, &b);
    bson_append_array_end(&match, & or);
@@ -128,6 +137,7 @@ relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
    bson_free(first);
    bson_free(events);
    bson_free(seq);
+   bson_free(requeues);
 }
 
 void

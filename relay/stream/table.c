@@ -367,7 +367,9 @@ relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_
    bool valid = ev->reason == NULL;
 
    if (ev->seq != 0 && ev->seq <= e->last_seq) {
-      if (relay_table_seen(e, ev->seq, &ev->raw, replayed_upto)) {
+      /* A requeued event below last_seq is taken only from the document as it is now
+       * (relay_table_offer_requeued()): a change may show it after it was published. */
+      if (relay_table_seen(e, ev->seq, &ev->raw, replayed_upto) || ev->requeued > 0) {
          return false; /* seen already: a replayed change, or read again with its document */
       }
       /* Another event at or below a seq already taken or handled (written outside
@@ -404,6 +406,36 @@ relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_
       relay_table_mark_dirty(t, e);
    }
    return true;
+}
+
+/* Whether @e holds an item (in any state) with event id @id. */
+static bool
+holds_id(const relay_entity_t *e, const char *id)
+{
+   for (const relay_item_t *it = e->head; it && id; it = it->next) {
+      if (it->ev.id && !strcmp(it->ev.id, id)) {
+         return true;
+      }
+   }
+   return false;
+}
+
+bool
+relay_table_offer_requeued(relay_table_t *t, relay_entity_t *e, relay_event_t *ev,
+                           relay_pos_t *pos)
+{
+   int64_t last_seq = e->last_seq;
+   if (ev->requeued <= 0 || ev->seq == 0 || ev->seq > last_seq) {
+      return relay_table_offer(t, e, ev, pos, 0);
+   }
+   if (holds_id(e, ev->id)) {
+      return false; /* taken before, still in flight or being cleared */
+   }
+   /* Below the entity's last seq by design: taken without lowering or raising last_seq. */
+   e->last_seq = ev->seq - 1;
+   bool taken = relay_table_offer(t, e, ev, pos, 0);
+   e->last_seq = last_seq;
+   return taken;
 }
 
 void

@@ -156,6 +156,13 @@ bool relay_table_seen(const relay_entity_t *e, int64_t seq, const bson_value_t *
 bool relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos,
                        int64_t replayed_upto);
 
+/* Offers an event read from the entity's document as it is now (a read or a sweep). An event
+ * an operator requeued (ev->requeued > 0) whose seq is not above e->last_seq is taken once:
+ * unless @e already holds an event with its id (taken before, not yet cleared); last_seq does
+ * not move, and its seq is no reason to refuse it. Anything else as relay_table_offer(). */
+bool relay_table_offer_requeued(relay_table_t *t, relay_entity_t *e, relay_event_t *ev,
+                                relay_pos_t *pos);
+
 /* Pops the next entity whose first queued event may be published now (@now_ms: for entities
  * backing off after a failure), marks that event in flight and returns the entity; the
  * event is e->inflight. NULL if none. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 void
@@ -220,4 +221,12 @@ lt_events_destroy(outbox_event_t **evs, int n)
    for (int i = 0; i < n; i++) {
       outbox_event_destroy(evs[i]);
    }
+}
+
+int64_t
+lt_now_ms(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_REALTIME, &ts);
+   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -84,4 +84,8 @@ lt_str_id(const char *s);
 bson_value_t
 lt_int_id(int64_t n);
 
+/* The wall clock in ms since the Unix epoch (UTC), as stored in events' time. */
+int64_t
+lt_now_ms(void);
+
 #endif /* OUTBOX_LIB_TEST_H */

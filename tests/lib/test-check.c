@@ -8,8 +8,8 @@
 
 #include "check-private.h"
 
-static const _outbox_field_names_t names = {"version", "eventSeq", "events", "deleted"};
-static const _outbox_field_names_t renamed = {"v", "seq_", "outbox", "gone"};
+static const _outbox_field_names_t names = {"version", "eventSeq", "events", "deleted", "deadLetters", "discardedLetters", "requeues"};
+static const _outbox_field_names_t renamed = {"v", "seq_", "outbox", "gone", "dl", "dd", "rq"};
 
 /* Checks `update` (destroyed here) and returns the error code, 0 if accepted. */
 static uint32_t

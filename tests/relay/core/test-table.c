@@ -45,9 +45,8 @@ offer_event(int32_t id, int64_t seq, const char *evid, relay_pos_t *pos, int64_t
    bson_t *doc;
    bson_value_t elem;
 
-   bson_snprintf(json, sizeof json,
-                 "{\"id\": \"%s\", \"seq\": %d, \"type\": \"T\", \"data\": {}}", evid,
-                 (int)seq);
+   bson_snprintf(json, sizeof json, "{\"id\": \"%s\", \"seq\": %d, \"type\": \"T\", \"data\": {}}",
+                 evid, (int)seq);
    doc = bson_new_from_json((const uint8_t *)json, -1, NULL);
    elem.value_type = BSON_TYPE_DOCUMENT;
    elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
@@ -466,8 +465,8 @@ Test(table, buffered_bytes_follow_the_items, .init = setup, .fini = teardown)
    relay_table_acked(&t, e);
    clear_all();
    cr_assert_eq(t.buffered, 2);
-   relay_entity_t *e2 = relay_table_find(&t, 0, &(bson_value_t){.value_type = BSON_TYPE_INT32,
-                                                                .value.v_int32 = 2});
+   relay_entity_t *e2 =
+       relay_table_find(&t, 0, &(bson_value_t){.value_type = BSON_TYPE_INT32, .value.v_int32 = 2});
    cr_assert_not_null(e2);
    relay_table_remove_item(&t, e2, e2->head);
    relay_entity_t *rest = relay_table_next_ready(&t, 0);
@@ -475,4 +474,70 @@ Test(table, buffered_bytes_follow_the_items, .init = setup, .fini = teardown)
    clear_all();
    cr_assert_eq(t.buffered, 0);
    cr_assert_eq(t.buffered_bytes, 0, "%zu bytes left with nothing buffered", t.buffered_bytes);
+}
+
+/* Offers the event with @seq of entity @id as read from its document, with a requeued marker
+ * (count @count; 0: none); returns whether it was taken. */
+static bool
+offer_requeued(int32_t id, int64_t seq, int count)
+{
+   bson_value_t v = int_id(id);
+   relay_entity_t *e = relay_table_add(&t, 0, &v);
+   char json[200], marker[64] = "";
+   if (count) {
+      bson_snprintf(marker, sizeof marker, ", \"requeued\": {\"count\": %d}", count);
+   }
+   bson_snprintf(json, sizeof json,
+                 "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}%s}", (int)id,
+                 (int)seq, (int)seq, marker);
+   bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, NULL);
+   bson_value_t elem = {.value_type = BSON_TYPE_DOCUMENT};
+   relay_event_t ev;
+   cr_assert(doc);
+   elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+   elem.value.v_doc.data_len = doc->len;
+   cr_assert(relay_event_parse(&elem, &ev));
+   cr_assert_eq(ev.requeued, count);
+   bool taken = relay_table_offer_requeued(&t, e, &ev, NULL);
+   if (!taken) {
+      relay_event_cleanup(&ev);
+   }
+   bson_destroy(doc);
+   return taken;
+}
+
+Test(table, a_requeued_event_below_last_seq_is_taken_once, .init = setup, .fini = teardown)
+{
+   bson_value_t v = int_id(1);
+   relay_entity_t *e;
+   cr_assert(offer(1, 1, NULL));
+   cr_assert(offer(1, 3, NULL));
+   e = relay_table_find(&t, 0, &v);
+   /* Seq 2 came back from the dead letters: below last_seq 3, taken once, last_seq kept. */
+   cr_assert(offer_requeued(1, 2, 1));
+   cr_assert_eq(e->last_seq, 3);
+   cr_assert_not(offer_requeued(1, 2, 1), "taken twice");
+   cr_assert_eq(e->tail->ev.seq, 2, "goes behind the events already queued");
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_QUEUED), 3);
+   /* Published in the order held: 1, 3, then the requeued 2. */
+   int64_t order[3];
+   for (int i = 0; i < 3; i++) {
+      relay_entity_t *r = relay_table_next_ready(&t, 0);
+      cr_assert(r == e);
+      order[i] = r->inflight->ev.seq;
+      relay_table_acked(&t, r);
+   }
+   cr_assert(order[0] == 1 && order[1] == 3 && order[2] == 2);
+   /* A requeued event above last_seq is an ordinary new one. */
+   cr_assert(offer_requeued(1, 4, 1));
+   cr_assert_eq(e->last_seq, 4);
+   /* Without the marker an old seq breaks the seq rule: dead-lettered, never queued. */
+   bson_value_t v2 = int_id(2);
+   cr_assert(offer(2, 1, NULL));
+   cr_assert(offer(2, 3, NULL));
+   cr_assert(offer_requeued(2, 2, 0));
+   relay_entity_t *other = relay_table_find(&t, 0, &v2);
+   cr_assert(other && other->tail->state == RELAY_ITEM_POISON, "an unmarked old seq is not queued");
+   cr_assert_str_eq(other->tail->reason, RELAY_REASON_SEQ_NOT_ABOVE);
+   cr_assert_eq(other->last_seq, 3);
 }

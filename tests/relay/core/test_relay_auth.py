@@ -15,13 +15,12 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 import urllib.error
 import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relaytest import (MONGO_URI, MQTT_URI, WORKDIR, Entities, Subscriber,  # noqa: E402
+from relaytest import (run_tests, MONGO_URI, MQTT_URI, WORKDIR, Entities, Subscriber,  # noqa: E402
                        pymongo, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
@@ -271,23 +270,11 @@ def main():
         print("relay-auth: SKIP: needs a server with authentication and root credentials in "
               "OUTBOX_TEST_MONGODB_URI (with-servers --mongod-user NAME:PASSWORD:root)")
         return 77
+    # no_password_in_outputs reads what the others left behind: it always runs, last.
     wanted = sys.argv[2:]
-    passed = failed = 0
-    for t in TESTS + [no_password_in_outputs]:
-        if wanted and t.__name__ not in wanted and t is not no_password_in_outputs:
-            continue
-        start = time.time()
-        try:
-            t()
-            passed += 1
-            print("ok   %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-        except Exception:
-            failed += 1
-            print("FAIL %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-            traceback.print_exc()
-    print("relay-auth: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
+    if wanted:
+        wanted = wanted + ["no_password_in_outputs"]
+    return run_tests("relay-auth", TESTS + [no_password_in_outputs], wanted)
 
 if __name__ == "__main__":
     sys.exit(main())

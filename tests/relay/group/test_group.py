@@ -18,12 +18,12 @@ import json
 import os
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grouptest import (MARGIN, MONGO_URI, TTL, WORKDIR, Entities, Group, Load,  # noqa: E402
                        Member, TimedSubscriber, bson, event, key_of, partition_of, pending,
                        pymongo, verify, wait_all_delivered, wait_until)
+from relaytest import run_tests  # noqa: E402 (on the path grouptest set)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 RUN = "%d" % os.getpid()
@@ -541,26 +541,7 @@ TESTS = [test_lone_member_and_refusals, test_standby_metrics_and_health,
 
 
 def main():
-    if not MONGO_URI:
-        print("group: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)")
-        return 77
-    wanted = sys.argv[2:]
-    passed = failed = 0
-    for t in TESTS:
-        if wanted and t.__name__ not in wanted:
-            continue
-        start = time.time()
-        try:
-            t()
-            passed += 1
-            print("ok   %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-        except Exception:
-            failed += 1
-            print("FAIL %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
-            traceback.print_exc()
-    print("group: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
-
+    return run_tests("group", TESTS, sys.argv[2:])
 
 if __name__ == "__main__":
     sys.exit(main())

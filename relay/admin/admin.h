@@ -1,0 +1,98 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * outbox-admin: what the commands share. main.c parses the command line into an admin_t
+ * (the relay's configuration for the connection and field names, plus the tool's own
+ * options), opens one client pool and calls the command; status.c, list.c, ops.c and
+ * schema.c each implement commands. Single-threaded: nothing here is shared between threads.
+ */
+#ifndef RELAY_ADMIN_H
+#define RELAY_ADMIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <outbox/outbox.h>
+
+#include "config/config.h"
+
+/* Exit status when `status` finds something older than --max-age (sysexits has none). */
+#define ADMIN_EXIT_THRESHOLD 1
+
+typedef struct {
+   relay_config_t cfg; /* connection, database, collections, field names */
+   mongoc_client_pool_t *pool;
+   bool json;
+   /* Filters of pending, dead-letters, requeue, discard (unset: NULL / false / 0). */
+   bson_value_t entity;
+   bool has_entity;
+   const char *event_id, *type, *reason_filter;
+   int64_t older_than_ms; /* 0: no bound */
+   int64_t limit;         /* 0: none */
+   bool all;              /* requeue/discard: no filter needed */
+   bool discarded;        /* dead-letters --discarded: the audit trail */
+   /* Writes. */
+   bool dry_run;
+   const char *by;     /* who; default user@host */
+   const char *reason; /* discard: why */
+   /* status. */
+   int64_t max_age_ms; /* 0: no threshold */
+   /* ensure-schema. */
+   bool print;
+   bool combine; /* keep a foreign validator beside ours */
+   const char *validation_action, *validation_level;
+   FILE *out;
+} admin_t;
+
+/* The commands. Each returns an exit status (sysexits.h, or ADMIN_EXIT_THRESHOLD). */
+int admin_status(admin_t *a);
+int admin_list(admin_t *a, outbox_place_t place);
+int admin_discard(admin_t *a);
+int admin_requeue(admin_t *a);
+int admin_ensure_schema(admin_t *a);
+
+/* Called for each matching event by admin_each(); @now is the server's clock. Returns an
+ * exit status: anything but EX_OK stops the walk. */
+typedef int (*admin_visit_fn)(admin_t *a, const char *coll, outbox_collection_t *c,
+                              const outbox_stored_event_t *ev, int64_t now, void *ctx);
+
+/* Walks the events of @place matching the filters in every configured collection, at most
+ * --limit in all. Returns an exit status. */
+int admin_each(admin_t *a, outbox_place_t place, admin_visit_fn fn, void *ctx);
+
+/* Appends @ev's fields (collection, entity, eventId, seq, type, time, reason ...) to @doc. */
+void admin_event_json(bson_t *doc, const char *coll, const outbox_stored_event_t *ev);
+
+/* Writes @ev as one tab-separated line, as `pending` and `dead-letters` list it. */
+void admin_event_line(FILE *out, const char *coll, const outbox_stored_event_t *ev, int64_t now);
+
+/* A handle on collection @name with the configured field names; NULL after printing why. */
+outbox_collection_t *admin_collection(admin_t *a, const char *name);
+
+/* The relays' lease collection (--lease-collection; the state collection by default), or
+ * NULL when the relay has none. */
+const char *admin_lease_collection(const admin_t *a);
+
+/* The exit status for a MongoDB error: EX_NOPERM for authentication and authorization
+ * failures, EX_UNAVAILABLE when no server could be reached, EX_SOFTWARE otherwise. Prints
+ * "outbox-admin: @what: message" on stderr. */
+int admin_fail(const char *what, const bson_error_t *error);
+
+/* The server's clock (hello's localTime), so that ages and lease expiry are judged as the
+ * relays judge them; the local clock if the server does not say. */
+bool admin_server_now(admin_t *a, int64_t *now_ms, bson_error_t *error);
+
+/* Writes an entity id as the relay renders it in topics ("subject"). */
+void admin_print_id(FILE *out, const bson_value_t *id);
+
+/* Writes @ms as RFC 3339 UTC with milliseconds, or "-" for 0. */
+void admin_print_time(FILE *out, int64_t ms);
+
+/* Writes @ms as a short duration ("850ms", "12.3s", "5m02s", "3h04m", "2d03h"). */
+void admin_print_age(FILE *out, int64_t ms);
+
+/* Writes @doc as one line of relaxed extended JSON. */
+void admin_print_json(FILE *out, const bson_t *doc);
+
+#endif /* RELAY_ADMIN_H */

@@ -1,0 +1,258 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Splitting outbox-admin's command line. The tool's options are looked up first, then the
+ * relay's (relay_config_is_option() says whether one takes a value); the first word that is
+ * not an option is the command. Options may come before or after it.
+ */
+#include "admin/args.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const commands[] = {"status",  "pending", "dead-letters", "requeue",
+                                       "discard", "ensure-schema", NULL};
+
+typedef enum { A_FLAG, A_STRING, A_AGE, A_COUNT, A_ID, A_ID_JSON } kind_t;
+
+typedef struct {
+   const char *name;
+   kind_t kind;
+   size_t offset; /* in admin_t */
+} admin_opt_t;
+
+#define OFF(f) offsetof(admin_t, f)
+static const admin_opt_t admin_opts[] = {
+   {"json", A_FLAG, OFF(json)},
+   {"all", A_FLAG, OFF(all)},
+   {"dry-run", A_FLAG, OFF(dry_run)},
+   {"discarded", A_FLAG, OFF(discarded)},
+   {"print", A_FLAG, OFF(print)},
+   {"combine", A_FLAG, OFF(combine)},
+   {"id", A_ID, 0},
+   {"id-json", A_ID_JSON, 0},
+   {"event-id", A_STRING, OFF(event_id)},
+   {"type", A_STRING, OFF(type)},
+   {"reason-contains", A_STRING, OFF(reason_filter)},
+   {"by", A_STRING, OFF(by)},
+   {"reason", A_STRING, OFF(reason)},
+   {"validation-action", A_STRING, OFF(validation_action)},
+   {"validation-level", A_STRING, OFF(validation_level)},
+   {"older-than", A_AGE, OFF(older_than_ms)},
+   {"max-age", A_AGE, OFF(max_age_ms)},
+   {"limit", A_COUNT, OFF(limit)},
+};
+
+bool
+admin_parse_age(const char *text, int64_t *ms)
+{
+   static const struct {
+      const char *suffix;
+      int64_t ms;
+   } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1000}};
+   char *end;
+   double v;
+
+   errno = 0;
+   v = strtod(text, &end);
+   if (end == text || errno || v < 0 || v > 1e12) {
+      return false;
+   }
+   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+      if (!strcmp(end, units[i].suffix)) {
+         *ms = (int64_t)(v * (double)units[i].ms);
+         return true;
+      }
+   }
+   return false;
+}
+
+static bool
+set_id_json(admin_t *a, const char *json, bson_error_t *error)
+{
+   char *doc_json = bson_strdup_printf("{\"v\": %s}", json);
+   bson_t *doc = bson_new_from_json((const uint8_t *)doc_json, -1, error);
+   bson_iter_t it;
+   bool ok = doc && bson_iter_init_find(&it, doc, "v");
+   if (ok) {
+      bson_value_copy(bson_iter_value(&it), &a->entity);
+      a->has_entity = true;
+   } else if (doc) {
+      bson_set_error(error, 0, 0, "--id-json: not a JSON value");
+   }
+   bson_destroy(doc);
+   bson_free(doc_json);
+   return ok;
+}
+
+static bool
+apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
+{
+   void *field = (char *)a + o->offset;
+   if (a->has_entity && (o->kind == A_ID || o->kind == A_ID_JSON)) {
+      bson_set_error(error, 0, 0, "--%s: one entity id only", o->name);
+      return false;
+   }
+   switch (o->kind) {
+   case A_FLAG:
+      *(bool *)field = true;
+      return true;
+   case A_STRING:
+      if (!*value) {
+         bson_set_error(error, 0, 0, "--%s: empty value", o->name);
+         return false;
+      }
+      *(const char **)field = value;
+      return true;
+   case A_AGE:
+      if (!admin_parse_age(value, (int64_t *)field)) {
+         bson_set_error(error, 0, 0, "--%s: expected a duration like 30s, 5m, 2h or 1d, got '%s'",
+                        o->name, value);
+         return false;
+      }
+      return true;
+   case A_COUNT: {
+      char *end;
+      long long n = strtoll(value, &end, 10);
+      if (*end || end == value || n < 1) {
+         bson_set_error(error, 0, 0, "--%s: expected a number >= 1, got '%s'", o->name, value);
+         return false;
+      }
+      *(int64_t *)field = n;
+      return true;
+   }
+   case A_ID:
+      a->entity.value_type = BSON_TYPE_UTF8;
+      a->entity.value.v_utf8.str = bson_strdup(value);
+      a->entity.value.v_utf8.len = (uint32_t)strlen(value);
+      a->has_entity = true;
+      return true;
+   case A_ID_JSON:
+      return set_id_json(a, value, error);
+   }
+   return false;
+}
+
+static const admin_opt_t *
+find_opt(const char *name, size_t len)
+{
+   for (size_t i = 0; i < sizeof admin_opts / sizeof admin_opts[0]; i++) {
+      if (strlen(admin_opts[i].name) == len && !strncmp(admin_opts[i].name, name, len)) {
+         return &admin_opts[i];
+      }
+   }
+   return NULL;
+}
+
+/* One "--name[=value]" argument; *@i moves past a separate value. */
+static admin_args_result_t
+scan_option(admin_t *a, admin_args_t *args, int argc, char **argv, int *i, bson_error_t *error)
+{
+   const char *name = argv[*i] + 2, *eq = strchr(name, '=');
+   size_t len = eq ? (size_t)(eq - name) : strlen(name);
+   const admin_opt_t *o = find_opt(name, len);
+   bool takes_value = false;
+
+   if (!o && !relay_config_is_option(name, len, &takes_value)) {
+      bson_set_error(error, 0, 0, "unknown option '--%.*s'", (int)len, name);
+      return ADMIN_ARGS_USAGE_ERROR;
+   }
+   if (!o) {
+      args->relay_argv[args->relay_argc++] = argv[*i];
+      if (takes_value && !eq && *i + 1 < argc) {
+         args->relay_argv[args->relay_argc++] = argv[++*i];
+      }
+      return ADMIN_ARGS_RUN;
+   }
+   const char *value = eq ? eq + 1 : NULL;
+   if (o->kind == A_FLAG && value) {
+      bson_set_error(error, 0, 0, "--%s takes no value", o->name);
+      return ADMIN_ARGS_USAGE_ERROR;
+   }
+   if (o->kind != A_FLAG && !value) {
+      if (*i + 1 >= argc) {
+         bson_set_error(error, 0, 0, "--%s: missing value", o->name);
+         return ADMIN_ARGS_USAGE_ERROR;
+      }
+      value = argv[++*i];
+   }
+   return apply(a, o, value, error) ? ADMIN_ARGS_RUN : ADMIN_ARGS_USAGE_ERROR;
+}
+
+static admin_args_result_t
+scan_command(admin_args_t *args, const char *word, bson_error_t *error)
+{
+   if (args->command) {
+      bson_set_error(error, 0, 0, "unexpected argument '%s' after command '%s'", word,
+                     args->command);
+      return ADMIN_ARGS_USAGE_ERROR;
+   }
+   for (int i = 0; commands[i]; i++) {
+      if (!strcmp(word, commands[i])) {
+         args->command = commands[i];
+         return ADMIN_ARGS_RUN;
+      }
+   }
+   bson_set_error(error, 0, 0, "unknown command '%s'", word);
+   return ADMIN_ARGS_USAGE_ERROR;
+}
+
+/* What only makes sense together, checked once everything is read. */
+static admin_args_result_t
+check(const admin_t *a, const admin_args_t *args, bson_error_t *error)
+{
+   bool writes = !strcmp(args->command, "requeue") || !strcmp(args->command, "discard");
+   bool filtered = a->has_entity || a->event_id || a->type || a->reason_filter ||
+                   a->older_than_ms > 0;
+   if (writes && !filtered && !a->all) {
+      bson_set_error(error, 0, 0, "%s needs a filter (--id, --event-id, --type, "
+                     "--reason-contains, --older-than) or --all", args->command);
+      return ADMIN_ARGS_USAGE_ERROR;
+   }
+   if (!strcmp(args->command, "discard") && !a->reason) {
+      bson_set_error(error, 0, 0, "discard needs --reason: nothing is discarded without a why");
+      return ADMIN_ARGS_USAGE_ERROR;
+   }
+   return ADMIN_ARGS_RUN;
+}
+
+admin_args_result_t
+admin_args_parse(admin_t *a, admin_args_t *args, int argc, char **argv, bson_error_t *error)
+{
+   memset(args, 0, sizeof *args);
+   args->relay_argv = bson_malloc0(sizeof(char *) * (size_t)(argc + 1));
+   args->relay_argv[args->relay_argc++] = argv[0];
+   for (int i = 1; i < argc; i++) {
+      admin_args_result_t r = ADMIN_ARGS_RUN;
+      if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+         return ADMIN_ARGS_HELP;
+      } else if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+         return ADMIN_ARGS_VERSION;
+      } else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+         args->relay_argv[args->relay_argc++] = argv[i];
+         args->relay_argv[args->relay_argc++] = argv[++i];
+      } else if (!strncmp(argv[i], "--", 2) && argv[i][2]) {
+         r = scan_option(a, args, argc, argv, &i, error);
+      } else {
+         r = scan_command(args, argv[i], error);
+      }
+      if (r != ADMIN_ARGS_RUN) {
+         return r;
+      }
+   }
+   if (!args->command) {
+      bson_set_error(error, 0, 0, "no command given");
+      return ADMIN_ARGS_USAGE_ERROR;
+   }
+   return check(a, args, error);
+}
+
+void
+admin_args_cleanup(admin_t *a, admin_args_t *args)
+{
+   if (a->has_entity) {
+      bson_value_destroy(&a->entity);
+   }
+   bson_free(args->relay_argv);
+}

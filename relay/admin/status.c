@@ -1,0 +1,143 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * `status`: per collection, pending events (documents, events, age of the oldest) and dead
+ * letters, counted by liboutbox through the partial indexes; then the relays (relays.c).
+ * Ages are measured against the server's clock. Exit status ADMIN_EXIT_THRESHOLD when a
+ * pending event is older than --max-age, so the command works in cron and monitoring scripts.
+ */
+#include <string.h>
+#include <sysexits.h>
+
+#include "admin/admin.h"
+#include "admin/relays.h"
+
+typedef struct {
+   const char *name;
+   outbox_counts_t counts;
+} coll_status_t;
+
+static void
+print_collections(admin_t *a, const coll_status_t *cs, size_t n, int64_t now)
+{
+   fputs("COLLECTION\tPENDING-DOCUMENTS\tPENDING-EVENTS\tOLDEST-PENDING\tDEAD-LETTERS\t"
+         "DEAD-LETTER-DOCUMENTS\tLAST-DEAD-LETTER\n",
+         a->out);
+   for (size_t i = 0; i < n; i++) {
+      const outbox_counts_t *c = &cs[i].counts;
+      fprintf(a->out, "%s\t%" PRId64 "\t%" PRId64 "\t", cs[i].name, c->pending_documents,
+              c->pending_events);
+      admin_print_age(a->out, c->oldest_pending_ms ? now - c->oldest_pending_ms : -1);
+      fprintf(a->out, "\t%" PRId64 "\t%" PRId64 "\t", c->dead_letters, c->dead_letter_documents);
+      admin_print_time(a->out, c->newest_dead_letter_ms);
+      fputc('\n', a->out);
+   }
+}
+
+static void
+append_collections(bson_t *doc, const coll_status_t *cs, size_t n, int64_t now)
+{
+   bson_t arr, item;
+   char key[16];
+   const char *k;
+   BSON_APPEND_ARRAY_BEGIN(doc, "collections", &arr);
+   for (size_t i = 0; i < n; i++) {
+      const outbox_counts_t *c = &cs[i].counts;
+      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
+      BSON_APPEND_DOCUMENT_BEGIN(&arr, k, &item);
+      BSON_APPEND_UTF8(&item, "name", cs[i].name);
+      BSON_APPEND_INT64(&item, "pendingDocuments", c->pending_documents);
+      BSON_APPEND_INT64(&item, "pendingEvents", c->pending_events);
+      if (c->oldest_pending_ms) {
+         BSON_APPEND_DATE_TIME(&item, "oldestPendingTime", c->oldest_pending_ms);
+         BSON_APPEND_DOUBLE(&item, "oldestPendingAgeSeconds",
+                            (double)(now - c->oldest_pending_ms) / 1000.0);
+      }
+      BSON_APPEND_INT64(&item, "deadLetters", c->dead_letters);
+      BSON_APPEND_INT64(&item, "deadLetterDocuments", c->dead_letter_documents);
+      if (c->newest_dead_letter_ms) {
+         BSON_APPEND_DATE_TIME(&item, "lastDeadLetterTime", c->newest_dead_letter_ms);
+      }
+      bson_append_document_end(&arr, &item);
+   }
+   bson_append_array_end(doc, &arr);
+}
+
+/* Counts every configured collection into @cs. Returns an exit status. */
+static int
+count_all(admin_t *a, coll_status_t *cs)
+{
+   for (size_t i = 0; i < a->cfg.n_collections; i++) {
+      bson_error_t error;
+      outbox_collection_t *c = admin_collection(a, a->cfg.collections[i]);
+      bool ok = c && outbox_collection_count_events(c, &cs[i].counts, &error);
+      outbox_collection_destroy(c);
+      cs[i].name = a->cfg.collections[i];
+      if (!c) {
+         return EX_CONFIG;
+      }
+      if (!ok) {
+         return admin_fail(cs[i].name, &error);
+      }
+   }
+   return EX_OK;
+}
+
+/* The first pending event older than --max-age, as a problem line; NULL if none. */
+static char *
+too_old(const admin_t *a, const coll_status_t *cs, size_t n, int64_t now)
+{
+   for (size_t i = 0; a->max_age_ms > 0 && i < n; i++) {
+      int64_t t = cs[i].counts.oldest_pending_ms;
+      if (t && now - t > a->max_age_ms) {
+         return bson_strdup_printf("%s: the oldest pending event is %.1f s old (--max-age %.1f s)",
+                                   cs[i].name, (double)(now - t) / 1000.0,
+                                   (double)a->max_age_ms / 1000.0);
+      }
+   }
+   return NULL;
+}
+
+int
+admin_status(admin_t *a)
+{
+   coll_status_t *cs = bson_malloc0((a->cfg.n_collections + 1) * sizeof *cs);
+   admin_relays_t relays;
+   bson_error_t error;
+   int64_t now;
+   int rc;
+
+   admin_relays_init(&relays);
+   if (!admin_server_now(a, &now, &error)) {
+      rc = admin_fail("MongoDB", &error);
+      goto done;
+   }
+   if ((rc = count_all(a, cs)) != EX_OK || (rc = admin_relays_read(a, &relays)) != EX_OK) {
+      goto done;
+   }
+   char *problem = too_old(a, cs, a->cfg.n_collections, now);
+   if (a->json) {
+      bson_t doc = BSON_INITIALIZER;
+      BSON_APPEND_DATE_TIME(&doc, "serverTime", now);
+      append_collections(&doc, cs, a->cfg.n_collections, now);
+      admin_relays_append_json(&relays, &doc, now);
+      BSON_APPEND_BOOL(&doc, "ok", problem == NULL);
+      if (problem) {
+         BSON_APPEND_UTF8(&doc, "problem", problem);
+      }
+      admin_print_json(a->out, &doc);
+      bson_destroy(&doc);
+   } else {
+      print_collections(a, cs, a->cfg.n_collections, now);
+      admin_relays_print(&relays, a->out, now);
+   }
+   if (problem) {
+      fprintf(stderr, "outbox-admin: %s\n", problem);
+      rc = ADMIN_EXIT_THRESHOLD;
+      bson_free(problem);
+   }
+done:
+   admin_relays_cleanup(&relays);
+   bson_free(cs);
+   return rc;
+}

@@ -1,0 +1,149 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The scanner thread (see scanner.h). It owns a client pool of its own (liboutbox works on
+ * pools) and one liboutbox handle per collection; the main thread only starts and stops it.
+ */
+#include "store/scanner.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include <outbox/outbox.h>
+
+#include "store/store.h"
+#include "util/log.h"
+
+struct relay_scanner_t {
+   const relay_config_t *cfg;
+   relay_metrics_t *metrics;
+   mongoc_client_pool_t *pool;
+   outbox_collection_t **colls;
+   pthread_t thread;
+   pthread_mutex_t lock;
+   pthread_cond_t cond; /* signalled to stop */
+   bool stop, failing;
+};
+
+/* One scan of every collection; logs the first failure of a run of failures. */
+static void
+scan(relay_scanner_t *s)
+{
+   relay_series_t *series = relay_metrics_series(s->metrics);
+   int64_t start = bson_get_monotonic_time();
+   bool ok = true;
+
+   for (size_t i = 0; i < s->cfg->n_collections && ok; i++) {
+      outbox_counts_t n;
+      bson_error_t error;
+      ok = outbox_collection_count_events(s->colls[i], &n, &error);
+      if (!ok) {
+         relay_log(s->failing ? RELAY_LOG_DEBUG : RELAY_LOG_WARNING, "scanner",
+                   "counting the pending events of %s failed (trying again in %d ms): %s",
+                   s->cfg->collections[i], s->cfg->pending_scan_interval_ms, error.message);
+         break;
+      }
+      relay_series_set(series, RELAY_S_PENDING_EVENTS, i, (double)n.pending_events);
+      relay_series_set(series, RELAY_S_DEAD_LETTERS, i, (double)n.dead_letters);
+      relay_series_set_oldest(series, i, n.oldest_pending_ms);
+   }
+   s->failing = !ok;
+   if (ok) {
+      relay_metrics_set(s->metrics, RELAY_G_PENDING_SCAN_S,
+                        (double)(bson_get_monotonic_time() - start) / 1e6);
+   }
+}
+
+static void *
+run(void *arg)
+{
+   relay_scanner_t *s = arg;
+   pthread_mutex_lock(&s->lock);
+   while (!s->stop) {
+      struct timespec until;
+      pthread_mutex_unlock(&s->lock);
+      scan(s);
+      pthread_mutex_lock(&s->lock);
+      clock_gettime(CLOCK_MONOTONIC, &until);
+      int64_t ns = (int64_t)until.tv_nsec + (int64_t)s->cfg->pending_scan_interval_ms * 1000000;
+      until.tv_sec += (time_t)(ns / 1000000000);
+      until.tv_nsec = (long)(ns % 1000000000);
+      while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &until) == 0) {
+      }
+   }
+   pthread_mutex_unlock(&s->lock);
+   return NULL;
+}
+
+static bool
+open_collections(relay_scanner_t *s, bson_error_t *error)
+{
+   const relay_config_t *cfg = s->cfg;
+   bson_t *opts = BCON_NEW("versionField", BCON_UTF8(cfg->version_field), "eventSeqField",
+                           BCON_UTF8(cfg->event_seq_field), "eventsField",
+                           BCON_UTF8(cfg->events_field), "deadLettersField",
+                           BCON_UTF8(cfg->dead_letters_field), "cacheSize", BCON_INT32(0));
+   bool ok = true;
+   s->colls = bson_malloc0(cfg->n_collections * sizeof *s->colls);
+   for (size_t i = 0; i < cfg->n_collections && ok; i++) {
+      s->colls[i] = outbox_collection_new(s->pool, cfg->database, cfg->collections[i], opts,
+                                          error);
+      ok = s->colls[i] != NULL;
+   }
+   bson_destroy(opts);
+   return ok;
+}
+
+relay_scanner_t *
+relay_scanner_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *error)
+{
+   relay_scanner_t *s = bson_malloc0(sizeof *s);
+   pthread_condattr_t attr;
+
+   s->cfg = cfg;
+   s->metrics = metrics;
+   pthread_mutex_init(&s->lock, NULL);
+   pthread_condattr_init(&attr);
+   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+   pthread_cond_init(&s->cond, &attr);
+   pthread_condattr_destroy(&attr);
+   s->pool = relay_store_pool_new(cfg, "outbox-relay-scanner", error);
+   if (s->pool) {
+      mongoc_client_pool_max_size(s->pool, 1);
+   }
+   bool ok = s->pool && open_collections(s, error);
+   if (ok && pthread_create(&s->thread, NULL, run, s) != 0) {
+      bson_set_error(error, 0, 0, "cannot start the scanner thread");
+      ok = false;
+   }
+   if (!ok) {
+      s->stop = true; /* no thread to join */
+      relay_scanner_destroy(s);
+      return NULL;
+   }
+   return s;
+}
+
+void
+relay_scanner_destroy(relay_scanner_t *s)
+{
+   if (!s) {
+      return;
+   }
+   pthread_mutex_lock(&s->lock);
+   bool joined = s->stop; /* set before: the thread never started */
+   s->stop = true;
+   pthread_cond_signal(&s->cond);
+   pthread_mutex_unlock(&s->lock);
+   if (!joined) {
+      pthread_join(s->thread, NULL);
+   }
+   for (size_t i = 0; s->colls && i < s->cfg->n_collections; i++) {
+      outbox_collection_destroy(s->colls[i]);
+   }
+   bson_free(s->colls);
+   mongoc_client_pool_destroy(s->pool);
+   pthread_cond_destroy(&s->cond);
+   pthread_mutex_destroy(&s->lock);
+   bson_free(s);
+}
