@@ -69,7 +69,7 @@ const relay_opt_t relay_opts[] = {
    {"mqtt-tls-insecure", "OUTBOX_MQTT_TLS_INSECURE", OPT_BOOL, OFF(mqtt_tls_insecure), 0, 0, NULL,
     "false", "do not verify the broker's host name (testing only)"},
    {"mqtt-clean-start", "OUTBOX_MQTT_CLEAN_START", OPT_BOOL, OFF(mqtt_clean_start), 0, 0, NULL,
-    "false", "discard the broker session on connect"},
+    "true", "start a clean broker session on every connect (false: keep it)"},
    {"mqtt-keepalive", "OUTBOX_MQTT_KEEPALIVE", OPT_INT, OFF(mqtt_keepalive_s), 1, 65535, "SECONDS",
     "30", "keep-alive interval"},
    {"max-message-bytes", "OUTBOX_MAX_MESSAGE_BYTES", OPT_SIZE, OFF(max_message_bytes), 64,
@@ -181,7 +181,10 @@ relay_config_init_defaults(relay_config_t *cfg)
       .lease_renew_ms = 2000,
       .lease_margin_ms = 2000,
       .mqtt_tls_insecure = false,
-      .mqtt_clean_start = false,
+      /* The relay re-sends whatever was in flight when a connection drops; a kept session
+       * only makes paho resend it too (a duplicate), and paho 1.3.12 can read a freed topic
+       * when the connection drops again during that resend (seen under ASan). */
+      .mqtt_clean_start = true,
       .mqtt_keepalive_s = 30,
       .metrics_listen = bson_strdup("127.0.0.1:9464"),
       .log_level = RELAY_LOG_INFO,

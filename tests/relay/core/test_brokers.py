@@ -70,9 +70,10 @@ def big_event_scenario(test, broker_conf, version, extra=(), expect_reason=None)
                       ["--mqtt-version", str(version),
                        "--metrics-listen", "127.0.0.1:%d" % mport] + list(extra),
                       mqtt_uri=broker.uri)
-        check(wait_until(lambda: len(coll.find_one({"_id": "big"}).get("events", [])) == 0, 60),
-              "events still pending: %s" % [e["seq"] for e in
-                                            coll.find_one({"_id": "big"})["events"]])
+        if not wait_until(lambda: len(coll.find_one({"_id": "big"}).get("events", [])) == 0, 60):
+            raise AssertionError("events still pending: %s; relay log:\n%s" % (
+                [e["seq"] for e in coll.find_one({"_id": "big"})["events"]],
+                relay.log_text()[-4000:]))
         doc = coll.find_one({"_id": "big"})
         dead = doc.get("deadLetters", [])
         check(len(dead) == 1 and dead[0]["event"]["id"] == big["id"],

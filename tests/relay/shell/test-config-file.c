@@ -50,14 +50,14 @@ load_file(const char *json)
 Test(file, every_json_type)
 {
    relay_config_action_t a = load_file(
-      "{\"collections\": [\"x\", \"y\"], \"qos\": 2, \"mqtt-clean-start\": true,"
+      "{\"collections\": [\"x\", \"y\"], \"qos\": 2, \"mqtt-clean-start\": false,"
       " \"max-message-bytes\": 1024.0, \"mqtt-version\": \"3.1.1\", \"mqtt-username\": \"u\","
       " \"mqtt-password\": \"pw\", \"metrics-listen\": \"\"}");
    cr_assert_eq(a, RELAY_CONFIG_RUN, "%s", error.message);
    /* The flag's --collection c1 replaces the file's list. */
    cr_assert_eq(cfg.n_collections, 1);
    cr_assert_eq(cfg.qos, 2);
-   cr_assert_eq(cfg.mqtt_clean_start, true);
+   cr_assert_eq(cfg.mqtt_clean_start, false);
    cr_assert_eq(cfg.max_message_bytes, 1024);
    cr_assert_eq(cfg.mqtt_version, 4);
    cr_assert_str_eq(cfg.mqtt_password, "pw");

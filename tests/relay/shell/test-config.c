@@ -64,7 +64,7 @@ Test(config, defaults)
    cr_assert_eq(cfg.reconnect_min_ms, 100);
    cr_assert_eq(cfg.reconnect_max_ms, 10000);
    cr_assert_eq(cfg.mqtt_tls_insecure, false);
-   cr_assert_eq(cfg.mqtt_clean_start, false);
+   cr_assert_eq(cfg.mqtt_clean_start, true);
    cr_assert_eq(cfg.mqtt_keepalive_s, 30);
    cr_assert_str_eq(cfg.metrics_listen, "127.0.0.1:9464");
    cr_assert_eq(cfg.log_level, RELAY_LOG_INFO);
