@@ -54,6 +54,8 @@ struct relay_t {
    bool mqtt_connected, mqtt_connecting, mqtt_ever_connected;
    int64_t mqtt_retry_at_ms;
    int mqtt_backoff_ms;
+   char *encoded_db;     /* the database name percent-encoded for templates (publish.c) */
+   char **encoded_colls; /* the same for each collection */
 
    relay_table_t table;
    relay_slot_t *slots; /* cfg->inflight_window */

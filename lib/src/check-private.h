@@ -20,6 +20,23 @@ _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names);
 bool
 _outbox_utf8_valid(const char *s, size_t len, bool allow_nul);
 
+/* Flags of _outbox_bson_walk(). */
+enum {
+   _OUTBOX_WALK_NO_DOLLAR_KEYS = 1, /* no key starts with '$', at any depth */
+   _OUTBOX_WALK_NO_EMPTY_KEYS = 2,  /* no empty key, at any depth */
+   _OUTBOX_WALK_JSON_STRINGS = 4,   /* string values may hold NUL (JSON writes \u0000); symbol
+                                     * and code values are checked as strings too; nesting
+                                     * past 100 is not looked into */
+};
+
+/* True if the @len bytes at @data are one well-formed BSON document (bson-walk.c says
+ * exactly what that means: libbson's structure rules, applied to every nested document)
+ * whose keys and string values, at any depth, are valid UTF-8 without NUL (with
+ * JSON_STRINGS: NUL allowed in values), obeying @flags. Nesting deeper than 100 fails
+ * (with JSON_STRINGS it is not looked into). Reads nothing outside @data; thread-safe. */
+bool
+_outbox_bson_walk(const uint8_t *data, size_t len, int flags);
+
 /* True if `doc` is well-formed and every key and every string value in it, at any depth, is
  * valid UTF-8 without NUL (bson_validate()'s BSON_VALIDATE_UTF8 checks keys only in libbson
  * 1.23). With `no_dollar_keys`, keys starting with '$' are refused at any depth too. */

@@ -64,107 +64,107 @@ _outbox_id_check(const bson_value_t *id, bson_error_t *error)
    }
 }
 
-/* libbson decodes byte by byte, validation is a large share of a commit's CPU (and of the
- * relay's for large events), and keys and values are mostly ASCII. A run of 8 ASCII bytes
- * (without NUL unless allowed) is valid as it stands; from the first other byte on (a
- * character boundary, as all before it are ASCII) libbson decides. */
+/* The length of the UTF-8 sequence at @u (@avail bytes left) as bson_utf8_validate() judges
+ * it, or 0 if invalid: shortest forms only, no surrogates, nothing above U+10FFFF, and the
+ * two-byte form of NUL (C0 80) only where NUL is allowed. */
+static size_t
+utf8_seq(const unsigned char *u, size_t avail, bool allow_nul)
+{
+   size_t n = u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : 2;
+   uint32_t c = u[0] & (n == 2 ? 0x1Fu : n == 3 ? 0x0Fu : 0x07u);
+
+   if ((u[0] & 0xC0) == 0x80 || u[0] >= 0xF8 || n > avail) {
+      return 0;
+   }
+   for (size_t j = 1; j < n; j++) {
+      if ((u[j] & 0xC0) != 0x80) {
+         return 0;
+      }
+      c = (c << 6) | (u[j] & 0x3Fu);
+   }
+   if (c > 0x10FFFF || (c & 0xFFFFF800u) == 0xD800) {
+      return 0;
+   }
+   if (n == 2) {
+      return c >= 0x80 || (c == 0 && allow_nul) ? 2 : 0;
+   }
+   return c >= (n == 3 ? 0x800u : 0x10000u) ? n : 0;
+}
+
+/* bson_utf8_validate() decodes byte by byte, validation is a large share of a commit's CPU
+ * (and of the relay's for large events), and keys and values are mostly ASCII: runs of 8
+ * ASCII bytes (without NUL unless allowed) are taken at once, and the check goes back to
+ * them after every other character. Accepts exactly what bson_utf8_validate() accepts
+ * (fuzz-bson-walk compares them). */
+/* Nonzero if one of the 8 bytes at @p is 0x80 or above, or NUL unless @allow_nul. */
+static inline uint64_t
+not_plain8(const unsigned char *p, bool allow_nul)
+{
+   const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+   uint64_t v;
+
+   memcpy(&v, p, 8);
+   return (v & high) | (allow_nul ? 0 : (v - ones) & ~v & high);
+}
+
 bool
 _outbox_utf8_valid(const char *s, size_t len, bool allow_nul)
 {
-   const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+   const unsigned char *u = (const unsigned char *)s;
    size_t i = 0;
 
-   for (; i + 8 <= len; i += 8) {
-      uint64_t v;
-
-      memcpy(&v, s + i, 8);
-      if ((v & high) || (!allow_nul && ((v - ones) & ~v & high))) {
-         break;
+   while (i < len) {
+      /* 32 bytes at a time through long plain runs (64 KiB strings), then 8. */
+      if (len - i >= 32 && !(not_plain8(u + i, allow_nul) | not_plain8(u + i + 8, allow_nul) |
+                             not_plain8(u + i + 16, allow_nul) |
+                             not_plain8(u + i + 24, allow_nul))) {
+         i += 32;
+         continue;
       }
-   }
-   return bson_utf8_validate(s + i, len - i, allow_nul);
-}
-
-/* JSON_STRINGS: string values may hold NUL (JSON writes \u0000), and symbol and code values
- * are checked as well (JSON writes them as strings). */
-enum { NO_DOLLAR_KEYS = 1, NO_EMPTY_KEYS = 2, JSON_STRINGS = 4 };
-
-/* The text of a string value, or of a symbol or code value with JSON_STRINGS; else NULL. */
-static const char *
-string_value(const bson_iter_t *it, int flags, uint32_t *len)
-{
-   if (BSON_ITER_HOLDS_UTF8(it)) {
-      return bson_iter_utf8(it, len);
-   }
-   if (!(flags & JSON_STRINGS)) {
-      return NULL;
-   }
-   if (BSON_ITER_HOLDS_SYMBOL(it)) {
-      return bson_iter_symbol(it, len);
-   }
-   return BSON_ITER_HOLDS_CODE(it) ? bson_iter_code(it, len) : NULL;
-}
-
-static bool
-iter_is_valid(bson_iter_t *it, int flags, int depth)
-{
-   /* Deeper than the server allows (100) cannot be stored anyway; the bound keeps the
-    * recursion's stack use small. Data read back from MongoDB never nests that deep, and
-    * the relay's JSON writer hands anything beyond its own depth to libbson, so for JSON the
-    * walk just stops there. */
-   if (depth > 100) {
-      return (flags & JSON_STRINGS) != 0;
-   }
-   while (bson_iter_next(it)) {
-      const char *key = bson_iter_key(it);
-      bson_iter_t child;
-      uint32_t len;
-      const char *s;
-
-      if (!_outbox_utf8_valid(key, strlen(key), false) ||
-          ((flags & NO_DOLLAR_KEYS) && key[0] == '$') || ((flags & NO_EMPTY_KEYS) && !key[0])) {
+      if (len - i >= 8 && !not_plain8(u + i, allow_nul)) {
+         i += 8;
+         continue;
+      }
+      if (u[i] < 0x80) {
+         if (!u[i] && !allow_nul) {
+            return false;
+         }
+         i++;
+         continue;
+      }
+      size_t n = utf8_seq(u + i, len - i, allow_nul);
+      if (!n) {
          return false;
       }
-      if ((s = string_value(it, flags, &len))) {
-         if (!_outbox_utf8_valid(s, len, flags & JSON_STRINGS)) {
-            return false;
-         }
-      } else if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
-         if (!bson_iter_recurse(it, &child) || !iter_is_valid(&child, flags, depth + 1)) {
-            return false;
-         }
-      }
+      i += n;
    }
    return true;
 }
 
+/* One pass over the bytes (bson-walk.c): structure, UTF-8 and key rules together. */
 static bool
 doc_is_valid(const bson_t *doc, int flags)
 {
-   size_t offset;
-   bson_iter_t it;
-
-   /* Structure first: bson_iter_next() stops silently at corrupt data. */
-   return bson_validate(doc, BSON_VALIDATE_NONE, &offset) && bson_iter_init(&it, doc) &&
-          iter_is_valid(&it, flags, 0);
+   return _outbox_bson_walk(bson_get_data(doc), doc->len, flags);
 }
 
 bool
 _outbox_bson_is_valid(const bson_t *doc, bool no_dollar_keys)
 {
-   return doc_is_valid(doc, no_dollar_keys ? NO_DOLLAR_KEYS : 0);
+   return doc_is_valid(doc, no_dollar_keys ? _OUTBOX_WALK_NO_DOLLAR_KEYS : 0);
 }
 
 bool
 _outbox_bson_is_storable(const bson_t *doc, bool no_dollar_keys)
 {
-   return doc_is_valid(doc, NO_EMPTY_KEYS | (no_dollar_keys ? NO_DOLLAR_KEYS : 0));
+   return doc_is_valid(doc, _OUTBOX_WALK_NO_EMPTY_KEYS |
+                               (no_dollar_keys ? _OUTBOX_WALK_NO_DOLLAR_KEYS : 0));
 }
 
 bool
 _outbox_bson_is_json_clean(const bson_t *doc)
 {
-   return doc_is_valid(doc, JSON_STRINGS);
+   return doc_is_valid(doc, _OUTBOX_WALK_JSON_STRINGS);
 }
 
 static bool

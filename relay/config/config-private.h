@@ -31,6 +31,7 @@ typedef enum {
    OPT_LEVEL,    /* relay_log_level_t */
    OPT_FORMAT,   /* relay_log_format_t */
    OPT_PAYLOAD,  /* relay_payload_mode_t */
+   OPT_PROPS,    /* unsigned RELAY_PROP_* bits: all, none or a list (user-props.c) */
    OPT_LISTEN,   /* char *; HOST:PORT, "" or "off" */
 } relay_opt_type_t;
 
@@ -92,6 +93,13 @@ _relay_opt_value_text(const relay_config_t *cfg, const relay_opt_t *opt);
 /* Whether @opt has the same value in @a and @b; secrets and URIs are compared in full. */
 bool
 _relay_opt_equal(const relay_config_t *a, const relay_config_t *b, const relay_opt_t *opt);
+
+/* user-props.c: --user-properties "all", "none" or a comma-separated list of names, to bits
+ * and back ("all", "none" or the list in a fixed order). */
+bool
+_relay_user_props_parse(const char *text, unsigned *bits, const char *what, bson_error_t *error);
+char *
+_relay_user_props_text(unsigned bits);
 
 /* Reads the JSON config file at @path and applies its keys to @cfg (config-file.c). */
 bool

@@ -48,6 +48,8 @@ const relay_opt_t relay_opts[] = {
     "/{db}/{collection}", "CloudEvents source template, same placeholders"},
    {"payload-mode", "OUTBOX_PAYLOAD_MODE", OPT_PAYLOAD, OFF(payload_mode), 0, 0, "MODE",
     "structured", "structured (CloudEvents JSON) or binary (MQTT 5 user properties + data)"},
+   {"user-properties", "OUTBOX_USER_PROPERTIES", OPT_PROPS, OFF(user_properties), 0, 0, "LIST",
+    "all", "MQTT 5 user properties: all, none or a list of event-id,event-type,entity-id,seq"},
    {"name", "OUTBOX_NAME", OPT_STRING, OFF(name), 1, 0, "NAME", "outbox-relay",
     "relay name; relays with the same name form a group that shares the work"},
    {"client-id", "OUTBOX_CLIENT_ID", OPT_STRING, OFF(client_id), 1, 0, "ID",
@@ -156,6 +158,7 @@ relay_config_init_defaults(relay_config_t *cfg)
       .mqtt_version = 5,
       .name = bson_strdup("outbox-relay"),
       .payload_mode = RELAY_PAYLOAD_STRUCTURED,
+      .user_properties = RELAY_PROP_ALL,
       .state_collection = bson_strdup("outbox_relay_state"),
       .version_field = bson_strdup("version"),
       .event_seq_field = bson_strdup("eventSeq"),
@@ -204,7 +207,7 @@ relay_config_destroy(relay_config_t *cfg)
       bool is_string = opt->type != OPT_INT && opt->type != OPT_SIZE && opt->type != OPT_BOOL &&
                        opt->type != OPT_QOS && opt->type != OPT_MQTT_VERSION &&
                        opt->type != OPT_LEVEL && opt->type != OPT_FORMAT &&
-                       opt->type != OPT_PAYLOAD;
+                       opt->type != OPT_PAYLOAD && opt->type != OPT_PROPS;
       if (is_string) {
          bson_free(*(char **)((char *)cfg + opt->offset));
       }

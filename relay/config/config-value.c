@@ -459,6 +459,8 @@ _relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text,
       return apply_enum(cfg, opt, text, what, error);
    case OPT_SECRET_FILE:
       return apply_secret_file(cfg, opt, text, what, error);
+   case OPT_PROPS:
+      return _relay_user_props_parse(text, FIELD(cfg, opt, unsigned), what, error);
    case OPT_SECRET:
       if (!check_string(opt, text, what, error)) {
          return false;
@@ -516,6 +518,8 @@ _relay_opt_value_text(const relay_config_t *cfg, const relay_opt_t *opt)
       return bson_strdup(*CFIELD(cfg, opt, relay_payload_mode_t) == RELAY_PAYLOAD_BINARY
                             ? "binary"
                             : "structured");
+   case OPT_PROPS:
+      return _relay_user_props_text(*CFIELD(cfg, opt, unsigned));
    case OPT_SECRET:
       return *CFIELD(cfg, opt, char *) ? bson_strdup("***") : NULL;
    case OPT_URI_MONGODB:
@@ -552,6 +556,8 @@ _relay_opt_equal(const relay_config_t *a, const relay_config_t *b, const relay_o
       return *CFIELD(a, opt, relay_log_format_t) == *CFIELD(b, opt, relay_log_format_t);
    case OPT_PAYLOAD:
       return *CFIELD(a, opt, relay_payload_mode_t) == *CFIELD(b, opt, relay_payload_mode_t);
+   case OPT_PROPS:
+      return *CFIELD(a, opt, unsigned) == *CFIELD(b, opt, unsigned);
    case OPT_LIST:
       if (a->n_collections != b->n_collections) {
          return false;

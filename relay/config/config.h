@@ -31,6 +31,15 @@ typedef enum {
    RELAY_PAYLOAD_BINARY,         /* attributes as MQTT 5 user properties, data as payload */
 } relay_payload_mode_t;
 
+/* The relay's own MQTT 5 user properties (--user-properties), as bits. */
+enum {
+   RELAY_PROP_EVENT_ID = 1,   /* "event-id": the event id */
+   RELAY_PROP_EVENT_TYPE = 2, /* "event-type": the event type */
+   RELAY_PROP_ENTITY_ID = 4,  /* "entity-id": the rendered entity id, percent-encoded */
+   RELAY_PROP_SEQ = 8,        /* "seq": the event's seq in decimal */
+   RELAY_PROP_ALL = 15,
+};
+
 typedef struct relay_config_t {
    /* MongoDB: everything else (TLS, auth, timeouts, read/write concern) goes in the URI. */
    char *mongodb_uri;
@@ -48,6 +57,7 @@ typedef struct relay_config_t {
    char *client_id;       /* MQTT client id; defaults to name (see client_id_from_name) */
    bool client_id_from_name; /* not given: each process connects as "<name>-<8 hex>" */
    relay_payload_mode_t payload_mode;
+   unsigned user_properties; /* RELAY_PROP_* bits, RELAY_PROP_ALL by default */
    char *mqtt_ca_file;   /* PEM CA bundle; NULL = system default store */
    char *mqtt_cert_file; /* client certificate (PEM) */
    char *mqtt_key_file;  /* client private key (PEM) */

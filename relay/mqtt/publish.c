@@ -4,7 +4,6 @@
  * The MQTT side of the main loop: turns ready events into messages within the in-flight
  * window and applies the broker's answers to the table.
  */
-#include <inttypes.h>
 #include <string.h>
 
 #include <MQTTAsync.h>
@@ -19,6 +18,15 @@
  * normally answers every publish (with -11 when a session is dropped); this only guards
  * against a stall. */
 #define PUBLISH_TIMEOUT_MS 30000
+
+/* Percent-encodes @s once, for every message after. */
+static char *
+encode(const char *s, size_t len)
+{
+   bson_string_t *out = bson_string_new(NULL);
+   relay_percent_encode(out, s, len);
+   return bson_string_free(out, false);
+}
 
 static void renew(relay_t *r, int64_t now);
 
@@ -37,6 +45,11 @@ relay_publish_init(relay_t *r, bson_error_t *error)
       r->free_slots[i] = (uint32_t)(n - 1 - i);
    }
    r->n_free = n;
+   r->encoded_db = encode(r->cfg->database, strlen(r->cfg->database));
+   r->encoded_colls = bson_malloc0(r->cfg->n_collections * sizeof *r->encoded_colls);
+   for (size_t i = 0; i < r->cfg->n_collections; i++) {
+      r->encoded_colls[i] = encode(r->cfg->collections[i], strlen(r->cfg->collections[i]));
+   }
    return true;
 }
 
@@ -50,6 +63,13 @@ relay_publish_cleanup(relay_t *r)
    bson_free(r->free_slots);
    r->slots = NULL;
    r->free_slots = NULL;
+   for (size_t i = 0; r->encoded_colls && i < r->cfg->n_collections; i++) {
+      bson_free(r->encoded_colls[i]);
+   }
+   bson_free(r->encoded_colls);
+   bson_free(r->encoded_db);
+   r->encoded_colls = NULL;
+   r->encoded_db = NULL;
 }
 
 void
@@ -87,45 +107,67 @@ props_fit(const char *const *props, size_t n)
 /* Builds and sends the in-flight event of @e. Returns the paho code; a message that can
  * never be sent (too large, a string MQTT cannot carry, data JSON cannot carry) is reported
  * as poison through *@poison instead. */
+/* The entity id percent-encoded like the topic, made on its first message and kept with the
+ * entity: topics, the entity-id property and binary mode's subject use it. */
+static relay_str_t
+encoded_id(relay_entity_t *e)
+{
+   if (!e->encoded) {
+      e->encoded = encode(e->rendered, e->rendered_len);
+      e->encoded_len = strlen(e->encoded); /* encoding leaves no NUL */
+   }
+   return (relay_str_t){e->encoded, e->encoded_len};
+}
+
 static int
 send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
 {
    const relay_config_t *cfg = r->cfg;
    const relay_event_t *ev = &e->inflight->ev;
-   const char *coll = cfg->collections[e->coll];
-   relay_template_vars_t vars = {{cfg->database, strlen(cfg->database)},
+   const char *coll = r->encoded_colls[e->coll];
+   relay_str_t entity = encoded_id(e);
+   /* Every value is encoded already (the type needs none: [A-Za-z0-9._-]). */
+   relay_template_vars_t vars = {{r->encoded_db, strlen(r->encoded_db)},
                                  {coll, strlen(coll)},
-                                 {e->rendered, e->rendered_len},
+                                 entity,
                                  {ev->type, strlen(ev->type)}};
-   char *topic = relay_template_render(cfg->topic_template, &vars);
-   char *source = relay_template_render(cfg->source_template, &vars);
+   size_t topic_len, source_len;
+   char *topic = relay_template_render_encoded(cfg->topic_template, &vars, &topic_len);
+   char *source = relay_template_render_encoded(cfg->source_template, &vars, &source_len);
    relay_str_t subject = {e->rendered, e->rendered_len};
    bool binary = cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version == 5;
    size_t len = 0;
    char *payload =
        binary ? relay_data_json(ev, &len) : relay_cloudevent_json(ev, source, subject, &len);
    char seq[24], tbuf[40];
-   bson_string_t *entity = bson_string_new(NULL);
    const char *props[2 * 12];
    size_t n = 0;
    relay_mqtt_message_t msg = {topic, payload, len, NULL, props, 0};
    int rc = 0;
 
-   /* The entity-id property is percent-encoded like the topic: user properties are UTF-8
-    * strings and an id may hold anything. */
-   relay_percent_encode(entity, e->rendered, e->rendered_len);
-   bson_snprintf(seq, sizeof seq, "%" PRId64, ev->seq);
-   props[n++] = "event-id", props[n++] = ev->id;
-   props[n++] = "event-type", props[n++] = ev->type;
-   props[n++] = "entity-id", props[n++] = entity->str;
-   props[n++] = "seq", props[n++] = seq;
+   relay_format_int64(ev->seq, seq);
+   if (cfg->user_properties & RELAY_PROP_EVENT_ID) {
+      props[n++] = "event-id", props[n++] = ev->id;
+   }
+   if (cfg->user_properties & RELAY_PROP_EVENT_TYPE) {
+      props[n++] = "event-type", props[n++] = ev->type;
+   }
+   if (cfg->user_properties & RELAY_PROP_ENTITY_ID) {
+      /* Percent-encoded like the topic: user properties are UTF-8 strings and an id may
+       * hold anything. */
+      props[n++] = "entity-id", props[n++] = entity.str;
+   }
+   /* In binary mode seq is also the CloudEvents extension attribute: always sent there. */
+   if ((cfg->user_properties & RELAY_PROP_SEQ) || binary) {
+      props[n++] = "seq", props[n++] = seq;
+   }
    if (binary) {
       /* CloudEvents MQTT binding, binary mode: attributes as user properties. */
       props[n++] = "specversion", props[n++] = "1.0";
       props[n++] = "id", props[n++] = ev->id;
       props[n++] = "source", props[n++] = source;
       props[n++] = "type", props[n++] = ev->type;
-      props[n++] = "subject", props[n++] = entity->str;
+      props[n++] = "subject", props[n++] = entity.str;
       if (ev->has_time) {
          relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
          props[n++] = "time", props[n++] = tbuf;
@@ -139,18 +181,17 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
       /* libbson's JSON writer refuses invalid UTF-8 (in the entity id, the subject, or the
        * data): sending would publish an empty payload and then clear the event. */
       *poison = "event cannot be written as JSON (invalid UTF-8 in the entity id or data)";
-   } else if (strlen(topic) > MQTT_STRING_MAX) {
+   } else if (topic_len > MQTT_STRING_MAX) {
       *poison = "topic longer than MQTT allows (65535 bytes)";
    } else if (cfg->mqtt_version == 5 && !props_fit(props, n)) {
       *poison = "user property longer than MQTT allows (65535 bytes)";
-   } else if (len + strlen(topic) > cfg->max_message_bytes) {
+   } else if (len + topic_len > cfg->max_message_bytes) {
       *poison = "message larger than max-message-bytes";
    } else if ((*poison = relay_mqtt_check_size(r->mqtt, &msg))) {
       /* The broker would drop the connection on it, every time. */
    } else {
       rc = relay_mqtt_publish(r->mqtt, &msg, tag);
    }
-   bson_string_free(entity, true);
    bson_free(payload);
    bson_free(topic);
    bson_free(source);

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The parts of render.h that are not the JSON payload (cloudevent.c): entity ids, percent-
+ * encoding, topic and source templates, times. Pure functions: safe from any thread.
  */
 #include "mqtt/render.h"
 
@@ -103,6 +106,31 @@ utf8_seq_len(const unsigned char *s, size_t avail)
    return n;
 }
 
+/* bson_string_append() for @n bytes that need not end in NUL (libbson 1.23 has no such
+ * function; bson_string_t's fields are public and its buffer is bson_malloc'ed). */
+static void
+append_len(bson_string_t *out, const char *s, size_t n)
+{
+   if ((size_t)out->len + n + 1 > out->alloc) {
+      size_t cap = out->alloc ? out->alloc : 16;
+      while (cap < (size_t)out->len + n + 1) {
+         cap *= 2;
+      }
+      out->str = bson_realloc(out->str, cap);
+      out->alloc = (uint32_t)cap;
+   }
+   memcpy(out->str + out->len, s, n);
+   out->len += (uint32_t)n;
+   out->str[out->len] = '\0';
+}
+
+/* Printable ASCII that stays as it is in a topic level. */
+static bool
+topic_safe(unsigned char c)
+{
+   return c >= 0x20 && c < 0x7F && c != '/' && c != '+' && c != '#' && c != '%';
+}
+
 void
 relay_percent_encode(bson_string_t *out, const char *s, size_t len)
 {
@@ -110,22 +138,26 @@ relay_percent_encode(bson_string_t *out, const char *s, size_t len)
    size_t i = 0;
 
    while (i < len) {
-      unsigned char c = u[i];
-      if (c >= 0x80) {
+      size_t run = i;
+      /* Runs of characters that stay go in at once (ids are mostly such runs). */
+      while (run < len && topic_safe(u[run])) {
+         run++;
+      }
+      if (run > i) {
+         append_len(out, s + i, run - i);
+         i = run;
+         continue;
+      }
+      if (u[i] >= 0x80) {
          size_t n = utf8_seq_len(u + i, len - i);
          if (n) {
-            for (size_t k = 0; k < n; k++) {
-               bson_string_append_c(out, (char)u[i + k]);
-            }
+            append_len(out, s + i, n);
             i += n;
             continue;
          }
-      } else if (c >= 0x20 && c != 0x7F && c != '/' && c != '+' && c != '#' && c != '%') {
-         bson_string_append_c(out, (char)c);
-         i++;
-         continue;
       }
-      bson_string_append_printf(out, "%%%02X", (unsigned)c);
+      char esc[4] = {'%', "0123456789ABCDEF"[u[i] >> 4], "0123456789ABCDEF"[u[i] & 0xF], 0};
+      append_len(out, esc, 3);
       i++;
    }
 }
@@ -190,15 +222,117 @@ relay_template_render(const char *tmpl, const relay_template_vars_t *vars)
          }
          p += n;
       } else {
-         bson_string_append_c(out, *p++);
+         const char *brace = strchr(p + 1, '{');
+         size_t lit = brace ? (size_t)(brace - p) : strlen(p);
+         append_len(out, p, lit);
+         p += lit;
       }
    }
    return bson_string_free(out, false);
 }
 
+/* One pass for the length, one to fill: the values need no encoding. */
+char *
+relay_template_render_encoded(const char *tmpl, const relay_template_vars_t *vars, size_t *len)
+{
+   size_t total = 0, at = 0;
+   char *out;
+
+   for (int pass = 0; pass < 2; pass++) {
+      for (const char *p = tmpl; *p;) {
+         relay_str_t value = {NULL, 0};
+         size_t n = *p == '{' ? placeholder(p, vars, &value) : 0;
+         const char *from = value.str;
+         size_t count = value.str ? value.len : 0;
+         if (!n) {
+            const char *brace = strchr(p + 1, '{');
+            n = count = brace ? (size_t)(brace - p) : strlen(p);
+            from = p;
+         }
+         if (pass) {
+            memcpy(out + at, from, count);
+            at += count;
+         } else {
+            total += count;
+         }
+         p += n;
+      }
+      if (!pass) {
+         out = bson_malloc(total + 1);
+      }
+   }
+   out[total] = '\0';
+   *len = total;
+   return out;
+}
+
+size_t
+relay_format_int64(int64_t v, char *buf)
+{
+   char tmp[24];
+   size_t n = 0, i = 0;
+   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+   do {
+      tmp[n++] = (char)('0' + u % 10);
+      u /= 10;
+   } while (u);
+   if (v < 0) {
+      buf[i++] = '-';
+   }
+   while (n) {
+      buf[i++] = tmp[--n];
+   }
+   buf[i] = '\0';
+   return i;
+}
+
+/* Days since 1970-01-01 to a civil date (proleptic Gregorian), for years 1..9999: the
+ * well-known era arithmetic (400-year cycles of 146097 days, March-based years). */
+static void
+civil_from_days(int64_t days, int *y, int *m, int *d)
+{
+   int64_t z = days + 719468;
+   int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+   int64_t doe = z - era * 146097;                                    /* 0..146096 */
+   int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* 0..399 */
+   int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* 0..365 */
+   int64_t mp = (5 * doy + 2) / 153;                                    /* 0..11, from March */
+
+   *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+   *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+   *y = (int)(yoe + era * 400 + (*m <= 2));
+}
+
+static void
+digits(char *p, int v, int n)
+{
+   while (n--) {
+      p[n] = (char)('0' + v % 10);
+      v /= 10;
+   }
+}
+
 void
 relay_format_time(int64_t ms, char *buf, size_t size)
 {
+   /* RFC 3339's years 0001-9999 (all an event's time may hold) without gmtime_r() and
+    * snprintf(), which were a fifth of the relay's rendering. */
+   if (size >= 25 && ms >= INT64_C(-62135596800000) && ms <= INT64_C(253402300799999)) {
+      int64_t days = (ms >= 0 ? ms : ms - 86399999) / 86400000;
+      int64_t in_day = ms - days * 86400000;
+      int y, mo, d;
+      civil_from_days(days, &y, &mo, &d);
+      memcpy(buf, "0000-00-00T00:00:00.000Z", 25);
+      digits(buf, y, 4);
+      digits(buf + 5, mo, 2);
+      digits(buf + 8, d, 2);
+      digits(buf + 11, (int)(in_day / 3600000), 2);
+      digits(buf + 14, (int)(in_day / 60000 % 60), 2);
+      digits(buf + 17, (int)(in_day / 1000 % 60), 2);
+      digits(buf + 20, (int)(in_day % 1000), 3);
+      return;
+   }
    /* Floor division, so times before 1970 keep a millisecond part in 0..999. The part comes
     * from the remainder: secs * 1000 overflows for the smallest dates (found with the fuzz
     * targets). */
@@ -210,352 +344,4 @@ relay_format_time(int64_t ms, char *buf, size_t size)
    gmtime_r(&t, &tm);
    bson_snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-}
-
-/* A growable output buffer for the JSON writer below. */
-typedef struct {
-   char *p;
-   size_t len, cap;
-} jbuf_t;
-
-static void
-jb_reserve(jbuf_t *b, size_t n)
-{
-   if (b->len + n + 1 > b->cap) {
-      size_t cap = b->cap ? b->cap * 2 : 512;
-      while (cap < b->len + n + 1) {
-         cap *= 2;
-      }
-      b->p = bson_realloc(b->p, cap);
-      b->cap = cap;
-   }
-}
-
-static void
-jb_put(jbuf_t *b, const char *s, size_t n)
-{
-   jb_reserve(b, n);
-   memcpy(b->p + b->len, s, n);
-   b->len += n;
-}
-
-#define JB_LIT(b, s) jb_put((b), (s), sizeof(s) - 1)
-
-static void
-jb_int(jbuf_t *b, int64_t v)
-{
-   char tmp[24];
-   size_t n = 0;
-   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-
-   do {
-      tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
-      u /= 10;
-   } while (u);
-   if (v < 0) {
-      tmp[sizeof tmp - 1 - n++] = '-';
-   }
-   jb_put(b, tmp + sizeof tmp - n, n);
-}
-
-/* True if the 8 bytes at @p are written as they are: all in 0x20..0x7f, none '"' or '\\'.
- * Data strings are mostly such runs, and the byte loop of jb_str() was a tenth of the
- * relay's CPU for 64 KiB events. (A byte below 0x20, or one equal to the character after the
- * XOR, borrows into its high bit; bytes >= 0x80 have it set already.) */
-static bool
-plain8(const unsigned char *p)
-{
-   const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-   uint64_t v, quote, backslash;
-
-   memcpy(&v, p, 8);
-   quote = v ^ (ones * '"');
-   backslash = v ^ (ones * '\\');
-   return !((v | ((v - ones * 0x20) & ~v) | ((quote - ones) & ~quote) |
-             ((backslash - ones) & ~backslash)) &
-            high);
-}
-
-/* Appends @s as a JSON string, escaped exactly as libbson's bson_utf8_escape_for_json does
- * ('"', '\\', \b \f \n \r \t, other controls and NUL as \u00xx, everything else as is).
- * Returns false on invalid UTF-8 (then the caller falls back to libbson). */
-static bool
-jb_str(jbuf_t *b, const char *s, size_t len)
-{
-   static const char hex[] = "0123456789abcdef";
-   const unsigned char *u = (const unsigned char *)s;
-   size_t i = 0, run = 0;
-
-   jb_reserve(b, len + 2);
-   b->p[b->len++] = '"';
-   while (i < len) {
-      if (len - i >= 8 && plain8(u + i)) {
-         i += 8;
-         run += 8;
-         continue;
-      }
-      unsigned char c = u[i];
-      if (c >= 0x80) {
-         size_t n;
-         uint32_t cp;
-         if (c >= 0xC2 && c <= 0xDF) {
-            n = 2, cp = c & 0x1Fu;
-         } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 3, cp = c & 0x0Fu;
-         } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 4, cp = c & 0x07u;
-         } else {
-            return false;
-         }
-         if (n > len - i) {
-            return false;
-         }
-         for (size_t k = 1; k < n; k++) {
-            if ((u[i + k] & 0xC0) != 0x80) {
-               return false;
-            }
-            cp = (cp << 6) | (u[i + k] & 0x3Fu);
-         }
-         if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-             (cp >= 0xD800 && cp <= 0xDFFF)) {
-            return false;
-         }
-         i += n;
-         run += n;
-         continue;
-      }
-      if (c >= 0x20 && c != '"' && c != '\\') {
-         i++;
-         run++;
-         continue;
-      }
-      jb_put(b, s + i - run, run);
-      run = 0;
-      switch (c) {
-      case '"':
-         JB_LIT(b, "\\\"");
-         break;
-      case '\\':
-         JB_LIT(b, "\\\\");
-         break;
-      case '\b':
-         JB_LIT(b, "\\b");
-         break;
-      case '\f':
-         JB_LIT(b, "\\f");
-         break;
-      case '\n':
-         JB_LIT(b, "\\n");
-         break;
-      case '\r':
-         JB_LIT(b, "\\r");
-         break;
-      case '\t':
-         JB_LIT(b, "\\t");
-         break;
-      default: {
-         char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
-         jb_put(b, esc, sizeof esc);
-      }
-      }
-      i++;
-   }
-   jb_put(b, s + i - run, run);
-   jb_put(b, "\"", 1);
-   return true;
-}
-
-/* Appends the elements of a document or array as libbson's relaxed extended JSON writes
- * them. Only the types whose relaxed form is plain JSON are handled (strings, 32/64-bit
- * integers, booleans, null, documents, arrays); anything else returns false and the caller
- * uses libbson for the whole payload, so the output never differs from libbson's. */
-static bool
-jb_elements(jbuf_t *b, const bson_t *doc, bool array, int depth)
-{
-   bson_iter_t it;
-   bool first = true;
-
-   if (depth > 32 || !bson_iter_init(&it, doc)) {
-      return false;
-   }
-   while (bson_iter_next(&it)) {
-      if (!first) {
-         JB_LIT(b, ", ");
-      }
-      first = false;
-      if (!array) {
-         const char *key = bson_iter_key(&it);
-         if (!jb_str(b, key, bson_iter_key_len(&it))) {
-            return false;
-         }
-         JB_LIT(b, " : ");
-      }
-      switch (bson_iter_type(&it)) {
-      case BSON_TYPE_UTF8: {
-         uint32_t len;
-         const char *s = bson_iter_utf8(&it, &len);
-         if (!jb_str(b, s, len)) {
-            return false;
-         }
-         break;
-      }
-      case BSON_TYPE_INT32:
-         jb_int(b, bson_iter_int32(&it));
-         break;
-      case BSON_TYPE_INT64:
-         jb_int(b, bson_iter_int64(&it));
-         break;
-      case BSON_TYPE_BOOL:
-         if (bson_iter_bool(&it)) {
-            JB_LIT(b, "true");
-         } else {
-            JB_LIT(b, "false");
-         }
-         break;
-      case BSON_TYPE_NULL:
-         JB_LIT(b, "null");
-         break;
-      case BSON_TYPE_DOCUMENT:
-      case BSON_TYPE_ARRAY: {
-         bool is_array = BSON_ITER_HOLDS_ARRAY(&it);
-         const uint8_t *buf;
-         uint32_t len;
-         bson_t sub;
-         if (is_array) {
-            bson_iter_array(&it, &len, &buf);
-         } else {
-            bson_iter_document(&it, &len, &buf);
-         }
-         if (!bson_init_static(&sub, buf, len)) {
-            return false;
-         }
-         jb_put(b, is_array ? "[ " : "{ ", 2);
-         if (!jb_elements(b, &sub, is_array, depth + 1)) {
-            return false;
-         }
-         jb_put(b, is_array ? " ]" : " }", 2);
-         break;
-      }
-      default:
-         return false;
-      }
-   }
-   return true;
-}
-
-static char *
-jb_finish(jbuf_t *b, size_t *len)
-{
-   jb_reserve(b, 0);
-   b->p[b->len] = '\0';
-   *len = b->len;
-   return b->p;
-}
-
-/* The fast path of relay_cloudevent_json(); NULL when a value needs libbson. */
-static char *
-cloudevent_json_fast(const relay_event_t *ev, const char *source, relay_str_t subject,
-                     size_t *len)
-{
-   jbuf_t b = {NULL, 0, 0};
-   char tbuf[40];
-
-   JB_LIT(&b, "{ \"specversion\" : \"1.0\", \"id\" : ");
-   if (!jb_str(&b, ev->id, strlen(ev->id))) {
-      goto fail;
-   }
-   JB_LIT(&b, ", \"source\" : ");
-   if (!jb_str(&b, source, strlen(source))) {
-      goto fail;
-   }
-   JB_LIT(&b, ", \"type\" : ");
-   if (!jb_str(&b, ev->type, strlen(ev->type))) {
-      goto fail;
-   }
-   JB_LIT(&b, ", \"subject\" : ");
-   if (!jb_str(&b, subject.str ? subject.str : "", subject.str ? subject.len : 0)) {
-      goto fail;
-   }
-   if (ev->has_time) {
-      relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
-      JB_LIT(&b, ", \"time\" : ");
-      if (!jb_str(&b, tbuf, strlen(tbuf))) {
-         goto fail;
-      }
-   }
-   JB_LIT(&b, ", \"datacontenttype\" : \"application/json\", \"seq\" : ");
-   jb_int(&b, ev->seq);
-   JB_LIT(&b, ", \"data\" : { ");
-   if (ev->data && !jb_elements(&b, ev->data, false, 0)) {
-      goto fail;
-   }
-   JB_LIT(&b, " } }");
-   return jb_finish(&b, len);
-fail:
-   bson_free(b.p);
-   return NULL;
-}
-
-static char *
-cloudevent_json_libbson(const relay_event_t *ev, const char *source, relay_str_t subject,
-                        size_t *len)
-{
-   bson_t doc = BSON_INITIALIZER;
-   char tbuf[40];
-   char *json;
-
-   BSON_APPEND_UTF8(&doc, "specversion", "1.0");
-   BSON_APPEND_UTF8(&doc, "id", ev->id);
-   BSON_APPEND_UTF8(&doc, "source", source);
-   BSON_APPEND_UTF8(&doc, "type", ev->type);
-   bson_append_utf8(&doc, "subject", 7, subject.str ? subject.str : "", (int)subject.len);
-   if (ev->has_time) {
-      relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
-      BSON_APPEND_UTF8(&doc, "time", tbuf);
-   }
-   BSON_APPEND_UTF8(&doc, "datacontenttype", "application/json");
-   BSON_APPEND_INT64(&doc, "seq", ev->seq);
-   if (ev->data) {
-      BSON_APPEND_DOCUMENT(&doc, "data", ev->data);
-   } else {
-      bson_t empty = BSON_INITIALIZER;
-      BSON_APPEND_DOCUMENT(&doc, "data", &empty);
-   }
-   json = bson_as_relaxed_extended_json(&doc, len);
-   bson_destroy(&doc);
-   return json;
-}
-
-char *
-relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject, size_t *len)
-{
-   /* libbson's JSON writer goes character by character through a bson_string_t and was a
-    * third of the relay's instructions per event; the fast path writes the same bytes. */
-   char *json = cloudevent_json_fast(ev, source, subject, len);
-   return json ? json : cloudevent_json_libbson(ev, source, subject, len);
-}
-
-char *
-relay_cloudevent_json_reference(const relay_event_t *ev, const char *source, relay_str_t subject,
-                                size_t *len)
-{
-   return cloudevent_json_libbson(ev, source, subject, len);
-}
-
-char *
-relay_data_json(const relay_event_t *ev, size_t *len)
-{
-   bson_t empty = BSON_INITIALIZER;
-   jbuf_t b = {NULL, 0, 0};
-
-   if (!ev->data || bson_empty(ev->data)) {
-      return bson_as_relaxed_extended_json(&empty, len); /* "{ }" */
-   }
-   JB_LIT(&b, "{ ");
-   if (jb_elements(&b, ev->data, false, 0)) {
-      JB_LIT(&b, " }");
-      return jb_finish(&b, len);
-   }
-   bson_free(b.p);
-   return bson_as_relaxed_extended_json(ev->data, len);
 }

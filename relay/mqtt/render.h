@@ -51,6 +51,16 @@ bool relay_template_check(const char *tmpl, const char *what, bool topic, bson_e
  * substituted value. Returns a bson_malloc'ed string. */
 char *relay_template_render(const char *tmpl, const relay_template_vars_t *vars);
 
+/* Renders a template already accepted by relay_template_check() with values that need no
+ * percent-encoding: already encoded by relay_percent_encode(), or made only of characters it
+ * leaves as they are (an event type always is). Returns a bson_malloc'ed string; *@len is its
+ * length. The relay's per-message path: no encoding, one allocation. */
+char *relay_template_render_encoded(const char *tmpl, const relay_template_vars_t *vars,
+                                    size_t *len);
+
+/* Writes @v in decimal and a NUL to @buf (at least 21 bytes); returns the length. */
+size_t relay_format_int64(int64_t v, char *buf);
+
 /* Formats @ms (milliseconds since the epoch, UTC) as RFC 3339 with milliseconds:
  * "2026-11-22T10:00:00.123Z". @buf must hold at least 32 bytes. */
 void relay_format_time(int64_t ms, char *buf, size_t size);

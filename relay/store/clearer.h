@@ -24,6 +24,7 @@ typedef struct {
    int coll;
    bson_value_t id; /* owned */
    bson_t *ids;     /* array of event id strings (owned; a pointer, as stmts moves) */
+   uint32_t n_ids;
    void *entity;    /* the caller's; not touched by the clearer */
    bool failed;     /* set by the clearer */
 } relay_clear_stmt_t;
@@ -39,6 +40,14 @@ typedef struct {
 typedef struct relay_clearer_t relay_clearer_t;
 
 relay_clear_job_t *relay_clear_job_new(void);
+
+/* Adds a statement with no event id yet; add them with relay_clear_job_add_id(). Returns the
+ * statement (valid until the next statement is added). */
+relay_clear_stmt_t *relay_clear_job_begin(relay_clear_job_t *job, int coll, const bson_value_t *id,
+                                          void *entity);
+
+/* Appends @event_id to statement @s of @job. */
+void relay_clear_job_add_id(relay_clear_job_t *job, relay_clear_stmt_t *s, const char *event_id);
 
 /* Adds a statement; @ids is copied. Returns the statement. */
 relay_clear_stmt_t *relay_clear_job_add(relay_clear_job_t *job, int coll, const bson_value_t *id,

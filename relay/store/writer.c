@@ -155,20 +155,14 @@ flush_poison(relay_t *r, relay_entity_t *e)
 static void
 add_clear(relay_clear_job_t *job, relay_entity_t *e)
 {
-   bson_t ids = BSON_INITIALIZER;
-   char key[16];
-   size_t n = 0;
+   relay_clear_stmt_t *s = relay_clear_job_begin(job, e->coll, &e->id, e);
 
    for (relay_item_t *it = e->head; it; it = it->next) {
       if (it->state == RELAY_ITEM_ACKED) {
-         const char *k;
-         bson_uint32_to_string((uint32_t)n++, &k, key, sizeof key);
-         bson_append_utf8(&ids, k, -1, it->ev.id, -1);
+         relay_clear_job_add_id(job, s, it->ev.id);
          relay_table_set_state(e, it, RELAY_ITEM_CLEARING);
       }
    }
-   relay_clear_job_add(job, e->coll, &e->id, &ids, n, e);
-   bson_destroy(&ids);
 }
 
 /* Applies a finished clear batch: cleared events leave the table, failed ones wait for the

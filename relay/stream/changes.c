@@ -80,9 +80,31 @@ report_not_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it)
    relay_metrics_add(r->metrics, RELAY_M_DEAD_LETTERED, 1);
 }
 
-/* Offers every element of the array at @it to @e (see relay_table_offer() for the seq rule
- * and @replayed_upto); @from_document when the array is the document's as it is now (a read
- * or the sweep), where requeued events are taken (relay_table_offer_requeued()). */
+/* Offers one stored event to @e (see offer_array()), unless relay_table_offer() would skip
+ * it as seen already, which is decided from its seq and bytes without parsing it: replays and
+ * re-reads of a document offer every pending event again, and the full parse and copy cost
+ * more than the refusal. From the document, where a requeued event below last_seq may be
+ * taken, only this very element buffered is skipped unparsed (relay_table_offer_requeued()
+ * refuses an event id the entity holds). */
+static void
+offer_one(relay_t *r, relay_entity_t *e, const bson_value_t *value, relay_pos_t *pos,
+          int64_t replayed_upto, bool from_document)
+{
+   relay_event_t ev;
+   if (relay_table_seen(e, relay_event_peek_seq(value), value,
+                        from_document ? 0 : replayed_upto)) {
+      return;
+   }
+   relay_event_parse(value, &ev);
+   bool requeued = from_document && ev.requeued > 0 && ev.seq <= e->last_seq;
+   if (requeued && relay_table_offer_requeued(&r->table, e, &ev, pos)) {
+      relay_log(RELAY_LOG_INFO, "stream", "requeued event of %s/%s (seq %" PRId64 ") taken",
+                r->cfg->collections[e->coll], e->rendered, e->tail->ev.seq);
+   } else if (requeued || !relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
+      relay_event_cleanup(&ev);
+   }
+}
+
 static void
 offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *pos,
             int64_t replayed_upto, bool from_document)
@@ -96,15 +118,7 @@ offer_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *p
       return;
    }
    while (bson_iter_next(&arr)) {
-      relay_event_t ev;
-      relay_event_parse(bson_iter_value(&arr), &ev);
-      bool requeued = from_document && ev.requeued > 0 && ev.seq <= e->last_seq;
-      if (requeued && relay_table_offer_requeued(&r->table, e, &ev, pos)) {
-         relay_log(RELAY_LOG_INFO, "stream", "requeued event of %s/%s (seq %" PRId64 ") taken",
-                   r->cfg->collections[e->coll], e->rendered, e->tail->ev.seq);
-      } else if (requeued || !relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
-         relay_event_cleanup(&ev);
-      }
+      offer_one(r, e, bson_iter_value(&arr), pos, replayed_upto, from_document);
    }
 }
 
@@ -238,14 +252,10 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
          offer_array(r, e, &it, pos, replayed_upto, false);
          found = true;
       } else if (!strncmp(key, field, flen) && key[flen] == '.') {
-         relay_event_t ev;
          if (!all_digits(key + flen + 1)) {
             return false; /* a change inside an event: not an append we can read */
          }
-         relay_event_parse(bson_iter_value(&it), &ev);
-         if (!relay_table_offer(&r->table, e, &ev, pos, replayed_upto)) {
-            relay_event_cleanup(&ev);
-         }
+         offer_one(r, e, bson_iter_value(&it), pos, replayed_upto, false);
          found = true;
       }
    }
@@ -282,38 +292,63 @@ typedef struct {
    int64_t wall_ms;
 } change_fields_t;
 
+/* The value of the first key @name inside the document at @it, if any. */
+static bool
+sub_field(const bson_iter_t *it, const char *name, bson_iter_t *out)
+{
+   return BSON_ITER_HOLDS_DOCUMENT(it) && bson_iter_recurse(it, out) && bson_iter_find(out, name);
+}
+
+/* One pass over the change's top-level fields (five lookups from the start, and two paths,
+ * walked it up to seven times). The first of each key counts, as bson_iter_find would. */
 static bool
 parse_change(const bson_t *doc, change_fields_t *f)
 {
    bson_iter_t it, sub;
    const uint8_t *buf;
    uint32_t len;
+   bool have_id = false, have_op = false, have_ts = false, have_wall = false, have_ns = false,
+        have_key = false;
 
    memset(f, 0, sizeof *f);
-   if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+   if (!bson_iter_init(&it, doc)) {
       return false;
    }
-   bson_iter_document(&it, &len, &buf);
-   if (!bson_init_static(&f->token, buf, len)) {
-      return false;
+   while (bson_iter_next(&it)) {
+      const char *key = bson_iter_key(&it);
+      if (!have_id && !strcmp(key, "_id")) {
+         have_id = true;
+         if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            return false;
+         }
+         bson_iter_document(&it, &len, &buf);
+         if (!bson_init_static(&f->token, buf, len)) {
+            return false;
+         }
+      } else if (!have_op && !strcmp(key, "operationType")) {
+         have_op = true;
+         f->op = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
+      } else if (!have_ts && !strcmp(key, "clusterTime")) {
+         have_ts = true;
+         if (BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+            bson_iter_timestamp(&it, &f->ts.t, &f->ts.i);
+         }
+      } else if (!have_wall && !strcmp(key, "wallTime")) {
+         have_wall = true;
+         f->wall_ms = BSON_ITER_HOLDS_DATE_TIME(&it) ? bson_iter_date_time(&it) : 0;
+      } else if (!have_ns && !strcmp(key, "ns")) {
+         have_ns = true;
+         if (sub_field(&it, "coll", &sub) && BSON_ITER_HOLDS_UTF8(&sub)) {
+            f->coll = bson_iter_utf8(&sub, NULL);
+         }
+      } else if (!have_key && !strcmp(key, "documentKey")) {
+         have_key = true;
+         if (sub_field(&it, "_id", &sub)) {
+            f->id = *bson_iter_value(&sub);
+         }
+      }
    }
-   if (bson_iter_init_find(&it, doc, "operationType") && BSON_ITER_HOLDS_UTF8(&it)) {
-      f->op = bson_iter_utf8(&it, NULL);
-   }
-   if (bson_iter_init_find(&it, doc, "clusterTime") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
-      bson_iter_timestamp(&it, &f->ts.t, &f->ts.i);
-   }
-   if (bson_iter_init_find(&it, doc, "wallTime") && BSON_ITER_HOLDS_DATE_TIME(&it)) {
-      f->wall_ms = bson_iter_date_time(&it);
-   }
-   if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "ns.coll", &sub) &&
-       BSON_ITER_HOLDS_UTF8(&sub)) {
-      f->coll = bson_iter_utf8(&sub, NULL);
-   }
-   if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "documentKey._id", &sub)) {
-      f->id = *bson_iter_value(&sub);
-   }
-   return f->op != NULL;
+   return have_id && f->op != NULL;
 }
 
 /* Applies one change event. Returns false if it must be retried (a read failed). */

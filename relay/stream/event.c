@@ -59,7 +59,7 @@ check_id(const bson_iter_t *it, relay_event_t *ev)
    if (!_outbox_utf8_valid(s, len, false)) {
       return "event id is not valid UTF-8"; /* it goes into JSON and MQTT strings */
    }
-   ev->id = bson_strndup(s, len);
+   ev->id = s; /* NUL-terminated inside ev->raw, which the event owns */
    return NULL;
 }
 
@@ -75,7 +75,7 @@ check_type(const bson_iter_t *it, relay_event_t *ev)
    if (!relay_event_type_valid(s, len)) {
       return "event type is not 1..128 characters of [A-Za-z0-9._-]";
    }
-   ev->type = bson_strndup(s, len);
+   ev->type = s;
    return NULL;
 }
 
@@ -88,20 +88,20 @@ check_data(const bson_iter_t *it, relay_event_t *ev)
       return "event data is not a document";
    }
    bson_iter_document(it, &len, &buf);
-   /* A copy: @buf belongs to the change event, which is gone before the event is sent. */
-   ev->data = bson_new_from_data(buf, len);
-   if (!ev->data) {
+   /* One pass checks structure and strings (liboutbox's walk): libbson's bson_validate()
+    * decoded every string byte by byte and still let invalid UTF-8 through. */
+   if (!_outbox_bson_walk(buf, len, _OUTBOX_WALK_JSON_STRINGS)) {
+      return "event data is not valid BSON or contains invalid UTF-8";
+   }
+   /* A view into ev->raw, which the event owns: no copy of the data. Its bson_t lives at
+    * the front of the event's block (relay_event_parse()). */
+   if (!bson_init_static((bson_t *)ev->block, buf, len)) {
       return "event data is not valid BSON";
    }
-   /* bson_validate(BSON_VALIDATE_UTF8) of libbson 1.23 does not catch an invalid string
-    * value (it returned true for "\xc3\x28\xff"): liboutbox's check walks every string. */
-   if (!_outbox_bson_is_json_clean(ev->data)) {
-      return "event data contains invalid UTF-8";
-   }
+   ev->data = ev->block;
    return NULL;
 }
 
-/* Walks the event's fields once; the first violation found is the reason. */
 /* CloudEvents' time is RFC 3339, which has four-digit years: 0001-01-01T00:00:00Z to
  * 9999-12-31T23:59:59.999Z in milliseconds since the epoch. */
 static bool
@@ -110,6 +110,7 @@ time_in_rfc3339_range(int64_t ms)
    return ms >= INT64_C(-62135596800000) && ms <= INT64_C(253402300799999);
 }
 
+/* Walks the event's fields once; the first violation found is the reason. */
 static const char *
 check_fields(const bson_t *doc, relay_event_t *ev)
 {
@@ -167,18 +168,52 @@ check_fields(const bson_t *doc, relay_event_t *ev)
    return reason;
 }
 
+int64_t
+relay_event_peek_seq(const bson_value_t *elem)
+{
+   bson_iter_t it;
+   int64_t seq = 0;
+
+   /* The first "seq" decides, as in check_fields(). */
+   if (elem->value_type == BSON_TYPE_DOCUMENT &&
+       bson_iter_init_from_data(&it, elem->value.v_doc.data, elem->value.v_doc.data_len) &&
+       bson_iter_find(&it, "seq") && !read_seq(&it, &seq)) {
+      seq = 0;
+   }
+   return seq;
+}
+
+/* The event's own copy of a document element, in one block: first a bson_t for the data view
+ * (bson_t asks for 128-byte alignment), then the element's bytes, which raw points to. One
+ * allocation instead of a copy of the element, a copy of its data and two strings. */
+static void
+copy_document(const bson_value_t *elem, relay_event_t *ev)
+{
+   size_t head = sizeof(bson_t), align = BSON_ALIGNOF(bson_t);
+   uint32_t len = elem->value.v_doc.data_len;
+
+   /* aligned_alloc() wants a multiple of the alignment. */
+   ev->block = bson_aligned_alloc(align, (head + len + align - 1) / align * align);
+   memcpy((uint8_t *)ev->block + head, elem->value.v_doc.data, len);
+   ev->raw.value_type = BSON_TYPE_DOCUMENT;
+   ev->raw.value.v_doc.data = (uint8_t *)ev->block + head;
+   ev->raw.value.v_doc.data_len = len;
+}
+
 bool
 relay_event_parse(const bson_value_t *elem, relay_event_t *ev)
 {
    bson_t doc;
 
    memset(ev, 0, sizeof *ev);
-   bson_value_copy(elem, &ev->raw);
    if (elem->value_type != BSON_TYPE_DOCUMENT) {
+      bson_value_copy(elem, &ev->raw);
       ev->reason = "event is not a document";
       return false;
    }
-   if (!bson_init_static(&doc, elem->value.v_doc.data, elem->value.v_doc.data_len)) {
+   copy_document(elem, ev);
+   /* Parsed from the event's own copy: id, type and data point into it. */
+   if (!bson_init_static(&doc, ev->raw.value.v_doc.data, ev->raw.value.v_doc.data_len)) {
       ev->reason = "event is not valid BSON";
       return false;
    }
@@ -192,11 +227,10 @@ relay_event_cleanup(relay_event_t *ev)
    if (!ev) {
       return;
    }
-   if (ev->raw.value_type != BSON_TYPE_EOD) {
+   if (ev->block) {
+      bson_free(ev->block); /* raw's bytes and the data view */
+   } else if (ev->raw.value_type != BSON_TYPE_EOD) {
       bson_value_destroy(&ev->raw);
    }
-   bson_free(ev->id);
-   bson_free(ev->type);
-   bson_destroy(ev->data);
    memset(ev, 0, sizeof *ev);
 }

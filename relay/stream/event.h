@@ -15,12 +15,15 @@
 
 typedef struct {
    bson_value_t raw; /* the array element exactly as stored (owned copy) */
-   char *id;         /* NULL if missing or invalid */
+   /* id, type and data point into raw (valid while the event lives; a copied struct takes
+    * them along with raw's buffer). */
+   const char *id;   /* NULL if missing or invalid */
    int64_t seq;      /* 0 if missing or invalid (valid seqs start at 1) */
-   char *type;
+   const char *type;
    bool has_time;
    int64_t time_ms;
-   bson_t *data;       /* NULL when missing or invalid */
+   bson_t *data;       /* NULL when missing or invalid; a static bson_t over raw's bytes */
+   void *block;        /* owns raw's bytes and data's bson_t when raw is a document */
    int64_t requeued;   /* requeued.count: how often an operator requeued it, 0 = never */
    const char *reason; /* NULL when valid, else a static sentence for the dead letter */
 } relay_event_t;
@@ -32,6 +35,10 @@ typedef struct {
  * when the event follows the contract; otherwise false with @ev->reason set, and @ev->seq
  * still filled if the seq alone was readable. */
 bool relay_event_parse(const bson_value_t *elem, relay_event_t *ev);
+
+/* The seq relay_event_parse() would read from @elem, without parsing the rest: 0 when it is
+ * not a document or has no valid seq. Cheap: for skipping events already seen. */
+int64_t relay_event_peek_seq(const bson_value_t *elem);
 
 /* Frees what @ev owns; safe on a zeroed or already-cleaned event. */
 void relay_event_cleanup(relay_event_t *ev);

@@ -46,6 +46,7 @@ entity_free(relay_entity_t *e)
    }
    bson_value_destroy(&e->id);
    bson_free(e->rendered);
+   bson_free(e->encoded);
    bson_free(e->key);
    bson_free(e);
 }
@@ -336,18 +337,26 @@ relay_table_mark_dirty(relay_table_t *t, relay_entity_t *e)
 
 /* Whether @e buffers this very element (same seq, same bytes): read again with its document. */
 static bool
-holds(const relay_entity_t *e, const relay_event_t *ev)
+holds(const relay_entity_t *e, int64_t seq, const bson_value_t *raw)
 {
+   if (raw->value_type != BSON_TYPE_DOCUMENT) {
+      return false;
+   }
    for (const relay_item_t *it = e->head; it; it = it->next) {
-      if (it->ev.seq == ev->seq && it->ev.raw.value_type == ev->raw.value_type &&
-          it->ev.raw.value_type == BSON_TYPE_DOCUMENT &&
-          it->ev.raw.value.v_doc.data_len == ev->raw.value.v_doc.data_len &&
-          !memcmp(it->ev.raw.value.v_doc.data, ev->raw.value.v_doc.data,
-                  ev->raw.value.v_doc.data_len)) {
+      if (it->ev.seq == seq && it->ev.raw.value_type == BSON_TYPE_DOCUMENT &&
+          it->ev.raw.value.v_doc.data_len == raw->value.v_doc.data_len &&
+          !memcmp(it->ev.raw.value.v_doc.data, raw->value.v_doc.data, raw->value.v_doc.data_len)) {
          return true;
       }
    }
    return false;
+}
+
+bool
+relay_table_seen(const relay_entity_t *e, int64_t seq, const bson_value_t *raw,
+                 int64_t replayed_upto)
+{
+   return seq != 0 && seq <= e->last_seq && (seq <= replayed_upto || holds(e, seq, raw));
 }
 
 bool
@@ -360,7 +369,7 @@ relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_
    if (ev->seq != 0 && ev->seq <= e->last_seq) {
       /* A requeued event below last_seq is taken only from the document as it is now
        * (relay_table_offer_requeued()): a change may show it after it was published. */
-      if (ev->seq <= replayed_upto || holds(e, ev) || ev->requeued > 0) {
+      if (relay_table_seen(e, ev->seq, &ev->raw, replayed_upto) || ev->requeued > 0) {
          return false; /* seen already: a replayed change, or read again with its document */
       }
       /* Another event at or below a seq already taken or handled (written outside

@@ -62,6 +62,8 @@ typedef struct relay_entity_t {
    bson_value_t id; /* the document's _id (owned) */
    char *rendered;  /* relay_render_id() of id */
    size_t rendered_len;
+   char *encoded;   /* rendered, percent-encoded; made by publish.c on first use, or NULL */
+   size_t encoded_len;
    int64_t last_seq; /* highest seq queued or known to be handled; later ones only */
    relay_item_t *head, *tail;
    relay_item_t *inflight;
@@ -134,6 +136,11 @@ void relay_table_pos_adopt(relay_table_t *t, relay_pos_t *pos);
 #define RELAY_REASON_SEQ_NOT_ABOVE                                                   \
    "seq not above the entity's last seq (a repeated or decreasing seq, written outside " \
    "liboutbox)"
+
+/* Whether relay_table_offer() would skip an event with @seq whose element is @raw as seen
+ * already (a replay, or this very element buffered), decided without parsing the event. */
+bool relay_table_seen(const relay_entity_t *e, int64_t seq, const bson_value_t *raw,
+                      int64_t replayed_upto);
 
 /* Offers a parsed event to @e. Seq rule: an event whose seq is above e->last_seq is taken
  * (valid: queued; invalid: poison) and raises last_seq. One whose seq is not above it is

@@ -14,11 +14,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 
 #define BENCH_DB_DEFAULT "outbox_bench"
 #define BENCH_MAX_SCALE 8
+#define BENCH_MAX_BASELINE_RUNS 4
 
 typedef enum { BENCH_SMOKE, BENCH_QUICK, BENCH_DEFAULT, BENCH_LONG } bench_mode_t;
 
@@ -27,6 +29,7 @@ typedef struct {
    const char *relay_path;    /* outbox-relay executable; NULL skips drain and steady */
    const char *mongod_path;   /* test-mongod, when no OUTBOX_MONGODB_URI is given */
    const char *mosquitto_path;
+   const char *publisher_path; /* outbox-bench-pub, the ceiling's publisher */
    const char *json_path;     /* --json FILE */
    const char *database;
    const char *only;          /* comma list of parts to run, NULL = all */
@@ -50,6 +53,7 @@ typedef struct {
 typedef struct {
    pid_t pid;           /* 0 when the process is not ours (external server) */
    double cpu_s;        /* user + system seconds spent in the interval */
+   double sys_s;        /* the system (kernel) part of it */
    double hwm_mib;      /* VmHWM at the end of the interval (peak resident set) */
 } bench_proc_use_t;
 
@@ -95,10 +99,12 @@ typedef struct {
    int window;
    size_t payload;
    bool bare;              /* without the four MQTT 5 user properties the relay sends */
+   bool in_process;        /* publisher inside the benchmark process (secondary figure) */
    int broker_receive_max; /* from CONNACK; the window is capped to it (0: none sent) */
    double msgs_per_s;      /* first publish -> all received by the subscriber */
    double acked_per_s;     /* first publish -> last PUBACK */
    double avg_msg_bytes;
+   double cpu_us_per_msg;  /* the publisher process's CPU per message (separate process) */
 } bench_baseline_t;
 
 /* Relay groups (group.c): failover after kill -9 and the drain rate of 1, 2, 4 members. */
@@ -117,15 +123,22 @@ typedef struct {
    double seconds, msgs_per_s;
    double cpu_s[4];          /* each member's CPU over the drain */
    double cpu_us_per_event;  /* all members' CPU / events */
+   size_t member_events[4];  /* events of each member's partitions (its leases) */
+   double member_us_per_event[4]; /* cpu_s[m] / member_events[m] */
+   bool leases_moved;        /* a partition changed owner during the drain */
+   double ceiling_one;       /* one publisher process alone, measured before this drain */
+   double ceiling_together;  /* k publisher processes side by side, measured before it */
 } bench_group_drain_t;
 
 typedef struct {
    char machine[256];
    char mongodb[200], mqtt[200]; /* addresses without credentials */
-   bench_baseline_t baseline, baseline_bare;
-   double baseline_runs[3]; /* msgs/s of each run with the default window and payload */
+   bench_baseline_t baseline, baseline_bare; /* separate process: the ceiling */
+   bench_baseline_t baseline_inproc;         /* in this process: secondary */
+   double baseline_runs[BENCH_MAX_BASELINE_RUNS]; /* msgs/s of each ceiling run with the
+                                                   * default window and payload */
    int n_baseline_runs;
-   bench_drain_t drain_few, drain_many;
+   bench_drain_t drain_few, drain_many, drain_stream, drain_bare;
    bench_steady_t saturation, steady[3];
    double max_sustainable_per_s;
    bench_libcase_t lib[6];
@@ -170,7 +183,13 @@ bool bench_part_enabled(const bench_opts_t *o, const char *part);
 bool bench_servers_start(const bench_opts_t *o, bench_servers_t *s);
 void bench_servers_stop(bench_servers_t *s);
 pid_t bench_spawn(const char *const *argv, const char *log_path);
+/* Starts a child whose stdin and stdout are pipes to us (it shares our stderr). 0 on
+ * failure. Close *to_child to end its input; reap it with bench_stop_child(). */
+pid_t bench_spawn_piped(const char *const *argv, FILE **to_child, FILE **from_child);
 int bench_stop_child(pid_t pid, double grace_s);
+/* Waits up to `grace_s` for a child to exit by itself, then stops it as above. Returns its
+ * exit status, or -1 if it had to be stopped. */
+int bench_wait_child(pid_t pid, double grace_s);
 void bench_signals_init(void);
 /* Starts the relay on db.coll with the given window; its output goes to workdir/log_name. */
 pid_t bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
@@ -187,11 +206,20 @@ double bench_proc_hwm_mib(pid_t pid);
 void bench_proc_use_begin(bench_proc_use_t *u, pid_t pid);
 void bench_proc_use_end(bench_proc_use_t *u);
 
-/* baseline.c */
+/* baseline.c: the ceiling, measured with outbox-bench-pub in a process of its own (the
+ * headline figure), or with the same publisher inside this process (a secondary figure). */
 struct bench_sub;
 bool bench_baseline_run(const bench_opts_t *o, const bench_servers_t *s, struct bench_sub *sub,
                         size_t messages, size_t payload, int window, bool bare,
                         bench_baseline_t *out);
+/* The same with k (1-4) publisher processes side by side, each sending messages / k: the
+ * ceiling of k separate paho processes together on this machine. */
+bool bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s,
+                             struct bench_sub *sub, int k, size_t messages, size_t payload,
+                             int window, bool bare, bench_baseline_t *out);
+bool bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s,
+                           struct bench_sub *sub, size_t messages, size_t payload, int window,
+                           bool bare, bench_baseline_t *out);
 
 /* Length of the "pad" string that makes an event's data about `payload` bytes as JSON. */
 static inline size_t

@@ -194,7 +194,7 @@ measure(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_client_t 
    char log[96];
    snprintf(log, sizeof log, "relay-%s.log", coll);
    int64_t t0 = bench_now_ns();
-   *relay = *ok ? bench_relay_start(o, s, coll, run->window, log) : 0;
+   *relay = *ok ? bench_relay_start_with(o, s, coll, run->window, log, run->extra_args) : 0;
    *ok = *ok && *relay > 0;
    if (*ok && run->stream) {
       *ok = probe(run, c, coll, sub, relay, why);

@@ -14,6 +14,7 @@ typedef struct {
    size_t events, entities, payload;
    int window, per_commit;
    bool stream; /* false: backlog before the relay starts (sweep); true: written live */
+   const char *const *extra_args; /* more relay arguments (NULL-terminated), or NULL */
 } bench_drain_run_t;
 
 /* Runs one drain on a fresh collection and fills `out`. Returns false (and says why on

@@ -62,7 +62,7 @@ baseline_messages(const bench_opts_t *o)
    return o->events < cap ? o->events : cap;
 }
 
-/* One more baseline run; the headline figure is the mean of all of them. */
+/* One more ceiling run; the headline figure is the mean of all of them. */
 static double
 baseline_again(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
                bench_results_t *r)
@@ -70,37 +70,91 @@ baseline_again(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub
    bench_baseline_t b;
    bench_baseline_t *out = r->n_baseline_runs ? &b : &r->baseline;
    if (o->verbose) {
-      fprintf(stderr, "outbox-bench: baseline, %zu messages\n", baseline_messages(o));
+      fprintf(stderr, "outbox-bench: ceiling, %zu messages\n", baseline_messages(o));
    }
    if (!bench_baseline_run(o, s, sub, baseline_messages(o), o->payload, o->window, false, out)) {
-      bench_fail(r, "baseline incomplete");
+      bench_fail(r, "ceiling incomplete");
    }
-   if (r->n_baseline_runs < 3) {
+   if (r->n_baseline_runs < BENCH_MAX_BASELINE_RUNS) {
       r->baseline_runs[r->n_baseline_runs++] = out->msgs_per_s;
    }
    return out->msgs_per_s;
 }
 
-/* Baselines bracket the drains (baseline, drain, baseline, drain, baseline) and each drain
- * is compared with the mean of the two around it, so load that comes and goes on a shared
+/* The ceiling without user properties once more (for the drain with --user-properties none). */
+static double
+bare_again(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
+           bench_results_t *r)
+{
+   bench_baseline_t b;
+   if (!bench_baseline_run(o, s, sub, baseline_messages(o), o->payload, o->window, true, &b)) {
+      bench_fail(r, "ceiling without properties incomplete");
+   }
+   return b.msgs_per_s;
+}
+
+/* The drains of the default run: the sweep over few and over many entities, the change
+ * stream path with one event per commit, and the sweep without user properties (compared
+ * with the ceiling without them). */
+static const struct {
+   const char *what, *part; /* --only drain runs all; --only drain-few just that one */
+   bool many, stream, bare;
+} drain_specs[] = {
+   {"sweep", "drain-few", false, false, false},
+   {"sweep", "drain-many", true, false, false},
+   {"stream, 1 event per commit", "drain-stream", false, true, false},
+   {"sweep, --user-properties none", "drain-bare", false, false, true},
+};
+
+static bool
+drain_enabled(const bench_opts_t *o, size_t i)
+{
+   return bench_part_enabled(o, "drain") || bench_part_enabled(o, drain_specs[i].part);
+}
+
+static bool
+any_drain_enabled(const bench_opts_t *o)
+{
+   for (size_t i = 0; i < sizeof drain_specs / sizeof drain_specs[0]; i++) {
+      if (drain_enabled(o, i)) {
+         return true;
+      }
+   }
+   return false;
+}
+
+/* Ceilings bracket the drains (ceiling, drain, ceiling, drain, ...) and each drain is
+ * compared with the mean of the two around it, so load that comes and goes on a shared
  * machine shifts both sides of a ratio alike. */
 static void
 run_drains(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
            bench_sub_t *sub, bench_results_t *r)
 {
-   bench_drain_run_t run = {.opts = o, .events = o->events, .payload = o->payload,
-                            .window = o->window, .per_commit = 1};
-   size_t counts[2] = {o->entities_few, o->entities_many};
-   bench_drain_t *outs[2] = {&r->drain_few, &r->drain_many};
+   static const char *const bare_args[] = {"--user-properties", "none", NULL};
+   bench_drain_t *outs[] = {&r->drain_few, &r->drain_many, &r->drain_stream, &r->drain_bare};
    double before = r->baseline_runs[0];
-   for (int i = 0; i < 2; i++) {
-      run.entities = counts[i] < o->events ? counts[i] : o->events;
+   for (size_t i = 0; i < sizeof drain_specs / sizeof drain_specs[0]; i++) {
+      size_t entities = drain_specs[i].many ? o->entities_many : o->entities_few;
+      bench_drain_run_t run = {.opts = o, .events = o->events, .payload = o->payload,
+                               .window = o->window, .per_commit = 1,
+                               .stream = drain_specs[i].stream,
+                               .extra_args = drain_specs[i].bare ? bare_args : NULL};
+      if (!drain_enabled(o, i) ||
+          (drain_specs[i].bare && (o->mode == BENCH_SMOKE || !r->baseline_bare.ok))) {
+         continue;
+      }
+      run.entities = entities < o->events ? entities : o->events;
       if (o->verbose) {
-         fprintf(stderr, "outbox-bench: drain of %zu events over %zu entities\n", run.events,
-                 run.entities);
+         fprintf(stderr, "outbox-bench: drain (%s) of %zu events over %zu entities\n",
+                 drain_specs[i].what, run.events, run.entities);
       }
       if (!bench_drain_run(&run, s, c, sub, outs[i])) {
-         bench_fail(r, "drain over %zu entities incomplete", run.entities);
+         bench_fail(r, "drain (%s) over %zu entities incomplete", drain_specs[i].what,
+                    run.entities);
+      }
+      if (drain_specs[i].bare) {
+         outs[i]->baseline_msgs_per_s = (r->baseline_bare.msgs_per_s + bare_again(o, s, sub, r)) / 2;
+         continue;
       }
       double after = baseline_again(o, s, sub, r);
       outs[i]->baseline_msgs_per_s = (before + after) / 2;
@@ -158,7 +212,7 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
    }
    mongoc_client_set_error_api(c, MONGOC_ERROR_API_VERSION_2);
    mongoc_client_set_appname(c, "outbox-bench");
-   if (bench_part_enabled(o, "baseline") || bench_part_enabled(o, "drain")) {
+   if (bench_part_enabled(o, "baseline") || any_drain_enabled(o)) {
       baseline_again(o, s, sub, r);
       /* The same without user properties shows what the message contract itself costs. */
       if (o->mode != BENCH_SMOKE && !bench_baseline_run(o, s, sub, baseline_messages(o),
@@ -166,9 +220,16 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
                                                          &r->baseline_bare)) {
          bench_fail(r, "baseline without properties incomplete");
       }
+      /* The old in-process figure, for comparison only: that publisher shares paho's global
+       * locks with the subscriber. */
+      if (o->mode != BENCH_SMOKE &&
+          !bench_baseline_inproc(o, s, sub, baseline_messages(o), o->payload, o->window, false,
+                                 &r->baseline_inproc)) {
+         bench_fail(r, "in-process baseline incomplete");
+      }
    }
    bool relay = o->relay_path != NULL;
-   if (relay && bench_part_enabled(o, "drain")) {
+   if (relay && any_drain_enabled(o)) {
       run_drains(o, s, c, sub, r);
    }
    if (relay && bench_part_enabled(o, "steady")) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -26,8 +27,11 @@ usage(FILE *out)
       "  --relay PATH        outbox-relay to measure (without it: baseline and lib only)\n"
       "  --mongod PATH       test-mongod executable\n"
       "  --mosquitto PATH    mosquitto executable (default /usr/sbin/mosquitto)\n"
+      "  --publisher PATH    the ceiling's publisher (default: outbox-bench-pub next to\n"
+      "                      this program)\n"
       "  --json FILE         also write the figures as JSON\n"
-      "  --only LIST         comma list of: baseline,drain,steady,lib,scale,group\n"
+      "  --only LIST         comma list of: baseline,drain,steady,lib,scale,group; or\n"
+      "                      single drains: drain-few,drain-many,drain-stream,drain-bare\n"
       "  --events N          drain backlog size\n"
       "  --entities A,B      entity counts of the two drains (default 1000,100000)\n"
       "  --payload BYTES     event data size (default 200)\n"
@@ -41,6 +45,20 @@ usage(FILE *out)
       "  --timeout S         give up on one measurement after S seconds\n"
       "  -v, --verbose       progress on stderr\n"
       "  -h, --help          this help\n", BENCH_DB_DEFAULT);
+}
+
+/* outbox-bench-pub in the directory of this executable (both are built in one place). */
+static const char *
+default_publisher(void)
+{
+   static char path[4096];
+   ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+   char *slash = n > 0 ? memrchr(path, '/', (size_t) n) : NULL;
+   if (!slash) {
+      return "outbox-bench-pub";
+   }
+   strcpy(slash + 1, "outbox-bench-pub");
+   return path;
 }
 
 static void
@@ -142,6 +160,8 @@ parse_valued(bench_opts_t *o, const char *f, const char *v)
       o->mongod_path = v;
    } else if (!strcmp(f, "--mosquitto")) {
       o->mosquitto_path = v;
+   } else if (!strcmp(f, "--publisher")) {
+      o->publisher_path = v;
    } else if (!strcmp(f, "--json")) {
       o->json_path = v;
    } else if (!strcmp(f, "--only")) {
@@ -186,7 +206,7 @@ static bool
 takes_value(const char *f)
 {
    static const char *const valued[] = {
-      "--relay", "--mongod", "--mosquitto", "--json", "--only", "--database", "--window-flag",
+      "--relay", "--mongod", "--mosquitto", "--publisher", "--json", "--only", "--database", "--window-flag",
       "--relay-arg", "--events", "--entities", "--payload", "--window", "--writers",
       "--phase-seconds", "--lib-seconds", "--timeout", NULL};
    for (int i = 0; valued[i]; i++) {
@@ -217,6 +237,7 @@ bench_opts_parse(bench_opts_t *o, int argc, char **argv, int *exit_code)
    o->database = BENCH_DB_DEFAULT;
    o->mosquitto_path = "/usr/sbin/mosquitto";
    o->window_flag = "--inflight-window";
+   o->publisher_path = default_publisher();
    *exit_code = EX_USAGE;
    for (int i = 1; i < argc; i++) {
       const char *f = argv[i];

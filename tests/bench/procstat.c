@@ -10,10 +10,14 @@
 
 #include "bench.h"
 
-double
-bench_proc_cpu_s(pid_t pid)
+/* utime + stime of @pid in seconds; *@sys_s (may be NULL) gets stime alone. */
+static double
+proc_times(pid_t pid, double *sys_s)
 {
    char path[64], buf[1024];
+   if (sys_s) {
+      *sys_s = 0;
+   }
    if (pid <= 0) {
       return 0;
    }
@@ -36,7 +40,16 @@ bench_proc_cpu_s(pid_t pid)
               &stime) != 2) {
       return 0;
    }
+   if (sys_s) {
+      *sys_s = (double) stime / (double) sysconf(_SC_CLK_TCK);
+   }
    return (double) (utime + stime) / (double) sysconf(_SC_CLK_TCK);
+}
+
+double
+bench_proc_cpu_s(pid_t pid)
+{
+   return proc_times(pid, NULL);
 }
 
 double
@@ -66,18 +79,22 @@ bench_proc_hwm_mib(pid_t pid)
 void
 bench_proc_use_begin(bench_proc_use_t *u, pid_t pid)
 {
+   double sys;
    u->pid = pid;
-   u->cpu_s = -bench_proc_cpu_s(pid);
+   u->cpu_s = -proc_times(pid, &sys);
+   u->sys_s = -sys;
    u->hwm_mib = 0;
 }
 
 void
 bench_proc_use_end(bench_proc_use_t *u)
 {
+   double sys;
    if (u->pid <= 0) {
-      u->cpu_s = 0;
+      u->cpu_s = u->sys_s = 0;
       return;
    }
-   u->cpu_s += bench_proc_cpu_s(u->pid);
+   u->cpu_s += proc_times(u->pid, &sys);
+   u->sys_s += sys;
    u->hwm_mib = bench_proc_hwm_mib(u->pid);
 }

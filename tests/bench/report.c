@@ -57,8 +57,9 @@ static void
 print_use(const char *who, const bench_proc_use_t *u, size_t events)
 {
    if (u->pid > 0) {
-      printf("  %-9s %6.2f CPU s/100k ev  peak RSS %6.1f MiB", who, per_100k(u->cpu_s, events),
-             u->hwm_mib);
+      printf("  %-9s %6.1f us CPU/ev (%2.0f%% sys) peak RSS %6.1f MiB", who,
+             events ? u->cpu_s * 1e6 / (double) events : 0,
+             u->cpu_s > 0 ? 100 * u->sys_s / u->cpu_s : 0, u->hwm_mib);
    } else {
       printf("  %-9s (external: not measured)", who);
    }
@@ -71,9 +72,9 @@ print_drain(const char *label, const bench_drain_t *d)
       return;
    }
    double ratio = d->baseline_msgs_per_s > 0 ? d->msgs_per_s / d->baseline_msgs_per_s : 0;
-   printf("%-22s %8zu ev %7zu ent  %9.0f ev/s  %5.2f x baseline  %6.2f s (1st msg %.2f s)%s\n",
-          label, d->events, d->entities, d->msgs_per_s, ratio, d->seconds, d->first_msg_s,
-          d->ok ? "" : "  INCOMPLETE");
+   printf("%-22s %8zu ev %7zu ent  %9.0f ev/s  %5.2f x ceiling  %6.2f s (1st msg %.2f s, "
+          "%.0f B msgs)%s\n", label, d->events, d->entities, d->msgs_per_s, ratio, d->seconds,
+          d->first_msg_s, d->avg_msg_bytes, d->ok ? "" : "  INCOMPLETE");
    if (d->duplicates || d->order_violations) {
       printf("  duplicates %zu, per-entity order violations %zu\n", d->duplicates,
              d->order_violations);
@@ -166,6 +167,45 @@ print_scale(const bench_results_t *r)
 }
 
 static void
+print_baselines(const bench_results_t *r)
+{
+   const bench_baseline_t *b = &r->baseline;
+   if (!b->messages) {
+      return;
+   }
+   printf("%-22s %8zu msgs, window %d, data %zu B (%.0f B messages), publisher in a process\n",
+          "Ceiling (paho QoS 1)", b->messages, b->window, b->payload, b->avg_msg_bytes);
+   printf("%-22s of its own (outbox-bench-pub), same shape as the relay's messages\n", "");
+   if (b->broker_receive_max && b->broker_receive_max <= b->window) {
+      printf("%-22s the broker's Receive Maximum (%d) limits the window\n", "",
+             b->broker_receive_max);
+   }
+   printf("%-22s %9.0f msg/s received (first run: %.0f received, %.0f acknowledged, "
+          "%.1f us CPU/msg)%s\n", "", baseline_mean(r), b->msgs_per_s, b->acked_per_s,
+          b->cpu_us_per_msg, b->ok ? "" : "  INCOMPLETE");
+   if (r->n_baseline_runs > 1) {
+      printf("%-22s runs:", "");
+      for (int i = 0; i < r->n_baseline_runs; i++) {
+         printf(" %.0f", r->baseline_runs[i]);
+      }
+      printf(" msg/s (each drain is compared with the runs before and after it)\n");
+   }
+   const bench_baseline_t *bare = &r->baseline_bare, *in = &r->baseline_inproc;
+   if (bare->messages) {
+      /* Compared with the first run: the one measured just before it. */
+      printf("%-22s %9.0f msg/s without the 4 user properties (%.2f x; %.1f us CPU/msg)%s\n",
+             "", bare->msgs_per_s, b->msgs_per_s > 0 ? bare->msgs_per_s / b->msgs_per_s : 0,
+             bare->cpu_us_per_msg, bare->ok ? "" : "  INCOMPLETE");
+   }
+   if (in->messages) {
+      printf("%-22s %9.0f msg/s with the publisher inside the benchmark process (secondary:\n"
+             "%-22s it shares paho's global locks with the subscriber)%s\n", "", in->msgs_per_s,
+             "", in->ok ? "" : "  INCOMPLETE");
+   }
+   printf("\n");
+}
+
+static void
 print_group(const bench_results_t *r)
 {
    const bench_failover_t *f = &r->failover;
@@ -179,25 +219,44 @@ print_group(const bench_results_t *r)
    if (!r->n_group) {
       return;
    }
-   printf("\nRelay group drain (events written live to a settled group)\n");
-   printf("  %7s %9s %10s %14s  %s\n", "members", "events", "ev/s", "CPU us/event", "CPU s per member");
+   printf("\nRelay group drain (events written live to a settled group, 1 per commit)\n");
+   printf("  %7s %9s %9s %11s %9s %11s %9s %10s\n", "members", "events", "ev/s",
+          "sum of sep.", "ratio", "together", "ratio", "CPU us/ev");
    for (int i = 0; i < r->n_group; i++) {
       const bench_group_drain_t *g = &r->group[i];
-      printf("  %7d %9zu %10.0f %14.1f  ", g->members, g->events, g->msgs_per_s,
-             g->cpu_us_per_event);
+      double sum = g->members * g->ceiling_one;
+      printf("  %7d %9zu %9.0f %11.0f %9.2f %11.0f %9.2f %10.1f%s\n", g->members, g->events,
+             g->msgs_per_s, sum, sum > 0 ? g->msgs_per_s / sum : 0, g->ceiling_together,
+             g->ceiling_together > 0 ? g->msgs_per_s / g->ceiling_together : 0,
+             g->cpu_us_per_event, g->ok ? "" : "  INCOMPLETE");
+   }
+   printf("  sum of sep.: k x one publisher process alone (each member's own ceiling), "
+          "measured\n  before each drain; together: k publisher processes side by side "
+          "on this machine.\n");
+   printf("  per member (CPU s / events of its partitions / CPU us per event):\n");
+   for (int i = 0; i < r->n_group; i++) {
+      const bench_group_drain_t *g = &r->group[i];
+      printf("  %7d ", g->members);
       for (int m = 0; m < g->members; m++) {
-         printf("%s%.2f", m ? " " : "", g->cpu_s[m]);
+         printf("  %.2f / %zu / %.1f", g->cpu_s[m], g->member_events[m],
+                g->member_us_per_event[m]);
       }
-      printf("%s\n", g->ok ? "" : "  INCOMPLETE");
+      printf("%s\n", g->leases_moved ? "  (a lease moved during the drain: split approximate)"
+                                      : "");
    }
    if (r->group[0].ok && r->group[0].cpu_us_per_event > 0) {
       /* One member per core, each at its own CPU cost: a projection, not a measurement. */
+      const bench_group_drain_t *one = &r->group[0];
+      double by_cpu = 1e6 / one->cpu_us_per_event;
+      double per_member = one->ceiling_one > 0 && one->ceiling_one < by_cpu ? one->ceiling_one
+                                                                           : by_cpu;
       printf("  this machine's cores are shared by every member, MongoDB and the broker: more "
              "members cannot drain faster here.\n"
-             "  projection (not measured): with a core per member and MongoDB and the broker "
+             "  PROJECTION (not measured): with a core per member and MongoDB and the broker "
              "not saturated,\n  k members drain about k x %.0f ev/s (one member's rate here; "
-             "its CPU alone would allow %.0f ev/s)\n",
-             r->group[0].msgs_per_s, 1e6 / r->group[0].cpu_us_per_event);
+             "its CPU alone would allow %.0f ev/s,\n  one paho connection's ceiling here is "
+             "%.0f msg/s; a member is bounded by the lower, %.0f ev/s)\n",
+             one->msgs_per_s, by_cpu, one->ceiling_one, per_member);
    }
 }
 
@@ -207,35 +266,18 @@ bench_report_print(const bench_opts_t *o, const bench_results_t *r)
    printf("\noutbox-bench %s run on %s\n", mode_names[o->mode], r->machine);
    printf("MongoDB %s, MQTT %s\n", r->mongodb, r->mqtt);
    printf("Figures vary between machines and runs; compare the ratios within one run.\n\n");
-   const bench_baseline_t *b = &r->baseline;
-   if (b->messages) {
-      printf("%-22s %8zu msgs, window %d, data %zu B (%.0f B messages)\n", "Baseline (paho QoS 1)",
-             b->messages, b->window, b->payload, b->avg_msg_bytes);
-      if (b->broker_receive_max && b->broker_receive_max <= b->window) {
-         printf("%-22s the broker's Receive Maximum (%d) limits the window\n", "",
-                b->broker_receive_max);
-      }
-      printf("%-22s %9.0f msg/s received (first run: %.0f received, %.0f acknowledged)%s\n",
-             "", baseline_mean(r), b->msgs_per_s, b->acked_per_s, b->ok ? "" : "  INCOMPLETE");
-      if (r->n_baseline_runs > 1) {
-         printf("%-22s runs:", "");
-         for (int i = 0; i < r->n_baseline_runs; i++) {
-            printf(" %.0f", r->baseline_runs[i]);
-         }
-         printf(" msg/s (each drain is compared with the runs before and after it)\n");
-      }
-      if (r->baseline_bare.messages) {
-         /* Compared with the first run: the one measured just before it. */
-         printf("%-22s %9.0f msg/s received without the 4 user properties (%.2f x)\n", "",
-                r->baseline_bare.msgs_per_s,
-                b->msgs_per_s > 0 ? r->baseline_bare.msgs_per_s / b->msgs_per_s : 0);
-      }
-      printf("\n");
-   }
-   if (r->drain_few.events || r->drain_many.events) {
-      printf("Drain of a pending backlog (target >= 0.80 x baseline)\n");
+   print_baselines(r);
+   if (r->drain_few.events || r->drain_many.events || r->drain_stream.events ||
+       r->drain_bare.events) {
+      printf("Drain of a pending backlog (target >= 1.0 x ceiling)\n");
       print_drain("  few entities", &r->drain_few);
       print_drain("  many entities", &r->drain_many);
+      print_drain("  stream, 1/commit", &r->drain_stream);
+      if (r->drain_bare.events) {
+         printf("Drain with --user-properties none, against the ceiling without them "
+                "(target >= 0.9 x)\n");
+      }
+      print_drain("  few entities", &r->drain_bare);
    }
    print_steady(r);
    print_lib(r);
@@ -283,6 +325,9 @@ json_drain(FILE *f, const char *prefix, const bench_drain_t *d)
    jnum(f, K("seconds"), d->seconds, m);
    jnum(f, K("duplicates"), (double) d->duplicates, m);
    jnum(f, K("relay_cpu_s_per_100k"), per_100k(d->relay.cpu_s, d->events), m);
+   jnum(f, K("relay_cpu_us_per_event"), d->events ? d->relay.cpu_s * 1e6 / (double) d->events : 0,
+        m);
+   jnum(f, K("relay_sys_share"), d->relay.cpu_s > 0 ? d->relay.sys_s / d->relay.cpu_s : 0, m);
    jnum(f, K("relay_peak_rss_mib"), d->relay.hwm_mib, m);
    jnum(f, K("mongod_cpu_s_per_100k"), per_100k(d->mongod.cpu_s, d->events),
         m && d->mongod.pid > 0);
@@ -321,8 +366,15 @@ json_lists(FILE *f, const bench_results_t *r)
    for (int i = 0; i < r->n_group; i++) {
       const bench_group_drain_t *g = &r->group[i];
       fprintf(f, "%s\n    {\"members\": %d, \"events\": %zu, \"msgs_per_s\": %.1f, "
-                 "\"cpu_us_per_event\": %.2f, \"ok\": %s}",
+                 "\"cpu_us_per_event\": %.2f, \"ceiling_one_msgs_per_s\": %.1f, "
+                 "\"sum_of_ceilings_msgs_per_s\": %.1f, \"ceiling_together_msgs_per_s\": %.1f, "
+                 "\"member_cpu_us_per_event\": [",
               i ? "," : "", g->members, g->events, g->msgs_per_s, g->cpu_us_per_event,
+              g->ceiling_one, g->members * g->ceiling_one, g->ceiling_together);
+      for (int m = 0; m < g->members; m++) {
+         fprintf(f, "%s%.2f", m ? ", " : "", g->member_us_per_event[m]);
+      }
+      fprintf(f, "], \"leases_moved\": %s, \"ok\": %s}", g->leases_moved ? "true" : "false",
               g->ok ? "true" : "false");
    }
    fprintf(f, "],\n");
@@ -343,10 +395,17 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
    jnum(f, "window", o->window, true);
    jnum(f, "baseline_msgs_per_s", baseline_mean(r), r->n_baseline_runs > 0);
    jnum(f, "baseline_acked_per_s", r->baseline.acked_per_s, r->baseline.messages > 0);
+   jnum(f, "baseline_cpu_us_per_msg", r->baseline.cpu_us_per_msg, r->baseline.messages > 0);
    jnum(f, "baseline_bare_msgs_per_s", r->baseline_bare.msgs_per_s,
         r->baseline_bare.messages > 0);
+   jnum(f, "baseline_bare_cpu_us_per_msg", r->baseline_bare.cpu_us_per_msg,
+        r->baseline_bare.messages > 0);
+   jnum(f, "baseline_inprocess_msgs_per_s", r->baseline_inproc.msgs_per_s,
+        r->baseline_inproc.messages > 0);
    json_drain(f, "drain_", &r->drain_few);
    json_drain(f, "drain_many_", &r->drain_many);
+   json_drain(f, "drain_stream_", &r->drain_stream);
+   json_drain(f, "drain_bare_", &r->drain_bare);
    jnum(f, "max_sustainable_per_s", r->max_sustainable_per_s, r->saturation.events > 0);
    static const char *const pct[] = {"25pct", "50pct", "90pct"};
    for (int i = 0; i < 3; i++) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "publisher.h"
 
 struct bench_sub {
    MQTTAsync client;
@@ -177,6 +178,7 @@ bench_sub_new(const char *uri)
       bench_sub_destroy(s);
       return NULL;
    }
+   bench_paho_quiet();
    MQTTAsync_setCallbacks(s->client, s, NULL, on_message, NULL);
    MQTTAsync_connectOptions cn = MQTTAsync_connectOptions_initializer5;
    cn.cleanstart = 1;

@@ -89,10 +89,10 @@ check_required_images(const md_changestream_t *cs, const md_oplog_entry_t *e,
 {
    bool modifies = e->op == MD_OP_UPDATE || e->op == MD_OP_REPLACE || e->op == MD_OP_DELETE;
    const char *which = NULL, *events = NULL;
-   if (cs->before_change == FD_REQUIRED && modifies && !e->pre_image) {
+   if (cs->before_change == FD_REQUIRED && modifies && !e->pre_image.len) {
       which = "pre";
       events = "update, delete and replace";
-   } else if (cs->full_document == FD_REQUIRED && e->op == MD_OP_UPDATE && !e->full_doc) {
+   } else if (cs->full_document == FD_REQUIRED && e->op == MD_OP_UPDATE && !e->full_doc.len) {
       which = "post";
       events = "update";
    }
@@ -111,8 +111,11 @@ static bool
 append_full_document(const md_changestream_t *cs, const md_oplog_entry_t *e, md_store_t *store,
                      bson_t *ev, bson_error_t *error)
 {
+   bson_t doc;
    if (e->op == MD_OP_INSERT || e->op == MD_OP_REPLACE) {
-      BSON_APPEND_DOCUMENT(ev, "fullDocument", e->full_doc);
+      if (md_oplog_doc(e->full_doc, &doc)) {
+         BSON_APPEND_DOCUMENT(ev, "fullDocument", &doc);
+      }
       return true;
    }
    if (e->op != MD_OP_UPDATE || cs->full_document == FD_DEFAULT) {
@@ -122,7 +125,7 @@ append_full_document(const md_changestream_t *cs, const md_oplog_entry_t *e, md_
       md_coll_t *coll = md_store_coll(store, e->db, e->coll, false, NULL);
       bson_iter_t it;
       md_doc_t *d = NULL;
-      if (coll && bson_iter_init_find(&it, e->doc_key, "_id")) {
+      if (coll && md_oplog_doc(e->doc_key, &doc) && bson_iter_init_find(&it, &doc, "_id")) {
          d = md_coll_find_id(coll, bson_iter_value(&it));
       }
       if (d) {
@@ -130,8 +133,8 @@ append_full_document(const md_changestream_t *cs, const md_oplog_entry_t *e, md_
       } else {
          BSON_APPEND_NULL(ev, "fullDocument");
       }
-   } else if (e->full_doc) {
-      BSON_APPEND_DOCUMENT(ev, "fullDocument", e->full_doc);
+   } else if (md_oplog_doc(e->full_doc, &doc)) {
+      BSON_APPEND_DOCUMENT(ev, "fullDocument", &doc);
    } else {
       BSON_APPEND_NULL(ev, "fullDocument");
    }
@@ -146,8 +149,9 @@ append_before_change(const md_changestream_t *cs, const md_oplog_entry_t *e, bso
        (e->op != MD_OP_UPDATE && e->op != MD_OP_REPLACE && e->op != MD_OP_DELETE)) {
       return true;
    }
-   if (e->pre_image) {
-      BSON_APPEND_DOCUMENT(ev, "fullDocumentBeforeChange", e->pre_image);
+   bson_t doc;
+   if (md_oplog_doc(e->pre_image, &doc)) {
+      BSON_APPEND_DOCUMENT(ev, "fullDocumentBeforeChange", &doc);
    } else {
       BSON_APPEND_NULL(ev, "fullDocumentBeforeChange");
    }
@@ -179,11 +183,12 @@ md_cs_make_event(const md_changestream_t *cs, const md_oplog_entry_t *e, md_stor
    if (e->op == MD_OP_RENAME) {
       append_ns(ev, "to", e->to_db, e->to_coll);
    }
-   if (e->doc_key) {
-      BSON_APPEND_DOCUMENT(ev, "documentKey", e->doc_key);
+   bson_t doc;
+   if (md_oplog_doc(e->doc_key, &doc)) {
+      BSON_APPEND_DOCUMENT(ev, "documentKey", &doc);
    }
-   if (e->update_desc) {
-      BSON_APPEND_DOCUMENT(ev, "updateDescription", e->update_desc);
+   if (md_oplog_doc(e->update_desc, &doc)) {
+      BSON_APPEND_DOCUMENT(ev, "updateDescription", &doc);
    }
    if (!append_before_change(cs, e, ev, error)) {
       bson_destroy(ev);
@@ -207,13 +212,13 @@ bool
 md_cs_transform(const md_changestream_t *cs, bson_t *ev, bson_t **out, bson_error_t *error)
 {
    *out = ev;
-   if (!cs->pipeline) {
+   if (!cs->stages) {
       return true;
    }
    bson_t **res = NULL;
    size_t n = 0;
    bson_t *in[1] = {ev};
-   bool ok = tm_pipeline_run(cs->pipeline, in, 1, &res, &n, error);
+   bool ok = tm_pipeline_exec(cs->stages, in, 1, &res, &n, error);
    *out = NULL;
    if (ok && n == 1) {
       bson_iter_t a, b;

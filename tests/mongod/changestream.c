@@ -35,6 +35,7 @@ md_changestream_destroy(md_changestream_t *cs)
    free(cs->db);
    free(cs->coll);
    bson_destroy(cs->pipeline);
+   tm_pipeline_destroy(cs->stages);
    free(cs);
 }
 
@@ -218,6 +219,11 @@ md_changestream_open(md_oplog_t *log, const char *db, const char *coll, bool clu
    }
    if (rest && !bson_empty(rest)) {
       cs->pipeline = bson_copy(rest);
+      cs->stages = tm_pipeline_new(rest, error);
+      if (!cs->stages) {
+         md_changestream_destroy(cs);
+         return NULL;
+      }
    }
    md_oplog_entry_t *e = md_oplog_at(log, cs->next_seq);
    if (e) {

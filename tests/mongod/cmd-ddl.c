@@ -21,13 +21,8 @@ static void
 log_ddl(md_server_t *srv, md_op_t op, const char *db, const char *coll, const char *to_db,
         const char *to_coll)
 {
-   md_oplog_entry_t *e = calloc(1, sizeof *e);
-   e->op = op;
-   e->db = strdup(db);
-   e->coll = coll ? strdup(coll) : NULL;
-   e->to_db = to_db ? strdup(to_db) : NULL;
-   e->to_coll = to_coll ? strdup(to_coll) : NULL;
-   md_oplog_append(&srv->oplog, e);
+   md_oplog_parts_t parts = {.op = op, .db = db, .coll = coll, .to_db = to_db, .to_coll = to_coll};
+   md_oplog_append(&srv->oplog, md_oplog_entry_new(&parts));
 }
 
 static const char *const create_options[] = {

@@ -6,6 +6,7 @@
  * (exit 0, all memory freed: sanitizer builds report leaks at exit).
  */
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,7 +28,7 @@ usage(FILE *out)
          "  --bind ADDR       address to listen on and advertise (default 127.0.0.1)\n"
          "  --oplog-size N    change-stream history bound in entries (default 1000000);\n"
          "                    resuming from older tokens fails with 286\n"
-         "  --oplog-mb N      also bound the history to about N MiB of documents\n"
+         "  --oplog-mb N      also bound the memory the history takes to about N MiB\n"
          "                    (default 1024; 0: no byte bound)\n"
          "  --max-connections N  refuse connections beyond N (default 2000)\n"
          "  --ttl-interval N  seconds between TTL index passes (default 60; 0: never)\n"
@@ -216,6 +217,10 @@ main(int argc, char **argv)
       return rc < 0 ? 0 : rc;
    }
    srand((unsigned) time(NULL));
+   /* Commands run under one server lock, so per-thread malloc arenas buy no concurrency; with
+    * one per connection thread, history and documents freed by one thread and allocated by
+    * another fragmented the heap (215 MB more resident in a 1M-event benchmark). */
+   mallopt(M_ARENA_MAX, 2);
    /* One descriptor per connection: allow as many as the hard limit permits. */
    struct rlimit rl;
    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

@@ -25,20 +25,76 @@ md_oplog_init(md_oplog_t *log, size_t capacity, size_t max_bytes)
    pthread_condattr_destroy(&attr);
 }
 
+static size_t
+str_size(const char *s)
+{
+   return s ? strlen(s) + 1 : 0;
+}
+
+static size_t
+doc_size(const bson_t *b)
+{
+   return b ? b->len : 0;
+}
+
+static const char *
+put_str(uint8_t **at, const char *s)
+{
+   size_t n = str_size(s);
+   if (!n) {
+      return NULL;
+   }
+   memcpy(*at, s, n);
+   *at += n;
+   return (const char *) (*at - n);
+}
+
+static md_oplog_doc_t
+put_doc(uint8_t **at, const bson_t *b)
+{
+   md_oplog_doc_t d = {NULL, 0};
+   if (b) {
+      memcpy(*at, bson_get_data(b), b->len);
+      d.data = *at;
+      d.len = b->len;
+      *at += b->len;
+   }
+   return d;
+}
+
+md_oplog_entry_t *
+md_oplog_entry_new(const md_oplog_parts_t *p)
+{
+   size_t size = sizeof(md_oplog_entry_t) + str_size(p->db) + str_size(p->coll) +
+                 str_size(p->to_db) + str_size(p->to_coll) + doc_size(p->doc_key) +
+                 doc_size(p->full_doc) + doc_size(p->pre_image) + doc_size(p->update_desc);
+   md_oplog_entry_t *e = calloc(1, size);
+   uint8_t *at = e->data;
+   e->op = p->op;
+   e->db = put_str(&at, p->db);
+   e->coll = put_str(&at, p->coll);
+   e->to_db = put_str(&at, p->to_db);
+   e->to_coll = put_str(&at, p->to_coll);
+   e->doc_key = put_doc(&at, p->doc_key);
+   e->full_doc = put_doc(&at, p->full_doc);
+   e->pre_image = put_doc(&at, p->pre_image);
+   e->update_desc = put_doc(&at, p->update_desc);
+   e->bytes = size;
+   return e;
+}
+
+const bson_t *
+md_oplog_doc(md_oplog_doc_t d, bson_t *out)
+{
+   return d.len && bson_init_static(out, d.data, d.len) ? out : NULL;
+}
+
 void
 md_oplog_entry_free(md_oplog_entry_t *e)
 {
    if (!e) {
       return;
    }
-   free(e->db);
-   free(e->coll);
-   free(e->to_db);
-   free(e->to_coll);
-   bson_destroy(e->doc_key);
-   bson_destroy(e->full_doc);
-   bson_destroy(e->pre_image);
-   bson_destroy(e->update_desc);
    bson_destroy(e->lsid);
    free(e);
 }
@@ -82,9 +138,9 @@ tick(md_oplog_t *log, int64_t *wall_ms)
 static void
 store_entry(md_oplog_t *log, md_oplog_entry_t *e)
 {
-   e->bytes = sizeof *e + (e->doc_key ? e->doc_key->len : 0) +
-              (e->full_doc ? e->full_doc->len : 0) + (e->pre_image ? e->pre_image->len : 0) +
-              (e->update_desc ? e->update_desc->len : 0) + (e->lsid ? e->lsid->len : 0);
+   if (e->lsid) {
+      e->bytes += sizeof(bson_t) + e->lsid->len; /* a transaction's session, held apart */
+   }
    log->bytes += e->bytes;
    while (log->next_seq > log->first_seq &&
           (log->next_seq - log->first_seq == log->capacity ||

@@ -225,57 +225,56 @@ append(md_server_t *srv, const md_coll_t *coll, md_oplog_entry_t *e)
    }
 }
 
-static md_oplog_entry_t *
-entry_for(const md_coll_t *coll, md_op_t op, const bson_t *doc)
+/* Logs one document change: its key ({_id: ...}) taken from @doc, the rest from @parts. */
+static void
+log_doc(md_server_t *srv, const md_coll_t *coll, md_oplog_parts_t *parts, const bson_t *doc)
 {
-   md_oplog_entry_t *e = calloc(1, sizeof *e);
+   bson_t key = BSON_INITIALIZER;
    bson_iter_t it;
-   e->op = op;
-   e->db = strdup(coll->db->name);
-   e->coll = strdup(coll->name);
-   e->doc_key = bson_new();
    if (bson_iter_init_find(&it, doc, "_id")) {
-      bson_append_value(e->doc_key, "_id", 3, bson_iter_value(&it));
+      bson_append_value(&key, "_id", 3, bson_iter_value(&it));
    }
-   return e;
+   parts->db = coll->db->name;
+   parts->coll = coll->name;
+   parts->doc_key = &key;
+   append(srv, coll, md_oplog_entry_new(parts));
+   bson_destroy(&key);
 }
 
 void
 md_log_insert(md_server_t *srv, const md_coll_t *coll, const bson_t *doc)
 {
-   md_oplog_entry_t *e = entry_for(coll, MD_OP_INSERT, doc);
-   e->full_doc = bson_copy(doc);
-   append(srv, coll, e);
+   md_oplog_parts_t parts = {.op = MD_OP_INSERT, .full_doc = doc};
+   log_doc(srv, coll, &parts, doc);
 }
 
 void
 md_log_delete(md_server_t *srv, const md_coll_t *coll, const bson_t *doc)
 {
-   md_oplog_entry_t *e = entry_for(coll, MD_OP_DELETE, doc);
+   md_oplog_parts_t parts = {.op = MD_OP_DELETE};
    if (coll_keeps_images(coll)) {
-      e->pre_image = bson_copy(doc);
+      parts.pre_image = doc;
    }
-   append(srv, coll, e);
+   log_doc(srv, coll, &parts, doc);
 }
 
 void
 md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool replacement,
               const bson_t *pre, tm_update_desc_t *desc)
 {
-   md_oplog_entry_t *e = entry_for(coll, replacement ? MD_OP_REPLACE : MD_OP_UPDATE, doc);
+   md_oplog_parts_t parts = {.op = replacement ? MD_OP_REPLACE : MD_OP_UPDATE, .pre_image = pre};
+   bson_t update_desc = BSON_INITIALIZER;
    if (replacement) {
-      e->full_doc = bson_copy(doc);
+      parts.full_doc = doc;
    } else {
-      e->update_desc = bson_new();
-      BSON_APPEND_DOCUMENT(e->update_desc, "updatedFields", &desc->updated_fields);
-      BSON_APPEND_ARRAY(e->update_desc, "removedFields", &desc->removed_fields);
-      BSON_APPEND_ARRAY(e->update_desc, "truncatedArrays", &desc->truncated_arrays);
+      BSON_APPEND_DOCUMENT(&update_desc, "updatedFields", &desc->updated_fields);
+      BSON_APPEND_ARRAY(&update_desc, "removedFields", &desc->removed_fields);
+      BSON_APPEND_ARRAY(&update_desc, "truncatedArrays", &desc->truncated_arrays);
+      parts.update_desc = &update_desc;
       if (coll_keeps_images(coll)) {
-         e->full_doc = bson_copy(doc);
+         parts.full_doc = doc;
       }
    }
-   if (pre) {
-      e->pre_image = bson_copy(pre);
-   }
-   append(srv, coll, e);
+   log_doc(srv, coll, &parts, doc);
+   bson_destroy(&update_desc);
 }

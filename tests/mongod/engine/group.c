@@ -334,22 +334,26 @@ tm_stage_group_parse(const char *name, const bson_value_t *spec, void **state,
 }
 
 bool
-tm_stage_group_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+tm_stage_group_run_from(const void *state, const tm_docs_t *in, tm_docs_t *out,
+                        bson_error_t *error)
 {
    const group_spec_t *spec = state;
    size_t n_groups = 0;
    group_t *groups = NULL;
-   bool ok = group_docs(spec->id, spec->accs, spec->n_acc, docs, &groups, &n_groups, error);
+   tm_docs_t view = *in; /* group_docs() only reads the documents */
+   bool ok = group_docs(spec->id, spec->accs, spec->n_acc, &view, &groups, &n_groups, error);
 
    if (ok) {
-      tm_docs_clear(docs);
+      if (out == in) {
+         tm_docs_clear(out);
+      }
       for (size_t g = 0; g < n_groups; g++) {
-         bson_t *out = bson_new();
-         bson_append_value(out, "_id", 3, &groups[g].key);
+         bson_t *doc = bson_new();
+         bson_append_value(doc, "_id", 3, &groups[g].key);
          for (size_t i = 0; i < spec->n_acc; i++) {
-            finish(&spec->accs[i], &groups[g].states[i], out);
+            finish(&spec->accs[i], &groups[g].states[i], doc);
          }
-         tm_docs_push(docs, out);
+         tm_docs_push(out, doc);
       }
    }
    for (size_t g = 0; g < n_groups; g++) {
@@ -357,4 +361,10 @@ tm_stage_group_run(const void *state, tm_docs_t *docs, bson_error_t *error)
    }
    bson_free(groups);
    return ok;
+}
+
+bool
+tm_stage_group_run(const void *state, tm_docs_t *docs, bson_error_t *error)
+{
+   return tm_stage_group_run_from(state, docs, docs, error);
 }

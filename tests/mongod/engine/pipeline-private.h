@@ -54,6 +54,11 @@ tm_stage_group_parse(const char *name, const bson_value_t *spec, void **state,
                      bson_error_t *error);
 bool
 tm_stage_group_run(const void *state, tm_docs_t *docs, bson_error_t *error);
+/* Groups @in (read only: the documents may be borrowed) into new documents appended to @out;
+ * @out may be @in, whose documents are then destroyed first. */
+bool
+tm_stage_group_run_from(const void *state, const tm_docs_t *in, tm_docs_t *out,
+                        bson_error_t *error);
 void
 tm_stage_group_destroy(void *state);
 

@@ -374,6 +374,44 @@ tm_pipeline_destroy(tm_pipeline_t *pipeline)
    bson_free(pipeline);
 }
 
+/* Runs the leading $match stages, and a $group right after them, over the caller's documents
+ * in place, and fills @docs with copies of what comes out of them (or with the $group's
+ * results); *first is the next stage to run. Copying every input first made an aggregation
+ * over a large collection hold a copy of all of it at once (the relay's pending scanner over a
+ * 1M-event backlog: ~460 MB per scan), where MongoDB streams the documents. */
+static bool
+run_borrowed_prefix(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, tm_docs_t *docs,
+                    size_t *first, bson_error_t *error)
+{
+   tm_docs_t view = {bson_malloc((n_in ? n_in : 1) * sizeof(bson_t *)), 0, n_in};
+   bool ok = true;
+
+   for (size_t i = 0; i < n_in; i++) {
+      view.docs[view.n++] = in[i];
+   }
+   while (*first < pipeline->n && stage_table[pipeline->stages[*first].kind].run == match_run) {
+      size_t kept = 0;
+      for (size_t i = 0; i < view.n; i++) {
+         if (tm_matcher_match(pipeline->stages[*first].state, view.docs[i], NULL)) {
+            view.docs[kept++] = view.docs[i];
+         }
+      }
+      view.n = kept;
+      (*first)++;
+   }
+   if (*first < pipeline->n &&
+       stage_table[pipeline->stages[*first].kind].run == tm_stage_group_run) {
+      ok = tm_stage_group_run_from(pipeline->stages[*first].state, &view, docs, error);
+      (*first)++;
+   } else {
+      for (size_t i = 0; i < view.n; i++) {
+         tm_docs_push(docs, bson_copy(view.docs[i]));
+      }
+   }
+   bson_free(view.docs);
+   return ok;
+}
+
 bool
 tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t ***out,
                  size_t *n_out, bson_error_t *error)
@@ -382,16 +420,14 @@ tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t
 
    *out = NULL;
    *n_out = 0;
-   for (size_t i = 0; i < n_in; i++) {
-      tm_docs_push(&docs, bson_copy(in[i]));
-   }
-   size_t bound = 0;
+   size_t bound = 0, first = 0;
    bool ok = true;
    while (ok && bound < pipeline->n_let) {
       ok = tm_vars_bind(pipeline->let_names[bound], &pipeline->let_values[bound], error) &&
            ++bound;
    }
-   for (size_t i = 0; ok && i < pipeline->n; i++) {
+   ok = ok && run_borrowed_prefix(pipeline, in, n_in, &docs, &first, error);
+   for (size_t i = first; ok && i < pipeline->n; i++) {
       const stage_t *st = &pipeline->stages[i];
       ok = stage_table[st->kind].run(st->state, &docs, error);
    }

@@ -46,21 +46,28 @@ run_pipeline(const char *docs_json, const char *pipeline_json, const char *expec
    (void) in_arr;
 }
 
+/* The stages array of a {'p': [...]} document, as a static view into it. */
+static void
+stages_of(const bson_t *spec, bson_t *stages)
+{
+   bson_iter_t it;
+   uint32_t len;
+   const uint8_t *data;
+   cr_assert(bson_iter_init_find(&it, spec, "p"));
+   bson_iter_array(&it, &len, &data);
+   bson_init_static(stages, data, len);
+}
+
 static uint32_t
 pipeline_error(const char *pipeline_json)
 {
    bson_t *pipe = tm_json(pipeline_json), p_arr;
    bson_t *in[1] = {tm_json("{'_id': 1, 'a': 'x'}")};
-   bson_iter_t it;
-   uint32_t len;
-   const uint8_t *data;
    bson_t **out = NULL;
    size_t n_out = 0;
    bson_error_t error = {0};
 
-   cr_assert(bson_iter_init_find(&it, pipe, "p"));
-   bson_iter_array(&it, &len, &data);
-   bson_init_static(&p_arr, data, len);
+   stages_of(pipe, &p_arr);
    cr_assert_not(tm_pipeline_run(&p_arr, in, 1, &out, &n_out, &error), "%s should fail",
                  pipeline_json);
    bson_destroy(pipe);
@@ -89,6 +96,38 @@ Test(pipeline, count_documents_shape)
    run_pipeline(docs3, "{'p': [{'%match': {'x': 5}}, {'%group': {'_id': 1, 'n': {'%sum': 1}}}]}",
                 "{'r': []}");
    run_pipeline(docs3, "{'p': [{'%count': 'total'}]}", "{'r': [{'total': 3}]}");
+}
+
+/* Leading $match stages and a $group after them read the caller's documents in place
+ * (pipeline.c, run_borrowed_prefix): what comes out must not share memory with the inputs
+ * (run_pipeline frees the results first, then the inputs: ASan sees any sharing), and the
+ * inputs must be left as they were. */
+Test(pipeline, leading_match_and_group_borrow_inputs)
+{
+   run_pipeline(docs3, "{'p': [{'%match': {'g': 'a'}}, {'%match': {'x': {'%gt': 20}}}, "
+                       "{'%group': {'_id': '%g', 's': {'%sum': '%x'}, 'f': {'%first': '%_id'}}}]}",
+                "{'r': [{'_id': 'a', 's': 33, 'f': 3}]}");
+   run_pipeline(docs3, "{'p': [{'%group': {'_id': null, 'n': {'%sum': 1}}}, {'%project': {'_id': 0}}]}",
+                "{'r': [{'n': 3}]}");
+   run_pipeline(docs3, "{'p': [{'%match': {'g': 'b'}}, {'%set': {'x': 0}}]}",
+                "{'r': [{'_id': 2, 'x': 0, 'g': 'b'}]}");
+   run_pipeline(docs3, "{'p': [{'%match': {'g': 'a'}}]}",
+                "{'r': [{'_id': 1, 'x': 11, 'g': 'a'}, {'_id': 3, 'x': 33, 'g': 'a'}]}");
+
+   bson_t *spec = tm_json("{'p': [{'%match': {'g': 'a'}}, {'%set': {'x': 0}}]}"), stages;
+   bson_t *in[2] = {tm_json("{'_id': 1, 'x': 11, 'g': 'a'}"), tm_json("{'_id': 2, 'x': 22, 'g': 'a'}")};
+   bson_t **out = NULL;
+   size_t n = 0;
+   bson_error_t error = {0};
+   stages_of(spec, &stages);
+   cr_assert(tm_pipeline_run(&stages, in, 2, &out, &n, &error), "%s", error.message);
+   cr_assert_eq(n, 2u);
+   tm_assert_doc(in[0], "{'_id': 1, 'x': 11, 'g': 'a'}", "first input after the run");
+   tm_assert_doc(in[1], "{'_id': 2, 'x': 22, 'g': 'a'}", "second input after the run");
+   tm_docs_free(out, n);
+   bson_destroy(in[0]);
+   bson_destroy(in[1]);
+   bson_destroy(spec);
 }
 
 Test(pipeline, group_accumulators)

@@ -64,6 +64,36 @@ Test(clear_job, statements_survive_growth)
    relay_clear_job_free(job);
 }
 
+/* The writer's way (no copy of the ids): statements begun empty and filled id by id hold the
+ * same arrays, also across growth of the statement array. */
+Test(clear_job, begin_and_add_ids)
+{
+   relay_clear_job_t *job = relay_clear_job_new();
+   const size_t n_stmts = 300, n_ids = 5;
+   char entity[1];
+
+   for (size_t i = 0; i < n_stmts; i++) {
+      bson_value_t id = {.value_type = BSON_TYPE_INT64, .value.v_int64 = (int64_t)i};
+      bson_t *want = ids_array(n_ids, (int)i);
+      bson_iter_t it;
+      relay_clear_stmt_t *s = relay_clear_job_begin(job, 1, &id, entity);
+      cr_assert(bson_iter_init(&it, want));
+      while (bson_iter_next(&it)) {
+         relay_clear_job_add_id(job, s, bson_iter_utf8(&it, NULL));
+      }
+      bson_destroy(want);
+   }
+   cr_assert_eq(job->n_events, n_stmts * n_ids);
+   for (size_t i = 0; i < n_stmts; i++) {
+      bson_t *want = ids_array(n_ids, (int)i);
+      cr_assert_eq(job->stmts[i].coll, 1);
+      cr_assert_eq(job->stmts[i].n_ids, n_ids);
+      cr_assert_eq(bson_compare(job->stmts[i].ids, want), 0, "statement %zu", i);
+      bson_destroy(want);
+   }
+   relay_clear_job_free(job);
+}
+
 Test(clear_job, free_is_null_safe_and_empty_job_is_fine)
 {
    relay_clear_job_t *job = relay_clear_job_new();

@@ -378,6 +378,46 @@ def test_protocol_variants():
         sub.close()
 
 
+def test_user_properties():
+    """--user-properties: none leaves structured messages without user properties (the content
+    type stays), a list sends exactly the listed ones, and binary mode keeps the CloudEvents
+    attributes and seq whatever the setting."""
+    dbname, cname, rname = names("userprops")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    ce_attrs = {"specversion", "id", "source", "type", "subject", "time", "seq"}
+    runs = [(["--user-properties", "none"], set()),
+            (["--user-properties", "seq,event-id"], {"event-id", "seq"}),
+            (["--user-properties", "none", "--payload-mode", "binary"], ce_attrs),
+            (["--user-properties", "entity-id", "--payload-mode", "binary"],
+             ce_attrs | {"entity-id"})]
+    relay = None
+    try:
+        for i, (args, want) in enumerate(runs):
+            first = sub.count()
+            relay = Relay(RELAY_BIN, dbname, [cname], "%s-%d" % (rname, i), args)
+            check(relay.wait_log("change stream open"), "relay did not open its stream")
+            ents.create("u%d" % i, 3)
+            check(wait_until(lambda: sub.count() >= first + 3, 30), "%s: no messages" % args)
+            check(wait_cleared(coll), "%s: events not cleared" % args)
+            check(relay.stop() == 0, "relay did not exit 0")
+            for _, payload, props in sub.snapshot()[first:]:
+                got = set(k for k in props if not k.startswith("$"))
+                check(got == want, "%s: user properties %s, expected %s" % (args, got, want))
+                binary = "binary" in args
+                check(props["$content-type"] == ("application/json" if binary else
+                                                 "application/cloudevents+json"),
+                      "%s: content type %s" % (args, props))
+                if not binary:
+                    ce = json.loads(payload.decode("utf-8"))
+                    check(ce["subject"] == "u%d" % i and ce["seq"] >= 1, "payload %s" % ce)
+    finally:
+        if relay:
+            relay.stop()
+        sub.close()
+
+
 def test_small_buffer_backpressure():
     """With a tiny buffer and window the relay stops reading the stream while it is full,
     and still delivers everything, in order (backpressure, not a stall or a loss)."""
@@ -735,7 +775,7 @@ def test_schema_enforced():
 TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
          test_kill9_republishes_only_the_tail, test_sweep_without_state,
          test_history_lost_286, test_hostile_ids_and_poison,
-         test_mongodb_disconnect_failpoint, test_protocol_variants,
+         test_mongodb_disconnect_failpoint, test_protocol_variants, test_user_properties,
          test_small_buffer_backpressure, test_byte_bound_backpressure,
          test_two_relays_same_name,
          test_failed_clears_are_retried, test_unencodable_events_are_dead_letters,

@@ -239,6 +239,23 @@ check_topic(const char *tmpl, const relay_template_vars_t *vars)
    }
    /* Every '/' comes from the template: no value adds a level. */
    CHECK(count_char(topic, '/') == count_char(tmpl, '/'));
+   /* The relay's path: values encoded once beforehand, then concatenated. */
+   char *enc[4];
+   const relay_str_t *in[4] = {&vars->db, &vars->collection, &vars->id, &vars->type};
+   for (int i = 0; i < 4; i++) {
+      bson_string_t *s = bson_string_new(NULL);
+      relay_percent_encode(s, in[i]->str, in[i]->len);
+      enc[i] = bson_string_free(s, false);
+   }
+   relay_template_vars_t encoded = {{enc[0], strlen(enc[0])}, {enc[1], strlen(enc[1])},
+                                    {enc[2], strlen(enc[2])}, {enc[3], strlen(enc[3])}};
+   size_t fast_len;
+   char *fast = relay_template_render_encoded(tmpl, &encoded, &fast_len);
+   CHECK(fast_len == len && !memcmp(fast, topic, len));
+   bson_free(fast);
+   for (int i = 0; i < 4; i++) {
+      bson_free(enc[i]);
+   }
    bson_free(topic);
 }
 

@@ -47,6 +47,7 @@ Test(config, defaults)
    cr_assert_str_eq(cfg.name, "outbox-relay");
    cr_assert_str_eq(cfg.client_id, "outbox-relay");
    cr_assert_eq(cfg.payload_mode, RELAY_PAYLOAD_STRUCTURED);
+   cr_assert_eq(cfg.user_properties, RELAY_PROP_ALL);
    cr_assert_str_eq(cfg.state_collection, "outbox_relay_state");
    cr_assert_str_eq(cfg.version_field, "version");
    cr_assert_str_eq(cfg.event_seq_field, "eventSeq");
@@ -138,6 +139,45 @@ Test(config, env_over_file_flags_over_env)
    cr_assert_eq(cfg.log_level, RELAY_LOG_TRACE); /* file > default */
    cr_assert_str_eq(cfg.client_id, "file-id");
    cr_assert_str_eq(cfg.config_file, path);
+   unlink(path);
+   bson_free(path);
+}
+
+/* --user-properties from a flag, the environment and the file, and how --check-config
+ * shows it (always in the same order, whatever order it was given in). */
+Test(config, user_properties)
+{
+   static const struct {
+      const char *value;
+      unsigned bits;
+      const char *shown;
+   } cases[] = {
+      {"all", RELAY_PROP_ALL, "all"},
+      {"none", 0, "none"},
+      {"seq,event-id", RELAY_PROP_SEQ | RELAY_PROP_EVENT_ID, "event-id,seq"},
+      {"entity-id", RELAY_PROP_ENTITY_ID, "entity-id"},
+      {"event-type,seq,entity-id,event-id", RELAY_PROP_ALL, "all"},
+   };
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      const char *args[] = {TEST_REQUIRED, "--user-properties", cases[i].value, NULL};
+      cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
+      cr_assert_eq(cfg.user_properties, cases[i].bits, "%s", cases[i].value);
+      bson_string_t *dump = bson_string_new(NULL);
+      relay_config_dump(&cfg, dump);
+      char *want = bson_strdup_printf("%-23s = %s\n", "user-properties", cases[i].shown);
+      cr_assert(strstr(dump->str, want), "%s: %s", cases[i].value, dump->str);
+      bson_free(want);
+      bson_string_free(dump, true);
+   }
+   setenv("OUTBOX_USER_PROPERTIES", "none", 1);
+   const char *env_args[] = {TEST_REQUIRED, NULL};
+   cr_assert_eq(test_load(&cfg, &error, env_args), RELAY_CONFIG_RUN, "%s", error.message);
+   cr_assert_eq(cfg.user_properties, 0);
+   unsetenv("OUTBOX_USER_PROPERTIES");
+   char *path = test_write_temp("{\"user-properties\": \"event-type\"}");
+   const char *file_args[] = {TEST_REQUIRED, "--config", path, NULL};
+   cr_assert_eq(test_load(&cfg, &error, file_args), RELAY_CONFIG_RUN, "%s", error.message);
+   cr_assert_eq(cfg.user_properties, RELAY_PROP_EVENT_TYPE);
    unlink(path);
    bson_free(path);
 }
@@ -285,6 +325,15 @@ static const bad_case_t config_bad_values_cases[] = {
     "--log-format: expected text or json, got 'xml'"},
    {{"--payload-mode", "raw"}, RELAY_CONFIG_USAGE_ERROR,
     "--payload-mode: expected structured or binary, got 'raw'"},
+   {{"--user-properties", "some"}, RELAY_CONFIG_USAGE_ERROR,
+    "--user-properties: expected all, none or a comma-separated list of event-id, event-type, "
+    "entity-id, seq; got 'some'"},
+   {{"--user-properties", "seq,,event-id"}, RELAY_CONFIG_USAGE_ERROR,
+    "--user-properties: expected all, none or a comma-separated list of event-id, event-type, "
+    "entity-id, seq; got ''"},
+   {{"--user-properties", "seq,all"}, RELAY_CONFIG_USAGE_ERROR,
+    "--user-properties: expected all, none or a comma-separated list of event-id, event-type, "
+    "entity-id, seq; got 'all'"},
    {{"--mqtt-tls-insecure=maybe"}, RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-tls-insecure: expected true or false, got 'maybe'"},
    {{"--topic", "a/+/{id}"}, RELAY_CONFIG_USAGE_ERROR,
