@@ -14,6 +14,7 @@
 
 #include "store/store.h"
 #include "util/log.h"
+#include "util/util.h"
 
 int64_t
 relay_boot_ns(void)
@@ -414,11 +415,7 @@ relay_lease_destroy(relay_lease_t *l)
       return;
    }
    if (l->started) {
-      pthread_mutex_lock(&l->lock);
-      l->stop = true;
-      pthread_cond_broadcast(&l->cond);
-      pthread_mutex_unlock(&l->lock);
-      pthread_join(l->thread, NULL);
+      relay_thread_stop(&l->lock, &l->cond, &l->stop, l->thread);
    }
    while (l->head) {
       relay_lease_event_t *ev = l->head;

@@ -12,6 +12,7 @@
 
 #include "util/log.h"
 #include "store/store.h"
+#include "util/util.h"
 
 struct relay_clearer_t {
    const relay_config_t *cfg;
@@ -265,11 +266,7 @@ relay_clearer_destroy(relay_clearer_t *c)
       return;
    }
    if (c->started) {
-      pthread_mutex_lock(&c->lock);
-      c->stop = true;
-      pthread_cond_signal(&c->cond);
-      pthread_mutex_unlock(&c->lock);
-      pthread_join(c->thread, NULL);
+      relay_thread_stop(&c->lock, &c->cond, &c->stop, c->thread);
    }
    relay_clear_job_free(c->todo);
    relay_clear_job_free(c->done);

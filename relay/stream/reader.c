@@ -531,11 +531,7 @@ relay_reader_destroy(relay_reader_t *rd)
       return;
    }
    if (rd->started) {
-      pthread_mutex_lock(&rd->lock);
-      rd->stop = true;
-      pthread_cond_broadcast(&rd->cond);
-      pthread_mutex_unlock(&rd->lock);
-      pthread_join(rd->thread, NULL);
+      relay_thread_stop(&rd->lock, &rd->cond, &rd->stop, rd->thread);
    }
    while (rd->head) {
       relay_change_t *c = rd->head;

@@ -34,3 +34,13 @@ relay_backoff_next(const relay_config_t *cfg, int *backoff_ms)
    }
    return *backoff_ms;
 }
+
+void
+relay_thread_stop(pthread_mutex_t *lock, pthread_cond_t *cond, bool *stop, pthread_t thread)
+{
+   pthread_mutex_lock(lock);
+   *stop = true;
+   pthread_cond_broadcast(cond);
+   pthread_mutex_unlock(lock);
+   pthread_join(thread, NULL);
+}
