@@ -6,10 +6,10 @@
  */
 #include <string.h>
 #include <sysexits.h>
-#include <time.h>
 
 #include "admin/admin.h"
 #include "mqtt/render.h"
+#include "util/util.h"
 
 outbox_collection_t *
 admin_collection(admin_t *a, const char *name)
@@ -54,14 +54,6 @@ admin_fail(const char *what, const bson_error_t *error)
    return rc;
 }
 
-static int64_t
-local_now_ms(void)
-{
-   struct timespec ts;
-   clock_gettime(CLOCK_REALTIME, &ts);
-   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 bool
 admin_server_now(admin_t *a, int64_t *now_ms, bson_error_t *error)
 {
@@ -74,7 +66,7 @@ admin_server_now(admin_t *a, int64_t *now_ms, bson_error_t *error)
    *now_ms = ok && bson_iter_init_find(&it, &reply, "localTime") &&
                    BSON_ITER_HOLDS_DATE_TIME(&it)
                 ? bson_iter_date_time(&it)
-                : local_now_ms();
+                : relay_wall_ms();
    bson_destroy(&reply);
    bson_destroy(cmd);
    mongoc_client_pool_push(a->pool, client);
