@@ -21,6 +21,8 @@ tm_error_add_context(bson_error_t *error, const char *context);
  * sort by bracket. All numeric types share one bracket; missing counts as null. */
 int
 tm_type_bracket(bson_type_t type);
+/* The bracket of strings and symbols. */
+#define TM_BRACKET_STRING 15
 bool
 tm_value_is_number(const bson_value_t *v);
 /* Numeric value as a double (decimal128 through its string form). 0 for non-numbers. */
