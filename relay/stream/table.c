@@ -447,18 +447,25 @@ relay_table_set_state(relay_entity_t *e, relay_item_t *it, relay_item_state_t st
    e->n_state[state]++;
 }
 
+/* The first queued item from @from on (the whole list when NULL). */
 static relay_item_t *
-first_queued(const relay_entity_t *e)
+first_queued_from(const relay_entity_t *e, relay_item_t *from)
 {
    if (e->n_state[RELAY_ITEM_QUEUED] == 0) {
       return NULL;
    }
-   for (relay_item_t *it = e->head; it; it = it->next) {
+   for (relay_item_t *it = from ? from : e->head; it; it = it->next) {
       if (it->state == RELAY_ITEM_QUEUED) {
          return it;
       }
    }
-   return NULL;
+   return from ? first_queued_from(e, NULL) : NULL;
+}
+
+static relay_item_t *
+first_queued(const relay_entity_t *e)
+{
+   return first_queued_from(e, NULL);
 }
 
 relay_entity_t *
@@ -513,7 +520,9 @@ relay_table_acked(relay_table_t *t, relay_entity_t *e)
    relay_table_set_state(e, it, RELAY_ITEM_ACKED);
    e->ready_at_ms = 0;
    relay_table_mark_dirty(t, e);
-   if (first_queued(e)) {
+   /* Queued items only ever follow the one in flight (new ones are appended; only the one
+    * in flight goes back to queued): no need to walk the acknowledged ones before it. */
+   if (first_queued_from(e, it->next)) {
       push_ready(t, e);
    }
 }
