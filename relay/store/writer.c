@@ -223,33 +223,12 @@ relay_writer_idle(relay_t *r)
    return !r->table.dirty_head && !relay_clearer_busy(r->clearer);
 }
 
-/* How many acknowledged events an entity gathers while its next event is in flight. */
-static uint32_t
-gather_limit(const relay_config_t *cfg)
-{
-   /* Waiting entities hold at most a quarter of the buffer (one in flight each at most):
-    * the rest stays for reading ahead. */
-   int n = cfg->max_buffered_events / (4 * cfg->inflight_window);
-   return n < 1 ? 1 : n > 16 ? 16 : (uint32_t)n;
-}
-
-/* Whether @e's clear can wait for the acknowledgement of its event in flight. Every clear is
- * one update of the entity's document, which MongoDB writes in full to its oplog, so an
- * entity publishing a backlog clears its events a handful at a time, not one by one. The
- * acknowledgement makes it dirty again; once nothing of it is in flight (done, failed,
- * parked, its partition handed over) it is cleared at once. */
-static bool
-may_gather(const relay_entity_t *e, uint32_t limit)
-{
-   return e->inflight && e->n_state[RELAY_ITEM_POISON] == 0 &&
-          e->n_state[RELAY_ITEM_ACKED] < limit;
-}
-
 void
 relay_writer_flush(relay_t *r, int64_t now, bool force)
 {
    size_t cap = (size_t)r->cfg->clear_batch_size;
-   uint32_t limit = gather_limit(r->cfg);
+   uint32_t limit =
+      relay_table_gather_limit(r->cfg->max_buffered_events, r->cfg->inflight_window);
    relay_clear_job_t *job = NULL;
    relay_entity_t *first_waiting = NULL;
 
@@ -265,8 +244,9 @@ relay_writer_flush(relay_t *r, int64_t now, bool force)
    r->last_write_ms = now;
    while (r->table.dirty_head && (!job || job->n_events < cap)) {
       relay_entity_t *e = relay_table_next_dirty(&r->table);
-      if (!force && may_gather(e, limit)) {
-         /* Back to the end of the list; stop when the list comes round to it again. */
+      if (!force && relay_table_may_gather(e, limit)) {
+         /* Its clear waits for its next acknowledgement (fewer, fuller rewrites of its
+          * document): back to the end of the list, and stop when the list comes round. */
          relay_table_mark_dirty(&r->table, e);
          if (first_waiting == e) {
             break;

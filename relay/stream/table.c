@@ -603,6 +603,20 @@ relay_table_drop_inflight(relay_table_t *t, relay_entity_t *e)
    reset_last_seq(e, seq);
 }
 
+uint32_t
+relay_table_gather_limit(int max_buffered, int window)
+{
+   int n = window > 0 ? max_buffered / (4 * window) : 1;
+   return n < 1 ? 1 : n > 16 ? 16 : (uint32_t)n;
+}
+
+bool
+relay_table_may_gather(const relay_entity_t *e, uint32_t limit)
+{
+   return e->inflight && e->n_state[RELAY_ITEM_POISON] == 0 &&
+          e->n_state[RELAY_ITEM_ACKED] < limit;
+}
+
 relay_entity_t *
 relay_table_next_dirty(relay_table_t *t)
 {
