@@ -447,25 +447,18 @@ relay_table_set_state(relay_entity_t *e, relay_item_t *it, relay_item_state_t st
    e->n_state[state]++;
 }
 
-/* The first queued item from @from on (the whole list when NULL). */
 static relay_item_t *
-first_queued_from(const relay_entity_t *e, relay_item_t *from)
+first_queued(const relay_entity_t *e)
 {
    if (e->n_state[RELAY_ITEM_QUEUED] == 0) {
       return NULL;
    }
-   for (relay_item_t *it = from ? from : e->head; it; it = it->next) {
+   for (relay_item_t *it = e->head; it; it = it->next) {
       if (it->state == RELAY_ITEM_QUEUED) {
          return it;
       }
    }
-   return from ? first_queued_from(e, NULL) : NULL;
-}
-
-static relay_item_t *
-first_queued(const relay_entity_t *e)
-{
-   return first_queued_from(e, NULL);
+   return NULL;
 }
 
 relay_entity_t *
@@ -520,9 +513,8 @@ relay_table_acked(relay_table_t *t, relay_entity_t *e)
    relay_table_set_state(e, it, RELAY_ITEM_ACKED);
    e->ready_at_ms = 0;
    relay_table_mark_dirty(t, e);
-   /* Queued items only ever follow the one in flight (new ones are appended; only the one
-    * in flight goes back to queued): no need to walk the acknowledged ones before it. */
-   if (first_queued_from(e, it->next)) {
+   /* The count says whether more is queued: no walk of the list. */
+   if (e->n_state[RELAY_ITEM_QUEUED] > 0) {
       push_ready(t, e);
    }
 }
@@ -543,7 +535,7 @@ relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason)
    relay_table_set_state(e, it, RELAY_ITEM_POISON);
    it->reason = reason;
    relay_table_mark_dirty(t, e);
-   if (first_queued(e)) {
+   if (e->n_state[RELAY_ITEM_QUEUED] > 0) {
       push_ready(t, e);
    }
 }
@@ -560,7 +552,7 @@ void
 relay_table_unpark(relay_table_t *t, relay_entity_t *e)
 {
    e->parked = false;
-   if (first_queued(e) && !e->inflight) {
+   if (e->n_state[RELAY_ITEM_QUEUED] > 0 && !e->inflight) {
       push_ready(t, e);
    }
 }
