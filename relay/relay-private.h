@@ -102,6 +102,9 @@ struct relay_t {
    relay_clearer_t *clearer;
    relay_scanner_t *scanner; /* NULL when --pending-scan-interval-ms is 0 */
    int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
+   /* The last clear batch was full and left acknowledged events behind: the next one goes
+    * out as soon as the clearer is free, without waiting for clear_interval_ms. */
+   bool clear_backlog;
    int write_backoff_ms;
    bool writes_failing; /* the last write failed: further failures are logged at debug */
    bool writes_refused; /* ... with 13 Unauthorized or an authentication failure: publishing

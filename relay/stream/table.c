@@ -513,7 +513,8 @@ relay_table_acked(relay_table_t *t, relay_entity_t *e)
    relay_table_set_state(e, it, RELAY_ITEM_ACKED);
    e->ready_at_ms = 0;
    relay_table_mark_dirty(t, e);
-   if (first_queued(e)) {
+   /* The count says whether more is queued: no walk of the list. */
+   if (e->n_state[RELAY_ITEM_QUEUED] > 0) {
       push_ready(t, e);
    }
 }
@@ -534,7 +535,7 @@ relay_table_poisoned(relay_table_t *t, relay_entity_t *e, const char *reason)
    relay_table_set_state(e, it, RELAY_ITEM_POISON);
    it->reason = reason;
    relay_table_mark_dirty(t, e);
-   if (first_queued(e)) {
+   if (e->n_state[RELAY_ITEM_QUEUED] > 0) {
       push_ready(t, e);
    }
 }
@@ -551,7 +552,7 @@ void
 relay_table_unpark(relay_table_t *t, relay_entity_t *e)
 {
    e->parked = false;
-   if (first_queued(e) && !e->inflight) {
+   if (e->n_state[RELAY_ITEM_QUEUED] > 0 && !e->inflight) {
       push_ready(t, e);
    }
 }
@@ -592,6 +593,20 @@ relay_table_drop_inflight(relay_table_t *t, relay_entity_t *e)
    int64_t seq = it->ev.seq;
    relay_table_remove_item(t, e, it);
    reset_last_seq(e, seq);
+}
+
+uint32_t
+relay_table_gather_limit(int max_buffered, int window)
+{
+   int n = window > 0 ? max_buffered / (4 * window) : 1;
+   return n < 1 ? 1 : n > 16 ? 16 : (uint32_t)n;
+}
+
+bool
+relay_table_may_gather(const relay_entity_t *e, uint32_t limit)
+{
+   return e->inflight && e->n_state[RELAY_ITEM_POISON] == 0 &&
+          e->n_state[RELAY_ITEM_ACKED] < limit;
 }
 
 relay_entity_t *

@@ -193,6 +193,16 @@ size_t relay_table_drop_queued(relay_table_t *t, relay_entity_t *e);
  * forget it (it stays pending in its document) instead of queueing it again. */
 void relay_table_drop_inflight(relay_table_t *t, relay_entity_t *e);
 
+/* How many acknowledged events an entity may gather before its clear while its next event
+ * is in flight: a quarter of @max_buffered spread over @window entities in flight, 1..16. */
+uint32_t relay_table_gather_limit(int max_buffered, int window);
+
+/* Whether @e's clear may wait for the acknowledgement of its event in flight (which makes it
+ * dirty again): it has one in flight, no poison, and fewer than @limit acknowledged events.
+ * Every clear rewrites the entity's document, so a backlog is cleared a few events at a time;
+ * once nothing of @e is in flight it is cleared at once. */
+bool relay_table_may_gather(const relay_entity_t *e, uint32_t limit);
+
 /* Pops an entity with acknowledged or poison items to write; NULL if none. */
 relay_entity_t *relay_table_next_dirty(relay_table_t *t);
 

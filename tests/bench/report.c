@@ -73,8 +73,8 @@ print_drain(const char *label, const bench_drain_t *d)
    }
    double ratio = d->baseline_msgs_per_s > 0 ? d->msgs_per_s / d->baseline_msgs_per_s : 0;
    printf("%-22s %8zu ev %7zu ent  %9.0f ev/s  %5.2f x ceiling  %6.2f s (1st msg %.2f s, "
-          "%.0f B msgs)%s\n", label, d->events, d->entities, d->msgs_per_s, ratio, d->seconds,
-          d->first_msg_s, d->avg_msg_bytes, d->ok ? "" : "  INCOMPLETE");
+          "last %.2f s, %.0f B msgs)%s\n", label, d->events, d->entities, d->msgs_per_s, ratio,
+          d->seconds, d->first_msg_s, d->all_received_s, d->avg_msg_bytes, d->ok ? "" : "  INCOMPLETE");
    if (d->duplicates || d->order_violations) {
       printf("  duplicates %zu, per-entity order violations %zu\n", d->duplicates,
              d->order_violations);

@@ -541,3 +541,36 @@ Test(table, a_requeued_event_below_last_seq_is_taken_once, .init = setup, .fini 
    cr_assert_str_eq(other->tail->reason, RELAY_REASON_SEQ_NOT_ABOVE);
    cr_assert_eq(other->last_seq, 3);
 }
+
+Test(table, gather_limit_is_a_quarter_of_the_buffer_per_entity_in_flight)
+{
+   cr_assert_eq(relay_table_gather_limit(10000, 256), 9);
+   cr_assert_eq(relay_table_gather_limit(10000, 1), 16);
+   cr_assert_eq(relay_table_gather_limit(100, 256), 1);
+   cr_assert_eq(relay_table_gather_limit(100, 0), 1);
+}
+
+/* An entity publishing a backlog gathers acknowledged events while the next one is in
+ * flight, up to the limit; nothing in flight, or poison, means clear now. */
+Test(table, clears_gather_only_while_an_event_is_in_flight, .init = setup, .fini = teardown)
+{
+   relay_entity_t *e = NULL;
+
+   for (int seq = 1; seq <= 5; seq++) {
+      cr_assert(offer(1, seq, NULL));
+   }
+   for (int n = 1; n <= 3; n++) {
+      e = relay_table_next_ready(&t, 0);
+      cr_assert_not_null(e);
+      relay_table_acked(&t, e);
+   }
+   /* 3 acknowledged, none in flight: clear now. */
+   cr_assert_not(relay_table_may_gather(e, 4));
+   cr_assert_eq(relay_table_next_ready(&t, 0), e);
+   /* The 4th in flight: wait while fewer than the limit are acknowledged. */
+   cr_assert(relay_table_may_gather(e, 4));
+   cr_assert_not(relay_table_may_gather(e, 3));
+   relay_table_poisoned(&t, e, "test");
+   cr_assert_eq(relay_table_next_ready(&t, 0), e);
+   cr_assert_not(relay_table_may_gather(e, 4), "poison is written at once");
+}
