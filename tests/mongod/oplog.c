@@ -3,7 +3,6 @@
  */
 #include "oplog.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -245,7 +244,21 @@ md_oplog_seek_after(const md_oplog_t *log, md_ts_t ts, uint32_t index)
 void
 md_token_format(char out[MD_TOKEN_LEN + 1], md_ts_t ts, uint32_t index, unsigned kind)
 {
-   snprintf(out, MD_TOKEN_LEN + 1, "82%08X%08X%08X%02X", ts.t, ts.i, index, kind & 0xff);
+   /* "82%08X%08X%08X%02X" by hand: every event gets a token, and snprintf was 2% of the
+    * server's work on a busy change stream. */
+   static const char hex[] = "0123456789ABCDEF";
+   const uint32_t words[3] = {ts.t, ts.i, index};
+   char *o = out;
+   *o++ = '8';
+   *o++ = '2';
+   for (int w = 0; w < 3; w++) {
+      for (int shift = 28; shift >= 0; shift -= 4) {
+         *o++ = hex[(words[w] >> shift) & 0xf];
+      }
+   }
+   *o++ = hex[(kind >> 4) & 0xf];
+   *o++ = hex[kind & 0xf];
+   *o = '\0';
 }
 
 bool

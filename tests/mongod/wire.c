@@ -61,20 +61,55 @@ md_wire_error_is_fatal(int32_t code)
    return code == 223 || code == 233 || code == 288;
 }
 
-/* Checks framing of every nested document: libbson 1.23's bson_validate does not notice a
- * nested document whose terminator is wrong, and later code trusts subdocuments. Also bounds
- * the nesting depth, so recursive code in the engine cannot exhaust the stack. */
+/* True if the @len bytes at @s (a key: no NUL inside) are valid UTF-8, as libbson's
+ * bson_utf8_validate(s, len, false) says. Keys are nearly always ASCII: this checks eight
+ * bytes at a time for a high bit and hands only the rest of a key that has one to libbson,
+ * which decodes byte by byte. Every byte before the first block with a high bit is a whole
+ * one-byte character, so libbson starts at a character boundary. */
 static bool
-check_nested(const uint8_t *data, size_t len, int depth)
+key_utf8_ok(const char *s, size_t len)
+{
+   size_t i = 0;
+   for (; i + 8 <= len; i += 8) {
+      uint64_t block;
+      memcpy(&block, s + i, 8);
+      if (block & UINT64_C(0x8080808080808080)) {
+         return bson_utf8_validate(s + i, len - i, false);
+      }
+   }
+   for (; i < len; i++) {
+      if ((unsigned char) s[i] & 0x80) {
+         return bson_utf8_validate(s + i, len - i, false);
+      }
+   }
+   return true;
+}
+
+/* Checks a document in one walk: libbson's element framing (bson_iter_next), the framing of
+ * every nested document (libbson 1.23's bson_validate does not notice a nested document
+ * whose terminator is wrong, and later code trusts subdocuments), UTF-8 keys, and a bound on
+ * the nesting depth, so recursive code in the engine cannot exhaust the stack. String values
+ * are not checked for UTF-8, as mongod does not check them (validateBSON's default mode) and
+ * as this server never did: libbson 1.23's bson_validate stops silently at an invalid string
+ * value, so only keys were ever refused; checking every string byte by byte was half of this
+ * server's work per statement. @base is the document's offset in the outermost one: on
+ * failure *@offset is where the bad element starts there. */
+static bool
+check_doc(const uint8_t *data, size_t len, int depth, size_t base, size_t *offset)
 {
    bson_t b;
    bson_iter_t it;
+   *offset = base;
    if (depth > 150 || !bson_init_static(&b, data, len) || !bson_iter_init(&it, &b)) {
       return false;
    }
    while (bson_iter_next(&it)) {
       uint32_t n = 0;
       const uint8_t *sub = NULL;
+      *offset = base + it.off;
+      if (!key_utf8_ok(bson_iter_key(&it), bson_iter_key_len(&it))) {
+         return false;
+      }
       if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
          bson_iter_document(&it, &n, &sub);
       } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
@@ -82,9 +117,12 @@ check_nested(const uint8_t *data, size_t len, int depth)
       } else if (BSON_ITER_HOLDS_CODEWSCOPE(&it)) {
          bson_iter_codewscope(&it, NULL, &n, &sub);
       }
-      if (sub && !check_nested(sub, n, depth + 1)) {
+      if (sub && !check_doc(sub, n, depth + 1, base + (size_t) (sub - data), offset)) {
          return false;
       }
+   }
+   if (it.err_off) {
+      *offset = base + it.err_off;
    }
    return it.err_off == 0;
 }
@@ -132,8 +170,7 @@ bson_at(const uint8_t *p, size_t avail, bson_t *out, bson_error_t *error)
       return 0;
    }
    size_t offset = 0;
-   if (!bson_init_static(out, p, (size_t) len) || !check_nested(p, (size_t) len, 0) ||
-       !bson_validate(out, BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL, &offset)) {
+   if (!bson_init_static(out, p, (size_t) len) || !check_doc(p, (size_t) len, 0, 0, &offset)) {
       tm_error_set(error, 22, "invalid BSON in message (offset %zu)", offset);
       return 0;
    }

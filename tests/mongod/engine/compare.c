@@ -23,7 +23,7 @@ tm_type_bracket(bson_type_t type)
    case BSON_TYPE_DOUBLE:
    case BSON_TYPE_DECIMAL128: return 10;
    case BSON_TYPE_UTF8:
-   case BSON_TYPE_SYMBOL: return 15;
+   case BSON_TYPE_SYMBOL: return TM_BRACKET_STRING;
    case BSON_TYPE_DOCUMENT: return 20;
    case BSON_TYPE_ARRAY: return 25;
    case BSON_TYPE_BINARY: return 30;

@@ -138,7 +138,7 @@ parse_cond_doc(tm_expr_t *e, const bson_value_t *arg, bson_error_t *error)
    for (size_t i = 0; i < 3; i++) {
       bson_iter_t it;
       tm_expr_t *sub;
-      if (!bson_iter_init_find(&it, &doc, parts[i])) {
+      if (!tm_bson_find(&doc, parts[i], &it)) {
          return tm_error_set(error, 17080, "Missing '%s' parameter to $cond", parts[i]);
       }
       if (!(sub = tm_expr_parse(bson_iter_value(&it), error))) {
@@ -314,7 +314,7 @@ path_eval(const bson_value_t *v, const tm_path_t *p, size_t i, bson_value_t *out
       return;
    }
    if (v->value_type == BSON_TYPE_DOCUMENT && tm_value_as_bson(v, &view)) {
-      if (bson_iter_init_find(&it, &view, p->parts[i])) {
+      if (tm_bson_find(&view, p->parts[i], &it)) {
          path_eval(bson_iter_value(&it), p, i + 1, out);
       }
       return;

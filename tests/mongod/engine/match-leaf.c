@@ -5,6 +5,7 @@
  * $mod. Split from match-parse.c, which builds the tree.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "match-private.h"
@@ -86,6 +87,31 @@ tm_regex_new(const char *pattern, const char *options, bson_error_t *error)
    return re;
 }
 
+/* Orders strings and symbols (one bracket, one layout) as tm_value_compare does. */
+int
+tm_string_order(const void *a, const void *b)
+{
+   const bson_value_t *x = a, *y = b;
+   uint32_t lx = x->value.v_utf8.len, ly = y->value.v_utf8.len;
+   int r = memcmp(x->value.v_utf8.str, y->value.v_utf8.str, lx < ly ? lx : ly);
+   return r != 0 ? r : (lx < ly ? -1 : lx > ly);
+}
+
+/* Keeps the string operands of $in sorted, so that matching a string is a binary search:
+ * the relay clears events with {$pull: {events: {id: {$in: [ids]}}}}, which compared every
+ * element of the array with every id. */
+static void
+sort_in_strings(tm_mnode_t *n)
+{
+   n->in_strs = bson_malloc0((n->in_n + 1) * sizeof(bson_value_t));
+   for (size_t i = 0; i < n->in_n; i++) {
+      if (tm_type_bracket(n->in_vals[i].value_type) == TM_BRACKET_STRING) {
+         n->in_strs[n->in_strs_n++] = n->in_vals[i];
+      }
+   }
+   qsort(n->in_strs, n->in_strs_n, sizeof(bson_value_t), tm_string_order);
+}
+
 bool
 tm_match_parse_in(tm_mnode_t *n, const char *op, bson_error_t *error)
 {
@@ -115,8 +141,10 @@ tm_match_parse_in(tm_mnode_t *n, const char *op, bson_error_t *error)
          if (!n->in_re[i]) {
             return false;
          }
+         n->in_n_re++;
       }
    }
+   sort_in_strings(n);
    return true;
 }
 

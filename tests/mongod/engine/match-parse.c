@@ -42,6 +42,7 @@ tm_mnode_destroy(tm_mnode_t *n)
    }
    bson_free(n->in_re);
    bson_free(n->in_vals);
+   bson_free(n->in_strs);
    tm_path_destroy(&n->path);
    bson_free(n);
 }

@@ -54,6 +54,9 @@ struct _tm_mnode_t {
    regex_t **in_re;      /* TM_OP_IN: one compiled regex per regex element, else NULL */
    bson_value_t *in_vals;
    size_t in_n;
+   bson_value_t *in_strs; /* TM_OP_IN: its string operands (in_vals' bracket 15), sorted */
+   size_t in_strs_n;
+   size_t in_n_re;        /* TM_OP_IN: how many of in_re are set */
    int32_t types[32]; /* TM_OP_TYPE; 0 stands for "number" */
    size_t n_types;
    int64_t size_or_divisor, remainder;
@@ -106,6 +109,9 @@ regex_t *
 tm_regex_new(const char *pattern, const char *options, bson_error_t *error);
 bool
 tm_match_parse_in(tm_mnode_t *n, const char *op, bson_error_t *error);
+/* qsort/bsearch order of two string (or symbol) values: tm_value_compare's, for strings. */
+int
+tm_string_order(const void *a, const void *b);
 bool
 tm_match_parse_type(tm_mnode_t *n, bson_error_t *error);
 /* $type's alias names ("int", "number" ...): the type code (0 for "number", -1 minKey,

@@ -5,6 +5,7 @@
  * type-bracketed comparisons, null matching missing).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "expr.h"
@@ -107,6 +108,32 @@ mod_value(const tm_mnode_t *n, const bson_value_t *v)
    return ((int64_t) d) % n->size_or_divisor == n->remainder;
 }
 
+/* $in. A string equals only string operands (sorted at parse time: binary search) and
+ * matches only regex operands besides; any other value can equal only operands that are not
+ * strings (null: a null operand). */
+static bool
+in_value(const tm_mnode_t *n, const bson_value_t *v)
+{
+   bool is_string = v && tm_type_bracket(v->value_type) == TM_BRACKET_STRING;
+   if (is_string && n->in_strs_n > 0 &&
+       bsearch(v, n->in_strs, n->in_strs_n, sizeof(bson_value_t), tm_string_order)) {
+      return true;
+   }
+   if (is_string && n->in_n_re == 0) {
+      return false;
+   }
+   for (size_t i = 0; i < n->in_n; i++) {
+      const regex_t *re = n->in_re ? n->in_re[i] : NULL;
+      if (is_string ? !re : tm_type_bracket(n->in_vals[i].value_type) == TM_BRACKET_STRING) {
+         continue;
+      }
+      if (eq_value(&n->in_vals[i], re, v)) {
+         return true;
+      }
+   }
+   return false;
+}
+
 static bool
 leaf_value(const tm_mnode_t *n, const bson_value_t *v)
 {
@@ -116,13 +143,7 @@ leaf_value(const tm_mnode_t *n, const bson_value_t *v)
    case TM_OP_GTE:
    case TM_OP_LT:
    case TM_OP_LTE: return compare_value(n, v);
-   case TM_OP_IN:
-      for (size_t i = 0; i < n->in_n; i++) {
-         if (eq_value(&n->in_vals[i], n->in_re ? n->in_re[i] : NULL, v)) {
-            return true;
-         }
-      }
-      return false;
+   case TM_OP_IN: return in_value(n, v);
    case TM_OP_EXISTS: return v != NULL;
    case TM_OP_TYPE: return type_value(n, v);
    case TM_OP_SIZE: return size_value(n, v);

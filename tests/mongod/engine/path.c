@@ -84,6 +84,81 @@ tm_value_as_bson(const bson_value_t *v, bson_t *b)
    return bson_init_static(b, v->value.v_doc.data, v->value.v_doc.data_len);
 }
 
+static uint32_t
+le32(const uint8_t *p)
+{
+   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+/* Sets *@n to the bytes of the value of type @type at @p, of which @avail are left before the
+ * document's terminator; false when the type is unknown or the value does not fit (the caller
+ * then lets libbson decide). */
+static bool
+raw_value_size(uint8_t type, const uint8_t *p, size_t avail, size_t *n)
+{
+   const uint8_t *nul;
+   switch (type) {
+   case BSON_TYPE_NULL:
+   case BSON_TYPE_UNDEFINED:
+   case BSON_TYPE_MINKEY:
+   case BSON_TYPE_MAXKEY: *n = 0; break;
+   case BSON_TYPE_BOOL: *n = 1; break;
+   case BSON_TYPE_INT32: *n = 4; break;
+   case BSON_TYPE_DOUBLE:
+   case BSON_TYPE_DATE_TIME:
+   case BSON_TYPE_TIMESTAMP:
+   case BSON_TYPE_INT64: *n = 8; break;
+   case BSON_TYPE_OID: *n = 12; break;
+   case BSON_TYPE_DECIMAL128: *n = 16; break;
+   case BSON_TYPE_UTF8:
+   case BSON_TYPE_CODE:
+   case BSON_TYPE_SYMBOL: *n = avail >= 4 ? 4 + (size_t) le32(p) : SIZE_MAX; break;
+   case BSON_TYPE_DBPOINTER: *n = avail >= 4 ? 4 + (size_t) le32(p) + 12 : SIZE_MAX; break;
+   case BSON_TYPE_BINARY: *n = avail >= 4 ? 5 + (size_t) le32(p) : SIZE_MAX; break;
+   case BSON_TYPE_DOCUMENT:
+   case BSON_TYPE_ARRAY:
+   case BSON_TYPE_CODEWSCOPE: *n = avail >= 4 ? (size_t) le32(p) : SIZE_MAX; break;
+   case BSON_TYPE_REGEX:
+      nul = memchr(p, 0, avail);
+      nul = nul ? memchr(nul + 1, 0, avail - (size_t) (nul + 1 - p)) : NULL;
+      *n = nul ? (size_t) (nul + 1 - p) : SIZE_MAX;
+      break;
+   default: return false;
+   }
+   return *n <= avail;
+}
+
+/* Like bson_iter_init_find, which steps through the elements with bson_iter_next (checking
+ * each as it goes, ~80 instructions an element): matching and expressions look paths up in
+ * every document and change event, and that was a sixth of the server's work on a busy
+ * change stream. This skips elements by their sizes and has libbson parse only the element
+ * found; anything it cannot skip safely goes to bson_iter_init_find. */
+bool
+tm_bson_find(const bson_t *doc, const char *key, bson_iter_t *it)
+{
+   const uint8_t *data = bson_get_data(doc);
+   size_t len = doc->len, keylen = strlen(key), off = 4;
+   while (off < len - 1) {
+      const uint8_t *k = data + off + 1;
+      const uint8_t *nul = memchr(k, 0, len - off - 1);
+      size_t voff, n;
+      if (!nul || nul == data + len - 1) {
+         break;
+      }
+      voff = (size_t) (nul + 1 - data);
+      if ((size_t) (nul - k) == keylen && memcmp(k, key, keylen) == 0) {
+         /* libbson parses (and checks) the element itself. */
+         return bson_iter_init_from_data_at_offset(it, data, len, (uint32_t) off,
+                                                   (uint32_t) keylen);
+      }
+      if (!raw_value_size(data[off], data + voff, len - 1 - voff, &n)) {
+         break;
+      }
+      off = voff + n;
+   }
+   return off == len - 1 ? false : bson_iter_init_find(it, doc, key);
+}
+
 typedef struct {
    const tm_path_t *path;
    bool expand_leaf;
@@ -100,7 +175,7 @@ visit_doc(const walk_t *w, const bson_value_t *doc, size_t i, int32_t idx)
    bson_t view;
    bson_iter_t it;
 
-   if (!tm_value_as_bson(doc, &view) || !bson_iter_init_find(&it, &view, w->path->parts[i])) {
+   if (!tm_value_as_bson(doc, &view) || !tm_bson_find(&view, w->path->parts[i], &it)) {
       return w->fn(NULL, idx, w->ctx);
    }
    return visit_value(w, bson_iter_value(&it), i + 1, idx);
@@ -120,7 +195,7 @@ visit_array(const walk_t *w, const bson_value_t *arr, size_t i, int32_t idx)
    }
    if (tm_path_is_index(w->path->parts[i], &k)) {
       bson_iter_t ik;
-      if (bson_iter_init_find(&ik, &view, w->path->parts[i])) {
+      if (tm_bson_find(&view, w->path->parts[i], &ik)) {
          any = true;
          if (visit_value(w, bson_iter_value(&ik), i + 1, idx < 0 ? (int32_t) k : idx)) {
             return true;
@@ -187,7 +262,7 @@ tm_path_get_parts(const bson_t *doc, const tm_path_t *path, size_t from, bson_va
    const bson_t *cur = doc;
 
    for (size_t i = from; i < path->n; i++) {
-      if (!bson_iter_init_find(&it, cur, path->parts[i])) {
+      if (!tm_bson_find(cur, path->parts[i], &it)) {
          return false;
       }
       if (i + 1 < path->n) {

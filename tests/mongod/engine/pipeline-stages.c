@@ -113,20 +113,52 @@ fields_parse(fields_t *f, const bson_t *spec, const char *prefix, bson_error_t *
    return true;
 }
 
+/* Whether every field the stage sets is a new top-level field of @doc (and set once): the
+ * result is then @doc with the values appended in order, as the tree would build it. A
+ * change stream's partition stage adds one such field to every event, and rebuilding each
+ * event through the tree was a tenth of the server's work on a busy stream. */
+static bool
+appends_only(const fields_t *f, const bson_t *doc)
+{
+   bson_iter_t it;
+   for (size_t i = 0; i < f->n; i++) {
+      if (strchr(f->paths[i], '.') || bson_iter_init_find(&it, doc, f->paths[i])) {
+         return false;
+      }
+      for (size_t j = 0; j < i; j++) {
+         if (strcmp(f->paths[i], f->paths[j]) == 0) {
+            return false;
+         }
+      }
+   }
+   return true;
+}
+
 static bool
 add_fields_one(const fields_t *f, bson_t **doc, bson_error_t *error)
 {
-   tm_tnode_t *root = tm_tree_new(*doc);
+   bool append = appends_only(f, *doc);
+   tm_tnode_t *root = append ? NULL : tm_tree_new(*doc);
    bson_value_t *vals = bson_malloc0((f->n + 1) * sizeof(bson_value_t));
    bson_t *out = NULL;
    bool ok = true;
 
-   tm_tree_expand(root);
+   if (root) {
+      tm_tree_expand(root);
+   }
    /* Every expression sees the input document, so evaluate all before editing. */
    for (size_t i = 0; i < f->n && ok; i++) {
       ok = tm_expr_eval(f->exprs[i], *doc, &vals[i], error);
    }
-   if (ok) {
+   if (ok && append) {
+      /* A missing value (EOD) adds nothing, as tree_set with NULL does. */
+      out = bson_copy(*doc);
+      for (size_t i = 0; i < f->n; i++) {
+         if (vals[i].value_type != BSON_TYPE_EOD) {
+            bson_append_value(out, f->paths[i], -1, &vals[i]);
+         }
+      }
+   } else if (ok) {
       for (size_t i = 0; i < f->n; i++) {
          tree_set(root, f->paths[i], vals[i].value_type == BSON_TYPE_EOD ? NULL : &vals[i]);
       }

@@ -1,6 +1,7 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  */
+#include "engine-private.h"
 #include "test-util.h"
 
 /* Compares the values of fields a and b of a JSON document. */
@@ -126,4 +127,64 @@ Test(path, foreach_fans_out_like_distinct)
    foreach_case("{'a': {'b': 'z'}}", "a.b", "{'0': 'z'}");
    foreach_case("{'a': 5}", "a.b", "{}");
    foreach_case("{}", "x", "{}");
+}
+
+/* tm_bson_find skips elements by their sizes: it must find what bson_iter_init_find finds (the
+ * same element) in a document holding every BSON type, and nothing for absent keys. */
+static void
+assert_find_agrees(const bson_t *doc, const char *key)
+{
+   bson_iter_t mine, libbsons;
+   bool found = tm_bson_find(doc, key, &mine);
+   cr_assert_eq(found, bson_iter_init_find(&libbsons, doc, key), "key %s", key);
+   if (found) {
+      cr_assert_eq(mine.off, libbsons.off, "key %s", key);
+      cr_assert_eq(bson_iter_type(&mine), bson_iter_type(&libbsons), "key %s", key);
+   }
+}
+
+Test(path, bson_find_agrees_with_libbson)
+{
+   bson_t doc = BSON_INITIALIZER, sub = BSON_INITIALIZER, *scope = BCON_NEW("x", BCON_INT32(1));
+   bson_oid_t oid;
+   bson_decimal128_t dec = {0};
+   bson_oid_init_from_string(&oid, "0123456789abcdef01234567");
+   BSON_APPEND_INT32(&sub, "in", 1);
+   BSON_APPEND_DOUBLE(&doc, "double", 1.5);
+   BSON_APPEND_UTF8(&doc, "utf8", "text");
+   BSON_APPEND_DOCUMENT(&doc, "doc", &sub);
+   BSON_APPEND_ARRAY(&doc, "array", &sub);
+   BSON_APPEND_BINARY(&doc, "binary", BSON_SUBTYPE_BINARY, (const uint8_t *) "\0\1\2", 3);
+   BSON_APPEND_UNDEFINED(&doc, "undefined");
+   BSON_APPEND_OID(&doc, "oid", &oid);
+   BSON_APPEND_BOOL(&doc, "bool", true);
+   BSON_APPEND_DATE_TIME(&doc, "date", 12345);
+   BSON_APPEND_NULL(&doc, "null");
+   BSON_APPEND_REGEX(&doc, "regex", "^a.*b", "im");
+   BSON_APPEND_DBPOINTER(&doc, "dbpointer", "db.coll", &oid);
+   BSON_APPEND_CODE(&doc, "code", "function() {}");
+   BSON_APPEND_SYMBOL(&doc, "symbol", "sym");
+   BSON_APPEND_CODE_WITH_SCOPE(&doc, "codewscope", "f()", scope);
+   BSON_APPEND_INT32(&doc, "int32", 7);
+   BSON_APPEND_TIMESTAMP(&doc, "timestamp", 1, 2);
+   BSON_APPEND_INT64(&doc, "int64", 8);
+   BSON_APPEND_DECIMAL128(&doc, "decimal", &dec);
+   BSON_APPEND_MINKEY(&doc, "minkey");
+   BSON_APPEND_MAXKEY(&doc, "maxkey");
+   BSON_APPEND_INT32(&doc, "utf8", 2); /* a duplicate: the first one is found */
+   BSON_APPEND_INT32(&doc, "", 3);
+   bson_iter_t it;
+   bson_iter_init(&it, &doc);
+   while (bson_iter_next(&it)) {
+      assert_find_agrees(&doc, bson_iter_key(&it));
+   }
+   static const char *const absent[] = {"missing", "utf", "utf8x", "in", "x", "0"};
+   for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
+      assert_find_agrees(&doc, absent[i]);
+   }
+   bson_t empty = BSON_INITIALIZER;
+   assert_find_agrees(&empty, "a");
+   bson_destroy(&doc);
+   bson_destroy(&sub);
+   bson_destroy(scope);
 }

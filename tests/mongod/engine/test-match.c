@@ -103,6 +103,40 @@ Test(match, comparisons_are_type_bracketed)
    RUN(cases);
 }
 
+/* $in keeps its string operands sorted (binary search): strings, symbols, regexes, null and
+ * other types mixed in one list must match exactly as one comparison after another would. */
+Test(match, in_many_strings_and_mixed_types)
+{
+   static const case_t cases[] = {
+      {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': 'bb'}", true, -1},
+      {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': 'a'}", true, -1},
+      {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': 'z'}", true, -1},
+      {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': 'ba'}", false, -2},
+      {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': ''}", false, -2},
+      {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': ['q', 'c']}", true,
+       1},
+      {"{'a': {'$in': ['x', 2, 'y']}}", "{'a': 2.0}", true, -1},
+      {"{'a': {'$in': ['x', 2, 'y']}}", "{'a': '2'}", false, -2},
+      {"{'a': {'$in': ['x', {'$symbol': 'q'}, 'y']}}", "{'a': 'q'}", true, -1},
+      {"{'a': {'$in': ['x', 'q', 'y']}}", "{'a': {'$symbol': 'q'}}", true, -1},
+      {"{'a': {'$in': ['x', null, 'y']}}", "{'b': 1}", true, -2},
+      {"{'a': {'$in': ['x', 'y']}}", "{'b': 1}", false, -2},
+      {"{'a': {'$in': ['x', null, 'y']}}", "{'a': 'null'}", false, -2},
+      {"{'a': {'$in': ['x', {'$regularExpression': {'pattern': '^q', 'options': ''}}, 'y']}}",
+       "{'a': 'qq'}", true, -1},
+      {"{'a': {'$in': ['x', {'$regularExpression': {'pattern': '^q', 'options': ''}}, 'y']}}",
+       "{'a': 'y'}", true, -1},
+      {"{'a': {'$in': ['x', {'$regularExpression': {'pattern': '^q', 'options': ''}}, 'y']}}",
+       "{'a': 'aq'}", false, -2},
+      {"{'a': {'$in': ['x', {'$regularExpression': {'pattern': '^q', 'options': ''}}]}}",
+       "{'a': {'$regularExpression': {'pattern': '^q', 'options': ''}}}", true, -1},
+      {"{'a': {'$in': ['x', 1, {'k': 'x'}, ['x']]}}", "{'a': {'k': 'x'}}", true, -1},
+      {"{'a': {'$in': ['x', 1, {'k': 'x'}, ['x']]}}", "{'a': [['x']]}", true, 0},
+      {"{'a.id': {'$in': ['e3', 'e1']}}", "{'a': [{'id': 'e0'}, {'id': 'e1'}]}", true, 1},
+   };
+   RUN(cases);
+}
+
 Test(match, in_all_size_type)
 {
    static const case_t cases[] = {

@@ -17,6 +17,33 @@ typedef struct {
    int32_t positional;
 } ucase_t;
 
+/* Whether every array in @doc has the keys "0", "1", ... in order: canonical JSON (what
+ * tm_assert_doc compares) does not show array keys. */
+static bool
+arrays_numbered(const bson_t *doc, bool is_array)
+{
+   bson_iter_t it;
+   uint32_t i = 0;
+   bson_iter_init(&it, doc);
+   while (bson_iter_next(&it)) {
+      char buf[16];
+      const char *key;
+      bson_uint32_to_string(i++, &key, buf, sizeof buf);
+      if (is_array && strcmp(bson_iter_key(&it), key) != 0) {
+         return false;
+      }
+      if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+         const bson_value_t *v = bson_iter_value(&it);
+         bson_t sub;
+         if (!bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len) ||
+             !arrays_numbered(&sub, BSON_ITER_HOLDS_ARRAY(&it))) {
+            return false;
+         }
+      }
+   }
+   return true;
+}
+
 static void
 run_one(const ucase_t *c)
 {
@@ -43,6 +70,8 @@ run_one(const ucase_t *c)
    } else {
       cr_assert(ok, "%s on %s: %s", c->update, c->doc, error.message);
       tm_assert_doc(&out, c->out, c->update);
+      cr_assert(arrays_numbered(&out, false), "%s on %s: array keys out of order", c->update,
+                c->doc);
       tm_assert_doc(&desc.updated_fields, c->updated ? c->updated : "{}", "updatedFields");
       tm_assert_doc(&desc.removed_fields, c->removed ? c->removed : "{}", "removedFields");
       cr_assert_eq(modified, out.len != doc->len || memcmp(bson_get_data(&out), bson_get_data(doc), doc->len) != 0);
@@ -186,6 +215,15 @@ Test(update, other_array_operators)
       {"{'_id': 1}", "{'%pull': {'a': 1}}", "{'_id': 1}", NULL, NULL, 0, NULL, NOPOS},
       {"{'_id': 1, 'a': 3}", "{'%pull': {'a': 1}}", NULL, NULL, NULL, 2, NULL, NOPOS},
       {"{'_id': 1, 'a': [1, 2, 1, 3]}", "{'%pullAll': {'a': [1, 3]}}", "{'_id': 1, 'a': [2]}", "{'a': [2]}", NULL, 0, NULL, NOPOS},
+      /* $pull rebuilds an untouched array from its bytes: every element pulled, a nested
+       * path beside another operator, an array inside an array, an array of documents */
+      {"{'_id': 1, 'a': [2, 2]}", "{'%pull': {'a': 2}}", "{'_id': 1, 'a': []}", "{'a': []}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'd': {'e': [1, 2], 'f': 1}}", "{'%pull': {'d.e': 1}, '%inc': {'d.f': 1}}",
+       "{'_id': 1, 'd': {'e': [2], 'f': 2}}", "{'d.e': [2], 'd.f': 2}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'a': [[1, 2], [3]]}", "{'%pull': {'a.0': 1}}", "{'_id': 1, 'a': [[2], [3]]}", "{'a.0': [2]}", NULL, 0, NULL, NOPOS},
+      {"{'_id': 1, 'e': [{'id': 'x', 'n': 1}, {'id': 'y', 'n': 2}, {'id': 'z', 'n': 3}]}",
+       "{'%pull': {'e': {'id': {'%in': ['z', 'x', 'q']}}}}", "{'_id': 1, 'e': [{'id': 'y', 'n': 2}]}",
+       "{'e': [{'id': 'y', 'n': 2}]}", NULL, 0, NULL, NOPOS},
       {"{'_id': 1, 'a': [1]}", "{'%pullAll': {'a': 1}}", NULL, NULL, NULL, 2, NULL, NOPOS},
       {"{'_id': 1, 'a': [1, 2, 3]}", "{'%pop': {'a': 1}}", "{'_id': 1, 'a': [1, 2]}", "{'a': [1, 2]}", NULL, 0, NULL, NOPOS},
       {"{'_id': 1, 'a': [1, 2, 3]}", "{'%pop': {'a': -1}}", "{'_id': 1, 'a': [2, 3]}", "{'a': [2, 3]}", NULL, 0, NULL, NOPOS},

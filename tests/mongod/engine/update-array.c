@@ -209,7 +209,7 @@ op_add_to_set(const tm_action_t *act, tm_tnode_t *arr, bool created)
 }
 
 static bool
-pull_matches(const tm_action_t *act, const tm_tnode_t *kid)
+pull_matches(const tm_action_t *act, const bson_value_t *v)
 {
    bson_t view;
 
@@ -217,7 +217,7 @@ pull_matches(const tm_action_t *act, const tm_tnode_t *kid)
       bson_iter_t it;
       if (tm_value_as_bson(&act->operand, &view) && bson_iter_init(&it, &view)) {
          while (bson_iter_next(&it)) {
-            if (tm_value_equal(bson_iter_value(&it), &kid->value)) {
+            if (tm_value_equal(bson_iter_value(&it), v)) {
                return true;
             }
          }
@@ -225,33 +225,74 @@ pull_matches(const tm_action_t *act, const tm_tnode_t *kid)
       return false;
    }
    if (act->cond_doc_mode) {
-      return kid->value.value_type == BSON_TYPE_DOCUMENT && tm_value_as_bson(&kid->value, &view) &&
+      return v->value_type == BSON_TYPE_DOCUMENT && tm_value_as_bson(v, &view) &&
              tm_mnode_match_doc(act->cond, &view, NULL);
    }
-   return tm_mnode_match_value(act->cond, &kid->value);
+   return tm_mnode_match_value(act->cond, v);
+}
+
+/* $pull from an array still in its bytes: the elements kept are copied as bytes into a new
+ * array that the update owns (ctx->owned), instead of one tree node per element that is
+ * matched, freed or serialised again. The relay clears events this way from documents that
+ * may hold many. Removing an element always changes the array, so it is marked whole. */
+static bool
+pull_raw(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *arr, const bson_t *view)
+{
+   bson_iter_t it;
+   bson_t *kept = bson_sized_new(view->len);
+   uint32_t n = 0;
+   bool removed = false;
+
+   bson_iter_init(&it, view);
+   while (bson_iter_next(&it)) {
+      char buf[16];
+      const char *key;
+      if (pull_matches(act, bson_iter_value(&it))) {
+         removed = true;
+         continue;
+      }
+      bson_uint32_to_string(n++, &key, buf, sizeof buf);
+      bson_append_iter(kept, key, -1, &it);
+   }
+   if (!removed) {
+      bson_destroy(kept);
+      return true;
+   }
+   ctx->owned = bson_realloc(ctx->owned, (ctx->n_owned + 1) * sizeof(bson_t *));
+   ctx->owned[ctx->n_owned++] = kept;
+   bson_value_t now = {.value_type = BSON_TYPE_ARRAY};
+   now.value.v_doc.data = (uint8_t *) bson_get_data(kept);
+   now.value.v_doc.data_len = kept->len;
+   tm_tree_set_value(arr, &now);
+   if (arr->mark == TM_MARK_NONE) {
+      tm_tree_mark(arr, TM_MARK_WHOLE);
+   }
+   return true;
 }
 
 static bool
-op_pull(const tm_action_t *act, tm_tnode_t *arr)
+op_pull(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *arr)
 {
-   bool had_raw = !arr->expanded;
-   bson_value_t old = arr->value;
    size_t kept = 0, n;
+   bson_t view;
 
+   if (!arr->expanded && tm_value_as_bson(&arr->value, &view)) {
+      return pull_raw(ctx, act, arr, &view);
+   }
    tm_tree_expand(arr);
    n = arr->n;
    /* Compact in one pass so that pulling from a large array stays linear. */
    for (size_t i = 0; i < n; i++) {
       tm_tnode_t *kid = arr->kids[i];
-      if (pull_matches(act, kid)) {
+      if (pull_matches(act, &kid->value)) {
          tm_tree_destroy(kid);
       } else {
          arr->kids[kept++] = kid;
       }
    }
    arr->n = kept;
-   if (kept != n) {
-      mark_whole(arr, had_raw, &old);
+   if (kept != n && arr->mark == TM_MARK_NONE) {
+      tm_tree_mark(arr, TM_MARK_WHOLE);
    }
    return true;
 }
@@ -294,7 +335,7 @@ tm_apply_array_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container
    case TM_U_PUSH: return op_push(ctx, act, node, created);
    case TM_U_ADD_TO_SET: return op_add_to_set(act, node, created);
    case TM_U_PULL:
-   case TM_U_PULL_ALL: return op_pull(act, node);
+   case TM_U_PULL_ALL: return op_pull(ctx, act, node);
    default: return op_pop(act, node);
    }
 }

@@ -86,6 +86,8 @@ typedef struct {
    tm_tnode_t *moving; /* $rename: the detached source, placed at the destination */
    tm_array_hits_t *hits;
    size_t n_hits;
+   bson_t **owned; /* values the tree borrows that the update built (a $pull's kept elements) */
+   size_t n_owned;
 } tm_apply_t;
 
 /* True if the operator creates missing paths (everything but $unset, $pull*, $pop). */

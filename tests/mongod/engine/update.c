@@ -394,7 +394,8 @@ bool
 tm_update_apply(const tm_update_t *update, const bson_t *doc, int32_t positional, bool is_insert,
                 bson_t *out, bool *modified, tm_update_desc_t *desc, bson_error_t *error)
 {
-   tm_apply_t ctx = {update, doc, positional, is_insert, NULL, NULL, 0, error, NULL, NULL, 0};
+   tm_apply_t ctx = {.update = update, .doc = doc, .positional = positional,
+                     .is_insert = is_insert, .error = error};
    bson_t removed = BSON_INITIALIZER;
    bool ok = false;
 
@@ -428,6 +429,10 @@ done:
    }
    tm_apply_free_hits(&ctx);
    tm_tree_destroy(ctx.root);
+   for (size_t i = 0; i < ctx.n_owned; i++) {
+      bson_destroy(ctx.owned[i]);
+   }
+   bson_free(ctx.owned);
    bson_destroy(&removed);
    return ok;
 }
