@@ -61,18 +61,6 @@ relay_clear_job_add_id(relay_clear_job_t *job, relay_clear_stmt_t *s, const char
    job->n_events++;
 }
 
-relay_clear_stmt_t *
-relay_clear_job_add(relay_clear_job_t *job, int coll, const bson_value_t *id, const bson_t *ids,
-                    size_t n_ids, void *entity)
-{
-   relay_clear_stmt_t *s = relay_clear_job_begin(job, coll, id, entity);
-   bson_destroy(s->ids);
-   s->ids = bson_copy(ids);
-   s->n_ids = (uint32_t)n_ids;
-   job->n_events += n_ids;
-   return s;
-}
-
 void
 relay_clear_job_free(relay_clear_job_t *job)
 {

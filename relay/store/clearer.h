@@ -49,10 +49,6 @@ relay_clear_stmt_t *relay_clear_job_begin(relay_clear_job_t *job, int coll, cons
 /* Appends @event_id to statement @s of @job. */
 void relay_clear_job_add_id(relay_clear_job_t *job, relay_clear_stmt_t *s, const char *event_id);
 
-/* Adds a statement; @ids is copied. Returns the statement. */
-relay_clear_stmt_t *relay_clear_job_add(relay_clear_job_t *job, int coll, const bson_value_t *id,
-                                        const bson_t *ids, size_t n_ids, void *entity);
-
 void relay_clear_job_free(relay_clear_job_t *job);
 
 /* Starts the thread. Returns NULL and fills @error on a bad URI. */

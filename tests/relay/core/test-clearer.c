@@ -39,8 +39,13 @@ Test(clear_job, statements_survive_growth)
       bson_t *ids = ids_array(n_ids, (int)i);
       id.value_type = BSON_TYPE_INT64;
       id.value.v_int64 = (int64_t)i;
-      relay_clear_job_add(job, 0, &id, ids, n_ids, &entity[i % 4]);
-      bson_destroy(ids); /* the job keeps its own copy */
+      relay_clear_stmt_t *s = relay_clear_job_begin(job, 0, &id, &entity[i % 4]);
+      bson_iter_t it;
+      cr_assert(bson_iter_init(&it, ids));
+      while (bson_iter_next(&it)) {
+         relay_clear_job_add_id(job, s, bson_iter_utf8(&it, NULL));
+      }
+      bson_destroy(ids); /* the job builds its own */
    }
    cr_assert_eq(job->n, n_stmts);
    cr_assert_eq(job->n_events, n_stmts * n_ids);
