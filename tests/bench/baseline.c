@@ -109,6 +109,7 @@ typedef struct {
    pid_t pid;
    FILE *to, *from;
    int receive_max;
+   char malloc_name[16];
    size_t acked, failed;
    double ack_s, cpu0;
 } pub_proc_t;
@@ -129,7 +130,7 @@ pub_start(const bench_opts_t *o, const bench_servers_t *s, const char *prefix, s
    memset(p, 0, sizeof *p);
    p->pid = bench_spawn_piped(argv, &p->to, &p->from);
    bool ok = p->pid > 0 && read_line(p->from, line, sizeof line) &&
-             sscanf(line, "ready %d", &p->receive_max) == 1;
+             sscanf(line, "ready %d %15s", &p->receive_max, p->malloc_name) >= 1;
    if (!ok) {
       fprintf(stderr, "outbox-bench: the publisher %s did not start\n", o->publisher_path);
    }
@@ -190,6 +191,7 @@ bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s, bench_s
                      &pubs[started]);
       /* Each publisher caps its window the same way; the figure says which was used. */
       capped_window(out, pubs[started].receive_max);
+      memcpy(out->malloc_name, pubs[started].malloc_name, sizeof out->malloc_name);
    }
    bench_sub_reset(sub, prefix, 0, out->messages);
    int64_t t0 = bench_now_ns();
@@ -219,4 +221,13 @@ bench_baseline_run(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t 
                    bench_baseline_t *out)
 {
    return bench_baseline_together(o, s, sub, 1, messages, payload, window, bare, out);
+}
+
+bool
+bench_baseline_sysmalloc(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
+                         size_t messages, size_t payload, int window, bench_baseline_t *out)
+{
+   bench_opts_t with_glibc = *o;
+   with_glibc.publisher_path = o->sysmalloc_publisher_path;
+   return bench_baseline_run(&with_glibc, s, sub, messages, payload, window, false, out);
 }

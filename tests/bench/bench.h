@@ -30,6 +30,7 @@ typedef struct {
    const char *mongod_path;   /* test-mongod, when no OUTBOX_MONGODB_URI is given */
    const char *mosquitto_path;
    const char *publisher_path; /* outbox-bench-pub, the ceiling's publisher */
+   const char *sysmalloc_publisher_path; /* the same with glibc's malloc; NULL: none built */
    const char *json_path;     /* --json FILE */
    const char *database;
    const char *only;          /* comma list of parts to run, NULL = all */
@@ -101,6 +102,7 @@ typedef struct {
    bool bare;              /* without the four MQTT 5 user properties the relay sends */
    bool in_process;        /* publisher inside the benchmark process (secondary figure) */
    int broker_receive_max; /* from CONNACK; the window is capped to it (0: none sent) */
+   char malloc_name[16];   /* the publisher process's malloc: "jemalloc" or "glibc" */
    double msgs_per_s;      /* first publish -> all received by the subscriber */
    double acked_per_s;     /* first publish -> last PUBACK */
    double avg_msg_bytes;
@@ -135,6 +137,7 @@ typedef struct {
    char mongodb[200], mqtt[200]; /* addresses without credentials */
    bench_baseline_t baseline, baseline_bare; /* separate process: the ceiling */
    bench_baseline_t baseline_inproc;         /* in this process: secondary */
+   bench_baseline_t baseline_sysmalloc;      /* outbox-bench-pub-sysmalloc: secondary */
    double baseline_runs[BENCH_MAX_BASELINE_RUNS]; /* msgs/s of each ceiling run with the
                                                    * default window and payload */
    int n_baseline_runs;
@@ -220,6 +223,11 @@ bool bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s,
 bool bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s,
                            struct bench_sub *sub, size_t messages, size_t payload, int window,
                            bool bare, bench_baseline_t *out);
+/* The ceiling's publisher with glibc's malloc (o->sysmalloc_publisher_path): a secondary
+ * figure, what a plain paho program gets. */
+bool bench_baseline_sysmalloc(const bench_opts_t *o, const bench_servers_t *s,
+                              struct bench_sub *sub, size_t messages, size_t payload,
+                              int window, bench_baseline_t *out);
 
 /* Length of the "pad" string that makes an event's data about `payload` bytes as JSON. */
 static inline size_t

@@ -220,6 +220,13 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
                                                          &r->baseline_bare)) {
          bench_fail(r, "baseline without properties incomplete");
       }
+      /* paho with glibc's malloc, for comparison only (the relay and the ceiling link
+       * jemalloc when the build has it). */
+      if (o->mode != BENCH_SMOKE && o->sysmalloc_publisher_path &&
+          !bench_baseline_sysmalloc(o, s, sub, baseline_messages(o), o->payload, o->window,
+                                    &r->baseline_sysmalloc)) {
+         bench_fail(r, "ceiling with glibc's malloc incomplete");
+      }
       /* The old in-process figure, for comparison only: that publisher shares paho's global
        * locks with the subscriber. */
       if (o->mode != BENCH_SMOKE &&

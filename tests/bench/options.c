@@ -28,7 +28,8 @@ usage(FILE *out)
       "  --mongod PATH       test-mongod executable\n"
       "  --mosquitto PATH    mosquitto executable (default /usr/sbin/mosquitto)\n"
       "  --publisher PATH    the ceiling's publisher (default: outbox-bench-pub next to\n"
-      "                      this program)\n"
+      "                      this program; PATH-sysmalloc, when it exists, gives a\n"
+      "                      secondary ceiling with glibc's malloc)\n"
       "  --json FILE         also write the figures as JSON\n"
       "  --only LIST         comma list of: baseline,drain,steady,lib,scale,group; or\n"
       "                      single drains: drain-few,drain-many,drain-stream,drain-bare\n"
@@ -59,6 +60,16 @@ default_publisher(void)
    }
    strcpy(slash + 1, "outbox-bench-pub");
    return path;
+}
+
+/* PUBLISHER-sysmalloc, built beside the publisher when the build links jemalloc; NULL when
+ * there is none. */
+static const char *
+sysmalloc_publisher(const char *publisher)
+{
+   static char path[4096];
+   int n = snprintf(path, sizeof path, "%s-sysmalloc", publisher);
+   return n > 0 && (size_t) n < sizeof path && access(path, X_OK) == 0 ? path : NULL;
 }
 
 static void
@@ -262,6 +273,7 @@ bench_opts_parse(bench_opts_t *o, int argc, char **argv, int *exit_code)
          return false;
       }
    }
+   o->sysmalloc_publisher_path = sysmalloc_publisher(o->publisher_path);
    /* Every writer and library thread owns a disjoint set of entities: none may get none. */
    if (o->entities_few < 8 || o->entities_few < (size_t) o->writers) {
       fprintf(stderr, "outbox-bench: --entities: the first count must be at least 8 and at "

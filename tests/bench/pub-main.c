@@ -10,7 +10,7 @@
  *   outbox-bench-pub URI MESSAGES PAYLOAD WINDOW all|none TOPIC-PREFIX TIMEOUT-S [FIRST]
  * (events FIRST .. FIRST+MESSAGES-1, default 0: several publishers run side by side with
  * disjoint ranges under one prefix)
- *   stdout: "ready RECEIVE-MAX"            once connected
+ *   stdout: "ready RECEIVE-MAX MALLOC"     once connected (MALLOC: jemalloc or glibc)
  *   stdin:  "go"                           start publishing
  *   stdout: "done ACKED FAILED ACK-SECONDS" when every message was acknowledged (or the
  *                                          timeout passed); ACK-SECONDS: "go" -> last PUBACK
@@ -63,7 +63,7 @@ main(int argc, char **argv)
    if (!p) {
       return 1;
    }
-   printf("ready %d\n", bench_pub_receive_max(p));
+   printf("ready %d %s\n", bench_pub_receive_max(p), bench_malloc_name());
    fflush(stdout);
    if (!fgets(line, sizeof line, stdin) || strncmp(line, "go", 2) != 0) {
       bench_pub_destroy(p);

@@ -7,6 +7,7 @@
 #include "publisher.h"
 
 #include <MQTTAsync.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,4 +369,11 @@ bench_pub_destroy(bench_pub_t *p)
    pthread_cond_destroy(&p->cond);
    pthread_mutex_destroy(&p->mu);
    free(p);
+}
+
+const char *
+bench_malloc_name(void)
+{
+   /* jemalloc's own entry point: present whenever its malloc is the one that runs. */
+   return dlsym(RTLD_DEFAULT, "mallctl") ? "jemalloc" : "glibc";
 }

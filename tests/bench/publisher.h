@@ -36,6 +36,9 @@ bench_pub_t *bench_pub_new(const char *uri, int window);
 /* The broker's Receive Maximum from the CONNACK, 0 if it sent none. */
 int bench_pub_receive_max(const bench_pub_t *p);
 
+/* "jemalloc" when this process runs jemalloc's malloc (linked or preloaded), else "glibc". */
+const char *bench_malloc_name(void);
+
 /* Sends message number `n` of a run: topic `prefix` + "ent-NNNNNN" (n modulo 1000 entities),
  * data of about `payload` bytes holding {bench_n: n}; the four user properties unless `bare`.
  * Waits while `window` messages are in flight. False when paho refuses it. */

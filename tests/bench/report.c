@@ -175,7 +175,8 @@ print_baselines(const bench_results_t *r)
    }
    printf("%-22s %8zu msgs, window %d, data %zu B (%.0f B messages), publisher in a process\n",
           "Ceiling (paho QoS 1)", b->messages, b->window, b->payload, b->avg_msg_bytes);
-   printf("%-22s of its own (outbox-bench-pub), same shape as the relay's messages\n", "");
+   printf("%-22s of its own (outbox-bench-pub, malloc %s), same shape as the relay's messages\n",
+          "", b->malloc_name[0] ? b->malloc_name : "unknown");
    if (b->broker_receive_max && b->broker_receive_max <= b->window) {
       printf("%-22s the broker's Receive Maximum (%d) limits the window\n", "",
              b->broker_receive_max);
@@ -191,11 +192,18 @@ print_baselines(const bench_results_t *r)
       printf(" msg/s (each drain is compared with the runs before and after it)\n");
    }
    const bench_baseline_t *bare = &r->baseline_bare, *in = &r->baseline_inproc;
+   const bench_baseline_t *sys = &r->baseline_sysmalloc;
    if (bare->messages) {
       /* Compared with the first run: the one measured just before it. */
       printf("%-22s %9.0f msg/s without the 4 user properties (%.2f x; %.1f us CPU/msg)%s\n",
              "", bare->msgs_per_s, b->msgs_per_s > 0 ? bare->msgs_per_s / b->msgs_per_s : 0,
              bare->cpu_us_per_msg, bare->ok ? "" : "  INCOMPLETE");
+   }
+   if (sys->messages) {
+      printf("%-22s %9.0f msg/s with glibc's malloc (secondary: outbox-bench-pub-sysmalloc,\n"
+             "%-22s %.2f x; %.1f us CPU/msg)%s\n", "", sys->msgs_per_s, "",
+             b->msgs_per_s > 0 ? sys->msgs_per_s / b->msgs_per_s : 0, sys->cpu_us_per_msg,
+             sys->ok ? "" : "  INCOMPLETE");
    }
    if (in->messages) {
       printf("%-22s %9.0f msg/s with the publisher inside the benchmark process (secondary:\n"
@@ -393,6 +401,7 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
    jstr(f, "machine", r->machine);
    jnum(f, "payload_bytes", (double) o->payload, true);
    jnum(f, "window", o->window, true);
+   jstr(f, "baseline_malloc", r->baseline.malloc_name);
    jnum(f, "baseline_msgs_per_s", baseline_mean(r), r->n_baseline_runs > 0);
    jnum(f, "baseline_acked_per_s", r->baseline.acked_per_s, r->baseline.messages > 0);
    jnum(f, "baseline_cpu_us_per_msg", r->baseline.cpu_us_per_msg, r->baseline.messages > 0);
@@ -402,6 +411,10 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
         r->baseline_bare.messages > 0);
    jnum(f, "baseline_inprocess_msgs_per_s", r->baseline_inproc.msgs_per_s,
         r->baseline_inproc.messages > 0);
+   jnum(f, "baseline_sysmalloc_msgs_per_s", r->baseline_sysmalloc.msgs_per_s,
+        r->baseline_sysmalloc.messages > 0);
+   jnum(f, "baseline_sysmalloc_cpu_us_per_msg", r->baseline_sysmalloc.cpu_us_per_msg,
+        r->baseline_sysmalloc.messages > 0);
    json_drain(f, "drain_", &r->drain_few);
    json_drain(f, "drain_many_", &r->drain_many);
    json_drain(f, "drain_stream_", &r->drain_stream);

@@ -97,6 +97,8 @@ check "apt-get install succeeds" \
    apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${debs[@]}" >/dev/null
 check "outbox-relay --version names $version" \
    sh -c "outbox-relay --version | grep -qx 'outbox-relay $version'"
+check "the packaged relay runs jemalloc (debian/rules: -Dallocator=jemalloc)" \
+   sh -c "outbox-relay --version | grep -q '^malloc jemalloc '"
 
 phase "a program against liboutbox-dev"
 cc "$here/installed-writer.c" -o "$work/installed-writer" $(pkg-config --cflags --libs outbox)

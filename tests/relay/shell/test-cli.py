@@ -88,6 +88,13 @@ def test_version():
                                                          lines[0]), r.stdout)
     check("--version names libraries", "libmongoc" in r.stdout and "paho.mqtt.c" in r.stdout,
           r.stdout)
+    # The malloc that runs, as the build chose it (meson -Dallocator): a link that dropped
+    # jemalloc, or a build that lost it, shows here.
+    expect = {"jemalloc": "malloc jemalloc ", "system": "malloc glibc "}.get(
+        os.environ.get("OUTBOX_EXPECT_MALLOC", ""))
+    got = [line for line in lines if line.startswith("malloc ")]
+    check("--version names the malloc the build chose",
+          expect is not None and len(got) == 1 and got[0].startswith(expect), (expect, got))
 
 
 def test_usage_errors():
