@@ -219,8 +219,7 @@ main(int argc, char **argv)
    srand((unsigned) time(NULL));
    /* Commands run under one server lock, so per-thread malloc arenas buy no concurrency; with
     * one per connection thread, history and documents freed by one thread and allocated by
-    * another fragmented the heap (215 MB more resident in a 1M-event benchmark). Only
-    * glibc's malloc reads this: a build linked with jemalloc (meson -Dallocator) ignores it. */
+    * another fragmented the heap (215 MB more resident in a 1M-event benchmark). */
    mallopt(M_ARENA_MAX, 2);
    /* One descriptor per connection: allow as many as the hard limit permits. */
    struct rlimit rl;
