@@ -302,8 +302,10 @@ def test_cut_from_mongodb():
         group = Group(client, dbname, rname)
         check(wait_until(lambda: group.settled([a, b]), 30), "did not settle")
         a_parts = [p for p, o in group.owners().items() if o and o.startswith(a.instance_prefix())]
-        # A backlog on a few hot entities of a's partitions: one event in flight per entity
-        # keeps a publishing for seconds.
+        # A backlog on a few hot entities of a's partitions: one event in flight per entity,
+        # and PUBACKs held 2 ms on their way back, keep a publishing for 6 s or more on any
+        # machine (without the delay a fast one drained it before the deadline).
+        a.mqtt_proxy.slow_replies(0.002)
         hot = []
         i = 0
         while len(hot) < 3:
