@@ -133,10 +133,18 @@ read_int(const bson_t *doc, const char *key)
    return 0;
 }
 
-/* Takes the pending events of a document read from the collection (sweep or read) of an
- * entity in partition @part. */
+/* Where a copy of a document comes from (take_doc()). */
+typedef enum {
+   DOC_SWEPT,     /* the sweep's cursor: its partition's fresh window covers the replays */
+   DOC_READ,      /* read just now, ahead of the stream: see relay_entity_t.read_seq */
+   DOC_READ_HELD, /* the same, while a sweep of its partition runs: see hold_for_sweep() */
+} doc_source_t;
+
+/* Takes the pending events of a document read from the collection of an entity in
+ * partition @part. */
 static void
-take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos)
+take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos,
+         doc_source_t source)
 {
    bson_iter_t it;
    relay_entity_t *e;
@@ -147,6 +155,7 @@ take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos)
    }
    e = relay_table_add(&r->table, coll, bson_iter_value(&it));
    e->part = part;
+   e->sweep_hold = e->sweep_hold || source == DOC_READ_HELD;
    if (bson_iter_init_find(&it, doc, r->cfg->events_field)) {
       offer_array(r, e, &it, pos, 0, true); /* the document as it is now: nothing is a replay */
    }
@@ -155,9 +164,44 @@ take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos)
    if (seq > e->last_seq) {
       e->last_seq = seq;
    }
+   /* The stream has yet to deliver the changes this copy already shows: if the entity were
+    * forgotten once its events are cleared, those changes would look new and publish them
+    * again. It stays until the stream passes this eventSeq (release_read_hold()). */
+   if (source != DOC_SWEPT) {
+      relay_table_hold_read(&r->table, e, seq);
+   }
    if (!r->verifying) {
       relay_table_evict(&r->table, e);
    }
+}
+
+/* Reads one entity and takes its pending events. False if the read failed. The read and the
+ * offer both happen here on the main thread, which is also where clears are completed: the
+ * document is never older than a clear the table has forgotten. */
+static bool
+read_sync(relay_t *r, int coll, int part, const bson_value_t *id, relay_pos_t *pos, bool hold)
+{
+   bson_t doc;
+   bson_error_t error;
+
+   if (!relay_store_read_entity(r->colls[coll], r->cfg, id, &doc, &error)) {
+      if (error.code == 0) {
+         return true; /* deleted since: nothing pending */
+      }
+      relay_log(RELAY_LOG_WARNING, "stream", "reading an entity failed: %s", error.message);
+      return false;
+   }
+   take_doc(r, coll, part, &doc, pos, hold ? DOC_READ_HELD : DOC_READ);
+   bson_destroy(&doc);
+   return true;
+}
+
+/* Whether an entity the stream takes now in partition @part must stay in the table until the
+ * running sweep ends: see relay_changes_sync_doc(). */
+static bool
+hold_for_sweep(const relay_t *r, int part)
+{
+   return r->sweeping && relay_partset_has(&r->sweep_set, part);
 }
 
 void
@@ -173,28 +217,23 @@ relay_changes_sync_doc(relay_t *r, int coll, const relay_partset_t *parts, const
    part = relay_group_part_of(r, bson_iter_value(&it));
    /* A sweep without the server's filter reads every pending document; another member's
     * partitions are not ours to publish. */
-   if (relay_partset_has(parts, part) && relay_group_takes(r, part)) {
-      take_doc(r, coll, part, doc, pos);
+   if (!relay_partset_has(parts, part) || !relay_group_takes(r, part)) {
+      return;
    }
-}
-
-/* Reads one entity and takes its pending events. False if the read failed. */
-static bool
-read_sync(relay_t *r, int coll, int part, const bson_value_t *id, relay_pos_t *pos)
-{
-   bson_t doc;
-   bson_error_t error;
-
-   if (!relay_store_read_entity(r->colls[coll], r->cfg, id, &doc, &error)) {
-      if (error.code == 0) {
-         return true; /* deleted since: nothing pending */
+   /* The sweep's cursor fetches documents a batch before they are used here, and meanwhile
+    * the stream may have taken this entity from a fresh read, published its events and
+    * cleared them: this copy may still show them, and their seqs are not above the
+    * entity's last any more, so they would pass for repeated seqs and be dead-lettered (or,
+    * had the table forgotten the entity, be published again out of order). Entities the
+    * stream touches during the sweep are therefore kept in the table (sweep_hold), and any
+    * entity the table knows is read afresh instead of trusting this copy. */
+   if (relay_table_find(&r->table, coll, bson_iter_value(&it))) {
+      if (!read_sync(r, coll, part, bson_iter_value(&it), pos, false)) {
+         relay_sweep_request(r, part); /* read it again with the partition's next sweep */
       }
-      relay_log(RELAY_LOG_WARNING, "stream", "reading an entity failed: %s", error.message);
-      return false;
+      return;
    }
-   take_doc(r, coll, part, &doc, pos);
-   bson_destroy(&doc);
-   return true;
+   take_doc(r, coll, part, doc, pos, DOC_SWEPT);
 }
 
 static bool
@@ -224,6 +263,9 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
     * this entity already took may come again. */
    int64_t replayed_upto =
       r->verifying || (e->part >= 0 && relay_group_fresh(r, e->part)) ? e->last_seq : 0;
+   if (e->read_seq > replayed_upto) {
+      replayed_upto = e->read_seq; /* shown by a read of its document already */
+   }
 
    if (!strcmp(op, "insert") || !strcmp(op, "replace")) {
       char *path = bson_strdup_printf("fullDocument.%s", field);
@@ -297,6 +339,37 @@ static bool
 sub_field(const bson_iter_t *it, const char *name, bson_iter_t *out)
 {
    return BSON_ITER_HOLDS_DOCUMENT(it) && bson_iter_recurse(it, out) && bson_iter_find(out, name);
+}
+
+/* The eventSeq a change leaves in its document, or 0 if it does not say. */
+static int64_t
+change_event_seq(const relay_t *r, const char *op, const bson_t *doc)
+{
+   bool whole = !strcmp(op, "insert") || !strcmp(op, "replace");
+   char *path = bson_strdup_printf("%s.%s", whole ? "fullDocument" : "updateDescription.updatedFields",
+                                   r->cfg->event_seq_field);
+   bson_iter_t it, found;
+   int64_t seq = 0;
+   if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &found) &&
+       (BSON_ITER_HOLDS_INT64(&found) || BSON_ITER_HOLDS_INT32(&found))) {
+      seq = bson_iter_as_int64(&found);
+   }
+   bson_free(path);
+   return seq;
+}
+
+/* Once the stream has delivered the change that made the eventSeq a read of @e's document
+ * showed, later changes are new: the entity may be forgotten when idle. */
+static void
+release_read_hold(relay_t *r, relay_entity_t *e, const char *op, const bson_t *doc)
+{
+   if (!e || e->read_seq == 0 || change_event_seq(r, op, doc) < e->read_seq) {
+      return;
+   }
+   relay_table_release_read(&r->table, e);
+   if (!r->verifying) {
+      relay_table_evict(&r->table, e);
+   }
 }
 
 /* One pass over the change's top-level fields (five lookups from the start, and two paths,
@@ -385,18 +458,29 @@ apply_event(relay_t *r, const bson_t *doc)
     * first time while replaying, or in a partition that is still being swept, is read from
     * its document: what is pending there is the truth, the change may be older. */
    if (part >= 0 && relay_group_takes(r, part)) {
+      bool hold = hold_for_sweep(r, part);
+      bool read = false;
       if (!e && (r->verifying || relay_group_fresh(r, part))) {
-         if (!read_sync(r, coll, part, &f.id, pos)) {
+         if (!read_sync(r, coll, part, &f.id, pos, hold)) {
             return false;
          }
+         read = true;
       } else {
          if (!e) {
             e = relay_table_add(&r->table, coll, &f.id);
             e->part = part;
          }
-         if (!take_from_change(r, e, f.op, doc, pos) && !read_sync(r, coll, part, &f.id, pos)) {
-            return false;
+         e->sweep_hold = e->sweep_hold || hold;
+         read = e->read_seq > 0;
+         if (!take_from_change(r, e, f.op, doc, pos)) {
+            if (!read_sync(r, coll, part, &f.id, pos, hold)) {
+               return false;
+            }
+            read = true;
          }
+      }
+      if (read) { /* the read may have evicted e, or made it */
+         release_read_hold(r, relay_table_find(&r->table, coll, &f.id), f.op, doc);
       }
    }
    bson_destroy(pos->token);
@@ -515,6 +599,8 @@ apply(relay_t *r, relay_change_t *c, int64_t now)
       r->stream_lag_ms = 0;
       end_verify(r);
       relay_group_stream_at(r, NULL);
+      /* Caught up with the present: every change a read showed early has come by. */
+      relay_table_release_holds(&r->table, true, !r->verifying);
       return true;
    case RELAY_CHANGE_OPENED:
       on_opened(r, c);

@@ -45,6 +45,7 @@ relay_sweep_abort(relay_t *r)
    r->sweeping = false;
    r->sweep_full_wanted = false;
    relay_partset_clear(&r->group.sweep_wanted);
+   relay_table_release_holds(&r->table, false, !r->verifying);
 }
 
 static void
@@ -89,6 +90,10 @@ begin(relay_t *r, int64_t now)
    r->sweep_full_wanted = false;
    r->sweep_set = set;
    r->sweep_full = full;
+   /* What the table holds now may be published and cleared before the sweep gets to its
+    * document, whose copy then shows it still pending: keep these entities known, so that
+    * the sweep reads them afresh (relay_changes_sync_doc()). */
+   relay_table_hold_parts(&r->table, &set);
    log_start(r, full);
    relay_metrics_add(r->metrics, RELAY_M_SWEEPS, 1);
    if (full) {
@@ -98,6 +103,8 @@ begin(relay_t *r, int64_t now)
       r->sweep_pos = relay_table_pos_marker(&r->table);
       relay_table_pos_adopt(&r->table, r->sweep_pos);
       r->verifying = false;
+      /* The new stream starts after every read made so far: none of its changes replays one. */
+      relay_table_release_holds(&r->table, true, true);
       relay_group_sweep_began(r, &set, r->sweep_pos);
       r->started = true;
       r->stream_gen = relay_reader_start(r->reader, NULL, &r->sweep_start);
@@ -126,6 +133,7 @@ finish(relay_t *r)
    r->sweep_pos = NULL;
    r->sweeping = false;
    r->sweep_backoff_ms = 0;
+   relay_table_release_holds(&r->table, false, !r->verifying);
    relay_group_sweep_ended(r, &r->sweep_set, end);
    relay_log(RELAY_LOG_INFO, "sweep", "sweep done; %zu events pending; watching from before it",
              r->table.buffered);

@@ -20,6 +20,7 @@
 #ifndef RELAY_TABLE_H
 #define RELAY_TABLE_H
 
+#include "group/partition.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,6 +72,11 @@ typedef struct relay_entity_t {
    int64_t ready_at_ms; /* after a failure: not before this time */
    bool on_ready, on_dirty;
    bool parked;         /* its partition may not publish now: on a list of group.c's */
+   /* Why it stays in the table while it holds nothing (relay_table_evict() refuses): */
+   bool sweep_hold;  /* the stream took it while a sweep of its partition runs: until the
+                      * sweep ends (relay_changes_sync_doc()) */
+   int64_t read_seq; /* its document was read ahead of the stream with this eventSeq: changes
+                      * up to it are replays, until the stream passes it (changes.c) */
    int part;            /* its partition (group.c) */
    struct relay_entity_t *hnext, *rnext, *dnext, *pnext;
 } relay_entity_t;
@@ -89,6 +95,7 @@ typedef struct {
    uint64_t checkpoint_seq; /* the seq of the position it came from */
    bool checkpoint_changed;
    uint64_t next_seq;
+   size_t read_holds; /* entities with a read_seq */
 } relay_table_t;
 
 void relay_table_init(relay_table_t *t);
@@ -102,12 +109,25 @@ relay_entity_t *relay_table_find(relay_table_t *t, int coll, const bson_value_t 
 /* Finds or adds an entity (last_seq 0). */
 relay_entity_t *relay_table_add(relay_table_t *t, int coll, const bson_value_t *id);
 
-/* Removes @e if it holds nothing (no items, nothing in flight, on no list). Returns true if
- * it was removed (then @e is freed). */
+/* Removes @e if it holds nothing (no items, nothing in flight, on no list) and no sweep holds
+ * it. Returns true if it was removed (then @e is freed). */
 bool relay_table_evict(relay_table_t *t, relay_entity_t *e);
 
 /* Removes every entity that holds nothing. */
 void relay_table_evict_idle(relay_table_t *t);
+
+/* Keeps @e in the table until the stream passes eventSeq @seq (relay_entity_t.read_seq). */
+void relay_table_hold_read(relay_table_t *t, relay_entity_t *e, int64_t seq);
+
+/* Ends relay_table_hold_read() for @e (which stays in the table: evict it if wanted). */
+void relay_table_release_read(relay_table_t *t, relay_entity_t *e);
+
+/* Sets sweep_hold on every entity of the partitions in @parts (a sweep of them begins). */
+void relay_table_hold_parts(relay_table_t *t, const relay_partset_t *parts);
+
+/* Clears every entity's sweep_hold, or (@read) its read_seq; with @evict, also removes those
+ * that hold nothing any more. */
+void relay_table_release_holds(relay_table_t *t, bool read, bool evict);
 
 /* Appends a stream position. @token is copied (NULL allowed). Positions with nothing left
  * are merged, so the FIFO never grows beyond the number of buffered events + 1. */
