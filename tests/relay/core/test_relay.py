@@ -340,10 +340,15 @@ def test_history_lost_while_draining():
                   ["--max-buffered-events", "200", "--inflight-window", "16"])
     try:
         check(relay.wait_log("change stream open"), "relay did not open its stream")
-        deadline = time.time() + 4
-        while time.time() < deadline:
+        # Each round of 150 commits outruns the 50-change history; the relay is stopped
+        # during every other round, so it falls behind however fast the machine is.
+        for rnd in range(8):
+            if rnd % 2 == 0:
+                relay.proc.send_signal(signal.SIGSTOP)
             for i in range(n):
                 ents.append("d%03d" % i, 2)
+            relay.proc.send_signal(signal.SIGCONT)
+            time.sleep(0.2)
         total = sum(len(ids) for ids in ents.ids.values())
         check(wait_until(lambda: len({ce["id"] for _, ce, _ in decode(sub.snapshot())})
                          >= total, 90), "only %d of %d events arrived" % (sub.count(), total))
@@ -358,6 +363,7 @@ def test_history_lost_while_draining():
             first = list(dict.fromkeys(seqs))
             check(first == sorted(first), "%s delivered out of order: %s" % (eid, seqs))
     finally:
+        relay.proc.send_signal(signal.SIGCONT)
         relay.stop()
         sub.close()
 
