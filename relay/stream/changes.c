@@ -135,10 +135,17 @@ read_int(const bson_t *doc, const char *key)
 
 /* Where a copy of a document comes from (take_doc()). */
 typedef enum {
-   DOC_SWEPT,     /* the sweep's cursor: its partition's fresh window covers the replays */
-   DOC_READ,      /* read just now, ahead of the stream: see relay_entity_t.read_seq */
-   DOC_READ_HELD, /* the same, while a sweep of its partition runs: see hold_for_sweep() */
+   DOC_SWEPT, /* the sweep's cursor: its partition's fresh window covers the replays */
+   DOC_READ,  /* read just now, ahead of the stream: see relay_entity_t.read_seq */
 } doc_source_t;
+
+/* Whether an entity the stream takes now in partition @part must stay in the table until the
+ * running sweep ends: see relay_changes_sync_doc(). */
+static bool
+hold_for_sweep(const relay_t *r, int part)
+{
+   return r->sweeping && relay_partset_has(&r->sweep_set, part);
+}
 
 /* Takes the pending events of a document read from the collection of an entity in
  * partition @part. */
@@ -155,7 +162,7 @@ take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos,
    }
    e = relay_table_add(&r->table, coll, bson_iter_value(&it));
    e->part = part;
-   e->sweep_hold = e->sweep_hold || source == DOC_READ_HELD;
+   e->sweep_hold = e->sweep_hold || (source == DOC_READ && hold_for_sweep(r, part));
    if (bson_iter_init_find(&it, doc, r->cfg->events_field)) {
       offer_array(r, e, &it, pos, 0, true); /* the document as it is now: nothing is a replay */
    }
@@ -179,7 +186,7 @@ take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos,
  * offer both happen here on the main thread, which is also where clears are completed: the
  * document is never older than a clear the table has forgotten. */
 static bool
-read_sync(relay_t *r, int coll, int part, const bson_value_t *id, relay_pos_t *pos, bool hold)
+read_sync(relay_t *r, int coll, int part, const bson_value_t *id, relay_pos_t *pos)
 {
    bson_t doc;
    bson_error_t error;
@@ -191,17 +198,9 @@ read_sync(relay_t *r, int coll, int part, const bson_value_t *id, relay_pos_t *p
       relay_log(RELAY_LOG_WARNING, "stream", "reading an entity failed: %s", error.message);
       return false;
    }
-   take_doc(r, coll, part, &doc, pos, hold ? DOC_READ_HELD : DOC_READ);
+   take_doc(r, coll, part, &doc, pos, DOC_READ);
    bson_destroy(&doc);
    return true;
-}
-
-/* Whether an entity the stream takes now in partition @part must stay in the table until the
- * running sweep ends: see relay_changes_sync_doc(). */
-static bool
-hold_for_sweep(const relay_t *r, int part)
-{
-   return r->sweeping && relay_partset_has(&r->sweep_set, part);
 }
 
 void
@@ -228,7 +227,7 @@ relay_changes_sync_doc(relay_t *r, int coll, const relay_partset_t *parts, const
     * stream touches during the sweep are therefore kept in the table (sweep_hold), and any
     * entity the table knows is read afresh instead of trusting this copy. */
    if (relay_table_find(&r->table, coll, bson_iter_value(&it))) {
-      if (!read_sync(r, coll, part, bson_iter_value(&it), pos, false)) {
+      if (!read_sync(r, coll, part, bson_iter_value(&it), pos)) {
          relay_sweep_request(r, part); /* read it again with the partition's next sweep */
       }
       return;
@@ -458,28 +457,27 @@ apply_event(relay_t *r, const bson_t *doc)
     * first time while replaying, or in a partition that is still being swept, is read from
     * its document: what is pending there is the truth, the change may be older. */
    if (part >= 0 && relay_group_takes(r, part)) {
-      bool hold = hold_for_sweep(r, part);
-      bool read = false;
+      bool read_held = false; /* e has (or may now have) a read_seq to release */
       if (!e && (r->verifying || relay_group_fresh(r, part))) {
-         if (!read_sync(r, coll, part, &f.id, pos, hold)) {
+         if (!read_sync(r, coll, part, &f.id, pos)) {
             return false;
          }
-         read = true;
+         read_held = true;
       } else {
          if (!e) {
             e = relay_table_add(&r->table, coll, &f.id);
             e->part = part;
          }
-         e->sweep_hold = e->sweep_hold || hold;
-         read = e->read_seq > 0;
+         e->sweep_hold = e->sweep_hold || hold_for_sweep(r, part);
+         read_held = e->read_seq > 0;
          if (!take_from_change(r, e, f.op, doc, pos)) {
-            if (!read_sync(r, coll, part, &f.id, pos, hold)) {
+            if (!read_sync(r, coll, part, &f.id, pos)) {
                return false;
             }
-            read = true;
+            read_held = true;
          }
       }
-      if (read) { /* the read may have evicted e, or made it */
+      if (read_held) { /* a read may have evicted e, or made it */
          release_read_hold(r, relay_table_find(&r->table, coll, &f.id), f.op, doc);
       }
    }

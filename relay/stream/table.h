@@ -20,13 +20,13 @@
 #ifndef RELAY_TABLE_H
 #define RELAY_TABLE_H
 
-#include "group/partition.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <bson/bson.h>
 
+#include "group/partition.h"
 #include "stream/event.h"
 
 typedef enum {
@@ -109,8 +109,8 @@ relay_entity_t *relay_table_find(relay_table_t *t, int coll, const bson_value_t 
 /* Finds or adds an entity (last_seq 0). */
 relay_entity_t *relay_table_add(relay_table_t *t, int coll, const bson_value_t *id);
 
-/* Removes @e if it holds nothing (no items, nothing in flight, on no list) and no sweep holds
- * it. Returns true if it was removed (then @e is freed). */
+/* Removes @e if it holds nothing (no items, nothing in flight, on no list) and nothing keeps
+ * it (sweep_hold, read_seq). Returns true if it was removed (then @e is freed). */
 bool relay_table_evict(relay_table_t *t, relay_entity_t *e);
 
 /* Removes every entity that holds nothing. */
