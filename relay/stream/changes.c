@@ -249,8 +249,64 @@ all_digits(const char *s)
    return true;
 }
 
+/* Folds into *@lowest the seq of the event at @value if it is above @e's last seq. */
+static void
+fold_new_seq(const relay_entity_t *e, const bson_value_t *value, int64_t *lowest)
+{
+   int64_t seq = relay_event_peek_seq(value);
+   if (seq > e->last_seq && seq < *lowest) {
+      *lowest = seq;
+   }
+}
+
+static void
+fold_new_seqs(const relay_entity_t *e, const bson_iter_t *it, int64_t *lowest)
+{
+   bson_iter_t arr;
+   if (BSON_ITER_HOLDS_ARRAY(it) && bson_iter_recurse(it, &arr)) {
+      while (bson_iter_next(&arr)) {
+         fold_new_seq(e, bson_iter_value(&arr), lowest);
+      }
+   }
+}
+
+/* Whether the change's new events (in @events, the whole array, or in the "events.N" fields
+ * of @fields) start above the seq after @e's last: the events between were written by a
+ * change this relay never saw (the stream's history was lost while the entity stayed in
+ * the table), and they are pending in the document unless cleared since. Taking this change
+ * would raise last_seq above them, and the sweep would then find them "not above the last
+ * seq" and dead-letter them. Seqs are consecutive with liboutbox; a writer that skips seqs
+ * only costs a read. Nothing is known of an entity with last_seq 0. */
+static bool
+skips_seqs(const relay_t *r, const relay_entity_t *e, const bson_iter_t *events,
+           const bson_iter_t *fields)
+{
+   const char *field = r->cfg->events_field;
+   size_t flen = strlen(field);
+   int64_t lowest = INT64_MAX;
+   bson_iter_t it;
+
+   if (e->last_seq == 0) {
+      return false;
+   }
+   if (events) {
+      fold_new_seqs(e, events, &lowest);
+   } else {
+      it = *fields;
+      while (bson_iter_next(&it)) {
+         const char *key = bson_iter_key(&it);
+         if (!strcmp(key, field)) {
+            fold_new_seqs(e, &it, &lowest);
+         } else if (!strncmp(key, field, flen) && key[flen] == '.') {
+            fold_new_seq(e, bson_iter_value(&it), &lowest);
+         }
+      }
+   }
+   return lowest != INT64_MAX && lowest > e->last_seq + 1;
+}
+
 /* Takes the new events from the change itself. Returns false when it does not carry them
- * in a form we understand (then the document is read instead). */
+ * in a form we understand, or skips seqs (then the document is read instead). */
 static bool
 take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *doc, relay_pos_t *pos)
 {
@@ -269,7 +325,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
    if (!strcmp(op, "insert") || !strcmp(op, "replace")) {
       char *path = bson_strdup_printf("fullDocument.%s", field);
       found = bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &fields) &&
-              BSON_ITER_HOLDS_ARRAY(&fields);
+              BSON_ITER_HOLDS_ARRAY(&fields) && !skips_seqs(r, e, &fields, NULL);
       bson_free(path);
       if (found) {
          offer_array(r, e, &fields, pos, replayed_upto, false);
@@ -284,7 +340,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
    /* A requeue: the event is below the entity's last seq, and whether it is still pending
     * (not already published since) only the document says. Read it. */
    bson_iter_t requeues = it;
-   if (bson_iter_find(&requeues, r->cfg->requeues_field)) {
+   if (bson_iter_find(&requeues, r->cfg->requeues_field) || skips_seqs(r, e, NULL, &it)) {
       return false;
    }
    while (bson_iter_next(&it)) {

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 
 try:
@@ -91,6 +93,7 @@ class Subscriber:
         self.messages = []
         self.subscribed = threading.Event()
         self.filter = topic_filter
+        self.connects = 0  # more than 1: messages may have been missed while it was away
         self.client = mqtt.Client(client_id=client_id or "sub-%s" % uuid.uuid4().hex[:12],
                                   protocol=mqtt.MQTTv5)
         self.client.on_message = self._on_message
@@ -109,6 +112,7 @@ class Subscriber:
             raise RuntimeError("subscriber could not subscribe to %s" % topic_filter)
 
     def _on_connect(self, client, userdata, flags, rc, properties=None):
+        self.connects += 1
         client.subscribe(self.filter, qos=1)
 
     def _on_message(self, client, userdata, msg):
@@ -191,6 +195,18 @@ class Relay:
             os.unlink("/dev/shm/mongoc-%d" % self.proc.pid)
         except OSError:
             pass
+
+
+def metric(port, name):
+    """One unlabelled sample of a relay's /metrics on @port; None if absent or unreachable."""
+    try:
+        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read()
+    except (OSError, urllib.error.URLError):
+        return None
+    for line in text.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
 
 
 def free_port():

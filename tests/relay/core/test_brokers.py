@@ -20,12 +20,10 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaytest import (MONGO_URI, WORKDIR, Broker, Int64, Relay, Subscriber,  # noqa: E402
-                       event, free_port, pymongo, run_tests, wait_until)
+                       event, free_port, metric, pymongo, run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 RUN = "%d" % os.getpid()
@@ -39,17 +37,6 @@ def check(cond, what):
 
 def names(test):
     return "relay_brokers_%s_%s" % (test, RUN), "things", "relay-%s-%s" % (test, RUN)
-
-
-def metric(port, name):
-    try:
-        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read()
-    except (OSError, urllib.error.URLError):
-        return None
-    for line in text.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def big_event_scenario(test, broker_conf, version, extra=(), expect_reason=None):
