@@ -131,12 +131,28 @@ relay_group_stream_at(relay_t *r, const relay_ts_t *ts)
 }
 
 void
-relay_group_sweep_began(relay_t *r, const relay_partset_t *parts, const relay_pos_t *marker)
+relay_group_valid_after(relay_t *r, const relay_partset_t *parts, const relay_pos_t *marker)
 {
    for (int p = 0; p < r->group.n; p++) {
       if (relay_partset_has(parts, p)) {
          r->group.parts[p].marker_seq = marker->seq;
          r->group.parts[p].sweep_done = false;
+      }
+   }
+}
+
+void
+relay_group_sweep_began(relay_t *r, const relay_partset_t *parts, const relay_pos_t *marker)
+{
+   relay_group_valid_after(r, parts, marker);
+   /* Fresh again, not only when acquired: a sweep after the stream's history was lost reads
+    * documents whose missed changes never come, while the new stream delivers later ones.
+    * An entity the table does not know must be read (its missed events first), not taken
+    * from such a change, which made them "not above the last seq" when the sweep got to
+    * its document. */
+   for (int p = 0; p < r->group.n; p++) {
+      if (relay_partset_has(parts, p) && r->group.parts[p].owned) {
+         r->group.parts[p].fresh = true;
       }
    }
 }

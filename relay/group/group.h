@@ -96,7 +96,11 @@ void relay_group_stream_at(relay_t *r, const relay_ts_t *ts);
  * for. */
 void relay_group_checkpoint(relay_t *r, const bson_t *token);
 
-/* A sweep of @parts began at marker @marker: their tokens become valid past it. */
+/* The stream starts at marker @marker for @parts: their tokens become valid past it. */
+void relay_group_valid_after(relay_t *r, const relay_partset_t *parts, const relay_pos_t *marker);
+
+/* A sweep of @parts began at marker @marker: relay_group_valid_after(), and they are fresh
+ * until the stream passes the time the sweep ends (relay_group_sweep_ended()). */
 void relay_group_sweep_began(relay_t *r, const relay_partset_t *parts, const relay_pos_t *marker);
 
 /* The sweep of @parts ended; the server's time then was @ts. */

@@ -586,7 +586,7 @@ relay_changes_open(relay_t *r, const bson_t *token, const relay_partset_t *unswe
             relay_partset_remove(&resumed, p);
          }
       }
-      relay_group_sweep_began(r, &resumed, base);
+      relay_group_valid_after(r, &resumed, base);
       relay_log(RELAY_LOG_INFO, "stream", "resuming from the checkpoint of '%s'", r->cfg->name);
       r->stream_gen = relay_reader_start(r->reader, token, NULL);
       for (int p = 0; p < r->group.n; p++) {

@@ -41,6 +41,12 @@ def per_entity(messages):
     return out
 
 
+def dead_letters(coll):
+    """(entity id, seq) of every dead-lettered event in @coll."""
+    return [(d["_id"], x.get("event", {}).get("seq"))
+            for d in coll.find({"deadLetters.0": {"$exists": True}}) for x in d["deadLetters"]]
+
+
 def check(cond, what):
     if not cond:
         raise AssertionError(what)
@@ -282,8 +288,7 @@ def test_sweep_races_the_stream():
         check(wait_until(lambda: len({ce["id"] for _, ce, _ in decode(sub.snapshot())})
                          >= total, 60), "only %d of %d events arrived" % (sub.count(), total))
         check(wait_cleared(coll), "not cleared")
-        dead = [(d["_id"], x.get("seq")) for d in coll.find({"deadLetters.0": {"$exists": True}})
-                for x in d["deadLetters"]]
+        dead = dead_letters(coll)
         print("  %d events, %d messages (%d duplicates), writer appended %d" %
               (total, sub.count(), sub.count() - total, total - n * per))
         check(not dead, "%d events dead-lettered as repeated seqs: %s" % (len(dead), dead[:5]))
@@ -370,8 +375,7 @@ def test_history_lost_while_draining():
                    list(missing.items())[:3]))
         check(wait_cleared(coll), "not cleared")
         losses = relay.log_text().count("history is gone")
-        dead = [(d["_id"], x.get("seq")) for d in coll.find({"deadLetters.0": {"$exists": True}})
-                for x in d["deadLetters"]]
+        dead = dead_letters(coll)
         print("  %d events, %d messages, %d history losses" % (total, sub.count(), losses))
         check(losses > 0, "the stream never lost its history: the test proves nothing")
         check(not dead, "%d events dead-lettered as repeated seqs: %s" % (len(dead), dead[:5]))
@@ -384,13 +388,15 @@ def test_history_lost_while_draining():
         sub.close()
 
 
-def test_gap_behind_a_lost_history():
-    """An entity the relay holds when its stream's history is lost: the append made while
-    the relay was away is gone from the history, and the next one arrives by the stream
-    before the sweep reaches the document. The change starts above the seq after the
-    entity's last: the gap is pending in the document, so the relay reads it instead of
-    taking the change and then finding the gap's events "below the last seq" (they were
-    dead-lettered). Needs test-mongod with a small --oplog-size and our own mosquitto."""
+def test_appends_behind_a_lost_history():
+    """Appends made while the relay was away are gone from the stream's history, and the next
+    ones arrive by the new stream before the sweep reaches their documents. "zz" is buffered
+    when the history is lost: its change starts above the seq after its last, so the relay
+    reads the document, where the missed event waits. "zy" is unknown to the relay: its
+    partition is fresh again during the sweep, so it is read, not taken from the change.
+    Before, the missed events were dead-lettered as "not above the last seq" when the sweep
+    got to them (and "zy" published 4001 before 4000). Needs test-mongod with a small
+    --oplog-size and our own mosquitto."""
     if not has_small_oplog() or "OUTBOX_TEST_MOSQUITTO_PID" not in os.environ:
         return
     broker = int(os.environ["OUTBOX_TEST_MOSQUITTO_PID"])
@@ -405,36 +411,40 @@ def test_gap_behind_a_lost_history():
     try:
         check(relay.wait_log("change stream open"), "relay did not open its stream")
         # The broker stops answering: every event stays buffered, so the relay holds these
-        # entities when its history is lost, and the sweep (in eventSeq order) reads the
-        # n others afresh before it gets to "zz", while the stream goes on.
+        # entities when its history is lost, and the sweep reads the n others afresh before
+        # it gets to "zy" and "zz" (last by _id, eventSeq and insertion), while the stream
+        # goes on.
         os.kill(broker, signal.SIGSTOP)
         for i in range(n):
             ents.create("a%04d" % i, 1)
-        ents.create("zz", events=[event(5000)], event_seq=5000)  # last in every order
+        ents.create("zz", events=[event(5000)], event_seq=5000)
         check(wait_until(lambda: metric(port, "outbox_relay_buffered_events") == n + 1, 30),
               "the relay did not take the %d events" % (n + 1))
         relay.proc.send_signal(signal.SIGSTOP)
         time.sleep(0.2)
         ents.append("a0000", 1)  # answers the relay's waiting getMore, if it has one
         time.sleep(0.2)
-        ents.append("zz", 1)  # 5001: its change falls out of the history
+        ents.append("zz", 1)  # 5001 and 4000: their changes fall out of the history
+        ents.create("zy", events=[event(4000)], event_seq=4000)
         filler = client[dbname]["filler"]
         filler.insert_many([{"i": i} for i in range(3 * int(os.environ[
             "OUTBOX_TEST_MONGOD_OPLOG_SIZE"]))])
         relay.proc.send_signal(signal.SIGCONT)
         check(wait_until(lambda: relay.log_text().count("sweeping for pending events") >= 2,
                          20), "the history loss did not start a sweep")
-        ents.append("zz", 1)  # 5002: the stream has it before the sweep reads "zz"
+        ents.append("zz", 1)  # 5002 and 4001: the stream has them before the sweep
+        ents.append("zy", 1)
         time.sleep(0.5)
         os.kill(broker, signal.SIGCONT)
-        arrived = wait_until(lambda: sub.count() >= n + 4, 60)
-        dead = [(d["_id"], x.get("seq")) for d in coll.find({"deadLetters.0": {"$exists": True}})
-                for x in d["deadLetters"]]
+        total = n + 6
+        arrived = wait_until(lambda: sub.count() >= total, 60)
+        dead = dead_letters(coll)
         check(not dead, "events dead-lettered as repeated seqs: %s" % dead)
-        check(arrived, "only %d of %d events arrived" % (sub.count(), n + 4))
+        check(arrived, "only %d of %d events arrived" % (sub.count(), total))
         check(wait_cleared(coll), "not cleared")
-        seqs = per_entity(sub.snapshot())["zz"]
-        check(list(dict.fromkeys(seqs)) == [5000, 5001, 5002], "zz delivered %s" % seqs)
+        got = per_entity(sub.snapshot())
+        for eid, want in (("zz", [5000, 5001, 5002]), ("zy", [4000, 4001])):
+            check(list(dict.fromkeys(got[eid])) == want, "%s delivered %s" % (eid, got[eid]))
     finally:
         os.kill(broker, signal.SIGCONT)
         relay.proc.send_signal(signal.SIGCONT)
@@ -950,7 +960,7 @@ TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
          test_kill9_republishes_only_the_tail, test_sweep_without_state,
          test_sweep_races_the_stream,
          test_history_lost_286, test_history_lost_while_draining,
-         test_gap_behind_a_lost_history, test_hostile_ids_and_poison,
+         test_appends_behind_a_lost_history, test_hostile_ids_and_poison,
          test_mongodb_disconnect_failpoint, test_protocol_variants, test_user_properties,
          test_small_buffer_backpressure, test_byte_bound_backpressure,
          test_two_relays_same_name,
