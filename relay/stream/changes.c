@@ -249,6 +249,29 @@ all_digits(const char *s)
    return true;
 }
 
+/* What a key of a change's updatedFields names. */
+typedef enum {
+   KEY_OTHER,   /* not the events field */
+   KEY_ARRAY,   /* the whole events array */
+   KEY_ELEMENT, /* "events.N": one element (an append) */
+   KEY_INSIDE,  /* "events.N.x" or the like: a change inside an event */
+} events_key_t;
+
+static events_key_t
+events_key(const char *key, const char *field, size_t flen)
+{
+   if (strncmp(key, field, flen) != 0) {
+      return KEY_OTHER;
+   }
+   if (key[flen] == '\0') {
+      return KEY_ARRAY;
+   }
+   if (key[flen] != '.') {
+      return KEY_OTHER;
+   }
+   return all_digits(key + flen + 1) ? KEY_ELEMENT : KEY_INSIDE;
+}
+
 /* Folds into *@lowest the seq of the event at @value if it is above @e's last seq. */
 static void
 fold_new_seq(const relay_entity_t *e, const bson_value_t *value, int64_t *lowest)
@@ -294,10 +317,10 @@ skips_seqs(const relay_t *r, const relay_entity_t *e, const bson_iter_t *events,
    } else {
       it = *fields;
       while (bson_iter_next(&it)) {
-         const char *key = bson_iter_key(&it);
-         if (!strcmp(key, field)) {
+         events_key_t kind = events_key(bson_iter_key(&it), field, flen);
+         if (kind == KEY_ARRAY) {
             fold_new_seqs(e, &it, &lowest);
-         } else if (!strncmp(key, field, flen) && key[flen] == '.') {
+         } else if (kind == KEY_ELEMENT) {
             fold_new_seq(e, bson_iter_value(&it), &lowest);
          }
       }
@@ -344,17 +367,16 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
       return false;
    }
    while (bson_iter_next(&it)) {
-      const char *key = bson_iter_key(&it);
-      if (!strcmp(key, field)) {
-         offer_array(r, e, &it, pos, replayed_upto, false);
-         found = true;
-      } else if (!strncmp(key, field, flen) && key[flen] == '.') {
-         if (!all_digits(key + flen + 1)) {
-            return false; /* a change inside an event: not an append we can read */
-         }
-         offer_one(r, e, bson_iter_value(&it), pos, replayed_upto, false);
-         found = true;
+      events_key_t kind = events_key(bson_iter_key(&it), field, flen);
+      if (kind == KEY_INSIDE) {
+         return false; /* a change inside an event: not an append we can read */
       }
+      if (kind == KEY_ARRAY) {
+         offer_array(r, e, &it, pos, replayed_upto, false);
+      } else if (kind == KEY_ELEMENT) {
+         offer_one(r, e, bson_iter_value(&it), pos, replayed_upto, false);
+      }
+      found = found || kind != KEY_OTHER;
    }
    return found;
 }

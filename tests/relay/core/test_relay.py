@@ -41,6 +41,13 @@ def per_entity(messages):
     return out
 
 
+def overflow_history(dbname):
+    """Writes three times the server's history bound elsewhere in @dbname: a stream
+    position taken before this is gone (286)."""
+    client[dbname]["filler"].insert_many(
+        [{"i": i} for i in range(3 * int(os.environ["OUTBOX_TEST_MONGOD_OPLOG_SIZE"]))])
+
+
 def dead_letters(coll):
     """(entity id, seq) of every dead-lettered event in @coll."""
     return [(d["_id"], x.get("event", {}).get("seq"))
@@ -319,9 +326,7 @@ def test_history_lost_286():
         check(wait_cleared(coll), "first event not cleared")
         time.sleep(0.5)
         check(relay.stop() == 0, "relay did not exit 0")
-        filler = client[dbname]["filler"]
-        for i in range(3 * int(os.environ["OUTBOX_TEST_MONGOD_OPLOG_SIZE"])):
-            filler.insert_one({"i": i})
+        overflow_history(dbname)
         for i in range(10):
             ents.create("h%d" % (i + 1), 2)
         relay = Relay(RELAY_BIN, dbname, [cname], rname)
@@ -426,9 +431,7 @@ def test_appends_behind_a_lost_history():
         time.sleep(0.2)
         ents.append("zz", 1)  # 5001 and 4000: their changes fall out of the history
         ents.create("zy", events=[event(4000)], event_seq=4000)
-        filler = client[dbname]["filler"]
-        filler.insert_many([{"i": i} for i in range(3 * int(os.environ[
-            "OUTBOX_TEST_MONGOD_OPLOG_SIZE"]))])
+        overflow_history(dbname)
         relay.proc.send_signal(signal.SIGCONT)
         check(wait_until(lambda: relay.log_text().count("sweeping for pending events") >= 2,
                          20), "the history loss did not start a sweep")
