@@ -120,6 +120,7 @@ update_gauges(relay_t *r)
                      r->stream_lag_ms > 0 ? (double)r->stream_lag_ms / 1000.0 : 0);
    relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double)r->table.buffered);
    relay_metrics_set(r->metrics, RELAY_G_BUFFERED_BYTES, (double)r->table.buffered_bytes);
+   relay_metrics_set(r->metrics, RELAY_G_ENTITIES, (double)r->table.count);
    relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
    if (!r->started) {
       /* A standby has no stream: MongoDB counts as reachable while its lease ticks work. */

@@ -51,6 +51,9 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_buffered_events", "Events read from MongoDB but not yet cleared."},
    {"outbox_relay_buffered_bytes",
     "BSON size of the buffered events (reading pauses at --max-buffered-bytes)."},
+   {"outbox_relay_entities",
+    "Entities the relay keeps in memory: those with events buffered or in flight, and "
+    "those it must remember while a sweep or a resumed stream may show their events again."},
    {"outbox_relay_oldest_pending_event_age_seconds",
     "Age of the oldest event seen but not yet cleared (0 when none)."},
    {"outbox_relay_change_stream_lag_seconds",

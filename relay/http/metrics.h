@@ -40,6 +40,7 @@ typedef enum {
    RELAY_G_INFLIGHT = 0,        /* outbox_relay_inflight_messages: published, not acknowledged */
    RELAY_G_BUFFERED,            /* outbox_relay_buffered_events: read, not yet cleared */
    RELAY_G_BUFFERED_BYTES,      /* outbox_relay_buffered_bytes: their BSON size */
+   RELAY_G_ENTITIES,            /* outbox_relay_entities: entities the relay keeps in memory */
    RELAY_G_OLDEST_PENDING_AGE_S, /* outbox_relay_oldest_pending_event_age_seconds */
    RELAY_G_STREAM_LAG_S,        /* outbox_relay_change_stream_lag_seconds: now - clusterTime */
    RELAY_G_MQTT_CONNECTED,      /* outbox_relay_mqtt_connected: 1 or 0 */

@@ -643,9 +643,17 @@ relay_changes_close(relay_t *r)
 static void
 on_opened(relay_t *r, const relay_change_t *c)
 {
-   /* Every (re)open replays from a point whose events may be done already. */
-   r->verifying = true;
-   r->verify_until = c->ts;
+   /* A stream resumed from a token (or reopened for new partitions) replays from a point
+    * whose events may be done already: until it passes the time of the open, entities stay
+    * known and unknown ones are read. A new stream starts at a full sweep's start, whose
+    * partitions are fresh until the stream passes the sweep's end (the same rules), so it
+    * needs no verifying; and verifying would keep every swept entity in memory until the
+    * stream caught up, which waits for room in a buffer the sweep keeps full (1M events over
+    * 100k entities: +28 MiB, growing with the entities swept). */
+   if (c->code != 0) {
+      r->verifying = true;
+      r->verify_until = c->ts;
+   }
    relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 1.0);
    if (c->code == 2 && r->stream_opened_once) {
       /* Reopened for another set of partitions: not a reconnect. */

@@ -135,8 +135,9 @@ finish(relay_t *r)
    r->sweep_backoff_ms = 0;
    relay_table_release_holds(&r->table, false, !r->verifying);
    relay_group_sweep_ended(r, &r->sweep_set, end);
-   relay_log(RELAY_LOG_INFO, "sweep", "sweep done; %zu events pending; watching from before it",
-             r->table.buffered);
+   relay_log(RELAY_LOG_INFO, "sweep",
+             "sweep done; %zu events pending in %zu entities; watching from before it",
+             r->table.buffered, r->table.count);
 }
 
 /* The sweep's cursor on the current collection: with the server's partition filter when it

@@ -47,6 +47,7 @@ typedef struct {
    double lib_s;              /* duration of one library benchmark run */
    int lib_reps;              /* runs per configuration (ABBA order when 2) */
    double timeout_s;          /* give up on one drain after this long */
+   size_t oplog_mb;           /* test-mongod's --oplog-mb (history bound) */
    bool verbose;
 } bench_opts_t;
 

@@ -44,6 +44,7 @@ usage(FILE *out)
       "  --lib-seconds S     duration of each library benchmark run\n"
       "  --database DB       database for the benchmark's collections (default %s)\n"
       "  --timeout S         give up on one measurement after S seconds\n"
+      "  --oplog-mb N        test-mongod's change history bound (default 256)\n"
       "  -v, --verbose       progress on stderr\n"
       "  -h, --help          this help\n", BENCH_DB_DEFAULT);
 }
@@ -209,6 +210,8 @@ parse_valued(bench_opts_t *o, const char *f, const char *v)
       return parse_seconds(f, v, &o->lib_s);
    } else if (!strcmp(f, "--timeout")) {
       return parse_seconds(f, v, &o->timeout_s);
+   } else if (!strcmp(f, "--oplog-mb")) {
+      return parse_size(f, v, 1, &o->oplog_mb);
    }
    return true;
 }
@@ -219,7 +222,7 @@ takes_value(const char *f)
    static const char *const valued[] = {
       "--relay", "--mongod", "--mosquitto", "--publisher", "--json", "--only", "--database", "--window-flag",
       "--relay-arg", "--events", "--entities", "--payload", "--window", "--writers",
-      "--phase-seconds", "--lib-seconds", "--timeout", NULL};
+      "--phase-seconds", "--lib-seconds", "--timeout", "--oplog-mb", NULL};
    for (int i = 0; valued[i]; i++) {
       if (!strcmp(f, valued[i])) {
          return true;
@@ -249,6 +252,7 @@ bench_opts_parse(bench_opts_t *o, int argc, char **argv, int *exit_code)
    o->mosquitto_path = "/usr/sbin/mosquitto";
    o->window_flag = "--inflight-window";
    o->publisher_path = default_publisher();
+   o->oplog_mb = 256;
    *exit_code = EX_USAGE;
    for (int i = 1; i < argc; i++) {
       const char *f = argv[i];

@@ -274,13 +274,16 @@ start_mongod(const bench_opts_t *o, bench_servers_t *s)
    }
    snprintf(port_file, sizeof port_file, "%s/mongod.port", s->workdir);
    snprintf(log, sizeof log, "%s/mongod.log", s->workdir);
-   /* The history of changes is bounded to 512 MiB (test-mongod's default is 1 GiB, about
-    * mongod's smallest default oplog): the drains' clears rewrite long pending arrays, and
-    * the history of a 1M-event run would otherwise keep the server above 1.5 GB. Resuming
-    * from further back than that answers 286, as a rolled-over oplog does, and the relay
-    * sweeps. */
+   /* The history of changes is bounded (--oplog-mb, 256 MiB by default; test-mongod's own
+    * default is 1 GiB): a 1M-event drain writes ~0.5 GB of documents and as much history
+    * again (inserts carry whole documents, clears the pending arrays left), and the server
+    * must stay under 1.5 GB (issue 16). MongoDB sizes an in-memory oplog at 5% of RAM, at
+    * least 50 MB. Resuming from further back than the bound answers 286, as a rolled-over
+    * oplog does, and the relay sweeps. */
+   char oplog_mb[24];
+   snprintf(oplog_mb, sizeof oplog_mb, "%zu", o->oplog_mb);
    const char *argv[] = {o->mongod_path, "--port", "0", "--port-file", port_file,
-                         "--oplog-mb", "512", NULL};
+                         "--oplog-mb", oplog_mb, NULL};
    s->mongod_pid = bench_spawn(argv, log);
    for (int i = 0; i < 400 && s->mongod_pid; i++) {
       FILE *f = fopen(port_file, "r");

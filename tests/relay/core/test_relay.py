@@ -9,6 +9,7 @@ usage: test_relay.py OUTBOX_RELAY [TEST_NAME ...]   (run under tests/fixtures/wi
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -305,6 +306,47 @@ def test_sweep_races_the_stream():
             check(seqs == sorted(seqs), "%s delivered out of order: %s" % (eid, seqs))
     finally:
         stop_writing.set()
+        relay.stop()
+        sub.close()
+
+
+def test_sweep_forgets_cleared_entities():
+    """A sweep keeps in memory the entities whose events are buffered or in flight, not
+    every entity it has swept. The new stream's open, applied while the sweep's first steps
+    left room in the buffer, used to put the relay in "verifying" mode (nothing evicted)
+    until the stream caught up, which waited for room the sweep took first: a 1M-event
+    backlog over 100k entities ended its sweep with all 100k in memory (+28 MiB)."""
+    dbname, cname, rname = names("sweepmem")
+    coll = client[dbname][cname]
+    # A sweep step takes up to 200 documents: 600 events here, below the limit (so the
+    # stream's open is applied early) and above a clear's 500 (so the sweep fills the
+    # buffer before the stream gets room again).
+    n, per, limit = 4000, 3, 2000
+    coll.insert_many([{"_id": "m%04d" % i, "name": "x", "version": Int64(1),
+                       "eventSeq": Int64(per), "events": [event(s + 1) for s in range(per)]}
+                      for i in range(n)])
+    sub = Subscriber("outbox/%s/#" % cname)
+    port = free_port()
+    relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--max-buffered-events", str(limit),
+                                                      "--metrics-listen", "127.0.0.1:%d" % port])
+    try:
+        check(relay.wait_log("sweep done", 120), "the sweep did not finish")
+        done = re.search(r"sweep done; (\d+) events pending in (\d+) entities", relay.log_text())
+        check(done, "no counts in the sweep's last line")
+        events, entities = int(done.group(1)), int(done.group(2))
+        print("  %d entities in memory when the sweep ended, holding %d events (%d swept)" %
+              (entities, events, n))
+        # Nothing else keeps an entity here (no writes while it sweeps): each one in memory
+        # holds at least one buffered event.
+        check(entities <= events, "%d entities in memory for %d buffered events" %
+              (entities, events))
+        check(wait_until(lambda: sub.count() >= n * per, 60),
+              "only %d of %d events arrived" % (sub.count(), n * per))
+        check(wait_cleared(coll), "not cleared")
+        check(wait_until(lambda: metric(port, "outbox_relay_entities") == 0, 20),
+              "entities left in memory once everything is cleared: %s" %
+              metric(port, "outbox_relay_entities"))
+    finally:
         relay.stop()
         sub.close()
 
@@ -961,7 +1003,7 @@ def test_schema_enforced():
 
 TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
          test_kill9_republishes_only_the_tail, test_sweep_without_state,
-         test_sweep_races_the_stream,
+         test_sweep_races_the_stream, test_sweep_forgets_cleared_entities,
          test_history_lost_286, test_history_lost_while_draining,
          test_appends_behind_a_lost_history, test_hostile_ids_and_poison,
          test_mongodb_disconnect_failpoint, test_protocol_variants, test_user_properties,

@@ -41,6 +41,7 @@ Test(metrics, starts_at_zero_with_help_and_type)
                          "outbox_relay_inflight_messages 0\n");
    assert_contains(text, "\n# TYPE outbox_relay_buffered_events gauge\n");
    assert_contains(text, "\n# TYPE outbox_relay_buffered_bytes gauge\n");
+   assert_contains(text, "\n# TYPE outbox_relay_entities gauge\n");
    assert_contains(text, "\n# TYPE outbox_relay_oldest_pending_event_age_seconds gauge\n");
    assert_contains(text, "\n# TYPE outbox_relay_change_stream_lag_seconds gauge\n");
    assert_contains(text, "\n# TYPE outbox_relay_mqtt_connected gauge\n");
