@@ -497,6 +497,104 @@ def test_appends_behind_a_lost_history():
         sub.close()
 
 
+def test_sweep_copy_older_than_the_stream():
+    """A sweep's cursor fetches documents a batch before it uses them, and meanwhile the
+    relay may publish and clear events a copy still shows. Here the copies of "x" (buffered
+    when the history is lost: the table holds it as the sweep begins), "f" (likewise) and
+    "y" (read by the stream while the sweep runs) are fetched while their events are in
+    flight to a stopped broker, and used after those events were acknowledged and cleared.
+    The sweep must read such entities afresh: not publish their events a second time (the
+    table forgot them once cleared) nor take them for repeated seqs (the table still knows
+    them; the move to the dead letters then finds nothing to move, so the test counts the
+    relay's attempts with the failCommand fail point). Needs test-mongod with a small
+    --oplog-size and our own mosquitto."""
+    if not has_small_oplog() or "OUTBOX_TEST_MOSQUITTO_PID" not in os.environ:
+        return
+    broker = int(os.environ["OUTBOX_TEST_MOSQUITTO_PID"])
+    dbname, cname, rname = names("stalecopy")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    port = free_port()
+    # The sweep's order (insertion order on test-mongod, eventSeq order by the index on
+    # MongoDB; the same here): b0-b3, x, c0-c2, y, then f. Nothing is pending yet.
+    fill, after_x = ["b%d" % i for i in range(4)], ["c%d" % i for i in range(3)]
+    for base, eid in enumerate(fill + ["x"] + after_x + ["y"]):
+        ents.create(eid, events=[], event_seq=100 * (base + 1))
+    # The bound stops the sweep in its first batch right before x: x, f, y and the b hold
+    # one event each, in flight to a broker that does not answer. When it answers, x, f
+    # and y (published first) are cleared before the sweep has room to go on, and the c
+    # keep it from reaching y before y's clear. One event each: an entity publishes its
+    # next event only after the previous one's acknowledgement.
+    bound = 7
+    relay = Relay(RELAY_BIN, dbname, [cname], rname,
+                  ["--max-buffered-events", str(bound), "--inflight-window", str(bound),
+                   "--metrics-listen", "127.0.0.1:%d" % port])
+    buffered = lambda: metric(port, "outbox_relay_buffered_events")
+    admin = client.admin
+    try:
+        check(relay.wait_log("sweep done") and relay.wait_log("connected to "),
+              "the relay did not start")
+        os.kill(broker, signal.SIGSTOP)
+        ents.append("x", 1)
+        check(wait_until(lambda: buffered() == 1, 30), "the relay did not take x's event")
+        relay.proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.2)
+        ents.create("f", events=[event(1001)], event_seq=1001)  # answers a waiting getMore
+        time.sleep(0.2)
+        for eid in fill + after_x:  # lost with the history: the sweep's copies are all
+            ents.append(eid, 1)     # the relay gets of these
+        overflow_history(dbname)
+        # The sweep's first query waits, then fails, so the main thread turns to the stream
+        # before the sweep opens its cursor again: the stream takes y's change (a read of
+        # y) then. Later the sweep fills the buffer first, and the stream waits for room.
+        admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                      data={"failCommands": ["find"], "appName": "outbox-relay",
+                            "blockConnection": True, "blockTimeMS": 3000, "errorCode": 96})
+        relay.proc.send_signal(signal.SIGCONT)
+        check(wait_until(lambda: relay.log_text().count("sweeping for pending events") >= 2,
+                         20), "the history loss did not start a sweep")
+        ents.append("y", 1)
+        check(wait_until(lambda: buffered() == bound, 30),
+              "the sweep did not fill the buffer (%s of %d)" % (buffered(), bound))
+        # From now on the fail point only counts the relay's updates: on its main client
+        # these are the moves of events to the dead letters.
+        failed_finds = admin.command("configureFailPoint", "failCommand", mode="alwaysOn",
+                                     data={"failCommands": ["update"], "appName": "outbox-relay",
+                                           "blockConnection": True, "blockTimeMS": 1})["count"]
+        check(failed_finds == 1, "the sweep's query failed %d times, not once" % failed_finds)
+        os.kill(broker, signal.SIGCONT)
+        total = sum(len(ids) for ids in ents.ids.values())
+        arrived = wait_until(lambda: sub.count() >= total, 30)
+        check(wait_until(lambda: relay.log_text().count("sweep done") >= 2, 30),
+              "the sweep did not end")
+        dead = dead_letters(coll)
+        check(not dead, "events dead-lettered as repeated seqs: %s" % dead)
+        moves = admin.command("configureFailPoint", "failCommand", mode="off")["count"]
+        check(moves == 0, "%d published events taken for repeated seqs (the relay tried to "
+              "move them to the dead letters)" % moves)
+        check(arrived, "only %d of %d events arrived" % (sub.count(), total))
+        check(wait_cleared(coll), "not cleared")
+        time.sleep(0.5)  # an event published twice has come by now
+        order = [ce["subject"] for _, ce, _ in decode(sub.snapshot())]
+        # The scene took place: x's event was in flight when the history was lost, and y's
+        # before the sweep took the b (else the sweep took y's copy first, and it was new).
+        check(order[0] == "x" and order.index("y") < order.index("b0"),
+              "not the expected publishing order: %s" % order)
+        got = per_entity(sub.snapshot())
+        wrong = {eid: got.get(eid) for eid in ents.ids
+                 if got.get(eid) != list(range(ents.seq[eid] - len(ents.ids[eid]) + 1,
+                                               ents.seq[eid] + 1))}
+        check(not wrong, "not delivered once each, in order: %s" % wrong)
+        check(sub.connects == 1, "the subscriber reconnected: duplicates prove nothing")
+    finally:
+        admin.command("configureFailPoint", "failCommand", mode="off")
+        os.kill(broker, signal.SIGCONT)
+        relay.proc.send_signal(signal.SIGCONT)
+        relay.stop()
+        sub.close()
+
+
 def test_hostile_ids_and_poison():
     """Ids that try to break topics stay inside one level; malformed events and oversized
     messages go to deadLetters with a reason; valid events around them still flow."""
@@ -1005,7 +1103,8 @@ TESTS = [test_stream_order_and_clear, test_restart_from_checkpoint,
          test_kill9_republishes_only_the_tail, test_sweep_without_state,
          test_sweep_races_the_stream, test_sweep_forgets_cleared_entities,
          test_history_lost_286, test_history_lost_while_draining,
-         test_appends_behind_a_lost_history, test_hostile_ids_and_poison,
+         test_appends_behind_a_lost_history, test_sweep_copy_older_than_the_stream,
+         test_hostile_ids_and_poison,
          test_mongodb_disconnect_failpoint, test_protocol_variants, test_user_properties,
          test_small_buffer_backpressure, test_byte_bound_backpressure,
          test_two_relays_same_name,
