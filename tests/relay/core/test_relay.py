@@ -69,6 +69,17 @@ def has_small_oplog():
     return False
 
 
+def pausable_broker():
+    """The pid of the fixture's own mosquitto, which a test may SIGSTOP, when the server also
+    keeps a short history; None (saying why) when either is missing."""
+    if not has_small_oplog():
+        return None
+    if "OUTBOX_TEST_MOSQUITTO_PID" not in os.environ:
+        print("  (skipped: needs the fixture's own mosquitto)")
+        return None
+    return int(os.environ["OUTBOX_TEST_MOSQUITTO_PID"])
+
+
 def wait_cleared(coll, timeout=30):
     return wait_until(lambda: all(len(d.get("events", [])) == 0
                                   for d in coll.find({}, {"events": 1})), timeout)
@@ -444,9 +455,9 @@ def test_appends_behind_a_lost_history():
     Before, the missed events were dead-lettered as "not above the last seq" when the sweep
     got to them (and "zy" published 4001 before 4000). Needs test-mongod with a small
     --oplog-size and our own mosquitto."""
-    if not has_small_oplog() or "OUTBOX_TEST_MOSQUITTO_PID" not in os.environ:
+    broker = pausable_broker()
+    if broker is None:
         return
-    broker = int(os.environ["OUTBOX_TEST_MOSQUITTO_PID"])
     dbname, cname, rname = names("gap")
     coll = client[dbname][cname]
     ents = Entities(coll)
@@ -508,9 +519,9 @@ def test_sweep_copy_older_than_the_stream():
     them; the move to the dead letters then finds nothing to move, so the test counts the
     relay's attempts with the failCommand fail point). Needs test-mongod with a small
     --oplog-size and our own mosquitto."""
-    if not has_small_oplog() or "OUTBOX_TEST_MOSQUITTO_PID" not in os.environ:
+    broker = pausable_broker()
+    if broker is None:
         return
-    broker = int(os.environ["OUTBOX_TEST_MOSQUITTO_PID"])
     dbname, cname, rname = names("stalecopy")
     coll = client[dbname][cname]
     ents = Entities(coll)
