@@ -2,7 +2,7 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * One pass over raw BSON that checks its structure and, in the same pass, the UTF-8 and key
- * rules of check-private.h. It replaces bson_validate() + a bson_iter walk: libbson 1.23's
+ * rules of bson-walk-private.h. It replaces bson_validate() + a bson_iter walk: libbson 1.23's
  * bson_validate() decodes every string byte by byte even when asked for no UTF-8 check
  * (bson_iter_visit_all validates them), which made it the largest cost of a 64 KiB event in
  * the relay, and it stops without an error at the first invalid string value, leaving the
@@ -17,9 +17,13 @@
  * document, array and scope must itself be well-formed (libbson skips one whose own length
  * prefix or terminator is wrong), and the code of a code with scope must end on a NUL.
  */
-#include "check-private.h"
+#include "bson-walk-private.h"
 
 #include <string.h>
+
+#include <bson/bson.h>
+
+#include "utf8-private.h"
 
 static uint32_t
 le32(const uint8_t *p)

@@ -1,41 +1,24 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Validation of the caller's input before anything is sent: ids, business fields and update
- * operators (which may not touch _id or the bookkeeping fields).
+ * Validation of the caller's input before anything is sent (check.c): ids, business fields and
+ * update operators (which may not touch _id or the bookkeeping fields), and whole documents
+ * through the BSON walk below it. Stateless and thread-safe.
  */
 #ifndef OUTBOX_CHECK_PRIVATE_H
 #define OUTBOX_CHECK_PRIVATE_H
 
 #include "document-private.h"
 
+/* The layers below, for callers (the relay's event.c) that use them through this header. */
+#include "bson-walk-private.h"
+#include "utf8-private.h"
+
 /* True if `path` (a field path, possibly dotted: "events.0", "version.x") lies in _id or in
  * one of the bookkeeping fields (version, eventSeq, events). The deleted field is not
  * reserved: callers may undelete. */
 bool
 _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names);
-
-/* bson_utf8_validate(s, len, allow_nul), with a fast path for ASCII (also used by the
- * relay, whose events carry the same data). */
-bool
-_outbox_utf8_valid(const char *s, size_t len, bool allow_nul);
-
-/* Flags of _outbox_bson_walk(). */
-enum {
-   _OUTBOX_WALK_NO_DOLLAR_KEYS = 1, /* no key starts with '$', at any depth */
-   _OUTBOX_WALK_NO_EMPTY_KEYS = 2,  /* no empty key, at any depth */
-   _OUTBOX_WALK_JSON_STRINGS = 4,   /* string values may hold NUL (JSON writes \u0000); symbol
-                                     * and code values are checked as strings too; nesting
-                                     * past 100 is not looked into */
-};
-
-/* True if the @len bytes at @data are one well-formed BSON document (bson-walk.c says
- * exactly what that means: libbson's structure rules, applied to every nested document)
- * whose keys and string values, at any depth, are valid UTF-8 without NUL (with
- * JSON_STRINGS: NUL allowed in values), obeying @flags. Nesting deeper than 100 fails
- * (with JSON_STRINGS it is not looked into). Reads nothing outside @data; thread-safe. */
-bool
-_outbox_bson_walk(const uint8_t *data, size_t len, int flags);
 
 /* True if `doc` is well-formed and every key and every string value in it, at any depth, is
  * valid UTF-8 without NUL (bson_validate()'s BSON_VALIDATE_UTF8 checks keys only in libbson

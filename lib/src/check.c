@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Checks the caller's input before anything is sent (check-private.h): ids, business fields,
+ * update operators and reserved paths, and whole documents through the BSON walk below it
+ * (bson-walk.c, itself over utf8.c). No state: safe from any thread.
  */
 #include "check-private.h"
 
@@ -62,83 +66,6 @@ _outbox_id_check(const bson_value_t *id, bson_error_t *error)
                         _outbox_bson_type_name(id->value_type));
       return false;
    }
-}
-
-/* The length of the UTF-8 sequence at @u (@avail bytes left) as bson_utf8_validate() judges
- * it, or 0 if invalid: shortest forms only, no surrogates, nothing above U+10FFFF, and the
- * two-byte form of NUL (C0 80) only where NUL is allowed. */
-static size_t
-utf8_seq(const unsigned char *u, size_t avail, bool allow_nul)
-{
-   size_t n = u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : 2;
-   uint32_t c = u[0] & (n == 2 ? 0x1Fu : n == 3 ? 0x0Fu : 0x07u);
-
-   if ((u[0] & 0xC0) == 0x80 || u[0] >= 0xF8 || n > avail) {
-      return 0;
-   }
-   for (size_t j = 1; j < n; j++) {
-      if ((u[j] & 0xC0) != 0x80) {
-         return 0;
-      }
-      c = (c << 6) | (u[j] & 0x3Fu);
-   }
-   if (c > 0x10FFFF || (c & 0xFFFFF800u) == 0xD800) {
-      return 0;
-   }
-   if (n == 2) {
-      return c >= 0x80 || (c == 0 && allow_nul) ? 2 : 0;
-   }
-   return c >= (n == 3 ? 0x800u : 0x10000u) ? n : 0;
-}
-
-/* bson_utf8_validate() decodes byte by byte, validation is a large share of a commit's CPU
- * (and of the relay's for large events), and keys and values are mostly ASCII: runs of 8
- * ASCII bytes (without NUL unless allowed) are taken at once, and the check goes back to
- * them after every other character. Accepts exactly what bson_utf8_validate() accepts
- * (fuzz-bson-walk compares them). */
-/* Nonzero if one of the 8 bytes at @p is 0x80 or above, or NUL unless @allow_nul. */
-static inline uint64_t
-not_plain8(const unsigned char *p, bool allow_nul)
-{
-   const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
-   uint64_t v;
-
-   memcpy(&v, p, 8);
-   return (v & high) | (allow_nul ? 0 : (v - ones) & ~v & high);
-}
-
-bool
-_outbox_utf8_valid(const char *s, size_t len, bool allow_nul)
-{
-   const unsigned char *u = (const unsigned char *)s;
-   size_t i = 0;
-
-   while (i < len) {
-      /* 32 bytes at a time through long plain runs (64 KiB strings), then 8. */
-      if (len - i >= 32 && !(not_plain8(u + i, allow_nul) | not_plain8(u + i + 8, allow_nul) |
-                             not_plain8(u + i + 16, allow_nul) |
-                             not_plain8(u + i + 24, allow_nul))) {
-         i += 32;
-         continue;
-      }
-      if (len - i >= 8 && !not_plain8(u + i, allow_nul)) {
-         i += 8;
-         continue;
-      }
-      if (u[i] < 0x80) {
-         if (!u[i] && !allow_nul) {
-            return false;
-         }
-         i++;
-         continue;
-      }
-      size_t n = utf8_seq(u + i, len - i, allow_nul);
-      if (!n) {
-         return false;
-      }
-      i += n;
-   }
-   return true;
 }
 
 /* One pass over the bytes (bson-walk.c): structure, UTF-8 and key rules together. */
