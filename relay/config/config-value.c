@@ -524,7 +524,7 @@ _relay_opt_value_text(const relay_config_t *cfg, const relay_opt_t *opt)
       return *CFIELD(cfg, opt, char *) ? bson_strdup("***") : NULL;
    case OPT_URI_MONGODB:
    case OPT_URI_MQTT:
-      return relay_config_redact_uri(*CFIELD(cfg, opt, char *));
+      return relay_redact_uri(*CFIELD(cfg, opt, char *));
    default: {
       const char *s = *CFIELD(cfg, opt, char *);
       return s ? bson_strdup(s) : NULL;
