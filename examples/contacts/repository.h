@@ -2,8 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Storage of contacts over liboutbox: one document per contact in `<db>.contacts`, keyed by
- * an ObjectId, with the events of each change appended in the same update (outbox.h's
- * stored contract). Thread-safe: one repository serves all HTTP threads.
+ * an ObjectId, with the events of each change appended in the same update (the
+ * stored contract of outbox/collection.h). Thread-safe: one repository serves all HTTP threads.
  */
 #ifndef CONTACTS_REPOSITORY_H
 #define CONTACTS_REPOSITORY_H

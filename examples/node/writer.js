@@ -1,7 +1,7 @@
 // Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
 //
 // Commit a change and its events in ONE MongoDB write, exactly as liboutbox does (THE STORED
-// CONTRACT in lib/include/outbox/outbox.h), with the official `mongodb` driver (6.x).
+// CONTRACT in lib/include/outbox/collection.h), with the official `mongodb` driver (6.x).
 //
 //   await create(coll, 'c-42', { name: 'Ada' }, [['contact.created', { name: 'Ada' }]]);  // version 1
 //   await update(coll, 'c-42', 1, { email: 'ada@example.org' },

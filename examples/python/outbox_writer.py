@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
 """Commit a change and its events in ONE MongoDB write, exactly as liboutbox does (THE STORED
-CONTRACT in lib/include/outbox/outbox.h), with pymongo 3.11 (Debian's python3-pymongo).
+CONTRACT in lib/include/outbox/collection.h), with pymongo 3.11 (Debian's python3-pymongo).
 
     create(coll, "c-42", {"name": "Ada"}, [("contact.created", {"name": "Ada"})])   # version 1
     update(coll, "c-42", 1, {"email": "ada@example.org"},

@@ -4,6 +4,8 @@
 #ifndef OUTBOX_COLLECTION_PRIVATE_H
 #define OUTBOX_COLLECTION_PRIVATE_H
 
+#include "outbox/collection.h"
+
 #include "cache-private.h"
 #include "document-private.h"
 

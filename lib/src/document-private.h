@@ -1,12 +1,12 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The bookkeeping part of a stored document (see the stored contract in outbox.h).
+ * The bookkeeping part of a stored document (see the stored contract in outbox/collection.h).
  */
 #ifndef OUTBOX_DOCUMENT_PRIVATE_H
 #define OUTBOX_DOCUMENT_PRIVATE_H
 
-#include "outbox/outbox.h"
+#include "outbox/error.h"
 
 /* The configurable field names. Strings are owned by whoever fills the struct. */
 typedef struct {

@@ -6,7 +6,7 @@
 #ifndef OUTBOX_ERROR_PRIVATE_H
 #define OUTBOX_ERROR_PRIVATE_H
 
-#include "outbox/outbox.h"
+#include "outbox/error.h"
 
 /* bson_set_error() in OUTBOX_ERROR_DOMAIN. `error` may be NULL. */
 #define _outbox_set_error(error, code, ...)                                                \

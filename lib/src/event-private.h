@@ -7,7 +7,7 @@
 #ifndef OUTBOX_EVENT_PRIVATE_H
 #define OUTBOX_EVENT_PRIVATE_H
 
-#include "outbox/outbox.h"
+#include "outbox/event.h"
 #include "uuid-private.h"
 
 #define _OUTBOX_EVENT_TYPE_MAX 128

@@ -5,6 +5,8 @@
  * collection (outbox_collection_schema, outbox_collection_ensure_schema). No state: each
  * call pops a client, reads the collection's options and creates or modifies it.
  */
+#include "outbox/schema.h"
+
 #include <string.h>
 
 #include "collection-private.h"

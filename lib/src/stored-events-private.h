@@ -8,7 +8,7 @@
 #ifndef OUTBOX_STORED_EVENTS_PRIVATE_H
 #define OUTBOX_STORED_EVENTS_PRIVATE_H
 
-#include "outbox/outbox.h"
+#include "outbox/dead-letters.h"
 
 typedef struct {
    bool has_entity;

@@ -70,8 +70,8 @@
  *   with any MongoDB write, the update may or may not have happened: call again with the same
  *   event; the inbox makes that safe.
  *
- * ERRORS use OUTBOX_ERROR_DOMAIN and outbox_error_code_t (see outbox.h); errors from mongoc
- * and the server pass through unchanged.
+ * ERRORS use OUTBOX_ERROR_DOMAIN and outbox_error_code_t (see outbox/error.h); errors from
+ * mongoc and the server pass through unchanged.
  *
  * THREADS. An outbox_inbox_t may be used from any number of threads at once; each call pops a
  * client from the pool and pushes it back before returning.
@@ -82,7 +82,9 @@
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
 
-#include "outbox/outbox.h"
+#include "outbox/error.h"
+#include "outbox/outbox-macros.h"
+#include "outbox-version.h"
 
 OUTBOX_BEGIN_DECLS
 

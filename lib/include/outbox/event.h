@@ -1,0 +1,81 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * liboutbox's events: an outbox_event_t is one event to commit with a change (its type, data,
+ * headers and its id), built by the caller and borrowed by the functions of
+ * outbox/collection.h, which record its seq and time when the commit succeeds.
+ *
+ * THREADS. An outbox_event_t is not thread-safe: use one from one thread at a time. Only the
+ * caller and a successful commit change it.
+ */
+#ifndef OUTBOX_EVENT_H
+#define OUTBOX_EVENT_H
+
+#include <bson/bson.h>
+
+#include "outbox/error.h"
+#include "outbox/outbox-macros.h"
+
+OUTBOX_BEGIN_DECLS
+
+/* An event to commit with a change. Functions that commit events borrow them for the call
+ * only. An event can be committed once: on success it records its seq and time, and giving it
+ * to another commit is OUTBOX_ERROR_INVALID_ARGUMENT. After an ambiguous failure (network
+ * error) it is not marked: retrying with the same object keeps its id, so consumers that
+ * deduplicate by id (see outbox/inbox.h) see it once even if the first attempt did commit. */
+typedef struct _outbox_event_t outbox_event_t;
+
+/* Creates an event of the given type with a fresh random id (UUID v4 from getrandom()).
+ * `type` and `data` are copied; `data` NULL means an empty document. Never returns NULL
+ * (aborts on out-of-memory, like libbson). The type, data and headers are validated when the
+ * event is committed (or by outbox_event_validate()), so an invalid type is reported there
+ * with OUTBOX_ERROR_INVALID_EVENT. `type` NULL is treated as "" and therefore invalid.
+ * Free with outbox_event_destroy(). */
+OUTBOX_API outbox_event_t *
+outbox_event_new(const char *type, const bson_t *data);
+
+/* Frees the event. NULL is allowed. */
+OUTBOX_API void
+outbox_event_destroy(outbox_event_t *event);
+
+/* Sets header `key` to `value` (both copied; a second call with the same key replaces the
+ * value). Keys are 1..128 bytes of valid UTF-8 not starting with '$'; values are valid UTF-8
+ * without NUL. Returns false with OUTBOX_ERROR_INVALID_EVENT and leaves the event unchanged
+ * otherwise. Stored as the event's "headers" document (the relay maps them to MQTT user
+ * properties). */
+OUTBOX_API bool
+outbox_event_set_header(outbox_event_t *event, const char *key, const char *value,
+                        bson_error_t *error);
+
+/* Checks the event as a commit would: type 1..128 characters of [A-Za-z0-9._-]; data valid
+ * UTF-8 throughout and without keys that are empty or start with '$' at any depth (consumers
+ * read events as Extended JSON, where {"$date": ...} would change meaning). Returns false with
+ * OUTBOX_ERROR_INVALID_EVENT and the reason. */
+OUTBOX_API bool
+outbox_event_validate(const outbox_event_t *event, bson_error_t *error);
+
+/* The event id: 36 lowercase characters, e.g. "0f8fad5b-d9cb-469f-a165-70867728950e".
+ * Owned by the event; valid until it is destroyed. */
+OUTBOX_API const char *
+outbox_event_get_id(const outbox_event_t *event);
+
+/* The event type as given to outbox_event_new(). Owned by the event; valid until it is
+ * destroyed. */
+OUTBOX_API const char *
+outbox_event_get_type(const outbox_event_t *event);
+
+/* The event data. Owned by the event; valid until it is destroyed. */
+OUTBOX_API const bson_t *
+outbox_event_get_data(const outbox_event_t *event);
+
+/* The seq the entity gave the event, 0 until a commit containing it succeeds. */
+OUTBOX_API int64_t
+outbox_event_get_seq(const outbox_event_t *event);
+
+/* The stored "time" (milliseconds since the Unix epoch, UTC), 0 until committed. */
+OUTBOX_API int64_t
+outbox_event_get_time(const outbox_event_t *event);
+
+OUTBOX_END_DECLS
+
+#endif /* OUTBOX_EVENT_H */
