@@ -4,7 +4,8 @@
  * A bounded cache id -> (version, eventSeq, pending, size) so that an update usually needs no
  * read to learn the eventSeq it must number its events from. Correctness never depends on it:
  * the update's filter holds the version and eventSeq the cache claims, so a stale entry only
- * costs a read and a retry.
+ * costs a read and a retry. Each collection handle owns one; cache.c alone touches its table,
+ * under its lock, so any thread may call these functions.
  */
 #ifndef OUTBOX_CACHE_PRIVATE_H
 #define OUTBOX_CACHE_PRIVATE_H

@@ -1,10 +1,12 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * A chained hash table whose entries also form an LRU list. A direct-mapped table used to
- * stand here: with 1000 ids in 4096 slots, ~14% of ids shared a slot with another and so
- * missed on every use, costing a read per commit although the cache was far from full. Now
- * an id is only evicted when `capacity` other ids were used more recently.
+ * The (id -> version, eventSeq) cache of a collection handle (cache-private.h): a chained hash
+ * table whose entries also form an LRU list. A direct-mapped table used to stand here: with 1000
+ * ids in 4096 slots, ~14% of ids shared a slot with another and so missed on every use, costing
+ * a read per commit although the cache was far from full. Now an id is only evicted when
+ * `capacity` other ids were used more recently. The cache owns its table; every call takes its
+ * mutex, so the threads sharing a collection handle may call it at once.
  */
 #include "cache-private.h"
 

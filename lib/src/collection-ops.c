@@ -1,7 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Reading, hard deletion and index creation.
+ * Reading an entity, hard deletion and index creation (outbox/collection.h). No state of its
+ * own: each call pops a client from the handle's pool, reads the handle's fixed options and may
+ * update its cache (which locks itself); thread-safe.
  */
 #include <string.h>
 

@@ -1,5 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The collection handle's struct and the helpers the collection's files share (collection.c,
+ * collection-ops.c, commit.c, create.c, dead-letters.c, requeue.c, schema.c, stored-events.c).
+ * collection.c fills the struct in outbox_collection_new(); after that it is read-only except
+ * for its cache, which locks itself, so the handle is shared between threads.
  */
 #ifndef OUTBOX_COLLECTION_PRIVATE_H
 #define OUTBOX_COLLECTION_PRIVATE_H

@@ -1,7 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The collection handle: options and the client borrowed from the pool for each call.
+ * The collection handle: parsing its options, making and freeing it, and the client borrowed
+ * from the pool for each call. The handle is written only here, by outbox_collection_new()
+ * before anyone else sees it; afterwards every thread only reads it (its cache locks itself).
  */
 #include "collection-private.h"
 

@@ -1,8 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Committing changes with events: create, update, append, soft delete. Each change is one
- * insert or one update command, so an event is stored if and only if its change is.
+ * Committing changes with events: update, append, soft delete. Each change is one update
+ * command, so an event is stored if and only if its change is. No state of its own: each call
+ * pops a client and uses the handle's cache (which locks itself); the events it is given are the
+ * caller's, marked committed only on success. Thread-safe.
  */
 #include <string.h>
 

@@ -1,7 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Creating an entity with its initial events: one insert.
+ * Creating an entity with its initial events: one insert. No state of its own: each call pops a
+ * client and records the new entity in the handle's cache (which locks itself); the events are
+ * the caller's, marked committed only on success. Thread-safe.
  */
 #include <string.h>
 

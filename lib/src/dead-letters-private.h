@@ -1,7 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Helpers shared by the dead-letter operations (dead-letters.c: discard; requeue.c).
+ * Helpers shared by the dead-letter operations (dead-letters.c: discard; requeue.c). They keep
+ * no state: each reads or writes one document with the client it is lent.
  */
 #ifndef OUTBOX_DEAD_LETTERS_PRIVATE_H
 #define OUTBOX_DEAD_LETTERS_PRIVATE_H

@@ -1,7 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The bookkeeping part of a stored document (see the stored contract in outbox/collection.h).
+ * The bookkeeping part of a stored document (see the stored contract in outbox/collection.h):
+ * the configurable field names and the state parsed from a document (document.c). Plain values,
+ * owned by whoever declares them; no shared state.
  */
 #ifndef OUTBOX_DOCUMENT_PRIVATE_H
 #define OUTBOX_DOCUMENT_PRIVATE_H

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Reading the bookkeeping fields of a stored document (version, eventSeq, the number of
+ * pending events, its size) into _outbox_doc_state_t, refusing documents that break the stored
+ * contract. Pure functions over the caller's document: no state, thread-safe.
  */
 #include "document-private.h"
 

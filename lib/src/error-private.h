@@ -1,7 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Setting liboutbox's own errors.
+ * Setting liboutbox's own errors (OUTBOX_ERROR_DOMAIN, outbox/error.h) and naming BSON types
+ * in their messages (error.c). No state.
  */
 #ifndef OUTBOX_ERROR_PRIVATE_H
 #define OUTBOX_ERROR_PRIVATE_H

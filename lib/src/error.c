@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * liboutbox's own error messages: names of BSON types for messages that say what was found
+ * (error-private.h). Static strings only: no state, thread-safe.
  */
 #include "error-private.h"
 

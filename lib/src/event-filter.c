@@ -3,7 +3,8 @@
  *
  * The filters of outbox_collection_find_events() and reading a stored element. Dead letters
  * are often malformed events, so reading never fails: what is missing or mistyped stays NULL
- * or 0 and the filters treat it as "does not match".
+ * or 0 and the filters treat it as "does not match". A filter is owned by the one cursor (or
+ * call) that parsed it; no shared state.
  */
 #include <string.h>
 

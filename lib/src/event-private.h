@@ -2,7 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Events: the in-memory object, its stored form, and validation of stored events (also used
- * by the relay to dead-letter malformed events with a reason).
+ * by the relay to dead-letter malformed events with a reason). event.c and stored-event.c alone
+ * touch the struct; an event belongs to its caller's thread.
  */
 #ifndef OUTBOX_EVENT_PRIVATE_H
 #define OUTBOX_EVENT_PRIVATE_H

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Events (outbox/event.h): the in-memory object, its header and validation, and its stored
+ * form for a commit. An event belongs to its caller and is used by one thread at a time; the
+ * library writes it only to mark it committed (seq and time) after a successful commit.
  */
 #include "event-private.h"
 

@@ -2,7 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The inbox's handle and the MongoDB side of it (inbox-store.c), shared with the public
- * entry points and the building of the update (inbox.c).
+ * entry points and the building of the update (inbox.c, above it). inbox.c fills the handle in
+ * outbox_inbox_new(); afterwards it is read-only, so any thread may use it.
  */
 #ifndef OUTBOX_INBOX_PRIVATE_H
 #define OUTBOX_INBOX_PRIVATE_H

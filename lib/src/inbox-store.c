@@ -3,7 +3,8 @@
  *
  * The inbox's reads and writes: the state document (lookup and the guarded findAndModify),
  * the ledger, and the apply loop that ties them together. Options, argument checks and the
- * building of the update are in inbox.c.
+ * building of the update are in inbox.c, above it. It only reads the handle (fixed once
+ * outbox_inbox_new() returns) and uses the client it is lent: thread-safe.
  */
 #include <string.h>
 #include <time.h>

@@ -3,7 +3,8 @@
  *
  * The idempotent inbox (see outbox/inbox.h for the design and its guarantee): options, the
  * handle, argument checks, building the update, and the public entry points. The reads and
- * writes against MongoDB are in inbox-store.c.
+ * writes against MongoDB are in inbox-store.c, below it. The handle is written only here, by
+ * outbox_inbox_new(), before anyone else sees it; afterwards every thread only reads it.
  */
 #include <string.h>
 

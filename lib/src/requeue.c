@@ -1,10 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Requeuing a dead letter (see REQUEUE in outbox/dead-letters.h): one update, filtered on the _id, the
- * eventSeq as read and the exact dead letter, that $pull-s the dead letter, $push-es the event
- * (with its requeued marker) among the pending ones in seq order, and $inc-s the requeues
- * counter so the relay's change stream passes it. No state: each call pops a client.
+ * Requeuing a dead letter (see REQUEUE in outbox/dead-letters.h): one update, filtered on the
+ * _id, the eventSeq as read and the exact dead letter, that $pull-s the dead letter, $push-es
+ * the event (with its requeued marker) among the pending ones in seq order, and $inc-s the
+ * requeues counter so the relay's change stream passes it. No state: each call pops a client.
  */
 #include "outbox/dead-letters.h"
 

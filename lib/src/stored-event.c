@@ -2,6 +2,7 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Validation of events as they are stored, for readers of the stored contract (the relay).
+ * Pure functions over the caller's documents: no state, thread-safe.
  */
 #include <string.h>
 

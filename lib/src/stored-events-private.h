@@ -3,7 +3,8 @@
  *
  * Shared by the event cursor (stored-events.c) and the dead-letter operations
  * (dead-letters.c): the filters of outbox_collection_find_events() and reading one stored
- * element (a pending event, a dead letter or a discarded one) into outbox_stored_event_t.
+ * element (a pending event, a dead letter or a discarded one) into outbox_stored_event_t
+ * (event-filter.c). A filter belongs to the one cursor or call that parsed it.
  */
 #ifndef OUTBOX_STORED_EVENTS_PRIVATE_H
 #define OUTBOX_STORED_EVENTS_PRIVATE_H

@@ -1,7 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Event ids: random UUIDs (version 4) in their lowercase 36-character text form.
+ * Event ids: random UUIDs (version 4) in their lowercase 36-character text form (uuid.c, whose
+ * only state is per thread). Thread-safe.
  */
 #ifndef OUTBOX_UUID_PRIVATE_H
 #define OUTBOX_UUID_PRIVATE_H

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Event ids: random UUIDs (version 4) from getrandom() (uuid-private.h). Its only state is a
+ * per-thread buffer of random bytes, touched by its own thread alone (and emptied in a forked
+ * child by the atfork handler), so no lock is needed.
  */
 #include "uuid-private.h"
 

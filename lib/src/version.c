@@ -1,5 +1,7 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * outbox_get_version() (outbox-version.h): the version the library was built as. No state.
  */
 #include "outbox-version.h"
 

@@ -1,7 +1,7 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Symbol visibility and C++ linkage for liboutbox's public API.
+ * Symbol visibility and C++ linkage for liboutbox's public API. Macros only: no state.
  */
 #ifndef OUTBOX_MACROS_H
 #define OUTBOX_MACROS_H

@@ -49,8 +49,8 @@
  *   outbox/dead-letters.h    pending events and dead letters: list, count, requeue, discard;
  *   outbox/schema.h          the stored contract as a server-side validator;
  *   outbox/inbox.h           the consumer side: apply each event once (the idempotent inbox).
- * Relay internals (how outbox-relay finds, publishes and clears events) are in
- * relay/README.md, not here.
+ * Each header says at its top who may use what it declares from which threads. Relay
+ * internals (how outbox-relay finds, publishes and clears events) are in relay/README.md.
  */
 #ifndef OUTBOX_H
 #define OUTBOX_H
