@@ -4,6 +4,9 @@
  * Splitting outbox-admin's command line. The tool's options are looked up first, then the
  * relay's (relay_config_is_option() says whether one takes a value); the first word that is
  * not an option is the command. Options may come before or after it.
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #include "admin/args.h"
 

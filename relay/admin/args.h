@@ -3,6 +3,9 @@
  *
  * outbox-admin's command line: the command, the tool's own options (into admin_t) and the
  * relay's options, which are handed on untouched to relay_config_load_mongodb().
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #ifndef RELAY_ADMIN_ARGS_H
 #define RELAY_ADMIN_ARGS_H

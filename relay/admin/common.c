@@ -3,6 +3,9 @@
  *
  * What outbox-admin's commands share: collection handles with the relay's field names,
  * mapping MongoDB errors to exit codes, the server's clock, and output helpers.
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #include <string.h>
 #include <sysexits.h>

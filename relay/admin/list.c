@@ -5,6 +5,9 @@
  * through liboutbox's cursor (partial indexes, never a scan of documents without events), and
  * printing them as tab-separated lines or JSON Lines. admin_each() is also how requeue and
  * discard find what they act on.
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #include <string.h>
 #include <sysexits.h>

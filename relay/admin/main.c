@@ -5,6 +5,9 @@
  * database, collections, field names, --config; loaded by relay/config exactly as the relay
  * loads them, environment and config file included) and the tool's own, opens one client
  * pool and runs the command. Exit codes follow sysexits.h.
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -3,9 +3,12 @@
  *
  * `requeue` and `discard`: first every matching dead letter is collected (so the writes do
  * not disturb the cursor that finds them), then each is moved by liboutbox in one update of
- * its own document, guarded on the exact element (see outbox.h). --dry-run prints what would
- * change and writes nothing. A dead letter without an event id cannot be addressed and is
- * reported as skipped.
+ * its own document, guarded on the exact element (see outbox/dead-letters.h). --dry-run
+ * prints what would change and writes nothing. A dead letter without an event id cannot be
+ * addressed and is reported as skipped.
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #include <pwd.h>
 #include <string.h>

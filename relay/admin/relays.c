@@ -5,6 +5,9 @@
  * ages are judged against the server's clock, as the relays themselves judge them. A lease
  * with no owner, or whose expiry has passed, is shown as "free"/"expired": events of that
  * partition are not being published until a member takes it.
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #include <string.h>
 #include <sysexits.h>

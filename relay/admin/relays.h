@@ -6,6 +6,9 @@
  * {_id: name, partitions, createdAt}, its lease documents {_id: {relay, partition}, owner,
  * epoch, expiresAt, tokenAt, handoff, ...} and member documents {_id: {relay, member}, host,
  * pid, startedAt, expiresAt, owned} (the stored schema of relay groups, issue 12).
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #ifndef RELAY_ADMIN_RELAYS_H
 #define RELAY_ADMIN_RELAYS_H

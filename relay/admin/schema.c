@@ -5,6 +5,9 @@
  * $jsonSchema validator, through liboutbox's outbox_collection_ensure_schema(), with the
  * relay's field names. A validator someone else installed is never dropped: the command fails
  * unless --combine asks for {$and: [theirs, ours]}.
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #include <string.h>
 #include <sysexits.h>

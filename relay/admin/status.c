@@ -5,6 +5,9 @@
  * letters, counted by liboutbox through the partial indexes; then the relays (relays.c).
  * Ages are measured against the server's clock. Exit status ADMIN_EXIT_THRESHOLD when a
  * pending event is older than --max-age, so the command works in cron and monitoring scripts.
+ *
+ * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
+ * thread.
  */
 #include <string.h>
 #include <sysexits.h>

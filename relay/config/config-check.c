@@ -2,6 +2,9 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Checks that involve several options, run once all layers are applied.
+ *
+ * Runs on the thread that loads the configuration (main at start-up, the signal thread on
+ * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include "config/config-private.h"
 

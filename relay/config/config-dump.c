@@ -3,6 +3,8 @@
  *
  * Showing the configuration: --help, --check-config and the start-up log line. Secrets
  * never leave this file in clear text.
+ *
+ * It only reads the relay_config_t it is given; any thread may call it.
  */
 #include "config/config-private.h"
 

@@ -9,6 +9,9 @@
  * there: "name": "a\u0000b" became "a"). Both are refused. Numbers are quoted in messages as
  * they were written ("1234567.5", not libbson's double printed back as "1.23457e+06"), so
  * this file keeps the text of each top-level value next to the parsed document.
+ *
+ * Runs on the thread that loads the configuration (main at start-up, the signal thread on
+ * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include "config/config-private.h"
 

@@ -5,6 +5,9 @@
  * config-dump.c (--help, --check-config). One row per option keeps the flag, the variable,
  * the config-file key, the default, the help text and the validation in one place, so they
  * cannot drift apart.
+ *
+ * The table is constant (config-table.c); the functions work on the relay_config_t they are
+ * given and keep no state of their own.
  */
 #ifndef RELAY_CONFIG_PRIVATE_H
 #define RELAY_CONFIG_PRIVATE_H

@@ -3,6 +3,9 @@
  *
  * The option table, the defaults and the destructor. Rows with a NULL name are section
  * headings for --help and the man page order.
+ *
+ * The table is constant; the defaults and the destructor touch only the relay_config_t they are
+ * given.
  */
 #include "config/config-private.h"
 

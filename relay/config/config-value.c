@@ -4,6 +4,9 @@
  * Parsing and validating one option value, whatever its source. Messages name the source
  * (flag, variable or config-file key), say what was expected and quote what was given,
  * except for secrets, which are never echoed.
+ *
+ * Runs on the thread that loads the configuration (main at start-up, the signal thread on
+ * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include "config/config-private.h"
 

@@ -3,6 +3,9 @@
  *
  * Loading: defaults, then the config file, then the environment, then the flags, each layer
  * overwriting the one before; then the checks that involve several options.
+ *
+ * Runs on the thread that loads the configuration (main at start-up, the signal thread on
+ * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include "config/config-private.h"
 

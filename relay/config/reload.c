@@ -2,6 +2,9 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * SIGHUP: reload the configuration, apply the log options, report the rest.
+ *
+ * Runs on the signal thread (main.c): it loads a fresh configuration of its own, only reads the
+ * running one and changes the running relay only through the logger (which is thread-safe).
  */
 #include "config/reload.h"
 

@@ -2,6 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * What SIGHUP does to the configuration.
+ *
+ * Called on the signal thread; see reload.c for what it may touch.
  */
 #ifndef RELAY_RELOAD_H
 #define RELAY_RELOAD_H

@@ -4,6 +4,9 @@
  * --user-properties: which of the relay's own MQTT 5 user properties every message carries.
  * They cost the most of anything paho does per message (each is copied twice and freed twice
  * through paho's tracked heap), so consumers that read the payload can turn them off.
+ *
+ * Runs on the thread that loads the configuration (main at start-up, the signal thread on
+ * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include <string.h>
 

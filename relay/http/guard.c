@@ -1,5 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Bounds what slow and idle HTTP clients can hold of a libmicrohttpd daemon (guard.h says the
+ * rules and why). The guard owns its list of waiting connections, guarded by its mutex:
+ * libmicrohttpd's threads add and remove them, the guard's own watchdog thread cuts those past
+ * their deadline.
  */
 #include "http/guard.h"
 

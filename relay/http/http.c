@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's HTTP endpoint (http.h): /metrics and /healthz on libmicrohttpd's one internal
+ * thread, behind the slow-client guard. The relay_http_t is made and destroyed by the main
+ * thread; its requests run on the daemon's thread and only read the metrics (atomics).
  */
 #include "http/http.h"
 

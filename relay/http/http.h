@@ -5,6 +5,9 @@
  *   GET /metrics  200, Prometheus text format (relay_metrics_render())
  *   GET /healthz  200 "ok" when MongoDB and MQTT are connected, else 503 and the reason
  *   anything else 404; methods other than GET and HEAD 405.
+ *
+ * The main thread makes and destroys it; requests are answered on libmicrohttpd's thread, which
+ * only reads the metrics (atomics).
  */
 #ifndef RELAY_HTTP_H
 #define RELAY_HTTP_H

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's counters and gauges (metrics.h) and their Prometheus text rendering. Values are
+ * atomics that any thread may add to or set; the name and the extra renderer, set at start-up,
+ * are guarded by name_mutex because the HTTP thread may render concurrently.
  */
 #include "http/metrics.h"
 

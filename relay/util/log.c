@@ -1,5 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's logger (log.h): formats one line per call, text or JSON, and writes it to
+ * stderr or the log file; routes mongoc's and paho's logs into it. Its state is process-wide:
+ * the level, format and reopen request are atomics any thread may set; the file descriptor and
+ * path are guarded by log_mutex, so any thread may log (log.h says which calls are main-only).
  */
 #include "util/log.h"
 

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Keeping secrets out of what the relay prints (redact.h): redacting URIs and messages, and the
+ * registry of known secrets cut out of every log line. The registry is process-wide and guarded
+ * by registry_mutex; everything else is a pure function. Any thread may call it.
  */
 #include "util/redact.h"
 

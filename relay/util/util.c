@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Small helpers shared by the relay's modules (util.h): clocks, reconnect backoff, stopping
+ * worker threads. No state of its own: each call works on what it is given; thread-safe.
  */
 #include "util/util.h"
 

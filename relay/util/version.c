@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's version and, for --version, those of the libraries it was built with and runs
+ * against (version.h). Its one piece of state, the long version text, is built once under
+ * pthread_once and only read afterwards: any thread may call it.
  */
 #include "util/version.h"
 

@@ -1,5 +1,7 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's version, short and long (--version). Static strings; thread-safe.
  */
 #ifndef RELAY_VERSION_H
 #define RELAY_VERSION_H
