@@ -42,6 +42,9 @@ typedef struct {
    bool print;
    bool combine; /* keep a foreign validator beside ours */
    const char *validation_action, *validation_level;
+   /* replay. */
+   const char *since, *until; /* RFC 3339 or an age; NULL: no bound */
+   int64_t rate;              /* events per second at most, 0: no limit */
    FILE *out;
 } admin_t;
 
@@ -51,6 +54,8 @@ int admin_list(admin_t *a, outbox_place_t place);
 int admin_discard(admin_t *a);
 int admin_requeue(admin_t *a);
 int admin_ensure_schema(admin_t *a);
+int admin_replay(admin_t *a);
+int admin_ensure_archive(admin_t *a); /* ensure-schema with --archive-collection (archive.c) */
 
 /* Called for each matching event by admin_each(); @now is the server's clock. Returns an
  * exit status: anything but EX_OK stops the walk. */

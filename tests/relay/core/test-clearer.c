@@ -30,7 +30,7 @@ ids_array(size_t n, int tag)
  * statement must stay readable, with its own ids, however large the job grows. */
 Test(clear_job, statements_survive_growth)
 {
-   relay_clear_job_t *job = relay_clear_job_new();
+   relay_clear_job_t *job = relay_clear_job_new(false);
    const size_t n_stmts = 1000, n_ids = 8;
    char entity[4];
 
@@ -39,7 +39,7 @@ Test(clear_job, statements_survive_growth)
       bson_t *ids = ids_array(n_ids, (int)i);
       id.value_type = BSON_TYPE_INT64;
       id.value.v_int64 = (int64_t)i;
-      relay_clear_stmt_t *s = relay_clear_job_begin(job, 0, &id, &entity[i % 4]);
+      relay_clear_stmt_t *s = relay_clear_job_begin(job, 0, &id, -1, &entity[i % 4]);
       bson_iter_t it;
       cr_assert(bson_iter_init(&it, ids));
       while (bson_iter_next(&it)) {
@@ -73,7 +73,7 @@ Test(clear_job, statements_survive_growth)
  * same arrays, also across growth of the statement array. */
 Test(clear_job, begin_and_add_ids)
 {
-   relay_clear_job_t *job = relay_clear_job_new();
+   relay_clear_job_t *job = relay_clear_job_new(false);
    const size_t n_stmts = 300, n_ids = 5;
    char entity[1];
 
@@ -81,7 +81,7 @@ Test(clear_job, begin_and_add_ids)
       bson_value_t id = {.value_type = BSON_TYPE_INT64, .value.v_int64 = (int64_t)i};
       bson_t *want = ids_array(n_ids, (int)i);
       bson_iter_t it;
-      relay_clear_stmt_t *s = relay_clear_job_begin(job, 1, &id, entity);
+      relay_clear_stmt_t *s = relay_clear_job_begin(job, 1, &id, -1, entity);
       cr_assert(bson_iter_init(&it, want));
       while (bson_iter_next(&it)) {
          relay_clear_job_add_id(job, s, bson_iter_utf8(&it, NULL));
@@ -101,7 +101,7 @@ Test(clear_job, begin_and_add_ids)
 
 Test(clear_job, free_is_null_safe_and_empty_job_is_fine)
 {
-   relay_clear_job_t *job = relay_clear_job_new();
+   relay_clear_job_t *job = relay_clear_job_new(false);
    cr_assert_eq(job->n, 0);
    relay_clear_job_free(job);
    relay_clear_job_free(NULL);

@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+# Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+"""The archive (--archive-collection) end to end: the relay archives each published event
+before clearing it, keeps events pending while the archive refuses writes, stores nothing
+twice across a kill -9 between the archive write and the clear; outbox-admin replay publishes
+a window of the archive again, in seq order per entity, with the replay marker.
+
+usage: test_archive.py OUTBOX_RELAY OUTBOX_ADMIN [TEST_NAME ...]   (under with-servers)
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relaytest import (MONGO_URI, MQTT_URI, Entities, Relay, Subscriber, free_port,  # noqa: E402
+                       metric, pymongo, run_tests, wait_until)
+
+RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
+ADMIN_BIN = sys.argv[2] if len(sys.argv) > 2 else "outbox-admin"
+RUN = "%d" % os.getpid()
+client = pymongo.MongoClient(MONGO_URI) if MONGO_URI else None
+ARCHIVE = "archive"
+
+
+def names(test):
+    return "archive_%s_%s" % (test, RUN), "things", "arch-%s-%s" % (test, RUN)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def failpoint(**kw):
+    client.admin.command("configureFailPoint", "failCommand", **kw)
+
+
+def archive_relay(dbname, cname, rname, extra=()):
+    return Relay(RELAY_BIN, dbname, [cname], rname,
+                 extra=["--archive-collection", ARCHIVE] + list(extra))
+
+
+def check_archive(dbname, cname, ents):
+    """Every event of @ents is in the archive exactly once, with the contract's fields."""
+    arch = client[dbname][ARCHIVE]
+    entries = list(arch.find({}))
+    want = {eid: (ent, i + 1) for ent, ids in ents.ids.items() for i, eid in enumerate(ids)}
+    check(len(entries) == len(want), "archive holds %d entries, %d events were published" %
+          (len(entries), len(want)))
+    for e in entries:
+        check(e["_id"] in want, "archive entry %s is no published event" % e["_id"])
+        ent, seq = want[e["_id"]]
+        check(e["entityId"] == ent and e["seq"] == seq and e["collection"] == cname,
+              "entry %s: %s" % (e["_id"], e))
+        for field in ("type", "time", "data", "publishedAt", "partition"):
+            check(field in e, "entry %s lacks %s" % (e["_id"], field))
+    return entries
+
+
+def test_archive_then_clear():
+    """Published events leave their documents and are in the archive, once each; the
+    validator, the indexes and the TTL index are installed; the metrics count them."""
+    dbname, cname, rname = names("basic")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    port = free_port()
+    relay = archive_relay(dbname, cname, rname, ["--archive-ttl", "30d", "--metrics-listen",
+                                                 "127.0.0.1:%d" % port])
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for i in range(20):
+            ents.create("e%d" % i, 3)
+        check(wait_until(lambda: ents.pending() == 0, 30), "%d events never cleared" %
+              ents.pending())
+        check_archive(dbname, cname, ents)
+        arch = client[dbname][ARCHIVE]
+        indexes = {ix["name"]: ix for ix in arch.list_indexes()}
+        for name in ("outbox_archive_time", "outbox_archive_entity", "outbox_archive_type"):
+            check(name in indexes, "index %s missing: %s" % (name, list(indexes)))
+        check(indexes.get("outbox_archive_ttl", {}).get("expireAfterSeconds") == 30 * 86400,
+              "TTL index: %s" % indexes.get("outbox_archive_ttl"))
+        try:
+            arch.insert_one({"_id": "x", "collection": cname, "entityId": 1, "seq": 1})
+            raise AssertionError("the archive's validator accepted a malformed entry")
+        except pymongo.errors.WriteError as e:
+            check(e.code == 121, "malformed entry: %s" % e.details)
+        check(metric(port, "outbox_relay_events_archived_total") == 60,
+              "archived metric: %s" % metric(port, "outbox_relay_events_archived_total"))
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        relay.stop()
+
+
+def healthz(port):
+    try:
+        return urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=5).read()
+    except urllib.error.HTTPError as e:
+        return e.read()
+
+
+def test_archive_refused_keeps_events_pending():
+    """While the server refuses the archive's inserts (failCommand on "insert"), published
+    events stay in their documents, the log and /healthz say why; once it accepts them,
+    everything is archived once and cleared."""
+    dbname, cname, rname = names("refused")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    port = free_port()
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = archive_relay(dbname, cname, rname, ["--metrics-listen", "127.0.0.1:%d" % port])
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        failpoint(mode="alwaysOn", data={"failCommands": ["insert"], "errorCode": 14031,
+                                         "appName": "outbox-relay-clear"})
+        for i in range(10):
+            ents.create("r%d" % i, 2)
+        check(wait_until(lambda: sub.count() >= 20, 30), "only %d published" % sub.count())
+        check(wait_until(lambda: metric(port, "outbox_relay_archive_failing") == 1.0, 10),
+              "archive_failing gauge not set")
+        time.sleep(1.0)  # several retries
+        check(ents.pending() == 20, "events were cleared without being archived: %d pending" %
+              ents.pending())
+        check(client[dbname][ARCHIVE].count_documents({}) == 0, "archived despite the failpoint")
+        check(b"archive writes fail" in healthz(port), "/healthz: %s" % healthz(port))
+        check("archiving to %s failed" % ARCHIVE in relay.log_text(), "the log does not say why")
+        check(metric(port, "outbox_relay_archive_write_failures_total") >= 1, "no failure counted")
+        failpoint(mode="off")
+        check(wait_until(lambda: ents.pending() == 0, 30), "%d events never cleared" %
+              ents.pending())
+        check_archive(dbname, cname, ents)
+        check(wait_until(lambda: metric(port, "outbox_relay_archive_failing") == 0.0, 10),
+              "archive_failing gauge stuck")
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        failpoint(mode="off")
+        relay.stop()
+        sub.close()
+
+
+def test_kill9_between_archive_and_clear():
+    """The clears fail (failCommand on "update") after the archive writes succeeded; the relay
+    is killed with SIGKILL in that state and restarted: every event ends up cleared and in the
+    archive exactly once, each entry still the first copy (its publishedAt unchanged)."""
+    dbname, cname, rname = names("kill9")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    arch = client[dbname][ARCHIVE]
+    quick = ["--lease-ttl-ms", "3000", "--lease-renew-ms", "500", "--lease-margin-ms", "1000"]
+    relay = archive_relay(dbname, cname, rname, quick)
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        failpoint(mode="alwaysOn", data={"failCommands": ["update"], "errorCode": 91,
+                                         "appName": "outbox-relay-clear"})
+        for i in range(15):
+            ents.create("k%d" % i, 2)
+        check(wait_until(lambda: arch.count_documents({}) == 30, 30),
+              "only %d events archived" % arch.count_documents({}))
+        time.sleep(0.5)  # retried archive writes of the same events meanwhile
+        first = {e["_id"]: e["publishedAt"] for e in arch.find({})}
+        check(ents.pending() == 30, "a clear went through: %d pending" % ents.pending())
+        relay.kill()
+        failpoint(mode="off")
+        relay = archive_relay(dbname, cname, rname, quick)
+        check(wait_until(lambda: ents.pending() == 0, 30), "%d events never cleared" %
+              ents.pending())
+        entries = check_archive(dbname, cname, ents)
+        for e in entries:
+            check(e["publishedAt"] == first[e["_id"]], "entry %s was written again" % e["_id"])
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        failpoint(mode="off")
+        relay.stop()
+
+
+def admin(dbname, cname, *args):
+    cmd = [ADMIN_BIN, "--mongodb-uri", MONGO_URI, "--database", dbname, "--collection", cname,
+           "--archive-collection", ARCHIVE, "--mqtt-uri", MQTT_URI] + list(args)
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+
+
+def test_replay_window():
+    """outbox-admin replay of a time window: a new subscriber gets every event of the window
+    once, in seq order per entity, with the marker in the payload and as a user property;
+    --dry-run counts the same events and sends nothing."""
+    dbname, cname, rname = names("replay")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    relay = archive_relay(dbname, cname, rname)
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for i in range(10):
+            ents.create("old%d" % i, 2)
+        check(wait_until(lambda: ents.pending() == 0, 30), "old events never cleared")
+        time.sleep(1.1)
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        time.sleep(1.1)
+        for i in range(8):
+            ents.create("w%d" % i, 3)
+        for i in range(8):
+            ents.append("w%d" % i, 2)
+        check(wait_until(lambda: ents.pending() == 0, 30), "window events never cleared")
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        relay.stop()
+    dry = admin(dbname, cname, "replay", "--since", since, "--dry-run", "--json")
+    check(dry.returncode == 0, "dry run: %s" % dry.stderr)
+    check(json.loads(dry.stdout)["matching"] == 40, "dry run: %s" % dry.stdout)
+    sub = Subscriber("replayed/#")
+    try:
+        run = admin(dbname, cname, "replay", "--since", since, "--topic",
+                    "replayed/{collection}/{id}", "--rate", "2000", "--json")
+        check(run.returncode == 0, "replay: %s %s" % (run.stdout, run.stderr))
+        check(json.loads(run.stdout)["replayed"] == 40, "replay: %s" % run.stdout)
+        check(wait_until(lambda: sub.count() >= 40, 20), "only %d replayed" % sub.count())
+        time.sleep(0.5)
+        msgs = sub.snapshot()
+        check(len(msgs) == 40, "%d messages for 40 events" % len(msgs))
+        seen, order = set(), {}
+        for topic, payload, props in msgs:
+            ce = json.loads(payload)
+            check(ce.get("replay") is True, "no replay attribute: %s" % ce)
+            check(props.get("replay") == "true", "no replay user property: %s" % props)
+            check(ce["id"] not in seen, "event %s replayed twice" % ce["id"])
+            seen.add(ce["id"])
+            check(ce["subject"].startswith("w"), "event outside the window: %s" % ce["subject"])
+            order.setdefault(ce["subject"], []).append(ce["seq"])
+        for ent, seqs in order.items():
+            check(seqs == [1, 2, 3, 4, 5], "%s replayed as %s" % (ent, seqs))
+    finally:
+        sub.close()
+
+
+TESTS = [test_archive_then_clear, test_archive_refused_keeps_events_pending,
+         test_kill9_between_archive_and_clear, test_replay_window]
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests("relay-archive", TESTS, sys.argv[3:]))
