@@ -131,16 +131,36 @@ create_indexes(mongoc_collection_t *archive, int64_t ttl, bool with_ttl, bson_er
    return ok;
 }
 
-/* A TTL index that exists with another expireAfterSeconds (85 IndexOptionsConflict): change
- * it in place, so entries are never unprotected between a drop and a create. */
-static bool
-change_ttl(mongoc_collection_t *archive, int64_t ttl, bson_error_t *error)
+/* The expireAfterSeconds of the TTL index, -1 when there is none (or it cannot be read). */
+static int64_t
+current_ttl(mongoc_collection_t *archive)
 {
-   bson_t *cmd = BCON_NEW("collMod", BCON_UTF8(mongoc_collection_get_name(archive)), "index",
-                          "{", "name", TTL_INDEX, "expireAfterSeconds", BCON_INT64(ttl), "}");
-   bool ok = mongoc_collection_command_simple(archive, cmd, NULL, NULL, error);
-   bson_destroy(cmd);
-   return ok;
+   mongoc_cursor_t *c = mongoc_collection_find_indexes_with_opts(archive, NULL);
+   const bson_t *ix;
+   bson_iter_t it;
+   int64_t ttl = -1;
+
+   while (mongoc_cursor_next(c, &ix)) {
+      if (bson_iter_init_find(&it, ix, "name") && BSON_ITER_HOLDS_UTF8(&it) &&
+          !strcmp(bson_iter_utf8(&it, NULL), TTL_INDEX) &&
+          bson_iter_init_find(&it, ix, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it)) {
+         ttl = bson_iter_as_int64(&it);
+      }
+   }
+   mongoc_cursor_destroy(c);
+   return ttl;
+}
+
+/* A TTL index with another expireAfterSeconds is dropped before it is created again (collMod
+ * of an index is not everywhere): meanwhile nothing expires, which loses nothing. */
+static bool
+drop_stale_ttl(mongoc_collection_t *archive, int64_t ttl, bson_error_t *error)
+{
+   int64_t current = current_ttl(archive);
+   if (current < 0 || current == ttl) {
+      return true;
+   }
+   return mongoc_collection_drop_index_with_opts(archive, TTL_INDEX, NULL, error);
 }
 
 bool
@@ -150,7 +170,7 @@ outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, b
    bson_iter_t it;
    bson_error_t local;
 
-   /* The fallbacks below read the code of the first failure. */
+   /* install_validator() reads the code of a failure. */
    error = error ? error : &local;
    if (!archive) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "archive is NULL");
@@ -170,11 +190,6 @@ outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, b
    if (!install_validator(archive, error)) {
       return false;
    }
-   if (create_indexes(archive, ttl, ttl > 0, error)) {
-      return true;
-   }
-   if (ttl > 0 && (error->code == 85 || error->code == 86)) {
-      return create_indexes(archive, 0, false, error) && change_ttl(archive, ttl, error);
-   }
-   return false;
+   return (ttl == 0 || drop_stale_ttl(archive, ttl, error)) &&
+          create_indexes(archive, ttl, ttl > 0, error);
 }

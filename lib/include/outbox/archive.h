@@ -108,8 +108,8 @@ outbox_archive_cursor_destroy(outbox_archive_cursor_t *cursor);
  * contract"; creating the collection, or with collMod) and creates its indexes (see above).
  * Idempotent: call it at start-up (the relay does). `opts` (may be NULL):
  *   ttlSeconds  int, default 0: with a positive value, entries are removed that many seconds
- *               after publishedAt (TTL index "outbox_archive_ttl"; a changed value is applied
- *               with collMod). 0 leaves an existing TTL index alone.
+ *               after publishedAt (TTL index "outbox_archive_ttl"; one with another value is
+ *               dropped and created again). 0 leaves an existing TTL index alone.
  * The archive belongs to outbox: a validator someone else installed on it is replaced.
  * Errors from the server (e.g. 13 Unauthorized for a user without collMod) pass through. */
 OUTBOX_API bool
