@@ -209,6 +209,14 @@ def test_replay_window():
     dry = admin(dbname, cname, "replay", "--since", since, "--dry-run", "--json")
     check(dry.returncode == 0, "dry run: %s" % dry.stderr)
     check(json.loads(dry.stdout)["matching"] == 40, "dry run: %s" % dry.stdout)
+    for args, want in [(["--id", "w3"], 5), (["--event-id", ents.ids["w3"][1]], 1),
+                       (["--type", "Changed", "--until", since], 20), ([], 60)]:
+        out = admin(dbname, cname, "replay", "--dry-run", "--json", *args)
+        check(out.returncode == 0 and json.loads(out.stdout)["matching"] == want,
+              "replay %s: %s %s (want %d)" % (args, out.stdout, out.stderr, want))
+    status = admin(dbname, cname, "status", "--json")
+    check(status.returncode == 0, "status: %s" % status.stderr)
+    check(json.loads(status.stdout)["archive"]["entries"] == 60, "status: %s" % status.stdout)
     sub = Subscriber("replayed/#")
     try:
         run = admin(dbname, cname, "replay", "--since", since, "--topic",
