@@ -10,8 +10,10 @@ usage: test_archive.py OUTBOX_RELAY OUTBOX_ADMIN [TEST_NAME ...]   (under with-s
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -242,8 +244,148 @@ def test_replay_window():
         sub.close()
 
 
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples",
+                       "python", "bootstrap_consumer.py")
+
+
+def test_bootstrap_while_writing():
+    """examples/python/bootstrap_consumer.py joins while a writer keeps appending: its read
+    model (event ids per entity, in the order applied) ends equal to what was written, in seq
+    order with nothing missing or doubled, and to what a consumer subscribed from the start
+    received."""
+    dbname, cname, rname = names("bootstrap")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    old = Subscriber("outbox/%s/#" % cname)
+    relay = archive_relay(dbname, cname, rname)
+    stop = threading.Event()
+    lines = []
+
+    def write():
+        i = 0
+        while not stop.is_set():
+            eid = "b%d" % (i % 12)
+            if eid in ents.seq:
+                ents.append(eid, 1 + i % 2)
+            else:
+                ents.create(eid, 2)
+            i += 1
+            time.sleep(0.01)
+
+    writer = threading.Thread(target=write)
+    boot = None
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        writer.start()
+        time.sleep(2)
+        boot = subprocess.Popen(
+            [sys.executable, EXAMPLE, MQTT_URI, "outbox/%s/#" % cname, "replay-boot-%s" % RUN,
+             "--", ADMIN_BIN, "--mongodb-uri", MONGO_URI, "--database", dbname, "--collection",
+             cname, "--archive-collection", ARCHIVE, "--mqtt-uri", MQTT_URI],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        reader = threading.Thread(target=lambda: lines.extend(
+            line.decode() for line in iter(boot.stdout.readline, b"")))
+        reader.start()
+        check(wait_until(lambda: any(x.startswith("bootstrapped") for x in lines), 60),
+              "no bootstrap: %s %s" % (lines[-5:], boot.poll()))
+        replayed = int([x for x in lines if x.startswith("bootstrapped")][0].split()[1])
+        check(replayed > 0, "the bootstrap replayed nothing")
+        time.sleep(2)  # live events after the bootstrap
+        stop.set()
+        writer.join()
+        check(wait_until(lambda: ents.pending() == 0, 30), "events never cleared")
+        time.sleep(1)
+        boot.send_signal(signal.SIGTERM)
+        boot.wait(30)
+        reader.join(10)
+        model = json.loads(lines[-1])
+        want = {ent: ids for ent, ids in ents.ids.items()}
+        check(model == want, "bootstrapped model differs: %d entities, %d events; want %d, %d" %
+              (len(model), sum(map(len, model.values())), len(want),
+               sum(map(len, want.values()))))
+        got_old = {}
+        for _, payload, _ in old.snapshot():
+            ce = json.loads(payload)
+            if ce["id"] not in got_old.setdefault(ce["subject"], []):
+                got_old[ce["subject"]].append(ce["id"])
+        check(got_old == want, "the old consumer's model differs")
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        stop.set()
+        if writer.is_alive():
+            writer.join()
+        if boot and boot.poll() is None:
+            boot.kill()
+        relay.stop()
+        old.close()
+
+
+FEED = os.path.join(os.path.dirname(EXAMPLE), "archive_feed.py")
+
+
+class Feed:
+    """examples/python/archive_feed.py as a process, its "event" lines collected."""
+
+    def __init__(self, dbname, token):
+        self.proc = subprocess.Popen([sys.executable, FEED, MONGO_URI, dbname, ARCHIVE, token],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.lines = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(
+            x.decode().split() for x in iter(self.proc.stdout.readline, b"")))
+        self.reader.start()
+        check(wait_until(lambda: ["watching"] in self.lines, 20), "the feed did not start")
+
+    def events(self):
+        return [x for x in list(self.lines) if x[0] == "event"]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(20)
+        self.reader.join(10)
+
+
+def test_archive_feed_resumes():
+    """The change-stream feed example sees every archived event once, in commit order, and
+    after a restart continues after the last one it handled (events archived while it was
+    down included)."""
+    dbname, cname, rname = names("feed")
+    ents = Entities(client[dbname][cname])
+    token = os.path.join(os.environ.get("OUTBOX_TEST_WORKDIR", "/tmp"), "feed-%s.token" % RUN)
+    relay = archive_relay(dbname, cname, rname)
+    feed = None
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        ents.create("f0", 1)  # the archive exists once the relay wrote to it
+        check(wait_until(lambda: ents.pending() == 0, 20), "first event never cleared")
+        feed = Feed(dbname, token)
+        for i in range(1, 6):
+            ents.create("f%d" % i, 2)
+        check(wait_until(lambda: len(feed.events()) == 10, 20), "feed saw %d of 10" %
+              len(feed.events()))
+        feed.stop()
+        for i in range(6, 9):
+            ents.create("f%d" % i, 3)
+        check(wait_until(lambda: ents.pending() == 0, 20), "events never cleared")
+        feed = Feed(dbname, token)
+        check(wait_until(lambda: len(feed.events()) == 9, 20), "resumed feed saw %d of 9" %
+              len(feed.events()))
+        time.sleep(0.5)
+        got = feed.events()
+        check(len(got) == 9, "resumed feed repeated events: %d" % len(got))
+        # Entities are archived in any order; an entity's events in seq order.
+        for i in range(6, 9):
+            check([x[4] for x in got if x[2] == "f%d" % i] == ents.ids["f%d" % i],
+                  "resumed feed, f%d: %s" % (i, got))
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        if feed and feed.proc.poll() is None:
+            feed.proc.kill()
+        relay.stop()
+
+
 TESTS = [test_archive_then_clear, test_archive_refused_keeps_events_pending,
-         test_kill9_between_archive_and_clear, test_replay_window]
+         test_kill9_between_archive_and_clear, test_replay_window, test_bootstrap_while_writing,
+         test_archive_feed_resumes]
 
 
 if __name__ == "__main__":
