@@ -106,3 +106,47 @@ Test(clear_job, free_is_null_safe_and_empty_job_is_fine)
    relay_clear_job_free(job);
    relay_clear_job_free(NULL);
 }
+
+/* With an archive the job carries each event as stored, in the order of its ids, and the
+ * partition (store/archive.c builds the entries from them); without one it copies nothing. */
+Test(clear_job, archive_jobs_carry_the_events)
+{
+   for (int archive = 0; archive < 2; archive++) {
+      relay_clear_job_t *job = relay_clear_job_new(archive);
+      bson_value_t id = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 7};
+      relay_clear_stmt_t *s = relay_clear_job_begin(job, 0, &id, 5, NULL);
+      relay_event_t evs[3];
+      for (int i = 0; i < 3; i++) {
+         char eid[40];
+         bson_snprintf(eid, sizeof eid, "00000000-0000-4000-8000-00000000000%d", i);
+         bson_t *doc = BCON_NEW("id", BCON_UTF8(eid), "seq", BCON_INT64(i + 1), "type", "t",
+                                "time", BCON_DATE_TIME(1), "data", "{", "}");
+         bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
+         v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+         v.value.v_doc.data_len = doc->len;
+         cr_assert(relay_event_parse(&v, &evs[i]), "%s", evs[i].reason);
+         bson_destroy(doc);
+         relay_clear_job_add_event(job, s, &evs[i]);
+      }
+      cr_assert_eq(s->part, 5);
+      cr_assert_eq(s->n_ids, 3);
+      cr_assert_eq(job->n_events, 3);
+      if (!archive) {
+         cr_assert_null(s->events);
+      } else {
+         bson_iter_t it, ev;
+         int n = 0;
+         cr_assert(bson_iter_init(&it, s->events));
+         while (bson_iter_next(&it)) {
+            cr_assert(BSON_ITER_HOLDS_DOCUMENT(&it));
+            cr_assert(bson_iter_recurse(&it, &ev) && bson_iter_find(&ev, "seq"));
+            cr_assert_eq(bson_iter_int64(&ev), ++n);
+         }
+         cr_assert_eq(n, 3);
+      }
+      for (int i = 0; i < 3; i++) {
+         relay_event_cleanup(&evs[i]);
+      }
+      relay_clear_job_free(job);
+   }
+}
