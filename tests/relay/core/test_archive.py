@@ -143,6 +143,40 @@ def test_archive_refused_keeps_events_pending():
         sub.close()
 
 
+def test_archive_validator_refuses():
+    """The archive's validator refuses the entries (someone installed a stricter one): the
+    inserts fail one by one (write errors, not a command error), the events stay pending;
+    outbox-admin ensure-schema puts the archive contract back and everything is archived
+    once and cleared."""
+    dbname, cname, rname = names("validator")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = archive_relay(dbname, cname, rname)
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        ents.create("v0", 1)
+        check(wait_until(lambda: ents.pending() == 0, 20), "first event never cleared")
+        client[dbname].command("collMod", ARCHIVE,
+                               validator={"$jsonSchema": {"required": ["never"]}})
+        for i in range(1, 6):
+            ents.create("v%d" % i, 2)
+        check(wait_until(lambda: sub.count() >= 11, 20), "only %d published" % sub.count())
+        time.sleep(1.0)
+        check(ents.pending() == 10, "events cleared without being archived: %d pending" %
+              ents.pending())
+        check("archiving to %s failed" % ARCHIVE in relay.log_text(), "the log does not say why")
+        fixed = admin(dbname, cname, "ensure-schema")
+        check(fixed.returncode == 0, "ensure-schema: %s" % fixed.stderr)
+        check(wait_until(lambda: ents.pending() == 0, 30), "%d events never cleared" %
+              ents.pending())
+        check_archive(dbname, cname, ents)
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        relay.stop()
+        sub.close()
+
+
 def test_kill9_between_archive_and_clear():
     """The clears fail (failCommand on "update") after the archive writes succeeded; the relay
     is killed with SIGKILL in that state and restarted: every event ends up cleared and in the
@@ -384,6 +418,7 @@ def test_archive_feed_resumes():
 
 
 TESTS = [test_archive_then_clear, test_archive_refused_keeps_events_pending,
+         test_archive_validator_refuses,
          test_kill9_between_archive_and_clear, test_replay_window, test_bootstrap_while_writing,
          test_archive_feed_resumes]
 
