@@ -2,9 +2,10 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * `replay`: publishes archived events (--archive-collection, outbox/archive.h) again, as the
- * relay published them (its --topic, --source, --qos, --mqtt-* options and MQTT client), with
- * a marker consumers can see: the CloudEvents extension attribute "replay": true (attribute
- * names are lowercase letters and digits) and, with MQTT 5, the user property replay=true.
+ * relay published them (its --topic, --source, --qos, --payload-mode, --user-properties,
+ * --mqtt-* options and MQTT client), with a marker consumers can see: the CloudEvents extension
+ * attribute "replay": true (attribute names are lowercase letters and digits; in binary mode
+ * an attribute is a user property) and, with MQTT 5, the user property replay=true.
  * The archive cursor reads each collection sorted by entity and seq, so an entity's events go
  * out oldest first; one MQTT connection keeps them in that order. Consumers de-duplicate by
  * event id as always, so a replay to one that saw the events already changes nothing.
@@ -157,12 +158,65 @@ pace(replay_t *r)
    }
 }
 
-/* Renders and sends one event with the replay marker. */
+/* The user properties the relay sends for @ev (its --user-properties; in binary mode the
+ * CloudEvents attributes too), plus the marker replay=true. Returns the number of pairs. */
+static size_t
+replay_props(const relay_config_t *cfg, const relay_event_t *ev, const char *entity,
+             const char *seq, const char *source, const char *time, bool binary,
+             const char **props)
+{
+   size_t n = 0;
+   if (cfg->user_properties & RELAY_PROP_EVENT_ID) {
+      props[n++] = "event-id", props[n++] = ev->id;
+   }
+   if (cfg->user_properties & RELAY_PROP_EVENT_TYPE) {
+      props[n++] = "event-type", props[n++] = ev->type;
+   }
+   if (cfg->user_properties & RELAY_PROP_ENTITY_ID) {
+      props[n++] = "entity-id", props[n++] = entity;
+   }
+   if ((cfg->user_properties & RELAY_PROP_SEQ) || binary) {
+      props[n++] = "seq", props[n++] = seq;
+   }
+   if (binary) {
+      props[n++] = "specversion", props[n++] = "1.0";
+      props[n++] = "id", props[n++] = ev->id;
+      props[n++] = "source", props[n++] = source;
+      props[n++] = "type", props[n++] = ev->type;
+      props[n++] = "subject", props[n++] = entity;
+      props[n++] = "time", props[n++] = time;
+   }
+   props[n++] = "replay", props[n++] = "true";
+   return n / 2;
+}
+
+/* The payload as the relay would send it, with the marker: in structured mode the attribute
+ * "replay": true first in the CloudEvents object; in binary mode the data alone (the marker
+ * is the user property). NULL when it cannot be written as JSON. */
+static char *
+replay_payload(const relay_event_t *ev, const char *source, relay_str_t subject, bool binary,
+               size_t *len)
+{
+   char *json, *marked;
+   if (binary) {
+      return relay_data_json(ev, len);
+   }
+   if (!(json = relay_cloudevent_json(ev, source, subject, len))) {
+      return NULL;
+   }
+   marked = bson_strdup_printf("{\"replay\":true,%s", json + 1);
+   *len += strlen("\"replay\":true,");
+   bson_free(json);
+   return marked;
+}
+
+/* Renders and sends one event with the replay marker, as the relay renders it. */
 static void
 send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const relay_event_t *ev)
 {
    const relay_config_t *cfg = &r->a->cfg;
-   size_t id_len, len;
+   bool binary = cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version == 5;
+   size_t id_len, len = 0;
    char *id = relay_render_id(e->entity_id, &id_len);
    bson_string_t *encoded = bson_string_new(NULL);
    relay_template_vars_t vars = {{cfg->database, strlen(cfg->database)},
@@ -171,32 +225,28 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
                                  {ev->type, strlen(ev->type)}};
    char *topic = relay_template_render(cfg->topic_template, &vars);
    char *source = relay_template_render(cfg->source_template, &vars);
-   char *json = relay_cloudevent_json(ev, source, (relay_str_t){id, id_len}, &len);
-   char seq[24];
-   const char *props[2 * 5];
-   relay_mqtt_message_t msg = {topic, NULL, 0, "application/cloudevents+json", props, 5};
+   char *payload = replay_payload(ev, source, (relay_str_t){id, id_len}, binary, &len);
+   char seq[24], tbuf[40];
+   const char *props[2 * RELAY_MQTT_MAX_USER_PROPS];
+   relay_mqtt_message_t msg = {topic, payload, len,
+                               binary ? "application/json" : "application/cloudevents+json",
+                               props, 0};
 
    relay_percent_encode(encoded, id, id_len);
    relay_format_int64(ev->seq, seq);
-   props[0] = "event-id", props[1] = ev->id, props[2] = "event-type", props[3] = ev->type;
-   props[4] = "entity-id", props[5] = encoded->str, props[6] = "seq", props[7] = seq;
-   props[8] = "replay", props[9] = "true";
-   if (!json) {
+   relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
+   msg.n_user_props = replay_props(cfg, ev, encoded->str, seq, source, tbuf, binary, props);
+   if (!payload) {
       r->failed = "an archived event cannot be written as JSON";
    } else {
-      /* The marker as the first attribute: the payload is one JSON object. */
-      char *marked = bson_strdup_printf("{\"replay\":true,%s", json + 1);
-      msg.payload = marked;
-      msg.payload_len = len + strlen("\"replay\":true,");
       pace(r);
       if (relay_mqtt_publish(r->mqtt, &msg, (uint64_t)r->sent + 1) != 0) {
          r->failed = "the MQTT client refused a publish";
       } else {
          r->sent++;
       }
-      bson_free(marked);
    }
-   bson_free(json);
+   bson_free(payload);
    bson_free(topic);
    bson_free(source);
    bson_string_free(encoded, true);

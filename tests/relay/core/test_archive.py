@@ -276,6 +276,21 @@ def test_replay_window():
             check(seqs == [1, 2, 3, 4, 5], "%s replayed as %s" % (ent, seqs))
     finally:
         sub.close()
+    # Binary mode, as the relay sends it: the data as payload, the attributes and the marker
+    # as user properties.
+    sub = Subscriber("binary/#")
+    try:
+        run = admin(dbname, cname, "replay", "--id", "w1", "--payload-mode", "binary",
+                    "--topic", "binary/{collection}/{id}", "--json")
+        check(run.returncode == 0, "binary replay: %s %s" % (run.stdout, run.stderr))
+        check(wait_until(lambda: sub.count() >= 5, 20), "only %d replayed" % sub.count())
+        for _, payload, props in sub.snapshot():
+            check(props.get("replay") == "true" and props.get("specversion") == "1.0" and
+                  props.get("subject") == "w1", "binary replay props: %s" % props)
+            check("n" in json.loads(payload), "binary payload: %s" % payload)
+        check([int(p["seq"]) for _, _, p in sub.snapshot()] == [1, 2, 3, 4, 5], "binary order")
+    finally:
+        sub.close()
 
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples",
