@@ -18,8 +18,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relaytest import (MONGO_URI, MQTT_URI, Entities, Relay, Subscriber, free_port,  # noqa: E402
-                       metric, pymongo, run_tests, wait_until)
+from relaytest import (MONGO_URI, MQTT_URI, Entities, Relay, Subscriber, event,  # noqa: E402
+                       free_port, metric, pymongo, run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 ADMIN_BIN = sys.argv[2] if len(sys.argv) > 2 else "outbox-admin"
@@ -432,10 +432,92 @@ def test_archive_feed_resumes():
         relay.stop()
 
 
+CONSUMER = os.environ.get("OUTBOX_TEST_CONTACTS_CONSUMER")
+
+
+def test_contacts_consumer_catches_up():
+    """examples/contacts-consumer --archive joins while a writer keeps changing contacts: it
+    catches up from the archive, then goes live; at the end its directory holds every
+    contact's last email and its inbox every contact's last seq, applied in order (no gap)."""
+    if not CONSUMER:
+        print("  (skipped: the contacts consumer is not built)")
+        return
+    dbname, _, rname = names("contacts")
+    cname = "contacts"
+    reader_db = "reader_%s" % RUN
+    ents = Entities(client[dbname][cname])
+    email = {}
+    relay = archive_relay(dbname, cname, rname)
+    stop = threading.Event()
+
+    def change(i, n):
+        cid = "c%d" % (i % 10)
+        email[cid] = "%s-%d@example.org" % (cid, n)
+        if cid not in ents.seq:
+            data = {"name": {"firstName": "F", "lastName": cid}, "email": email[cid],
+                    "company": {"companyName": "Acme"}}
+            ents.create(cid, events=[event(1, "ContactCreated", data)])
+        else:
+            ents.append(cid, events=[event(ents.seq[cid] + 1, "ContactEmailUpdated",
+                                           {"email": email[cid]})])
+
+    def write():
+        n = 100
+        while not stop.is_set():
+            change(n, n)
+            n += 1
+            time.sleep(0.02)
+
+    writer = threading.Thread(target=write)
+    consumer, lines = None, []
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        for n in range(40):
+            change(n, n)
+        check(wait_until(lambda: ents.pending() == 0, 30), "old events never cleared")
+        writer.start()
+        consumer = subprocess.Popen(
+            [CONSUMER, "--mqtt-uri", MQTT_URI, "--mongodb-uri", MONGO_URI, "--database",
+             reader_db, "--topic", "outbox/contacts/#", "--client-id", "boot-%s" % RUN,
+             "--archive", ARCHIVE, "--outbox-database", dbname],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        reader = threading.Thread(target=lambda: lines.extend(
+            x.decode() for x in iter(consumer.stdout.readline, b"")))
+        reader.start()
+        check(wait_until(lambda: any("caught up" in x for x in lines), 60),
+              "no catch-up: %s" % lines[-5:])
+        caught = [x for x in lines if "caught up" in x][0]
+        check(int(caught.split("with ")[1].split()[0]) >= 40, "caught up with less: " + caught)
+        time.sleep(2)
+        stop.set()
+        writer.join()
+        check(wait_until(lambda: ents.pending() == 0, 30), "events never cleared")
+        directory = client[reader_db]["directory"]
+
+        def converged():
+            docs = {d["_id"]: d for d in directory.find({})}
+            return all(cid in docs and docs[cid].get("email") == email[cid] and
+                       docs[cid].get("name", {}).get("lastName") == cid and
+                       docs[cid].get("inboxSeq") == ents.seq[cid] for cid in email)
+        check(wait_until(converged, 30), "the directory did not converge: %s" %
+              list(directory.find({}, {"email": 1, "inboxSeq": 1})))
+        check(not any("gap detected" in x or "reordered" in x for x in lines),
+              "applied out of order: %s" % [x for x in lines if "gap" in x or "reord" in x][:3])
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        stop.set()
+        if writer.is_alive():
+            writer.join()
+        if consumer and consumer.poll() is None:
+            consumer.send_signal(signal.SIGTERM)
+            consumer.wait(20)
+        relay.stop()
+
+
 TESTS = [test_archive_then_clear, test_archive_refused_keeps_events_pending,
          test_archive_validator_refuses,
          test_kill9_between_archive_and_clear, test_replay_window, test_bootstrap_while_writing,
-         test_archive_feed_resumes]
+         test_archive_feed_resumes, test_contacts_consumer_catches_up]
 
 
 if __name__ == "__main__":
