@@ -514,10 +514,62 @@ def test_contacts_consumer_catches_up():
         relay.stop()
 
 
+def test_group_members_archive_their_partitions():
+    """Two relays of one group: each entry records the partition of its entity (as MongoDB's
+    hashed-index key places it); a member killed with SIGKILL under load loses nothing from
+    the archive: every event is archived exactly once when the other took over."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "group"))
+    from grouptest import LEASE_OPTS, partition_of
+    dbname, cname, rname = names("group")
+    ents = Entities(client[dbname][cname])
+    arch = client[dbname][ARCHIVE]
+    members = [archive_relay(dbname, cname, rname, LEASE_OPTS) for _ in range(2)]
+    stop = threading.Event()
+
+    def write():
+        i = 0
+        while not stop.is_set():
+            ents.append("g%d" % (i % 60), 1)
+            i += 1
+            time.sleep(0.005)
+
+    writer = threading.Thread(target=write)
+    try:
+        for m in members:
+            check(m.wait_log("change stream open"), "a member did not open its stream")
+        for i in range(60):
+            ents.create("g%d" % i, 2)
+        check(wait_until(lambda: ents.pending() == 0, 30), "events never cleared")
+        entries = check_archive(dbname, cname, ents)
+        for e in entries:
+            check(e["partition"] == partition_of(e["entityId"]),
+                  "%s archived with partition %s, its partition is %d" %
+                  (e["entityId"], e["partition"], partition_of(e["entityId"])))
+        writer.start()
+        time.sleep(1.5)
+        members[0].kill()
+        time.sleep(1.5)
+        stop.set()
+        writer.join()
+        check(wait_until(lambda: ents.pending() == 0, 40), "%d events never cleared" %
+              ents.pending())
+        check_archive(dbname, cname, ents)
+        check(arch.count_documents({}) == sum(len(v) for v in ents.ids.values()),
+              "archive count")
+        check(members[1].stop() == 0, "the surviving member did not exit 0")
+    finally:
+        stop.set()
+        if writer.is_alive():
+            writer.join()
+        for m in members:
+            m.stop()
+
+
 TESTS = [test_archive_then_clear, test_archive_refused_keeps_events_pending,
          test_archive_validator_refuses,
          test_kill9_between_archive_and_clear, test_replay_window, test_bootstrap_while_writing,
-         test_archive_feed_resumes, test_contacts_consumer_catches_up]
+         test_archive_feed_resumes, test_contacts_consumer_catches_up,
+         test_group_members_archive_their_partitions]
 
 
 if __name__ == "__main__":
