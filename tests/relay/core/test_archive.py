@@ -143,6 +143,42 @@ def test_archive_refused_keeps_events_pending():
         sub.close()
 
 
+def test_archive_unauthorized_pauses_publishing():
+    """The archive write refused as not authorized (13, as for a user without insert on the
+    archive; failCommand, since the test server has no custom roles): the relay treats it as
+    it treats refused clears: it pauses publishing, says so in the log and the metrics, keeps
+    everything pending, and resumes once the archive accepts writes."""
+    dbname, cname, rname = names("unauthorized")
+    ents = Entities(client[dbname][cname])
+    port = free_port()
+    sub = Subscriber("outbox/%s/#" % cname)
+    relay = archive_relay(dbname, cname, rname, ["--metrics-listen", "127.0.0.1:%d" % port])
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        failpoint(mode="alwaysOn", data={"failCommands": ["insert"], "errorCode": 13,
+                                         "appName": "outbox-relay-clear"})
+        for i in range(5):
+            ents.create("u%d" % i, 1)
+        check(wait_until(lambda: sub.count() >= 5, 20), "only %d published" % sub.count())
+        check(wait_until(lambda: metric(port, "outbox_relay_mongodb_writes_refused") == 1.0, 10),
+              "writes_refused not set")
+        check("MongoDB refuses the relay's writes" in relay.log_text(), "the log does not say")
+        for i in range(5, 10):
+            ents.create("u%d" % i, 1)
+        time.sleep(1.5)
+        check(sub.count() == 5, "published while the archive refused writes: %d" % sub.count())
+        check(ents.pending() == 10, "%d pending, want 10" % ents.pending())
+        failpoint(mode="off")
+        check(wait_until(lambda: ents.pending() == 0, 30), "%d events never cleared" %
+              ents.pending())
+        check_archive(dbname, cname, ents)
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        failpoint(mode="off")
+        relay.stop()
+        sub.close()
+
+
 def test_archive_validator_refuses():
     """The archive's validator refuses the entries (someone installed a stricter one): the
     inserts fail one by one (write errors, not a command error), the events stay pending;
@@ -579,7 +615,7 @@ def test_group_members_archive_their_partitions():
 
 
 TESTS = [test_archive_then_clear, test_archive_refused_keeps_events_pending,
-         test_archive_validator_refuses,
+         test_archive_unauthorized_pauses_publishing, test_archive_validator_refuses,
          test_kill9_between_archive_and_clear, test_replay_window, test_bootstrap_while_writing,
          test_archive_feed_resumes, test_contacts_consumer_catches_up,
          test_group_members_archive_their_partitions]
