@@ -6,6 +6,7 @@
  * liboutbox's idempotent inbox. Prints one line per event: applied (in order, after a gap, or
  * reordered) or duplicate (skipped).
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <outbox/outbox.h>
 
 #include "cloudevent.h"
+#include "bootstrap.h"
 #include "directory.h"
 #include "example-common.h"
 #include "mqtt.h"
@@ -30,6 +32,7 @@ typedef struct {
    const char *topic;
    const char *client_id;
    int qos;
+   bootstrap_opts_t boot; /* boot.archive NULL: no catching up */
 } options_t;
 
 static volatile sig_atomic_t stop_requested;
@@ -53,6 +56,9 @@ usage(FILE *out)
            "  --topic FILTER       topic filter (default outbox/contacts/#)\n"
            "  --client-id ID       MQTT client id, also the session (default contacts-consumer)\n"
            "  --qos N              subscription QoS 0, 1 or 2 (default 1)\n"
+           "  --archive NAME       a new consumer: first catch up from the relay's archive\n"
+           "                       collection NAME (its --archive-collection), then go live\n"
+           "  --outbox-database DB the relay's --database, for --archive (default contacts)\n"
            "  -h, --help           show this help\n");
 }
 
@@ -68,6 +74,7 @@ parse_args(int argc, char **argv, options_t *o)
    o->topic = "outbox/contacts/#";
    o->client_id = "contacts-consumer";
    o->qos = 1;
+   o->boot = (bootstrap_opts_t){NULL, "contacts", "contacts"};
    for (int i = 1; i < argc; i++) {
       const char *a = argv[i], *qos = NULL;
       const char **dst = !strcmp(a, "--mqtt-uri")      ? &o->mqtt_uri
@@ -76,6 +83,8 @@ parse_args(int argc, char **argv, options_t *o)
                          : !strcmp(a, "--topic")       ? &o->topic
                          : !strcmp(a, "--client-id")   ? &o->client_id
                          : !strcmp(a, "--qos")         ? &qos
+                         : !strcmp(a, "--archive")     ? &o->boot.archive
+                         : !strcmp(a, "--outbox-database") ? &o->boot.outbox_db
                                                        : NULL;
       if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
          usage(stdout);
@@ -118,8 +127,39 @@ process(directory_t *dir, const mqtt_msg_t *m)
    return ok;
 }
 
+/* The wall clock in ms: the subscription time must not be rounded down (an event committed in
+ * the rounded-off part could have been published before the subscription and missed). */
+static int64_t
+now_ms(void)
+{
+   struct timeval tv;
+   bson_gettimeofday(&tv);
+   return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* With --archive: what was published before the subscription, from the archive (bootstrap.h),
+ * while the live messages wait. */
+static bool
+catch_up(const options_t *o, directory_t *dir, mongoc_client_pool_t *pool, int64_t subscribed_ms)
+{
+   bson_error_t error;
+   int64_t applied = 0;
+
+   if (!o->boot.archive)
+      return true;
+   if (!bootstrap_from_archive(dir, pool, &o->boot, subscribed_ms, &stop_requested, &applied,
+                               &error)) {
+      fprintf(stderr, "contacts-consumer: cannot catch up from archive %s: %s\n",
+              o->boot.archive, error.message);
+      return false;
+   }
+   printf("consumer: caught up with %" PRId64 " archived events, going live\n", applied);
+   fflush(stdout);
+   return true;
+}
+
 static int
-run(const options_t *o, directory_t *dir)
+run(const options_t *o, directory_t *dir, mongoc_client_pool_t *pool)
 {
    char err[256];
    mqtt_msg_t *m;
@@ -128,6 +168,15 @@ run(const options_t *o, directory_t *dir)
    if (!sub) {
       fprintf(stderr, "contacts-consumer: %s\n", err);
       return EX_USAGE;
+   }
+   if (o->boot.archive && !mqtt_sub_wait_subscribed(sub, 30000)) {
+      fprintf(stderr, "contacts-consumer: not subscribed within 30 s: cannot catch up\n");
+      mqtt_sub_stop(sub);
+      return EX_UNAVAILABLE;
+   }
+   if (!catch_up(o, dir, pool, now_ms())) {
+      mqtt_sub_stop(sub);
+      return EX_UNAVAILABLE;
    }
    while (!stop_requested) {
       if (mqtt_sub_next(sub, 200, &m))
@@ -163,7 +212,7 @@ main(int argc, char **argv)
       fprintf(stderr, "contacts-consumer: cannot prepare MongoDB: %s\n", error.message);
       rc = EX_UNAVAILABLE;
    } else {
-      rc = run(&o, dir);
+      rc = run(&o, dir, pool);
       if (!directory_print(dir, &error))
          fprintf(stderr, "contacts-consumer: cannot list the directory: %s\n", error.message);
    }

@@ -34,6 +34,7 @@ struct _mqtt_sub_t {
    int active; /* paho threads inside on_message(): stop waits for them */
    bool connect_failed;
    time_t failed_at;
+   bool subscribed; /* the broker granted the subscription (guarded by lock) */
 };
 
 static void
@@ -131,6 +132,10 @@ on_subscribed(void *ctx, MQTTAsync_successData5 *resp)
    else
       fprintf(stdout, "consumer: subscribed to %s (qos %d)\n", sub->topic, (int)resp->reasonCode);
    fflush(stdout);
+   pthread_mutex_lock(&sub->lock);
+   sub->subscribed = resp->reasonCode < 0x80;
+   pthread_cond_broadcast(&sub->cond);
+   pthread_mutex_unlock(&sub->lock);
 }
 
 static void
@@ -245,6 +250,21 @@ deadline_in(struct timespec *ts, int ms)
       ts->tv_sec++;
       ts->tv_nsec -= 1000000000L;
    }
+}
+
+bool
+mqtt_sub_wait_subscribed(mqtt_sub_t *sub, int timeout_ms)
+{
+   struct timespec deadline;
+   bool subscribed;
+
+   deadline_in(&deadline, timeout_ms);
+   pthread_mutex_lock(&sub->lock);
+   while (!sub->subscribed && pthread_cond_timedwait(&sub->cond, &sub->lock, &deadline) == 0)
+      ;
+   subscribed = sub->subscribed;
+   pthread_mutex_unlock(&sub->lock);
+   return subscribed;
 }
 
 bool

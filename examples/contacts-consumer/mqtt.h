@@ -35,6 +35,11 @@ mqtt_sub_t *
 mqtt_sub_start(const char *uri, const char *client_id, const char *topic, int qos, char *err,
                size_t errlen);
 
+/* Waits up to `timeout_ms` until the broker has granted the subscription; false if it has
+ * not (yet). Messages published from then on reach this consumer. */
+bool
+mqtt_sub_wait_subscribed(mqtt_sub_t *sub, int timeout_ms);
+
 /* Waits up to `timeout_ms` for a message. On true, *msg is borrowed until mqtt_sub_done(),
  * which must be called before the next mqtt_sub_next(). */
 bool

@@ -42,6 +42,9 @@ typedef struct {
    bool print;
    bool combine; /* keep a foreign validator beside ours */
    const char *validation_action, *validation_level;
+   /* replay. */
+   const char *since, *until; /* RFC 3339 or an age; NULL: no bound */
+   int64_t rate;              /* events per second at most, 0: no limit */
    FILE *out;
 } admin_t;
 
@@ -51,6 +54,16 @@ int admin_list(admin_t *a, outbox_place_t place);
 int admin_discard(admin_t *a);
 int admin_requeue(admin_t *a);
 int admin_ensure_schema(admin_t *a);
+int admin_replay(admin_t *a);
+int admin_ensure_archive(admin_t *a); /* ensure-schema with --archive-collection (archive.c) */
+
+/* The archive in `status` (archive.c): entries, and the times of the oldest and newest. */
+typedef struct {
+   int64_t entries, oldest_ms, newest_ms;
+} admin_archive_stats_t;
+int admin_archive_stats(admin_t *a, admin_archive_stats_t *st);
+void admin_archive_print(const admin_t *a, const admin_archive_stats_t *st, int64_t now);
+void admin_archive_json(const admin_t *a, const admin_archive_stats_t *st, bson_t *doc);
 
 /* Called for each matching event by admin_each(); @now is the server's clock. Returns an
  * exit status: anything but EX_OK stops the walk. */

@@ -15,7 +15,7 @@
 #include <string.h>
 
 static const char *const commands[] = {"status",  "pending", "dead-letters", "requeue",
-                                       "discard", "ensure-schema", NULL};
+                                       "discard", "ensure-schema", "replay", NULL};
 
 typedef enum { A_FLAG, A_STRING, A_AGE, A_COUNT, A_ID, A_ID_JSON } kind_t;
 
@@ -45,6 +45,9 @@ static const admin_opt_t admin_opts[] = {
    {"older-than", A_AGE, OFF(older_than_ms)},
    {"max-age", A_AGE, OFF(max_age_ms)},
    {"limit", A_COUNT, OFF(limit)},
+   {"since", A_STRING, OFF(since)},
+   {"until", A_STRING, OFF(until)},
+   {"rate", A_COUNT, OFF(rate)},
 };
 
 bool

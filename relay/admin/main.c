@@ -30,6 +30,8 @@ static const char usage[] =
    "  requeue         send dead letters again (moves them back into the events)\n"
    "  discard         discard dead letters, keeping an audit record (--reason required)\n"
    "  ensure-schema   install the stored contract as the collections' $jsonSchema validator\n"
+   "                  (and the archive's, with --archive-collection)\n"
+   "  replay          publish archived events again (--archive-collection), with a marker\n"
    "\n"
    "The relay's options choose the connection and the fields, with the same names,\n"
    "environment variables and config file (see outbox-relay --help): --mongodb-uri,\n"
@@ -56,6 +58,9 @@ static const char usage[] =
    "  --validation-level L   ensure-schema: moderate (default) or strict\n"
    "  --combine              ensure-schema: keep a validator someone else installed, in a\n"
    "                         $and with ours (otherwise it is left alone and the command fails)\n"
+   "  --since T, --until T   replay: events whose time is in [T, T) (RFC 3339 UTC like\n"
+   "                         2026-11-20T10:00:00Z, or an age like 2h)\n"
+   "  --rate N               replay: N events per second at most\n"
    "  --help, --version\n"
    "\n"
    "Exit status: 0 ok, 1 status found something older than --max-age, 64 usage, 65 bad\n"
@@ -74,6 +79,8 @@ run(admin_t *a, const char *command)
       return admin_requeue(a);
    } else if (!strcmp(command, "discard")) {
       return admin_discard(a);
+   } else if (!strcmp(command, "replay")) {
+      return admin_replay(a);
    }
    return admin_ensure_schema(a);
 }

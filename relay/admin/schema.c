@@ -76,6 +76,9 @@ admin_ensure_schema(admin_t *a)
    for (size_t i = 0; i < a->cfg.n_collections && rc == EX_OK; i++) {
       rc = one(a, a->cfg.collections[i], opts);
    }
+   if (rc == EX_OK && a->cfg.archive_collection) {
+      rc = admin_ensure_archive(a);
+   }
    bson_destroy(opts);
    return rc;
 }

@@ -106,6 +106,7 @@ admin_status(admin_t *a)
 {
    coll_status_t *cs = bson_malloc0((a->cfg.n_collections + 1) * sizeof *cs);
    admin_relays_t relays;
+   admin_archive_stats_t archive = {0};
    bson_error_t error;
    int64_t now;
    int rc;
@@ -115,7 +116,8 @@ admin_status(admin_t *a)
       rc = admin_fail("MongoDB", &error);
       goto done;
    }
-   if ((rc = count_all(a, cs)) != EX_OK || (rc = admin_relays_read(a, &relays)) != EX_OK) {
+   if ((rc = count_all(a, cs)) != EX_OK || (rc = admin_relays_read(a, &relays)) != EX_OK ||
+       (a->cfg.archive_collection && (rc = admin_archive_stats(a, &archive)) != EX_OK)) {
       goto done;
    }
    char *problem = too_old(a, cs, a->cfg.n_collections, now);
@@ -124,6 +126,9 @@ admin_status(admin_t *a)
       BSON_APPEND_DATE_TIME(&doc, "serverTime", now);
       append_collections(&doc, cs, a->cfg.n_collections, now);
       admin_relays_append_json(&relays, &doc, now);
+      if (a->cfg.archive_collection) {
+         admin_archive_json(a, &archive, &doc);
+      }
       BSON_APPEND_BOOL(&doc, "ok", problem == NULL);
       if (problem) {
          BSON_APPEND_UTF8(&doc, "problem", problem);
@@ -133,6 +138,9 @@ admin_status(admin_t *a)
    } else {
       print_collections(a, cs, a->cfg.n_collections, now);
       admin_relays_print(&relays, a->out, now);
+      if (a->cfg.archive_collection) {
+         admin_archive_print(a, &archive, now);
+      }
    }
    if (problem) {
       fprintf(stderr, "outbox-admin: %s\n", problem);

@@ -163,5 +163,6 @@ _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
       return false;
    }
    return (cfg->mongodb_only || check_mqtt(cfg, error)) && check_fields(cfg, error) &&
-          check_flow(cfg, error) && check_group(cfg, error);
+          check_flow(cfg, error) && check_group(cfg, error) &&
+          _relay_config_check_archive(cfg, error);
 }

@@ -113,4 +113,9 @@ _relay_config_load_file(relay_config_t *cfg, const char *path, bson_error_t *err
 bool
 _relay_config_finish(relay_config_t *cfg, bson_error_t *error);
 
+/* The archive options (archive.c): --archive-ttl parsed into archive_ttl_s, and an archive
+ * collection that is none of the relay's other collections. */
+bool
+_relay_config_check_archive(relay_config_t *cfg, bson_error_t *error);
+
 #endif /* RELAY_CONFIG_PRIVATE_H */

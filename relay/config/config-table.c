@@ -112,6 +112,13 @@ const relay_opt_t relay_opts[] = {
     RELAY_NAME_COLLECTION, 0, "NAME", "the state collection",
     "collection for the partition leases and member documents"},
 
+   SECTION("Archive"),
+   {"archive-collection", "OUTBOX_ARCHIVE_COLLECTION", OPT_NAME, OFF(archive_collection),
+    RELAY_NAME_COLLECTION, 0, "NAME", "off",
+    "keep published events in collection NAME before clearing them (replayable)"},
+   {"archive-ttl", "OUTBOX_ARCHIVE_TTL", OPT_STRING, OFF(archive_ttl), 1, 0, "DURATION", "none",
+    "remove archived events this long after publishing (30d, 12h, 90m, 3600s)"},
+
    SECTION("Operations"),
    {"pending-scan-interval-ms", "OUTBOX_PENDING_SCAN_INTERVAL_MS", OPT_INT,
     OFF(pending_scan_interval_ms), 0, 3600000, "MS", "30000",

@@ -96,6 +96,11 @@ typedef struct relay_config_t {
    int lease_margin_ms;   /* 2000: stop publishing this long before the lease could expire */
    char *lease_collection; /* NULL: the state collection */
 
+   /* The archive of published events (outbox/archive.h): written before each clear. */
+   char *archive_collection; /* NULL: no archive (the default) */
+   char *archive_ttl;        /* NULL: kept for ever; "30d", "12h" ... (config/archive.c) */
+   int64_t archive_ttl_s;    /* archive_ttl in seconds after loading, 0: none */
+
    /* Operations. */
    char *metrics_listen; /* "127.0.0.1:9464"; NULL after loading when "" or "off" */
    relay_log_level_t log_level;

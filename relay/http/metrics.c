@@ -48,6 +48,10 @@ static const metric_desc_t counter_descs[RELAY_M_COUNTER_COUNT_] = {
    {"outbox_relay_lease_losses_total",
     "Partition leases this member lost (expired and taken by another member)."},
    {"outbox_relay_lease_handoffs_total", "Partition leases this member handed to another."},
+   {"outbox_relay_events_archived_total",
+    "Published events written to the archive (--archive-collection) before their clear."},
+   {"outbox_relay_archive_write_failures_total",
+    "Archive writes that failed; their events stay pending and are retried."},
 };
 
 static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
@@ -77,6 +81,8 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_partitions",
     "Partitions of this relay's group (--partitions): with outbox_relay_partitions_owned, "
     "shows partitions nobody owns."},
+   {"outbox_relay_archive_failing",
+    "1 while the archive refuses writes: published events are not cleared (fails /healthz)."},
 };
 
 relay_metrics_t *
@@ -291,6 +297,8 @@ relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason)
       why = "MQTT connection keeps dropping (lost 3 times in a row within 30 s of connecting)";
    } else if (relay_metrics_get_gauge(metrics, RELAY_G_MONGODB_WRITES_REFUSED) == 1.0) {
       why = "MongoDB refuses the relay's writes (not authorized): publishing paused";
+   } else if (relay_metrics_get_gauge(metrics, RELAY_G_ARCHIVE_FAILING) == 1.0) {
+      why = "archive writes fail: published events stay pending until they are archived";
    }
    if (reason) {
       *reason = why;

@@ -32,6 +32,8 @@ typedef enum {
    RELAY_M_LEASE_ACQUISITIONS, /* outbox_relay_lease_acquisitions_total */
    RELAY_M_LEASE_LOSSES,      /* outbox_relay_lease_losses_total: taken by another member */
    RELAY_M_LEASE_HANDOFFS,    /* outbox_relay_lease_handoffs_total: handed to another member */
+   RELAY_M_ARCHIVED,          /* outbox_relay_events_archived_total: written to the archive */
+   RELAY_M_ARCHIVE_FAILURES,  /* outbox_relay_archive_write_failures_total: (retried) */
    RELAY_M_COUNTER_COUNT_,
 } relay_counter_t;
 
@@ -51,6 +53,7 @@ typedef enum {
    RELAY_G_MONGODB_WRITES_REFUSED, /* outbox_relay_mongodb_writes_refused: 1 while refused */
    RELAY_G_PENDING_SCAN_S,      /* outbox_relay_pending_scan_seconds: the last scan's duration */
    RELAY_G_PARTITIONS,          /* outbox_relay_partitions: the group's --partitions */
+   RELAY_G_ARCHIVE_FAILING,     /* outbox_relay_archive_failing: 1 while archive writes fail */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 

@@ -44,6 +44,8 @@ static const struct {
     "acknowledgement."},
    {"outbox_relay_publish_round_trip_seconds",
     "Time from handing a message to the MQTT client to the broker's acknowledgement."},
+   {"outbox_relay_archive_write_seconds",
+    "Duration of one archive write (the batch of a collection, --archive-collection)."},
 };
 
 static const struct {

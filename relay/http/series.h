@@ -21,6 +21,7 @@
 typedef enum {
    RELAY_H_COMMIT_TO_ACK = 0, /* outbox_relay_commit_to_ack_seconds: event time to PUBACK */
    RELAY_H_PUBLISH_ROUND_TRIP, /* outbox_relay_publish_round_trip_seconds: send to PUBACK */
+   RELAY_H_ARCHIVE_WRITE,      /* outbox_relay_archive_write_seconds: one archive write */
    RELAY_H_COUNT_,
 } relay_histogram_t;
 

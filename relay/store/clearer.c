@@ -1,7 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Why a clear is safe is explained at the top of writer.c.
+ * Why a clear is safe is explained at the top of writer.c; why the archive is written first,
+ * in archive.h. The archive collection, its schema flag and the metrics' archive series are
+ * the clearer thread's alone.
  */
 #include "store/clearer.h"
 
@@ -11,6 +13,7 @@
 #include <mongoc/mongoc.h>
 
 #include "util/log.h"
+#include "store/archive.h"
 #include "store/store.h"
 #include "util/util.h"
 
@@ -18,6 +21,9 @@ struct relay_clearer_t {
    const relay_config_t *cfg;
    mongoc_client_t *client;
    mongoc_collection_t **colls;
+   mongoc_collection_t *archive; /* NULL without --archive-collection */
+   bool archive_ready;           /* its validator and indexes are installed */
+   relay_metrics_t *metrics;
    pthread_t thread;
    bool started;
    pthread_mutex_t lock;
@@ -29,13 +35,16 @@ struct relay_clearer_t {
 };
 
 relay_clear_job_t *
-relay_clear_job_new(void)
+relay_clear_job_new(bool archive)
 {
-   return bson_malloc0(sizeof(relay_clear_job_t));
+   relay_clear_job_t *job = bson_malloc0(sizeof(relay_clear_job_t));
+   job->archive = archive;
+   return job;
 }
 
 relay_clear_stmt_t *
-relay_clear_job_begin(relay_clear_job_t *job, int coll, const bson_value_t *id, void *entity)
+relay_clear_job_begin(relay_clear_job_t *job, int coll, const bson_value_t *id, int part,
+                      void *entity)
 {
    relay_clear_stmt_t *s;
    if (job->n == job->cap) {
@@ -47,6 +56,8 @@ relay_clear_job_begin(relay_clear_job_t *job, int coll, const bson_value_t *id, 
    s->coll = coll;
    bson_value_copy(id, &s->id);
    s->ids = bson_new();
+   s->part = part;
+   s->events = job->archive ? bson_new() : NULL;
    s->entity = entity;
    return s;
 }
@@ -62,6 +73,18 @@ relay_clear_job_add_id(relay_clear_job_t *job, relay_clear_stmt_t *s, const char
 }
 
 void
+relay_clear_job_add_event(relay_clear_job_t *job, relay_clear_stmt_t *s, const relay_event_t *ev)
+{
+   if (s->events) {
+      char key[16];
+      const char *k;
+      bson_uint32_to_string(s->n_ids, &k, key, sizeof key);
+      bson_append_value(s->events, k, -1, &ev->raw);
+   }
+   relay_clear_job_add_id(job, s, ev->id);
+}
+
+void
 relay_clear_job_free(relay_clear_job_t *job)
 {
    if (!job) {
@@ -70,6 +93,7 @@ relay_clear_job_free(relay_clear_job_t *job)
    for (size_t i = 0; i < job->n; i++) {
       bson_value_destroy(&job->stmts[i].id);
       bson_destroy(job->stmts[i].ids);
+      bson_destroy(job->stmts[i].events);
    }
    bson_free(job->stmts);
    bson_free(job);
@@ -113,51 +137,131 @@ mark_failed(relay_clear_stmt_t **stmts, size_t n)
    }
 }
 
-/* One unordered bulk write per collection. */
+/* The first time (and after a failure, with each batch): the archive's validator and
+ * indexes. A failure does not stop archiving: the entries are still written, unchecked. */
+static void
+prepare_archive(relay_clearer_t *c)
+{
+   bson_error_t error;
+   if (c->archive_ready) {
+      return;
+   }
+   c->archive_ready = relay_archive_ensure(c->archive, c->cfg, &error);
+   if (!c->archive_ready) {
+      relay_log(RELAY_LOG_WARNING, "clear",
+                "cannot install the validator and indexes of archive %s (archiving goes on; "
+                "retried with the next batch): %s",
+                c->cfg->archive_collection, error.message);
+   }
+}
+
+/* Archives the @n statements @mine (of collection @coll) before they are cleared; those whose
+ * events are not all archived get ->failed and are not cleared. Returns false on a failure. */
+static bool
+archive_first(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_clear_stmt_t **mine,
+              size_t n)
+{
+   bson_error_t error;
+   int64_t inserted = 0, started = bson_get_monotonic_time();
+   bool ok;
+
+   prepare_archive(c);
+   ok = relay_archive_write(c->archive, c->cfg, mine, n, &inserted, &error);
+   relay_series_observe(relay_metrics_series(c->metrics), RELAY_H_ARCHIVE_WRITE, coll,
+                        (double)(bson_get_monotonic_time() - started) / 1e6);
+   relay_metrics_add(c->metrics, RELAY_M_ARCHIVED, (uint64_t)inserted);
+   if (ok) {
+      return true;
+   }
+   relay_metrics_add(c->metrics, RELAY_M_ARCHIVE_FAILURES, 1);
+   /* The main thread logs it with the clears' failures (once per run, see writer.c); the
+    * domain and code stay mongoc's, so a refusal (13) pauses publishing as for clears. */
+   if (job->n_failed == 0) {
+      bson_set_error(&job->error, error.domain, error.code,
+                     "archiving to %s failed, so its events stay pending: %s",
+                     c->cfg->archive_collection, error.message);
+   }
+   for (size_t i = 0; i < n; i++) {
+      job->n_failed += mine[i]->failed;
+   }
+   return false;
+}
+
+/* The statements of collection @coll not failed yet into @mine; returns how many. */
+static size_t
+select_coll(relay_clear_job_t *job, size_t coll, relay_clear_stmt_t **mine)
+{
+   size_t n = 0;
+   for (size_t i = 0; i < job->n; i++) {
+      if (job->stmts[i].coll == (int)coll && !job->stmts[i].failed) {
+         mine[n++] = &job->stmts[i];
+      }
+   }
+   return n;
+}
+
+/* The clear of @n statements @mine (those not failed), as one unordered bulk write. */
+static void
+clear_coll(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_clear_stmt_t **mine,
+           size_t n)
+{
+   /* We build every update ourselves ($pull of ids that passed the event contract, under a
+    * field name the config checked): mongoc's validation of each one (a bson_validate()
+    * walk and a pipeline test) was a fifth of the clearing thread's instructions. */
+   bson_t stmt_opts = BSON_INITIALIZER, opts = BSON_INITIALIZER, reply;
+   bson_error_t error;
+   mongoc_bulk_operation_t *bulk;
+   size_t added = 0;
+
+   BSON_APPEND_BOOL(&stmt_opts, "validate", false);
+   BSON_APPEND_BOOL(&opts, "ordered", false);
+   bulk = mongoc_collection_create_bulk_operation_with_opts(c->colls[coll], &opts);
+   for (size_t i = 0; i < n; i++) {
+      if (mine[i]->failed) {
+         continue; /* not archived */
+      }
+      if (add_update(c->cfg, bulk, mine[i], &stmt_opts)) {
+         mine[added++] = mine[i];
+      } else {
+         mine[i]->failed = true;
+      }
+   }
+   if (added > 0 && !mongoc_bulk_operation_execute(bulk, &reply, &error)) {
+      /* The main thread logs it (once per run of failures, see writer.c). */
+      if (job->n_failed == 0) {
+         job->error = error;
+      }
+      job->n_failed += added;
+      mark_failed(mine, added);
+   }
+   if (added > 0) {
+      bson_destroy(&reply);
+   }
+   mongoc_bulk_operation_destroy(bulk);
+   bson_destroy(&opts);
+   bson_destroy(&stmt_opts);
+}
+
+/* Per collection: the archive write (with an archive), then one unordered bulk clear. */
 static void
 run_job(relay_clearer_t *c, relay_clear_job_t *job)
 {
    relay_clear_stmt_t **mine = bson_malloc(job->n * sizeof *mine);
-   /* We build every update ourselves ($pull of ids that passed the event contract, under a
-    * field name the config checked): mongoc's validation of each one (a bson_validate()
-    * walk and a pipeline test) was a fifth of the clearing thread's instructions. */
-   bson_t stmt_opts = BSON_INITIALIZER;
-   BSON_APPEND_BOOL(&stmt_opts, "validate", false);
+   bool archive_failed = false;
 
    for (size_t coll = 0; coll < c->cfg->n_collections; coll++) {
-      bson_t opts = BSON_INITIALIZER, reply;
-      bson_error_t error;
-      mongoc_bulk_operation_t *bulk;
-      size_t n = 0;
-
-      BSON_APPEND_BOOL(&opts, "ordered", false);
-      bulk = mongoc_collection_create_bulk_operation_with_opts(c->colls[coll], &opts);
-      for (size_t i = 0; i < job->n; i++) {
-         relay_clear_stmt_t *s = &job->stmts[i];
-         if (s->coll != (int)coll) {
-            continue;
-         }
-         if (add_update(c->cfg, bulk, s, &stmt_opts)) {
-            mine[n++] = s;
-         } else {
-            s->failed = true;
-         }
+      size_t n = select_coll(job, coll, mine);
+      if (n == 0) {
+         continue;
       }
-      if (n > 0 && !mongoc_bulk_operation_execute(bulk, &reply, &error)) {
-         /* The main thread logs it (once per run of failures, see writer.c). */
-         if (job->n_failed == 0) {
-            job->error = error;
-         }
-         job->n_failed += n;
-         mark_failed(mine, n);
+      if (c->archive && job->archive && !archive_first(c, job, coll, mine, n)) {
+         archive_failed = true;
       }
-      if (n > 0) {
-         bson_destroy(&reply);
-      }
-      mongoc_bulk_operation_destroy(bulk);
-      bson_destroy(&opts);
+      clear_coll(c, job, coll, mine, n);
    }
-   bson_destroy(&stmt_opts);
+   if (c->archive && job->archive) {
+      relay_metrics_set(c->metrics, RELAY_G_ARCHIVE_FAILING, archive_failed ? 1.0 : 0.0);
+   }
    bson_free(mine);
 }
 
@@ -187,8 +291,8 @@ run(void *arg)
 }
 
 relay_clearer_t *
-relay_clearer_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
-                  bson_error_t *error)
+relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, void (*wake)(void *),
+                  void *wake_ctx, bson_error_t *error)
 {
    relay_clearer_t *c;
    mongoc_client_t *client = relay_store_client_new(cfg, "outbox-relay-clear", error);
@@ -203,6 +307,10 @@ relay_clearer_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ct
    for (size_t i = 0; i < cfg->n_collections; i++) {
       c->colls[i] = mongoc_client_get_collection(client, cfg->database, cfg->collections[i]);
    }
+   if (cfg->archive_collection) {
+      c->archive = mongoc_client_get_collection(client, cfg->database, cfg->archive_collection);
+   }
+   c->metrics = metrics;
    c->wake = wake;
    c->wake_ctx = wake_ctx;
    pthread_mutex_init(&c->lock, NULL);
@@ -262,6 +370,7 @@ relay_clearer_destroy(relay_clearer_t *c)
       mongoc_collection_destroy(c->colls[i]);
    }
    bson_free(c->colls);
+   mongoc_collection_destroy(c->archive);
    mongoc_client_destroy(c->client);
    pthread_cond_destroy(&c->cond);
    pthread_mutex_destroy(&c->lock);

@@ -18,19 +18,26 @@
 #include <bson/bson.h>
 
 #include "config/config.h"
+#include "http/metrics.h"
+#include "stream/event.h"
 
-/* One entity's clear: $pull of @ids from the events of document @id in collection @coll. */
+/* One entity's clear: $pull of @ids from the events of document @id in collection @coll. With
+ * an archive (--archive-collection) the events themselves come along: the clearer archives
+ * them first and clears only what it archived (store/archive.h). */
 typedef struct {
    int coll;
    bson_value_t id; /* owned */
    bson_t *ids;     /* array of event id strings (owned; a pointer, as stmts moves) */
    uint32_t n_ids;
+   int part;        /* the entity's group partition, -1 if unknown (archived with it) */
+   bson_t *events;  /* with an archive: array of the events as stored (owned), else NULL */
    void *entity;    /* the caller's; not touched by the clearer */
    bool failed;     /* set by the clearer */
 } relay_clear_stmt_t;
 
 typedef struct {
    relay_clear_stmt_t *stmts;
+   bool archive; /* the statements carry their events, to be archived before the clear */
    size_t n, cap;
    size_t n_events;
    bson_error_t error; /* the first failure, set by the clearer (code 0: none) */
@@ -39,21 +46,28 @@ typedef struct {
 
 typedef struct relay_clearer_t relay_clearer_t;
 
-relay_clear_job_t *relay_clear_job_new(void);
+/* A job; @archive: its events are archived before they are cleared (copies are kept). */
+relay_clear_job_t *relay_clear_job_new(bool archive);
 
-/* Adds a statement with no event id yet; add them with relay_clear_job_add_id(). Returns the
+/* Adds a statement with no event id yet; add them with relay_clear_job_add_id() or
+ * relay_clear_job_add_event(). @part is the entity's partition (-1: unknown). Returns the
  * statement (valid until the next statement is added). */
 relay_clear_stmt_t *relay_clear_job_begin(relay_clear_job_t *job, int coll, const bson_value_t *id,
-                                          void *entity);
+                                          int part, void *entity);
 
 /* Appends @event_id to statement @s of @job. */
 void relay_clear_job_add_id(relay_clear_job_t *job, relay_clear_stmt_t *s, const char *event_id);
 
+/* Appends @ev's id, and when the job archives a copy of @ev as stored. */
+void relay_clear_job_add_event(relay_clear_job_t *job, relay_clear_stmt_t *s,
+                               const relay_event_t *ev);
+
 void relay_clear_job_free(relay_clear_job_t *job);
 
-/* Starts the thread. Returns NULL and fills @error on a bad URI. */
-relay_clearer_t *relay_clearer_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
-                                   bson_error_t *error);
+/* Starts the thread. It counts archive writes in @metrics (may be NULL). Returns NULL and
+ * fills @error on a bad URI. */
+relay_clearer_t *relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics,
+                                   void (*wake)(void *), void *wake_ctx, bson_error_t *error);
 
 /* True while a submitted batch is not yet taken back with relay_clearer_take(). */
 bool relay_clearer_busy(relay_clearer_t *c);

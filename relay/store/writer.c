@@ -155,14 +155,14 @@ flush_poison(relay_t *r, relay_entity_t *e)
 static void
 add_clear(relay_clear_job_t *job, relay_entity_t *e)
 {
-   relay_clear_stmt_t *s = relay_clear_job_begin(job, e->coll, &e->id, e);
+   relay_clear_stmt_t *s = relay_clear_job_begin(job, e->coll, &e->id, e->part, e);
 
    /* Acknowledged items sit at the front: stop once all of them are found. */
    uint32_t left = e->n_state[RELAY_ITEM_ACKED];
    for (relay_item_t *it = e->head; it && left > 0; it = it->next) {
       if (it->state == RELAY_ITEM_ACKED) {
          left--;
-         relay_clear_job_add_id(job, s, it->ev.id);
+         relay_clear_job_add_event(job, s, &it->ev);
          relay_table_set_state(e, it, RELAY_ITEM_CLEARING);
       }
    }
@@ -261,7 +261,7 @@ relay_writer_flush(relay_t *r, int64_t now, bool force)
       }
       if (relay_table_count_state(e, RELAY_ITEM_ACKED) > 0) {
          if (!job) {
-            job = relay_clear_job_new();
+            job = relay_clear_job_new(r->cfg->archive_collection != NULL);
          }
          add_clear(job, e);
       } else if (!r->verifying) {

@@ -143,6 +143,7 @@ typedef struct {
                                                    * default window and payload */
    int n_baseline_runs;
    bench_drain_t drain_few, drain_many, drain_stream, drain_bare;
+   bench_drain_t drain_archive; /* drain-few with --archive-collection */
    bench_steady_t saturation, steady[3];
    double max_sustainable_per_s;
    bench_libcase_t lib[6];

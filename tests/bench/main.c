@@ -98,12 +98,14 @@ bare_again(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
  * with the ceiling without them). */
 static const struct {
    const char *what, *part; /* --only drain runs all; --only drain-few just that one */
-   bool many, stream, bare;
+   bool many, stream, bare, archive;
 } drain_specs[] = {
-   {"sweep", "drain-few", false, false, false},
-   {"sweep", "drain-many", true, false, false},
-   {"stream, 1 event per commit", "drain-stream", false, true, false},
-   {"sweep, --user-properties none", "drain-bare", false, false, true},
+   {"sweep", "drain-few", false, false, false, false},
+   {"sweep", "drain-many", true, false, false, false},
+   {"stream, 1 event per commit", "drain-stream", false, true, false, false},
+   {"sweep, --user-properties none", "drain-bare", false, false, true, false},
+   /* The archive's cost: a second write per event, against drain-few in the same run. */
+   {"sweep, --archive-collection", "drain-archive", false, false, false, true},
 };
 
 static bool
@@ -131,14 +133,19 @@ run_drains(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
            bench_sub_t *sub, bench_results_t *r)
 {
    static const char *const bare_args[] = {"--user-properties", "none", NULL};
-   bench_drain_t *outs[] = {&r->drain_few, &r->drain_many, &r->drain_stream, &r->drain_bare};
+   static const char *const archive_args[] = {"--archive-collection", "outbox_bench_archive",
+                                              NULL};
+   bench_drain_t *outs[] = {&r->drain_few, &r->drain_many, &r->drain_stream, &r->drain_bare,
+                            &r->drain_archive};
    double before = r->baseline_runs[0];
    for (size_t i = 0; i < sizeof drain_specs / sizeof drain_specs[0]; i++) {
       size_t entities = drain_specs[i].many ? o->entities_many : o->entities_few;
       bench_drain_run_t run = {.opts = o, .events = o->events, .payload = o->payload,
                                .window = o->window, .per_commit = 1,
                                .stream = drain_specs[i].stream,
-                               .extra_args = drain_specs[i].bare ? bare_args : NULL};
+                               .extra_args = drain_specs[i].bare      ? bare_args
+                                             : drain_specs[i].archive ? archive_args
+                                                                      : NULL};
       if (!drain_enabled(o, i) ||
           (drain_specs[i].bare && (o->mode == BENCH_SMOKE || !r->baseline_bare.ok))) {
          continue;

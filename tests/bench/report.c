@@ -276,7 +276,7 @@ bench_report_print(const bench_opts_t *o, const bench_results_t *r)
    printf("Figures vary between machines and runs; compare the ratios within one run.\n\n");
    print_baselines(r);
    if (r->drain_few.events || r->drain_many.events || r->drain_stream.events ||
-       r->drain_bare.events) {
+       r->drain_bare.events || r->drain_archive.events) {
       printf("Drain of a pending backlog (target >= 1.0 x ceiling)\n");
       print_drain("  few entities", &r->drain_few);
       print_drain("  many entities", &r->drain_many);
@@ -286,6 +286,10 @@ bench_report_print(const bench_opts_t *o, const bench_results_t *r)
                 "(target >= 0.9 x)\n");
       }
       print_drain("  few entities", &r->drain_bare);
+      if (r->drain_archive.events) {
+         printf("Drain with --archive-collection (a second write per event)\n");
+      }
+      print_drain("  few entities", &r->drain_archive);
    }
    print_steady(r);
    print_lib(r);
@@ -419,6 +423,7 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
    json_drain(f, "drain_many_", &r->drain_many);
    json_drain(f, "drain_stream_", &r->drain_stream);
    json_drain(f, "drain_bare_", &r->drain_bare);
+   json_drain(f, "drain_archive_", &r->drain_archive);
    jnum(f, "max_sustainable_per_s", r->max_sustainable_per_s, r->saturation.events > 0);
    static const char *const pct[] = {"25pct", "50pct", "90pct"};
    for (int i = 0; i < 3; i++) {

@@ -62,5 +62,6 @@
 #include "outbox/dead-letters.h"
 #include "outbox/schema.h"
 #include "outbox/inbox.h"
+#include "outbox/archive.h" /* the archive of published events */
 
 #endif /* OUTBOX_H */

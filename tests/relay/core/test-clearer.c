@@ -30,7 +30,7 @@ ids_array(size_t n, int tag)
  * statement must stay readable, with its own ids, however large the job grows. */
 Test(clear_job, statements_survive_growth)
 {
-   relay_clear_job_t *job = relay_clear_job_new();
+   relay_clear_job_t *job = relay_clear_job_new(false);
    const size_t n_stmts = 1000, n_ids = 8;
    char entity[4];
 
@@ -39,7 +39,7 @@ Test(clear_job, statements_survive_growth)
       bson_t *ids = ids_array(n_ids, (int)i);
       id.value_type = BSON_TYPE_INT64;
       id.value.v_int64 = (int64_t)i;
-      relay_clear_stmt_t *s = relay_clear_job_begin(job, 0, &id, &entity[i % 4]);
+      relay_clear_stmt_t *s = relay_clear_job_begin(job, 0, &id, -1, &entity[i % 4]);
       bson_iter_t it;
       cr_assert(bson_iter_init(&it, ids));
       while (bson_iter_next(&it)) {
@@ -73,7 +73,7 @@ Test(clear_job, statements_survive_growth)
  * same arrays, also across growth of the statement array. */
 Test(clear_job, begin_and_add_ids)
 {
-   relay_clear_job_t *job = relay_clear_job_new();
+   relay_clear_job_t *job = relay_clear_job_new(false);
    const size_t n_stmts = 300, n_ids = 5;
    char entity[1];
 
@@ -81,7 +81,7 @@ Test(clear_job, begin_and_add_ids)
       bson_value_t id = {.value_type = BSON_TYPE_INT64, .value.v_int64 = (int64_t)i};
       bson_t *want = ids_array(n_ids, (int)i);
       bson_iter_t it;
-      relay_clear_stmt_t *s = relay_clear_job_begin(job, 1, &id, entity);
+      relay_clear_stmt_t *s = relay_clear_job_begin(job, 1, &id, -1, entity);
       cr_assert(bson_iter_init(&it, want));
       while (bson_iter_next(&it)) {
          relay_clear_job_add_id(job, s, bson_iter_utf8(&it, NULL));
@@ -101,8 +101,52 @@ Test(clear_job, begin_and_add_ids)
 
 Test(clear_job, free_is_null_safe_and_empty_job_is_fine)
 {
-   relay_clear_job_t *job = relay_clear_job_new();
+   relay_clear_job_t *job = relay_clear_job_new(false);
    cr_assert_eq(job->n, 0);
    relay_clear_job_free(job);
    relay_clear_job_free(NULL);
+}
+
+/* With an archive the job carries each event as stored, in the order of its ids, and the
+ * partition (store/archive.c builds the entries from them); without one it copies nothing. */
+Test(clear_job, archive_jobs_carry_the_events)
+{
+   for (int archive = 0; archive < 2; archive++) {
+      relay_clear_job_t *job = relay_clear_job_new(archive);
+      bson_value_t id = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 7};
+      relay_clear_stmt_t *s = relay_clear_job_begin(job, 0, &id, 5, NULL);
+      relay_event_t evs[3];
+      for (int i = 0; i < 3; i++) {
+         char eid[40];
+         bson_snprintf(eid, sizeof eid, "00000000-0000-4000-8000-00000000000%d", i);
+         bson_t *doc = BCON_NEW("id", BCON_UTF8(eid), "seq", BCON_INT64(i + 1), "type", "t",
+                                "time", BCON_DATE_TIME(1), "data", "{", "}");
+         bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
+         v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
+         v.value.v_doc.data_len = doc->len;
+         cr_assert(relay_event_parse(&v, &evs[i]), "%s", evs[i].reason);
+         bson_destroy(doc);
+         relay_clear_job_add_event(job, s, &evs[i]);
+      }
+      cr_assert_eq(s->part, 5);
+      cr_assert_eq(s->n_ids, 3);
+      cr_assert_eq(job->n_events, 3);
+      if (!archive) {
+         cr_assert_null(s->events);
+      } else {
+         bson_iter_t it, ev;
+         int n = 0;
+         cr_assert(bson_iter_init(&it, s->events));
+         while (bson_iter_next(&it)) {
+            cr_assert(BSON_ITER_HOLDS_DOCUMENT(&it));
+            cr_assert(bson_iter_recurse(&it, &ev) && bson_iter_find(&ev, "seq"));
+            cr_assert_eq(bson_iter_int64(&ev), ++n);
+         }
+         cr_assert_eq(n, 3);
+      }
+      for (int i = 0; i < 3; i++) {
+         relay_event_cleanup(&evs[i]);
+      }
+      relay_clear_job_free(job);
+   }
 }

@@ -1,0 +1,195 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The archive contract (outbox/archive.h) as a $jsonSchema validator, and installing it with
+ * the archive's indexes: outbox_archive_schema(), outbox_archive_ensure_schema(). No state.
+ */
+#include <string.h>
+
+#include "error-private.h"
+#include "outbox/archive.h"
+#include "outbox/outbox.h"
+
+#define ARCHIVE_TITLE "outbox archive contract"
+#define EVENT_TYPE "^[A-Za-z0-9._-]{1,128}$"
+#define TTL_INDEX "outbox_archive_ttl"
+
+/* Adds {name: {bsonType: type, description: what}} to @props. */
+static void
+prop(bson_t *props, const char *name, const char *type, const char *what)
+{
+   bson_t p;
+   BSON_APPEND_DOCUMENT_BEGIN(props, name, &p);
+   BSON_APPEND_UTF8(&p, "bsonType", type);
+   BSON_APPEND_UTF8(&p, "description", what);
+   bson_append_document_end(props, &p);
+}
+
+void
+outbox_archive_schema(bson_t *validator)
+{
+   bson_t schema, props, p, ap;
+   bson_init(validator);
+   BSON_APPEND_DOCUMENT_BEGIN(validator, "$jsonSchema", &schema);
+   BCON_APPEND(&schema, "title", ARCHIVE_TITLE, "description",
+               "published events kept by outbox-relay --archive-collection", "bsonType", "object",
+               "required", "[", "_id", "collection", "entityId", "seq", "type", "time", "data",
+               "publishedAt", "]");
+   BSON_APPEND_DOCUMENT_BEGIN(&schema, "properties", &props);
+   prop(&props, "_id", "string", "the event id");
+   prop(&props, "collection", "string", "the outbox collection it came from");
+   BSON_APPEND_DOCUMENT_BEGIN(&props, "seq", &p);
+   BCON_APPEND(&p, "bsonType", "long", "minimum", BCON_INT64(1), "description",
+               "Int64, the event's per-entity seq");
+   bson_append_document_end(&props, &p);
+   BSON_APPEND_DOCUMENT_BEGIN(&props, "type", &p);
+   BCON_APPEND(&p, "bsonType", "string", "pattern", EVENT_TYPE, "description",
+               "1..128 characters of [A-Za-z0-9._-]");
+   bson_append_document_end(&props, &p);
+   prop(&props, "time", "date", "the event's time");
+   prop(&props, "data", "object", "the event's data");
+   BSON_APPEND_DOCUMENT_BEGIN(&props, "headers", &p);
+   BCON_APPEND(&p, "bsonType", "object", "description", "string values only");
+   BSON_APPEND_DOCUMENT_BEGIN(&p, "additionalProperties", &ap);
+   BCON_APPEND(&ap, "bsonType", "string");
+   bson_append_document_end(&p, &ap);
+   bson_append_document_end(&props, &p);
+   prop(&props, "partition", "int", "the relay group's partition of the entity");
+   prop(&props, "publishedAt", "date", "when the relay archived it, after the acknowledgement");
+   prop(&props, "relay", "string", "the relay's name");
+   bson_append_document_end(&schema, &props);
+   bson_append_document_end(validator, &schema);
+}
+
+/* collMod, or create when the collection does not exist yet (26 NamespaceNotFound); a create
+ * that loses a race with another creator (48 NamespaceExists) falls back to collMod. */
+static bool
+install_validator(mongoc_collection_t *archive, bson_error_t *error)
+{
+   const char *name = mongoc_collection_get_name(archive);
+   bson_t validator;
+   bool ok = false;
+
+   outbox_archive_schema(&validator);
+   for (int attempt = 0; attempt < 3 && !ok; attempt++) {
+      bool create = attempt == 1;
+      bson_t *cmd = BCON_NEW(create ? "create" : "collMod", BCON_UTF8(name), "validator",
+                             BCON_DOCUMENT(&validator), "validationLevel", "strict",
+                             "validationAction", "error");
+      ok = mongoc_collection_command_simple(archive, cmd, NULL, NULL, error);
+      bson_destroy(cmd);
+      if (!ok && !create && error->code != 26) {
+         break;
+      }
+      if (!ok && create && error->code != 48) {
+         break;
+      }
+   }
+   bson_destroy(&validator);
+   return ok;
+}
+
+static void
+index_spec(bson_t *indexes, const char *key, const char *name, const bson_t *fields, int64_t ttl)
+{
+   bson_t index;
+   BSON_APPEND_DOCUMENT_BEGIN(indexes, key, &index);
+   BSON_APPEND_UTF8(&index, "name", name);
+   BSON_APPEND_DOCUMENT(&index, "key", fields);
+   if (ttl > 0) {
+      BSON_APPEND_INT64(&index, "expireAfterSeconds", ttl);
+   }
+   bson_append_document_end(indexes, &index);
+}
+
+static bool
+create_indexes(mongoc_collection_t *archive, int64_t ttl, bool with_ttl, bson_error_t *error)
+{
+   bson_t cmd = BSON_INITIALIZER, indexes;
+   bson_t *by_time = BCON_NEW("time", BCON_INT32(1));
+   bson_t *by_entity =
+      BCON_NEW("collection", BCON_INT32(1), "entityId", BCON_INT32(1), "seq", BCON_INT32(1));
+   bson_t *by_type = BCON_NEW("type", BCON_INT32(1), "time", BCON_INT32(1));
+   bson_t *by_published = BCON_NEW("publishedAt", BCON_INT32(1));
+   bool ok;
+
+   BSON_APPEND_UTF8(&cmd, "createIndexes", mongoc_collection_get_name(archive));
+   BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &indexes);
+   index_spec(&indexes, "0", "outbox_archive_time", by_time, 0);
+   index_spec(&indexes, "1", "outbox_archive_entity", by_entity, 0);
+   index_spec(&indexes, "2", "outbox_archive_type", by_type, 0);
+   if (with_ttl) {
+      index_spec(&indexes, "3", TTL_INDEX, by_published, ttl);
+   }
+   bson_append_array_end(&cmd, &indexes);
+   ok = mongoc_collection_write_command_with_opts(archive, &cmd, NULL, NULL, error);
+   bson_destroy(&cmd);
+   bson_destroy(by_time);
+   bson_destroy(by_entity);
+   bson_destroy(by_type);
+   bson_destroy(by_published);
+   return ok;
+}
+
+/* The expireAfterSeconds of the TTL index, -1 when there is none (or it cannot be read). */
+static int64_t
+current_ttl(mongoc_collection_t *archive)
+{
+   mongoc_cursor_t *c = mongoc_collection_find_indexes_with_opts(archive, NULL);
+   const bson_t *ix;
+   bson_iter_t it;
+   int64_t ttl = -1;
+
+   while (mongoc_cursor_next(c, &ix)) {
+      if (bson_iter_init_find(&it, ix, "name") && BSON_ITER_HOLDS_UTF8(&it) &&
+          !strcmp(bson_iter_utf8(&it, NULL), TTL_INDEX) &&
+          bson_iter_init_find(&it, ix, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it)) {
+         ttl = bson_iter_as_int64(&it);
+      }
+   }
+   mongoc_cursor_destroy(c);
+   return ttl;
+}
+
+/* A TTL index with another expireAfterSeconds is dropped before it is created again (collMod
+ * of an index is not everywhere): meanwhile nothing expires, which loses nothing. */
+static bool
+drop_stale_ttl(mongoc_collection_t *archive, int64_t ttl, bson_error_t *error)
+{
+   int64_t current = current_ttl(archive);
+   if (current < 0 || current == ttl) {
+      return true;
+   }
+   return mongoc_collection_drop_index_with_opts(archive, TTL_INDEX, NULL, error);
+}
+
+bool
+outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, bson_error_t *error)
+{
+   int64_t ttl = 0;
+   bson_iter_t it;
+   bson_error_t local;
+
+   /* install_validator() reads the code of a failure. */
+   error = error ? error : &local;
+   if (!archive) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "archive is NULL");
+      return false;
+   }
+   if (opts && bson_iter_init(&it, opts)) {
+      while (bson_iter_next(&it)) {
+         if (strcmp(bson_iter_key(&it), "ttlSeconds") != 0 || !BSON_ITER_HOLDS_NUMBER(&it) ||
+             bson_iter_as_int64(&it) < 0) {
+            _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                              "unknown or mistyped archive option \"%.64s\"", bson_iter_key(&it));
+            return false;
+         }
+         ttl = bson_iter_as_int64(&it);
+      }
+   }
+   if (!install_validator(archive, error)) {
+      return false;
+   }
+   return (ttl == 0 || drop_stale_ttl(archive, ttl, error)) &&
+          create_indexes(archive, ttl, ttl > 0, error);
+}

@@ -1,0 +1,79 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Checking the archive options once everything is loaded: --archive-ttl as a duration, and
+ * an --archive-collection that cannot be mistaken for a collection the relay already writes
+ * (an outbox collection would get archive entries as entities; the state collection holds
+ * checkpoints and leases). Called by _relay_config_finish(); no state.
+ */
+#include "config/config-private.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "30d", "12h", "90m", "3600s", "2w" or a plain number of seconds; "none" or "0": no TTL. */
+static bool
+parse_ttl(const char *text, int64_t *seconds)
+{
+   static const struct {
+      const char *suffix;
+      int64_t s;
+   } units[] = {{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}, {"", 1}};
+   char *end;
+   long long v;
+
+   if (!strcmp(text, "none")) {
+      *seconds = 0;
+      return true;
+   }
+   errno = 0;
+   v = strtoll(text, &end, 10);
+   if (end == text || errno || v < 0 || v > 100LL * 365 * 86400) {
+      return false;
+   }
+   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+      if (!strcmp(end, units[i].suffix) && v * units[i].s <= 100LL * 365 * 86400) {
+         *seconds = (int64_t)v * units[i].s;
+         return true;
+      }
+   }
+   return false;
+}
+
+bool
+_relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
+{
+   const char *name = cfg->archive_collection;
+
+   cfg->archive_ttl_s = 0;
+   if (cfg->archive_ttl && !parse_ttl(cfg->archive_ttl, &cfg->archive_ttl_s)) {
+      bson_set_error(error, 0, 0,
+                     "archive-ttl: expected a duration like 30d, 12h, 90m or 3600s (at most "
+                     "100 years), or none; got '%s'",
+                     cfg->archive_ttl);
+      return false;
+   }
+   if (name && (!strcmp(name, "off") || !*name)) {
+      bson_free(cfg->archive_collection);
+      cfg->archive_collection = NULL;
+      return true;
+   }
+   if (!name) {
+      return true;
+   }
+   for (size_t i = 0; i < cfg->n_collections; i++) {
+      if (!strcmp(name, cfg->collections[i])) {
+         bson_set_error(error, 0, 0, "archive-collection '%s' is also an outbox collection",
+                        name);
+         return false;
+      }
+   }
+   if (!strcmp(name, cfg->state_collection) ||
+       (cfg->lease_collection && !strcmp(name, cfg->lease_collection))) {
+      bson_set_error(error, 0, 0,
+                     "archive-collection '%s' is the relay's state or lease collection", name);
+      return false;
+   }
+   return true;
+}
