@@ -309,10 +309,20 @@ def test_daemon_exits():
     check("metrics port in use is explained",
           "cannot listen on '127.0.0.1:%d'" % port in r.stderr, r.stderr[-300:])
 
-    r = run(DOWN + ["--log-file", "/nonexistent/dir/relay.log"])
+    # A missing directory is a configuration error found by --check-config (issue 29, 13);
+    # a file that cannot be opened in an existing directory is found at start.
+    for extra in ([], ["--check-config"]):
+        r = run(DOWN + ["--log-file", "/nonexistent/dir/relay.log"] + extra)
+        check("log file in a missing directory exits 78 %s" % extra, r.returncode == 78,
+              r.returncode)
+        check("log file in a missing directory is explained %s" % extra,
+              r.stderr == "outbox-relay: log-file: '/nonexistent/dir/relay.log' cannot be "
+              "created: '/nonexistent/dir': No such file or directory\n", repr(r.stderr))
+    with tempfile.TemporaryDirectory() as d:
+        r = run(DOWN + ["--log-file", d])
     check("unopenable log file exits 73", r.returncode == 73, r.returncode)
     check("unopenable log file is explained", r.stderr == "outbox-relay: cannot open log file "
-          "'/nonexistent/dir/relay.log': No such file or directory\n", repr(r.stderr))
+          "'%s': Is a directory\n" % d, repr(r.stderr))
 
 
 def is_json(line):
