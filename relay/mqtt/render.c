@@ -12,7 +12,9 @@
 #include <time.h>
 
 /* Canonical extended JSON of one value: wrap it in {"v": value} and cut out the value, so
- * every BSON type renders the way every MongoDB tool shows it. */
+ * every BSON type renders the way every MongoDB tool shows it. libbson gives up on invalid
+ * UTF-8 inside a value: that one is shown as { "$bsonHex" : "<its BSON bytes>" }, which no
+ * other value renders as, rather than as nothing. */
 static char *
 render_ext_json(const bson_value_t *id, size_t *len)
 {
@@ -23,14 +25,21 @@ render_ext_json(const bson_value_t *id, size_t *len)
 
    bson_append_value(&doc, "v", 1, id);
    json = bson_as_canonical_extended_json(&doc, &jlen);
-   bson_destroy(&doc);
    /* libbson writes '{ "v" : <value> }'. */
    start = json ? strstr(json, " : ") : NULL;
    if (!start || jlen < 2) {
+      bson_string_t *hex = bson_string_new("{ \"$bsonHex\" : \"");
+      const uint8_t *data = bson_get_data(&doc);
+      for (uint32_t i = 4; i + 1 < doc.len; i++) { /* past the length, before the end byte */
+         bson_string_append_printf(hex, "%02x", data[i]);
+      }
+      bson_string_append(hex, "\" }");
+      bson_destroy(&doc);
       bson_free(json);
-      *len = 0;
-      return bson_strdup("");
+      *len = hex->len;
+      return bson_string_free(hex, false);
    }
+   bson_destroy(&doc);
    start += 3;
    n = (size_t)(json + jlen - start);
    n = n >= 2 ? n - 2 : 0; /* drop " }" */
@@ -38,6 +47,43 @@ render_ext_json(const bson_value_t *id, size_t *len)
    bson_free(json);
    *len = n;
    return out;
+}
+
+/* @s in double quotes with '"' and '\\' escaped by a backslash: what JSON makes of a string,
+ * except that other bytes (controls, NUL, invalid UTF-8) stay as they are, for the topic's
+ * percent-encoding and the payload's JSON escaping to deal with, as for any string id. */
+static char *
+quote(const char *s, size_t len, size_t *out_len)
+{
+   char *out = bson_malloc(2 * len + 3);
+   size_t n = 0;
+   out[n++] = '"';
+   for (size_t i = 0; i < len; i++) {
+      if (s[i] == '"' || s[i] == '\\') {
+         out[n++] = '\\';
+      }
+      out[n++] = s[i];
+   }
+   out[n++] = '"';
+   out[n] = '\0';
+   *out_len = n;
+   return out;
+}
+
+/* True if a string id shown as itself could be taken for another id's rendering: the empty
+ * string (an empty topic level, a "subject" CloudEvents forbids), 24 lowercase hex digits
+ * (an ObjectId), and what starts like canonical extended JSON (every other type renders as
+ * that: '{', '[', null, true, false) or like a quoted string ('"'). */
+static bool
+string_id_is_ambiguous(const char *s, size_t len)
+{
+   size_t hex = 0;
+   while (hex < len && ((s[hex] >= '0' && s[hex] <= '9') || (s[hex] >= 'a' && s[hex] <= 'f'))) {
+      hex++;
+   }
+   return len == 0 || (len == 24 && hex == 24) || s[0] == '"' || s[0] == '{' || s[0] == '[' ||
+          (len == 4 && (!memcmp(s, "null", 4) || !memcmp(s, "true", 4))) ||
+          (len == 5 && !memcmp(s, "false", 5));
 }
 
 char *
@@ -48,6 +94,9 @@ relay_render_id(const bson_value_t *id, size_t *len)
 
    switch (id->value_type) {
    case BSON_TYPE_UTF8:
+      if (string_id_is_ambiguous(id->value.v_utf8.str, id->value.v_utf8.len)) {
+         return quote(id->value.v_utf8.str, id->value.v_utf8.len, len);
+      }
       /* bson_strndup would stop at an embedded NUL: copy the bytes. */
       out = bson_malloc(id->value.v_utf8.len + 1u);
       memcpy(out, id->value.v_utf8.str, id->value.v_utf8.len);
@@ -58,13 +107,8 @@ relay_render_id(const bson_value_t *id, size_t *len)
       bson_oid_to_string(&id->value.v_oid, buf);
       *len = 24;
       return bson_strdup(buf);
-   case BSON_TYPE_INT32:
-      *len = (size_t)bson_snprintf(buf, sizeof buf, "%" PRId32, id->value.v_int32);
-      return bson_strdup(buf);
-   case BSON_TYPE_INT64:
-      *len = (size_t)bson_snprintf(buf, sizeof buf, "%" PRId64, id->value.v_int64);
-      return bson_strdup(buf);
    default:
+      /* Numbers too: 5 as "5" was the string "5" as well (issue 29). */
       return render_ext_json(id, len);
    }
 }
@@ -136,6 +180,14 @@ relay_percent_encode(bson_string_t *out, const char *s, size_t len)
 {
    const unsigned char *u = (const unsigned char *)s;
    size_t i = 0;
+
+   /* A topic that begins with '$' is the broker's ($SYS/...) and cannot be published to: an
+    * {id} at the start of --topic would make one. Encoded wherever the value goes, so an id
+    * has one encoded form. */
+   if (len > 0 && s[0] == '$') {
+      append_len(out, "%24", 3);
+      i = 1;
+   }
 
    while (i < len) {
       size_t run = i;

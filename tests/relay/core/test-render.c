@@ -51,17 +51,98 @@ Test(render, id_string_oid_ints)
    cr_assert_str_eq(s, "5f2b6c0e9d3e4a1b2c3d4e5f");
    bson_free(s);
 
+   /* Numbers are canonical extended JSON like every other type (issue 29: 5 and "5" were
+    * both "5"). */
    v.value_type = BSON_TYPE_INT32;
    v.value.v_int32 = -42;
    s = relay_render_id(&v, &len);
-   cr_assert_str_eq(s, "-42");
+   cr_assert_str_eq(s, "{ \"$numberInt\" : \"-42\" }");
    bson_free(s);
 
    v.value_type = BSON_TYPE_INT64;
    v.value.v_int64 = INT64_C(9007199254740993);
    s = relay_render_id(&v, &len);
-   cr_assert_str_eq(s, "9007199254740993");
+   cr_assert_str_eq(s, "{ \"$numberLong\" : \"9007199254740993\" }");
    bson_free(s);
+}
+
+static char *
+render_json_id(const char *json, size_t *len)
+{
+   char *doc_json = bson_strdup_printf("{\"v\": %s}", json);
+   bson_error_t error;
+   bson_t *doc = bson_new_from_json((const uint8_t *)doc_json, -1, &error);
+   bson_iter_t it;
+   cr_assert_not_null(doc, "%s: %s", json, error.message);
+   cr_assert(bson_iter_init_find(&it, doc, "v"));
+   char *out = relay_render_id(bson_iter_value(&it), len);
+   bson_destroy(doc);
+   bson_free(doc_json);
+   return out;
+}
+
+/* Issue 29, 8: ids that MongoDB keeps apart get different topic levels and subjects, and
+ * none is empty; strings and ObjectIds that no other id renders as stay as they were. */
+Test(render, id_rendering_is_injective_and_never_empty)
+{
+   static const struct {
+      const char *json, *rendered;
+   } ids[] = {
+      {"null", "null"},
+      {"\"null\"", "\"null\""},
+      {"true", "true"},
+      {"\"true\"", "\"true\""},
+      {"false", "false"},
+      {"\"false\"", "\"false\""},
+      {"5", "{ \"$numberInt\" : \"5\" }"},
+      {"\"5\"", "5"},
+      {"{\"$numberLong\": \"5\"}", "{ \"$numberLong\" : \"5\" }"},
+      {"\"\"", "\"\""},
+      {"\"\\\"\"", "\"\\\"\""}, /* the string " */
+      {"\"\\\"\\\"\"", "\"\\\"\\\"\""}, /* the string "" */
+      {"{\"$oid\": \"5f2b6c0e9d3e4a1b2c3d4e5f\"}", "5f2b6c0e9d3e4a1b2c3d4e5f"},
+      {"\"5f2b6c0e9d3e4a1b2c3d4e5f\"", "\"5f2b6c0e9d3e4a1b2c3d4e5f\""},
+      {"\"5F2B6C0E9D3E4A1B2C3D4E5F\"", "5F2B6C0E9D3E4A1B2C3D4E5F"},
+      {"{\"a\": 1}", "{ \"a\" : { \"$numberInt\" : \"1\" } }"},
+      {"\"{ \\\"a\\\" : { \\\"$numberInt\\\" : \\\"1\\\" } }\"",
+       "\"{ \\\"a\\\" : { \\\"$numberInt\\\" : \\\"1\\\" } }\""},
+      {"[1]", "[ { \"$numberInt\" : \"1\" } ]"},
+      {"\"[1]\"", "\"[1]\""},
+      {"\"order-17\"", "order-17"},
+      {"\"nullable\"", "nullable"},
+   };
+   size_t n = sizeof ids / sizeof ids[0];
+   char *seen[sizeof ids / sizeof ids[0]];
+   for (size_t i = 0; i < n; i++) {
+      size_t len;
+      seen[i] = render_json_id(ids[i].json, &len);
+      cr_assert_str_eq(seen[i], ids[i].rendered, "id %s", ids[i].json);
+      cr_assert_eq(len, strlen(ids[i].rendered));
+      cr_assert_gt(len, 0, "id %s renders as nothing", ids[i].json);
+      for (size_t j = 0; j < i; j++) {
+         cr_assert_str_neq(seen[i], seen[j], "%s and %s render alike", ids[i].json, ids[j].json);
+      }
+   }
+   for (size_t i = 0; i < n; i++) {
+      bson_free(seen[i]);
+   }
+}
+
+/* Issue 29, 12: with --topic '{id}', an id starting with '$' would make a broker's topic. */
+Test(render, leading_dollar_is_encoded)
+{
+   char *s = encode("$SYS/x", 6);
+   cr_assert_str_eq(s, "%24SYS%2Fx");
+   bson_free(s);
+   s = encode("a$b", 3);
+   cr_assert_str_eq(s, "a$b");
+   bson_free(s);
+   bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+   v.value.v_utf8.str = (char *)"$x";
+   v.value.v_utf8.len = 2;
+   char *topic = topic_for(&v, "{id}");
+   cr_assert_str_eq(topic, "%24x");
+   bson_free(topic);
 }
 
 Test(render, id_other_types_as_canonical_json)
@@ -142,8 +223,9 @@ Test(render, template_placeholders)
 {
    bson_value_t v;
    char *topic;
-   v.value_type = BSON_TYPE_INT32;
-   v.value.v_int32 = 7;
+   v.value_type = BSON_TYPE_UTF8;
+   v.value.v_utf8.str = "7";
+   v.value.v_utf8.len = 1;
    topic = topic_for(&v, "{db}/{collection}/{type}/{id}");
    cr_assert_str_eq(topic, "db/things/a.b/7");
    bson_free(topic);

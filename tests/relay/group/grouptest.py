@@ -267,12 +267,21 @@ class Load:
 
 
 def key_of(eid):
-    """The entity as the relay renders it in `subject` (string, int, ObjectId hex, or the
-    canonical extended JSON of anything else)."""
+    """The entity as the relay renders it in `subject`: a string as itself (in double quotes
+    if it would read as another id's rendering), ObjectId hex, or the canonical extended JSON
+    of anything else, as libbson writes it (numbers too)."""
     if isinstance(eid, str):
+        ambiguous = (eid == "" or eid[0] in "\"{[" or eid in ("null", "true", "false") or
+                     (len(eid) == 24 and all(c in "0123456789abcdef" for c in eid)))
+        if ambiguous:
+            return '"%s"' % eid.replace("\\", "\\\\").replace('"', '\\"')
         return eid
-    if isinstance(eid, (int, Int64)) and not isinstance(eid, bool):
-        return str(int(eid))
+    if isinstance(eid, Int64):
+        return '{ "$numberLong" : "%d" }' % int(eid)
+    if isinstance(eid, int) and not isinstance(eid, bool):
+        # pymongo stores an int as int32 when it fits
+        kind = "$numberInt" if -2**31 <= eid < 2**31 else "$numberLong"
+        return '{ "%s" : "%d" }' % (kind, eid)
     if isinstance(eid, bson.ObjectId):
         return str(eid)
     return None
