@@ -65,6 +65,12 @@ def test_help():
     for var in ("OUTBOX_MONGODB_URI", "OUTBOX_MQTT_PASSWORD_FILE", "OUTBOX_COLLECTIONS"):
         check("--help names " + var, var in r.stdout)
     check("-h is --help", run(["-h"]).stdout == r.stdout)
+    # Issue 29, 14: a client id made from the name is not the name itself.
+    check("--check-config shows the client id's random suffix",
+          re.search(r"^client-id += \S+-<8 random hex digits per process>$", dump, re.M), dump)
+    dump = run(REQUIRED + ["--check-config", "--client-id", "mine"]).stdout
+    check("--check-config shows a given client id as it is",
+          re.search(r"^client-id += mine$", dump, re.M), dump)
 
 
 def test_docs():
