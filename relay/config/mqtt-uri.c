@@ -61,7 +61,8 @@ host_port_ok(const char *p, const char *end, const char **why)
       *why = "an empty host";
       return false;
    }
-   if (memchr(p, ']', (size_t)(host_end - p)) || (colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))) {
+   if (memchr(p, ']', (size_t)(host_end - p)) ||
+       (colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))) {
       *why = "an IPv6 address without brackets (write [::1]:1883)";
       return false;
    }
