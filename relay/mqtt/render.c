@@ -71,17 +71,16 @@ quote(const char *s, size_t len, size_t *out_len)
 }
 
 /* True if a string id shown as itself could be taken for another id's rendering: the empty
- * string (an empty topic level, a "subject" CloudEvents forbids), 24 lowercase hex digits
- * (an ObjectId), and what starts like canonical extended JSON (every other type renders as
- * that: '{', '[', null, true, false) or like a quoted string ('"'). */
+ * string (an empty topic level, a "subject" CloudEvents forbids), and what starts like
+ * canonical extended JSON (every type but strings and ObjectIds renders as that: '{', '[',
+ * null, true, false) or like a quoted string ('"'). Not 24 hex digits: writers that store
+ * an ObjectId's hex as a string id (the Python example does) and consumers that read it back
+ * as one (the C example does) rely on both showing the same, so an ObjectId and the string
+ * of its hex digits are the one pair that renders alike (render.h). */
 static bool
 string_id_is_ambiguous(const char *s, size_t len)
 {
-   size_t hex = 0;
-   while (hex < len && ((s[hex] >= '0' && s[hex] <= '9') || (s[hex] >= 'a' && s[hex] <= 'f'))) {
-      hex++;
-   }
-   return len == 0 || (len == 24 && hex == 24) || s[0] == '"' || s[0] == '{' || s[0] == '[' ||
+   return len == 0 || s[0] == '"' || s[0] == '{' || s[0] == '[' ||
           (len == 4 && (!memcmp(s, "null", 4) || !memcmp(s, "true", 4))) ||
           (len == 5 && !memcmp(s, "false", 5));
 }

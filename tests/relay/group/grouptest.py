@@ -271,8 +271,7 @@ def key_of(eid):
     if it would read as another id's rendering), ObjectId hex, or the canonical extended JSON
     of anything else, as libbson writes it (numbers too)."""
     if isinstance(eid, str):
-        ambiguous = (eid == "" or eid[0] in "\"{[" or eid in ("null", "true", "false") or
-                     (len(eid) == 24 and all(c in "0123456789abcdef" for c in eid)))
+        ambiguous = eid == "" or eid[0] in "\"{[" or eid in ("null", "true", "false")
         if ambiguous:
             return '"%s"' % eid.replace("\\", "\\\\").replace('"', '\\"')
         return eid
