@@ -128,10 +128,11 @@ class DisconnectingBroker:
     id: 0x8E, session taken over) and closes. mosquitto 2.0.11 closes such a connection
     without a DISCONNECT, so it cannot show this."""
 
-    def __init__(self, reason):
+    def __init__(self, reason, on_publish=False):
         import socket
         import threading
         self.reason = reason
+        self.on_publish = on_publish  # wait for a PUBLISH (0x3X) instead of a second
         self.connects = 0
         self.srv = socket.socket()
         self.srv.bind(("127.0.0.1", 0))
@@ -153,7 +154,11 @@ class DisconnectingBroker:
             conn.recv(65536)                                  # CONNECT
             conn.sendall(bytes([0x20, 3, 0, 0, 0]))           # CONNACK, success, no properties
             self.connects += 1
-            time.sleep(1)
+            if self.on_publish:
+                while (conn.recv(1) or b"\x30")[0] >> 4 != 3:  # skip to a PUBLISH
+                    pass
+            else:
+                time.sleep(1)
             conn.sendall(bytes([0xE0, 2, self.reason, 0]))    # DISCONNECT, reason, no properties
             time.sleep(0.3)
         except OSError:
@@ -205,6 +210,31 @@ def test_client_id_collision_names_the_reason():
             if r:
                 r.stop()
         broker.close()
+        fake.close()
+
+
+def test_dead_letter_reason_names_the_disconnect_reason():
+    """Issue 29, 12: a broker that disconnects with an MQTT 5 reason on every publish of one
+    message (here 0x90, topic name invalid, as a broker answers a '$' topic) gets it
+    dead-lettered with that reason, not with a guess at its size."""
+    dbname, cname, rname = names("discreason")
+    coll = client[dbname][cname]
+    fake = DisconnectingBroker(0x90, on_publish=True)
+    relay = None
+    try:
+        coll.insert_one({"_id": "x", "version": Int64(1), "eventSeq": Int64(1),
+                         "events": [event(1)]})
+        relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--reconnect-max-ms", "1000"],
+                      mqtt_uri=fake.uri)
+        check(wait_until(lambda: coll.find_one({"_id": "x"}).get("deadLetters"), 40),
+              "not dead-lettered; log:\n" + relay.log_text()[-3000:])
+        reason = coll.find_one({"_id": "x"})["deadLetters"][0]["reason"]
+        check(reason == "the broker closed the connection each time this message was sent (3 "
+              "times in a row), the last time with MQTT 5 DISCONNECT reason 0x90 (topic name "
+              "invalid)", reason)
+    finally:
+        if relay:
+            relay.stop()
         fake.close()
 
 
@@ -286,7 +316,8 @@ def test_tls_failures_name_the_reason():
           "a warning on a verified connection")
 
 
-TESTS = [test_client_id_collision_names_the_reason, test_max_packet_size_mqtt5, test_max_packet_size_mqtt311, test_message_size_limit_mqtt5,
+TESTS = [test_client_id_collision_names_the_reason,
+         test_dead_letter_reason_names_the_disconnect_reason, test_max_packet_size_mqtt5, test_max_packet_size_mqtt311, test_message_size_limit_mqtt5,
          test_message_size_limit_mqtt311_needs_max_message_bytes,
          test_tls_failures_name_the_reason]
 
