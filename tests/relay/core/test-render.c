@@ -128,6 +128,23 @@ Test(render, id_rendering_is_injective_and_never_empty)
    }
 }
 
+/* libbson's JSON writer gives up on invalid UTF-8 inside a document id: the id rendered as
+ * nothing (an empty topic level and subject). Now as its BSON bytes in hex. */
+Test(render, document_id_with_invalid_utf8_is_not_empty)
+{
+   bson_t inner = BSON_INITIALIZER;
+   bson_append_utf8(&inner, "a", 1, "x\xff", 2);
+   bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
+   v.value.v_doc.data = (uint8_t *)bson_get_data(&inner);
+   v.value.v_doc.data_len = inner.len;
+   size_t len;
+   char *s = relay_render_id(&v, &len);
+   cr_assert_str_eq(s, "{ \"$bsonHex\" : \"0376000f0000000261000300000078ff0000\" }");
+   cr_assert_eq(len, strlen(s));
+   bson_free(s);
+   bson_destroy(&inner);
+}
+
 /* Writers store an ObjectId's hex as a string id and consumers read the subject back as an
  * ObjectId (the Python writer and the C consumer of examples/ do): both render alike. */
 Test(render, hex_string_id_renders_as_its_object_id)
