@@ -19,12 +19,13 @@
 /* Malformed documents already named in the log ("<collection index>:<rendered id>"): each
  * is named once, not at every scan. Rare, so a short list; past its cap none is named. */
 #define NAMED_MAX 1024
-/* How many malformed documents one scan names at most. */
+/* How many malformed documents of a collection a scan reads to name (the same first ones
+ * each time: the gauge counts them all, the log names the first ten). */
 #define NAME_PER_SCAN 10
 
 struct relay_scanner_t {
    const relay_config_t *cfg;
-   char **named;
+   char **named; /* the scanner thread's only */
    size_t n_named;
    relay_metrics_t *metrics;
    mongoc_client_pool_t *pool;
