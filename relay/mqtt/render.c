@@ -70,17 +70,35 @@ quote(const char *s, size_t len, size_t *out_len)
    return out;
 }
 
+/* True if @s is an optional '-' and one or more decimal digits: what an int32 or int64 id
+ * renders as. */
+static bool
+is_decimal(const char *s, size_t len)
+{
+   size_t i = (len > 0 && s[0] == '-') ? 1 : 0;
+   if (i == len) {
+      return false;
+   }
+   for (; i < len; i++) {
+      if (s[i] < '0' || s[i] > '9') {
+         return false;
+      }
+   }
+   return true;
+}
+
 /* True if a string id shown as itself could be taken for another id's rendering: the empty
- * string (an empty topic level, a "subject" CloudEvents forbids), and what starts like
- * canonical extended JSON (every type but strings and ObjectIds renders as that: '{', '[',
- * null, true, false) or like a quoted string ('"'). Not 24 hex digits: writers that store
+ * string (an empty topic level, a "subject" CloudEvents forbids), a decimal integer (int32
+ * and int64 ids render in decimal), and what starts like canonical extended JSON (every
+ * other type but strings and ObjectIds renders as that: '{', '[', null, true, false) or like
+ * a quoted string ('"'). Not 24 hex digits: writers that store
  * an ObjectId's hex as a string id (the Python example does) and consumers that read it back
  * as one (the C example does) rely on both showing the same, so an ObjectId and the string
  * of its hex digits are the one pair that renders alike (render.h). */
 static bool
 string_id_is_ambiguous(const char *s, size_t len)
 {
-   return len == 0 || s[0] == '"' || s[0] == '{' || s[0] == '[' ||
+   return len == 0 || s[0] == '"' || s[0] == '{' || s[0] == '[' || is_decimal(s, len) ||
           (len == 4 && (!memcmp(s, "null", 4) || !memcmp(s, "true", 4))) ||
           (len == 5 && !memcmp(s, "false", 5));
 }
@@ -106,8 +124,16 @@ relay_render_id(const bson_value_t *id, size_t *len)
       bson_oid_to_string(&id->value.v_oid, buf);
       *len = 24;
       return bson_strdup(buf);
+   case BSON_TYPE_INT32:
+      /* Integers stay in decimal (topics like outbox/orders/42); the string "42" is the one
+       * quoted instead (issue 29). NumberInt(5) and NumberLong(5) are one _id to MongoDB, so
+       * a collection never holds both. */
+      *len = (size_t)bson_snprintf(buf, sizeof buf, "%" PRId32, id->value.v_int32);
+      return bson_strdup(buf);
+   case BSON_TYPE_INT64:
+      *len = (size_t)bson_snprintf(buf, sizeof buf, "%" PRId64, id->value.v_int64);
+      return bson_strdup(buf);
    default:
-      /* Numbers too: 5 as "5" was the string "5" as well (issue 29). */
       return render_ext_json(id, len);
    }
 }

@@ -51,18 +51,17 @@ Test(render, id_string_oid_ints)
    cr_assert_str_eq(s, "5f2b6c0e9d3e4a1b2c3d4e5f");
    bson_free(s);
 
-   /* Numbers are canonical extended JSON like every other type (issue 29: 5 and "5" were
-    * both "5"). */
+   /* Integers render in decimal (the string "-42" is quoted instead: issue 29). */
    v.value_type = BSON_TYPE_INT32;
    v.value.v_int32 = -42;
    s = relay_render_id(&v, &len);
-   cr_assert_str_eq(s, "{ \"$numberInt\" : \"-42\" }");
+   cr_assert_str_eq(s, "-42");
    bson_free(s);
 
    v.value_type = BSON_TYPE_INT64;
    v.value.v_int64 = INT64_C(9007199254740993);
    s = relay_render_id(&v, &len);
-   cr_assert_str_eq(s, "{ \"$numberLong\" : \"9007199254740993\" }");
+   cr_assert_str_eq(s, "9007199254740993");
    bson_free(s);
 }
 
@@ -95,9 +94,14 @@ Test(render, id_rendering_is_injective_and_never_empty)
       {"\"true\"", "\"true\""},
       {"false", "false"},
       {"\"false\"", "\"false\""},
-      {"5", "{ \"$numberInt\" : \"5\" }"},
-      {"\"5\"", "5"},
-      {"{\"$numberLong\": \"5\"}", "{ \"$numberLong\" : \"5\" }"},
+      {"5", "5"},
+      {"\"5\"", "\"5\""},
+      {"{\"$numberLong\": \"-6\"}", "-6"},
+      {"\"-6\"", "\"-6\""},
+      {"5.5", "{ \"$numberDouble\" : \"5.5\" }"},
+      {"\"5.5\"", "5.5"},
+      {"\"-\"", "-"},
+      {"\"5a\"", "5a"},
       {"\"\"", "\"\""},
       {"\"\\\"\"", "\"\\\"\""}, /* the string " */
       {"\"\\\"\\\"\"", "\"\\\"\\\"\""}, /* the string "" */
@@ -254,10 +258,10 @@ Test(render, template_placeholders)
    bson_value_t v;
    char *topic;
    v.value_type = BSON_TYPE_UTF8;
-   v.value.v_utf8.str = "7";
-   v.value.v_utf8.len = 1;
+   v.value.v_utf8.str = "c7";
+   v.value.v_utf8.len = 2;
    topic = topic_for(&v, "{db}/{collection}/{type}/{id}");
-   cr_assert_str_eq(topic, "db/things/a.b/7");
+   cr_assert_str_eq(topic, "db/things/a.b/c7");
    bson_free(topic);
 }
 
