@@ -21,6 +21,11 @@ _outbox_dead_letter_find(outbox_collection_t *c, _outbox_conn_t *conn,
 void
 _outbox_append_exact(bson_t *doc, const char *field, const bson_t *letter);
 
+/* {"_id": {$eq: id}}: exactly this id, even when it is a document that reads as a query
+ * operator ({"$ne": null} would match every entity). */
+void
+_outbox_append_id_eq(bson_t *filter, const bson_value_t *id);
+
 /* Checks the arguments every dead-letter operation needs. */
 bool
 _outbox_dead_letter_args_ok(outbox_collection_t *c, const bson_value_t *entity_id,

@@ -71,14 +71,25 @@ outbox_collection_count_events(outbox_collection_t *collection, outbox_counts_t 
    char *times = bson_strdup_printf("$%s.time", collection->names.events);
    char *dead = bson_strdup_printf("$%s", collection->names.dead_letters);
    char *ats = bson_strdup_printf("$%s.at", collection->names.dead_letters);
-   bson_t *g_pending = BCON_NEW("_id", BCON_NULL, "docs", "{", "$sum", BCON_INT32(1), "}",
-                                "events", "{", "$sum", "{", "$size", BCON_UTF8(events), "}", "}",
-                                "oldest", "{", "$min", "{", "$arrayElemAt", "[", BCON_UTF8(times),
-                                BCON_INT32(0), "]", "}", "}");
-   bson_t *g_dead = BCON_NEW("_id", BCON_NULL, "docs", "{", "$sum", BCON_INT32(1), "}", "letters",
-                             "{", "$sum", "{", "$size", BCON_UTF8(dead), "}", "}", "newest", "{",
-                             "$max", "{", "$arrayElemAt", "[", BCON_UTF8(ats), BCON_INT32(-1), "]",
-                             "}", "}");
+   /* A field that is not an array (what $set: {"events.0": ...} makes of a document without
+    * one; it matches the partial index) would fail $size for the whole collection, for good:
+    * such documents are counted apart instead ($cond is lazy: $size never sees them). */
+   bson_t *g_pending = BCON_NEW(
+      "_id", BCON_NULL, "docs", "{", "$sum", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(events),
+      "}", BCON_INT32(1), BCON_INT32(0), "]", "}", "}", "events", "{", "$sum", "{", "$cond", "[",
+      "{", "$isArray", BCON_UTF8(events), "}", "{", "$size", BCON_UTF8(events), "}",
+      BCON_INT32(0), "]", "}", "}", "oldest", "{", "$min", "{", "$cond", "[", "{", "$isArray",
+      BCON_UTF8(events), "}", "{", "$arrayElemAt", "[", BCON_UTF8(times), BCON_INT32(0), "]", "}",
+      BCON_NULL, "]", "}", "}", "malformed", "{", "$sum", "{", "$cond", "[", "{", "$isArray",
+      BCON_UTF8(events), "}", BCON_INT32(0), BCON_INT32(1), "]", "}", "}");
+   bson_t *g_dead = BCON_NEW(
+      "_id", BCON_NULL, "docs", "{", "$sum", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(dead),
+      "}", BCON_INT32(1), BCON_INT32(0), "]", "}", "}", "letters", "{", "$sum", "{", "$cond", "[",
+      "{", "$isArray", BCON_UTF8(dead), "}", "{", "$size", BCON_UTF8(dead), "}", BCON_INT32(0),
+      "]", "}", "}", "newest", "{", "$max", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(dead),
+      "}", "{", "$arrayElemAt", "[", BCON_UTF8(ats), BCON_INT32(-1), "]", "}", BCON_NULL, "]", "}",
+      "}", "malformed", "{", "$sum", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(dead), "}",
+      BCON_INT32(0), BCON_INT32(1), "]", "}", "}");
 
    _outbox_conn_open(collection, &conn);
    ok = aggregate_counts(&conn, collection->names.events, "outbox_pending", g_pending, &pending,
@@ -87,6 +98,7 @@ outbox_collection_count_events(outbox_collection_t *collection, outbox_counts_t 
       counts->pending_documents = get_int(&pending, "docs");
       counts->pending_events = get_int(&pending, "events");
       counts->oldest_pending_ms = get_int(&pending, "oldest");
+      counts->malformed_documents = get_int(&pending, "malformed");
       bson_destroy(&pending);
       ok = aggregate_counts(&conn, collection->names.dead_letters, "outbox_dead_letters", g_dead,
                             &letters, error);
@@ -95,6 +107,7 @@ outbox_collection_count_events(outbox_collection_t *collection, outbox_counts_t 
       counts->dead_letter_documents = get_int(&letters, "docs");
       counts->dead_letters = get_int(&letters, "letters");
       counts->newest_dead_letter_ms = get_int(&letters, "newest");
+      counts->malformed_documents += get_int(&letters, "malformed");
       bson_destroy(&letters);
    }
    _outbox_conn_close(collection, &conn);
@@ -118,7 +131,7 @@ _outbox_dead_letter_find(outbox_collection_t *c, _outbox_conn_t *conn,
    bool found = false;
    bson_iter_t it, elems;
 
-   BSON_APPEND_VALUE(&filter, "_id", entity_id);
+   _outbox_append_id_eq(&filter, entity_id);
    BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
    BSON_APPEND_INT32(&proj, c->names.dead_letters, 1);
    BSON_APPEND_INT32(&proj, c->names.event_seq, 1);
@@ -161,6 +174,15 @@ _outbox_append_exact(bson_t *doc, const char *field, const bson_t *letter)
    bson_append_document_end(doc, &cond);
 }
 
+void
+_outbox_append_id_eq(bson_t *filter, const bson_value_t *id)
+{
+   bson_t eq;
+   BSON_APPEND_DOCUMENT_BEGIN(filter, "_id", &eq);
+   BSON_APPEND_VALUE(&eq, "$eq", id);
+   bson_append_document_end(filter, &eq);
+}
+
 typedef struct {
    const char *by, *reason;
 } discard_args_t;
@@ -176,7 +198,7 @@ discard_once(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *e
    bson_iter_t it;
    bool ok;
 
-   BSON_APPEND_VALUE(&filter, "_id", entity_id);
+   _outbox_append_id_eq(&filter, entity_id);
    _outbox_append_exact(&filter, c->names.dead_letters, letter);
    BSON_APPEND_DOCUMENT_BEGIN(&update, "$pull", &op);
    _outbox_append_exact(&op, c->names.dead_letters, letter);

@@ -108,7 +108,11 @@ _outbox_event_filter_query(const _outbox_event_filter_t *f, outbox_place_t place
    BSON_APPEND_BOOL(&cond, "$exists", true);
    bson_append_document_end(query, &cond);
    if (f->has_entity) {
-      BSON_APPEND_VALUE(query, "_id", &f->entity);
+      /* $eq: an entity id that is a document such as {"$ne": null} names one entity, not a
+       * query that matches them all. */
+      BSON_APPEND_DOCUMENT_BEGIN(query, "_id", &cond);
+      BSON_APPEND_VALUE(&cond, "$eq", &f->entity);
+      bson_append_document_end(query, &cond);
    }
    if (f->event_id || f->type || f->has_before) {
       BSON_APPEND_DOCUMENT_BEGIN(query, field, &cond);

@@ -67,7 +67,7 @@ requeue_once(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *e
       return false;
    }
 
-   BSON_APPEND_VALUE(&filter, "_id", entity_id);
+   _outbox_append_id_eq(&filter, entity_id);
    BSON_APPEND_INT64(&filter, c->names.event_seq, event_seq);
    _outbox_append_exact(&filter, c->names.dead_letters, letter);
    BSON_APPEND_DOCUMENT_BEGIN(&update, "$pull", &op);

@@ -37,7 +37,8 @@ typedef struct {
    const char *by;     /* who; default user@host */
    const char *reason; /* discard: why */
    /* status. */
-   int64_t max_age_ms; /* 0: no threshold */
+   int64_t max_age_ms; /* with max_age_given; 0: any pending event is too old */
+   bool max_age_given;
    /* ensure-schema. */
    bool print;
    bool combine; /* keep a foreign validator beside ours */
@@ -96,8 +97,18 @@ int admin_fail(const char *what, const bson_error_t *error);
  * relays judge them; the local clock if the server does not say. */
 bool admin_server_now(admin_t *a, int64_t *now_ms, bson_error_t *error);
 
-/* Writes an entity id as the relay renders it in topics ("subject"). */
+/* Writes an entity id as the relay renders it in topics ("subject"), escaped as by
+ * admin_print_text(). */
 void admin_print_id(FILE *out, const bson_value_t *id);
+
+/* Writes @len bytes of @s (NULL: "-") for a terminal: tab, CR, LF as \t \r \n, other ASCII
+ * and C1 controls and DEL as \xNN, as the relay's text log does, so a value written by
+ * anyone (an event type, a reason, an id) can neither move the cursor nor add a column or
+ * a row. Other UTF-8 passes through. */
+void admin_print_text(FILE *out, const char *s, size_t len);
+
+/* admin_print_text() of a NUL-terminated string, "-" for NULL. */
+void admin_print_str(FILE *out, const char *s);
 
 /* Writes @ms as RFC 3339 UTC with milliseconds, or "-" for 0. */
 void admin_print_time(FILE *out, int64_t ms);

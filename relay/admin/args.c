@@ -11,6 +11,7 @@
 #include "admin/args.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,18 +75,56 @@ admin_parse_age(const char *text, int64_t *ms)
    return false;
 }
 
+/* An id given as JSON is one entity's id: a query operator ({"$ne": null} matched every
+ * entity, and so got `discard` past the "a filter or --all" rule) or an array (never an _id)
+ * is refused. Extended JSON such as {"$oid": "..."} has become the value it stands for by
+ * then, so any key starting with '$' left is an operator. */
+static bool
+check_id_value(const bson_value_t *v, const char *json, bson_error_t *error)
+{
+   bson_t doc;
+   bson_iter_t it;
+   if (v->value_type == BSON_TYPE_ARRAY) {
+      bson_set_error(error, 0, 0, "--id-json: '%s' is an array, which is never an entity id",
+                     json);
+      return false;
+   }
+   if (v->value_type != BSON_TYPE_DOCUMENT ||
+       !bson_init_static(&doc, v->value.v_doc.data, v->value.v_doc.data_len) ||
+       !bson_iter_init(&it, &doc)) {
+      return true;
+   }
+   while (bson_iter_next(&it)) {
+      if (bson_iter_key(&it)[0] == '$') {
+         bson_set_error(error, 0, 0,
+                        "--id-json: '%s' holds the query operator '%s', not an entity id: give "
+                        "the id itself (one entity; extended JSON such as {\"$oid\": \"...\"} "
+                        "is fine)",
+                        json, bson_iter_key(&it));
+         return false;
+      }
+   }
+   return true;
+}
+
 static bool
 set_id_json(admin_t *a, const char *json, bson_error_t *error)
 {
    char *doc_json = bson_strdup_printf("{\"v\": %s}", json);
-   bson_t *doc = bson_new_from_json((const uint8_t *)doc_json, -1, error);
+   bson_error_t parse_error;
+   bson_t *doc = bson_new_from_json((const uint8_t *)doc_json, -1, &parse_error);
    bson_iter_t it;
-   bool ok = doc && bson_iter_init_find(&it, doc, "v");
-   if (ok) {
+   /* One key: '1, "w": 2' must not pass as 1. */
+   bool ok = doc && bson_count_keys(doc) == 1 && bson_iter_init_find(&it, doc, "v");
+   if (!ok) {
+      /* libbson's message points into the {"v": ...} wrapper: not quoted. */
+      bson_set_error(error, 0, 0,
+                     "--id-json: '%s' is not one JSON value (e.g. 42, \"a-1\", "
+                     "{\"$oid\": \"5f2b6c0e9d3e4a1b2c3d4e5f\"})",
+                     json);
+   } else if ((ok = check_id_value(bson_iter_value(&it), json, error))) {
       bson_value_copy(bson_iter_value(&it), &a->entity);
       a->has_entity = true;
-   } else if (doc) {
-      bson_set_error(error, 0, 0, "--id-json: not a JSON value");
    }
    bson_destroy(doc);
    bson_free(doc_json);
@@ -112,6 +151,7 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
       *(const char **)field = value;
       return true;
    case A_AGE:
+      a->max_age_given = a->max_age_given || o->offset == OFF(max_age_ms);
       if (!admin_parse_age(value, (int64_t *)field)) {
          bson_set_error(error, 0, 0, "--%s: expected a duration like 30s, 5m, 2h or 1d, got '%s'",
                         o->name, value);
@@ -120,9 +160,11 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
       return true;
    case A_COUNT: {
       char *end;
+      errno = 0;
       long long n = strtoll(value, &end, 10);
-      if (*end || end == value || n < 1) {
-         bson_set_error(error, 0, 0, "--%s: expected a number >= 1, got '%s'", o->name, value);
+      if (*end || end == value || n < 1 || errno == ERANGE) {
+         bson_set_error(error, 0, 0, "--%s: expected a number from 1 to %lld, got '%s'", o->name,
+                        LLONG_MAX, value);
          return false;
       }
       *(int64_t *)field = n;

@@ -77,11 +77,41 @@ admin_server_now(admin_t *a, int64_t *now_ms, bson_error_t *error)
 }
 
 void
+admin_print_text(FILE *out, const char *s, size_t len)
+{
+   const unsigned char *u = (const unsigned char *)s;
+   if (!s) {
+      fputs("-", out);
+      return;
+   }
+   for (size_t i = 0; i < len; i++) {
+      bool c1 = u[i] == 0xC2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] <= 0x9F;
+      if (u[i] == '\t' || u[i] == '\r' || u[i] == '\n') {
+         fputc('\\', out);
+         fputc(u[i] == '\t' ? 't' : u[i] == '\r' ? 'r' : 'n', out);
+      } else if (u[i] < 0x20 || u[i] == 0x7F) {
+         fprintf(out, "\\x%02x", u[i]);
+      } else if (c1) { /* U+0080..U+009F: CSI (U+009B) moves a cursor as ESC [ does */
+         fprintf(out, "\\x%02x\\x%02x", u[i], u[i + 1]);
+         i++;
+      } else {
+         fputc(u[i], out);
+      }
+   }
+}
+
+void
+admin_print_str(FILE *out, const char *s)
+{
+   admin_print_text(out, s, s ? strlen(s) : 0);
+}
+
+void
 admin_print_id(FILE *out, const bson_value_t *id)
 {
    size_t len = 0;
    char *s = relay_render_id(id, &len);
-   fwrite(s, 1, len, out);
+   admin_print_text(out, s, len);
    bson_free(s);
 }
 

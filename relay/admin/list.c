@@ -121,21 +121,31 @@ admin_event_json(bson_t *doc, const char *coll, const outbox_stored_event_t *ev)
 void
 admin_event_line(FILE *out, const char *coll, const outbox_stored_event_t *ev, int64_t now)
 {
+   /* Every stored string was written by someone else: escaped (admin_print_text()). */
    fprintf(out, "%s\t", coll);
    admin_print_id(out, ev->entity_id);
-   fprintf(out, "\t%" PRId64 "\t%s\t%s\t", ev->seq, ev->type ? ev->type : "-",
-           ev->event_id ? ev->event_id : "-");
+   fprintf(out, "\t%" PRId64 "\t", ev->seq);
+   admin_print_str(out, ev->type);
+   fputc('\t', out);
+   admin_print_str(out, ev->event_id);
+   fputc('\t', out);
    admin_print_time(out, ev->time_ms);
    fputc('\t', out);
    admin_print_age(out, ev->time_ms ? now - ev->time_ms : -1);
    if (ev->place != OUTBOX_PLACE_PENDING) {
-      fprintf(out, "\t%s\t", ev->reason ? ev->reason : "-");
+      fputc('\t', out);
+      admin_print_str(out, ev->reason);
+      fputc('\t', out);
       admin_print_time(out, ev->at_ms);
-      fprintf(out, "\t%s", ev->relay ? ev->relay : "-");
+      fputc('\t', out);
+      admin_print_str(out, ev->relay);
    }
    if (ev->place == OUTBOX_PLACE_DISCARDED) {
-      fprintf(out, "\t%s\t%s\t", ev->discarded_by ? ev->discarded_by : "-",
-              ev->discard_reason ? ev->discard_reason : "-");
+      fputc('\t', out);
+      admin_print_str(out, ev->discarded_by);
+      fputc('\t', out);
+      admin_print_str(out, ev->discard_reason);
+      fputc('\t', out);
       admin_print_time(out, ev->discarded_at_ms);
    }
    fputc('\n', out);

@@ -108,7 +108,13 @@ report(admin_t *a, const targets_t *t, const target_t *it, bool ok, const bson_e
    }
    fprintf(a->out, "%s%s\t%s\t", ok ? "" : "failed to ", t->verb, it->coll);
    admin_print_id(a->out, &it->entity);
-   fprintf(a->out, "\t%s%s%s\n", it->event_id, ok ? "" : ": ", ok ? "" : error->message);
+   fputc('\t', a->out);
+   admin_print_str(a->out, it->event_id);
+   if (!ok) {
+      fputs(": ", a->out); /* messages quote stored values */
+      admin_print_str(a->out, error->message);
+   }
+   fputc('\n', a->out);
 }
 
 /* Applies @op to every collected target; the exit status is that of the first failure

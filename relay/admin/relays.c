@@ -188,8 +188,10 @@ print_lease(FILE *out, const bson_t *l, int64_t now)
 {
    const char *owner = live_owner(l, now);
    int64_t expires = date_at(l, "expiresAt"), token_at = date_at(l, "tokenAt");
-   fprintf(out, "  %" PRId64 "\t%s\t%" PRId64 "\t", int_at(l, "_id.partition"),
-           owner ? owner : (utf8_at(l, "owner") ? "(expired)" : "(free)"), int_at(l, "epoch"));
+   /* Lease and member documents can be written by anything with access: escaped. */
+   fprintf(out, "  %" PRId64 "\t", int_at(l, "_id.partition"));
+   admin_print_str(out, owner ? owner : (utf8_at(l, "owner") ? "(expired)" : "(free)"));
+   fprintf(out, "\t%" PRId64 "\t", int_at(l, "epoch"));
    if (owner) {
       admin_print_age(out, expires - now);
       fputs(" left", out);
@@ -199,15 +201,22 @@ print_lease(FILE *out, const bson_t *l, int64_t now)
    fputc('\t', out);
    admin_print_age(out, token_at ? now - token_at : -1);
    const char *handoff = utf8_at(l, "handoff.to");
-   fprintf(out, "%s%s\n", handoff ? "\thandoff to " : "", handoff ? handoff : "");
+   if (handoff) {
+      fputs("\thandoff to ", out);
+      admin_print_str(out, handoff);
+   }
+   fputc('\n', out);
 }
 
 static void
 print_member(FILE *out, const bson_t *m, int64_t now)
 {
    int64_t expires = date_at(m, "expiresAt");
-   fprintf(out, "  %s\t%s\t%" PRId64 "\t%" PRId64 "\t", utf8_at(m, "_id.member"),
-           utf8_at(m, "host") ? utf8_at(m, "host") : "-", int_at(m, "pid"), int_at(m, "owned"));
+   fputs("  ", out);
+   admin_print_str(out, utf8_at(m, "_id.member"));
+   fputc('\t', out);
+   admin_print_str(out, utf8_at(m, "host"));
+   fprintf(out, "\t%" PRId64 "\t%" PRId64 "\t", int_at(m, "pid"), int_at(m, "owned"));
    admin_print_time(out, date_at(m, "startedAt"));
    fputs(expires > now ? "\tlive\n" : "\tgone\n", out);
 }
@@ -217,7 +226,8 @@ admin_relays_print(const admin_relays_t *r, FILE *out, int64_t now)
 {
    for (size_t i = 0; i < r->n; i++) {
       const admin_relay_t *x = &r->items[i];
-      fprintf(out, "\nRELAY %s", x->name);
+      fputs("\nRELAY ", out);
+      admin_print_str(out, x->name);
       if (x->has_token) {
          fputs(": checkpoint ", out);
          admin_print_age(out, x->checkpoint_at ? now - x->checkpoint_at : -1);

@@ -35,15 +35,15 @@ one(admin_t *a, const char *name, const bson_t *opts)
    if (!c) {
       return EX_CONFIG;
    }
-   if (a->print) {
-      bson_t validator;
-      if (outbox_collection_schema(c, opts, &validator, &error)) {
-         admin_print_json(a->out, &validator);
-      } else {
-         fprintf(stderr, "outbox-admin: %s: %s\n", name, error.message);
-         rc = EX_USAGE;
-      }
-      bson_destroy(&validator);
+   /* The options first, without the server: a bad --validation-action is a usage error;
+    * what the server's side refuses afterwards (the collection is a view) is not. */
+   bson_t validator;
+   bool valid = outbox_collection_schema(c, opts, &validator, &error);
+   if (!valid) {
+      fprintf(stderr, "outbox-admin: %s: %s\n", name, error.message);
+      rc = EX_USAGE;
+   } else if (a->print) {
+      admin_print_json(a->out, &validator);
    } else if (outbox_collection_ensure_schema(c, opts, &error)) {
       fprintf(a->out, "%s: the stored contract is the validator (action %s, level %s)\n", name,
               a->validation_action ? a->validation_action : "error",
@@ -54,11 +54,13 @@ one(admin_t *a, const char *name, const bson_t *opts)
               name, error.message);
       rc = EX_DATAERR;
    } else if (error.domain == OUTBOX_ERROR_DOMAIN) {
-      fprintf(stderr, "outbox-admin: %s: %s\n", name, error.message);
-      rc = EX_USAGE;
+      fprintf(stderr, "outbox-admin: %s: %s: the configured collection cannot hold the stored "
+              "contract\n", name, error.message);
+      rc = EX_CONFIG;
    } else {
       rc = admin_fail(name, &error);
    }
+   bson_destroy(&validator);
    outbox_collection_destroy(c);
    return rc;
 }

@@ -4,7 +4,8 @@
  * `status`: per collection, pending events (documents, events, age of the oldest) and dead
  * letters, counted by liboutbox through the partial indexes; then the relays (relays.c).
  * Ages are measured against the server's clock. Exit status ADMIN_EXIT_THRESHOLD when a
- * pending event is older than --max-age, so the command works in cron and monitoring scripts.
+ * pending event is older than --max-age, so the command works in cron and monitoring scripts,
+ * and EX_DATAERR when documents break the stored contract (liboutbox counts them apart).
  *
  * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
  * thread.
@@ -58,6 +59,7 @@ append_collections(bson_t *doc, const coll_status_t *cs, size_t n, int64_t now)
       }
       BSON_APPEND_INT64(&item, "deadLetters", c->dead_letters);
       BSON_APPEND_INT64(&item, "deadLetterDocuments", c->dead_letter_documents);
+      BSON_APPEND_INT64(&item, "malformedDocuments", c->malformed_documents);
       if (c->newest_dead_letter_ms) {
          BSON_APPEND_DATE_TIME(&item, "lastDeadLetterTime", c->newest_dead_letter_ms);
       }
@@ -86,13 +88,33 @@ count_all(admin_t *a, coll_status_t *cs)
    return EX_OK;
 }
 
+/* The first collection holding documents that break the stored contract (an events or
+ * dead letters field that is not an array: not counted, never published), as a problem
+ * line; NULL if none. */
+static char *
+malformed(const coll_status_t *cs, size_t n)
+{
+   for (size_t i = 0; i < n; i++) {
+      int64_t m = cs[i].counts.malformed_documents;
+      if (m > 0) {
+         return bson_strdup_printf(
+            "%s: %" PRId64 " document%s break%s the stored contract (an events or dead letters "
+            "field that is not an array): not counted above, and the relay cannot publish "
+            "their events",
+            cs[i].name, m, m == 1 ? "" : "s", m == 1 ? "s" : "");
+      }
+   }
+   return NULL;
+}
+
 /* The first pending event older than --max-age, as a problem line; NULL if none. */
 static char *
 too_old(const admin_t *a, const coll_status_t *cs, size_t n, int64_t now)
 {
-   for (size_t i = 0; a->max_age_ms > 0 && i < n; i++) {
+   for (size_t i = 0; a->max_age_given && i < n; i++) {
       int64_t t = cs[i].counts.oldest_pending_ms;
-      if (t && now - t > a->max_age_ms) {
+      /* --max-age 0: no pending event at all (one just written is 0 ms old). */
+      if (t && (a->max_age_ms == 0 || now - t > a->max_age_ms)) {
          return bson_strdup_printf("%s: the oldest pending event is %.1f s old (--max-age %.1f s)",
                                    cs[i].name, (double)(now - t) / 1000.0,
                                    (double)a->max_age_ms / 1000.0);
@@ -120,7 +142,8 @@ admin_status(admin_t *a)
        (a->cfg.archive_collection && (rc = admin_archive_stats(a, &archive)) != EX_OK)) {
       goto done;
    }
-   char *problem = too_old(a, cs, a->cfg.n_collections, now);
+   char *bad = malformed(cs, a->cfg.n_collections);
+   char *problem = bad ? bad : too_old(a, cs, a->cfg.n_collections, now);
    if (a->json) {
       bson_t doc = BSON_INITIALIZER;
       BSON_APPEND_DATE_TIME(&doc, "serverTime", now);
@@ -144,7 +167,7 @@ admin_status(admin_t *a)
    }
    if (problem) {
       fprintf(stderr, "outbox-admin: %s\n", problem);
-      rc = ADMIN_EXIT_THRESHOLD;
+      rc = bad ? EX_DATAERR : ADMIN_EXIT_THRESHOLD;
       bson_free(problem);
    }
 done:

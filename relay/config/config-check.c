@@ -8,8 +8,10 @@
  */
 #include "config/config-private.h"
 
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 static bool
 missing_required(const relay_config_t *cfg, bson_error_t *error)
@@ -140,6 +142,68 @@ check_group(const relay_config_t *cfg, bson_error_t *error)
    return true;
 }
 
+/* MQTT 5 and 3.1.1 encode a client id with a two-byte length: longer ones can never be sent
+ * (paho then fails every connect with "TCP connect completion failure"). 23 bytes is only
+ * what every broker must accept; mosquitto and most others take more. */
+#define MQTT_STRING_MAX 65535
+/* What relay_group_init() appends to a client id made from --name: "-" and 8 hex digits. */
+#define CLIENT_ID_SUFFIX_LEN 9
+
+static bool
+check_client_id(const relay_config_t *cfg, bson_error_t *error)
+{
+   size_t len = strlen(cfg->client_id) + (cfg->client_id_from_name ? CLIENT_ID_SUFFIX_LEN : 0);
+   if (len > MQTT_STRING_MAX) {
+      bson_set_error(error, 0, 0,
+                     "%s is %zu bytes long%s: MQTT allows at most %d bytes in a client id",
+                     cfg->client_id_from_name ? "name" : "client-id", strlen(cfg->client_id),
+                     cfg->client_id_from_name ? " (the client id adds 9)" : "",
+                     MQTT_STRING_MAX);
+      return false;
+   }
+   return true;
+}
+
+/* Topics starting with '$' are the broker's own ($SYS/...): MQTT forbids clients to publish
+ * there, and a broker drops the connection instead (MQTT 5 4.7.2). Refused here, not found
+ * out by dead-lettering every event. An {id} at the start is percent-encoded instead. */
+static bool
+check_topic(const relay_config_t *cfg, bson_error_t *error)
+{
+   if (cfg->topic_template && cfg->topic_template[0] == '$') {
+      bson_set_error(error, 0, 0,
+                     "topic: '%s' starts with '$', which brokers reserve for their own topics "
+                     "($SYS/...) and refuse publishes to",
+                     cfg->topic_template);
+      return false;
+   }
+   return true;
+}
+
+/* The log file is opened only at start; a missing directory found then would exit 73 after
+ * --check-config said the configuration was fine. Whether the service's user may write there
+ * is left to the start (--check-config often runs as another user). */
+static bool
+check_log_file(const relay_config_t *cfg, bson_error_t *error)
+{
+   if (!cfg->log_file) {
+      return true;
+   }
+   const char *slash = strrchr(cfg->log_file, '/');
+   char *dir = slash == cfg->log_file ? bson_strdup("/")
+               : slash              ? bson_strndup(cfg->log_file, (size_t)(slash - cfg->log_file))
+                                    : bson_strdup(".");
+   struct stat st;
+   int err = stat(dir, &st) == 0 ? 0 : errno;
+   bool ok = !err && S_ISDIR(st.st_mode);
+   if (!ok) {
+      bson_set_error(error, 0, 0, "log-file: '%s' cannot be created: '%s': %s", cfg->log_file,
+                     dir, err ? strerror(err) : "not a directory");
+   }
+   bson_free(dir);
+   return ok;
+}
+
 bool
 _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
 {
@@ -162,7 +226,8 @@ _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
    if (missing_required(cfg, error)) {
       return false;
    }
-   return (cfg->mongodb_only || check_mqtt(cfg, error)) && check_fields(cfg, error) &&
-          check_flow(cfg, error) && check_group(cfg, error) &&
-          _relay_config_check_archive(cfg, error);
+   return (cfg->mongodb_only ||
+           (check_mqtt(cfg, error) && check_topic(cfg, error) && check_client_id(cfg, error))) &&
+          check_fields(cfg, error) && check_flow(cfg, error) && check_group(cfg, error) &&
+          check_log_file(cfg, error) && _relay_config_check_archive(cfg, error);
 }

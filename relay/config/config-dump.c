@@ -20,6 +20,18 @@ relay_config_redact_uri(const char *uri)
    return relay_redact_uri(uri);
 }
 
+/* The option's value as dumps show it. A client id made from --name gets a random suffix
+ * per process (relay_group_init()), which does not exist yet: say so rather than show a
+ * client id the relay never connects as (the "mqtt" start-up line names the real one). */
+static char *
+value_text(const relay_config_t *cfg, const relay_opt_t *opt)
+{
+   if (cfg->client_id_from_name && !strcmp(opt->name, "client-id")) {
+      return bson_strdup_printf("%s-<8 random hex digits per process>", cfg->client_id);
+   }
+   return _relay_opt_value_text(cfg, opt);
+}
+
 void
 relay_config_dump(const relay_config_t *cfg, bson_string_t *out)
 {
@@ -28,7 +40,7 @@ relay_config_dump(const relay_config_t *cfg, bson_string_t *out)
       if (!opt->name) {
          continue;
       }
-      char *v = _relay_opt_value_text(cfg, opt);
+      char *v = value_text(cfg, opt);
       bson_string_append_printf(out, "%-23s = %s\n", opt->name, v ? v : "(unset)");
       bson_free(v);
    }
@@ -52,7 +64,7 @@ relay_config_dump_line(const relay_config_t *cfg, bson_string_t *out)
 {
    for (size_t i = 0; i < relay_n_opts; i++) {
       const relay_opt_t *opt = &relay_opts[i];
-      char *v = opt->name ? _relay_opt_value_text(cfg, opt) : NULL;
+      char *v = opt->name ? value_text(cfg, opt) : NULL;
       if (!v) {
          continue; /* unset options are left out to keep the line short */
       }

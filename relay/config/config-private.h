@@ -79,6 +79,13 @@ _relay_read_secret_file(const char *path, const char *what, bson_error_t *error)
 bool
 _relay_mqtt_scheme(const char *uri, size_t *len);
 
+/* Checks what follows the scheme (@scheme_len bytes) of an MQTT URI: a host or a bracketed
+ * IPv6 address, an optional port 1-65535, no path except for ws:// and wss:// (mqtt-uri.c).
+ * Returns false and fills @error, naming @what and the reason, otherwise. */
+bool
+_relay_mqtt_uri_check_address(const char *uri, size_t scheme_len, const char *what,
+                              bson_error_t *error);
+
 /* Warns (relay_log) that @path, described by @what, is readable by other users, naming its
  * mode, when @mode has S_IROTH: as ssh and mosquitto do for files holding secrets. */
 void

@@ -251,7 +251,8 @@ check_mqtt_uri(const char *text, const char *what, bson_error_t *error)
 {
    size_t n;
    if (_relay_mqtt_scheme(text, &n) && text[n] && text[n] != ':' && text[n] != '/') {
-      return check_mqtt_userinfo(text, text + n, what, error);
+      return check_mqtt_userinfo(text, text + n, what, error) &&
+             _relay_mqtt_uri_check_address(text, n, what, error);
    }
    char *shown = relay_redact_uri(text);
    bson_set_error(error, 0, 0,

@@ -55,6 +55,9 @@ static const struct {
     "Pending events stored in the collection, as the last scan of the partial index found."},
    {"outbox_relay_stored_dead_letters",
     "Dead letters stored in the collection, as the last scan found."},
+   {"outbox_relay_stored_malformed_documents",
+    "Documents whose events or dead letters field is not an array (written without "
+    "liboutbox): their events are neither counted nor published."},
 };
 
 relay_series_t *

@@ -28,6 +28,7 @@ typedef enum {
 typedef enum {
    RELAY_S_PENDING_EVENTS = 0, /* outbox_relay_stored_pending_events */
    RELAY_S_DEAD_LETTERS,       /* outbox_relay_stored_dead_letters */
+   RELAY_S_MALFORMED_DOCUMENTS, /* outbox_relay_stored_malformed_documents */
    RELAY_S_COUNT_,
 } relay_stored_gauge_t;
 

@@ -1,5 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's MQTT client over paho MQTTAsync: connect, publish, and the news from paho's
+ * threads (acknowledgements, connects, losses and why) as a queue of completions. paho's
+ * callbacks only push onto that queue under the lock (and set atomics); the main thread owns
+ * everything else and drains the queue with relay_mqtt_wait().
  */
 #include "mqtt/mqtt.h"
 
@@ -34,11 +39,17 @@ struct relay_mqtt_t {
    pub_ctx_t *ctxs;
    atomic_int receive_max; /* the broker's Receive Maximum (MQTT 5), 0 if not told */
    atomic_uint max_packet; /* the broker's Maximum Packet Size (MQTT 5), 0 if not told */
-   /* Dead-letter reasons naming a Maximum Packet Size, one per value seen; items in the table
-    * point at them, so they live as long as the client. Guarded by lock. */
+   /* Dead-letter reasons made from what the broker said (a Maximum Packet Size, a DISCONNECT
+    * reason), one per text; items in the table point at them, so they live as long as the
+    * client. Guarded by lock. */
    char **limit_reasons;
    size_t n_limit_reasons;
+   char *client_id; /* as given to paho: what the broker knows this relay as */
    bool clean_next; /* connect with a clean session (after relay_mqtt_clean_session()) */
+   /* The reason code of the broker's DISCONNECT (MQTT 5) for the connection being lost, -1
+    * if none came; paho's connection-lost callback does not carry it. */
+   atomic_int last_disconnect_reason;
+   atomic_bool lost_reported; /* LOST queued for the current connection */
 };
 
 static void
@@ -129,19 +140,61 @@ on_connected(void *context, char *cause)
    if (relay_tls_uri(m->cfg->mqtt_uri)) {
       relay_tls_watch(false);
    }
+   atomic_store(&m->lost_reported, false);
    push(context, RELAY_MQTT_CONNECTED, 0, 0, 0);
+}
+
+/* The connection is gone: said once per connection (see on_disconnect_packet()). */
+static void
+report_lost(relay_mqtt_t *m)
+{
+   if (atomic_exchange(&m->lost_reported, true)) {
+      return;
+   }
+   if (relay_tls_uri(m->cfg->mqtt_uri)) {
+      relay_tls_watch(true); /* paho reconnects by itself: explain its failures */
+   }
+   push(m, RELAY_MQTT_LOST, 0, 0, 0);
+}
+
+/* paho 1.3.12 calls this (MQTT 5 only) when the broker sends DISCONNECT, and then reconnects
+ * without calling on_lost(): this is both the only account of why (0x8E: another client
+ * connected with this client id) and the only news that the connection is gone. */
+static void
+on_disconnect_packet(void *context, MQTTProperties *props, enum MQTTReasonCodes reason)
+{
+   relay_mqtt_t *m = context;
+   const char *text = relay_mqtt_disconnect_text((int)reason);
+   atomic_store(&m->last_disconnect_reason, (int)reason);
+   relay_log(RELAY_LOG_WARNING, "mqtt",
+             "connection lost: the broker disconnected with reason 0x%02X (%s)%s%s%s",
+             (int)reason, text ? text : "not a reason MQTT 5 defines",
+             reason == 0x8E ? ": another client connected with client id '" : "",
+             reason == 0x8E ? m->client_id : "", reason == 0x8E ? "'" : "");
+   report_lost(m);
 }
 
 static void
 on_lost(void *context, char *cause)
 {
    relay_mqtt_t *m = context;
-   relay_log(RELAY_LOG_WARNING, "mqtt", "connection lost%s%s", cause ? ": " : "",
-             cause ? cause : "");
-   if (relay_tls_uri(m->cfg->mqtt_uri)) {
-      relay_tls_watch(true); /* paho reconnects by itself: explain its failures */
+   if (atomic_load(&m->lost_reported)) {
+      return; /* a DISCONNECT said it already */
    }
-   push(context, RELAY_MQTT_LOST, 0, 0, 0);
+   atomic_store(&m->last_disconnect_reason, -1);
+   /* Without a reason: mosquitto 2.0, for one, closes the connection of a client whose id
+    * another client connects with, and MQTT 3.1.1 has no way to say why. */
+   relay_log(RELAY_LOG_WARNING, "mqtt",
+             "connection lost%s%s (the broker gave no reason; it closes the connection this way "
+             "too when another client connects with client id '%s')",
+             cause ? ": " : "", cause ? cause : "", m->client_id);
+   report_lost(m);
+}
+
+int
+relay_mqtt_last_disconnect_reason(relay_mqtt_t *m)
+{
+   return atomic_load(&m->last_disconnect_reason);
 }
 
 static int
@@ -210,12 +263,9 @@ relay_mqtt_packet_size(int mqtt_version, int qos, const relay_mqtt_message_t *ms
    return 1 + varint_size(rest) + rest;
 }
 
-/* The reason for @limit, made once per value (under m->lock). */
-static const char *
-limit_reason(relay_mqtt_t *m, unsigned limit)
+const char *
+relay_mqtt_keep_reason(relay_mqtt_t *m, char *want)
 {
-   char *want = bson_strdup_printf(
-      "message larger than the broker's Maximum Packet Size (%u bytes, from its CONNACK)", limit);
    const char *found = NULL;
    pthread_mutex_lock(&m->lock);
    for (size_t i = 0; i < m->n_limit_reasons && !found; i++) {
@@ -235,6 +285,16 @@ limit_reason(relay_mqtt_t *m, unsigned limit)
    return found;
 }
 
+/* The reason for @limit, made once per value. */
+static const char *
+limit_reason(relay_mqtt_t *m, unsigned limit)
+{
+   return relay_mqtt_keep_reason(
+      m, bson_strdup_printf(
+            "message larger than the broker's Maximum Packet Size (%u bytes, from its CONNACK)",
+            limit));
+}
+
 const char *
 relay_mqtt_check_size(relay_mqtt_t *m, const relay_mqtt_message_t *msg)
 {
@@ -246,54 +306,6 @@ relay_mqtt_check_size(relay_mqtt_t *m, const relay_mqtt_message_t *msg)
    return limit_reason(m, limit);
 }
 
-const char *
-relay_mqtt_connack_text(int mqtt_version, int code, int reason)
-{
-   /* MQTT 5 CONNACK reason codes (paho 1.3.12 reports them in code, with reason 0). */
-   static const struct {
-      int rc;
-      const char *text;
-   } v5[] = {{0x80, "unspecified error"},
-             {0x81, "malformed packet"},
-             {0x82, "protocol error"},
-             {0x83, "implementation specific error"},
-             {0x84, "unsupported protocol version"},
-             {0x85, "client identifier not valid"},
-             {0x86, "bad user name or password"},
-             {0x87, "not authorized"},
-             {0x88, "server unavailable"},
-             {0x89, "server busy"},
-             {0x8A, "banned"},
-             {0x8C, "bad authentication method"},
-             {0x95, "packet too large"},
-             {0x97, "quota exceeded"},
-             {0x99, "payload format invalid"},
-             {0x9A, "retain not supported"},
-             {0x9B, "QoS not supported"},
-             {0x9C, "use another server"},
-             {0x9D, "server moved"},
-             {0x9F, "connection rate exceeded"}};
-   /* MQTT 3.1.1 CONNACK return codes. */
-   static const char *const v3[] = {NULL,
-                                    "unacceptable protocol version",
-                                    "identifier rejected",
-                                    "server unavailable",
-                                    "bad user name or password",
-                                    "not authorized"};
-
-   if (mqtt_version == 5) {
-      int rc = reason >= 0x80 ? reason : code;
-      for (size_t i = 0; i < sizeof v5 / sizeof v5[0]; i++) {
-         if (v5[i].rc == rc) {
-            return v5[i].text;
-         }
-      }
-   } else if (code >= 1 && code <= 5) {
-      return v3[code];
-   }
-   return NULL;
-}
-
 /* The broker's refusal in words ("not authorized"), so an operator does not have to look up
  * CONNACK codes; other failures (network, TLS) keep paho's code and message. */
 static void
@@ -301,9 +313,15 @@ log_connect_failure(const relay_mqtt_t *m, int code, int reason, const char *mes
 {
    const char *refusal = relay_mqtt_connack_text(m->cfg->mqtt_version, code, reason);
    char *tls = relay_tls_take_reason();
-   if (refusal) {
-      relay_log(RELAY_LOG_WARNING, "mqtt", "connect refused by the broker: %s (code %d, reason %d)",
-                refusal, code, reason);
+   if (refusal && m->cfg->mqtt_version == 5) {
+      /* paho 1.3.12 reports an MQTT 5 CONNACK refusal in code (see connack_text). */
+      relay_log(RELAY_LOG_WARNING, "mqtt",
+                "connect as client id '%s' refused by the broker: %s (reason code 0x%02X)",
+                m->client_id, refusal, reason >= 0x80 ? reason : code);
+   } else if (refusal) {
+      relay_log(RELAY_LOG_WARNING, "mqtt",
+                "connect as client id '%s' refused by the broker: %s (return code %d)",
+                m->client_id, refusal, code);
    } else {
       relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d, reason %d%s%s%s%s", code,
                 reason, message ? ": " : "", message ? message : "", tls ? ": " : "",
@@ -347,6 +365,9 @@ relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *e
    int rc;
 
    m->cfg = cfg;
+   m->client_id = bson_strdup(client_id);
+   atomic_init(&m->lost_reported, false);
+   atomic_init(&m->last_disconnect_reason, -1);
    pthread_mutex_init(&m->lock, NULL);
    pthread_cond_init(&m->cond, NULL);
    m->qcap = 1024;
@@ -369,6 +390,12 @@ relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *e
    relay_tls_warn_insecure(cfg);
    MQTTAsync_setCallbacks(m->client, m, on_lost, on_message, NULL);
    MQTTAsync_setConnected(m->client, m, on_connected);
+   if (cfg->mqtt_version == 5) {
+      MQTTAsync_setDisconnected(m->client, m, on_disconnect_packet);
+   }
+   /* The start-up line shows the configured client-id; this is the one the broker sees. */
+   relay_log(RELAY_LOG_INFO, "mqtt", "client id '%s'%s", client_id,
+             cfg->client_id_from_name ? " (from --name and a random suffix)" : "");
    return m;
 }
 
@@ -605,6 +632,7 @@ relay_mqtt_destroy(relay_mqtt_t *m)
    }
    bson_free(m->limit_reasons);
    bson_free(m->queue);
+   bson_free(m->client_id);
    pthread_cond_destroy(&m->cond);
    pthread_mutex_destroy(&m->lock);
    bson_free(m);

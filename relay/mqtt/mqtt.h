@@ -96,6 +96,19 @@ void relay_mqtt_disconnect(relay_mqtt_t *m, int timeout_ms);
  * a CONNACK refusal (e.g. a network error). Pure; thread-safe. */
 const char *relay_mqtt_connack_text(int mqtt_version, int code, int reason);
 
+/* The reason code of an MQTT 5 DISCONNECT sent by the broker in words ("session taken over"
+ * for 0x8E); NULL for a code MQTT 5 does not define for a server's DISCONNECT. Pure;
+ * thread-safe. */
+const char *relay_mqtt_disconnect_text(int reason);
+
+/* Keeps @text (bson_malloc'ed; taken) as a dead-letter reason and returns it, or the same
+ * text kept before (then @text is freed): valid until relay_mqtt_destroy(). Thread-safe. */
+const char *relay_mqtt_keep_reason(relay_mqtt_t *m, char *text);
+
+/* The reason code of the DISCONNECT the broker sent before the connection was last lost
+ * (MQTT 5), or -1 when it sent none (it closed the socket, or MQTT 3.1.1). Thread-safe. */
+int relay_mqtt_last_disconnect_reason(relay_mqtt_t *m);
+
 /* Drops the connection (if any) and stops paho's automatic reconnect; the next
  * relay_mqtt_connect() and every later one start a clean session. paho resends the publishes
  * of a kept session by itself after a reconnect: this is how the relay stops it sending a

@@ -30,15 +30,20 @@ typedef struct {
    relay_str_t type; /* the event type */
 } relay_template_vars_t;
 
-/* Renders an entity id the way topics and "subject" show it: a string as itself, an ObjectId
- * as 24 lowercase hex digits, int32/int64 in decimal, anything else as canonical extended
- * JSON. Returns a bson_malloc'ed string (NUL-terminated; *@len excludes the terminator and
- * counts any NUL bytes inside a string id). */
+/* Renders an entity id the way topics and "subject" show it, never empty: a string as
+ * itself, an ObjectId as 24 lowercase hex digits, anything else (numbers too) as canonical
+ * extended JSON. A string that would read as another rendering (empty, starting with '"',
+ * '{' or '[', or exactly null, true or false) is shown in double quotes with '"' and '\\'
+ * escaped. Distinct ids render differently, except an ObjectId and the string of its 24 hex
+ * digits, kept alike on purpose (writers store hex strings as ids, consumers read them as
+ * ObjectIds). Returns a bson_malloc'ed string (NUL-terminated; *@len excludes the terminator
+ * and counts any NUL bytes inside a string id). */
 char *relay_render_id(const bson_value_t *id, size_t *len);
 
 /* Appends @s to @out with MQTT's reserved characters ('/', '+', '#', NUL), '%' itself, ASCII
- * controls, DEL, C1 controls and invalid UTF-8 replaced by %XX (uppercase hex), so the
- * result is exactly one topic level with no wildcard. */
+ * controls, DEL, C1 controls, invalid UTF-8 and a leading '$' replaced by %XX (uppercase
+ * hex), so the result is exactly one topic level with no wildcard that never starts a
+ * broker's '$' topic. */
 void relay_percent_encode(bson_string_t *out, const char *s, size_t len);
 
 /* Checks a template: placeholders are {db}, {collection}, {id}, {type}; it may not be empty

@@ -30,9 +30,30 @@
  * take a packet drops the connection as soon as it has read it). */
 #define BLAME_WINDOW_MS 10000
 
-static const char *const convicted_reason =
-   "the broker closed the connection each time this message was sent (3 times in a row): "
-   "larger than it accepts? (set max-message-bytes to the broker's limit)";
+/* What is known of why, for the dead letter: the broker's MQTT 5 DISCONNECT reason when it
+ * gave one (issue 29: a '$' topic was dead-lettered as "larger than it accepts?"); otherwise
+ * only that it closed the connection, and what commonly makes a broker do that. */
+static const char *
+convicted_reason(relay_t *r)
+{
+   int code = relay_mqtt_last_disconnect_reason(r->mqtt);
+   const char *text = code >= 0 ? relay_mqtt_disconnect_text(code) : NULL;
+   if (code >= 0) {
+      return relay_mqtt_keep_reason(
+         r->mqtt, bson_strdup_printf("the broker closed the connection each time this message "
+                                     "was sent (%d times in a row), the last time with MQTT 5 "
+                                     "DISCONNECT reason 0x%02X (%s)",
+                                     RELAY_SUSPECT_STRIKES, code, text ? text : "unknown code"));
+   }
+   return relay_mqtt_keep_reason(
+      r->mqtt, bson_strdup_printf("the broker closed the connection each time this message was "
+                                  "sent (%d times in a row) without giving a reason%s: a message "
+                                  "larger than it accepts does this (then set max-message-bytes "
+                                  "to its limit), and so does a topic, payload or permission it "
+                                  "refuses (see the broker's log)",
+                                  RELAY_SUSPECT_STRIKES,
+                                  r->cfg->mqtt_version == 5 ? "" : " (MQTT 3.1.1 has none)"));
+}
 
 static relay_slot_t *
 oldest_inflight(relay_t *r)
@@ -98,7 +119,7 @@ relay_suspect_verdict(relay_t *r, const relay_entity_t *e)
       return NULL;
    }
    forget(r);
-   return convicted_reason;
+   return convicted_reason(r);
 }
 
 void

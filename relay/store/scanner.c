@@ -7,15 +7,26 @@
 #include "store/scanner.h"
 
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 
 #include <outbox/outbox.h>
 
+#include "mqtt/render.h"
 #include "store/store.h"
 #include "util/log.h"
 
+/* Malformed documents already named in the log ("<collection index>:<rendered id>"): each
+ * is named once, not at every scan. Rare, so a short list; past its cap none is named. */
+#define NAMED_MAX 1024
+/* How many malformed documents of a collection a scan reads to name (the same first ones
+ * each time: the gauge counts them all, the log names the first ten). */
+#define NAME_PER_SCAN 10
+
 struct relay_scanner_t {
    const relay_config_t *cfg;
+   char **named; /* the scanner thread's only */
+   size_t n_named;
    relay_metrics_t *metrics;
    mongoc_client_pool_t *pool;
    outbox_collection_t **colls;
@@ -24,6 +35,69 @@ struct relay_scanner_t {
    pthread_cond_t cond; /* signalled to stop */
    bool stop, failing;
 };
+
+static bool
+first_time(relay_scanner_t *s, char *key)
+{
+   for (size_t i = 0; i < s->n_named; i++) {
+      if (!strcmp(s->named[i], key)) {
+         bson_free(key);
+         return false;
+      }
+   }
+   if (s->n_named == NAMED_MAX) {
+      bson_free(key);
+      return false;
+   }
+   s->named = bson_realloc(s->named, (s->n_named + 1) * sizeof *s->named);
+   s->named[s->n_named++] = key;
+   return true;
+}
+
+/* Names the documents of collection @i whose events or dead letters field is not an array,
+ * once each: the scan skips them (liboutbox counts them apart), the relay cannot publish
+ * their events, and only whoever wrote them can fix them. */
+static void
+name_malformed(relay_scanner_t *s, size_t i)
+{
+   const relay_config_t *cfg = s->cfg;
+   mongoc_client_t *client = mongoc_client_pool_pop(s->pool);
+   mongoc_collection_t *coll =
+      mongoc_client_get_collection(client, cfg->database, cfg->collections[i]);
+   char *events0 = bson_strdup_printf("%s.0", cfg->events_field);
+   char *dead0 = bson_strdup_printf("%s.0", cfg->dead_letters_field);
+   bson_t *filter = BCON_NEW(
+      "$or", "[", "{", events0, "{", "$exists", BCON_BOOL(true), "}", cfg->events_field, "{",
+      "$not", "{", "$type", BCON_UTF8("array"), "}", "}", "}", "{", dead0, "{", "$exists",
+      BCON_BOOL(true), "}", cfg->dead_letters_field, "{", "$not", "{", "$type",
+      BCON_UTF8("array"), "}", "}", "}", "]");
+   bson_t *opts = BCON_NEW("projection", "{", "_id", BCON_INT32(1), "}", "limit",
+                           BCON_INT64(NAME_PER_SCAN));
+   mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
+   const bson_t *doc;
+   bson_iter_t it;
+
+   while (mongoc_cursor_next(cursor, &doc)) {
+      size_t len;
+      char *id = bson_iter_init_find(&it, doc, "_id")
+                    ? relay_render_id(bson_iter_value(&it), &len)
+                    : bson_strdup("(no _id)");
+      if (first_time(s, bson_strdup_printf("%zu:%s", i, id))) {
+         relay_log(RELAY_LOG_WARNING, "scanner",
+                   "document %s/%s: its %s or %s field is not an array: its events are not "
+                   "counted and cannot be published (was it written without liboutbox?)",
+                   cfg->collections[i], id, cfg->events_field, cfg->dead_letters_field);
+      }
+      bson_free(id);
+   }
+   mongoc_cursor_destroy(cursor); /* an error here only means no name this time */
+   bson_destroy(opts);
+   bson_destroy(filter);
+   bson_free(events0);
+   bson_free(dead0);
+   mongoc_collection_destroy(coll);
+   mongoc_client_pool_push(s->pool, client);
+}
 
 /* One scan of every collection; logs the first failure of a run of failures. */
 static void
@@ -46,6 +120,10 @@ scan(relay_scanner_t *s)
       relay_series_set(series, RELAY_S_PENDING_EVENTS, i, (double)n.pending_events);
       relay_series_set(series, RELAY_S_DEAD_LETTERS, i, (double)n.dead_letters);
       relay_series_set_oldest(series, i, n.oldest_pending_ms);
+      relay_series_set(series, RELAY_S_MALFORMED_DOCUMENTS, i, (double)n.malformed_documents);
+      if (n.malformed_documents > 0) {
+         name_malformed(s, i);
+      }
    }
    s->failing = !ok;
    if (ok) {
@@ -142,6 +220,10 @@ relay_scanner_destroy(relay_scanner_t *s)
       outbox_collection_destroy(s->colls[i]);
    }
    bson_free(s->colls);
+   for (size_t i = 0; i < s->n_named; i++) {
+      bson_free(s->named[i]);
+   }
+   bson_free(s->named);
    mongoc_client_pool_destroy(s->pool);
    pthread_cond_destroy(&s->cond);
    pthread_mutex_destroy(&s->lock);

@@ -199,6 +199,64 @@ Test(deadletters, counts_pending_and_dead_letters)
    cr_assert_eq(n.newest_dead_letter_ms, 9000);
 }
 
+/* Issue 29, 7: $set: {"events.0": ...} on a document without the array makes an object
+ * with key "0", which the partial index takes; $size failed on it for the whole collection
+ * and every count froze. Such documents are counted apart and the others still counted. */
+Test(deadletters, counts_skip_a_field_that_is_not_an_array)
+{
+   outbox_counts_t n;
+   bson_error_t e;
+
+   create("e-1", three);
+   dead_letter("e-1", 1, "bad", 7000);
+   bson_t *odd = BCON_NEW("_id", "odd", "version", BCON_INT64(1), "eventSeq", BCON_INT64(1),
+                          "events", "{", "0", "{", "seq", BCON_INT64(1), "time",
+                          BCON_DATE_TIME(1000), "}", "}");
+   lt_raw_insert(&t, odd);
+   bson_t *odd_letters = BCON_NEW("_id", "odd-letters", "version", BCON_INT64(1), "eventSeq",
+                                  BCON_INT64(1), "deadLetters", "{", "0", "{", "reason",
+                                  BCON_UTF8("x"), "}", "}");
+   lt_raw_insert(&t, odd_letters);
+   cr_assert(outbox_collection_count_events(t.coll, &n, &e), "%s", e.message);
+   cr_assert_eq(n.pending_documents, 1);
+   cr_assert_eq(n.pending_events, 2);
+   cr_assert_gt(n.oldest_pending_ms, 1000, "the malformed document's time was taken");
+   cr_assert_eq(n.dead_letter_documents, 1);
+   cr_assert_eq(n.dead_letters, 1);
+   cr_assert_eq(n.newest_dead_letter_ms, 7000);
+   cr_assert_eq(n.malformed_documents, 2);
+   bson_destroy(odd);
+   bson_destroy(odd_letters);
+}
+
+/* Issue 29, 10: entityId names one entity, even when it is a document that reads as a query
+ * operator; so do requeue and discard. */
+Test(deadletters, entity_id_is_matched_exactly)
+{
+   bson_t *ne = BCON_NEW("entityId", "{", "$ne", BCON_NULL, "}");
+   bson_t *one_id = BCON_NEW("entityId", BCON_UTF8("e-1"));
+   create("e-1", three);
+   create("e-2", one);
+   cr_assert_eq(list(OUTBOX_PLACE_PENDING, ne, NULL), 0);
+   cr_assert_eq(list(OUTBOX_PLACE_PENDING, one_id, NULL), 3);
+   dead_letter("e-1", 1, "bad", 7000);
+   bson_t *ne_doc = BCON_NEW("$ne", BCON_NULL);
+   bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
+   v.value.v_doc.data = (uint8_t *)bson_get_data(ne_doc);
+   v.value.v_doc.data_len = ne_doc->len;
+   char event_id[64];
+   cr_assert_eq(list(OUTBOX_PLACE_DEAD_LETTER, NULL, event_id), 1);
+   bson_error_t e;
+   cr_assert_not(outbox_collection_discard_dead_letter(t.coll, &v, event_id, "me", "why", &e));
+   cr_assert_eq(e.code, OUTBOX_ERROR_NOT_FOUND, "%s", e.message);
+   cr_assert_not(outbox_collection_requeue_dead_letter(t.coll, &v, event_id, "me", &e));
+   cr_assert_eq(e.code, OUTBOX_ERROR_NOT_FOUND, "%s", e.message);
+   cr_assert_eq(list(OUTBOX_PLACE_DEAD_LETTER, NULL, NULL), 1);
+   bson_destroy(ne_doc);
+   bson_destroy(ne);
+   bson_destroy(one_id);
+}
+
 Test(deadletters, discard_keeps_an_audit_record)
 {
    bson_value_t id = lt_str_id("e-1");

@@ -126,7 +126,9 @@ typedef struct {
    int64_t dead_letter_documents; /* documents with dead letters */
    int64_t dead_letters;         /* dead letters in them */
    int64_t newest_dead_letter_ms; /* when the last dead letter was made, 0 when none */
-   int64_t reserved[8];
+   int64_t malformed_documents;  /* documents whose events or dead letters field is not an
+                                  * array (written without liboutbox): not counted above */
+   int64_t reserved[7];
 } outbox_counts_t;
 
 /* Counts pending events and dead letters with two aggregations over the partial indexes

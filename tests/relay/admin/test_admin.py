@@ -326,10 +326,93 @@ def test_status_of_a_running_group():
             check(r.stop() == 0, "relay exit status")
 
 
+def test_text_output_escapes_controls():
+    """Issue 29, 9: an event type or reason holding terminal controls (OSC title, clear
+    screen, CR LF, a tab) is printed escaped as the relay's log does: no raw control reaches
+    the terminal, and it adds neither a row nor a column."""
+    db, cname = names("escape")
+    coll = client[db][cname]
+    ents = Entities(coll)
+    evil = "\x1b]0;pwned\x07\x1b[2J\r\nfake\trow\u009b"
+    ents.create("e\x1b[1m", events=[event(1, evil), event(2, evil)])
+    dead_letter(coll, "e\x1b[1m", 2, "why\x1b[31m\nforged\tcol")
+    outs = {}
+    for args in (["pending"], ["dead-letters"], ["requeue", "--all", "--dry-run"]):
+        rc, out, err = admin(db, cname, *args)
+        check(rc == 0, (args, rc, err))
+        check(not any(c in out for c in "\x1b\x07\r\u009b"), "raw control in %s: %r" % (args, out))
+        outs[args[0]] = out
+    for name, rows in (("pending", 2), ("dead-letters", 2), ("requeue", 1)):
+        lines = outs[name].splitlines()
+        check(len(lines) == rows, "%s: %d lines: %r" % (name, len(lines), outs[name]))
+        header_cols = 7 if name == "pending" else 10
+        check(len(lines[-1].split("\t")) == header_cols + (1 if name == "requeue" else 0),
+              "%s: columns %r" % (name, lines[-1]))
+    shown = "\\x1b]0;pwned\\x07\\x1b[2J\\r\\nfake\\trow\\xc2\\x9b"
+    check(shown in outs["pending"] and "e\\x1b[1m\t" in outs["pending"], outs["pending"])
+    check("why\\x1b[31m\\nforged\\tcol" in outs["dead-letters"], outs["dead-letters"])
+
+
+def test_id_json_is_one_entity():
+    """Issue 29, 10: --id-json names one entity. A query operator matched every entity (so
+    `discard --id-json '{"$ne": null}'` discarded everything, past the "a filter or --all"
+    rule; $where exited 70): refused with 64, nothing changed."""
+    db, cname = names("idjson")
+    coll = client[db][cname]
+    ents = Entities(coll)
+    for eid in ("a", "b"):
+        ents.create(eid, events=[event(1)])
+        dead_letter(coll, eid, 1, "r")
+    for value, op in (('{"$ne": null}', "$ne"), ('{"$where": "1"}', "$where"),
+                      ('{"$gt": ""}', "$gt")):
+        rc, _, err = admin(db, cname, "discard", "--id-json", value, "--reason", "x")
+        check(rc == 64 and "holds the query operator '%s', not an entity id" % op in err,
+              (value, rc, err))
+    rc, _, err = admin(db, cname, "pending", "--id-json", '["a"]')
+    check(rc == 64 and "is an array" in err, (rc, err))
+    check(all(len(d.get("deadLetters", [])) == 1 for d in coll.find()), "something discarded")
+    rc, out, err = admin(db, cname, "dead-letters", "--json", "--id-json", '"a"')
+    check(rc == 0 and [r["entity"] for r in json_lines(out)] == ["a"], (rc, out, err))
+
+
+def test_arguments_mean_what_they_say():
+    """Issue 29, 11: --max-age 0 means no pending event at all; an overflowing --limit is
+    refused; an --id-json parse error names the option and quotes what was typed; ensure-schema
+    on a view is a configuration error (78), not a usage error. Issue 29, 7: a document whose
+    events field is not an array is reported with 65, the others still counted."""
+    db, cname = names("args")
+    coll = client[db][cname]
+    Entities(coll).create("a", events=[event(1)])
+    rc, _, err = admin(db, cname, "status", "--max-age", "0")
+    check(rc == 1 and "--max-age 0.0 s" in err, (rc, err))
+    rc, _, err = admin(db, cname, "status", "--max-age", "1h")
+    check(rc == 0, (rc, err))
+    rc, _, err = admin(db, cname, "pending", "--limit", "99999999999999999999")
+    check(rc == 64 and "--limit: expected a number from 1 to 9223372036854775807, got "
+          "'99999999999999999999'" in err, (rc, err))
+    rc, _, err = admin(db, cname, "pending", "--id-json", '{"a": 1')
+    check(rc == 64 and "--id-json: '{\"a\": 1' is not one JSON value" in err, (rc, err))
+    rc, _, err = admin(db, cname, "pending", "--id-json", '1, "w": 2')
+    check(rc == 64 and "is not one JSON value" in err, (rc, err))
+    client[db].command("create", "a_view", viewOn=cname, pipeline=[])
+    rc, _, err = admin(db, "a_view", "ensure-schema")
+    check(rc == 78 and "is a view" in err, (rc, err))
+    rc, _, err = admin(db, "a_view", "ensure-schema", "--validation-action", "shout")
+    check(rc == 64, (rc, err))
+
+    coll.insert_one({"_id": "odd", "version": Int64(1), "eventSeq": Int64(1),
+                     "events": {"0": event(1)}})
+    rc, out, err = admin(db, cname, "status", "--json")
+    check(rc == 65 and "1 document breaks the stored contract" in err, (rc, err))
+    row = json.loads(out)["collections"][0]
+    check(row["pendingEvents"] == 1 and row["malformedDocuments"] == 1, row)
+
+
 TESTS = [test_status_counts_relays_and_max_age, test_listing_filters,
          test_discard_keeps_an_audit_record, test_errors_and_config_file,
          test_ensure_schema_and_requeue_under_it, test_requeue_reaches_a_subscriber,
-         test_status_of_a_running_group]
+         test_status_of_a_running_group, test_text_output_escapes_controls,
+         test_id_json_is_one_entity, test_arguments_mean_what_they_say]
 
 
 def main():

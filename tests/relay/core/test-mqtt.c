@@ -38,6 +38,17 @@ Test(connack, other_failures_are_not_refusals)
 
 /* The size of a PUBLISH packet, checked against what mosquitto counts for max_packet_size
  * (remaining length + 1 + the length bytes). */
+/* Issue 29, 14: the broker's DISCONNECT reason in words. */
+Test(disconnect, reasons_in_words)
+{
+   cr_assert_str_eq(relay_mqtt_disconnect_text(0x8E), "session taken over");
+   cr_assert_str_eq(relay_mqtt_disconnect_text(0x90), "topic name invalid");
+   cr_assert_str_eq(relay_mqtt_disconnect_text(0x95), "packet too large");
+   cr_assert_str_eq(relay_mqtt_disconnect_text(0x00), "normal disconnection");
+   cr_assert_null(relay_mqtt_disconnect_text(0x84)); /* CONNACK only */
+   cr_assert_null(relay_mqtt_disconnect_text(0x8C));
+}
+
 Test(packet, size_of_publish)
 {
    static const char payload[200000] = {0};

@@ -51,6 +51,7 @@ Test(render, id_string_oid_ints)
    cr_assert_str_eq(s, "5f2b6c0e9d3e4a1b2c3d4e5f");
    bson_free(s);
 
+   /* Integers render in decimal (the string "-42" is quoted instead: issue 29). */
    v.value_type = BSON_TYPE_INT32;
    v.value.v_int32 = -42;
    s = relay_render_id(&v, &len);
@@ -62,6 +63,120 @@ Test(render, id_string_oid_ints)
    s = relay_render_id(&v, &len);
    cr_assert_str_eq(s, "9007199254740993");
    bson_free(s);
+}
+
+static char *
+render_json_id(const char *json, size_t *len)
+{
+   char *doc_json = bson_strdup_printf("{\"v\": %s}", json);
+   bson_error_t error;
+   bson_t *doc = bson_new_from_json((const uint8_t *)doc_json, -1, &error);
+   bson_iter_t it;
+   cr_assert_not_null(doc, "%s: %s", json, error.message);
+   cr_assert(bson_iter_init_find(&it, doc, "v"));
+   char *out = relay_render_id(bson_iter_value(&it), len);
+   bson_destroy(doc);
+   bson_free(doc_json);
+   return out;
+}
+
+/* Issue 29, 8: ids that MongoDB keeps apart get different topic levels and subjects, and
+ * none is empty; strings and ObjectIds stay as they were. The one pair kept alike on
+ * purpose, an ObjectId and the string of its hex digits, is checked on its own below. */
+Test(render, id_rendering_is_injective_and_never_empty)
+{
+   static const struct {
+      const char *json, *rendered;
+   } ids[] = {
+      {"null", "null"},
+      {"\"null\"", "\"null\""},
+      {"true", "true"},
+      {"\"true\"", "\"true\""},
+      {"false", "false"},
+      {"\"false\"", "\"false\""},
+      {"5", "5"},
+      {"\"5\"", "\"5\""},
+      {"{\"$numberLong\": \"-6\"}", "-6"},
+      {"\"-6\"", "\"-6\""},
+      {"5.5", "{ \"$numberDouble\" : \"5.5\" }"},
+      {"\"5.5\"", "5.5"},
+      {"\"-\"", "-"},
+      {"\"5a\"", "5a"},
+      {"\"\"", "\"\""},
+      {"\"\\\"\"", "\"\\\"\""}, /* the string " */
+      {"\"\\\"\\\"\"", "\"\\\"\\\"\""}, /* the string "" */
+      {"{\"$oid\": \"5f2b6c0e9d3e4a1b2c3d4e5f\"}", "5f2b6c0e9d3e4a1b2c3d4e5f"},
+      {"\"5F2B6C0E9D3E4A1B2C3D4E5F\"", "5F2B6C0E9D3E4A1B2C3D4E5F"},
+      {"{\"a\": 1}", "{ \"a\" : { \"$numberInt\" : \"1\" } }"},
+      {"\"{ \\\"a\\\" : { \\\"$numberInt\\\" : \\\"1\\\" } }\"",
+       "\"{ \\\"a\\\" : { \\\"$numberInt\\\" : \\\"1\\\" } }\""},
+      {"[1]", "[ { \"$numberInt\" : \"1\" } ]"},
+      {"\"[1]\"", "\"[1]\""},
+      {"\"order-17\"", "order-17"},
+      {"\"nullable\"", "nullable"},
+   };
+   size_t n = sizeof ids / sizeof ids[0];
+   char *seen[sizeof ids / sizeof ids[0]];
+   for (size_t i = 0; i < n; i++) {
+      size_t len;
+      seen[i] = render_json_id(ids[i].json, &len);
+      cr_assert_str_eq(seen[i], ids[i].rendered, "id %s", ids[i].json);
+      cr_assert_eq(len, strlen(ids[i].rendered));
+      cr_assert_gt(len, 0, "id %s renders as nothing", ids[i].json);
+      for (size_t j = 0; j < i; j++) {
+         cr_assert_str_neq(seen[i], seen[j], "%s and %s render alike", ids[i].json, ids[j].json);
+      }
+   }
+   for (size_t i = 0; i < n; i++) {
+      bson_free(seen[i]);
+   }
+}
+
+/* libbson's JSON writer gives up on invalid UTF-8 inside a document id: the id rendered as
+ * nothing (an empty topic level and subject). Now as its BSON bytes in hex. */
+Test(render, document_id_with_invalid_utf8_is_not_empty)
+{
+   bson_t inner = BSON_INITIALIZER;
+   bson_append_utf8(&inner, "a", 1, "x\xff", 2);
+   bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
+   v.value.v_doc.data = (uint8_t *)bson_get_data(&inner);
+   v.value.v_doc.data_len = inner.len;
+   size_t len;
+   char *s = relay_render_id(&v, &len);
+   cr_assert_str_eq(s, "{ \"$bsonHex\" : \"0376000f0000000261000300000078ff0000\" }");
+   cr_assert_eq(len, strlen(s));
+   bson_free(s);
+   bson_destroy(&inner);
+}
+
+/* Writers store an ObjectId's hex as a string id and consumers read the subject back as an
+ * ObjectId (the Python writer and the C consumer of examples/ do): both render alike. */
+Test(render, hex_string_id_renders_as_its_object_id)
+{
+   size_t a_len, b_len;
+   char *a = render_json_id("{\"$oid\": \"5f2b6c0e9d3e4a1b2c3d4e5f\"}", &a_len);
+   char *b = render_json_id("\"5f2b6c0e9d3e4a1b2c3d4e5f\"", &b_len);
+   cr_assert_str_eq(a, "5f2b6c0e9d3e4a1b2c3d4e5f");
+   cr_assert_str_eq(b, a);
+   bson_free(a);
+   bson_free(b);
+}
+
+/* Issue 29, 12: with --topic '{id}', an id starting with '$' would make a broker's topic. */
+Test(render, leading_dollar_is_encoded)
+{
+   char *s = encode("$SYS/x", 6);
+   cr_assert_str_eq(s, "%24SYS%2Fx");
+   bson_free(s);
+   s = encode("a$b", 3);
+   cr_assert_str_eq(s, "a$b");
+   bson_free(s);
+   bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+   v.value.v_utf8.str = (char *)"$x";
+   v.value.v_utf8.len = 2;
+   char *topic = topic_for(&v, "{id}");
+   cr_assert_str_eq(topic, "%24x");
+   bson_free(topic);
 }
 
 Test(render, id_other_types_as_canonical_json)
@@ -142,10 +257,11 @@ Test(render, template_placeholders)
 {
    bson_value_t v;
    char *topic;
-   v.value_type = BSON_TYPE_INT32;
-   v.value.v_int32 = 7;
+   v.value_type = BSON_TYPE_UTF8;
+   v.value.v_utf8.str = "c7";
+   v.value.v_utf8.len = 2;
    topic = topic_for(&v, "{db}/{collection}/{type}/{id}");
-   cr_assert_str_eq(topic, "db/things/a.b/7");
+   cr_assert_str_eq(topic, "db/things/a.b/c7");
    bson_free(topic);
 }
 

@@ -99,7 +99,8 @@ def test_max_packet_size_mqtt311():
     meanwhile."""
     relay, reconnects = big_event_scenario(
         "maxpkt311", "max_packet_size 65536\n", 4,
-        expect_reason="the broker closed the connection each time this message was sent")
+        expect_reason="the broker closed the connection each time this message was sent (3 "
+                      "times in a row) without giving a reason (MQTT 3.1.1 has none)")
     text = relay.log_text()
     check(reconnects >= 2, "only %s reconnects before the dead letter" % reconnects)
     check("reconnecting with a clean session" in text, "no clean session after the verdict")
@@ -119,6 +120,122 @@ def test_message_size_limit_mqtt311_needs_max_message_bytes():
     big_event_scenario("msglim311", "message_size_limit 65536\n", 4,
                        extra=["--max-message-bytes", "65536"],
                        expect_reason="larger than max-message-bytes")
+
+
+class DisconnectingBroker:
+    """Just enough of an MQTT 5 broker: accepts each CONNECT, then after a second sends
+    DISCONNECT with @reason (as a broker does to the older of two clients with one client
+    id: 0x8E, session taken over) and closes. mosquitto 2.0.11 closes such a connection
+    without a DISCONNECT, so it cannot show this."""
+
+    def __init__(self, reason, on_publish=False):
+        import socket
+        import threading
+        self.reason = reason
+        self.on_publish = on_publish  # wait for a PUBLISH (0x3X) instead of a second
+        self.connects = 0
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen()
+        self.uri = "tcp://127.0.0.1:%d" % self.srv.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import threading
+        while True:
+            try:
+                conn, _ = self.srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        try:
+            conn.recv(65536)                                  # CONNECT
+            conn.sendall(bytes([0x20, 3, 0, 0, 0]))           # CONNACK, success, no properties
+            self.connects += 1
+            if self.on_publish:
+                while (conn.recv(1) or b"\x30")[0] >> 4 != 3:  # skip to a PUBLISH
+                    pass
+            else:
+                time.sleep(1)
+            conn.sendall(bytes([0xE0, 2, self.reason, 0]))    # DISCONNECT, reason, no properties
+            time.sleep(0.3)
+        except OSError:
+            pass
+        conn.close()
+
+    def close(self):
+        self.srv.close()
+
+
+def test_client_id_collision_names_the_reason():
+    """A broker's MQTT 5 DISCONNECT reason is logged with the client id (issue 29, 14), and
+    the relay takes the connection for lost (paho 1.3.12 calls no connection-lost callback
+    after a DISCONNECT) and connects again. With mosquitto, which closes the older connection
+    of a client id without a reason, the log names the client id as a likely cause. The
+    start-up names the client id really used (one made from --name has a random suffix)."""
+    dbname, cname, rname = names("clientid")
+    fake = DisconnectingBroker(0x8E)
+    broker = Broker("clientid")
+    relay = named = thief = None
+    try:
+        cid = "cid-%s" % RUN
+        relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--client-id", cid],
+                      mqtt_uri=fake.uri)
+        check(relay.wait_log("connection lost: the broker disconnected with reason 0x8E "
+                             "(session taken over): another client connected with client id "
+                             "'%s'" % cid), "no reason in the log:\n" + relay.log_text()[-2000:])
+        check(wait_until(lambda: fake.connects >= 2, 15), "the relay did not connect again")
+        check("client id '%s'\n" % cid in relay.log_text(), "client id not logged")
+        relay.stop()
+
+        relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--client-id", cid],
+                      mqtt_uri=broker.uri)
+        check(relay.wait_log("connected to"), "relay did not connect:\n" + relay.log_text()[-2000:])
+        thief = Subscriber("nothing/#", client_id=cid, uri=broker.uri)
+        check(relay.wait_log("(the broker gave no reason; it closes the connection this way too "
+                             "when another client connects with client id '%s')" % cid),
+              "no hint in the log:\n" + relay.log_text()[-2000:])
+        named = Relay(RELAY_BIN, dbname, [cname], rname + "-n", mqtt_uri=broker.uri)
+        check(named.wait_log("connected to"), "second relay did not connect")
+        import re
+        check(re.search(r"client id '%s-n-[0-9a-f]{8}' \(from --name" % re.escape(rname),
+                        named.log_text()), "suffixed client id not logged:\n" +
+              named.log_text()[-2000:])
+    finally:
+        if thief:
+            thief.close()
+        for r in (relay, named):
+            if r:
+                r.stop()
+        broker.close()
+        fake.close()
+
+
+def test_dead_letter_reason_names_the_disconnect_reason():
+    """Issue 29, 12: a broker that disconnects with an MQTT 5 reason on every publish of one
+    message (here 0x90, topic name invalid, as a broker answers a '$' topic) gets it
+    dead-lettered with that reason, not with a guess at its size."""
+    dbname, cname, rname = names("discreason")
+    coll = client[dbname][cname]
+    fake = DisconnectingBroker(0x90, on_publish=True)
+    relay = None
+    try:
+        coll.insert_one({"_id": "x", "version": Int64(1), "eventSeq": Int64(1),
+                         "events": [event(1)]})
+        relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--reconnect-max-ms", "1000"],
+                      mqtt_uri=fake.uri)
+        check(wait_until(lambda: coll.find_one({"_id": "x"}).get("deadLetters"), 40),
+              "not dead-lettered; log:\n" + relay.log_text()[-3000:])
+        reason = coll.find_one({"_id": "x"})["deadLetters"][0]["reason"]
+        check(reason == "the broker closed the connection each time this message was sent (3 "
+              "times in a row), the last time with MQTT 5 DISCONNECT reason 0x90 (topic name "
+              "invalid)", reason)
+    finally:
+        if relay:
+            relay.stop()
+        fake.close()
 
 
 # --- TLS -----------------------------------------------------------------------------------
@@ -199,7 +316,8 @@ def test_tls_failures_name_the_reason():
           "a warning on a verified connection")
 
 
-TESTS = [test_max_packet_size_mqtt5, test_max_packet_size_mqtt311, test_message_size_limit_mqtt5,
+TESTS = [test_client_id_collision_names_the_reason,
+         test_dead_letter_reason_names_the_disconnect_reason, test_max_packet_size_mqtt5, test_max_packet_size_mqtt311, test_message_size_limit_mqtt5,
          test_message_size_limit_mqtt311_needs_max_message_bytes,
          test_tls_failures_name_the_reason]
 

@@ -157,7 +157,57 @@ def test_swept_events_show_their_age():
         relay.stop()
 
 
-TESTS = [test_stream_path, test_sweep_path, test_swept_events_show_their_age]
+def labelled(port, name):
+    """{collection: value} of a per-collection gauge on a relay's /metrics."""
+    try:
+        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.decode().splitlines():
+        if line.startswith(name + "{"):
+            out[line.split('collection="')[1].split('"')[0]] = float(line.split()[-1])
+    return out
+
+
+def test_scan_skips_an_events_field_that_is_not_an_array():
+    """Issue 29, 7: $set: {"events.0": ...} on a document without the array makes an object,
+    which the partial index takes; the scanner's $size then failed for the whole collection,
+    for good, and its gauges froze. Now such a document is counted apart (a gauge), named
+    once in the log, and the others are still counted."""
+    import datetime
+    dbname, cname, rname = names("notarray")
+    coll = client[dbname][cname]
+    old = event(1)
+    old["time"] = datetime.datetime.utcnow() - datetime.timedelta(hours=5)
+    coll.insert_one({"_id": "fine", "version": Int64(1), "eventSeq": Int64(1), "events": [old]})
+    coll.insert_one({"_id": "odd", "version": Int64(1), "eventSeq": Int64(1),
+                     "events": {"0": event(1)}})
+    port = free_port()
+    relay = Relay(RELAY_BIN, dbname, [cname], rname,
+                  ["--metrics-listen", "127.0.0.1:%d" % port, "--pending-scan-interval-ms", "300"],
+                  mqtt_uri="tcp://127.0.0.1:%d" % free_port())
+    try:
+        check(wait_until(lambda: labelled(port, "outbox_relay_stored_malformed_documents")
+                         .get(cname) == 1, 20),
+              "malformed gauge %s; log:\n%s" % (
+                  labelled(port, "outbox_relay_stored_malformed_documents"),
+                  relay.log_text()[-2000:]))
+        check(labelled(port, "outbox_relay_stored_pending_events").get(cname) == 1,
+              "pending gauge %s" % labelled(port, "outbox_relay_stored_pending_events"))
+        check(wait_until(lambda: (pending_age(port) or 0) > 4 * 3600, 10),
+              "pending-age gauge %s while a 5 h old event waits" % pending_age(port))
+        time.sleep(1)  # a few more scans
+        text = relay.log_text()
+        named = "document %s/odd: its events or deadLetters field is not an array" % cname
+        check(text.count(named) == 1, "named %d times:\n%s" % (text.count(named), text[-2000:]))
+        check("counting the pending events" not in text, "the scan failed:\n" + text[-2000:])
+    finally:
+        relay.stop()
+
+
+TESTS = [test_stream_path, test_sweep_path, test_swept_events_show_their_age,
+         test_scan_skips_an_events_field_that_is_not_an_array]
 
 
 def main():

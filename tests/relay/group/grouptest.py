@@ -7,6 +7,7 @@ independent implementation, to check which partition an entity is in)."""
 
 import hashlib
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -267,12 +268,17 @@ class Load:
 
 
 def key_of(eid):
-    """The entity as the relay renders it in `subject` (string, int, ObjectId hex, or the
-    canonical extended JSON of anything else)."""
+    """The entity as the relay renders it in `subject`: a string as itself (in double quotes
+    if it would read as another id's rendering), ObjectId hex, or the canonical extended JSON
+    of anything else, as libbson writes it (integers in decimal)."""
     if isinstance(eid, str):
+        ambiguous = (eid == "" or eid[0] in "\"{[" or eid in ("null", "true", "false")
+                     or re.fullmatch(r"-?[0-9]+", eid) is not None)
+        if ambiguous:
+            return '"%s"' % eid.replace("\\", "\\\\").replace('"', '\\"')
         return eid
-    if isinstance(eid, (int, Int64)) and not isinstance(eid, bool):
-        return str(int(eid))
+    if isinstance(eid, int) and not isinstance(eid, bool):  # Int64 too
+        return "%d" % int(eid)
     if isinstance(eid, bson.ObjectId):
         return str(eid)
     return None

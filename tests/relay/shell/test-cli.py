@@ -65,6 +65,12 @@ def test_help():
     for var in ("OUTBOX_MONGODB_URI", "OUTBOX_MQTT_PASSWORD_FILE", "OUTBOX_COLLECTIONS"):
         check("--help names " + var, var in r.stdout)
     check("-h is --help", run(["-h"]).stdout == r.stdout)
+    # Issue 29, 14: a client id made from the name is not the name itself.
+    check("--check-config shows the client id's random suffix",
+          re.search(r"^client-id += \S+-<8 random hex digits per process>$", dump, re.M), dump)
+    dump = run(REQUIRED + ["--check-config", "--client-id", "mine"]).stdout
+    check("--check-config shows a given client id as it is",
+          re.search(r"^client-id += mine$", dump, re.M), dump)
 
 
 def test_docs():
@@ -309,10 +315,20 @@ def test_daemon_exits():
     check("metrics port in use is explained",
           "cannot listen on '127.0.0.1:%d'" % port in r.stderr, r.stderr[-300:])
 
-    r = run(DOWN + ["--log-file", "/nonexistent/dir/relay.log"])
+    # A missing directory is a configuration error found by --check-config (issue 29, 13);
+    # a file that cannot be opened in an existing directory is found at start.
+    for extra in ([], ["--check-config"]):
+        r = run(DOWN + ["--log-file", "/nonexistent/dir/relay.log"] + extra)
+        check("log file in a missing directory exits 78 %s" % extra, r.returncode == 78,
+              r.returncode)
+        check("log file in a missing directory is explained %s" % extra,
+              r.stderr == "outbox-relay: log-file: '/nonexistent/dir/relay.log' cannot be "
+              "created: '/nonexistent/dir': No such file or directory\n", repr(r.stderr))
+    with tempfile.TemporaryDirectory() as d:
+        r = run(DOWN + ["--log-file", d])
     check("unopenable log file exits 73", r.returncode == 73, r.returncode)
     check("unopenable log file is explained", r.stderr == "outbox-relay: cannot open log file "
-          "'/nonexistent/dir/relay.log': No such file or directory\n", repr(r.stderr))
+          "'%s': Is a directory\n" % d, repr(r.stderr))
 
 
 def is_json(line):

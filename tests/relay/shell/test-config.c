@@ -414,6 +414,39 @@ static const bad_case_t config_bad_values_cases[] = {
     "max-buffered-events (10) is less than inflight-window (11)"},
    {{"--events-field", "version"}, RELAY_CONFIG_INVALID,
     "version-field and events-field are both 'version': they must differ"},
+   /* Issue 29, 13: what paho accepted and then got wrong. */
+   {{"--mqtt-uri", "tcp://127.0.0.1:99999"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: 'tcp://127.0.0.1:99999' has a port above 65535"},
+   {{"--mqtt-uri", "tcp://127.0.0.1:0"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: 'tcp://127.0.0.1:0' has port 0"},
+   {{"--mqtt-uri", "tcp://h:1x"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: 'tcp://h:1x' has a port that is not a number"},
+   {{"--mqtt-uri", "tcp://h:"}, RELAY_CONFIG_USAGE_ERROR, "--mqtt-uri: 'tcp://h:' has an empty port"},
+   {{"--mqtt-uri", "tcp://[::1"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: 'tcp://[::1' has a '[' without ']'"},
+   {{"--mqtt-uri", "tcp://[::1]x"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: 'tcp://[::1]x' has text after the host that is not ':PORT'"},
+   {{"--mqtt-uri", "tcp://::1:1883"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, got "
+    "'tcp://::1:1883'"},
+   {{"--mqtt-uri", "tcp://fe80::1:1883"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: 'tcp://fe80::1:1883' has an IPv6 address without brackets (write [::1]:1883)"},
+   {{"--mqtt-uri", "tcp://host:1883/path"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: 'tcp://host:1883/path' has a path, query or fragment, which MQTT over TCP has "
+    "no use for"},
+   {{"--mqtt-uri", "mqtt://host?x=1"}, RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: 'mqtt://host?x=1' has a path, query or fragment, which MQTT over TCP has no "
+    "use for"},
+   /* Issue 29, 12: brokers keep '$' topics for themselves and drop a publisher. */
+   {{"--topic", "$SYS/{id}"}, RELAY_CONFIG_INVALID,
+    "topic: '$SYS/{id}' starts with '$', which brokers reserve for their own topics ($SYS/...) "
+    "and refuse publishes to"},
+   /* Issue 29, 13: found by --check-config, not at start (exit 73). */
+   {{"--log-file", "/nonexistent-outbox-dir/relay.log"}, RELAY_CONFIG_INVALID,
+    "log-file: '/nonexistent-outbox-dir/relay.log' cannot be created: '/nonexistent-outbox-dir': "
+    "No such file or directory"},
+   {{"--log-file", "/etc/hostname/relay.log"}, RELAY_CONFIG_INVALID,
+    "log-file: '/etc/hostname/relay.log' cannot be created: '/etc/hostname': not a directory"},
 };
 
 TEST_CASE_INDEXES(config, bad_values, config_bad_values_cases)
@@ -429,6 +462,46 @@ ParameterizedTest(size_t *idx_p, config, bad_values)
    args[n] = NULL;
    cr_assert_eq(test_load(&cfg, &error, args), c->action, "%s", error.message);
    cr_assert_str_eq(error.message, c->message);
+}
+
+/* Issue 29, 13: MQTT encodes a client id with a 16-bit length; the broker's 23-byte minimum
+ * is no limit. */
+Test(config, client_id_length)
+{
+   char *id = bson_malloc(70001);
+   memset(id, 'c', 70000);
+   id[70000] = '\0';
+   const char *args[16] = {TEST_REQUIRED, "--client-id", id, NULL};
+   cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_INVALID);
+   cr_assert_str_eq(error.message,
+                    "client-id is 70000 bytes long: MQTT allows at most 65535 bytes in a client id");
+   id[65535] = '\0';
+   cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
+   /* From --name, the client id gets "-" and 8 hex digits. */
+   id[65530] = '\0';
+   const char *named[16] = {TEST_REQUIRED, "--name", id, NULL};
+   relay_config_action_t action = test_load(&cfg, &error, named);
+   if (action != RELAY_CONFIG_RUN) {
+      cr_assert_str_eq(error.message, "name is 65530 bytes long (the client id adds 9): MQTT "
+                                      "allows at most 65535 bytes in a client id");
+   } else {
+      cr_assert_fail("a 65530-byte name makes a 65539-byte client id and was accepted");
+   }
+   id[65526] = '\0';
+   cr_assert_eq(test_load(&cfg, &error, named), RELAY_CONFIG_RUN, "%s", error.message);
+   bson_free(id);
+}
+
+/* Issue 29, 13: addresses paho takes as they are. */
+Test(config, mqtt_uri_good_addresses)
+{
+   const char *good[] = {"tcp://[::1]:1883", "tcp://[::1]", "tcp://h", "tcp://h:65535",
+                         "tcp://h:1883/", "ws://h:8080/mqtt", "wss://h/mqtt?x=1", NULL};
+   for (size_t i = 0; good[i]; i++) {
+      const char *args[16] = {TEST_REQUIRED, "--mqtt-uri", good[i], NULL};
+      cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s: %s", good[i],
+                   error.message);
+   }
 }
 
 Test(config, missing_required_names_each)
