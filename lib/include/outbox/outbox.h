@@ -541,5 +541,6 @@ OUTBOX_END_DECLS
 /* The consumer side, so that one include gives the whole API. outbox/inbox.h includes this
  * header in turn; the include guards make either order work. */
 #include "outbox/inbox.h"
+#include "outbox/trace.h"
 
 #endif /* OUTBOX_H */
