@@ -44,6 +44,9 @@ static const metric_desc_t counter_descs[RELAY_M_COUNTER_COUNT_] = {
    {"outbox_relay_lease_losses_total",
     "Partition leases this member lost (expired and taken by another member)."},
    {"outbox_relay_lease_handoffs_total", "Partition leases this member handed to another."},
+   {"outbox_relay_headers_dropped_total",
+    "Stored event headers left out of messages (not strings, reserved or invalid names, too "
+    "large); the log names the reason."},
 };
 
 static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {

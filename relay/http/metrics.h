@@ -32,6 +32,7 @@ typedef enum {
    RELAY_M_LEASE_ACQUISITIONS, /* outbox_relay_lease_acquisitions_total */
    RELAY_M_LEASE_LOSSES,      /* outbox_relay_lease_losses_total: taken by another member */
    RELAY_M_LEASE_HANDOFFS,    /* outbox_relay_lease_handoffs_total: handed to another member */
+   RELAY_M_HEADERS_DROPPED,   /* outbox_relay_headers_dropped_total: left out of messages */
    RELAY_M_COUNTER_COUNT_,
 } relay_counter_t;
 

@@ -14,6 +14,7 @@
 
 #include <bson/bson.h>
 
+#include "mqtt/headers.h"
 #include "stream/event.h"
 
 /* A string that may contain NUL bytes (entity ids can). */
@@ -67,15 +68,17 @@ void relay_format_time(int64_t ms, char *buf, size_t size);
 
 /* Builds the structured-mode CloudEvents 1.0 JSON for @ev: specversion, id, source, type,
  * subject (@subject: the rendered entity id), time (if the event has one), datacontenttype
- * "application/json", the "seq" extension attribute and data as relaxed extended JSON.
- * Returns a bson_malloc'ed string; *@len is its length. */
+ * "application/json", the "seq" extension attribute, the headers of @headers (may be NULL)
+ * that are extension attributes (relay_headers_read(); traceparent and tracestate among them)
+ * and data as relaxed extended JSON. Returns a bson_malloc'ed string; *@len is its length. */
 char *relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
-                            size_t *len);
+                            const relay_headers_t *headers, size_t *len);
 
 /* The same payload built through libbson's JSON writer (relay_cloudevent_json() writes the
  * same bytes faster and falls back to this for values it does not handle). For tests. */
 char *relay_cloudevent_json_reference(const relay_event_t *ev, const char *source,
-                                      relay_str_t subject, size_t *len);
+                                      relay_str_t subject, const relay_headers_t *headers,
+                                      size_t *len);
 
 /* The binary-mode payload: relaxed extended JSON of @ev's data. */
 char *relay_data_json(const relay_event_t *ev, size_t *len);

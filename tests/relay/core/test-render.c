@@ -390,7 +390,7 @@ Test(cloudevent, structured_payload)
                    " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"},"
                    " \"data\": {\"n\": {\"$numberLong\": \"5\"}, \"s\": \"x\"}}"),
        &ev));
-   json = relay_cloudevent_json(&ev, "/db/things", subject, &len);
+   json = relay_cloudevent_json(&ev, "/db/things", subject, NULL, &len);
    cr_assert_eq(strlen(json), len);
    parsed = bson_new_from_json((const uint8_t *)json, -1, &error);
    cr_assert_not_null(parsed, "not JSON: %s", json);
@@ -431,8 +431,10 @@ check_same_json(const char *event_json, relay_str_t subject, const char *source)
 
    relay_event_parse(event_value(event_json), &ev);
    cr_assert_not_null(ev.id, "%s", event_json);
-   json = relay_cloudevent_json(&ev, source, subject, &len);
-   ref = relay_cloudevent_json_reference(&ev, source, subject, &rlen);
+   relay_headers_t headers;
+   relay_headers_read(&ev, &headers);
+   json = relay_cloudevent_json(&ev, source, subject, &headers, &len);
+   ref = relay_cloudevent_json_reference(&ev, source, subject, &headers, &rlen);
    cr_assert_not_null(json);
    cr_assert_not_null(ref);
    cr_assert_eq(len, rlen, "length %zu != %zu:\n%s\n%s", len, rlen, json, ref);
@@ -471,6 +473,11 @@ Test(cloudevent, fast_json_matches_libbson)
        "{\"$numberDecimal\": \"1.1\"}}]}}",
        "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"b\": {\"$binary\": "
        "{\"base64\": \"AAEC\", \"subType\": \"04\"}}}}",
+       /* Headers that are extension attributes, with values to escape; data via libbson. */
+       "{\"id\": \"e\", \"seq\": 4, \"type\": \"T\", \"headers\": {\"tenant\": "
+       "\"a\\\"c\\\\me\\u00e9\", \"X-Other\": \"y\"}, \"data\": {\"n\": 1}}",
+       "{\"id\": \"e\", \"seq\": 4, \"type\": \"T\", \"headers\": {\"tenant\": \"a\"}, "
+       "\"data\": {\"x\": 1.5}}",
    };
    relay_str_t subjects[] = {{"a\0b", 3}, {"", 0}, {"x\"y\x01\xc3\xa9", 6}, {NULL, 0}};
 

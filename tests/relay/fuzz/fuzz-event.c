@@ -314,8 +314,10 @@ check_payloads(const relay_event_t *ev, relay_str_t subject)
 {
    const char *source = "/db/coll";
    size_t flen = 0, rlen = 0;
-   char *fast = relay_cloudevent_json(ev, source, subject, &flen);
-   char *ref = relay_cloudevent_json_reference(ev, source, subject, &rlen);
+   relay_headers_t headers;
+   relay_headers_read(ev, &headers);
+   char *fast = relay_cloudevent_json(ev, source, subject, &headers, &flen);
+   char *ref = relay_cloudevent_json_reference(ev, source, subject, &headers, &rlen);
 
    /* The fast writer falls back to libbson, so both fail or both give the same bytes. */
    CHECK((fast == NULL) == (ref == NULL));
