@@ -98,7 +98,8 @@ parse_args(int argc, char **argv, options_t *o)
 static bool
 process(directory_t *dir, const mqtt_msg_t *m)
 {
-   cloudevent_props_t props = {m->event_id, m->event_type, m->entity_id, m->seq};
+   cloudevent_props_t props = {m->event_id, m->event_type, m->entity_id, m->seq,
+                               m->traceparent};
    cloudevent_t ev;
    bson_error_t error;
    char why[200];

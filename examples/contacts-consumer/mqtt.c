@@ -45,6 +45,7 @@ msg_free(mqtt_msg_t *m)
    free(m->event_type);
    free(m->entity_id);
    free(m->seq);
+   free(m->traceparent);
 }
 
 static char *
@@ -73,6 +74,7 @@ copy_properties(const MQTTProperties *props, mqtt_msg_t *m)
             : NAME_IS("event-type") ? &m->event_type
             : NAME_IS("entity-id")  ? &m->entity_id
             : NAME_IS("seq")        ? &m->seq
+            : NAME_IS("traceparent") ? &m->traceparent
                                     : NULL;
 #undef NAME_IS
       if (dst && !*dst)

@@ -24,6 +24,7 @@ typedef struct {
    char *event_type;
    char *entity_id;
    char *seq;
+   char *traceparent; /* the event's W3C trace context, when the event carries one */
 } mqtt_msg_t;
 
 typedef struct _mqtt_sub_t mqtt_sub_t;

@@ -88,7 +88,7 @@ Test(cloudevent, seq_as_string_and_binary_mode)
 {
    const char *json = "{\"specversion\":\"1.0\",\"id\":\"e1\",\"type\":\"T\",\"subject\":\"s\","
                       "\"seq\":\"12\"}";
-   cloudevent_props_t props = {"e2", "ContactDeleted", "xyz", "4"};
+   cloudevent_props_t props = {"e2", "ContactDeleted", "xyz", "4", NULL};
    cloudevent_t ev;
    char err[128];
 
@@ -99,6 +99,31 @@ Test(cloudevent, seq_as_string_and_binary_mode)
    cr_assert_str_eq(ev.id, "e2");
    cr_assert_str_eq(ev.subject, "xyz");
    cr_assert_eq(ev.seq, 4);
+   cloudevent_clear(&ev);
+}
+
+/* Issue 27: the trace id of the event's traceparent, from the structured payload's
+ * distributed-tracing attribute or from binary mode's user property; nothing from an invalid
+ * one. */
+Test(cloudevent, trace_id_from_either_mode)
+{
+   const char *json = "{\"specversion\":\"1.0\",\"id\":\"e1\",\"type\":\"T\",\"subject\":\"s\","
+                      "\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}";
+   const char *bad = "{\"specversion\":\"1.0\",\"id\":\"e1\",\"type\":\"T\",\"subject\":\"s\","
+                     "\"traceparent\":\"00-nope\"}";
+   cloudevent_props_t props = {"e2", "T", "s", "4",
+                               "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"};
+   cloudevent_t ev;
+   char err[128];
+
+   cr_assert(cloudevent_decode(json, strlen(json), NULL, &ev, err, sizeof err), "%s", err);
+   cr_assert_str_eq(ev.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+   cloudevent_clear(&ev);
+   cr_assert(cloudevent_decode("{}", 2, &props, &ev, err, sizeof err), "%s", err);
+   cr_assert_str_eq(ev.trace_id, "0af7651916cd43dd8448eb211c80319c");
+   cloudevent_clear(&ev);
+   cr_assert(cloudevent_decode(bad, strlen(bad), NULL, &ev, err, sizeof err), "%s", err);
+   cr_assert_str_eq(ev.trace_id, "");
    cloudevent_clear(&ev);
 }
 
