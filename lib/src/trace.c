@@ -51,13 +51,15 @@ outbox_traceparent_is_valid(const char *tp)
       return false;
    }
    /* Version 00 is exactly 55 characters; later versions may only add "-..." after them. */
-   if (!strncmp(tp, "00", 2) ? len != OUTBOX_TRACEPARENT_LEN
-                             : (len > OUTBOX_TRACEPARENT_LEN && tp[OUTBOX_TRACEPARENT_LEN] != '-')) {
+   if (!strncmp(tp, "00", 2)
+           ? len != OUTBOX_TRACEPARENT_LEN
+           : (len > OUTBOX_TRACEPARENT_LEN && tp[OUTBOX_TRACEPARENT_LEN] != '-')) {
       return false;
    }
    return tp[2] == '-' && tp[PARENT_ID_AT - 1] == '-' && tp[FLAGS_AT - 1] == '-' &&
-          lower_hex(tp + TRACE_ID_AT, TRACE_ID_LEN) && lower_hex(tp + PARENT_ID_AT, PARENT_ID_LEN) &&
-          lower_hex(tp + FLAGS_AT, 2) && !all_zeros(tp + TRACE_ID_AT, TRACE_ID_LEN) &&
+          lower_hex(tp + TRACE_ID_AT, TRACE_ID_LEN) &&
+          lower_hex(tp + PARENT_ID_AT, PARENT_ID_LEN) && lower_hex(tp + FLAGS_AT, 2) &&
+          !all_zeros(tp + TRACE_ID_AT, TRACE_ID_LEN) &&
           !all_zeros(tp + PARENT_ID_AT, PARENT_ID_LEN);
 }
 

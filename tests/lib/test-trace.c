@@ -14,8 +14,7 @@
 Test(traceparent, valid_and_invalid)
 {
    static const char *const good[] = {
-       TP,
-       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+       TP, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",       /* later version */
        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra", /* with more fields */
    };
@@ -50,13 +49,13 @@ Test(tracestate, valid_and_invalid)
        "",
    };
    static const char *const bad[] = {
-       "Rojo=1",          /* uppercase key */
-       "rojo",            /* no value */
-       "rojo=",           /* empty value */
-       "rojo=a=b",        /* '=' in the value */
-       "rojo=1 ,=2",      /* empty key */
-       "rojo=\x01",       /* control character */
-       "@vendor=x",       /* empty tenant */
+       "Rojo=1",               /* uppercase key */
+       "rojo",                 /* no value */
+       "rojo=",                /* empty value */
+       "rojo=a=b",             /* '=' in the value */
+       "rojo=1 ,=2",           /* empty key */
+       "rojo=\x01",            /* control character */
+       "@vendor=x",            /* empty tenant */
        "t@vendorwaytoolong=x", /* system longer than 14 */
    };
    char many[400] = "";
@@ -96,7 +95,8 @@ Test(traceparent, continue_keeps_trace_id_and_flags)
 
 Test(traceparent, continue_starts_a_new_trace_without_a_valid_parent)
 {
-   const char *incoming[] = {NULL, "", "garbage", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"};
+   const char *incoming[] = {NULL, "", "garbage",
+                             "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"};
    for (size_t i = 0; i < sizeof incoming / sizeof incoming[0]; i++) {
       char out[OUTBOX_TRACEPARENT_LEN + 1];
       cr_assert(!outbox_traceparent_continue(incoming[i], out));

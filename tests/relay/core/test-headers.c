@@ -203,9 +203,9 @@ Test(headers, limits_on_count_and_size)
 
 Test(headers, structured_payload_carries_attribute_headers)
 {
-   relay_event_t *ev = event_with_headers(
-       "{\"traceparent\": \"" TP "\", \"tracestate\": \"rojo=1\", \"tenant\": \"acme\", "
-       "\"X-Request-Id\": \"r-7\", \"n\": 5}");
+   relay_event_t *ev = event_with_headers("{\"traceparent\": \"" TP
+                                          "\", \"tracestate\": \"rojo=1\", \"tenant\": \"acme\", "
+                                          "\"X-Request-Id\": \"r-7\", \"n\": 5}");
    relay_headers_t h;
    relay_str_t subject = {"c1", 2};
    bson_error_t error;
