@@ -43,7 +43,7 @@ const relay_opt_t relay_opts[] = {
     "protocol version: 5, or 4 for MQTT 3.1.1"},
    {"qos", "OUTBOX_QOS", OPT_QOS, OFF(qos), 0, 2, "N", "1", "QoS of published messages: 0, 1 or 2"},
    {"topic", "OUTBOX_TOPIC", OPT_TEMPLATE, OFF(topic_template), 0, 0, "TEMPLATE",
-    "outbox/{collection}/{id}", "topic template with {db}, {collection}, {id}, {type}"},
+    "outbox/{collection}/{id}", "topic template with {db}, {collection}, {id}, {type}, {partition}"},
    {"source", "OUTBOX_SOURCE", OPT_TEMPLATE, OFF(source_template), 0, 0, "TEMPLATE",
     "/{db}/{collection}", "CloudEvents source template, same placeholders"},
    {"payload-mode", "OUTBOX_PAYLOAD_MODE", OPT_PAYLOAD, OFF(payload_mode), 0, 0, "MODE",

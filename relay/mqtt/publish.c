@@ -140,10 +140,12 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
    const char *coll = r->encoded_colls[e->coll];
    relay_str_t entity = encoded_id(e);
    /* Every value is encoded already (the type needs none: [A-Za-z0-9._-]). */
+   char part[24];
    relay_template_vars_t vars = {{r->encoded_db, strlen(r->encoded_db)},
                                  {coll, strlen(coll)},
                                  entity,
-                                 {ev->type, strlen(ev->type)}};
+                                 {ev->type, strlen(ev->type)},
+                                 {part, relay_format_int64(e->part, part)}};
    size_t topic_len, source_len;
    char *topic = relay_template_render_encoded(cfg->topic_template, &vars, &topic_len);
    char *source = relay_template_render_encoded(cfg->source_template, &vars, &source_len);

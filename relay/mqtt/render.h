@@ -29,6 +29,10 @@ typedef struct {
    relay_str_t collection;
    relay_str_t id;   /* the rendered entity id (relay_render_id) */
    relay_str_t type; /* the event type */
+   /* The entity's partition in decimal (0 .. --partitions - 1, as relay groups number
+    * them): with {partition} in the topic, consumer instances split the entities between
+    * them with plain wildcard subscriptions, each entity's events staying in one. */
+   relay_str_t partition;
 } relay_template_vars_t;
 
 /* Renders an entity id the way topics and "subject" show it: a string as itself, an ObjectId
@@ -42,7 +46,7 @@ char *relay_render_id(const bson_value_t *id, size_t *len);
  * result is exactly one topic level with no wildcard. */
 void relay_percent_encode(bson_string_t *out, const char *s, size_t len);
 
-/* Checks a template: placeholders are {db}, {collection}, {id}, {type}; it may not be empty
+/* Checks a template: placeholders are {db}, {collection}, {id}, {type}, {partition}; it may not be empty
  * or hold an unknown or unclosed placeholder, and a @topic template's literal text may not
  * contain the MQTT wildcards '+' and '#' (other templates, e.g. the CloudEvents source, may).
  * Returns false and fills @error (naming @what, e.g. "--topic") otherwise. */

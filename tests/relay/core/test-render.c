@@ -25,7 +25,7 @@ topic_for(const bson_value_t *id, const char *tmpl)
 {
    size_t len;
    char *rendered = relay_render_id(id, &len);
-   relay_template_vars_t vars = {{"db", 2}, {"things", 6}, {rendered, len}, {"a.b", 3}};
+   relay_template_vars_t vars = {{"db", 2}, {"things", 6}, {rendered, len}, {"a.b", 3}, {"7", 1}};
    char *topic = relay_template_render(tmpl, &vars);
    bson_free(rendered);
    return topic;
@@ -214,9 +214,11 @@ Test(render, int64_and_encoded_templates)
       cr_assert_eq(n, strlen(want));
    }
    /* With values that need no encoding both renderers agree. */
-   relay_template_vars_t vars = {{"db", 2}, {"orders", 6}, {"o%2F17 x", 8}, {"a.b-c_1", 7}};
+   relay_template_vars_t vars = {
+       {"db", 2}, {"orders", 6}, {"o%2F17 x", 8}, {"a.b-c_1", 7}, {"13", 2}};
    static const char *const tmpls[] = {"outbox/{collection}/{id}", "/{db}/{collection}",
-                                       "{type}", "x{id}{id}y/{db}{type}", "{db}-", "lit"};
+                                       "{type}", "x{id}{id}y/{db}{type}", "{db}-", "lit",
+                                       "outbox/{collection}/{partition}/{id}"};
    for (size_t i = 0; i < sizeof tmpls / sizeof tmpls[0]; i++) {
       size_t len;
       char *fast = relay_template_render_encoded(tmpls[i], &vars, &len);
@@ -234,6 +236,26 @@ Test(render, int64_and_encoded_templates)
       bson_free(fast);
       bson_free(again);
    }
+}
+
+/* {partition} renders the entity's partition number as one topic level; the checker knows it. */
+Test(render, partition_placeholder)
+{
+   relay_template_vars_t vars = {{"db", 2}, {"orders", 6}, {"o-1", 3}, {"T", 1}, {"13", 2}};
+   bson_error_t error;
+   size_t len;
+   char *topic;
+
+   cr_assert(relay_template_check("outbox/{collection}/{partition}/{id}", "--topic", true,
+                                  &error),
+             "%s", error.message);
+   topic = relay_template_render_encoded("outbox/{collection}/{partition}/{id}", &vars, &len);
+   cr_assert_str_eq(topic, "outbox/orders/13/o-1");
+   bson_free(topic);
+   topic = relay_template_render("{partition}", &vars);
+   cr_assert_str_eq(topic, "13");
+   bson_free(topic);
+   cr_assert(!relay_template_check("outbox/{partitions}/{id}", "--topic", true, &error));
 }
 
 /* The smallest date overflowed in the millisecond computation (found with the fuzz targets in
