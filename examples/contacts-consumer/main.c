@@ -20,6 +20,7 @@
 #include "directory.h"
 #include "example-common.h"
 #include "mqtt.h"
+#include "topics.h"
 
 #define PROG "contacts-consumer"
 
@@ -28,6 +29,7 @@ typedef struct {
    const char *mongodb_uri;
    const char *db;
    const char *topic;
+   const char *partitions; /* NULL: the topic filter as it is */
    const char *client_id;
    int qos;
 } options_t;
@@ -51,6 +53,9 @@ usage(FILE *out)
            "                       mongodb://127.0.0.1:27017/?directConnection=true)\n"
            "  --database DB        the consumer's own database (default contacts_directory)\n"
            "  --topic FILTER       topic filter (default outbox/contacts/#)\n"
+           "  --partitions SET     subscribe only to these partitions (e.g. 0-15 or 0,2,4-7):\n"
+           "                       one filter per partition, with {partition} in FILTER\n"
+           "                       replaced (relay --topic outbox/{collection}/{partition}/{id})\n"
            "  --client-id ID       MQTT client id, also the session (default contacts-consumer)\n"
            "  --qos N              subscription QoS 0, 1 or 2 (default 1)\n"
            "  -h, --help           show this help\n");
@@ -66,6 +71,7 @@ parse_args(int argc, char **argv, options_t *o)
        example_env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
    o->db = "contacts_directory";
    o->topic = "outbox/contacts/#";
+   o->partitions = NULL;
    o->client_id = "contacts-consumer";
    o->qos = 1;
    for (int i = 1; i < argc; i++) {
@@ -74,6 +80,7 @@ parse_args(int argc, char **argv, options_t *o)
                          : !strcmp(a, "--mongodb-uri") ? &o->mongodb_uri
                          : !strcmp(a, "--database")    ? &o->db
                          : !strcmp(a, "--topic")       ? &o->topic
+                         : !strcmp(a, "--partitions")  ? &o->partitions
                          : !strcmp(a, "--client-id")   ? &o->client_id
                          : !strcmp(a, "--qos")         ? &qos
                                                        : NULL;
@@ -124,8 +131,13 @@ run(const options_t *o, directory_t *dir)
 {
    char err[256];
    mqtt_msg_t *m;
-   mqtt_sub_t *sub = mqtt_sub_start(o->mqtt_uri, o->client_id, o->topic, o->qos, err, sizeof err);
+   size_t n;
+   char **topics = topics_expand(o->topic, o->partitions, &n, err, sizeof err);
+   mqtt_sub_t *sub =
+       topics ? mqtt_sub_start(o->mqtt_uri, o->client_id, topics, n, o->qos, err, sizeof err)
+              : NULL;
 
+   topics_free(topics);
    if (!sub) {
       fprintf(stderr, "contacts-consumer: %s\n", err);
       return EX_USAGE;
