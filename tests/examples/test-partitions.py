@@ -109,7 +109,7 @@ def main():
     for _ in range(3):
         write(coll, ids, versions)
     total = 3 * len(ids)
-    wait_until(lambda: sum(len(applied(p.lines())) for p in procs.values()) >= total, 20)
+    wait_until(lambda: sum(len(applied(p.lines())) for p in procs.values()) >= total, 60)
     check_split("first run", {h: applied(p.lines()) for h, p in procs.items()},
                 {c: 3 for c in ids})
     # Instance A restarts while events of both halves are published.
