@@ -5,7 +5,11 @@
 // once), notice per-entity gaps by seq, and log the W3C trace id the event was stored with
 // (its traceparent), so a trace can be followed from the request that raised it to here.
 //
-// usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID      e.g. tcp://127.0.0.1:1883
+// usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]
+// e.g. tcp://127.0.0.1:1883 'outbox/things/{partition}/#' things-1 0-15: with PARTITIONS (a
+// set such as 0-15 or 0,2,4-7) it subscribes to one filter per partition, {partition}
+// replaced, for a relay publishing to outbox/{collection}/{partition}/{id}; instances on
+// disjoint sets share the entities, each entity's events going to one instance, in order. It
 // prints "subscribed", then per message one of
 //     applied ENTITY SEQ EVENT-ID TYPE in-order|gap|late TRACE-ID|-
 //     duplicate ENTITY SEQ EVENT-ID
@@ -64,12 +68,25 @@ function handle({ id, entity, seq, type, trace }) {
   console.log(`applied ${entity} ${seq} ${id} ${type} ${order} ${trace}`);
 }
 
-function main([uri, topic, clientId]) {
+// { filter: { qos } }: the topic, or one filter per partition of a set like "0-7,12".
+function filters(topic, partitions) {
+  if (partitions === undefined) return { [topic]: { qos: 1 } };
+  const out = {};
+  for (const r of partitions.split(',')) {
+    const [lo, hi] = r.split('-').map(Number);
+    for (let p = lo; p <= (hi === undefined ? lo : hi); p++) {
+      out[topic.replace('{partition}', String(p))] = { qos: 1 };
+    }
+  }
+  return out;
+}
+
+function main([uri, topic, clientId, partitions]) {
   const client = mqtt.connect(uri, {
     clientId, protocolVersion: 5, clean: false,
     properties: { sessionExpiryInterval: 3600 }, // keep the session (and its queue) an hour
   });
-  client.on('connect', () => client.subscribe(topic, { qos: 1 }, (err) => {
+  client.on('connect', () => client.subscribe(filters(topic, partitions), (err) => {
     if (err) { console.error(`subscribe: ${err.message}`); process.exit(1); }
     console.log('subscribed');
   }));
@@ -90,8 +107,8 @@ function main([uri, topic, clientId]) {
   process.on('SIGINT', stop);
 }
 
-if (process.argv.length !== 5) {
-  console.error('usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID');
+if (process.argv.length !== 5 && process.argv.length !== 6) {
+  console.error('usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]');
   process.exit(64);
 }
 main(process.argv.slice(2));

@@ -5,7 +5,11 @@ paho-mqtt 1.6 (Debian's python3-paho-mqtt) over MQTT 5, in either payload mode: 
 duplicates by event id (delivery is at least once), notice per-entity gaps by seq, and log
 the W3C trace id of the event's traceparent (the request that raised it).
 
-usage: outbox_consumer.py MQTT-URI TOPIC-FILTER CLIENT-ID     e.g. tcp://127.0.0.1:1883
+usage: outbox_consumer.py MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]
+e.g. tcp://127.0.0.1:1883 'outbox/things/{partition}/#' things-1 0-15: with PARTITIONS (a set
+such as 0-15 or 0,2,4-7) it subscribes to one filter per partition, {partition} replaced, for a
+relay publishing to outbox/{collection}/{partition}/{id}; instances on disjoint sets share the
+entities, each entity's events going to one instance, in order. It
 prints "subscribed", then per message one of
     applied ENTITY SEQ EVENT-ID TYPE in-order|gap|late TRACE-ID|-
     duplicate ENTITY SEQ EVENT-ID
@@ -75,11 +79,22 @@ def on_message(client, userdata, msg):
         print("unreadable message on %s: %r" % (msg.topic, e), flush=True)
 
 
-def main(uri, topic, client_id):
-    broker = urlparse(uri)
+def filters(topic, partitions):
+    """[(filter, qos)]: @topic, or one per partition of a set like "0-7,12"."""
+    if partitions is None:
+        return [(topic, 1)]
+    parts = set()
+    for r in partitions.split(","):
+        lo, _, hi = r.partition("-")
+        parts.update(range(int(lo), int(hi or lo) + 1))
+    return [(topic.replace("{partition}", str(p)), 1) for p in sorted(parts)]
+
+
+def main(uri, topic, client_id, partitions=None):
+    broker, subs = urlparse(uri), filters(topic, partitions)
     client = mqtt.Client(client_id=client_id, protocol=mqtt.MQTTv5)
     client.on_message = on_message
-    client.on_connect = lambda c, u, flags, rc, props=None: c.subscribe(topic, qos=1)
+    client.on_connect = lambda c, u, flags, rc, props=None: c.subscribe(subs)
     client.on_subscribe = lambda *args: print("subscribed", flush=True)
     connect_props = Properties(PacketTypes.CONNECT)
     connect_props.SessionExpiryInterval = 3600  # keep the session (and its queue) an hour
@@ -94,6 +109,6 @@ def main(uri, topic, client_id):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
     main(*sys.argv[1:])

@@ -5,10 +5,11 @@ publishes with the topic template outbox/{collection}/{partition}/{id}; two inst
 C contacts-consumer subscribe to disjoint halves of the partitions (--partitions 0-1 and
 2-3) and share one directory database. Every event is applied once across them, in seq order
 per entity, every entity's events at one instance only; an instance that restarts resumes its
-half (its persistent session kept what was published meanwhile). A relay that joins the
-group with another partition count is refused: the topics would move.
+half (its persistent session kept what was published meanwhile). The Python and Node
+example consumers run as two instances on the same halves too (Node where it can be had). A
+relay that joins the group with another partition count is refused: the topics would move.
 
-usage: test-partitions.py --relay PATH --c-consumer PATH
+usage: test-partitions.py --relay PATH --c-consumer PATH [--node-dir DIR]
 OUTBOX_TEST_MONGODB_URI and OUTBOX_TEST_MQTT_URI must be set (tests/fixtures/with-servers)."""
 import argparse
 import collections
@@ -16,6 +17,7 @@ import os
 import sys
 
 import exampletest
+import languages_node
 from languages_proc import Process, wait_until
 
 try:
@@ -47,6 +49,24 @@ def consumer(args, half):
     check("consumer %s subscribes to its half" % half,
           proc.wait_for(lambda ls: any("subscribed to" in l for l in ls)), proc.lines()[-3:])
     return proc
+
+
+def example_consumers(lang, argv, env=None):
+    """Two instances of the Python or Node example consumer, one per half."""
+    procs = {}
+    for half, parts in HALVES.items():
+        procs[half] = Process("parts-%s-%s" % (lang, half), argv + [
+            MQTT, "outbox/%s/{partition}/#" % COLL, "parts-%s-%s-%d" % (lang, half, PID), parts],
+            env=env)
+        check("%s consumer %s subscribes" % (lang, half),
+              procs[half].wait_for(lambda ls: "subscribed" in ls), procs[half].lines()[-3:])
+    return procs
+
+
+def example_applied(lines):
+    """(entity, seq, order) of the example consumers' applied lines."""
+    return [(f[1], int(f[2]), f[5]) for f in (l.split() for l in lines)
+            if len(f) == 7 and f[0] == "applied"]
 
 
 def relay(args, partitions, name="parts"):
@@ -101,10 +121,20 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--relay")
     parser.add_argument("--c-consumer")
+    parser.add_argument("--node-dir")
     args = parser.parse_args()
     coll = pymongo.MongoClient(MONGO, w="majority")[DB][COLL]
     ids, versions = [str(ObjectId()) for _ in range(16)], {}
     procs = {h: consumer(args, h) for h in HALVES}
+    examples = {"python": example_consumers("python", [
+        "/usr/bin/python3", os.path.join(EXAMPLES, "python", "outbox_consumer.py")])}
+    node_path, why = languages_node.prepare(args.node_dir, EXAMPLES)
+    if node_path:
+        examples["node"] = example_consumers("node", [
+            "node", os.path.join(EXAMPLES, "node", "consumer.js")],
+            env=dict(os.environ, NODE_PATH=node_path))
+    else:
+        print("examples-partitions: the Node consumers are left out: %s" % why)
     rel = relay(args, 4)
     for _ in range(3):
         write(coll, ids, versions)
@@ -125,6 +155,11 @@ def main():
                len(applied(procs["B"].lines())) >= total + 2 * len(ids), 60)
     seen = {"A": first_a + applied(procs["A"].lines()), "B": applied(procs["B"].lines())}
     check_split("after A restarted", seen, {c: 5 for c in ids})
+    for lang, pair in examples.items():
+        wait_until(lambda: sum(len(example_applied(p.lines())) for p in pair.values()) >=
+                   5 * len(ids), 30)
+        check_split(lang, {h: example_applied(p.lines()) for h, p in pair.items()},
+                    {c: 5 for c in ids})
     # Another partition count for the same group: refused, nothing published by it.
     other = relay(args, 8)
     status = other.wait(60)
@@ -132,7 +167,7 @@ def main():
           status != 0 and any("partitions" in l for l in other.lines()),
           (status, other.lines()[-3:]))
     check("relay stops with status 0", rel.stop() == 0, rel.lines()[-3:])
-    for p in procs.values():
+    for p in list(procs.values()) + [p for pair in examples.values() for p in pair.values()]:
         p.stop()
     return CHECKS.summary()
 
