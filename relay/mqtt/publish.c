@@ -126,9 +126,9 @@ note_dropped_headers(relay_t *r, const relay_entity_t *e, const relay_headers_t 
 {
    if (h->dropped) {
       relay_metrics_add(r->metrics, RELAY_M_HEADERS_DROPPED, h->dropped);
-      relay_log(RELAY_LOG_WARNING, "mqtt", "event %s (seq %lld) of %s: %zu header(s) left out: %s",
-                e->inflight->ev.id, (long long)e->inflight->ev.seq, e->rendered, h->dropped,
-                h->reason);
+      relay_log(RELAY_LOG_WARNING, "mqtt",
+                "event %s (seq %lld) of %s: %zu header(s) left out: %s", e->inflight->ev.id,
+                (long long)e->inflight->ev.seq, e->rendered, h->dropped, h->reason);
    }
 }
 

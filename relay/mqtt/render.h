@@ -46,9 +46,10 @@ char *relay_render_id(const bson_value_t *id, size_t *len);
  * result is exactly one topic level with no wildcard. */
 void relay_percent_encode(bson_string_t *out, const char *s, size_t len);
 
-/* Checks a template: placeholders are {db}, {collection}, {id}, {type}, {partition}; it may not be empty
- * or hold an unknown or unclosed placeholder, and a @topic template's literal text may not
- * contain the MQTT wildcards '+' and '#' (other templates, e.g. the CloudEvents source, may).
+/* Checks a template: placeholders are {db}, {collection}, {id}, {type}, {partition}; it may
+ * not be empty or hold an unknown or unclosed placeholder, and a @topic template's literal text
+ * may not contain the MQTT wildcards '+' and '#' (other templates, e.g. the CloudEvents source,
+ * may).
  * Returns false and fills @error (naming @what, e.g. "--topic") otherwise. */
 bool relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_t *error);
 

@@ -108,8 +108,9 @@ Test(cloudevent, seq_as_string_and_binary_mode)
  * one. */
 Test(cloudevent, trace_id_from_either_mode)
 {
-   const char *json = "{\"specversion\":\"1.0\",\"id\":\"e1\",\"type\":\"T\",\"subject\":\"s\","
-                      "\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}";
+   const char *json =
+      "{\"specversion\":\"1.0\",\"id\":\"e1\",\"type\":\"T\",\"subject\":\"s\","
+      "\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}";
    const char *bad = "{\"specversion\":\"1.0\",\"id\":\"e1\",\"type\":\"T\",\"subject\":\"s\","
                      "\"traceparent\":\"00-nope\"}";
    cloudevent_props_t props = {"e2", "T", "s", "4",

@@ -341,7 +341,8 @@ static const bad_case_t config_bad_values_cases[] = {
    {{"--topic", "a/{foo}"}, RELAY_CONFIG_USAGE_ERROR,
     "--topic: unknown placeholder '{foo}' (known: {db}, {collection}, {id}, {type}, {partition})"},
    {{"--topic", "a/{id"}, RELAY_CONFIG_USAGE_ERROR,
-    "--topic: unbalanced '{' in 'a/{id' (placeholders: {db}, {collection}, {id}, {type}, {partition})"},
+    "--topic: unbalanced '{' in 'a/{id' (placeholders: {db}, {collection}, {id}, {type}, "
+    "{partition})"},
    {{"--source", "/{ID}"}, RELAY_CONFIG_USAGE_ERROR,
     "--source: unknown placeholder '{ID}' (known: {db}, {collection}, {id}, {type}, {partition})"},
    {{"--database", "a.b"}, RELAY_CONFIG_USAGE_ERROR,
