@@ -190,7 +190,7 @@ outbox_traceparent_continue(const char *incoming, char out[OUTBOX_TRACEPARENT_LE
 }
 
 bool
-outbox_event_set_trace_context(outbox_event_t *event, const char *traceparent,
+outbox_event_set_trace_context(struct _outbox_event_t *event, const char *traceparent,
                                const char *tracestate, bson_error_t *error)
 {
    bool with_state = tracestate && *tracestate;

@@ -32,7 +32,9 @@
 
 OUTBOX_BEGIN_DECLS
 
-typedef struct _outbox_event_t outbox_event_t;
+/* outbox_event_t of outbox/outbox.h, named by its struct tag so that this header neither
+ * needs outbox.h nor repeats its typedef (C99 refuses a second one). */
+struct _outbox_event_t;
 
 /* Length of a version-00 traceparent: "00-" 32 hex digits "-" 16 hex digits "-" 2 hex
  * digits, e.g. "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01". */
@@ -71,7 +73,7 @@ outbox_traceparent_continue(const char *incoming, char out[OUTBOX_TRACEPARENT_LE
  * when `event` or `traceparent` is NULL. Call it on each event of a commit before the commit.
  * Same thread-safety as the event. */
 OUTBOX_API bool
-outbox_event_set_trace_context(outbox_event_t *event, const char *traceparent,
+outbox_event_set_trace_context(struct _outbox_event_t *event, const char *traceparent,
                                const char *tracestate, bson_error_t *error);
 
 OUTBOX_END_DECLS
