@@ -33,7 +33,7 @@ is_reserved(const char *name)
 }
 
 /* Valid UTF-8 without NUL, ASCII controls, DEL or C1 controls: MQTT strings must not hold
- * U+0000 and should not hold controls, and mosquitto refuses the packet when they do. */
+ * U+0000 and should not hold controls (a broker may treat the packet as malformed). */
 static bool
 mqtt_string_ok(const char *s, size_t len)
 {
