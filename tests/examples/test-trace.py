@@ -21,6 +21,7 @@ from languages_proc import Process
 
 try:
     import pymongo
+    from bson import ObjectId
 except ImportError:
     print("examples-trace: SKIP: needs pymongo and paho-mqtt (run with /usr/bin/python3)")
     sys.exit(77)
@@ -77,7 +78,7 @@ def check_arrival(consumers, cid, etype, trace):
 
 
 def stored_event(coll, cid, etype):
-    doc = coll.find_one({"_id": pymongo.collection.ObjectId(cid)}) or {}
+    doc = coll.find_one({"_id": ObjectId(cid)}) or {}
     return next((e for e in doc.get("events", []) if e["type"] == etype), {})
 
 
