@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <outbox/trace.h>
+
 /* The string at @key, or NULL when absent, not a string, or holding a NUL ("\u0000" in the
  * JSON): as a C string it would be cut there, and two events "a\u0000x" and "a\u0000y" would
  * share the id "a" (the second dropped as a duplicate). */
@@ -71,6 +73,16 @@ read_data(const bson_t *doc, bson_t *data)
    }
 }
 
+/* The trace id of a valid traceparent ("00-<trace id>-<span id>-<flags>"). */
+static void
+read_trace_id(cloudevent_t *ev, const char *traceparent)
+{
+   if (!ev->trace_id[0] && outbox_traceparent_is_valid(traceparent)) {
+      memcpy(ev->trace_id, traceparent + 3, 32);
+      ev->trace_id[32] = '\0';
+   }
+}
+
 static void
 fill_from_props(cloudevent_t *ev, const cloudevent_props_t *p)
 {
@@ -84,6 +96,7 @@ fill_from_props(cloudevent_t *ev, const cloudevent_props_t *p)
       ev->subject = bson_strdup(p->entity_id);
    if (!ev->seq && p->seq)
       parse_seq(p->seq, &ev->seq);
+   read_trace_id(ev, p->traceparent);
 }
 
 bool
@@ -107,6 +120,11 @@ cloudevent_decode(const char *payload, size_t len, const cloudevent_props_t *pro
       ev->subject = dup_str(&doc, "subject");
       read_seq(&doc, &ev->seq);
       read_data(&doc, &ev->data);
+      {
+         char *tp = dup_str(&doc, "traceparent");
+         read_trace_id(ev, tp);
+         bson_free(tp);
+      }
    } else {
       bson_concat(&ev->data, &doc); /* binary mode: the payload is the data */
    }

@@ -3,7 +3,9 @@
  *
  * Decoding the messages outbox-relay publishes: a CloudEvents 1.0 JSON event (structured
  * mode) with the per-entity `seq` extension, or, in binary mode, the MQTT 5 user properties
- * event-id, event-type, entity-id and seq with the event's data as the payload.
+ * event-id, event-type, entity-id and seq with the event's data as the payload. Either way
+ * the W3C trace context the event was stored with comes as "traceparent" (the CloudEvents
+ * distributed-tracing extension attribute, or a user property).
  */
 #ifndef CONSUMER_CLOUDEVENT_H
 #define CONSUMER_CLOUDEVENT_H
@@ -18,6 +20,7 @@ typedef struct {
    char *subject; /* the entity id as rendered by the relay */
    int64_t seq;   /* per-entity sequence number, 0 if absent */
    bson_t data;   /* the event's data (empty if none) */
+   char trace_id[33]; /* the W3C trace id of its traceparent; "" if none or not valid */
 } cloudevent_t;
 
 /* Attributes carried as MQTT 5 user properties (any may be NULL). */
@@ -26,6 +29,7 @@ typedef struct {
    const char *event_type;
    const char *entity_id;
    const char *seq;
+   const char *traceparent;
 } cloudevent_props_t;
 
 /* Decodes a message. The structured JSON form wins; the properties fill in what it lacks (and

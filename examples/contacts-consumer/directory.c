@@ -156,6 +156,8 @@ print_result(directory_t *dir, const cloudevent_t *ev, const outbox_inbox_result
    }
    fprintf(dir->out, "consumer: applied %s contact=%s seq=%lld %s", ev->type, ev->subject,
            (long long)ev->seq, outbox_seq_order_name(res->order));
+   if (ev->trace_id[0])
+      fprintf(dir->out, " trace=%s", ev->trace_id);
    if (res->order == OUTBOX_SEQ_GAP)
       fprintf(dir->out, " (gap detected: seq %lld..%lld not seen yet)",
               (long long)res->previous_seq + 1, (long long)ev->seq - 1);

@@ -22,6 +22,7 @@
 #include "directory.h"
 #include "example-common.h"
 #include "mqtt.h"
+#include "topics.h"
 
 #define PROG "contacts-consumer"
 
@@ -30,6 +31,7 @@ typedef struct {
    const char *mongodb_uri;
    const char *db;
    const char *topic;
+   const char *partitions; /* NULL: the topic filter as it is */
    const char *client_id;
    int qos;
    bootstrap_opts_t boot; /* boot.archive NULL: no catching up */
@@ -54,6 +56,9 @@ usage(FILE *out)
            "                       mongodb://127.0.0.1:27017/?directConnection=true)\n"
            "  --database DB        the consumer's own database (default contacts_directory)\n"
            "  --topic FILTER       topic filter (default outbox/contacts/#)\n"
+           "  --partitions SET     subscribe only to these partitions (e.g. 0-15 or 0,2,4-7):\n"
+           "                       one filter per partition, with {partition} in FILTER\n"
+           "                       replaced (relay --topic outbox/{collection}/{partition}/{id})\n"
            "  --client-id ID       MQTT client id, also the session (default contacts-consumer)\n"
            "  --qos N              subscription QoS 0, 1 or 2 (default 1)\n"
            "  --archive NAME       a new consumer: first catch up from the relay's archive\n"
@@ -72,6 +77,7 @@ parse_args(int argc, char **argv, options_t *o)
        example_env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
    o->db = "contacts_directory";
    o->topic = "outbox/contacts/#";
+   o->partitions = NULL;
    o->client_id = "contacts-consumer";
    o->qos = 1;
    o->boot = (bootstrap_opts_t){NULL, "contacts", "contacts"};
@@ -81,6 +87,7 @@ parse_args(int argc, char **argv, options_t *o)
                          : !strcmp(a, "--mongodb-uri") ? &o->mongodb_uri
                          : !strcmp(a, "--database")    ? &o->db
                          : !strcmp(a, "--topic")       ? &o->topic
+                         : !strcmp(a, "--partitions")  ? &o->partitions
                          : !strcmp(a, "--client-id")   ? &o->client_id
                          : !strcmp(a, "--qos")         ? &qos
                          : !strcmp(a, "--archive")     ? &o->boot.archive
@@ -107,7 +114,8 @@ parse_args(int argc, char **argv, options_t *o)
 static bool
 process(directory_t *dir, const mqtt_msg_t *m)
 {
-   cloudevent_props_t props = {m->event_id, m->event_type, m->entity_id, m->seq};
+   cloudevent_props_t props = {m->event_id, m->event_type, m->entity_id, m->seq,
+                               m->traceparent};
    cloudevent_t ev;
    bson_error_t error;
    char why[200];
@@ -163,8 +171,13 @@ run(const options_t *o, directory_t *dir, mongoc_client_pool_t *pool)
 {
    char err[256];
    mqtt_msg_t *m;
-   mqtt_sub_t *sub = mqtt_sub_start(o->mqtt_uri, o->client_id, o->topic, o->qos, err, sizeof err);
+   size_t n;
+   char **topics = topics_expand(o->topic, o->partitions, &n, err, sizeof err);
+   mqtt_sub_t *sub =
+       topics ? mqtt_sub_start(o->mqtt_uri, o->client_id, topics, n, o->qos, err, sizeof err)
+              : NULL;
 
+   topics_free(topics);
    if (!sub) {
       fprintf(stderr, "contacts-consumer: %s\n", err);
       return EX_USAGE;

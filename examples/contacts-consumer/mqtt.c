@@ -6,6 +6,7 @@
 #include "mqtt.h"
 
 #include <MQTTAsync.h>
+#include <bson/bson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,10 @@ typedef enum { SLOT_EMPTY, SLOT_FULL, SLOT_BUSY, SLOT_DONE } slot_state_t;
 struct _mqtt_sub_t {
    MQTTAsync client;
    char *uri;
-   char *topic;
+   char **topics; /* n_topics filters, all subscribed at once */
+   int *qos_list;
+   int n_topics;
+   char *topic; /* the filters joined with ", ", for messages */
    int qos;
    pthread_mutex_t lock;
    pthread_cond_t cond;
@@ -46,6 +50,7 @@ msg_free(mqtt_msg_t *m)
    free(m->event_type);
    free(m->entity_id);
    free(m->seq);
+   free(m->traceparent);
 }
 
 static char *
@@ -74,6 +79,7 @@ copy_properties(const MQTTProperties *props, mqtt_msg_t *m)
             : NAME_IS("event-type") ? &m->event_type
             : NAME_IS("entity-id")  ? &m->entity_id
             : NAME_IS("seq")        ? &m->seq
+            : NAME_IS("traceparent") ? &m->traceparent
                                     : NULL;
 #undef NAME_IS
       if (dst && !*dst)
@@ -125,8 +131,12 @@ static void
 on_subscribed(void *ctx, MQTTAsync_successData5 *resp)
 {
    mqtt_sub_t *sub = ctx;
+   bool refused = resp->reasonCode >= 0x80;
 
-   if (resp->reasonCode >= 0x80)
+   /* Several filters: one reason code each. */
+   for (int i = 0; sub->n_topics > 1 && i < resp->alt.sub.reasonCodeCount; i++)
+      refused = refused || resp->alt.sub.reasonCodes[i] >= 0x80;
+   if (refused)
       fprintf(stdout, "consumer: the broker refused the subscription to %s (reason %d)\n",
               sub->topic, (int)resp->reasonCode);
    else
@@ -160,7 +170,8 @@ on_connected(void *ctx, char *cause)
    ro.onSuccess5 = on_subscribed;
    ro.onFailure5 = on_subscribe_failed;
    ro.context = sub;
-   if ((rc = MQTTAsync_subscribe(sub->client, sub->topic, sub->qos, &ro)) != MQTTASYNC_SUCCESS)
+   rc = MQTTAsync_subscribeMany(sub->client, sub->n_topics, sub->topics, sub->qos_list, &ro);
+   if (rc != MQTTASYNC_SUCCESS)
       fprintf(stderr, "consumer: cannot subscribe to %s: %s\n", sub->topic, MQTTAsync_strerror(rc));
 }
 
@@ -207,9 +218,30 @@ connect_now(mqtt_sub_t *sub)
    return rc;
 }
 
+/* Keeps copies of the filters, a QoS for each and their list for messages. */
+static void
+set_topics(mqtt_sub_t *sub, char *const *topics, size_t n, int qos)
+{
+   bson_string_t *joined = bson_string_new(NULL);
+
+   sub->topics = calloc(n, sizeof *sub->topics);
+   sub->qos_list = calloc(n, sizeof *sub->qos_list);
+   if (!sub->topics || !sub->qos_list)
+      abort();
+   for (size_t i = 0; i < n; i++) {
+      sub->topics[i] = strdup(topics[i]);
+      sub->qos_list[i] = qos;
+      bson_string_append_printf(joined, "%s%s", i ? ", " : "", topics[i]);
+   }
+   sub->n_topics = (int)n;
+   sub->topic = strdup(joined->str);
+   bson_string_free(joined, true);
+   sub->qos = qos;
+}
+
 mqtt_sub_t *
-mqtt_sub_start(const char *uri, const char *client_id, const char *topic, int qos, char *err,
-               size_t errlen)
+mqtt_sub_start(const char *uri, const char *client_id, char *const *topics, size_t n, int qos,
+               char *err, size_t errlen)
 {
    MQTTAsync_createOptions opts = MQTTAsync_createOptions_initializer5;
    mqtt_sub_t *sub = calloc(1, sizeof *sub);
@@ -218,8 +250,7 @@ mqtt_sub_start(const char *uri, const char *client_id, const char *topic, int qo
    if (!sub)
       abort();
    sub->uri = strdup(uri);
-   sub->topic = strdup(topic);
-   sub->qos = qos;
+   set_topics(sub, topics, n, qos);
    pthread_mutex_init(&sub->lock, NULL);
    pthread_cond_init(&sub->cond, NULL);
    rc = MQTTAsync_createWithOptions(&sub->client, uri, client_id, MQTTCLIENT_PERSISTENCE_NONE, NULL,
@@ -327,6 +358,10 @@ mqtt_sub_stop(mqtt_sub_t *sub)
    pthread_cond_destroy(&sub->cond);
    pthread_mutex_destroy(&sub->lock);
    free(sub->uri);
+   for (int i = 0; i < sub->n_topics; i++)
+      free(sub->topics[i]);
+   free(sub->topics);
+   free(sub->qos_list);
    free(sub->topic);
    free(sub);
 }

@@ -24,16 +24,18 @@ typedef struct {
    char *event_type;
    char *entity_id;
    char *seq;
+   char *traceparent; /* the event's W3C trace context, when the event carries one */
 } mqtt_msg_t;
 
 typedef struct _mqtt_sub_t mqtt_sub_t;
 
-/* Connects to `uri` (tcp://HOST:PORT) as `client_id` and subscribes to `topic` with `qos`
- * (1 by default); reconnects by itself. Returns NULL with a message in `err` when the
- * arguments are unusable; an unreachable broker is retried, not an error. */
+/* Connects to `uri` (tcp://HOST:PORT) as `client_id` and subscribes to the `n` filters of
+ * `topics` (copied) with `qos` (1 by default); reconnects by itself. Returns NULL with a
+ * message in `err` when the arguments are unusable; an unreachable broker is retried, not an
+ * error. */
 mqtt_sub_t *
-mqtt_sub_start(const char *uri, const char *client_id, const char *topic, int qos, char *err,
-               size_t errlen);
+mqtt_sub_start(const char *uri, const char *client_id, char *const *topics, size_t n, int qos,
+               char *err, size_t errlen);
 
 /* Waits up to `timeout_ms` until the broker has granted the subscription; false if it has
  * not (yet). Messages published from then on reach this consumer. */

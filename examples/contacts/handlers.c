@@ -168,7 +168,7 @@ change(call_t *call, const char *id, const if_match_t *im, apply_fn apply, void 
          contact_destroy(c);
          return ret;
       }
-      st = repository_save(call->repo, c, &version, &error);
+      st = repository_save(call->repo, c, &call->trace, &version, &error);
       if (st == REPO_CONFLICT && im->kind == IF_MATCH_ANY && attempt < ANY_VERSION_ATTEMPTS) {
          contact_destroy(c);
          continue;
@@ -210,7 +210,7 @@ handle_create(call_t *call)
    bson_destroy(&holder); /* the contact copied what it needs */
    if (!c)
       return bad_request(call, &why);
-   st = repository_add(call->repo, c, &version, &error);
+   st = repository_add(call->repo, c, &call->trace, &version, &error);
    snprintf(location, sizeof location, "/contacts/%s", id);
    ret = st == REPO_OK ? respond_contact(call, MHD_HTTP_CREATED, c, version, location)
                        : http_fail_repo(call, st, 0, &error);

@@ -19,6 +19,7 @@ typedef struct {
    const char *url;
    const char *body; /* the upload, NUL-terminated; len bytes */
    size_t len;
+   repo_trace_t trace; /* this request's span: the caller's trace continued, or a new one */
 } call_t;
 
 /* Tags an If-Match list may hold; more is refused (no client sends that many). */

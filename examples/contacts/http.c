@@ -59,7 +59,11 @@ http_respond(call_t *call, unsigned status, bson_string_t *body, int64_t etag, c
    ret = MHD_queue_response(call->conn, status, resp);
    MHD_destroy_response(resp);
    /* One line per request: what the demo (and an operator) wants to see. */
-   fprintf(stderr, "contacts-service: %s %s -> %u\n", call->method, call->url, status);
+   if (call->trace.traceparent[0])
+      fprintf(stderr, "contacts-service: %s %s -> %u trace %.32s\n", call->method, call->url,
+              status, call->trace.traceparent + 3);
+   else
+      fprintf(stderr, "contacts-service: %s %s -> %u\n", call->method, call->url, status);
    return ret;
 }
 
@@ -168,13 +172,28 @@ announced_too_big(struct MHD_Connection *conn)
    return cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY;
 }
 
+/* W3C Trace Context: the request's span continues the caller's trace (same trace id, a new
+ * span id) or, without a valid traceparent, starts one; a tracestate goes along only with a
+ * valid parent and only when it is valid itself (the first field, when several came). */
+static void
+trace_from_request(struct MHD_Connection *conn, repo_trace_t *trace)
+{
+   const char *tp = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent");
+   const char *ts = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "tracestate");
+
+   trace->tracestate = NULL;
+   if (outbox_traceparent_continue(tp, trace->traceparent) && ts && *ts &&
+       outbox_tracestate_is_valid(ts))
+      trace->tracestate = ts; /* valid while the request is being answered */
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
            const char *version, const char *upload_data, size_t *upload_size, void **state)
 {
    http_server_t *server = cls;
    upload_t *up = *state;
-   call_t call = {conn, server->repo, method, url, NULL, 0};
+   call_t call = {.conn = conn, .repo = server->repo, .method = method, .url = url};
 
    if (!up) {
       *state = up = bson_malloc0(sizeof *up);
@@ -206,6 +225,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                        "the request body is larger than 64 KiB", 0);
    call.body = up->body ? up->body : "";
    call.len = up->len;
+   trace_from_request(conn, &call.trace);
    return route(&call);
 }
 

@@ -100,14 +100,21 @@ status_of(const bson_error_t *error)
    return REPO_ERROR;
 }
 
-/* The contact's pending domain events as liboutbox events (n <= CONTACT_EVENT_KINDS). */
+/* The contact's pending domain events as liboutbox events (n <= CONTACT_EVENT_KINDS), each
+ * with the request's trace context. The HTTP layer checked the context already, so a refusal
+ * here is a bug: the events then go without it rather than the change failing. */
 static size_t
-make_events(const contact_t *c, outbox_event_t *events[CONTACT_EVENT_KINDS])
+make_events(const contact_t *c, const repo_trace_t *trace,
+            outbox_event_t *events[CONTACT_EVENT_KINDS])
 {
    size_t n = contact_event_count(c);
 
-   for (size_t i = 0; i < n; i++)
+   for (size_t i = 0; i < n; i++) {
       events[i] = outbox_event_new(contact_event_type(c, i), contact_event_data(c, i));
+      if (trace && trace->traceparent[0])
+         (void)outbox_event_set_trace_context(events[i], trace->traceparent, trace->tracestate,
+                                              NULL);
+   }
    return n;
 }
 
@@ -119,7 +126,8 @@ free_events(outbox_event_t *events[CONTACT_EVENT_KINDS], size_t n)
 }
 
 repo_status_t
-repository_add(repository_t *repo, const contact_t *c, int64_t *version, bson_error_t *error)
+repository_add(repository_t *repo, const contact_t *c, const repo_trace_t *trace,
+               int64_t *version, bson_error_t *error)
 {
    outbox_event_t *events[CONTACT_EVENT_KINDS];
    bson_t fields = BSON_INITIALIZER;
@@ -131,7 +139,7 @@ repository_add(repository_t *repo, const contact_t *c, int64_t *version, bson_er
 
    id_value(contact_id(c), &oid, &id);
    contact_append_fields(c, 0, &fields);
-   n = make_events(c, events);
+   n = make_events(c, trace, events);
    ok = outbox_collection_create(repo->contacts, &id, &fields, events, n, &res, error);
    free_events(events, n);
    bson_destroy(&fields);
@@ -167,7 +175,8 @@ repository_get(repository_t *repo, const char *id, contact_t **c, int64_t *versi
 }
 
 repo_status_t
-repository_save(repository_t *repo, const contact_t *c, int64_t *version, bson_error_t *error)
+repository_save(repository_t *repo, const contact_t *c, const repo_trace_t *trace,
+                int64_t *version, bson_error_t *error)
 {
    outbox_event_t *events[CONTACT_EVENT_KINDS];
    unsigned changes = contact_changes(c);
@@ -180,7 +189,7 @@ repository_save(repository_t *repo, const contact_t *c, int64_t *version, bson_e
    if (!changes && !contact_event_count(c))
       return REPO_OK;
    id_value(contact_id(c), &oid, &id);
-   n = make_events(c, events);
+   n = make_events(c, trace, events);
    if (changes & CONTACT_CHANGED_DELETED) {
       /* Deletion is a commit of its own (the HTTP API never mixes it with other changes). */
       ok = outbox_collection_soft_delete(repo->contacts, &id, *version, n ? events[n - 1] : NULL,

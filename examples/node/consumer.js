@@ -2,11 +2,16 @@
 //
 // Consume what outbox-relay publishes (relay/README.md, "The message contract") with mqtt.js
 // (5.x) over MQTT 5, in either payload mode: skip duplicates by event id (delivery is at least
-// once) and notice per-entity gaps by seq.
+// once), notice per-entity gaps by seq, and log the W3C trace id the event was stored with
+// (its traceparent), so a trace can be followed from the request that raised it to here.
 //
-// usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID      e.g. tcp://127.0.0.1:1883
+// usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]
+// e.g. tcp://127.0.0.1:1883 'outbox/things/{partition}/#' things-1 0-15: with PARTITIONS (a
+// set such as 0-15 or 0,2,4-7) it subscribes to one filter per partition, {partition}
+// replaced, for a relay publishing to outbox/{collection}/{partition}/{id}; instances on
+// disjoint sets share the entities, each entity's events going to one instance, in order. It
 // prints "subscribed", then per message one of
-//     applied ENTITY SEQ EVENT-ID TYPE in-order|gap|late
+//     applied ENTITY SEQ EVENT-ID TYPE in-order|gap|late TRACE-ID|-
 //     duplicate ENTITY SEQ EVENT-ID
 //     gap ENTITY missing SEQ..SEQ
 // and a count on SIGTERM/SIGINT. The session is persistent (clean: false), so messages
@@ -18,22 +23,33 @@ const seen = new Set(); // event ids applied; a real service keeps them with its
 const lastSeq = new Map(); // entity -> highest seq applied
 const counts = { applied: 0, duplicate: 0, gap: 0 };
 
-// { id, entity, seq, type, data } from either payload mode.
+// W3C traceparent: version-traceid-parentid-flags (a later version may add "-..." fields).
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})([0-9a-f]{32})-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$/;
+const traceId = (tp) => {
+  const m = typeof tp === 'string' && TRACEPARENT.exec(tp);
+  return m ? m[1] : '-';
+};
+
+// { id, entity, seq, type, data, trace } from either payload mode.
 function decode(payload, packet) {
   const props = (packet.properties && packet.properties.userProperties) || {};
   const prop = (name) => (Array.isArray(props[name]) ? props[name][0] : props[name]);
   if (prop('specversion') !== undefined) {
     // Binary mode: the CloudEvents attributes are user properties (subject percent-encoded
-    // like the topic) and the payload is the event's data.
+    // like the topic) and the payload is the event's data; the event's headers, traceparent
+    // among them, are user properties too.
     return { id: prop('id'), entity: decodeURIComponent(prop('subject')), seq: Number(prop('seq')),
-             type: prop('type'), data: JSON.parse(payload.toString()) };
+             type: prop('type'), data: JSON.parse(payload.toString()),
+             trace: traceId(prop('traceparent')) };
   }
-  // Structured mode: the payload is a CloudEvents JSON object with the seq extension.
+  // Structured mode: the payload is a CloudEvents JSON object with the seq extension and the
+  // distributed-tracing extension (traceparent, tracestate) when the event has one.
   const ev = JSON.parse(payload.toString());
-  return { id: ev.id, entity: ev.subject, seq: Number(ev.seq), type: ev.type, data: ev.data };
+  return { id: ev.id, entity: ev.subject, seq: Number(ev.seq), type: ev.type, data: ev.data,
+           trace: traceId(ev.traceparent) };
 }
 
-function handle({ id, entity, seq, type }) {
+function handle({ id, entity, seq, type, trace }) {
   if (seen.has(id)) {
     counts.duplicate++;
     console.log(`duplicate ${entity} ${seq} ${id}`);
@@ -49,15 +65,28 @@ function handle({ id, entity, seq, type }) {
   seen.add(id);
   lastSeq.set(entity, Math.max(last, seq));
   counts.applied++;
-  console.log(`applied ${entity} ${seq} ${id} ${type} ${order}`);
+  console.log(`applied ${entity} ${seq} ${id} ${type} ${order} ${trace}`);
 }
 
-function main([uri, topic, clientId]) {
+// { filter: { qos } }: the topic, or one filter per partition of a set like "0-7,12".
+function filters(topic, partitions) {
+  if (partitions === undefined) return { [topic]: { qos: 1 } };
+  const out = {};
+  for (const r of partitions.split(',')) {
+    const [lo, hi] = r.split('-').map(Number);
+    for (let p = lo; p <= (hi === undefined ? lo : hi); p++) {
+      out[topic.replace('{partition}', String(p))] = { qos: 1 };
+    }
+  }
+  return out;
+}
+
+function main([uri, topic, clientId, partitions]) {
   const client = mqtt.connect(uri, {
     clientId, protocolVersion: 5, clean: false,
     properties: { sessionExpiryInterval: 3600 }, // keep the session (and its queue) an hour
   });
-  client.on('connect', () => client.subscribe(topic, { qos: 1 }, (err) => {
+  client.on('connect', () => client.subscribe(filters(topic, partitions), (err) => {
     if (err) { console.error(`subscribe: ${err.message}`); process.exit(1); }
     console.log('subscribed');
   }));
@@ -78,8 +107,8 @@ function main([uri, topic, clientId]) {
   process.on('SIGINT', stop);
 }
 
-if (process.argv.length !== 5) {
-  console.error('usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID');
+if (process.argv.length !== 5 && process.argv.length !== 6) {
+  console.error('usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]');
   process.exit(64);
 }
 main(process.argv.slice(2));

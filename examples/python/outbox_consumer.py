@@ -2,16 +2,22 @@
 # Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
 """Consume what outbox-relay publishes (relay/README.md, "The message contract") with
 paho-mqtt 1.6 (Debian's python3-paho-mqtt) over MQTT 5, in either payload mode: skip
-duplicates by event id (delivery is at least once) and notice per-entity gaps by seq.
+duplicates by event id (delivery is at least once), notice per-entity gaps by seq, and log
+the W3C trace id of the event's traceparent (the request that raised it).
 
-usage: outbox_consumer.py MQTT-URI TOPIC-FILTER CLIENT-ID     e.g. tcp://127.0.0.1:1883
+usage: outbox_consumer.py MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]
+e.g. tcp://127.0.0.1:1883 'outbox/things/{partition}/#' things-1 0-15: with PARTITIONS (a set
+such as 0-15 or 0,2,4-7) it subscribes to one filter per partition, {partition} replaced, for a
+relay publishing to outbox/{collection}/{partition}/{id}; instances on disjoint sets share the
+entities, each entity's events going to one instance, in order. It
 prints "subscribed", then per message one of
-    applied ENTITY SEQ EVENT-ID TYPE in-order|gap|late
+    applied ENTITY SEQ EVENT-ID TYPE in-order|gap|late TRACE-ID|-
     duplicate ENTITY SEQ EVENT-ID
     gap ENTITY missing SEQ..SEQ
 and a count on SIGTERM/SIGINT. The session is persistent (clean start off), so messages
 published while the consumer is down are delivered when it comes back."""
 import json
+import re
 import signal
 import sys
 from urllib.parse import unquote, urlparse
@@ -23,22 +29,33 @@ from paho.mqtt.properties import Properties
 seen = set()  # event ids applied; a real service keeps them with its state (outbox/inbox.h)
 last_seq = {}  # entity -> highest seq applied
 counts = {"applied": 0, "duplicate": 0, "gap": 0}
+# W3C traceparent: version-traceid-parentid-flags (a later version may add "-..." fields).
+TRACEPARENT = re.compile(r"(?!ff)[0-9a-f]{2}-(?!0{32})([0-9a-f]{32})-(?!0{16})[0-9a-f]{16}-"
+                         r"[0-9a-f]{2}(-.*)?")
+
+
+def trace_id(tp):  # the trace id of a valid traceparent, else "-"
+    m = TRACEPARENT.fullmatch(tp) if isinstance(tp, str) else None
+    return m.group(1) if m else "-"
 
 
 def decode(msg):
-    """(event id, entity, seq, type, data) from either payload mode."""
+    """(event id, entity, seq, type, data, trace id) from either payload mode."""
     props = dict(getattr(msg.properties, "UserProperty", None) or [])
     if "specversion" in props:
         # Binary mode: the CloudEvents attributes are user properties (subject
-        # percent-encoded like the topic) and the payload is the event's data.
+        # percent-encoded like the topic) and the payload is the event's data; the event's
+        # headers, traceparent among them, are user properties too.
         return (props["id"], unquote(props["subject"]), int(props["seq"]), props["type"],
-                json.loads(msg.payload))
-    # Structured mode: the payload is a CloudEvents JSON object with the seq extension.
+                json.loads(msg.payload), trace_id(props.get("traceparent")))
+    # Structured mode: the payload is a CloudEvents JSON object with the seq extension and
+    # the distributed-tracing extension (traceparent, tracestate) when the event has one.
     ev = json.loads(msg.payload)
-    return ev["id"], ev["subject"], int(ev["seq"]), ev["type"], ev.get("data")
+    return (ev["id"], ev["subject"], int(ev["seq"]), ev["type"], ev.get("data"),
+            trace_id(ev.get("traceparent")))
 
 
-def handle(event_id, entity, seq, etype, data):
+def handle(event_id, entity, seq, etype, data, trace):
     if event_id in seen:
         counts["duplicate"] += 1
         print("duplicate %s %d %s" % (entity, seq, event_id), flush=True)
@@ -52,7 +69,7 @@ def handle(event_id, entity, seq, etype, data):
     seen.add(event_id)
     last_seq[entity] = max(last, seq)
     counts["applied"] += 1
-    print("applied %s %d %s %s %s" % (entity, seq, event_id, etype, order), flush=True)
+    print("applied %s %d %s %s %s %s" % (entity, seq, event_id, etype, order, trace), flush=True)
 
 
 def on_message(client, userdata, msg):
@@ -62,11 +79,22 @@ def on_message(client, userdata, msg):
         print("unreadable message on %s: %r" % (msg.topic, e), flush=True)
 
 
-def main(uri, topic, client_id):
-    broker = urlparse(uri)
+def filters(topic, partitions):
+    """[(filter, qos)]: @topic, or one per partition of a set like "0-7,12"."""
+    if partitions is None:
+        return [(topic, 1)]
+    parts = set()
+    for r in partitions.split(","):
+        lo, _, hi = r.partition("-")
+        parts.update(range(int(lo), int(hi or lo) + 1))
+    return [(topic.replace("{partition}", str(p)), 1) for p in sorted(parts)]
+
+
+def main(uri, topic, client_id, partitions=None):
+    broker, subs = urlparse(uri), filters(topic, partitions)
     client = mqtt.Client(client_id=client_id, protocol=mqtt.MQTTv5)
     client.on_message = on_message
-    client.on_connect = lambda c, u, flags, rc, props=None: c.subscribe(topic, qos=1)
+    client.on_connect = lambda c, u, flags, rc, props=None: c.subscribe(subs)
     client.on_subscribe = lambda *args: print("subscribed", flush=True)
     connect_props = Properties(PacketTypes.CONNECT)
     connect_props.SessionExpiryInterval = 3600  # keep the session (and its queue) an hour
@@ -81,6 +109,6 @@ def main(uri, topic, client_id):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
     main(*sys.argv[1:])

@@ -20,6 +20,9 @@
 
 #include "admin/admin.h"
 #include "admin/args.h"
+#include "group/hash.h"
+#include "group/partition.h"
+#include "mqtt/headers.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"
 #include "stream/event.h"
@@ -194,14 +197,14 @@ replay_props(const relay_config_t *cfg, const relay_event_t *ev, const char *ent
  * "replay": true first in the CloudEvents object; in binary mode the data alone (the marker
  * is the user property). NULL when it cannot be written as JSON. */
 static char *
-replay_payload(const relay_event_t *ev, const char *source, relay_str_t subject, bool binary,
-               size_t *len)
+replay_payload(const relay_event_t *ev, const char *source, relay_str_t subject,
+               const relay_headers_t *headers, bool binary, size_t *len)
 {
    char *json, *marked;
    if (binary) {
       return relay_data_json(ev, len);
    }
-   if (!(json = relay_cloudevent_json(ev, source, subject, len))) {
+   if (!(json = relay_cloudevent_json(ev, source, subject, headers, len))) {
       return NULL;
    }
    marked = bson_strdup_printf("{\"replay\":true,%s", json + 1);
@@ -219,13 +222,23 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
    size_t id_len, len = 0;
    char *id = relay_render_id(e->entity_id, &id_len);
    bson_string_t *encoded = bson_string_new(NULL);
+   /* The partition the relay recorded, or the one it would compute (entries archived
+    * without it). */
+   int part = e->partition >= 0 ? e->partition
+                                : relay_partition_of(relay_hash_value(e->entity_id),
+                                                     cfg->partitions);
+   char part_s[24];
    relay_template_vars_t vars = {{cfg->database, strlen(cfg->database)},
                                  {coll, strlen(coll)},
                                  {id, id_len},
-                                 {ev->type, strlen(ev->type)}};
+                                 {ev->type, strlen(ev->type)},
+                                 {part_s, relay_format_int64(part, part_s)}};
    char *topic = relay_template_render(cfg->topic_template, &vars);
    char *source = relay_template_render(cfg->source_template, &vars);
-   char *payload = replay_payload(ev, source, (relay_str_t){id, id_len}, binary, &len);
+   relay_headers_t headers;
+   relay_headers_read(ev, &headers);
+   char *payload =
+       replay_payload(ev, source, (relay_str_t){id, id_len}, &headers, binary, &len);
    char seq[24], tbuf[40];
    const char *props[2 * RELAY_MQTT_MAX_USER_PROPS];
    relay_mqtt_message_t msg = {topic, payload, len,
@@ -236,6 +249,7 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
    relay_format_int64(ev->seq, seq);
    relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
    msg.n_user_props = replay_props(cfg, ev, encoded->str, seq, source, tbuf, binary, props);
+   msg.n_user_props = relay_headers_append_props(&headers, props, 2 * msg.n_user_props) / 2;
    if (!payload) {
       r->failed = "an archived event cannot be written as JSON";
    } else {

@@ -162,7 +162,7 @@ static bool
 check_template(const relay_opt_t *opt, const char *text, const char *what, bson_error_t *error)
 {
    bool topic = !strcmp(opt->name, "topic");
-   const char *known = "{db}, {collection}, {id}, {type}";
+   const char *known = "{db}, {collection}, {id}, {type}, {partition}";
    if (!*text) {
       bson_set_error(error, 0, 0, "%s: must not be empty", what);
       return false;
@@ -183,7 +183,8 @@ check_template(const relay_opt_t *opt, const char *text, const char *what, bson_
       size_t len = (size_t)(close - p + 1);
       bool ok = (len == 4 && !strncmp(p, "{db}", 4)) ||
                 (len == 12 && !strncmp(p, "{collection}", 12)) ||
-                (len == 4 && !strncmp(p, "{id}", 4)) || (len == 6 && !strncmp(p, "{type}", 6));
+                (len == 4 && !strncmp(p, "{id}", 4)) || (len == 6 && !strncmp(p, "{type}", 6)) ||
+                (len == 11 && !strncmp(p, "{partition}", 11));
       if (!ok) {
          bson_set_error(error, 0, 0, "%s: unknown placeholder '%.*s' (known: %s)", what, (int)len,
                         p, known);

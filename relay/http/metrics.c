@@ -52,6 +52,9 @@ static const metric_desc_t counter_descs[RELAY_M_COUNTER_COUNT_] = {
     "Published events written to the archive (--archive-collection) before their clear."},
    {"outbox_relay_archive_write_failures_total",
     "Archive writes that failed; their events stay pending and are retried."},
+   {"outbox_relay_headers_dropped_total",
+    "Stored event headers left out of messages (not strings, reserved or invalid names, too "
+    "large); the log names the reason."},
 };
 
 static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {

@@ -34,6 +34,7 @@ typedef enum {
    RELAY_M_LEASE_HANDOFFS,    /* outbox_relay_lease_handoffs_total: handed to another member */
    RELAY_M_ARCHIVED,          /* outbox_relay_events_archived_total: written to the archive */
    RELAY_M_ARCHIVE_FAILURES,  /* outbox_relay_archive_write_failures_total: (retried) */
+   RELAY_M_HEADERS_DROPPED,   /* outbox_relay_headers_dropped_total: left out of messages */
    RELAY_M_COUNTER_COUNT_,
 } relay_counter_t;
 

@@ -38,8 +38,9 @@ typedef struct {
    int reason; /* MQTT 5 reason code, 0 if none */
 } relay_mqtt_completion_t;
 
-/* Most user properties one message may carry. */
-#define RELAY_MQTT_MAX_USER_PROPS 16
+/* Most user properties one message may carry: the relay's own (four, and six CloudEvents
+ * attributes in binary mode) and the event's headers (mqtt/headers.h: 16 at most). */
+#define RELAY_MQTT_MAX_USER_PROPS 32
 
 /* One message: everything is borrowed for the duration of relay_mqtt_publish(). */
 typedef struct {

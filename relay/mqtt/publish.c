@@ -119,6 +119,19 @@ encoded_id(relay_entity_t *e)
    return (relay_str_t){e->encoded, e->encoded_len};
 }
 
+/* Headers MQTT or CloudEvents cannot carry (mqtt/headers.h) are left out of the message,
+ * never holding it up: counted, and logged with the first reason. */
+static void
+note_dropped_headers(relay_t *r, const relay_entity_t *e, const relay_headers_t *h)
+{
+   if (h->dropped) {
+      relay_metrics_add(r->metrics, RELAY_M_HEADERS_DROPPED, h->dropped);
+      relay_log(RELAY_LOG_WARNING, "mqtt",
+                "event %s (seq %lld) of %s: %zu header(s) left out: %s", e->inflight->ev.id,
+                (long long)e->inflight->ev.seq, e->rendered, h->dropped, h->reason);
+   }
+}
+
 static int
 send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
 {
@@ -127,20 +140,24 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
    const char *coll = r->encoded_colls[e->coll];
    relay_str_t entity = encoded_id(e);
    /* Every value is encoded already (the type needs none: [A-Za-z0-9._-]). */
+   char part[24];
    relay_template_vars_t vars = {{r->encoded_db, strlen(r->encoded_db)},
                                  {coll, strlen(coll)},
                                  entity,
-                                 {ev->type, strlen(ev->type)}};
+                                 {ev->type, strlen(ev->type)},
+                                 {part, relay_format_int64(e->part, part)}};
    size_t topic_len, source_len;
    char *topic = relay_template_render_encoded(cfg->topic_template, &vars, &topic_len);
    char *source = relay_template_render_encoded(cfg->source_template, &vars, &source_len);
    relay_str_t subject = {e->rendered, e->rendered_len};
    bool binary = cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version == 5;
    size_t len = 0;
-   char *payload =
-       binary ? relay_data_json(ev, &len) : relay_cloudevent_json(ev, source, subject, &len);
+   relay_headers_t headers;
+   relay_headers_read(ev, &headers);
+   char *payload = binary ? relay_data_json(ev, &len)
+                          : relay_cloudevent_json(ev, source, subject, &headers, &len);
    char seq[24], tbuf[40];
-   const char *props[2 * 12];
+   const char *props[2 * RELAY_MQTT_MAX_USER_PROPS];
    size_t n = 0;
    relay_mqtt_message_t msg = {topic, payload, len, NULL, props, 0};
    int rc = 0;
@@ -176,6 +193,8 @@ send_event(relay_t *r, relay_entity_t *e, uint64_t tag, const char **poison)
    } else {
       msg.content_type = "application/cloudevents+json";
    }
+   n = relay_headers_append_props(&headers, props, n);
+   note_dropped_headers(r, e, &headers);
    msg.n_user_props = n / 2;
    if (!payload) {
       /* libbson's JSON writer refuses invalid UTF-8 (in the entity id, the subject, or the

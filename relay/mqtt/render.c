@@ -243,12 +243,13 @@ relay_percent_encode(bson_string_t *out, const char *s, size_t len)
 static size_t
 placeholder(const char *p, const relay_template_vars_t *vars, relay_str_t *value)
 {
-   static const char *const names[] = {"{db}", "{collection}", "{id}", "{type}"};
+   static const char *const names[] = {"{db}", "{collection}", "{id}", "{type}", "{partition}"};
    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
       size_t n = strlen(names[i]);
       if (!strncmp(p, names[i], n)) {
          if (vars && value) {
-            const relay_str_t *all[] = {&vars->db, &vars->collection, &vars->id, &vars->type};
+            const relay_str_t *all[] = {&vars->db, &vars->collection, &vars->id, &vars->type,
+                                        &vars->partition};
             *value = *all[i];
          }
          return n;
@@ -272,7 +273,8 @@ relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_
       }
       if (*p == '{' || *p == '}') {
          bson_set_error(error, 0, 0,
-                        "%s: unknown placeholder at '%s' (use {db}, {collection}, {id}, {type})",
+                        "%s: unknown placeholder at '%s' (use {db}, {collection}, {id}, {type}, "
+                        "{partition})",
                         what, p);
          return false;
       }

@@ -14,6 +14,7 @@
 
 #include <bson/bson.h>
 
+#include "mqtt/headers.h"
 #include "stream/event.h"
 
 /* A string that may contain NUL bytes (entity ids can). */
@@ -28,6 +29,10 @@ typedef struct {
    relay_str_t collection;
    relay_str_t id;   /* the rendered entity id (relay_render_id) */
    relay_str_t type; /* the event type */
+   /* The entity's partition in decimal (0 .. --partitions - 1, as relay groups number
+    * them): with {partition} in the topic, consumer instances split the entities between
+    * them with plain wildcard subscriptions, each entity's events staying in one. */
+   relay_str_t partition;
 } relay_template_vars_t;
 
 /* Renders an entity id the way topics and "subject" show it, never empty: a string as
@@ -46,9 +51,10 @@ char *relay_render_id(const bson_value_t *id, size_t *len);
  * broker's '$' topic. */
 void relay_percent_encode(bson_string_t *out, const char *s, size_t len);
 
-/* Checks a template: placeholders are {db}, {collection}, {id}, {type}; it may not be empty
- * or hold an unknown or unclosed placeholder, and a @topic template's literal text may not
- * contain the MQTT wildcards '+' and '#' (other templates, e.g. the CloudEvents source, may).
+/* Checks a template: placeholders are {db}, {collection}, {id}, {type}, {partition}; it may
+ * not be empty or hold an unknown or unclosed placeholder, and a @topic template's literal text
+ * may not contain the MQTT wildcards '+' and '#' (other templates, e.g. the CloudEvents source,
+ * may).
  * Returns false and fills @error (naming @what, e.g. "--topic") otherwise. */
 bool relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_t *error);
 
@@ -72,15 +78,17 @@ void relay_format_time(int64_t ms, char *buf, size_t size);
 
 /* Builds the structured-mode CloudEvents 1.0 JSON for @ev: specversion, id, source, type,
  * subject (@subject: the rendered entity id), time (if the event has one), datacontenttype
- * "application/json", the "seq" extension attribute and data as relaxed extended JSON.
- * Returns a bson_malloc'ed string; *@len is its length. */
+ * "application/json", the "seq" extension attribute, the headers of @headers (may be NULL)
+ * that are extension attributes (relay_headers_read(); traceparent and tracestate among them)
+ * and data as relaxed extended JSON. Returns a bson_malloc'ed string; *@len is its length. */
 char *relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
-                            size_t *len);
+                            const relay_headers_t *headers, size_t *len);
 
 /* The same payload built through libbson's JSON writer (relay_cloudevent_json() writes the
  * same bytes faster and falls back to this for values it does not handle). For tests. */
 char *relay_cloudevent_json_reference(const relay_event_t *ev, const char *source,
-                                      relay_str_t subject, size_t *len);
+                                      relay_str_t subject, const relay_headers_t *headers,
+                                      size_t *len);
 
 /* The binary-mode payload: relaxed extended JSON of @ev's data. */
 char *relay_data_json(const relay_event_t *ev, size_t *len);

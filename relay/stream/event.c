@@ -142,6 +142,12 @@ check_fields(const bson_t *doc, relay_event_t *ev)
              BSON_ITER_HOLDS_NUMBER(&count)) {
             ev->requeued = bson_iter_as_int64(&count);
          }
+      } else if (!strcmp(key, "headers") && !ev->headers && !ev->headers_bad) {
+         if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_iter_document(&it, &ev->headers_len, &ev->headers);
+         } else {
+            ev->headers_bad = true;
+         }
       } else if (!strcmp(key, "time")) {
          if (!BSON_ITER_HOLDS_DATE_TIME(&it)) {
             r = "event time is not a date";

@@ -26,6 +26,13 @@ typedef struct {
    void *block;        /* owns raw's bytes and data's bson_t when raw is a document */
    int64_t requeued;   /* requeued.count: how often an operator requeued it, 0 = never */
    const char *reason; /* NULL when valid, else a static sentence for the dead letter */
+   /* The stored headers document, a view into raw (NULL when absent). Headers never make an
+    * event poison: mqtt/headers.c checks each one when the event is sent and leaves out the
+    * ones MQTT or CloudEvents cannot carry. headers_bad is set when the field is there but
+    * is not a document. */
+   const uint8_t *headers;
+   uint32_t headers_len;
+   bool headers_bad;
 } relay_event_t;
 
 /* Longest event id accepted (ids are 36-char UUIDs; other producers get some slack). */

@@ -93,12 +93,12 @@ def inject(name, consumer, collection, mode, committed):
     publish_event(pub, collection, mode, ghost, 3, str(uuid.uuid4()), "thing.ghost")
     publish_event(pub, collection, mode, ghost, 1, str(uuid.uuid4()), "thing.ghost")
     pub.disconnect()
-    done = consumer.wait_for(lambda ls: len(parse(ls, "applied", 6)) >= len(committed) + 2 and
+    done = consumer.wait_for(lambda ls: len(parse(ls, "applied", 7)) >= len(committed) + 2 and
                              any(l.startswith("duplicate %s %d %s" % (entity, seq, event_id))
                                  for l in ls))
     lines = consumer.lines()
     check(name + ": the redelivered event is skipped as a duplicate", done, lines[-5:])
-    ghosts = [(a[2], a[5]) for a in parse(lines, "applied", 6) if a[1] == ghost]
+    ghosts = [(a[2], a[5]) for a in parse(lines, "applied", 7) if a[1] == ghost]
     check(name + ": the gap is reported", "gap %s missing 1..2" % ghost in lines, lines[-5:])
     check(name + ": seq 3 applied as gap, seq 1 as late", ghosts == [("3", "gap"), ("1", "late")],
           ghosts)
@@ -115,8 +115,8 @@ def run_example_consumer(args, name, mode, consumer_argv, writer):
     relay = start_relay(args, name, db, collection, mode)
     committed = writer(db, collection)
     check(name + ": writer committed events", len(committed) > 0)
-    consumer.wait_for(lambda ls: len(parse(ls, "applied", 6)) >= len(committed))
-    applied = [(a[1], int(a[2]), a[3], a[5]) for a in parse(consumer.lines(), "applied", 6)]
+    consumer.wait_for(lambda ls: len(parse(ls, "applied", 7)) >= len(committed))
+    applied = [(a[1], int(a[2]), a[3], a[5]) for a in parse(consumer.lines(), "applied", 7)]
     check_exactly_once(name, [(e, int(s), i) for e, s, i in committed], applied)
     check(name + ": duplicates are only of applied events",
           all(d[3] in {a[2] for a in applied} for d in parse(consumer.lines(), "duplicate", 4)))

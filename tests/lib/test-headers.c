@@ -8,6 +8,10 @@
 
 #include <criterion/criterion.h>
 
+/* From header-trace-only.c. */
+bool
+header_trace_only_valid(const char *traceparent);
+
 /* From header-inbox-only.c. */
 const char *
 header_inbox_only_version(void);
@@ -27,4 +31,10 @@ Test(headers, inbox_h_alone_declares_the_outbox)
 {
    cr_assert_str_eq(header_inbox_only_version(), OUTBOX_VERSION_STRING);
    cr_assert_eq(header_inbox_only_classify(2, 1), OUTBOX_SEQ_LATE);
+}
+
+Test(headers, trace_h_alone_declares_the_trace_context)
+{
+   cr_assert(header_trace_only_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+   cr_assert(outbox_traceparent_is_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
 }

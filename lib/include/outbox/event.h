@@ -41,8 +41,10 @@ outbox_event_destroy(outbox_event_t *event);
 /* Sets header `key` to `value` (both copied; a second call with the same key replaces the
  * value). Keys are 1..128 bytes of valid UTF-8 not starting with '$'; values are valid UTF-8
  * without NUL. Returns false with OUTBOX_ERROR_INVALID_EVENT and leaves the event unchanged
- * otherwise. Stored as the event's "headers" document (the relay maps them to MQTT user
- * properties). */
+ * otherwise. Stored as the event's "headers" document; the relay publishes each header as an
+ * MQTT 5 user property, names of 1..20 characters of [a-z0-9] also as CloudEvents attributes,
+ * and leaves out reserved names (event-id, id, type ...) and values with control characters
+ * ("Headers" in relay/README.md). For W3C trace context use outbox_event_set_trace_context(). */
 OUTBOX_API bool
 outbox_event_set_header(outbox_event_t *event, const char *key, const char *value,
                         bson_error_t *error);

@@ -48,7 +48,10 @@
  *                            STORED CONTRACT every document keeps (THREADS too);
  *   outbox/dead-letters.h    pending events and dead letters: list, count, requeue, discard;
  *   outbox/schema.h          the stored contract as a server-side validator;
- *   outbox/inbox.h           the consumer side: apply each event once (the idempotent inbox).
+ *   outbox/inbox.h           the consumer side: apply each event once (the idempotent inbox);
+ *   outbox/archive.h         the archive of published events (outbox-relay --archive-collection)
+ *                            and a cursor over it;
+ *   outbox/trace.h           W3C trace context (traceparent, tracestate) on events.
  * Each header says at its top who may use what it declares from which threads. Relay
  * internals (how outbox-relay finds, publishes and clears events) are in relay/README.md.
  */
@@ -63,5 +66,6 @@
 #include "outbox/schema.h"
 #include "outbox/inbox.h"
 #include "outbox/archive.h" /* the archive of published events */
+#include "outbox/trace.h"   /* W3C trace context on events */
 
 #endif /* OUTBOX_H */

@@ -25,7 +25,7 @@ topic_for(const bson_value_t *id, const char *tmpl)
 {
    size_t len;
    char *rendered = relay_render_id(id, &len);
-   relay_template_vars_t vars = {{"db", 2}, {"things", 6}, {rendered, len}, {"a.b", 3}};
+   relay_template_vars_t vars = {{"db", 2}, {"things", 6}, {rendered, len}, {"a.b", 3}, {"7", 1}};
    char *topic = relay_template_render(tmpl, &vars);
    bson_free(rendered);
    return topic;
@@ -330,9 +330,11 @@ Test(render, int64_and_encoded_templates)
       cr_assert_eq(n, strlen(want));
    }
    /* With values that need no encoding both renderers agree. */
-   relay_template_vars_t vars = {{"db", 2}, {"orders", 6}, {"o%2F17 x", 8}, {"a.b-c_1", 7}};
+   relay_template_vars_t vars = {
+       {"db", 2}, {"orders", 6}, {"o%2F17 x", 8}, {"a.b-c_1", 7}, {"13", 2}};
    static const char *const tmpls[] = {"outbox/{collection}/{id}", "/{db}/{collection}",
-                                       "{type}", "x{id}{id}y/{db}{type}", "{db}-", "lit"};
+                                       "{type}", "x{id}{id}y/{db}{type}", "{db}-", "lit",
+                                       "outbox/{collection}/{partition}/{id}"};
    for (size_t i = 0; i < sizeof tmpls / sizeof tmpls[0]; i++) {
       size_t len;
       char *fast = relay_template_render_encoded(tmpls[i], &vars, &len);
@@ -350,6 +352,26 @@ Test(render, int64_and_encoded_templates)
       bson_free(fast);
       bson_free(again);
    }
+}
+
+/* {partition} renders the entity's partition number as one topic level; the checker knows it. */
+Test(render, partition_placeholder)
+{
+   relay_template_vars_t vars = {{"db", 2}, {"orders", 6}, {"o-1", 3}, {"T", 1}, {"13", 2}};
+   bson_error_t error;
+   size_t len;
+   char *topic;
+
+   cr_assert(relay_template_check("outbox/{collection}/{partition}/{id}", "--topic", true,
+                                  &error),
+             "%s", error.message);
+   topic = relay_template_render_encoded("outbox/{collection}/{partition}/{id}", &vars, &len);
+   cr_assert_str_eq(topic, "outbox/orders/13/o-1");
+   bson_free(topic);
+   topic = relay_template_render("{partition}", &vars);
+   cr_assert_str_eq(topic, "13");
+   bson_free(topic);
+   cr_assert(!relay_template_check("outbox/{partitions}/{id}", "--topic", true, &error));
 }
 
 /* The smallest date overflowed in the millisecond computation (found with the fuzz targets in
@@ -506,7 +528,7 @@ Test(cloudevent, structured_payload)
                    " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"},"
                    " \"data\": {\"n\": {\"$numberLong\": \"5\"}, \"s\": \"x\"}}"),
        &ev));
-   json = relay_cloudevent_json(&ev, "/db/things", subject, &len);
+   json = relay_cloudevent_json(&ev, "/db/things", subject, NULL, &len);
    cr_assert_eq(strlen(json), len);
    parsed = bson_new_from_json((const uint8_t *)json, -1, &error);
    cr_assert_not_null(parsed, "not JSON: %s", json);
@@ -547,8 +569,10 @@ check_same_json(const char *event_json, relay_str_t subject, const char *source)
 
    relay_event_parse(event_value(event_json), &ev);
    cr_assert_not_null(ev.id, "%s", event_json);
-   json = relay_cloudevent_json(&ev, source, subject, &len);
-   ref = relay_cloudevent_json_reference(&ev, source, subject, &rlen);
+   relay_headers_t headers;
+   relay_headers_read(&ev, &headers);
+   json = relay_cloudevent_json(&ev, source, subject, &headers, &len);
+   ref = relay_cloudevent_json_reference(&ev, source, subject, &headers, &rlen);
    cr_assert_not_null(json);
    cr_assert_not_null(ref);
    cr_assert_eq(len, rlen, "length %zu != %zu:\n%s\n%s", len, rlen, json, ref);
@@ -587,6 +611,11 @@ Test(cloudevent, fast_json_matches_libbson)
        "{\"$numberDecimal\": \"1.1\"}}]}}",
        "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"b\": {\"$binary\": "
        "{\"base64\": \"AAEC\", \"subType\": \"04\"}}}}",
+       /* Headers that are extension attributes, with values to escape; data via libbson. */
+       "{\"id\": \"e\", \"seq\": 4, \"type\": \"T\", \"headers\": {\"tenant\": "
+       "\"a\\\"c\\\\me\\u00e9\", \"X-Other\": \"y\"}, \"data\": {\"n\": 1}}",
+       "{\"id\": \"e\", \"seq\": 4, \"type\": \"T\", \"headers\": {\"tenant\": \"a\"}, "
+       "\"data\": {\"x\": 1.5}}",
    };
    relay_str_t subjects[] = {{"a\0b", 3}, {"", 0}, {"x\"y\x01\xc3\xa9", 6}, {NULL, 0}};
 

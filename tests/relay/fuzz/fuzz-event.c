@@ -248,7 +248,8 @@ check_topic(const char *tmpl, const relay_template_vars_t *vars)
       enc[i] = bson_string_free(s, false);
    }
    relay_template_vars_t encoded = {{enc[0], strlen(enc[0])}, {enc[1], strlen(enc[1])},
-                                    {enc[2], strlen(enc[2])}, {enc[3], strlen(enc[3])}};
+                                    {enc[2], strlen(enc[2])}, {enc[3], strlen(enc[3])},
+                                    vars->partition};
    size_t fast_len;
    char *fast = relay_template_render_encoded(tmpl, &encoded, &fast_len);
    CHECK(fast_len == len && !memcmp(fast, topic, len));
@@ -314,8 +315,10 @@ check_payloads(const relay_event_t *ev, relay_str_t subject)
 {
    const char *source = "/db/coll";
    size_t flen = 0, rlen = 0;
-   char *fast = relay_cloudevent_json(ev, source, subject, &flen);
-   char *ref = relay_cloudevent_json_reference(ev, source, subject, &rlen);
+   relay_headers_t headers;
+   relay_headers_read(ev, &headers);
+   char *fast = relay_cloudevent_json(ev, source, subject, &headers, &flen);
+   char *ref = relay_cloudevent_json_reference(ev, source, subject, &headers, &rlen);
 
    /* The fast writer falls back to libbson, so both fail or both give the same bytes. */
    CHECK((fast == NULL) == (ref == NULL));
@@ -356,8 +359,9 @@ check_event(const bson_value_t *elem, const bson_value_t *id)
    char *rendered = relay_render_id(id, &id_len);
    CHECK(rendered[id_len] == '\0');
    relay_template_vars_t vars = {
-       {"db", 2}, {"coll", 4}, {rendered, id_len}, {ev.type, strlen(ev.type)}};
+       {"db", 2}, {"coll", 4}, {rendered, id_len}, {ev.type, strlen(ev.type)}, {"31", 2}};
    check_topic("outbox/{collection}/{id}", &vars);
+   check_topic("outbox/{collection}/{partition}/{id}", &vars);
    check_topic("{db}/{type}/{id}{id}", &vars);
    check_percent(rendered, id_len);
    check_time(&ev);
