@@ -227,7 +227,10 @@ typedef struct {
  * `pool` is borrowed and must outlive the handle; call
  * mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2) before the pool's first
  * pop so server errors carry MONGOC_ERROR_SERVER. `opts` (may be NULL) is read during the call:
- *   writeConcern      document, default {w: "majority"}: used for every write;
+ *   writeConcern      document, default {w: "majority"}: used for every write, whatever the
+ *                     URI says; w must be "majority" (j and wtimeout may be added): a weaker
+ *                     w is OUTBOX_ERROR_INVALID_ARGUMENT, since an acknowledged w:1 write
+ *                     can be rolled back (README.md, "Commit outcomes");
  *   versionField      string, default "version";
  *   eventSeqField     string, default "eventSeq";
  *   eventsField       string, default "events";
