@@ -10,6 +10,7 @@
 #include "collection-private.h"
 #include "error-private.h"
 #include "event-private.h"
+#include "outcome-private.h"
 
 /* One requested change, validated. */
 typedef struct {
@@ -165,6 +166,10 @@ send_update(outbox_collection_t *c, _outbox_conn_t *conn, const commit_t *req, i
       ret = bson_iter_init_find(&it, &reply, "matchedCount") && bson_iter_as_int64(&it) > 0;
    } else {
       _outbox_map_size_error(error);
+      if (_outbox_outcome_is_unknown(error)) {
+         _outbox_cache_remove(c->cache, req->id);
+         _outbox_outcome_set_unknown(error, req->events, req->n, version, event_seq, req->time);
+      }
    }
    bson_destroy(&reply);
    bson_destroy(&update);
@@ -286,6 +291,7 @@ commit(outbox_collection_t *c, commit_t *req, outbox_commit_t *result, bson_erro
    _outbox_conn_t conn = {0};
    outbox_commit_t ignored;
    bson_error_t local;
+   int resolved;
    bool ok;
 
    /* The outcome decides what result->version means, so always have an error to look at. */
@@ -310,7 +316,9 @@ commit(outbox_collection_t *c, commit_t *req, outbox_commit_t *result, bson_erro
       return false;
    }
    _outbox_conn_open(c, &conn);
-   ok = commit_run(c, &conn, req, result, error);
+   /* A retry of a commit whose outcome was unknown first finds out whether it was stored. */
+   resolved = _outbox_outcome_resolve(c, &conn, req->id, req->events, req->n, result, error);
+   ok = resolved > 0 || (resolved == 0 && commit_run(c, &conn, req, result, error));
    _outbox_conn_close(c, &conn);
    if (!ok && !(error->domain == OUTBOX_ERROR_DOMAIN && error->code == OUTBOX_ERROR_CONFLICT)) {
       result->version = 0;

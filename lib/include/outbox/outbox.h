@@ -68,11 +68,13 @@
  * ERRORS. Every function that can fail returns false (or NULL) and fills the bson_error_t
  * (which may be NULL). Errors found by this library use OUTBOX_ERROR_DOMAIN and the codes of
  * outbox_error_code_t; errors from mongoc and the server (network, authentication, write
- * concern ...) are passed through unchanged with mongoc's domains and codes. A failed call
- * leaves the stored document exactly as it was, except after a network or write-concern error,
- * where, as with any MongoDB write, the change may or may not have been applied: read the
- * entity to find out. Events are never half-written: all events of a call are stored together
- * with the change, or none is.
+ * concern ...) are passed through unchanged with mongoc's domains and codes, except that a
+ * commit whose outcome is unknown (network error after sending, election during the write,
+ * writeConcernError) fails with OUTBOX_ERROR_UNKNOWN_OUTCOME: retrying it with the same event
+ * objects is safe. Any other failed call leaves the stored document exactly as it was (for the
+ * non-commit writes, a network or write-concern error may or may not have applied the change,
+ * as with any MongoDB write). Events are never half-written: all events of a call are stored
+ * together with the change, or none is.
  *
  * THREADS. An outbox_collection_t may be used from any number of threads at once; each call
  * pops a client from the pool and pushes it back before returning. An outbox_event_t is not
@@ -136,6 +138,14 @@ typedef enum {
    /* outbox_collection_ensure_schema(): the collection has a validator this library did not
     * install; it was left unchanged. */
    OUTBOX_ERROR_FOREIGN_VALIDATOR,
+   /* A commit (create, update, append, soft delete) was sent but its outcome is unknown: the
+    * connection was lost after sending, the primary stepped down during the write, or the
+    * server applied it but reported a writeConcernError (e.g. 64, wtimeout), so it may still
+    * be rolled back. The message names the original error. It may or may not be stored. Retry
+    * with the SAME event objects: the retry first finds out whether this attempt was
+    * stored ("Commit outcomes" in README.md says what each case returns). Never success,
+    * never a plain failure. */
+   OUTBOX_ERROR_UNKNOWN_OUTCOME,
 } outbox_error_code_t;
 
 /* Pass as expected_version to commit whatever the current version is. The library then reads
@@ -148,9 +158,9 @@ typedef enum {
 
 /* An event to commit with a change. Functions that commit events borrow them for the call
  * only. An event can be committed once: on success it records its seq and time, and giving it
- * to another commit is OUTBOX_ERROR_INVALID_ARGUMENT. After an ambiguous failure (network
- * error) it is not marked: retrying with the same object keeps its id, so consumers that
- * deduplicate by id (see outbox/inbox.h) see it once even if the first attempt did commit. */
+ * to another commit is OUTBOX_ERROR_INVALID_ARGUMENT. After OUTBOX_ERROR_UNKNOWN_OUTCOME it
+ * remembers the attempt (not its seq): a retry with the same objects keeps their ids and is
+ * recognized, so the events are stored once (see outbox_collection_update()). */
 typedef struct _outbox_event_t outbox_event_t;
 
 /* Creates an event of the given type with a fresh random id (UUID v4 from getrandom()).
@@ -271,7 +281,9 @@ outbox_collection_destroy(outbox_collection_t *collection);
  * borrowed, and on success each gets its seq (1..n_events) and time. Fails with
  * OUTBOX_ERROR_ALREADY_EXISTS if the id exists, OUTBOX_ERROR_LIMIT_PENDING if n_events is above
  * maxPendingEvents, OUTBOX_ERROR_LIMIT_SIZE if the document would be above maxDocumentSize.
- * `result` (may be NULL) receives version 1 and the seq range. Thread-safe. */
+ * `result` (may be NULL) receives version 1 and the seq range. OUTBOX_ERROR_UNKNOWN_OUTCOME
+ * and its retry with the same events as for outbox_collection_update() (a create without
+ * events cannot be recognized: its retry may report OUTBOX_ERROR_ALREADY_EXISTS). Thread-safe. */
 OUTBOX_API bool
 outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id,
                          const bson_t *fields, outbox_event_t *const *events, size_t n_events,
@@ -297,6 +309,15 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
  * past maxDocumentSize (estimated from the last size seen plus the encoded size of the change;
  * the server's own 16 MiB limit is reported the same way). Event rules as for
  * outbox_collection_create(); on success the events get seq first_seq..last_seq.
+ * OUTBOX_ERROR_UNKNOWN_OUTCOME when the update was sent and may or may not be stored; call
+ * again with the same `events` objects (and the same update): the library then reads the
+ * entity and returns success with the first attempt's result if that attempt is stored (its
+ * event ids are in the entity, and what it wrote is majority-committed), commits normally if
+ * it is not (eventSeq never moved past it; with an expected version a change made meanwhile
+ * by someone else is OUTBOX_ERROR_CONFLICT as usual), and OUTBOX_ERROR_UNKNOWN_OUTCOME again
+ * when it cannot tell (the events are gone and eventSeq moved: stored then published and
+ * cleared by the relay, or another writer's change won). A change without events carries no
+ * id to recognize it by: its retry is a plain new commit. See "Commit outcomes" in README.md.
  * Thread-safe. */
 OUTBOX_API bool
 outbox_collection_update(outbox_collection_t *collection, const bson_value_t *id,

@@ -1,0 +1,285 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Commit outcomes: telling "not stored" from "may be stored", and recognizing on a retry an
+ * earlier attempt that may be stored. Touches only the attempt remembered in the caller's
+ * events (event-private.h); reads the entity, never writes.
+ *
+ * WHY. A commit is one update (or insert) with w: "majority". When the reply is lost (the
+ * connection dropped after sending), the primary stepped down while the write waited, or the
+ * server applied the write but answered with a writeConcernError (wtimeout 64: it may still be
+ * rolled back, or may stay), the caller must not read the failure as "nothing happened":
+ * a blind retry with fresh events would store the events twice under two ids, and giving up
+ * may drop events that were in fact stored. mongoc already retries such a write once by
+ * itself (retryable writes: the server recognizes the retry by its session and txnNumber and
+ * applies it at most once); what reaches us is what that one retry could not settle.
+ *
+ * HOW A RETRY IS RECOGNIZED. The attempt (the version and eventSeq its filter required, its
+ * time) is remembered in its events, whose ids are random UUIDs nobody else has. A later
+ * commit of exactly those events first reads the entity from the primary:
+ *   - one of its ids is among the pending events, dead letters or discarded letters: the
+ *     attempt was stored (the events of one commit are stored together or not at all). Before
+ *     saying so it reads again with readConcern "majority": success is only reported for a
+ *     write that can no longer be rolled back, so the majority snapshot must have reached the
+ *     attempt's eventSeq (eventSeq only grows along the primary's history, so a majority
+ *     eventSeq at or past the attempt's last seq contains the attempt). If it has not, the
+ *     answer is UNKNOWN_OUTCOME again (try later).
+ *   - no id is there and eventSeq is still at most the attempt's: the attempt was not stored
+ *     on this primary (had it been, eventSeq would have moved past it and never come back;
+ *     if it lives on a deposed primary, it is rolled back there). The commit runs as new.
+ *   - no id is there and eventSeq moved past the attempt's: either the attempt was stored and
+ *     the relay has published and cleared its events already, or someone else's commit won
+ *     and the attempt was not stored. Nothing left in the document tells them apart, so the
+ *     answer is UNKNOWN_OUTCOME again, saying so; the attempt stays remembered.
+ * No id is stored for a change without events, so its retry is a new commit.
+ */
+#include "outcome-private.h"
+
+#include <string.h>
+
+#include "error-private.h"
+
+/* Server errors after which a write may have been applied by an earlier try: the primary
+ * stepped down or shut down under it, or the network failed between the servers. */
+static const uint32_t primary_changed_codes[] = {
+   6,     /* HostUnreachable */
+   7,     /* HostNotFound */
+   89,    /* NetworkTimeout */
+   91,    /* ShutdownInProgress */
+   189,   /* PrimarySteppedDown */
+   262,   /* ExceededTimeLimit */
+   9001,  /* SocketException */
+   10107, /* NotWritablePrimary */
+   11600, /* InterruptedAtShutdown */
+   11602, /* InterruptedDueToReplStateChange */
+   13435, /* NotPrimaryNoSecondaryOk */
+   13436, /* NotPrimaryOrSecondary */
+};
+
+bool
+_outbox_outcome_is_unknown(const bson_error_t *error)
+{
+   if (error->domain == MONGOC_ERROR_STREAM || error->domain == MONGOC_ERROR_PROTOCOL ||
+       error->domain == MONGOC_ERROR_WRITE_CONCERN) {
+      return true;
+   }
+   if (error->domain != MONGOC_ERROR_SERVER) {
+      return false; /* e.g. server selection: nothing was sent */
+   }
+   for (size_t i = 0; i < sizeof primary_changed_codes / sizeof primary_changed_codes[0]; i++) {
+      if (error->code == primary_changed_codes[i]) {
+         return true;
+      }
+   }
+   return false;
+}
+
+void
+_outbox_outcome_set_unknown(bson_error_t *error, outbox_event_t *const *events, size_t n,
+                            int64_t version, int64_t event_seq, int64_t time)
+{
+   bson_error_t original = *error;
+
+   for (size_t i = 0; i < n; i++) {
+      events[i]->attempt = (_outbox_attempt_t){
+         .in_doubt = true, .version = version, .event_seq = event_seq, .time = time, .n = n};
+   }
+   _outbox_set_error(error, OUTBOX_ERROR_UNKNOWN_OUTCOME,
+                     "commit outcome unknown (%s; error %" PRIu32 ".%" PRIu32
+                     "): it may or may not be stored; retry with the same events",
+                     original.message, original.domain, original.code);
+}
+
+/* The attempt events[0..n) share, or NULL when none is in doubt. Sets *bad when they are not
+ * exactly the events of one attempt. */
+static const _outbox_attempt_t *
+common_attempt(outbox_event_t *const *events, size_t n, bool *bad)
+{
+   const _outbox_attempt_t *a = n > 0 ? &events[0]->attempt : NULL;
+
+   *bad = false;
+   if (!a || !a->in_doubt) {
+      for (size_t i = 1; i < n; i++) {
+         *bad = *bad || events[i]->attempt.in_doubt;
+      }
+      return NULL;
+   }
+   *bad = a->n != n;
+   for (size_t i = 1; i < n && !*bad; i++) {
+      const _outbox_attempt_t *b = &events[i]->attempt;
+
+      *bad = !b->in_doubt || b->version != a->version || b->event_seq != a->event_seq ||
+             b->time != a->time;
+   }
+   return a;
+}
+
+/* Reads the entity from the primary, with readConcern "majority" when asked. Returns 1 and
+ * fills `doc` (initialized) when found, 0 when not, -1 on error. */
+static int
+read_entity(_outbox_conn_t *conn, const bson_value_t *id, bool majority, bson_t *doc,
+            bson_error_t *error)
+{
+   bson_t filter = BSON_INITIALIZER;
+   bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "singleBatch", BCON_BOOL(true));
+   const bson_t *found = NULL;
+   mongoc_read_prefs_t *primary = mongoc_read_prefs_new(MONGOC_READ_PRIMARY);
+   mongoc_cursor_t *cursor;
+   int ret = 0;
+
+   if (majority) {
+      BCON_APPEND(opts, "readConcern", "{", "level", BCON_UTF8("majority"), "}");
+   }
+   BSON_APPEND_VALUE(&filter, "_id", id);
+   cursor = mongoc_collection_find_with_opts(conn->coll, &filter, opts, primary);
+   if (mongoc_cursor_next(cursor, &found)) {
+      bson_concat(doc, found);
+      ret = 1;
+   } else if (mongoc_cursor_error(cursor, error)) {
+      ret = -1;
+   }
+   mongoc_cursor_destroy(cursor);
+   mongoc_read_prefs_destroy(primary);
+   bson_destroy(opts);
+   bson_destroy(&filter);
+   return ret;
+}
+
+static bool
+is_ours(const char *stored_id, outbox_event_t *const *events, size_t n)
+{
+   for (size_t i = 0; i < n; i++) {
+      if (strcmp(stored_id, events[i]->id) == 0) {
+         return true;
+      }
+   }
+   return false;
+}
+
+/* True if an element of the array `field` of `doc` holds one of our ids at `path` ("id" for
+ * pending events, "event.id" for dead and discarded letters). */
+static bool
+array_holds_ours(const bson_t *doc, const char *field, const char *path,
+                 outbox_event_t *const *events, size_t n)
+{
+   bson_iter_t it, arr, id;
+
+   if (!bson_iter_init_find(&it, doc, field) || !BSON_ITER_HOLDS_ARRAY(&it) ||
+       !bson_iter_recurse(&it, &arr)) {
+      return false;
+   }
+   while (bson_iter_next(&arr)) {
+      if (BSON_ITER_HOLDS_DOCUMENT(&arr) && bson_iter_recurse(&arr, &id) &&
+          bson_iter_find_descendant(&id, path, &it) && BSON_ITER_HOLDS_UTF8(&it) &&
+          is_ours(bson_iter_utf8(&it, NULL), events, n)) {
+         return true;
+      }
+   }
+   return false;
+}
+
+static bool
+holds_ours(const outbox_collection_t *c, const bson_t *doc, outbox_event_t *const *events,
+           size_t n)
+{
+   return array_holds_ours(doc, c->names.events, "id", events, n) ||
+          array_holds_ours(doc, c->names.dead_letters, "event.id", events, n) ||
+          array_holds_ours(doc, c->names.discarded, "event.id", events, n);
+}
+
+/* The entity's eventSeq read with readConcern "majority" (-1 when it is not there yet). */
+static bool
+majority_event_seq(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *id,
+                   int64_t *event_seq, bson_error_t *error)
+{
+   bson_t doc = BSON_INITIALIZER;
+   _outbox_doc_state_t st;
+   int found = read_entity(conn, id, true, &doc, error);
+   bool ok = found >= 0;
+
+   *event_seq = -1;
+   if (found > 0) {
+      ok = _outbox_doc_state_parse(&doc, &c->names, &st, error);
+      *event_seq = ok ? st.event_seq : -1;
+   }
+   bson_destroy(&doc);
+   return ok;
+}
+
+/* The attempt is stored on the primary: success once a majority has it. */
+static int
+stored(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *id,
+       outbox_event_t *const *events, const _outbox_attempt_t *a, outbox_commit_t *result,
+       bson_error_t *error)
+{
+   int64_t majority_seq;
+   _outbox_attempt_t at = *a; /* a points into events[0], which mark_committed clears */
+
+   if (!majority_event_seq(c, conn, id, &majority_seq, error)) {
+      return -1;
+   }
+   if (majority_seq < at.event_seq + (int64_t)at.n) {
+      _outbox_set_error(error, OUTBOX_ERROR_UNKNOWN_OUTCOME,
+                        "commit outcome unknown: the earlier attempt is stored on the primary "
+                        "but not yet majority-committed; retry later with the same events");
+      return -1;
+   }
+   result->version = at.version + 1;
+   result->first_seq = at.event_seq + 1;
+   result->last_seq = at.event_seq + (int64_t)at.n;
+   _outbox_events_mark_committed(events, at.n, result->first_seq, at.time);
+   return 1;
+}
+
+static void
+forget(outbox_event_t *const *events, size_t n)
+{
+   for (size_t i = 0; i < n; i++) {
+      events[i]->attempt.in_doubt = false;
+   }
+}
+
+int
+_outbox_outcome_resolve(outbox_collection_t *collection, _outbox_conn_t *conn,
+                        const bson_value_t *id, outbox_event_t *const *events, size_t n,
+                        outbox_commit_t *result, bson_error_t *error)
+{
+   bool bad;
+   const _outbox_attempt_t *a = common_attempt(events, n, &bad);
+   bson_t doc = BSON_INITIALIZER;
+   _outbox_doc_state_t st;
+   int ret = -1, found;
+
+   if (bad) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                        "the events mix an unknown-outcome commit's events with others: retry "
+                        "it with exactly the same events");
+      return -1;
+   }
+   if (!a) {
+      return 0;
+   }
+   /* What the cache says may predate the attempt: every decision below reads. */
+   _outbox_cache_remove(collection->cache, id);
+   found = read_entity(conn, id, false, &doc, error);
+   if (found <= 0) {
+      ret = found; /* not found: the attempt made nothing; the commit reports what it finds */
+   } else if (holds_ours(collection, &doc, events, n)) {
+      ret = stored(collection, conn, id, events, a, result, error);
+   } else if (!_outbox_doc_state_parse(&doc, &collection->names, &st, error)) {
+      ret = -1;
+   } else if (st.event_seq <= a->event_seq) {
+      ret = 0;
+   } else {
+      _outbox_set_error(error, OUTBOX_ERROR_UNKNOWN_OUTCOME,
+                        "commit outcome unknown: the earlier attempt's events are not in the "
+                        "entity and its eventSeq moved from %" PRId64 " to %" PRId64
+                        ": they were stored, published and cleared, or another change won",
+                        a->event_seq, st.event_seq);
+   }
+   if (ret == 0) {
+      forget(events, n);
+   }
+   bson_destroy(&doc);
+   return ret;
+}
