@@ -276,6 +276,11 @@ commit_run(outbox_collection_t *c, _outbox_conn_t *conn, const commit_t *req,
             return true;
          }
          sent++;
+         /* A retry of an attempt in doubt may have lost to that attempt (outcome.c). */
+         r = _outbox_outcome_resolve(c, conn, req->id, req->events, req->n, result, error);
+         if (r != 0) {
+            return r > 0;
+         }
       }
       have = fresh = false;
       need_state = true;

@@ -24,12 +24,13 @@ void
 _outbox_outcome_set_unknown(bson_error_t *error, outbox_event_t *const *events, size_t n,
                             int64_t version, int64_t event_seq, int64_t time);
 
-/* Before a commit of events[0..n) to entity `id`: if they carry an attempt in doubt, finds out
- * whether it was stored. Returns 1 if it was (result and the events then hold that attempt's
- * outcome: the call succeeded), 0 if there is no attempt or it was not stored (commit
- * normally), -1 with `error` set otherwise (OUTBOX_ERROR_UNKNOWN_OUTCOME when it cannot tell
- * yet, OUTBOX_ERROR_INVALID_ARGUMENT when the events are not exactly those of one attempt, a
- * read error). */
+/* Before a commit of events[0..n) to entity `id` (and after each of its updates that matched
+ * nothing): if they carry an attempt in doubt, finds out whether it was stored. Returns 1 if
+ * it was (result and the events then hold that attempt's outcome: the call succeeded), 0 if
+ * there is no attempt or it was not stored (commit normally; the attempt stays remembered
+ * until a commit succeeds), -1 with `error` set otherwise (OUTBOX_ERROR_UNKNOWN_OUTCOME when
+ * it cannot tell, also after a failed read; OUTBOX_ERROR_INVALID_ARGUMENT when the events are
+ * not exactly those of one attempt; OUTBOX_ERROR_MALFORMED_DOCUMENT). */
 int
 _outbox_outcome_resolve(outbox_collection_t *collection, _outbox_conn_t *conn,
                         const bson_value_t *id, outbox_event_t *const *events, size_t n,

@@ -27,11 +27,20 @@
  *   - no id is there and eventSeq is still at most the attempt's: the attempt was not stored
  *     on this primary (had it been, eventSeq would have moved past it and never come back;
  *     if it lives on a deposed primary, it is rolled back there). The commit runs as new.
- *   - no id is there and eventSeq moved past the attempt's: either the attempt was stored and
+ *   - no id is there, eventSeq moved past the attempt's, and an event of someone else (still
+ *     pending, or a dead or discarded letter) holds one of the seqs the attempt was to get:
+ *     the attempt's filter pinned eventSeq, so that other commit took its place and it was
+ *     not stored. The commit runs as new (with an expected version: OUTBOX_ERROR_CONFLICT).
+ *   - otherwise (no id, eventSeq moved, those seqs gone): either the attempt was stored and
  *     the relay has published and cleared its events already, or someone else's commit won
- *     and the attempt was not stored. Nothing left in the document tells them apart, so the
- *     answer is UNKNOWN_OUTCOME again, saying so; the attempt stays remembered.
- * No id is stored for a change without events, so its retry is a new commit.
+ *     and was cleared too. Nothing left in the document tells them apart, so the answer is
+ *     UNKNOWN_OUTCOME again, saying so. A ring of the last few commits' first ids and seqs in
+ *     the document would settle this case too, at the price of a stored-contract change.
+ * The attempt stays remembered until a commit of its events succeeds: a retry that read "not
+ * stored" and then matched nothing may have lost to the very attempt (still in flight when it
+ * read), so commit.c looks again after each such miss. A read that fails while resolving is
+ * reported as UNKNOWN_OUTCOME too: the attempt's outcome is still unknown. No id is stored for
+ * a change without events, so its retry is a new commit.
  */
 #include "outcome-private.h"
 
@@ -156,35 +165,57 @@ is_ours(const char *stored_id, outbox_event_t *const *events, size_t n)
    return false;
 }
 
-/* True if an element of the array `field` of `doc` holds one of our ids at `path` ("id" for
- * pending events, "event.id" for dead and discarded letters). */
-static bool
-array_holds_ours(const bson_t *doc, const char *field, const char *path,
-                 outbox_event_t *const *events, size_t n)
-{
-   bson_iter_t it, arr, id;
+/* What the stored events say about an attempt. */
+typedef struct {
+   bool ours;  /* one of its ids is stored */
+   bool taken; /* an event of someone else holds one of the seqs it was to get */
+} _evidence_t;
 
+/* Looks at each element of the array `field` of `doc`: its id and seq are at `prefix`id and
+ * `prefix`seq ("" for pending events, "event." for dead and discarded letters). */
+static void
+scan_array(const bson_t *doc, const char *field, const char *prefix,
+           outbox_event_t *const *events, const _outbox_attempt_t *a, _evidence_t *ev)
+{
+   bson_iter_t it, arr, el, found;
+   char id_path[16], seq_path[16];
+   const char *id;
+   int64_t seq;
+
+   bson_snprintf(id_path, sizeof id_path, "%sid", prefix);
+   bson_snprintf(seq_path, sizeof seq_path, "%sseq", prefix);
    if (!bson_iter_init_find(&it, doc, field) || !BSON_ITER_HOLDS_ARRAY(&it) ||
        !bson_iter_recurse(&it, &arr)) {
-      return false;
+      return;
    }
    while (bson_iter_next(&arr)) {
-      if (BSON_ITER_HOLDS_DOCUMENT(&arr) && bson_iter_recurse(&arr, &id) &&
-          bson_iter_find_descendant(&id, path, &it) && BSON_ITER_HOLDS_UTF8(&it) &&
-          is_ours(bson_iter_utf8(&it, NULL), events, n)) {
-         return true;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&arr) || !bson_iter_recurse(&arr, &el) ||
+          !bson_iter_find_descendant(&el, id_path, &found) || !BSON_ITER_HOLDS_UTF8(&found)) {
+         continue;
       }
+      id = bson_iter_utf8(&found, NULL);
+      if (is_ours(id, events, a->n)) {
+         ev->ours = true;
+         continue;
+      }
+      bson_iter_recurse(&arr, &el);
+      seq = bson_iter_find_descendant(&el, seq_path, &found) && BSON_ITER_HOLDS_INT64(&found)
+               ? bson_iter_int64(&found)
+               : 0;
+      ev->taken = ev->taken || (seq > a->event_seq && seq <= a->event_seq + (int64_t)a->n);
    }
-   return false;
 }
 
-static bool
-holds_ours(const outbox_collection_t *c, const bson_t *doc, outbox_event_t *const *events,
-           size_t n)
+static _evidence_t
+evidence(const outbox_collection_t *c, const bson_t *doc, outbox_event_t *const *events,
+         const _outbox_attempt_t *a)
 {
-   return array_holds_ours(doc, c->names.events, "id", events, n) ||
-          array_holds_ours(doc, c->names.dead_letters, "event.id", events, n) ||
-          array_holds_ours(doc, c->names.discarded, "event.id", events, n);
+   _evidence_t ev = {false, false};
+
+   scan_array(doc, c->names.events, "", events, a, &ev);
+   scan_array(doc, c->names.dead_letters, "event.", events, a, &ev);
+   scan_array(doc, c->names.discarded, "event.", events, a, &ev);
+   return ev;
 }
 
 /* The entity's eventSeq read with readConcern "majority" (-1 when it is not there yet). */
@@ -206,6 +237,17 @@ majority_event_seq(outbox_collection_t *c, _outbox_conn_t *conn, const bson_valu
    return ok;
 }
 
+/* The earlier attempt's outcome is still unknown: say so, keeping it remembered. */
+static int
+still_unknown(bson_error_t *error, const char *why)
+{
+   char reason[sizeof error->message];
+
+   bson_strncpy(reason, why, sizeof reason);
+   _outbox_set_error(error, OUTBOX_ERROR_UNKNOWN_OUTCOME, "commit outcome unknown: %s", reason);
+   return -1;
+}
+
 /* The attempt is stored on the primary: success once a majority has it. */
 static int
 stored(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *id,
@@ -216,7 +258,7 @@ stored(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *id,
    _outbox_attempt_t at = *a; /* a points into events[0], which mark_committed clears */
 
    if (!majority_event_seq(c, conn, id, &majority_seq, error)) {
-      return -1;
+      return error->domain == OUTBOX_ERROR_DOMAIN ? -1 : still_unknown(error, error->message);
    }
    if (majority_seq < at.event_seq + (int64_t)at.n) {
       _outbox_set_error(error, OUTBOX_ERROR_UNKNOWN_OUTCOME,
@@ -231,14 +273,6 @@ stored(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *id,
    return 1;
 }
 
-static void
-forget(outbox_event_t *const *events, size_t n)
-{
-   for (size_t i = 0; i < n; i++) {
-      events[i]->attempt.in_doubt = false;
-   }
-}
-
 int
 _outbox_outcome_resolve(outbox_collection_t *collection, _outbox_conn_t *conn,
                         const bson_value_t *id, outbox_event_t *const *events, size_t n,
@@ -248,6 +282,7 @@ _outbox_outcome_resolve(outbox_collection_t *collection, _outbox_conn_t *conn,
    const _outbox_attempt_t *a = common_attempt(events, n, &bad);
    bson_t doc = BSON_INITIALIZER;
    _outbox_doc_state_t st;
+   _evidence_t ev;
    int ret = -1, found;
 
    if (bad) {
@@ -262,23 +297,23 @@ _outbox_outcome_resolve(outbox_collection_t *collection, _outbox_conn_t *conn,
    /* What the cache says may predate the attempt: every decision below reads. */
    _outbox_cache_remove(collection->cache, id);
    found = read_entity(conn, id, false, &doc, error);
-   if (found <= 0) {
-      ret = found; /* not found: the attempt made nothing; the commit reports what it finds */
-   } else if (holds_ours(collection, &doc, events, n)) {
+   ev = found > 0 ? evidence(collection, &doc, events, a) : (_evidence_t){false, false};
+   if (found < 0) {
+      ret = still_unknown(error, error->message);
+   } else if (found == 0) {
+      ret = 0; /* the attempt made nothing; the commit reports what it finds */
+   } else if (ev.ours) {
       ret = stored(collection, conn, id, events, a, result, error);
    } else if (!_outbox_doc_state_parse(&doc, &collection->names, &st, error)) {
       ret = -1;
-   } else if (st.event_seq <= a->event_seq) {
-      ret = 0;
+   } else if (st.event_seq <= a->event_seq || ev.taken) {
+      ret = 0; /* eventSeq never reached it, or another commit holds its seqs */
    } else {
       _outbox_set_error(error, OUTBOX_ERROR_UNKNOWN_OUTCOME,
                         "commit outcome unknown: the earlier attempt's events are not in the "
                         "entity and its eventSeq moved from %" PRId64 " to %" PRId64
                         ": they were stored, published and cleared, or another change won",
                         a->event_seq, st.event_seq);
-   }
-   if (ret == 0) {
-      forget(events, n);
    }
    bson_destroy(&doc);
    return ret;

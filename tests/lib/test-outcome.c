@@ -312,3 +312,66 @@ Test(outcome, create_unknown_then_retry_finds_it)
    assert_stored_once(&id, 1, evs, 2);
    lt_events_destroy(evs, 2);
 }
+
+/* The attempt was not stored and another writer's commit took the seqs it was to get (still
+ * pending: the relay is behind): the retry sees that slot taken and commits the events as new,
+ * once. With an expected version the same retry is a plain conflict. */
+Test(outcome, slot_taken_by_another_commit_then_retry_commits_as_new)
+{
+   bson_value_t id = lt_str_id("taken");
+   outbox_event_t *evs[2], *theirs[2];
+   outbox_commit_t res;
+   bson_error_t e;
+   bson_t *doc;
+
+   create_entity(&id);
+   lt_events_new(evs, 2, "t.ours");
+   lt_events_new(theirs, 2, "t.theirs");
+   fail_next("update", 2, DROPPED);
+   cr_assert_not(outbox_collection_append(t.coll, &id, evs, 2, &res, &e));
+   assert_unknown(&e);
+   cr_assert(outbox_collection_append(t.coll, &id, theirs, 1, &res, &e), "%s", e.message);
+   cr_assert(outbox_collection_append(t.coll, &id, evs, 2, &res, &e), "%s", e.message);
+   cr_assert_eq(res.first_seq, 2);
+   cr_assert_eq(res.last_seq, 3);
+   doc = lt_raw_get(&t, &id);
+   cr_assert_eq(lt_int64(doc, "eventSeq"), 3);
+   cr_assert_eq(lt_array_len(doc, "events"), 3);
+   bson_destroy(doc);
+   lt_events_destroy(evs, 2);
+
+   lt_events_new(evs, 1, "t.ours");
+   fail_next("update", 2, DROPPED);
+   cr_assert_not(outbox_collection_update(t.coll, &id, 3, NULL, evs, 1, &res, &e));
+   assert_unknown(&e);
+   cr_assert(outbox_collection_update(t.coll, &id, 3, NULL, theirs + 1, 1, &res, &e), "%s",
+             e.message);
+   cr_assert_not(outbox_collection_update(t.coll, &id, 3, NULL, evs, 1, &res, &e));
+   cr_assert_eq(e.code, OUTBOX_ERROR_CONFLICT, "%" PRIu32 " %s", e.code, e.message);
+   cr_assert_eq(res.version, 4);
+   lt_events_destroy(evs, 1);
+   lt_events_destroy(theirs, 2);
+}
+
+/* The retry's own read fails: the earlier attempt's outcome is still unknown, and a later
+ * retry still recognizes it. */
+Test(outcome, retry_whose_read_fails_is_still_unknown)
+{
+   bson_value_t id = lt_str_id("read-fails");
+   outbox_event_t *evs[1];
+   outbox_commit_t res;
+   bson_error_t e;
+
+   create_entity(&id);
+   lt_events_new(evs, 1, "t.appended");
+   fail_next("update", 1, WTIMEOUT);
+   cr_assert_not(outbox_collection_append(t.coll, &id, evs, 1, &res, &e));
+   assert_unknown(&e);
+   fail_next("find", 2, DROPPED);
+   cr_assert_not(outbox_collection_append(t.coll, &id, evs, 1, &res, &e));
+   assert_unknown(&e);
+   cr_assert(outbox_collection_append(t.coll, &id, evs, 1, &res, &e), "%s", e.message);
+   cr_assert_eq(res.first_seq, 1);
+   assert_stored_once(&id, 2, evs, 1);
+   lt_events_destroy(evs, 1);
+}
