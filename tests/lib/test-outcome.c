@@ -20,22 +20,54 @@
 
 static lt_t t;
 static char app_name[64];
+/* The w of every insert and update sent, as "majority" or "other" (APM). */
+static int majority_writes, other_writes;
+
+static void
+started(const mongoc_apm_command_started_t *event)
+{
+   const char *name = mongoc_apm_command_started_get_command_name(event);
+   bson_iter_t it;
+
+   if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0) {
+      return;
+   }
+   if (bson_iter_init(&it, mongoc_apm_command_started_get_command(event)) &&
+       bson_iter_find_descendant(&it, "writeConcern.w", &it) && BSON_ITER_HOLDS_UTF8(&it) &&
+       strcmp(bson_iter_utf8(&it, NULL), "majority") == 0) {
+      majority_writes++;
+   } else {
+      other_writes++;
+   }
+}
 
 static void
 setup(void)
 {
    mongoc_uri_t *uri;
+   mongoc_write_concern_t *wc;
+   mongoc_apm_callbacks_t *apm;
    uint32_t r = 0;
 
    lt_init(&t, "outcome", NULL, NULL);
    /* After a dropped connection or a "shutting down" error mongoc waits for the next
-    * heartbeat to select the server again: make that 0.5 s rather than 10. */
+    * heartbeat to select the server again: make that 0.5 s rather than 10. And the URI asks
+    * for w:1, which the library must not use. */
    mongoc_client_pool_destroy(t.pool);
    uri = mongoc_uri_new(getenv("OUTBOX_TEST_MONGODB_URI"));
    cr_assert(mongoc_uri_set_option_as_int32(uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500));
+   wc = mongoc_write_concern_new();
+   mongoc_write_concern_set_w(wc, 1);
+   mongoc_uri_set_write_concern(uri, wc);
+   mongoc_write_concern_destroy(wc);
    t.pool = mongoc_client_pool_new(uri);
    mongoc_uri_destroy(uri);
    mongoc_client_pool_set_error_api(t.pool, MONGOC_ERROR_API_VERSION_2);
+   apm = mongoc_apm_callbacks_new();
+   mongoc_apm_set_command_started_cb(apm, started);
+   mongoc_client_pool_set_apm_callbacks(t.pool, apm, NULL);
+   mongoc_apm_callbacks_destroy(apm);
+   majority_writes = other_writes = 0;
    cr_assert_eq(getrandom(&r, sizeof r, 0), (ssize_t)sizeof r);
    snprintf(app_name, sizeof app_name, "outcome-%d-%08x", (int)getpid(), r);
    cr_assert(mongoc_client_pool_set_appname(t.pool, app_name));
@@ -373,5 +405,26 @@ Test(outcome, retry_whose_read_fails_is_still_unknown)
    cr_assert(outbox_collection_append(t.coll, &id, evs, 1, &res, &e), "%s", e.message);
    cr_assert_eq(res.first_seq, 1);
    assert_stored_once(&id, 2, evs, 1);
+   lt_events_destroy(evs, 1);
+}
+
+/* The URI of this suite asks for w:1: every commit and its retries still go out with
+ * w: "majority" (an acknowledged w:1 commit could be rolled back). */
+Test(outcome, uri_w1_is_not_used)
+{
+   bson_value_t id = lt_str_id("uri-w1");
+   outbox_event_t *evs[1];
+   bson_error_t e;
+
+   lt_events_new(evs, 1, "t.created");
+   cr_assert(outbox_collection_create(t.coll, &id, NULL, evs, 1, NULL, &e), "%s", e.message);
+   lt_events_destroy(evs, 1);
+   lt_events_new(evs, 1, "t.appended");
+   fail_next("update", 1, WTIMEOUT);
+   cr_assert_not(outbox_collection_append(t.coll, &id, evs, 1, NULL, &e));
+   cr_assert(outbox_collection_append(t.coll, &id, evs, 1, NULL, &e), "%s", e.message);
+   cr_assert(outbox_collection_update(t.coll, &id, 2, NULL, NULL, 0, NULL, &e), "%s", e.message);
+   cr_assert_eq(majority_writes, 3);
+   cr_assert_eq(other_writes, 0);
    lt_events_destroy(evs, 1);
 }
