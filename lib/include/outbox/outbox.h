@@ -143,8 +143,8 @@ typedef enum {
     * server applied it but reported a writeConcernError (e.g. 64, wtimeout), so it may still
     * be rolled back. The message names the original error. It may or may not be stored. Retry
     * with the SAME event objects: the retry first finds out whether this attempt was
-    * stored ("Commit outcomes" in README.md says what each case returns). Never success,
-    * never a plain failure. */
+    * stored ("Commit outcomes" in README.md says what each case returns). A commit known to
+    * be stored is a success, one known not to be a plain failure: never this code. */
    OUTBOX_ERROR_UNKNOWN_OUTCOME,
 } outbox_error_code_t;
 
@@ -313,8 +313,9 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
  * again with the same `events` objects (and the same update): the library then reads the
  * entity and returns success with the first attempt's result if that attempt is stored (its
  * event ids are in the entity, and what it wrote is majority-committed), commits normally if
- * it is not (eventSeq never moved past it; with an expected version a change made meanwhile
- * by someone else is OUTBOX_ERROR_CONFLICT as usual), and OUTBOX_ERROR_UNKNOWN_OUTCOME again
+ * it is not (eventSeq never moved past it, or another commit holds the seqs it was to get;
+ * with an expected version a change made meanwhile by someone else is OUTBOX_ERROR_CONFLICT
+ * as usual), and OUTBOX_ERROR_UNKNOWN_OUTCOME again
  * when it cannot tell (the events are gone and eventSeq moved: stored then published and
  * cleared by the relay, or another writer's change won). A change without events carries no
  * id to recognize it by: its retry is a plain new commit. See "Commit outcomes" in README.md.
