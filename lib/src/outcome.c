@@ -22,8 +22,9 @@
  *     saying so it reads again with readConcern "majority": success is only reported for a
  *     write that can no longer be rolled back, so the majority snapshot must have reached the
  *     attempt's eventSeq (eventSeq only grows along the primary's history, so a majority
- *     eventSeq at or past the attempt's last seq contains the attempt). If it has not, the
- *     answer is UNKNOWN_OUTCOME again (try later).
+ *     eventSeq at or past the attempt's last seq contains the attempt). Both reads share a
+ *     causally consistent session, so the majority read waits (up to 5 s) for the majority to
+ *     reach what the first read saw. If it has not, the answer is UNKNOWN_OUTCOME again.
  *   - no id is there and eventSeq is still at most the attempt's: the attempt was not stored
  *     on this primary (had it been, eventSeq would have moved past it and never come back;
  *     if it lives on a deposed primary, it is rolled back there). The commit runs as new.
@@ -123,11 +124,24 @@ common_attempt(outbox_event_t *const *events, size_t n, bool *bad)
    return a;
 }
 
+/* The reads that resolve one attempt: in one causally consistent session, so that the
+ * majority read waits (afterClusterTime, added by mongoc) until the majority snapshot has
+ * reached what the first read saw, rather than answering from an older snapshot. */
+typedef struct {
+   outbox_collection_t *c;
+   _outbox_conn_t *conn;
+   mongoc_client_session_t *session; /* NULL if the server has no sessions */
+   const bson_value_t *id;
+} _look_t;
+
+/* How long the majority read may wait for the majority to catch up (a majority that is down
+ * or far behind makes the outcome still unknown, not a hang). */
+#define _OUTBOX_MAJORITY_WAIT_MS 5000
+
 /* Reads the entity from the primary, with readConcern "majority" when asked. Returns 1 and
  * fills `doc` (initialized) when found, 0 when not, -1 on error. */
 static int
-read_entity(_outbox_conn_t *conn, const bson_value_t *id, bool majority, bson_t *doc,
-            bson_error_t *error)
+read_entity(const _look_t *look, bool majority, bson_t *doc, bson_error_t *error)
 {
    bson_t filter = BSON_INITIALIZER;
    bson_t *opts = BCON_NEW("limit", BCON_INT64(1), "singleBatch", BCON_BOOL(true));
@@ -137,10 +151,15 @@ read_entity(_outbox_conn_t *conn, const bson_value_t *id, bool majority, bson_t 
    int ret = 0;
 
    if (majority) {
-      BCON_APPEND(opts, "readConcern", "{", "level", BCON_UTF8("majority"), "}");
+      BCON_APPEND(opts, "readConcern", "{", "level", BCON_UTF8("majority"), "}", "maxTimeMS",
+                  BCON_INT64(_OUTBOX_MAJORITY_WAIT_MS));
    }
-   BSON_APPEND_VALUE(&filter, "_id", id);
-   cursor = mongoc_collection_find_with_opts(conn->coll, &filter, opts, primary);
+   if (look->session && !mongoc_client_session_append(look->session, opts, error)) {
+      ret = -1;
+      goto done;
+   }
+   BSON_APPEND_VALUE(&filter, "_id", look->id);
+   cursor = mongoc_collection_find_with_opts(look->conn->coll, &filter, opts, primary);
    if (mongoc_cursor_next(cursor, &found)) {
       bson_concat(doc, found);
       ret = 1;
@@ -148,6 +167,7 @@ read_entity(_outbox_conn_t *conn, const bson_value_t *id, bool majority, bson_t 
       ret = -1;
    }
    mongoc_cursor_destroy(cursor);
+done:
    mongoc_read_prefs_destroy(primary);
    bson_destroy(opts);
    bson_destroy(&filter);
@@ -220,17 +240,16 @@ evidence(const outbox_collection_t *c, const bson_t *doc, outbox_event_t *const 
 
 /* The entity's eventSeq read with readConcern "majority" (-1 when it is not there yet). */
 static bool
-majority_event_seq(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *id,
-                   int64_t *event_seq, bson_error_t *error)
+majority_event_seq(const _look_t *look, int64_t *event_seq, bson_error_t *error)
 {
    bson_t doc = BSON_INITIALIZER;
    _outbox_doc_state_t st;
-   int found = read_entity(conn, id, true, &doc, error);
+   int found = read_entity(look, true, &doc, error);
    bool ok = found >= 0;
 
    *event_seq = -1;
    if (found > 0) {
-      ok = _outbox_doc_state_parse(&doc, &c->names, &st, error);
+      ok = _outbox_doc_state_parse(&doc, &look->c->names, &st, error);
       *event_seq = ok ? st.event_seq : -1;
    }
    bson_destroy(&doc);
@@ -250,14 +269,13 @@ still_unknown(bson_error_t *error, const char *why)
 
 /* The attempt is stored on the primary: success once a majority has it. */
 static int
-stored(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *id,
-       outbox_event_t *const *events, const _outbox_attempt_t *a, outbox_commit_t *result,
-       bson_error_t *error)
+stored(const _look_t *look, outbox_event_t *const *events, const _outbox_attempt_t *a,
+       outbox_commit_t *result, bson_error_t *error)
 {
    int64_t majority_seq;
    _outbox_attempt_t at = *a; /* a points into events[0], which mark_committed clears */
 
-   if (!majority_event_seq(c, conn, id, &majority_seq, error)) {
+   if (!majority_event_seq(look, &majority_seq, error)) {
       return error->domain == OUTBOX_ERROR_DOMAIN ? -1 : still_unknown(error, error->message);
    }
    if (majority_seq < at.event_seq + (int64_t)at.n) {
@@ -273,38 +291,23 @@ stored(outbox_collection_t *c, _outbox_conn_t *conn, const bson_value_t *id,
    return 1;
 }
 
-int
-_outbox_outcome_resolve(outbox_collection_t *collection, _outbox_conn_t *conn,
-                        const bson_value_t *id, outbox_event_t *const *events, size_t n,
-                        outbox_commit_t *result, bson_error_t *error)
+/* Reads the entity and decides (see the top of this file). */
+static int
+decide(const _look_t *look, outbox_event_t *const *events, const _outbox_attempt_t *a,
+       outbox_commit_t *result, bson_error_t *error)
 {
-   bool bad;
-   const _outbox_attempt_t *a = common_attempt(events, n, &bad);
    bson_t doc = BSON_INITIALIZER;
    _outbox_doc_state_t st;
-   _evidence_t ev;
-   int ret = -1, found;
+   int ret = -1, found = read_entity(look, false, &doc, error);
+   _evidence_t ev = found > 0 ? evidence(look->c, &doc, events, a) : (_evidence_t){false, false};
 
-   if (bad) {
-      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
-                        "the events mix an unknown-outcome commit's events with others: retry "
-                        "it with exactly the same events");
-      return -1;
-   }
-   if (!a) {
-      return 0;
-   }
-   /* What the cache says may predate the attempt: every decision below reads. */
-   _outbox_cache_remove(collection->cache, id);
-   found = read_entity(conn, id, false, &doc, error);
-   ev = found > 0 ? evidence(collection, &doc, events, a) : (_evidence_t){false, false};
    if (found < 0) {
       ret = still_unknown(error, error->message);
    } else if (found == 0) {
       ret = 0; /* the attempt made nothing; the commit reports what it finds */
    } else if (ev.ours) {
-      ret = stored(collection, conn, id, events, a, result, error);
-   } else if (!_outbox_doc_state_parse(&doc, &collection->names, &st, error)) {
+      ret = stored(look, events, a, result, error);
+   } else if (!_outbox_doc_state_parse(&doc, &look->c->names, &st, error)) {
       ret = -1;
    } else if (st.event_seq <= a->event_seq || ev.taken) {
       ret = 0; /* eventSeq never reached it, or another commit holds its seqs */
@@ -316,5 +319,38 @@ _outbox_outcome_resolve(outbox_collection_t *collection, _outbox_conn_t *conn,
                         a->event_seq, st.event_seq);
    }
    bson_destroy(&doc);
+   return ret;
+}
+
+int
+_outbox_outcome_resolve(outbox_collection_t *collection, _outbox_conn_t *conn,
+                        const bson_value_t *id, outbox_event_t *const *events, size_t n,
+                        outbox_commit_t *result, bson_error_t *error)
+{
+   bool bad;
+   const _outbox_attempt_t *a = common_attempt(events, n, &bad);
+   mongoc_session_opt_t *causal;
+   _look_t look = {.c = collection, .conn = conn, .id = id};
+   int ret;
+
+   if (bad) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                        "the events mix an unknown-outcome commit's events with others: retry "
+                        "it with exactly the same events");
+      return -1;
+   }
+   if (!a) {
+      return 0;
+   }
+   /* What the cache says may predate the attempt: every decision reads. */
+   _outbox_cache_remove(collection->cache, id);
+   causal = mongoc_session_opts_new();
+   mongoc_session_opts_set_causal_consistency(causal, true);
+   look.session = mongoc_client_start_session(conn->client, causal, NULL);
+   mongoc_session_opts_destroy(causal);
+   ret = decide(&look, events, a, result, error);
+   if (look.session) {
+      mongoc_client_session_destroy(look.session);
+   }
    return ret;
 }

@@ -20,8 +20,9 @@
 
 static lt_t t;
 static char app_name[64];
-/* The w of every insert and update sent, as "majority" or "other" (APM). */
-static int majority_writes, other_writes;
+/* The w of every insert and update sent, as "majority" or "other", and the finds that wait
+ * for the majority to reach an earlier read (readConcern majority with afterClusterTime). */
+static int majority_writes, other_writes, majority_finds;
 
 static void
 started(const mongoc_apm_command_started_t *event)
@@ -29,6 +30,15 @@ started(const mongoc_apm_command_started_t *event)
    const char *name = mongoc_apm_command_started_get_command_name(event);
    bson_iter_t it;
 
+   if (strcmp(name, "find") == 0) {
+      majority_finds +=
+         bson_iter_init(&it, mongoc_apm_command_started_get_command(event)) &&
+         bson_iter_find_descendant(&it, "readConcern.afterClusterTime", &it) &&
+         bson_iter_init(&it, mongoc_apm_command_started_get_command(event)) &&
+         bson_iter_find_descendant(&it, "readConcern.level", &it) && BSON_ITER_HOLDS_UTF8(&it) &&
+         strcmp(bson_iter_utf8(&it, NULL), "majority") == 0;
+      return;
+   }
    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0) {
       return;
    }
@@ -67,7 +77,7 @@ setup(void)
    mongoc_apm_set_command_started_cb(apm, started);
    mongoc_client_pool_set_apm_callbacks(t.pool, apm, NULL);
    mongoc_apm_callbacks_destroy(apm);
-   majority_writes = other_writes = 0;
+   majority_writes = other_writes = majority_finds = 0;
    cr_assert_eq(getrandom(&r, sizeof r, 0), (ssize_t)sizeof r);
    snprintf(app_name, sizeof app_name, "outcome-%d-%08x", (int)getpid(), r);
    cr_assert(mongoc_client_pool_set_appname(t.pool, app_name));
@@ -183,7 +193,10 @@ Test(outcome, wtimeout_append_then_retry_stores_once)
    mixed[1] = other;
    cr_assert_not(outbox_collection_append(t.coll, &id, mixed, 2, &res, &e));
    cr_assert_eq(e.code, OUTBOX_ERROR_INVALID_ARGUMENT, "%s", e.message);
+   cr_assert_eq(majority_finds, 0);
    cr_assert(outbox_collection_append(t.coll, &id, evs, 2, &res, &e), "%s", e.message);
+   /* Success only once a majority read, waiting for what the primary showed, has it. */
+   cr_assert_eq(majority_finds, 1);
    cr_assert_eq(res.version, 2);
    cr_assert_eq(res.first_seq, 1);
    cr_assert_eq(res.last_seq, 2);
