@@ -17,14 +17,16 @@ enum {
    F_DEAD_LETTERS,
    F_DISCARDED,
    F_REQUEUES,
+   F_RECENT_COMMITS,
    F_COUNT_
 };
 
 static const char *const field_options[F_COUNT_] = {
    "versionField",     "eventSeqField",  "eventsField",    "deletedField",
-   "deadLettersField", "discardedField", "requeuesField"};
+   "deadLettersField", "discardedField", "requeuesField", "recentCommitsField"};
 static const char *const field_defaults[F_COUNT_] = {
-   "version", "eventSeq", "events", "deleted", "deadLetters", "discardedLetters", "requeues"};
+   "version",     "eventSeq",         "events",   "deleted",
+   "deadLetters", "discardedLetters", "requeues", "recentCommits"};
 
 static bool
 field_name_ok(const char *name, uint32_t len)
@@ -233,6 +235,7 @@ outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *co
    c->names.dead_letters = c->field_storage[F_DEAD_LETTERS];
    c->names.discarded = c->field_storage[F_DISCARDED];
    c->names.requeues = c->field_storage[F_REQUEUES];
+   c->names.recent_commits = c->field_storage[F_RECENT_COMMITS];
    return c;
 }
 

@@ -49,6 +49,7 @@ estimate_growth(const commit_t *req, const outbox_collection_t *c)
    int64_t growth = _outbox_events_stored_size(req->events, req->n);
 
    growth += req->update ? (int64_t)req->update->len : 0;
+   growth += req->n > 0 ? _OUTBOX_RECENT_ENTRY_SIZE : 0;
    if (req->soft_delete) {
       growth += (int64_t)strlen(c->names.deleted) + 3;
    }
@@ -66,6 +67,7 @@ append_events_push(const outbox_collection_t *c, const commit_t *req, int64_t fi
    _outbox_events_append_stored(&arr, req->events, req->n, first_seq, req->time);
    bson_append_array_end(&each, &arr);
    bson_append_document_end(push, &each);
+   _outbox_outcome_append_ring_push(c, req->events, req->n, first_seq, push);
 }
 
 static void

@@ -26,6 +26,7 @@ build_document(const outbox_collection_t *c, const bson_value_t *id, const bson_
    bson_append_array_begin(doc, c->names.events, -1, &arr);
    _outbox_events_append_stored(&arr, events, n, 1, time);
    bson_append_array_end(doc, &arr);
+   _outbox_outcome_append_ring(c, events, n, doc);
 }
 
 /* A duplicate key on the _id index means the entity exists; a duplicate on another unique

@@ -1,15 +1,32 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Commit outcomes: which errors leave a sent commit's outcome unknown, and how a retry with the
- * same events finds out whether the earlier attempt was stored. Used by commit.c and create.c;
- * the only state it touches is the attempt remembered in the caller's events.
+ * Commit outcomes: which errors leave a sent commit's outcome unknown, how a retry with the
+ * same events finds out whether the earlier attempt was stored, and the recentCommits entries
+ * that let it. Used by commit.c and create.c; the only state it touches is the attempt
+ * remembered in the caller's events.
  */
 #ifndef OUTBOX_OUTCOME_PRIVATE_H
 #define OUTBOX_OUTCOME_PRIVATE_H
 
 #include "collection-private.h"
 #include "event-private.h"
+
+/* The stored size of one recentCommits entry {seq: Int64, id: String}, for size estimates. */
+#define _OUTBOX_RECENT_ENTRY_SIZE 64
+
+/* Appends to `push` (the update's $push) the recentCommits entry of a commit of events[0..n)
+ * whose first seq is first_seq, keeping the last _OUTBOX_RECENT_COMMITS entries. Nothing when
+ * n is 0 (a change without events has no id to remember). */
+void
+_outbox_outcome_append_ring_push(const outbox_collection_t *collection,
+                                 outbox_event_t *const *events, size_t n, int64_t first_seq,
+                                 bson_t *push);
+
+/* Appends recentCommits: [{seq: 1, id}] to a new entity's document (nothing when n is 0). */
+void
+_outbox_outcome_append_ring(const outbox_collection_t *collection, outbox_event_t *const *events,
+                            size_t n, bson_t *doc);
 
 /* True if `error`, returned by a write that was (or may have been) sent, does not say whether
  * the write was applied: a network error, a writeConcernError, or an error of the

@@ -2,8 +2,10 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Commit outcomes: telling "not stored" from "may be stored", and recognizing on a retry an
- * earlier attempt that may be stored. Touches only the attempt remembered in the caller's
- * events (event-private.h); reads the entity, never writes.
+ * earlier attempt that may be stored, and the recentCommits entry every commit with events
+ * pushes so that it can. Touches only the attempt remembered in the caller's events
+ * (event-private.h); reads the entity, never writes it (commit.c and create.c send the
+ * entries it builds).
  *
  * WHY. A commit is one update (or insert) with w: "majority". When the reply is lost (the
  * connection dropped after sending), the primary stepped down while the write waited, or the
@@ -32,11 +34,18 @@
  *     pending, or a dead or discarded letter) holds one of the seqs the attempt was to get:
  *     the attempt's filter pinned eventSeq, so that other commit took its place and it was
  *     not stored. The commit runs as new (with an expected version: OUTBOX_ERROR_CONFLICT).
- *   - otherwise (no id, eventSeq moved, those seqs gone): either the attempt was stored and
- *     the relay has published and cleared its events already, or someone else's commit won
- *     and was cleared too. Nothing left in the document tells them apart, so the answer is
- *     UNKNOWN_OUTCOME again, saying so. A ring of the last few commits' first ids and seqs in
- *     the document would settle this case too, at the price of a stored-contract change.
+ *   - recentCommits (the last _OUTBOX_RECENT_COMMITS commits' first seq and first id, pushed
+ *     by every commit with events in the same update) settles the case where the relay has
+ *     cleared the events: the attempt's first id listed means stored; another id at one of
+ *     its seqs means another commit took its place; a list that reaches back to its first seq
+ *     without it means not stored (it would have been pushed, and only older entries fall
+ *     off).
+ *   - otherwise (no id, eventSeq moved, those seqs gone, the list too short or absent, e.g.
+ *     written by other languages' writers): either the attempt was stored and the relay has
+ *     published and cleared its events, or someone else's commit won and was cleared too.
+ *     Nothing left tells them apart, so the answer is UNKNOWN_OUTCOME again, saying so.
+ * Why not "eventSeq and version moved exactly by this commit": another writer's commit of as
+ * many events at the same version moves them exactly as much.
  * The attempt stays remembered until a commit of its events succeeds: a retry that read "not
  * stored" and then matched nothing may have lost to the very attempt (still in flight when it
  * read), so commit.c looks again after each such miss. A read that fails while resolving is
@@ -65,6 +74,49 @@ static const uint32_t primary_changed_codes[] = {
    13435, /* NotPrimaryNoSecondaryOk */
    13436, /* NotPrimaryOrSecondary */
 };
+
+static void
+append_entry(bson_t *array, const char *key, int64_t first_seq, const outbox_event_t *first)
+{
+   bson_t entry;
+
+   BSON_APPEND_DOCUMENT_BEGIN(array, key, &entry);
+   BSON_APPEND_INT64(&entry, "seq", first_seq);
+   BSON_APPEND_UTF8(&entry, "id", first->id);
+   bson_append_document_end(array, &entry);
+}
+
+void
+_outbox_outcome_append_ring_push(const outbox_collection_t *collection,
+                                 outbox_event_t *const *events, size_t n, int64_t first_seq,
+                                 bson_t *push)
+{
+   bson_t each, arr;
+
+   if (n == 0) {
+      return;
+   }
+   BSON_APPEND_DOCUMENT_BEGIN(push, collection->names.recent_commits, &each);
+   BSON_APPEND_ARRAY_BEGIN(&each, "$each", &arr);
+   append_entry(&arr, "0", first_seq, events[0]);
+   bson_append_array_end(&each, &arr);
+   BSON_APPEND_INT32(&each, "$slice", -_OUTBOX_RECENT_COMMITS);
+   bson_append_document_end(push, &each);
+}
+
+void
+_outbox_outcome_append_ring(const outbox_collection_t *collection, outbox_event_t *const *events,
+                            size_t n, bson_t *doc)
+{
+   bson_t arr;
+
+   if (n == 0) {
+      return;
+   }
+   BSON_APPEND_ARRAY_BEGIN(doc, collection->names.recent_commits, &arr);
+   append_entry(&arr, "0", 1, events[0]);
+   bson_append_array_end(doc, &arr);
+}
 
 bool
 _outbox_outcome_is_unknown(const bson_error_t *error)
@@ -185,10 +237,11 @@ is_ours(const char *stored_id, outbox_event_t *const *events, size_t n)
    return false;
 }
 
-/* What the stored events say about an attempt. */
+/* What the stored document says about an attempt. */
 typedef struct {
-   bool ours;  /* one of its ids is stored */
-   bool taken; /* an event of someone else holds one of the seqs it was to get */
+   bool ours;    /* one of its ids is stored (or its first id is in recentCommits) */
+   bool taken;   /* an event or a commit of someone else holds a seq it was to get */
+   bool covered; /* recentCommits reaches back to its first seq: it would be listed */
 } _evidence_t;
 
 /* Looks at each element of the array `field` of `doc`: its id and seq are at `prefix`id and
@@ -226,12 +279,45 @@ scan_array(const bson_t *doc, const char *field, const char *prefix,
    }
 }
 
+/* recentCommits holds {seq, id} of the last commits, oldest first, in the order of their
+ * seqs; a commit of ours would have added {seq: event_seq + 1, id: our first id}. */
+static void
+scan_ring(const bson_t *doc, const char *field, outbox_event_t *const *events,
+          const _outbox_attempt_t *a, _evidence_t *ev)
+{
+   bson_iter_t it, arr, el;
+   int64_t seq = 0, oldest = INT64_MAX;
+   const char *id;
+
+   if (!bson_iter_init_find(&it, doc, field) || !BSON_ITER_HOLDS_ARRAY(&it) ||
+       !bson_iter_recurse(&it, &arr)) {
+      return;
+   }
+   while (bson_iter_next(&arr)) {
+      if (!BSON_ITER_HOLDS_DOCUMENT(&arr) || !bson_iter_recurse(&arr, &el) ||
+          !bson_iter_find(&el, "seq") || !BSON_ITER_HOLDS_INT64(&el)) {
+         return; /* not ours to read: no conclusion from it */
+      }
+      seq = bson_iter_int64(&el);
+      bson_iter_recurse(&arr, &el);
+      id = bson_iter_find(&el, "id") && BSON_ITER_HOLDS_UTF8(&el) ? bson_iter_utf8(&el, NULL) : "";
+      oldest = seq < oldest ? seq : oldest;
+      if (strcmp(id, events[0]->id) == 0) {
+         ev->ours = true;
+      } else if (seq > a->event_seq && seq <= a->event_seq + (int64_t)a->n) {
+         ev->taken = true;
+      }
+   }
+   ev->covered = oldest <= a->event_seq + 1;
+}
+
 static _evidence_t
 evidence(const outbox_collection_t *c, const bson_t *doc, outbox_event_t *const *events,
          const _outbox_attempt_t *a)
 {
-   _evidence_t ev = {false, false};
+   _evidence_t ev = {false, false, false};
 
+   scan_ring(doc, c->names.recent_commits, events, a, &ev);
    scan_array(doc, c->names.events, "", events, a, &ev);
    scan_array(doc, c->names.dead_letters, "event.", events, a, &ev);
    scan_array(doc, c->names.discarded, "event.", events, a, &ev);
@@ -299,7 +385,7 @@ decide(const _look_t *look, outbox_event_t *const *events, const _outbox_attempt
    bson_t doc = BSON_INITIALIZER;
    _outbox_doc_state_t st;
    int ret = -1, found = read_entity(look, false, &doc, error);
-   _evidence_t ev = found > 0 ? evidence(look->c, &doc, events, a) : (_evidence_t){false, false};
+   _evidence_t ev = found > 0 ? evidence(look->c, &doc, events, a) : (_evidence_t){0};
 
    if (found < 0) {
       ret = still_unknown(error, error->message);
@@ -309,8 +395,9 @@ decide(const _look_t *look, outbox_event_t *const *events, const _outbox_attempt
       ret = stored(look, events, a, result, error);
    } else if (!_outbox_doc_state_parse(&doc, &look->c->names, &st, error)) {
       ret = -1;
-   } else if (st.event_seq <= a->event_seq || ev.taken) {
-      ret = 0; /* eventSeq never reached it, or another commit holds its seqs */
+   } else if (st.event_seq <= a->event_seq || ev.taken || ev.covered) {
+      /* eventSeq never reached it, another commit holds its seqs, or it would be listed */
+      ret = 0;
    } else {
       _outbox_set_error(error, OUTBOX_ERROR_UNKNOWN_OUTCOME,
                         "commit outcome unknown: the earlier attempt's events are not in the "

@@ -311,10 +311,10 @@ Test(outcome, single_transient_failure_is_retried_by_the_driver)
    lt_events_destroy(evs, 2);
 }
 
-/* Applied, then the relay published and cleared the events before the retry: nothing in the
- * entity tells "stored and cleared" from "another change won", so the retry says unknown
- * again, and above all does not store the events a second time. */
-Test(outcome, retry_after_relay_cleared_reports_unknown_and_writes_nothing)
+/* Applied, then the relay published and cleared the events before the retry: recentCommits
+ * still lists the attempt, so the retry is success with the attempt's result and writes
+ * nothing. */
+Test(outcome, retry_after_relay_cleared_finds_it_in_recent_commits)
 {
    bson_value_t id = lt_str_id("cleared");
    outbox_event_t *evs[2];
@@ -330,12 +330,76 @@ Test(outcome, retry_after_relay_cleared_reports_unknown_and_writes_nothing)
    lt_publish_all(&t, &id);
    before = lt_raw_get(&t, &id);
    cr_assert_eq(lt_int64(before, "eventSeq"), 2);
+   cr_assert_eq(lt_array_len(before, "events"), 0);
+   cr_assert(outbox_collection_append(t.coll, &id, evs, 2, &res, &e), "%s", e.message);
+   cr_assert_eq(res.version, 2);
+   cr_assert_eq(res.first_seq, 1);
+   cr_assert_eq(res.last_seq, 2);
+   cr_assert_eq(outbox_event_get_seq(evs[1]), 2);
+   lt_assert_unchanged(&t, &id, before);
+   bson_destroy(before);
+   lt_events_destroy(evs, 2);
+}
+
+/* Not stored, and another writer's commit took its place and was cleared: recentCommits shows
+ * that commit at the attempt's seq, so the retry commits the events as new, once. */
+Test(outcome, retry_after_other_commit_cleared_commits_as_new)
+{
+   bson_value_t id = lt_str_id("other-cleared");
+   outbox_event_t *evs[2], *theirs[1];
+   outbox_commit_t res;
+   bson_error_t e;
+   bson_t *doc;
+
+   create_entity(&id);
+   lt_events_new(evs, 2, "t.ours");
+   lt_events_new(theirs, 1, "t.theirs");
+   fail_next("update", 2, DROPPED);
    cr_assert_not(outbox_collection_append(t.coll, &id, evs, 2, &res, &e));
+   assert_unknown(&e);
+   cr_assert(outbox_collection_append(t.coll, &id, theirs, 1, &res, &e), "%s", e.message);
+   lt_publish_all(&t, &id);
+   cr_assert(outbox_collection_append(t.coll, &id, evs, 2, &res, &e), "%s", e.message);
+   cr_assert_eq(res.first_seq, 2);
+   doc = lt_raw_get(&t, &id);
+   cr_assert_eq(lt_int64(doc, "eventSeq"), 3);
+   cr_assert_eq(lt_array_len(doc, "events"), 2);
+   bson_destroy(doc);
+   lt_events_destroy(evs, 2);
+   lt_events_destroy(theirs, 1);
+}
+
+/* Applied and cleared, then more commits than recentCommits keeps, cleared too: nothing in
+ * the entity tells "stored" from "another change won", so the retry says unknown again and,
+ * above all, does not store the events a second time. */
+Test(outcome, retry_after_recent_commits_rolled_over_reports_unknown_and_writes_nothing)
+{
+   bson_value_t id = lt_str_id("rolled-over");
+   outbox_event_t *evs[1], *theirs[8];
+   outbox_commit_t res;
+   bson_error_t e;
+   bson_t *before;
+
+   create_entity(&id);
+   lt_events_new(evs, 1, "t.ours");
+   lt_events_new(theirs, 8, "t.theirs");
+   fail_next("update", 1, WTIMEOUT);
+   cr_assert_not(outbox_collection_append(t.coll, &id, evs, 1, &res, &e));
+   assert_unknown(&e);
+   for (int i = 0; i < 8; i++) {
+      cr_assert(outbox_collection_append(t.coll, &id, theirs + i, 1, &res, &e), "%s", e.message);
+   }
+   lt_publish_all(&t, &id);
+   before = lt_raw_get(&t, &id);
+   cr_assert_eq(lt_int64(before, "eventSeq"), 9);
+   cr_assert_eq(lt_array_len(before, "recentCommits"), 8);
+   cr_assert_not(outbox_collection_append(t.coll, &id, evs, 1, &res, &e));
    assert_unknown(&e);
    cr_assert(strstr(e.message, "published and cleared"), "%s", e.message);
    lt_assert_unchanged(&t, &id, before);
    bson_destroy(before);
-   lt_events_destroy(evs, 2);
+   lt_events_destroy(evs, 1);
+   lt_events_destroy(theirs, 8);
 }
 
 /* The same for a create: unknown, then the retry finds the entity with its events. */

@@ -40,8 +40,9 @@
  *    mongoc_client_pool_destroy (pool);
  *
  * THE STORED CONTRACT. Every document managed by this library has the shape below; the relay,
- * the examples and consumers in other languages rely on it. The three bookkeeping field names
- * can be renamed with collection options (versionField, eventSeqField, eventsField).
+ * the examples and consumers in other languages rely on it. The bookkeeping field names can be
+ * renamed with collection options (versionField, eventSeqField, eventsField,
+ * recentCommitsField).
  *
  *    { _id:      ObjectId | string | int32 | int64 | UUID binary (subtype 4),
  *      ...business fields...,
@@ -54,10 +55,15 @@
  *          type:    String,   1..128 characters of [A-Za-z0-9._-],
  *          time:    Date,     UTC, when the change was committed (the caller's clock),
  *          data:    Document,
- *          headers: Document of string values (optional) } ] }
+ *          headers: Document of string values (optional) } ],
+ *      recentCommits: [ optional; the last 8 commits with events, oldest first, so that a
+ *        { seq: Int64,   retry after OUTBOX_ERROR_UNKNOWN_OUTCOME recognizes its attempt
+ *          id: String }  when the relay has cleared its events: the commit's first seq and
+ *      ] }               first event id. Never changed by the relay.
  *
  * A change is one MongoDB update command whose filter holds the expected version and
- * eventSeq and whose update sets the new version and eventSeq and $push-es the events; the
+ * eventSeq and whose update sets the new version and eventSeq and $push-es the events (and
+ * their recentCommits entry, keeping the last 8 with $slice); the
  * relay publishes events, then removes them with $pull without touching version or eventSeq.
  * outbox_collection_ensure_indexes() creates the partial index "outbox_pending"
  * ({eventSeq: 1}, partialFilterExpression {"events.0": {$exists: true}}); the relay's recovery
@@ -252,6 +258,7 @@ typedef struct {
  *   requeuesField     string, default "requeues": Int64 incremented by
  *                     outbox_collection_requeue_dead_letter() (the relay's
  *                     --requeues-field);
+ *   recentCommitsField  string, default "recentCommits" (see the stored contract);
  *   maxPendingEvents  int, default 1000: pending events allowed per entity after a change;
  *   maxDocumentSize   int, default 15 MiB (16 MiB server limit minus 1 MiB of margin);
  *   appendRetries     int, default 10: update commands one call may send; with
@@ -312,13 +319,14 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
  * OUTBOX_ERROR_UNKNOWN_OUTCOME when the update was sent and may or may not be stored; call
  * again with the same `events` objects (and the same update): the library then reads the
  * entity and returns success with the first attempt's result if that attempt is stored (its
- * event ids are in the entity, and what it wrote is majority-committed), commits normally if
- * it is not (eventSeq never moved past it, or another commit holds the seqs it was to get;
- * with an expected version a change made meanwhile by someone else is OUTBOX_ERROR_CONFLICT
- * as usual), and OUTBOX_ERROR_UNKNOWN_OUTCOME again
- * when it cannot tell (the events are gone and eventSeq moved: stored then published and
- * cleared by the relay, or another writer's change won). A change without events carries no
- * id to recognize it by: its retry is a plain new commit. See "Commit outcomes" in README.md.
+ * event ids are in the entity or its first id in recentCommits, and what it wrote is
+ * majority-committed), commits normally if it is not (eventSeq never moved past it, another
+ * commit holds the seqs it was to get, or recentCommits reaches back that far without it; with
+ * an expected version a change made meanwhile by someone else is OUTBOX_ERROR_CONFLICT as
+ * usual), and OUTBOX_ERROR_UNKNOWN_OUTCOME again when it cannot tell (its events were cleared
+ * and more than 8 commits followed, or writers outside liboutbox left no recentCommits). A
+ * change without events carries no id to recognize it by: its retry is a plain new commit.
+ * See "Commit outcomes" in README.md.
  * Thread-safe. */
 OUTBOX_API bool
 outbox_collection_update(outbox_collection_t *collection, const bson_value_t *id,
