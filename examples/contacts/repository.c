@@ -91,6 +91,10 @@ status_of(const bson_error_t *error)
          return REPO_CONFLICT;
       case OUTBOX_ERROR_LIMIT_PENDING:
          return REPO_BUSY;
+      case OUTBOX_ERROR_UNKNOWN_OUTCOME:
+         /* Lost connection or election mid-commit (503 as before): a client's retry with
+          * If-Match is safe, a change that did land makes it 412. */
+         return REPO_UNAVAILABLE;
       default:
          return REPO_ERROR;
       }

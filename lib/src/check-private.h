@@ -15,8 +15,8 @@
 #include "utf8-private.h"
 
 /* True if `path` (a field path, possibly dotted: "events.0", "version.x") lies in _id or in
- * one of the bookkeeping fields (version, eventSeq, events). The deleted field is not
- * reserved: callers may undelete. */
+ * one of the bookkeeping fields (version, eventSeq, events, recentCommits when set). The
+ * deleted field is not reserved: callers may undelete. */
 bool
 _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names);
 

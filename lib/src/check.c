@@ -30,7 +30,8 @@ bool
 _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names)
 {
    return first_component_is(path, "_id") || first_component_is(path, names->version) ||
-          first_component_is(path, names->event_seq) || first_component_is(path, names->events);
+          first_component_is(path, names->event_seq) || first_component_is(path, names->events) ||
+          (names->recent_commits && first_component_is(path, names->recent_commits));
 }
 
 bool

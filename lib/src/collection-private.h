@@ -29,7 +29,7 @@ struct _outbox_collection_t {
     * part of them already (_outbox_bson_is_storable() covers mongoc's checks), and mongoc's
     * second pass over the whole update was a measurable share of a commit's CPU. */
    bson_t update_opts;
-   char *field_storage[7];
+   char *field_storage[8];
    _outbox_field_names_t names; /* points into field_storage */
    int64_t max_pending;
    int64_t max_doc_size;

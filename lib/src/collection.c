@@ -19,14 +19,16 @@ enum {
    F_DEAD_LETTERS,
    F_DISCARDED,
    F_REQUEUES,
+   F_RECENT_COMMITS,
    F_COUNT_
 };
 
 static const char *const field_options[F_COUNT_] = {
    "versionField",     "eventSeqField",  "eventsField",    "deletedField",
-   "deadLettersField", "discardedField", "requeuesField"};
+   "deadLettersField", "discardedField", "requeuesField", "recentCommitsField"};
 static const char *const field_defaults[F_COUNT_] = {
-   "version", "eventSeq", "events", "deleted", "deadLetters", "discardedLetters", "requeues"};
+   "version",     "eventSeq",         "events",   "deleted",
+   "deadLetters", "discardedLetters", "requeues", "recentCommits"};
 
 static bool
 field_name_ok(const char *name, uint32_t len)
@@ -80,6 +82,47 @@ parse_field_opt(outbox_collection_t *c, const bson_iter_t *it, bool *found, bson
    return true;
 }
 
+/* Only w: "majority" makes an acknowledged commit durable: Jepsen showed MongoDB rolling back
+ * acknowledged w:1 writes after a partition (and a numeric w or a tag set may or may not be a
+ * majority of the set: the library cannot tell), and a commit reported as done whose events
+ * then vanish is exactly what the outbox exists to prevent. So a weaker w is refused here, at
+ * start-up, rather than weakened silently; j and wtimeout may be added (a wtimeout that
+ * fires is then OUTBOX_ERROR_UNKNOWN_OUTCOME). The URI's w never applies: every write sends
+ * this document. */
+static bool
+write_concern_ok(const bson_iter_t *opt, bson_error_t *error)
+{
+   bson_iter_t it;
+   const char *key;
+   bool has_w = false;
+
+   if (!BSON_ITER_HOLDS_DOCUMENT(opt) || !bson_iter_recurse(opt, &it)) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                        "option writeConcern must be a document");
+      return false;
+   }
+   while (bson_iter_next(&it)) {
+      key = bson_iter_key(&it);
+      if (strcmp(key, "w") == 0) {
+         has_w = BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "majority") == 0;
+         if (!has_w) {
+            break;
+         }
+      } else if (strcmp(key, "j") != 0 && strcmp(key, "wtimeout") != 0) {
+         _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                           "option writeConcern: unknown field \"%.100s\"", key);
+         return false;
+      }
+   }
+   if (!has_w) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                        "option writeConcern must have w: \"majority\" (a commit acknowledged "
+                        "by fewer members can be rolled back)");
+      return false;
+   }
+   return true;
+}
+
 static bool
 parse_opt(outbox_collection_t *c, const bson_iter_t *it, int64_t *cache_size, bson_error_t *error)
 {
@@ -93,9 +136,7 @@ parse_opt(outbox_collection_t *c, const bson_iter_t *it, int64_t *cache_size, bs
       return true;
    }
    if (strcmp(key, "writeConcern") == 0) {
-      if (!BSON_ITER_HOLDS_DOCUMENT(it)) {
-         _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
-                           "option writeConcern must be a document");
+      if (!write_concern_ok(it, error)) {
          return false;
       }
       bson_reinit(&c->write_opts);
@@ -196,6 +237,7 @@ outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *co
    c->names.dead_letters = c->field_storage[F_DEAD_LETTERS];
    c->names.discarded = c->field_storage[F_DISCARDED];
    c->names.requeues = c->field_storage[F_REQUEUES];
+   c->names.recent_commits = c->field_storage[F_RECENT_COMMITS];
    return c;
 }
 

@@ -12,6 +12,7 @@
 #include "collection-private.h"
 #include "error-private.h"
 #include "event-private.h"
+#include "outcome-private.h"
 
 /* One requested change, validated. */
 typedef struct {
@@ -50,6 +51,7 @@ estimate_growth(const commit_t *req, const outbox_collection_t *c)
    int64_t growth = _outbox_events_stored_size(req->events, req->n);
 
    growth += req->update ? (int64_t)req->update->len : 0;
+   growth += req->n > 0 ? _OUTBOX_RECENT_ENTRY_SIZE : 0;
    if (req->soft_delete) {
       growth += (int64_t)strlen(c->names.deleted) + 3;
    }
@@ -67,6 +69,7 @@ append_events_push(const outbox_collection_t *c, const commit_t *req, int64_t fi
    _outbox_events_append_stored(&arr, req->events, req->n, first_seq, req->time);
    bson_append_array_end(&each, &arr);
    bson_append_document_end(push, &each);
+   _outbox_outcome_append_ring_push(c, req->events, req->n, first_seq, push);
 }
 
 static void
@@ -167,6 +170,10 @@ send_update(outbox_collection_t *c, _outbox_conn_t *conn, const commit_t *req, i
       ret = bson_iter_init_find(&it, &reply, "matchedCount") && bson_iter_as_int64(&it) > 0;
    } else {
       _outbox_map_size_error(error);
+      if (_outbox_outcome_is_unknown(error)) {
+         _outbox_cache_remove(c->cache, req->id);
+         _outbox_outcome_set_unknown(error, req->events, req->n, version, event_seq, req->time);
+      }
    }
    bson_destroy(&reply);
    bson_destroy(&update);
@@ -273,6 +280,11 @@ commit_run(outbox_collection_t *c, _outbox_conn_t *conn, const commit_t *req,
             return true;
          }
          sent++;
+         /* A retry of an attempt in doubt may have lost to that attempt (outcome.c). */
+         r = _outbox_outcome_resolve(c, conn, req->id, req->events, req->n, result, error);
+         if (r != 0) {
+            return r > 0;
+         }
       }
       have = fresh = false;
       need_state = true;
@@ -288,6 +300,7 @@ commit(outbox_collection_t *c, commit_t *req, outbox_commit_t *result, bson_erro
    _outbox_conn_t conn = {0};
    outbox_commit_t ignored;
    bson_error_t local;
+   int resolved;
    bool ok;
 
    /* The outcome decides what result->version means, so always have an error to look at. */
@@ -312,7 +325,9 @@ commit(outbox_collection_t *c, commit_t *req, outbox_commit_t *result, bson_erro
       return false;
    }
    _outbox_conn_open(c, &conn);
-   ok = commit_run(c, &conn, req, result, error);
+   /* A retry of a commit whose outcome was unknown first finds out whether it was stored. */
+   resolved = _outbox_outcome_resolve(c, &conn, req->id, req->events, req->n, result, error);
+   ok = resolved > 0 || (resolved == 0 && commit_run(c, &conn, req, result, error));
    _outbox_conn_close(c, &conn);
    if (!ok && !(error->domain == OUTBOX_ERROR_DOMAIN && error->code == OUTBOX_ERROR_CONFLICT)) {
       result->version = 0;

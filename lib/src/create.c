@@ -11,6 +11,7 @@
 #include "collection-private.h"
 #include "error-private.h"
 #include "event-private.h"
+#include "outcome-private.h"
 
 static void
 build_document(const outbox_collection_t *c, const bson_value_t *id, const bson_t *fields,
@@ -27,6 +28,7 @@ build_document(const outbox_collection_t *c, const bson_value_t *id, const bson_
    bson_append_array_begin(doc, c->names.events, -1, &arr);
    _outbox_events_append_stored(&arr, events, n, 1, time);
    bson_append_array_end(doc, &arr);
+   _outbox_outcome_append_ring(c, events, n, doc);
 }
 
 /* A duplicate key on the _id index means the entity exists; a duplicate on another unique
@@ -58,6 +60,24 @@ check_create(const outbox_collection_t *c, const bson_value_t *id, const bson_t 
    return true;
 }
 
+/* Says why the insert failed: the entity exists, the outcome is unknown (the events remember
+ * the attempt, made at version 0 and eventSeq 0), or the server's error (size mapped). */
+static void
+insert_failed(outbox_collection_t *collection, const bson_value_t *id,
+              outbox_event_t *const *events, size_t n, int64_t time, bson_error_t *error)
+{
+   if (is_duplicate_id(error)) {
+      _outbox_set_error(error, OUTBOX_ERROR_ALREADY_EXISTS,
+                        "an entity with that _id exists in %s.%s", collection->db,
+                        collection->coll);
+   } else if (_outbox_outcome_is_unknown(error)) {
+      _outbox_cache_remove(collection->cache, id);
+      _outbox_outcome_set_unknown(error, events, n, 0, 0, time);
+   } else {
+      _outbox_map_size_error(error);
+   }
+}
+
 bool
 outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id,
                          const bson_t *fields, outbox_event_t *const *events, size_t n_events,
@@ -68,6 +88,7 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
    bson_t doc = BSON_INITIALIZER;
    bson_error_t local;
    int64_t time = _outbox_now_ms();
+   int resolved;
    bool ok = false;
 
    error = error ? error : &local;
@@ -84,16 +105,17 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
       goto done;
    }
    _outbox_conn_open(collection, &conn);
-   ok = mongoc_collection_insert_one(conn.coll, &doc, &collection->write_opts, NULL, error);
+   /* A retry of a create whose outcome was unknown first finds out whether it was stored. */
+   resolved = _outbox_outcome_resolve(collection, &conn, id, events, n_events, result, error);
+   ok = resolved > 0 ||
+        (resolved == 0 &&
+         mongoc_collection_insert_one(conn.coll, &doc, &collection->write_opts, NULL, error));
    _outbox_conn_close(collection, &conn);
+   if (resolved != 0) {
+      goto done;
+   }
    if (!ok) {
-      if (is_duplicate_id(error)) {
-         _outbox_set_error(error, OUTBOX_ERROR_ALREADY_EXISTS,
-                           "an entity with that _id exists in %s.%s", collection->db,
-                           collection->coll);
-      } else {
-         _outbox_map_size_error(error);
-      }
+      insert_failed(collection, id, events, n_events, time, error);
       goto done;
    }
    result->version = 1;

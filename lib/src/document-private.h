@@ -19,7 +19,13 @@ typedef struct {
    const char *dead_letters; /* "deadLetters": where the relay moves unpublishable events */
    const char *discarded;    /* "discardedLetters": discarded dead letters (audit trail) */
    const char *requeues;     /* "requeues": incremented by a requeue, so the relay hears of it */
+   /* "recentCommits": the last commits' first seq and first event id, by which a retry
+    * after an unknown outcome recognizes its attempt (outcome.c). NULL: not kept. */
+   const char *recent_commits;
 } _outbox_field_names_t;
+
+/* How many commits recentCommits remembers. */
+#define _OUTBOX_RECENT_COMMITS 8
 
 /* What the library needs to know of a stored document to change it. */
 typedef struct {

@@ -14,6 +14,17 @@
 #define _OUTBOX_EVENT_TYPE_MAX 128
 #define _OUTBOX_HEADER_KEY_MAX 128
 
+/* A commit attempt whose outcome is unknown (OUTBOX_ERROR_UNKNOWN_OUTCOME), remembered in each
+ * of its events so that a retry with the same events can find out whether it was stored
+ * (outcome.c). */
+typedef struct {
+   bool in_doubt;
+   int64_t version;   /* the version the attempt's filter required (0 for a create) */
+   int64_t event_seq; /* the eventSeq it required; its events were to get event_seq + 1 ... */
+   int64_t time;      /* the time stamped on its events */
+   size_t n;          /* how many events it carried */
+} _outbox_attempt_t;
+
 struct _outbox_event_t {
    char id[_OUTBOX_UUID_LEN + 1];
    char *type;
@@ -21,6 +32,7 @@ struct _outbox_event_t {
    bson_t headers; /* key -> string value, in the order the keys were first set */
    int64_t seq;    /* 0 until committed */
    int64_t time;   /* ms since the epoch, 0 until committed */
+   _outbox_attempt_t attempt;
 };
 
 /* True if type[0..len) is 1..128 characters of [A-Za-z0-9._-]. */
@@ -44,7 +56,8 @@ _outbox_events_append_stored(bson_t *array, outbox_event_t *const *events, size_
 int64_t
 _outbox_events_stored_size(outbox_event_t *const *events, size_t n);
 
-/* Records a successful commit in the events: seq first_seq, first_seq + 1, ... and time. */
+/* Records a successful commit in the events: seq first_seq, first_seq + 1, ... and time (and
+ * forgets any attempt in doubt). */
 void
 _outbox_events_mark_committed(outbox_event_t *const *events, size_t n, int64_t first_seq,
                               int64_t time);

@@ -252,6 +252,7 @@ _outbox_events_mark_committed(outbox_event_t *const *events, size_t n, int64_t f
    for (size_t i = 0; i < n; i++) {
       events[i]->seq = first_seq + (int64_t)i;
       events[i]->time = time;
+      events[i]->attempt.in_doubt = false;
    }
 }
 

@@ -57,11 +57,13 @@ commit_once(outbox_collection_t *coll, const bson_value_t *id, outbox_event_t **
 static bool
 retryable(const bson_error_t *error)
 {
-   /* Conflicts under load, network trouble (the suite drops connections on purpose), and
+   /* Conflicts under load, network trouble (the suite drops connections on purpose; a commit
+    * it cut is OUTBOX_ERROR_UNKNOWN_OUTCOME, whose retry with the same events is safe), and
     * the pending limit: writers of 40-event commits outrun the relay for a while (the relay
     * is being restarted or the broker is down), and a service waits for it as this does. */
    return is(error, OUTBOX_ERROR_RETRIES_EXHAUSTED) || is(error, OUTBOX_ERROR_CONFLICT) ||
-          is(error, OUTBOX_ERROR_LIMIT_PENDING) || error->domain != OUTBOX_ERROR_DOMAIN;
+          is(error, OUTBOX_ERROR_LIMIT_PENDING) || is(error, OUTBOX_ERROR_UNKNOWN_OUTCOME) ||
+          error->domain != OUTBOX_ERROR_DOMAIN;
 }
 
 static void

@@ -8,8 +8,10 @@
 
 #include "check-private.h"
 
-static const _outbox_field_names_t names = {"version", "eventSeq", "events", "deleted", "deadLetters", "discardedLetters", "requeues"};
-static const _outbox_field_names_t renamed = {"v", "seq_", "outbox", "gone", "dl", "dd", "rq"};
+static const _outbox_field_names_t names = {"version",     "eventSeq",         "events",
+                                            "deleted",     "deadLetters",      "discardedLetters",
+                                            "requeues",    "recentCommits"};
+static const _outbox_field_names_t renamed = {"v", "seq_", "outbox", "gone", "dl", "dd", "rq", "rc"};
 
 /* Checks `update` (destroyed here) and returns the error code, 0 if accepted. */
 static uint32_t
@@ -43,6 +45,11 @@ Test(check, reserved_paths)
    cr_assert_not(_outbox_path_is_reserved("_idx", &names));
    cr_assert(_outbox_path_is_reserved("outbox.1", &renamed));
    cr_assert_not(_outbox_path_is_reserved("events", &renamed));
+   /* A forged recentCommits entry would fool a retry after an unknown outcome. */
+   cr_assert(_outbox_path_is_reserved("recentCommits", &names));
+   cr_assert(_outbox_path_is_reserved("recentCommits.0.id", &names));
+   cr_assert(_outbox_path_is_reserved("rc", &renamed));
+   cr_assert_not(_outbox_path_is_reserved("recentCommitsX", &names));
 }
 
 Test(check, accepted_updates)

@@ -56,7 +56,8 @@ Test(collection, options)
                            "eventsField", BCON_UTF8("outbox"), "deletedField", BCON_UTF8("gone"),
                            "maxPendingEvents", BCON_INT32(5), "maxDocumentSize", BCON_INT64(100000),
                            "appendRetries", BCON_INT32(3), "cacheSize", BCON_INT32(0),
-                           "writeConcern", "{", "w", BCON_INT32(1), "}");
+                           "writeConcern", "{", "w", BCON_UTF8("majority"), "wtimeout",
+                           BCON_INT32(60000), "}");
    outbox_collection_t *c = outbox_collection_new(pool, "db", "c", opts, &error);
 
    cr_assert_not_null(c, "%s", error.message);
@@ -105,6 +106,38 @@ Test(collection, bad_options)
    cr_assert_eq(new_fails(BCON_NEW("cacheSize", BCON_INT32(-1))), OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_null(outbox_collection_new(NULL, "db", "c", NULL, NULL));
    cr_assert_null(outbox_collection_new(pool, "", "c", NULL, NULL));
+}
+
+/* Commits are durable only with w: "majority" (an acknowledged w:1 write can be rolled back):
+ * anything weaker, or a w the library cannot judge, is refused at outbox_collection_new(). */
+Test(collection, write_concern_must_be_majority)
+{
+   bson_t *good = BCON_NEW("writeConcern", "{", "w", BCON_UTF8("majority"), "j", BCON_BOOL(true),
+                           "wtimeout", BCON_INT32(5000), "}");
+   bson_error_t error;
+   outbox_collection_t *c = outbox_collection_new(pool, "db", "c", good, &error);
+   char *json;
+
+   cr_assert_not_null(c, "%s", error.message);
+   json = bson_as_relaxed_extended_json(&c->update_opts, NULL);
+   cr_assert_str_eq(json, "{ \"writeConcern\" : { \"w\" : \"majority\", \"j\" : true, "
+                          "\"wtimeout\" : 5000 }, \"validate\" : false }");
+   bson_free(json);
+   outbox_collection_destroy(c);
+   bson_destroy(good);
+   cr_assert_eq(new_fails(BCON_NEW("writeConcern", "{", "w", BCON_INT32(1), "}")),
+                OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(new_fails(BCON_NEW("writeConcern", "{", "w", BCON_INT32(0), "}")),
+                OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(new_fails(BCON_NEW("writeConcern", "{", "w", BCON_INT32(3), "}")),
+                OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(new_fails(BCON_NEW("writeConcern", "{", "w", BCON_UTF8("dc2"), "}")),
+                OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(new_fails(BCON_NEW("writeConcern", "{", "j", BCON_BOOL(true), "}")),
+                OUTBOX_ERROR_INVALID_ARGUMENT);
+   cr_assert_eq(new_fails(BCON_NEW("writeConcern", "{", "w", BCON_UTF8("majority"), "fsync",
+                                   BCON_BOOL(true), "}")),
+                OUTBOX_ERROR_INVALID_ARGUMENT);
 }
 
 /* Every call below must be refused by validation: reaching the server would take the

@@ -252,7 +252,8 @@ Test(limits, renamed_fields_and_write_concern)
 {
    bson_t *opts = BCON_NEW("versionField", BCON_UTF8("_v"), "eventSeqField", BCON_UTF8("_seq"),
                            "eventsField", BCON_UTF8("outbox"), "deletedField", BCON_UTF8("removed"),
-                           "writeConcern", "{", "w", BCON_INT32(1), "}");
+                           "writeConcern", "{", "w", BCON_UTF8("majority"), "wtimeout",
+                           BCON_INT32(60000), "}");
    bson_value_t id = lt_str_id("ren");
    bson_t *update = BCON_NEW("$set", "{", "events", BCON_UTF8("a business field now"), "}");
    bson_t *bad = BCON_NEW("$set", "{", "outbox.0", BCON_INT32(1), "}");

@@ -117,7 +117,9 @@ Test(stored_event, headers_utf8)
    assert_invalid("headers", extra, "headers.k: value is not valid UTF-8");
 }
 
-static const _outbox_field_names_t names = {"version", "eventSeq", "events", "deleted", "deadLetters", "discardedLetters", "requeues"};
+static const _outbox_field_names_t names = {"version",     "eventSeq",         "events",
+                                            "deleted",     "deadLetters",      "discardedLetters",
+                                            "requeues",    "recentCommits"};
 
 static bool
 parse(bson_t *doc, _outbox_doc_state_t *st, bson_error_t *error)

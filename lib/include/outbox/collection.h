@@ -9,8 +9,9 @@
  * outbox/schema.h.
  *
  * THE STORED CONTRACT. Every document managed by this library has the shape below; the relay,
- * the examples and consumers in other languages rely on it. The three bookkeeping field names
- * can be renamed with collection options (versionField, eventSeqField, eventsField).
+ * the examples and consumers in other languages rely on it. The bookkeeping field names can be
+ * renamed with collection options (versionField, eventSeqField, eventsField,
+ * recentCommitsField).
  *
  *    { _id:      ObjectId | string | int32 | int64 | UUID binary (subtype 4),
  *      ...business fields...,
@@ -23,10 +24,15 @@
  *          type:    String,   1..128 characters of [A-Za-z0-9._-],
  *          time:    Date,     UTC, when the change was committed (the caller's clock),
  *          data:    Document,
- *          headers: Document of string values (optional) } ] }
+ *          headers: Document of string values (optional) } ],
+ *      recentCommits: [ optional; the last 8 commits with events, oldest first, so that a
+ *        { seq: Int64,   retry after OUTBOX_ERROR_UNKNOWN_OUTCOME recognizes its attempt
+ *          id: String }  when the relay has cleared its events: the commit's first seq and
+ *      ] }               first event id. Never changed by the relay.
  *
  * A change is one MongoDB update command whose filter holds the expected version and
- * eventSeq and whose update sets the new version and eventSeq and $push-es the events; the
+ * eventSeq and whose update sets the new version and eventSeq and $push-es the events (and
+ * their recentCommits entry, keeping the last 8 with $slice); the
  * relay publishes events, then removes them with $pull without touching version or eventSeq.
  * outbox_collection_ensure_indexes() creates the partial index "outbox_pending"
  * ({eventSeq: 1}, partialFilterExpression {"events.0": {$exists: true}}), which holds only the
@@ -74,7 +80,10 @@ typedef struct {
  * `pool` is borrowed and must outlive the handle; call
  * mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2) before the pool's first
  * pop so server errors carry MONGOC_ERROR_SERVER. `opts` (may be NULL) is read during the call:
- *   writeConcern      document, default {w: "majority"}: used for every write;
+ *   writeConcern      document, default {w: "majority"}: used for every write, whatever the
+ *                     URI says; w must be "majority" (j and wtimeout may be added): a weaker
+ *                     w is OUTBOX_ERROR_INVALID_ARGUMENT, since an acknowledged w:1 write
+ *                     can be rolled back (README.md, "Commit outcomes");
  *   versionField      string, default "version";
  *   eventSeqField     string, default "eventSeq";
  *   eventsField       string, default "events";
@@ -86,6 +95,7 @@ typedef struct {
  *   requeuesField     string, default "requeues": Int64 incremented by
  *                     outbox_collection_requeue_dead_letter() (the relay's
  *                     --requeues-field);
+ *   recentCommitsField  string, default "recentCommits" (see the stored contract);
  *   maxPendingEvents  int, default 1000: pending events allowed per entity after a change;
  *   maxDocumentSize   int, default 15 MiB (16 MiB server limit minus 1 MiB of margin);
  *   appendRetries     int, default 10: update commands one call may send; with
@@ -115,7 +125,9 @@ outbox_collection_destroy(outbox_collection_t *collection);
  * borrowed, and on success each gets its seq (1..n_events) and time. Fails with
  * OUTBOX_ERROR_ALREADY_EXISTS if the id exists, OUTBOX_ERROR_LIMIT_PENDING if n_events is above
  * maxPendingEvents, OUTBOX_ERROR_LIMIT_SIZE if the document would be above maxDocumentSize.
- * `result` (may be NULL) receives version 1 and the seq range. Thread-safe. */
+ * `result` (may be NULL) receives version 1 and the seq range. OUTBOX_ERROR_UNKNOWN_OUTCOME
+ * and its retry with the same events as for outbox_collection_update() (a create without
+ * events cannot be recognized: its retry may report OUTBOX_ERROR_ALREADY_EXISTS). Thread-safe. */
 OUTBOX_API bool
 outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id,
                          const bson_t *fields, outbox_event_t *const *events, size_t n_events,
@@ -139,6 +151,17 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
  * past maxDocumentSize (estimated from the last size seen plus the encoded size of the change;
  * the server's own 16 MiB limit is reported the same way). Event rules as for
  * outbox_collection_create(); on success the events get seq first_seq..last_seq.
+ * OUTBOX_ERROR_UNKNOWN_OUTCOME when the update was sent and may or may not be stored; call
+ * again with the same `events` objects (and the same update): the library then reads the
+ * entity and returns success with the first attempt's result if that attempt is stored (its
+ * event ids are in the entity or its first id in recentCommits, and what it wrote is
+ * majority-committed), commits normally if it is not (eventSeq never moved past it, another
+ * commit holds the seqs it was to get, or recentCommits reaches back that far without it; with
+ * an expected version a change made meanwhile by someone else is OUTBOX_ERROR_CONFLICT as
+ * usual), and OUTBOX_ERROR_UNKNOWN_OUTCOME again when it cannot tell (its events were cleared
+ * and more than 8 commits followed, or writers outside liboutbox left no recentCommits). A
+ * change without events carries no id to recognize it by: its retry is a plain new commit.
+ * See "Commit outcomes" in README.md.
  * Thread-safe. */
 OUTBOX_API bool
 outbox_collection_update(outbox_collection_t *collection, const bson_value_t *id,

@@ -7,11 +7,13 @@
  * ERRORS. Every function that can fail returns false (or NULL) and fills the bson_error_t
  * (which may be NULL). Errors found by this library use OUTBOX_ERROR_DOMAIN and the codes of
  * outbox_error_code_t; errors from mongoc and the server (network, authentication, write
- * concern ...) are passed through unchanged with mongoc's domains and codes. A failed call
- * leaves the stored document exactly as it was, except after a network or write-concern error,
- * where, as with any MongoDB write, the change may or may not have been applied: read the
- * entity to find out. Events are never half-written: all events of a call are stored together
- * with the change, or none is.
+ * concern ...) are passed through unchanged with mongoc's domains and codes, except that a
+ * commit whose outcome is unknown (network error after sending, election during the write,
+ * writeConcernError) fails with OUTBOX_ERROR_UNKNOWN_OUTCOME: retrying it with the same event
+ * objects is safe. Any other failed call leaves the stored document exactly as it was (for the
+ * non-commit writes, a network or write-concern error may or may not have applied the change,
+ * as with any MongoDB write). Events are never half-written: all events of a call are stored
+ * together with the change, or none is.
  */
 #ifndef OUTBOX_ERROR_H
 #define OUTBOX_ERROR_H
@@ -54,6 +56,14 @@ typedef enum {
    /* outbox_collection_ensure_schema(): the collection has a validator this library did not
     * install; it was left unchanged. */
    OUTBOX_ERROR_FOREIGN_VALIDATOR,
+   /* A commit (create, update, append, soft delete) was sent but its outcome is unknown: the
+    * connection was lost after sending, the primary stepped down during the write, or the
+    * server applied it but reported a writeConcernError (e.g. 64, wtimeout), so it may still
+    * be rolled back. The message names the original error. It may or may not be stored. Retry
+    * with the SAME event objects: the retry first finds out whether this attempt was
+    * stored ("Commit outcomes" in README.md says what each case returns). A commit known to
+    * be stored is a success, one known not to be a plain failure: never this code. */
+   OUTBOX_ERROR_UNKNOWN_OUTCOME,
 } outbox_error_code_t;
 
 #endif /* OUTBOX_ERROR_H */

@@ -20,9 +20,9 @@ OUTBOX_BEGIN_DECLS
 
 /* An event to commit with a change. Functions that commit events borrow them for the call
  * only. An event can be committed once: on success it records its seq and time, and giving it
- * to another commit is OUTBOX_ERROR_INVALID_ARGUMENT. After an ambiguous failure (network
- * error) it is not marked: retrying with the same object keeps its id, so consumers that
- * deduplicate by id (see outbox/inbox.h) see it once even if the first attempt did commit. */
+ * to another commit is OUTBOX_ERROR_INVALID_ARGUMENT. After OUTBOX_ERROR_UNKNOWN_OUTCOME it
+ * remembers the attempt (not its seq): a retry with the same objects keeps their ids and is
+ * recognized, so the events are stored once (see outbox_collection_update()). */
 typedef struct _outbox_event_t outbox_event_t;
 
 /* Creates an event of the given type with a fresh random id (UUID v4 from getrandom()).
