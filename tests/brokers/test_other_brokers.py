@@ -136,6 +136,37 @@ def test_aedes_every_qos():
     each_qos(aedes("aedes-mqtt5"))
 
 
+def mqtt5_refused(broker, coll, expect):
+    """A broker without MQTT 5: the relay started with --mqtt-version 5 (the default) warns
+    with @expect in the line, never connects, stays up retrying and publishes nothing."""
+    ents = Entities(client["brokers_%s_%s" % (BROKER, RUN)][coll])
+    ents.create("e0", 1)
+    r = relay(broker, coll, "v5", 5)
+    try:
+        check(r.wait_log("WARN  mqtt: connect", 20), "no warning:\n%s" % r.log_text()[-2000:])
+        line = [ln for ln in r.log_text().splitlines() if "WARN  mqtt: connect" in ln][0]
+        check(expect in line, line)
+        time.sleep(1)
+        check(ents.pending() == 1 and r.proc.poll() is None and
+              "mqtt: connected" not in r.log_text(),
+              "pending %d, relay exit %s" % (ents.pending(), r.proc.poll()))
+    finally:
+        r.stop()
+
+
+def test_rabbitmq_refuses_mqtt5():
+    """RabbitMQ 3.10 speaks MQTT 3.1.1 only (MQTT 5 came with 3.13): it closes the connection
+    on an MQTT 5 CONNECT without a CONNACK, so the relay can only say the connect failed."""
+    mqtt5_refused(rabbitmq(), "v5", "connect failed: code -1")
+
+
+def test_aedes_1_refuses_mqtt5():
+    """aedes 1.x speaks MQTT 3.1.1 only (the 2.0 beta speaks MQTT 5: test_aedes_every_qos): it
+    answers an MQTT 5 CONNECT with the 3.1.1 CONNACK return code 1 (unacceptable protocol
+    version), which the relay logs as a bare code."""
+    mqtt5_refused(aedes(), "v5", "code 1")
+
+
 # --- authentication ---------------------------------------------------------------------------
 
 def refused(broker, version, coll, extra=()):
@@ -353,10 +384,11 @@ def cleanup():
 
 TESTS = {
     "rabbitmq": [test_rabbitmq_every_qos, test_rabbitmq_qos2_is_acknowledged_as_qos1,
-                 test_rabbitmq_authentication, test_rabbitmq_max_message_bytes,
+                 test_rabbitmq_refuses_mqtt5, test_rabbitmq_authentication,
+                 test_rabbitmq_max_message_bytes,
                  test_rabbitmq_restart_under_load],
-    "aedes": [test_aedes_every_qos, test_aedes_authentication, test_aedes_max_packet_size,
-              test_aedes_restart_under_load],
+    "aedes": [test_aedes_every_qos, test_aedes_1_refuses_mqtt5, test_aedes_authentication,
+              test_aedes_max_packet_size, test_aedes_restart_under_load],
 }
 # Relay bugs these brokers show: expected to fail until the relay is fixed (then "XPASS" fails
 # the run, so the test moves to TESTS). Slow ones run in the long form only.
