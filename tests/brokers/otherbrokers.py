@@ -225,8 +225,11 @@ class Subscriber:
                                       clean_session=not persistent)
         if auth:
             self.client.username_pw_set(USER, PASSWORD)
+        self.events = []  # (time, "connect rc" / "disconnect rc"): shown when a check fails
         self.client.on_message = self._on_message
-        self.client.on_connect = lambda c, *a, **k: c.subscribe(self.filter, qos=1)
+        self.client.on_connect = self._on_connect
+        self.connected = False
+        self.client.on_disconnect = self._on_disconnect
         self.client.on_subscribe = lambda *a, **k: self.subscribed.set()
         self.client.reconnect_delay_set(min_delay=1, max_delay=1)
         self.client.connect("127.0.0.1", broker.port, keepalive=30)
@@ -234,6 +237,16 @@ class Subscriber:
         if not self.subscribed.wait(15):
             self.close()
             raise RuntimeError("the subscriber could not subscribe to %s" % broker.name)
+
+    def _on_connect(self, client, userdata, flags, rc, *props):
+        self.events.append((time.time(), "connect %s session-present %s" %
+                            (rc, flags.get("session present"))))
+        self.connected = rc == 0
+        client.subscribe(self.filter, qos=1)
+
+    def _on_disconnect(self, client, userdata, rc, *props):
+        self.connected = False
+        self.events.append((time.time(), "disconnect %s" % rc))
 
     def _on_message(self, client, userdata, msg):
         with self.lock:
@@ -247,8 +260,22 @@ class Subscriber:
         with self.lock:
             return len(self.messages)
 
+    def history(self):
+        """Its connects and disconnects, one line each, with the messages received by then."""
+        times = [t for _, _, t in self.snapshot()]
+        return "\n".join("%.3f %s (%d messages by then)" %
+                         (t, what, sum(1 for m in times if m <= t)) for t, what in self.events)
+
     def wait_silence(self, quiet=1.5, timeout=60):
-        return chaoslib.Subscriber.wait_silence(self, quiet, timeout)
+        """Silence counts only while connected: a subscriber still reconnecting after a broker
+        restart has its backlog waiting in the broker."""
+        start = time.time()
+        while time.time() - start < timeout:
+            if not wait_until(lambda: self.connected, timeout - (time.time() - start)):
+                return False
+            if chaoslib.Subscriber.wait_silence(self, quiet, timeout) and self.connected:
+                return True
+        return False
 
     def close(self):
         self.client.loop_stop()
