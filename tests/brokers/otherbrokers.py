@@ -100,8 +100,12 @@ class RabbitMQ:
             self.proc = None
 
     def restart(self, down_seconds=0.5):
-        chaoslib.mark("broker stop")
-        self.stop()
+        """A crash (SIGKILL of the node): what it acknowledged was on disk (publisher
+        confirms), what was in flight is cut off unanswered."""
+        chaoslib.mark("broker kill -9")
+        if self.proc:
+            stop(self.proc, sig=signal.SIGKILL)
+            self.proc = None
         time.sleep(down_seconds)
         self.start()
         chaoslib.mark("broker started")
