@@ -9,7 +9,9 @@ fixture's (or a real replica set). What each broker does differently is in relay
 
 usage: test_other_brokers.py rabbitmq|aedes OUTBOX_RELAY CHAOS_WRITER NODE_DIR [--long]
                              [TEST_NAME ...]        (run under tests/fixtures/with-servers)
---long: more events and restarts in the restart test (minutes instead of seconds).
+--long: more events and restarts in the restart test, and the slow findings (minutes).
+Findings (FINDINGS below) are relay bugs these brokers show: expected failures, reported as
+"xfail" lines; one that starts passing fails the run, so that it moves to TESTS.
 """
 
 import json
