@@ -260,9 +260,10 @@ class Broker:
         self.log.close()
 
 
-def run_tests(name, tests, wanted, cleanup=None):
+def run_tests(name, tests, wanted, cleanup=None, skipped=0):
     """Runs @tests (all, or those named in @wanted), printing "ok"/"FAIL" lines and the closing
-    "NAME: N passed, N failed" line; returns the exit status (77 without a MongoDB)."""
+    "NAME: N passed, N failed" line (", N skipped" with @skipped, tests the caller left out and
+    said why); returns the exit status (77 without a MongoDB)."""
     import traceback
     if not MONGO_URI:
         print("%s: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)" % name)
@@ -284,5 +285,6 @@ def run_tests(name, tests, wanted, cleanup=None):
     finally:
         if cleanup:
             cleanup()
-    print("%s: %d passed, %d failed" % (name, passed, failed))
+    print("%s: %d passed, %d failed%s" % (name, passed, failed,
+                                          ", %d skipped" % skipped if skipped else ""))
     return 1 if failed else 0
