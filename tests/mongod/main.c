@@ -16,7 +16,7 @@
 #include <sysexits.h>
 #include <time.h>
 
-#include "server.h"
+#include "net/server.h"
 
 static void
 usage(FILE *out)

@@ -1,0 +1,99 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The server: a listener and one thread per connection. All data (store, oplog, cursors,
+ * fail points) is guarded by one lock, `lock`; a getMore waiting for change events sleeps on
+ * the oplog's condition variable, releasing it. Blocking network I/O happens without the
+ * lock, so a slow or stuck client never holds up the others.
+ */
+#ifndef MD_SERVER_H
+#define MD_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "auth/auth.h"
+#include "data/cursor.h"
+#include "commands/failpoint.h"
+#include "data/oplog.h"
+#include "txn/sessions.h"
+#include "data/store.h"
+#include "net/tls.h"
+
+typedef struct {
+   const char *bind;       /* address to listen on */
+   int port;               /* 0: any free port */
+   const char *port_file;  /* written once the server accepts connections */
+   size_t oplog_size;      /* change history bound, in entries */
+   size_t oplog_bytes;     /* and in bytes of documents held (0: no byte bound) */
+   int max_connections;
+   int ttl_interval; /* seconds between TTL passes; 0: never */
+   int txn_lifetime; /* seconds before an open transaction is aborted (mongod: 60) */
+   bool verbose;
+   bool auth;                  /* --auth: commands need an authenticated, authorized user */
+   const char *tls_cert_file;  /* TLS on the listener when set */
+   const char *tls_ca_file;    /* verify client certificates against these CAs */
+   bool tls_allow_no_cert;     /* with a CA: clients without a certificate are accepted */
+} md_server_opts_t;
+
+typedef struct _md_conn_t md_conn_t;
+
+typedef struct {
+   md_server_opts_t opts;
+   pthread_mutex_t lock; /* guards everything below except the connection list */
+   md_store_t *store;
+   md_oplog_t oplog;
+   md_cursors_t cursors;
+   md_failpoints_t failpoints;
+   md_sessions_t sessions;
+   md_txns_t txns;
+   md_users_t users;
+   bool bypass_validation; /* the running command's bypassDocumentValidation */
+   pthread_t ttl_thread;
+   pthread_cond_t ttl_cond; /* wakes the TTL monitor for shutdown */
+   bool ttl_running;
+
+   char host_port[300]; /* advertised in hello: hosts, primary, me */
+   bson_oid_t process_id; /* hello's topologyVersion.processId, new at every start */
+   int64_t started_ms;    /* md_now_ms() at start, for serverStatus uptime */
+   int listen_fd;
+   md_tls_t *tls; /* NULL: plain TCP */
+   atomic_bool stopping;
+
+   pthread_mutex_t conns_lock; /* guards the list and the count */
+   pthread_cond_t conns_cond;
+   md_conn_t *conns;
+   int n_conns;
+   int32_t next_conn_id;
+} md_server_t;
+
+struct _md_conn_t {
+   md_server_t *srv;
+   int fd;
+   int32_t id;
+   md_tls_conn_t *tls; /* NULL: plain TCP */
+   md_auth_conn_t auth;
+   char *app_name; /* from the handshake's client.application.name */
+   char peer[64];
+   md_conn_t *prev, *next;
+};
+
+md_server_t *
+md_server_new(const md_server_opts_t *opts);
+/* Binds and listens (setting up TLS first when configured); writes the port file. */
+bool
+md_server_listen(md_server_t *srv);
+/* Accepts connections until md_server_stop; then waits for every connection to end. */
+void
+md_server_run(md_server_t *srv);
+/* Async-signal-safe request to stop. */
+void
+md_server_stop(md_server_t *srv);
+void
+md_server_destroy(md_server_t *srv);
+
+void
+md_log(const md_server_t *srv, const char *fmt, ...) BSON_GNUC_PRINTF(2, 3);
+
+#endif
