@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands/commands.h"
 #include "data/query.h"
 #include "data/validator.h"
 

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "commands/commands.h"
 #include "data/write.h"
 
 typedef struct {

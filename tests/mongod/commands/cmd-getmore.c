@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "commands/commands.h"
 #include "changestream/changestream.h"
 #include "data/query.h"
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands/commands.h"
 #include "changestream/changestream.h"
 #include "data/keyenc.h"
 #include "data/query.h"

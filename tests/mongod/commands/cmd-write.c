@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "commands/commands.h"
 #include "data/write.h"
 
 static bool

@@ -439,7 +439,7 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
        apply_failpoint(c, entry, fp, error)) {
       return false;
    }
-   if (!md_write_concern_parse(c, error)) {
+   if (!md_write_concern_parse(c->name, c->cmd, error)) {
       return false;
    }
    if (c->in_txn) {
@@ -497,7 +497,7 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
          if (fp.wce_doc) {
             BSON_APPEND_DOCUMENT(reply, "writeConcernError", fp.wce_doc);
          } else {
-            md_write_concern_check(&c, reply);
+            md_write_concern_check(c.name, c.cmd, reply);
          }
          if (bson_iter_init_find(&it, reply, "writeConcernError")) {
             bson_iter_t code;

@@ -8,7 +8,10 @@
 #ifndef MD_COMMANDS_H
 #define MD_COMMANDS_H
 
+#include "data/query.h"
+#include "data/write.h"
 #include "net/server.h"
+#include "txn/writeconcern.h"
 
 typedef struct {
    md_server_t *srv;
@@ -71,22 +74,6 @@ md_cmd_get_doc(const bson_t *cmd, const char *field, bson_t *out, bool *found,
 bool
 md_cmd_get_int64(const bson_t *cmd, const char *field, int64_t *out, bson_error_t *error);
 
-/* Write concerns (writeconcern.c): a malformed `w` fails the command before it runs (9);
- * after it ran, a `w` the one-member set cannot satisfy adds a writeConcernError to `reply`. */
-bool
-md_write_concern_parse(const md_cmd_t *c, bson_error_t *error);
-void
-md_write_concern_check(const md_cmd_t *c, bson_t *reply);
-
-/* Adds oplog entries for document changes. */
-void
-md_log_insert(md_server_t *srv, const md_coll_t *coll, const bson_t *doc);
-void
-md_log_delete(md_server_t *srv, const md_coll_t *coll, const bson_t *doc);
-void
-md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool replacement,
-              const bson_t *pre, tm_update_desc_t *desc);
-
 /* Whether mongod labels an error `code` TransientTransactionError (isTransientTransactionError
  * in error_labels.cpp). */
 bool
@@ -108,6 +95,12 @@ md_txn_run(md_cmd_t *c, md_cmd_fn fn, bson_error_t *error);
 bool
 md_cmd_coll(md_cmd_t *c, const char *name, unsigned flags, md_coll_t **coll, bool *created,
             bson_error_t *error);
+/* For reads: the collection `name` of the command's database as the command sees it (see
+ * md_cmd_coll), NULL if absent; a view is replaced by a snapshot of its documents, which the
+ * caller frees with md_coll_snapshot_free(*snapshot) (NULL when not a view). */
+bool
+md_read_coll(md_cmd_t *c, const char *name, md_coll_t **coll, md_coll_t **snapshot,
+             bson_error_t *error);
 /* A write outside transactions that met a document an open transaction holds waits for a
  * transaction to end (then the statement runs again); DDL waits while an open transaction
  * uses the collection (coll NULL: any of the database). False with 50 MaxTimeMSExpired. */

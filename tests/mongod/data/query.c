@@ -228,37 +228,6 @@ md_doc_with_id_first(const bson_t *doc, const bson_value_t *id)
    return out;
 }
 
-/* A view's collections as the command sees them (through its transaction, if any). */
-static md_coll_t *
-resolve(void *ctx, const char *db, const char *name)
-{
-   md_cmd_t *c = ctx;
-   md_coll_t *coll = NULL;
-   bson_error_t ignored;
-   if (!c->txn) {
-      return md_store_coll(c->srv->store, db, name, false, NULL);
-   }
-   md_txn_coll(&c->srv->txns, c->txn, c->srv->store, db, name, false, false, &coll, NULL,
-               &ignored);
-   return coll;
-}
-
-bool
-md_read_coll(md_cmd_t *c, const char *name, md_coll_t **coll, md_coll_t **snapshot,
-             bson_error_t *error)
-{
-   *snapshot = NULL;
-   if (!md_cmd_coll(c, name, 0, coll, NULL, error)) {
-      return false;
-   }
-   if (!*coll || !(*coll)->view_on) {
-      return true;
-   }
-   *snapshot = md_view_snapshot(resolve, c, *coll, error);
-   *coll = *snapshot;
-   return *snapshot != NULL;
-}
-
 bool
 md_check_not_view(const md_coll_t *coll, bson_error_t *error)
 {

@@ -7,7 +7,7 @@
 #ifndef MD_QUERY_H
 #define MD_QUERY_H
 
-#include "commands/commands.h"
+#include "net/server.h"
 
 typedef struct {
    md_doc_t **docs;
@@ -38,12 +38,6 @@ md_check_hint(const md_coll_t *coll, const bson_t *spec, const md_index_t **hint
 bool
 md_check_collation(const bson_t *spec, bson_error_t *error);
 
-/* For reads: the collection `name` of the command's database as the command sees it (see
- * md_cmd_coll), NULL if absent; a view is replaced by a snapshot of its documents, which the
- * caller frees with md_coll_snapshot_free(*snapshot) (NULL when not a view). */
-bool
-md_read_coll(md_cmd_t *c, const char *name, md_coll_t **coll, md_coll_t **snapshot,
-             bson_error_t *error);
 /* For writes: 166 CommandNotSupportedOnView if `coll` is a view. */
 bool
 md_check_not_view(const md_coll_t *coll, bson_error_t *error);

@@ -37,6 +37,15 @@ bool
 md_write_check_selection(md_server_t *srv, md_coll_t *coll, const md_selection_t *sel,
                          bson_error_t *error);
 
+/* Adds oplog entries for document changes. */
+void
+md_log_insert(md_server_t *srv, const md_coll_t *coll, const bson_t *doc);
+void
+md_log_delete(md_server_t *srv, const md_coll_t *coll, const bson_t *doc);
+void
+md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool replacement,
+              const bson_t *pre, tm_update_desc_t *desc);
+
 /* Appends a writeErrors entry. */
 void
 md_append_write_error(bson_t *arr, uint32_t *n, int32_t index, const bson_error_t *error,

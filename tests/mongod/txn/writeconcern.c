@@ -16,7 +16,8 @@
  */
 #include <string.h>
 
-#include "commands/commands.h"
+#include "engine/engine.h"
+#include "txn/writeconcern.h"
 
 /* Commands that accept a writeConcern (the ones test-mongod implements). */
 static const char *const wc_commands[] = {
@@ -36,10 +37,10 @@ takes_write_concern(const char *name)
 }
 
 bool
-md_write_concern_parse(const md_cmd_t *c, bson_error_t *error)
+md_write_concern_parse(const char *name, const bson_t *cmd, bson_error_t *error)
 {
    bson_iter_t it, wc;
-   if (!bson_iter_init_find(&it, c->cmd, "writeConcern") || !takes_write_concern(c->name)) {
+   if (!bson_iter_init_find(&it, cmd, "writeConcern") || !takes_write_concern(name)) {
       return true;
    }
    if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &wc)) {
@@ -88,13 +89,13 @@ append_err_info(bson_t *wce, const bson_t *wc)
 }
 
 void
-md_write_concern_check(const md_cmd_t *c, bson_t *reply)
+md_write_concern_check(const char *name, const bson_t *cmd, bson_t *reply)
 {
    bson_iter_t it, w;
    uint32_t len;
    const uint8_t *data;
    bson_t wc, wce;
-   if (!takes_write_concern(c->name) || !bson_iter_init_find(&it, c->cmd, "writeConcern") ||
+   if (!takes_write_concern(name) || !bson_iter_init_find(&it, cmd, "writeConcern") ||
        !BSON_ITER_HOLDS_DOCUMENT(&it)) {
       return;
    }
