@@ -1,5 +1,11 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Command dispatch: the table from command names to handlers, the checks every command
+ * passes first (authorization, session and transaction fields, write concern, failCommand),
+ * and the reply envelope (ok, errmsg, code, codeName, errorLabels, $clusterTime,
+ * operationTime, topologyVersion on NotPrimary errors). Runs in the connection's thread with
+ * the server lock held for the whole command.
  */
 #include "commands/commands.h"
 

@@ -1,5 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The fail point table behind configureFailPoint: failCommand (errors, closed connections,
+ * blocking, write concern errors) and failGetMoreAfterCursorCheckout, with their `times`
+ * and `skip` counters, filtered by command names and appName. The table lives in
+ * md_server_t; callers hold the server lock.
  */
 #include "commands/failpoint.h"
 

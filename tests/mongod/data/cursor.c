@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The cursor table: ids, batches of a query's materialised results, change-stream cursors,
+ * killing and the 10-minute idle reaper. Callers hold the server lock; a getMore waiting on
+ * a cursor marks it in_use so that a kill only marks it and the getMore frees it.
  */
 #include "data/cursor.h"
 

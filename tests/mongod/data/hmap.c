@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The chained hash table of data/hmap.h (byte-string keys, borrowed values, power-of-two
+ * buckets that double when full). Owns only its buckets; callers hold the server lock.
  */
 #include "data/hmap.h"
 

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Canonical key bytes for BSON values, so that values MongoDB calls equal (1, 1L, 1.0; equal
+ * documents and arrays) hash to the same key in the _id and unique indexes. Pure functions.
  */
 #include "data/keyenc.h"
 

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The bounded change history (the oplog) and the cluster clock: appending entries, dropping
+ * the oldest past the entry or byte bound, finding the position of a resume point, and
+ * waking change-stream getMores. Callers hold the server lock.
  */
 #include "data/oplog.h"
 

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Selecting a collection's documents for reads and writes (the O(1) path for _id equality,
+ * hinted indexes), sorting a selection, hint and collation checks, views refused for writes,
+ * _id placement. Pure functions over the store; callers hold the server lock.
  */
 #include "data/query.h"
 

@@ -1,5 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Databases and collections of the in-memory store: creating, finding, dropping and renaming
+ * them, inserting, replacing and removing documents with their _id index, and announcing
+ * every change to the store's hooks (open transactions keep their snapshot through them).
+ * Indexes are in store-index.c, detached copies in store-copy.c. Callers hold the server lock.
  */
 #include "data/store.h"
 

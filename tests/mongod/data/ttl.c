@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The TTL monitor thread: every --ttl-interval seconds, under the server lock, it deletes the
+ * documents whose TTL-indexed date has expired, through the same write path as a delete
+ * command (logged, so change streams see them; waiting for transactions that hold them).
  */
 #include "data/ttl.h"
 

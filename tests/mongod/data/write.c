@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The write path every command and the TTL monitor share: inserting, updating, upserting
+ * and deleting one document, claiming it from open transactions first, and recording each
+ * change in the oplog (md_log_*) so change streams see it. Callers hold the server lock.
  */
 #include "data/write.h"
 

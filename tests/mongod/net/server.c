@@ -1,5 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The listener and its connections: binding (plain or TLS), one thread per connection that
+ * reads a message, runs its command under the server lock and writes the reply without it,
+ * the awaitable hello's wait and its exhaust stream, the TTL thread's start, and shutdown.
+ * The connection list has its own lock (conns_lock); everything else is the server lock's.
  */
 #include "net/server.h"
 

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Wire protocol framing: parsing OP_MSG (flags, kind 0/1 sections, checksum) and OP_QUERY
+ * into one command document, building OP_MSG and OP_REPLY answers. Pure, bounds-checked
+ * functions (the fuzz target's entry point); no server state.
  */
 #include "net/wire.h"
 

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Helpers shared by the test server's mongoc tests: clients from the fixture's URI
+ * (OUTBOX_TEST_MONGODB_URI), as a user or not, unique names, admin commands, turning fail
+ * points off, and JSON assertions on replies.
  */
 #include "tests/test-util.h"
 

@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The session table: logical sessions by lsid, their newest transaction number and the
+ * replies of retryable writes already executed (answered again without running), session
+ * ending and killing. Callers hold the server lock.
  */
 #include "txn/sessions.h"
 
