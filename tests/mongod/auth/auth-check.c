@@ -24,7 +24,8 @@
 #define USER_ADMIN_ACTS                                                                        \
    (MD_ACT_CREATE_USER | MD_ACT_DROP_USER | MD_ACT_CHANGE_PASSWORD | MD_ACT_VIEW_USER)
 #define CLUSTER_ACTS                                                                           \
-   (MD_ACT_LIST_DATABASES | MD_ACT_SERVER_STATUS | MD_ACT_FAIL_POINT | MD_ACT_KILL_ANY_SESSION)
+   (MD_ACT_LIST_DATABASES | MD_ACT_SERVER_STATUS | MD_ACT_FAIL_POINT | MD_ACT_KILL_ANY_SESSION | \
+    MD_ACT_REPL_STATE_CHANGE)
 
 /* The built-in roles (MongoDB manual, "Built-In Roles"), reduced to the actions above. */
 static const md_role_def_t roles[] = {
@@ -217,6 +218,9 @@ static const struct {
    {"getCmdLineOpts", MD_ACT_SERVER_STATUS, true},
    {"getParameter", MD_ACT_SERVER_STATUS, true},
    {"configureFailPoint", MD_ACT_FAIL_POINT, true},
+   {"replSetStepDown", MD_ACT_REPL_STATE_CHANGE, true},
+   {"replSetStepUp", MD_ACT_REPL_STATE_CHANGE, true},
+   {"replSetFreeze", MD_ACT_REPL_STATE_CHANGE, true},
    {"killAllSessions", MD_ACT_KILL_ANY_SESSION, true},
    {NULL, 0, false},
 };

@@ -42,6 +42,7 @@ enum {
    MD_ACT_FAIL_POINT = 1u << 21,    /* configureFailPoint (test command) */
    MD_ACT_KILL_ANY_SESSION = 1u << 22,
    MD_ACT_BYPASS_VALIDATION = 1u << 23, /* bypassDocumentValidation on insert/update/fam */
+   MD_ACT_REPL_STATE_CHANGE = 1u << 24, /* replSetStepDown/StepUp/Freeze (clusterManager) */
 };
 
 typedef struct {

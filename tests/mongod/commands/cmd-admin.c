@@ -131,31 +131,10 @@ md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
    bson_append_document_end(c->reply, &conns);
    /* mongod's repl section: its hello fields, then the rollback id. */
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "repl", &repl);
-   md_append_repl_info(c->srv, &repl, "isWritablePrimary");
+   md_append_repl_info(c->srv, c->conn->member, &repl, "isWritablePrimary");
    BSON_APPEND_INT32(&repl, "rbid", 1);
    bson_append_document_end(c->reply, &repl);
    md_auth_append_server_status(c);
-   (void) error;
-   return true;
-}
-
-bool
-md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
-{
-   bson_t members, m;
-   BSON_APPEND_UTF8(c->reply, "set", "rs0");
-   BSON_APPEND_DATE_TIME(c->reply, "date", wall_ms());
-   BSON_APPEND_INT32(c->reply, "myState", 1);
-   BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &members);
-   BSON_APPEND_DOCUMENT_BEGIN(&members, "0", &m);
-   BSON_APPEND_INT32(&m, "_id", 0);
-   BSON_APPEND_UTF8(&m, "name", c->srv->host_port);
-   BSON_APPEND_INT32(&m, "health", 1);
-   BSON_APPEND_INT32(&m, "state", 1);
-   BSON_APPEND_UTF8(&m, "stateStr", "PRIMARY");
-   BSON_APPEND_BOOL(&m, "self", true);
-   bson_append_document_end(&members, &m);
-   bson_append_array_end(c->reply, &members);
    (void) error;
    return true;
 }

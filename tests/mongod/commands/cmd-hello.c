@@ -28,49 +28,54 @@ remember_app_name(md_cmd_t *c)
    }
 }
 
-static int64_t
-wall_ms(void)
-{
-   struct timeval tv;
-   gettimeofday(&tv, NULL);
-   return (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
 static void
-append_op_time(bson_t *parent, const char *name, md_ts_t ts)
+append_op_time(bson_t *parent, const char *name, md_ts_t ts, int64_t term)
 {
    bson_t d;
    bson_append_document_begin(parent, name, -1, &d);
    bson_append_timestamp(&d, "ts", 2, ts.t, ts.i);
-   bson_append_int64(&d, "t", 1, 1);
+   bson_append_int64(&d, "t", 1, term);
    bson_append_document_end(parent, &d);
 }
 
+/* As TopologyCoordinator::fillHelloForReplSet (src/mongo/db/repl/topology_coordinator.cpp,
+ * r6.0): `primary` only while the set has one, `electionId` only from the primary itself. */
 void
-md_append_repl_info(md_server_t *srv, bson_t *r, const char *primary_field)
+md_append_repl_info(md_server_t *srv, int member, bson_t *r, const char *primary_field)
 {
+   const md_topology_t *topo = &srv->topo;
+   const md_member_t *me = &topo->members[member];
    bson_t tv, hosts, lw;
-   bson_oid_t election;
    BSON_APPEND_DOCUMENT_BEGIN(r, "topologyVersion", &tv);
-   BSON_APPEND_OID(&tv, "processId", &srv->process_id);
-   BSON_APPEND_INT64(&tv, "counter", 0);
+   BSON_APPEND_OID(&tv, "processId", &me->process_id);
+   BSON_APPEND_INT64(&tv, "counter", me->counter);
    bson_append_document_end(r, &tv);
    BSON_APPEND_ARRAY_BEGIN(r, "hosts", &hosts);
-   BSON_APPEND_UTF8(&hosts, "0", srv->host_port);
+   for (int i = 0; i < topo->n; i++) {
+      char key[16];
+      const char *k;
+      bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+      BSON_APPEND_UTF8(&hosts, k, topo->members[i].host_port);
+   }
    bson_append_array_end(r, &hosts);
    BSON_APPEND_UTF8(r, "setName", "rs0");
    BSON_APPEND_INT32(r, "setVersion", 1);
-   BSON_APPEND_BOOL(r, primary_field, true);
-   BSON_APPEND_BOOL(r, "secondary", false);
-   BSON_APPEND_UTF8(r, "primary", srv->host_port);
-   BSON_APPEND_UTF8(r, "me", srv->host_port);
-   bson_oid_init_from_string(&election, "7fffffff0000000000000001");
-   BSON_APPEND_OID(r, "electionId", &election);
+   BSON_APPEND_BOOL(r, primary_field, me->state == MD_MEMBER_PRIMARY);
+   BSON_APPEND_BOOL(r, "secondary", me->state == MD_MEMBER_SECONDARY);
+   if (topo->primary >= 0) {
+      BSON_APPEND_UTF8(r, "primary", topo->members[topo->primary].host_port);
+   }
+   BSON_APPEND_UTF8(r, "me", me->host_port);
+   if (me->state == MD_MEMBER_PRIMARY) {
+      bson_oid_t election;
+      md_topology_election_id(topo->term, &election);
+      BSON_APPEND_OID(r, "electionId", &election);
+   }
    BSON_APPEND_DOCUMENT_BEGIN(r, "lastWrite", &lw);
-   append_op_time(&lw, "opTime", srv->oplog.last);
-   BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", wall_ms());
-   append_op_time(&lw, "majorityOpTime", srv->oplog.last);
-   BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", wall_ms());
+   append_op_time(&lw, "opTime", srv->oplog.last, topo->term);
+   BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", md_wall_ms());
+   append_op_time(&lw, "majorityOpTime", srv->oplog.last, topo->term);
+   BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", md_wall_ms());
    bson_append_document_end(r, &lw);
 }
 
@@ -85,7 +90,7 @@ typedef struct {
  * replication_info.cpp): they come together (31368), the counter is not negative (31372) nor
  * ahead of ours for our processId (31382), maxAwaitTimeMS is not negative. */
 static bool
-parse_awaitable(const md_server_t *srv, const bson_t *cmd, awaitable_t *a, bson_error_t *error)
+parse_awaitable(const md_member_t *me, const bson_t *cmd, awaitable_t *a, bson_error_t *error)
 {
    bson_iter_t it, tv;
    memset(a, 0, sizeof *a);
@@ -129,28 +134,38 @@ parse_awaitable(const md_server_t *srv, const bson_t *cmd, awaitable_t *a, bson_
       return tm_error_set(error, 2, "BSON field 'maxAwaitTimeMS' value must be >= 0, actual "
                                     "value '%lld'", (long long) a->await_ms);
    }
-   if (bson_oid_equal(&a->process_id, &srv->process_id) && a->counter > 0) {
+   if (bson_oid_equal(&a->process_id, &me->process_id) && a->counter > me->counter) {
       return tm_error_set(error, 31382, "Received a topology version with counter: %lld which "
                                         "is greater than the server topology version counter: "
-                                        "0", (long long) a->counter);
+                                        "%lld", (long long) a->counter, (long long) me->counter);
    }
    return true;
 }
 
 int64_t
-md_hello_await_ms(md_server_t *srv, const bson_t *cmd, int64_t *max_await_ms)
+md_hello_await_ms(md_conn_t *conn, const bson_t *cmd, int64_t *max_await_ms)
 {
    bson_iter_t it;
    awaitable_t a;
+   md_server_t *srv = conn->srv;
    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) ||
        (strcmp(bson_iter_key(&it), "hello") != 0 && strcmp(bson_iter_key(&it), "isMaster") != 0 &&
-        strcmp(bson_iter_key(&it), "ismaster") != 0) ||
-       !parse_awaitable(srv, cmd, &a, NULL) || !a.has_tv) {
+        strcmp(bson_iter_key(&it), "ismaster") != 0)) {
+      return -1;
+   }
+   pthread_mutex_lock(&srv->lock);
+   const md_member_t *me = &srv->topo.members[conn->member];
+   bool awaitable = parse_awaitable(me, cmd, &a, NULL) && a.has_tv;
+   /* A version from another process (an earlier start) or an older counter is stale: the
+    * topology changed since the client last heard, so answer at once. */
+   bool current = awaitable && bson_oid_equal(&a.process_id, &me->process_id) &&
+                  a.counter == me->counter;
+   pthread_mutex_unlock(&srv->lock);
+   if (!awaitable) {
       return -1; /* not awaitable, or malformed: the command itself answers at once */
    }
    *max_await_ms = a.await_ms;
-   /* A version from another process (an earlier start) is stale: answer at once. */
-   return bson_oid_equal(&a.process_id, &srv->process_id) ? a.await_ms : 0;
+   return current ? a.await_ms : 0;
 }
 
 bool
@@ -159,19 +174,23 @@ md_cmd_hello(md_cmd_t *c, bson_error_t *error)
    bson_t *r = c->reply;
    bson_iter_t it;
    awaitable_t a;
-   if (!parse_awaitable(c->srv, c->cmd, &a, error)) {
+   if (!parse_awaitable(&c->srv->topo.members[c->conn->member], c->cmd, &a, error)) {
       return false;
    }
    remember_app_name(c);
    if (bson_iter_init_find(&it, c->cmd, "helloOk") && bson_iter_as_bool(&it)) {
       BSON_APPEND_BOOL(r, "helloOk", true);
+      c->conn->hello_ok = true;
    }
-   md_append_repl_info(c->srv, r,
+   if (strcmp(c->name, "hello") == 0) {
+      c->conn->hello_ok = true; /* mongod's Client::supportsHello */
+   }
+   md_append_repl_info(c->srv, c->conn->member, r,
                        strcmp(c->name, "hello") == 0 ? "isWritablePrimary" : "ismaster");
    BSON_APPEND_INT32(r, "maxBsonObjectSize", 16777216);
    BSON_APPEND_INT32(r, "maxMessageSizeBytes", 48000000);
    BSON_APPEND_INT32(r, "maxWriteBatchSize", 100000);
-   BSON_APPEND_DATE_TIME(r, "localTime", wall_ms());
+   BSON_APPEND_DATE_TIME(r, "localTime", md_wall_ms());
    BSON_APPEND_INT32(r, "logicalSessionTimeoutMinutes", 30);
    BSON_APPEND_INT32(r, "connectionId", c->conn->id);
    BSON_APPEND_INT32(r, "minWireVersion", 0);

@@ -38,6 +38,9 @@ static const cmd_entry_t commands[] = {
    {"configureFailPoint", md_cmd_configure_fail_point, false},
    {"serverStatus", md_cmd_server_status, false},
    {"replSetGetStatus", md_cmd_repl_set_get_status, false},
+   {"replSetStepDown", md_cmd_repl_set_step_down, false},
+   {"replSetStepUp", md_cmd_repl_set_step_up, false},
+   {"replSetFreeze", md_cmd_repl_set_freeze, false},
    {"listDatabases", md_cmd_list_databases, false},
    {"connectionStatus", md_cmd_connection_status, false},
    {"whatsmyuri", md_cmd_whatsmyuri, false},
@@ -178,7 +181,7 @@ add_labels(md_cmd_t *c, int32_t code, int32_t wc_code)
  * (the version they know: stale, ignored) from a real change of the primary. Shutdown errors
  * carry it only when the server really shuts down, which a failpoint's never does. */
 static void
-append_topology_version(md_server_t *srv, int32_t code, int32_t wc_code, bson_t *out)
+append_topology_version(const md_member_t *me, int32_t code, int32_t wc_code, bson_t *out)
 {
    static const int32_t not_primary[] = {10107, 13435, 13436, 11602, 189, 0};
    bool hit = false;
@@ -188,8 +191,8 @@ append_topology_version(md_server_t *srv, int32_t code, int32_t wc_code, bson_t 
    if (hit) {
       bson_t tv;
       BSON_APPEND_DOCUMENT_BEGIN(out, "topologyVersion", &tv);
-      BSON_APPEND_OID(&tv, "processId", &srv->process_id);
-      BSON_APPEND_INT64(&tv, "counter", 0);
+      BSON_APPEND_OID(&tv, "processId", &me->process_id);
+      BSON_APPEND_INT64(&tv, "counter", me->counter);
       bson_append_document_end(out, &tv);
    }
 }
@@ -440,9 +443,12 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
       return !apply_failpoint(c, entry, fp, error) &&
              tm_error_set(error, 59, "no such command: '%s'", c->name);
    }
-   /* mongod checks authorization and the session fields before failCommand fires. */
+   /* mongod checks authorization and the session fields before failCommand fires, and
+    * whether this member may run the command after it (service_entry_point_common.cpp, r6.0:
+    * evaluateFailCommandFailPoint, then the canRunHere checks), so a command blocked by
+    * failCommand on a primary that steps down meanwhile then fails with 10107. */
    if (!md_auth_check(c, error) || !md_txn_gate(c, error) ||
-       apply_failpoint(c, entry, fp, error)) {
+       apply_failpoint(c, entry, fp, error) || !md_cmd_check_member(c, error)) {
       return false;
    }
    if (!md_write_concern_parse(c->name, c->cmd, error)) {
@@ -513,12 +519,13 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
             if (!bson_empty(&c.labels)) {
                BSON_APPEND_ARRAY(reply, "errorLabels", &c.labels);
             }
-            append_topology_version(srv, 0, c.wc_code, reply);
+            append_topology_version(&srv->topo.members[conn->member], 0, c.wc_code, reply);
          }
          append_times(srv, reply, c.has_op_time ? &c.op_time : NULL);
       } else {
          add_labels(&c, (int32_t) error.code, 0);
-         append_topology_version(srv, (int32_t) error.code, 0, &c.error_extra);
+         append_topology_version(&srv->topo.members[conn->member], (int32_t) error.code, 0,
+                                 &c.error_extra);
       }
       pthread_mutex_unlock(&srv->lock);
    }

@@ -111,12 +111,12 @@ md_cmd_wait_ddl(md_cmd_t *c, const char *db, const char *coll, bson_error_t *err
 
 /* hello's replica-set fields (topologyVersion ... lastWrite), also serverStatus's `repl`. */
 void
-md_append_repl_info(md_server_t *srv, bson_t *r, const char *primary_field);
+md_append_repl_info(md_server_t *srv, int member, bson_t *r, const char *primary_field);
 /* For an awaitable hello naming this server's topologyVersion: how long to wait before
  * answering (0: at once, the client's version is stale); -1 when `cmd` is not an awaitable
  * hello (or a malformed one, which the command then refuses). */
 int64_t
-md_hello_await_ms(md_server_t *srv, const bson_t *cmd, int64_t *max_await_ms);
+md_hello_await_ms(md_conn_t *conn, const bson_t *cmd, int64_t *max_await_ms);
 
 /* Families of commands, in cmd-*.c. */
 bool md_cmd_hello(md_cmd_t *c, bson_error_t *error);
@@ -130,6 +130,12 @@ bool md_cmd_get_parameter(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_configure_fail_point(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_server_status(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_repl_set_step_up(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error);
+/* Replica-set members (cmd-repl.c): on a secondary, what only a primary runs fails with
+ * 10107, and reads without a secondary read preference with 13435. */
+bool md_cmd_check_member(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_list_databases(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_connection_status(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_whatsmyuri(md_cmd_t *c, bson_error_t *error);

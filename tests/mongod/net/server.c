@@ -18,12 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "commands/commands.h"
 #include "data/ttl.h"
 #include "net/wire.h"
+#include "topology/election.h"
 
 void
 md_log(const md_server_t *srv, const char *fmt, ...)
@@ -55,9 +57,9 @@ md_server_new(const md_server_opts_t *opts)
    md_txns_init(&srv->txns, srv->store, &srv->cursors,
                 (int64_t) (opts->txn_lifetime > 0 ? opts->txn_lifetime : 60) * 1000);
    md_users_init(&srv->users, opts->auth);
-   srv->listen_fd = -1;
+   md_topology_init(&srv->topo, opts->members, opts->election_timeout_ms);
+   pthread_cond_init(&srv->election_cond, NULL);
    srv->next_conn_id = 1;
-   bson_oid_init(&srv->process_id, NULL);
    srv->started_ms = md_now_ms();
    atomic_init(&srv->stopping, false);
    return srv;
@@ -69,9 +71,13 @@ md_server_destroy(md_server_t *srv)
    if (!srv) {
       return;
    }
-   if (srv->listen_fd >= 0) {
-      close(srv->listen_fd);
+   for (int i = 0; i < srv->topo.n; i++) {
+      if (srv->topo.members[i].listen_fd >= 0) {
+         close(srv->topo.members[i].listen_fd);
+      }
    }
+   md_topology_destroy(&srv->topo);
+   pthread_cond_destroy(&srv->election_cond);
    md_sessions_destroy(&srv->sessions, &srv->txns);
    md_txns_destroy(&srv->txns);
    md_cursors_destroy(&srv->cursors);
@@ -87,84 +93,14 @@ md_server_destroy(md_server_t *srv)
    free(srv);
 }
 
-static bool
-write_port_file(const char *path, int port)
-{
-   /* Write then rename, so a reader never sees a partial number. */
-   char tmp[4096];
-   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-   FILE *f = fopen(tmp, "w");
-   if (!f) {
-      return false;
-   }
-   fprintf(f, "%d\n", port);
-   return fclose(f) == 0 && rename(tmp, path) == 0;
-}
-
-bool
-md_server_listen(md_server_t *srv)
-{
-   if (srv->opts.tls_cert_file) {
-      char err[512];
-      srv->tls = md_tls_new(srv->opts.tls_cert_file, srv->opts.tls_ca_file,
-                            srv->opts.tls_allow_no_cert, err, sizeof err);
-      if (!srv->tls) {
-         fprintf(stderr, "test-mongod: %s\n", err);
-         return false;
-      }
-   }
-   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                            .ai_flags = AI_PASSIVE | AI_NUMERICHOST};
-   struct addrinfo *ai = NULL;
-   char port[16];
-   snprintf(port, sizeof port, "%d", srv->opts.port);
-   int rc = getaddrinfo(srv->opts.bind, port, &hints, &ai);
-   if (rc != 0) {
-      fprintf(stderr, "test-mongod: bad --bind address %s: %s\n", srv->opts.bind,
-              gai_strerror(rc));
-      return false;
-   }
-   int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-   int one = 1;
-   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-   if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
-      fprintf(stderr, "test-mongod: cannot listen on %s:%d: %s\n", srv->opts.bind,
-              srv->opts.port, strerror(errno));
-      freeaddrinfo(ai);
-      if (fd >= 0) {
-         close(fd);
-      }
-      return false;
-   }
-   freeaddrinfo(ai);
-   struct sockaddr_storage ss;
-   socklen_t sl = sizeof ss;
-   getsockname(fd, (struct sockaddr *) &ss, &sl);
-   int actual = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
-                                               : ((struct sockaddr_in *) &ss)->sin_port);
-   /* Clients must find the address they used in hosts/primary/me (replicaSet=rs0). */
-   const char *host = srv->opts.bind;
-   if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
-      host = "127.0.0.1";
-   }
-   snprintf(srv->host_port, sizeof srv->host_port, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
-            host, actual);
-   srv->listen_fd = fd;
-   if (srv->opts.port_file && !write_port_file(srv->opts.port_file, actual)) {
-      fprintf(stderr, "test-mongod: cannot write %s: %s\n", srv->opts.port_file,
-              strerror(errno));
-      return false;
-   }
-   md_log(srv, "listening on %s", srv->host_port);
-   return true;
-}
-
 void
 md_server_stop(md_server_t *srv)
 {
    atomic_store(&srv->stopping, true);
-   if (srv->listen_fd >= 0) {
-      shutdown(srv->listen_fd, SHUT_RDWR);
+   for (int i = 0; i < srv->topo.n; i++) {
+      if (srv->topo.members[i].listen_fd >= 0) {
+         shutdown(srv->topo.members[i].listen_fd, SHUT_RDWR);
+      }
    }
 }
 
@@ -193,6 +129,15 @@ static atomic_int reply_ids;
 
 typedef enum { CLIENT_IDLE, CLIENT_SENT, CLIENT_GONE } client_state_t;
 
+/* Forgets topology changes announced so far (the hello about to run reports them). */
+static void
+drain_wake(md_conn_t *conn)
+{
+   uint64_t n;
+   while (read(conn->wake_fd, &n, sizeof n) > 0) {
+   }
+}
+
 /* Waits up to `ms` for the client to close or send, without any lock: the awaitable hello's
  * wait. Server shutdown shuts the socket down, which ends the wait as GONE. */
 static client_state_t
@@ -201,8 +146,9 @@ await_client(md_conn_t *conn, int64_t ms)
    int64_t deadline = md_now_ms() + ms;
    for (;;) {
       int64_t left = deadline - md_now_ms();
-      struct pollfd p = {.fd = conn->fd, .events = POLLIN};
-      int n = left > 0 ? poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int) left) : 0;
+      struct pollfd p[2] = {{.fd = conn->fd, .events = POLLIN},
+                            {.fd = conn->wake_fd, .events = POLLIN}};
+      int n = left > 0 ? poll(p, 2, left > INT32_MAX ? INT32_MAX : (int) left) : 0;
       if (atomic_load(&conn->srv->stopping)) {
          return CLIENT_GONE;
       }
@@ -211,6 +157,10 @@ await_client(md_conn_t *conn, int64_t ms)
       }
       if (n <= 0) {
          return n == 0 ? CLIENT_IDLE : CLIENT_GONE;
+      }
+      if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+         drain_wake(conn); /* the topology changed: answer now */
+         return CLIENT_IDLE;
       }
       char c;
       ssize_t got = recv(conn->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -241,7 +191,8 @@ static bool
 serve(md_conn_t *conn, md_request_t *req)
 {
    int64_t max_await = 0;
-   int64_t wait = md_hello_await_ms(conn->srv, &req->cmd, &max_await);
+   drain_wake(conn);
+   int64_t wait = md_hello_await_ms(conn, &req->cmd, &max_await);
    bool stream = wait >= 0 && req->exhaust_allowed && req->op_code == MD_OP_MSG;
    int32_t response_to = req->request_id, reply_id;
    for (;;) {
@@ -391,6 +342,7 @@ conn_main(void *arg)
       conn->next->prev = conn->prev;
    }
    close(conn->fd);
+   close(conn->wake_fd);
    md_auth_conn_cleanup(&conn->auth);
    free(conn->app_name);
    free(conn);
@@ -401,7 +353,7 @@ conn_main(void *arg)
 }
 
 static void
-start_conn(md_server_t *srv, int fd, const struct sockaddr_storage *ss)
+start_conn(md_server_t *srv, int member, int fd, const struct sockaddr_storage *ss)
 {
    pthread_mutex_lock(&srv->conns_lock);
    if (srv->n_conns >= srv->opts.max_connections) {
@@ -414,6 +366,8 @@ start_conn(md_server_t *srv, int fd, const struct sockaddr_storage *ss)
    md_conn_t *conn = calloc(1, sizeof *conn);
    conn->srv = srv;
    conn->fd = fd;
+   conn->member = member;
+   conn->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
    conn->id = srv->next_conn_id++;
    if (ss->ss_family == AF_INET) {
       const struct sockaddr_in *in = (const struct sockaddr_in *) ss;
@@ -445,30 +399,53 @@ start_conn(md_server_t *srv, int fd, const struct sockaddr_storage *ss)
       }
       srv->n_conns--;
       close(fd);
+      close(conn->wake_fd);
       free(conn);
    }
    pthread_attr_destroy(&attr);
    pthread_mutex_unlock(&srv->conns_lock);
 }
 
+/* Waits for a connection on any member's listener and starts its thread; false when the
+ * listeners are shut down. */
+static bool
+accept_next(md_server_t *srv)
+{
+   struct pollfd p[64];
+   int n = srv->topo.n < 64 ? srv->topo.n : 64;
+   for (int i = 0; i < n; i++) {
+      p[i] = (struct pollfd){.fd = srv->topo.members[i].listen_fd, .events = POLLIN};
+   }
+   if (poll(p, (nfds_t) n, -1) < 0) {
+      return errno == EINTR;
+   }
+   for (int i = 0; i < n; i++) {
+      if (p[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+         return false;
+      }
+      if (!(p[i].revents & POLLIN)) {
+         continue;
+      }
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof ss;
+      int fd = accept4(p[i].fd, (struct sockaddr *) &ss, &sl, SOCK_CLOEXEC);
+      if (fd >= 0) {
+         start_conn(srv, i, fd, &ss);
+      } else if (errno == EMFILE || errno == ENFILE) {
+         usleep(10000);
+      } else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
+         return false;
+      }
+   }
+   return true;
+}
+
 void
 md_server_run(md_server_t *srv)
 {
    md_ttl_start(srv);
-   while (!atomic_load(&srv->stopping)) {
-      struct sockaddr_storage ss;
-      socklen_t sl = sizeof ss;
-      int fd = accept4(srv->listen_fd, (struct sockaddr *) &ss, &sl, SOCK_CLOEXEC);
-      if (fd < 0) {
-         if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) {
-            if (errno == EMFILE || errno == ENFILE) {
-               usleep(10000);
-            }
-            continue;
-         }
-         break;
-      }
-      start_conn(srv, fd, &ss);
+   md_election_start(srv);
+   while (!atomic_load(&srv->stopping) && accept_next(srv)) {
    }
    /* Wake every connection: blocked reads end, waiting getMores see `stopping`. */
    pthread_mutex_lock(&srv->conns_lock);
@@ -486,4 +463,5 @@ md_server_run(md_server_t *srv)
    }
    pthread_mutex_unlock(&srv->conns_lock);
    md_ttl_stop(srv);
+   md_election_stop(srv);
 }

@@ -20,10 +20,13 @@
 #include "txn/sessions.h"
 #include "data/store.h"
 #include "net/tls.h"
+#include "topology/topology.h"
 
 typedef struct {
    const char *bind;       /* address to listen on */
-   int port;               /* 0: any free port */
+   int port;               /* 0: any free port (for every member) */
+   int members;            /* replica set members, each on its own port (port + i) */
+   int election_timeout_ms; /* without a primary this long, the set elects one */
    const char *port_file;  /* written once the server accepts connections */
    size_t oplog_size;      /* change history bound, in entries */
    size_t oplog_bytes;     /* and in bytes of documents held (0: no byte bound) */
@@ -54,10 +57,11 @@ typedef struct {
    pthread_cond_t ttl_cond; /* wakes the TTL monitor for shutdown */
    bool ttl_running;
 
-   char host_port[300]; /* advertised in hello: hosts, primary, me */
-   bson_oid_t process_id; /* hello's topologyVersion.processId, new at every start */
+   md_topology_t topo;   /* the members (each with its listener), who is primary */
+   pthread_t election_thread;
+   pthread_cond_t election_cond; /* wakes the election thread: a change, or shutdown */
+   bool election_running;
    int64_t started_ms;    /* md_now_ms() at start, for serverStatus uptime */
-   int listen_fd;
    md_tls_t *tls; /* NULL: plain TCP */
    atomic_bool stopping;
 
@@ -72,6 +76,9 @@ struct _md_conn_t {
    md_server_t *srv;
    int fd;
    int32_t id;
+   int member;   /* the member whose port the client connected to */
+   int wake_fd;  /* eventfd: a topology change ends an awaitable hello's wait */
+   bool hello_ok; /* the client said hello or helloOk: mongod's "primary" wording */
    md_tls_conn_t *tls; /* NULL: plain TCP */
    md_auth_conn_t auth;
    char *app_name; /* from the handshake's client.application.name */

@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""pymongo 3.11 against a replica set of three members (test-mongod --members 3).
+
+One seed (replicaSet=rs0) finds every member; a secondary refuses writes as 6.0 does
+("not master" to a client that never said hello, as pymongo 3.11); a primary that steps down
+while a retryable insert is held by failCommand's blockConnection answers it 10107 with
+RetryableWriteError, and pymongo retries it once on the new primary, where it runs once.
+Against a real server: a set of three members with test commands. Exit 77 (skip) without.
+"""
+import os
+import sys
+import threading
+import time
+import unittest
+
+try:
+    import pymongo
+    from pymongo import monitoring
+    from pymongo.errors import NotMasterError, OperationFailure
+except ImportError as exc:  # pragma: no cover
+    print("mongod-replset-pymongo: SKIP: pymongo not importable (%s)" % exc)
+    sys.exit(77)
+
+URI = os.environ["OUTBOX_TEST_MONGODB_URI"]
+SEED = URI.split("//", 1)[1].split("/", 1)[0].split("@")[-1]
+
+
+def direct(host):
+    return pymongo.MongoClient("mongodb://%s/?directConnection=true" % host,
+                               serverSelectionTimeoutMS=5000)
+
+
+def roles():
+    """The members the seed names and the one that says it is primary."""
+    with direct(SEED) as seed:
+        hosts = seed.admin.command("isMaster")["hosts"]
+    primary = None
+    for host in hosts:
+        with direct(host) as c:
+            if c.admin.command("isMaster")["ismaster"]:
+                primary = host
+    return hosts, primary
+
+
+class Inserts(monitoring.CommandListener):
+    def __init__(self):
+        self.events = []
+
+    def started(self, event):
+        if event.command_name == "insert":
+            self.events.append(("started", "%s:%d" % event.connection_id, None))
+
+    def succeeded(self, event):
+        if event.command_name == "insert":
+            self.events.append(("succeeded", "%s:%d" % event.connection_id, None))
+
+    def failed(self, event):
+        if event.command_name == "insert":
+            self.events.append(("failed", "%s:%d" % event.connection_id,
+                                event.failure.get("code")))
+
+
+class ReplicaSet(unittest.TestCase):
+    def setUp(self):
+        self.hosts, self.primary = roles()
+        if len(self.hosts) < 3:
+            self.skipTest("needs a replica set of three members")
+
+    def test_one_seed_discovers_every_member(self):
+        with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0" % SEED,
+                                 serverSelectionTimeoutMS=5000) as client:
+            client.admin.command("ping")
+            deadline = time.time() + 5
+            while len(client.secondaries) < 2 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual("%s:%d" % client.primary, self.primary)
+            self.assertEqual(len(client.secondaries), 2)
+            self.assertEqual(len(client.nodes), 3)
+
+    def test_secondary_refuses_writes(self):
+        secondary = next(h for h in self.hosts if h != self.primary)
+        with direct(secondary) as c:
+            with self.assertRaises(NotMasterError) as ctx:
+                c.outbox_replset.refused.insert_one({"x": 1})
+            self.assertEqual(ctx.exception.details["code"], 10107)
+            self.assertEqual(ctx.exception.details["errmsg"], "not master")
+            self.assertIn("topologyVersion", ctx.exception.details)
+
+    def test_follows_stepdown_and_retries_the_write_once(self):
+        listener = Inserts()
+        old = self.primary
+        with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0&appname=rs-follow-py" % SEED,
+                                 serverSelectionTimeoutMS=5000,
+                                 event_listeners=[listener]) as client:
+            coll = client.outbox_replset["follow_%d" % os.getpid()]
+            coll.insert_one({"_id": 1})
+            with direct(old) as admin:
+                admin.admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                                    data={"failCommands": ["insert"], "blockConnection": True,
+                                          "blockTimeMS": 1000, "appName": "rs-follow-py"})
+
+            def step_down():
+                time.sleep(0.3)
+                with direct(old) as admin:
+                    admin.admin.command("replSetStepDown", 5, secondaryCatchUpPeriodSecs=0)
+
+            listener.events.clear()
+            thread = threading.Thread(target=step_down)
+            thread.start()
+            coll.insert_one({"_id": 2})
+            thread.join()
+            events = listener.events
+            self.assertEqual([e[0] for e in events], ["started", "failed", "started",
+                                                      "succeeded"], events)
+            self.assertEqual(events[1][1:], (old, 10107))
+            self.assertNotEqual(events[3][1], old)
+            self.assertEqual(coll.count_documents({"_id": 2}), 1)
+            self.assertEqual(roles()[1], events[3][1])
+        with direct(old) as c:
+            c.admin.command("replSetFreeze", 0)
+
+    def test_freeze_on_primary_is_refused(self):
+        with direct(self.primary) as c:
+            with self.assertRaises(OperationFailure) as ctx:
+                c.admin.command("replSetFreeze", 10)
+            self.assertEqual(ctx.exception.code, 95)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
