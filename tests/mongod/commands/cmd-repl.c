@@ -241,6 +241,7 @@ md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error)
                                       "true} to force node to step down.", date);
    }
    md_log(c->srv, "member %d steps down for %lld s", c->conn->member, (long long) secs);
+   md_txns_abort_all(&c->srv->txns);
    /* Election handoff (6.0's default): a caught-up electable secondary runs at once. */
    md_topology_step_down(&c->srv->topo, secs, md_wall_ms(), true);
    md_election_wake(c->srv);
@@ -262,6 +263,9 @@ md_cmd_repl_set_step_up(md_cmd_t *c, bson_error_t *error)
       return tm_error_set(error, 125, "Election failed.");
    }
    md_log(c->srv, "member %d steps up", me);
+   if (topo->primary >= 0) {
+      md_txns_abort_all(&c->srv->txns); /* the former primary steps down */
+   }
    md_topology_elect(topo, me, md_wall_ms());
    md_election_wake(c->srv);
    return true;

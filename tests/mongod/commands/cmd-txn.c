@@ -323,6 +323,15 @@ wait_failed(md_cmd_t *c, bson_error_t *error)
    return tm_error_set(error, 50, "operation exceeded time limit");
 }
 
+/* A write that waited while its member stepped down is killed, as 6.0's stepdown kills
+ * operations holding write locks (OperationContext::checkForInterrupt's message). */
+static bool
+still_primary(md_cmd_t *c, bson_error_t *error)
+{
+   return c->srv->topo.members[c->conn->member].state == MD_MEMBER_PRIMARY ||
+          tm_error_set(error, 11602, "operation was interrupted");
+}
+
 bool
 md_cmd_wait_blocked(md_cmd_t *c, bson_error_t *error)
 {
@@ -330,7 +339,7 @@ md_cmd_wait_blocked(md_cmd_t *c, bson_error_t *error)
        !md_txns_wait(&c->srv->txns, &c->srv->lock, c->deadline_ms)) {
       return wait_failed(c, error);
    }
-   return true;
+   return still_primary(c, error);
 }
 
 bool
@@ -347,7 +356,7 @@ md_cmd_wait_ddl(md_cmd_t *c, const char *db, const char *coll, bson_error_t *err
            md_txns_wait(txns, &c->srv->lock, c->deadline_ms);
    }
    md_txns_ddl_pending(txns, db, coll, false);
-   return ok || wait_failed(c, error);
+   return (ok || wait_failed(c, error)) && still_primary(c, error);
 }
 
 /* A view's collections as the command sees them (through its transaction, if any). */

@@ -13,115 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/replset-util.h"
 #include "tests/test-util.h"
-
-#define N_MEMBERS 3
-
-typedef struct {
-   char host[N_MEMBERS][256];
-   int primary; /* index into host, -1 if none */
-} members_t;
-
-static mongoc_client_t *
-direct(const char *host)
-{
-   char *uri_str = bson_strdup_printf("mongodb://%s/?directConnection=true&appname=rs-direct"
-                                      "&serverSelectionTimeoutMS=5000",
-                                      host);
-   mongoc_client_t *client = mongoc_client_new(uri_str);
-   cr_assert_not_null(client, "bad URI %s", uri_str);
-   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
-   bson_free(uri_str);
-   return client;
-}
-
-static void
-hello_of(const char *host, bson_t *reply)
-{
-   mongoc_client_t *client = direct(host);
-   bson_t *cmd = BCON_NEW("hello", BCON_INT32(1));
-   md_test_admin(client, cmd, reply);
-   bson_destroy(cmd);
-   mongoc_client_destroy(client);
-}
-
-static bool
-flag(const bson_t *doc, const char *field)
-{
-   bson_iter_t it;
-   return bson_iter_init_find(&it, doc, field) && bson_iter_as_bool(&it);
-}
-
-/* The members the seed names, and which of them says it is primary now. */
-static void
-members(members_t *m)
-{
-   mongoc_client_t *seed = md_test_client(NULL, false);
-   bson_t reply, sub;
-   bson_iter_t it, h;
-   bson_t *cmd = BCON_NEW("hello", BCON_INT32(1));
-   md_test_admin(seed, cmd, &reply);
-   int n = 0;
-   if (bson_iter_init_find(&it, &reply, "hosts") && bson_iter_recurse(&it, &h)) {
-      while (bson_iter_next(&h) && n < N_MEMBERS) {
-         bson_strncpy(m->host[n++], bson_iter_utf8(&h, NULL), sizeof m->host[0]);
-      }
-   }
-   if (n < N_MEMBERS) {
-      cr_skip_test("needs a replica set of %d members (test-mongod --members 3)", N_MEMBERS);
-   }
-   m->primary = -1;
-   for (int i = 0; i < N_MEMBERS; i++) {
-      hello_of(m->host[i], &sub);
-      if (flag(&sub, "isWritablePrimary")) {
-         m->primary = i;
-      }
-      bson_destroy(&sub);
-   }
-   bson_destroy(&reply);
-   bson_destroy(cmd);
-   mongoc_client_destroy(seed);
-}
-
-static bool
-admin_on(const char *host, bson_t *cmd, bson_t *reply, bson_error_t *error)
-{
-   mongoc_client_t *client = direct(host);
-   bool ok = mongoc_client_command_simple(client, "admin", cmd, NULL, reply, error);
-   mongoc_client_destroy(client);
-   bson_destroy(cmd);
-   return ok;
-}
-
-static void
-freeze(const char *host, int secs)
-{
-   bson_t reply;
-   bson_error_t error;
-   bool ok = admin_on(host, BCON_NEW("replSetFreeze", BCON_INT32(secs)), &reply, &error);
-   cr_assert(ok, "replSetFreeze %d on %s: %s", secs, host, error.message);
-   bson_destroy(&reply);
-}
-
-/* Waits up to 5 s for a primary; returns its index. */
-static int
-await_primary(members_t *m)
-{
-   for (int i = 0; i < 100; i++) {
-      members(m);
-      if (m->primary >= 0) {
-         return m->primary;
-      }
-      usleep(50 * 1000);
-   }
-   cr_assert_fail("no primary elected within 5 s");
-   return -1;
-}
 
 Test(replset, one_seed_discovers_every_member)
 {
-   members_t m;
-   members(&m);
+   md_rs_members_t m;
+   md_rs_members(&m);
    mongoc_client_t *client = md_test_client("rs-discover", true);
    bson_error_t error;
    mongoc_server_description_t *sd = mongoc_client_select_server(client, true, NULL, &error);
@@ -136,30 +34,30 @@ Test(replset, one_seed_discovers_every_member)
       primaries += strcmp(type, "RSPrimary") == 0;
       secondaries += strcmp(type, "RSSecondary") == 0;
    }
-   cr_assert_eq(n, N_MEMBERS, "the client knows %zu servers", n);
+   cr_assert_eq(n, MD_RS_MEMBERS, "the client knows %zu servers", n);
    cr_assert_eq(primaries, 1);
-   cr_assert_eq(secondaries, N_MEMBERS - 1);
+   cr_assert_eq(secondaries, MD_RS_MEMBERS - 1);
    mongoc_server_descriptions_destroy_all(all, n);
    mongoc_client_destroy(client);
 }
 
 Test(replset, hello_answers_as_each_member)
 {
-   members_t m;
-   members(&m);
+   md_rs_members_t m;
+   md_rs_members(&m);
    cr_assert_geq(m.primary, 0);
-   bson_oid_t process_ids[N_MEMBERS];
-   for (int i = 0; i < N_MEMBERS; i++) {
+   bson_oid_t process_ids[MD_RS_MEMBERS];
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
       bson_t r;
       bson_iter_t it;
-      hello_of(m.host[i], &r);
+      md_rs_hello(m.host[i], &r);
       cr_assert(bson_iter_init_find(&it, &r, "me") && BSON_ITER_HOLDS_UTF8(&it));
       cr_assert_str_eq(bson_iter_utf8(&it, NULL), m.host[i]);
       cr_assert(bson_iter_init_find(&it, &r, "primary") && BSON_ITER_HOLDS_UTF8(&it));
       cr_assert_str_eq(bson_iter_utf8(&it, NULL), m.host[m.primary]);
       md_test_assert_json(&r, "setName", "\"rs0\"");
-      cr_assert_eq(flag(&r, "isWritablePrimary"), i == m.primary);
-      cr_assert_eq(flag(&r, "secondary"), i != m.primary);
+      cr_assert_eq(md_rs_flag(&r, "isWritablePrimary"), i == m.primary);
+      cr_assert_eq(md_rs_flag(&r, "secondary"), i != m.primary);
       /* electionId only from the primary (fillHelloForReplSet). */
       cr_assert_eq(bson_iter_init_find(&it, &r, "electionId"), i == m.primary);
       cr_assert(bson_iter_init(&it, &r) &&
@@ -175,10 +73,10 @@ Test(replset, hello_answers_as_each_member)
 
 Test(replset, secondary_refuses_writes_as_6_0)
 {
-   members_t m;
-   members(&m);
-   const char *secondary = m.host[(m.primary + 1) % N_MEMBERS];
-   mongoc_client_t *client = direct(secondary);
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *secondary = m.host[(m.primary + 1) % MD_RS_MEMBERS];
+   mongoc_client_t *client = md_rs_direct(secondary);
    bson_t reply;
    bson_error_t error;
    bson_t *cmd = BCON_NEW("insert", "refused", "documents", "[", "{", "x", BCON_INT32(1), "}",
@@ -247,7 +145,7 @@ step_down_later(void *arg)
    bson_t reply;
    bson_error_t error;
    usleep(300 * 1000); /* while the insert is held by blockConnection */
-   bool ok = admin_on(host, BCON_NEW("replSetStepDown", BCON_INT32(5),
+   bool ok = md_rs_admin(host, BCON_NEW("replSetStepDown", BCON_INT32(5),
                                      "secondaryCatchUpPeriodSecs", BCON_INT32(0)),
                       &reply, &error);
    bson_destroy(&reply);
@@ -256,8 +154,8 @@ step_down_later(void *arg)
 
 Test(replset, client_follows_stepdown_and_retries_the_write_once)
 {
-   members_t m;
-   members(&m);
+   md_rs_members_t m;
+   md_rs_members(&m);
    const char *old_primary = m.host[m.primary];
    apm_log_t log = {0};
    mongoc_client_t *client = md_test_client("rs-follow", true);
@@ -275,7 +173,7 @@ Test(replset, client_follows_stepdown_and_retries_the_write_once)
    /* Hold the next insert on the primary while it steps down: it then fails there with
     * 10107 and RetryableWriteError, and the driver retries it on the new primary. */
    bson_t reply;
-   cr_assert(admin_on(old_primary,
+   cr_assert(md_rs_admin(old_primary,
                       BCON_NEW("configureFailPoint", "failCommand", "mode", "{", "times",
                                BCON_INT32(1), "}", "data", "{", "failCommands", "[", "insert",
                                "]", "blockConnection", BCON_BOOL(true), "blockTimeMS",
@@ -297,9 +195,9 @@ Test(replset, client_follows_stepdown_and_retries_the_write_once)
    cr_assert_str_neq(log.succeeded_on, old_primary);
    int64_t n = mongoc_collection_count_documents(coll, doc, NULL, NULL, NULL, &error);
    cr_assert_eq(n, 1, "the write ran %lld times", (long long) n);
-   members(&m);
+   md_rs_members(&m);
    cr_assert_str_eq(m.host[m.primary], log.succeeded_on);
-   freeze(old_primary, 0); /* electable again for the next tests */
+   md_rs_freeze(old_primary, 0); /* electable again for the next tests */
    bson_destroy(doc);
    bson_free(name);
    mongoc_collection_destroy(coll);
@@ -319,7 +217,7 @@ static void *
 awaitable_hello(void *arg)
 {
    await_t *a = arg;
-   mongoc_client_t *client = direct(a->host);
+   mongoc_client_t *client = md_rs_direct(a->host);
    bson_error_t error;
    bson_t *cmd = BCON_NEW("hello", BCON_INT32(1), "topologyVersion", "{", "processId",
                           BCON_OID(&a->process_id), "counter", BCON_INT64(a->counter), "}",
@@ -334,12 +232,12 @@ awaitable_hello(void *arg)
 
 Test(replset, stepdown_wakes_awaitable_hello_with_a_higher_counter)
 {
-   members_t m;
-   members(&m);
-   await_t a = {.host = m.host[(m.primary + 1) % N_MEMBERS]};
+   md_rs_members_t m;
+   md_rs_members(&m);
+   await_t a = {.host = m.host[(m.primary + 1) % MD_RS_MEMBERS]};
    bson_t r;
    bson_iter_t it;
-   hello_of(a.host, &r);
+   md_rs_hello(a.host, &r);
    cr_assert(bson_iter_init(&it, &r) &&
              bson_iter_find_descendant(&it, "topologyVersion.processId", &it));
    bson_oid_copy(bson_iter_oid(&it), &a.process_id);
@@ -351,7 +249,7 @@ Test(replset, stepdown_wakes_awaitable_hello_with_a_higher_counter)
    pthread_create(&thread, NULL, awaitable_hello, &a);
    usleep(300 * 1000);
    bson_error_t error;
-   cr_assert(admin_on(m.host[m.primary],
+   cr_assert(md_rs_admin(m.host[m.primary],
                       BCON_NEW("replSetStepDown", BCON_INT32(5), "secondaryCatchUpPeriodSecs",
                                BCON_INT32(0)),
                       &r, &error), "%s", error.message);
@@ -365,70 +263,177 @@ Test(replset, stepdown_wakes_awaitable_hello_with_a_higher_counter)
    cr_assert_gt(bson_iter_as_int64(&it), a.counter);
    cr_assert(bson_iter_init_find(&it, &a.reply, "primary"));
    cr_assert_str_neq(bson_iter_utf8(&it, NULL), m.host[m.primary]);
-   freeze(m.host[m.primary], 0);
+   md_rs_freeze(m.host[m.primary], 0);
    bson_destroy(&a.reply);
 }
 
 Test(replset, freeze_and_step_up)
 {
-   members_t m;
-   members(&m);
-   int p = m.primary, s = (p + 1) % N_MEMBERS;
+   md_rs_members_t m;
+   md_rs_members(&m);
+   int p = m.primary, s = (p + 1) % MD_RS_MEMBERS;
    bson_t reply;
    bson_error_t error;
-   cr_assert(!admin_on(m.host[p], BCON_NEW("replSetFreeze", BCON_INT32(30)), &reply, &error));
+   cr_assert(!md_rs_admin(m.host[p], BCON_NEW("replSetFreeze", BCON_INT32(30)), &reply, &error));
    cr_assert_eq(error.code, 95);
    cr_assert_str_eq(error.message, "Cannot freeze node when primary or running for election, "
                                    "state: Primary");
    bson_destroy(&reply);
-   freeze(m.host[s], 30);
-   cr_assert(!admin_on(m.host[s], BCON_NEW("replSetStepUp", BCON_INT32(1)), &reply, &error));
+   md_rs_freeze(m.host[s], 30);
+   cr_assert(!md_rs_admin(m.host[s], BCON_NEW("replSetStepUp", BCON_INT32(1)), &reply, &error));
    cr_assert_eq(error.code, 125, "%s", error.message);
    bson_destroy(&reply);
-   freeze(m.host[s], 0);
-   cr_assert(admin_on(m.host[s], BCON_NEW("replSetStepUp", BCON_INT32(1)), &reply, &error),
+   md_rs_freeze(m.host[s], 0);
+   cr_assert(md_rs_admin(m.host[s], BCON_NEW("replSetStepUp", BCON_INT32(1)), &reply, &error),
              "%s", error.message);
    bson_destroy(&reply);
-   members(&m);
+   md_rs_members(&m);
    cr_assert_eq(m.primary, s);
 }
 
 Test(replset, stepdown_waits_for_an_electable_secondary_unless_forced)
 {
-   members_t m;
-   members(&m);
+   md_rs_members_t m;
+   md_rs_members(&m);
    int p = m.primary;
    bson_t reply;
    bson_error_t error;
-   for (int i = 0; i < N_MEMBERS; i++) {
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
       if (i != p) {
-         freeze(m.host[i], 60);
+         md_rs_freeze(m.host[i], 60);
       }
    }
    int64_t start = bson_get_monotonic_time();
-   cr_assert(!admin_on(m.host[p], BCON_NEW("replSetStepDown", BCON_INT32(5),
+   cr_assert(!md_rs_admin(m.host[p], BCON_NEW("replSetStepDown", BCON_INT32(5),
                                            "secondaryCatchUpPeriodSecs", BCON_INT32(1)),
                        &reply, &error));
    cr_assert_eq(error.code, 262, "%s", error.message);
    cr_assert_geq((bson_get_monotonic_time() - start) / 1000, 900, "no catch-up wait");
    bson_destroy(&reply);
-   cr_assert(!admin_on(m.host[(p + 1) % N_MEMBERS], BCON_NEW("replSetStepDown", BCON_INT32(60)),
+   cr_assert(!md_rs_admin(m.host[(p + 1) % MD_RS_MEMBERS], BCON_NEW("replSetStepDown", BCON_INT32(60)),
                        &reply, &error));
    cr_assert_eq(error.code, 10107, "%u %s", error.code, error.message);
    cr_assert_str_eq(error.message, "not primary so can't step down");
    bson_destroy(&reply);
-   cr_assert(admin_on(m.host[p], BCON_NEW("replSetStepDown", BCON_INT32(30), "force",
+   cr_assert(md_rs_admin(m.host[p], BCON_NEW("replSetStepDown", BCON_INT32(30), "force",
                                           BCON_BOOL(true)),
                       &reply, &error), "%s", error.message);
    bson_destroy(&reply);
-   members(&m);
+   md_rs_members(&m);
    cr_assert_eq(m.primary, -1, "a frozen member was elected");
-   int next = (p + 2) % N_MEMBERS;
-   freeze(m.host[next], 0); /* electable: elected after the election timeout */
-   cr_assert_eq(await_primary(&m), next);
-   for (int i = 0; i < N_MEMBERS; i++) {
+   int next = (p + 2) % MD_RS_MEMBERS;
+   md_rs_freeze(m.host[next], 0); /* electable: elected after the election timeout */
+   cr_assert_eq(md_rs_await_primary(&m), next);
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
       if (i != next) {
-         freeze(m.host[i], 0);
+         md_rs_freeze(m.host[i], 0);
       }
    }
+}
+
+/* An open transaction on the primary that steps down is aborted (6.0 aborts unprepared
+ * transactions at stepdown): its commit fails wherever the driver sends it. */
+Test(replset, stepdown_aborts_open_transactions)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   mongoc_client_t *client = md_test_client("rs-txn", true);
+   char *name = md_test_name("rstxn");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_error_t error;
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(0));
+   cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "%s", error.message);
+   bson_destroy(doc);
+   mongoc_client_session_t *session = mongoc_client_start_session(client, NULL, &error);
+   cr_assert_not_null(session, "%s", error.message);
+   cr_assert(mongoc_client_session_start_transaction(session, NULL, &error), "%s",
+             error.message);
+   bson_t opts = BSON_INITIALIZER;
+   cr_assert(mongoc_client_session_append(session, &opts, &error));
+   doc = BCON_NEW("_id", BCON_INT32(1));
+   cr_assert(mongoc_collection_insert_one(coll, doc, &opts, NULL, &error), "%s", error.message);
+   bson_t reply;
+   cr_assert(md_rs_admin(m.host[m.primary],
+                         BCON_NEW("replSetStepDown", BCON_INT32(5),
+                                  "secondaryCatchUpPeriodSecs", BCON_INT32(0)),
+                         &reply, &error), "%s", error.message);
+   bson_destroy(&reply);
+   bool ok = mongoc_client_session_commit_transaction(session, &reply, &error);
+   cr_assert(!ok, "a transaction open across the stepdown committed");
+   bson_destroy(&reply);
+   int64_t n = mongoc_collection_count_documents(coll, doc, NULL, NULL, NULL, &error);
+   cr_assert_eq(n, 0, "the aborted transaction's write is visible");
+   md_rs_freeze(m.host[m.primary], 0);
+   bson_destroy(doc);
+   bson_destroy(&opts);
+   mongoc_client_session_destroy(session);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}
+
+typedef struct {
+   const char *host, *coll;
+   bson_error_t error;
+   bool ok;
+} blocked_write_t;
+
+static void *
+blocked_update(void *arg)
+{
+   blocked_write_t *w = arg;
+   mongoc_client_t *client = md_rs_direct(w->host);
+   bson_t *cmd = BCON_NEW("update", w->coll, "updates", "[", "{", "q", "{", "_id",
+                          BCON_INT32(1), "}", "u", "{", "$set", "{", "x", BCON_INT32(2), "}",
+                          "}", "}", "]");
+   bson_t reply;
+   w->ok = mongoc_client_write_command_with_opts(client, "mdtest", cmd, NULL, &reply,
+                                                 &w->error);
+   bson_destroy(&reply);
+   bson_destroy(cmd);
+   mongoc_client_destroy(client);
+   return NULL;
+}
+
+/* A write waiting for a transaction's document when its primary steps down is killed with
+ * 11602 InterruptedDueToReplStateChange (not retryable here: no txnNumber). */
+Test(replset, stepdown_interrupts_a_waiting_write)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   mongoc_client_t *client = md_rs_direct(m.host[m.primary]);
+   char *name = md_test_name("rswait");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_error_t error;
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(1));
+   cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "%s", error.message);
+   mongoc_client_session_t *session = mongoc_client_start_session(client, NULL, &error);
+   cr_assert(mongoc_client_session_start_transaction(session, NULL, &error), "%s",
+             error.message);
+   bson_t opts = BSON_INITIALIZER, reply;
+   cr_assert(mongoc_client_session_append(session, &opts, &error));
+   bson_t *set = BCON_NEW("$set", "{", "x", BCON_INT32(1), "}");
+   cr_assert(mongoc_collection_update_one(coll, doc, set, &opts, NULL, &error), "%s",
+             error.message);
+   blocked_write_t w = {.host = m.host[m.primary], .coll = name};
+   pthread_t thread;
+   pthread_create(&thread, NULL, blocked_update, &w);
+   usleep(300 * 1000); /* the update now waits for the transaction */
+   cr_assert(md_rs_admin(m.host[m.primary],
+                         BCON_NEW("replSetStepDown", BCON_INT32(5),
+                                  "secondaryCatchUpPeriodSecs", BCON_INT32(0)),
+                         &reply, &error), "%s", error.message);
+   bson_destroy(&reply);
+   pthread_join(thread, NULL);
+   cr_assert(!w.ok, "the waiting write ran on a former primary");
+   cr_assert_eq(w.error.code, 11602, "%u %s", w.error.code, w.error.message);
+   cr_assert_str_eq(w.error.message, "operation was interrupted");
+   md_rs_freeze(m.host[m.primary], 0);
+   bson_destroy(set);
+   bson_destroy(doc);
+   bson_destroy(&opts);
+   mongoc_client_session_destroy(session);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
 }

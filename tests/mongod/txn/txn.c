@@ -188,6 +188,14 @@ md_txns_reap(md_txns_t *txns)
    }
 }
 
+void
+md_txns_abort_all(md_txns_t *txns)
+{
+   while (txns->open) {
+      md_txn_abort(txns, txns->open);
+   }
+}
+
 bool
 md_txns_wait(md_txns_t *txns, pthread_mutex_t *lock, int64_t deadline_ms)
 {

@@ -102,6 +102,10 @@ md_txn_free(md_txns_t *txns, md_txn_t *txn);
 /* Aborts the transactions past their lifetime. */
 void
 md_txns_reap(md_txns_t *txns);
+/* Aborts every open transaction (a primary stepping down, as 6.0 aborts its unprepared
+ * transactions); their sessions then answer 251 NoSuchTransaction. */
+void
+md_txns_abort_all(md_txns_t *txns);
 
 /* The collection `db.name` as the transaction sees it, for a statement of it. Reading: its
  * copy, or the store's collection, or NULL if absent. Writing: its own copy, made now (or
