@@ -31,6 +31,7 @@ usage(FILE *out)
          "                    data set (default 1)\n"
          "  --election-timeout-ms N  how long the set stays without a primary before\n"
          "                    electing one (default 10000, as mongod's)\n"
+         "  --enable-test-commands  testMemberFault (members that hang or refuse)\n"
          "  --oplog-size N    change-stream history bound in entries (default 1000000);\n"
          "                    resuming from older tokens fails with 286\n"
          "  --oplog-mb N      also bound the memory the history takes to about N MiB\n"
@@ -81,6 +82,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
       {"bind", required_argument, NULL, 'b'},
       {"bind_ip", required_argument, NULL, 'b'},
       {"members", required_argument, NULL, 'n'},
+      {"enable-test-commands", no_argument, NULL, 'T'},
       {"election-timeout-ms", required_argument, NULL, 'E'},
       {"oplog-size", required_argument, NULL, 'o'},
       {"oplog-mb", required_argument, NULL, 'M'},
@@ -120,6 +122,9 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
             return EX_USAGE;
          }
          opts->members = (int) n;
+         break;
+      case 'T':
+         opts->test_commands = true;
          break;
       case 'E':
          if (!parse_number(optarg, 1, 86400000, &n)) {

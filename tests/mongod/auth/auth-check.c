@@ -221,6 +221,7 @@ static const struct {
    {"replSetStepDown", MD_ACT_REPL_STATE_CHANGE, true},
    {"replSetStepUp", MD_ACT_REPL_STATE_CHANGE, true},
    {"replSetFreeze", MD_ACT_REPL_STATE_CHANGE, true},
+   {"testMemberFault", MD_ACT_FAIL_POINT, true},
    {"killAllSessions", MD_ACT_KILL_ANY_SESSION, true},
    {NULL, 0, false},
 };

@@ -298,3 +298,39 @@ md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error)
    md_election_wake(c->srv);
    return true;
 }
+
+/* A fault of one member, for tests (no such command in mongod: tests of real sets stop
+ * processes or cut the network instead). "hang": its connections, new and open, get no
+ * answer until healed, as a stopped process (SIGSTOP); "refuse": its listener closes and
+ * its connections are reset, as a process that is gone; "heal": back, as a secondary. Runs
+ * on any reachable member. */
+bool
+md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {"mode", NULL};
+   static const char *const modes[] = {"heal", "hang", "refuse"};
+   bson_iter_t it;
+   if (!admin_only(c, error) || !md_cmd_check_fields(c, allowed, error)) {
+      return false;
+   }
+   const char *host = bson_iter_init(&it, c->cmd) && bson_iter_next(&it) &&
+                            BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+   int m = -1;
+   for (int i = 0; i < c->srv->topo.n; i++) {
+      m = strcmp(c->srv->topo.members[i].host_port, host) == 0 ? i : m;
+   }
+   if (m < 0) {
+      return tm_error_set(error, 2, "testMemberFault: '%s' is not a member of the set", host);
+   }
+   const char *mode = bson_iter_init_find(&it, c->cmd, "mode") && BSON_ITER_HOLDS_UTF8(&it)
+                         ? bson_iter_utf8(&it, NULL) : "";
+   for (int r = 0; r < 3; r++) {
+      if (strcmp(mode, modes[r]) == 0) {
+         md_log(c->srv, "member %d: %s", m, mode);
+         md_server_set_reach(c->srv, m, (md_reach_t) r);
+         return true;
+      }
+   }
+   return tm_error_set(error, 2, "testMemberFault: mode must be \"hang\", \"refuse\" or "
+                                 "\"heal\", not '%s'", mode);
+}

@@ -22,6 +22,9 @@ typedef struct {
    bool is_write; /* retryable write: gets RetryableWriteError labels */
 } cmd_entry_t;
 
+/* Commands that exist only with --enable-test-commands (mongod's enableTestCommands). */
+static const char *const test_only[] = {"testMemberFault", NULL};
+
 static const cmd_entry_t commands[] = {
    {"hello", md_cmd_hello, false},
    {"isMaster", md_cmd_hello, false},
@@ -41,6 +44,7 @@ static const cmd_entry_t commands[] = {
    {"replSetStepDown", md_cmd_repl_set_step_down, false},
    {"replSetStepUp", md_cmd_repl_set_step_up, false},
    {"replSetFreeze", md_cmd_repl_set_freeze, false},
+   {"testMemberFault", md_cmd_test_member_fault, false},
    {"listDatabases", md_cmd_list_databases, false},
    {"connectionStatus", md_cmd_connection_status, false},
    {"whatsmyuri", md_cmd_whatsmyuri, false},
@@ -344,8 +348,13 @@ md_cmd_get_int64(const bson_t *cmd, const char *field, int64_t *out, bson_error_
 }
 
 static const cmd_entry_t *
-lookup(const char *name)
+lookup(const md_server_t *srv, const char *name)
 {
+   for (int i = 0; !srv->opts.test_commands && test_only[i]; i++) {
+      if (strcmp(test_only[i], name) == 0) {
+         return NULL;
+      }
+   }
    for (int i = 0; commands[i].name; i++) {
       if (strcmp(commands[i].name, name) == 0) {
          return &commands[i];
@@ -501,7 +510,7 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       set_command_clock(srv);
       srv->bypass_validation = bson_iter_init_find(&it, cmd, "bypassDocumentValidation") &&
                                bson_iter_as_bool(&it);
-      ok = run_locked(&c, lookup(c.name), &error, &fp);
+      ok = run_locked(&c, lookup(srv, c.name), &error, &fp);
       srv->bypass_validation = false;
       tm_command_clock_set(NULL);
       if (ok) {

@@ -4,8 +4,11 @@
  * Binding the listeners: one per replica-set member (--members N), member i on --port + i,
  * or each on a free port with --port 0; TLS set up first when configured. Each member
  * advertises the address clients use (hosts, primary, me). The port file receives member
- * 0's port, then the others' on the following lines, once all listen. Runs once, before any
- * connection thread; it writes only the members' listen_fd and host_port.
+ * 0's port, then the others' on the following lines, once all listen. md_server_listen runs
+ * once, before any connection thread; md_server_sync_listeners runs in the accept thread
+ * (the only one touching listen_fd afterwards) when a member stops or starts refusing.
+ * Also what a fault does to a member's connections (md_server_set_reach: a refusing
+ * member's are closed; md_server_await_reach: a hung member's wait for its heal).
  */
 #include "net/server.h"
 
@@ -17,6 +20,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "topology/election.h"
 
 static bool
 write_port_file(const char *path, const md_topology_t *topo)
@@ -94,6 +99,7 @@ md_server_listen(md_server_t *srv)
       if (m->listen_fd < 0) {
          return false;
       }
+      m->port = actual;
       snprintf(m->host_port, sizeof m->host_port, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
                host, actual);
       md_log(srv, "member %d listening on %s", i, m->host_port);
@@ -104,4 +110,56 @@ md_server_listen(md_server_t *srv)
       return false;
    }
    return true;
+}
+
+void
+md_server_sync_listeners(md_server_t *srv)
+{
+   pthread_mutex_lock(&srv->lock);
+   for (int i = 0; i < srv->topo.n; i++) {
+      md_member_t *m = &srv->topo.members[i];
+      if (m->reach == MD_REACH_REFUSE && m->listen_fd >= 0) {
+         close(m->listen_fd); /* connecting now: ECONNREFUSED, as to a stopped mongod */
+         m->listen_fd = -1;
+      } else if (m->reach != MD_REACH_REFUSE && m->listen_fd < 0) {
+         int actual;
+         m->listen_fd = bind_one(srv->opts.bind, m->port, &actual);
+         if (m->listen_fd < 0) {
+            fprintf(stderr, "test-mongod: member %d cannot listen again on %d\n", i, m->port);
+         }
+      }
+   }
+   pthread_mutex_unlock(&srv->lock);
+}
+
+void
+md_server_set_reach(md_server_t *srv, int m, md_reach_t reach)
+{
+   md_topology_set_reach(&srv->topo, m, reach, md_wall_ms());
+   if (reach == MD_REACH_REFUSE) {
+      pthread_mutex_lock(&srv->conns_lock);
+      for (md_conn_t *c = srv->conns; c; c = c->next) {
+         if (c->member == m) {
+            shutdown(c->fd, SHUT_RDWR); /* its clients see the connection reset */
+         }
+      }
+      pthread_mutex_unlock(&srv->conns_lock);
+   }
+   uint64_t one = 1;
+   if (write(srv->accept_wake_fd, &one, sizeof one) < 0) {
+      md_log(srv, "cannot wake the accept thread: %s", strerror(errno));
+   }
+   pthread_cond_broadcast(&srv->reach_cond);
+   md_election_wake(srv);
+}
+
+bool
+md_server_await_reach(md_conn_t *conn)
+{
+   md_server_t *srv = conn->srv;
+   const md_member_t *me = &srv->topo.members[conn->member];
+   while (me->reach == MD_REACH_HANG && !atomic_load(&srv->stopping)) {
+      pthread_cond_wait(&srv->reach_cond, &srv->lock);
+   }
+   return me->reach == MD_REACH_UP && !atomic_load(&srv->stopping);
 }

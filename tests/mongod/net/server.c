@@ -59,6 +59,8 @@ md_server_new(const md_server_opts_t *opts)
    md_users_init(&srv->users, opts->auth);
    md_topology_init(&srv->topo, opts->members, opts->election_timeout_ms);
    pthread_cond_init(&srv->election_cond, NULL);
+   pthread_cond_init(&srv->reach_cond, NULL);
+   srv->accept_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
    srv->next_conn_id = 1;
    srv->started_ms = md_now_ms();
    atomic_init(&srv->stopping, false);
@@ -78,6 +80,8 @@ md_server_destroy(md_server_t *srv)
    }
    md_topology_destroy(&srv->topo);
    pthread_cond_destroy(&srv->election_cond);
+   pthread_cond_destroy(&srv->reach_cond);
+   close(srv->accept_wake_fd);
    md_sessions_destroy(&srv->sessions, &srv->txns);
    md_txns_destroy(&srv->txns);
    md_cursors_destroy(&srv->cursors);
@@ -97,10 +101,9 @@ void
 md_server_stop(md_server_t *srv)
 {
    atomic_store(&srv->stopping, true);
-   for (int i = 0; i < srv->topo.n; i++) {
-      if (srv->topo.members[i].listen_fd >= 0) {
-         shutdown(srv->topo.members[i].listen_fd, SHUT_RDWR);
-      }
+   uint64_t one = 1;
+   if (write(srv->accept_wake_fd, &one, sizeof one) < 0) {
+      /* Full counter: the accept thread is being woken anyway. */
    }
 }
 
@@ -183,6 +186,17 @@ send_reply(md_conn_t *conn, int32_t op_code, int32_t *reply_id, int32_t response
    return ok;
 }
 
+/* A hung member (testMemberFault) neither runs nor answers anything until healed, as a
+ * stopped process; a refusing one closes the connection. */
+static bool
+reachable(md_conn_t *conn)
+{
+   pthread_mutex_lock(&conn->srv->lock);
+   bool ok = md_server_await_reach(conn);
+   pthread_mutex_unlock(&conn->srv->lock);
+   return ok;
+}
+
 /* Runs a parsed command and answers it. An awaitable hello first waits (md_hello_await_ms);
  * with exhaustAllowed it becomes a stream, as mongod serves it: every reply carries
  * moreToCome and answers the previous reply, and another follows each maxAwaitTimeMS until
@@ -202,7 +216,10 @@ serve(md_conn_t *conn, md_request_t *req)
       }
       bson_t reply;
       bson_iter_t ok_it;
-      if (!md_command_run(conn, &req->cmd, &reply)) {
+      if (!reachable(conn)) {
+         return false;
+      }
+      if (!md_command_run(conn, &req->cmd, &reply) || !reachable(conn)) {
          bson_destroy(&reply);
          return false;
       }
@@ -406,23 +423,31 @@ start_conn(md_server_t *srv, int member, int fd, const struct sockaddr_storage *
    pthread_mutex_unlock(&srv->conns_lock);
 }
 
-/* Waits for a connection on any member's listener and starts its thread; false when the
- * listeners are shut down. */
+/* Waits for a connection on any member's listener (a refusing member has none) and starts
+ * its thread; a wake-up re-reads the members' reach. False once the server stops. */
 static bool
 accept_next(md_server_t *srv)
 {
-   struct pollfd p[64];
+   struct pollfd p[65];
    int n = srv->topo.n < 64 ? srv->topo.n : 64;
    for (int i = 0; i < n; i++) {
       p[i] = (struct pollfd){.fd = srv->topo.members[i].listen_fd, .events = POLLIN};
    }
-   if (poll(p, (nfds_t) n, -1) < 0) {
-      return errno == EINTR;
+   p[n] = (struct pollfd){.fd = srv->accept_wake_fd, .events = POLLIN};
+   if (poll(p, (nfds_t) n + 1, -1) < 0 && errno != EINTR) {
+      return false;
+   }
+   if (atomic_load(&srv->stopping)) {
+      return false;
+   }
+   if (p[n].revents & POLLIN) {
+      uint64_t count;
+      while (read(srv->accept_wake_fd, &count, sizeof count) > 0) {
+      }
+      md_server_sync_listeners(srv);
+      return true;
    }
    for (int i = 0; i < n; i++) {
-      if (p[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
-         return false;
-      }
       if (!(p[i].revents & POLLIN)) {
          continue;
       }
@@ -433,8 +458,6 @@ accept_next(md_server_t *srv)
          start_conn(srv, i, fd, &ss);
       } else if (errno == EMFILE || errno == ENFILE) {
          usleep(10000);
-      } else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
-         return false;
       }
    }
    return true;
@@ -454,6 +477,7 @@ md_server_run(md_server_t *srv)
    }
    pthread_mutex_unlock(&srv->conns_lock);
    pthread_mutex_lock(&srv->lock);
+   pthread_cond_broadcast(&srv->reach_cond); /* connections of a hung member */
    md_oplog_wake(&srv->oplog);
    pthread_cond_broadcast(&srv->txns.cond); /* writes waiting for transactions */
    pthread_mutex_unlock(&srv->lock);

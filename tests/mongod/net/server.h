@@ -27,6 +27,7 @@ typedef struct {
    int port;               /* 0: any free port (for every member) */
    int members;            /* replica set members, each on its own port (port + i) */
    int election_timeout_ms; /* without a primary this long, the set elects one */
+   bool test_commands;      /* --enable-test-commands: testMemberFault */
    const char *port_file;  /* written once the server accepts connections */
    size_t oplog_size;      /* change history bound, in entries */
    size_t oplog_bytes;     /* and in bytes of documents held (0: no byte bound) */
@@ -61,6 +62,8 @@ typedef struct {
    pthread_t election_thread;
    pthread_cond_t election_cond; /* wakes the election thread: a change, or shutdown */
    bool election_running;
+   int accept_wake_fd;          /* eventfd: the accept thread re-reads the members' reach */
+   pthread_cond_t reach_cond;   /* connections of a hung member wait here for its heal */
    int64_t started_ms;    /* md_now_ms() at start, for serverStatus uptime */
    md_tls_t *tls; /* NULL: plain TCP */
    atomic_bool stopping;
@@ -94,6 +97,20 @@ md_server_listen(md_server_t *srv);
 /* Accepts connections until md_server_stop; then waits for every connection to end. */
 void
 md_server_run(md_server_t *srv);
+/* Makes member `m` reachable or not (call with the server lock held): refused connections
+ * are closed and its listener closed until healed (the accept thread rebinds it); a hung
+ * member's connections stop answering until healed. */
+void
+md_server_set_reach(md_server_t *srv, int m, md_reach_t reach);
+/* Waits while the connection's member hangs (call with the server lock held); false when
+ * the server stops meanwhile. */
+bool
+md_server_await_reach(md_conn_t *conn);
+/* Re-reads the members' reach in the accept thread: closes a refusing member's listener,
+ * rebinds a healed one's (net/listen.c). */
+void
+md_server_sync_listeners(md_server_t *srv);
+
 /* Async-signal-safe request to stop. */
 void
 md_server_stop(md_server_t *srv);

@@ -5,6 +5,7 @@
  * primary, direct clients to one member, admin commands on one member.
  */
 #include <criterion/criterion.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tests/replset-util.h"
@@ -14,7 +15,8 @@ mongoc_client_t *
 md_rs_direct(const char *host)
 {
    char *uri_str = bson_strdup_printf("mongodb://%s/?directConnection=true&appname=rs-direct"
-                                      "&serverSelectionTimeoutMS=5000",
+                                      "&serverSelectionTimeoutMS=5000&connectTimeoutMS=2000"
+                                      "&socketTimeoutMS=5000",
                                       host);
    mongoc_client_t *client = mongoc_client_new(uri_str);
    cr_assert_not_null(client, "bad URI %s", uri_str);
@@ -40,12 +42,43 @@ md_rs_flag(const bson_t *doc, const char *field)
    return bson_iter_init_find(&it, doc, field) && bson_iter_as_bool(&it);
 }
 
+/* Members a test made unreachable: md_rs_members does not ask them. */
+static char down[MD_RS_MEMBERS][256];
+
+void
+md_rs_mark_down(const char *host, bool is_down)
+{
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      if (is_down ? !down[i][0] : strcmp(down[i], host) == 0) {
+         bson_strncpy(down[i], is_down ? host : "", sizeof down[i]);
+         return;
+      }
+   }
+}
+
+static bool
+is_down(const char *host)
+{
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      if (strcmp(down[i], host) == 0) {
+         return true;
+      }
+   }
+   return false;
+}
+
 /* The members the seed names, and which of them says it is primary now. */
 void
 md_rs_members(md_rs_members_t *m)
 {
+   static md_rs_members_t known;
+   if (known.host[0][0]) {
+      *m = known; /* the seed may be down now: ask the members themselves */
+      md_rs_find_primary(m);
+      return;
+   }
    mongoc_client_t *seed = md_test_client(NULL, false);
-   bson_t reply, sub;
+   bson_t reply;
    bson_iter_t it, h;
    bson_t *cmd = BCON_NEW("hello", BCON_INT32(1));
    md_test_admin(seed, cmd, &reply);
@@ -58,17 +91,28 @@ md_rs_members(md_rs_members_t *m)
    if (n < MD_RS_MEMBERS) {
       cr_skip_test("needs a replica set of %d members (test-mongod --members 3)", MD_RS_MEMBERS);
    }
+   known = *m;
+   md_rs_find_primary(m);
+   bson_destroy(&reply);
+   bson_destroy(cmd);
+   mongoc_client_destroy(seed);
+}
+
+void
+md_rs_find_primary(md_rs_members_t *m)
+{
+   bson_t sub;
    m->primary = -1;
    for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      if (is_down(m->host[i])) {
+         continue;
+      }
       md_rs_hello(m->host[i], &sub);
       if (md_rs_flag(&sub, "isWritablePrimary")) {
          m->primary = i;
       }
       bson_destroy(&sub);
    }
-   bson_destroy(&reply);
-   bson_destroy(cmd);
-   mongoc_client_destroy(seed);
 }
 
 bool
@@ -106,3 +150,23 @@ md_rs_await_primary(md_rs_members_t *m)
    return -1;
 }
 
+void
+md_rs_heal_all(void)
+{
+   md_rs_members_t m;
+   int via = -1;
+   md_rs_members(&m);
+   for (int i = 0; i < MD_RS_MEMBERS && via < 0; i++) {
+      via = is_down(m.host[i]) ? -1 : i;
+   }
+   for (int i = 0; via >= 0 && i < MD_RS_MEMBERS; i++) {
+      if (is_down(m.host[i])) {
+         bson_t reply;
+         bson_error_t error;
+         md_rs_admin(m.host[via], BCON_NEW("testMemberFault", m.host[i], "mode", "heal"), &reply,
+                     &error);
+         bson_destroy(&reply);
+         md_rs_mark_down(m.host[i], false);
+      }
+   }
+}

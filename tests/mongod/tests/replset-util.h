@@ -28,6 +28,15 @@ md_rs_flag(const bson_t *doc, const char *field);
 /* The members the seed names and which says it is primary; skips the test without three. */
 void
 md_rs_members(md_rs_members_t *m);
+/* Who says it is primary now, among the members not marked down. */
+void
+md_rs_find_primary(md_rs_members_t *m);
+/* Marks `host` unreachable (or reachable again) for md_rs_members. */
+void
+md_rs_mark_down(const char *host, bool is_down);
+/* Heals the members marked down (testMemberFault). */
+void
+md_rs_heal_all(void);
 /* Runs `cmd` (destroyed here) on admin of `host`. */
 bool
 md_rs_admin(const char *host, bson_t *cmd, bson_t *reply, bson_error_t *error);

@@ -437,3 +437,17 @@ Test(replset, stepdown_interrupts_a_waiting_write)
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
 }
+
+/* testMemberFault is a test command: without --enable-test-commands it does not exist. */
+Test(replset, fault_command_needs_enable_test_commands)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   bson_t reply;
+   bson_error_t error;
+   cr_assert(!md_rs_admin(m.host[m.primary],
+                          BCON_NEW("testMemberFault", m.host[m.primary], "mode", "heal"),
+                          &reply, &error));
+   cr_assert_eq(error.code, 59, "%u %s", error.code, error.message);
+   bson_destroy(&reply);
+}

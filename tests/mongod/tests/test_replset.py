@@ -4,7 +4,9 @@
 One seed (replicaSet=rs0) finds every member; a secondary refuses writes as 6.0 does
 ("not master" to a client that never said hello, as pymongo 3.11); a primary that steps down
 while a retryable insert is held by failCommand's blockConnection answers it 10107 with
-RetryableWriteError, and pymongo retries it once on the new primary, where it runs once.
+RetryableWriteError, and pymongo retries it once on the new primary, where it runs once; a
+primary that is gone (testMemberFault, --enable-test-commands) is replaced and pymongo's
+insert (retried at most once) lands on its successor.
 Against a real server: a set of three members with test commands. Exit 77 (skip) without.
 """
 import os
@@ -118,6 +120,45 @@ class ReplicaSet(unittest.TestCase):
             self.assertEqual(roles()[1], events[3][1])
         with direct(old) as c:
             c.admin.command("replSetFreeze", 0)
+
+    def test_follows_a_primary_that_is_gone(self):
+        """testMemberFault refuse: connections reset, the set elects another primary after
+        the election timeout, pymongo retries the insert once there."""
+        listener = Inserts()
+        old = self.primary
+        via = next(h for h in self.hosts if h != old)
+        with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0" % SEED,
+                                 serverSelectionTimeoutMS=5000,
+                                 event_listeners=[listener]) as client:
+            coll = client.outbox_replset["gone_%d" % os.getpid()]
+            coll.insert_one({"_id": 1})
+            with direct(via) as admin:
+                try:
+                    admin.admin.command("testMemberFault", old, mode="refuse")
+                except OperationFailure as exc:
+                    if exc.code == 59:
+                        self.skipTest("no testMemberFault (--enable-test-commands)")
+                    raise
+            try:
+                listener.events.clear()
+                coll.insert_one({"_id": 2})
+                # pymongo's streaming monitor may see the reset first and send the insert
+                # straight to the new primary; else the insert fails on the old one and
+                # its one retry goes there.
+                events = listener.events
+                self.assertEqual(events[-1][0], "succeeded", events)
+                self.assertNotEqual(events[-1][1], old)
+                self.assertLessEqual(len(events), 4, events)
+                for kind, host, _ in events[:-2]:
+                    self.assertEqual(host, old, events)
+                self.assertEqual(coll.count_documents({"_id": 2}), 1)
+                with direct(events[-1][1]) as successor:
+                    self.assertTrue(successor.admin.command("isMaster")["ismaster"])
+            finally:
+                with direct(via) as admin:
+                    admin.admin.command("testMemberFault", old, mode="heal")
+        with direct(old) as c:
+            self.assertTrue(c.admin.command("isMaster")["secondary"])
 
     def test_freeze_on_primary_is_refused(self):
         with direct(self.primary) as c:

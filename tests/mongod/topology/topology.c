@@ -63,11 +63,43 @@ announce(md_topology_t *topo)
    }
 }
 
+/* Whether the reachable members are a majority of the set (who can win or keep an
+ * election). */
+static bool
+majority_up(const md_topology_t *topo)
+{
+   int up = 0;
+   for (int i = 0; i < topo->n; i++) {
+      up += topo->members[i].reach == MD_REACH_UP;
+   }
+   return up > topo->n / 2;
+}
+
 bool
 md_topology_electable(const md_topology_t *topo, int m, int64_t now_ms)
 {
    const md_member_t *member = &topo->members[m];
-   return member->state == MD_MEMBER_SECONDARY && member->electable_after_ms <= now_ms;
+   return member->state == MD_MEMBER_SECONDARY && member->electable_after_ms <= now_ms &&
+          member->reach == MD_REACH_UP && majority_up(topo);
+}
+
+void
+md_topology_set_reach(md_topology_t *topo, int m, md_reach_t reach, int64_t now_ms)
+{
+   md_member_t *member = &topo->members[m];
+   member->reach = reach;
+   if (reach != MD_REACH_UP && m == topo->primary) {
+      member->state = MD_MEMBER_SECONDARY;
+      topo->primary = -1;
+      topo->no_primary_since_ms = now_ms;
+   }
+   bool sees_majority = majority_up(topo);
+   if (topo->primary >= 0 && !sees_majority && !topo->majority_lost_ms) {
+      topo->majority_lost_ms = now_ms;
+   } else if (sees_majority) {
+      topo->majority_lost_ms = 0;
+   }
+   announce(topo);
 }
 
 void
@@ -80,6 +112,7 @@ md_topology_elect(md_topology_t *topo, int m, int64_t now_ms)
    topo->primary = m;
    topo->term++;
    topo->election_ms = now_ms;
+   topo->majority_lost_ms = 0;
    announce(topo);
 }
 
@@ -121,6 +154,17 @@ md_topology_step_down(md_topology_t *topo, int64_t secs, int64_t now_ms, bool ha
 int64_t
 md_topology_tick(md_topology_t *topo, int64_t now_ms)
 {
+   if (topo->primary >= 0 && topo->majority_lost_ms) {
+      int64_t due = topo->majority_lost_ms + topo->election_timeout_ms;
+      if (now_ms < due) {
+         return due;
+      }
+      topo->members[topo->primary].state = MD_MEMBER_SECONDARY;
+      topo->primary = -1;
+      topo->no_primary_since_ms = now_ms;
+      topo->majority_lost_ms = 0;
+      announce(topo);
+   }
    if (topo->primary >= 0) {
       return INT64_MAX;
    }
@@ -132,6 +176,9 @@ md_topology_tick(md_topology_t *topo, int64_t now_ms)
    }
    if (m >= 0) {
       return due;
+   }
+   if (!majority_up(topo)) {
+      return INT64_MAX; /* a heal (md_topology_set_reach) wakes the election thread */
    }
    /* Nobody electable yet: check again when the first stepdown or freeze period ends. */
    int64_t next = INT64_MAX;

@@ -21,9 +21,15 @@
 
 typedef enum { MD_MEMBER_PRIMARY = 1, MD_MEMBER_SECONDARY = 2 } md_member_state_t;
 
+/* Whether the others (and clients) can reach a member (testMemberFault): as if its process
+ * were stopped (connections hang) or gone (connections refused). */
+typedef enum { MD_REACH_UP = 0, MD_REACH_HANG, MD_REACH_REFUSE } md_reach_t;
+
 typedef struct {
    char host_port[300];        /* advertised in hello: hosts, primary, me */
-   int listen_fd;              /* -1 until listening */
+   int listen_fd;              /* -1 until listening, or while refusing; the accept thread's */
+   int port;                   /* the port it listens on (kept while refusing) */
+   md_reach_t reach;
    md_member_state_t state;
    bson_oid_t process_id;      /* topologyVersion.processId, new at every start */
    int64_t counter;            /* topologyVersion.counter */
@@ -38,6 +44,7 @@ typedef struct {
    int64_t election_timeout_ms; /* --election-timeout-ms (mongod: 10000) */
    int64_t no_primary_since_ms; /* when the set lost its primary (wall ms) */
    int64_t election_ms;         /* when the current primary was elected (wall ms) */
+   int64_t majority_lost_ms;    /* when the primary stopped seeing a majority (0: it sees one) */
    void (*changed)(void *ctx);  /* after every change: wakes awaitable hellos */
    void *changed_ctx;
 } md_topology_t;
@@ -71,8 +78,16 @@ md_topology_step_down(md_topology_t *topo, int64_t secs, int64_t now_ms, bool ha
 int
 md_topology_candidate(const md_topology_t *topo, int64_t now_ms);
 
-/* Without a primary for the election timeout, elects the candidate. Returns the wall ms of
- * the next moment worth checking again (INT64_MAX: nothing pending). */
+/* Makes `m` reachable or not. An unreachable primary is no primary for the others: they
+ * elect another after the election timeout (a hung one learns the new term when it comes
+ * back, so it is a secondary from now on: nobody can ask it meanwhile). */
+void
+md_topology_set_reach(md_topology_t *topo, int m, md_reach_t reach, int64_t now_ms);
+
+/* Without a primary for the election timeout, elects the candidate; a primary that has not
+ * seen a majority for the election timeout steps down (6.0: "can't see a majority").
+ * Returns the wall ms of the next moment worth checking again (INT64_MAX: nothing
+ * pending). */
 int64_t
 md_topology_tick(md_topology_t *topo, int64_t now_ms);
 

@@ -1,0 +1,198 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Members that fail (test-mongod --members 3 --election-timeout-ms 500
+ * --enable-test-commands; testMemberFault): a primary that is gone (connections refused)
+ * or stopped (connections hang) is replaced after the election timeout and libmongoc
+ * follows, retrying a write once; a primary that cannot see a majority steps down; a healed
+ * member comes back as a secondary. One test at a time (CRITERION_JOBS=1); each heals
+ * what it broke. Skipped against a server without the command (a real set).
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/replset-util.h"
+#include "tests/test-util.h"
+
+/* Runs testMemberFault for `target` on the member `via`; skips if the server lacks it. */
+static void
+fault(const char *via, const char *target, const char *mode)
+{
+   bson_t reply;
+   bson_error_t error;
+   bool ok = md_rs_admin(via, BCON_NEW("testMemberFault", target, "mode", mode), &reply,
+                         &error);
+   bson_destroy(&reply);
+   if (!ok && error.code == 59) {
+      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
+   }
+   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
+   md_rs_mark_down(target, strcmp(mode, "heal") != 0);
+}
+
+typedef struct {
+   int started;
+   char failed_on[256], succeeded_on[256];
+} attempts_t;
+
+static void
+on_started(const mongoc_apm_command_started_t *e)
+{
+   attempts_t *a = mongoc_apm_command_started_get_context(e);
+   a->started += strcmp(mongoc_apm_command_started_get_command_name(e), "insert") == 0;
+}
+
+static void
+on_failed(const mongoc_apm_command_failed_t *e)
+{
+   attempts_t *a = mongoc_apm_command_failed_get_context(e);
+   if (strcmp(mongoc_apm_command_failed_get_command_name(e), "insert") == 0) {
+      bson_strncpy(a->failed_on, mongoc_apm_command_failed_get_host(e)->host_and_port,
+                   sizeof a->failed_on);
+   }
+}
+
+static void
+on_succeeded(const mongoc_apm_command_succeeded_t *e)
+{
+   attempts_t *a = mongoc_apm_command_succeeded_get_context(e);
+   if (strcmp(mongoc_apm_command_succeeded_get_command_name(e), "insert") == 0) {
+      bson_strncpy(a->succeeded_on, mongoc_apm_command_succeeded_get_host(e)->host_and_port,
+                   sizeof a->succeeded_on);
+   }
+}
+
+/* The primary fails in `mode`. "refuse": a retryable insert through a replicaSet=rs0
+ * client fails once on it (connection reset) and the driver's one retry runs on the member
+ * elected after the election timeout. "hang": the attempt times out (a socket timeout does
+ * not make the driver give up on its primary, so its retry times out too, as against a
+ * stopped mongod); the application's next attempt, once the driver's monitor saw the old
+ * primary time out, runs on the new one. Either way the document is written once. */
+static void
+fail_over(const char *mode)
+{
+   bool hang = strcmp(mode, "hang") == 0;
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *old = m.host[m.primary], *via = m.host[(m.primary + 1) % MD_RS_MEMBERS];
+   mongoc_client_t *client = md_test_client("rs-fault", true);
+   mongoc_uri_t *uri = mongoc_uri_copy(mongoc_client_get_uri(client));
+   mongoc_client_destroy(client);
+   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SOCKETTIMEOUTMS, 1000);
+   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_CONNECTTIMEOUTMS, 1000);
+   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500);
+   /* The retry's server selection waits for the election instead of giving up at once. */
+   mongoc_uri_set_option_as_bool(uri, MONGOC_URI_SERVERSELECTIONTRYONCE, false);
+   client = mongoc_client_new_from_uri(uri);
+   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+   attempts_t a = {0};
+   mongoc_apm_callbacks_t *cbs = mongoc_apm_callbacks_new();
+   mongoc_apm_set_command_started_cb(cbs, on_started);
+   mongoc_apm_set_command_failed_cb(cbs, on_failed);
+   mongoc_apm_set_command_succeeded_cb(cbs, on_succeeded);
+   mongoc_client_set_apm_callbacks(client, cbs, &a);
+   char *name = md_test_name("fault");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_error_t error;
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(1));
+   cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "%s", error.message);
+   bson_destroy(doc);
+   fault(via, old, mode);
+   memset(&a, 0, sizeof a);
+   doc = BCON_NEW("_id", BCON_INT32(2));
+   bool ok = mongoc_collection_insert_one(coll, doc, NULL, NULL, &error);
+   for (int i = 0; hang && !ok && i < 40; i++) {
+      cr_assert_str_eq(a.failed_on, old, "failed on %s: %s", a.failed_on, error.message);
+      usleep(250 * 1000);
+      ok = mongoc_collection_insert_one(coll, doc, NULL, NULL, &error);
+   }
+   cr_assert(ok, "the write did not fail over: %s", error.message);
+   cr_assert(hang || a.started == 2, "%d attempts", a.started);
+   cr_assert_str_eq(a.failed_on, old);
+   cr_assert_str_neq(a.succeeded_on, old);
+   cr_assert_eq(md_rs_await_primary(&m) >= 0, true);
+   cr_assert_str_eq(m.host[m.primary], a.succeeded_on);
+   fault(via, old, "heal");
+   bson_t hello;
+   md_rs_hello(old, &hello);
+   cr_assert(md_rs_flag(&hello, "secondary"), "a healed former primary is not a secondary");
+   bson_iter_t it;
+   cr_assert(bson_iter_init_find(&it, &hello, "primary") && BSON_ITER_HOLDS_UTF8(&it));
+   cr_assert_str_eq(bson_iter_utf8(&it, NULL), a.succeeded_on);
+   bson_destroy(&hello);
+   int64_t n = mongoc_collection_count_documents(coll, doc, NULL, NULL, NULL, &error);
+   cr_assert_eq(n, 1, "the write ran %lld times", (long long) n);
+   bson_destroy(doc);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+   mongoc_apm_callbacks_destroy(cbs);
+   mongoc_uri_destroy(uri);
+}
+
+/* Whatever a failed test left broken is healed before the next. */
+static void
+heal_all(void)
+{
+   md_rs_heal_all();
+}
+
+Test(faults, refused_primary_is_replaced_and_the_write_retried_once, .fini = heal_all)
+{
+   fail_over("refuse");
+}
+
+Test(faults, hung_primary_is_replaced_and_the_write_goes_to_the_new_one, .fini = heal_all)
+{
+   fail_over("hang");
+}
+
+Test(faults, refused_member_refuses_connections, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *target = m.host[(m.primary + 1) % MD_RS_MEMBERS];
+   fault(m.host[m.primary], target, "refuse");
+   mongoc_client_t *client = md_rs_direct(target);
+   bson_t *ping = BCON_NEW("ping", BCON_INT32(1));
+   bson_t reply;
+   bson_error_t error;
+   cr_assert(!mongoc_client_command_simple(client, "admin", ping, NULL, &reply, &error),
+             "a refusing member answered");
+   bson_destroy(&reply);
+   mongoc_client_destroy(client);
+   fault(m.host[m.primary], target, "heal");
+   client = md_rs_direct(target);
+   cr_assert(mongoc_client_command_simple(client, "admin", ping, NULL, &reply, &error),
+             "a healed member does not answer: %s", error.message);
+   bson_destroy(&reply);
+   bson_destroy(ping);
+   mongoc_client_destroy(client);
+}
+
+Test(faults, primary_without_a_majority_steps_down, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   int p = m.primary;
+   const char *s1 = m.host[(p + 1) % MD_RS_MEMBERS], *s2 = m.host[(p + 2) % MD_RS_MEMBERS];
+   fault(m.host[p], s1, "refuse");
+   fault(m.host[p], s2, "refuse");
+   bson_t hello;
+   bool stepped_down = false;
+   for (int i = 0; i < 60 && !stepped_down; i++) {
+      usleep(50 * 1000);
+      md_rs_hello(m.host[p], &hello);
+      stepped_down = !md_rs_flag(&hello, "isWritablePrimary");
+      if (stepped_down) {
+         bson_iter_t it;
+         cr_assert(!bson_iter_init_find(&it, &hello, "primary"), "a primary is named");
+      }
+      bson_destroy(&hello);
+   }
+   cr_assert(stepped_down, "the primary kept its role without a majority");
+   fault(m.host[p], s1, "heal");
+   cr_assert_geq(md_rs_await_primary(&m), 0);
+   fault(m.host[m.primary], s2, "heal");
+}
