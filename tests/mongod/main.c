@@ -32,6 +32,7 @@ usage(FILE *out)
          "  --election-timeout-ms N  how long the set stays without a primary before\n"
          "                    electing one (default 10000, as mongod's)\n"
          "  --enable-test-commands  testMemberFault (members that hang or refuse)\n"
+         "  --replication-lag-ms N  how far each secondary's replication trails (default 0)\n"
          "  --oplog-size N    change-stream history bound in entries (default 1000000);\n"
          "                    resuming from older tokens fails with 286\n"
          "  --oplog-mb N      also bound the memory the history takes to about N MiB\n"
@@ -83,6 +84,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
       {"bind_ip", required_argument, NULL, 'b'},
       {"members", required_argument, NULL, 'n'},
       {"enable-test-commands", no_argument, NULL, 'T'},
+      {"replication-lag-ms", required_argument, NULL, 'R'},
       {"election-timeout-ms", required_argument, NULL, 'E'},
       {"oplog-size", required_argument, NULL, 'o'},
       {"oplog-mb", required_argument, NULL, 'M'},
@@ -125,6 +127,13 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
          break;
       case 'T':
          opts->test_commands = true;
+         break;
+      case 'R':
+         if (!parse_number(optarg, 0, 86400000, &n)) {
+            fprintf(stderr, "test-mongod: bad --replication-lag-ms %s\n", optarg);
+            return EX_USAGE;
+         }
+         opts->replication_lag_ms = (int) n;
          break;
       case 'E':
          if (!parse_number(optarg, 1, 86400000, &n)) {

@@ -275,8 +275,8 @@ emit_invalidate(md_changestream_t *cs, batch_t *b, int64_t wall_ms, bson_error_t
 }
 
 static bool
-scan(md_changestream_t *cs, md_oplog_t *log, md_store_t *store, int64_t batch_size, batch_t *b,
-     bson_error_t *error)
+scan(md_changestream_t *cs, md_oplog_t *log, md_store_t *store, uint64_t visible_seq,
+     int64_t batch_size, batch_t *b, bson_error_t *error)
 {
    if (cs->pending_invalidate) {
       return emit_invalidate(cs, b, md_now_ms(), error);
@@ -285,7 +285,7 @@ scan(md_changestream_t *cs, md_oplog_t *log, md_store_t *store, int64_t batch_si
       return tm_error_set(error, 286, "Resume of change stream was not possible, as the resume "
                                       "point may no longer be in the oplog.");
    }
-   while (!cs->finished && cs->next_seq < log->next_seq && !batch_full(b, batch_size)) {
+   while (!cs->finished && cs->next_seq < visible_seq && !batch_full(b, batch_size)) {
       md_oplog_entry_t *e = md_oplog_at(log, cs->next_seq++);
       bool invalidates;
       if (md_cs_relevant(cs, e, &invalidates)) {
@@ -309,19 +309,29 @@ scan(md_changestream_t *cs, md_oplog_t *log, md_store_t *store, int64_t batch_si
    return true;
 }
 
+/* The high-water mark of a stream that has shown everything visible: the commit point, or
+ * where the stream started when that is later (a new stream starts at the newest write). */
+static md_ts_t
+high_water(const md_changestream_t *cs, const md_oplog_t *log, md_cs_visible_t visible)
+{
+   const md_oplog_entry_t *e = cs->next_seq > visible.seq ? md_oplog_at(log, cs->next_seq - 1)
+                                                          : NULL;
+   return e ? e->ts : visible.ts;
+}
+
 bool
 md_changestream_poll(md_changestream_t *cs, md_oplog_t *log, md_store_t *store,
-                     int64_t batch_size, bson_t ***docs, size_t *n,
+                     md_cs_visible_t visible, int64_t batch_size, bson_t ***docs, size_t *n,
                      char pbrt[MD_TOKEN_LEN + 1], bson_error_t *error)
 {
    batch_t b = {0};
    *docs = NULL;
    *n = 0;
    if (batch_size == 0 && !cs->finished) {
-      md_token_format(pbrt, log->last, MD_TOKEN_INDEX_HWM, MD_TOKEN_HWM);
+      md_token_format(pbrt, high_water(cs, log, visible), MD_TOKEN_INDEX_HWM, MD_TOKEN_HWM);
       return true;
    }
-   if (!scan(cs, log, store, batch_size, &b, error)) {
+   if (!scan(cs, log, store, visible.seq, batch_size, &b, error)) {
       md_docs_free(b.docs, b.n);
       return false;
    }
@@ -330,8 +340,8 @@ md_changestream_poll(md_changestream_t *cs, md_oplog_t *log, md_store_t *store,
        bson_iter_recurse(&it, &sub) && bson_iter_find(&sub, "_data") &&
        BSON_ITER_HOLDS_UTF8(&sub)) {
       bson_strncpy(pbrt, bson_iter_utf8(&sub, NULL), MD_TOKEN_LEN + 1);
-   } else if (cs->next_seq >= log->next_seq) {
-      md_token_format(pbrt, log->last, MD_TOKEN_INDEX_HWM, MD_TOKEN_HWM);
+   } else if (cs->next_seq >= visible.seq) {
+      md_token_format(pbrt, high_water(cs, log, visible), MD_TOKEN_INDEX_HWM, MD_TOKEN_HWM);
    } else {
       /* Stopped early with nothing to show: resume after the last entry scanned. */
       md_oplog_entry_t *e = md_oplog_at(log, cs->next_seq - 1);

@@ -24,12 +24,19 @@ md_changestream_open(md_oplog_t *log, const char *db, const char *coll, bool clu
 void
 md_changestream_destroy(md_changestream_t *cs);
 
-/* Collects up to `batch_size` (<= 0: until 16 MiB) events available now. `*docs` is a new
- * array of *n documents (free with md_docs_free); `pbrt` receives the postBatchResumeToken's
- * _data. `store` is used for fullDocument lookups. */
+/* The part of the history a stream may show: entries below `seq` (the majority commit
+ * point), `ts` its cluster time. */
+typedef struct {
+   uint64_t seq;
+   md_ts_t ts;
+} md_cs_visible_t;
+
+/* Collects up to `batch_size` (<= 0: until 16 MiB) events available now, none past
+ * `visible`. `*docs` is a new array of *n documents (free with md_docs_free); `pbrt`
+ * receives the postBatchResumeToken's _data. `store` is used for fullDocument lookups. */
 bool
 md_changestream_poll(md_changestream_t *cs, md_oplog_t *log, md_store_t *store,
-                     int64_t batch_size, bson_t ***docs, size_t *n,
+                     md_cs_visible_t visible, int64_t batch_size, bson_t ***docs, size_t *n,
                      char pbrt[MD_TOKEN_LEN + 1], bson_error_t *error);
 
 /* True once the stream delivered an invalidate event: the cursor must close. */

@@ -11,6 +11,7 @@
 #include "commands/commands.h"
 #include "changestream/changestream.h"
 #include "data/query.h"
+#include "topology/replication.h"
 
 static void
 reply_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, bson_t **docs,
@@ -53,15 +54,22 @@ md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t b
    bool ok;
    cur->in_use = true;
    for (;;) {
-      ok = md_changestream_poll(cur->cs, &srv->oplog, srv->store, batch_size, &docs, &n, pbrt,
-                                error);
+      /* Only majority-committed changes, as MongoDB's change streams. */
+      int64_t now = md_wall_ms(), next_commit;
+      md_cs_visible_t visible;
+      visible.seq = md_repl_advance(&srv->topo, &srv->oplog, now, &next_commit);
+      visible.ts = md_repl_seq_ts(&srv->oplog, visible.seq);
+      ok = md_changestream_poll(cur->cs, &srv->oplog, srv->store, visible, batch_size, &docs,
+                                &n, pbrt, error);
       if (!ok || n > 0 || md_changestream_finished(cur->cs) || cur->killed ||
           atomic_load(&srv->stopping) || md_now_ms() >= deadline_ms) {
          break;
       }
       md_docs_free(docs, n);
       docs = NULL;
-      md_oplog_wait(&srv->oplog, &srv->lock, deadline_ms);
+      /* Wake for a write, or when a lagging secondary moves the commit point. */
+      int64_t until = next_commit == INT64_MAX ? deadline_ms : md_now_ms() + (next_commit - now);
+      md_oplog_wait(&srv->oplog, &srv->lock, until < deadline_ms ? until : deadline_ms);
    }
    cur->in_use = false;
    if (ok && cur->killed) {

@@ -16,6 +16,7 @@
 
 #include "commands/commands.h"
 #include "topology/election.h"
+#include "topology/replication.h"
 
 /* Commands a secondary never runs (AllowedOnSecondary::kNever in 6.0). */
 static const char *const primary_only[] = {
@@ -151,19 +152,23 @@ seconds_arg(const bson_t *cmd, const char *field, bool *present)
    return found && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
 }
 
-/* Waits (releasing the server lock) until a secondary is electable or `until_ms`. */
+/* Waits (releasing the server lock) until an electable secondary has caught up with the
+ * primary (replication_coordinator_impl.cpp's stepDown) or `until_ms`. */
 static bool
 wait_for_electable(md_cmd_t *c, int64_t until_ms)
 {
    md_topology_t *topo = &c->srv->topo;
    for (;;) {
-      int64_t now = md_wall_ms();
+      int64_t now = md_wall_ms(), next;
       int64_t wake = until_ms;
+      md_repl_advance(topo, &c->srv->oplog, now, &next);
+      wake = next < wake ? next : wake;
       for (int i = 0; i < topo->n; i++) {
          if (i == topo->primary) {
             continue;
          }
-         if (md_topology_electable(topo, i, now)) {
+         if (md_topology_electable(topo, i, now) &&
+             topo->members[i].applied_seq >= c->srv->oplog.next_seq) {
             return true;
          }
          int64_t t = topo->members[i].electable_after_ms;
@@ -302,12 +307,13 @@ md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error)
 /* A fault of one member, for tests (no such command in mongod: tests of real sets stop
  * processes or cut the network instead). "hang": its connections, new and open, get no
  * answer until healed, as a stopped process (SIGSTOP); "refuse": its listener closes and
- * its connections are reset, as a process that is gone; "heal": back, as a secondary. Runs
- * on any reachable member. */
+ * its connections are reset, as a process that is gone; "heal": back, as a secondary;
+ * "pause"/"resume": its replication; "lag" with `ms`: its replication lag (-1: the set's).
+ * Runs on any reachable member. */
 bool
 md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
 {
-   static const char *const allowed[] = {"mode", NULL};
+   static const char *const allowed[] = {"mode", "ms", NULL};
    static const char *const modes[] = {"heal", "hang", "refuse"};
    bson_iter_t it;
    if (!admin_only(c, error) || !md_cmd_check_fields(c, allowed, error)) {
@@ -324,6 +330,17 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
    }
    const char *mode = bson_iter_init_find(&it, c->cmd, "mode") && BSON_ITER_HOLDS_UTF8(&it)
                          ? bson_iter_utf8(&it, NULL) : "";
+   md_member_t *member = &c->srv->topo.members[m];
+   if (strcmp(mode, "pause") == 0 || strcmp(mode, "resume") == 0) {
+      member->paused = mode[0] == 'p';
+      md_oplog_wake(&c->srv->oplog); /* waiters recompute the commit point */
+      return true;
+   }
+   if (strcmp(mode, "lag") == 0) {
+      member->lag_ms = seconds_arg(c->cmd, "ms", NULL);
+      md_oplog_wake(&c->srv->oplog);
+      return true;
+   }
    for (int r = 0; r < 3; r++) {
       if (strcmp(mode, modes[r]) == 0) {
          md_log(c->srv, "member %d: %s", m, mode);
@@ -331,6 +348,34 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
          return true;
       }
    }
-   return tm_error_set(error, 2, "testMemberFault: mode must be \"hang\", \"refuse\" or "
-                                 "\"heal\", not '%s'", mode);
+   return tm_error_set(error, 2, "testMemberFault: mode must be \"hang\", \"refuse\", "
+                                 "\"heal\", \"pause\", \"resume\" or \"lag\", not '%s'",
+                       mode);
+}
+
+void
+md_cmd_wait_write_concern(md_cmd_t *c)
+{
+   md_server_t *srv = c->srv;
+   int64_t wtimeout;
+   int needed = md_write_concern_members(c->name, c->cmd, srv->topo.n, &wtimeout);
+   if (needed <= 1 || bson_has_field(c->reply, "writeConcernError")) {
+      return;
+   }
+   uint64_t target = srv->oplog.next_seq; /* every write so far, this one's included */
+   int64_t deadline = wtimeout > 0 ? md_now_ms() + wtimeout : INT64_MAX;
+   for (;;) {
+      int64_t now = md_wall_ms(), next;
+      md_repl_advance(&srv->topo, &srv->oplog, now, &next);
+      if (md_repl_count_applied(&srv->topo, target) >= needed ||
+          atomic_load(&srv->stopping)) {
+         return;
+      }
+      if (md_now_ms() >= deadline) {
+         md_write_concern_timed_out(c->cmd, c->reply);
+         return;
+      }
+      int64_t until = next == INT64_MAX ? deadline : md_now_ms() + (next - now);
+      md_oplog_wait(&srv->oplog, &srv->lock, until < deadline ? until : deadline);
+   }
 }

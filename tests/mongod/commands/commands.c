@@ -518,7 +518,8 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
          if (fp.wce_doc) {
             BSON_APPEND_DOCUMENT(reply, "writeConcernError", fp.wce_doc);
          } else {
-            md_write_concern_check(c.name, c.cmd, reply);
+            md_write_concern_check(c.name, c.cmd, srv->topo.n, reply);
+            md_cmd_wait_write_concern(&c);
          }
          if (bson_iter_init_find(&it, reply, "writeConcernError")) {
             bson_iter_t code;

@@ -133,11 +133,15 @@ bool md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_step_up(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error);
-/* {testMemberFault: "host:port", mode: "hang" | "refuse" | "heal"} (--enable-test-commands). */
+/* {testMemberFault: "host:port", mode: "hang" | "refuse" | "heal" | "pause" | "resume" |
+ * "lag", ms: N} (--enable-test-commands). */
 bool md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error);
 /* Replica-set members (cmd-repl.c): on a secondary, what only a primary runs fails with
  * 10107, and reads without a secondary read preference with 13435. */
 bool md_cmd_check_member(md_cmd_t *c, bson_error_t *error);
+/* After a write: waits (releasing the server lock) until as many members as its write
+ * concern asks hold it, or adds writeConcernError 64 when wtimeout passes first. */
+void md_cmd_wait_write_concern(md_cmd_t *c);
 bool md_cmd_list_databases(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_connection_status(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_whatsmyuri(md_cmd_t *c, bson_error_t *error);

@@ -58,6 +58,7 @@ md_server_new(const md_server_opts_t *opts)
                 (int64_t) (opts->txn_lifetime > 0 ? opts->txn_lifetime : 60) * 1000);
    md_users_init(&srv->users, opts->auth);
    md_topology_init(&srv->topo, opts->members, opts->election_timeout_ms);
+   srv->topo.replication_lag_ms = opts->replication_lag_ms;
    pthread_cond_init(&srv->election_cond, NULL);
    pthread_cond_init(&srv->reach_cond, NULL);
    srv->accept_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -28,6 +28,7 @@ typedef struct {
    int members;            /* replica set members, each on its own port (port + i) */
    int election_timeout_ms; /* without a primary this long, the set elects one */
    bool test_commands;      /* --enable-test-commands: testMemberFault */
+   int replication_lag_ms;  /* each secondary applies a write this long after it */
    const char *port_file;  /* written once the server accepts connections */
    size_t oplog_size;      /* change history bound, in entries */
    size_t oplog_bytes;     /* and in bytes of documents held (0: no byte bound) */

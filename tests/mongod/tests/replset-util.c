@@ -160,9 +160,16 @@ md_rs_heal_all(void)
       via = is_down(m.host[i]) ? -1 : i;
    }
    for (int i = 0; via >= 0 && i < MD_RS_MEMBERS; i++) {
+      bson_t reply;
+      bson_error_t error;
+      md_rs_admin(m.host[via], BCON_NEW("testMemberFault", m.host[i], "mode", "resume"),
+                  &reply, &error);
+      bson_destroy(&reply);
+      md_rs_admin(m.host[via],
+                  BCON_NEW("testMemberFault", m.host[i], "mode", "lag", "ms", BCON_INT32(-1)),
+                  &reply, &error);
+      bson_destroy(&reply);
       if (is_down(m.host[i])) {
-         bson_t reply;
-         bson_error_t error;
          md_rs_admin(m.host[via], BCON_NEW("testMemberFault", m.host[i], "mode", "heal"), &reply,
                      &error);
          bson_destroy(&reply);

@@ -196,3 +196,164 @@ Test(faults, primary_without_a_majority_steps_down, .fini = heal_all)
    cr_assert_geq(md_rs_await_primary(&m), 0);
    fault(m.host[m.primary], s2, "heal");
 }
+
+/* testMemberFault's replication modes on `target`, through `via`. */
+static void
+replication(const char *via, const char *target, const char *mode, int ms)
+{
+   bson_t reply;
+   bson_error_t error;
+   bool ok = md_rs_admin(via, BCON_NEW("testMemberFault", target, "mode", mode, "ms",
+                                       BCON_INT32(ms)),
+                         &reply, &error);
+   bson_destroy(&reply);
+   if (!ok && error.code == 59) {
+      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
+   }
+   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
+}
+
+static bool
+insert_w(mongoc_collection_t *coll, int id, const char *w, int wtimeout, bson_t *reply,
+         bson_error_t *error)
+{
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(id));
+   bson_t *opts = BCON_NEW("writeConcern", "{", "w", BCON_UTF8(w), "wtimeout",
+                           BCON_INT32(wtimeout), "}");
+   bool ok = mongoc_collection_insert_one(coll, doc, opts, reply, error);
+   bson_destroy(doc);
+   bson_destroy(opts);
+   return ok;
+}
+
+/* w: "majority" waits for a majority to hold the write; past wtimeout it answers 6.0's
+ * writeConcernError 64 and the write stays. */
+Test(faults, majority_write_waits_for_a_majority, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *p = m.host[m.primary], *s1 = m.host[(m.primary + 1) % MD_RS_MEMBERS],
+              *s2 = m.host[(m.primary + 2) % MD_RS_MEMBERS];
+   replication(p, s1, "pause", 0);
+   replication(p, s2, "pause", 0);
+   mongoc_client_t *client = md_rs_direct(p);
+   char *name = md_test_name("wmaj");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_t reply;
+   bson_error_t error;
+   int64_t start = bson_get_monotonic_time();
+   cr_assert(!insert_w(coll, 1, "majority", 300, &reply, &error), "w: majority was satisfied");
+   cr_assert_geq((bson_get_monotonic_time() - start) / 1000, 280, "no wait for wtimeout");
+   cr_assert_eq(error.code, 64, "%u %s", error.code, error.message);
+   md_test_assert_json(&reply, "writeConcernErrors.0.codeName", "\"WriteConcernFailed\"");
+   md_test_assert_json(&reply, "writeConcernErrors.0.errInfo.wtimeout", "true");
+   bson_destroy(&reply);
+   bson_t *one = BCON_NEW("_id", BCON_INT32(1));
+   cr_assert_eq(mongoc_collection_count_documents(coll, one, NULL, NULL, NULL, &error), 1,
+                "the write did not stay");
+   replication(p, s1, "resume", 0);
+   cr_assert(insert_w(coll, 2, "majority", 5000, &reply, &error), "%s", error.message);
+   bson_destroy(&reply);
+   replication(p, s2, "resume", 0);
+   bson_destroy(one);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}
+
+/* A change stream shows a write only once a majority holds it, as MongoDB's. */
+Test(faults, change_stream_shows_only_majority_committed_writes, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *p = m.host[m.primary], *s1 = m.host[(m.primary + 1) % MD_RS_MEMBERS],
+              *s2 = m.host[(m.primary + 2) % MD_RS_MEMBERS];
+   mongoc_client_t *client = md_rs_direct(p);
+   char *name = md_test_name("csmaj");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_t *opts = BCON_NEW("maxAwaitTimeMS", BCON_INT64(300));
+   bson_t *pipeline = bson_new();
+   mongoc_change_stream_t *stream = mongoc_collection_watch(coll, pipeline, opts);
+   const bson_t *event;
+   bson_error_t error;
+   replication(p, s1, "pause", 0);
+   replication(p, s2, "pause", 0);
+   bson_t reply;
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(1));
+   cr_assert(mongoc_collection_insert_one(coll, doc, NULL, &reply, &error), "%s",
+             error.message);
+   bson_destroy(doc);
+   bson_destroy(&reply);
+   cr_assert(!mongoc_change_stream_next(stream, &event), "an uncommitted write was shown");
+   cr_assert(!mongoc_change_stream_error_document(stream, &error, NULL), "%s", error.message);
+   replication(p, s2, "resume", 0);
+   bool got = false;
+   for (int i = 0; i < 10 && !got; i++) {
+      got = mongoc_change_stream_next(stream, &event);
+   }
+   cr_assert(got, "the committed write never came");
+   md_test_assert_json(event, "documentKey._id", "1");
+   replication(p, s1, "resume", 0);
+   mongoc_change_stream_destroy(stream);
+   bson_destroy(pipeline);
+   bson_destroy(opts);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}
+
+/* With a replication lag, w: "majority" waits about as long. */
+Test(faults, replication_lag_delays_majority_writes, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *p = m.host[m.primary];
+   for (int i = 1; i < MD_RS_MEMBERS; i++) {
+      replication(p, m.host[(m.primary + i) % MD_RS_MEMBERS], "lag", 400);
+   }
+   mongoc_client_t *client = md_rs_direct(p);
+   char *name = md_test_name("lag");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_t reply;
+   bson_error_t error;
+   int64_t start = bson_get_monotonic_time();
+   cr_assert(insert_w(coll, 1, "majority", 5000, &reply, &error), "%s", error.message);
+   int64_t ms = (bson_get_monotonic_time() - start) / 1000;
+   cr_assert_geq(ms, 350, "a majority write with 400 ms of lag took %lld ms", (long long) ms);
+   cr_assert_lt(ms, 3000);
+   bson_destroy(&reply);
+   for (int i = 1; i < MD_RS_MEMBERS; i++) {
+      replication(p, m.host[(m.primary + i) % MD_RS_MEMBERS], "lag", -1);
+   }
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}
+
+/* An election goes to the member holding the newest write, not the next in line. */
+Test(faults, election_prefers_the_most_up_to_date_member, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   int p = m.primary, behind = (p + 1) % MD_RS_MEMBERS, ahead = (p + 2) % MD_RS_MEMBERS;
+   replication(m.host[p], m.host[behind], "pause", 0);
+   mongoc_client_t *client = md_rs_direct(m.host[p]);
+   char *name = md_test_name("newest");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_t reply;
+   bson_error_t error;
+   cr_assert(insert_w(coll, 1, "majority", 5000, &reply, &error), "%s", error.message);
+   bson_destroy(&reply);
+   cr_assert(md_rs_admin(m.host[p], BCON_NEW("replSetStepDown", BCON_INT32(5),
+                                             "secondaryCatchUpPeriodSecs", BCON_INT32(0)),
+                         &reply, &error), "%s", error.message);
+   bson_destroy(&reply);
+   md_rs_find_primary(&m);
+   cr_assert_eq(m.primary, ahead, "member %d was elected, not the up-to-date %d", m.primary,
+                ahead);
+   replication(m.host[ahead], m.host[behind], "resume", 0);
+   md_rs_freeze(m.host[p], 0);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}

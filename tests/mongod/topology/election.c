@@ -7,6 +7,7 @@
  * the order every path uses).
  */
 #include "topology/election.h"
+#include "topology/replication.h"
 
 #include <errno.h>
 #include <string.h>
@@ -37,6 +38,7 @@ election_main(void *arg)
    pthread_mutex_lock(&srv->lock);
    while (!atomic_load(&srv->stopping)) {
       int64_t now = md_wall_ms();
+      md_repl_advance(&srv->topo, &srv->oplog, now, NULL); /* candidates' positions */
       int64_t next = md_topology_tick(&srv->topo, now);
       if (next == INT64_MAX) {
          pthread_cond_wait(&srv->election_cond, &srv->lock);

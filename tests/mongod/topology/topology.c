@@ -26,6 +26,7 @@ md_topology_init(md_topology_t *topo, int n, int64_t election_timeout_ms)
    for (int i = 0; i < topo->n; i++) {
       md_member_t *m = &topo->members[i];
       m->listen_fd = -1;
+      m->lag_ms = -1;
       m->state = i == 0 ? MD_MEMBER_PRIMARY : MD_MEMBER_SECONDARY;
       bson_oid_init(&m->process_id, NULL);
    }
@@ -119,15 +120,17 @@ md_topology_elect(md_topology_t *topo, int m, int64_t now_ms)
 int
 md_topology_candidate(const md_topology_t *topo, int64_t now_ms)
 {
-   /* Start after the last primary, so that a stepdown moves the role on round the set. */
-   int last = topo->primary;
+   /* The newest applied position wins (a voter refuses a candidate behind it); among
+    * equals, the first after the last primary, so that a stepdown moves the role on. */
+   int last = topo->primary, best = -1;
    for (int k = 1; k <= topo->n; k++) {
       int m = (last + k + topo->n) % topo->n;
-      if (md_topology_electable(topo, m, now_ms)) {
-         return m;
+      if (md_topology_electable(topo, m, now_ms) &&
+          (best < 0 || topo->members[m].applied_seq > topo->members[best].applied_seq)) {
+         best = m;
       }
    }
-   return -1;
+   return best;
 }
 
 void

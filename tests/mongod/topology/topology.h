@@ -30,6 +30,9 @@ typedef struct {
    int listen_fd;              /* -1 until listening, or while refusing; the accept thread's */
    int port;                   /* the port it listens on (kept while refusing) */
    md_reach_t reach;
+   uint64_t applied_seq;       /* history entries below this one are applied (replication.h) */
+   int64_t lag_ms;             /* its replication lag; -1: the set's --replication-lag-ms */
+   bool paused;                /* replication paused (testMemberFault "pause") */
    md_member_state_t state;
    bson_oid_t process_id;      /* topologyVersion.processId, new at every start */
    int64_t counter;            /* topologyVersion.counter */
@@ -45,6 +48,7 @@ typedef struct {
    int64_t no_primary_since_ms; /* when the set lost its primary (wall ms) */
    int64_t election_ms;         /* when the current primary was elected (wall ms) */
    int64_t majority_lost_ms;    /* when the primary stopped seeing a majority (0: it sees one) */
+   int64_t replication_lag_ms;  /* --replication-lag-ms: each secondary's default lag */
    void (*changed)(void *ctx);  /* after every change: wakes awaitable hellos */
    void *changed_ctx;
 } md_topology_t;

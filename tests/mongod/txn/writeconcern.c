@@ -66,11 +66,14 @@ md_write_concern_parse(const char *name, const bson_t *cmd, bson_error_t *error)
 
 /* {w, j?, wtimeout, provenance} as mongod echoes the write concern in errInfo. */
 static void
-append_err_info(bson_t *wce, const bson_t *wc)
+append_err_info(bson_t *wce, const bson_t *wc, bool timed_out)
 {
    bson_iter_t it;
    bson_t info, echo;
    BSON_APPEND_DOCUMENT_BEGIN(wce, "errInfo", &info);
+   if (timed_out) {
+      BSON_APPEND_BOOL(&info, "wtimeout", true);
+   }
    BSON_APPEND_DOCUMENT_BEGIN(&info, "writeConcern", &echo);
    if (bson_iter_init_find(&it, wc, "w")) {
       bson_append_value(&echo, "w", 1, bson_iter_value(&it));
@@ -88,8 +91,52 @@ append_err_info(bson_t *wce, const bson_t *wc)
    bson_append_document_end(wce, &info);
 }
 
+int
+md_write_concern_members(const char *name, const bson_t *cmd, int n_members,
+                         int64_t *wtimeout_ms)
+{
+   bson_iter_t it, wc;
+   *wtimeout_ms = 0;
+   if (!takes_write_concern(name) || !bson_iter_init_find(&it, cmd, "writeConcern") ||
+       !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &wc)) {
+      return 1;
+   }
+   bson_iter_t w = wc;
+   if (bson_iter_find(&wc, "wtimeout") && BSON_ITER_HOLDS_NUMBER(&wc)) {
+      *wtimeout_ms = bson_iter_as_int64(&wc);
+   }
+   if (!bson_iter_find(&w, "w")) {
+      return 1;
+   }
+   if (BSON_ITER_HOLDS_NUMBER(&w)) {
+      int64_t n = bson_iter_as_int64(&w);
+      return n <= n_members ? (int) n : 1; /* more: unsatisfiable, md_write_concern_check */
+   }
+   return BSON_ITER_HOLDS_UTF8(&w) && strcmp(bson_iter_utf8(&w, NULL), "majority") == 0
+             ? n_members / 2 + 1
+             : 1;
+}
+
 void
-md_write_concern_check(const char *name, const bson_t *cmd, bson_t *reply)
+md_write_concern_timed_out(const bson_t *cmd, bson_t *reply)
+{
+   bson_iter_t it;
+   uint32_t len;
+   const uint8_t *data;
+   bson_t wc, wce;
+   bson_iter_init_find(&it, cmd, "writeConcern");
+   bson_iter_document(&it, &len, &data);
+   bson_init_static(&wc, data, len);
+   BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &wce);
+   BSON_APPEND_INT32(&wce, "code", 64);
+   BSON_APPEND_UTF8(&wce, "codeName", "WriteConcernFailed");
+   BSON_APPEND_UTF8(&wce, "errmsg", "waiting for replication timed out");
+   append_err_info(&wce, &wc, true);
+   bson_append_document_end(reply, &wce);
+}
+
+void
+md_write_concern_check(const char *name, const bson_t *cmd, int n_members, bson_t *reply)
 {
    bson_iter_t it, w;
    uint32_t len;
@@ -104,7 +151,7 @@ md_write_concern_check(const char *name, const bson_t *cmd, bson_t *reply)
    if (!bson_iter_init_find(&w, &wc, "w")) {
       return;
    }
-   bool too_many = BSON_ITER_HOLDS_NUMBER(&w) && bson_iter_as_int64(&w) > 1;
+   bool too_many = BSON_ITER_HOLDS_NUMBER(&w) && bson_iter_as_int64(&w) > n_members;
    bool unknown_mode = BSON_ITER_HOLDS_UTF8(&w) &&
                        strcmp(bson_iter_utf8(&w, NULL), "majority") != 0;
    if (!too_many && !unknown_mode) {
@@ -122,6 +169,6 @@ md_write_concern_check(const char *name, const bson_t *cmd, bson_t *reply)
       BSON_APPEND_UTF8(&wce, "errmsg", msg);
       bson_free(msg);
    }
-   append_err_info(&wce, &wc);
+   append_err_info(&wce, &wc, false);
    bson_append_document_end(reply, &wce);
 }
