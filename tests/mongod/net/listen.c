@@ -116,6 +116,7 @@ void
 md_server_sync_listeners(md_server_t *srv)
 {
    pthread_mutex_lock(&srv->lock);
+   uint64_t gen = srv->listen_gen_wanted;
    for (int i = 0; i < srv->topo.n; i++) {
       md_member_t *m = &srv->topo.members[i];
       if (m->reach == MD_REACH_REFUSE && m->listen_fd >= 0) {
@@ -129,6 +130,8 @@ md_server_sync_listeners(md_server_t *srv)
          }
       }
    }
+   srv->listen_gen_done = gen;
+   pthread_cond_broadcast(&srv->reach_cond); /* md_server_set_reach waits for this */
    pthread_mutex_unlock(&srv->lock);
 }
 
@@ -145,12 +148,16 @@ md_server_set_reach(md_server_t *srv, int m, md_reach_t reach)
       }
       pthread_mutex_unlock(&srv->conns_lock);
    }
-   uint64_t one = 1;
+   uint64_t one = 1, gen = ++srv->listen_gen_wanted;
    if (write(srv->accept_wake_fd, &one, sizeof one) < 0) {
       md_log(srv, "cannot wake the accept thread: %s", strerror(errno));
    }
    pthread_cond_broadcast(&srv->reach_cond);
    md_election_wake(srv);
+   /* Return once the listeners match: a client told "healed" can connect at once. */
+   while (srv->listen_gen_done < gen && !atomic_load(&srv->stopping)) {
+      pthread_cond_wait(&srv->reach_cond, &srv->lock);
+   }
 }
 
 bool

@@ -64,6 +64,8 @@ typedef struct {
    pthread_cond_t election_cond; /* wakes the election thread: a change, or shutdown */
    bool election_running;
    int accept_wake_fd;          /* eventfd: the accept thread re-reads the members' reach */
+   uint64_t listen_gen_wanted;  /* reach changes asked for, and those the accept thread has */
+   uint64_t listen_gen_done;    /* applied to the listeners (a fault returns after both) */
    pthread_cond_t reach_cond;   /* connections of a hung member wait here for its heal */
    int64_t started_ms;    /* md_now_ms() at start, for serverStatus uptime */
    md_tls_t *tls; /* NULL: plain TCP */

@@ -357,3 +357,58 @@ Test(faults, election_prefers_the_most_up_to_date_member, .fini = heal_all)
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
 }
+
+/* A change stream whose primary goes away resumes on the new primary (libmongoc resumes
+ * after the network error) without a missed or repeated event. */
+Test(faults, change_stream_resumes_on_the_new_primary, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *old = m.host[m.primary], *via = m.host[(m.primary + 1) % MD_RS_MEMBERS];
+   mongoc_client_t *client = md_test_client("rs-stream", true);
+   mongoc_uri_t *uri = mongoc_uri_copy(mongoc_client_get_uri(client));
+   mongoc_client_destroy(client);
+   mongoc_uri_set_option_as_bool(uri, MONGOC_URI_SERVERSELECTIONTRYONCE, false);
+   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500);
+   client = mongoc_client_new_from_uri(uri);
+   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+   char *name = md_test_name("csfail");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_t *opts = BCON_NEW("maxAwaitTimeMS", BCON_INT64(200));
+   bson_t *pipeline = bson_new();
+   mongoc_change_stream_t *stream = mongoc_collection_watch(coll, pipeline, opts);
+   bson_error_t error;
+   const bson_t *event;
+   int seen[4] = {0};
+   for (int id = 1; id <= 3; id++) {
+      if (id == 2) {
+         fault(via, old, "refuse");
+      }
+      bson_t *doc = BCON_NEW("_id", BCON_INT32(id));
+      cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "insert %d: %s",
+                id, error.message);
+      bson_destroy(doc);
+      bool got = false;
+      for (int i = 0; i < 25 && !got; i++) {
+         got = mongoc_change_stream_next(stream, &event);
+         cr_assert(got || !mongoc_change_stream_error_document(stream, &error, NULL),
+                   "the stream failed instead of resuming: %s", error.message);
+      }
+      cr_assert(got, "event %d never came", id);
+      bson_iter_t it;
+      cr_assert(bson_iter_init(&it, event) &&
+                bson_iter_find_descendant(&it, "documentKey._id", &it));
+      int key = bson_iter_int32(&it);
+      cr_assert_eq(key, id, "expected event %d, got %d", id, key);
+      seen[key]++;
+   }
+   cr_assert(seen[1] == 1 && seen[2] == 1 && seen[3] == 1);
+   cr_assert(!mongoc_change_stream_next(stream, &event), "an event came twice");
+   mongoc_change_stream_destroy(stream);
+   bson_destroy(pipeline);
+   bson_destroy(opts);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+   mongoc_uri_destroy(uri);
+}
