@@ -73,9 +73,9 @@ md_append_repl_info(md_server_t *srv, int member, bson_t *r, const char *primary
    }
    BSON_APPEND_DOCUMENT_BEGIN(r, "lastWrite", &lw);
    append_op_time(&lw, "opTime", srv->oplog.last, topo->term);
-   BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", md_wall_ms());
+   BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", md_wall_ms() + me->clock_offset_ms);
    append_op_time(&lw, "majorityOpTime", srv->oplog.last, topo->term);
-   BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", md_wall_ms());
+   BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", md_wall_ms() + me->clock_offset_ms);
    bson_append_document_end(r, &lw);
 }
 
@@ -190,7 +190,8 @@ md_cmd_hello(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_INT32(r, "maxBsonObjectSize", 16777216);
    BSON_APPEND_INT32(r, "maxMessageSizeBytes", 48000000);
    BSON_APPEND_INT32(r, "maxWriteBatchSize", 100000);
-   BSON_APPEND_DATE_TIME(r, "localTime", md_wall_ms());
+   BSON_APPEND_DATE_TIME(r, "localTime",
+                         md_wall_ms() + c->srv->topo.members[c->conn->member].clock_offset_ms);
    BSON_APPEND_INT32(r, "logicalSessionTimeoutMinutes", 30);
    BSON_APPEND_INT32(r, "connectionId", c->conn->id);
    BSON_APPEND_INT32(r, "minWireVersion", 0);

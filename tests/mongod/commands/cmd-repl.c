@@ -308,7 +308,8 @@ md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error)
  * processes or cut the network instead). "hang": its connections, new and open, get no
  * answer until healed, as a stopped process (SIGSTOP); "refuse": its listener closes and
  * its connections are reset, as a process that is gone; "heal": back, as a secondary;
- * "pause"/"resume": its replication; "lag" with `ms`: its replication lag (-1: the set's).
+ * "pause"/"resume": its replication; "lag" with `ms`: its replication lag (-1: the set's);
+ * "clock" with `ms`: its clock's offset ($$NOW, hello's times, what its writes stamp).
  * Runs on any reachable member. */
 bool
 md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
@@ -336,6 +337,10 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
       md_oplog_wake(&c->srv->oplog); /* waiters recompute the commit point */
       return true;
    }
+   if (strcmp(mode, "clock") == 0) {
+      member->clock_offset_ms = seconds_arg(c->cmd, "ms", NULL);
+      return true;
+   }
    if (strcmp(mode, "lag") == 0) {
       member->lag_ms = seconds_arg(c->cmd, "ms", NULL);
       md_oplog_wake(&c->srv->oplog);
@@ -349,7 +354,8 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
       }
    }
    return tm_error_set(error, 2, "testMemberFault: mode must be \"hang\", \"refuse\", "
-                                 "\"heal\", \"pause\", \"resume\" or \"lag\", not '%s'",
+                                 "\"heal\", \"pause\", \"resume\", \"lag\" or \"clock\", not "
+                                 "'%s'",
                        mode);
 }
 

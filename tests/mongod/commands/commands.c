@@ -475,7 +475,7 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
 /* $$NOW and $$CLUSTER_TIME hold still for the whole command, as in mongod: the wall clock and
  * the cluster time when it starts. */
 static void
-set_command_clock(const md_server_t *srv)
+set_command_clock(const md_server_t *srv, int64_t offset_ms)
 {
    struct timespec now;
    tm_command_clock_t clock = {.cluster_time_t = srv->oplog.last.t,
@@ -483,7 +483,7 @@ set_command_clock(const md_server_t *srv)
                                .has_cluster_time = true};
 
    clock_gettime(CLOCK_REALTIME, &now);
-   clock.now_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+   clock.now_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000 + offset_ms;
    tm_command_clock_set(&clock);
 }
 
@@ -507,11 +507,15 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       tm_error_set(&error, 40571, "command has no name or no $db");
    } else {
       pthread_mutex_lock(&srv->lock);
-      set_command_clock(srv);
+      /* The member's clock (testMemberFault "clock") moves $$NOW and what its writes stamp. */
+      int64_t offset = srv->topo.members[conn->member].clock_offset_ms;
+      srv->oplog.wall_offset_ms = offset;
+      set_command_clock(srv, offset);
       srv->bypass_validation = bson_iter_init_find(&it, cmd, "bypassDocumentValidation") &&
                                bson_iter_as_bool(&it);
       ok = run_locked(&c, lookup(srv, c.name), &error, &fp);
       srv->bypass_validation = false;
+      srv->oplog.wall_offset_ms = 0;
       tm_command_clock_set(NULL);
       if (ok) {
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);

@@ -134,7 +134,7 @@ bool md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_step_up(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error);
 /* {testMemberFault: "host:port", mode: "hang" | "refuse" | "heal" | "pause" | "resume" |
- * "lag", ms: N} (--enable-test-commands). */
+ * "lag" | "clock", ms: N} (--enable-test-commands). */
 bool md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error);
 /* Replica-set members (cmd-repl.c): on a secondary, what only a primary runs fails with
  * 10107, and reads without a secondary read preference with 13435. */

@@ -127,14 +127,15 @@ tick(md_oplog_t *log, int64_t *wall_ms)
 {
    struct timespec now;
    clock_gettime(CLOCK_REALTIME, &now);
-   uint32_t secs = (uint32_t) now.tv_sec;
+   int64_t ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000 + log->wall_offset_ms;
+   uint32_t secs = (uint32_t) (ms / 1000);
    if (secs > log->last.t) {
       log->last.t = secs;
       log->last.i = 1;
    } else {
       log->last.i++;
    }
-   *wall_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+   *wall_ms = ms;
 }
 
 /* Stores `e` (its ts and wall time set), evicting the oldest entries beyond the bounds. */

@@ -90,6 +90,8 @@ typedef struct {
    md_ts_t lost_ts;   /* ts of the newest evicted entry */
    pthread_cond_t cond;
    int waiters; /* threads in md_oplog_wait: appends skip the wake-up when there are none */
+   int64_t wall_offset_ms; /* the writing member's clock offset: moves wall times and the
+                            * cluster time's seconds (the dispatcher sets it per command) */
 } md_oplog_t;
 
 /* Keeps at most `capacity` entries and about `max_bytes` of memory for them. */

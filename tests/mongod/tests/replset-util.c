@@ -169,6 +169,10 @@ md_rs_heal_all(void)
                   BCON_NEW("testMemberFault", m.host[i], "mode", "lag", "ms", BCON_INT32(-1)),
                   &reply, &error);
       bson_destroy(&reply);
+      md_rs_admin(m.host[via],
+                  BCON_NEW("testMemberFault", m.host[i], "mode", "clock", "ms", BCON_INT32(0)),
+                  &reply, &error);
+      bson_destroy(&reply);
       if (is_down(m.host[i])) {
          md_rs_admin(m.host[via], BCON_NEW("testMemberFault", m.host[i], "mode", "heal"), &reply,
                      &error);

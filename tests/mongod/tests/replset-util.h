@@ -34,8 +34,8 @@ md_rs_find_primary(md_rs_members_t *m);
 /* Marks `host` unreachable (or reachable again) for md_rs_members. */
 void
 md_rs_mark_down(const char *host, bool is_down);
-/* Heals the members marked down and resumes every member's replication without lag
- * (testMemberFault). */
+/* Heals the members marked down, resumes every member's replication without lag and
+ * sets its clock right (testMemberFault). */
 void
 md_rs_heal_all(void);
 /* Runs `cmd` (destroyed here) on admin of `host`. */

@@ -9,7 +9,9 @@
  * what it broke. Skipped against a server without the command (a real set).
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/replset-util.h"
@@ -411,4 +413,67 @@ Test(faults, change_stream_resumes_on_the_new_primary, .fini = heal_all)
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
    mongoc_uri_destroy(uri);
+}
+
+static int64_t
+date_at(const bson_t *doc, const char *path)
+{
+   bson_iter_t it;
+   cr_assert(bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &it) &&
+             BSON_ITER_HOLDS_DATE_TIME(&it), "no date at %s", path);
+   return bson_iter_date_time(&it);
+}
+
+static int64_t
+real_ms(void)
+{
+   return (int64_t) time(NULL) * 1000;
+}
+
+/* A member whose clock is an hour fast stamps that time: hello's localTime, $$NOW, the
+ * wallTime of the changes it writes; the other members keep the right time. */
+Test(faults, clock_offset_moves_what_a_member_stamps, .fini = heal_all)
+{
+   const int64_t hour = 3600 * 1000;
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *p = m.host[m.primary], *s = m.host[(m.primary + 1) % MD_RS_MEMBERS];
+   replication(p, p, "clock", (int) hour);
+   bson_t hello;
+   md_rs_hello(p, &hello);
+   cr_assert_geq(date_at(&hello, "localTime") - real_ms(), hour - 60000);
+   bson_destroy(&hello);
+   md_rs_hello(s, &hello);
+   cr_assert_lt(llabs(date_at(&hello, "localTime") - real_ms()), 60000);
+   bson_destroy(&hello);
+   mongoc_client_t *client = md_rs_direct(p);
+   char *name = md_test_name("clock");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_t *pipeline = bson_new();
+   mongoc_change_stream_t *stream = mongoc_collection_watch(coll, pipeline, NULL);
+   bson_error_t error;
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(1));
+   cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "%s", error.message);
+   const bson_t *event;
+   bool got = false;
+   for (int i = 0; i < 10 && !got; i++) {
+      got = mongoc_change_stream_next(stream, &event);
+   }
+   cr_assert(got, "no change event");
+   cr_assert_geq(date_at(event, "wallTime") - real_ms(), hour - 60000);
+   bson_t *agg = BCON_NEW("pipeline", "[", "{", "$project", "{", "now", "$$NOW", "}", "}", "]");
+   mongoc_cursor_t *cursor = mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, agg, NULL,
+                                                         NULL);
+   const bson_t *row;
+   cr_assert(mongoc_cursor_next(cursor, &row), "no result");
+   cr_assert_geq(date_at(row, "now") - real_ms(), hour - 60000);
+   mongoc_cursor_destroy(cursor);
+   bson_destroy(agg);
+   replication(p, p, "clock", 0);
+   mongoc_change_stream_destroy(stream);
+   bson_destroy(pipeline);
+   bson_destroy(doc);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
 }

@@ -41,6 +41,8 @@ md_repl_advance(md_topology_t *topo, const md_oplog_t *log, int64_t now_ms, int6
 {
    int64_t next = INT64_MAX;
    uint64_t applied[64];
+   /* Entries carry the primary's clock: compare them with it. */
+   now_ms += topo->primary >= 0 ? topo->members[topo->primary].clock_offset_ms : 0;
    int n = topo->n < 64 ? topo->n : 64;
    for (int i = 0; i < n; i++) {
       md_member_t *m = &topo->members[i];

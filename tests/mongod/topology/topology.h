@@ -33,6 +33,7 @@ typedef struct {
    uint64_t applied_seq;       /* history entries below this one are applied (replication.h) */
    int64_t lag_ms;             /* its replication lag; -1: the set's --replication-lag-ms */
    bool paused;                /* replication paused (testMemberFault "pause") */
+   int64_t clock_offset_ms;    /* its clock's error (testMemberFault "clock") */
    md_member_state_t state;
    bson_oid_t process_id;      /* topologyVersion.processId, new at every start */
    int64_t counter;            /* topologyVersion.counter */
