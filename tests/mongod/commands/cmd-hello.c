@@ -15,6 +15,7 @@
 
 #include "auth/auth-cmd.h"
 #include "commands/commands.h"
+#include "topology/replication.h"
 
 static void
 remember_app_name(md_cmd_t *c)
@@ -36,6 +37,16 @@ append_op_time(bson_t *parent, const char *name, md_ts_t ts, int64_t term)
    bson_append_timestamp(&d, "ts", 2, ts.t, ts.i);
    bson_append_int64(&d, "t", 1, term);
    bson_append_document_end(parent, &d);
+}
+
+/* The wall time of the write at position `seq` (now, on the member's clock, when it holds
+ * every write: an idle set's lastWriteDate keeps up, as the primary's periodic no-op
+ * writes make it in MongoDB). */
+static int64_t
+position_date(const md_server_t *srv, uint64_t seq, const md_member_t *me)
+{
+   const md_oplog_entry_t *e = seq > 0 ? md_oplog_at(&srv->oplog, seq - 1) : NULL;
+   return seq >= srv->oplog.next_seq || !e ? md_wall_ms() + me->clock_offset_ms : e->wall_ms;
 }
 
 /* As TopologyCoordinator::fillHelloForReplSet (src/mongo/db/repl/topology_coordinator.cpp,
@@ -71,11 +82,14 @@ md_append_repl_info(md_server_t *srv, int member, bson_t *r, const char *primary
       md_topology_election_id(topo->term, &election);
       BSON_APPEND_OID(r, "electionId", &election);
    }
+   /* This member's applied position and the commit point (a lagging secondary's lastWrite
+    * is behind: drivers' maxStalenessSeconds reads it). */
+   uint64_t commit = md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
    BSON_APPEND_DOCUMENT_BEGIN(r, "lastWrite", &lw);
-   append_op_time(&lw, "opTime", srv->oplog.last, topo->term);
-   BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", md_wall_ms() + me->clock_offset_ms);
-   append_op_time(&lw, "majorityOpTime", srv->oplog.last, topo->term);
-   BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", md_wall_ms() + me->clock_offset_ms);
+   append_op_time(&lw, "opTime", md_repl_seq_ts(&srv->oplog, me->applied_seq), topo->term);
+   BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", position_date(srv, me->applied_seq, me));
+   append_op_time(&lw, "majorityOpTime", md_repl_seq_ts(&srv->oplog, commit), topo->term);
+   BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", position_date(srv, commit, me));
    bson_append_document_end(r, &lw);
 }
 

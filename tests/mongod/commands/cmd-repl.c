@@ -96,11 +96,12 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    BSON_APPEND_INT32(&d, "state", (int32_t) m->state);
    BSON_APPEND_UTF8(&d, "stateStr", state_str(m->state));
    BSON_APPEND_INT64(&d, "uptime", (md_now_ms() - c->srv->started_ms) / 1000);
+   md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, m->applied_seq);
    BSON_APPEND_DOCUMENT_BEGIN(&d, "optime", &op);
-   BSON_APPEND_TIMESTAMP(&op, "ts", c->srv->oplog.last.t, c->srv->oplog.last.i);
+   BSON_APPEND_TIMESTAMP(&op, "ts", applied.t, applied.i);
    BSON_APPEND_INT64(&op, "t", topo->term);
    bson_append_document_end(&d, &op);
-   BSON_APPEND_DATE_TIME(&d, "optimeDate", (int64_t) c->srv->oplog.last.t * 1000);
+   BSON_APPEND_DATE_TIME(&d, "optimeDate", (int64_t) applied.t * 1000);
    if (i == topo->primary) {
       bson_oid_t election;
       md_topology_election_id(topo->term, &election);
@@ -130,6 +131,15 @@ md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_INT32(c->reply, "writeMajorityCount", majority);
    BSON_APPEND_INT32(c->reply, "votingMembersCount", topo->n);
    BSON_APPEND_INT32(c->reply, "writableVotingMembersCount", topo->n);
+   uint64_t commit = md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
+   md_ts_t commit_ts = md_repl_seq_ts(&c->srv->oplog, commit);
+   bson_t optimes, op;
+   BSON_APPEND_DOCUMENT_BEGIN(c->reply, "optimes", &optimes);
+   BSON_APPEND_DOCUMENT_BEGIN(&optimes, "lastCommittedOpTime", &op);
+   BSON_APPEND_TIMESTAMP(&op, "ts", commit_ts.t, commit_ts.i);
+   BSON_APPEND_INT64(&op, "t", topo->term);
+   bson_append_document_end(&optimes, &op);
+   bson_append_document_end(c->reply, &optimes);
    BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &members);
    for (int i = 0; i < topo->n; i++) {
       append_member_status(c, i, &members);

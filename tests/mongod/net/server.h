@@ -1,8 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The server: a listener and one thread per connection. All data (store, oplog, cursors,
- * fail points) is guarded by one lock, `lock`; a getMore waiting for change events sleeps on
+ * The server: a listener per replica-set member and one thread per connection. All data
+ * (store, oplog, cursors, fail points, the members' roles and positions) is guarded by one
+ * lock, `lock`; a getMore waiting for change events sleeps on
  * the oplog's condition variable, releasing it. Blocking network I/O happens without the
  * lock, so a slow or stuck client never holds up the others.
  */

@@ -9,6 +9,7 @@
  * what it broke. Skipped against a server without the command (a real set).
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -472,6 +473,57 @@ Test(faults, clock_offset_moves_what_a_member_stamps, .fini = heal_all)
    replication(p, p, "clock", 0);
    mongoc_change_stream_destroy(stream);
    bson_destroy(pipeline);
+   bson_destroy(doc);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}
+
+static uint64_t
+op_ts(const bson_t *doc, const char *path)
+{
+   bson_iter_t it;
+   uint32_t t, i;
+   cr_assert(bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &it) &&
+             BSON_ITER_HOLDS_TIMESTAMP(&it), "no timestamp at %s", path);
+   bson_iter_timestamp(&it, &t, &i);
+   return (uint64_t) t << 32 | i;
+}
+
+/* A paused secondary's hello (lastWrite) and replSetGetStatus (optime) show it behind the
+ * primary until it resumes. */
+Test(faults, lagging_secondary_reports_its_own_position, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   int s = (m.primary + 1) % MD_RS_MEMBERS;
+   const char *p = m.host[m.primary];
+   replication(p, m.host[s], "pause", 0);
+   mongoc_client_t *client = md_rs_direct(p);
+   char *name = md_test_name("behind");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_error_t error;
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(1));
+   cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "%s", error.message);
+   bson_t hp, hs, status;
+   md_rs_hello(p, &hp);
+   md_rs_hello(m.host[s], &hs);
+   cr_assert_lt(op_ts(&hs, "lastWrite.opTime.ts"), op_ts(&hp, "lastWrite.opTime.ts"));
+   cr_assert_eq(op_ts(&hs, "lastWrite.majorityOpTime.ts"),
+                op_ts(&hp, "lastWrite.opTime.ts"), "the third member holds the write");
+   cr_assert(md_rs_admin(p, BCON_NEW("replSetGetStatus", BCON_INT32(1)), &status, &error),
+             "%s", error.message);
+   char ps[32], ss[32];
+   snprintf(ps, sizeof ps, "members.%d.optime.ts", m.primary);
+   snprintf(ss, sizeof ss, "members.%d.optime.ts", s);
+   cr_assert_lt(op_ts(&status, ss), op_ts(&status, ps));
+   bson_destroy(&status);
+   bson_destroy(&hs);
+   replication(p, m.host[s], "resume", 0);
+   md_rs_hello(m.host[s], &hs);
+   cr_assert_eq(op_ts(&hs, "lastWrite.opTime.ts"), op_ts(&hp, "lastWrite.opTime.ts"));
+   bson_destroy(&hs);
+   bson_destroy(&hp);
    bson_destroy(doc);
    bson_free(name);
    mongoc_collection_destroy(coll);
