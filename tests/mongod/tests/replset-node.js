@@ -6,7 +6,8 @@
  * (test-mongod --members 3): one seed finds every member, a secondary refuses a write with
  * 10107 "not primary", and a primary that steps down while a retryable insert is held by
  * failCommand's blockConnection makes the driver retry it once on the new primary, where it
- * runs once. Started by tests/conformance/node/run (OUTBOX_NODE_SCRIPT), which installs the
+ * runs once; w: "majority" times out with 64 and a change stream holds a write back while the
+ * secondaries are paused (testMemberFault). Started by tests/conformance/node/run (OUTBOX_NODE_SCRIPT), which installs the
  * driver; prints `PASS name` / `FAIL name -- reason` and exits 1 on a failure, 77 without
  * three members.
  */
@@ -117,6 +118,59 @@ const checks = {
     } finally {
       await c.close();
       await adminOn(old, { replSetFreeze: 0 });
+    }
+  },
+
+  async 'w: majority times out with 64 while the secondaries are paused'() {
+    const { hosts, primary } = await roles();
+    const secondaries = hosts.filter((h) => h !== primary);
+    const via = secondaries[0];
+    for (const host of secondaries) {
+      await adminOn(via, { testMemberFault: host, mode: 'pause' });
+    }
+    const c = client(primary);
+    try {
+      const coll = c.db('outbox_replset').collection(`wmaj_node_${process.pid}`);
+      await assert.rejects(coll.insertOne({ _id: 1 },
+                                          { writeConcern: { w: 'majority', wtimeout: 300 } }),
+                           (e) => e.code === 64 && e.errInfo && e.errInfo.wtimeout === true);
+      assert.equal(await coll.countDocuments({ _id: 1 }), 1);
+      await adminOn(via, { testMemberFault: secondaries[1], mode: 'resume' });
+      await coll.insertOne({ _id: 2 }, { writeConcern: { w: 'majority', wtimeout: 5000 } });
+    } finally {
+      await c.close();
+      for (const host of secondaries) {
+        await adminOn(primary, { testMemberFault: host, mode: 'resume' });
+      }
+    }
+  },
+
+  async 'a change stream waits for the commit point'() {
+    const { hosts, primary } = await roles();
+    const secondaries = hosts.filter((h) => h !== primary);
+    const c = client(primary);
+    const coll = c.db('outbox_replset').collection(`csmaj_node_${process.pid}`);
+    const stream = coll.watch([], { maxAwaitTimeMS: 300 });
+    try {
+      await stream.tryNext(); /* the cursor exists before the write */
+      for (const host of secondaries) {
+        await adminOn(primary, { testMemberFault: host, mode: 'pause' });
+      }
+      await coll.insertOne({ _id: 1 });
+      assert.equal(await stream.tryNext(), null, 'an uncommitted write was shown');
+      await adminOn(primary, { testMemberFault: secondaries[0], mode: 'resume' });
+      let change = null;
+      for (let i = 0; i < 10 && !change; i++) {
+        change = await stream.tryNext();
+      }
+      assert.ok(change, 'the committed write never came');
+      assert.deepEqual(change.documentKey, { _id: 1 });
+    } finally {
+      await stream.close();
+      await c.close();
+      for (const host of secondaries) {
+        await adminOn(primary, { testMemberFault: host, mode: 'resume' });
+      }
     }
   },
 };

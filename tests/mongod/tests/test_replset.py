@@ -6,7 +6,8 @@ One seed (replicaSet=rs0) finds every member; a secondary refuses writes as 6.0 
 while a retryable insert is held by failCommand's blockConnection answers it 10107 with
 RetryableWriteError, and pymongo retries it once on the new primary, where it runs once; a
 primary that is gone (testMemberFault, --enable-test-commands) is replaced and pymongo's
-insert (retried at most once) lands on its successor.
+insert (retried at most once) lands on its successor; w: "majority" times out with 64 and a
+change stream holds a write back while the secondaries are paused.
 Against a real server: a set of three members with test commands. Exit 77 (skip) without.
 """
 import os
@@ -18,7 +19,8 @@ import unittest
 try:
     import pymongo
     from pymongo import monitoring
-    from pymongo.errors import NotMasterError, OperationFailure
+    from pymongo.errors import NotMasterError, OperationFailure, WTimeoutError
+    from pymongo.write_concern import WriteConcern
 except ImportError as exc:  # pragma: no cover
     print("mongod-replset-pymongo: SKIP: pymongo not importable (%s)" % exc)
     sys.exit(77)
@@ -159,6 +161,57 @@ class ReplicaSet(unittest.TestCase):
                     admin.admin.command("testMemberFault", old, mode="heal")
         with direct(old) as c:
             self.assertTrue(c.admin.command("isMaster")["secondary"])
+
+    def fault(self, host, mode, **kw):
+        with direct(next(h for h in self.hosts if h != host)) as admin:
+            try:
+                admin.admin.command("testMemberFault", host, mode=mode, **kw)
+            except OperationFailure as exc:
+                if exc.code == 59:
+                    self.skipTest("no testMemberFault (--enable-test-commands)")
+                raise
+
+    def test_majority_write_times_out_while_secondaries_are_paused(self):
+        secondaries = [h for h in self.hosts if h != self.primary]
+        for host in secondaries:
+            self.fault(host, "pause")
+        try:
+            with direct(self.primary) as c:
+                coll = c.outbox_replset["wmaj_%d" % os.getpid()].with_options(
+                    write_concern=WriteConcern(w="majority", wtimeout=300))
+                with self.assertRaises(WTimeoutError) as ctx:
+                    coll.insert_one({"_id": 1})
+                self.assertEqual(ctx.exception.code, 64)
+                self.assertEqual(ctx.exception.details["codeName"], "WriteConcernFailed")
+                self.assertTrue(ctx.exception.details["errInfo"]["wtimeout"])
+                self.assertEqual(coll.count_documents({"_id": 1}), 1)
+                self.fault(secondaries[0], "resume")
+                coll.insert_one({"_id": 2})
+        finally:
+            for host in secondaries:
+                self.fault(host, "resume")
+
+    def test_change_stream_waits_for_the_commit_point(self):
+        secondaries = [h for h in self.hosts if h != self.primary]
+        with direct(self.primary) as c:
+            coll = c.outbox_replset["csmaj_%d" % os.getpid()]
+            with coll.watch(max_await_time_ms=300) as stream:
+                for host in secondaries:
+                    self.fault(host, "pause")
+                try:
+                    coll.insert_one({"_id": 1})
+                    self.assertIsNone(stream.try_next())
+                    self.fault(secondaries[0], "resume")
+                    change = None
+                    for _ in range(10):
+                        change = stream.try_next()
+                        if change:
+                            break
+                    self.assertIsNotNone(change)
+                    self.assertEqual(change["documentKey"], {"_id": 1})
+                finally:
+                    for host in secondaries:
+                        self.fault(host, "resume")
 
     def test_freeze_on_primary_is_refused(self):
         with direct(self.primary) as c:
