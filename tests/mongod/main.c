@@ -16,7 +16,7 @@
 #include <sysexits.h>
 #include <time.h>
 
-#include "server.h"
+#include "net/server.h"
 
 static void
 usage(FILE *out)
@@ -26,6 +26,13 @@ usage(FILE *out)
          "  --port N          TCP port to listen on; 0 picks a free one (default 27017)\n"
          "  --port-file FILE  write the port to FILE once connections are accepted\n"
          "  --bind ADDR       address to listen on and advertise (default 127.0.0.1)\n"
+         "  --members N       a replica set of N members, each on its own port (the next\n"
+         "                    ones after --port, or free ones with --port 0) sharing one\n"
+         "                    data set (default 1)\n"
+         "  --election-timeout-ms N  how long the set stays without a primary before\n"
+         "                    electing one (default 10000, as mongod's)\n"
+         "  --enable-test-commands  testMemberFault (members that hang or refuse)\n"
+         "  --replication-lag-ms N  how far each secondary's replication trails (default 0)\n"
          "  --oplog-size N    change-stream history bound in entries (default 1000000);\n"
          "                    resuming from older tokens fails with 286\n"
          "  --oplog-mb N      also bound the memory the history takes to about N MiB\n"
@@ -75,6 +82,10 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
       {"port-file", required_argument, NULL, 'f'},
       {"bind", required_argument, NULL, 'b'},
       {"bind_ip", required_argument, NULL, 'b'},
+      {"members", required_argument, NULL, 'n'},
+      {"enable-test-commands", no_argument, NULL, 'T'},
+      {"replication-lag-ms", required_argument, NULL, 'R'},
+      {"election-timeout-ms", required_argument, NULL, 'E'},
       {"oplog-size", required_argument, NULL, 'o'},
       {"oplog-mb", required_argument, NULL, 'M'},
       {"max-connections", required_argument, NULL, 'm'},
@@ -106,6 +117,30 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
          break;
       case 'b':
          opts->bind = optarg;
+         break;
+      case 'n':
+         if (!parse_number(optarg, 1, 50, &n)) {
+            fprintf(stderr, "test-mongod: bad --members %s (1 to 50, as MongoDB)\n", optarg);
+            return EX_USAGE;
+         }
+         opts->members = (int) n;
+         break;
+      case 'T':
+         opts->test_commands = true;
+         break;
+      case 'R':
+         if (!parse_number(optarg, 0, 86400000, &n)) {
+            fprintf(stderr, "test-mongod: bad --replication-lag-ms %s\n", optarg);
+            return EX_USAGE;
+         }
+         opts->replication_lag_ms = (int) n;
+         break;
+      case 'E':
+         if (!parse_number(optarg, 1, 86400000, &n)) {
+            fprintf(stderr, "test-mongod: bad --election-timeout-ms %s\n", optarg);
+            return EX_USAGE;
+         }
+         opts->election_timeout_ms = (int) n;
          break;
       case 'o':
          if (!parse_number(optarg, 1, 1L << 30, &n)) {
@@ -217,7 +252,8 @@ main(int argc, char **argv)
 {
    md_server_opts_t opts = {.bind = "127.0.0.1", .port = 27017, .oplog_size = 1000000,
                             .oplog_bytes = (size_t) 1024 * 1024 * 1024,
-                            .max_connections = 2000, .ttl_interval = 60, .txn_lifetime = 60};
+                            .max_connections = 2000, .ttl_interval = 60, .txn_lifetime = 60,
+                            .members = 1, .election_timeout_ms = 10000};
    user_specs_t users = {NULL, 0};
    int rc = parse_args(argc, argv, &opts, &users);
    if (rc != 0) {

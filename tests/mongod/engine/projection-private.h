@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Projection entry points for the engine's own users (aggregate's $project and $addFields
+ * rules, expression errors reported instead of swallowed). Pure functions; no state.
  */
 #ifndef TM_PROJECTION_PRIVATE_H
 #define TM_PROJECTION_PRIVATE_H

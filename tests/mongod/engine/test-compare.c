@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Unit tests of the engine's BSON comparison: MongoDB's type order, numeric equality across
+ * int32/int64/double/decimal, and the ordering of documents and arrays.
  */
 #include "engine-private.h"
 #include "test-util.h"

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Unit tests of the engine's query matcher: every supported query operator, dotted paths
+ * through arrays, and the errors of malformed filters.
  */
 #include "test-util.h"
 

@@ -1,0 +1,397 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The replica-set commands: replSetGetStatus, replSetStepDown, replSetStepUp, replSetFreeze,
+ * and the check before every command that a secondary refuses what only a primary runs.
+ * Arguments, codes and messages as MongoDB r6.0: src/mongo/db/repl/repl_set_commands.cpp
+ * (argument checks), replication_coordinator_impl.cpp (stepDown's wait for an electable
+ * secondary, 262; stepUpIfEligible's "Election failed."), topology_coordinator.cpp
+ * (prepareFreezeResponse), service_entry_point_common.cpp and command_can_run_here.cpp (which
+ * commands a secondary runs: 10107 "not primary", 13435 "not primary and secondaryOk=false",
+ * "not master ..." for clients that never said hello). Runs with the server lock held; the
+ * roles themselves are topology/topology.c's.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "commands/commands.h"
+#include "topology/election.h"
+#include "topology/replication.h"
+
+/* Commands a secondary never runs (AllowedOnSecondary::kNever in 6.0). */
+static const char *const primary_only[] = {
+   "insert", "update", "delete", "findAndModify", "findandmodify", "create", "drop",
+   "dropDatabase", "createIndexes", "dropIndexes", "deleteIndexes", "renameCollection",
+   "collMod", "commitTransaction", "abortTransaction", "createUser", "updateUser", "dropUser",
+   NULL};
+/* Reads a secondary runs when the client opts in with a read preference (kOptIn). */
+static const char *const opt_in[] = {"find", "aggregate", "count", "distinct",
+                                     "listCollections", "listIndexes", "listDatabases",
+                                     "usersInfo", NULL};
+
+static bool
+listed(const char *const *names, const char *name)
+{
+   for (int i = 0; names[i]; i++) {
+      if (strcmp(names[i], name) == 0) {
+         return true;
+      }
+   }
+   return false;
+}
+
+/* ReadPreferenceSetting::canRunOnSecondary: any mode but primary. */
+static bool
+secondary_ok(const bson_t *cmd)
+{
+   bson_iter_t it, rp;
+   return bson_iter_init_find(&it, cmd, "$readPreference") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+          bson_iter_recurse(&it, &rp) && bson_iter_find(&rp, "mode") &&
+          BSON_ITER_HOLDS_UTF8(&rp) && strcmp(bson_iter_utf8(&rp, NULL), "primary") != 0;
+}
+
+bool
+md_cmd_check_member(md_cmd_t *c, bson_error_t *error)
+{
+   const md_member_t *me = &c->srv->topo.members[c->conn->member];
+   bool never = listed(primary_only, c->name);
+   bool in_txn = bson_has_field(c->cmd, "txnNumber") && bson_has_field(c->cmd, "autocommit");
+   bool could_opt_in = listed(opt_in, c->name) && !in_txn;
+   /* commandCanRunHere: the primary runs everything; so does any member for `local`. */
+   if (me->state == MD_MEMBER_PRIMARY || strcmp(c->db, "local") == 0) {
+      return true;
+   }
+   if (!never && !in_txn && !listed(opt_in, c->name)) {
+      return true; /* kAlways: hello, getMore, killCursors, the replSet commands ... */
+   }
+   if (could_opt_in && secondary_ok(c->cmd)) {
+      return true;
+   }
+   if (could_opt_in) {
+      return tm_error_set(error, 13435, c->conn->hello_ok ? "not primary and secondaryOk=false"
+                                                          : "not master and slaveOk=false");
+   }
+   return tm_error_set(error, 10107, c->conn->hello_ok ? "not primary" : "not master");
+}
+
+static const char *
+state_str(md_member_state_t state)
+{
+   return state == MD_MEMBER_PRIMARY ? "PRIMARY" : "SECONDARY";
+}
+
+static void
+append_member_status(md_cmd_t *c, int i, bson_t *members)
+{
+   const md_topology_t *topo = &c->srv->topo;
+   const md_member_t *m = &topo->members[i];
+   char key[16];
+   const char *k;
+   bson_t d, op;
+   bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+   BSON_APPEND_DOCUMENT_BEGIN(members, k, &d);
+   BSON_APPEND_INT32(&d, "_id", i);
+   BSON_APPEND_UTF8(&d, "name", m->host_port);
+   BSON_APPEND_DOUBLE(&d, "health", 1.0);
+   BSON_APPEND_INT32(&d, "state", (int32_t) m->state);
+   BSON_APPEND_UTF8(&d, "stateStr", state_str(m->state));
+   BSON_APPEND_INT64(&d, "uptime", (md_now_ms() - c->srv->started_ms) / 1000);
+   md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, m->applied_seq);
+   BSON_APPEND_DOCUMENT_BEGIN(&d, "optime", &op);
+   BSON_APPEND_TIMESTAMP(&op, "ts", applied.t, applied.i);
+   BSON_APPEND_INT64(&op, "t", topo->term);
+   bson_append_document_end(&d, &op);
+   BSON_APPEND_DATE_TIME(&d, "optimeDate", (int64_t) applied.t * 1000);
+   if (i == topo->primary) {
+      bson_oid_t election;
+      md_topology_election_id(topo->term, &election);
+      BSON_APPEND_DATE_TIME(&d, "electionDate", topo->election_ms);
+      BSON_APPEND_OID(&d, "electionId", &election);
+   } else if (topo->primary >= 0) {
+      BSON_APPEND_UTF8(&d, "syncSourceHost", topo->members[topo->primary].host_port);
+   }
+   if (i == c->conn->member) {
+      BSON_APPEND_BOOL(&d, "self", true);
+   }
+   bson_append_document_end(members, &d);
+}
+
+bool
+md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
+{
+   const md_topology_t *topo = &c->srv->topo;
+   bson_t members;
+   int majority = topo->n / 2 + 1;
+   BSON_APPEND_UTF8(c->reply, "set", "rs0");
+   BSON_APPEND_DATE_TIME(c->reply, "date", md_wall_ms());
+   BSON_APPEND_INT32(c->reply, "myState", (int32_t) topo->members[c->conn->member].state);
+   BSON_APPEND_INT64(c->reply, "term", topo->term);
+   BSON_APPEND_INT64(c->reply, "heartbeatIntervalMillis", 2000);
+   BSON_APPEND_INT32(c->reply, "majorityVoteCount", majority);
+   BSON_APPEND_INT32(c->reply, "writeMajorityCount", majority);
+   BSON_APPEND_INT32(c->reply, "votingMembersCount", topo->n);
+   BSON_APPEND_INT32(c->reply, "writableVotingMembersCount", topo->n);
+   uint64_t commit = md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
+   md_ts_t commit_ts = md_repl_seq_ts(&c->srv->oplog, commit);
+   bson_t optimes, op;
+   BSON_APPEND_DOCUMENT_BEGIN(c->reply, "optimes", &optimes);
+   BSON_APPEND_DOCUMENT_BEGIN(&optimes, "lastCommittedOpTime", &op);
+   BSON_APPEND_TIMESTAMP(&op, "ts", commit_ts.t, commit_ts.i);
+   BSON_APPEND_INT64(&op, "t", topo->term);
+   bson_append_document_end(&optimes, &op);
+   bson_append_document_end(c->reply, &optimes);
+   BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &members);
+   for (int i = 0; i < topo->n; i++) {
+      append_member_status(c, i, &members);
+   }
+   bson_append_array_end(c->reply, &members);
+   (void) error;
+   return true;
+}
+
+/* A number of seconds as the command's first value or a field (0 if absent). */
+static int64_t
+seconds_arg(const bson_t *cmd, const char *field, bool *present)
+{
+   bson_iter_t it;
+   bool found = field ? bson_iter_init_find(&it, cmd, field)
+                      : bson_iter_init(&it, cmd) && bson_iter_next(&it);
+   if (present) {
+      *present = found && BSON_ITER_HOLDS_NUMBER(&it);
+   }
+   return found && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
+}
+
+/* Waits (releasing the server lock) until an electable secondary has caught up with the
+ * primary (replication_coordinator_impl.cpp's stepDown) or `until_ms`. */
+static bool
+wait_for_electable(md_cmd_t *c, int64_t until_ms)
+{
+   md_topology_t *topo = &c->srv->topo;
+   for (;;) {
+      int64_t now = md_wall_ms(), next;
+      int64_t wake = until_ms;
+      md_repl_advance(topo, &c->srv->oplog, now, &next);
+      wake = next < wake ? next : wake;
+      for (int i = 0; i < topo->n; i++) {
+         if (i == topo->primary) {
+            continue;
+         }
+         if (md_topology_electable(topo, i, now) &&
+             topo->members[i].applied_seq >= c->srv->oplog.next_seq) {
+            return true;
+         }
+         int64_t t = topo->members[i].electable_after_ms;
+         wake = t > now && t < wake ? t : wake;
+      }
+      if (now >= until_ms || atomic_load(&c->srv->stopping)) {
+         return false;
+      }
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      int64_t ms = wake - now;
+      ts.tv_sec += ms / 1000 + (ts.tv_nsec + (ms % 1000) * 1000000) / 1000000000;
+      ts.tv_nsec = (ts.tv_nsec + (ms % 1000) * 1000000) % 1000000000;
+      pthread_cond_timedwait(&c->srv->election_cond, &c->srv->lock, &ts);
+   }
+}
+
+/* The replSet commands are adminOnly(): elsewhere mongod answers 13. */
+static bool
+admin_only(const md_cmd_t *c, bson_error_t *error)
+{
+   return strcmp(c->db, "admin") == 0 ||
+          tm_error_set(error, 13, "%s may only be run against the admin database.", c->name);
+}
+
+static void
+iso_date(int64_t ms, char *out, size_t len)
+{
+   time_t secs = (time_t) (ms / 1000);
+   struct tm tm;
+   gmtime_r(&secs, &tm);
+   size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+   snprintf(out + n, len - n, ".%03d+00:00", (int) (ms % 1000));
+}
+
+bool
+md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error)
+{
+   bson_iter_t it;
+   bool force = bson_iter_init_find(&it, c->cmd, "force") && bson_iter_as_bool(&it);
+   bool has_catch_up;
+   if (!admin_only(c, error)) {
+      return false;
+   }
+   int64_t secs = seconds_arg(c->cmd, NULL, NULL);
+   int64_t catch_up = seconds_arg(c->cmd, "secondaryCatchUpPeriodSecs", &has_catch_up);
+   if (secs == 0) {
+      secs = 60;
+   } else if (secs < 0) {
+      return tm_error_set(error, 2, "stepdown period must be a positive integer");
+   }
+   if (!has_catch_up) {
+      catch_up = force ? 0 : 10;
+   } else if (catch_up < 0) {
+      return tm_error_set(error, 2, "secondaryCatchUpPeriodSecs period must be a positive "
+                                    "or absent");
+   }
+   if (secs < catch_up) {
+      return tm_error_set(error, 2, "stepdown period must be longer than "
+                                    "secondaryCatchUpPeriodSecs");
+   }
+   if (c->conn->member != c->srv->topo.primary) {
+      return tm_error_set(error, 10107, "not primary so can't step down");
+   }
+   int64_t start = md_wall_ms();
+   bool electable = wait_for_electable(c, start + catch_up * 1000);
+   if (c->conn->member != c->srv->topo.primary) {
+      return tm_error_set(error, 10107, "not primary so can't step down");
+   }
+   if (!electable && !force) {
+      char date[64];
+      iso_date(md_wall_ms(), date, sizeof date);
+      return tm_error_set(error, 262, "No electable secondaries caught up as of %sPlease use "
+                                      "the replSetStepDown command with the argument {force: "
+                                      "true} to force node to step down.", date);
+   }
+   md_log(c->srv, "member %d steps down for %lld s", c->conn->member, (long long) secs);
+   md_txns_abort_all(&c->srv->txns);
+   /* Election handoff (6.0's default): a caught-up electable secondary runs at once. */
+   md_topology_step_down(&c->srv->topo, secs, md_wall_ms(), true);
+   md_election_wake(c->srv);
+   return true;
+}
+
+bool
+md_cmd_repl_set_step_up(md_cmd_t *c, bson_error_t *error)
+{
+   md_topology_t *topo = &c->srv->topo;
+   int me = c->conn->member;
+   if (!admin_only(c, error)) {
+      return false;
+   }
+   if (topo->primary == me) {
+      return true;
+   }
+   if (!md_topology_electable(topo, me, md_wall_ms())) {
+      return tm_error_set(error, 125, "Election failed.");
+   }
+   md_log(c->srv, "member %d steps up", me);
+   if (topo->primary >= 0) {
+      md_txns_abort_all(&c->srv->txns); /* the former primary steps down */
+   }
+   md_topology_elect(topo, me, md_wall_ms());
+   md_election_wake(c->srv);
+   return true;
+}
+
+bool
+md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error)
+{
+   md_topology_t *topo = &c->srv->topo;
+   md_member_t *me = &topo->members[c->conn->member];
+   int64_t secs = seconds_arg(c->cmd, NULL, NULL);
+   int64_t now = md_wall_ms();
+   if (!admin_only(c, error)) {
+      return false;
+   }
+   if (me->state == MD_MEMBER_PRIMARY) {
+      return tm_error_set(error, 95, "Cannot freeze node when primary or running for "
+                                     "election, state: Primary");
+   }
+   if (secs == 0) {
+      me->electable_after_ms = now;
+      BSON_APPEND_UTF8(c->reply, "info", "unfreezing");
+   } else {
+      if (secs == 1) {
+         BSON_APPEND_UTF8(c->reply, "warning", "you really want to freeze for only 1 second?");
+      }
+      int64_t until = now + secs * 1000;
+      me->electable_after_ms = until > me->electable_after_ms ? until : me->electable_after_ms;
+   }
+   md_election_wake(c->srv);
+   return true;
+}
+
+/* A fault of one member, for tests (no such command in mongod: tests of real sets stop
+ * processes or cut the network instead). "hang": its connections, new and open, get no
+ * answer until healed, as a stopped process (SIGSTOP); "refuse": its listener closes and
+ * its connections are reset, as a process that is gone; "heal": back, as a secondary;
+ * "pause"/"resume": its replication; "lag" with `ms`: its replication lag (-1: the set's);
+ * "clock" with `ms`: its clock's offset ($$NOW, hello's times, what its writes stamp).
+ * Runs on any reachable member. */
+bool
+md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
+{
+   static const char *const allowed[] = {"mode", "ms", NULL};
+   static const char *const modes[] = {"heal", "hang", "refuse"};
+   bson_iter_t it;
+   if (!admin_only(c, error) || !md_cmd_check_fields(c, allowed, error)) {
+      return false;
+   }
+   const char *host = bson_iter_init(&it, c->cmd) && bson_iter_next(&it) &&
+                            BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+   int m = -1;
+   for (int i = 0; i < c->srv->topo.n; i++) {
+      m = strcmp(c->srv->topo.members[i].host_port, host) == 0 ? i : m;
+   }
+   if (m < 0) {
+      return tm_error_set(error, 2, "testMemberFault: '%s' is not a member of the set", host);
+   }
+   const char *mode = bson_iter_init_find(&it, c->cmd, "mode") && BSON_ITER_HOLDS_UTF8(&it)
+                         ? bson_iter_utf8(&it, NULL) : "";
+   md_member_t *member = &c->srv->topo.members[m];
+   if (strcmp(mode, "pause") == 0 || strcmp(mode, "resume") == 0) {
+      member->paused = mode[0] == 'p';
+      md_oplog_wake(&c->srv->oplog); /* waiters recompute the commit point */
+      return true;
+   }
+   if (strcmp(mode, "clock") == 0) {
+      member->clock_offset_ms = seconds_arg(c->cmd, "ms", NULL);
+      return true;
+   }
+   if (strcmp(mode, "lag") == 0) {
+      member->lag_ms = seconds_arg(c->cmd, "ms", NULL);
+      md_oplog_wake(&c->srv->oplog);
+      return true;
+   }
+   for (int r = 0; r < 3; r++) {
+      if (strcmp(mode, modes[r]) == 0) {
+         md_log(c->srv, "member %d: %s", m, mode);
+         md_server_set_reach(c->srv, m, (md_reach_t) r);
+         return true;
+      }
+   }
+   return tm_error_set(error, 2, "testMemberFault: mode must be \"hang\", \"refuse\", "
+                                 "\"heal\", \"pause\", \"resume\", \"lag\" or \"clock\", not "
+                                 "'%s'",
+                       mode);
+}
+
+void
+md_cmd_wait_write_concern(md_cmd_t *c)
+{
+   md_server_t *srv = c->srv;
+   int64_t wtimeout;
+   int needed = md_write_concern_members(c->name, c->cmd, srv->topo.n, &wtimeout);
+   if (needed <= 1 || bson_has_field(c->reply, "writeConcernError")) {
+      return;
+   }
+   uint64_t target = srv->oplog.next_seq; /* every write so far, this one's included */
+   int64_t deadline = wtimeout > 0 ? md_now_ms() + wtimeout : INT64_MAX;
+   for (;;) {
+      int64_t now = md_wall_ms(), next;
+      md_repl_advance(&srv->topo, &srv->oplog, now, &next);
+      if (md_repl_count_applied(&srv->topo, target) >= needed ||
+          atomic_load(&srv->stopping)) {
+         return;
+      }
+      if (md_now_ms() >= deadline) {
+         md_write_concern_timed_out(c->cmd, c->reply);
+         return;
+      }
+      int64_t until = next == INT64_MAX ? deadline : md_now_ms() + (next - now);
+      md_oplog_wait(&srv->oplog, &srv->lock, until < deadline ? until : deadline);
+   }
+}

@@ -1,0 +1,183 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Helpers of the replica-set tests (test-replset*.c): the members the seed names, who is
+ * primary, direct clients to one member, admin commands on one member.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/replset-util.h"
+#include "tests/test-util.h"
+
+mongoc_client_t *
+md_rs_direct(const char *host)
+{
+   char *uri_str = bson_strdup_printf("mongodb://%s/?directConnection=true&appname=rs-direct"
+                                      "&serverSelectionTimeoutMS=5000&connectTimeoutMS=2000"
+                                      "&socketTimeoutMS=5000",
+                                      host);
+   mongoc_client_t *client = mongoc_client_new(uri_str);
+   cr_assert_not_null(client, "bad URI %s", uri_str);
+   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+   bson_free(uri_str);
+   return client;
+}
+
+void
+md_rs_hello(const char *host, bson_t *reply)
+{
+   mongoc_client_t *client = md_rs_direct(host);
+   bson_t *cmd = BCON_NEW("hello", BCON_INT32(1));
+   md_test_admin(client, cmd, reply);
+   bson_destroy(cmd);
+   mongoc_client_destroy(client);
+}
+
+bool
+md_rs_flag(const bson_t *doc, const char *field)
+{
+   bson_iter_t it;
+   return bson_iter_init_find(&it, doc, field) && bson_iter_as_bool(&it);
+}
+
+/* Members a test made unreachable: md_rs_members does not ask them. */
+static char down[MD_RS_MEMBERS][256];
+
+void
+md_rs_mark_down(const char *host, bool is_down)
+{
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      if (is_down ? !down[i][0] : strcmp(down[i], host) == 0) {
+         bson_strncpy(down[i], is_down ? host : "", sizeof down[i]);
+         return;
+      }
+   }
+}
+
+static bool
+is_down(const char *host)
+{
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      if (strcmp(down[i], host) == 0) {
+         return true;
+      }
+   }
+   return false;
+}
+
+/* The members the seed names, and which of them says it is primary now. */
+void
+md_rs_members(md_rs_members_t *m)
+{
+   static md_rs_members_t known;
+   if (known.host[0][0]) {
+      *m = known; /* the seed may be down now: ask the members themselves */
+      md_rs_find_primary(m);
+      return;
+   }
+   mongoc_client_t *seed = md_test_client(NULL, false);
+   bson_t reply;
+   bson_iter_t it, h;
+   bson_t *cmd = BCON_NEW("hello", BCON_INT32(1));
+   md_test_admin(seed, cmd, &reply);
+   int n = 0;
+   if (bson_iter_init_find(&it, &reply, "hosts") && bson_iter_recurse(&it, &h)) {
+      while (bson_iter_next(&h) && n < MD_RS_MEMBERS) {
+         bson_strncpy(m->host[n++], bson_iter_utf8(&h, NULL), sizeof m->host[0]);
+      }
+   }
+   if (n < MD_RS_MEMBERS) {
+      cr_skip_test("needs a replica set of %d members (test-mongod --members 3)", MD_RS_MEMBERS);
+   }
+   known = *m;
+   md_rs_find_primary(m);
+   bson_destroy(&reply);
+   bson_destroy(cmd);
+   mongoc_client_destroy(seed);
+}
+
+void
+md_rs_find_primary(md_rs_members_t *m)
+{
+   bson_t sub;
+   m->primary = -1;
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      if (is_down(m->host[i])) {
+         continue;
+      }
+      md_rs_hello(m->host[i], &sub);
+      if (md_rs_flag(&sub, "isWritablePrimary")) {
+         m->primary = i;
+      }
+      bson_destroy(&sub);
+   }
+}
+
+bool
+md_rs_admin(const char *host, bson_t *cmd, bson_t *reply, bson_error_t *error)
+{
+   mongoc_client_t *client = md_rs_direct(host);
+   bool ok = mongoc_client_command_simple(client, "admin", cmd, NULL, reply, error);
+   mongoc_client_destroy(client);
+   bson_destroy(cmd);
+   return ok;
+}
+
+void
+md_rs_freeze(const char *host, int secs)
+{
+   bson_t reply;
+   bson_error_t error;
+   bool ok = md_rs_admin(host, BCON_NEW("replSetFreeze", BCON_INT32(secs)), &reply, &error);
+   cr_assert(ok, "replSetFreeze %d on %s: %s", secs, host, error.message);
+   bson_destroy(&reply);
+}
+
+/* Waits up to 5 s for a primary; returns its index. */
+int
+md_rs_await_primary(md_rs_members_t *m)
+{
+   for (int i = 0; i < 100; i++) {
+      md_rs_members(m);
+      if (m->primary >= 0) {
+         return m->primary;
+      }
+      usleep(50 * 1000);
+   }
+   cr_assert_fail("no primary elected within 5 s");
+   return -1;
+}
+
+void
+md_rs_heal_all(void)
+{
+   md_rs_members_t m;
+   int via = -1;
+   md_rs_members(&m);
+   for (int i = 0; i < MD_RS_MEMBERS && via < 0; i++) {
+      via = is_down(m.host[i]) ? -1 : i;
+   }
+   for (int i = 0; via >= 0 && i < MD_RS_MEMBERS; i++) {
+      bson_t reply;
+      bson_error_t error;
+      md_rs_admin(m.host[via], BCON_NEW("testMemberFault", m.host[i], "mode", "resume"),
+                  &reply, &error);
+      bson_destroy(&reply);
+      md_rs_admin(m.host[via],
+                  BCON_NEW("testMemberFault", m.host[i], "mode", "lag", "ms", BCON_INT32(-1)),
+                  &reply, &error);
+      bson_destroy(&reply);
+      md_rs_admin(m.host[via],
+                  BCON_NEW("testMemberFault", m.host[i], "mode", "clock", "ms", BCON_INT32(0)),
+                  &reply, &error);
+      bson_destroy(&reply);
+      if (is_down(m.host[i])) {
+         md_rs_admin(m.host[via], BCON_NEW("testMemberFault", m.host[i], "mode", "heal"), &reply,
+                     &error);
+         bson_destroy(&reply);
+         md_rs_mark_down(m.host[i], false);
+      }
+   }
+}

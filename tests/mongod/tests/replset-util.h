@@ -1,0 +1,51 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Helpers of the replica-set tests (test-replset*.c) against test-mongod --members 3 (or a
+ * real set of three members): every call asserts with criterion on failure.
+ */
+#ifndef MD_REPLSET_UTIL_H
+#define MD_REPLSET_UTIL_H
+
+#include <mongoc/mongoc.h>
+
+#define MD_RS_MEMBERS 3
+
+typedef struct {
+   char host[MD_RS_MEMBERS][256];
+   int primary; /* index into host, -1 if none */
+} md_rs_members_t;
+
+/* A client connected directly to `host` (error API 2); destroy it. */
+mongoc_client_t *
+md_rs_direct(const char *host);
+/* `host`'s hello reply (caller destroys). */
+void
+md_rs_hello(const char *host, bson_t *reply);
+/* Whether `field` of `doc` is true. */
+bool
+md_rs_flag(const bson_t *doc, const char *field);
+/* The members the seed names and which says it is primary; skips the test without three. */
+void
+md_rs_members(md_rs_members_t *m);
+/* Who says it is primary now, among the members not marked down. */
+void
+md_rs_find_primary(md_rs_members_t *m);
+/* Marks `host` unreachable (or reachable again) for md_rs_members. */
+void
+md_rs_mark_down(const char *host, bool is_down);
+/* Heals the members marked down, resumes every member's replication without lag and
+ * sets its clock right (testMemberFault). */
+void
+md_rs_heal_all(void);
+/* Runs `cmd` (destroyed here) on admin of `host`. */
+bool
+md_rs_admin(const char *host, bson_t *cmd, bson_t *reply, bson_error_t *error);
+/* replSetFreeze `secs` on `host` (0: unfreeze), asserting success. */
+void
+md_rs_freeze(const char *host, int secs);
+/* Waits up to 5 s for a primary; returns its index. */
+int
+md_rs_await_primary(md_rs_members_t *m);
+
+#endif

@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+"""pymongo 3.11 against a replica set of three members (test-mongod --members 3).
+
+One seed (replicaSet=rs0) finds every member; a secondary refuses writes as 6.0 does
+("not master" to a client that never said hello, as pymongo 3.11); a primary that steps down
+while a retryable insert is held by failCommand's blockConnection answers it 10107 with
+RetryableWriteError, and pymongo retries it once on the new primary, where it runs once; a
+primary that is gone (testMemberFault, --enable-test-commands) is replaced and pymongo's
+insert (retried at most once) lands on its successor; w: "majority" times out with 64 and a
+change stream holds a write back while the secondaries are paused.
+Against a real server: a set of three members with test commands. Exit 77 (skip) without.
+"""
+import os
+import sys
+import threading
+import time
+import unittest
+
+try:
+    import pymongo
+    from pymongo import monitoring
+    from pymongo.errors import NotMasterError, OperationFailure, WTimeoutError
+    from pymongo.write_concern import WriteConcern
+except ImportError as exc:  # pragma: no cover
+    print("mongod-replset-pymongo: SKIP: pymongo not importable (%s)" % exc)
+    sys.exit(77)
+
+URI = os.environ["OUTBOX_TEST_MONGODB_URI"]
+SEED = URI.split("//", 1)[1].split("/", 1)[0].split("@")[-1]
+
+
+def direct(host):
+    return pymongo.MongoClient("mongodb://%s/?directConnection=true" % host,
+                               serverSelectionTimeoutMS=5000)
+
+
+def roles():
+    """The members the seed names and the one that says it is primary."""
+    with direct(SEED) as seed:
+        hosts = seed.admin.command("isMaster")["hosts"]
+    primary = None
+    for host in hosts:
+        with direct(host) as c:
+            if c.admin.command("isMaster")["ismaster"]:
+                primary = host
+    return hosts, primary
+
+
+class Inserts(monitoring.CommandListener):
+    def __init__(self):
+        self.events = []
+
+    def started(self, event):
+        if event.command_name == "insert":
+            self.events.append(("started", "%s:%d" % event.connection_id, None))
+
+    def succeeded(self, event):
+        if event.command_name == "insert":
+            self.events.append(("succeeded", "%s:%d" % event.connection_id, None))
+
+    def failed(self, event):
+        if event.command_name == "insert":
+            self.events.append(("failed", "%s:%d" % event.connection_id,
+                                event.failure.get("code")))
+
+
+class ReplicaSet(unittest.TestCase):
+    def setUp(self):
+        self.hosts, self.primary = roles()
+        if len(self.hosts) < 3:
+            self.skipTest("needs a replica set of three members")
+
+    def test_one_seed_discovers_every_member(self):
+        with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0" % SEED,
+                                 serverSelectionTimeoutMS=5000) as client:
+            client.admin.command("ping")
+            deadline = time.time() + 5
+            while len(client.secondaries) < 2 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual("%s:%d" % client.primary, self.primary)
+            self.assertEqual(len(client.secondaries), 2)
+            self.assertEqual(len(client.nodes), 3)
+
+    def test_secondary_refuses_writes(self):
+        secondary = next(h for h in self.hosts if h != self.primary)
+        with direct(secondary) as c:
+            with self.assertRaises(NotMasterError) as ctx:
+                c.outbox_replset.refused.insert_one({"x": 1})
+            self.assertEqual(ctx.exception.details["code"], 10107)
+            self.assertEqual(ctx.exception.details["errmsg"], "not master")
+            self.assertIn("topologyVersion", ctx.exception.details)
+
+    def test_follows_stepdown_and_retries_the_write_once(self):
+        listener = Inserts()
+        old = self.primary
+        with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0&appname=rs-follow-py" % SEED,
+                                 serverSelectionTimeoutMS=5000,
+                                 event_listeners=[listener]) as client:
+            coll = client.outbox_replset["follow_%d" % os.getpid()]
+            coll.insert_one({"_id": 1})
+            with direct(old) as admin:
+                admin.admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                                    data={"failCommands": ["insert"], "blockConnection": True,
+                                          "blockTimeMS": 1000, "appName": "rs-follow-py"})
+
+            def step_down():
+                time.sleep(0.3)
+                with direct(old) as admin:
+                    admin.admin.command("replSetStepDown", 5, secondaryCatchUpPeriodSecs=0)
+
+            listener.events.clear()
+            thread = threading.Thread(target=step_down)
+            thread.start()
+            coll.insert_one({"_id": 2})
+            thread.join()
+            events = listener.events
+            self.assertEqual([e[0] for e in events], ["started", "failed", "started",
+                                                      "succeeded"], events)
+            self.assertEqual(events[1][1:], (old, 10107))
+            self.assertNotEqual(events[3][1], old)
+            self.assertEqual(coll.count_documents({"_id": 2}), 1)
+            self.assertEqual(roles()[1], events[3][1])
+        with direct(old) as c:
+            c.admin.command("replSetFreeze", 0)
+
+    def test_follows_a_primary_that_is_gone(self):
+        """testMemberFault refuse: connections reset, the set elects another primary after
+        the election timeout, pymongo retries the insert once there."""
+        listener = Inserts()
+        old = self.primary
+        via = next(h for h in self.hosts if h != old)
+        with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0" % SEED,
+                                 serverSelectionTimeoutMS=5000,
+                                 event_listeners=[listener]) as client:
+            coll = client.outbox_replset["gone_%d" % os.getpid()]
+            coll.insert_one({"_id": 1})
+            with direct(via) as admin:
+                try:
+                    admin.admin.command("testMemberFault", old, mode="refuse")
+                except OperationFailure as exc:
+                    if exc.code == 59:
+                        self.skipTest("no testMemberFault (--enable-test-commands)")
+                    raise
+            try:
+                listener.events.clear()
+                coll.insert_one({"_id": 2})
+                # pymongo's streaming monitor may see the reset first and send the insert
+                # straight to the new primary; else the insert fails on the old one and
+                # its one retry goes there.
+                events = listener.events
+                self.assertEqual(events[-1][0], "succeeded", events)
+                self.assertNotEqual(events[-1][1], old)
+                self.assertLessEqual(len(events), 4, events)
+                for kind, host, _ in events[:-2]:
+                    self.assertEqual(host, old, events)
+                self.assertEqual(coll.count_documents({"_id": 2}), 1)
+                with direct(events[-1][1]) as successor:
+                    self.assertTrue(successor.admin.command("isMaster")["ismaster"])
+            finally:
+                with direct(via) as admin:
+                    admin.admin.command("testMemberFault", old, mode="heal")
+        with direct(old) as c:
+            self.assertTrue(c.admin.command("isMaster")["secondary"])
+
+    def fault(self, host, mode, **kw):
+        with direct(next(h for h in self.hosts if h != host)) as admin:
+            try:
+                admin.admin.command("testMemberFault", host, mode=mode, **kw)
+            except OperationFailure as exc:
+                if exc.code == 59:
+                    self.skipTest("no testMemberFault (--enable-test-commands)")
+                raise
+
+    def test_majority_write_times_out_while_secondaries_are_paused(self):
+        secondaries = [h for h in self.hosts if h != self.primary]
+        for host in secondaries:
+            self.fault(host, "pause")
+        try:
+            with direct(self.primary) as c:
+                coll = c.outbox_replset["wmaj_%d" % os.getpid()].with_options(
+                    write_concern=WriteConcern(w="majority", wtimeout=300))
+                with self.assertRaises(WTimeoutError) as ctx:
+                    coll.insert_one({"_id": 1})
+                self.assertEqual(ctx.exception.code, 64)
+                self.assertEqual(ctx.exception.details["codeName"], "WriteConcernFailed")
+                self.assertTrue(ctx.exception.details["errInfo"]["wtimeout"])
+                self.assertEqual(coll.count_documents({"_id": 1}), 1)
+                self.fault(secondaries[0], "resume")
+                coll.insert_one({"_id": 2})
+        finally:
+            for host in secondaries:
+                self.fault(host, "resume")
+
+    def test_change_stream_waits_for_the_commit_point(self):
+        secondaries = [h for h in self.hosts if h != self.primary]
+        with direct(self.primary) as c:
+            coll = c.outbox_replset["csmaj_%d" % os.getpid()]
+            with coll.watch(max_await_time_ms=300) as stream:
+                for host in secondaries:
+                    self.fault(host, "pause")
+                try:
+                    coll.insert_one({"_id": 1})
+                    self.assertIsNone(stream.try_next())
+                    self.fault(secondaries[0], "resume")
+                    change = None
+                    for _ in range(10):
+                        change = stream.try_next()
+                        if change:
+                            break
+                    self.assertIsNotNone(change)
+                    self.assertEqual(change["documentKey"], {"_id": 1})
+                finally:
+                    for host in secondaries:
+                        self.fault(host, "resume")
+
+    def test_freeze_on_primary_is_refused(self):
+        with direct(self.primary) as c:
+            with self.assertRaises(OperationFailure) as ctx:
+                c.admin.command("replSetFreeze", 10)
+            self.assertEqual(ctx.exception.code, 95)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
