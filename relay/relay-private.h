@@ -40,6 +40,16 @@ typedef struct {
    int64_t sent_us; /* bson_get_monotonic_time() at the send: the round-trip histogram */
 } relay_slot_t;
 
+/* Documents already reported for an events field that is not an array (changes.c):
+ * collection index + the BSON of {"": _id}. A writer that bypasses liboutbox should be named
+ * once, not on every change of the document. Rare, so a short list. One per relay: two relays
+ * in one process (the tests) each say it once. */
+typedef struct {
+   uint8_t **keys;
+   size_t *lens;
+   size_t n;
+} relay_not_array_seen_t;
+
 struct relay_t {
    const relay_config_t *cfg;
    relay_metrics_t *metrics;
@@ -85,6 +95,7 @@ struct relay_t {
    relay_ts_t verify_until;
    int64_t stream_lag_ms;
    bool stream_opened_once;
+   relay_not_array_seen_t not_array_seen;
 
    /* Sweep (sweep.c). */
    bool sweeping;
@@ -122,6 +133,9 @@ void relay_changes_cleanup(relay_t *r);
 void relay_changes_open(relay_t *r, const bson_t *token, const relay_partset_t *unswept);
 /* Stops the stream (standby): queued changes and a running sweep are dropped. */
 void relay_changes_close(relay_t *r);
+/* Sets whether the stream replays history (relay_t.verifying) and with it the table's
+ * keep_idle rule. */
+void relay_changes_set_verifying(relay_t *r, bool verifying);
 /* Below both buffer bounds: more may be read. */
 bool relay_changes_has_room(const relay_t *r);
 /* Takes the pending events of @doc (read from collection @coll) if its entity is in @parts
@@ -148,8 +162,5 @@ void relay_writer_flush(relay_t *r, int64_t now, bool force);
 void relay_writer_checkpoint(relay_t *r, int64_t now, bool force);
 /* True when nothing waits to be cleared or dead-lettered and no clear is running. */
 bool relay_writer_idle(relay_t *r);
-/* Whether MongoDB refuses the relay's credentials or privileges: 13 Unauthorized, or an
- * authentication failure. */
-bool relay_error_is_refusal(const bson_error_t *error);
 
 #endif /* RELAY_PRIVATE_H */

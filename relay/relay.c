@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sysexits.h>
 
+#include "util/error.h"
 #include "util/log.h"
 #include "relay-private.h"
 #include "mqtt/render.h"
@@ -24,16 +25,16 @@ check_config(const relay_config_t *cfg, bson_error_t *error)
       return false;
    }
    if (!cfg->database || !*cfg->database || cfg->n_collections == 0) {
-      bson_set_error(error, 0, 0, "a database and at least one collection are needed");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "a database and at least one collection are needed");
       return false;
    }
    if (cfg->qos < 0 || cfg->qos > 2 || cfg->inflight_window < 1 || cfg->max_buffered_events < 1 ||
        cfg->clear_batch_size < 1) {
-      bson_set_error(error, 0, 0, "qos, inflight window, buffer or batch size out of range");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "qos, inflight window, buffer or batch size out of range");
       return false;
    }
    if (cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version != 5) {
-      bson_set_error(error, 0, 0, "binary payload mode needs MQTT 5 (user properties)");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "binary payload mode needs MQTT 5 (user properties)");
       return false;
    }
    return true;
@@ -122,6 +123,12 @@ update_gauges(relay_t *r)
    relay_metrics_set(r->metrics, RELAY_G_BUFFERED_BYTES, (double)r->table.buffered_bytes);
    relay_metrics_set(r->metrics, RELAY_G_ENTITIES, (double)r->table.count);
    relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
+   /* Refused by the clears (writer.c) or by the lease writes (group/tick.c): one gauge, set
+    * here only. */
+   relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED,
+                     r->writes_refused || (r->group.lease && relay_lease_refused(r->group.lease))
+                        ? 1.0
+                        : 0.0);
    if (!r->started) {
       /* A standby has no stream: MongoDB counts as reachable while its lease ticks work. */
       relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED,

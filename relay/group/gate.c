@@ -25,14 +25,6 @@ relay_gate_admit(relay_t *r, relay_entity_t *e)
    return false;
 }
 
-static void
-forget_if_idle(relay_t *r, relay_entity_t *e)
-{
-   if (!r->verifying) {
-      relay_table_evict(&r->table, e);
-   }
-}
-
 bool
 relay_gate_keep_failed(relay_t *r, relay_entity_t *e)
 {
@@ -40,7 +32,7 @@ relay_gate_keep_failed(relay_t *r, relay_entity_t *e)
       return true;
    }
    relay_table_drop_inflight(&r->table, e);
-   forget_if_idle(r, e);
+   relay_table_forget_if_idle(&r->table, e);
    return false;
 }
 
@@ -63,21 +55,10 @@ unlist_parked(relay_part_t *part)
 static void
 drop_partition(relay_t *r, int p)
 {
-   relay_table_t *t = &r->table;
-   size_t dropped = 0;
+   size_t dropped;
 
    unlist_parked(&r->group.parts[p]);
-   for (size_t i = 0; i < t->nbuckets; i++) {
-      relay_entity_t *e = t->buckets[i];
-      while (e) {
-         relay_entity_t *next = e->hnext;
-         if (e->part == p) {
-            dropped += relay_table_drop_queued(t, e);
-            forget_if_idle(r, e);
-         }
-         e = next;
-      }
-   }
+   dropped = relay_table_drop_partition(&r->table, p);
    if (dropped > 0) {
       relay_log(RELAY_LOG_DEBUG, "group",
                 "partition %d: %zu queued events dropped (pending for the new owner)", p, dropped);
@@ -121,22 +102,6 @@ relay_gate_drain(relay_t *r, int p, int64_t epoch, int64_t now)
    return true;
 }
 
-/* Marks in @busy the partitions with events in flight, acknowledged but not cleared, or
- * waiting for the dead letters. */
-static void
-find_busy(relay_t *r, bool *busy)
-{
-   relay_table_t *t = &r->table;
-   for (size_t i = 0; i < t->nbuckets; i++) {
-      for (relay_entity_t *e = t->buckets[i]; e; e = e->hnext) {
-         if (e->inflight || e->n_state[RELAY_ITEM_ACKED] || e->n_state[RELAY_ITEM_CLEARING] ||
-             e->n_state[RELAY_ITEM_POISON]) {
-            busy[e->part] = true;
-         }
-      }
-   }
-}
-
 void
 relay_gate_finish_drains(relay_t *r, int64_t now)
 {
@@ -148,7 +113,7 @@ relay_gate_finish_drains(relay_t *r, int64_t now)
    }
    g->drain_check_ms = now;
    busy = bson_malloc0(sizeof(bool) * (size_t)g->n);
-   find_busy(r, busy);
+   relay_table_find_busy(&r->table, busy);
    for (int p = 0; p < g->n; p++) {
       relay_part_t *part = &g->parts[p];
       bool late = now - part->drain_started_ms > r->cfg->lease_ttl_ms;

@@ -25,22 +25,16 @@
  * may read but not write; or the password stopped working) the relay stops publishing: what
  * it published already stays pending in MongoDB and is published again once clears work or
  * after a restart (at least once), and nothing new goes out that could not be cleared.
- * outbox_relay_mongodb_writes_refused shows 1 and /healthz fails meanwhile.
+ * outbox_relay_mongodb_writes_refused shows 1 and /healthz fails meanwhile (relay.c sets it
+ * from the writer's and the lease thread's refusals: one owner).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "util/error.h"
 #include "util/log.h"
 #include "relay-private.h"
-
-bool
-relay_error_is_refusal(const bson_error_t *error)
-{
-   return (error->domain == MONGOC_ERROR_SERVER && error->code == 13) ||
-          (error->domain == MONGOC_ERROR_CLIENT &&
-           error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE);
-}
 
 static void
 write_failed(relay_t *r, const char *what, const bson_error_t *error)
@@ -53,7 +47,6 @@ write_failed(relay_t *r, const char *what, const bson_error_t *error)
                 "published stay pending and will be published again (retrying with backoff "
                 "up to %d ms)",
                 what, error->message, r->cfg->database, r->cfg->reconnect_max_ms);
-      relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 1.0);
    } else if (!r->writes_failing) {
       relay_log(RELAY_LOG_WARNING, "writer", "%s failed (retrying with backoff): %s", what,
                 error->message);
@@ -70,7 +63,6 @@ write_succeeded(relay_t *r)
    if (r->writes_failing) {
       relay_log(RELAY_LOG_INFO, "writer", "MongoDB accepts the relay's writes again%s",
                 r->writes_refused ? ": publishing resumes" : "");
-      relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 0.0);
    }
    r->writes_failing = false;
    r->writes_refused = false;
@@ -185,10 +177,8 @@ apply_job(relay_t *r, relay_clear_job_t *job)
          relay_metrics_add(r->metrics, RELAY_M_CLEARED, n);
       }
    }
-   if (!r->verifying) {
-      for (size_t i = 0; i < job->n; i++) {
-         relay_table_evict(&r->table, job->stmts[i].entity);
-      }
+   for (size_t i = 0; i < job->n; i++) {
+      relay_table_forget_if_idle(&r->table, job->stmts[i].entity);
    }
    return ok;
 }
@@ -208,7 +198,7 @@ collect(relay_t *r, int64_t now)
       char what[64];
       snprintf(what, sizeof what, "clearing %zu entities", job->n_failed);
       if (job->error.code == 0) {
-         bson_set_error(&job->error, 0, 0, "a clear could not be built");
+         bson_set_error(&job->error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CLEAR, "a clear could not be built");
       }
       write_failed(r, what, &job->error);
       r->write_retry_at_ms = now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
@@ -264,8 +254,8 @@ relay_writer_flush(relay_t *r, int64_t now, bool force)
             job = relay_clear_job_new();
          }
          add_clear(job, e);
-      } else if (!r->verifying) {
-         relay_table_evict(&r->table, e);
+      } else {
+         relay_table_forget_if_idle(&r->table, e);
       }
    }
    r->clear_backlog = job && job->n_events >= cap && r->table.dirty_head;

@@ -17,19 +17,13 @@
 #include "util/log.h"
 #include "relay-private.h"
 
-/* Documents already reported for an events field that is not an array: collection index +
- * the BSON of {"": _id}. A writer that bypasses liboutbox should be named once, not on every
- * change of the document. Rare, so a short list; past its cap every one is reported. */
+/* Past this many documents reported (relay_t.not_array_seen), every one is reported. */
 #define NOT_ARRAY_SEEN_MAX 4096
-static struct {
-   uint8_t **keys;
-   size_t *lens;
-   size_t n;
-} not_array_seen;
 
 static bool
-not_array_first_time(int coll, const bson_value_t *id)
+not_array_first_time(relay_t *r, int coll, const bson_value_t *id)
 {
+   relay_not_array_seen_t *seen = &r->not_array_seen;
    bson_t doc = BSON_INITIALIZER;
    size_t len;
    uint8_t *key;
@@ -41,22 +35,20 @@ not_array_first_time(int coll, const bson_value_t *id)
    memcpy(key, &c, sizeof c);
    memcpy(key + sizeof c, bson_get_data(&doc), doc.len);
    bson_destroy(&doc);
-   for (size_t i = 0; i < not_array_seen.n; i++) {
-      if (not_array_seen.lens[i] == len && !memcmp(not_array_seen.keys[i], key, len)) {
+   for (size_t i = 0; i < seen->n; i++) {
+      if (seen->lens[i] == len && !memcmp(seen->keys[i], key, len)) {
          bson_free(key);
          return false;
       }
    }
-   if (not_array_seen.n == NOT_ARRAY_SEEN_MAX) {
+   if (seen->n == NOT_ARRAY_SEEN_MAX) {
       bson_free(key);
       return true;
    }
-   not_array_seen.keys =
-       bson_realloc(not_array_seen.keys, (not_array_seen.n + 1) * sizeof *not_array_seen.keys);
-   not_array_seen.lens =
-       bson_realloc(not_array_seen.lens, (not_array_seen.n + 1) * sizeof *not_array_seen.lens);
-   not_array_seen.keys[not_array_seen.n] = key;
-   not_array_seen.lens[not_array_seen.n++] = len;
+   seen->keys = bson_realloc(seen->keys, (seen->n + 1) * sizeof *seen->keys);
+   seen->lens = bson_realloc(seen->lens, (seen->n + 1) * sizeof *seen->lens);
+   seen->keys[seen->n] = key;
+   seen->lens[seen->n++] = len;
    return true;
 }
 
@@ -67,7 +59,7 @@ not_array_first_time(int coll, const bson_value_t *id)
 static void
 report_not_array(relay_t *r, relay_entity_t *e, const bson_iter_t *it)
 {
-   if (!not_array_first_time(e->coll, &e->id)) {
+   if (!not_array_first_time(r, e->coll, &e->id)) {
       return;
    }
    relay_log(RELAY_LOG_WARNING, "stream",
@@ -177,9 +169,7 @@ take_doc(relay_t *r, int coll, int part, const bson_t *doc, relay_pos_t *pos,
    if (source != DOC_SWEPT) {
       relay_table_hold_read(&r->table, e, seq);
    }
-   if (!r->verifying) {
-      relay_table_evict(&r->table, e);
-   }
+   relay_table_forget_if_idle(&r->table, e);
 }
 
 /* Reads one entity and takes its pending events. False if the read failed. The read and the
@@ -392,11 +382,18 @@ coll_index(const relay_t *r, const char *name)
    return -1;
 }
 
+void
+relay_changes_set_verifying(relay_t *r, bool verifying)
+{
+   r->verifying = verifying;
+   relay_table_keep_idle(&r->table, verifying);
+}
+
 static void
 end_verify(relay_t *r)
 {
    if (r->verifying) {
-      r->verifying = false;
+      relay_changes_set_verifying(r, false);
       relay_table_evict_idle(&r->table);
    }
 }
@@ -444,9 +441,7 @@ release_read_hold(relay_t *r, relay_entity_t *e, const char *op, const bson_t *d
       return;
    }
    relay_table_release_read(&r->table, e);
-   if (!r->verifying) {
-      relay_table_evict(&r->table, e);
-   }
+   relay_table_forget_if_idle(&r->table, e);
 }
 
 /* One pass over the change's top-level fields (five lookups from the start, and two paths,
@@ -651,7 +646,7 @@ on_opened(relay_t *r, const relay_change_t *c)
     * stream caught up, which waits for room in a buffer the sweep keeps full (1M events over
     * 100k entities: +28 MiB, growing with the entities swept). */
    if (c->code != 0) {
-      r->verifying = true;
+      relay_changes_set_verifying(r, true);
       r->verify_until = c->ts;
    }
    relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED, 1.0);
@@ -684,7 +679,7 @@ apply(relay_t *r, relay_change_t *c, int64_t now)
       end_verify(r);
       relay_group_stream_at(r, NULL);
       /* Caught up with the present: every change a read showed early has come by. */
-      relay_table_release_holds(&r->table, true, !r->verifying);
+      relay_table_release_holds(&r->table, true);
       return true;
    case RELAY_CHANGE_OPENED:
       on_opened(r, c);
@@ -736,10 +731,10 @@ relay_changes_cleanup(relay_t *r)
    relay_change_free(r->held);
    r->held = NULL;
    relay_sweep_abort(r);
-   for (size_t i = 0; i < not_array_seen.n; i++) {
-      bson_free(not_array_seen.keys[i]);
+   for (size_t i = 0; i < r->not_array_seen.n; i++) {
+      bson_free(r->not_array_seen.keys[i]);
    }
-   bson_free(not_array_seen.keys);
-   bson_free(not_array_seen.lens);
-   memset(&not_array_seen, 0, sizeof not_array_seen);
+   bson_free(r->not_array_seen.keys);
+   bson_free(r->not_array_seen.lens);
+   memset(&r->not_array_seen, 0, sizeof r->not_array_seen);
 }

@@ -45,7 +45,7 @@ relay_sweep_abort(relay_t *r)
    r->sweeping = false;
    r->sweep_full_wanted = false;
    relay_partset_clear(&r->group.sweep_wanted);
-   relay_table_release_holds(&r->table, false, !r->verifying);
+   relay_table_release_holds(&r->table, false);
 }
 
 static void
@@ -102,9 +102,9 @@ begin(relay_t *r, int64_t now)
       relay_table_pos_reset(&r->table);
       r->sweep_pos = relay_table_pos_marker(&r->table);
       relay_table_pos_adopt(&r->table, r->sweep_pos);
-      r->verifying = false;
+      relay_changes_set_verifying(r, false);
       /* The new stream starts after every read made so far: none of its changes replays one. */
-      relay_table_release_holds(&r->table, true, true);
+      relay_table_release_holds(&r->table, true);
       relay_group_sweep_began(r, &set, r->sweep_pos);
       r->started = true;
       r->stream_gen = relay_reader_start(r->reader, NULL, &r->sweep_start);
@@ -133,7 +133,7 @@ finish(relay_t *r)
    r->sweep_pos = NULL;
    r->sweeping = false;
    r->sweep_backoff_ms = 0;
-   relay_table_release_holds(&r->table, false, !r->verifying);
+   relay_table_release_holds(&r->table, false);
    relay_group_sweep_ended(r, &r->sweep_set, end);
    relay_log(RELAY_LOG_INFO, "sweep",
              "sweep done; %zu events pending in %zu entities; watching from before it",
