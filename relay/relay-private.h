@@ -2,11 +2,10 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The relay's state, shared by relay.c (lifecycle and main loop), changes.c (applying the
- * change stream), sweep.c (the sweeps), publish.c (MQTT side), writer.c (clears, dead
- * letters, checkpoint) and group/ (group.c, gate.c: the partitions this member owns). Every
- * field is touched by the main thread only, except @stop; the reader (reader.c), the
- * clearer (clearer.c), the lease thread (group/lease.c) and paho have their own threads and
- * talk to the main thread through queues.
+ * change stream), sweep.c (the sweeps), publish.c (MQTT side) and group/ (group.c, gate.c: the
+ * partitions this member owns). Every field is touched by the main thread only, except @stop; the
+ * reader (reader.c), the clearer (clearer.c), the lease thread (group/lease.c) and paho have their
+ * own threads and talk to the main thread through queues.
  */
 #ifndef RELAY_PRIVATE_H
 #define RELAY_PRIVATE_H
@@ -27,6 +26,7 @@
 #include "mqtt/mqtt.h"
 #include "relay.h"
 #include "store/store.h"
+#include "store/writer.h"
 #include "stream/reader.h"
 #include "stream/table.h"
 #include "util/util.h"
@@ -112,14 +112,7 @@ struct relay_t {
    /* Writes. */
    relay_clearer_t *clearer;
    relay_scanner_t *scanner; /* NULL when --pending-scan-interval-ms is 0 */
-   int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
-   /* The last clear batch was full and left acknowledged events behind: the next one goes
-    * out as soon as the clearer is free, without waiting for clear_interval_ms. */
-   bool clear_backlog;
-   int write_backoff_ms;
-   bool writes_failing; /* the last write failed: further failures are logged at debug */
-   bool writes_refused; /* ... with 13 Unauthorized or an authentication failure: publishing
-                         * is paused until a write succeeds (writer.c) */
+   relay_writer_t *writer;   /* clears, dead letters, when a checkpoint is due (writer.h) */
 
    int exit_code; /* relay_run()'s result when it stops by itself (EX_OK otherwise) */
 };
@@ -156,11 +149,5 @@ void relay_publish_dispatch(relay_t *r, int64_t now);
 void relay_publish_handle(relay_t *r, int wait_ms, int64_t now);
 void relay_publish_check_timeouts(relay_t *r, int64_t now);
 void relay_publish_connect(relay_t *r, int64_t now);
-
-/* writer.c */
-void relay_writer_flush(relay_t *r, int64_t now, bool force);
-void relay_writer_checkpoint(relay_t *r, int64_t now, bool force);
-/* True when nothing waits to be cleared or dead-lettered and no clear is running. */
-bool relay_writer_idle(relay_t *r);
 
 #endif /* RELAY_PRIVATE_H */

@@ -64,6 +64,36 @@ open_mongodb(relay_t *r, bson_error_t *error)
    return true;
 }
 
+/* The writer's world (store/writer.h): the clearer thread and the collections. */
+static relay_clear_job_t *
+writer_take(void *ctx)
+{
+   return relay_clearer_take(((relay_t *)ctx)->clearer);
+}
+
+static void
+writer_submit(void *ctx, relay_clear_job_t *job)
+{
+   relay_clearer_submit(((relay_t *)ctx)->clearer, job);
+}
+
+static bool
+writer_busy(void *ctx)
+{
+   return relay_clearer_busy(((relay_t *)ctx)->clearer);
+}
+
+static bool
+writer_update_one(void *ctx, int coll, const bson_t *query, const bson_t *update, bson_t *reply,
+                  bson_error_t *error)
+{
+   relay_t *r = ctx;
+   return mongoc_collection_update_one(r->colls[coll], query, update, NULL, reply, error);
+}
+
+static const relay_writer_ops_t writer_ops = {writer_take, writer_submit, writer_busy,
+                                              writer_update_one};
+
 relay_t *
 relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *error)
 {
@@ -90,6 +120,7 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
     * for the scanner to fill. */
    bool want_scanner = cfg->pending_scan_interval_ms > 0 && relay_metrics_series(metrics);
    r->clearer = r->reader ? relay_clearer_new(cfg, wake_main, r->mqtt, error) : NULL;
+   r->writer = relay_writer_new(cfg, metrics, &r->table, &writer_ops, r);
    if (r->clearer && want_scanner) {
       r->scanner = relay_scanner_new(cfg, metrics, error);
    }
@@ -109,6 +140,7 @@ update_gauges(relay_t *r)
    relay_pos_t *oldest = r->table.pos_head;
    int64_t now = relay_wall_ms(), stored = relay_series_oldest(relay_metrics_series(r->metrics));
    double age = 0;
+   bool refused;
 
    if (oldest && oldest->remaining > 0 && oldest->wall_ms > 0) {
       age = (double)(now - oldest->wall_ms) / 1000.0;
@@ -125,14 +157,25 @@ update_gauges(relay_t *r)
    relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
    /* Refused by the clears (writer.c) or by the lease writes (group/tick.c): one gauge, set
     * here only. */
-   relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED,
-                     r->writes_refused || (r->group.lease && relay_lease_refused(r->group.lease))
-                        ? 1.0
-                        : 0.0);
+   refused =
+       relay_writer_refused(r->writer) || (r->group.lease && relay_lease_refused(r->group.lease));
+   relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, refused ? 1.0 : 0.0);
    if (!r->started) {
       /* A standby has no stream: MongoDB counts as reachable while its lease ticks work. */
       relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED,
                         relay_lease_healthy(r->group.lease) ? 1.0 : 0.0);
+   }
+}
+
+/* A checkpoint the writer says is due goes to the group, whose lease thread stores it in
+ * the leases it is valid for (fenced by their epochs). */
+static void
+checkpoint(relay_t *r, int64_t now, bool force)
+{
+   bson_t *token = relay_writer_checkpoint_due(r->writer, now, force);
+   if (token) {
+      relay_group_checkpoint(r, token);
+      bson_destroy(token);
    }
 }
 
@@ -156,10 +199,10 @@ drain(relay_t *r)
    int64_t deadline = now + r->cfg->shutdown_timeout_ms;
 
    relay_log(RELAY_LOG_INFO, "relay", "stopping: %zu messages in flight", r->table.inflight);
-   while (now < deadline && (r->table.inflight > 0 || !relay_writer_idle(r))) {
+   while (now < deadline && (r->table.inflight > 0 || !relay_writer_idle(r->writer))) {
       relay_publish_handle(r, 20, now);
       now = relay_now_ms();
-      relay_writer_flush(r, now, true);
+      relay_writer_flush(r->writer, now, true);
       update_gauges(r);
    }
    if (r->table.inflight > 0) {
@@ -167,7 +210,7 @@ drain(relay_t *r)
                 "%zu messages still unacknowledged at shutdown: they will be sent again",
                 r->table.inflight);
    }
-   relay_writer_checkpoint(r, now, true);
+   checkpoint(r, now, true);
    relay_group_shutdown(r);
    relay_mqtt_disconnect(r->mqtt, 1000);
 }
@@ -183,8 +226,8 @@ relay_run(relay_t *r)
       relay_group_step(r, now);
       relay_changes_step(r, now);
       relay_publish_dispatch(r, now);
-      relay_writer_flush(r, now, false);
-      relay_writer_checkpoint(r, now, false);
+      relay_writer_flush(r->writer, now, false);
+      checkpoint(r, now, false);
       relay_publish_check_timeouts(r, now);
       update_gauges(r);
       relay_publish_handle(r, loop_wait_ms(r), relay_now_ms());
@@ -212,6 +255,7 @@ relay_destroy(relay_t *r)
    /* The threads first: they wake the main loop through the MQTT client's queue. */
    relay_reader_destroy(r->reader);
    relay_clearer_destroy(r->clearer);
+   relay_writer_destroy(r->writer);
    relay_scanner_destroy(r->scanner);
    relay_changes_cleanup(r);
    relay_group_cleanup(r);

@@ -235,7 +235,7 @@ relay_publish_dispatch(relay_t *r, int64_t now)
    size_t limit = window(r);
 
    /* Nothing new goes out while MongoDB refuses the clears (writer.c). */
-   while (r->mqtt_connected && !r->writes_refused && r->n_free > 0 &&
+   while (r->mqtt_connected && !relay_writer_refused(r->writer) && r->n_free > 0 &&
           r->table.inflight < limit && now >= r->publish_pause_until_ms) {
       relay_entity_t *e = relay_table_next_ready(&r->table, now);
       const char *poison = NULL;
