@@ -2,7 +2,7 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The relay's state, shared by relay.c (lifecycle and main loop), changes.c (applying the
- * change stream), sweep.c (the sweeps), publish.c (MQTT side) and group/ (group.c, gate.c: the
+ * change stream), sweep.c (the sweeps) and group/ (group.c, gate.c: the
  * partitions this member owns). Every field is touched by the main thread only, except @stop; the
  * reader (reader.c), the clearer (clearer.c), the lease thread (group/lease.c) and paho have their
  * own threads and talk to the main thread through queues.
@@ -24,21 +24,14 @@
 #include "group/group.h"
 #include "http/metrics.h"
 #include "mqtt/mqtt.h"
+#include "mqtt/publish.h"
+#include "publish/publisher.h"
 #include "relay.h"
 #include "store/store.h"
 #include "store/writer.h"
 #include "stream/reader.h"
 #include "stream/table.h"
 #include "util/util.h"
-
-/* One publish slot of the in-flight window. A publish's tag is (gen << 32 | slot index), so
- * a completion for an abandoned publish (gen moved on) is ignored. */
-typedef struct {
-   relay_entity_t *entity; /* NULL when free */
-   uint32_t gen;
-   int64_t sent_ms;
-   int64_t sent_us; /* bson_get_monotonic_time() at the send: the round-trip histogram */
-} relay_slot_t;
 
 /* Documents already reported for an events field that is not an array (changes.c):
  * collection index + the BSON of {"": _id}. A writer that bypasses liboutbox should be named
@@ -61,25 +54,9 @@ struct relay_t {
    mongoc_collection_t *state;
 
    relay_mqtt_t *mqtt;
-   bool mqtt_connected, mqtt_connecting, mqtt_ever_connected;
-   int64_t mqtt_retry_at_ms;
-   int mqtt_backoff_ms;
-   char *encoded_db;     /* the database name percent-encoded for templates (publish.c) */
-   char **encoded_colls; /* the same for each collection */
-
+   relay_sender_t *sender;       /* events into messages (mqtt/publish.h) */
+   relay_publisher_t *publisher; /* the window, admission, suspects (publish/publisher.h) */
    relay_table_t table;
-   relay_slot_t *slots; /* cfg->inflight_window */
-   uint32_t *free_slots;
-   size_t n_free;
-   uint32_t gen;
-   int64_t publish_pause_until_ms;
-   int publish_backoff_ms;
-   /* A broker that drops the connection on a message it cannot take (MQTT 3.1.1 cannot say
-    * why): the oldest unacknowledged publish at each loss is the suspect (publish.c). */
-   char *suspect_id;
-   int suspect_strikes;
-   int64_t mqtt_up_since_ms;
-   int mqtt_short_connections; /* lost within a short time of connecting, in a row */
 
    /* The group: which partitions this member owns (group/group.h). */
    relay_group_t group;
@@ -141,13 +118,5 @@ void relay_sweep_request(relay_t *r, int part);
 void relay_sweep_request_full(relay_t *r);
 void relay_sweep_step(relay_t *r, int64_t now);
 void relay_sweep_abort(relay_t *r);
-
-/* publish.c */
-bool relay_publish_init(relay_t *r, bson_error_t *error);
-void relay_publish_cleanup(relay_t *r);
-void relay_publish_dispatch(relay_t *r, int64_t now);
-void relay_publish_handle(relay_t *r, int wait_ms, int64_t now);
-void relay_publish_check_timeouts(relay_t *r, int64_t now);
-void relay_publish_connect(relay_t *r, int64_t now);
 
 #endif /* RELAY_PRIVATE_H */

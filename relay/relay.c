@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sysexits.h>
 
+#include "group/gate.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "relay-private.h"
@@ -94,6 +95,73 @@ writer_update_one(void *ctx, int coll, const bson_t *query, const bson_t *update
 static const relay_writer_ops_t writer_ops = {writer_take, writer_submit, writer_busy,
                                               writer_update_one};
 
+/* Who may publish (publish/publisher.h): nothing while MongoDB refuses the writes (what went
+ * out could not be cleared), and an entity only through its partition's gate. */
+static bool
+admission_open(void *ctx)
+{
+   return !relay_writer_refused(((relay_t *)ctx)->writer);
+}
+
+static bool
+admission_admit(void *ctx, relay_entity_t *e)
+{
+   return relay_gate_admit(ctx, e);
+}
+
+static bool
+admission_keep_failed(void *ctx, relay_entity_t *e)
+{
+   return relay_gate_keep_failed(ctx, e);
+}
+
+static const relay_admission_ops_t admission_ops = {admission_open, admission_admit,
+                                                    admission_keep_failed};
+
+/* The publisher's link: messages rendered by the sender, handed to the MQTT client. */
+static int
+link_send(void *ctx, relay_entity_t *e, uint64_t tag, const char **poison)
+{
+   return relay_sender_send(((relay_t *)ctx)->sender, e, tag, poison);
+}
+
+static int
+link_receive_max(void *ctx)
+{
+   return relay_mqtt_receive_max(((relay_t *)ctx)->mqtt);
+}
+
+static bool
+link_connect(void *ctx, bson_error_t *error)
+{
+   return relay_mqtt_connect(((relay_t *)ctx)->mqtt, error);
+}
+
+static void
+link_clean_session(void *ctx)
+{
+   relay_mqtt_clean_session(((relay_t *)ctx)->mqtt);
+}
+
+static const relay_link_ops_t link_ops = {link_send, link_receive_max, link_connect,
+                                          link_clean_session};
+
+/* The MQTT client (with the group's client id) and the components that use it: made before
+ * the threads, which wake the main loop through it. */
+static bool
+open_mqtt(relay_t *r, bson_error_t *error)
+{
+   r->mqtt = relay_mqtt_new(r->cfg, r->group.client_id, error);
+   if (!r->mqtt) {
+      return false;
+   }
+   r->sender = relay_sender_new(r->cfg, r->mqtt);
+   r->writer = relay_writer_new(r->cfg, r->metrics, &r->table, &writer_ops, r);
+   r->publisher =
+       relay_publisher_new(r->cfg, r->metrics, &r->table, &admission_ops, r, &link_ops, r);
+   return true;
+}
+
 relay_t *
 relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *error)
 {
@@ -111,7 +179,7 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    atomic_init(&r->stop, 0);
    relay_table_init(&r->table);
    r->stream_gen = UINT64_MAX;
-   if (!open_mongodb(r, error) || !relay_group_init(r, error) || !relay_publish_init(r, error)) {
+   if (!open_mongodb(r, error) || !relay_group_init(r, error) || !open_mqtt(r, error)) {
       relay_destroy(r);
       return NULL;
    }
@@ -120,7 +188,6 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
     * for the scanner to fill. */
    bool want_scanner = cfg->pending_scan_interval_ms > 0 && relay_metrics_series(metrics);
    r->clearer = r->reader ? relay_clearer_new(cfg, wake_main, r->mqtt, error) : NULL;
-   r->writer = relay_writer_new(cfg, metrics, &r->table, &writer_ops, r);
    if (r->clearer && want_scanner) {
       r->scanner = relay_scanner_new(cfg, metrics, error);
    }
@@ -179,6 +246,19 @@ checkpoint(relay_t *r, int64_t now, bool force)
    }
 }
 
+/* The loop's one wait: every thread (reader, clearer, lease, paho) wakes it through the MQTT
+ * client's queue; paho's completions go to the publisher. */
+static void
+handle_completions(relay_t *r, int wait_ms, int64_t now)
+{
+   relay_mqtt_completion_t cs[256];
+   size_t n = relay_mqtt_wait(r->mqtt, cs, 256, wait_ms);
+
+   for (size_t i = 0; i < n; i++) {
+      relay_publisher_complete(r->publisher, &cs[i], now);
+   }
+}
+
 static int
 loop_wait_ms(const relay_t *r)
 {
@@ -200,7 +280,7 @@ drain(relay_t *r)
 
    relay_log(RELAY_LOG_INFO, "relay", "stopping: %zu messages in flight", r->table.inflight);
    while (now < deadline && (r->table.inflight > 0 || !relay_writer_idle(r->writer))) {
-      relay_publish_handle(r, 20, now);
+      handle_completions(r, 20, now);
       now = relay_now_ms();
       relay_writer_flush(r->writer, now, true);
       update_gauges(r);
@@ -222,15 +302,15 @@ relay_run(relay_t *r)
              r->cfg->name, r->cfg->database, r->cfg->n_collections);
    while (!atomic_load(&r->stop) && !r->group.fatal) {
       int64_t now = relay_now_ms();
-      relay_publish_connect(r, now);
+      relay_publisher_connect(r->publisher, now);
       relay_group_step(r, now);
       relay_changes_step(r, now);
-      relay_publish_dispatch(r, now);
+      relay_publisher_dispatch(r->publisher, now);
       relay_writer_flush(r->writer, now, false);
       checkpoint(r, now, false);
-      relay_publish_check_timeouts(r, now);
+      relay_publisher_check_timeouts(r->publisher, now);
       update_gauges(r);
-      relay_publish_handle(r, loop_wait_ms(r), relay_now_ms());
+      handle_completions(r, loop_wait_ms(r), relay_now_ms());
    }
    drain(r);
    update_gauges(r);
@@ -259,7 +339,9 @@ relay_destroy(relay_t *r)
    relay_scanner_destroy(r->scanner);
    relay_changes_cleanup(r);
    relay_group_cleanup(r);
-   relay_publish_cleanup(r);
+   relay_publisher_destroy(r->publisher);
+   relay_sender_destroy(r->sender);
+   relay_mqtt_destroy(r->mqtt);
    relay_table_cleanup(&r->table);
    if (r->colls) {
       for (size_t i = 0; i < r->cfg->n_collections; i++) {

@@ -161,7 +161,7 @@ relay_gate_eligibility(relay_t *r, int64_t now)
    relay_group_t *g = &r->group;
    bool eligible;
 
-   if (r->mqtt_connected) {
+   if (relay_publisher_connected(r->publisher)) {
       g->mqtt_down_since_ms = 0;
    } else if (g->mqtt_down_since_ms == 0) {
       g->mqtt_down_since_ms = now;
