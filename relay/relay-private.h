@@ -58,8 +58,10 @@ struct relay_t {
    relay_publisher_t *publisher; /* the window, admission, suspects (publish/publisher.h) */
    relay_table_t table;
 
-   /* The group: which partitions this member owns (group/group.h). */
+   /* The partition owner: which partitions this member owns, the gate (group/group.h). */
    relay_group_t group;
+   relay_lease_t *lease; /* the lease thread (group/lease.h) */
+   bool fatal;           /* the group said this process cannot join: stop with exit_code */
 
    /* Change stream (read on the reader's thread, applied here). */
    relay_reader_t *reader;
@@ -77,6 +79,7 @@ struct relay_t {
    /* Sweep (sweep.c). */
    bool sweeping;
    bool sweep_full, sweep_full_wanted;
+   relay_partset_t sweep_wanted; /* partitions to sweep next (acquired while streaming) */
    relay_partset_t sweep_set;
    relay_ts_t sweep_start;
    mongoc_cursor_t *sweep_cursor;

@@ -12,6 +12,7 @@
 #include <sysexits.h>
 
 #include "group/gate.h"
+#include "group/probe.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "relay-private.h"
@@ -106,17 +107,58 @@ admission_open(void *ctx)
 static bool
 admission_admit(void *ctx, relay_entity_t *e)
 {
-   return relay_gate_admit(ctx, e);
+   return relay_gate_admit(&((relay_t *)ctx)->group, e);
 }
 
 static bool
 admission_keep_failed(void *ctx, relay_entity_t *e)
 {
-   return relay_gate_keep_failed(ctx, e);
+   return relay_gate_keep_failed(&((relay_t *)ctx)->group, e);
 }
 
 static const relay_admission_ops_t admission_ops = {admission_open, admission_admit,
                                                     admission_keep_failed};
+
+/* The partition owner's world (group/group.h): the lease thread, and the server's hashing. */
+static relay_lease_event_t *
+group_pop(void *ctx)
+{
+   return relay_lease_pop(((relay_t *)ctx)->lease);
+}
+
+static bool
+group_may_publish(void *ctx, int part)
+{
+   return relay_lease_may_publish(((relay_t *)ctx)->lease, part);
+}
+
+static void
+group_drained(void *ctx, int part, int64_t epoch)
+{
+   relay_lease_drained(((relay_t *)ctx)->lease, part, epoch);
+}
+
+static void
+group_set_eligible(void *ctx, bool eligible)
+{
+   relay_lease_set_eligible(((relay_t *)ctx)->lease, eligible);
+}
+
+static void
+group_checkpoint(void *ctx, const bson_t *token, const relay_partset_t *valid,
+                 const int64_t *epochs)
+{
+   relay_lease_checkpoint(((relay_t *)ctx)->lease, token, valid, epochs);
+}
+
+static int
+group_probe(void *ctx)
+{
+   return relay_group_probe(((relay_t *)ctx)->state);
+}
+
+static const relay_group_ops_t group_ops = {group_pop,          group_may_publish, group_drained,
+                                            group_set_eligible, group_checkpoint,  group_probe};
 
 /* The publisher's link: messages rendered by the sender, handed to the MQTT client. */
 static int
@@ -162,6 +204,26 @@ open_mqtt(relay_t *r, bson_error_t *error)
    return true;
 }
 
+static void
+render_lease_metrics(void *ctx, bson_string_t *out)
+{
+   relay_lease_render_metrics(ctx, out);
+}
+
+/* The lease thread (after the MQTT client exists: it wakes the main loop through it). */
+static bool
+start_lease(relay_t *r, bson_error_t *error)
+{
+   r->lease = relay_lease_new(r->cfg, r->group.instance_id, r->metrics, wake_main, r->mqtt, error);
+   if (!r->lease) {
+      return false;
+   }
+   relay_metrics_set_renderer(r->metrics, render_lease_metrics, r->lease);
+   relay_log(RELAY_LOG_INFO, "group", "member %s of group '%s' (%d partitions, lease %d ms)",
+             r->group.instance_id, r->cfg->name, r->group.n, r->cfg->lease_ttl_ms);
+   return true;
+}
+
 relay_t *
 relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *error)
 {
@@ -179,7 +241,8 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    atomic_init(&r->stop, 0);
    relay_table_init(&r->table);
    r->stream_gen = UINT64_MAX;
-   if (!open_mongodb(r, error) || !relay_group_init(r, error) || !open_mqtt(r, error)) {
+   relay_group_init(&r->group, cfg, metrics, &r->table, &group_ops, r);
+   if (!open_mongodb(r, error) || !open_mqtt(r, error)) {
       relay_destroy(r);
       return NULL;
    }
@@ -191,7 +254,7 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    if (r->clearer && want_scanner) {
       r->scanner = relay_scanner_new(cfg, metrics, error);
    }
-   if (!r->clearer || (want_scanner && !r->scanner) || !relay_group_start(r, error)) {
+   if (!r->clearer || (want_scanner && !r->scanner) || !start_lease(r, error)) {
       relay_destroy(r);
       return NULL;
    }
@@ -224,13 +287,12 @@ update_gauges(relay_t *r)
    relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
    /* Refused by the clears (writer.c) or by the lease writes (group/tick.c): one gauge, set
     * here only. */
-   refused =
-       relay_writer_refused(r->writer) || (r->group.lease && relay_lease_refused(r->group.lease));
+   refused = relay_writer_refused(r->writer) || (r->lease && relay_lease_refused(r->lease));
    relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, refused ? 1.0 : 0.0);
    if (!r->started) {
       /* A standby has no stream: MongoDB counts as reachable while its lease ticks work. */
       relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED,
-                        relay_lease_healthy(r->group.lease) ? 1.0 : 0.0);
+                        relay_lease_healthy(r->lease) ? 1.0 : 0.0);
    }
 }
 
@@ -241,7 +303,7 @@ checkpoint(relay_t *r, int64_t now, bool force)
 {
    bson_t *token = relay_writer_checkpoint_due(r->writer, now, force);
    if (token) {
-      relay_group_checkpoint(r, token);
+      relay_group_checkpoint(&r->group, token);
       bson_destroy(token);
    }
 }
@@ -291,8 +353,43 @@ drain(relay_t *r)
                 r->table.inflight);
    }
    checkpoint(r, now, true);
-   relay_group_shutdown(r);
+   relay_lease_shutdown(r->lease, 5000);
    relay_mqtt_disconnect(r->mqtt, 1000);
+}
+
+/* The partition owner's step, and what it asked for: sweeps of partitions acquired while
+ * the stream runs, then the stream opened, refiltered or closed. */
+static void
+own(relay_t *r, int64_t now)
+{
+   relay_group_intents_t in;
+
+   relay_group_step(&r->group, now, r->started, relay_publisher_connected(r->publisher), &in);
+   for (int p = 0; p < r->group.n; p++) {
+      if (relay_partset_has(&in.sweep, p)) {
+         relay_sweep_request(r, p);
+      }
+   }
+   switch (in.stream) {
+   case RELAY_STREAM_OPEN:
+      relay_reader_set_partitions(r->reader, in.filter, r->group.n);
+      relay_changes_open(r, in.token, &in.unswept);
+      break;
+   case RELAY_STREAM_REFILTER:
+      relay_reader_set_partitions(r->reader, in.filter, r->group.n);
+      relay_reader_reopen(r->reader);
+      break;
+   case RELAY_STREAM_CLOSE:
+      relay_changes_close(r);
+      break;
+   case RELAY_STREAM_KEEP:
+      break;
+   }
+   if (in.fatal) {
+      r->fatal = true;
+      r->exit_code = in.exit_code;
+   }
+   relay_group_intents_cleanup(&in);
 }
 
 int
@@ -300,10 +397,10 @@ relay_run(relay_t *r)
 {
    relay_log(RELAY_LOG_INFO, "relay", "relay '%s' starting: database %s, %zu collection(s)",
              r->cfg->name, r->cfg->database, r->cfg->n_collections);
-   while (!atomic_load(&r->stop) && !r->group.fatal) {
+   while (!atomic_load(&r->stop) && !r->fatal) {
       int64_t now = relay_now_ms();
       relay_publisher_connect(r->publisher, now);
-      relay_group_step(r, now);
+      own(r, now);
       relay_changes_step(r, now);
       relay_publisher_dispatch(r->publisher, now);
       relay_writer_flush(r->writer, now, false);
@@ -338,7 +435,9 @@ relay_destroy(relay_t *r)
    relay_writer_destroy(r->writer);
    relay_scanner_destroy(r->scanner);
    relay_changes_cleanup(r);
-   relay_group_cleanup(r);
+   relay_metrics_set_renderer(r->metrics, NULL, NULL);
+   relay_lease_destroy(r->lease);
+   relay_group_cleanup(&r->group);
    relay_publisher_destroy(r->publisher);
    relay_sender_destroy(r->sender);
    relay_mqtt_destroy(r->mqtt);

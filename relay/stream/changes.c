@@ -203,10 +203,10 @@ relay_changes_sync_doc(relay_t *r, int coll, const relay_partset_t *parts, const
    if (!bson_iter_init_find(&it, doc, "_id")) {
       return;
    }
-   part = relay_group_part_of(r, bson_iter_value(&it));
+   part = relay_group_part_of(&r->group, bson_iter_value(&it));
    /* A sweep without the server's filter reads every pending document; another member's
     * partitions are not ours to publish. */
-   if (!relay_partset_has(parts, part) || !relay_group_takes(r, part)) {
+   if (!relay_partset_has(parts, part) || !relay_group_takes(&r->group, part)) {
       return;
    }
    /* The sweep's cursor fetches documents a batch before they are used here, and meanwhile
@@ -330,7 +330,7 @@ take_from_change(relay_t *r, relay_entity_t *e, const char *op, const bson_t *do
    /* While the stream replays history (after a reopen, or behind a partition's sweep), what
     * this entity already took may come again. */
    int64_t replayed_upto =
-      r->verifying || (e->part >= 0 && relay_group_fresh(r, e->part)) ? e->last_seq : 0;
+       r->verifying || (e->part >= 0 && relay_group_fresh(&r->group, e->part)) ? e->last_seq : 0;
    if (e->read_seq > replayed_upto) {
       replayed_upto = e->read_seq; /* shown by a read of its document already */
    }
@@ -519,19 +519,19 @@ apply_event(relay_t *r, const bson_t *doc)
    if (r->verifying && relay_ts_cmp(f.ts, r->verify_until) > 0) {
       end_verify(r);
    }
-   relay_group_stream_at(r, &f.ts);
+   relay_group_stream_at(&r->group, &f.ts);
    /* No token yet: if the read below fails, the checkpoint must not move past this change. */
    pos = relay_table_pos_push(&r->table, NULL, f.wall_ms);
    if (coll >= 0 && f.id.value_type != BSON_TYPE_EOD) {
       e = relay_table_find(&r->table, coll, &f.id);
-      part = e ? e->part : relay_group_part_of(r, &f.id);
+      part = e ? e->part : relay_group_part_of(&r->group, &f.id);
    }
    /* Changes of other members' partitions only move the position. An entity seen for the
     * first time while replaying, or in a partition that is still being swept, is read from
     * its document: what is pending there is the truth, the change may be older. */
-   if (part >= 0 && relay_group_takes(r, part)) {
+   if (part >= 0 && relay_group_takes(&r->group, part)) {
       bool read_held = false; /* e has (or may now have) a read_seq to release */
-      if (!e && (r->verifying || relay_group_fresh(r, part))) {
+      if (!e && (r->verifying || relay_group_fresh(&r->group, part))) {
          if (!read_sync(r, coll, part, &f.id, pos)) {
             return false;
          }
@@ -603,7 +603,7 @@ relay_changes_open(relay_t *r, const bson_t *token, const relay_partset_t *unswe
             relay_partset_remove(&resumed, p);
          }
       }
-      relay_group_valid_after(r, &resumed, base);
+      relay_group_valid_after(&r->group, &resumed, base);
       relay_log(RELAY_LOG_INFO, "stream", "resuming from the checkpoint of '%s'", r->cfg->name);
       r->stream_gen = relay_reader_start(r->reader, token, NULL);
       for (int p = 0; p < r->group.n; p++) {
@@ -677,7 +677,7 @@ apply(relay_t *r, relay_change_t *c, int64_t now)
       relay_table_pos_settle(&r->table);
       r->stream_lag_ms = 0;
       end_verify(r);
-      relay_group_stream_at(r, NULL);
+      relay_group_stream_at(&r->group, NULL);
       /* Caught up with the present: every change a read showed early has come by. */
       relay_table_release_holds(&r->table, true);
       return true;

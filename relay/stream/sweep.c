@@ -22,7 +22,7 @@
 void
 relay_sweep_request(relay_t *r, int part)
 {
-   relay_partset_add(&r->group.sweep_wanted, part);
+   relay_partset_add(&r->sweep_wanted, part);
 }
 
 void
@@ -44,7 +44,7 @@ relay_sweep_abort(relay_t *r)
    }
    r->sweeping = false;
    r->sweep_full_wanted = false;
-   relay_partset_clear(&r->group.sweep_wanted);
+   relay_partset_clear(&r->sweep_wanted);
    relay_table_release_holds(&r->table, false);
 }
 
@@ -71,13 +71,13 @@ begin(relay_t *r, int64_t now)
 
    if (!full) {
       for (int p = 0; p < r->group.n; p++) {
-         if (!relay_partset_has(&r->group.sweep_wanted, p)) {
+         if (!relay_partset_has(&r->sweep_wanted, p)) {
             relay_partset_remove(&set, p);
          }
       }
    }
    if (relay_partset_count(&set, r->group.n) == 0) {
-      relay_partset_clear(&r->group.sweep_wanted);
+      relay_partset_clear(&r->sweep_wanted);
       r->sweep_full_wanted = false;
       return;
    }
@@ -86,7 +86,7 @@ begin(relay_t *r, int64_t now)
       r->sweep_retry_at_ms = now + relay_backoff_next(r->cfg, &r->sweep_backoff_ms);
       return;
    }
-   relay_partset_clear(&r->group.sweep_wanted);
+   relay_partset_clear(&r->sweep_wanted);
    r->sweep_full_wanted = false;
    r->sweep_set = set;
    r->sweep_full = full;
@@ -105,12 +105,12 @@ begin(relay_t *r, int64_t now)
       relay_changes_set_verifying(r, false);
       /* The new stream starts after every read made so far: none of its changes replays one. */
       relay_table_release_holds(&r->table, true);
-      relay_group_sweep_began(r, &set, r->sweep_pos);
+      relay_group_sweep_began(&r->group, &set, r->sweep_pos);
       r->started = true;
       r->stream_gen = relay_reader_start(r->reader, NULL, &r->sweep_start);
    } else {
       r->sweep_pos = relay_table_pos_marker(&r->table);
-      relay_group_sweep_began(r, &set, r->sweep_pos);
+      relay_group_sweep_began(&r->group, &set, r->sweep_pos);
    }
    /* Its events are at least as old as the sweep: the pending-age gauge counts from its start
     * (it read 0 while swept events waited, so alerts missed them). */
@@ -134,7 +134,7 @@ finish(relay_t *r)
    r->sweeping = false;
    r->sweep_backoff_ms = 0;
    relay_table_release_holds(&r->table, false);
-   relay_group_sweep_ended(r, &r->sweep_set, end);
+   relay_group_sweep_ended(&r->group, &r->sweep_set, end);
    relay_log(RELAY_LOG_INFO, "sweep",
              "sweep done; %zu events pending in %zu entities; watching from before it",
              r->table.buffered, r->table.count);
@@ -161,7 +161,7 @@ relay_sweep_step(relay_t *r, int64_t now)
       return;
    }
    if (!r->sweeping) {
-      if (r->sweep_full_wanted || relay_partset_count(&r->group.sweep_wanted, r->group.n) > 0) {
+      if (r->sweep_full_wanted || relay_partset_count(&r->sweep_wanted, r->group.n) > 0) {
          begin(r, now);
       }
       return;
