@@ -27,16 +27,19 @@ check_config(const relay_config_t *cfg, bson_error_t *error)
       return false;
    }
    if (!cfg->database || !*cfg->database || cfg->n_collections == 0) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "a database and at least one collection are needed");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "a database and at least one collection are needed");
       return false;
    }
    if (cfg->qos < 0 || cfg->qos > 2 || cfg->inflight_window < 1 || cfg->max_buffered_events < 1 ||
        cfg->clear_batch_size < 1) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "qos, inflight window, buffer or batch size out of range");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "qos, inflight window, buffer or batch size out of range");
       return false;
    }
    if (cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version != 5) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "binary payload mode needs MQTT 5 (user properties)");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "binary payload mode needs MQTT 5 (user properties)");
       return false;
    }
    return true;

@@ -378,7 +378,8 @@ relay_lease_new(const relay_config_t *cfg, const char *instance_id, relay_metric
       return NULL;
    }
    if (pthread_create(&l->thread, NULL, run, l) != 0) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD, "cannot start the lease thread");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD,
+                     "cannot start the lease thread");
       relay_lease_destroy(l);
       return NULL;
    }

@@ -209,7 +209,8 @@ relay_clearer_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ct
    pthread_mutex_init(&c->lock, NULL);
    pthread_cond_init(&c->cond, NULL);
    if (pthread_create(&c->thread, NULL, run, c) != 0) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD, "cannot start the clearing thread");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD,
+                     "cannot start the clearing thread");
       relay_clearer_destroy(c);
       return NULL;
    }

@@ -235,7 +235,8 @@ collect(relay_writer_t *w, int64_t now)
       char what[64];
       snprintf(what, sizeof what, "clearing %zu entities", job->n_failed);
       if (job->error.code == 0) {
-         bson_set_error(&job->error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CLEAR, "a clear could not be built");
+         bson_set_error(&job->error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CLEAR,
+                        "a clear could not be built");
       }
       write_failed(w, what, &job->error);
       w->write_retry_at_ms = now + relay_backoff_next(w->cfg, &w->write_backoff_ms);

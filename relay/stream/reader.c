@@ -439,7 +439,8 @@ relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx
    pthread_mutex_init(&rd->lock, NULL);
    pthread_cond_init(&rd->cond, NULL);
    if (pthread_create(&rd->thread, NULL, run, rd) != 0) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD, "cannot start the change stream thread");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD,
+                     "cannot start the change stream thread");
       relay_reader_destroy(rd);
       return NULL;
    }

@@ -35,8 +35,7 @@ static inline bool
 relay_error_is_refusal(const bson_error_t *error)
 {
    return (error->domain == MONGOC_ERROR_SERVER && error->code == 13) ||
-          (error->domain == MONGOC_ERROR_CLIENT &&
-           error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE);
+          (error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE);
 }
 
 #endif /* RELAY_UTIL_ERROR_H */

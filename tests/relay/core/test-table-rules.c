@@ -49,7 +49,8 @@ offer(relay_entity_t *e, int64_t seq)
    bson_value_t elem = {.value_type = BSON_TYPE_DOCUMENT};
    relay_event_t ev;
 
-   bson_snprintf(json, sizeof json, "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}",
+   bson_snprintf(json, sizeof json,
+                 "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}",
                  (int)e->id.value.v_int32, (int)seq, (int)seq);
    doc = bson_new_from_json((const uint8_t *)json, -1, NULL);
    elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);

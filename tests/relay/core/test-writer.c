@@ -128,8 +128,8 @@ change(int n, int32_t id)
    bson_value_t elem = {.value_type = BSON_TYPE_DOCUMENT};
    relay_event_t ev;
 
-   bson_snprintf(json, sizeof json, "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}",
-                 (int)id, n, n);
+   bson_snprintf(json, sizeof json,
+                 "{\"id\": \"e%d-%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}", (int)id, n, n);
    doc = bson_new_from_json((const uint8_t *)json, -1, NULL);
    elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    elem.value.v_doc.data_len = doc->len;
