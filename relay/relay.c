@@ -163,6 +163,79 @@ group_probe(void *ctx)
 static const relay_group_ops_t group_ops = {group_pop,          group_may_publish, group_drained,
                                             group_set_eligible, group_checkpoint,  group_probe};
 
+/* Ingest's world (stream/ingest.h): the reader thread, and the store's reads and sweeps. */
+static relay_change_t *
+ingest_pop(void *ctx)
+{
+   return relay_reader_pop(((relay_t *)ctx)->reader);
+}
+
+static uint64_t
+ingest_start(void *ctx, const bson_t *token, const relay_ts_t *at)
+{
+   return relay_reader_start(((relay_t *)ctx)->reader, token, at);
+}
+
+static void
+ingest_stop(void *ctx)
+{
+   relay_reader_stop(((relay_t *)ctx)->reader);
+}
+
+static bool
+ingest_read_entity(void *ctx, int coll, const bson_value_t *id, bson_t *doc, bson_error_t *error)
+{
+   relay_t *r = ctx;
+   return relay_store_read_entity(r->colls[coll], r->cfg, id, doc, error);
+}
+
+static bool
+ingest_ensure_index(void *ctx, int coll, bson_error_t *error)
+{
+   relay_t *r = ctx;
+   return relay_store_ensure_index(r->colls[coll], r->cfg, error);
+}
+
+static bool
+ingest_operation_time(void *ctx, relay_ts_t *ts, bson_error_t *error)
+{
+   return relay_store_operation_time(((relay_t *)ctx)->client, ts, error);
+}
+
+static void *
+ingest_sweep_open(void *ctx, int coll, bool hint, const relay_partset_t *parts, int n)
+{
+   relay_t *r = ctx;
+   return relay_store_sweep_cursor_in(r->colls[coll], r->cfg, hint, parts, n);
+}
+
+static bool
+ingest_sweep_next(void *ctx, void *cursor, const bson_t **doc)
+{
+   if (!mongoc_cursor_next(cursor, doc)) {
+      return false;
+   }
+   relay_store_sweep_pace(cursor, *doc);
+   return true;
+}
+
+static bool
+ingest_sweep_error(void *ctx, void *cursor, bson_error_t *error)
+{
+   return mongoc_cursor_error(cursor, error);
+}
+
+static void
+ingest_sweep_close(void *ctx, void *cursor)
+{
+   mongoc_cursor_destroy(cursor);
+}
+
+static const relay_ingest_ops_t ingest_ops = {
+    ingest_pop,          ingest_start,          ingest_stop,       ingest_read_entity,
+    ingest_ensure_index, ingest_operation_time, ingest_sweep_open, ingest_sweep_next,
+    ingest_sweep_error,  ingest_sweep_close};
+
 /* The publisher's link: messages rendered by the sender, handed to the MQTT client. */
 static int
 link_send(void *ctx, relay_entity_t *e, uint64_t tag, const char **poison)
@@ -202,6 +275,7 @@ open_mqtt(relay_t *r, bson_error_t *error)
    }
    r->sender = relay_sender_new(r->cfg, r->mqtt);
    r->writer = relay_writer_new(r->cfg, r->metrics, &r->table, &writer_ops, r);
+   r->ingest = relay_ingest_new(r->cfg, r->metrics, &r->table, &r->group, &ingest_ops, r);
    r->publisher =
        relay_publisher_new(r->cfg, r->metrics, &r->table, &admission_ops, r, &link_ops, r);
    return true;
@@ -243,7 +317,6 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    r->metrics = metrics;
    atomic_init(&r->stop, 0);
    relay_table_init(&r->table);
-   r->stream_gen = UINT64_MAX;
    relay_group_init(&r->group, cfg, metrics, &r->table, &group_ops, r);
    if (!open_mongodb(r, error) || !open_mqtt(r, error)) {
       relay_destroy(r);
@@ -274,6 +347,7 @@ update_gauges(relay_t *r)
    int64_t now = relay_wall_ms(), stored = relay_series_oldest(relay_metrics_series(r->metrics));
    double age = 0;
    bool refused;
+   int64_t lag_ms = relay_ingest_lag_ms(r->ingest);
 
    if (oldest && oldest->remaining > 0 && oldest->wall_ms > 0) {
       age = (double)(now - oldest->wall_ms) / 1000.0;
@@ -282,8 +356,7 @@ update_gauges(relay_t *r)
       age = (double)(now - stored) / 1000.0;
    }
    relay_metrics_set(r->metrics, RELAY_G_OLDEST_PENDING_AGE_S, age > 0 ? age : 0);
-   relay_metrics_set(r->metrics, RELAY_G_STREAM_LAG_S,
-                     r->stream_lag_ms > 0 ? (double)r->stream_lag_ms / 1000.0 : 0);
+   relay_metrics_set(r->metrics, RELAY_G_STREAM_LAG_S, lag_ms > 0 ? (double)lag_ms / 1000.0 : 0);
    relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double)r->table.buffered);
    relay_metrics_set(r->metrics, RELAY_G_BUFFERED_BYTES, (double)r->table.buffered_bytes);
    relay_metrics_set(r->metrics, RELAY_G_ENTITIES, (double)r->table.count);
@@ -292,7 +365,7 @@ update_gauges(relay_t *r)
     * here only. */
    refused = relay_writer_refused(r->writer) || (r->lease && relay_lease_refused(r->lease));
    relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, refused ? 1.0 : 0.0);
-   if (!r->started) {
+   if (!relay_ingest_started(r->ingest)) {
       /* A standby has no stream: MongoDB counts as reachable while its lease ticks work. */
       relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED,
                         relay_lease_healthy(r->lease) ? 1.0 : 0.0);
@@ -367,23 +440,24 @@ own(relay_t *r, int64_t now)
 {
    relay_group_intents_t in;
 
-   relay_group_step(&r->group, now, r->started, relay_publisher_connected(r->publisher), &in);
+   relay_group_step(&r->group, now, relay_ingest_started(r->ingest),
+                    relay_publisher_connected(r->publisher), &in);
    for (int p = 0; p < r->group.n; p++) {
       if (relay_partset_has(&in.sweep, p)) {
-         relay_sweep_request(r, p);
+         relay_ingest_sweep(r->ingest, p);
       }
    }
    switch (in.stream) {
    case RELAY_STREAM_OPEN:
       relay_reader_set_partitions(r->reader, in.filter, r->group.n);
-      relay_changes_open(r, in.token, &in.unswept);
+      relay_ingest_open(r->ingest, in.token, &in.unswept);
       break;
    case RELAY_STREAM_REFILTER:
       relay_reader_set_partitions(r->reader, in.filter, r->group.n);
       relay_reader_reopen(r->reader);
       break;
    case RELAY_STREAM_CLOSE:
-      relay_changes_close(r);
+      relay_ingest_close(r->ingest);
       break;
    case RELAY_STREAM_KEEP:
       break;
@@ -404,7 +478,7 @@ relay_run(relay_t *r)
       int64_t now = relay_now_ms();
       relay_publisher_connect(r->publisher, now);
       own(r, now);
-      relay_changes_step(r, now);
+      relay_ingest_step(r->ingest, now);
       relay_publisher_dispatch(r->publisher, now);
       relay_writer_flush(r->writer, now, false);
       checkpoint(r, now, false);
@@ -437,7 +511,7 @@ relay_destroy(relay_t *r)
    relay_clearer_destroy(r->clearer);
    relay_writer_destroy(r->writer);
    relay_scanner_destroy(r->scanner);
-   relay_changes_cleanup(r);
+   relay_ingest_destroy(r->ingest);
    relay_metrics_set_renderer(r->metrics, NULL, NULL);
    relay_lease_destroy(r->lease);
    relay_group_cleanup(&r->group);

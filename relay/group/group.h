@@ -21,7 +21,7 @@
  * ops it is handed (relay_group_ops_t), so a unit test runs it with fakes. It changes the
  * table it is given (dropping a lost partition's events, parking and unparking).
  *
- * Main thread only (relay_group_t lives in relay_t).
+ * Main thread only (relay_group_t lives in relay_t; relay.c owns it).
  */
 #ifndef RELAY_GROUP_H
 #define RELAY_GROUP_H
