@@ -2,7 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The relay's state: the components and the threads it connects. Private to relay.c, the
- * only file that knows every component (each of the others is handed what it needs). Every
+ * only file that knows every component (each of the others is handed what it needs), and to
+ * relay-ops.c, the ops tables relay.c hands them. Every
  * field is touched by the main thread only, except @stop; the reader (reader.c), the clearer
  * (clearer.c), the scanner (scanner.c), the lease thread (group/lease.c) and paho have their
  * own threads and talk to the main thread through queues.
@@ -65,5 +66,12 @@ struct relay_t {
 
    int exit_code; /* relay_run()'s result when it stops by itself (EX_OK otherwise) */
 };
+
+/* relay-ops.c: what relay.c hands each component (its context: the relay_t). */
+extern const relay_writer_ops_t relay_ops_writer;
+extern const relay_admission_ops_t relay_ops_admission;
+extern const relay_group_ops_t relay_ops_group;
+extern const relay_ingest_ops_t relay_ops_ingest;
+extern const relay_link_ops_t relay_ops_link;
 
 #endif /* RELAY_PRIVATE_H */
