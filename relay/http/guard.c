@@ -1,5 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The HTTP connection guard (guard.h): bounds what slow and idle clients can hold. Its list
+ * of connections is shared by libmicrohttpd's connection threads and its watchdog thread,
+ * under its mutex.
  */
 #include "http/guard.h"
 

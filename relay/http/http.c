@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The /metrics and /healthz endpoint (http.h). libmicrohttpd's internal thread serves it; it
+ * reads the metrics registry only through its atomics.
  */
 #include "http/http.h"
 

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The metrics registry (metrics.h): counters and gauges as atomics, written by any thread,
+ * rendered on the HTTP thread; the name and the extra renderer are under its mutex.
  */
 #include "http/metrics.h"
 

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The change stream reader (reader.h): its thread owns the change stream and the mongoc
+ * client; the queue between it and the main thread is under its lock.
  */
 #include "stream/reader.h"
 

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The event table (table.h): entities, events, positions, the checkpoint candidate. Not
+ * thread-safe: the main thread alone touches a table.
  */
 #include "stream/table.h"
 

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's logger (log.h). Any thread may log; the sink and the level are guarded by its
+ * lock.
  */
 #include "util/log.h"
 

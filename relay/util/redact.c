@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Keeping secrets out of what the relay prints (redact.h). The registry of secrets is under its
+ * mutex; any thread.
  */
 #include "util/redact.h"
 

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Small helpers shared by the relay's modules (util.h): clocks, backoff, stopping threads.
+ * No state; any thread.
  */
 #include "util/util.h"
 

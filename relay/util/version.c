@@ -1,5 +1,7 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's version strings (version.h). Static strings; any thread.
  */
 #include "util/version.h"
 

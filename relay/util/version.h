@@ -1,5 +1,7 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's version strings, for --version and the logs. Static strings; any thread.
  */
 #ifndef RELAY_VERSION_H
 #define RELAY_VERSION_H
