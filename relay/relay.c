@@ -1,11 +1,14 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The relay's lifecycle and main loop. One thread (the caller of relay_run()) owns all
- * state; the change stream reader thread, the lease thread and paho's threads only queue
- * work for it and wake it up. Each turn of the loop: connect if needed, take the group's
- * ownership changes, apply queued changes, publish within the window, clear what was
- * acknowledged, checkpoint, then wait briefly for more work.
+ * The relay's lifecycle and main loop: the one file that knows every component (the
+ * partition owner, ingest, the publisher, the writer, the table; relay/README.md, "How the
+ * relay is built") and hands each what it needs (relay-ops.c). One thread (the caller of
+ * relay_run()) owns all state; the reader, clearer, scanner and lease threads and paho's
+ * threads only queue work for it and wake it through the MQTT client's queue. Each turn of
+ * the loop, in the order correctness needs: connect if needed; the partition owner's step and
+ * what it asks for (own()); ingest; dispatch (each event admitted first); flush clears;
+ * checkpoint (only what is cleared); timeouts and gauges; wait for the next wake-up.
  */
 #include <signal.h>
 #include <string.h>
