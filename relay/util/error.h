@@ -24,6 +24,8 @@ typedef enum {
    RELAY_ERROR_CONFIG = 1,
    /* Setup: a worker thread (reader, clearer, scanner, lease) could not be started. */
    RELAY_ERROR_THREAD,
+   /* Setup: the metrics endpoint cannot resolve or listen on its address. */
+   RELAY_ERROR_LISTEN,
    /* Expected, retried: a clear batch could not be built (the clearer gives no reason). */
    RELAY_ERROR_CLEAR,
 } relay_error_code_t;
