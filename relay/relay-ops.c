@@ -9,7 +9,6 @@
  */
 #include <mongoc/mongoc.h>
 
-#include "group/gate.h"
 #include "group/probe.h"
 #include "relay-private.h"
 

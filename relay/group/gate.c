@@ -15,7 +15,7 @@ bool
 relay_gate_admit(relay_group_t *g, relay_entity_t *e)
 {
    relay_part_t *part = &g->parts[e->part];
-   if (part->owned && !part->draining && g->ops->may_publish(g->ctx, e->part)) {
+   if (relay_group_takes(g, e->part) && g->ops->may_publish(g->ctx, e->part)) {
       return true;
    }
    relay_table_park(g->table, e);

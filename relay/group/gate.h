@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "group/group.h"
+#include "group/owner.h"
 #include "stream/table.h"
 
 /* Whether @e may be published now: its partition is owned, not draining, and inside its

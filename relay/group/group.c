@@ -82,13 +82,6 @@ relay_group_part_of(const relay_group_t *g, const bson_value_t *id)
 }
 
 bool
-relay_group_takes(const relay_group_t *g, int p)
-{
-   const relay_part_t *part = &g->parts[p];
-   return part->owned && !part->draining;
-}
-
-bool
 relay_group_fresh(const relay_group_t *g, int p)
 {
    return g->parts[p].fresh;
