@@ -347,3 +347,47 @@ Test(ingest, a_sweep_that_meets_the_stream_reads_the_entity_afresh)
    cr_assert_eq(fake.reads, 2, "the sweep trusted its older copy");
    cr_assert_eq(t.buffered, 0, "events already cleared were taken again from the sweep's copy");
 }
+
+Test(ingest, a_lost_history_drops_the_old_stream_and_sweeps_from_the_start)
+{
+   resume();
+   push(RELAY_CHANGE_OPENED, NULL, (relay_ts_t){100, 0}, 0);
+   push(RELAY_CHANGE_LOST, NULL, (relay_ts_t){0, 0}, 286);
+   push_insert(1, 101, EV1, 1); /* queued behind the loss, from the stream that ended */
+   fake.time = (relay_ts_t){300, 0};
+   relay_ingest_step(in, 0);
+   cr_assert_eq(t.buffered, 0, "a change of the lost stream was applied");
+   relay_ingest_step(in, 1);
+   cr_assert_eq(fake.starts, 2, "the full sweep did not start a new stream");
+   cr_assert(fake.started_at, "the new stream does not start at the sweep's start");
+   cr_assert(relay_group_fresh(&g, 0), "swept partitions are not fresh");
+}
+
+Test(ingest, a_partial_sweep_holds_the_checkpoint_until_its_events_are_cleared)
+{
+   relay_entity_t *e;
+   bson_t *cp;
+   bson_value_t id = {.value_type = BSON_TYPE_INT32, .value.v_int32 = 7};
+
+   resume();
+   push(RELAY_CHANGE_OPENED, NULL, (relay_ts_t){100, 0}, 0);
+   relay_ingest_step(in, 0);
+   fake.time = (relay_ts_t){150, 0};
+   fake.sweep_docs[0] = "{\"_id\": 7, \"events\": [" EV1 "], \"eventSeq\": 1}";
+   relay_ingest_sweep(in, 0); /* acquired while the stream runs */
+   relay_ingest_step(in, 1);  /* the sweep begins: its marker */
+   relay_ingest_step(in, 2);  /* reads the document and ends */
+   cr_assert_eq(t.buffered, 1, "the swept event was not taken");
+   push(RELAY_CHANGE_IDLE, NULL, (relay_ts_t){0, 0}, 0);
+   relay_ingest_step(in, 3);
+   cp = relay_table_take_checkpoint(&t);
+   cr_assert_null(cp, "a checkpoint passed a swept event not yet cleared");
+   e = relay_table_find(&t, 0, &id);
+   cr_assert_eq(relay_table_next_ready(&t, 0), e);
+   relay_table_acked(&t, e);
+   relay_table_remove_state(&t, e, RELAY_ITEM_ACKED);
+   relay_table_pos_settle(&t);
+   cp = relay_table_take_checkpoint(&t);
+   cr_assert_not_null(cp, "the checkpoint did not move once the swept event was cleared");
+   bson_destroy(cp);
+}
