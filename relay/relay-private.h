@@ -1,12 +1,12 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The relay's state, shared by relay.c (lifecycle and main loop), changes.c (applying the
- * change stream), sweep.c (the sweeps), publish.c (MQTT side), writer.c (clears, dead
- * letters, checkpoint) and group/ (group.c, gate.c: the partitions this member owns). Every
- * field is touched by the main thread only, except @stop; the reader (reader.c), the
- * clearer (clearer.c), the lease thread (group/lease.c) and paho have their own threads and
- * talk to the main thread through queues.
+ * The relay's state: the components and the threads it connects. Private to relay.c, the
+ * only file that knows every component (each of the others is handed what it needs), and to
+ * relay-ops.c, the ops tables relay.c hands them. Every
+ * field is touched by the main thread only, except @stop; the reader (reader.c), the clearer
+ * (clearer.c), the scanner (scanner.c), the lease thread (group/lease.c) and paho have their
+ * own threads and talk to the main thread through queues.
  */
 #ifndef RELAY_PRIVATE_H
 #define RELAY_PRIVATE_H
@@ -25,20 +25,15 @@
 #include "group/group.h"
 #include "http/metrics.h"
 #include "mqtt/mqtt.h"
+#include "mqtt/publish.h"
+#include "publish/publisher.h"
 #include "relay.h"
 #include "store/store.h"
+#include "store/writer.h"
+#include "stream/ingest.h"
 #include "stream/reader.h"
 #include "stream/table.h"
 #include "util/util.h"
-
-/* One publish slot of the in-flight window. A publish's tag is (gen << 32 | slot index), so
- * a completion for an abandoned publish (gen moved on) is ignored. */
-typedef struct {
-   relay_entity_t *entity; /* NULL when free */
-   uint32_t gen;
-   int64_t sent_ms;
-   int64_t sent_us; /* bson_get_monotonic_time() at the send: the round-trip histogram */
-} relay_slot_t;
 
 struct relay_t {
    const relay_config_t *cfg;
@@ -51,105 +46,32 @@ struct relay_t {
    mongoc_collection_t *state;
 
    relay_mqtt_t *mqtt;
-   bool mqtt_connected, mqtt_connecting, mqtt_ever_connected;
-   int64_t mqtt_retry_at_ms;
-   int mqtt_backoff_ms;
-   char *encoded_db;     /* the database name percent-encoded for templates (publish.c) */
-   char **encoded_colls; /* the same for each collection */
-
+   relay_sender_t *sender;       /* events into messages (mqtt/publish.h) */
+   relay_publisher_t *publisher; /* the window, admission, suspects (publish/publisher.h) */
    relay_table_t table;
-   relay_slot_t *slots; /* cfg->inflight_window */
-   uint32_t *free_slots;
-   size_t n_free;
-   uint32_t gen;
-   int64_t publish_pause_until_ms;
-   int publish_backoff_ms;
-   /* A broker that drops the connection on a message it cannot take (MQTT 3.1.1 cannot say
-    * why): the oldest unacknowledged publish at each loss is the suspect (publish.c). */
-   char *suspect_id;
-   int suspect_strikes;
-   int64_t mqtt_up_since_ms;
-   int mqtt_short_connections; /* lost within a short time of connecting, in a row */
 
-   /* The group: which partitions this member owns (group/group.h). */
+   /* The partition owner: which partitions this member owns, the gate (group/group.h). */
    relay_group_t group;
+   relay_lease_t *lease; /* the lease thread (group/lease.h) */
+   bool fatal;           /* the group said this process cannot join: stop with exit_code */
 
-   /* Change stream (read on the reader's thread, applied here). */
+   /* Change stream and sweeps: read on the reader's thread, applied by ingest. */
    relay_reader_t *reader;
-   uint64_t stream_gen; /* changes from an earlier start are dropped */
-   relay_change_t *held; /* a change whose document read failed: retried first */
-   int64_t held_retry_at_ms;
-   int held_backoff_ms;
-   bool started;   /* the stream runs (this member owns partitions) */
-   bool verifying; /* replaying history: read documents of entities not in the table */
-   relay_ts_t verify_until;
-   int64_t stream_lag_ms;
-   bool stream_opened_once;
-
-   /* Sweep (sweep.c). */
-   bool sweeping;
-   bool sweep_full, sweep_full_wanted;
-   relay_partset_t sweep_set;
-   relay_ts_t sweep_start;
-   mongoc_cursor_t *sweep_cursor;
-   size_t sweep_coll;
-   relay_pos_t *sweep_pos; /* the sweep's marker */
-   bool sweep_hint;
-   int64_t sweep_retry_at_ms;
-   int sweep_backoff_ms;
+   relay_ingest_t *ingest; /* the held change, verifying, the sweep (stream/ingest.h) */
 
    /* Writes. */
    relay_clearer_t *clearer;
    relay_scanner_t *scanner; /* NULL when --pending-scan-interval-ms is 0 */
-   int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
-   /* The last clear batch was full and left acknowledged events behind: the next one goes
-    * out as soon as the clearer is free, without waiting for clear_interval_ms. */
-   bool clear_backlog;
-   int write_backoff_ms;
-   bool writes_failing; /* the last write failed: further failures are logged at debug */
-   bool writes_refused; /* ... with 13 Unauthorized or an authentication failure: publishing
-                         * is paused until a write succeeds (writer.c) */
+   relay_writer_t *writer;   /* clears, dead letters, when a checkpoint is due (writer.h) */
 
    int exit_code; /* relay_run()'s result when it stops by itself (EX_OK otherwise) */
 };
 
-/* changes.c */
-void relay_changes_step(relay_t *r, int64_t now);
-void relay_changes_cleanup(relay_t *r);
-/* Starts the stream for the owned partitions: after @token (the oldest of their
- * checkpoints), sweeping the partitions in @unswept (they came without one); without a
- * token, a full sweep first. */
-void relay_changes_open(relay_t *r, const bson_t *token, const relay_partset_t *unswept);
-/* Stops the stream (standby): queued changes and a running sweep are dropped. */
-void relay_changes_close(relay_t *r);
-/* Below both buffer bounds: more may be read. */
-bool relay_changes_has_room(const relay_t *r);
-/* Takes the pending events of @doc (read from collection @coll) if its entity is in @parts
- * and owned. */
-void relay_changes_sync_doc(relay_t *r, int coll, const relay_partset_t *parts, const bson_t *doc,
-                            relay_pos_t *pos);
-
-/* sweep.c */
-void relay_sweep_request(relay_t *r, int part);
-void relay_sweep_request_full(relay_t *r);
-void relay_sweep_step(relay_t *r, int64_t now);
-void relay_sweep_abort(relay_t *r);
-
-/* publish.c */
-bool relay_publish_init(relay_t *r, bson_error_t *error);
-void relay_publish_cleanup(relay_t *r);
-void relay_publish_dispatch(relay_t *r, int64_t now);
-void relay_publish_handle(relay_t *r, int wait_ms, int64_t now);
-void relay_publish_check_timeouts(relay_t *r, int64_t now);
-void relay_publish_connect(relay_t *r, int64_t now);
-
-/* writer.c */
-void relay_writer_flush(relay_t *r, int64_t now, bool force);
-void relay_writer_checkpoint(relay_t *r, int64_t now, bool force);
-/* True when nothing waits to be cleared or dead-lettered and no clear is running. */
-bool relay_writer_idle(relay_t *r);
-/* Whether MongoDB refuses the relay's credentials or privileges: 13 Unauthorized, or an
- * authentication failure. */
-bool relay_error_is_refusal(const bson_error_t *error);
+/* relay-ops.c: what relay.c hands each component (its context: the relay_t). */
+extern const relay_writer_ops_t relay_ops_writer;
+extern const relay_admission_ops_t relay_ops_admission;
+extern const relay_group_ops_t relay_ops_group;
+extern const relay_ingest_ops_t relay_ops_ingest;
+extern const relay_link_ops_t relay_ops_link;
 
 #endif /* RELAY_PRIVATE_H */

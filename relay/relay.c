@@ -1,16 +1,20 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The relay's lifecycle and main loop. One thread (the caller of relay_run()) owns all
- * state; the change stream reader thread, the lease thread and paho's threads only queue
- * work for it and wake it up. Each turn of the loop: connect if needed, take the group's
- * ownership changes, apply queued changes, publish within the window, clear what was
- * acknowledged, checkpoint, then wait briefly for more work.
+ * The relay's lifecycle and main loop: the one file that knows every component (the
+ * partition owner, ingest, the publisher, the writer, the table; relay/README.md, "How the
+ * relay is built") and hands each what it needs (relay-ops.c). One thread (the caller of
+ * relay_run()) owns all state; the reader, clearer, scanner and lease threads and paho's
+ * threads only queue work for it and wake it through the MQTT client's queue. Each turn of
+ * the loop, in the order correctness needs: connect if needed; the partition owner's step and
+ * what it asks for (own()); ingest; dispatch (each event admitted first); flush clears;
+ * checkpoint (only what is cleared); timeouts and gauges; wait for the next wake-up.
  */
 #include <signal.h>
 #include <string.h>
 #include <sysexits.h>
 
+#include "util/error.h"
 #include "util/log.h"
 #include "relay-private.h"
 #include "mqtt/render.h"
@@ -24,16 +28,19 @@ check_config(const relay_config_t *cfg, bson_error_t *error)
       return false;
    }
    if (!cfg->database || !*cfg->database || cfg->n_collections == 0) {
-      bson_set_error(error, 0, 0, "a database and at least one collection are needed");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "a database and at least one collection are needed");
       return false;
    }
    if (cfg->qos < 0 || cfg->qos > 2 || cfg->inflight_window < 1 || cfg->max_buffered_events < 1 ||
        cfg->clear_batch_size < 1) {
-      bson_set_error(error, 0, 0, "qos, inflight window, buffer or batch size out of range");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "qos, inflight window, buffer or batch size out of range");
       return false;
    }
    if (cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version != 5) {
-      bson_set_error(error, 0, 0, "binary payload mode needs MQTT 5 (user properties)");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "binary payload mode needs MQTT 5 (user properties)");
       return false;
    }
    return true;
@@ -63,6 +70,43 @@ open_mongodb(relay_t *r, bson_error_t *error)
    return true;
 }
 
+/* The MQTT client (with the group's client id) and the components that use it: made before
+ * the threads, which wake the main loop through it. */
+static bool
+open_mqtt(relay_t *r, bson_error_t *error)
+{
+   r->mqtt = relay_mqtt_new(r->cfg, r->group.client_id, error);
+   if (!r->mqtt) {
+      return false;
+   }
+   r->sender = relay_sender_new(r->cfg, r->mqtt, r->metrics);
+   r->writer = relay_writer_new(r->cfg, r->metrics, &r->table, &relay_ops_writer, r);
+   r->ingest = relay_ingest_new(r->cfg, r->metrics, &r->table, &r->group, &relay_ops_ingest, r);
+   r->publisher = relay_publisher_new(r->cfg, r->metrics, &r->table, &relay_ops_admission, r,
+                                      &relay_ops_link, r);
+   return true;
+}
+
+static void
+render_lease_metrics(void *ctx, bson_string_t *out)
+{
+   relay_lease_render_metrics(ctx, out);
+}
+
+/* The lease thread (after the MQTT client exists: it wakes the main loop through it). */
+static bool
+start_lease(relay_t *r, bson_error_t *error)
+{
+   r->lease = relay_lease_new(r->cfg, r->group.instance_id, r->metrics, wake_main, r->mqtt, error);
+   if (!r->lease) {
+      return false;
+   }
+   relay_metrics_set_renderer(r->metrics, render_lease_metrics, r->lease);
+   relay_log(RELAY_LOG_INFO, "group", "member %s of group '%s' (%d partitions, lease %d ms)",
+             r->group.instance_id, r->cfg->name, r->group.n, r->cfg->lease_ttl_ms);
+   return true;
+}
+
 relay_t *
 relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *error)
 {
@@ -79,8 +123,8 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    r->metrics = metrics;
    atomic_init(&r->stop, 0);
    relay_table_init(&r->table);
-   r->stream_gen = UINT64_MAX;
-   if (!open_mongodb(r, error) || !relay_group_init(r, error) || !relay_publish_init(r, error)) {
+   relay_group_init(&r->group, cfg, metrics, &r->table, &relay_ops_group, r);
+   if (!open_mongodb(r, error) || !open_mqtt(r, error)) {
       relay_destroy(r);
       return NULL;
    }
@@ -92,7 +136,7 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    if (r->clearer && want_scanner) {
       r->scanner = relay_scanner_new(cfg, metrics, error);
    }
-   if (!r->clearer || (want_scanner && !r->scanner) || !relay_group_start(r, error)) {
+   if (!r->clearer || (want_scanner && !r->scanner) || !start_lease(r, error)) {
       relay_destroy(r);
       return NULL;
    }
@@ -108,6 +152,8 @@ update_gauges(relay_t *r)
    relay_pos_t *oldest = r->table.pos_head;
    int64_t now = relay_wall_ms(), stored = relay_series_oldest(relay_metrics_series(r->metrics));
    double age = 0;
+   bool refused;
+   int64_t lag_ms = relay_ingest_lag_ms(r->ingest);
 
    if (oldest && oldest->remaining > 0 && oldest->wall_ms > 0) {
       age = (double)(now - oldest->wall_ms) / 1000.0;
@@ -116,16 +162,44 @@ update_gauges(relay_t *r)
       age = (double)(now - stored) / 1000.0;
    }
    relay_metrics_set(r->metrics, RELAY_G_OLDEST_PENDING_AGE_S, age > 0 ? age : 0);
-   relay_metrics_set(r->metrics, RELAY_G_STREAM_LAG_S,
-                     r->stream_lag_ms > 0 ? (double)r->stream_lag_ms / 1000.0 : 0);
+   relay_metrics_set(r->metrics, RELAY_G_STREAM_LAG_S, lag_ms > 0 ? (double)lag_ms / 1000.0 : 0);
    relay_metrics_set(r->metrics, RELAY_G_BUFFERED, (double)r->table.buffered);
    relay_metrics_set(r->metrics, RELAY_G_BUFFERED_BYTES, (double)r->table.buffered_bytes);
    relay_metrics_set(r->metrics, RELAY_G_ENTITIES, (double)r->table.count);
    relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
-   if (!r->started) {
+   /* Refused by the clears (writer.c) or by the lease writes (group/tick.c): one gauge, set
+    * here only. */
+   refused = relay_writer_refused(r->writer) || (r->lease && relay_lease_refused(r->lease));
+   relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, refused ? 1.0 : 0.0);
+   if (!relay_ingest_started(r->ingest)) {
       /* A standby has no stream: MongoDB counts as reachable while its lease ticks work. */
       relay_metrics_set(r->metrics, RELAY_G_MONGODB_CONNECTED,
-                        relay_lease_healthy(r->group.lease) ? 1.0 : 0.0);
+                        relay_lease_healthy(r->lease) ? 1.0 : 0.0);
+   }
+}
+
+/* A checkpoint the writer says is due goes to the group, whose lease thread stores it in
+ * the leases it is valid for (fenced by their epochs). */
+static void
+checkpoint(relay_t *r, int64_t now, bool force)
+{
+   bson_t *token = relay_writer_checkpoint_due(r->writer, now, force);
+   if (token) {
+      relay_group_checkpoint(&r->group, token);
+      bson_destroy(token);
+   }
+}
+
+/* The loop's one wait: every thread (reader, clearer, lease, paho) wakes it through the MQTT
+ * client's queue; paho's completions go to the publisher. */
+static void
+handle_completions(relay_t *r, int wait_ms, int64_t now)
+{
+   relay_mqtt_completion_t cs[256];
+   size_t n = relay_mqtt_wait(r->mqtt, cs, 256, wait_ms);
+
+   for (size_t i = 0; i < n; i++) {
+      relay_publisher_complete(r->publisher, &cs[i], now);
    }
 }
 
@@ -149,10 +223,10 @@ drain(relay_t *r)
    int64_t deadline = now + r->cfg->shutdown_timeout_ms;
 
    relay_log(RELAY_LOG_INFO, "relay", "stopping: %zu messages in flight", r->table.inflight);
-   while (now < deadline && (r->table.inflight > 0 || !relay_writer_idle(r))) {
-      relay_publish_handle(r, 20, now);
+   while (now < deadline && (r->table.inflight > 0 || !relay_writer_idle(r->writer))) {
+      handle_completions(r, 20, now);
       now = relay_now_ms();
-      relay_writer_flush(r, now, true);
+      relay_writer_flush(r->writer, now, true);
       update_gauges(r);
    }
    if (r->table.inflight > 0) {
@@ -160,9 +234,45 @@ drain(relay_t *r)
                 "%zu messages still unacknowledged at shutdown: they will be sent again",
                 r->table.inflight);
    }
-   relay_writer_checkpoint(r, now, true);
-   relay_group_shutdown(r);
+   checkpoint(r, now, true);
+   relay_lease_shutdown(r->lease, 5000);
    relay_mqtt_disconnect(r->mqtt, 1000);
+}
+
+/* The partition owner's step, and what it asked for: sweeps of partitions acquired while
+ * the stream runs, then the stream opened, refiltered or closed. */
+static void
+own(relay_t *r, int64_t now)
+{
+   relay_group_intents_t in;
+
+   relay_group_step(&r->group, now, relay_ingest_started(r->ingest),
+                    relay_publisher_connected(r->publisher), &in);
+   for (int p = 0; p < r->group.n; p++) {
+      if (relay_partset_has(&in.sweep, p)) {
+         relay_ingest_sweep(r->ingest, p);
+      }
+   }
+   switch (in.stream) {
+   case RELAY_STREAM_OPEN:
+      relay_reader_set_partitions(r->reader, in.filter, r->group.n);
+      relay_ingest_open(r->ingest, in.token, &in.unswept);
+      break;
+   case RELAY_STREAM_REFILTER:
+      relay_reader_set_partitions(r->reader, in.filter, r->group.n);
+      relay_reader_reopen(r->reader);
+      break;
+   case RELAY_STREAM_CLOSE:
+      relay_ingest_close(r->ingest);
+      break;
+   case RELAY_STREAM_KEEP:
+      break;
+   }
+   if (in.fatal) {
+      r->fatal = true;
+      r->exit_code = in.exit_code;
+   }
+   relay_group_intents_cleanup(&in);
 }
 
 int
@@ -170,17 +280,17 @@ relay_run(relay_t *r)
 {
    relay_log(RELAY_LOG_INFO, "relay", "relay '%s' starting: database %s, %zu collection(s)",
              r->cfg->name, r->cfg->database, r->cfg->n_collections);
-   while (!atomic_load(&r->stop) && !r->group.fatal) {
+   while (!atomic_load(&r->stop) && !r->fatal) {
       int64_t now = relay_now_ms();
-      relay_publish_connect(r, now);
-      relay_group_step(r, now);
-      relay_changes_step(r, now);
-      relay_publish_dispatch(r, now);
-      relay_writer_flush(r, now, false);
-      relay_writer_checkpoint(r, now, false);
-      relay_publish_check_timeouts(r, now);
+      relay_publisher_connect(r->publisher, now);
+      own(r, now);
+      relay_ingest_step(r->ingest, now);
+      relay_publisher_dispatch(r->publisher, now);
+      relay_writer_flush(r->writer, now, false);
+      checkpoint(r, now, false);
+      relay_publisher_check_timeouts(r->publisher, now);
       update_gauges(r);
-      relay_publish_handle(r, loop_wait_ms(r), relay_now_ms());
+      handle_completions(r, loop_wait_ms(r), relay_now_ms());
    }
    drain(r);
    update_gauges(r);
@@ -205,10 +315,15 @@ relay_destroy(relay_t *r)
    /* The threads first: they wake the main loop through the MQTT client's queue. */
    relay_reader_destroy(r->reader);
    relay_clearer_destroy(r->clearer);
+   relay_writer_destroy(r->writer);
    relay_scanner_destroy(r->scanner);
-   relay_changes_cleanup(r);
-   relay_group_cleanup(r);
-   relay_publish_cleanup(r);
+   relay_ingest_destroy(r->ingest);
+   relay_metrics_set_renderer(r->metrics, NULL, NULL);
+   relay_lease_destroy(r->lease);
+   relay_group_cleanup(&r->group);
+   relay_publisher_destroy(r->publisher);
+   relay_sender_destroy(r->sender);
+   relay_mqtt_destroy(r->mqtt);
    relay_table_cleanup(&r->table);
    if (r->colls) {
       for (size_t i = 0; i < r->cfg->n_collections; i++) {

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Balancing (balance.h): the plan for one tick of one member, a pure function. Called by
+ * the lease thread only; it keeps no state.
  */
 #include "group/balance.h"
 

@@ -1,46 +1,37 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Main thread only: the table and the partitions' parked lists are the main thread's. The
- * gate is checked right before each publish is handed to paho; what can still slip through
- * after a lease is lost is only what was handed over before its deadline (at most the
- * in-flight window), each a duplicate or a first delivery still in order (relay/README.md,
- * "Running several relays").
+ * The partition owner's gate (gate.h). Main thread only: the table and the partitions'
+ * parked lists are the main thread's. The gate is checked right before each publish is handed to
+ * paho; what can still slip through after a lease is lost is only what was handed over before its
+ * deadline (at most the in-flight window), each a duplicate or a first delivery still in order
+ * (relay/README.md, "Running several relays").
  */
 #include "group/gate.h"
 
-#include "relay-private.h"
 #include "util/log.h"
 
 bool
-relay_gate_admit(relay_t *r, relay_entity_t *e)
+relay_gate_admit(relay_group_t *g, relay_entity_t *e)
 {
-   relay_part_t *part = &r->group.parts[e->part];
-   if (part->owned && !part->draining && relay_lease_may_publish(r->group.lease, e->part)) {
+   relay_part_t *part = &g->parts[e->part];
+   if (relay_group_takes(g, e->part) && g->ops->may_publish(g->ctx, e->part)) {
       return true;
    }
-   relay_table_park(&r->table, e);
+   relay_table_park(g->table, e);
    e->pnext = part->parked;
    part->parked = e;
    return false;
 }
 
-static void
-forget_if_idle(relay_t *r, relay_entity_t *e)
-{
-   if (!r->verifying) {
-      relay_table_evict(&r->table, e);
-   }
-}
-
 bool
-relay_gate_keep_failed(relay_t *r, relay_entity_t *e)
+relay_gate_keep_failed(relay_group_t *g, relay_entity_t *e)
 {
-   if (relay_group_takes(r, e->part)) {
+   if (relay_group_takes(g, e->part)) {
       return true;
    }
-   relay_table_drop_inflight(&r->table, e);
-   forget_if_idle(r, e);
+   relay_table_drop_inflight(g->table, e);
+   relay_table_forget_if_idle(g->table, e);
    return false;
 }
 
@@ -61,23 +52,12 @@ unlist_parked(relay_part_t *part)
 /* The partition went to another member: its queued events are dropped (they stay pending in
  * their documents); acknowledged ones are still cleared, the in-flight ones end as they end. */
 static void
-drop_partition(relay_t *r, int p)
+drop_partition(relay_group_t *g, int p)
 {
-   relay_table_t *t = &r->table;
-   size_t dropped = 0;
+   size_t dropped;
 
-   unlist_parked(&r->group.parts[p]);
-   for (size_t i = 0; i < t->nbuckets; i++) {
-      relay_entity_t *e = t->buckets[i];
-      while (e) {
-         relay_entity_t *next = e->hnext;
-         if (e->part == p) {
-            dropped += relay_table_drop_queued(t, e);
-            forget_if_idle(r, e);
-         }
-         e = next;
-      }
-   }
+   unlist_parked(&g->parts[p]);
+   dropped = relay_table_drop_partition(g->table, p);
    if (dropped > 0) {
       relay_log(RELAY_LOG_DEBUG, "group",
                 "partition %d: %zu queued events dropped (pending for the new owner)", p, dropped);
@@ -85,9 +65,8 @@ drop_partition(relay_t *r, int p)
 }
 
 bool
-relay_gate_lost(relay_t *r, int p, int64_t epoch)
+relay_gate_lost(relay_group_t *g, int p, int64_t epoch)
 {
-   relay_group_t *g = &r->group;
    relay_part_t *part = &g->parts[p];
 
    if (!part->owned || part->epoch != epoch) {
@@ -100,14 +79,13 @@ relay_gate_lost(relay_t *r, int p, int64_t epoch)
    bson_destroy(part->token);
    part->token = NULL;
    relay_partset_remove(&g->active, p);
-   drop_partition(r, p);
+   drop_partition(g, p);
    return true;
 }
 
 bool
-relay_gate_drain(relay_t *r, int p, int64_t epoch, int64_t now)
+relay_gate_drain(relay_group_t *g, int p, int64_t epoch, int64_t now)
 {
-   relay_group_t *g = &r->group;
    relay_part_t *part = &g->parts[p];
 
    if (!part->owned || part->epoch != epoch || part->draining) {
@@ -117,30 +95,13 @@ relay_gate_drain(relay_t *r, int p, int64_t epoch, int64_t now)
    part->drain_started_ms = now;
    g->n_draining++;
    relay_partset_remove(&g->active, p);
-   drop_partition(r, p);
+   drop_partition(g, p);
    return true;
 }
 
-/* Marks in @busy the partitions with events in flight, acknowledged but not cleared, or
- * waiting for the dead letters. */
-static void
-find_busy(relay_t *r, bool *busy)
-{
-   relay_table_t *t = &r->table;
-   for (size_t i = 0; i < t->nbuckets; i++) {
-      for (relay_entity_t *e = t->buckets[i]; e; e = e->hnext) {
-         if (e->inflight || e->n_state[RELAY_ITEM_ACKED] || e->n_state[RELAY_ITEM_CLEARING] ||
-             e->n_state[RELAY_ITEM_POISON]) {
-            busy[e->part] = true;
-         }
-      }
-   }
-}
-
 void
-relay_gate_finish_drains(relay_t *r, int64_t now)
+relay_gate_finish_drains(relay_group_t *g, int64_t now)
 {
-   relay_group_t *g = &r->group;
    bool *busy;
 
    if (g->n_draining == 0 || now - g->drain_check_ms < 50) {
@@ -148,10 +109,10 @@ relay_gate_finish_drains(relay_t *r, int64_t now)
    }
    g->drain_check_ms = now;
    busy = bson_malloc0(sizeof(bool) * (size_t)g->n);
-   find_busy(r, busy);
+   relay_table_find_busy(g->table, busy);
    for (int p = 0; p < g->n; p++) {
       relay_part_t *part = &g->parts[p];
-      bool late = now - part->drain_started_ms > r->cfg->lease_ttl_ms;
+      bool late = now - part->drain_started_ms > g->cfg->lease_ttl_ms;
       if (!part->draining || (busy[p] && !late)) {
          continue;
       }
@@ -163,20 +124,18 @@ relay_gate_finish_drains(relay_t *r, int64_t now)
       }
       part->draining = part->owned = part->fresh = false;
       g->n_draining--;
-      relay_lease_drained(g->lease, p, part->epoch);
+      g->ops->drained(g->ctx, p, part->epoch);
    }
    bson_free(busy);
 }
 
 void
-relay_gate_unpark(relay_t *r)
+relay_gate_unpark(relay_group_t *g)
 {
-   relay_group_t *g = &r->group;
    for (int p = 0; p < g->n; p++) {
       relay_part_t *part = &g->parts[p];
       relay_entity_t *e;
-      if (!part->parked || !part->owned || part->draining ||
-          !relay_lease_may_publish(g->lease, p)) {
+      if (!part->parked || !part->owned || part->draining || !g->ops->may_publish(g->ctx, p)) {
          continue;
       }
       e = part->parked;
@@ -184,30 +143,29 @@ relay_gate_unpark(relay_t *r)
       while (e) {
          relay_entity_t *next = e->pnext;
          e->pnext = NULL;
-         relay_table_unpark(&r->table, e);
+         relay_table_unpark(g->table, e);
          e = next;
       }
    }
 }
 
 void
-relay_gate_eligibility(relay_t *r, int64_t now)
+relay_gate_eligibility(relay_group_t *g, int64_t now, bool mqtt_connected)
 {
-   relay_group_t *g = &r->group;
    bool eligible;
 
-   if (r->mqtt_connected) {
+   if (mqtt_connected) {
       g->mqtt_down_since_ms = 0;
    } else if (g->mqtt_down_since_ms == 0) {
       g->mqtt_down_since_ms = now;
    }
-   eligible = g->mqtt_down_since_ms == 0 || now - g->mqtt_down_since_ms <= r->cfg->lease_ttl_ms;
+   eligible = g->mqtt_down_since_ms == 0 || now - g->mqtt_down_since_ms <= g->cfg->lease_ttl_ms;
    if (eligible != g->eligible) {
       g->eligible = eligible;
       relay_log(eligible ? RELAY_LOG_INFO : RELAY_LOG_WARNING, "group",
                 eligible ? "connected to the broker again: taking a share of the partitions"
                          : "the broker has been unreachable for more than a lease time: leaving "
                            "the partitions to members that can publish (if any)");
-      relay_lease_set_eligible(g->lease, eligible);
+      g->ops->set_eligible(g->ctx, eligible);
    }
 }

@@ -14,33 +14,32 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "group/owner.h"
 #include "stream/table.h"
-
-typedef struct relay_t relay_t;
 
 /* Whether @e may be published now: its partition is owned, not draining, and inside its
  * lease deadline. When not, @e is parked (relay_gate_unpark() offers it again). */
-bool relay_gate_admit(relay_t *r, relay_entity_t *e);
+bool relay_gate_admit(relay_group_t *g, relay_entity_t *e);
 
 /* The in-flight event of @e ended without an acknowledgement. False when its partition is
  * gone or draining: the event was dropped (it stays pending for the new owner). True: it may
  * be queued again. */
-bool relay_gate_keep_failed(relay_t *r, relay_entity_t *e);
+bool relay_gate_keep_failed(relay_group_t *g, relay_entity_t *e);
 
 /* Lease events: @p (at @epoch) was lost, or is asked for. True when the set of partitions
  * the stream should carry changed. */
-bool relay_gate_lost(relay_t *r, int p, int64_t epoch);
-bool relay_gate_drain(relay_t *r, int p, int64_t epoch, int64_t now);
+bool relay_gate_lost(relay_group_t *g, int p, int64_t epoch);
+bool relay_gate_drain(relay_group_t *g, int p, int64_t epoch, int64_t now);
 
 /* Hands over the draining partitions that have nothing left in flight or to clear (or have
  * drained for a whole lease time). */
-void relay_gate_finish_drains(relay_t *r, int64_t now);
+void relay_gate_finish_drains(relay_group_t *g, int64_t now);
 
 /* Offers the parked entities of partitions whose gate is open again. */
-void relay_gate_unpark(relay_t *r);
+void relay_gate_unpark(relay_group_t *g);
 
-/* Tells the lease thread whether this member may own partitions: not while the broker has
- * been unreachable for more than a lease time. */
-void relay_gate_eligibility(relay_t *r, int64_t now);
+/* Tells the lease thread whether this member may own partitions: not while the broker
+ * (@mqtt_connected now) has been unreachable for more than a lease time. */
+void relay_gate_eligibility(relay_group_t *g, int64_t now, bool mqtt_connected);
 
 #endif /* RELAY_GATE_H */

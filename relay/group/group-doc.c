@@ -8,6 +8,7 @@
  */
 #include "group/lease-store.h"
 
+#include "util/error.h"
 #include "util/log.h"
 
 /* Makes sure lease documents 0..P-1 exist; new ones get @token as their checkpoint. */
@@ -149,7 +150,7 @@ check_group(const relay_lease_store_t *st, const bson_t *doc, bson_error_t *erro
    if (bson_iter_init_find(&it, doc, "partitions") && BSON_ITER_HOLDS_INT32(&it)) {
       int have = bson_iter_int32(&it);
       if (have != st->partitions) {
-         bson_set_error(error, 0, 0,
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                         "group '%s' has %d partitions (%s); started with --partitions %d: use "
                         "the same value or another --name",
                         st->name, have, mongoc_collection_get_name(st->state), st->partitions);

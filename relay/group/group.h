@@ -1,8 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The main thread's side of a group: which partitions this member may publish, and what it
- * does when that changes. The lease thread (lease.h) decides ownership and says so in
+ * The partition owner (group.c and gate.c): which partitions this member may publish, and
+ * what it does when that changes. The lease thread (lease.h) decides ownership and says so in
  * events; here they turn into stream and sweep changes and into the table: an acquired
  * partition is swept and its entities are read from their documents until that sweep is
  * behind the stream ("fresh"); a lost or handed-over partition's queued events are dropped
@@ -15,7 +15,13 @@
  * began: everything swept hangs on it), so a token saved in p's lease never claims events
  * of p that were not done.
  *
- * Main thread only (relay_group_t lives in relay_t).
+ * The partition owner never calls into the stream or the sweeps: its step returns what it
+ * wants done (relay_group_intents_t: open, refilter or close the stream, sweep partitions,
+ * stop) and relay.c applies it. It reaches the lease thread and the server only through the
+ * ops it is handed (relay_group_ops_t), so a unit test runs it with fakes. It changes the
+ * table it is given (dropping a lost partition's events, parking and unparking).
+ *
+ * Main thread only (relay_group_t lives in relay_t; relay.c owns it).
  */
 #ifndef RELAY_GROUP_H
 #define RELAY_GROUP_H
@@ -25,88 +31,68 @@
 
 #include <bson/bson.h>
 
-#include "group/lease.h"
-#include "group/partition.h"
+#include "group/gate.h"
+#include "group/owner.h"
 #include "store/store.h"
 #include "stream/table.h"
 
-typedef struct relay_t relay_t;
+/* What the stream should do after a step. */
+typedef enum {
+   RELAY_STREAM_KEEP = 0,
+   RELAY_STREAM_OPEN,     /* start it: after @token, sweeping @unswept (no token: full sweep) */
+   RELAY_STREAM_REFILTER, /* reopen it with the server-side filter @filter */
+   RELAY_STREAM_CLOSE,    /* stop it: this member owns nothing (standby) */
+} relay_stream_wish_t;
 
+/* What a step asks of relay.c, in the order it applies them: sweeps, then the stream. */
 typedef struct {
-   bool owned;    /* acquired, not lost, not handed over */
-   bool draining; /* a handoff was asked: publish nothing new, finish what is in flight */
-   int64_t epoch;
-   int64_t drain_started_ms;
-   uint64_t marker_seq; /* the token is valid once the checkpoint's seq passes this */
-   bool fresh;          /* entities not in the table are read from their documents */
-   bool sweep_done;     /* its sweep ended at fresh_until */
-   relay_ts_t fresh_until;
-   bson_t *token;          /* the checkpoint it came with, until the stream starts */
-   relay_entity_t *parked; /* entities waiting for the gate (linked by pnext) */
-} relay_part_t;
+   relay_partset_t sweep; /* acquired while the stream runs: sweep these */
+   relay_stream_wish_t stream;
+   const relay_partset_t *filter; /* OPEN, REFILTER: the server-side filter (NULL: none) */
+   bson_t *token;                 /* OPEN: resume after it (owned here; NULL: full sweep) */
+   relay_partset_t unswept;       /* OPEN: partitions that came without a checkpoint */
+   bool fatal;                    /* this process cannot join its group: stop ... */
+   int exit_code;                 /* ... with this <sysexits.h> status */
+} relay_group_intents_t;
 
-typedef struct {
-   relay_lease_t *lease;
-   char instance_id[300]; /* "<hostname>/<pid>/<8 hex>" */
-   char suffix[9];        /* the 8 hex: the default MQTT client id is "<name>-<suffix>" */
-   char *client_id;       /* the MQTT client id this process uses */
-   int n;                 /* partitions */
-   relay_part_t *parts;
-   relay_partset_t active;   /* owned and not draining: what the stream carries */
-   relay_partset_t streamed; /* what the open stream's server-side filter selects */
-   relay_partset_t sweep_wanted;
-   int probe; /* 0 not yet, 1 the server hashes like us, -1 it does not */
-   int64_t probe_retry_at_ms;
-   int probe_backoff_ms;
-   int n_draining;
-   int64_t drain_check_ms;
-   int n_fresh_done;     /* fresh partitions whose sweep ended ... */
-   relay_ts_t fresh_min; /* ... the earliest of their fresh_until */
-   bool fatal;
-   int64_t mqtt_down_since_ms;
-   bool eligible;
-} relay_group_t;
+/* Frees what @in owns (NULL-safe fields). */
+void relay_group_intents_cleanup(relay_group_intents_t *in);
 
-/* Sets the group up: the instance id and the MQTT client id (before the MQTT client is
- * created). */
-bool relay_group_init(relay_t *r, bson_error_t *error);
+/* Sets the owner up: the instance id and the MQTT client id. Everything is borrowed and
+ * must outlive @g; @metrics may be NULL. */
+void relay_group_init(relay_group_t *g, const relay_config_t *cfg, relay_metrics_t *metrics,
+                      relay_table_t *table, const relay_group_ops_t *ops, void *ctx);
+void relay_group_cleanup(relay_group_t *g);
 
-/* Starts the lease thread (after the MQTT client exists: it wakes the main loop through
- * it). False with @error on a bad URI. */
-bool relay_group_start(relay_t *r, bson_error_t *error);
-void relay_group_cleanup(relay_t *r);
-
-/* One turn of the main loop: lease events, stream changes, drains, the parked, health. */
-void relay_group_step(relay_t *r, int64_t now);
+/* One turn of the main loop: lease events, drains, the parked, eligibility (@mqtt_connected);
+ * @started: whether the stream runs now. Fills @out (relay_group_intents_cleanup() it). */
+void relay_group_step(relay_group_t *g, int64_t now, bool started, bool mqtt_connected,
+                      relay_group_intents_t *out);
 
 /* The partition of @id (the relay's own hash of it). */
-int relay_group_part_of(const relay_t *r, const bson_value_t *id);
-
-/* Whether changes and documents of partition @p are taken (owned and not draining). */
-bool relay_group_takes(const relay_t *r, int p);
+int relay_group_part_of(const relay_group_t *g, const bson_value_t *id);
 
 /* Whether an entity of @p not yet in the table must be read from its document. */
-bool relay_group_fresh(const relay_t *r, int p);
+bool relay_group_fresh(const relay_group_t *g, int p);
 
 /* The stream reached @ts (a change's clusterTime), or caught up (@ts NULL): partitions whose
  * sweep ended before it are not fresh any more. */
-void relay_group_stream_at(relay_t *r, const relay_ts_t *ts);
+void relay_group_stream_at(relay_group_t *g, const relay_ts_t *ts);
 
 /* Hands the checkpoint candidate @token to the lease thread for the partitions it is valid
  * for. */
-void relay_group_checkpoint(relay_t *r, const bson_t *token);
+void relay_group_checkpoint(relay_group_t *g, const bson_t *token);
 
 /* The stream starts at marker @marker for @parts: their tokens become valid past it. */
-void relay_group_valid_after(relay_t *r, const relay_partset_t *parts, const relay_pos_t *marker);
+void relay_group_valid_after(relay_group_t *g, const relay_partset_t *parts,
+                             const relay_pos_t *marker);
 
 /* A sweep of @parts began at marker @marker: relay_group_valid_after(), and they are fresh
  * until the stream passes the time the sweep ends (relay_group_sweep_ended()). */
-void relay_group_sweep_began(relay_t *r, const relay_partset_t *parts, const relay_pos_t *marker);
+void relay_group_sweep_began(relay_group_t *g, const relay_partset_t *parts,
+                             const relay_pos_t *marker);
 
 /* The sweep of @parts ended; the server's time then was @ts. */
-void relay_group_sweep_ended(relay_t *r, const relay_partset_t *parts, relay_ts_t ts);
-
-/* SIGTERM, after the drain: the final checkpoint, then every lease released. */
-void relay_group_shutdown(relay_t *r);
+void relay_group_sweep_ended(relay_group_t *g, const relay_partset_t *parts, relay_ts_t ts);
 
 #endif /* RELAY_GROUP_H */

@@ -40,7 +40,6 @@ struct relay_lease_t {
    bool ready;              /* the group documents are set up */
    bool fatal;              /* this process cannot join: no more ticks */
    bool down_logged;        /* MongoDB unreachable was said already */
-   bool refused;            /* MongoDB refuses our writes (13, authentication) */
    bool tick_failed;        /* something failed in the current tick */
    relay_partset_t owned;   /* the lease table: partitions owned ... */
    int64_t *epochs;         /* ... at these epochs */
@@ -76,6 +75,7 @@ struct relay_lease_t {
    _Atomic int64_t *epoch_pub; /* epoch per owned partition (metrics), 0 = not owned */
    atomic_int owned_count;
    atomic_int members;
+   atomic_bool refused; /* MongoDB refuses our writes (13, authentication); lease thread writes */
    _Atomic int64_t last_ok_ns; /* CLOCK_BOOTTIME of the last tick MongoDB answered */
    _Atomic uint64_t renew_buckets[RELAY_RENEW_BUCKETS + 1];
    _Atomic uint64_t renew_count, renew_sum_us;

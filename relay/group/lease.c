@@ -14,6 +14,7 @@
 
 #include "store/store.h"
 #include "util/log.h"
+#include "util/error.h"
 #include "util/util.h"
 
 int64_t
@@ -154,6 +155,12 @@ relay_lease_healthy(const relay_lease_t *l)
 {
    int64_t ok = atomic_load(&l->last_ok_ns);
    return ok != 0 && relay_boot_ns() - ok < l->cfg->lease_ttl_ms * 1000000LL;
+}
+
+bool
+relay_lease_refused(const relay_lease_t *l)
+{
+   return atomic_load(&l->refused);
 }
 
 void
@@ -371,7 +378,8 @@ relay_lease_new(const relay_config_t *cfg, const char *instance_id, relay_metric
       return NULL;
    }
    if (pthread_create(&l->thread, NULL, run, l) != 0) {
-      bson_set_error(error, 0, 0, "cannot start the lease thread");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD,
+                     "cannot start the lease thread");
       relay_lease_destroy(l);
       return NULL;
    }

@@ -79,6 +79,10 @@ void relay_lease_set_eligible(relay_lease_t *lease, bool eligible);
 /* True after a successful tick within the last lease time (MongoDB reachable). */
 bool relay_lease_healthy(const relay_lease_t *lease);
 
+/* Whether MongoDB refused the lease thread's last writes (13 Unauthorized, or authentication),
+ * until a tick succeeds (any thread). relay.c shows it in the writes-refused gauge. */
+bool relay_lease_refused(const relay_lease_t *lease);
+
 /* Partitions owned now (any thread). */
 int relay_lease_owned(const relay_lease_t *lease);
 

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Partitions (partition.h): the entity-to-partition mapping and the partition sets. Pure
+ * functions and values; any thread.
  */
 #include "group/partition.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sysexits.h>
 
-#include "relay-private.h"
+#include "util/error.h"
 #include "util/log.h"
 
 static bool
@@ -28,18 +28,18 @@ deadline_after(const relay_lease_t *l, int64_t sent_ns)
 }
 
 /* MongoDB refuses the writes (13 Unauthorized, or the password stopped working): no lease
- * can be held, so nothing is published; said once, as the writer says it of clears. */
+ * can be held, so nothing is published; said once, as the writer says it of clears. The gauge
+ * is relay.c's (relay_lease_refused()). */
 static void
 note_refused(relay_lease_t *l, const char *what, const bson_error_t *error)
 {
-   if (!l->refused) {
+   if (!atomic_load(&l->refused)) {
       relay_log(RELAY_LOG_ERROR, "group",
                 "MongoDB refuses the relay's writes (%s: %s): its user needs readWrite on "
                 "database %s. Publishing is paused until a write succeeds; events already "
                 "published stay pending and will be published again (retrying every %d ms)",
                 what, error->message, l->cfg->database, l->cfg->lease_renew_ms);
-      relay_metrics_set(l->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 1.0);
-      l->refused = true;
+      atomic_store(&l->refused, true);
    } else {
       relay_log(RELAY_LOG_DEBUG, "group", "%s refused again: %s", what, error->message);
    }
@@ -328,12 +328,11 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
       return;
    }
    atomic_store(&l->last_ok_ns, relay_boot_ns());
-   if (l->refused && !l->tick_failed) {
+   if (atomic_load(&l->refused) && !l->tick_failed) {
       relay_log(RELAY_LOG_INFO, "group",
                 "MongoDB accepts the relay's writes again: publishing "
                 "resumes");
-      relay_metrics_set(l->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 0.0);
-      l->refused = false;
+      atomic_store(&l->refused, false);
    }
    if (l->down_logged) {
       relay_log(RELAY_LOG_INFO, "group", "MongoDB reachable again");

@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 
 #include "http/guard.h"
+#include "util/error.h"
 #include "util/log.h"
 
 /* What one client may take (see guard.h): a request must arrive whole within 5 s, and
@@ -66,7 +67,7 @@ split_listen(const char *listen, char **host, char **port, bson_error_t *error)
    *port = bson_strdup(colon + 1);
    return true;
 bad:
-   bson_set_error(error, 0, 0,
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                   "metrics-listen: expected HOST:PORT (e.g. 127.0.0.1:9464 or [::1]:9464), "
                   "got '%s'",
                   listen);
@@ -86,13 +87,14 @@ resolve(const char *listen, struct sockaddr_storage *addr, bson_error_t *error)
       return false;
    }
    if (atoi(port) > 65535) {
-      bson_set_error(error, 0, 0, "metrics-listen: port %s out of range in '%s'", port, listen);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "metrics-listen: port %s out of range in '%s'", port, listen);
       goto done;
    }
    int rc = getaddrinfo(host, port, &hints, &res);
    if (rc != 0) {
-      bson_set_error(error, 0, 0, "metrics-listen: cannot resolve '%s': %s", host,
-                     gai_strerror(rc));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_LISTEN,
+                     "metrics-listen: cannot resolve '%s': %s", host, gai_strerror(rc));
       goto done;
    }
    memcpy(addr, res->ai_addr, res->ai_addrlen);
@@ -204,7 +206,8 @@ relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *err
    struct sockaddr_storage addr = {0};
    if (!listen || !resolve(listen, &addr, error)) {
       if (!listen) {
-         bson_set_error(error, 0, 0, "metrics-listen: no address given");
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "metrics-listen: no address given");
       }
       return NULL;
    }
@@ -231,8 +234,8 @@ relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *err
       MHD_OPTION_NOTIFY_COMPLETED, completed, http,
       MHD_OPTION_UNESCAPE_CALLBACK, relay_http_guard_unescape, NULL, MHD_OPTION_END) : NULL;
    if (!http->daemon) {
-      bson_set_error(error, 0, 0, "metrics-listen: cannot listen on '%s' (address in use?)",
-                     listen);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_LISTEN,
+                     "metrics-listen: cannot listen on '%s' (address in use?)", listen);
       relay_http_guard_destroy(http->guard);
       bson_free(http);
       return NULL;

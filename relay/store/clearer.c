@@ -15,6 +15,7 @@
 #include "util/log.h"
 #include "store/archive.h"
 #include "store/store.h"
+#include "util/error.h"
 #include "util/util.h"
 
 struct relay_clearer_t {
@@ -316,7 +317,8 @@ relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, void (*wa
    pthread_mutex_init(&c->lock, NULL);
    pthread_cond_init(&c->cond, NULL);
    if (pthread_create(&c->thread, NULL, run, c) != 0) {
-      bson_set_error(error, 0, 0, "cannot start the clearing thread");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD,
+                     "cannot start the clearing thread");
       relay_clearer_destroy(c);
       return NULL;
    }

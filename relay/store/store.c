@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The relay's MongoDB round-trips (store.h): the pending index, the cluster time, the sweep
+ * cursor and reading one entity. No state of its own; main thread only.
  */
 #include "store/store.h"
 

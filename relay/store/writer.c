@@ -1,9 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Writes back to MongoDB: clearing acknowledged events, moving poison events to the dead
- * letters, and handing the checkpoint to the lease thread (group/lease.h), which saves it in
- * the partitions' leases.
+ * The writer (writer.h): clearing acknowledged events, moving poison events to the dead
+ * letters, and saying when a checkpoint is due (relay.c hands it to the group, whose lease
+ * thread saves it in the partitions' leases). Its state is its own (struct relay_writer_t);
+ * main thread only.
  *
  * The clear of one entity is
  *    update({_id: X}, {$pull: {<events>: {id: {$in: [acknowledged ids]}}}})
@@ -25,55 +26,82 @@
  * may read but not write; or the password stopped working) the relay stops publishing: what
  * it published already stays pending in MongoDB and is published again once clears work or
  * after a restart (at least once), and nothing new goes out that could not be cleared.
- * outbox_relay_mongodb_writes_refused shows 1 and /healthz fails meanwhile.
+ * outbox_relay_mongodb_writes_refused shows 1 and /healthz fails meanwhile (relay.c sets it
+ * from the writer's and the lease thread's refusals: one owner).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "store/writer.h"
+#include "util/error.h"
 #include "util/log.h"
-#include "relay-private.h"
+#include "util/util.h"
 
-bool
-relay_error_is_refusal(const bson_error_t *error)
+struct relay_writer_t {
+   const relay_config_t *cfg;
+   relay_metrics_t *metrics;
+   relay_table_t *table;
+   const relay_writer_ops_t *ops;
+   void *ctx;
+   int64_t last_write_ms, write_retry_at_ms, last_checkpoint_ms;
+   /* The last clear batch was full and left acknowledged events behind: the next one goes
+    * out as soon as the clearer is free, without waiting for clear_interval_ms. */
+   bool clear_backlog;
+   int write_backoff_ms;
+   bool writes_failing; /* the last write failed: further failures are logged at debug */
+   bool writes_refused; /* ... with 13 Unauthorized or an authentication failure */
+};
+
+relay_writer_t *
+relay_writer_new(const relay_config_t *cfg, relay_metrics_t *metrics, relay_table_t *table,
+                 const relay_writer_ops_t *ops, void *ctx)
 {
-   return (error->domain == MONGOC_ERROR_SERVER && error->code == 13) ||
-          (error->domain == MONGOC_ERROR_CLIENT &&
-           error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE);
+   relay_writer_t *w = bson_malloc0(sizeof *w);
+   w->cfg = cfg;
+   w->metrics = metrics;
+   w->table = table;
+   w->ops = ops;
+   w->ctx = ctx;
+   return w;
+}
+
+void
+relay_writer_destroy(relay_writer_t *w)
+{
+   bson_free(w);
 }
 
 static void
-write_failed(relay_t *r, const char *what, const bson_error_t *error)
+write_failed(relay_writer_t *w, const char *what, const bson_error_t *error)
 {
    bool refused = relay_error_is_refusal(error);
-   if (refused && !r->writes_refused) {
+   if (refused && !w->writes_refused) {
       relay_log(RELAY_LOG_ERROR, "writer",
                 "MongoDB refuses the relay's writes (%s: %s): its user needs readWrite on "
                 "database %s. Publishing is paused until a write succeeds; events already "
                 "published stay pending and will be published again (retrying with backoff "
                 "up to %d ms)",
-                what, error->message, r->cfg->database, r->cfg->reconnect_max_ms);
-      relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 1.0);
-   } else if (!r->writes_failing) {
+                what, error->message, w->cfg->database, w->cfg->reconnect_max_ms);
+   } else if (!w->writes_failing) {
       relay_log(RELAY_LOG_WARNING, "writer", "%s failed (retrying with backoff): %s", what,
                 error->message);
    } else {
       relay_log(RELAY_LOG_DEBUG, "writer", "%s failed again: %s", what, error->message);
    }
-   r->writes_failing = true;
-   r->writes_refused = r->writes_refused || refused;
+   w->writes_failing = true;
+   w->writes_refused = w->writes_refused || refused;
 }
 
 static void
-write_succeeded(relay_t *r)
+write_succeeded(relay_writer_t *w)
 {
-   if (r->writes_failing) {
+   if (w->writes_failing) {
       relay_log(RELAY_LOG_INFO, "writer", "MongoDB accepts the relay's writes again%s",
-                r->writes_refused ? ": publishing resumes" : "");
-      relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, 0.0);
+                w->writes_refused ? ": publishing resumes" : "");
    }
-   r->writes_failing = false;
-   r->writes_refused = false;
+   w->writes_failing = false;
+   w->writes_refused = false;
 }
 
 /* Moves one poison event to the dead letters, in one update so it is never in both places
@@ -81,9 +109,10 @@ write_succeeded(relay_t *r)
  * $pull removes it and $push records it with the reason. Dead letters are rare, so one
  * round-trip each is fine, and it tells us whether the event was still there. */
 static bool
-dead_letter(relay_t *r, relay_entity_t *e, relay_item_t *it, bool *moved, bson_error_t *error)
+dead_letter(relay_writer_t *w, relay_entity_t *e, relay_item_t *it, bool *moved,
+            bson_error_t *error)
 {
-   const char *ev = r->cfg->events_field;
+   const char *ev = w->cfg->events_field;
    bson_t q = BSON_INITIALIZER, u = BSON_INITIALIZER, reply, doc, arr, sub, entry;
    bson_iter_t iter;
    bool ok;
@@ -103,15 +132,15 @@ dead_letter(relay_t *r, relay_entity_t *e, relay_item_t *it, bool *moved, bson_e
    bson_append_document_end(&doc, &sub);
    bson_append_document_end(&u, &doc);
    BSON_APPEND_DOCUMENT_BEGIN(&u, "$push", &doc);
-   BSON_APPEND_DOCUMENT_BEGIN(&doc, r->cfg->dead_letters_field, &entry);
+   BSON_APPEND_DOCUMENT_BEGIN(&doc, w->cfg->dead_letters_field, &entry);
    bson_append_value(&entry, "event", 5, &it->ev.raw);
    BSON_APPEND_UTF8(&entry, "reason", it->reason ? it->reason : "invalid event");
    bson_append_now_utc(&entry, "at", 2);
-   BSON_APPEND_UTF8(&entry, "relay", r->cfg->name);
+   BSON_APPEND_UTF8(&entry, "relay", w->cfg->name);
    bson_append_document_end(&doc, &entry);
    bson_append_document_end(&u, &doc);
 
-   ok = mongoc_collection_update_one(r->colls[e->coll], &q, &u, NULL, &reply, error);
+   ok = w->ops->update_one(w->ctx, e->coll, &q, &u, &reply, error);
    *moved =
        ok && bson_iter_init_find(&iter, &reply, "modifiedCount") && bson_iter_as_int64(&iter) > 0;
    bson_destroy(&reply);
@@ -122,7 +151,7 @@ dead_letter(relay_t *r, relay_entity_t *e, relay_item_t *it, bool *moved, bson_e
 
 /* Returns false if a write failed (the entity stays dirty). */
 static bool
-flush_poison(relay_t *r, relay_entity_t *e)
+flush_poison(relay_writer_t *w, relay_entity_t *e)
 {
    relay_item_t *it = e->head;
 
@@ -131,20 +160,20 @@ flush_poison(relay_t *r, relay_entity_t *e)
       bson_error_t error;
       bool moved;
       if (it->state == RELAY_ITEM_POISON) {
-         if (!dead_letter(r, e, it, &moved, &error)) {
+         if (!dead_letter(w, e, it, &moved, &error)) {
             char what[300];
             snprintf(what, sizeof what, "dead-lettering an event of %s", e->rendered);
-            write_failed(r, what, &error);
+            write_failed(w, what, &error);
             return false;
          }
-         write_succeeded(r);
+         write_succeeded(w);
          if (moved) {
             relay_log(RELAY_LOG_WARNING, "writer",
                       "dead-lettered an event of %s/%s (seq %" PRId64 "): %s",
-                      r->cfg->collections[e->coll], e->rendered, it->ev.seq, it->reason);
-            relay_metrics_add(r->metrics, RELAY_M_DEAD_LETTERED, 1);
+                      w->cfg->collections[e->coll], e->rendered, it->ev.seq, it->reason);
+            relay_metrics_add(w->metrics, RELAY_M_DEAD_LETTERED, 1);
          }
-         relay_table_remove_item(&r->table, e, it);
+         relay_table_remove_item(w->table, e, it);
       }
       it = next;
    }
@@ -171,125 +200,121 @@ add_clear(relay_clear_job_t *job, relay_entity_t *e)
 /* Applies a finished clear batch: cleared events leave the table, failed ones wait for the
  * next batch. Returns false if any failed. */
 static bool
-apply_job(relay_t *r, relay_clear_job_t *job)
+apply_job(relay_writer_t *w, relay_clear_job_t *job)
 {
    bool ok = true;
    for (size_t i = 0; i < job->n; i++) {
       relay_entity_t *e = job->stmts[i].entity;
       if (job->stmts[i].failed) {
          relay_table_restate(e, RELAY_ITEM_CLEARING, RELAY_ITEM_ACKED);
-         relay_table_mark_dirty(&r->table, e);
+         relay_table_mark_dirty(w->table, e);
          ok = false;
       } else {
-         size_t n = relay_table_remove_state(&r->table, e, RELAY_ITEM_CLEARING);
-         relay_metrics_add(r->metrics, RELAY_M_CLEARED, n);
+         size_t n = relay_table_remove_state(w->table, e, RELAY_ITEM_CLEARING);
+         relay_metrics_add(w->metrics, RELAY_M_CLEARED, n);
       }
    }
-   if (!r->verifying) {
-      for (size_t i = 0; i < job->n; i++) {
-         relay_table_evict(&r->table, job->stmts[i].entity);
-      }
+   for (size_t i = 0; i < job->n; i++) {
+      relay_table_forget_if_idle(w->table, job->stmts[i].entity);
    }
    return ok;
 }
 
 /* Collects the results of the running batch, if it is done. */
 static void
-collect(relay_t *r, int64_t now)
+collect(relay_writer_t *w, int64_t now)
 {
-   relay_clear_job_t *job = relay_clearer_take(r->clearer);
+   relay_clear_job_t *job = w->ops->take(w->ctx);
    if (!job) {
       return;
    }
-   if (apply_job(r, job)) {
-      r->write_backoff_ms = 0;
-      write_succeeded(r);
+   if (apply_job(w, job)) {
+      w->write_backoff_ms = 0;
+      write_succeeded(w);
    } else {
       char what[64];
       snprintf(what, sizeof what, "clearing %zu entities", job->n_failed);
       if (job->error.code == 0) {
-         bson_set_error(&job->error, 0, 0, "a clear could not be built");
+         bson_set_error(&job->error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CLEAR,
+                        "a clear could not be built");
       }
-      write_failed(r, what, &job->error);
-      r->write_retry_at_ms = now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
+      write_failed(w, what, &job->error);
+      w->write_retry_at_ms = now + relay_backoff_next(w->cfg, &w->write_backoff_ms);
    }
    relay_clear_job_free(job);
-   relay_table_pos_settle(&r->table);
+   relay_table_pos_settle(w->table);
 }
 
 bool
-relay_writer_idle(relay_t *r)
+relay_writer_idle(const relay_writer_t *w)
 {
-   return !r->table.dirty_head && !relay_clearer_busy(r->clearer);
+   return !w->table->dirty_head && !w->ops->busy(w->ctx);
 }
 
 void
-relay_writer_flush(relay_t *r, int64_t now, bool force)
+relay_writer_flush(relay_writer_t *w, int64_t now, bool force)
 {
-   size_t cap = (size_t)r->cfg->clear_batch_size;
-   uint32_t limit =
-      relay_table_gather_limit(r->cfg->max_buffered_events, r->cfg->inflight_window);
+   size_t cap = (size_t)w->cfg->clear_batch_size;
+   uint32_t limit = relay_table_gather_limit(w->cfg->max_buffered_events, w->cfg->inflight_window);
    relay_clear_job_t *job = NULL;
    relay_entity_t *first_waiting = NULL;
 
-   collect(r, now);
+   collect(w, now);
    /* The interval gathers acknowledgements into fewer, larger writes while events trickle
     * in. Under a backlog the batches fill up on their own, and waiting between them would
     * cap clearing at clear_batch_size per interval (25k events/s by default) whatever
     * MongoDB and the broker could do. */
-   if (!r->table.dirty_head || relay_clearer_busy(r->clearer) || now < r->write_retry_at_ms ||
-       (!force && !r->clear_backlog && now - r->last_write_ms < r->cfg->clear_interval_ms)) {
+   if (!w->table->dirty_head || w->ops->busy(w->ctx) || now < w->write_retry_at_ms ||
+       (!force && !w->clear_backlog && now - w->last_write_ms < w->cfg->clear_interval_ms)) {
       return;
    }
-   r->last_write_ms = now;
-   while (r->table.dirty_head && (!job || job->n_events < cap)) {
-      relay_entity_t *e = relay_table_next_dirty(&r->table);
+   w->last_write_ms = now;
+   while (w->table->dirty_head && (!job || job->n_events < cap)) {
+      relay_entity_t *e = relay_table_next_dirty(w->table);
       if (!force && relay_table_may_gather(e, limit)) {
          /* Its clear waits for its next acknowledgement (fewer, fuller rewrites of its
           * document): back to the end of the list, and stop when the list comes round. */
-         relay_table_mark_dirty(&r->table, e);
+         relay_table_mark_dirty(w->table, e);
          if (first_waiting == e) {
             break;
          }
          first_waiting = first_waiting ? first_waiting : e;
          continue;
       }
-      if (relay_table_count_state(e, RELAY_ITEM_POISON) > 0 && !flush_poison(r, e)) {
-         relay_table_mark_dirty(&r->table, e);
-         r->write_retry_at_ms = now + relay_backoff_next(r->cfg, &r->write_backoff_ms);
+      if (relay_table_count_state(e, RELAY_ITEM_POISON) > 0 && !flush_poison(w, e)) {
+         relay_table_mark_dirty(w->table, e);
+         w->write_retry_at_ms = now + relay_backoff_next(w->cfg, &w->write_backoff_ms);
          break;
       }
       if (relay_table_count_state(e, RELAY_ITEM_ACKED) > 0) {
          if (!job) {
-            job = relay_clear_job_new(r->cfg->archive_collection != NULL);
+            job = relay_clear_job_new(w->cfg->archive_collection != NULL);
          }
          add_clear(job, e);
-      } else if (!r->verifying) {
-         relay_table_evict(&r->table, e);
+      } else {
+         relay_table_forget_if_idle(w->table, e);
       }
    }
-   r->clear_backlog = job && job->n_events >= cap && r->table.dirty_head;
+   w->clear_backlog = job && job->n_events >= cap && w->table->dirty_head;
    if (job) {
-      relay_clearer_submit(r->clearer, job);
+      w->ops->submit(w->ctx, job);
    }
-   relay_table_pos_settle(&r->table);
+   relay_table_pos_settle(w->table);
 }
 
-void
-relay_writer_checkpoint(relay_t *r, int64_t now, bool force)
+bson_t *
+relay_writer_checkpoint_due(relay_writer_t *w, int64_t now, bool force)
 {
-   bson_t *token;
+   if (!force && (now - w->last_checkpoint_ms < w->cfg->checkpoint_interval_ms ||
+                  (w->writes_failing && now < w->write_retry_at_ms))) {
+      return NULL;
+   }
+   w->last_checkpoint_ms = now;
+   return relay_table_take_checkpoint(w->table);
+}
 
-   if (!force && (now - r->last_checkpoint_ms < r->cfg->checkpoint_interval_ms ||
-                  (r->writes_failing && now < r->write_retry_at_ms))) {
-      return;
-   }
-   r->last_checkpoint_ms = now;
-   token = relay_table_take_checkpoint(&r->table);
-   if (!token) {
-      return;
-   }
-   /* The lease thread stores it in the leases it is valid for (fenced by their epochs). */
-   relay_group_checkpoint(r, token);
-   bson_destroy(token);
+bool
+relay_writer_refused(const relay_writer_t *w)
+{
+   return w->writes_refused;
 }

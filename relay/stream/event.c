@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * One stored event, parsed and checked against the stored contract (event.h). Pure
+ * functions; any thread.
  */
 #include "stream/event.h"
 

@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The change stream reader (reader.h): its thread owns the change stream and the mongoc
+ * client; the queue between it and the main thread is under its lock.
  */
 #include "stream/reader.h"
 
@@ -9,6 +12,7 @@
 #include <time.h>
 
 #include "util/log.h"
+#include "util/error.h"
 #include "util/util.h"
 
 /* Changes queued at most, and their bytes (one maximal 16 MiB change still gets in: the
@@ -438,7 +442,8 @@ relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx
    pthread_mutex_init(&rd->lock, NULL);
    pthread_cond_init(&rd->cond, NULL);
    if (pthread_create(&rd->thread, NULL, run, rd) != 0) {
-      bson_set_error(error, 0, 0, "cannot start the change stream thread");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD,
+                     "cannot start the change stream thread");
       relay_reader_destroy(rd);
       return NULL;
    }

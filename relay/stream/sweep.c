@@ -3,7 +3,8 @@
  *
  * Sweeps: reading the pending events of whole partitions from their documents, through the
  * partial index outbox_pending (pending events stay in their documents until cleared, so
- * the index is the exact to-do list). Main thread only.
+ * the index is the exact to-do list). Ingest's sweep half (ingest.h), on the state it shares
+ * with changes.c (relay_ingest_t); main thread only.
  *
  * A full sweep covers every owned partition when there is no usable resume token (none
  * stored, or the stream's history is gone): the old positions are forgotten and the stream
@@ -16,40 +17,41 @@
  */
 #include <string.h>
 
-#include "relay-private.h"
+#include "stream/ingest-private.h"
 #include "util/log.h"
+#include "util/util.h"
 
 void
-relay_sweep_request(relay_t *r, int part)
+relay_sweep_request(relay_ingest_t *in, int part)
 {
-   relay_partset_add(&r->group.sweep_wanted, part);
+   relay_partset_add(&in->sweep_wanted, part);
 }
 
 void
-relay_sweep_request_full(relay_t *r)
+relay_sweep_request_full(relay_ingest_t *in)
 {
-   r->sweep_full_wanted = true;
+   in->sweep_full_wanted = true;
 }
 
 void
-relay_sweep_abort(relay_t *r)
+relay_sweep_abort(relay_ingest_t *in)
 {
-   if (r->sweep_cursor) {
-      mongoc_cursor_destroy(r->sweep_cursor);
-      r->sweep_cursor = NULL;
+   if (in->sweep_cursor) {
+      in->ops->sweep_close(in->ctx, in->sweep_cursor);
+      in->sweep_cursor = NULL;
    }
-   if (r->sweep_pos) {
-      relay_table_pos_release(&r->table, r->sweep_pos);
-      r->sweep_pos = NULL;
+   if (in->sweep_pos) {
+      relay_table_pos_release(in->table, in->sweep_pos);
+      in->sweep_pos = NULL;
    }
-   r->sweeping = false;
-   r->sweep_full_wanted = false;
-   relay_partset_clear(&r->group.sweep_wanted);
-   relay_table_release_holds(&r->table, false, !r->verifying);
+   in->sweeping = false;
+   in->sweep_full_wanted = false;
+   relay_partset_clear(&in->sweep_wanted);
+   relay_table_release_holds(in->table, false);
 }
 
 static void
-log_start(relay_t *r, bool full)
+log_start(relay_ingest_t *in, bool full)
 {
    bson_string_t *list;
    if (full) {
@@ -57,140 +59,138 @@ log_start(relay_t *r, bool full)
       return;
    }
    list = bson_string_new(NULL);
-   relay_partset_format(&r->sweep_set, r->group.n, list);
+   relay_partset_format(&in->sweep_set, in->group->n, list);
    relay_log(RELAY_LOG_INFO, "sweep", "sweeping partitions %s for pending events", list->str);
    bson_string_free(list, true);
 }
 
 static void
-begin(relay_t *r, int64_t now)
+begin(relay_ingest_t *in, int64_t now)
 {
    bson_error_t error;
-   bool full = r->sweep_full_wanted;
-   relay_partset_t set = r->group.active;
+   bool full = in->sweep_full_wanted;
+   relay_partset_t set = in->group->active;
 
    if (!full) {
-      for (int p = 0; p < r->group.n; p++) {
-         if (!relay_partset_has(&r->group.sweep_wanted, p)) {
+      for (int p = 0; p < in->group->n; p++) {
+         if (!relay_partset_has(&in->sweep_wanted, p)) {
             relay_partset_remove(&set, p);
          }
       }
    }
-   if (relay_partset_count(&set, r->group.n) == 0) {
-      relay_partset_clear(&r->group.sweep_wanted);
-      r->sweep_full_wanted = false;
+   if (relay_partset_count(&set, in->group->n) == 0) {
+      relay_partset_clear(&in->sweep_wanted);
+      in->sweep_full_wanted = false;
       return;
    }
-   if (!relay_store_operation_time(r->client, &r->sweep_start, &error)) {
+   if (!in->ops->operation_time(in->ctx, &in->sweep_start, &error)) {
       relay_log(RELAY_LOG_WARNING, "sweep", "cannot start a sweep: %s", error.message);
-      r->sweep_retry_at_ms = now + relay_backoff_next(r->cfg, &r->sweep_backoff_ms);
+      in->sweep_retry_at_ms = now + relay_backoff_next(in->cfg, &in->sweep_backoff_ms);
       return;
    }
-   relay_partset_clear(&r->group.sweep_wanted);
-   r->sweep_full_wanted = false;
-   r->sweep_set = set;
-   r->sweep_full = full;
+   relay_partset_clear(&in->sweep_wanted);
+   in->sweep_full_wanted = false;
+   in->sweep_set = set;
+   in->sweep_full = full;
    /* What the table holds now may be published and cleared before the sweep gets to its
     * document, whose copy then shows it still pending: keep these entities known, so that
     * the sweep reads them afresh (relay_changes_sync_doc()). */
-   relay_table_hold_parts(&r->table, &set);
-   log_start(r, full);
-   relay_metrics_add(r->metrics, RELAY_M_SWEEPS, 1);
+   relay_table_hold_parts(in->table, &set);
+   log_start(in, full);
+   relay_metrics_add(in->metrics, RELAY_M_SWEEPS, 1);
    if (full) {
       /* The old positions belong to a stream that cannot be resumed: forget them. Events
        * still buffered from it come before the new one: the marker adopts them. */
-      relay_table_pos_reset(&r->table);
-      r->sweep_pos = relay_table_pos_marker(&r->table);
-      relay_table_pos_adopt(&r->table, r->sweep_pos);
-      r->verifying = false;
+      relay_table_pos_reset(in->table);
+      in->sweep_pos = relay_table_pos_marker(in->table);
+      relay_table_pos_adopt(in->table, in->sweep_pos);
+      relay_changes_set_verifying(in, false);
       /* The new stream starts after every read made so far: none of its changes replays one. */
-      relay_table_release_holds(&r->table, true, true);
-      relay_group_sweep_began(r, &set, r->sweep_pos);
-      r->started = true;
-      r->stream_gen = relay_reader_start(r->reader, NULL, &r->sweep_start);
+      relay_table_release_holds(in->table, true);
+      relay_group_sweep_began(in->group, &set, in->sweep_pos);
+      in->started = true;
+      in->stream_gen = in->ops->start(in->ctx, NULL, &in->sweep_start);
    } else {
-      r->sweep_pos = relay_table_pos_marker(&r->table);
-      relay_group_sweep_began(r, &set, r->sweep_pos);
+      in->sweep_pos = relay_table_pos_marker(in->table);
+      relay_group_sweep_began(in->group, &set, in->sweep_pos);
    }
    /* Its events are at least as old as the sweep: the pending-age gauge counts from its start
     * (it read 0 while swept events waited, so alerts missed them). */
-   r->sweep_pos->wall_ms = relay_wall_ms();
-   r->sweeping = true;
-   r->sweep_coll = 0;
-   r->sweep_hint = true;
+   in->sweep_pos->wall_ms = relay_wall_ms();
+   in->sweeping = true;
+   in->sweep_coll = 0;
+   in->sweep_hint = true;
 }
 
 static void
-finish(relay_t *r)
+finish(relay_ingest_t *in)
 {
    bson_error_t error;
    relay_ts_t end = {UINT32_MAX, UINT32_MAX}; /* unknown: fresh until the stream catches up */
 
-   if (!relay_store_operation_time(r->client, &end, &error)) {
+   if (!in->ops->operation_time(in->ctx, &end, &error)) {
       end = (relay_ts_t){UINT32_MAX, UINT32_MAX};
    }
-   relay_table_pos_release(&r->table, r->sweep_pos);
-   r->sweep_pos = NULL;
-   r->sweeping = false;
-   r->sweep_backoff_ms = 0;
-   relay_table_release_holds(&r->table, false, !r->verifying);
-   relay_group_sweep_ended(r, &r->sweep_set, end);
+   relay_table_pos_release(in->table, in->sweep_pos);
+   in->sweep_pos = NULL;
+   in->sweeping = false;
+   in->sweep_backoff_ms = 0;
+   relay_table_release_holds(in->table, false);
+   relay_group_sweep_ended(in->group, &in->sweep_set, end);
    relay_log(RELAY_LOG_INFO, "sweep",
              "sweep done; %zu events pending in %zu entities; watching from before it",
-             r->table.buffered, r->table.count);
+             in->table->buffered, in->table->count);
 }
 
 /* The sweep's cursor on the current collection: with the server's partition filter when it
  * hashes like we do; every pending document otherwise (then relay_changes_sync_doc() keeps
  * only ours). */
-static mongoc_cursor_t *
-open_cursor(relay_t *r)
+static void *
+open_cursor(relay_ingest_t *in)
 {
-   const relay_partset_t *parts = r->group.probe > 0 ? &r->sweep_set : NULL;
-   return relay_store_sweep_cursor_in(r->colls[r->sweep_coll], r->cfg, r->sweep_hint, parts,
-                                      r->group.n);
+   const relay_partset_t *parts = in->group->probe > 0 ? &in->sweep_set : NULL;
+   return in->ops->sweep_open(in->ctx, (int)in->sweep_coll, in->sweep_hint, parts, in->group->n);
 }
 
 void
-relay_sweep_step(relay_t *r, int64_t now)
+relay_sweep_step(relay_ingest_t *in, int64_t now)
 {
    const bson_t *doc;
    bson_error_t error;
 
-   if (now < r->sweep_retry_at_ms) {
+   if (now < in->sweep_retry_at_ms) {
       return;
    }
-   if (!r->sweeping) {
-      if (r->sweep_full_wanted || relay_partset_count(&r->group.sweep_wanted, r->group.n) > 0) {
-         begin(r, now);
+   if (!in->sweeping) {
+      if (in->sweep_full_wanted || relay_partset_count(&in->sweep_wanted, in->group->n) > 0) {
+         begin(in, now);
       }
       return;
    }
-   for (int n = 0; n < 200 && relay_changes_has_room(r); n++) {
-      if (!r->sweep_cursor) {
-         r->sweep_cursor = open_cursor(r);
+   for (int n = 0; n < 200 && relay_changes_has_room(in); n++) {
+      if (!in->sweep_cursor) {
+         in->sweep_cursor = open_cursor(in);
       }
-      if (mongoc_cursor_next(r->sweep_cursor, &doc)) {
-         relay_store_sweep_pace(r->sweep_cursor, doc);
-         relay_changes_sync_doc(r, (int)r->sweep_coll, &r->sweep_set, doc, r->sweep_pos);
+      if (in->ops->sweep_next(in->ctx, in->sweep_cursor, &doc)) {
+         relay_changes_sync_doc(in, (int)in->sweep_coll, &in->sweep_set, doc, in->sweep_pos);
          continue;
       }
-      if (mongoc_cursor_error(r->sweep_cursor, &error)) {
-         relay_log(r->sweep_hint ? RELAY_LOG_DEBUG : RELAY_LOG_WARNING, "sweep",
-                   "sweep query failed%s: %s", r->sweep_hint ? " with the index hint" : "",
+      if (in->ops->sweep_error(in->ctx, in->sweep_cursor, &error)) {
+         relay_log(in->sweep_hint ? RELAY_LOG_DEBUG : RELAY_LOG_WARNING, "sweep",
+                   "sweep query failed%s: %s", in->sweep_hint ? " with the index hint" : "",
                    error.message);
-         if (!r->sweep_hint) {
-            r->sweep_retry_at_ms = now + relay_backoff_next(r->cfg, &r->sweep_backoff_ms);
+         if (!in->sweep_hint) {
+            in->sweep_retry_at_ms = now + relay_backoff_next(in->cfg, &in->sweep_backoff_ms);
          }
-         r->sweep_hint = false; /* index missing or not usable: scan (correct, slower) */
-         mongoc_cursor_destroy(r->sweep_cursor);
-         r->sweep_cursor = NULL;
+         in->sweep_hint = false; /* index missing or not usable: scan (correct, slower) */
+         in->ops->sweep_close(in->ctx, in->sweep_cursor);
+         in->sweep_cursor = NULL;
          return;
       }
-      mongoc_cursor_destroy(r->sweep_cursor);
-      r->sweep_cursor = NULL;
-      if (++r->sweep_coll == r->cfg->n_collections) {
-         finish(r);
+      in->ops->sweep_close(in->ctx, in->sweep_cursor);
+      in->sweep_cursor = NULL;
+      if (++in->sweep_coll == in->cfg->n_collections) {
+         finish(in);
          return;
       }
    }

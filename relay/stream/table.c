@@ -1,5 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The event table (table.h): entities, events, positions, the checkpoint candidate. Not
+ * thread-safe: the main thread alone touches a table.
  */
 #include "stream/table.h"
 
@@ -185,19 +188,6 @@ relay_table_evict(relay_table_t *t, relay_entity_t *e)
 }
 
 void
-relay_table_evict_idle(relay_table_t *t)
-{
-   for (size_t i = 0; i < t->nbuckets; i++) {
-      relay_entity_t *e = t->buckets[i];
-      while (e) {
-         relay_entity_t *next = e->hnext;
-         relay_table_evict(t, e);
-         e = next;
-      }
-   }
-}
-
-void
 relay_table_hold_read(relay_table_t *t, relay_entity_t *e, int64_t seq)
 {
    if (seq > e->read_seq) {
@@ -212,44 +202,6 @@ relay_table_release_read(relay_table_t *t, relay_entity_t *e)
    if (e->read_seq > 0) {
       e->read_seq = 0;
       t->read_holds--;
-   }
-}
-
-void
-relay_table_hold_parts(relay_table_t *t, const relay_partset_t *parts)
-{
-   for (size_t i = 0; i < t->nbuckets; i++) {
-      for (relay_entity_t *e = t->buckets[i]; e; e = e->hnext) {
-         if (e->part >= 0 && relay_partset_has(parts, e->part)) {
-            e->sweep_hold = true;
-         }
-      }
-   }
-}
-
-void
-relay_table_release_holds(relay_table_t *t, bool read, bool evict)
-{
-   if (read && t->read_holds == 0) {
-      return;
-   }
-   for (size_t i = 0; i < t->nbuckets; i++) {
-      relay_entity_t *e = t->buckets[i];
-      while (e) {
-         relay_entity_t *next = e->hnext;
-         bool held = read ? e->read_seq > 0 : e->sweep_hold;
-         if (held) {
-            if (read) {
-               relay_table_release_read(t, e);
-            } else {
-               e->sweep_hold = false;
-            }
-            if (evict) {
-               relay_table_evict(t, e);
-            }
-         }
-         e = next;
-      }
    }
 }
 

@@ -96,6 +96,10 @@ typedef struct {
    bool checkpoint_changed;
    uint64_t next_seq;
    size_t read_holds; /* entities with a read_seq */
+   /* Entities that hold nothing stay known (relay_table_forget_if_idle() keeps them): set
+    * while the stream replays history ("verifying", changes.c), where an entity seen for the
+    * first time is read from its document and a known one must not look new again. */
+   bool keep_idle;
 } relay_table_t;
 
 void relay_table_init(relay_table_t *t);
@@ -116,6 +120,23 @@ bool relay_table_evict(relay_table_t *t, relay_entity_t *e);
 /* Removes every entity that holds nothing. */
 void relay_table_evict_idle(relay_table_t *t);
 
+/* The one rule for forgetting entities: while @keep is set (the stream replays history),
+ * entities that hold nothing stay in the table; the caller evicts them when it ends
+ * (relay_table_evict_idle()). */
+void relay_table_keep_idle(relay_table_t *t, bool keep);
+
+/* relay_table_evict(), unless the table keeps idle entities now. True if @e was removed. */
+bool relay_table_forget_if_idle(relay_table_t *t, relay_entity_t *e);
+
+/* The partition @p went to another member: every queued event of its entities is dropped
+ * (relay_table_drop_queued(); they stay pending in their documents) and idle entities are
+ * forgotten. Returns how many events were dropped. */
+size_t relay_table_drop_partition(relay_table_t *t, int p);
+
+/* Sets @busy[p] (an array of the group's partitions) for every partition with an event in
+ * flight, acknowledged but not cleared, or waiting for the dead letters. */
+void relay_table_find_busy(const relay_table_t *t, bool *busy);
+
 /* Keeps @e in the table until the stream passes eventSeq @seq (relay_entity_t.read_seq). */
 void relay_table_hold_read(relay_table_t *t, relay_entity_t *e, int64_t seq);
 
@@ -125,9 +146,9 @@ void relay_table_release_read(relay_table_t *t, relay_entity_t *e);
 /* Sets sweep_hold on every entity of the partitions in @parts (a sweep of them begins). */
 void relay_table_hold_parts(relay_table_t *t, const relay_partset_t *parts);
 
-/* Clears every entity's sweep_hold, or (@read) its read_seq; with @evict, also removes those
- * that hold nothing any more. */
-void relay_table_release_holds(relay_table_t *t, bool read, bool evict);
+/* Clears every entity's sweep_hold, or (@read) its read_seq, and forgets those that hold
+ * nothing any more (relay_table_forget_if_idle()). */
+void relay_table_release_holds(relay_table_t *t, bool read);
 
 /* Appends a stream position. @token is copied (NULL allowed). Positions with nothing left
  * are merged, so the FIFO never grows beyond the number of buffered events + 1. */

@@ -1,0 +1,74 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Ingest's state (ingest.h), shared by changes.c (the stream) and sweep.c (the sweeps) and
+ * nothing else. Main thread only.
+ */
+#ifndef RELAY_STREAM_INGEST_PRIVATE_H
+#define RELAY_STREAM_INGEST_PRIVATE_H
+
+#include "stream/ingest.h"
+
+/* Documents already reported for an events field that is not an array (changes.c):
+ * collection index + the BSON of {"": _id}. A writer that bypasses liboutbox should be named
+ * once, not on every change of the document. Rare, so a short list. One per relay: two relays
+ * in one process (the tests) each say it once. */
+typedef struct {
+   uint8_t **keys;
+   size_t *lens;
+   size_t n;
+} relay_not_array_seen_t;
+
+struct relay_ingest_t {
+   const relay_config_t *cfg;
+   relay_metrics_t *metrics;
+   relay_table_t *table;
+   relay_group_t *group;
+   const relay_ingest_ops_t *ops;
+   void *ctx;
+
+   /* The stream (changes.c). */
+   uint64_t stream_gen;  /* changes from an earlier start are dropped */
+   relay_change_t *held; /* a change whose document read failed: retried first */
+   int64_t held_retry_at_ms;
+   int held_backoff_ms;
+   bool started;   /* the stream runs (this member owns partitions) */
+   bool verifying; /* replaying history: read documents of entities not in the table */
+   relay_ts_t verify_until;
+   int64_t stream_lag_ms;
+   bool stream_opened_once;
+   relay_not_array_seen_t not_array_seen;
+
+   /* The sweep (sweep.c). */
+   bool sweeping;
+   bool sweep_full, sweep_full_wanted;
+   relay_partset_t sweep_wanted; /* partitions to sweep next (acquired while streaming) */
+   relay_partset_t sweep_set;
+   relay_ts_t sweep_start;
+   void *sweep_cursor;
+   size_t sweep_coll;
+   relay_pos_t *sweep_pos; /* the sweep's marker */
+   bool sweep_hint;
+   int64_t sweep_retry_at_ms;
+   int sweep_backoff_ms;
+};
+
+/* changes.c */
+/* Frees the held change, ends a running sweep, forgets the documents reported. */
+void relay_changes_cleanup(relay_ingest_t *in);
+/* Sets verifying and with it the table's keep_idle rule. */
+void relay_changes_set_verifying(relay_ingest_t *in, bool verifying);
+/* Below both buffer bounds: more may be read. */
+bool relay_changes_has_room(const relay_ingest_t *in);
+/* Takes the pending events of @doc (read from collection @coll) if its entity is in @parts
+ * and owned. */
+void relay_changes_sync_doc(relay_ingest_t *in, int coll, const relay_partset_t *parts,
+                            const bson_t *doc, relay_pos_t *pos);
+
+/* sweep.c */
+void relay_sweep_request(relay_ingest_t *in, int part);
+void relay_sweep_request_full(relay_ingest_t *in);
+void relay_sweep_step(relay_ingest_t *in, int64_t now);
+void relay_sweep_abort(relay_ingest_t *in);
+
+#endif /* RELAY_STREAM_INGEST_PRIVATE_H */
