@@ -195,7 +195,7 @@ def refused(broker, version, coll, extra=()):
     try:
         check(r.wait_log("refused by the broker", 20),
               "no refusal in the log:\n%s" % r.log_text()[-2000:])
-        line = [ln for ln in r.log_text().splitlines() if "connect refused" in ln][0]
+        line = [ln for ln in r.log_text().splitlines() if "refused by the broker" in ln][0]
         check("bad user name or password" in line, line)
         time.sleep(2)
         check(ents.pending() == 2 and r.proc.poll() is None,
