@@ -9,6 +9,7 @@
  * thread.
  */
 #include "admin/args.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -85,7 +86,7 @@ check_id_value(const bson_value_t *v, const char *json, bson_error_t *error)
    bson_t doc;
    bson_iter_t it;
    if (v->value_type == BSON_TYPE_ARRAY) {
-      bson_set_error(error, 0, 0, "--id-json: '%s' is an array, which is never an entity id",
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--id-json: '%s' is an array, which is never an entity id",
                      json);
       return false;
    }
@@ -96,7 +97,7 @@ check_id_value(const bson_value_t *v, const char *json, bson_error_t *error)
    }
    while (bson_iter_next(&it)) {
       if (bson_iter_key(&it)[0] == '$') {
-         bson_set_error(error, 0, 0,
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
                         "--id-json: '%s' holds the query operator '%s', not an entity id: give "
                         "the id itself (one entity; extended JSON such as {\"$oid\": \"...\"} "
                         "is fine)",
@@ -118,7 +119,7 @@ set_id_json(admin_t *a, const char *json, bson_error_t *error)
    bool ok = doc && bson_count_keys(doc) == 1 && bson_iter_init_find(&it, doc, "v");
    if (!ok) {
       /* libbson's message points into the {"v": ...} wrapper: not quoted. */
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
                      "--id-json: '%s' is not one JSON value (e.g. 42, \"a-1\", "
                      "{\"$oid\": \"5f2b6c0e9d3e4a1b2c3d4e5f\"})",
                      json);
@@ -136,7 +137,7 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
 {
    void *field = (char *)a + o->offset;
    if (a->has_entity && (o->kind == A_ID || o->kind == A_ID_JSON)) {
-      bson_set_error(error, 0, 0, "--%s: one entity id only", o->name);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: one entity id only", o->name);
       return false;
    }
    switch (o->kind) {
@@ -145,7 +146,7 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
       return true;
    case A_STRING:
       if (!*value) {
-         bson_set_error(error, 0, 0, "--%s: empty value", o->name);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: empty value", o->name);
          return false;
       }
       *(const char **)field = value;
@@ -153,7 +154,7 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
    case A_AGE:
       a->max_age_given = a->max_age_given || o->offset == OFF(max_age_ms);
       if (!admin_parse_age(value, (int64_t *)field)) {
-         bson_set_error(error, 0, 0, "--%s: expected a duration like 30s, 5m, 2h or 1d, got '%s'",
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: expected a duration like 30s, 5m, 2h or 1d, got '%s'",
                         o->name, value);
          return false;
       }
@@ -163,7 +164,7 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
       errno = 0;
       long long n = strtoll(value, &end, 10);
       if (*end || end == value || n < 1 || errno == ERANGE) {
-         bson_set_error(error, 0, 0, "--%s: expected a number from 1 to %lld, got '%s'", o->name,
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: expected a number from 1 to %lld, got '%s'", o->name,
                         LLONG_MAX, value);
          return false;
       }
@@ -203,7 +204,7 @@ scan_option(admin_t *a, admin_args_t *args, int argc, char **argv, int *i, bson_
    bool takes_value = false;
 
    if (!o && !relay_config_is_option(name, len, &takes_value)) {
-      bson_set_error(error, 0, 0, "unknown option '--%.*s'", (int)len, name);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "unknown option '--%.*s'", (int)len, name);
       return ADMIN_ARGS_USAGE_ERROR;
    }
    if (!o) {
@@ -215,12 +216,12 @@ scan_option(admin_t *a, admin_args_t *args, int argc, char **argv, int *i, bson_
    }
    const char *value = eq ? eq + 1 : NULL;
    if (o->kind == A_FLAG && value) {
-      bson_set_error(error, 0, 0, "--%s takes no value", o->name);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s takes no value", o->name);
       return ADMIN_ARGS_USAGE_ERROR;
    }
    if (o->kind != A_FLAG && !value) {
       if (*i + 1 >= argc) {
-         bson_set_error(error, 0, 0, "--%s: missing value", o->name);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: missing value", o->name);
          return ADMIN_ARGS_USAGE_ERROR;
       }
       value = argv[++*i];
@@ -232,7 +233,7 @@ static admin_args_result_t
 scan_command(admin_args_t *args, const char *word, bson_error_t *error)
 {
    if (args->command) {
-      bson_set_error(error, 0, 0, "unexpected argument '%s' after command '%s'", word,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "unexpected argument '%s' after command '%s'", word,
                      args->command);
       return ADMIN_ARGS_USAGE_ERROR;
    }
@@ -242,7 +243,7 @@ scan_command(admin_args_t *args, const char *word, bson_error_t *error)
          return ADMIN_ARGS_RUN;
       }
    }
-   bson_set_error(error, 0, 0, "unknown command '%s'", word);
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "unknown command '%s'", word);
    return ADMIN_ARGS_USAGE_ERROR;
 }
 
@@ -254,12 +255,12 @@ check(const admin_t *a, const admin_args_t *args, bson_error_t *error)
    bool filtered = a->has_entity || a->event_id || a->type || a->reason_filter ||
                    a->older_than_ms > 0;
    if (writes && !filtered && !a->all) {
-      bson_set_error(error, 0, 0, "%s needs a filter (--id, --event-id, --type, "
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "%s needs a filter (--id, --event-id, --type, "
                      "--reason-contains, --older-than) or --all", args->command);
       return ADMIN_ARGS_USAGE_ERROR;
    }
    if (!strcmp(args->command, "discard") && !a->reason) {
-      bson_set_error(error, 0, 0, "discard needs --reason: nothing is discarded without a why");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "discard needs --reason: nothing is discarded without a why");
       return ADMIN_ARGS_USAGE_ERROR;
    }
    return ADMIN_ARGS_RUN;
@@ -290,7 +291,7 @@ admin_args_parse(admin_t *a, admin_args_t *args, int argc, char **argv, bson_err
       }
    }
    if (!args->command) {
-      bson_set_error(error, 0, 0, "no command given");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "no command given");
       return ADMIN_ARGS_USAGE_ERROR;
    }
    return check(a, args, error);

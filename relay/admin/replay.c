@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "admin/admin.h"
+#include "util/error.h"
 #include "admin/args.h"
 #include "group/hash.h"
 #include "group/partition.h"
@@ -92,7 +93,7 @@ cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
          continue;
       }
       if (!parse_time(text, now, &ms)) {
-         bson_set_error(error, 0, 0, "--%s: expected 2026-11-20T10:00:00Z or an age like 2h, "
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: expected 2026-11-20T10:00:00Z or an age like 2h, "
                         "got '%s'", i == 0 ? "since" : "until", text);
          bson_destroy(opts);
          return NULL;
@@ -289,13 +290,13 @@ connect_broker(replay_t *r, bson_error_t *error)
          if (done[i].kind == RELAY_MQTT_CONNECT_FAILED) {
             const char *why = relay_mqtt_connack_text(r->a->cfg.mqtt_version, done[i].code,
                                                       done[i].reason);
-            bson_set_error(error, 0, 0, "cannot connect to %s: %s", r->a->cfg.mqtt_uri,
+            bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "cannot connect to %s: %s", r->a->cfg.mqtt_uri,
                            why ? why : "connection failed");
             return false;
          }
       }
    }
-   bson_set_error(error, 0, 0, "cannot connect to %s within 10 s", r->a->cfg.mqtt_uri);
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "cannot connect to %s within 10 s", r->a->cfg.mqtt_uri);
    return false;
 }
 

@@ -7,6 +7,7 @@
  * checkpoints and leases). Called by _relay_config_finish(); no state.
  */
 #include "config/config-private.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
 
    cfg->archive_ttl_s = 0;
    if (cfg->archive_ttl && !parse_ttl(cfg->archive_ttl, &cfg->archive_ttl_s)) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "archive-ttl: expected a duration like 30d, 12h, 90m or 3600s (at most "
                      "100 years), or none; got '%s'",
                      cfg->archive_ttl);
@@ -64,14 +65,14 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
    }
    for (size_t i = 0; i < cfg->n_collections; i++) {
       if (!strcmp(name, cfg->collections[i])) {
-         bson_set_error(error, 0, 0, "archive-collection '%s' is also an outbox collection",
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "archive-collection '%s' is also an outbox collection",
                         name);
          return false;
       }
    }
    if (!strcmp(name, cfg->state_collection) ||
        (cfg->lease_collection && !strcmp(name, cfg->lease_collection))) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "archive-collection '%s' is the relay's state or lease collection", name);
       return false;
    }

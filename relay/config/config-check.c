@@ -7,6 +7,7 @@
  * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include "config/config-private.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <string.h>
@@ -35,7 +36,7 @@ missing_required(const relay_config_t *cfg, bson_error_t *error)
    }
    bool missing = list->len > 0;
    if (missing) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "missing required option%s: %s; set each as a flag, in the environment or "
                      "in the config file",
                      strchr(list->str, ',') ? "s" : "", list->str);
@@ -61,23 +62,23 @@ check_mqtt(const relay_config_t *cfg, bson_error_t *error)
                                                   : NULL;
    /* Silently sending in clear text when TLS options were given would be the worst outcome. */
    if (tls_opt && !is_tls_uri(cfg->mqtt_uri)) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "%s is set but mqtt-uri is not a TLS URI: use ssl://, mqtts:// or wss://",
                      tls_opt);
       return false;
    }
    if (cfg->mqtt_key_file && !cfg->mqtt_cert_file) {
-      bson_set_error(error, 0, 0, "mqtt-key-file is set without mqtt-cert-file");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "mqtt-key-file is set without mqtt-cert-file");
       return false;
    }
    if (cfg->mqtt_password && !cfg->mqtt_username && cfg->mqtt_version == 4) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "a password without mqtt-username is not allowed by MQTT 3.1.1 "
                      "(mqtt-version 4); set mqtt-username or use mqtt-version 5");
       return false;
    }
    if (cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version != 5) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "payload-mode binary needs MQTT 5 user properties; set mqtt-version 5 or "
                      "payload-mode structured");
       return false;
@@ -95,7 +96,7 @@ check_fields(const relay_config_t *cfg, bson_error_t *error)
    for (size_t i = 0; i < 5; i++) {
       for (size_t j = i + 1; j < 5; j++) {
          if (!strcmp(names[i], names[j])) {
-            bson_set_error(error, 0, 0, "%s and %s are both '%s': they must differ", keys[i],
+            bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s and %s are both '%s': they must differ", keys[i],
                            keys[j], names[i]);
             return false;
          }
@@ -108,14 +109,14 @@ static bool
 check_flow(const relay_config_t *cfg, bson_error_t *error)
 {
    if (cfg->reconnect_min_ms > cfg->reconnect_max_ms) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "reconnect-min-ms (%d) is greater than reconnect-max-ms (%d)",
                      cfg->reconnect_min_ms, cfg->reconnect_max_ms);
       return false;
    }
    /* The window could never fill otherwise: buffered events include the in-flight ones. */
    if (cfg->max_buffered_events < cfg->inflight_window) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "max-buffered-events (%d) is less than inflight-window (%d)",
                      cfg->max_buffered_events, cfg->inflight_window);
       return false;
@@ -128,12 +129,12 @@ static bool
 check_group(const relay_config_t *cfg, bson_error_t *error)
 {
    if (cfg->lease_margin_ms >= cfg->lease_ttl_ms) {
-      bson_set_error(error, 0, 0, "lease-margin-ms (%d) must be less than lease-ttl-ms (%d)",
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "lease-margin-ms (%d) must be less than lease-ttl-ms (%d)",
                      cfg->lease_margin_ms, cfg->lease_ttl_ms);
       return false;
    }
    if (2 * cfg->lease_renew_ms >= cfg->lease_ttl_ms - cfg->lease_margin_ms) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "lease-renew-ms (%d) must be less than half of lease-ttl-ms - "
                      "lease-margin-ms (%d - %d), so that one missed renewal costs nothing",
                      cfg->lease_renew_ms, cfg->lease_ttl_ms, cfg->lease_margin_ms);
@@ -154,7 +155,7 @@ check_client_id(const relay_config_t *cfg, bson_error_t *error)
 {
    size_t len = strlen(cfg->client_id) + (cfg->client_id_from_name ? CLIENT_ID_SUFFIX_LEN : 0);
    if (len > MQTT_STRING_MAX) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "%s is %zu bytes long%s: MQTT allows at most %d bytes in a client id",
                      cfg->client_id_from_name ? "name" : "client-id", strlen(cfg->client_id),
                      cfg->client_id_from_name ? " (the client id adds 9)" : "",
@@ -171,7 +172,7 @@ static bool
 check_topic(const relay_config_t *cfg, bson_error_t *error)
 {
    if (cfg->topic_template && cfg->topic_template[0] == '$') {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "topic: '%s' starts with '$', which brokers reserve for their own topics "
                      "($SYS/...) and refuse publishes to",
                      cfg->topic_template);
@@ -197,7 +198,7 @@ check_log_file(const relay_config_t *cfg, bson_error_t *error)
    int err = stat(dir, &st) == 0 ? 0 : errno;
    bool ok = !err && S_ISDIR(st.st_mode);
    if (!ok) {
-      bson_set_error(error, 0, 0, "log-file: '%s' cannot be created: '%s': %s", cfg->log_file,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "log-file: '%s' cannot be created: '%s': %s", cfg->log_file,
                      dir, err ? strerror(err) : "not a directory");
    }
    bson_free(dir);

@@ -14,6 +14,7 @@
  * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include "config/config-private.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <string.h>
@@ -36,7 +37,7 @@ read_file(const char *path, size_t *len, unsigned *mode, bson_error_t *error)
    FILE *f = fopen(path, "rb");
    struct stat st;
    if (!f) {
-      bson_set_error(error, 0, 0, "config file '%s': %s", path, strerror(errno));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "config file '%s': %s", path, strerror(errno));
       return NULL;
    }
    *mode = fstat(fileno(f), &st) == 0 ? (unsigned)st.st_mode : 0;
@@ -45,7 +46,7 @@ read_file(const char *path, size_t *len, unsigned *mode, bson_error_t *error)
    bool failed = ferror(f);
    fclose(f);
    if (failed || *len > MAX_CONFIG_FILE_BYTES) {
-      bson_set_error(error, 0, 0, "config file '%s': %s", path,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "config file '%s': %s", path,
                      failed ? "read error" : "larger than 1 MiB");
       bson_free(data);
       return NULL;
@@ -160,7 +161,7 @@ string_without_nul(const bson_iter_t *it, const char *what, bson_error_t *error)
    uint32_t len;
    const char *s = bson_iter_utf8(it, &len);
    if (strlen(s) != len) {
-      bson_set_error(error, 0, 0, "%s: a string must not contain a NUL character (\\u0000)",
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: a string must not contain a NUL character (\\u0000)",
                      what);
       return NULL;
    }
@@ -211,7 +212,7 @@ file_value_text(const relay_opt_t *opt, const bson_iter_t *it, const char *what,
                           : opt->type == OPT_BOOL   ? "true or false"
                           : opt->type == OPT_LIST   ? "a string or an array of strings"
                                                     : "a string";
-   bson_set_error(error, 0, 0, "%s: expected %s, got %s", what, expected, json_type_name(t));
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected %s, got %s", what, expected, json_type_name(t));
    return NULL;
 }
 
@@ -243,7 +244,7 @@ apply_file_array(relay_config_t *cfg, const relay_opt_t *opt, bson_iter_t *it,
       const char *s = BSON_ITER_HOLDS_UTF8(&child) ? string_without_nul(&child, what, error)
                                                     : NULL;
       if (!BSON_ITER_HOLDS_UTF8(&child)) {
-         bson_set_error(error, 0, 0, "%s: expected an array of strings", what);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected an array of strings", what);
       }
       if (!s || !_relay_opt_apply(cfg, opt, s, what, !first, error)) {
          return false;
@@ -294,12 +295,12 @@ check_file_keys(const bson_t *doc, const char *path, bson_error_t *error)
    }
    bool ok = unknown->len == 0 && repeated->len == 0;
    if (unknown->len) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "config file '%s': unknown key %s (keys are the long option names, e.g. "
                      "\"mongodb-uri\")",
                      path, unknown->str);
    } else if (repeated->len) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "config file '%s': key %s given more than once (which one should win?)",
                      path, repeated->str);
    }
@@ -342,7 +343,7 @@ parse(const char *data, size_t len, const char *path, bson_error_t *error)
                                                     &json_error)
                                : NULL;
    if (!doc) {
-      bson_set_error(error, 0, 0, "config file '%s': %s", path,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "config file '%s': %s", path,
                      *start == '{' ? json_error.message : "expected a JSON object ({...})");
    }
    return doc;
@@ -376,7 +377,7 @@ _relay_config_load_file(relay_config_t *cfg, const char *path, bson_error_t *err
    bson_t *doc = data ? parse(data, len, path, error) : NULL;
    bool ok = doc && check_file_keys(doc, path, error);
    if (ok && both_secrets(doc)) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "config file '%s': give \"mqtt-password\" or \"mqtt-password-file\", not both",
                      path);
       ok = false;

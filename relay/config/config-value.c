@@ -9,6 +9,7 @@
  * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include "config/config-private.h"
+#include "util/error.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -56,7 +57,7 @@ parse_int(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const c
 {
    long long v;
    if (!parse_ll(text, &v) || v < opt->min || v > opt->max) {
-      bson_set_error(error, 0, 0, "%s: expected an integer from %lld to %lld, got '%s'", what,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected an integer from %lld to %lld, got '%s'", what,
                      opt->min, opt->max, text);
       return false;
    }
@@ -100,7 +101,7 @@ check_name(const relay_opt_t *opt, const char *name, const char *what, bson_erro
       bad = "a field name cannot contain . or start with $";
    }
    if (bad) {
-      bson_set_error(error, 0, 0, "%s: %s, got '%s'", what, bad, name);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: %s, got '%s'", what, bad, name);
       return false;
    }
    return true;
@@ -139,7 +140,7 @@ parse_list(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const 
       }
       bool ok = check_name(opt, start, what, error);
       if (ok && has_collection(cfg, start)) {
-         bson_set_error(error, 0, 0, "%s: collection '%s' given twice", what, start);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: collection '%s' given twice", what, start);
          ok = false;
       }
       if (ok) {
@@ -164,11 +165,11 @@ check_template(const relay_opt_t *opt, const char *text, const char *what, bson_
    bool topic = !strcmp(opt->name, "topic");
    const char *known = "{db}, {collection}, {id}, {type}, {partition}";
    if (!*text) {
-      bson_set_error(error, 0, 0, "%s: must not be empty", what);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: must not be empty", what);
       return false;
    }
    if (topic && strpbrk(text, "+#")) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "%s: + and # are MQTT wildcards and cannot be published to, got '%s'", what,
                      text);
       return false;
@@ -176,7 +177,7 @@ check_template(const relay_opt_t *opt, const char *text, const char *what, bson_
    for (const char *p = text; (p = strpbrk(p, "{}")); p++) {
       const char *close = *p == '{' ? strchr(p, '}') : NULL;
       if (!close) {
-         bson_set_error(error, 0, 0, "%s: unbalanced '%c' in '%s' (placeholders: %s)", what, *p,
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: unbalanced '%c' in '%s' (placeholders: %s)", what, *p,
                         text, known);
          return false;
       }
@@ -186,7 +187,7 @@ check_template(const relay_opt_t *opt, const char *text, const char *what, bson_
                 (len == 4 && !strncmp(p, "{id}", 4)) || (len == 6 && !strncmp(p, "{type}", 6)) ||
                 (len == 11 && !strncmp(p, "{partition}", 11));
       if (!ok) {
-         bson_set_error(error, 0, 0, "%s: unknown placeholder '%.*s' (known: %s)", what, (int)len,
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: unknown placeholder '%.*s' (known: %s)", what, (int)len,
                         p, known);
          return false;
       }
@@ -204,7 +205,7 @@ check_mongodb_uri(const char *text, const char *what, bson_error_t *error)
       /* The URI itself is not quoted, and mongoc's message may quote its password
        * (`Password "..." must not have unescaped chars`): cut it out. */
       char *shown = relay_redact_message(uri_error.message, text);
-      bson_set_error(error, 0, 0, "%s: not a valid MongoDB connection string: %s", what, shown);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: not a valid MongoDB connection string: %s", what, shown);
       bson_free(shown);
       return false;
    }
@@ -223,7 +224,7 @@ check_mqtt_userinfo(const char *text, const char *authority, const char *what,
       return true;
    }
    char *shown = relay_redact_uri(text);
-   bson_set_error(error, 0, 0,
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                   "%s: a user name or password in the MQTT URI is not supported; give them "
                   "with --mqtt-username and --mqtt-password-file (or OUTBOX_MQTT_PASSWORD, or "
                   "\"mqtt-password\" in the config file), got '%s'",
@@ -256,7 +257,7 @@ check_mqtt_uri(const char *text, const char *what, bson_error_t *error)
              _relay_mqtt_uri_check_address(text, n, what, error);
    }
    char *shown = relay_redact_uri(text);
-   bson_set_error(error, 0, 0,
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                   "%s: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, "
                   "got '%s'",
                   what, shown);
@@ -274,7 +275,7 @@ check_listen(const char *text, const char *what, bson_error_t *error)
    long long port;
    bool host_ok = colon && colon > text && (text[0] != '[' || colon[-1] == ']');
    if (!host_ok || !parse_ll(colon + 1, &port) || port < 0 || port > 65535) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "%s: expected HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or 'off', got '%s'",
                      what, text);
       return false;
@@ -286,7 +287,7 @@ static bool
 check_file(const char *text, const char *what, bson_error_t *error)
 {
    if (access(text, R_OK) != 0) {
-      bson_set_error(error, 0, 0, "%s: cannot read '%s': %s", what, text, strerror(errno));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: cannot read '%s': %s", what, text, strerror(errno));
       return false;
    }
    return true;
@@ -309,7 +310,7 @@ _relay_read_secret_file(const char *path, const char *what, bson_error_t *error)
    FILE *f = fopen(path, "r");
    struct stat st;
    if (!f) {
-      bson_set_error(error, 0, 0, "%s: cannot read '%s': %s", what, path, strerror(errno));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: cannot read '%s': %s", what, path, strerror(errno));
       return NULL;
    }
    if (fstat(fileno(f), &st) == 0) {
@@ -322,7 +323,7 @@ _relay_read_secret_file(const char *path, const char *what, bson_error_t *error)
    bool too_long = n == sizeof buf - 1 && fgetc(f) != EOF;
    fclose(f);
    if (too_long) {
-      bson_set_error(error, 0, 0, "%s: '%s' is longer than 4096 bytes", what, path);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: '%s' is longer than 4096 bytes", what, path);
       return NULL;
    }
    buf[n] = '\0';
@@ -334,7 +335,7 @@ _relay_read_secret_file(const char *path, const char *what, bson_error_t *error)
       }
    }
    if (strlen(buf) != n) {
-      bson_set_error(error, 0, 0, "%s: '%s' contains a NUL byte", what, path);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: '%s' contains a NUL byte", what, path);
       return NULL;
    }
    return bson_strdup(buf);
@@ -394,7 +395,7 @@ apply_enum(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const 
       }
    }
    if (!ok) {
-      bson_set_error(error, 0, 0, "%s: expected %s, got '%s'", what, expected, text);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected %s, got '%s'", what, expected, text);
    }
    return ok;
 }
@@ -406,7 +407,7 @@ check_string(const relay_opt_t *opt, const char *text, const char *what, bson_er
    case OPT_STRING:
    case OPT_SECRET:
       if ((long long)strlen(text) < opt->min) {
-         bson_set_error(error, 0, 0, "%s: must not be empty", what);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: must not be empty", what);
          return false;
       }
       return true;
@@ -450,7 +451,7 @@ _relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text,
       return parse_int(cfg, opt, text, what, error);
    case OPT_BOOL:
       if (!parse_bool(text, FIELD(cfg, opt, bool))) {
-         bson_set_error(error, 0, 0, "%s: expected true or false, got '%s'", what, text);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected true or false, got '%s'", what, text);
          return false;
       }
       return true;

@@ -8,6 +8,7 @@
  * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include "config/config-private.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -50,11 +51,11 @@ scan_long(args_t *args, int argc, char **argv, int *i, bson_error_t *error)
    bool is_config = len == 6 && !strncmp(name, "config", 6);
    const relay_opt_t *opt = is_config ? NULL : _relay_opt_find(name, len);
    if (!opt && !is_config) {
-      bson_set_error(error, 0, 0, "unknown option '--%.*s' (see --help)", (int)len, name);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "unknown option '--%.*s' (see --help)", (int)len, name);
       return RELAY_CONFIG_USAGE_ERROR;
    }
    if (opt && opt->type == OPT_SECRET) {
-      bson_set_error(error, 0, 0,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "--%s is not accepted on the command line (other users can read it with "
                      "ps): use %s, --%s-file or the config file",
                      opt->name, opt->env, opt->name);
@@ -65,7 +66,7 @@ scan_long(args_t *args, int argc, char **argv, int *i, bson_error_t *error)
       value = "true";
    } else if (!value) {
       if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2)) {
-         bson_set_error(error, 0, 0, "--%.*s: missing value", (int)len, name);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "--%.*s: missing value", (int)len, name);
          return RELAY_CONFIG_USAGE_ERROR;
       }
       value = argv[++*i];
@@ -90,14 +91,14 @@ scan_argv(args_t *args, int argc, char **argv, bson_error_t *error)
          return RELAY_CONFIG_VERSION;
       } else if (!strcmp(arg, "-c")) {
          if (i + 1 >= argc) {
-            bson_set_error(error, 0, 0, "-c: missing value");
+            bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "-c: missing value");
             return RELAY_CONFIG_USAGE_ERROR;
          }
          args->config_path = argv[++i];
       } else if (!strncmp(arg, "--", 2) && arg[2]) {
          action = scan_long(args, argc, argv, &i, error);
       } else {
-         bson_set_error(error, 0, 0, "unexpected argument '%s' (options start with --; see --help)",
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "unexpected argument '%s' (options start with --; see --help)",
                         arg);
          return RELAY_CONFIG_USAGE_ERROR;
       }
@@ -122,7 +123,7 @@ load_env(relay_config_t *cfg, bson_error_t *error)
    const relay_opt_t *pw = _relay_opt_find("mqtt-password", 13);
    const relay_opt_t *pw_file = _relay_opt_find("mqtt-password-file", 18);
    if (env_value(pw) && env_value(pw_file)) {
-      bson_set_error(error, 0, 0, "%s and %s are both set: set only one", pw->env, pw_file->env);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s and %s are both set: set only one", pw->env, pw_file->env);
       return false;
    }
    for (size_t i = 0; i < relay_n_opts; i++) {

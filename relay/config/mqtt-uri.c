@@ -7,6 +7,7 @@
  * sends "tcp://host:1883/path" to "host:1883/path". No state.
  */
 #include "config/config-private.h"
+#include "util/error.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -87,7 +88,7 @@ _relay_mqtt_uri_check_address(const char *uri, size_t scheme_len, const char *wh
       return true;
    }
    char *shown = relay_redact_uri(uri);
-   bson_set_error(error, 0, 0, "%s: '%s' has %s", what, shown, why);
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: '%s' has %s", what, shown, why);
    bson_free(shown);
    return false;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config/config-private.h"
+#include "util/error.h"
 
 static const struct {
    const char *name;
@@ -53,7 +54,7 @@ _relay_user_props_parse(const char *text, unsigned *bits, const char *what, bson
       size_t len = comma ? (size_t)(comma - p) : strlen(p);
       unsigned bit = bit_of(p, len);
       if (!bit) {
-         bson_set_error(error, 0, 0,
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                         "%s: expected all, none or a comma-separated list of event-id, "
                         "event-type, entity-id, seq; got '%.*s'",
                         what, (int)len, p);

@@ -7,6 +7,7 @@
  * everything else and drains the queue with relay_mqtt_wait().
  */
 #include "mqtt/mqtt.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -379,7 +380,7 @@ relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *e
    rc = MQTTAsync_createWithOptions(&m->client, cfg->mqtt_uri, client_id,
                                     MQTTCLIENT_PERSISTENCE_NONE, NULL, &copts);
    if (rc != MQTTASYNC_SUCCESS) {
-      bson_set_error(error, 0, (uint32_t)-rc, "cannot create the MQTT client for '%s': %s",
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "cannot create the MQTT client for '%s': %s",
                      cfg->mqtt_uri, MQTTAsync_strerror(rc));
       m->client = NULL;
       relay_mqtt_destroy(m);
@@ -466,7 +467,7 @@ relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error)
    }
    rc = MQTTAsync_connect(m->client, o);
    if (rc != MQTTASYNC_SUCCESS) {
-      bson_set_error(error, 0, (uint32_t)-rc, "MQTT connect to '%s' failed: %s", cfg->mqtt_uri,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "MQTT connect to '%s' failed: %s", cfg->mqtt_uri,
                      MQTTAsync_strerror(rc));
       return false;
    }

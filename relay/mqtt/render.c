@@ -5,6 +5,7 @@
  * encoding, topic and source templates, times. Pure functions: safe from any thread.
  */
 #include "mqtt/render.h"
+#include "util/error.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -262,7 +263,7 @@ bool
 relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_t *error)
 {
    if (!tmpl || !*tmpl) {
-      bson_set_error(error, 0, 0, "%s: the template is empty", what);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: the template is empty", what);
       return false;
    }
    for (const char *p = tmpl; *p;) {
@@ -272,14 +273,14 @@ relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_
          continue;
       }
       if (*p == '{' || *p == '}') {
-         bson_set_error(error, 0, 0,
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                         "%s: unknown placeholder at '%s' (use {db}, {collection}, {id}, {type}, "
                         "{partition})",
                         what, p);
          return false;
       }
       if (topic && (*p == '+' || *p == '#')) {
-         bson_set_error(error, 0, 0, "%s: MQTT wildcard '%c' in the template", what, *p);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: MQTT wildcard '%c' in the template", what, *p);
          return false;
       }
       p++;

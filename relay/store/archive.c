@@ -4,6 +4,7 @@
  * See archive.h: why the archive is written before the clear, and with inserts.
  */
 #include "store/archive.h"
+#include "util/error.h"
 
 #include <string.h>
 
@@ -138,7 +139,7 @@ relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg,
       ok = add_inserts(cfg, bulk, stmts[i], now, &owner, &n_docs, &cap);
    }
    if (!ok) {
-      bson_set_error(error, 0, 0, "an archive entry could not be built");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_ARCHIVE, "an archive entry could not be built");
    } else {
       bson_destroy(&reply);
       ok = mongoc_bulk_operation_execute(bulk, &reply, error) != 0;

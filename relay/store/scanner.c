@@ -5,6 +5,7 @@
  * pools) and one liboutbox handle per collection; the main thread only starts and stops it.
  */
 #include "store/scanner.h"
+#include "util/error.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -191,7 +192,7 @@ relay_scanner_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_erro
    }
    bool ok = s->pool && open_collections(s, error);
    if (ok && pthread_create(&s->thread, NULL, run, s) != 0) {
-      bson_set_error(error, 0, 0, "cannot start the scanner thread");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD, "cannot start the scanner thread");
       ok = false;
    }
    if (!ok) {

@@ -28,6 +28,16 @@ typedef enum {
    RELAY_ERROR_LISTEN,
    /* Expected, retried: a clear batch could not be built (the clearer gives no reason). */
    RELAY_ERROR_CLEAR,
+   /* outbox-admin: a command line that cannot be used (exit 64). */
+   RELAY_ERROR_USAGE,
+   /* The MQTT client could not be created or connected (paho's code and words in the
+    * message). */
+   RELAY_ERROR_MQTT,
+   /* A system call failed (errno's words in the message): e.g. the log file cannot be
+    * opened. */
+   RELAY_ERROR_SYSTEM,
+   /* Expected, retried: an archive entry could not be built from an event. */
+   RELAY_ERROR_ARCHIVE,
 } relay_error_code_t;
 
 /* Whether MongoDB refuses the relay's credentials or privileges: 13 Unauthorized, or an

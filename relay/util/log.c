@@ -7,6 +7,7 @@
  * path are guarded by log_mutex, so any thread may log (log.h says which calls are main-only).
  */
 #include "util/log.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +42,7 @@ open_log(const char *path, bson_error_t *error)
 {
    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
    if (fd < 0) {
-      bson_set_error(error, 0, (uint32_t)errno, "cannot open log file '%s': %s", path,
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_SYSTEM, "cannot open log file '%s': %s", path,
                      strerror(errno));
    }
    return fd;
