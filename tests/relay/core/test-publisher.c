@@ -4,7 +4,9 @@
  * The publisher (publish/publisher.h) with a fake admission and a fake MQTT link, no servers:
  * nothing is sent while admission refuses, the in-flight window is never exceeded, a message
  * the broker drops the connection on is convicted after three losses in a row (and not when
- * it was acknowledged meanwhile), and late answers to abandoned publishes are ignored.
+ * it was acknowledged meanwhile; also when paho failed it before reporting the loss), a
+ * publish never answered drops the connection and counts as a loss, and late answers to
+ * abandoned publishes are ignored.
  */
 #include <criterion/criterion.h>
 
