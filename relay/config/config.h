@@ -85,6 +85,7 @@ typedef struct relay_config_t {
    int checkpoint_interval_ms; /* 1000 */
    int shutdown_timeout_ms;    /* 10000: wait for acknowledgements on SIGTERM at most */
    size_t max_message_bytes;   /* 268435455: larger messages are dead-lettered */
+   int publish_timeout_ms;     /* 30000: unacknowledged this long, the connection is dropped */
    int reconnect_min_ms;       /* 100 */
    int reconnect_max_ms;       /* 10000 */
    int pending_scan_interval_ms; /* 30000: count stored pending events and dead letters; 0 off */

@@ -20,6 +20,9 @@
 #include "mqtt/tls.h"
 #include "util/log.h"
 
+_Static_assert(RELAY_MQTT_CODE_INCOMPLETE == MQTTASYNC_OPERATION_INCOMPLETE,
+               "mqtt.h names paho's code");
+
 /* Per-publish callback context. paho hands back one pointer; it has to lead to both the
  * client (for the queue) and the tag. Contexts are linked so the ones whose callback never
  * came (client destroyed first) are freed at the end. */
@@ -307,8 +310,31 @@ relay_mqtt_check_size(relay_mqtt_t *m, const relay_mqtt_message_t *msg)
    return limit_reason(m, limit);
 }
 
+/* What to try when an MQTT 5 connect failed the way a broker without MQTT 5 makes it fail,
+ * else "". Such a broker answers with MQTT 3.1.1's CONNACK return code 1 ("unacceptable
+ * protocol version": aedes 1.x), which paho 1.3.12 reports as code 1, or closes the connection
+ * without a CONNACK (RabbitMQ before 3.13), which paho reports as code -1 with "TCP connect
+ * completion failure" (a refused TCP connect says "TCP/TLS connect failure" instead). */
+static const char *
+mqtt5_hint(const relay_mqtt_t *m, int code, const char *message)
+{
+   if (m->cfg->mqtt_version != 5) {
+      return "";
+   }
+   if (code == 1) {
+      return " (MQTT 3.1.1's \"unacceptable protocol version\"): the broker does not support "
+             "MQTT 5; try --mqtt-version 4";
+   }
+   if (code == MQTTASYNC_FAILURE && message && strstr(message, "completion failure")) {
+      return " (the broker closed the connection without answering the MQTT 5 CONNECT): the "
+             "broker may not support MQTT 5; try --mqtt-version 4";
+   }
+   return "";
+}
+
 /* The broker's refusal in words ("not authorized"), so an operator does not have to look up
- * CONNACK codes; other failures (network, TLS) keep paho's code and message. */
+ * CONNACK codes; other failures (network, TLS) keep paho's code and message, with a hint when
+ * they look like a broker without MQTT 5. */
 static void
 log_connect_failure(const relay_mqtt_t *m, int code, int reason, const char *message)
 {
@@ -324,9 +350,9 @@ log_connect_failure(const relay_mqtt_t *m, int code, int reason, const char *mes
                 "connect as client id '%s' refused by the broker: %s (return code %d)",
                 m->client_id, refusal, code);
    } else {
-      relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d, reason %d%s%s%s%s", code,
+      relay_log(RELAY_LOG_WARNING, "mqtt", "connect failed: code %d, reason %d%s%s%s%s%s", code,
                 reason, message ? ": " : "", message ? message : "", tls ? ": " : "",
-                tls ? tls : "");
+                tls ? tls : "", tls ? "" : mqtt5_hint(m, code, message));
    }
    bson_free(tls);
 }
@@ -449,6 +475,10 @@ relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error)
       o->onSuccess5 = on_connect_success5;
       o->onFailure5 = on_connect_failure5;
    } else {
+      /* Not paho's default (MQTTVERSION_DEFAULT), which tries MQTT 3.1 at once after a refused
+       * 3.1.1 CONNECT: the relay then logged the 3.1 answer (aedes: "identifier rejected" for
+       * a client id over 23 characters) instead of the refusal (a wrong password). */
+      o->MQTTVersion = MQTTVERSION_3_1_1;
       o->cleansession = cfg->mqtt_clean_start || clean_next(m);
       o->onFailure = on_connect_failure;
    }

@@ -31,6 +31,10 @@ typedef enum {
    RELAY_MQTT_DISCONNECTED,   /* our disconnect completed */
 } relay_mqtt_kind_t;
 
+/* paho's code (MQTTASYNC_OPERATION_INCOMPLETE) for a publish that ended with its connection's
+ * session: paho may report it before the loss itself. */
+#define RELAY_MQTT_CODE_INCOMPLETE (-11)
+
 typedef struct {
    relay_mqtt_kind_t kind;
    uint64_t tag;

@@ -14,11 +14,6 @@
 #include "util/log.h"
 #include "util/util.h"
 
-/* An in-flight publish with no answer for this long is presumed lost and sent again. paho
- * normally answers every publish (with -11 when a session is dropped); this only guards
- * against a stall. */
-#define PUBLISH_TIMEOUT_MS 30000
-
 /* One publish slot of the in-flight window. */
 typedef struct {
    relay_entity_t *entity; /* NULL when free */
@@ -44,6 +39,10 @@ struct relay_publisher_t {
    int backoff_ms;
 
    bool connected, connecting, ever_connected;
+   /* The oldest publish paho failed because its connection ended (it may say so before the
+    * loss): the suspect if the loss then finds nothing older in flight. */
+   char *ended_id;
+   int64_t ended_sent_ms;
    int64_t retry_at_ms;
    int connect_backoff_ms;
    relay_suspect_t suspect;
@@ -83,6 +82,7 @@ relay_publisher_destroy(relay_publisher_t *p)
       return;
    }
    relay_suspect_cleanup(&p->suspect);
+   bson_free(p->ended_id);
    bson_free(p->slots);
    bson_free(p->free_slots);
    bson_free(p);
@@ -150,19 +150,28 @@ requeue_inflight(relay_publisher_t *p, int64_t now)
    }
 }
 
-/* After a message was dead-lettered for killing the connection: paho must forget the copy
- * its session would send again on the next reconnect (see relay_mqtt_clean_session()). */
+/* Drops the connection and connects again at once with a clean session: after a message was
+ * dead-lettered for killing the connection, paho must forget the copy its session would send
+ * again on the next reconnect (see relay_mqtt_clean_session()); after a publish timeout the
+ * connection itself is no good. What was in flight is sent again on the new connection. */
 static void
 renew(relay_publisher_t *p, int64_t now)
 {
-   relay_log(RELAY_LOG_INFO, "mqtt",
-             "reconnecting with a clean session, so that the broker is not sent that message "
-             "again");
    requeue_inflight(p, now);
    p->link->clean_session(p->link_ctx);
    p->connected = false;
    p->connecting = false;
    p->retry_at_ms = now;
+   relay_metrics_set(p->metrics, RELAY_G_MQTT_CONNECTED, 0.0);
+}
+
+static void
+renew_after_conviction(relay_publisher_t *p, int64_t now)
+{
+   relay_log(RELAY_LOG_INFO, "mqtt",
+             "reconnecting with a clean session, so that the broker is not sent that message "
+             "again");
+   renew(p, now);
 }
 
 /* The window in effect: the configured one, kept below the broker's Receive Maximum (QoS 0
@@ -223,7 +232,7 @@ relay_publisher_dispatch(relay_publisher_t *p, int64_t now)
       }
       if ((poison = relay_suspect_verdict(&p->suspect, e->inflight->ev.id))) {
          relay_table_poisoned(p->table, e, poison);
-         renew(p, now);
+         renew_after_conviction(p, now);
          break;
       }
       if (!send_one(p, e, now)) {
@@ -284,6 +293,12 @@ on_publish_result(relay_publisher_t *p, const relay_mqtt_completion_t *c, int64_
    }
    e = s->entity;
    sent_us = s->sent_us;
+   if (c->kind == RELAY_MQTT_FAIL && c->code == RELAY_MQTT_CODE_INCOMPLETE && p->cfg->qos > 0 &&
+       (!p->ended_id || s->sent_ms < p->ended_sent_ms)) {
+      bson_free(p->ended_id);
+      p->ended_id = bson_strdup(e->inflight->ev.id);
+      p->ended_sent_ms = s->sent_ms;
+   }
    release(p, s);
    if (c->kind == RELAY_MQTT_ACK) {
       observe_ack(p, e, sent_us);
@@ -316,22 +331,36 @@ oldest_inflight(relay_publisher_t *p)
    return oldest;
 }
 
+/* Forgets the publish paho failed with its connection (a new connection began, or the loss
+ * was counted). */
+static void
+forget_ended(relay_publisher_t *p)
+{
+   bson_free(p->ended_id);
+   p->ended_id = NULL;
+}
+
 static void
 lost(relay_publisher_t *p, int64_t now)
 {
    /* QoS 0 publishes are never suspects: they count as done once written. */
    slot_t *oldest = p->cfg->qos > 0 ? oldest_inflight(p) : NULL;
-   const char *id = oldest ? oldest->entity->inflight->ev.id : NULL;
-   bool convicted = relay_suspect_on_lost(&p->suspect, id, oldest ? oldest->sent_ms : 0,
+   bool ended = p->ended_id && (!oldest || p->ended_sent_ms < oldest->sent_ms);
+   const char *id = ended ? p->ended_id : oldest ? oldest->entity->inflight->ev.id : NULL;
+   int64_t sent_ms = ended ? p->ended_sent_ms : oldest ? oldest->sent_ms : 0;
+   bool convicted = relay_suspect_on_lost(&p->suspect, id, sent_ms,
                                           p->link->last_disconnect_reason(p->link_ctx), now);
 
+   forget_ended(p);
    p->connected = false;
    p->connecting = true; /* paho reconnects by itself; a connect now is refused */
-   if (convicted) {
+   /* Convicted while waiting to be sent again (paho failed it first): dispatch dead-letters
+    * it (relay_suspect_verdict()) instead of sending it. */
+   if (convicted && !ended) {
       relay_entity_t *e = oldest->entity;
       release(p, oldest);
       relay_table_poisoned(p->table, e, relay_suspect_verdict(&p->suspect, e->inflight->ev.id));
-      renew(p, now);
+      renew_after_conviction(p, now);
    }
    requeue_inflight(p, now);
 }
@@ -347,6 +376,7 @@ on_connection(relay_publisher_t *p, const relay_mqtt_completion_t *c, int64_t no
       }
       p->ever_connected = true;
       p->connected = true;
+      forget_ended(p);
       relay_suspect_on_connected(&p->suspect, now);
       p->connecting = false;
       p->connect_backoff_ms = 0;
@@ -377,17 +407,36 @@ relay_publisher_complete(relay_publisher_t *p, const relay_mqtt_completion_t *c,
    }
 }
 
+/* The oldest publish in flight (@oldest) had no acknowledgement within the publish timeout:
+ * the connection is no good (RabbitMQ answers nothing more on a connection once it failed a
+ * message over its max_message_size, and keeps it open). It is dropped and made anew, and the
+ * oldest publish takes a strike as if the broker had dropped it (publish/suspect.c). */
+static void
+timed_out(relay_publisher_t *p, slot_t *oldest, int64_t now)
+{
+   relay_entity_t *e = oldest->entity;
+   const char *id = p->cfg->qos > 0 ? e->inflight->ev.id : NULL;
+
+   relay_log(RELAY_LOG_WARNING, "mqtt",
+             "no acknowledgement of event %s within %d ms (publish-timeout-ms): dropping the "
+             "connection and reconnecting with a clean session",
+             e->inflight->ev.id, p->cfg->publish_timeout_ms);
+   relay_metrics_add(p->metrics, RELAY_M_PUBLISH_FAILURES, 1);
+   if (relay_suspect_on_timeout(&p->suspect, id, p->cfg->publish_timeout_ms, now)) {
+      release(p, oldest);
+      relay_table_poisoned(p->table, e, relay_suspect_verdict(&p->suspect, e->inflight->ev.id));
+   }
+   renew(p, now);
+}
+
 void
 relay_publisher_check_timeouts(relay_publisher_t *p, int64_t now)
 {
+   slot_t *oldest;
+
    relay_suspect_tick(&p->suspect, p->connected, now);
-   for (int i = 0; i < p->cfg->inflight_window; i++) {
-      slot_t *s = &p->slots[i];
-      if (s->entity && now - s->sent_ms > PUBLISH_TIMEOUT_MS) {
-         relay_log(RELAY_LOG_WARNING, "mqtt", "no acknowledgement after %d ms: sending again",
-                   PUBLISH_TIMEOUT_MS);
-         publish_failed(p, s->entity, now);
-         release(p, s);
-      }
+   oldest = oldest_inflight(p);
+   if (oldest && now - oldest->sent_ms > p->cfg->publish_timeout_ms) {
+      timed_out(p, oldest, now);
    }
 }

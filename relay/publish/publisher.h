@@ -78,8 +78,9 @@ void relay_publisher_dispatch(relay_publisher_t *p, int64_t now);
 /* Applies one completion from the MQTT client (a publish's answer, or the connection's). */
 void relay_publisher_complete(relay_publisher_t *p, const relay_mqtt_completion_t *c, int64_t now);
 
-/* Once per loop turn: publishes unanswered for too long are sent again; the connection's
- * health. */
+/* Once per loop turn: a publish unanswered for cfg->publish_timeout_ms drops the connection
+ * (a strike against the oldest unacknowledged publish, as a loss is) and everything in flight
+ * is sent again on a new one; the connection's health. */
 void relay_publisher_check_timeouts(relay_publisher_t *p, int64_t now);
 
 /* Whether the connection to the broker is up. */

@@ -15,6 +15,12 @@
  * dead-lettered with a reason. Its acknowledgement clears it. QoS 0 publishes are never
  * suspects: they count as done once written.
  *
+ * A publish that is not acknowledged within the publish timeout is a loss too: the publisher
+ * drops that connection and reconnects, and the oldest unacknowledged publish takes the strike
+ * whatever its age. RabbitMQ's MQTT plugin neither acknowledges a message over its
+ * max_message_size nor closes the connection, and acknowledges nothing sent on it afterwards:
+ * without this the same message went out again on the same connection, forever.
+ *
  * The connection's health: RELAY_SUSPECT_STRIKES connections in a row that were lost within
  * RELAY_STABLE_MS of connecting make /healthz fail ("keeps dropping"), until one stays up that
  * long.
@@ -49,13 +55,24 @@ keep(relay_suspect_t *s, char *text)
    return text;
 }
 
-/* What is known of why, for the dead letter: the broker's MQTT 5 DISCONNECT reason when it
+/* What is known of why, for the dead letter: that no acknowledgement came in time when every
+ * strike was a publish timeout (@timed_out); the broker's MQTT 5 DISCONNECT reason when it
  * gave one (issue 29: a '$' topic was dead-lettered as "larger than it accepts?"); otherwise
  * only that it closed the connection, and what commonly makes a broker do that. */
 static const char *
-convicted_reason(relay_suspect_t *s)
+convicted_reason(relay_suspect_t *s, bool timed_out)
 {
    int code = s->last_reason;
+   if (timed_out) {
+      return keep(s, bson_strdup_printf("no acknowledgement of this message came within the "
+                                        "publish timeout (%d ms), %d times in a row (the relay "
+                                        "reconnected each time): a broker that drops a message "
+                                        "larger than it accepts without a word does this "
+                                        "(RabbitMQ over its max_message_size; then set "
+                                        "max-message-bytes to its limit), and so does a topic, "
+                                        "payload or permission it refuses (see the broker's log)",
+                                        s->timeout_ms, RELAY_SUSPECT_STRIKES));
+   }
    if (code >= 0) {
       const char *text = relay_mqtt_disconnect_text(code);
       return keep(s, bson_strdup_printf("the broker closed the connection each time this message "
@@ -79,6 +96,7 @@ forget(relay_suspect_t *s)
    bson_free(s->id);
    s->id = NULL;
    s->strikes = 0;
+   s->timeouts = 0;
 }
 
 static bool
@@ -87,14 +105,12 @@ convicted(const relay_suspect_t *s)
    return s->id && s->strikes >= RELAY_SUSPECT_STRIKES;
 }
 
-bool
-relay_suspect_on_lost(relay_suspect_t *s, const char *oldest_id, int64_t sent_ms,
-                      int disconnect_reason, int64_t now)
+/* One strike: against @id (the oldest unacknowledged publish, NULL if none is to blame) or,
+ * when nothing is to blame, against a suspect waiting to be sent again. Returns true when @id
+ * is convicted now. */
+static bool
+strike(relay_suspect_t *s, const char *id, bool timed_out, int64_t now)
 {
-   const char *id = oldest_id && now - sent_ms <= BLAME_WINDOW_MS ? oldest_id : NULL;
-
-   s->last_reason = disconnect_reason;
-
    if (now - s->up_since_ms < RELAY_STABLE_MS) {
       s->short_connections++;
    } else {
@@ -111,10 +127,27 @@ relay_suspect_on_lost(relay_suspect_t *s, const char *oldest_id, int64_t sent_ms
       s->strikes++; /* not sent again yet: paho resent its own copy */
    }
    if (s->id) {
-      relay_log(RELAY_LOG_DEBUG, "mqtt", "connection lost with event %s unacknowledged (%d)", s->id,
-                s->strikes);
+      s->timeouts += timed_out;
+      relay_log(RELAY_LOG_DEBUG, "mqtt", "connection %s with event %s unacknowledged (%d)",
+                timed_out ? "dropped for a publish timeout" : "lost", s->id, s->strikes);
    }
    return convicted(s) && id && !strcmp(id, s->id);
+}
+
+bool
+relay_suspect_on_lost(relay_suspect_t *s, const char *oldest_id, int64_t sent_ms,
+                      int disconnect_reason, int64_t now)
+{
+   s->last_reason = disconnect_reason;
+   return strike(s, oldest_id && now - sent_ms <= BLAME_WINDOW_MS ? oldest_id : NULL, false, now);
+}
+
+bool
+relay_suspect_on_timeout(relay_suspect_t *s, const char *oldest_id, int timeout_ms, int64_t now)
+{
+   s->last_reason = -1;
+   s->timeout_ms = timeout_ms;
+   return strike(s, oldest_id, true, now);
 }
 
 const char *
@@ -123,8 +156,9 @@ relay_suspect_verdict(relay_suspect_t *s, const char *id)
    if (!convicted(s) || strcmp(id, s->id) != 0) {
       return NULL;
    }
+   bool timed_out = s->timeouts == s->strikes;
    forget(s);
-   return convicted_reason(s);
+   return convicted_reason(s, timed_out);
 }
 
 void

@@ -27,6 +27,8 @@ typedef struct {
    char *id;                 /* the suspect's event id, or NULL */
    int strikes;
    int last_reason; /* the broker's MQTT 5 DISCONNECT reason at the last loss, -1 if none */
+   int timeouts;    /* of the suspect's strikes, those that were publish timeouts */
+   int timeout_ms;  /* the publish timeout of the last timeout strike */
    char **kept;     /* dead-letter reasons given out: they live as long as the relay */
    size_t n_kept;
    int64_t up_since_ms;
@@ -41,9 +43,17 @@ typedef struct {
 bool relay_suspect_on_lost(relay_suspect_t *s, const char *oldest_id, int64_t sent_ms,
                            int disconnect_reason, int64_t now);
 
+/* The oldest unacknowledged publish, event @oldest_id (NULL: QoS 0), had no acknowledgement
+ * within @timeout_ms, and the publisher drops the connection for it: a broker that fails a
+ * message without closing the connection (RabbitMQ over its max_message_size) answers nothing
+ * on that connection afterwards. A strike as relay_suspect_on_lost() counts one, whatever the
+ * publish's age. Returns true when that publish is convicted now. */
+bool relay_suspect_on_timeout(relay_suspect_t *s, const char *oldest_id, int timeout_ms,
+                              int64_t now);
+
 /* The dead-letter reason if event @id is the convicted suspect (it is forgotten then), else
- * NULL. The text says what is known: the broker's DISCONNECT reason, or that it gave none and
- * what commonly makes a broker do that; it lives until relay_suspect_cleanup(). */
+ * NULL. The text says what is known: that the broker never acknowledged it in time, the
+ * broker's DISCONNECT reason, or that it gave none and what commonly makes a broker do that; it lives until relay_suspect_cleanup(). */
 const char *relay_suspect_verdict(relay_suspect_t *s, const char *id);
 
 /* Event @id was acknowledged: not a suspect any more. */

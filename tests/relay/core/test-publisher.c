@@ -4,7 +4,9 @@
  * The publisher (publish/publisher.h) with a fake admission and a fake MQTT link, no servers:
  * nothing is sent while admission refuses, the in-flight window is never exceeded, a message
  * the broker drops the connection on is convicted after three losses in a row (and not when
- * it was acknowledged meanwhile), and late answers to abandoned publishes are ignored.
+ * it was acknowledged meanwhile; also when paho failed it before reporting the loss), a
+ * publish never answered drops the connection and counts as a loss, and late answers to
+ * abandoned publishes are ignored.
  */
 #include <criterion/criterion.h>
 
@@ -323,4 +325,78 @@ Test(publisher, a_publish_the_client_refuses_pauses_sending)
    fake.rc = 0;
    relay_publisher_dispatch(p, 1);
    cr_assert_eq(fake.sends, 0, "sent again without a pause");
+}
+
+/* The dead-letter reason of @e's poison item, or NULL. */
+static const char *
+poison_reason(const relay_entity_t *e)
+{
+   for (const relay_item_t *it = e->head; it; it = it->next) {
+      if (it->state == RELAY_ITEM_POISON) {
+         return it->reason;
+      }
+   }
+   return NULL;
+}
+
+/* RabbitMQ keeps the connection open and answers nothing on it once it failed a message over
+ * its max_message_size: the publish timeout drops the connection, strikes the message like a
+ * loss, and after the strikes the event behind it goes out. */
+Test(publisher, a_publish_never_answered_reconnects_and_is_dead_lettered_after_the_strikes)
+{
+   relay_entity_t *e = event(1, 1);
+   const char *reason;
+   int64_t now = 0;
+
+   event(1, 2); /* behind it: one event in flight per entity */
+   cfg.publish_timeout_ms = 1000;
+   for (int i = 0; i < RELAY_SUSPECT_STRIKES; i++, now += 2000) {
+      connect_at(now);
+      relay_publisher_dispatch(p, now);
+      cr_assert_eq(fake.sends, i + 1, "not sent again on the new connection");
+      relay_publisher_check_timeouts(p, now + 1000);
+      cr_assert(relay_publisher_connected(p), "dropped before the timeout");
+      relay_publisher_check_timeouts(p, now + 1001);
+      cr_assert(!relay_publisher_connected(p), "kept a connection that stopped answering");
+      cr_assert_eq(fake.clean_sessions, i + 1, "no clean reconnect after the timeout");
+      cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_POISON), i == RELAY_SUSPECT_STRIKES - 1,
+                   "dead-lettered after %d timeouts", i + 1);
+   }
+   reason = poison_reason(e);
+   cr_assert_not_null(reason);
+   cr_assert(strstr(reason, "no acknowledgement of this message came within the publish "
+                            "timeout (1000 ms), 3 times in a row"),
+             "%s", reason);
+   connect_at(now);
+   cr_assert_eq(fake.connects, RELAY_SUSPECT_STRIKES + 1, "did not connect again");
+   relay_publisher_dispatch(p, now);
+   cr_assert_eq(fake.sends, RELAY_SUSPECT_STRIKES + 1, "the event behind it did not go out");
+   complete(RELAY_MQTT_ACK, fake.tags[fake.sends - 1], now + 10);
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_ACKED), 1);
+}
+
+/* paho may fail the publishes of a connection that ended (code -11) before it reports the
+ * loss: the failed publish is still the one the loss is counted against, and once convicted
+ * it is dead-lettered instead of being sent again. */
+Test(publisher, a_publish_failed_with_its_connection_before_the_loss_is_still_the_suspect)
+{
+   relay_entity_t *e = event(1, 1);
+   int64_t now = 0;
+
+   /* A minute between rounds: past the failed publish's backoff. */
+   for (int i = 0; i < RELAY_SUSPECT_STRIKES; i++, now += 60000) {
+      relay_mqtt_completion_t ended = {RELAY_MQTT_FAIL, 0, RELAY_MQTT_CODE_INCOMPLETE, 0};
+      connect_at(now);
+      relay_publisher_dispatch(p, now);
+      cr_assert_eq(fake.sends, i + 1, "not sent again");
+      ended.tag = fake.tags[i];
+      relay_publisher_complete(p, &ended, now + 10);
+      complete(RELAY_MQTT_LOST, 0, now + 10);
+   }
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_POISON), 0, "dead-lettered before dispatch");
+   connect_at(now);
+   relay_publisher_dispatch(p, now);
+   cr_assert_eq(fake.sends, RELAY_SUSPECT_STRIKES, "the convicted message was sent again");
+   cr_assert_eq(relay_table_count_state(e, RELAY_ITEM_POISON), 1, "not dead-lettered");
+   cr_assert_eq(fake.clean_sessions, 1);
 }

@@ -61,6 +61,7 @@ Test(config, defaults)
    cr_assert_eq(cfg.checkpoint_interval_ms, 1000);
    cr_assert_eq(cfg.shutdown_timeout_ms, 10000);
    cr_assert_eq(cfg.max_message_bytes, 268435455);
+   cr_assert_eq(cfg.publish_timeout_ms, 30000);
    cr_assert_eq(cfg.reconnect_min_ms, 100);
    cr_assert_eq(cfg.reconnect_max_ms, 10000);
    cr_assert_eq(cfg.mqtt_tls_insecure, false);
@@ -86,7 +87,7 @@ Test(config, every_option_as_flag)
       "--mqtt-keepalive=5", "--max-message-bytes", "1000", "--inflight-window", "8",
       "--max-buffered-events", "9", "--max-buffered-bytes", "2000000", "--clear-batch-size",
       "10", "--clear-interval-ms", "0",
-      "--checkpoint-interval-ms", "12", "--shutdown-timeout-ms", "13", "--reconnect-min-ms",
+      "--checkpoint-interval-ms", "12", "--shutdown-timeout-ms", "13", "--publish-timeout-ms", "1500", "--reconnect-min-ms",
       "14", "--reconnect-max-ms", "15", "--metrics-listen", "off", "--log-level", "DEBUG",
       "--log-format", "json", "--log-file", "/tmp/x.log", "--mqtt-uri", "ssl://b:8883", NULL};
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
@@ -115,6 +116,7 @@ Test(config, every_option_as_flag)
    cr_assert_eq(cfg.clear_interval_ms, 0);
    cr_assert_eq(cfg.checkpoint_interval_ms, 12);
    cr_assert_eq(cfg.shutdown_timeout_ms, 13);
+   cr_assert_eq(cfg.publish_timeout_ms, 1500);
    cr_assert_eq(cfg.reconnect_min_ms, 14);
    cr_assert_eq(cfg.reconnect_max_ms, 15);
    cr_assert_null(cfg.metrics_listen);
@@ -307,6 +309,8 @@ typedef struct {
 static const bad_case_t config_bad_values_cases[] = {
    {{"--qos", "7"}, RELAY_CONFIG_USAGE_ERROR, "--qos: expected 0, 1 or 2, got '7'"},
    {{"--qos", "1x"}, RELAY_CONFIG_USAGE_ERROR, "--qos: expected 0, 1 or 2, got '1x'"},
+   {{"--publish-timeout-ms", "99"}, RELAY_CONFIG_USAGE_ERROR,
+    "--publish-timeout-ms: expected an integer from 100 to 3600000, got '99'"},
    {{"--inflight-window", "0"}, RELAY_CONFIG_USAGE_ERROR,
     "--inflight-window: expected an integer from 1 to 65535, got '0'"},
    {{"--inflight-window=12x"}, RELAY_CONFIG_USAGE_ERROR,
