@@ -74,6 +74,34 @@ md_cmd_check_member(md_cmd_t *c, bson_error_t *error)
    return tm_error_set(error, 10107, c->conn->hello_ok ? "not primary" : "not master");
 }
 
+/* Whether the command asks for readConcern level `level`. */
+static bool
+read_concern_is(const bson_t *cmd, const char *level)
+{
+   bson_iter_t it, rc;
+   return bson_iter_init_find(&it, cmd, "readConcern") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+          bson_iter_recurse(&it, &rc) && bson_iter_find(&rc, "level") &&
+          BSON_ITER_HOLDS_UTF8(&rc) && strcmp(bson_iter_utf8(&rc, NULL), level) == 0;
+}
+
+uint64_t
+md_cmd_read_position(md_cmd_t *c)
+{
+   md_server_t *srv = c->srv;
+   if (srv->topo.n == 1) {
+      return srv->oplog.next_seq; /* every write is applied and committed at once */
+   }
+   /* A secondary reads its own copy, at its last applied batch (6.0 reads secondaries at
+    * lastApplied: src/mongo/db/storage/snapshot_helper.cpp); "majority" reads the
+    * committed snapshot (replication_coordinator_impl.cpp, _currentCommittedSnapshot). */
+   uint64_t commit = md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
+   uint64_t position = srv->topo.members[c->conn->member].applied_seq;
+   if (read_concern_is(c->cmd, "majority") && commit < position) {
+      position = commit;
+   }
+   return position;
+}
+
 static const char *
 state_str(md_member_state_t state)
 {

@@ -382,6 +382,13 @@ md_read_coll(md_cmd_t *c, const char *name, md_coll_t **coll, md_coll_t **snapsh
    if (!md_cmd_coll(c, name, 0, coll, NULL, error)) {
       return false;
    }
+   uint64_t position = c->txn ? UINT64_MAX : md_cmd_read_position(c);
+   if (*coll && !(*coll)->view_on && position < c->srv->oplog.next_seq &&
+       md_versions_changed_since(&c->srv->versions, *coll, position)) {
+      *snapshot = md_versions_snapshot(&c->srv->versions, *coll, position);
+      *coll = *snapshot; /* a secondary's or a majority read: the data as of `position` */
+      return true;
+   }
    if (!*coll || !(*coll)->view_on) {
       return true;
    }

@@ -139,6 +139,10 @@ bool md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error);
 /* Replica-set members (cmd-repl.c): on a secondary, what only a primary runs fails with
  * 10107, and reads without a secondary read preference with 13435. */
 bool md_cmd_check_member(md_cmd_t *c, bson_error_t *error);
+/* The history position a read outside transactions runs at (cmd-repl.c): the member's
+ * applied position (the newest on a primary), no newer than the majority commit point with
+ * readConcern "majority". */
+uint64_t md_cmd_read_position(md_cmd_t *c);
 /* After a write: waits (releasing the server lock) until as many members as its write
  * concern asks hold it, or adds writeConcernError 64 when wtimeout passes first. */
 void md_cmd_wait_write_concern(md_cmd_t *c);

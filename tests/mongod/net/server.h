@@ -20,6 +20,7 @@
 #include "data/oplog.h"
 #include "txn/sessions.h"
 #include "data/store.h"
+#include "data/versions.h"
 #include "net/tls.h"
 #include "topology/topology.h"
 
@@ -50,6 +51,7 @@ typedef struct {
    pthread_mutex_t lock; /* guards everything below except the connection list */
    md_store_t *store;
    md_oplog_t oplog;
+   md_versions_t versions; /* older versions of documents: reads at older positions */
    md_cursors_t cursors;
    md_failpoints_t failpoints;
    md_sessions_t sessions;
