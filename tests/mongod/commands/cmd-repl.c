@@ -57,6 +57,9 @@ md_cmd_check_member(md_cmd_t *c, bson_error_t *error)
    bool never = listed(primary_only, c->name);
    bool in_txn = bson_has_field(c->cmd, "txnNumber") && bson_has_field(c->cmd, "autocommit");
    bool could_opt_in = listed(opt_in, c->name) && !in_txn;
+   if (!md_isolation_check(c, in_txn, never, error)) {
+      return false;
+   }
    /* commandCanRunHere: the primary runs everything; so does any member for `local`. */
    if (me->state == MD_MEMBER_PRIMARY || strcmp(c->db, "local") == 0) {
       return true;
@@ -353,7 +356,7 @@ bool
 md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
 {
    static const char *const allowed[] = {"mode", "ms", NULL};
-   static const char *const modes[] = {"heal", "hang", "refuse"};
+   static const char *const modes[] = {"heal", "hang", "refuse", "isolate"};
    bson_iter_t it;
    if (!admin_only(c, error) || !md_cmd_check_fields(c, allowed, error)) {
       return false;
@@ -384,16 +387,22 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
       md_oplog_wake(&c->srv->oplog);
       return true;
    }
-   for (int r = 0; r < 3; r++) {
+   for (int r = 0; r < 4; r++) {
       if (strcmp(mode, modes[r]) == 0) {
          md_log(c->srv, "member %d: %s", m, mode);
+         if (r == MD_REACH_ISOLATE) {
+            md_isolation_start(c->srv, m);
+         }
          md_server_set_reach(c->srv, m, (md_reach_t) r);
+         if (r == MD_REACH_UP) {
+            md_isolation_heal(c->srv, m);
+         }
          return true;
       }
    }
    return tm_error_set(error, 2, "testMemberFault: mode must be \"hang\", \"refuse\", "
-                                 "\"heal\", \"pause\", \"resume\", \"lag\" or \"clock\", not "
-                                 "'%s'",
+                                 "\"isolate\", \"heal\", \"pause\", \"resume\", \"lag\" or "
+                                 "\"clock\", not '%s'",
                        mode);
 }
 
@@ -408,6 +417,10 @@ md_cmd_wait_write_concern(md_cmd_t *c)
    }
    uint64_t target = srv->oplog.next_seq; /* every write so far, this one's included */
    int64_t deadline = wtimeout > 0 ? md_now_ms() + wtimeout : INT64_MAX;
+   if (md_cmd_branch(c)) {
+      md_isolation_wait_write_concern(c, deadline);
+      return;
+   }
    for (;;) {
       int64_t now = md_wall_ms(), next;
       md_repl_advance(&srv->topo, &srv->oplog, now, &next);

@@ -438,7 +438,11 @@ run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
    if (!entry->fn(c, error)) {
       return false;
    }
-   md_sessions_record(&c->srv->sessions, c->cmd, c->reply);
+   if (!md_cmd_branch(c)) {
+      /* An isolated primary's record of a retryable write would be rolled back with the
+       * write (config.transactions is replicated data): a retry elsewhere runs again. */
+      md_sessions_record(&c->srv->sessions, c->cmd, c->reply);
+   }
    c->close_connection = fp.close_connection;
    return true;
 }

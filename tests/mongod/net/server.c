@@ -82,6 +82,7 @@ md_server_new(const md_server_opts_t *opts)
    md_users_init(&srv->users, opts->auth);
    md_topology_init(&srv->topo, opts->members, opts->election_timeout_ms);
    srv->topo.replication_lag_ms = opts->replication_lag_ms;
+   srv->branches = calloc((size_t) srv->topo.n, sizeof *srv->branches);
    md_versions_init(&srv->versions, &srv->oplog);
    srv->versions.enabled = srv->topo.n > 1;
    srv->versions.oldest = oldest_position;
@@ -108,6 +109,10 @@ md_server_destroy(md_server_t *srv)
          close(srv->topo.members[i].listen_fd);
       }
    }
+   for (int i = 0; i < srv->topo.n; i++) {
+      md_txn_free(&srv->txns, srv->branches[i]);
+   }
+   free(srv->branches);
    md_topology_destroy(&srv->topo);
    md_versions_destroy(&srv->versions);
    pthread_cond_destroy(&srv->election_cond);

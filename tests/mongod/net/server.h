@@ -63,6 +63,7 @@ typedef struct {
    bool ttl_running;
 
    md_topology_t topo;   /* the members (each with its listener), who is primary */
+   md_txn_t **branches;  /* per member: an isolated primary's writes (commands/cmd-isolation.c) */
    pthread_t election_thread;
    pthread_cond_t election_cond; /* wakes the election thread: a change, or shutdown */
    bool election_running;

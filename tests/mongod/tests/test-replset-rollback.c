@@ -132,3 +132,122 @@ Test(rollback, secondaries_and_majority_reads_are_stale, .fini = heal_all)
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
 }
+
+/* `host`'s hello: whether it is a writable primary, and its electionId (zero if none). */
+static bool
+hello_primary(const char *host, bson_oid_t *election)
+{
+   bson_t hello;
+   bson_iter_t it;
+   md_rs_hello(host, &hello);
+   bool primary = md_rs_flag(&hello, "isWritablePrimary");
+   bson_oid_init_from_data(election, (const uint8_t *) "\0\0\0\0\0\0\0\0\0\0\0\0");
+   if (bson_iter_init_find(&it, &hello, "electionId") && BSON_ITER_HOLDS_OID(&it)) {
+      bson_oid_copy(bson_iter_oid(&it), election);
+   }
+   bson_destroy(&hello);
+   return primary;
+}
+
+/* Waits up to 5 s for a member other than `old` to say it is primary; returns its index. */
+static int
+await_other_primary(const md_rs_members_t *m, int old)
+{
+   bson_oid_t election;
+   for (int tries = 0; tries < 250; tries++) {
+      for (int i = 0; i < MD_RS_MEMBERS; i++) {
+         if (i != old && hello_primary(m->host[i], &election)) {
+            return i;
+         }
+      }
+      usleep(20 * 1000);
+   }
+   cr_assert_fail("no new primary was elected");
+   return -1;
+}
+
+static void
+insert_id(mongoc_collection_t *coll, int id, const bson_t *opts)
+{
+   bson_error_t error;
+   bson_t *doc = BCON_NEW("_id", BCON_INT32(id), "v", BCON_INT32(id));
+   cr_assert(mongoc_collection_insert_one(coll, doc, opts, NULL, &error), "insert %d: %s", id,
+             error.message);
+   bson_destroy(doc);
+}
+
+static void
+on_insert_succeeded(const mongoc_apm_command_succeeded_t *e)
+{
+   char *host = mongoc_apm_command_succeeded_get_context(e);
+   if (strcmp(mongoc_apm_command_succeeded_get_command_name(e), "insert") == 0) {
+      bson_strncpy(host, mongoc_apm_command_succeeded_get_host(e)->host_and_port, 256);
+   }
+}
+
+/* Where a client given every member as a seed sends an insert. */
+static void
+insert_through_all_seeds(const md_rs_members_t *m, const char *name, int id, char *host)
+{
+   char *uri = bson_strdup_printf("mongodb://%s,%s,%s/?replicaSet=rs0&appname=rs-seeds"
+                                  "&serverSelectionTimeoutMS=5000",
+                                  m->host[0], m->host[1], m->host[2]);
+   mongoc_client_t *client = mongoc_client_new(uri);
+   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+   mongoc_apm_callbacks_t *cbs = mongoc_apm_callbacks_new();
+   mongoc_apm_set_command_succeeded_cb(cbs, on_insert_succeeded);
+   mongoc_client_set_apm_callbacks(client, cbs, host);
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   insert_id(coll, id, NULL);
+   mongoc_collection_destroy(coll);
+   mongoc_apm_callbacks_destroy(cbs);
+   mongoc_client_destroy(client);
+   bson_free(uri);
+}
+
+/* An isolated primary keeps taking w:1 writes while the others elect a new primary of a
+ * newer term: for a while both say they are primary, the old one with the older
+ * electionId, and a driver given every seed writes to the new one. Neither side sees the
+ * other's writes. The isolated primary steps down once it notices it lost the majority. */
+Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   int old = m.primary;
+   const char *p = m.host[old], *via = m.host[(old + 1) % MD_RS_MEMBERS];
+   char *name = md_test_name("isolate");
+   mongoc_client_t *old_client = md_rs_direct(p);
+   mongoc_collection_t *old_coll = mongoc_client_get_collection(old_client, "mdtest", name);
+   bson_t *wmaj = BCON_NEW("writeConcern", "{", "w", "majority", "}");
+   insert_id(old_coll, 0, wmaj);
+   bson_oid_t before, after, fresh;
+   cr_assert(hello_primary(p, &before));
+   fault(via, p, "isolate");
+   md_rs_mark_down(p, true);
+   insert_id(old_coll, 1, NULL); /* w:1 on the isolated primary */
+   int now = await_other_primary(&m, old);
+   cr_assert(hello_primary(p, &after), "the isolated primary stepped down with the election");
+   cr_assert(hello_primary(m.host[now], &fresh));
+   cr_assert_eq(bson_oid_compare(&before, &after), 0, "the isolated primary's term moved");
+   cr_assert_lt(bson_oid_compare(&after, &fresh), 0, "the new electionId is not newer");
+   insert_id(old_coll, 2, NULL); /* two primaries: both take writes */
+   char host[256] = "";
+   insert_through_all_seeds(&m, name, 3, host);
+   cr_assert_str_eq(host, m.host[now], "the driver wrote to %s, not the new primary", host);
+   cr_assert_eq(read_v(m.host[now], name, 1, false), -1, "the set saw an isolated write");
+   cr_assert_eq(read_v(m.host[now], name, 0, false), 0);
+   cr_assert_eq(read_v(p, name, 1, false), 1, "the isolated primary lost its own write");
+   cr_assert_eq(read_v(p, name, 3, false), -1, "the isolated primary saw the set's write");
+   bool stepped_down = false;
+   for (int i = 0; i < 250 && !stepped_down; i++) {
+      stepped_down = !hello_primary(p, &after);
+      usleep(20 * 1000);
+   }
+   cr_assert(stepped_down, "the isolated primary never noticed it lost the majority");
+   fault(via, p, "heal");
+   md_rs_mark_down(p, false);
+   bson_destroy(wmaj);
+   bson_free(name);
+   mongoc_collection_destroy(old_coll);
+   mongoc_client_destroy(old_client);
+}

@@ -138,7 +138,7 @@ md_txn_coll(md_txns_t *txns, md_txn_t *txn, md_store_t *store, const char *db,
       *coll = v->copy ? v->copy : v->absent ? NULL : md_store_coll(store, db, name, false, NULL);
       return true;
    }
-   if (v->changed && !v->created) {
+   if (v->changed && !v->created && !txn->branch) {
       return write_conflict(error);
    }
    if (!v->copy) {
@@ -165,8 +165,9 @@ bool
 md_txns_claim(md_txns_t *txns, md_coll_t *coll, const bson_value_t *id, bson_error_t *error)
 {
    md_txn_view_t *mine = coll->txn_view;
-   if (!txns->open || (!mine && (coll->is_snapshot || !coll->db || !coll->db->store))) {
-      return true;
+   if (!txns->open || (!mine && (coll->is_snapshot || !coll->db || !coll->db->store)) ||
+       (mine && mine->txn->branch)) {
+      return true; /* a branch's copies are its own: nobody else writes them */
    }
    bson_string_t *key = bson_string_new(NULL);
    md_keyenc_append(key, id);
@@ -176,7 +177,8 @@ md_txns_claim(md_txns_t *txns, md_coll_t *coll, const bson_value_t *id, bson_err
    }
    const char *db = coll->db->name;
    for (md_txn_t *t = txns->open; ok && t; t = t->next) {
-      md_txn_view_t *v = mine && t == mine->txn ? NULL : md_txn_view_get(t, db, coll->name, false);
+      md_txn_view_t *v = (mine && t == mine->txn) || t->branch
+                            ? NULL : md_txn_view_get(t, db, coll->name, false);
       ok = !v || !md_key_set_has(v->written, key->str, key->len);
    }
    if (ok && mine) {

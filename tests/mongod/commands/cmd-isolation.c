@@ -1,0 +1,93 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Isolated members (testMemberFault "isolate") and what their heal rolls back. An isolated
+ * member answers its own clients but neither replicates nor is seen by the others. An
+ * isolated primary keeps taking writes until it notices it lost the majority
+ * (topology/topology.c): they go to a branch (txn.h, md_txn_begin_branch) that sees the
+ * data as of the isolation plus its own writes, which the rest of the set never sees. At
+ * the heal, the member rejoins the set of a newer term and, as MongoDB's rollback does
+ * (src/mongo/db/repl/rollback_impl.cpp), undoes every write the set never had: the branch
+ * is discarded. The member's branch is owned by the server (srv->branches); callers hold
+ * the server lock.
+ */
+#include <string.h>
+
+#include "commands/commands.h"
+
+md_txn_t *
+md_cmd_branch(const md_cmd_t *c)
+{
+   return c->srv->branches[c->conn->member];
+}
+
+void
+md_isolation_start(md_server_t *srv, int m)
+{
+   if (srv->topo.members[m].state == MD_MEMBER_PRIMARY && !srv->branches[m]) {
+      srv->branches[m] = md_txn_begin_branch(&srv->txns);
+   }
+}
+
+void
+md_isolation_heal(md_server_t *srv, int m)
+{
+   md_txn_t *branch = srv->branches[m];
+   if (!branch) {
+      return;
+   }
+   srv->branches[m] = NULL;
+   bson_error_t error;
+   if (srv->topo.primary == m) {
+      /* Back before anyone else was elected: its writes are the set's history. */
+      if (!md_txn_commit(&srv->txns, branch, srv->store, &srv->oplog, &error)) {
+         md_log(srv, "member %d rejoins: its writes conflict (%s)", m, error.message);
+      }
+   } else {
+      md_log(srv, "member %d rejoins: %zu write(s) rolled back", m, branch->n_ops);
+   }
+   md_txn_free(&srv->txns, branch);
+}
+
+/* What an isolated primary cannot do here: DDL writes the store directly, and a
+ * transaction would commit into it. */
+bool
+md_isolation_check(const md_cmd_t *c, bool in_txn, bool primary_only, bson_error_t *error)
+{
+   static const char *const branch_writes[] = {"insert", "update", "delete", "findAndModify",
+                                               "findandmodify", NULL};
+   if (!md_cmd_branch(c)) {
+      return true;
+   }
+   bool write = false;
+   for (int i = 0; branch_writes[i]; i++) {
+      write = write || strcmp(branch_writes[i], c->name) == 0;
+   }
+   if (in_txn || (primary_only && !write)) {
+      return tm_error_set(error, 2, "test-mongod does not emulate %s on an isolated primary",
+                          in_txn ? "transactions" : c->name);
+   }
+   return true;
+}
+
+void
+md_isolation_wait_write_concern(md_cmd_t *c, int64_t deadline)
+{
+   /* Nobody replicates from an isolated primary: its write waits until wtimeout, or fails
+    * once it steps down (its stepdown comes from the election thread, which does not
+    * signal the history's waiters: hence the wait in slices). */
+   md_server_t *srv = c->srv;
+   const md_member_t *me = &srv->topo.members[c->conn->member];
+   while (!atomic_load(&srv->stopping)) {
+      if (me->state != MD_MEMBER_PRIMARY) {
+         md_write_concern_stepped_down(c->cmd, c->reply);
+         return;
+      }
+      if (md_now_ms() >= deadline) {
+         md_write_concern_timed_out(c->cmd, c->reply);
+         return;
+      }
+      int64_t slice = md_now_ms() + 50;
+      md_oplog_wait(&srv->oplog, &srv->lock, slice < deadline ? slice : deadline);
+   }
+}
