@@ -29,6 +29,61 @@ md_isolation_start(md_server_t *srv, int m)
    }
 }
 
+static const char *
+op_name(md_op_t op)
+{
+   static const char *const names[] = {"insert", "update", "replace", "delete",
+                                       "drop", "rename", "dropDatabase"};
+   return op <= MD_OP_DROP_DATABASE ? names[op] : "unknown";
+}
+
+/* Records one undone write: what MongoDB's rollback writes to its rollback data files
+ * (the documents it changed) and counts in its summary. */
+static void
+log_undone(md_server_t *srv, int m, const md_oplog_entry_t *e)
+{
+   char key[16];
+   const char *k;
+   bson_t d, doc;
+   bson_uint32_to_string(srv->n_rolled_back++, &k, key, sizeof key);
+   BSON_APPEND_DOCUMENT_BEGIN(srv->rolled_back, k, &d);
+   BSON_APPEND_INT32(&d, "rbid", srv->rbid);
+   BSON_APPEND_UTF8(&d, "member", srv->topo.members[m].host_port);
+   char *ns = bson_strdup_printf("%s.%s", e->db, e->coll ? e->coll : "$cmd");
+   BSON_APPEND_UTF8(&d, "ns", ns);
+   bson_free(ns);
+   BSON_APPEND_UTF8(&d, "op", op_name(e->op));
+   if (md_oplog_doc(e->doc_key, &doc)) {
+      BSON_APPEND_DOCUMENT(&d, "documentKey", &doc);
+   }
+   if (md_oplog_doc(e->full_doc, &doc)) {
+      BSON_APPEND_DOCUMENT(&d, "fullDocument", &doc);
+   }
+   if (md_oplog_doc(e->update_desc, &doc)) {
+      BSON_APPEND_DOCUMENT(&d, "updateDescription", &doc);
+   }
+   bson_append_document_end(srv->rolled_back, &d);
+}
+
+/* The member rejoins a set that elected another primary: every write of its branch is
+ * undone (the branch is discarded by the caller), logged as 6.0 logs its "Rollback
+ * summary" (RollbackImpl::_summarizeRollback) and kept for testRollbackLog; the rollback
+ * id rises (RollbackImpl increments it, serverStatus repl.rbid shows it). The data and
+ * the history never held these writes, so change streams never showed them. */
+static void
+roll_back(md_server_t *srv, int m, const md_txn_t *branch)
+{
+   srv->rbid++;
+   for (size_t i = 0; i < branch->n_ops; i++) {
+      log_undone(srv, m, branch->ops[i]);
+   }
+   const md_topology_t *topo = &srv->topo;
+   md_log(srv, "Rollback summary: member %s, syncSource %s, rbid %d, %zu write(s) rolled back",
+          topo->members[m].host_port,
+          topo->primary >= 0 ? topo->members[topo->primary].host_port : "none", srv->rbid,
+          branch->n_ops);
+}
+
 void
 md_isolation_heal(md_server_t *srv, int m)
 {
@@ -44,7 +99,7 @@ md_isolation_heal(md_server_t *srv, int m)
          md_log(srv, "member %d rejoins: its writes conflict (%s)", m, error.message);
       }
    } else {
-      md_log(srv, "member %d rejoins: %zu write(s) rolled back", m, branch->n_ops);
+      roll_back(srv, m, branch);
    }
    md_txn_free(&srv->txns, branch);
 }
@@ -90,4 +145,16 @@ md_isolation_wait_write_concern(md_cmd_t *c, int64_t deadline)
       int64_t slice = md_now_ms() + 50;
       md_oplog_wait(&srv->oplog, &srv->lock, slice < deadline ? slice : deadline);
    }
+}
+
+bool
+md_cmd_test_rollback_log(md_cmd_t *c, bson_error_t *error)
+{
+   if (strcmp(c->db, "admin") != 0) {
+      return tm_error_set(error, 13, "testRollbackLog may only be run against the admin "
+                                     "database.");
+   }
+   BSON_APPEND_INT32(c->reply, "rbid", c->srv->rbid);
+   BSON_APPEND_ARRAY(c->reply, "rolledBack", c->srv->rolled_back);
+   return true;
 }

@@ -136,6 +136,9 @@ bool md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error);
 /* {testMemberFault: "host:port", mode: "hang" | "refuse" | "heal" | "pause" | "resume" |
  * "lag" | "clock", ms: N} (--enable-test-commands). */
 bool md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error);
+/* {testRollbackLog: 1} (--enable-test-commands, cmd-isolation.c): {rbid, rolledBack: [the
+ * writes every rollback so far undid]}. */
+bool md_cmd_test_rollback_log(md_cmd_t *c, bson_error_t *error);
 /* Replica-set members (cmd-repl.c): on a secondary, what only a primary runs fails with
  * 10107, and reads without a secondary read preference with 13435. */
 bool md_cmd_check_member(md_cmd_t *c, bson_error_t *error);

@@ -83,6 +83,8 @@ md_server_new(const md_server_opts_t *opts)
    md_topology_init(&srv->topo, opts->members, opts->election_timeout_ms);
    srv->topo.replication_lag_ms = opts->replication_lag_ms;
    srv->branches = calloc((size_t) srv->topo.n, sizeof *srv->branches);
+   srv->rbid = 1;
+   srv->rolled_back = bson_new();
    md_versions_init(&srv->versions, &srv->oplog);
    srv->versions.enabled = srv->topo.n > 1;
    srv->versions.oldest = oldest_position;
@@ -113,6 +115,7 @@ md_server_destroy(md_server_t *srv)
       md_txn_free(&srv->txns, srv->branches[i]);
    }
    free(srv->branches);
+   bson_destroy(srv->rolled_back);
    md_topology_destroy(&srv->topo);
    md_versions_destroy(&srv->versions);
    pthread_cond_destroy(&srv->election_cond);

@@ -64,6 +64,9 @@ typedef struct {
 
    md_topology_t topo;   /* the members (each with its listener), who is primary */
    md_txn_t **branches;  /* per member: an isolated primary's writes (commands/cmd-isolation.c) */
+   int32_t rbid;         /* rollback id: 1, raised by every rollback (serverStatus repl.rbid) */
+   bson_t *rolled_back;  /* the writes rollbacks undid, as an array (testRollbackLog) */
+   uint32_t n_rolled_back;
    pthread_t election_thread;
    pthread_cond_t election_cond; /* wakes the election thread: a change, or shutdown */
    bool election_running;

@@ -251,3 +251,169 @@ Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = heal_all)
    mongoc_collection_destroy(old_coll);
    mongoc_client_destroy(old_client);
 }
+
+/* testRollbackLog: the rollback id and how many undone writes of mdtest.`name` it lists. */
+static int
+rollback_log(const char *host, const char *name, int *count)
+{
+   bson_t reply;
+   bson_error_t error;
+   bson_iter_t it, arr, entry;
+   cr_assert(md_rs_admin(host, BCON_NEW("testRollbackLog", BCON_INT32(1)), &reply, &error),
+             "testRollbackLog: %s", error.message);
+   char *ns = bson_strdup_printf("mdtest.%s", name);
+   *count = 0;
+   cr_assert(bson_iter_init_find(&arr, &reply, "rolledBack") && bson_iter_recurse(&arr, &it));
+   while (bson_iter_next(&it)) {
+      bson_iter_recurse(&it, &entry);
+      *count += bson_iter_find(&entry, "ns") && strcmp(bson_iter_utf8(&entry, NULL), ns) == 0;
+   }
+   cr_assert(bson_iter_init_find(&it, &reply, "rbid"));
+   int rbid = bson_iter_int32(&it);
+   bson_free(ns);
+   bson_destroy(&reply);
+   return rbid;
+}
+
+static bool
+write_w(mongoc_collection_t *coll, const char *filter, const char *update, bson_t *opts,
+        bson_error_t *error)
+{
+   bson_t *f = bson_new_from_json((const uint8_t *) filter, -1, NULL);
+   bson_t *u = bson_new_from_json((const uint8_t *) update, -1, NULL);
+   bool ok = mongoc_collection_update_one(coll, f, u, opts, NULL, error);
+   bson_destroy(f);
+   bson_destroy(u);
+   return ok;
+}
+
+/* The events a change stream delivers within about 2 s, as "op:_id:v" words. */
+static void
+drain_events(mongoc_change_stream_t *stream, char *out, size_t len, int want)
+{
+   const bson_t *event;
+   bson_iter_t it;
+   int got = 0;
+   out[0] = '\0';
+   for (int i = 0; i < 10 && got < want; i++) {
+      while (mongoc_change_stream_next(stream, &event)) {
+         int id = bson_iter_init(&it, event) && bson_iter_find_descendant(&it, "documentKey._id",
+                                                                         &it)
+                     ? bson_iter_int32(&it) : -1;
+         int v = bson_iter_init(&it, event) &&
+                       (bson_iter_find_descendant(&it, "fullDocument.v", &it) ||
+                        (bson_iter_init(&it, event) &&
+                         bson_iter_find_descendant(&it, "updateDescription.updatedFields.v", &it)))
+                    ? bson_iter_int32(&it) : -1;
+         bson_iter_init_find(&it, event, "operationType");
+         size_t n = strlen(out);
+         snprintf(out + n, len - n, "%s%s:%d:%d", n ? " " : "", bson_iter_utf8(&it, NULL), id, v);
+         got++;
+      }
+   }
+}
+
+/* An isolated primary's w:1 writes are rolled back when it rejoins after another was
+ * elected: gone from every member, the new primary's write to the same document kept,
+ * listed by testRollbackLog under a new rollback id (serverStatus repl.rbid too), never
+ * shown by a change stream. Its w: "majority" write never returned success (64), and a
+ * write acknowledged with w: "majority" before the isolation stays. */
+Test(rollback, isolated_writes_are_rolled_back_at_the_heal, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   int old = m.primary;
+   const char *p = m.host[old], *via = m.host[(old + 1) % MD_RS_MEMBERS];
+   char *name = md_test_name("rollback");
+   mongoc_client_t *old_client = md_rs_direct(p), *via_client = md_rs_direct(via);
+   mongoc_collection_t *old_coll = mongoc_client_get_collection(old_client, "mdtest", name);
+   mongoc_collection_t *via_coll = mongoc_client_get_collection(via_client, "mdtest", name);
+   mongoc_read_prefs_t *prefs = mongoc_read_prefs_new(MONGOC_READ_SECONDARY_PREFERRED);
+   mongoc_collection_set_read_prefs(via_coll, prefs);
+   bson_t *wmaj = BCON_NEW("writeConcern", "{", "w", "majority", "wtimeout", BCON_INT32(300),
+                           "}");
+   insert_id(old_coll, 0, wmaj);
+   int count, rbid = rollback_log(p, name, &count);
+   bson_t *stream_opts = BCON_NEW("maxAwaitTimeMS", BCON_INT64(200));
+   bson_t *pipeline = bson_new();
+   mongoc_change_stream_t *stream = mongoc_collection_watch(via_coll, pipeline, stream_opts);
+   fault(via, p, "isolate");
+   md_rs_mark_down(p, true);
+   bson_error_t error;
+   insert_id(old_coll, 1, NULL);
+   cr_assert(write_w(old_coll, "{\"_id\": 0}", "{\"$set\": {\"v\": 10}}", NULL, &error), "%s",
+             error.message);
+   bson_t *two = BCON_NEW("_id", BCON_INT32(2), "v", BCON_INT32(2));
+   cr_assert(!mongoc_collection_insert_one(old_coll, two, wmaj, NULL, &error),
+             "w: majority succeeded on an isolated primary");
+   cr_assert_eq(error.code, 64, "%u %s", error.code, error.message);
+   int now = await_other_primary(&m, old);
+   mongoc_client_t *new_client = md_rs_direct(m.host[now]);
+   mongoc_collection_t *new_coll = mongoc_client_get_collection(new_client, "mdtest", name);
+   cr_assert(write_w(new_coll, "{\"_id\": 0}", "{\"$set\": {\"v\": 20}}", wmaj, &error), "%s",
+             error.message);
+   insert_id(new_coll, 5, wmaj);
+   fault(via, p, "heal");
+   md_rs_mark_down(p, false);
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      cr_assert_eq(read_v(m.host[i], name, 0, false), 20, "on %s", m.host[i]);
+      cr_assert_eq(read_v(m.host[i], name, 1, false), -1, "not rolled back on %s", m.host[i]);
+      cr_assert_eq(read_v(m.host[i], name, 2, false), -1, "not rolled back on %s", m.host[i]);
+      cr_assert_eq(read_v(m.host[i], name, 5, false), 5, "on %s", m.host[i]);
+   }
+   cr_assert_eq(rollback_log(p, name, &count), rbid + 1, "the rollback id did not rise");
+   cr_assert_eq(count, 3, "%d undone writes listed", count);
+   bson_t status, *cmd = BCON_NEW("serverStatus", BCON_INT32(1));
+   bson_iter_t it;
+   cr_assert(mongoc_client_command_simple(old_client, "admin", cmd, NULL, &status, &error), "%s",
+             error.message);
+   cr_assert(bson_iter_init(&it, &status) && bson_iter_find_descendant(&it, "repl.rbid", &it));
+   cr_assert_eq(bson_iter_int32(&it), rbid + 1, "serverStatus repl.rbid");
+   bson_destroy(cmd);
+   char events[512];
+   drain_events(stream, events, sizeof events, 2);
+   cr_assert_str_eq(events, "update:0:20 insert:5:5", "the stream showed: %s", events);
+   bson_destroy(&status);
+   mongoc_change_stream_destroy(stream);
+   bson_destroy(pipeline);
+   bson_destroy(stream_opts);
+   bson_destroy(two);
+   bson_destroy(wmaj);
+   mongoc_read_prefs_destroy(prefs);
+   mongoc_collection_destroy(new_coll);
+   mongoc_client_destroy(new_client);
+   mongoc_collection_destroy(via_coll);
+   mongoc_collection_destroy(old_coll);
+   mongoc_client_destroy(via_client);
+   mongoc_client_destroy(old_client);
+   bson_free(name);
+}
+
+/* An isolation shorter than the election timeout changes nothing: nobody else was elected,
+ * so the primary's writes meanwhile are the set's history and nothing is rolled back. */
+Test(rollback, short_isolation_keeps_the_writes, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *p = m.host[m.primary], *via = m.host[(m.primary + 1) % MD_RS_MEMBERS];
+   char *name = md_test_name("blip");
+   mongoc_client_t *client = md_rs_direct(p);
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   int count, rbid = rollback_log(p, name, &count);
+   fault(via, p, "isolate");
+   md_rs_mark_down(p, true);
+   insert_id(coll, 1, NULL);
+   fault(via, p, "heal");
+   md_rs_mark_down(p, false);
+   bson_oid_t election;
+   cr_assert(hello_primary(p, &election), "a primary back within the timeout lost its role");
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      cr_assert_eq(read_v(m.host[i], name, 1, false), 1, "the write is missing on %s",
+                   m.host[i]);
+   }
+   cr_assert_eq(rollback_log(p, name, &count), rbid, "a rollback happened");
+   cr_assert_eq(count, 0);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}

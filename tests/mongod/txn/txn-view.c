@@ -165,12 +165,18 @@ bool
 md_txns_claim(md_txns_t *txns, md_coll_t *coll, const bson_value_t *id, bson_error_t *error)
 {
    md_txn_view_t *mine = coll->txn_view;
-   if (!txns->open || (!mine && (coll->is_snapshot || !coll->db || !coll->db->store)) ||
-       (mine && mine->txn->branch)) {
-      return true; /* a branch's copies are its own: nobody else writes them */
+   if (!txns->open || (!mine && (coll->is_snapshot || !coll->db || !coll->db->store))) {
+      return true;
    }
    bson_string_t *key = bson_string_new(NULL);
    md_keyenc_append(key, id);
+   if (mine && mine->txn->branch) {
+      /* A branch's copies are its own: nobody else writes them, nothing conflicts; the
+       * key tells a commit which documents it wrote. */
+      md_key_set_add(mine->written, key->str, key->len);
+      bson_string_free(key, true);
+      return true;
+   }
    bool ok = true;
    if (mine && !md_key_set_has(mine->written, key->str, key->len)) {
       ok = !md_key_set_has(mine->others, key->str, key->len);
