@@ -8,7 +8,9 @@
  * so that awaitable hellos answer at once. Elections follow MongoDB 6.0's rules as far as a
  * set without lag needs them: a member is electable when it is a secondary and its
  * stepdown/freeze period has passed (TopologyCoordinator::_getMyUnelectableReason in
- * src/mongo/db/repl/topology_coordinator.cpp); every member holds the newest position.
+ * src/mongo/db/repl/topology_coordinator.cpp) and it is reachable. An isolated primary
+ * keeps its role (and its older term) until it notices the lost majority, so two members
+ * may say they are primary; `primary` is the one the majority side elected.
  * Not thread-safe: callers hold the server lock; `changed` runs with it held.
  */
 #ifndef MD_TOPOLOGY_H
