@@ -24,8 +24,8 @@ md_versions_init(md_versions_t *v, const md_oplog_t *log)
 static void
 record_free(md_version_t *r)
 {
-   free(r->ns);
-   free(r->key);
+   bson_free(r->ns);
+   bson_free(r->key);
    if (r->pre) {
       bson_destroy(r->pre);
    }
@@ -110,7 +110,7 @@ md_versions_changed_since(const md_versions_t *v, const md_coll_t *coll, uint64_
    for (size_t i = v->n; !changed && i > v->first && v->records[i - 1].seq >= seq; i--) {
       changed = strcmp(v->records[i - 1].ns, ns) == 0;
    }
-   free(ns);
+   bson_free(ns);
    return changed;
 }
 
@@ -158,6 +158,6 @@ md_versions_snapshot(const md_versions_t *v, const md_coll_t *coll, uint64_t seq
    bson_string_free(key, true);
    md_hmap_destroy(emitted);
    md_hmap_destroy(changes);
-   free(ns);
+   bson_free(ns);
    return snap;
 }

@@ -133,6 +133,41 @@ Test(rollback, secondaries_and_majority_reads_are_stale, .fini = heal_all)
    mongoc_client_destroy(client);
 }
 
+/* A secondary that applied a delete but not the write after it reads without the deleted
+ * document and without the later one: each change's previous version is numbered with
+ * that change's own history entry. */
+Test(rollback, secondary_position_between_two_writes, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   const char *p = m.host[m.primary], *s1 = m.host[(m.primary + 1) % MD_RS_MEMBERS],
+              *s2 = m.host[(m.primary + 2) % MD_RS_MEMBERS];
+   mongoc_client_t *client = md_rs_direct(p);
+   char *name = md_test_name("between");
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   bson_error_t error;
+   bson_t *one = BCON_NEW("_id", BCON_INT32(1), "v", BCON_INT32(1));
+   bson_t *two = BCON_NEW("_id", BCON_INT32(2), "v", BCON_INT32(2));
+   bson_t *w2 = BCON_NEW("writeConcern", "{", "w", BCON_INT32(2), "wtimeout", BCON_INT32(5000),
+                         "}");
+   bson_t *filter = BCON_NEW("_id", BCON_INT32(1));
+   cr_assert(mongoc_collection_insert_one(coll, one, w2, NULL, &error), "%s", error.message);
+   fault(p, s2, "pause");
+   cr_assert(mongoc_collection_delete_one(coll, filter, w2, NULL, &error), "%s", error.message);
+   fault(p, s1, "pause");
+   cr_assert(mongoc_collection_insert_one(coll, two, NULL, NULL, &error), "%s", error.message);
+   cr_assert_eq(read_v(s1, name, 1, false), -1, "a delete it applied is not visible");
+   cr_assert_eq(read_v(s1, name, 2, false), -1, "a write it did not apply is visible");
+   cr_assert_eq(read_v(s2, name, 1, false), 1, "a delete it did not apply is visible");
+   bson_destroy(filter);
+   bson_destroy(w2);
+   bson_destroy(two);
+   bson_destroy(one);
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}
+
 /* `host`'s hello: whether it is a writable primary, and its electionId (zero if none). */
 static bool
 hello_primary(const char *host, bson_oid_t *election)
