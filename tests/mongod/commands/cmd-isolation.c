@@ -85,7 +85,7 @@ roll_back(md_server_t *srv, int m, const md_txn_t *branch)
 }
 
 void
-md_isolation_heal(md_server_t *srv, int m)
+md_isolation_heal(md_server_t *srv, int m, int64_t known_term)
 {
    md_txn_t *branch = srv->branches[m];
    if (!branch) {
@@ -93,8 +93,9 @@ md_isolation_heal(md_server_t *srv, int m)
    }
    srv->branches[m] = NULL;
    bson_error_t error;
-   if (srv->topo.primary == m) {
-      /* Back before anyone else was elected: its writes are the set's history. */
+   if (known_term == srv->topo.term) {
+      /* Nobody else was elected meanwhile: its writes are the set's history (and it is
+       * still primary, or the most up-to-date candidate of the next election). */
       if (!md_txn_commit(&srv->txns, branch, srv->store, &srv->oplog, &error)) {
          md_log(srv, "member %d rejoins: its writes conflict (%s)", m, error.message);
       }

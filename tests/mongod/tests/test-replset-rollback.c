@@ -452,3 +452,45 @@ Test(rollback, short_isolation_keeps_the_writes, .fini = heal_all)
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
 }
+
+/* An isolated primary that stepped down while nobody else could be elected (the others
+ * frozen) keeps its writes when it rejoins: no newer term exists, so there is nothing to
+ * roll back to, and the set elects a primary again. */
+Test(rollback, no_newer_term_no_rollback, .fini = heal_all)
+{
+   md_rs_members_t m;
+   md_rs_members(&m);
+   int old = m.primary;
+   const char *p = m.host[old], *via = m.host[(old + 1) % MD_RS_MEMBERS];
+   char *name = md_test_name("noterm");
+   mongoc_client_t *client = md_rs_direct(p);
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   int count, rbid = rollback_log(p, name, &count);
+   for (int i = 1; i < MD_RS_MEMBERS; i++) {
+      md_rs_freeze(m.host[(old + i) % MD_RS_MEMBERS], 30);
+   }
+   fault(via, p, "isolate");
+   md_rs_mark_down(p, true);
+   insert_id(coll, 1, NULL);
+   bson_oid_t election;
+   bool stepped_down = false;
+   for (int i = 0; i < 250 && !stepped_down; i++) {
+      stepped_down = !hello_primary(p, &election);
+      usleep(20 * 1000);
+   }
+   cr_assert(stepped_down, "the isolated primary never stepped down");
+   fault(via, p, "heal");
+   md_rs_mark_down(p, false);
+   for (int i = 1; i < MD_RS_MEMBERS; i++) {
+      md_rs_freeze(m.host[(old + i) % MD_RS_MEMBERS], 0);
+   }
+   cr_assert_eq(rollback_log(p, name, &count), rbid, "a rollback happened");
+   cr_assert_geq(md_rs_await_primary(&m), 0);
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      cr_assert_eq(read_v(m.host[i], name, 1, false), 1, "the write is missing on %s",
+                   m.host[i]);
+   }
+   bson_free(name);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+}
