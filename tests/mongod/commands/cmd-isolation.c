@@ -85,7 +85,7 @@ roll_back(md_server_t *srv, int m, const md_txn_t *branch)
 }
 
 void
-md_isolation_heal(md_server_t *srv, int m, int64_t known_term)
+md_isolation_heal(md_server_t *srv, int m)
 {
    md_txn_t *branch = srv->branches[m];
    if (!branch) {
@@ -93,7 +93,7 @@ md_isolation_heal(md_server_t *srv, int m, int64_t known_term)
    }
    srv->branches[m] = NULL;
    bson_error_t error;
-   if (known_term == srv->topo.term) {
+   if (srv->topo.members[m].term == srv->topo.term) {
       /* Nobody else was elected meanwhile: its writes are the set's history (and it is
        * still primary, or the most up-to-date candidate of the next election). */
       if (!md_txn_commit(&srv->txns, branch, srv->store, &srv->oplog, &error)) {

@@ -390,14 +390,14 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
    for (int r = 0; r < 4; r++) {
       if (strcmp(mode, modes[r]) == 0) {
          md_log(c->srv, "member %d: %s", m, mode);
-         int64_t known_term = member->term;
          if (r == MD_REACH_ISOLATE) {
             md_isolation_start(c->srv, m);
+         } else if (r == MD_REACH_UP) {
+            /* Before it rejoins: md_server_set_reach waits for the listeners, releasing
+             * the lock, and the election thread may elect it meanwhile. */
+            md_isolation_heal(c->srv, m);
          }
          md_server_set_reach(c->srv, m, (md_reach_t) r);
-         if (r == MD_REACH_UP) {
-            md_isolation_heal(c->srv, m, known_term);
-         }
          return true;
       }
    }

@@ -149,11 +149,11 @@ uint64_t md_cmd_read_position(md_cmd_t *c);
 /* Isolated primaries (cmd-isolation.c): the branch holding the writes of the command's
  * member while it is cut off from the set, or NULL. */
 md_txn_t *md_cmd_branch(const md_cmd_t *c);
-/* testMemberFault "isolate" of member `m` (a primary starts a branch) and its heal: the
- * branch's writes are rolled back if the set elected a primary of a newer term than the
- * `known_term` the member had, else they join the history. */
+/* testMemberFault "isolate" of member `m` (a primary starts a branch) and, just before it
+ * rejoins, its heal: the branch's writes are rolled back if the set elected a primary of
+ * a newer term than the member knows, else they join the history. */
 void md_isolation_start(md_server_t *srv, int m);
-void md_isolation_heal(md_server_t *srv, int m, int64_t known_term);
+void md_isolation_heal(md_server_t *srv, int m);
 /* An isolated primary's w > 1: wtimeout (64), or 189 once it steps down (never met). */
 void md_isolation_wait_write_concern(md_cmd_t *c, int64_t deadline);
 /* On an isolated primary, refuses (2) what its branch cannot hold: DDL and transactions. */

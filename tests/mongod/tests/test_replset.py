@@ -260,10 +260,19 @@ class ReplicaSet(unittest.TestCase):
             new = self.await_new_primary(old)
             with direct(old) as c:
                 self.assertTrue(c.admin.command("isMaster")["ismaster"])
+            listener = Inserts()
             with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0" % ",".join(self.hosts),
-                                     serverSelectionTimeoutMS=5000) as client:
-                client.outbox_replset[name].insert_one({"_id": 2})
+                                     serverSelectionTimeoutMS=5000,
+                                     event_listeners=[listener]) as client:
+                # pymongo selects the first primary it hears from; once it has heard from
+                # both, the newer electionId wins and the stale one is Unknown.
+                deadline = time.time() + 5
+                while time.time() < deadline and (
+                        client.primary is None or "%s:%d" % client.primary != new):
+                    time.sleep(0.02)
                 self.assertEqual("%s:%d" % client.primary, new)
+                client.outbox_replset[name].insert_one({"_id": 2})
+                self.assertEqual(listener.events[-1][:2], ("succeeded", new), listener.events)
         finally:
             self.fault(old, "heal")
         with direct(old) as c:
