@@ -39,33 +39,20 @@ heal_all(void)
    md_rs_heal_all();
 }
 
-/* Field `v` of the document `id` of mdtest.`name` as `host` reads it (-1: no such
- * document), from a secondary with read preference secondary, with readConcern majority
- * when `majority`. */
-static int
-read_v(const char *host, const char *name, int id, bool majority)
+/* heal_all, and no member left frozen by a test that failed half-way (the primary refuses
+ * replSetFreeze: ignored). */
+static void
+heal_and_unfreeze(void)
 {
-   mongoc_client_t *client = md_rs_direct(host);
-   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
-   mongoc_read_prefs_t *prefs = mongoc_read_prefs_new(MONGOC_READ_SECONDARY_PREFERRED);
-   bson_t *filter = BCON_NEW("_id", BCON_INT32(id));
-   bson_t *opts = majority ? BCON_NEW("readConcern", "{", "level", "majority", "}") : bson_new();
-   mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, prefs);
-   const bson_t *doc;
-   bson_error_t error;
-   bson_iter_t it;
-   int v = -1;
-   if (mongoc_cursor_next(cursor, &doc)) {
-      v = bson_iter_init_find(&it, doc, "v") ? bson_iter_int32(&it) : 0;
+   md_rs_members_t m;
+   md_rs_heal_all();
+   md_rs_members(&m);
+   for (int i = 0; i < MD_RS_MEMBERS; i++) {
+      bson_t reply;
+      bson_error_t error;
+      md_rs_admin(m.host[i], BCON_NEW("replSetFreeze", BCON_INT32(0)), &reply, &error);
+      bson_destroy(&reply);
    }
-   cr_assert(!mongoc_cursor_error(cursor, &error), "find on %s: %s", host, error.message);
-   mongoc_cursor_destroy(cursor);
-   bson_destroy(opts);
-   bson_destroy(filter);
-   mongoc_read_prefs_destroy(prefs);
-   mongoc_collection_destroy(coll);
-   mongoc_client_destroy(client);
-   return v;
 }
 
 static void
@@ -110,20 +97,20 @@ Test(rollback, secondaries_and_majority_reads_are_stale, .fini = heal_all)
    write_ok(coll, "{\"_id\": 2}", NULL);
    cr_assert(mongoc_collection_insert_one(coll, three, NULL, NULL, &error), "%s",
              error.message);
-   cr_assert_eq(read_v(p, name, 1, false), 2, "the primary reads its own writes");
-   cr_assert_eq(read_v(p, name, 3, false), 1);
-   cr_assert_eq(read_v(s1, name, 1, false), 1, "a paused secondary saw a later update");
-   cr_assert_eq(read_v(s1, name, 2, false), 1, "a paused secondary lost a document early");
-   cr_assert_eq(read_v(s1, name, 3, false), -1, "a paused secondary saw a later insert");
-   cr_assert_eq(read_v(p, name, 1, true), 1, "a majority read saw an uncommitted update");
-   cr_assert_eq(read_v(p, name, 2, true), 1, "a majority read missed a document");
-   cr_assert_eq(read_v(p, name, 3, true), -1, "a majority read saw an uncommitted insert");
+   cr_assert_eq(md_rs_read_v(p, name, 1, false), 2, "the primary reads its own writes");
+   cr_assert_eq(md_rs_read_v(p, name, 3, false), 1);
+   cr_assert_eq(md_rs_read_v(s1, name, 1, false), 1, "a paused secondary saw a later update");
+   cr_assert_eq(md_rs_read_v(s1, name, 2, false), 1, "a paused secondary lost a document early");
+   cr_assert_eq(md_rs_read_v(s1, name, 3, false), -1, "a paused secondary saw a later insert");
+   cr_assert_eq(md_rs_read_v(p, name, 1, true), 1, "a majority read saw an uncommitted update");
+   cr_assert_eq(md_rs_read_v(p, name, 2, true), 1, "a majority read missed a document");
+   cr_assert_eq(md_rs_read_v(p, name, 3, true), -1, "a majority read saw an uncommitted insert");
    fault(p, s1, "resume");
-   cr_assert_eq(read_v(s1, name, 1, false), 2);
-   cr_assert_eq(read_v(s1, name, 2, false), -1);
-   cr_assert_eq(read_v(s1, name, 3, false), 1);
-   cr_assert_eq(read_v(p, name, 1, true), 2, "the commit point did not move on");
-   cr_assert_eq(read_v(s2, name, 1, false), 1, "the other paused secondary moved on");
+   cr_assert_eq(md_rs_read_v(s1, name, 1, false), 2);
+   cr_assert_eq(md_rs_read_v(s1, name, 2, false), -1);
+   cr_assert_eq(md_rs_read_v(s1, name, 3, false), 1);
+   cr_assert_eq(md_rs_read_v(p, name, 1, true), 2, "the commit point did not move on");
+   cr_assert_eq(md_rs_read_v(s2, name, 1, false), 1, "the other paused secondary moved on");
    bson_destroy(wmaj);
    bson_destroy(three);
    bson_destroy(two);
@@ -156,9 +143,9 @@ Test(rollback, secondary_position_between_two_writes, .fini = heal_all)
    cr_assert(mongoc_collection_delete_one(coll, filter, w2, NULL, &error), "%s", error.message);
    fault(p, s1, "pause");
    cr_assert(mongoc_collection_insert_one(coll, two, NULL, NULL, &error), "%s", error.message);
-   cr_assert_eq(read_v(s1, name, 1, false), -1, "a delete it applied is not visible");
-   cr_assert_eq(read_v(s1, name, 2, false), -1, "a write it did not apply is visible");
-   cr_assert_eq(read_v(s2, name, 1, false), 1, "a delete it did not apply is visible");
+   cr_assert_eq(md_rs_read_v(s1, name, 1, false), -1, "a delete it applied is not visible");
+   cr_assert_eq(md_rs_read_v(s1, name, 2, false), -1, "a write it did not apply is visible");
+   cr_assert_eq(md_rs_read_v(s2, name, 1, false), 1, "a delete it did not apply is visible");
    bson_destroy(filter);
    bson_destroy(w2);
    bson_destroy(two);
@@ -168,22 +155,6 @@ Test(rollback, secondary_position_between_two_writes, .fini = heal_all)
    mongoc_client_destroy(client);
 }
 
-/* `host`'s hello: whether it is a writable primary, and its electionId (zero if none). */
-static bool
-hello_primary(const char *host, bson_oid_t *election)
-{
-   bson_t hello;
-   bson_iter_t it;
-   md_rs_hello(host, &hello);
-   bool primary = md_rs_flag(&hello, "isWritablePrimary");
-   bson_oid_init_from_data(election, (const uint8_t *) "\0\0\0\0\0\0\0\0\0\0\0\0");
-   if (bson_iter_init_find(&it, &hello, "electionId") && BSON_ITER_HOLDS_OID(&it)) {
-      bson_oid_copy(bson_iter_oid(&it), election);
-   }
-   bson_destroy(&hello);
-   return primary;
-}
-
 /* Waits up to 5 s for a member other than `old` to say it is primary; returns its index. */
 static int
 await_other_primary(const md_rs_members_t *m, int old)
@@ -191,7 +162,7 @@ await_other_primary(const md_rs_members_t *m, int old)
    bson_oid_t election;
    for (int tries = 0; tries < 250; tries++) {
       for (int i = 0; i < MD_RS_MEMBERS; i++) {
-         if (i != old && hello_primary(m->host[i], &election)) {
+         if (i != old && md_rs_hello_primary(m->host[i], &election)) {
             return i;
          }
       }
@@ -256,26 +227,26 @@ Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = heal_all)
    bson_t *wmaj = BCON_NEW("writeConcern", "{", "w", "majority", "}");
    insert_id(old_coll, 0, wmaj);
    bson_oid_t before, after, fresh;
-   cr_assert(hello_primary(p, &before));
+   cr_assert(md_rs_hello_primary(p, &before));
    fault(via, p, "isolate");
    md_rs_mark_down(p, true);
    insert_id(old_coll, 1, NULL); /* w:1 on the isolated primary */
    int now = await_other_primary(&m, old);
-   cr_assert(hello_primary(p, &after), "the isolated primary stepped down with the election");
-   cr_assert(hello_primary(m.host[now], &fresh));
+   cr_assert(md_rs_hello_primary(p, &after), "the isolated primary stepped down with the election");
+   cr_assert(md_rs_hello_primary(m.host[now], &fresh));
    cr_assert_eq(bson_oid_compare(&before, &after), 0, "the isolated primary's term moved");
    cr_assert_lt(bson_oid_compare(&after, &fresh), 0, "the new electionId is not newer");
    insert_id(old_coll, 2, NULL); /* two primaries: both take writes */
    char host[256] = "";
    insert_through_all_seeds(&m, name, 3, host);
    cr_assert_str_eq(host, m.host[now], "the driver wrote to %s, not the new primary", host);
-   cr_assert_eq(read_v(m.host[now], name, 1, false), -1, "the set saw an isolated write");
-   cr_assert_eq(read_v(m.host[now], name, 0, false), 0);
-   cr_assert_eq(read_v(p, name, 1, false), 1, "the isolated primary lost its own write");
-   cr_assert_eq(read_v(p, name, 3, false), -1, "the isolated primary saw the set's write");
+   cr_assert_eq(md_rs_read_v(m.host[now], name, 1, false), -1, "the set saw an isolated write");
+   cr_assert_eq(md_rs_read_v(m.host[now], name, 0, false), 0);
+   cr_assert_eq(md_rs_read_v(p, name, 1, false), 1, "the isolated primary lost its own write");
+   cr_assert_eq(md_rs_read_v(p, name, 3, false), -1, "the isolated primary saw the set's write");
    bool stepped_down = false;
    for (int i = 0; i < 250 && !stepped_down; i++) {
-      stepped_down = !hello_primary(p, &after);
+      stepped_down = !md_rs_hello_primary(p, &after);
       usleep(20 * 1000);
    }
    cr_assert(stepped_down, "the isolated primary never noticed it lost the majority");
@@ -391,10 +362,10 @@ Test(rollback, isolated_writes_are_rolled_back_at_the_heal, .fini = heal_all)
    fault(via, p, "heal");
    md_rs_mark_down(p, false);
    for (int i = 0; i < MD_RS_MEMBERS; i++) {
-      cr_assert_eq(read_v(m.host[i], name, 0, false), 20, "on %s", m.host[i]);
-      cr_assert_eq(read_v(m.host[i], name, 1, false), -1, "not rolled back on %s", m.host[i]);
-      cr_assert_eq(read_v(m.host[i], name, 2, false), -1, "not rolled back on %s", m.host[i]);
-      cr_assert_eq(read_v(m.host[i], name, 5, false), 5, "on %s", m.host[i]);
+      cr_assert_eq(md_rs_read_v(m.host[i], name, 0, false), 20, "on %s", m.host[i]);
+      cr_assert_eq(md_rs_read_v(m.host[i], name, 1, false), -1, "not rolled back on %s", m.host[i]);
+      cr_assert_eq(md_rs_read_v(m.host[i], name, 2, false), -1, "not rolled back on %s", m.host[i]);
+      cr_assert_eq(md_rs_read_v(m.host[i], name, 5, false), 5, "on %s", m.host[i]);
    }
    cr_assert_eq(rollback_log(p, name, &count), rbid + 1, "the rollback id did not rise");
    cr_assert_eq(count, 3, "%d undone writes listed", count);
@@ -427,7 +398,7 @@ Test(rollback, isolated_writes_are_rolled_back_at_the_heal, .fini = heal_all)
 /* An isolation that ends before anyone else is elected (here the others are frozen, so
  * the test does not race the election timeout) changes nothing: the primary's writes
  * meanwhile are the set's history, nothing is rolled back and it is still primary. */
-Test(rollback, short_isolation_keeps_the_writes, .fini = heal_all)
+Test(rollback, short_isolation_keeps_the_writes, .fini = heal_and_unfreeze)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -448,9 +419,9 @@ Test(rollback, short_isolation_keeps_the_writes, .fini = heal_all)
       md_rs_freeze(m.host[(m.primary + i) % MD_RS_MEMBERS], 0);
    }
    bson_oid_t election;
-   cr_assert(hello_primary(p, &election), "a primary back before an election lost its role");
+   cr_assert(md_rs_hello_primary(p, &election), "a primary back before an election lost its role");
    for (int i = 0; i < MD_RS_MEMBERS; i++) {
-      cr_assert_eq(read_v(m.host[i], name, 1, false), 1, "the write is missing on %s",
+      cr_assert_eq(md_rs_read_v(m.host[i], name, 1, false), 1, "the write is missing on %s",
                    m.host[i]);
    }
    cr_assert_eq(rollback_log(p, name, &count), rbid, "a rollback happened");
@@ -463,7 +434,7 @@ Test(rollback, short_isolation_keeps_the_writes, .fini = heal_all)
 /* An isolated primary that stepped down while nobody else could be elected (the others
  * frozen) keeps its writes when it rejoins: no newer term exists, so there is nothing to
  * roll back to, and the set elects a primary again. */
-Test(rollback, no_newer_term_no_rollback, .fini = heal_all)
+Test(rollback, no_newer_term_no_rollback, .fini = heal_and_unfreeze)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -482,7 +453,7 @@ Test(rollback, no_newer_term_no_rollback, .fini = heal_all)
    bson_oid_t election;
    bool stepped_down = false;
    for (int i = 0; i < 250 && !stepped_down; i++) {
-      stepped_down = !hello_primary(p, &election);
+      stepped_down = !md_rs_hello_primary(p, &election);
       usleep(20 * 1000);
    }
    cr_assert(stepped_down, "the isolated primary never stepped down");
@@ -494,7 +465,7 @@ Test(rollback, no_newer_term_no_rollback, .fini = heal_all)
    cr_assert_eq(rollback_log(p, name, &count), rbid, "a rollback happened");
    cr_assert_geq(md_rs_await_primary(&m), 0);
    for (int i = 0; i < MD_RS_MEMBERS; i++) {
-      cr_assert_eq(read_v(m.host[i], name, 1, false), 1, "the write is missing on %s",
+      cr_assert_eq(md_rs_read_v(m.host[i], name, 1, false), 1, "the write is missing on %s",
                    m.host[i]);
    }
    bson_free(name);
