@@ -32,8 +32,8 @@ md_isolation_start(md_server_t *srv, int m)
 static const char *
 op_name(md_op_t op)
 {
-   static const char *const names[] = {"insert", "update", "replace", "delete",
-                                       "drop", "rename", "dropDatabase"};
+   static const char *const names[] = {"insert", "update", "replace",     "delete",
+                                       "drop",   "rename", "dropDatabase"};
    return op <= MD_OP_DROP_DATABASE ? names[op] : "unknown";
 }
 
@@ -110,8 +110,8 @@ md_isolation_heal(md_server_t *srv, int m)
 bool
 md_isolation_check(const md_cmd_t *c, bool in_txn, bool primary_only, bson_error_t *error)
 {
-   static const char *const branch_writes[] = {"insert", "update", "delete", "findAndModify",
-                                               "findandmodify", NULL};
+   static const char *const branch_writes[] = {"insert",        "update",        "delete",
+                                               "findAndModify", "findandmodify", NULL};
    if (!md_cmd_branch(c)) {
       return true;
    }
@@ -152,8 +152,9 @@ bool
 md_cmd_test_rollback_log(md_cmd_t *c, bson_error_t *error)
 {
    if (strcmp(c->db, "admin") != 0) {
-      return tm_error_set(error, 13, "testRollbackLog may only be run against the admin "
-                                     "database.");
+      return tm_error_set(error, 13,
+                          "testRollbackLog may only be run against the admin "
+                          "database.");
    }
    BSON_APPEND_INT32(c->reply, "rbid", c->srv->rbid);
    BSON_APPEND_ARRAY(c->reply, "rolledBack", c->srv->rolled_back);

@@ -121,11 +121,16 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    bson_t d, op;
    bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
    BSON_APPEND_DOCUMENT_BEGIN(members, k, &d);
+   /* A member the asking one cannot hear from (it is cut off, or the asker is): 6.0's
+    * health 0, state 8 DOWN, "(not reachable/healthy)" (member_state.h). */
+   const md_member_t *viewer = &topo->members[c->conn->member];
+   bool down = i != c->conn->member &&
+               (m->reach != MD_REACH_UP || viewer->reach == MD_REACH_ISOLATE);
    BSON_APPEND_INT32(&d, "_id", i);
    BSON_APPEND_UTF8(&d, "name", m->host_port);
-   BSON_APPEND_DOUBLE(&d, "health", 1.0);
-   BSON_APPEND_INT32(&d, "state", (int32_t) m->state);
-   BSON_APPEND_UTF8(&d, "stateStr", state_str(m->state));
+   BSON_APPEND_DOUBLE(&d, "health", down ? 0.0 : 1.0);
+   BSON_APPEND_INT32(&d, "state", down ? 8 : (int32_t) m->state);
+   BSON_APPEND_UTF8(&d, "stateStr", down ? "(not reachable/healthy)" : state_str(m->state));
    BSON_APPEND_INT64(&d, "uptime", (md_now_ms() - c->srv->started_ms) / 1000);
    md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, m->applied_seq);
    BSON_APPEND_DOCUMENT_BEGIN(&d, "optime", &op);

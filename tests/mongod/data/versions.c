@@ -147,7 +147,7 @@ md_versions_snapshot(const md_versions_t *v, const md_coll_t *coll, uint64_t seq
       md_keyenc_field(key, d->bson, "_id");
       const md_version_t *r = md_hmap_get(changes, key->str, key->len);
       if (r) {
-         md_hmap_put(emitted, r->key, r->key_len, (void *) r);
+         md_hmap_put(emitted, r->key, r->key_len, (void *)r);
       }
       if (!r || r->pre) {
          md_coll_append_unindexed(snap, bson_copy(r ? r->pre : d->bson));

@@ -24,8 +24,7 @@ fault(const char *via, const char *target, const char *mode)
 {
    bson_t reply;
    bson_error_t error;
-   bool ok = md_rs_admin(via, BCON_NEW("testMemberFault", target, "mode", mode), &reply,
-                         &error);
+   bool ok = md_rs_admin(via, BCON_NEW("testMemberFault", target, "mode", mode), &reply, &error);
    bson_destroy(&reply);
    if (!ok && error.code == 59) {
       cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
@@ -59,9 +58,9 @@ static void
 write_ok(mongoc_collection_t *coll, const char *json_filter, const char *json_update)
 {
    bson_error_t error;
-   bson_t *filter = bson_new_from_json((const uint8_t *) json_filter, -1, &error);
-   bson_t *update = json_update ? bson_new_from_json((const uint8_t *) json_update, -1, &error)
-                                : NULL;
+   bson_t *filter = bson_new_from_json((const uint8_t *)json_filter, -1, &error);
+   bson_t *update =
+       json_update ? bson_new_from_json((const uint8_t *)json_update, -1, &error) : NULL;
    bool ok = update ? mongoc_collection_update_one(coll, filter, update, NULL, NULL, &error)
                     : mongoc_collection_delete_one(coll, filter, NULL, NULL, &error);
    cr_assert(ok, "%s", error.message);
@@ -95,8 +94,7 @@ Test(rollback, secondaries_and_majority_reads_are_stale, .fini = heal_all)
    fault(p, s2, "pause");
    write_ok(coll, "{\"_id\": 1}", "{\"$set\": {\"v\": 2}}");
    write_ok(coll, "{\"_id\": 2}", NULL);
-   cr_assert(mongoc_collection_insert_one(coll, three, NULL, NULL, &error), "%s",
-             error.message);
+   cr_assert(mongoc_collection_insert_one(coll, three, NULL, NULL, &error), "%s", error.message);
    cr_assert_eq(md_rs_read_v(p, name, 1, false), 2, "the primary reads its own writes");
    cr_assert_eq(md_rs_read_v(p, name, 3, false), 1);
    cr_assert_eq(md_rs_read_v(s1, name, 1, false), 1, "a paused secondary saw a later update");
@@ -135,8 +133,8 @@ Test(rollback, secondary_position_between_two_writes, .fini = heal_all)
    bson_error_t error;
    bson_t *one = BCON_NEW("_id", BCON_INT32(1), "v", BCON_INT32(1));
    bson_t *two = BCON_NEW("_id", BCON_INT32(2), "v", BCON_INT32(2));
-   bson_t *w2 = BCON_NEW("writeConcern", "{", "w", BCON_INT32(2), "wtimeout", BCON_INT32(5000),
-                         "}");
+   bson_t *w2 =
+       BCON_NEW("writeConcern", "{", "w", BCON_INT32(2), "wtimeout", BCON_INT32(5000), "}");
    bson_t *filter = BCON_NEW("_id", BCON_INT32(1));
    cr_assert(mongoc_collection_insert_one(coll, one, w2, NULL, &error), "%s", error.message);
    fault(p, s2, "pause");
@@ -237,6 +235,15 @@ Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = heal_all)
    cr_assert_eq(bson_oid_compare(&before, &after), 0, "the isolated primary's term moved");
    cr_assert_lt(bson_oid_compare(&after, &fresh), 0, "the new electionId is not newer");
    insert_id(old_coll, 2, NULL); /* two primaries: both take writes */
+   bson_t status;
+   bson_error_t error;
+   char path[32];
+   cr_assert(md_rs_admin(m.host[now], BCON_NEW("replSetGetStatus", BCON_INT32(1)), &status,
+                         &error),
+             "%s", error.message);
+   snprintf(path, sizeof path, "members.%d.stateStr", old);
+   md_test_assert_json(&status, path, "\"(not reachable/healthy)\"");
+   bson_destroy(&status);
    char host[256] = "";
    insert_through_all_seeds(&m, name, 3, host);
    cr_assert_str_eq(host, m.host[now], "the driver wrote to %s, not the new primary", host);
@@ -285,8 +292,8 @@ static bool
 write_w(mongoc_collection_t *coll, const char *filter, const char *update, bson_t *opts,
         bson_error_t *error)
 {
-   bson_t *f = bson_new_from_json((const uint8_t *) filter, -1, NULL);
-   bson_t *u = bson_new_from_json((const uint8_t *) update, -1, NULL);
+   bson_t *f = bson_new_from_json((const uint8_t *)filter, -1, NULL);
+   bson_t *u = bson_new_from_json((const uint8_t *)update, -1, NULL);
    bool ok = mongoc_collection_update_one(coll, f, u, opts, NULL, error);
    bson_destroy(f);
    bson_destroy(u);
@@ -303,14 +310,17 @@ drain_events(mongoc_change_stream_t *stream, char *out, size_t len, int want)
    out[0] = '\0';
    for (int i = 0; i < 10 && got < want; i++) {
       while (mongoc_change_stream_next(stream, &event)) {
-         int id = bson_iter_init(&it, event) && bson_iter_find_descendant(&it, "documentKey._id",
-                                                                         &it)
-                     ? bson_iter_int32(&it) : -1;
-         int v = bson_iter_init(&it, event) &&
-                       (bson_iter_find_descendant(&it, "fullDocument.v", &it) ||
-                        (bson_iter_init(&it, event) &&
-                         bson_iter_find_descendant(&it, "updateDescription.updatedFields.v", &it)))
-                    ? bson_iter_int32(&it) : -1;
+         int id =
+             bson_iter_init(&it, event) && bson_iter_find_descendant(&it, "documentKey._id", &it)
+                 ? bson_iter_int32(&it)
+                 : -1;
+         int v =
+             bson_iter_init(&it, event) &&
+                     (bson_iter_find_descendant(&it, "fullDocument.v", &it) ||
+                      (bson_iter_init(&it, event) &&
+                       bson_iter_find_descendant(&it, "updateDescription.updatedFields.v", &it)))
+                 ? bson_iter_int32(&it)
+                 : -1;
          bson_iter_init_find(&it, event, "operationType");
          size_t n = strlen(out);
          snprintf(out + n, len - n, "%s%s:%d:%d", n ? " " : "", bson_iter_utf8(&it, NULL), id, v);
@@ -336,8 +346,7 @@ Test(rollback, isolated_writes_are_rolled_back_at_the_heal, .fini = heal_all)
    mongoc_collection_t *via_coll = mongoc_client_get_collection(via_client, "mdtest", name);
    mongoc_read_prefs_t *prefs = mongoc_read_prefs_new(MONGOC_READ_SECONDARY_PREFERRED);
    mongoc_collection_set_read_prefs(via_coll, prefs);
-   bson_t *wmaj = BCON_NEW("writeConcern", "{", "w", "majority", "wtimeout", BCON_INT32(300),
-                           "}");
+   bson_t *wmaj = BCON_NEW("writeConcern", "{", "w", "majority", "wtimeout", BCON_INT32(300), "}");
    insert_id(old_coll, 0, wmaj);
    int count, rbid = rollback_log(p, name, &count);
    bson_t *stream_opts = BCON_NEW("maxAwaitTimeMS", BCON_INT64(200));
