@@ -6,11 +6,13 @@
  * isolated primary keeps taking writes until it notices it lost the majority
  * (topology/topology.c): they go to a branch (txn.h, md_txn_begin_branch) that sees the
  * data as of the isolation plus its own writes, which the rest of the set never sees. At
- * the heal, the member rejoins the set of a newer term and, as MongoDB's rollback does
- * (src/mongo/db/repl/rollback_impl.cpp), undoes every write the set never had: the branch
- * is discarded. The member's branch is owned by the server (srv->branches); callers hold
- * the server lock.
+ * the heal, if the set elected a primary of a newer term meanwhile, the member rejoins it
+ * and, as MongoDB's rollback does (src/mongo/db/repl/rollback_impl.cpp), undoes every
+ * write the set never had: the branch is discarded, logged and listed. Without a newer
+ * term its writes join the history instead. The member's branch is owned by the server
+ * (srv->branches); callers hold the server lock.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "commands/commands.h"
@@ -78,10 +80,13 @@ roll_back(md_server_t *srv, int m, const md_txn_t *branch)
       log_undone(srv, m, branch->ops[i]);
    }
    const md_topology_t *topo = &srv->topo;
-   md_log(srv, "Rollback summary: member %s, syncSource %s, rbid %d, %zu write(s) rolled back",
-          topo->members[m].host_port,
-          topo->primary >= 0 ? topo->members[topo->primary].host_port : "none", srv->rbid,
-          branch->n_ops);
+   /* Logged with or without --verbose, as mongod always logs its summary. */
+   fprintf(stderr,
+           "test-mongod: Rollback summary: member %s, syncSource %s, rbid %d, %zu write(s) "
+           "rolled back\n",
+           topo->members[m].host_port,
+           topo->primary >= 0 ? topo->members[topo->primary].host_port : "none", srv->rbid,
+           branch->n_ops);
 }
 
 void

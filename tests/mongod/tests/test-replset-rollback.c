@@ -442,7 +442,8 @@ Test(rollback, short_isolation_keeps_the_writes, .fini = heal_and_unfreeze)
 
 /* An isolated primary that stepped down while nobody else could be elected (the others
  * frozen) keeps its writes when it rejoins: no newer term exists, so there is nothing to
- * roll back to, and the set elects a primary again. */
+ * roll back to, and the set elects a primary again. Its w: "majority" write without
+ * wtimeout waited until the stepdown: 189 PrimarySteppedDown. */
 Test(rollback, no_newer_term_no_rollback, .fini = heal_and_unfreeze)
 {
    md_rs_members_t m;
@@ -458,7 +459,19 @@ Test(rollback, no_newer_term_no_rollback, .fini = heal_and_unfreeze)
    }
    fault(via, p, "isolate");
    md_rs_mark_down(p, true);
-   insert_id(coll, 1, NULL);
+   /* The insert command itself: libmongoc's insert helper would retry it after 189. */
+   bson_t *insert = BCON_NEW("insert", BCON_UTF8(name), "documents", "[", "{", "_id",
+                             BCON_INT32(1), "v", BCON_INT32(1), "}", "]");
+   bson_t *wmaj = BCON_NEW("writeConcern", "{", "w", "majority", "}");
+   bson_t reply;
+   bson_error_t error;
+   cr_assert(!mongoc_collection_write_command_with_opts(coll, insert, wmaj, &reply, &error),
+             "w: majority succeeded on an isolated primary");
+   md_test_assert_json(&reply, "writeConcernError.code", "189");
+   md_test_assert_json(&reply, "writeConcernError.codeName", "\"PrimarySteppedDown\"");
+   bson_destroy(&reply);
+   bson_destroy(wmaj);
+   bson_destroy(insert);
    bson_oid_t election;
    bool stepped_down = false;
    for (int i = 0; i < 250 && !stepped_down; i++) {
