@@ -222,6 +222,7 @@ static const struct {
    {"replSetStepUp", MD_ACT_REPL_STATE_CHANGE, true},
    {"replSetFreeze", MD_ACT_REPL_STATE_CHANGE, true},
    {"testMemberFault", MD_ACT_FAIL_POINT, true},
+   {"testRollbackLog", MD_ACT_FAIL_POINT, true},
    {"killAllSessions", MD_ACT_KILL_ANY_SESSION, true},
    {NULL, 0, false},
 };

@@ -132,7 +132,7 @@ md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
    /* mongod's repl section: its hello fields, then the rollback id. */
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "repl", &repl);
    md_append_repl_info(c->srv, c->conn->member, &repl, "isWritablePrimary");
-   BSON_APPEND_INT32(&repl, "rbid", 1);
+   BSON_APPEND_INT32(&repl, "rbid", c->srv->rbid);
    bson_append_document_end(c->reply, &repl);
    md_auth_append_server_status(c);
    (void) error;

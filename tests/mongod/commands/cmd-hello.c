@@ -73,20 +73,24 @@ md_append_repl_info(md_server_t *srv, int member, bson_t *r, const char *primary
    BSON_APPEND_INT32(r, "setVersion", 1);
    BSON_APPEND_BOOL(r, primary_field, me->state == MD_MEMBER_PRIMARY);
    BSON_APPEND_BOOL(r, "secondary", me->state == MD_MEMBER_SECONDARY);
-   if (topo->primary >= 0) {
-      BSON_APPEND_UTF8(r, "primary", topo->members[topo->primary].host_port);
+   /* An isolated member knows only itself: it names itself while it is a primary. */
+   int primary = me->reach == MD_REACH_ISOLATE
+                    ? (me->state == MD_MEMBER_PRIMARY ? member : -1)
+                    : topo->primary;
+   if (primary >= 0) {
+      BSON_APPEND_UTF8(r, "primary", topo->members[primary].host_port);
    }
    BSON_APPEND_UTF8(r, "me", me->host_port);
    if (me->state == MD_MEMBER_PRIMARY) {
-      bson_oid_t election;
-      md_topology_election_id(topo->term, &election);
+      bson_oid_t election; /* an isolated primary's is of its older term */
+      md_topology_election_id(me->term, &election);
       BSON_APPEND_OID(r, "electionId", &election);
    }
    /* This member's applied position and the commit point (a lagging secondary's lastWrite
     * is behind: drivers' maxStalenessSeconds reads it). */
    uint64_t commit = md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
    BSON_APPEND_DOCUMENT_BEGIN(r, "lastWrite", &lw);
-   append_op_time(&lw, "opTime", md_repl_seq_ts(&srv->oplog, me->applied_seq), topo->term);
+   append_op_time(&lw, "opTime", md_repl_seq_ts(&srv->oplog, me->applied_seq), me->term);
    BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", position_date(srv, me->applied_seq, me));
    append_op_time(&lw, "majorityOpTime", md_repl_seq_ts(&srv->oplog, commit), topo->term);
    BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", position_date(srv, commit, me));

@@ -57,6 +57,9 @@ md_cmd_check_member(md_cmd_t *c, bson_error_t *error)
    bool never = listed(primary_only, c->name);
    bool in_txn = bson_has_field(c->cmd, "txnNumber") && bson_has_field(c->cmd, "autocommit");
    bool could_opt_in = listed(opt_in, c->name) && !in_txn;
+   if (!md_isolation_check(c, in_txn, never, error)) {
+      return false;
+   }
    /* commandCanRunHere: the primary runs everything; so does any member for `local`. */
    if (me->state == MD_MEMBER_PRIMARY || strcmp(c->db, "local") == 0) {
       return true;
@@ -72,6 +75,34 @@ md_cmd_check_member(md_cmd_t *c, bson_error_t *error)
                                                           : "not master and slaveOk=false");
    }
    return tm_error_set(error, 10107, c->conn->hello_ok ? "not primary" : "not master");
+}
+
+/* Whether the command asks for readConcern level `level`. */
+static bool
+read_concern_is(const bson_t *cmd, const char *level)
+{
+   bson_iter_t it, rc;
+   return bson_iter_init_find(&it, cmd, "readConcern") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+          bson_iter_recurse(&it, &rc) && bson_iter_find(&rc, "level") &&
+          BSON_ITER_HOLDS_UTF8(&rc) && strcmp(bson_iter_utf8(&rc, NULL), level) == 0;
+}
+
+uint64_t
+md_cmd_read_position(md_cmd_t *c)
+{
+   md_server_t *srv = c->srv;
+   if (srv->topo.n == 1) {
+      return srv->oplog.next_seq; /* every write is applied and committed at once */
+   }
+   /* A secondary reads its own copy, at its last applied batch (6.0 reads secondaries at
+    * lastApplied: src/mongo/db/storage/snapshot_helper.cpp); "majority" reads the
+    * committed snapshot (replication_coordinator_impl.cpp, _currentCommittedSnapshot). */
+   uint64_t commit = md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
+   uint64_t position = srv->topo.members[c->conn->member].applied_seq;
+   if (read_concern_is(c->cmd, "majority") && commit < position) {
+      position = commit;
+   }
+   return position;
 }
 
 static const char *
@@ -90,11 +121,16 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    bson_t d, op;
    bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
    BSON_APPEND_DOCUMENT_BEGIN(members, k, &d);
+   /* A member the asking one cannot hear from (it is cut off, or the asker is): 6.0's
+    * health 0, state 8 DOWN, "(not reachable/healthy)" (member_state.h). */
+   const md_member_t *viewer = &topo->members[c->conn->member];
+   bool down = i != c->conn->member &&
+               (m->reach != MD_REACH_UP || viewer->reach == MD_REACH_ISOLATE);
    BSON_APPEND_INT32(&d, "_id", i);
    BSON_APPEND_UTF8(&d, "name", m->host_port);
-   BSON_APPEND_DOUBLE(&d, "health", 1.0);
-   BSON_APPEND_INT32(&d, "state", (int32_t) m->state);
-   BSON_APPEND_UTF8(&d, "stateStr", state_str(m->state));
+   BSON_APPEND_DOUBLE(&d, "health", down ? 0.0 : 1.0);
+   BSON_APPEND_INT32(&d, "state", down ? 8 : (int32_t) m->state);
+   BSON_APPEND_UTF8(&d, "stateStr", down ? "(not reachable/healthy)" : state_str(m->state));
    BSON_APPEND_INT64(&d, "uptime", (md_now_ms() - c->srv->started_ms) / 1000);
    md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, m->applied_seq);
    BSON_APPEND_DOCUMENT_BEGIN(&d, "optime", &op);
@@ -325,7 +361,7 @@ bool
 md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
 {
    static const char *const allowed[] = {"mode", "ms", NULL};
-   static const char *const modes[] = {"heal", "hang", "refuse"};
+   static const char *const modes[] = {"heal", "hang", "refuse", "isolate"};
    bson_iter_t it;
    if (!admin_only(c, error) || !md_cmd_check_fields(c, allowed, error)) {
       return false;
@@ -356,16 +392,23 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
       md_oplog_wake(&c->srv->oplog);
       return true;
    }
-   for (int r = 0; r < 3; r++) {
+   for (int r = 0; r < 4; r++) {
       if (strcmp(mode, modes[r]) == 0) {
          md_log(c->srv, "member %d: %s", m, mode);
+         if (r == MD_REACH_ISOLATE) {
+            md_isolation_start(c->srv, m);
+         } else if (r == MD_REACH_UP) {
+            /* Before it rejoins: md_server_set_reach waits for the listeners, releasing
+             * the lock, and the election thread may elect it meanwhile. */
+            md_isolation_heal(c->srv, m);
+         }
          md_server_set_reach(c->srv, m, (md_reach_t) r);
          return true;
       }
    }
    return tm_error_set(error, 2, "testMemberFault: mode must be \"hang\", \"refuse\", "
-                                 "\"heal\", \"pause\", \"resume\", \"lag\" or \"clock\", not "
-                                 "'%s'",
+                                 "\"isolate\", \"heal\", \"pause\", \"resume\", \"lag\" or "
+                                 "\"clock\", not '%s'",
                        mode);
 }
 
@@ -380,6 +423,10 @@ md_cmd_wait_write_concern(md_cmd_t *c)
    }
    uint64_t target = srv->oplog.next_seq; /* every write so far, this one's included */
    int64_t deadline = wtimeout > 0 ? md_now_ms() + wtimeout : INT64_MAX;
+   if (md_cmd_branch(c)) {
+      md_isolation_wait_write_concern(c, deadline);
+      return;
+   }
    for (;;) {
       int64_t now = md_wall_ms(), next;
       md_repl_advance(&srv->topo, &srv->oplog, now, &next);

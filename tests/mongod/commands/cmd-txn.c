@@ -302,6 +302,11 @@ md_cmd_coll(md_cmd_t *c, const char *name, unsigned flags, md_coll_t **coll, boo
             bson_error_t *error)
 {
    bool write = flags & MD_COLL_WRITE, create = flags & MD_COLL_CREATE;
+   md_txn_t *branch = c->txn ? NULL : md_cmd_branch(c);
+   if (branch) {
+      return md_txn_coll(&c->srv->txns, branch, c->srv->store, c->db, name, write, create,
+                         coll, created, error);
+   }
    if (!c->txn) {
       *coll = md_store_coll(c->srv->store, c->db, name, create, created);
       return true;
@@ -366,10 +371,11 @@ resolve(void *ctx, const char *db, const char *name)
    md_cmd_t *c = ctx;
    md_coll_t *coll = NULL;
    bson_error_t ignored;
-   if (!c->txn) {
+   md_txn_t *txn = c->txn ? c->txn : md_cmd_branch(c);
+   if (!txn) {
       return md_store_coll(c->srv->store, db, name, false, NULL);
    }
-   md_txn_coll(&c->srv->txns, c->txn, c->srv->store, db, name, false, false, &coll, NULL,
+   md_txn_coll(&c->srv->txns, txn, c->srv->store, db, name, false, false, &coll, NULL,
                &ignored);
    return coll;
 }
@@ -381,6 +387,13 @@ md_read_coll(md_cmd_t *c, const char *name, md_coll_t **coll, md_coll_t **snapsh
    *snapshot = NULL;
    if (!md_cmd_coll(c, name, 0, coll, NULL, error)) {
       return false;
+   }
+   uint64_t position = c->txn || md_cmd_branch(c) ? UINT64_MAX : md_cmd_read_position(c);
+   if (*coll && !(*coll)->view_on && position < c->srv->oplog.next_seq &&
+       md_versions_changed_since(&c->srv->versions, *coll, position)) {
+      *snapshot = md_versions_snapshot(&c->srv->versions, *coll, position);
+      *coll = *snapshot; /* a secondary's or a majority read: the data as of `position` */
+      return true;
    }
    if (!*coll || !(*coll)->view_on) {
       return true;

@@ -23,7 +23,7 @@ typedef struct {
 } cmd_entry_t;
 
 /* Commands that exist only with --enable-test-commands (mongod's enableTestCommands). */
-static const char *const test_only[] = {"testMemberFault", NULL};
+static const char *const test_only[] = {"testMemberFault", "testRollbackLog", NULL};
 
 static const cmd_entry_t commands[] = {
    {"hello", md_cmd_hello, false},
@@ -45,6 +45,7 @@ static const cmd_entry_t commands[] = {
    {"replSetStepUp", md_cmd_repl_set_step_up, false},
    {"replSetFreeze", md_cmd_repl_set_freeze, false},
    {"testMemberFault", md_cmd_test_member_fault, false},
+   {"testRollbackLog", md_cmd_test_rollback_log, false},
    {"listDatabases", md_cmd_list_databases, false},
    {"connectionStatus", md_cmd_connection_status, false},
    {"whatsmyuri", md_cmd_whatsmyuri, false},
@@ -438,7 +439,11 @@ run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
    if (!entry->fn(c, error)) {
       return false;
    }
-   md_sessions_record(&c->srv->sessions, c->cmd, c->reply);
+   if (!md_cmd_branch(c)) {
+      /* An isolated primary's record of a retryable write would be rolled back with the
+       * write (config.transactions is replicated data): a retry elsewhere runs again. */
+      md_sessions_record(&c->srv->sessions, c->cmd, c->reply);
+   }
    c->close_connection = fp.close_connection;
    return true;
 }

@@ -136,9 +136,29 @@ bool md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error);
 /* {testMemberFault: "host:port", mode: "hang" | "refuse" | "heal" | "pause" | "resume" |
  * "lag" | "clock", ms: N} (--enable-test-commands). */
 bool md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error);
+/* {testRollbackLog: 1} (--enable-test-commands, cmd-isolation.c): {rbid, rolledBack: [the
+ * writes every rollback so far undid]}. */
+bool md_cmd_test_rollback_log(md_cmd_t *c, bson_error_t *error);
 /* Replica-set members (cmd-repl.c): on a secondary, what only a primary runs fails with
  * 10107, and reads without a secondary read preference with 13435. */
 bool md_cmd_check_member(md_cmd_t *c, bson_error_t *error);
+/* The history position a read outside transactions runs at (cmd-repl.c): the member's
+ * applied position (the newest on a primary), no newer than the majority commit point with
+ * readConcern "majority". */
+uint64_t md_cmd_read_position(md_cmd_t *c);
+/* Isolated primaries (cmd-isolation.c): the branch holding the writes of the command's
+ * member while it is cut off from the set, or NULL. */
+md_txn_t *md_cmd_branch(const md_cmd_t *c);
+/* testMemberFault "isolate" of member `m` (a primary starts a branch) and, just before it
+ * rejoins, its heal: the branch's writes are rolled back if the set elected a primary of
+ * a newer term than the member knows, else they join the history. */
+void md_isolation_start(md_server_t *srv, int m);
+void md_isolation_heal(md_server_t *srv, int m);
+/* An isolated primary's w > 1: wtimeout (64), or 189 once it steps down (never met). */
+void md_isolation_wait_write_concern(md_cmd_t *c, int64_t deadline);
+/* On an isolated primary, refuses (2) what its branch cannot hold: DDL and transactions. */
+bool md_isolation_check(const md_cmd_t *c, bool in_txn, bool primary_only,
+                        bson_error_t *error);
 /* After a write: waits (releasing the server lock) until as many members as its write
  * concern asks hold it, or adds writeConcernError 64 when wtimeout passes first. */
 void md_cmd_wait_write_concern(md_cmd_t *c);

@@ -30,6 +30,9 @@ void
 md_store_notify_doc(md_coll_t *coll, const bson_t *doc)
 {
    md_store_t *store = is_live(coll) ? coll->db->store : NULL;
+   if (store && store->versions.doc_change) {
+      store->versions.doc_change(store->versions.ctx, coll, doc);
+   }
    if (store && store->hooks.doc_change) {
       store->hooks.doc_change(store->hooks.ctx, coll, doc);
    }

@@ -74,7 +74,8 @@ typedef struct {
 
 struct _md_store_t {
    md_db_t *dbs;
-   md_store_hooks_t hooks;
+   md_store_hooks_t hooks;    /* open transactions' snapshots (txn.c) */
+   md_store_hooks_t versions; /* older versions for reads at older positions (versions.c) */
 };
 
 md_store_t *

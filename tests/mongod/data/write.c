@@ -197,8 +197,13 @@ md_write_delete_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, bson_error_t
    if (!claim(srv, coll, d->bson, error)) {
       return false;
    }
-   md_log_delete(srv, coll, d->bson);
+   /* The store changes first, then the history records it, as for inserts and updates:
+    * the previous version kept for reads at older positions (versions.h) is numbered
+    * with this change's own history entry. */
+   bson_t *gone = bson_copy(d->bson);
    md_coll_remove(coll, d);
+   md_log_delete(srv, coll, gone);
+   bson_destroy(gone);
    return true;
 }
 

@@ -168,5 +168,6 @@ md_server_await_reach(md_conn_t *conn)
    while (me->reach == MD_REACH_HANG && !atomic_load(&srv->stopping)) {
       pthread_cond_wait(&srv->reach_cond, &srv->lock);
    }
-   return me->reach == MD_REACH_UP && !atomic_load(&srv->stopping);
+   return (me->reach == MD_REACH_UP || me->reach == MD_REACH_ISOLATE) &&
+          !atomic_load(&srv->stopping); /* an isolated member still answers its clients */
 }

@@ -26,6 +26,7 @@
 #include "data/ttl.h"
 #include "net/wire.h"
 #include "topology/election.h"
+#include "topology/replication.h"
 
 void
 md_log(const md_server_t *srv, const char *fmt, ...)
@@ -39,6 +40,28 @@ md_log(const md_server_t *srv, const char *fmt, ...)
    vfprintf(stderr, fmt, ap);
    fputc('\n', stderr);
    va_end(ap);
+}
+
+/* The store's versions hook: the previous version of a document about to change. */
+static void
+record_version(void *ctx, md_coll_t *coll, const bson_t *doc)
+{
+   md_server_t *srv = ctx;
+   md_versions_record(&srv->versions, coll, doc);
+}
+
+/* The oldest position a member reads at: its applied position (brought up to date). */
+static uint64_t
+oldest_position(void *ctx)
+{
+   md_server_t *srv = ctx;
+   md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
+   uint64_t oldest = srv->oplog.next_seq;
+   for (int i = 0; i < srv->topo.n; i++) {
+      uint64_t seq = srv->topo.members[i].applied_seq;
+      oldest = seq < oldest ? seq : oldest;
+   }
+   return oldest;
 }
 
 md_server_t *
@@ -59,6 +82,15 @@ md_server_new(const md_server_opts_t *opts)
    md_users_init(&srv->users, opts->auth);
    md_topology_init(&srv->topo, opts->members, opts->election_timeout_ms);
    srv->topo.replication_lag_ms = opts->replication_lag_ms;
+   srv->branches = calloc((size_t) srv->topo.n, sizeof *srv->branches);
+   srv->rbid = 1;
+   srv->rolled_back = bson_new();
+   md_versions_init(&srv->versions, &srv->oplog);
+   srv->versions.enabled = srv->topo.n > 1;
+   srv->versions.oldest = oldest_position;
+   srv->versions.oldest_ctx = srv;
+   srv->store->versions.doc_change = record_version;
+   srv->store->versions.ctx = srv;
    pthread_cond_init(&srv->election_cond, NULL);
    pthread_cond_init(&srv->reach_cond, NULL);
    srv->accept_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -79,7 +111,13 @@ md_server_destroy(md_server_t *srv)
          close(srv->topo.members[i].listen_fd);
       }
    }
+   for (int i = 0; i < srv->topo.n; i++) {
+      md_txn_free(&srv->txns, srv->branches[i]);
+   }
+   free(srv->branches);
+   bson_destroy(srv->rolled_back);
    md_topology_destroy(&srv->topo);
+   md_versions_destroy(&srv->versions);
    pthread_cond_destroy(&srv->election_cond);
    pthread_cond_destroy(&srv->reach_cond);
    close(srv->accept_wake_fd);

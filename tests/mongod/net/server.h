@@ -20,6 +20,7 @@
 #include "data/oplog.h"
 #include "txn/sessions.h"
 #include "data/store.h"
+#include "data/versions.h"
 #include "net/tls.h"
 #include "topology/topology.h"
 
@@ -50,6 +51,7 @@ typedef struct {
    pthread_mutex_t lock; /* guards everything below except the connection list */
    md_store_t *store;
    md_oplog_t oplog;
+   md_versions_t versions; /* older versions of documents: reads at older positions */
    md_cursors_t cursors;
    md_failpoints_t failpoints;
    md_sessions_t sessions;
@@ -61,6 +63,10 @@ typedef struct {
    bool ttl_running;
 
    md_topology_t topo;   /* the members (each with its listener), who is primary */
+   md_txn_t **branches;  /* per member: an isolated primary's writes (commands/cmd-isolation.c) */
+   int32_t rbid;         /* rollback id: 1, raised by every rollback (serverStatus repl.rbid) */
+   bson_t *rolled_back;  /* the writes rollbacks undid, as an array (testRollbackLog) */
+   uint32_t n_rolled_back;
    pthread_t election_thread;
    pthread_cond_t election_cond; /* wakes the election thread: a change, or shutdown */
    bool election_running;

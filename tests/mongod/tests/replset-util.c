@@ -181,3 +181,48 @@ md_rs_heal_all(void)
       }
    }
 }
+
+/* Field `v` of the document `id` of mdtest.`name` as `host` reads it (-1: no such
+ * document), from a secondary with read preference secondary, with readConcern majority
+ * when `majority`. */
+int
+md_rs_read_v(const char *host, const char *name, int id, bool majority)
+{
+   mongoc_client_t *client = md_rs_direct(host);
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
+   mongoc_read_prefs_t *prefs = mongoc_read_prefs_new(MONGOC_READ_SECONDARY_PREFERRED);
+   bson_t *filter = BCON_NEW("_id", BCON_INT32(id));
+   bson_t *opts = majority ? BCON_NEW("readConcern", "{", "level", "majority", "}") : bson_new();
+   mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, prefs);
+   const bson_t *doc;
+   bson_error_t error;
+   bson_iter_t it;
+   int v = -1;
+   if (mongoc_cursor_next(cursor, &doc)) {
+      v = bson_iter_init_find(&it, doc, "v") ? bson_iter_int32(&it) : 0;
+   }
+   cr_assert(!mongoc_cursor_error(cursor, &error), "find on %s: %s", host, error.message);
+   mongoc_cursor_destroy(cursor);
+   bson_destroy(opts);
+   bson_destroy(filter);
+   mongoc_read_prefs_destroy(prefs);
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+   return v;
+}
+
+/* `host`'s hello: whether it is a writable primary, and its electionId (zero if none). */
+bool
+md_rs_hello_primary(const char *host, bson_oid_t *election)
+{
+   bson_t hello;
+   bson_iter_t it;
+   md_rs_hello(host, &hello);
+   bool primary = md_rs_flag(&hello, "isWritablePrimary");
+   bson_oid_init_from_data(election, (const uint8_t *) "\0\0\0\0\0\0\0\0\0\0\0\0");
+   if (bson_iter_init_find(&it, &hello, "electionId") && BSON_ITER_HOLDS_OID(&it)) {
+      bson_oid_copy(bson_iter_oid(&it), election);
+   }
+   bson_destroy(&hello);
+   return primary;
+}

@@ -48,4 +48,13 @@ md_rs_freeze(const char *host, int secs);
 int
 md_rs_await_primary(md_rs_members_t *m);
 
+/* Field `v` of the document `id` of mdtest.`name` as `host` reads it (-1: no such
+ * document; 0: no `v`), with read preference secondaryPreferred, and readConcern majority
+ * when `majority`. */
+int
+md_rs_read_v(const char *host, const char *name, int id, bool majority);
+/* Whether `host`'s hello says it is a writable primary; its electionId (zero if none). */
+bool
+md_rs_hello_primary(const char *host, bson_oid_t *election);
+
 #endif

@@ -7,7 +7,9 @@ while a retryable insert is held by failCommand's blockConnection answers it 101
 RetryableWriteError, and pymongo retries it once on the new primary, where it runs once; a
 primary that is gone (testMemberFault, --enable-test-commands) is replaced and pymongo's
 insert (retried at most once) lands on its successor; w: "majority" times out with 64 and a
-change stream holds a write back while the secondaries are paused.
+change stream holds a write back while the secondaries are paused; a paused secondary and
+readConcern majority read stale data; an isolated primary's write is rolled back at the heal
+while pymongo, given every seed, writes to the newer primary.
 Against a real server: a set of three members with test commands. Exit 77 (skip) without.
 """
 import os
@@ -20,6 +22,8 @@ try:
     import pymongo
     from pymongo import monitoring
     from pymongo.errors import NotMasterError, OperationFailure, WTimeoutError
+    from pymongo.read_concern import ReadConcern
+    from pymongo.read_preferences import ReadPreference
     from pymongo.write_concern import WriteConcern
 except ImportError as exc:  # pragma: no cover
     print("mongod-replset-pymongo: SKIP: pymongo not importable (%s)" % exc)
@@ -212,6 +216,72 @@ class ReplicaSet(unittest.TestCase):
                 finally:
                     for host in secondaries:
                         self.fault(host, "resume")
+
+    def test_secondary_and_majority_reads_are_stale(self):
+        secondaries = [h for h in self.hosts if h != self.primary]
+        name = "stale_%d" % os.getpid()
+        for host in secondaries:
+            self.fault(host, "pause")
+        try:
+            with direct(self.primary) as p, direct(secondaries[0]) as s:
+                p.outbox_replset[name].insert_one({"_id": 1})
+                on_secondary = s.outbox_replset.get_collection(
+                    name, read_preference=ReadPreference.SECONDARY_PREFERRED)
+                majority = p.outbox_replset.get_collection(
+                    name, read_concern=ReadConcern("majority"))
+                self.assertIsNone(on_secondary.find_one({"_id": 1}))
+                self.assertIsNone(majority.find_one({"_id": 1}))
+                self.assertEqual(p.outbox_replset[name].count_documents({}), 1)
+                self.fault(secondaries[0], "resume")
+                self.assertEqual(on_secondary.find_one({"_id": 1}), {"_id": 1})
+                self.assertEqual(majority.find_one({"_id": 1}), {"_id": 1})
+        finally:
+            for host in secondaries:
+                self.fault(host, "resume")
+
+    def await_new_primary(self, old):
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            for host in self.hosts:
+                if host != old:
+                    with direct(host) as c:
+                        if c.admin.command("isMaster")["ismaster"]:
+                            return host
+            time.sleep(0.05)
+        self.fail("no new primary")
+
+    def test_isolated_primary_is_rolled_back(self):
+        old = self.primary
+        name = "isolated_%d" % os.getpid()
+        self.fault(old, "isolate")
+        try:
+            with direct(old) as c:
+                c.outbox_replset[name].insert_one({"_id": 1})
+            new = self.await_new_primary(old)
+            with direct(old) as c:
+                self.assertTrue(c.admin.command("isMaster")["ismaster"])
+            listener = Inserts()
+            with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0" % ",".join(self.hosts),
+                                     serverSelectionTimeoutMS=5000,
+                                     event_listeners=[listener]) as client:
+                # pymongo selects the first primary it hears from; once it has heard from
+                # both, the newer electionId wins and the stale one is Unknown.
+                deadline = time.time() + 5
+                while time.time() < deadline and (
+                        client.primary is None or "%s:%d" % client.primary != new):
+                    time.sleep(0.02)
+                self.assertEqual("%s:%d" % client.primary, new)
+                client.outbox_replset[name].insert_one({"_id": 2})
+                self.assertEqual(listener.events[-1][:2], ("succeeded", new), listener.events)
+        finally:
+            self.fault(old, "heal")
+        with direct(old) as c:
+            coll = c.outbox_replset.get_collection(
+                name, read_preference=ReadPreference.SECONDARY_PREFERRED)
+            self.assertEqual([d["_id"] for d in coll.find()], [2])
+            log = c.admin.command("testRollbackLog", 1)["rolledBack"]
+            self.assertIn({"_id": 1}, [e.get("documentKey") for e in log
+                                       if e["ns"] == "outbox_replset." + name])
 
     def test_freeze_on_primary_is_refused(self):
         with direct(self.primary) as c:

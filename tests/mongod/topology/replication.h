@@ -7,8 +7,7 @@
  * member at run time), unless it is paused or unreachable. The majority commit point is the
  * newest position a majority of the members has applied: w: "majority" waits for it and
  * change streams return nothing past it, as MongoDB's. The data itself is not per member:
- * a secondary's reads see the newest writes (stale reads are not emulated). Callers hold
- * the server lock.
+ * reads at an older position go through data/versions.h. Callers hold the server lock.
  */
 #ifndef MD_REPLICATION_H
 #define MD_REPLICATION_H

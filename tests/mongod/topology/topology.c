@@ -28,6 +28,7 @@ md_topology_init(md_topology_t *topo, int n, int64_t election_timeout_ms)
       m->listen_fd = -1;
       m->lag_ms = -1;
       m->state = i == 0 ? MD_MEMBER_PRIMARY : MD_MEMBER_SECONDARY;
+      m->term = 1;
       bson_oid_init(&m->process_id, NULL);
    }
    topo->primary = 0;
@@ -89,8 +90,20 @@ md_topology_set_reach(md_topology_t *topo, int m, md_reach_t reach, int64_t now_
 {
    md_member_t *member = &topo->members[m];
    member->reach = reach;
+   member->isolated_ms = reach == MD_REACH_ISOLATE ? now_ms : 0;
+   if (reach == MD_REACH_UP) {
+      if (member->state == MD_MEMBER_PRIMARY && topo->primary < 0 &&
+          member->term == topo->term) {
+         topo->primary = m; /* back before anyone else was elected: still the primary */
+      } else if (member->state == MD_MEMBER_PRIMARY && m != topo->primary) {
+         member->state = MD_MEMBER_SECONDARY; /* a stale primary steps down at once */
+      }
+      member->term = topo->term; /* a heartbeat tells it the current term */
+   }
    if (reach != MD_REACH_UP && m == topo->primary) {
-      member->state = MD_MEMBER_SECONDARY;
+      /* Unreachable: a secondary from now on (nobody can ask it). Isolated: it stays
+       * primary for its clients, but the others elect another. */
+      member->state = reach == MD_REACH_ISOLATE ? MD_MEMBER_PRIMARY : MD_MEMBER_SECONDARY;
       topo->primary = -1;
       topo->no_primary_since_ms = now_ms;
    }
@@ -112,6 +125,11 @@ md_topology_elect(md_topology_t *topo, int m, int64_t now_ms)
    topo->members[m].state = MD_MEMBER_PRIMARY;
    topo->primary = m;
    topo->term++;
+   for (int i = 0; i < topo->n; i++) {
+      if (topo->members[i].reach == MD_REACH_UP) {
+         topo->members[i].term = topo->term; /* the voters learn the new term */
+      }
+   }
    topo->election_ms = now_ms;
    topo->majority_lost_ms = 0;
    announce(topo);
@@ -154,8 +172,39 @@ md_topology_step_down(md_topology_t *topo, int64_t secs, int64_t now_ms, bool ha
    announce(topo);
 }
 
-int64_t
-md_topology_tick(md_topology_t *topo, int64_t now_ms)
+/* An isolated primary hears from nobody: it steps down once it sees that a majority is
+ * down (r6.0 topology_coordinator.cpp: a member is down after heartbeatTimeoutSecs
+ * without a heartbeat reply, and the primary's "can't see a majority" check runs as
+ * heartbeat replies, every heartbeatIntervalMillis = 2 s, are processed). The others
+ * elect a primary once electionTimeoutMillis passes without hearing from it. Here the
+ * heartbeat timeout is the election timeout (both 10 s in MongoDB), so the isolated
+ * primary notices one heartbeat interval after the others may elect: for about 2 s the
+ * set has two primaries. Returns the next moment worth checking (INT64_MAX: none). */
+#define MD_HEARTBEAT_INTERVAL_MS 2000
+static int64_t
+isolated_primaries_step_down(md_topology_t *topo, int64_t now_ms)
+{
+   int64_t next = INT64_MAX;
+   for (int i = 0; i < topo->n; i++) {
+      md_member_t *m = &topo->members[i];
+      if (m->state != MD_MEMBER_PRIMARY || m->reach != MD_REACH_ISOLATE) {
+         continue;
+      }
+      int64_t due = m->isolated_ms + topo->election_timeout_ms + MD_HEARTBEAT_INTERVAL_MS;
+      if (now_ms < due) {
+         next = due < next ? due : next;
+         continue;
+      }
+      m->state = MD_MEMBER_SECONDARY;
+      announce(topo);
+   }
+   return next;
+}
+
+/* The majority side: a primary without a majority steps down, a set without a primary
+ * elects one. */
+static int64_t
+tick_set(md_topology_t *topo, int64_t now_ms)
 {
    if (topo->primary >= 0 && topo->majority_lost_ms) {
       int64_t due = topo->majority_lost_ms + topo->election_timeout_ms;
@@ -192,4 +241,12 @@ md_topology_tick(md_topology_t *topo, int64_t now_ms)
       }
    }
    return next != INT64_MAX && next < due ? due : next;
+}
+
+int64_t
+md_topology_tick(md_topology_t *topo, int64_t now_ms)
+{
+   int64_t isolated_next = isolated_primaries_step_down(topo, now_ms);
+   int64_t next = tick_set(topo, now_ms);
+   return isolated_next < next ? isolated_next : next;
 }

@@ -8,7 +8,9 @@
  * so that awaitable hellos answer at once. Elections follow MongoDB 6.0's rules as far as a
  * set without lag needs them: a member is electable when it is a secondary and its
  * stepdown/freeze period has passed (TopologyCoordinator::_getMyUnelectableReason in
- * src/mongo/db/repl/topology_coordinator.cpp); every member holds the newest position.
+ * src/mongo/db/repl/topology_coordinator.cpp) and it is reachable. An isolated primary
+ * keeps its role (and its older term) until it notices the lost majority, so two members
+ * may say they are primary; `primary` is the one the majority side elected.
  * Not thread-safe: callers hold the server lock; `changed` runs with it held.
  */
 #ifndef MD_TOPOLOGY_H
@@ -22,8 +24,9 @@
 typedef enum { MD_MEMBER_PRIMARY = 1, MD_MEMBER_SECONDARY = 2 } md_member_state_t;
 
 /* Whether the others (and clients) can reach a member (testMemberFault): as if its process
- * were stopped (connections hang) or gone (connections refused). */
-typedef enum { MD_REACH_UP = 0, MD_REACH_HANG, MD_REACH_REFUSE } md_reach_t;
+ * were stopped (connections hang) or gone (connections refused), or cut off from the other
+ * members while its clients still reach it (isolated: a network partition). */
+typedef enum { MD_REACH_UP = 0, MD_REACH_HANG, MD_REACH_REFUSE, MD_REACH_ISOLATE } md_reach_t;
 
 typedef struct {
    char host_port[300];        /* advertised in hello: hosts, primary, me */
@@ -35,6 +38,8 @@ typedef struct {
    bool paused;                /* replication paused (testMemberFault "pause") */
    int64_t clock_offset_ms;    /* its clock's error (testMemberFault "clock") */
    md_member_state_t state;
+   int64_t term;               /* the newest term it knows (an isolated one misses elections) */
+   int64_t isolated_ms;        /* when it was isolated (wall ms; 0: it is not) */
    bson_oid_t process_id;      /* topologyVersion.processId, new at every start */
    int64_t counter;            /* topologyVersion.counter */
    int64_t electable_after_ms; /* wall ms: stepdown or freeze period (mongod's _stepDownUntil) */
@@ -85,12 +90,16 @@ md_topology_candidate(const md_topology_t *topo, int64_t now_ms);
 
 /* Makes `m` reachable or not. An unreachable primary is no primary for the others: they
  * elect another after the election timeout (a hung one learns the new term when it comes
- * back, so it is a secondary from now on: nobody can ask it meanwhile). */
+ * back, so it is a secondary from now on: nobody can ask it meanwhile). An isolated
+ * primary stays primary for its own clients until it notices it lost the majority (see
+ * md_topology_tick): for a while the set has two primaries, the isolated one of an older
+ * term. A member that comes back learns the current term. */
 void
 md_topology_set_reach(md_topology_t *topo, int m, md_reach_t reach, int64_t now_ms);
 
 /* Without a primary for the election timeout, elects the candidate; a primary that has not
- * seen a majority for the election timeout steps down (6.0: "can't see a majority").
+ * seen a majority for the election timeout steps down (6.0: "can't see a majority"), an
+ * isolated one a heartbeat interval (2 s) later than the others may elect (topology.c).
  * Returns the wall ms of the next moment worth checking again (INT64_MAX: nothing
  * pending). */
 int64_t

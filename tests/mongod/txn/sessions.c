@@ -240,7 +240,5 @@ void
 md_sessions_kill_all(md_sessions_t *sessions, md_txns_t *txns)
 {
    (void) sessions;
-   while (txns->open) {
-      md_txn_abort(txns, txns->open);
-   }
+   md_txns_abort_all(txns); /* not a branch: it belongs to no session */
 }

@@ -148,7 +148,15 @@ md_txn_commit(md_txns_t *txns, md_txn_t *txn, md_store_t *store, md_oplog_t *log
          apply_view(store, v);
       }
    }
-   txn->commit_ts = md_oplog_append_txn(log, txn->ops, txn->n_ops, txn->lsid, txn->number);
+   if (txn->branch) {
+      /* An isolated primary's writes were single writes: each its own entry and time. */
+      for (size_t i = 0; i < txn->n_ops; i++) {
+         md_oplog_append(log, txn->ops[i]);
+      }
+      txn->commit_ts = log->last;
+   } else {
+      txn->commit_ts = md_oplog_append_txn(log, txn->ops, txn->n_ops, txn->lsid, txn->number);
+   }
    txn->n_ops = 0; /* the oplog owns the entries now */
    md_txn_release(txns, txn);
    return true;

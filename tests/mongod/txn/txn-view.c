@@ -138,7 +138,7 @@ md_txn_coll(md_txns_t *txns, md_txn_t *txn, md_store_t *store, const char *db,
       *coll = v->copy ? v->copy : v->absent ? NULL : md_store_coll(store, db, name, false, NULL);
       return true;
    }
-   if (v->changed && !v->created) {
+   if (v->changed && !v->created && !txn->branch) {
       return write_conflict(error);
    }
    if (!v->copy) {
@@ -170,13 +170,21 @@ md_txns_claim(md_txns_t *txns, md_coll_t *coll, const bson_value_t *id, bson_err
    }
    bson_string_t *key = bson_string_new(NULL);
    md_keyenc_append(key, id);
+   if (mine && mine->txn->branch) {
+      /* A branch's copies are its own: nobody else writes them, nothing conflicts; the
+       * key tells a commit which documents it wrote. */
+      md_key_set_add(mine->written, key->str, key->len);
+      bson_string_free(key, true);
+      return true;
+   }
    bool ok = true;
    if (mine && !md_key_set_has(mine->written, key->str, key->len)) {
       ok = !md_key_set_has(mine->others, key->str, key->len);
    }
    const char *db = coll->db->name;
    for (md_txn_t *t = txns->open; ok && t; t = t->next) {
-      md_txn_view_t *v = mine && t == mine->txn ? NULL : md_txn_view_get(t, db, coll->name, false);
+      md_txn_view_t *v = (mine && t == mine->txn) || t->branch
+                            ? NULL : md_txn_view_get(t, db, coll->name, false);
       ok = !v || !md_key_set_has(v->written, key->str, key->len);
    }
    if (ok && mine) {

@@ -105,6 +105,16 @@ md_txn_begin(md_txns_t *txns, int64_t number, const bson_t *lsid)
    return txn;
 }
 
+md_txn_t *
+md_txn_begin_branch(md_txns_t *txns)
+{
+   bson_t none = BSON_INITIALIZER;
+   md_txn_t *txn = md_txn_begin(txns, 0, &none);
+   txn->branch = true;
+   txn->expire_ms = INT64_MAX;
+   return txn;
+}
+
 void
 md_txn_unlink(md_txns_t *txns, md_txn_t *txn, md_txn_state_t state)
 {
@@ -191,8 +201,13 @@ md_txns_reap(md_txns_t *txns)
 void
 md_txns_abort_all(md_txns_t *txns)
 {
-   while (txns->open) {
-      md_txn_abort(txns, txns->open);
+   md_txn_t *t = txns->open;
+   while (t) {
+      md_txn_t *next = t->next;
+      if (!t->branch) {
+         md_txn_abort(txns, t);
+      }
+      t = next;
    }
 }
 
@@ -219,7 +234,7 @@ bool
 md_txns_using(const md_txns_t *txns, const char *db, const char *coll)
 {
    for (const md_txn_t *t = txns->open; t; t = t->next) {
-      for (const md_txn_view_t *v = t->views; v; v = v->next) {
+      for (const md_txn_view_t *v = t->branch ? NULL : t->views; v; v = v->next) {
          if (v->used && strcmp(v->db.name, db) == 0 && (!coll || strcmp(v->name, coll) == 0)) {
             return true;
          }

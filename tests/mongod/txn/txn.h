@@ -62,6 +62,7 @@ struct _md_txn_t {
    size_t n_ops, cap_ops;
    int64_t expire_ms;       /* monotonic time after which it is aborted */
    md_ts_t commit_ts;       /* once committed */
+   bool branch;             /* an isolated primary's writes (md_txn_begin_branch) */
    md_txn_t *prev, *next;   /* the list of open transactions */
 };
 
@@ -87,6 +88,13 @@ md_txns_destroy(md_txns_t *txns);
  * is the store as it is now. The caller (the session) owns it; free with md_txn_free. */
 md_txn_t *
 md_txn_begin(md_txns_t *txns, int64_t number, const bson_t *lsid);
+/* The writes of a primary cut off from the set (testMemberFault "isolate"): a transaction
+ * that sees the store as of now plus its own writes, which nobody else sees and which
+ * never reach the store. It neither conflicts with nor blocks anyone (the other side of
+ * the partition writes on), never expires and survives stepdowns; its oplog entries are
+ * the writes a rollback undoes (md_txn_abort discards them). */
+md_txn_t *
+md_txn_begin_branch(md_txns_t *txns);
 /* Aborts an open transaction: nothing it did remains. */
 void
 md_txn_abort(md_txns_t *txns, md_txn_t *txn);
@@ -102,8 +110,8 @@ md_txn_free(md_txns_t *txns, md_txn_t *txn);
 /* Aborts the transactions past their lifetime. */
 void
 md_txns_reap(md_txns_t *txns);
-/* Aborts every open transaction (a primary stepping down, as 6.0 aborts its unprepared
- * transactions); their sessions then answer 251 NoSuchTransaction. */
+/* Aborts every open transaction but branches (a primary stepping down, as 6.0 aborts its
+ * unprepared transactions); their sessions then answer 251 NoSuchTransaction. */
 void
 md_txns_abort_all(md_txns_t *txns);
 

@@ -117,8 +117,9 @@ md_write_concern_members(const char *name, const bson_t *cmd, int n_members,
              : 1;
 }
 
-void
-md_write_concern_timed_out(const bson_t *cmd, bson_t *reply)
+static void
+append_wce(const bson_t *cmd, bson_t *reply, int32_t code, const char *name, const char *msg,
+           bool timed_out)
 {
    bson_iter_t it;
    uint32_t len;
@@ -128,11 +129,24 @@ md_write_concern_timed_out(const bson_t *cmd, bson_t *reply)
    bson_iter_document(&it, &len, &data);
    bson_init_static(&wc, data, len);
    BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &wce);
-   BSON_APPEND_INT32(&wce, "code", 64);
-   BSON_APPEND_UTF8(&wce, "codeName", "WriteConcernFailed");
-   BSON_APPEND_UTF8(&wce, "errmsg", "waiting for replication timed out");
-   append_err_info(&wce, &wc, true);
+   BSON_APPEND_INT32(&wce, "code", code);
+   BSON_APPEND_UTF8(&wce, "codeName", name);
+   BSON_APPEND_UTF8(&wce, "errmsg", msg);
+   append_err_info(&wce, &wc, timed_out);
    bson_append_document_end(reply, &wce);
+}
+
+void
+md_write_concern_timed_out(const bson_t *cmd, bson_t *reply)
+{
+   append_wce(cmd, reply, 64, "WriteConcernFailed", "waiting for replication timed out", true);
+}
+
+void
+md_write_concern_stepped_down(const bson_t *cmd, bson_t *reply)
+{
+   append_wce(cmd, reply, 189, "PrimarySteppedDown",
+              "Primary stepped down while waiting for replication", false);
 }
 
 void

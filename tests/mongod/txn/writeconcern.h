@@ -25,5 +25,10 @@ md_write_concern_members(const char *name, const bson_t *cmd, int n_members,
  * replication timed out", errInfo {wtimeout: true, writeConcern}. The write stays. */
 void
 md_write_concern_timed_out(const bson_t *cmd, bson_t *reply);
+/* 6.0's writeConcernError when the primary steps down during the wait: 189
+ * PrimarySteppedDown "Primary stepped down while waiting for replication"
+ * (replication_coordinator_impl.cpp, _awaitReplication's checkForStepDown). */
+void
+md_write_concern_stepped_down(const bson_t *cmd, bson_t *reply);
 
 #endif
