@@ -159,14 +159,19 @@ def test_archive_unauthorized_pauses_publishing():
                                          "appName": "outbox-relay-clear"})
         for i in range(5):
             ents.create("u%d" % i, 1)
-        check(wait_until(lambda: sub.count() >= 5, 20), "only %d published" % sub.count())
+        # The first refused archive write pauses publishing: how many of the five went out
+        # before it depends on timing (a loaded machine may batch them differently).
+        check(wait_until(lambda: sub.count() >= 1, 20), "nothing published")
         check(wait_until(lambda: metric(port, "outbox_relay_mongodb_writes_refused") == 1.0, 10),
               "writes_refused not set")
         check("MongoDB refuses the relay's writes" in relay.log_text(), "the log does not say")
+        time.sleep(0.5)  # what was in flight at the refusal arrives
+        before = sub.count()
         for i in range(5, 10):
             ents.create("u%d" % i, 1)
         time.sleep(1.5)
-        check(sub.count() == 5, "published while the archive refused writes: %d" % sub.count())
+        check(sub.count() == before, "published while the archive refused writes: %d, then %d"
+              % (before, sub.count()))
         check(ents.pending() == 10, "%d pending, want 10" % ents.pending())
         failpoint(mode="off")
         check(wait_until(lambda: ents.pending() == 0, 30), "%d events never cleared" %
