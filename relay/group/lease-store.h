@@ -110,6 +110,7 @@ bool relay_lease_store_update_many(mongoc_collection_t *coll, const bson_t *filt
 /* What a member sees of its group on one tick. Strings are owned by the snapshot. */
 typedef struct {
    relay_lease_view_t leases[RELAY_PARTITIONS_MAX];
+   int n_leases; /* lease documents found: fewer than P when some were deleted */
    char *member_ids[1024];
    size_t n_members;
    char *strings[3 * RELAY_PARTITIONS_MAX];

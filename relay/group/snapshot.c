@@ -64,6 +64,7 @@ take(const relay_lease_store_t *st, relay_group_snapshot_t *snap, const bson_t *
          return;
       }
       l = &snap->leases[p];
+      snap->n_leases++;
       l->owner = keep(snap, string_or_null(doc, "owner"));
       l->epoch = bson_iter_init_find(&it, doc, "epoch") ? bson_iter_as_int64(&it) : 0;
       l->live = flag(doc, "live");
@@ -87,6 +88,7 @@ relay_lease_store_snapshot(const relay_lease_store_t *st, relay_group_snapshot_t
    bool ok;
 
    memset(snap->leases, 0, sizeof(relay_lease_view_t) * (size_t)st->partitions);
+   snap->n_leases = 0;
    BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &stage);
    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &body);
    BSON_APPEND_UTF8(&body, "_id.relay", st->name);

@@ -271,6 +271,40 @@ balance(relay_lease_t *l, bool eligible)
    bson_free(plan);
 }
 
+/* Reads the group. Lease documents deleted while the group runs (or their collection
+ * dropped) are re-created as at start, so their partitions are free and taken again instead
+ * of staying unowned; the group document too when it went with them. */
+static bool
+read_group(relay_lease_t *l)
+{
+   bson_error_t error;
+
+   relay_group_snapshot_cleanup(l->snap);
+   if (!relay_lease_store_snapshot(&l->st, l->snap, &error)) {
+      note_down(l, "reading the group", &error);
+      return false;
+   }
+   if (l->snap->n_leases >= l->cfg->partitions) {
+      return true;
+   }
+   relay_log(RELAY_LOG_WARNING, "group",
+             "%d of the group's %d lease documents are missing (deleted, or %s dropped): "
+             "re-creating them",
+             l->cfg->partitions - l->snap->n_leases, l->cfg->partitions,
+             mongoc_collection_get_name(l->st.leases));
+   relay_metrics_add(l->metrics, RELAY_M_LEASE_RECREATIONS, 1);
+   if (relay_lease_store_init(&l->st, &error) != RELAY_GROUP_OK) {
+      note_down(l, "re-creating the lease documents", &error);
+      return false;
+   }
+   relay_group_snapshot_cleanup(l->snap);
+   if (!relay_lease_store_snapshot(&l->st, l->snap, &error)) {
+      note_down(l, "reading the group", &error);
+      return false;
+   }
+   return true;
+}
+
 void
 _relay_lease_tick(relay_lease_t *l, bool eligible)
 {
@@ -310,9 +344,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
                                  relay_partset_count(&l->owned, l->cfg->partitions), &error)) {
       note_down(l, "writing the member document", &error);
    }
-   relay_group_snapshot_cleanup(l->snap);
-   if (!relay_lease_store_snapshot(&l->st, l->snap, &error)) {
-      note_down(l, "reading the group", &error);
+   if (!read_group(l)) {
       return;
    }
    reconcile(l, renewed, sent_ns);

@@ -535,11 +535,41 @@ def test_history_lost_during_a_move():
         sub.close()
 
 
+def test_leases_deleted_while_running():
+    """The lease documents are deleted, then the whole state collection is dropped, while a
+    lone member runs: it re-creates the free partitions' leases and takes them again, as at
+    start, and what is written afterwards is delivered (issue 29, 1)."""
+    dbname, cname, rname = names("deleted")
+    coll = client[dbname][cname]
+    state = client[dbname]["outbox_relay_state"]
+    sub = TimedSubscriber("outbox/%s/#" % cname)
+    a = Member(RELAY_BIN, dbname, [cname], rname)
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        state.delete_many({"_id.relay": rname, "_id.partition": {"$exists": True}})
+        check(wait_until(lambda: group.counts([a]) == [32], 10),
+              "deleted leases not taken again: %s" % group.counts([a]))
+        state.drop()
+        check(wait_until(lambda: group.counts([a]) == [32], 10),
+              "leases of a dropped collection not taken again: %s" % group.counts([a]))
+        check(state.find_one({"_id": rname}) is not None, "the group document is not back")
+        load = Load(dbname, cname, ["d%d" % i for i in range(10)])
+        time.sleep(1)
+        figures = finish(load, sub, coll, [a], timeout=20)
+        report("leases deleted", figures)
+        check_clean(figures)
+    finally:
+        stop_all([a])
+        sub.close()
+
+
 TESTS = [test_lone_member_and_refusals, test_standby_metrics_and_health,
          test_migration_of_the_old_checkpoint,
          test_kill9_failover, test_sigstop_longer_than_the_lease,
          test_sigstop_around_the_deadline, test_cut_from_mongodb, test_cut_from_the_broker,
-         test_one_four_two, test_id_types, test_history_lost_during_a_move]
+         test_one_four_two, test_id_types, test_history_lost_during_a_move,
+         test_leases_deleted_while_running]
 
 
 def main():
