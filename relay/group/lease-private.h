@@ -44,6 +44,7 @@ struct relay_lease_t {
    relay_partset_t owned;   /* the lease table: partitions owned ... */
    int64_t *epochs;         /* ... at these epochs */
    bool *handoff_posted;    /* HANDOFF sent to the main thread for this epoch */
+   bool *malformed_seen;    /* its lease was malformed at the last read (said once) */
    char **handoff_to;       /* who asked */
    int64_t *scratch_epochs; /* a copy of the main thread's epochs for a checkpoint */
    relay_group_snapshot_t *snap;

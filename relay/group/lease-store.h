@@ -99,6 +99,16 @@ bool relay_lease_store_leave(const relay_lease_store_t *st, bson_error_t *error)
  * its document behind). */
 bool relay_lease_store_forget_dead(const relay_lease_store_t *st, bson_error_t *error);
 
+/* Reads a lease's epoch at @it: true with @epoch set when it is an integer in
+ * [0, RELAY_EPOCH_MAX) (int32, int64, or a double holding one); false for anything else
+ * (a string, a fraction, NaN, out of range), which is never converted. */
+bool relay_lease_epoch_read(const bson_iter_t *it, int64_t *epoch);
+
+/* Repairs the malformed leases among @parts that are free or expired (epoch 0, no owner):
+ * an owned one waits until it expires, since its owner can no longer renew it. */
+bool relay_lease_store_repair(const relay_lease_store_t *st, const relay_partset_t *parts,
+                              bson_error_t *error);
+
 /* Appends {relay: name, partition: @p} under @key (a lease's _id). */
 void relay_lease_store_append_id(bson_t *doc, const char *key, const relay_lease_store_t *st,
                                  int p);

@@ -357,6 +357,7 @@ relay_lease_new(const relay_config_t *cfg, const char *instance_id, relay_metric
    l->ckpt_epochs = bson_malloc0(n * sizeof *l->ckpt_epochs);
    l->scratch_epochs = bson_malloc0(n * sizeof *l->scratch_epochs);
    l->handoff_posted = bson_malloc0(n * sizeof *l->handoff_posted);
+   l->malformed_seen = bson_malloc0(n * sizeof *l->malformed_seen);
    l->handoff_to = bson_malloc0(n * sizeof *l->handoff_to);
    l->drained = bson_malloc0(n * sizeof *l->drained);
    l->snap = bson_malloc0(sizeof *l->snap);
@@ -448,6 +449,7 @@ relay_lease_destroy(relay_lease_t *l)
    bson_free(l->ckpt_epochs);
    bson_free(l->scratch_epochs);
    bson_free(l->handoff_posted);
+   bson_free(l->malformed_seen);
    bson_free(l->handoff_to);
    bson_free(l->drained);
    bson_free(l->snap);

@@ -8,6 +8,31 @@
 
 #include <string.h>
 
+bool
+relay_lease_epoch_read(const bson_iter_t *it, int64_t *epoch)
+{
+   int64_t v;
+   if (BSON_ITER_HOLDS_INT32(it)) {
+      v = bson_iter_int32(it);
+   } else if (BSON_ITER_HOLDS_INT64(it)) {
+      v = bson_iter_int64(it);
+   } else if (BSON_ITER_HOLDS_DOUBLE(it)) {
+      double d = bson_iter_double(it);
+      /* Range first: converting a double outside int64 is undefined behaviour. */
+      if (!(d >= 0 && d < (double)RELAY_EPOCH_MAX) || d != (double)(int64_t)d) {
+         return false;
+      }
+      v = (int64_t)d;
+   } else {
+      return false;
+   }
+   if (v < 0 || v >= RELAY_EPOCH_MAX) {
+      return false;
+   }
+   *epoch = v;
+   return true;
+}
+
 static const char *
 keep(relay_group_snapshot_t *snap, const char *s)
 {
@@ -66,7 +91,8 @@ take(const relay_lease_store_t *st, relay_group_snapshot_t *snap, const bson_t *
       l = &snap->leases[p];
       snap->n_leases++;
       l->owner = keep(snap, string_or_null(doc, "owner"));
-      l->epoch = bson_iter_init_find(&it, doc, "epoch") ? bson_iter_as_int64(&it) : 0;
+      l->malformed =
+          !bson_iter_init_find(&it, doc, "epoch") || !relay_lease_epoch_read(&it, &l->epoch);
       l->live = flag(doc, "live");
       l->handoff_to = keep(snap, string_or_null(doc, "handoff.to"));
       l->reserved_for = keep(snap, string_or_null(doc, "reservedFor"));

@@ -305,6 +305,40 @@ read_group(relay_lease_t *l)
    return true;
 }
 
+/* Malformed leases (an epoch that is not a number in range, written by someone else) hold up
+ * only their own partition: named once each, repaired once free or expired, then taken as
+ * usual (balance.c never plans them). */
+static void
+repair_malformed(relay_lease_t *l)
+{
+   relay_partset_t bad;
+   bson_error_t error;
+
+   relay_partset_clear(&bad);
+   for (int p = 0; p < l->cfg->partitions; p++) {
+      const relay_lease_view_t *v = &l->snap->leases[p];
+      if (!v->malformed) {
+         l->malformed_seen[p] = false;
+         continue;
+      }
+      relay_partset_add(&bad, p);
+      if (!l->malformed_seen[p]) {
+         l->malformed_seen[p] = true;
+         relay_metrics_add(l->metrics, RELAY_M_LEASE_REPAIRS, 1);
+         relay_log(RELAY_LOG_WARNING, "group",
+                   "the lease of partition %d has a malformed epoch (not an integer from 0 to "
+                   "2^53; written by something other than a relay?): nobody can take it; it "
+                   "is reset to epoch 0 once free or expired%s%s",
+                   p, v->owner && v->live ? ", after its owner's lease time: " : "",
+                   v->owner && v->live ? v->owner : "");
+      }
+   }
+   if (relay_partset_count(&bad, l->cfg->partitions) > 0 &&
+       !relay_lease_store_repair(&l->st, &bad, &error)) {
+      note_down(l, "repairing malformed leases", &error);
+   }
+}
+
 void
 _relay_lease_tick(relay_lease_t *l, bool eligible)
 {
@@ -348,6 +382,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
       return;
    }
    reconcile(l, renewed, sent_ns);
+   repair_malformed(l);
    if (++l->ticks % 60 == 1 && !relay_lease_store_forget_dead(&l->st, &error)) {
       relay_log(RELAY_LOG_DEBUG, "group", "forgetting dead members failed: %s", error.message);
    }

@@ -564,12 +564,52 @@ def test_leases_deleted_while_running():
         sub.close()
 
 
+def test_malformed_leases():
+    """Lease documents with a malformed epoch (a string; one at INT64_MAX, which $add would
+    overflow to a double) written by someone else: they are repaired once free or expired
+    and their partitions taken; every other partition is taken at once, a handoff included
+    (issue 29, 4)."""
+    dbname, cname, rname = names("malformed")
+    coll = client[dbname][cname]
+    state = client[dbname]["outbox_relay_state"]
+    sub = TimedSubscriber("outbox/%s/#" % cname)
+    a = Member(RELAY_BIN, dbname, [cname], rname)
+    b = c = None
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        check(a.stop() == 0, "a did not stop cleanly")
+        state.update_one({"_id": {"relay": rname, "partition": 5}}, {"$set": {"epoch": "x"}})
+        state.update_one({"_id": {"relay": rname, "partition": 6}},
+                         {"$set": {"epoch": bson.int64.Int64(2**63 - 1)}})
+        b = Member(RELAY_BIN, dbname, [cname], rname)
+        check(wait_until(lambda: group.counts([b]) == [32], 10),
+              "b does not own all: %s" % group.counts([b]))
+        docs = group.lease_docs()
+        check(docs[5]["epoch"] == 1 and docs[6]["epoch"] == 1,
+              "not repaired: %r %r" % (docs[5]["epoch"], docs[6]["epoch"]))
+        check("malformed epoch" in b.log_text(), "the repair was not logged")
+        # Malformed while owned: only that partition is held up, for one lease time.
+        state.update_one({"_id": {"relay": rname, "partition": 7}}, {"$set": {"epoch": "y"}})
+        c = Member(RELAY_BIN, dbname, [cname], rname)
+        check(wait_until(lambda: group.settled([b, c]) and group.lease_docs()[7]["epoch"] == 1,
+                         15), "did not settle: %s" % group.counts([b, c]))
+        load = Load(dbname, cname, ["m%d" % i for i in range(10)])
+        time.sleep(1)
+        figures = finish(load, sub, coll, [b, c], timeout=20)
+        report("malformed leases", figures)
+        check_clean(figures)
+    finally:
+        stop_all([m for m in (a, b, c) if m])
+        sub.close()
+
+
 TESTS = [test_lone_member_and_refusals, test_standby_metrics_and_health,
          test_migration_of_the_old_checkpoint,
          test_kill9_failover, test_sigstop_longer_than_the_lease,
          test_sigstop_around_the_deadline, test_cut_from_mongodb, test_cut_from_the_broker,
          test_one_four_two, test_id_types, test_history_lost_during_a_move,
-         test_leases_deleted_while_running]
+         test_leases_deleted_while_running, test_malformed_leases]
 
 
 def main():
