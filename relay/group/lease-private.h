@@ -29,6 +29,7 @@ struct relay_lease_t {
    relay_metrics_t *metrics;
    char *me;   /* instance id */
    char *host; /* for the member document */
+   char *settings; /* what members must share (lease-store.h) */
    int pid;
    void (*wake)(void *);
    void *wake_ctx;
@@ -36,8 +37,11 @@ struct relay_lease_t {
    /* Lease thread only (set up before the thread starts). */
    mongoc_client_t *client;
    mongoc_collection_t *state_coll, *lease_coll;
+   mongoc_database_t *db;
    relay_lease_store_t st;
    bool ready;              /* the group documents are set up */
+   bool joined;             /* a tick read the group: members that differ are warned about */
+   bool mismatch_logged;    /* a member that differs was named */
    bool fatal;              /* this process cannot join: no more ticks */
    bool down_logged;        /* MongoDB unreachable was said already */
    bool tick_failed;        /* something failed in the current tick */

@@ -413,6 +413,7 @@ relay_lease_store_member(const relay_lease_store_t *st, const char *host, int pi
    append_now_plus_ttl(&set, "expiresAt", st);
    BSON_APPEND_INT32(&set, "owned", owned);
    append_literal_utf8(&set, "version", relay_version());
+   append_literal_utf8(&set, "settings", st->settings);
    make_pipeline(&pipeline, &set);
    BSON_APPEND_BOOL(&opts, "upsert", true);
    ok = mongoc_collection_update_one(st->leases, &filter, &pipeline, &opts, NULL, error);

@@ -34,19 +34,25 @@
 typedef struct {
    mongoc_collection_t *state;  /* the group document */
    mongoc_collection_t *leases; /* leases and members */
+   mongoc_database_t *db;       /* their database (a group found elsewhere in it) */
    const char *name;            /* the group: --name */
    const char *me;              /* this process's instance id */
    int partitions;
    int64_t ttl_ms;
+   /* What every member of the group must share, in one string written in its member
+    * document ("collections=a,b state-collection=s lease-collection=l lease-ttl-ms=t"):
+    * members that differ publish some events twice or never (issue 29). */
+   const char *settings;
 } relay_lease_store_t;
 
 typedef enum {
    RELAY_GROUP_OK = 0,
    RELAY_GROUP_RETRY,    /* a server error: try again later (@error says what) */
-   RELAY_GROUP_MISMATCH, /* the group has another partition count: do not join */
+   RELAY_GROUP_MISMATCH, /* the group has another partition count, or lives elsewhere */
 } relay_group_init_t;
 
-/* Creates or checks the group document, migrates an old checkpoint document
+/* Creates or checks the group document (which records the lease collection; a group of
+ * this name found in another collection of the database is a MISMATCH), migrates an old checkpoint document
  * ({_id: name, token} without partitions: its token goes into every lease), and makes sure
  * all P lease documents exist. A group document created here starts a new group: the
  * leases' old tokens are cleared (epochs keep counting), so deleting the state document still
@@ -122,6 +128,7 @@ typedef struct {
    relay_lease_view_t leases[RELAY_PARTITIONS_MAX];
    int n_leases; /* lease documents found: fewer than P when some were deleted */
    char *member_ids[1024];
+   char *member_settings[1024]; /* their settings (NULL: an older relay that writes none) */
    size_t n_members;
    char *strings[3 * RELAY_PARTITIONS_MAX];
    size_t n_strings;

@@ -8,6 +8,7 @@
 #include "group/lease-private.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,6 +319,34 @@ host_name(void)
    return bson_strdup(buf);
 }
 
+static int
+compare_names(const void *a, const void *b)
+{
+   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What the members of a group must share (lease-store.h): the watched collections (sorted),
+ * where the group's documents are, and the lease time. */
+static char *
+group_settings(const relay_config_t *cfg)
+{
+   bson_string_t *s = bson_string_new("collections=");
+   char **names = bson_malloc(sizeof(char *) * (cfg->n_collections + 1));
+
+   memcpy(names, cfg->collections, sizeof(char *) * cfg->n_collections);
+   qsort(names, cfg->n_collections, sizeof(char *), compare_names);
+   for (size_t i = 0; i < cfg->n_collections; i++) {
+      bson_string_append_printf(s, "%s%s", i ? "," : "", names[i]);
+   }
+   bson_string_append_printf(s, " state-collection=%s lease-collection=%s lease-ttl-ms=%d",
+                             cfg->state_collection,
+                             cfg->lease_collection ? cfg->lease_collection
+                                                   : cfg->state_collection,
+                             cfg->lease_ttl_ms);
+   bson_free(names);
+   return bson_string_free(s, false);
+}
+
 static bool
 open_store(relay_lease_t *l, bson_error_t *error)
 {
@@ -330,8 +359,16 @@ open_store(relay_lease_t *l, bson_error_t *error)
    l->lease_coll = mongoc_client_get_collection(l->client, cfg->database,
                                                 cfg->lease_collection ? cfg->lease_collection
                                                                       : cfg->state_collection);
-   l->st = (relay_lease_store_t){l->state_coll, l->lease_coll,   cfg->name,
-                                 l->me,         cfg->partitions, cfg->lease_ttl_ms};
+   l->db = mongoc_client_get_database(l->client, cfg->database);
+   l->settings = group_settings(cfg);
+   l->st = (relay_lease_store_t){.state = l->state_coll,
+                                 .leases = l->lease_coll,
+                                 .db = l->db,
+                                 .name = cfg->name,
+                                 .me = l->me,
+                                 .partitions = cfg->partitions,
+                                 .ttl_ms = cfg->lease_ttl_ms,
+                                 .settings = l->settings};
    return true;
 }
 
@@ -439,6 +476,7 @@ relay_lease_destroy(relay_lease_t *l)
    }
    bson_destroy(l->ckpt_token);
    mongoc_collection_destroy(l->state_coll);
+   mongoc_database_destroy(l->db);
    mongoc_collection_destroy(l->lease_coll);
    mongoc_client_destroy(l->client);
    pthread_cond_destroy(&l->cond);
@@ -455,6 +493,7 @@ relay_lease_destroy(relay_lease_t *l)
    bson_free(l->snap);
    bson_free(l->me);
    bson_free(l->host);
+   bson_free(l->settings);
    bson_free(l);
 }
 

@@ -100,6 +100,8 @@ take(const relay_lease_store_t *st, relay_group_snapshot_t *snap, const bson_t *
    } else if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "_id.member", &found) &&
               BSON_ITER_HOLDS_UTF8(&found) && flag(doc, "live") &&
               snap->n_members < sizeof snap->member_ids / sizeof snap->member_ids[0]) {
+      const char *settings = string_or_null(doc, "settings");
+      snap->member_settings[snap->n_members] = settings ? bson_strdup(settings) : NULL;
       snap->member_ids[snap->n_members++] = bson_strdup(bson_iter_utf8(&found, NULL));
    }
 }
@@ -126,6 +128,7 @@ relay_lease_store_snapshot(const relay_lease_store_t *st, relay_group_snapshot_t
    BSON_APPEND_INT32(&body, "epoch", 1);
    BSON_APPEND_INT32(&body, "handoff", 1);
    BSON_APPEND_INT32(&body, "reservedFor", 1);
+   BSON_APPEND_INT32(&body, "settings", 1);
    append_future(&body, "live", "$expiresAt");
    append_future(&body, "reservedLive", "$reservedUntil");
    bson_append_document_end(&stage, &body);
@@ -148,6 +151,7 @@ relay_group_snapshot_cleanup(relay_group_snapshot_t *snap)
    }
    for (size_t i = 0; i < snap->n_members; i++) {
       bson_free(snap->member_ids[i]);
+      bson_free(snap->member_settings[i]);
    }
    snap->n_strings = snap->n_members = 0;
 }

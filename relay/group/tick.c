@@ -339,6 +339,54 @@ repair_malformed(relay_lease_t *l)
    }
 }
 
+/* Members of one group that watch other collections, keep the group elsewhere or use another
+ * lease time would publish some events twice or never. Found on the first read of the group,
+ * this member refuses to join (it leaves, and stops with EX_CONFIG); found later (a member
+ * that started at the same moment), both are warned about and flagged in the gauge and
+ * /healthz. False when this member must stop. */
+static bool
+check_settings(relay_lease_t *l)
+{
+   const char *other = NULL, *theirs = NULL;
+   bson_error_t error;
+
+   for (size_t i = 0; i < l->snap->n_members && !other; i++) {
+      const char *s = l->snap->member_settings[i];
+      if (s && !same(l->snap->member_ids[i], l->me) && strcmp(s, l->settings) != 0) {
+         other = l->snap->member_ids[i];
+         theirs = s;
+      }
+   }
+   relay_metrics_set(l->metrics, RELAY_G_GROUP_MISMATCH, other ? 1 : 0);
+   if (!other) {
+      l->mismatch_logged = false;
+      return true;
+   }
+   if (!l->joined) {
+      char *msg = bson_strdup_printf(
+          "cannot join group '%s': member %s runs with %s; this relay was started with %s: "
+          "give every member the same --collection list, --state-collection, "
+          "--lease-collection and --lease-ttl-ms, or another --name",
+          l->cfg->name, other, theirs, l->settings);
+      l->fatal = true;
+      if (!relay_lease_store_leave(&l->st, &error)) {
+         relay_log(RELAY_LOG_DEBUG, "group", "deleting the member document failed: %s",
+                   error.message);
+      }
+      _relay_lease_post_fatal(l, EX_CONFIG, msg);
+      bson_free(msg);
+      return false;
+   }
+   if (!l->mismatch_logged) {
+      relay_log(RELAY_LOG_ERROR, "group",
+                "member %s of group '%s' runs with %s; this one with %s: events may be "
+                "published twice or never until one of them stops",
+                other, l->cfg->name, theirs, l->settings);
+      l->mismatch_logged = true;
+   }
+   return true;
+}
+
 void
 _relay_lease_tick(relay_lease_t *l, bool eligible)
 {
@@ -381,6 +429,10 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    if (!read_group(l)) {
       return;
    }
+   if (!check_settings(l)) {
+      return;
+   }
+   l->joined = true;
    reconcile(l, renewed, sent_ns);
    repair_malformed(l);
    if (++l->ticks % 60 == 1 && !relay_lease_store_forget_dead(&l->st, &error)) {

@@ -604,12 +604,42 @@ def test_malformed_leases():
         sub.close()
 
 
+def test_settings_refused():
+    """Members of one --name must keep their group in the same collections and watch the
+    same collections: a relay started otherwise exits 78 naming both values, and the
+    running member keeps every partition (issue 29, 2 and 3)."""
+    dbname, cname, rname = names("settings")
+    a = Member(RELAY_BIN, dbname, [cname], rname)
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        cases = [([cname, "others"], [], ["others"]),
+                 ([cname], ["--lease-collection", "leases2"], ["leases2", "outbox_relay_state"]),
+                 ([cname], ["--state-collection", "state2"], ["state2", "outbox_relay_state"]),
+                 ([cname], ["--state-collection", "state3", "--lease-collection",
+                            "outbox_relay_state"], ["state3", "outbox_relay_state"])]
+        for colls, extra, named in cases:
+            bad = Member(RELAY_BIN, dbname, colls, rname, extra)
+            try:
+                rc = bad.proc.wait(15)
+            finally:
+                bad.kill9()
+            text = bad.log_text()
+            check(rc == 78, "%s %s exited %s, not 78: %s" % (colls, extra, rc, text[-800:]))
+            check(all(n in text for n in named), "refusal of %s %s does not name %s: %s" %
+                  (colls, extra, named, text[-800:]))
+        check(group.counts([a]) == [32], "a lost partitions: %s" % group.counts([a]))
+    finally:
+        stop_all([a])
+
+
 TESTS = [test_lone_member_and_refusals, test_standby_metrics_and_health,
          test_migration_of_the_old_checkpoint,
          test_kill9_failover, test_sigstop_longer_than_the_lease,
          test_sigstop_around_the_deadline, test_cut_from_mongodb, test_cut_from_the_broker,
          test_one_four_two, test_id_types, test_history_lost_during_a_move,
-         test_leases_deleted_while_running, test_malformed_leases]
+         test_leases_deleted_while_running, test_malformed_leases,
+         test_settings_refused]
 
 
 def main():
