@@ -42,6 +42,8 @@ struct relay_lease_t {
    bool ready;              /* the group documents are set up */
    bool joined;             /* a tick read the group: members that differ are warned about */
    bool mismatch_logged;    /* a member that differs was named */
+   bool stalled;             /* said once until partitions have owners again */
+   int64_t unowned_since_ns; /* CLOCK_BOOTTIME since partitions have had no owner; 0: none */
    bool fatal;              /* this process cannot join: no more ticks */
    bool down_logged;        /* MongoDB unreachable was said already */
    bool tick_failed;        /* something failed in the current tick */
@@ -100,6 +102,17 @@ void _relay_lease_flush(relay_lease_t *l);
 
 /* tick.c: one tick: set-up, renew, member document, read, reconcile, balance. */
 void _relay_lease_tick(relay_lease_t *l, bool eligible);
+
+/* A failed lease write or read: said once (tick.c). */
+void _relay_lease_note_down(relay_lease_t *l, const char *what, const bson_error_t *error);
+
+/* tick-checks.c: reads the group into l->snap, re-creating deleted lease documents (false:
+ * nothing read); members whose settings differ (false: this member must stop, FATAL posted);
+ * malformed leases; the unowned-partition gauges. */
+bool _relay_lease_read_group(relay_lease_t *l);
+bool _relay_lease_check_settings(relay_lease_t *l);
+void _relay_lease_repair_malformed(relay_lease_t *l);
+void _relay_lease_watch_unowned(relay_lease_t *l);
 
 /* tick.c: stores @token in the leases of @valid (fenced by @epochs). */
 void _relay_lease_write_checkpoint(relay_lease_t *l, const bson_t *token,

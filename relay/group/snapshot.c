@@ -58,6 +58,36 @@ append_future(bson_t *doc, const char *key, const char *field)
    bson_append_document_end(doc, &gt);
 }
 
+/* A member is live while its expiresAt is after $$NOW and at most two lease times ahead of
+ * it: a member renews its document to $$NOW + ttl every renewal, so one further ahead was not
+ * written by a relay of this group (forged, or by a clock far ahead) and must not shrink
+ * everyone's share. {$and: [{$gt: [$expiresAt, $$NOW]}, {$lte: [$expiresAt, $$NOW + 2 ttl]}]}
+ * under @key. */
+static void
+append_member_live(bson_t *doc, const char *key, int64_t ttl_ms)
+{
+   bson_t and, branch, args, add, add_args;
+   BSON_APPEND_DOCUMENT_BEGIN(doc, key, &and);
+   BSON_APPEND_ARRAY_BEGIN(&and, "$and", &args);
+   append_future(&args, "0", "$expiresAt");
+   BSON_APPEND_DOCUMENT_BEGIN(&args, "1", &branch);
+   {
+      bson_t lte;
+      BSON_APPEND_ARRAY_BEGIN(&branch, "$lte", &lte);
+      BSON_APPEND_UTF8(&lte, "0", "$expiresAt");
+      BSON_APPEND_DOCUMENT_BEGIN(&lte, "1", &add);
+      BSON_APPEND_ARRAY_BEGIN(&add, "$add", &add_args);
+      BSON_APPEND_UTF8(&add_args, "0", "$$NOW");
+      BSON_APPEND_INT64(&add_args, "1", 2 * ttl_ms);
+      bson_append_array_end(&add, &add_args);
+      bson_append_document_end(&lte, &add);
+      bson_append_array_end(&branch, &lte);
+   }
+   bson_append_document_end(&args, &branch);
+   bson_append_array_end(&and, &args);
+   bson_append_document_end(doc, &and);
+}
+
 static const char *
 string_or_null(const bson_t *doc, const char *path)
 {
@@ -98,7 +128,7 @@ take(const relay_lease_store_t *st, relay_group_snapshot_t *snap, const bson_t *
       l->reserved_for = keep(snap, string_or_null(doc, "reservedFor"));
       l->reservation_live = flag(doc, "reservedLive");
    } else if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "_id.member", &found) &&
-              BSON_ITER_HOLDS_UTF8(&found) && flag(doc, "live") &&
+              BSON_ITER_HOLDS_UTF8(&found) && flag(doc, "memberLive") &&
               snap->n_members < sizeof snap->member_ids / sizeof snap->member_ids[0]) {
       const char *settings = string_or_null(doc, "settings");
       snap->member_settings[snap->n_members] = settings ? bson_strdup(settings) : NULL;
@@ -131,6 +161,7 @@ relay_lease_store_snapshot(const relay_lease_store_t *st, relay_group_snapshot_t
    BSON_APPEND_INT32(&body, "settings", 1);
    append_future(&body, "live", "$expiresAt");
    append_future(&body, "reservedLive", "$reservedUntil");
+   append_member_live(&body, "memberLive", st->ttl_ms);
    bson_append_document_end(&stage, &body);
    bson_append_document_end(&pipeline, &stage);
    cursor = mongoc_collection_aggregate(st->leases, MONGOC_QUERY_NONE, &pipeline, NULL, NULL);

@@ -47,8 +47,8 @@ note_refused(relay_lease_t *l, const char *what, const bson_error_t *error)
    atomic_store(&l->last_ok_ns, relay_boot_ns());
 }
 
-static void
-note_down(relay_lease_t *l, const char *what, const bson_error_t *error)
+void
+_relay_lease_note_down(relay_lease_t *l, const char *what, const bson_error_t *error)
 {
    bool auth =
        error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
@@ -224,7 +224,7 @@ acquire(relay_lease_t *l, const relay_balance_plan_t *plan)
    }
    if (!relay_lease_store_acquire(&l->st, &want, &error) ||
        !relay_lease_store_read_mine(&l->st, &want, &got, epochs, tokens, &error)) {
-      note_down(l, "acquiring leases", &error);
+      _relay_lease_note_down(l, "acquiring leases", &error);
    } else if (relay_partset_count(&got, l->cfg->partitions) > 0) {
       _relay_lease_hold(l);
       for (int p = 0; p < l->cfg->partitions; p++) {
@@ -262,129 +262,13 @@ balance(relay_lease_t *l, bool eligible)
    for (int i = 0; i < plan->n_handoff; i++) {
       const relay_lease_view_t *v = &l->snap->leases[plan->handoff[i]];
       if (!relay_lease_store_request(&l->st, plan->handoff[i], v->owner, v->epoch, &error)) {
-         note_down(l, "asking for a handoff", &error);
+         _relay_lease_note_down(l, "asking for a handoff", &error);
          break;
       }
       relay_log(RELAY_LOG_INFO, "group", "asked %s to hand partition %d over", v->owner,
                 plan->handoff[i]);
    }
    bson_free(plan);
-}
-
-/* Reads the group. Lease documents deleted while the group runs (or their collection
- * dropped) are re-created as at start, so their partitions are free and taken again instead
- * of staying unowned; the group document too when it went with them. */
-static bool
-read_group(relay_lease_t *l)
-{
-   bson_error_t error;
-
-   relay_group_snapshot_cleanup(l->snap);
-   if (!relay_lease_store_snapshot(&l->st, l->snap, &error)) {
-      note_down(l, "reading the group", &error);
-      return false;
-   }
-   if (l->snap->n_leases >= l->cfg->partitions) {
-      return true;
-   }
-   relay_log(RELAY_LOG_WARNING, "group",
-             "%d of the group's %d lease documents are missing (deleted, or %s dropped): "
-             "re-creating them",
-             l->cfg->partitions - l->snap->n_leases, l->cfg->partitions,
-             mongoc_collection_get_name(l->st.leases));
-   relay_metrics_add(l->metrics, RELAY_M_LEASE_RECREATIONS, 1);
-   if (relay_lease_store_init(&l->st, &error) != RELAY_GROUP_OK) {
-      note_down(l, "re-creating the lease documents", &error);
-      return false;
-   }
-   relay_group_snapshot_cleanup(l->snap);
-   if (!relay_lease_store_snapshot(&l->st, l->snap, &error)) {
-      note_down(l, "reading the group", &error);
-      return false;
-   }
-   return true;
-}
-
-/* Malformed leases (an epoch that is not a number in range, written by someone else) hold up
- * only their own partition: named once each, repaired once free or expired, then taken as
- * usual (balance.c never plans them). */
-static void
-repair_malformed(relay_lease_t *l)
-{
-   relay_partset_t bad;
-   bson_error_t error;
-
-   relay_partset_clear(&bad);
-   for (int p = 0; p < l->cfg->partitions; p++) {
-      const relay_lease_view_t *v = &l->snap->leases[p];
-      if (!v->malformed) {
-         l->malformed_seen[p] = false;
-         continue;
-      }
-      relay_partset_add(&bad, p);
-      if (!l->malformed_seen[p]) {
-         l->malformed_seen[p] = true;
-         relay_metrics_add(l->metrics, RELAY_M_LEASE_REPAIRS, 1);
-         relay_log(RELAY_LOG_WARNING, "group",
-                   "the lease of partition %d has a malformed epoch (not an integer from 0 to "
-                   "2^53; written by something other than a relay?): nobody can take it; it "
-                   "is reset to epoch 0 once free or expired%s%s",
-                   p, v->owner && v->live ? ", after its owner's lease time: " : "",
-                   v->owner && v->live ? v->owner : "");
-      }
-   }
-   if (relay_partset_count(&bad, l->cfg->partitions) > 0 &&
-       !relay_lease_store_repair(&l->st, &bad, &error)) {
-      note_down(l, "repairing malformed leases", &error);
-   }
-}
-
-/* Members of one group that watch other collections, keep the group elsewhere or use another
- * lease time would publish some events twice or never. Found on the first read of the group,
- * this member refuses to join (it leaves, and stops with EX_CONFIG); found later (a member
- * that started at the same moment), both are warned about and flagged in the gauge and
- * /healthz. False when this member must stop. */
-static bool
-check_settings(relay_lease_t *l)
-{
-   const char *other = NULL, *theirs = NULL;
-   bson_error_t error;
-
-   for (size_t i = 0; i < l->snap->n_members && !other; i++) {
-      const char *s = l->snap->member_settings[i];
-      if (s && !same(l->snap->member_ids[i], l->me) && strcmp(s, l->settings) != 0) {
-         other = l->snap->member_ids[i];
-         theirs = s;
-      }
-   }
-   relay_metrics_set(l->metrics, RELAY_G_GROUP_MISMATCH, other ? 1 : 0);
-   if (!other) {
-      l->mismatch_logged = false;
-      return true;
-   }
-   if (!l->joined) {
-      char *msg = bson_strdup_printf(
-          "cannot join group '%s': member %s runs with %s; this relay was started with %s: "
-          "give every member the same --collection list, --state-collection, "
-          "--lease-collection and --lease-ttl-ms, or another --name",
-          l->cfg->name, other, theirs, l->settings);
-      l->fatal = true;
-      if (!relay_lease_store_leave(&l->st, &error)) {
-         relay_log(RELAY_LOG_DEBUG, "group", "deleting the member document failed: %s",
-                   error.message);
-      }
-      _relay_lease_post_fatal(l, EX_CONFIG, msg);
-      bson_free(msg);
-      return false;
-   }
-   if (!l->mismatch_logged) {
-      relay_log(RELAY_LOG_ERROR, "group",
-                "member %s of group '%s' runs with %s; this one with %s: events may be "
-                "published twice or never until one of them stops",
-                other, l->cfg->name, theirs, l->settings);
-      l->mismatch_logged = true;
-   }
-   return true;
 }
 
 void
@@ -408,7 +292,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
          return;
       }
       if (rc != RELAY_GROUP_OK) {
-         note_down(l, "setting up the group", &error);
+         _relay_lease_note_down(l, "setting up the group", &error);
          return;
       }
       l->ready = true;
@@ -416,7 +300,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    if (relay_partset_count(&l->owned, l->cfg->partitions) > 0) {
       renewed = relay_lease_store_renew(&l->st, &l->owned, l->epochs, NULL, &error);
       if (!renewed) {
-         note_down(l, "renewing leases", &error);
+         _relay_lease_note_down(l, "renewing leases", &error);
       } else {
          observe_renew(l, sent_ns);
       }
@@ -424,17 +308,17 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    if (eligible &&
        !relay_lease_store_member(&l->st, l->host, l->pid,
                                  relay_partset_count(&l->owned, l->cfg->partitions), &error)) {
-      note_down(l, "writing the member document", &error);
+      _relay_lease_note_down(l, "writing the member document", &error);
    }
-   if (!read_group(l)) {
+   if (!_relay_lease_read_group(l)) {
       return;
    }
-   if (!check_settings(l)) {
+   if (!_relay_lease_check_settings(l)) {
       return;
    }
    l->joined = true;
    reconcile(l, renewed, sent_ns);
-   repair_malformed(l);
+   _relay_lease_repair_malformed(l);
    if (++l->ticks % 60 == 1 && !relay_lease_store_forget_dead(&l->st, &error)) {
       relay_log(RELAY_LOG_DEBUG, "group", "forgetting dead members failed: %s", error.message);
    }
@@ -443,6 +327,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    }
    balance(l, eligible);
    publish_counts(l);
+   _relay_lease_watch_unowned(l);
    if (l->fatal) {
       return;
    }

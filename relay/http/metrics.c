@@ -98,6 +98,9 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_group_settings_mismatch",
     "1 while a live member of this group watches other collections, or keeps its group "
     "documents elsewhere (fails /healthz); the log names both values."},
+   {"outbox_relay_group_stalled",
+    "1 while partitions of the group have had no live owner for more than two lease times "
+    "(their events wait; fails /healthz)."},
 };
 
 relay_metrics_t *
@@ -314,6 +317,10 @@ relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason)
       why = "MongoDB refuses the relay's writes (not authorized): publishing paused";
    } else if (relay_metrics_get_gauge(metrics, RELAY_G_ARCHIVE_FAILING) == 1.0) {
       why = "archive writes fail: published events stay pending until they are archived";
+   } else if (relay_metrics_get_gauge(metrics, RELAY_G_GROUP_MISMATCH) == 1.0) {
+      why = "group members run with different collections or settings (see the log)";
+   } else if (relay_metrics_get_gauge(metrics, RELAY_G_GROUP_STALLED) == 1.0) {
+      why = "partitions of the group have had no owner for two lease times: their events wait";
    }
    if (reason) {
       *reason = why;

@@ -633,13 +633,81 @@ def test_settings_refused():
         stop_all([a])
 
 
+def test_forged_members():
+    """50 member documents with a far-future expiry (forged, or from a clock far ahead) do
+    not count as live: two real members share the partitions evenly (issue 29, 5)."""
+    dbname, cname, rname = names("forged")
+    state = client[dbname]["outbox_relay_state"]
+    state.insert_many([{"_id": {"relay": rname, "member": "forged/%d/00000000" % i},
+                        "host": "forged", "pid": i, "owned": 0,
+                        "expiresAt": datetime.datetime(2100, 1, 1)} for i in range(50)])
+    a = Member(RELAY_BIN, dbname, [cname], rname)
+    b = None
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        b = Member(RELAY_BIN, dbname, [cname], rname)
+        check(wait_until(lambda: group.counts([a, b]) == [16, 16], 15),
+              "not 16 each: %s" % group.counts([a, b]))
+    finally:
+        stop_all([m for m in (a, b) if m])
+
+
+def test_unhealthy_group():
+    """A partition nobody can own (a lease held by a forged owner far into the future) and a
+    member whose settings differ each fail /healthz and show in the gauges the alerts use
+    (issue 29, 6)."""
+    dbname, cname, rname = names("unhealthy")
+    state = client[dbname]["outbox_relay_state"]
+    a = Member(RELAY_BIN, dbname, [cname], rname, metrics=True)
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        check(wait_until(lambda: a.http_get("/healthz") == (200, "ok: active\n"), 5),
+              "not healthy at first")
+        other = {"relay": rname, "member": "other/1/00000000"}
+
+        def other_member():
+            state.update_one({"_id": other}, {"$set": {
+                "settings": "collections=elsewhere", "host": "other", "pid": 1, "owned": 0,
+                "expiresAt": datetime.datetime.utcnow() + datetime.timedelta(seconds=3)}},
+                upsert=True)
+            return a.http_get("/healthz")[0] == 503
+        check(wait_until(other_member, 5), "a member with other settings is not seen")
+        status, body = a.http_get("/healthz")
+        check("different collections" in body, "healthz: %s %r" % (status, body))
+        check("\noutbox_relay_group_settings_mismatch 1\n" in a.http_get("/metrics")[1],
+              "no mismatch gauge")
+        check("collections=elsewhere" in a.log_text(), "the other settings are not named")
+        state.delete_one({"_id": other})
+        check(wait_until(lambda: a.http_get("/healthz")[0] == 200, 5), "not healthy again")
+        state.update_one({"_id": {"relay": rname, "partition": 3}}, {"$set": {
+            "owner": "forged/1/00000000", "epoch": 99,
+            "expiresAt": datetime.datetime(2100, 1, 1)}})
+        check(wait_until(lambda: a.http_get("/healthz")[0] == 503, 10),
+              "a partition nobody can own does not fail /healthz")
+        status, body = a.http_get("/healthz")
+        check("no owner" in body, "healthz: %r" % body)
+        metrics = a.http_get("/metrics")[1]
+        check("\noutbox_relay_group_partitions_unowned 1\n" in metrics and
+              "\noutbox_relay_group_stalled 1\n" in metrics, "gauges: %s" %
+              [ln for ln in metrics.splitlines() if "outbox_relay_group" in ln])
+        state.update_one({"_id": {"relay": rname, "partition": 3}},
+                         {"$set": {"owner": None, "expiresAt": None}})
+        check(wait_until(lambda: a.http_get("/healthz") == (200, "ok: active\n"), 5),
+              "not healthy once the partition is taken")
+    finally:
+        stop_all([a])
+
+
 TESTS = [test_lone_member_and_refusals, test_standby_metrics_and_health,
          test_migration_of_the_old_checkpoint,
          test_kill9_failover, test_sigstop_longer_than_the_lease,
          test_sigstop_around_the_deadline, test_cut_from_mongodb, test_cut_from_the_broker,
          test_one_four_two, test_id_types, test_history_lost_during_a_move,
          test_leases_deleted_while_running, test_malformed_leases,
-         test_settings_refused]
+         test_settings_refused, test_forged_members,
+         test_unhealthy_group]
 
 
 def main():
