@@ -210,10 +210,8 @@ group_doc_in(const relay_lease_store_t *st, mongoc_database_t *db, const char *c
    return found;
 }
 
-/* Before a new group is created: a group of this name in another collection of the database
- * (another --state-collection) would run beside it, and each would publish everything. */
-static relay_group_init_t
-find_elsewhere(const relay_lease_store_t *st, bson_error_t *error)
+relay_group_init_t
+relay_lease_store_find_elsewhere(const relay_lease_store_t *st, bson_error_t *error)
 {
    mongoc_database_t *db = st->db;
    const char *mine = mongoc_collection_get_name(st->state);
@@ -263,7 +261,7 @@ relay_lease_store_init(const relay_lease_store_t *st, bson_error_t *error)
          rc = RELAY_GROUP_RETRY;
          attempt = 3;
       } else {
-         rc = find_elsewhere(st, error);
+         rc = relay_lease_store_find_elsewhere(st, error);
          if (rc == RELAY_GROUP_OK) {
             rc = create_group(st, error);
          }

@@ -42,6 +42,7 @@ struct relay_lease_t {
    bool ready;              /* the group documents are set up */
    bool joined;             /* a tick read the group: members that differ are warned about */
    bool mismatch_logged;    /* a member that differs was named */
+   bool elsewhere;          /* a group of this name lives in another collection too */
    bool stalled;             /* said once until partitions have owners again */
    int64_t unowned_since_ns; /* CLOCK_BOOTTIME since partitions have had no owner; 0: none */
    bool fatal;              /* this process cannot join: no more ticks */

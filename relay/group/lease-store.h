@@ -59,6 +59,13 @@ typedef enum {
  * means "sweep". Logs a migration or a new group once. */
 relay_group_init_t relay_lease_store_init(const relay_lease_store_t *st, bson_error_t *error);
 
+/* Whether a group document of this name is in a collection of the database other than the
+ * state collection (another --state-collection): MISMATCH with @error naming it, OK, or
+ * RETRY. Such a group runs beside this one, and each publishes everything. Checked before a
+ * group is created and, by the lease thread, every 10 ticks. */
+relay_group_init_t relay_lease_store_find_elsewhere(const relay_lease_store_t *st,
+                                                    bson_error_t *error);
+
 /* The fence: {$or: [{_id: <lease p>, epoch: E}, ...], owner: me} for the partitions in
  * @parts with their epochs in @epochs. */
 void relay_lease_store_fence(const relay_lease_store_t *st, const relay_partset_t *parts,

@@ -93,12 +93,35 @@ _relay_lease_repair_malformed(relay_lease_t *l)
  * this member refuses to join (it leaves, and stops with EX_CONFIG); found later (a member
  * that started at the same moment), both are warned about and flagged in the gauge and
  * /healthz. False when this member must stop. */
+/* A group of this name created in another collection after this one started (two members
+ * with different --state-collection started at the same moment): each publishes everything.
+ * Said once; flagged until it goes. */
+static void
+check_elsewhere(relay_lease_t *l)
+{
+   bson_error_t error;
+   relay_group_init_t rc = relay_lease_store_find_elsewhere(&l->st, &error);
+
+   if (rc == RELAY_GROUP_RETRY) {
+      return;
+   }
+   if (rc == RELAY_GROUP_MISMATCH && !l->elsewhere) {
+      relay_log(RELAY_LOG_ERROR, "group",
+                "%s; this group runs in collection '%s' meanwhile: both publish every event",
+                error.message, l->cfg->state_collection);
+   }
+   l->elsewhere = rc == RELAY_GROUP_MISMATCH;
+}
+
 bool
 _relay_lease_check_settings(relay_lease_t *l)
 {
    const char *other = NULL, *theirs = NULL;
    bson_error_t error;
 
+   if (l->ticks % 10 == 0) {
+      check_elsewhere(l);
+   }
    for (size_t i = 0; i < l->snap->n_members && !other; i++) {
       const char *s = l->snap->member_settings[i];
       if (s && !same(l->snap->member_ids[i], l->me) && strcmp(s, l->settings) != 0) {
@@ -106,7 +129,7 @@ _relay_lease_check_settings(relay_lease_t *l)
          theirs = s;
       }
    }
-   relay_metrics_set(l->metrics, RELAY_G_GROUP_MISMATCH, other ? 1 : 0);
+   relay_metrics_set(l->metrics, RELAY_G_GROUP_MISMATCH, other || l->elsewhere ? 1 : 0);
    if (!other) {
       l->mismatch_logged = false;
       return true;

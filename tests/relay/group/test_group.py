@@ -609,7 +609,7 @@ def test_settings_refused():
     same collections: a relay started otherwise exits 78 naming both values, and the
     running member keeps every partition (issue 29, 2 and 3)."""
     dbname, cname, rname = names("settings")
-    a = Member(RELAY_BIN, dbname, [cname], rname)
+    a = Member(RELAY_BIN, dbname, [cname], rname, metrics=True)
     try:
         group = Group(client, dbname, rname)
         check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
@@ -629,6 +629,14 @@ def test_settings_refused():
             check(all(n in text for n in named), "refusal of %s %s does not name %s: %s" %
                   (colls, extra, named, text[-800:]))
         check(group.counts([a]) == [32], "a lost partitions: %s" % group.counts([a]))
+        # A group of this name created elsewhere while a runs (a member with another
+        # --state-collection that started at the same moment): flagged, not silent.
+        client[dbname]["state9"].insert_one({"_id": rname, "partitions": 32})
+        check(wait_until(lambda: a.http_get("/healthz")[0] == 503, 10),
+              "a group elsewhere does not fail /healthz")
+        check("lives in collection 'state9'" in a.log_text(), "not named in the log")
+        check("\noutbox_relay_group_settings_mismatch 1\n" in a.http_get("/metrics")[1],
+              "no mismatch gauge")
     finally:
         stop_all([a])
 
