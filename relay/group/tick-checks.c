@@ -5,7 +5,8 @@
  * documents deleted or malformed by someone else (re-created, repaired), members whose
  * settings differ, and partitions that have no owner for long (the gauges and /healthz).
  * Lease thread only, called from tick.c; it changes only the fields of relay_lease_t named
- * for these checks (malformed_seen, joined, mismatch_logged, stalled, unowned_since_ns).
+ * for these checks (malformed_seen, joined, mismatch_logged, elsewhere, stalled,
+ * unowned_since_ns).
  */
 #include "group/lease-private.h"
 
