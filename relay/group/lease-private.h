@@ -111,6 +111,7 @@ void _relay_lease_note_down(relay_lease_t *l, const char *what, const bson_error
  * nothing read); members whose settings differ (false: this member must stop, FATAL posted);
  * malformed leases; the unowned-partition gauges. */
 bool _relay_lease_read_group(relay_lease_t *l);
+char *_relay_lease_settings(const relay_config_t *cfg); /* for the member document; bson_free */
 bool _relay_lease_check_settings(relay_lease_t *l);
 void _relay_lease_repair_malformed(relay_lease_t *l);
 void _relay_lease_watch_unowned(relay_lease_t *l);

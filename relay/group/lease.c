@@ -8,7 +8,6 @@
 #include "group/lease-private.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -319,34 +318,6 @@ host_name(void)
    return bson_strdup(buf);
 }
 
-static int
-compare_names(const void *a, const void *b)
-{
-   return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* What the members of a group must share (lease-store.h): the watched collections (sorted),
- * where the group's documents are, and the lease time. */
-static char *
-group_settings(const relay_config_t *cfg)
-{
-   bson_string_t *s = bson_string_new("collections=");
-   char **names = bson_malloc(sizeof(char *) * (cfg->n_collections + 1));
-
-   memcpy(names, cfg->collections, sizeof(char *) * cfg->n_collections);
-   qsort(names, cfg->n_collections, sizeof(char *), compare_names);
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      bson_string_append_printf(s, "%s%s", i ? "," : "", names[i]);
-   }
-   bson_string_append_printf(s, " state-collection=%s lease-collection=%s lease-ttl-ms=%d",
-                             cfg->state_collection,
-                             cfg->lease_collection ? cfg->lease_collection
-                                                   : cfg->state_collection,
-                             cfg->lease_ttl_ms);
-   bson_free(names);
-   return bson_string_free(s, false);
-}
-
 static bool
 open_store(relay_lease_t *l, bson_error_t *error)
 {
@@ -360,7 +331,7 @@ open_store(relay_lease_t *l, bson_error_t *error)
                                                 cfg->lease_collection ? cfg->lease_collection
                                                                       : cfg->state_collection);
    l->db = mongoc_client_get_database(l->client, cfg->database);
-   l->settings = group_settings(cfg);
+   l->settings = _relay_lease_settings(cfg);
    l->st = (relay_lease_store_t){.state = l->state_coll,
                                  .leases = l->lease_coll,
                                  .db = l->db,

@@ -3,13 +3,15 @@
  *
  * What a tick of the lease thread checks in what it read of the group (issue 29): lease
  * documents deleted or malformed by someone else (re-created, repaired), members whose
- * settings differ, and partitions that have no owner for long (the gauges and /healthz).
+ * settings differ (and the settings string members compare), and partitions that have no
+ * owner for long (the gauges and /healthz).
  * Lease thread only, called from tick.c; it changes only the fields of relay_lease_t named
  * for these checks (malformed_seen, joined, mismatch_logged, elsewhere, stalled,
  * unowned_since_ns).
  */
 #include "group/lease-private.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 
@@ -19,6 +21,34 @@ static bool
 same(const char *a, const char *b)
 {
    return a && b && !strcmp(a, b);
+}
+
+static int
+compare_names(const void *a, const void *b)
+{
+   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What the members of a group must share (lease-store.h): the watched collections (sorted),
+ * where the group's documents are, and the lease time. */
+char *
+_relay_lease_settings(const relay_config_t *cfg)
+{
+   bson_string_t *s = bson_string_new("collections=");
+   char **names = bson_malloc(sizeof(char *) * (cfg->n_collections + 1));
+
+   memcpy(names, cfg->collections, sizeof(char *) * cfg->n_collections);
+   qsort(names, cfg->n_collections, sizeof(char *), compare_names);
+   for (size_t i = 0; i < cfg->n_collections; i++) {
+      bson_string_append_printf(s, "%s%s", i ? "," : "", names[i]);
+   }
+   bson_string_append_printf(s, " state-collection=%s lease-collection=%s lease-ttl-ms=%d",
+                             cfg->state_collection,
+                             cfg->lease_collection ? cfg->lease_collection
+                                                   : cfg->state_collection,
+                             cfg->lease_ttl_ms);
+   bson_free(names);
+   return bson_string_free(s, false);
 }
 
 /* Reads the group. Lease documents deleted while the group runs (or their collection
