@@ -73,14 +73,21 @@ utf8_at(const bson_t *doc, const char *path)
              : NULL;
 }
 
+/* -1 when missing, not a number, or a double outside int64 (converting one is undefined
+ * behaviour: a malformed lease written by something else). */
 static int64_t
 int_at(const bson_t *doc, const char *path)
 {
    bson_iter_t it, sub;
-   return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &sub) &&
-                  BSON_ITER_HOLDS_NUMBER(&sub)
-             ? bson_iter_as_int64(&sub)
-             : -1;
+   if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &sub) ||
+       !BSON_ITER_HOLDS_NUMBER(&sub)) {
+      return -1;
+   }
+   if (BSON_ITER_HOLDS_DOUBLE(&sub)) {
+      double d = bson_iter_double(&sub);
+      return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : -1;
+   }
+   return bson_iter_as_int64(&sub);
 }
 
 static void

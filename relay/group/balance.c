@@ -49,7 +49,8 @@ takeable(const relay_balance_input_t *in, int p)
    const relay_lease_view_t *l = &in->leases[p];
    bool reserved_for_other =
        l->reserved_for && !same(l->reserved_for, in->me) && l->reservation_live;
-   return (!l->owner || !l->live) && !same(l->owner, in->me) && !reserved_for_other;
+   return (!l->owner || !l->live) && !same(l->owner, in->me) && !reserved_for_other &&
+          !l->malformed;
 }
 
 /* Free and expired leases up to hi, those reserved for this member first (always taken:
@@ -85,7 +86,7 @@ plan_handoffs(const relay_balance_input_t *in, relay_balance_plan_t *plan, int h
    for (int p = 0; p < in->n; p++) {
       const char *owner = in->leases[p].owner;
       int i = 0;
-      if (!owner || !in->leases[p].live || same(owner, in->me)) {
+      if (!owner || !in->leases[p].live || in->leases[p].malformed || same(owner, in->me)) {
          continue;
       }
       while (i < n_owners && !same(owners[i], owner)) {
@@ -114,7 +115,7 @@ plan_handoffs(const relay_balance_input_t *in, relay_balance_plan_t *plan, int h
    }
    for (int p = in->n - 1; p >= 0 && want > 0; p--) {
       const relay_lease_view_t *l = &in->leases[p];
-      if (same(l->owner, owners[top]) && l->live && !l->handoff_to) {
+      if (same(l->owner, owners[top]) && l->live && !l->handoff_to && !l->malformed) {
          plan->handoff[plan->n_handoff++] = p;
          want--;
       }

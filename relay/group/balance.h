@@ -13,6 +13,9 @@
  * (anti-flap: a one-lease difference is balanced, so nothing moves back and forth). A live
  * lease is never taken: the owner hands it over (handoff), or it expires.
  *
+ * A malformed lease (its epoch is not a number in range: written by someone else) is neither
+ * taken nor asked for: the lease thread repairs it once it is free or expired.
+ *
  * Live members are the unexpired member documents, minus members whose every lease has
  * expired (dead or paused: they must not hold back the survivors' share for another tick),
  * plus this member when it is eligible (connected to the broker).
@@ -34,7 +37,12 @@ typedef struct {
    const char *handoff_to;
    const char *reserved_for;
    bool reservation_live; /* reservedUntil after the server's $$NOW */
+   bool malformed; /* its epoch is not a number in [0, RELAY_EPOCH_MAX): nobody can take it */
 } relay_lease_view_t;
+
+/* Epochs count changes of owner; one above this (2^53, where doubles stop counting by one)
+ * is malformed: the server's $add would soon leave int64 and give a double. */
+#define RELAY_EPOCH_MAX (INT64_C(1) << 53)
 
 typedef struct {
    int n;                            /* partitions */

@@ -8,6 +8,8 @@
  */
 #include "group/lease-store.h"
 
+#include <string.h>
+
 #include "util/error.h"
 #include "util/log.h"
 
@@ -127,6 +129,7 @@ create_group(const relay_lease_store_t *st, bson_error_t *error)
 
    BSON_APPEND_UTF8(&doc, "_id", st->name);
    BSON_APPEND_INT32(&doc, "partitions", st->partitions);
+   BSON_APPEND_UTF8(&doc, "leaseCollection", mongoc_collection_get_name(st->leases));
    bson_append_now_utc(&doc, "createdAt", -1);
    ok = mongoc_collection_insert_one(st->state, &doc, NULL, NULL, error);
    bson_destroy(&doc);
@@ -149,11 +152,21 @@ check_group(const relay_lease_store_t *st, const bson_t *doc, bson_error_t *erro
 
    if (bson_iter_init_find(&it, doc, "partitions") && BSON_ITER_HOLDS_INT32(&it)) {
       int have = bson_iter_int32(&it);
+      const char *leases = mongoc_collection_get_name(st->leases);
       if (have != st->partitions) {
          bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                         "group '%s' has %d partitions (%s); started with --partitions %d: use "
                         "the same value or another --name",
                         st->name, have, mongoc_collection_get_name(st->state), st->partitions);
+         return RELAY_GROUP_MISMATCH;
+      }
+      if (bson_iter_init_find(&it, doc, "leaseCollection") && BSON_ITER_HOLDS_UTF8(&it) &&
+          strcmp(bson_iter_utf8(&it, NULL), leases) != 0) {
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "group '%s' keeps its leases in collection '%s' (%s); started with "
+                        "--lease-collection %s: use the same value or another --name",
+                        st->name, bson_iter_utf8(&it, NULL),
+                        mongoc_collection_get_name(st->state), leases);
          return RELAY_GROUP_MISMATCH;
       }
       return ensure_leases(st, NULL, error) ? RELAY_GROUP_OK : RELAY_GROUP_RETRY;
@@ -168,6 +181,67 @@ check_group(const relay_lease_store_t *st, const bson_t *doc, bson_error_t *erro
       }
    }
    return migrate(st, NULL, error) ? RELAY_GROUP_OK : RELAY_GROUP_RETRY;
+}
+
+/* Whether collection @coll_name of the state collection's database holds a group document
+ * of this name: {_id: name, partitions}. */
+static bool
+group_doc_in(const relay_lease_store_t *st, mongoc_database_t *db, const char *coll_name,
+             bson_error_t *error)
+{
+   bson_t filter = BSON_INITIALIZER, exists;
+   mongoc_collection_t *coll = mongoc_database_get_collection(db, coll_name);
+   const bson_t *doc;
+   mongoc_cursor_t *cursor;
+   bool found;
+
+   BSON_APPEND_UTF8(&filter, "_id", st->name);
+   BSON_APPEND_DOCUMENT_BEGIN(&filter, "partitions", &exists);
+   BSON_APPEND_BOOL(&exists, "$exists", true);
+   bson_append_document_end(&filter, &exists);
+   cursor = mongoc_collection_find_with_opts(coll, &filter, NULL, NULL);
+   found = mongoc_cursor_next(cursor, &doc);
+   if (!found) {
+      mongoc_cursor_error(cursor, error);
+   }
+   mongoc_cursor_destroy(cursor);
+   mongoc_collection_destroy(coll);
+   bson_destroy(&filter);
+   return found;
+}
+
+relay_group_init_t
+relay_lease_store_find_elsewhere(const relay_lease_store_t *st, bson_error_t *error)
+{
+   mongoc_database_t *db = st->db;
+   const char *mine = mongoc_collection_get_name(st->state);
+   bson_t opts = BSON_INITIALIZER;
+   relay_group_init_t rc = RELAY_GROUP_OK;
+   char **names;
+
+   BSON_APPEND_BOOL(&opts, "nameOnly", true);
+   names = mongoc_database_get_collection_names_with_opts(db, &opts, error);
+   if (!names) {
+      rc = RELAY_GROUP_RETRY;
+   }
+   for (size_t i = 0; names && names[i] && rc == RELAY_GROUP_OK; i++) {
+      bson_error_t ignored;
+      if (strcmp(names[i], mine) == 0 || strncmp(names[i], "system.", 7) == 0) {
+         continue;
+      }
+      if (group_doc_in(st, db, names[i], &ignored)) {
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "group '%s' lives in collection '%s'; started with --state-collection "
+                        "%s: use the same --state-collection and --lease-collection as its "
+                        "members, or another --name (to move the group, stop its members and "
+                        "delete that document first)",
+                        st->name, names[i], mine);
+         rc = RELAY_GROUP_MISMATCH;
+      }
+   }
+   bson_strfreev(names);
+   bson_destroy(&opts);
+   return rc;
 }
 
 relay_group_init_t
@@ -187,7 +261,10 @@ relay_lease_store_init(const relay_lease_store_t *st, bson_error_t *error)
          rc = RELAY_GROUP_RETRY;
          attempt = 3;
       } else {
-         rc = create_group(st, error);
+         rc = relay_lease_store_find_elsewhere(st, error);
+         if (rc == RELAY_GROUP_OK) {
+            rc = create_group(st, error);
+         }
       }
       mongoc_cursor_destroy(cursor);
       bson_destroy(&filter);

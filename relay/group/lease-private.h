@@ -29,6 +29,7 @@ struct relay_lease_t {
    relay_metrics_t *metrics;
    char *me;   /* instance id */
    char *host; /* for the member document */
+   char *settings; /* what members must share (lease-store.h) */
    int pid;
    void (*wake)(void *);
    void *wake_ctx;
@@ -36,14 +37,21 @@ struct relay_lease_t {
    /* Lease thread only (set up before the thread starts). */
    mongoc_client_t *client;
    mongoc_collection_t *state_coll, *lease_coll;
+   mongoc_database_t *db;
    relay_lease_store_t st;
    bool ready;              /* the group documents are set up */
+   bool joined;             /* a tick read the group: members that differ are warned about */
+   bool mismatch_logged;    /* a member that differs was named */
+   bool elsewhere;          /* a group of this name lives in another collection too */
+   bool stalled;             /* said once until partitions have owners again */
+   int64_t unowned_since_ns; /* CLOCK_BOOTTIME since partitions have had no owner; 0: none */
    bool fatal;              /* this process cannot join: no more ticks */
    bool down_logged;        /* MongoDB unreachable was said already */
    bool tick_failed;        /* something failed in the current tick */
    relay_partset_t owned;   /* the lease table: partitions owned ... */
    int64_t *epochs;         /* ... at these epochs */
    bool *handoff_posted;    /* HANDOFF sent to the main thread for this epoch */
+   bool *malformed_seen;    /* its lease was malformed at the last read (said once) */
    char **handoff_to;       /* who asked */
    int64_t *scratch_epochs; /* a copy of the main thread's epochs for a checkpoint */
    relay_group_snapshot_t *snap;
@@ -95,6 +103,18 @@ void _relay_lease_flush(relay_lease_t *l);
 
 /* tick.c: one tick: set-up, renew, member document, read, reconcile, balance. */
 void _relay_lease_tick(relay_lease_t *l, bool eligible);
+
+/* A failed lease write or read: said once (tick.c). */
+void _relay_lease_note_down(relay_lease_t *l, const char *what, const bson_error_t *error);
+
+/* tick-checks.c: reads the group into l->snap, re-creating deleted lease documents (false:
+ * nothing read); members whose settings differ (false: this member must stop, FATAL posted);
+ * malformed leases; the unowned-partition gauges. */
+bool _relay_lease_read_group(relay_lease_t *l);
+char *_relay_lease_settings(const relay_config_t *cfg); /* for the member document; bson_free */
+bool _relay_lease_check_settings(relay_lease_t *l);
+void _relay_lease_repair_malformed(relay_lease_t *l);
+void _relay_lease_watch_unowned(relay_lease_t *l);
 
 /* tick.c: stores @token in the leases of @valid (fenced by @epochs). */
 void _relay_lease_write_checkpoint(relay_lease_t *l, const bson_t *token,

@@ -206,6 +206,47 @@ append_past(bson_t *arr, const char *key, const char *field)
    bson_free(path);
 }
 
+/* {epoch: {$gte: 0, $lt: RELAY_EPOCH_MAX}} under @key of @doc: a well-formed epoch (a
+ * comparison with numbers never matches a string). */
+static void
+append_epoch_in_range(bson_t *doc, const char *key)
+{
+   bson_t b, range;
+   BSON_APPEND_DOCUMENT_BEGIN(doc, key, &b);
+   BSON_APPEND_DOCUMENT_BEGIN(&b, "epoch", &range);
+   BSON_APPEND_INT64(&range, "$gte", 0);
+   BSON_APPEND_INT64(&range, "$lt", RELAY_EPOCH_MAX);
+   bson_append_document_end(&b, &range);
+   bson_append_document_end(doc, &b);
+}
+
+bool
+relay_lease_store_repair(const relay_lease_store_t *st, const relay_partset_t *parts,
+                         bson_error_t *error)
+{
+   bson_t filter = BSON_INITIALIZER, set = BSON_INITIALIZER, nor, or, free_;
+   bool ok;
+
+   append_id_in(&filter, st, parts);
+   BSON_APPEND_ARRAY_BEGIN(&filter, "$nor", &nor);
+   append_epoch_in_range(&nor, "0");
+   bson_append_array_end(&filter, &nor);
+   BSON_APPEND_ARRAY_BEGIN(&filter, "$or", & or);
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "0", &free_);
+   BSON_APPEND_NULL(&free_, "owner");
+   bson_append_document_end(& or, &free_);
+   append_past(& or, "1", "expiresAt");
+   bson_append_array_end(&filter, & or);
+   BSON_APPEND_NULL(&set, "owner");
+   BSON_APPEND_INT64(&set, "epoch", 0);
+   BSON_APPEND_NULL(&set, "expiresAt");
+   BSON_APPEND_NULL(&set, "handoff");
+   ok = relay_lease_store_update_many(st->leases, &filter, &set, true, error);
+   bson_destroy(&filter);
+   bson_destroy(&set);
+   return ok;
+}
+
 bool
 relay_lease_store_acquire(const relay_lease_store_t *st, const relay_partset_t *parts,
                           bson_error_t *error)
@@ -242,6 +283,8 @@ relay_lease_store_acquire(const relay_lease_store_t *st, const relay_partset_t *
    append_past(& or, "2", "reservedUntil");
    bson_append_array_end(&b, & or);
    bson_append_document_end(&and, &b);
+   /* a malformed epoch would fail the $add below, and with it the whole update */
+   append_epoch_in_range(&and, "2");
    bson_append_array_end(&filter, &and);
 
    append_literal_utf8(&set, "owner", st->me);
@@ -288,11 +331,11 @@ relay_lease_store_read_mine(const relay_lease_store_t *st, const relay_partset_t
           BSON_ITER_HOLDS_INT32(&it)) {
          p = bson_iter_int32(&it);
       }
-      if (p < 0 || p >= st->partitions) {
+      if (p < 0 || p >= st->partitions || !bson_iter_init_find(&it, doc, "epoch") ||
+          !relay_lease_epoch_read(&it, &epochs[p])) {
          continue;
       }
       relay_partset_add(owned, p);
-      epochs[p] = bson_iter_init_find(&it, doc, "epoch") ? bson_iter_as_int64(&it) : 0;
       tokens[p] = NULL;
       if (bson_iter_init_find(&it, doc, "token") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
          const uint8_t *data;
@@ -370,6 +413,7 @@ relay_lease_store_member(const relay_lease_store_t *st, const char *host, int pi
    append_now_plus_ttl(&set, "expiresAt", st);
    BSON_APPEND_INT32(&set, "owned", owned);
    append_literal_utf8(&set, "version", relay_version());
+   append_literal_utf8(&set, "settings", st->settings);
    make_pipeline(&pipeline, &set);
    BSON_APPEND_BOOL(&opts, "upsert", true);
    ok = mongoc_collection_update_one(st->leases, &filter, &pipeline, &opts, NULL, error);

@@ -34,24 +34,37 @@
 typedef struct {
    mongoc_collection_t *state;  /* the group document */
    mongoc_collection_t *leases; /* leases and members */
+   mongoc_database_t *db;       /* their database (a group found elsewhere in it) */
    const char *name;            /* the group: --name */
    const char *me;              /* this process's instance id */
    int partitions;
    int64_t ttl_ms;
+   /* What every member of the group must share, in one string written in its member
+    * document ("collections=a,b state-collection=s lease-collection=l lease-ttl-ms=t"):
+    * members that differ publish some events twice or never (issue 29). */
+   const char *settings;
 } relay_lease_store_t;
 
 typedef enum {
    RELAY_GROUP_OK = 0,
    RELAY_GROUP_RETRY,    /* a server error: try again later (@error says what) */
-   RELAY_GROUP_MISMATCH, /* the group has another partition count: do not join */
+   RELAY_GROUP_MISMATCH, /* the group has another partition count, or lives elsewhere */
 } relay_group_init_t;
 
-/* Creates or checks the group document, migrates an old checkpoint document
+/* Creates or checks the group document (which records the lease collection; a group of
+ * this name found in another collection of the database is a MISMATCH), migrates an old checkpoint document
  * ({_id: name, token} without partitions: its token goes into every lease), and makes sure
  * all P lease documents exist. A group document created here starts a new group: the
  * leases' old tokens are cleared (epochs keep counting), so deleting the state document still
  * means "sweep". Logs a migration or a new group once. */
 relay_group_init_t relay_lease_store_init(const relay_lease_store_t *st, bson_error_t *error);
+
+/* Whether a group document of this name is in a collection of the database other than the
+ * state collection (another --state-collection): MISMATCH with @error naming it, OK, or
+ * RETRY. Such a group runs beside this one, and each publishes everything. Checked before a
+ * group is created and, by the lease thread, every 10 ticks. */
+relay_group_init_t relay_lease_store_find_elsewhere(const relay_lease_store_t *st,
+                                                    bson_error_t *error);
 
 /* The fence: {$or: [{_id: <lease p>, epoch: E}, ...], owner: me} for the partitions in
  * @parts with their epochs in @epochs. */
@@ -99,6 +112,16 @@ bool relay_lease_store_leave(const relay_lease_store_t *st, bson_error_t *error)
  * its document behind). */
 bool relay_lease_store_forget_dead(const relay_lease_store_t *st, bson_error_t *error);
 
+/* Reads a lease's epoch at @it: true with @epoch set when it is an integer in
+ * [0, RELAY_EPOCH_MAX) (int32, int64, or a double holding one); false for anything else
+ * (a string, a fraction, NaN, out of range), which is never converted. */
+bool relay_lease_epoch_read(const bson_iter_t *it, int64_t *epoch);
+
+/* Repairs the malformed leases among @parts that are free or expired (epoch 0, no owner):
+ * an owned one waits until it expires, since its owner can no longer renew it. */
+bool relay_lease_store_repair(const relay_lease_store_t *st, const relay_partset_t *parts,
+                              bson_error_t *error);
+
 /* Appends {relay: name, partition: @p} under @key (a lease's _id). */
 void relay_lease_store_append_id(bson_t *doc, const char *key, const relay_lease_store_t *st,
                                  int p);
@@ -110,7 +133,9 @@ bool relay_lease_store_update_many(mongoc_collection_t *coll, const bson_t *filt
 /* What a member sees of its group on one tick. Strings are owned by the snapshot. */
 typedef struct {
    relay_lease_view_t leases[RELAY_PARTITIONS_MAX];
+   int n_leases; /* lease documents found: fewer than P when some were deleted */
    char *member_ids[1024];
+   char *member_settings[1024]; /* their settings (NULL: an older relay that writes none) */
    size_t n_members;
    char *strings[3 * RELAY_PARTITIONS_MAX];
    size_t n_strings;

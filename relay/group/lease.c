@@ -330,8 +330,16 @@ open_store(relay_lease_t *l, bson_error_t *error)
    l->lease_coll = mongoc_client_get_collection(l->client, cfg->database,
                                                 cfg->lease_collection ? cfg->lease_collection
                                                                       : cfg->state_collection);
-   l->st = (relay_lease_store_t){l->state_coll, l->lease_coll,   cfg->name,
-                                 l->me,         cfg->partitions, cfg->lease_ttl_ms};
+   l->db = mongoc_client_get_database(l->client, cfg->database);
+   l->settings = _relay_lease_settings(cfg);
+   l->st = (relay_lease_store_t){.state = l->state_coll,
+                                 .leases = l->lease_coll,
+                                 .db = l->db,
+                                 .name = cfg->name,
+                                 .me = l->me,
+                                 .partitions = cfg->partitions,
+                                 .ttl_ms = cfg->lease_ttl_ms,
+                                 .settings = l->settings};
    return true;
 }
 
@@ -357,6 +365,7 @@ relay_lease_new(const relay_config_t *cfg, const char *instance_id, relay_metric
    l->ckpt_epochs = bson_malloc0(n * sizeof *l->ckpt_epochs);
    l->scratch_epochs = bson_malloc0(n * sizeof *l->scratch_epochs);
    l->handoff_posted = bson_malloc0(n * sizeof *l->handoff_posted);
+   l->malformed_seen = bson_malloc0(n * sizeof *l->malformed_seen);
    l->handoff_to = bson_malloc0(n * sizeof *l->handoff_to);
    l->drained = bson_malloc0(n * sizeof *l->drained);
    l->snap = bson_malloc0(sizeof *l->snap);
@@ -438,6 +447,7 @@ relay_lease_destroy(relay_lease_t *l)
    }
    bson_destroy(l->ckpt_token);
    mongoc_collection_destroy(l->state_coll);
+   mongoc_database_destroy(l->db);
    mongoc_collection_destroy(l->lease_coll);
    mongoc_client_destroy(l->client);
    pthread_cond_destroy(&l->cond);
@@ -448,11 +458,13 @@ relay_lease_destroy(relay_lease_t *l)
    bson_free(l->ckpt_epochs);
    bson_free(l->scratch_epochs);
    bson_free(l->handoff_posted);
+   bson_free(l->malformed_seen);
    bson_free(l->handoff_to);
    bson_free(l->drained);
    bson_free(l->snap);
    bson_free(l->me);
    bson_free(l->host);
+   bson_free(l->settings);
    bson_free(l);
 }
 

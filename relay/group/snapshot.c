@@ -8,6 +8,31 @@
 
 #include <string.h>
 
+bool
+relay_lease_epoch_read(const bson_iter_t *it, int64_t *epoch)
+{
+   int64_t v;
+   if (BSON_ITER_HOLDS_INT32(it)) {
+      v = bson_iter_int32(it);
+   } else if (BSON_ITER_HOLDS_INT64(it)) {
+      v = bson_iter_int64(it);
+   } else if (BSON_ITER_HOLDS_DOUBLE(it)) {
+      double d = bson_iter_double(it);
+      /* Range first: converting a double outside int64 is undefined behaviour. */
+      if (!(d >= 0 && d < (double)RELAY_EPOCH_MAX) || d != (double)(int64_t)d) {
+         return false;
+      }
+      v = (int64_t)d;
+   } else {
+      return false;
+   }
+   if (v < 0 || v >= RELAY_EPOCH_MAX) {
+      return false;
+   }
+   *epoch = v;
+   return true;
+}
+
 static const char *
 keep(relay_group_snapshot_t *snap, const char *s)
 {
@@ -31,6 +56,36 @@ append_future(bson_t *doc, const char *key, const char *field)
    BSON_APPEND_UTF8(&args, "1", "$$NOW");
    bson_append_array_end(&gt, &args);
    bson_append_document_end(doc, &gt);
+}
+
+/* A member is live while its expiresAt is after $$NOW and at most two lease times ahead of
+ * it: a member renews its document to $$NOW + ttl every renewal, so one further ahead was not
+ * written by a relay of this group (forged, or by a clock far ahead) and must not shrink
+ * everyone's share. {$and: [{$gt: [$expiresAt, $$NOW]}, {$lte: [$expiresAt, $$NOW + 2 ttl]}]}
+ * under @key. */
+static void
+append_member_live(bson_t *doc, const char *key, int64_t ttl_ms)
+{
+   bson_t and, branch, args, add, add_args;
+   BSON_APPEND_DOCUMENT_BEGIN(doc, key, &and);
+   BSON_APPEND_ARRAY_BEGIN(&and, "$and", &args);
+   append_future(&args, "0", "$expiresAt");
+   BSON_APPEND_DOCUMENT_BEGIN(&args, "1", &branch);
+   {
+      bson_t lte;
+      BSON_APPEND_ARRAY_BEGIN(&branch, "$lte", &lte);
+      BSON_APPEND_UTF8(&lte, "0", "$expiresAt");
+      BSON_APPEND_DOCUMENT_BEGIN(&lte, "1", &add);
+      BSON_APPEND_ARRAY_BEGIN(&add, "$add", &add_args);
+      BSON_APPEND_UTF8(&add_args, "0", "$$NOW");
+      BSON_APPEND_INT64(&add_args, "1", 2 * ttl_ms);
+      bson_append_array_end(&add, &add_args);
+      bson_append_document_end(&lte, &add);
+      bson_append_array_end(&branch, &lte);
+   }
+   bson_append_document_end(&args, &branch);
+   bson_append_array_end(&and, &args);
+   bson_append_document_end(doc, &and);
 }
 
 static const char *
@@ -64,15 +119,19 @@ take(const relay_lease_store_t *st, relay_group_snapshot_t *snap, const bson_t *
          return;
       }
       l = &snap->leases[p];
+      snap->n_leases++;
       l->owner = keep(snap, string_or_null(doc, "owner"));
-      l->epoch = bson_iter_init_find(&it, doc, "epoch") ? bson_iter_as_int64(&it) : 0;
+      l->malformed =
+          !bson_iter_init_find(&it, doc, "epoch") || !relay_lease_epoch_read(&it, &l->epoch);
       l->live = flag(doc, "live");
       l->handoff_to = keep(snap, string_or_null(doc, "handoff.to"));
       l->reserved_for = keep(snap, string_or_null(doc, "reservedFor"));
       l->reservation_live = flag(doc, "reservedLive");
    } else if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, "_id.member", &found) &&
-              BSON_ITER_HOLDS_UTF8(&found) && flag(doc, "live") &&
+              BSON_ITER_HOLDS_UTF8(&found) && flag(doc, "memberLive") &&
               snap->n_members < sizeof snap->member_ids / sizeof snap->member_ids[0]) {
+      const char *settings = string_or_null(doc, "settings");
+      snap->member_settings[snap->n_members] = settings ? bson_strdup(settings) : NULL;
       snap->member_ids[snap->n_members++] = bson_strdup(bson_iter_utf8(&found, NULL));
    }
 }
@@ -87,6 +146,7 @@ relay_lease_store_snapshot(const relay_lease_store_t *st, relay_group_snapshot_t
    bool ok;
 
    memset(snap->leases, 0, sizeof(relay_lease_view_t) * (size_t)st->partitions);
+   snap->n_leases = 0;
    BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &stage);
    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &body);
    BSON_APPEND_UTF8(&body, "_id.relay", st->name);
@@ -98,8 +158,10 @@ relay_lease_store_snapshot(const relay_lease_store_t *st, relay_group_snapshot_t
    BSON_APPEND_INT32(&body, "epoch", 1);
    BSON_APPEND_INT32(&body, "handoff", 1);
    BSON_APPEND_INT32(&body, "reservedFor", 1);
+   BSON_APPEND_INT32(&body, "settings", 1);
    append_future(&body, "live", "$expiresAt");
    append_future(&body, "reservedLive", "$reservedUntil");
+   append_member_live(&body, "memberLive", st->ttl_ms);
    bson_append_document_end(&stage, &body);
    bson_append_document_end(&pipeline, &stage);
    cursor = mongoc_collection_aggregate(st->leases, MONGOC_QUERY_NONE, &pipeline, NULL, NULL);
@@ -120,6 +182,7 @@ relay_group_snapshot_cleanup(relay_group_snapshot_t *snap)
    }
    for (size_t i = 0; i < snap->n_members; i++) {
       bson_free(snap->member_ids[i]);
+      bson_free(snap->member_settings[i]);
    }
    snap->n_strings = snap->n_members = 0;
 }

@@ -47,8 +47,8 @@ note_refused(relay_lease_t *l, const char *what, const bson_error_t *error)
    atomic_store(&l->last_ok_ns, relay_boot_ns());
 }
 
-static void
-note_down(relay_lease_t *l, const char *what, const bson_error_t *error)
+void
+_relay_lease_note_down(relay_lease_t *l, const char *what, const bson_error_t *error)
 {
    bool auth =
        error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
@@ -224,7 +224,7 @@ acquire(relay_lease_t *l, const relay_balance_plan_t *plan)
    }
    if (!relay_lease_store_acquire(&l->st, &want, &error) ||
        !relay_lease_store_read_mine(&l->st, &want, &got, epochs, tokens, &error)) {
-      note_down(l, "acquiring leases", &error);
+      _relay_lease_note_down(l, "acquiring leases", &error);
    } else if (relay_partset_count(&got, l->cfg->partitions) > 0) {
       _relay_lease_hold(l);
       for (int p = 0; p < l->cfg->partitions; p++) {
@@ -262,7 +262,7 @@ balance(relay_lease_t *l, bool eligible)
    for (int i = 0; i < plan->n_handoff; i++) {
       const relay_lease_view_t *v = &l->snap->leases[plan->handoff[i]];
       if (!relay_lease_store_request(&l->st, plan->handoff[i], v->owner, v->epoch, &error)) {
-         note_down(l, "asking for a handoff", &error);
+         _relay_lease_note_down(l, "asking for a handoff", &error);
          break;
       }
       relay_log(RELAY_LOG_INFO, "group", "asked %s to hand partition %d over", v->owner,
@@ -292,7 +292,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
          return;
       }
       if (rc != RELAY_GROUP_OK) {
-         note_down(l, "setting up the group", &error);
+         _relay_lease_note_down(l, "setting up the group", &error);
          return;
       }
       l->ready = true;
@@ -300,7 +300,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    if (relay_partset_count(&l->owned, l->cfg->partitions) > 0) {
       renewed = relay_lease_store_renew(&l->st, &l->owned, l->epochs, NULL, &error);
       if (!renewed) {
-         note_down(l, "renewing leases", &error);
+         _relay_lease_note_down(l, "renewing leases", &error);
       } else {
          observe_renew(l, sent_ns);
       }
@@ -308,14 +308,17 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    if (eligible &&
        !relay_lease_store_member(&l->st, l->host, l->pid,
                                  relay_partset_count(&l->owned, l->cfg->partitions), &error)) {
-      note_down(l, "writing the member document", &error);
+      _relay_lease_note_down(l, "writing the member document", &error);
    }
-   relay_group_snapshot_cleanup(l->snap);
-   if (!relay_lease_store_snapshot(&l->st, l->snap, &error)) {
-      note_down(l, "reading the group", &error);
+   if (!_relay_lease_read_group(l)) {
       return;
    }
+   if (!_relay_lease_check_settings(l)) {
+      return;
+   }
+   l->joined = true;
    reconcile(l, renewed, sent_ns);
+   _relay_lease_repair_malformed(l);
    if (++l->ticks % 60 == 1 && !relay_lease_store_forget_dead(&l->st, &error)) {
       relay_log(RELAY_LOG_DEBUG, "group", "forgetting dead members failed: %s", error.message);
    }
@@ -324,6 +327,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    }
    balance(l, eligible);
    publish_counts(l);
+   _relay_lease_watch_unowned(l);
    if (l->fatal) {
       return;
    }

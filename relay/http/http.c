@@ -140,7 +140,7 @@ static enum MHD_Result
 serve_health(relay_http_t *http, struct MHD_Connection *conn)
 {
    const char *reason = NULL;
-   char body[128];
+   char body[256];
    if (relay_metrics_healthy(http->metrics, &reason)) {
       /* A group member says whether it publishes (owns partitions) or waits as a standby:
        * both are healthy. */
@@ -149,6 +149,9 @@ serve_health(relay_http_t *http, struct MHD_Connection *conn)
       return respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", body, (size_t)n);
    }
    int n = snprintf(body, sizeof body, "%s\n", reason);
+   if (n < 0 || (size_t)n >= sizeof body) {
+      n = (int)sizeof body - 1; /* cut (never sent past the buffer) */
+   }
    return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body,
                   (size_t)n);
 }

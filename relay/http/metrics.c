@@ -55,6 +55,12 @@ static const metric_desc_t counter_descs[RELAY_M_COUNTER_COUNT_] = {
    {"outbox_relay_headers_dropped_total",
     "Stored event headers left out of messages (not strings, reserved or invalid names, too "
     "large); the log names the reason."},
+   {"outbox_relay_lease_recreations_total",
+    "Times this member found lease documents deleted (or their collection dropped) while the "
+    "group ran, and re-created them."},
+   {"outbox_relay_lease_repairs_total",
+    "Malformed lease documents (an epoch that is not a number, or out of range) this member "
+    "repaired; the log names them."},
 };
 
 static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
@@ -86,6 +92,15 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
     "shows partitions nobody owns."},
    {"outbox_relay_archive_failing",
     "1 while the archive refuses writes: published events are not cleared (fails /healthz)."},
+   {"outbox_relay_group_partitions_unowned",
+    "Partitions of the group without a live owner at this member's last read of the group "
+    "(free, expired or malformed leases); above 0 for long, events wait (fails /healthz)."},
+   {"outbox_relay_group_settings_mismatch",
+    "1 while a live member of this group watches other collections, or keeps its group "
+    "documents elsewhere (fails /healthz); the log names both values."},
+   {"outbox_relay_group_stalled",
+    "1 while partitions of the group have had no live owner for more than two lease times "
+    "(their events wait; fails /healthz)."},
 };
 
 relay_metrics_t *
@@ -302,6 +317,10 @@ relay_metrics_healthy(const relay_metrics_t *metrics, const char **reason)
       why = "MongoDB refuses the relay's writes (not authorized): publishing paused";
    } else if (relay_metrics_get_gauge(metrics, RELAY_G_ARCHIVE_FAILING) == 1.0) {
       why = "archive writes fail: published events stay pending until they are archived";
+   } else if (relay_metrics_get_gauge(metrics, RELAY_G_GROUP_MISMATCH) == 1.0) {
+      why = "group members run with different collections or settings (see the log)";
+   } else if (relay_metrics_get_gauge(metrics, RELAY_G_GROUP_STALLED) == 1.0) {
+      why = "partitions of the group have had no owner for two lease times: their events wait";
    }
    if (reason) {
       *reason = why;

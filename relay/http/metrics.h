@@ -35,6 +35,8 @@ typedef enum {
    RELAY_M_ARCHIVED,          /* outbox_relay_events_archived_total: written to the archive */
    RELAY_M_ARCHIVE_FAILURES,  /* outbox_relay_archive_write_failures_total: (retried) */
    RELAY_M_HEADERS_DROPPED,   /* outbox_relay_headers_dropped_total: left out of messages */
+   RELAY_M_LEASE_RECREATIONS, /* outbox_relay_lease_recreations_total: deleted leases re-made */
+   RELAY_M_LEASE_REPAIRS,     /* outbox_relay_lease_repairs_total: malformed leases repaired */
    RELAY_M_COUNTER_COUNT_,
 } relay_counter_t;
 
@@ -55,6 +57,9 @@ typedef enum {
    RELAY_G_PENDING_SCAN_S,      /* outbox_relay_pending_scan_seconds: the last scan's duration */
    RELAY_G_PARTITIONS,          /* outbox_relay_partitions: the group's --partitions */
    RELAY_G_ARCHIVE_FAILING,     /* outbox_relay_archive_failing: 1 while archive writes fail */
+   RELAY_G_PARTITIONS_UNOWNED,  /* outbox_relay_group_partitions_unowned: no live owner seen */
+   RELAY_G_GROUP_MISMATCH,      /* outbox_relay_group_settings_mismatch: 1 while they differ */
+   RELAY_G_GROUP_STALLED,       /* outbox_relay_group_stalled: unowned for 2 lease times */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 

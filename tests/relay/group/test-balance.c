@@ -9,7 +9,10 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 
+#include <math.h>
+
 #include "group/balance.h"
+#include "group/lease-store.h"
 
 #define MAXM 8
 
@@ -253,4 +256,65 @@ Test(balance, random_joins_and_kills_always_settle)
       }
       check_stable(&s);
    }
+}
+
+/* A malformed lease (issue 29, 4) is neither planned for acquisition nor asked for, and the
+ * others are planned as usual. */
+Test(balance, malformed_lease_is_left_alone)
+{
+   relay_lease_view_t leases[4] = {{0}};
+   const char *members[] = {"me", "other"};
+   relay_balance_input_t in = {4, "me", leases, members, 2, true, 0};
+   relay_balance_plan_t plan;
+
+   leases[1].malformed = true;
+   relay_balance_plan(&in, &plan);
+   cr_assert_eq(plan.n_acquire, 2);
+   for (int i = 0; i < plan.n_acquire; i++) {
+      cr_assert_neq(plan.acquire[i], 1);
+   }
+   /* Owned by the other member and live: still not asked for. */
+   for (int p = 0; p < 4; p++) {
+      leases[p].owner = "other";
+      leases[p].live = true;
+   }
+   relay_balance_plan(&in, &plan);
+   cr_assert_eq(plan.n_handoff, 1); /* half of the 3 well-formed ones */
+   for (int i = 0; i < plan.n_handoff; i++) {
+      cr_assert_neq(plan.handoff[i], 1);
+   }
+}
+
+static bool
+epoch_of(const bson_t *doc, int64_t *epoch)
+{
+   bson_iter_t it;
+   cr_assert(bson_iter_init_find(&it, doc, "epoch"));
+   return relay_lease_epoch_read(&it, epoch);
+}
+
+/* Epochs are read only when they are integers in range: never a conversion of a double
+ * outside int64 (undefined behaviour), never a string taken as 0. */
+Test(balance, epoch_read_checks_ranges)
+{
+   int64_t e = -1;
+   bson_t *ok32 = BCON_NEW("epoch", BCON_INT32(7)), *ok64 = BCON_NEW("epoch", BCON_INT64(9));
+   bson_t *okd = BCON_NEW("epoch", BCON_DOUBLE(12.0)), *str = BCON_NEW("epoch", "x");
+   bson_t *big = BCON_NEW("epoch", BCON_INT64(INT64_MAX));
+   bson_t *over = BCON_NEW("epoch", BCON_DOUBLE(9.3e18)), *frac = BCON_NEW("epoch", BCON_DOUBLE(2.5));
+   bson_t *neg = BCON_NEW("epoch", BCON_INT64(-1)), *nan_ = BCON_NEW("epoch", BCON_DOUBLE(NAN));
+
+   cr_assert(epoch_of(ok32, &e) && e == 7);
+   cr_assert(epoch_of(ok64, &e) && e == 9);
+   cr_assert(epoch_of(okd, &e) && e == 12);
+   cr_assert_not(epoch_of(str, &e));
+   cr_assert_not(epoch_of(big, &e));
+   cr_assert_not(epoch_of(over, &e));
+   cr_assert_not(epoch_of(frac, &e));
+   cr_assert_not(epoch_of(neg, &e));
+   cr_assert_not(epoch_of(nan_, &e));
+   cr_assert_eq(e, 12);
+   bson_destroy(ok32), bson_destroy(ok64), bson_destroy(okd), bson_destroy(str);
+   bson_destroy(big), bson_destroy(over), bson_destroy(frac), bson_destroy(neg);
+   bson_destroy(nan_);
 }

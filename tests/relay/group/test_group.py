@@ -535,11 +535,187 @@ def test_history_lost_during_a_move():
         sub.close()
 
 
+def test_leases_deleted_while_running():
+    """The lease documents are deleted, then the whole state collection is dropped, while a
+    lone member runs: it re-creates the free partitions' leases and takes them again, as at
+    start, and what is written afterwards is delivered (issue 29, 1)."""
+    dbname, cname, rname = names("deleted")
+    coll = client[dbname][cname]
+    state = client[dbname]["outbox_relay_state"]
+    sub = TimedSubscriber("outbox/%s/#" % cname)
+    a = Member(RELAY_BIN, dbname, [cname], rname)
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        state.delete_many({"_id.relay": rname, "_id.partition": {"$exists": True}})
+        check(wait_until(lambda: group.counts([a]) == [32], 10),
+              "deleted leases not taken again: %s" % group.counts([a]))
+        state.drop()
+        check(wait_until(lambda: group.counts([a]) == [32], 10),
+              "leases of a dropped collection not taken again: %s" % group.counts([a]))
+        check(state.find_one({"_id": rname}) is not None, "the group document is not back")
+        load = Load(dbname, cname, ["d%d" % i for i in range(10)])
+        time.sleep(1)
+        figures = finish(load, sub, coll, [a], timeout=20)
+        report("leases deleted", figures)
+        check_clean(figures)
+    finally:
+        stop_all([a])
+        sub.close()
+
+
+def test_malformed_leases():
+    """Lease documents with a malformed epoch (a string; one at INT64_MAX, which $add would
+    overflow to a double) written by someone else: they are repaired once free or expired
+    and their partitions taken; every other partition is taken at once, a handoff included
+    (issue 29, 4)."""
+    dbname, cname, rname = names("malformed")
+    coll = client[dbname][cname]
+    state = client[dbname]["outbox_relay_state"]
+    sub = TimedSubscriber("outbox/%s/#" % cname)
+    a = Member(RELAY_BIN, dbname, [cname], rname)
+    b = c = None
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        check(a.stop() == 0, "a did not stop cleanly")
+        state.update_one({"_id": {"relay": rname, "partition": 5}}, {"$set": {"epoch": "x"}})
+        state.update_one({"_id": {"relay": rname, "partition": 6}},
+                         {"$set": {"epoch": bson.int64.Int64(2**63 - 1)}})
+        b = Member(RELAY_BIN, dbname, [cname], rname)
+        check(wait_until(lambda: group.counts([b]) == [32], 10),
+              "b does not own all: %s" % group.counts([b]))
+        docs = group.lease_docs()
+        check(docs[5]["epoch"] == 1 and docs[6]["epoch"] == 1,
+              "not repaired: %r %r" % (docs[5]["epoch"], docs[6]["epoch"]))
+        check("malformed epoch" in b.log_text(), "the repair was not logged")
+        # Malformed while owned: only that partition is held up, for one lease time.
+        state.update_one({"_id": {"relay": rname, "partition": 7}}, {"$set": {"epoch": "y"}})
+        c = Member(RELAY_BIN, dbname, [cname], rname)
+        check(wait_until(lambda: group.settled([b, c]) and group.lease_docs()[7]["epoch"] == 1,
+                         15), "did not settle: %s" % group.counts([b, c]))
+        load = Load(dbname, cname, ["m%d" % i for i in range(10)])
+        time.sleep(1)
+        figures = finish(load, sub, coll, [b, c], timeout=20)
+        report("malformed leases", figures)
+        check_clean(figures)
+    finally:
+        stop_all([m for m in (a, b, c) if m])
+        sub.close()
+
+
+def test_settings_refused():
+    """Members of one --name must keep their group in the same collections and watch the
+    same collections: a relay started otherwise exits 78 naming both values, and the
+    running member keeps every partition (issue 29, 2 and 3)."""
+    dbname, cname, rname = names("settings")
+    a = Member(RELAY_BIN, dbname, [cname], rname, metrics=True)
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        cases = [([cname, "others"], [], ["others"]),
+                 ([cname], ["--lease-collection", "leases2"], ["leases2", "outbox_relay_state"]),
+                 ([cname], ["--state-collection", "state2"], ["state2", "outbox_relay_state"]),
+                 ([cname], ["--state-collection", "state3", "--lease-collection",
+                            "outbox_relay_state"], ["state3", "outbox_relay_state"])]
+        for colls, extra, named in cases:
+            bad = Member(RELAY_BIN, dbname, colls, rname, extra)
+            try:
+                rc = bad.proc.wait(15)
+            finally:
+                bad.kill9()
+            text = bad.log_text()
+            check(rc == 78, "%s %s exited %s, not 78: %s" % (colls, extra, rc, text[-800:]))
+            check(all(n in text for n in named), "refusal of %s %s does not name %s: %s" %
+                  (colls, extra, named, text[-800:]))
+        check(group.counts([a]) == [32], "a lost partitions: %s" % group.counts([a]))
+        # A group of this name created elsewhere while a runs (a member with another
+        # --state-collection that started at the same moment): flagged, not silent.
+        client[dbname]["state9"].insert_one({"_id": rname, "partitions": 32})
+        check(wait_until(lambda: a.http_get("/healthz")[0] == 503, 10),
+              "a group elsewhere does not fail /healthz")
+        check("lives in collection 'state9'" in a.log_text(), "not named in the log")
+        check("\noutbox_relay_group_settings_mismatch 1\n" in a.http_get("/metrics")[1],
+              "no mismatch gauge")
+    finally:
+        stop_all([a])
+
+
+def test_forged_members():
+    """50 member documents with a far-future expiry (forged, or from a clock far ahead) do
+    not count as live: two real members share the partitions evenly (issue 29, 5)."""
+    dbname, cname, rname = names("forged")
+    state = client[dbname]["outbox_relay_state"]
+    state.insert_many([{"_id": {"relay": rname, "member": "forged/%d/00000000" % i},
+                        "host": "forged", "pid": i, "owned": 0,
+                        "expiresAt": datetime.datetime(2100, 1, 1)} for i in range(50)])
+    a = Member(RELAY_BIN, dbname, [cname], rname)
+    b = None
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        b = Member(RELAY_BIN, dbname, [cname], rname)
+        check(wait_until(lambda: group.counts([a, b]) == [16, 16], 15),
+              "not 16 each: %s" % group.counts([a, b]))
+    finally:
+        stop_all([m for m in (a, b) if m])
+
+
+def test_unhealthy_group():
+    """A partition nobody can own (a lease held by a forged owner far into the future) and a
+    member whose settings differ each fail /healthz and show in the gauges the alerts use
+    (issue 29, 6)."""
+    dbname, cname, rname = names("unhealthy")
+    state = client[dbname]["outbox_relay_state"]
+    a = Member(RELAY_BIN, dbname, [cname], rname, metrics=True)
+    try:
+        group = Group(client, dbname, rname)
+        check(wait_until(lambda: group.counts([a]) == [32], 20), "a does not own all")
+        check(wait_until(lambda: a.http_get("/healthz") == (200, "ok: active\n"), 5),
+              "not healthy at first")
+        other = {"relay": rname, "member": "other/1/00000000"}
+
+        def other_member():
+            state.update_one({"_id": other}, {"$set": {
+                "settings": "collections=elsewhere", "host": "other", "pid": 1, "owned": 0,
+                "expiresAt": datetime.datetime.utcnow() + datetime.timedelta(seconds=3)}},
+                upsert=True)
+            return a.http_get("/healthz")[0] == 503
+        check(wait_until(other_member, 5), "a member with other settings is not seen")
+        status, body = a.http_get("/healthz")
+        check("different collections" in body, "healthz: %s %r" % (status, body))
+        check("\noutbox_relay_group_settings_mismatch 1\n" in a.http_get("/metrics")[1],
+              "no mismatch gauge")
+        check("collections=elsewhere" in a.log_text(), "the other settings are not named")
+        state.delete_one({"_id": other})
+        check(wait_until(lambda: a.http_get("/healthz")[0] == 200, 5), "not healthy again")
+        state.update_one({"_id": {"relay": rname, "partition": 3}}, {"$set": {
+            "owner": "forged/1/00000000", "epoch": 99,
+            "expiresAt": datetime.datetime(2100, 1, 1)}})
+        check(wait_until(lambda: a.http_get("/healthz")[0] == 503, 10),
+              "a partition nobody can own does not fail /healthz")
+        status, body = a.http_get("/healthz")
+        check("no owner" in body, "healthz: %r" % body)
+        metrics = a.http_get("/metrics")[1]
+        check("\noutbox_relay_group_partitions_unowned 1\n" in metrics and
+              "\noutbox_relay_group_stalled 1\n" in metrics, "gauges: %s" %
+              [ln for ln in metrics.splitlines() if "outbox_relay_group" in ln])
+        state.update_one({"_id": {"relay": rname, "partition": 3}},
+                         {"$set": {"owner": None, "expiresAt": None}})
+        check(wait_until(lambda: a.http_get("/healthz") == (200, "ok: active\n"), 5),
+              "not healthy once the partition is taken")
+    finally:
+        stop_all([a])
+
+
 TESTS = [test_lone_member_and_refusals, test_standby_metrics_and_health,
          test_migration_of_the_old_checkpoint,
          test_kill9_failover, test_sigstop_longer_than_the_lease,
          test_sigstop_around_the_deadline, test_cut_from_mongodb, test_cut_from_the_broker,
-         test_one_four_two, test_id_types, test_history_lost_during_a_move]
+         test_one_four_two, test_id_types, test_history_lost_during_a_move,
+         test_leases_deleted_while_running, test_malformed_leases,
+         test_settings_refused, test_forged_members,
+         test_unhealthy_group]
 
 
 def main():
