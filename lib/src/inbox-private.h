@@ -22,7 +22,8 @@ struct _outbox_inbox_t {
    int32_t ttl;
    bool upsert;
    bool skip_late;
-   bson_t write_concern; /* {w: ...} document */
+   bson_t *write_concern; /* {w: ...} document (a pointer: an embedded bson_t needs 128-byte
+                          * alignment, which bson_malloc does not give) */
 };
 
 /* Whether the state document exists and whether its window holds the event. */

@@ -175,7 +175,7 @@ guarded_update(const outbox_inbox_t *ib, mongoc_collection_t *coll, const bson_v
       bson_append_document_end(&query, &not_gte);
    }
    BSON_APPEND_INT32(&fields, ib->seq_field, 1);
-   BSON_APPEND_DOCUMENT(&extra, "writeConcern", &ib->write_concern);
+   BSON_APPEND_DOCUMENT(&extra, "writeConcern", ib->write_concern);
    mongoc_find_and_modify_opts_set_update(fam, update);
    mongoc_find_and_modify_opts_set_fields(fam, &fields);
    mongoc_find_and_modify_opts_set_flags(fam, ib->upsert ? MONGOC_FIND_AND_MODIFY_UPSERT
@@ -223,7 +223,7 @@ ledger_record(const outbox_inbox_t *ib, mongoc_client_t *client, const bson_valu
    append_ledger_id(&doc, event_id, doc_id);
    BSON_APPEND_DATE_TIME(&doc, "at", now_ms());
    BSON_APPEND_INT64(&doc, "seq", seq);
-   BSON_APPEND_DOCUMENT(&opts, "writeConcern", &ib->write_concern);
+   BSON_APPEND_DOCUMENT(&opts, "writeConcern", ib->write_concern);
    ok = mongoc_collection_insert_one(coll, &doc, &opts, NULL, &error) || error.code == 11000;
    bson_destroy(&doc);
    bson_destroy(&opts);

@@ -71,8 +71,8 @@ parse_one(outbox_inbox_t *ib, bson_iter_t *it, bson_error_t *error)
          return fail(error, OUTBOX_ERROR_INVALID_ARGUMENT, "option must be a document", key);
       bson_iter_document(it, &len, &data);
       bson_init_static(&doc, data, len);
-      bson_reinit(&ib->write_concern);
-      bson_concat(&ib->write_concern, &doc);
+      bson_reinit(ib->write_concern);
+      bson_concat(ib->write_concern, &doc);
       return true;
    }
    if (!strcmp(key, "inboxField"))
@@ -138,8 +138,8 @@ outbox_inbox_new(mongoc_client_pool_t *pool, const char *db, const char *coll, c
    ib->window = DEFAULT_WINDOW;
    ib->ttl = DEFAULT_TTL;
    ib->upsert = true;
-   bson_init(&ib->write_concern);
-   BSON_APPEND_UTF8(&ib->write_concern, "w", "majority");
+   ib->write_concern = bson_new();
+   BSON_APPEND_UTF8(ib->write_concern, "w", "majority");
    if (!parse_opts(ib, opts, error)) {
       outbox_inbox_destroy(ib);
       return NULL;
@@ -157,7 +157,7 @@ outbox_inbox_destroy(outbox_inbox_t *inbox)
    bson_free(inbox->inbox_field);
    bson_free(inbox->seq_field);
    bson_free(inbox->ledger);
-   bson_destroy(&inbox->write_concern);
+   bson_destroy(inbox->write_concern);
    bson_free(inbox);
 }
 
@@ -379,7 +379,7 @@ outbox_inbox_ensure_indexes(outbox_inbox_t *inbox, bson_error_t *error)
    cmd = BCON_NEW("createIndexes", BCON_UTF8(inbox->ledger), "indexes", "[", "{", "key", "{", "at",
                   BCON_INT32(1), "}", "name", BCON_UTF8("outbox_inbox_ttl"), "expireAfterSeconds",
                   BCON_INT32(inbox->ttl), "}", "]");
-   BSON_APPEND_DOCUMENT(&opts, "writeConcern", &inbox->write_concern);
+   BSON_APPEND_DOCUMENT(&opts, "writeConcern", inbox->write_concern);
    client = mongoc_client_pool_pop(inbox->pool);
    db = mongoc_client_get_database(client, inbox->db);
    ok = mongoc_database_write_command_with_opts(db, cmd, &opts, NULL, error);
