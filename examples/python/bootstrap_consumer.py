@@ -93,7 +93,9 @@ def bootstrap(cmd, prefix, subscribed_ms):
             apply(*item)
         held.clear()
         bootstrapped = True
-    print("bootstrapped %d" % report["replayed"], flush=True)
+        # Under the lock: print() writes the text and the newline separately, so a line from
+        # the MQTT thread's apply() could land in between.
+        print("bootstrapped %d" % report["replayed"], flush=True)
 
 
 def main(uri, live, prefix, cmd):
