@@ -1,6 +1,7 @@
 # Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
 """The Node side of test-languages.py: installing the examples' packages, and the Node
 writer's conflict checks (node-conflict.js)."""
+import fcntl
 import os
 import shutil
 import subprocess
@@ -18,6 +19,17 @@ def prepare(node_dir, examples):
                            capture_output=True, text=True).stdout.strip()
     if not major.isdigit() or int(major) < 16:
         return None, "node %s is too old (the mongodb driver 6.x needs >= 16.20)" % major
+    os.makedirs(node_dir, exist_ok=True)
+    # Four tests share node_dir and meson starts them at once: `npm ci` removes node_modules
+    # first, so two first installs must not overlap (a CI run found the driver without its
+    # 'bson' package). The second waits here, then finds the stamp and installs nothing.
+    with open(os.path.join(node_dir, ".install.lock"), "w") as lockfile:
+        fcntl.flock(lockfile, fcntl.LOCK_EX)
+        return install(node_dir, examples)
+
+
+def install(node_dir, examples):
+    """prepare()'s work, under its lock."""
     modules = os.path.join(node_dir, "node_modules")
     stamp = os.path.join(modules, ".outbox-package-lock.json")
     lock = os.path.join(examples, "node", "package-lock.json")
@@ -25,7 +37,6 @@ def prepare(node_dir, examples):
         wanted = f.read()
     if os.path.exists(stamp) and open(stamp).read() == wanted:
         return modules, None
-    os.makedirs(node_dir, exist_ok=True)
     for name in ("package.json", "package-lock.json"):
         shutil.copy(os.path.join(examples, "node", name), node_dir)
     try:
