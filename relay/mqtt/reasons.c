@@ -2,7 +2,7 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * MQTT reason codes in words, for the log lines that explain a refused connect or a broker's
- * DISCONNECT (mqtt.c), so an operator does not have to look codes up. Pure tables: safe from
+ * DISCONNECT (callbacks.c), so an operator does not have to look codes up. Pure tables: safe from
  * any thread.
  */
 #include "mqtt/mqtt.h"
