@@ -56,7 +56,8 @@ on_pub_failure5(void *context, MQTTAsync_failureData5 *resp)
    pub_ctx_t *c = context;
    relay_mqtt_t *m = c->m;
    uint64_t tag = ctx_release(c);
-   relay_mqtt_push(m, RELAY_MQTT_FAIL, tag, resp ? resp->code : -1, resp ? (int)resp->reasonCode : 0);
+   relay_mqtt_push(m, RELAY_MQTT_FAIL, tag, resp ? resp->code : -1,
+                   resp ? (int)resp->reasonCode : 0);
 }
 
 static void

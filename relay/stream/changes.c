@@ -1,10 +1,13 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Ingest's stream half (ingest.h): where the stream starts (relay_ingest_open(), applied by
- * relay.c when the partition owner asks for it), and turning change events of owned
- * partitions into buffered events. The sweep is in sweep.c; the state both share is
- * relay_ingest_t (ingest-private.h). Main thread only.
+ * Ingest's stream half (ingest.h): where the stream starts and stops (relay_ingest_open(),
+ * relay_ingest_close(), applied by relay.c when the partition owner asks for it), and applying
+ * the queued changes of owned partitions in order (relay_ingest_step(): the held change,
+ * verifying, the stream's position in the table). What a change carries is read in
+ * change-events.c, documents are taken in documents.c, the sweep is in sweep.c; the state they
+ * share is relay_ingest_t (ingest-private.h), and the fields of "The stream" there are written
+ * only here. Main thread only.
  *
  * Replays: after a restart from the checkpoint, or after a sweep, the stream first replays
  * changes whose events may already have been published and cleared (by this relay before it
@@ -18,361 +21,6 @@
 #include "stream/ingest-private.h"
 #include "util/log.h"
 #include "util/util.h"
-
-/* Past this many documents reported (relay_ingest_t.not_array_seen), every one is reported. */
-#define NOT_ARRAY_SEEN_MAX 4096
-
-static bool
-not_array_first_time(relay_ingest_t *in, int coll, const bson_value_t *id)
-{
-   relay_not_array_seen_t *seen = &in->not_array_seen;
-   bson_t doc = BSON_INITIALIZER;
-   size_t len;
-   uint8_t *key;
-   uint32_t c = (uint32_t)coll;
-
-   bson_append_value(&doc, "", 0, id);
-   len = sizeof c + doc.len;
-   key = bson_malloc(len);
-   memcpy(key, &c, sizeof c);
-   memcpy(key + sizeof c, bson_get_data(&doc), doc.len);
-   bson_destroy(&doc);
-   for (size_t i = 0; i < seen->n; i++) {
-      if (seen->lens[i] == len && !memcmp(seen->keys[i], key, len)) {
-         bson_free(key);
-         return false;
-      }
-   }
-   if (seen->n == NOT_ARRAY_SEEN_MAX) {
-      bson_free(key);
-      return true;
-   }
-   seen->keys = bson_realloc(seen->keys, (seen->n + 1) * sizeof *seen->keys);
-   seen->lens = bson_realloc(seen->lens, (seen->n + 1) * sizeof *seen->lens);
-   seen->keys[seen->n] = key;
-   seen->lens[seen->n++] = len;
-   return true;
-}
-
-/* The document's events field is not an array: nothing in it can be published, and the
- * document is left as it is (it holds no event the relay could move). Said once per
- * document and counted with the dead letters, so an operator learns that a writer bypasses
- * liboutbox. */
-static void
-report_not_array(relay_ingest_t *in, relay_entity_t *e, const bson_iter_t *it)
-{
-   if (!not_array_first_time(in, e->coll, &e->id)) {
-      return;
-   }
-   relay_log(RELAY_LOG_WARNING, "stream",
-             "document %s/%s: its %s field is a %s, not an array: its events are ignored "
-             "(was it written without liboutbox?)",
-             in->cfg->collections[e->coll], e->rendered, in->cfg->events_field,
-             BSON_ITER_HOLDS_DOCUMENT(it) ? "document"
-             : BSON_ITER_HOLDS_UTF8(it)   ? "string"
-                                          : "value of another type");
-   relay_metrics_add(in->metrics, RELAY_M_DEAD_LETTERED, 1);
-}
-
-/* Offers one stored event to @e (see offer_array()), unless relay_table_offer() would skip
- * it as seen already, which is decided from its seq and bytes without parsing it: replays and
- * re-reads of a document offer every pending event again, and the full parse and copy cost
- * more than the refusal. From the document, where a requeued event below last_seq may be
- * taken, only this very element buffered is skipped unparsed (relay_table_offer_requeued()
- * refuses an event id the entity holds). */
-static void
-offer_one(relay_ingest_t *in, relay_entity_t *e, const bson_value_t *value, relay_pos_t *pos,
-          int64_t replayed_upto, bool from_document)
-{
-   relay_event_t ev;
-   if (relay_table_seen(e, relay_event_peek_seq(value), value,
-                        from_document ? 0 : replayed_upto)) {
-      return;
-   }
-   relay_event_parse(value, &ev);
-   bool requeued = from_document && ev.requeued > 0 && ev.seq <= e->last_seq;
-   if (requeued && relay_table_offer_requeued(in->table, e, &ev, pos)) {
-      relay_log(RELAY_LOG_INFO, "stream", "requeued event of %s/%s (seq %" PRId64 ") taken",
-                in->cfg->collections[e->coll], e->rendered, e->tail->ev.seq);
-   } else if (requeued || !relay_table_offer(in->table, e, &ev, pos, replayed_upto)) {
-      relay_event_cleanup(&ev);
-   }
-}
-
-static void
-offer_array(relay_ingest_t *in, relay_entity_t *e, const bson_iter_t *it, relay_pos_t *pos,
-            int64_t replayed_upto, bool from_document)
-{
-   bson_iter_t arr;
-   if (!BSON_ITER_HOLDS_ARRAY(it)) {
-      report_not_array(in, e, it);
-      return;
-   }
-   if (!bson_iter_recurse(it, &arr)) {
-      return;
-   }
-   while (bson_iter_next(&arr)) {
-      offer_one(in, e, bson_iter_value(&arr), pos, replayed_upto, from_document);
-   }
-}
-
-static int64_t
-read_int(const bson_t *doc, const char *key)
-{
-   bson_iter_t it;
-   if (bson_iter_init_find(&it, doc, key) &&
-       (BSON_ITER_HOLDS_INT64(&it) || BSON_ITER_HOLDS_INT32(&it))) {
-      return bson_iter_as_int64(&it);
-   }
-   return 0;
-}
-
-/* Where a copy of a document comes from (take_doc()). */
-typedef enum {
-   DOC_SWEPT, /* the sweep's cursor: its partition's fresh window covers the replays */
-   DOC_READ,  /* read just now, ahead of the stream: see relay_entity_t.read_seq */
-} doc_source_t;
-
-/* Whether an entity the stream takes now in partition @part must stay in the table until the
- * running sweep ends: see relay_changes_sync_doc(). */
-static bool
-hold_for_sweep(const relay_ingest_t *in, int part)
-{
-   return in->sweeping && relay_partset_has(&in->sweep_set, part);
-}
-
-/* Takes the pending events of a document read from the collection of an entity in
- * partition @part. */
-static void
-take_doc(relay_ingest_t *in, int coll, int part, const bson_t *doc, relay_pos_t *pos,
-         doc_source_t source)
-{
-   bson_iter_t it;
-   relay_entity_t *e;
-   int64_t seq;
-
-   if (!bson_iter_init_find(&it, doc, "_id")) {
-      return;
-   }
-   e = relay_table_add(in->table, coll, bson_iter_value(&it));
-   e->part = part;
-   e->sweep_hold = e->sweep_hold || (source == DOC_READ && hold_for_sweep(in, part));
-   if (bson_iter_init_find(&it, doc, in->cfg->events_field)) {
-      offer_array(in, e, &it, pos, 0, true); /* the document as it is now: nothing is a replay */
-   }
-   /* Every seq up to eventSeq that is not pending any more was published and cleared. */
-   seq = read_int(doc, in->cfg->event_seq_field);
-   if (seq > e->last_seq) {
-      e->last_seq = seq;
-   }
-   /* The stream has yet to deliver the changes this copy already shows: if the entity were
-    * forgotten once its events are cleared, those changes would look new and publish them
-    * again. It stays until the stream passes this eventSeq (release_read_hold()). */
-   if (source != DOC_SWEPT) {
-      relay_table_hold_read(in->table, e, seq);
-   }
-   relay_table_forget_if_idle(in->table, e);
-}
-
-/* Reads one entity and takes its pending events. False if the read failed. The read and the
- * offer both happen here on the main thread, which is also where clears are completed: the
- * document is never older than a clear the table has forgotten. */
-static bool
-read_sync(relay_ingest_t *in, int coll, int part, const bson_value_t *id, relay_pos_t *pos)
-{
-   bson_t doc;
-   bson_error_t error;
-
-   if (!in->ops->read_entity(in->ctx, coll, id, &doc, &error)) {
-      if (error.code == 0) {
-         return true; /* deleted since: nothing pending */
-      }
-      relay_log(RELAY_LOG_WARNING, "stream", "reading an entity failed: %s", error.message);
-      return false;
-   }
-   take_doc(in, coll, part, &doc, pos, DOC_READ);
-   bson_destroy(&doc);
-   return true;
-}
-
-void
-relay_changes_sync_doc(relay_ingest_t *in, int coll, const relay_partset_t *parts,
-                       const bson_t *doc, relay_pos_t *pos)
-{
-   bson_iter_t it;
-   int part;
-
-   if (!bson_iter_init_find(&it, doc, "_id")) {
-      return;
-   }
-   part = relay_group_part_of(in->group, bson_iter_value(&it));
-   /* A sweep without the server's filter reads every pending document; another member's
-    * partitions are not ours to publish. */
-   if (!relay_partset_has(parts, part) || !relay_group_takes(in->group, part)) {
-      return;
-   }
-   /* The sweep's cursor fetches documents a batch before they are used here, and meanwhile
-    * the stream may have taken this entity from a fresh read, published its events and
-    * cleared them: this copy may still show them, and their seqs are not above the
-    * entity's last any more, so they would pass for repeated seqs and be dead-lettered (or,
-    * had the table forgotten the entity, be published again out of order). Entities the
-    * stream touches during the sweep are therefore kept in the table (sweep_hold), and any
-    * entity the table knows is read afresh instead of trusting this copy. */
-   if (relay_table_find(in->table, coll, bson_iter_value(&it))) {
-      if (!read_sync(in, coll, part, bson_iter_value(&it), pos)) {
-         relay_sweep_request(in, part); /* read it again with the partition's next sweep */
-      }
-      return;
-   }
-   take_doc(in, coll, part, doc, pos, DOC_SWEPT);
-}
-
-static bool
-all_digits(const char *s)
-{
-   if (!*s) {
-      return false;
-   }
-   for (; *s; s++) {
-      if (*s < '0' || *s > '9') {
-         return false;
-      }
-   }
-   return true;
-}
-
-/* What a key of a change's updatedFields names. */
-typedef enum {
-   KEY_OTHER,   /* not the events field */
-   KEY_ARRAY,   /* the whole events array */
-   KEY_ELEMENT, /* "events.N": one element (an append) */
-   KEY_INSIDE,  /* "events.N.x" or the like: a change inside an event */
-} events_key_t;
-
-static events_key_t
-events_key(const char *key, const char *field, size_t flen)
-{
-   if (strncmp(key, field, flen) != 0) {
-      return KEY_OTHER;
-   }
-   if (key[flen] == '\0') {
-      return KEY_ARRAY;
-   }
-   if (key[flen] != '.') {
-      return KEY_OTHER;
-   }
-   return all_digits(key + flen + 1) ? KEY_ELEMENT : KEY_INSIDE;
-}
-
-/* Folds into *@lowest the seq of the event at @value if it is above @e's last seq. */
-static void
-fold_new_seq(const relay_entity_t *e, const bson_value_t *value, int64_t *lowest)
-{
-   int64_t seq = relay_event_peek_seq(value);
-   if (seq > e->last_seq && seq < *lowest) {
-      *lowest = seq;
-   }
-}
-
-static void
-fold_new_seqs(const relay_entity_t *e, const bson_iter_t *it, int64_t *lowest)
-{
-   bson_iter_t arr;
-   if (BSON_ITER_HOLDS_ARRAY(it) && bson_iter_recurse(it, &arr)) {
-      while (bson_iter_next(&arr)) {
-         fold_new_seq(e, bson_iter_value(&arr), lowest);
-      }
-   }
-}
-
-/* Whether the change's new events (in @events, the whole array, or in the "events.N" fields
- * of @fields) start above the seq after @e's last: the events between were written by a
- * change this relay never saw (the stream's history was lost while the entity stayed in
- * the table), and they are pending in the document unless cleared since. Taking this change
- * would raise last_seq above them, and the sweep would then find them "not above the last
- * seq" and dead-letter them. Seqs are consecutive with liboutbox; a writer that skips seqs
- * only costs a read. Nothing is known of an entity with last_seq 0. */
-static bool
-skips_seqs(const relay_ingest_t *in, const relay_entity_t *e, const bson_iter_t *events,
-           const bson_iter_t *fields)
-{
-   const char *field = in->cfg->events_field;
-   size_t flen = strlen(field);
-   int64_t lowest = INT64_MAX;
-   bson_iter_t it;
-
-   if (e->last_seq == 0) {
-      return false;
-   }
-   if (events) {
-      fold_new_seqs(e, events, &lowest);
-   } else {
-      it = *fields;
-      while (bson_iter_next(&it)) {
-         events_key_t kind = events_key(bson_iter_key(&it), field, flen);
-         if (kind == KEY_ARRAY) {
-            fold_new_seqs(e, &it, &lowest);
-         } else if (kind == KEY_ELEMENT) {
-            fold_new_seq(e, bson_iter_value(&it), &lowest);
-         }
-      }
-   }
-   return lowest != INT64_MAX && lowest > e->last_seq + 1;
-}
-
-/* Takes the new events from the change itself. Returns false when it does not carry them
- * in a form we understand, or skips seqs (then the document is read instead). */
-static bool
-take_from_change(relay_ingest_t *in, relay_entity_t *e, const char *op, const bson_t *doc,
-                 relay_pos_t *pos)
-{
-   const char *field = in->cfg->events_field;
-   size_t flen = strlen(field);
-   bson_iter_t it, fields;
-   bool found = false;
-   /* While the stream replays history (after a reopen, or behind a partition's sweep), what
-    * this entity already took may come again. */
-   int64_t replayed_upto =
-       in->verifying || (e->part >= 0 && relay_group_fresh(in->group, e->part)) ? e->last_seq : 0;
-   if (e->read_seq > replayed_upto) {
-      replayed_upto = e->read_seq; /* shown by a read of its document already */
-   }
-
-   if (!strcmp(op, "insert") || !strcmp(op, "replace")) {
-      char *path = bson_strdup_printf("fullDocument.%s", field);
-      found = bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &fields) &&
-              BSON_ITER_HOLDS_ARRAY(&fields) && !skips_seqs(in, e, &fields, NULL);
-      bson_free(path);
-      if (found) {
-         offer_array(in, e, &fields, pos, replayed_upto, false);
-      }
-      return found;
-   }
-   if (!bson_iter_init(&it, doc) ||
-       !bson_iter_find_descendant(&it, "updateDescription.updatedFields", &fields) ||
-       !bson_iter_recurse(&fields, &it)) {
-      return false;
-   }
-   /* A requeue: the event is below the entity's last seq, and whether it is still pending
-    * (not already published since) only the document says. Read it. */
-   bson_iter_t requeues = it;
-   if (bson_iter_find(&requeues, in->cfg->requeues_field) || skips_seqs(in, e, NULL, &it)) {
-      return false;
-   }
-   while (bson_iter_next(&it)) {
-      events_key_t kind = events_key(bson_iter_key(&it), field, flen);
-      if (kind == KEY_INSIDE) {
-         return false; /* a change inside an event: not an append we can read */
-      }
-      if (kind == KEY_ARRAY) {
-         offer_array(in, e, &it, pos, replayed_upto, false);
-      } else if (kind == KEY_ELEMENT) {
-         offer_one(in, e, bson_iter_value(&it), pos, replayed_upto, false);
-      }
-      found = found || kind != KEY_OTHER;
-   }
-   return found;
-}
 
 static int
 coll_index(const relay_ingest_t *in, const char *name)
@@ -418,30 +66,12 @@ sub_field(const bson_iter_t *it, const char *name, bson_iter_t *out)
    return BSON_ITER_HOLDS_DOCUMENT(it) && bson_iter_recurse(it, out) && bson_iter_find(out, name);
 }
 
-/* The eventSeq a change leaves in its document, or 0 if it does not say. */
-static int64_t
-change_event_seq(const relay_ingest_t *in, const char *op, const bson_t *doc)
-{
-   bool whole = !strcmp(op, "insert") || !strcmp(op, "replace");
-   char *path =
-       bson_strdup_printf("%s.%s", whole ? "fullDocument" : "updateDescription.updatedFields",
-                          in->cfg->event_seq_field);
-   bson_iter_t it, found;
-   int64_t seq = 0;
-   if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &found) &&
-       (BSON_ITER_HOLDS_INT64(&found) || BSON_ITER_HOLDS_INT32(&found))) {
-      seq = bson_iter_as_int64(&found);
-   }
-   bson_free(path);
-   return seq;
-}
-
 /* Once the stream has delivered the change that made the eventSeq a read of @e's document
  * showed, later changes are new: the entity may be forgotten when idle. */
 static void
 release_read_hold(relay_ingest_t *in, relay_entity_t *e, const char *op, const bson_t *doc)
 {
-   if (!e || e->read_seq == 0 || change_event_seq(in, op, doc) < e->read_seq) {
+   if (!e || e->read_seq == 0 || relay_change_events_seq(in, op, doc) < e->read_seq) {
       return;
    }
    relay_table_release_read(in->table, e);
@@ -536,7 +166,7 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
    if (part >= 0 && relay_group_takes(in->group, part)) {
       bool read_held = false; /* e has (or may now have) a read_seq to release */
       if (!e && (in->verifying || relay_group_fresh(in->group, part))) {
-         if (!read_sync(in, coll, part, &f.id, pos)) {
+         if (!relay_docs_read(in, coll, part, &f.id, pos)) {
             return false;
          }
          read_held = true;
@@ -545,10 +175,10 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
             e = relay_table_add(in->table, coll, &f.id);
             e->part = part;
          }
-         e->sweep_hold = e->sweep_hold || hold_for_sweep(in, part);
+         e->sweep_hold = e->sweep_hold || relay_docs_hold_for_sweep(in, part);
          read_held = e->read_seq > 0;
-         if (!take_from_change(in, e, f.op, doc, pos)) {
-            if (!read_sync(in, coll, part, &f.id, pos)) {
+         if (!relay_change_events_take(in, e, f.op, doc, pos)) {
+            if (!relay_docs_read(in, coll, part, &f.id, pos)) {
                return false;
             }
             read_held = true;

@@ -1,15 +1,16 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Ingest's state (ingest.h), shared by changes.c (the stream) and sweep.c (the sweeps) and
- * nothing else. Main thread only.
+ * Ingest's state (ingest.h), shared by changes.c (the stream), change-events.c (what a change
+ * carries), documents.c (documents into the table) and sweep.c (the sweeps) and nothing else.
+ * Main thread only.
  */
 #ifndef RELAY_STREAM_INGEST_PRIVATE_H
 #define RELAY_STREAM_INGEST_PRIVATE_H
 
 #include "stream/ingest.h"
 
-/* Documents already reported for an events field that is not an array (changes.c):
+/* Documents already reported for an events field that is not an array (documents.c):
  * collection index + the BSON of {"": _id}. A writer that bypasses liboutbox should be named
  * once, not on every change of the document. Rare, so a short list. One per relay: two relays
  * in one process (the tests) each say it once. */
@@ -60,10 +61,35 @@ void relay_changes_cleanup(relay_ingest_t *in);
 void relay_changes_set_verifying(relay_ingest_t *in, bool verifying);
 /* Below both buffer bounds: more may be read. */
 bool relay_changes_has_room(const relay_ingest_t *in);
+
+/* documents.c */
 /* Takes the pending events of @doc (read from collection @coll) if its entity is in @parts
  * and owned. */
-void relay_changes_sync_doc(relay_ingest_t *in, int coll, const relay_partset_t *parts,
-                            const bson_t *doc, relay_pos_t *pos);
+void relay_docs_sync(relay_ingest_t *in, int coll, const relay_partset_t *parts, const bson_t *doc,
+                     relay_pos_t *pos);
+/* Reads entity @id of collection @coll in partition @part and takes its pending events.
+ * False if the read failed (a deleted document is not a failure). */
+bool relay_docs_read(relay_ingest_t *in, int coll, int part, const bson_value_t *id,
+                     relay_pos_t *pos);
+/* Offers the stored event @value (one element of an events array) or every element of the
+ * array at @it to @e; events up to @replayed_upto may be replays. @from_document: read from
+ * the document (a requeued event may be taken), not from a change. */
+void relay_docs_offer_one(relay_ingest_t *in, relay_entity_t *e, const bson_value_t *value,
+                          relay_pos_t *pos, int64_t replayed_upto, bool from_document);
+void relay_docs_offer_array(relay_ingest_t *in, relay_entity_t *e, const bson_iter_t *it,
+                            relay_pos_t *pos, int64_t replayed_upto, bool from_document);
+/* Whether an entity taken now in partition @part must stay in the table until the running
+ * sweep ends. */
+bool relay_docs_hold_for_sweep(const relay_ingest_t *in, int part);
+
+/* change-events.c */
+/* Takes the new events of the change @doc (operation @op) of @e into the table. False when
+ * the change does not carry them in a form understood, or skips seqs: then read the document. */
+bool relay_change_events_take(relay_ingest_t *in, relay_entity_t *e, const char *op,
+                              const bson_t *doc, relay_pos_t *pos);
+/* The eventSeq the change @doc (operation @op) leaves in its document, or 0 if it does not
+ * say. */
+int64_t relay_change_events_seq(const relay_ingest_t *in, const char *op, const bson_t *doc);
 
 /* sweep.c */
 void relay_sweep_request(relay_ingest_t *in, int part);

@@ -4,7 +4,7 @@
  * Sweeps: reading the pending events of whole partitions from their documents, through the
  * partial index outbox_pending (pending events stay in their documents until cleared, so
  * the index is the exact to-do list). Ingest's sweep half (ingest.h), on the state it shares
- * with changes.c (relay_ingest_t); main thread only.
+ * with changes.c and documents.c (relay_ingest_t); main thread only.
  *
  * A full sweep covers every owned partition when there is no usable resume token (none
  * stored, or the stream's history is gone): the old positions are forgotten and the stream
@@ -94,7 +94,7 @@ begin(relay_ingest_t *in, int64_t now)
    in->sweep_full = full;
    /* What the table holds now may be published and cleared before the sweep gets to its
     * document, whose copy then shows it still pending: keep these entities known, so that
-    * the sweep reads them afresh (relay_changes_sync_doc()). */
+    * the sweep reads them afresh (relay_docs_sync()). */
    relay_table_hold_parts(in->table, &set);
    log_start(in, full);
    relay_metrics_add(in->metrics, RELAY_M_SWEEPS, 1);
@@ -143,7 +143,7 @@ finish(relay_ingest_t *in)
 }
 
 /* The sweep's cursor on the current collection: with the server's partition filter when it
- * hashes like we do; every pending document otherwise (then relay_changes_sync_doc() keeps
+ * hashes like we do; every pending document otherwise (then relay_docs_sync() keeps
  * only ours). */
 static void *
 open_cursor(relay_ingest_t *in)
@@ -172,7 +172,7 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
          in->sweep_cursor = open_cursor(in);
       }
       if (in->ops->sweep_next(in->ctx, in->sweep_cursor, &doc)) {
-         relay_changes_sync_doc(in, (int)in->sweep_coll, &in->sweep_set, doc, in->sweep_pos);
+         relay_docs_sync(in, (int)in->sweep_coll, &in->sweep_set, doc, in->sweep_pos);
          continue;
       }
       if (in->ops->sweep_error(in->ctx, in->sweep_cursor, &error)) {

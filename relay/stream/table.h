@@ -74,7 +74,7 @@ typedef struct relay_entity_t {
    bool parked;         /* its partition may not publish now: on a list of group.c's */
    /* Why it stays in the table while it holds nothing (relay_table_evict() refuses): */
    bool sweep_hold;  /* the stream took it while a sweep of its partition runs: until the
-                      * sweep ends (relay_changes_sync_doc()) */
+                      * sweep ends (relay_docs_sync()) */
    int64_t read_seq; /* its document was read ahead of the stream with this eventSeq: changes
                       * up to it are replays, until the stream passes it (changes.c) */
    int part;            /* its partition (group.c) */

@@ -463,7 +463,7 @@ Test(event, time_range_edges_are_valid)
    }
 }
 
-/* changes.c skips events it has seen by their seq without parsing them: the peeked seq must
+/* documents.c skips events it has seen by their seq without parsing them: the peeked seq must
  * be the one a full parse reads, for good and bad events alike. */
 Test(event, peek_seq_matches_parse)
 {

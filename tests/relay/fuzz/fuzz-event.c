@@ -398,7 +398,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    }
    if (bson_iter_init_find(&it, &doc, "events") && BSON_ITER_HOLDS_ARRAY(&it) &&
        bson_iter_recurse(&it, &arr)) {
-      /* A stored document: every element of its events array, as changes.c offers them. */
+      /* A stored document: every element of its events array, as stream/documents.c offers them. */
       while (bson_iter_next(&arr)) {
          check_event(bson_iter_value(&arr), id);
       }
