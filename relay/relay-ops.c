@@ -53,13 +53,13 @@ admission_open(void *ctx)
 static bool
 admission_admit(void *ctx, relay_entity_t *e)
 {
-   return relay_gate_admit(&((relay_t *)ctx)->group, e);
+   return relay_gate_admit(((relay_t *)ctx)->group, e);
 }
 
 static bool
 admission_keep_failed(void *ctx, relay_entity_t *e)
 {
-   return relay_gate_keep_failed(&((relay_t *)ctx)->group, e);
+   return relay_gate_keep_failed(((relay_t *)ctx)->group, e);
 }
 
 const relay_admission_ops_t relay_ops_admission = {admission_open, admission_admit,

@@ -51,7 +51,7 @@ struct relay_t {
    relay_table_t table;
 
    /* The partition owner: which partitions this member owns, the gate (group/group.h). */
-   relay_group_t group;
+   relay_group_t *group;
    relay_lease_t *lease; /* the lease thread (group/lease.h) */
    bool fatal;           /* the group said this process cannot join: stop with exit_code */
 

@@ -75,13 +75,13 @@ open_mongodb(relay_t *r, bson_error_t *error)
 static bool
 open_mqtt(relay_t *r, bson_error_t *error)
 {
-   r->mqtt = relay_mqtt_new(r->cfg, r->group.client_id, error);
+   r->mqtt = relay_mqtt_new(r->cfg, relay_group_client_id(r->group), error);
    if (!r->mqtt) {
       return false;
    }
    r->sender = relay_sender_new(r->cfg, r->mqtt, r->metrics);
    r->writer = relay_writer_new(r->cfg, r->metrics, &r->table, &relay_ops_writer, r);
-   r->ingest = relay_ingest_new(r->cfg, r->metrics, &r->table, &r->group, &relay_ops_ingest, r);
+   r->ingest = relay_ingest_new(r->cfg, r->metrics, &r->table, r->group, &relay_ops_ingest, r);
    r->publisher = relay_publisher_new(r->cfg, r->metrics, &r->table, &relay_ops_admission, r,
                                       &relay_ops_link, r);
    return true;
@@ -97,13 +97,15 @@ render_lease_metrics(void *ctx, bson_string_t *out)
 static bool
 start_lease(relay_t *r, bson_error_t *error)
 {
-   r->lease = relay_lease_new(r->cfg, r->group.instance_id, r->metrics, wake_main, r->mqtt, error);
+   r->lease = relay_lease_new(r->cfg, relay_group_instance_id(r->group), r->metrics, wake_main,
+                              r->mqtt, error);
    if (!r->lease) {
       return false;
    }
    relay_metrics_set_renderer(r->metrics, render_lease_metrics, r->lease);
    relay_log(RELAY_LOG_INFO, "group", "member %s of group '%s' (%d partitions, lease %d ms)",
-             r->group.instance_id, r->cfg->name, r->group.n, r->cfg->lease_ttl_ms);
+             relay_group_instance_id(r->group), r->cfg->name, relay_group_partitions(r->group),
+             r->cfg->lease_ttl_ms);
    return true;
 }
 
@@ -123,7 +125,7 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    r->metrics = metrics;
    atomic_init(&r->stop, 0);
    relay_table_init(&r->table);
-   relay_group_init(&r->group, cfg, metrics, &r->table, &relay_ops_group, r);
+   r->group = relay_group_new(cfg, metrics, &r->table, &relay_ops_group, r);
    if (!open_mongodb(r, error) || !open_mqtt(r, error)) {
       relay_destroy(r);
       return NULL;
@@ -185,7 +187,7 @@ checkpoint(relay_t *r, int64_t now, bool force)
 {
    bson_t *token = relay_writer_checkpoint_due(r->writer, now, force);
    if (token) {
-      relay_group_checkpoint(&r->group, token);
+      relay_group_checkpoint(r->group, token);
       bson_destroy(token);
    }
 }
@@ -246,20 +248,20 @@ own(relay_t *r, int64_t now)
 {
    relay_group_intents_t in;
 
-   relay_group_step(&r->group, now, relay_ingest_started(r->ingest),
+   relay_group_step(r->group, now, relay_ingest_started(r->ingest),
                     relay_publisher_connected(r->publisher), &in);
-   for (int p = 0; p < r->group.n; p++) {
+   for (int p = 0; p < relay_group_partitions(r->group); p++) {
       if (relay_partset_has(&in.sweep, p)) {
          relay_ingest_sweep(r->ingest, p);
       }
    }
    switch (in.stream) {
    case RELAY_STREAM_OPEN:
-      relay_reader_set_partitions(r->reader, in.filter, r->group.n);
+      relay_reader_set_partitions(r->reader, in.filter, relay_group_partitions(r->group));
       relay_ingest_open(r->ingest, in.token, &in.unswept);
       break;
    case RELAY_STREAM_REFILTER:
-      relay_reader_set_partitions(r->reader, in.filter, r->group.n);
+      relay_reader_set_partitions(r->reader, in.filter, relay_group_partitions(r->group));
       relay_reader_reopen(r->reader);
       break;
    case RELAY_STREAM_CLOSE:
@@ -320,7 +322,7 @@ relay_destroy(relay_t *r)
    relay_ingest_destroy(r->ingest);
    relay_metrics_set_renderer(r->metrics, NULL, NULL);
    relay_lease_destroy(r->lease);
-   relay_group_cleanup(&r->group);
+   relay_group_destroy(r->group);
    relay_publisher_destroy(r->publisher);
    relay_sender_destroy(r->sender);
    relay_mqtt_destroy(r->mqtt);

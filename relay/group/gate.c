@@ -8,6 +8,7 @@
  * (relay/README.md, "Running several relays").
  */
 #include "group/gate.h"
+#include "group/owner-private.h"
 
 #include "util/log.h"
 

@@ -3,8 +3,8 @@
  *
  * The partition owner (group.h): lease events into partition state and into what the stream
  * should do (returned as intents, applied by relay.c), and the checkpoint's validity per
- * partition. The gate, parking and draining are in gate.c. Main thread only; its state is
- * relay_group_t.
+ * partition, and the queries others may ask (owner.h). The gate, parking and draining are in
+ * gate.c. Main thread only; its state is relay_group_t (owner-private.h).
  */
 #include <inttypes.h>
 #include <string.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "group/group.h"
+#include "group/owner-private.h"
 
 #include "group/gate.h"
 #include "group/hash.h"
@@ -36,11 +37,11 @@ make_instance_id(relay_group_t *g)
    bson_snprintf(g->instance_id, sizeof g->instance_id, "%s/%d/%s", host, (int)getpid(), g->suffix);
 }
 
-void
-relay_group_init(relay_group_t *g, const relay_config_t *cfg, relay_metrics_t *metrics,
-                 relay_table_t *table, const relay_group_ops_t *ops, void *ctx)
+relay_group_t *
+relay_group_new(const relay_config_t *cfg, relay_metrics_t *metrics, relay_table_t *table,
+                const relay_group_ops_t *ops, void *ctx)
 {
-   memset(g, 0, sizeof *g);
+   relay_group_t *g = bson_malloc0(sizeof *g);
    g->cfg = cfg;
    g->metrics = metrics;
    g->table = table;
@@ -54,18 +55,21 @@ relay_group_init(relay_group_t *g, const relay_config_t *cfg, relay_metrics_t *m
     * whenever the other connects. An explicit --client-id is used as given. */
    g->client_id = cfg->client_id_from_name ? bson_strdup_printf("%s-%s", cfg->client_id, g->suffix)
                                            : bson_strdup(cfg->client_id);
+   return g;
 }
 
 void
-relay_group_cleanup(relay_group_t *g)
+relay_group_destroy(relay_group_t *g)
 {
+   if (!g) {
+      return;
+   }
    for (int p = 0; g->parts && p < g->n; p++) {
       bson_destroy(g->parts[p].token);
    }
    bson_free(g->parts);
-   g->parts = NULL;
    bson_free(g->client_id);
-   g->client_id = NULL;
+   bson_free(g);
 }
 
 void
@@ -85,6 +89,43 @@ bool
 relay_group_fresh(const relay_group_t *g, int p)
 {
    return g->parts[p].fresh;
+}
+
+bool
+relay_group_takes(const relay_group_t *g, int p)
+{
+   const relay_part_t *part = &g->parts[p];
+   return part->owned && !part->draining;
+}
+
+int
+relay_group_partitions(const relay_group_t *g)
+{
+   return g->n;
+}
+
+const relay_partset_t *
+relay_group_active(const relay_group_t *g)
+{
+   return &g->active;
+}
+
+bool
+relay_group_server_filters(const relay_group_t *g)
+{
+   return g->probe > 0;
+}
+
+const char *
+relay_group_instance_id(const relay_group_t *g)
+{
+   return g->instance_id;
+}
+
+const char *
+relay_group_client_id(const relay_group_t *g)
+{
+   return g->client_id;
 }
 
 void

@@ -21,7 +21,8 @@
  * ops it is handed (relay_group_ops_t), so a unit test runs it with fakes. It changes the
  * table it is given (dropping a lost partition's events, parking and unparking).
  *
- * Main thread only (relay_group_t lives in relay_t; relay.c owns it).
+ * Its state is opaque outside relay/group/ (owner.h has the handle and the queries).
+ * Main thread only; relay.c owns the handle.
  */
 #ifndef RELAY_GROUP_H
 #define RELAY_GROUP_H
@@ -58,22 +59,17 @@ typedef struct {
 /* Frees what @in owns (NULL-safe fields). */
 void relay_group_intents_cleanup(relay_group_intents_t *in);
 
-/* Sets the owner up: the instance id and the MQTT client id. Everything is borrowed and
- * must outlive @g; @metrics may be NULL. */
-void relay_group_init(relay_group_t *g, const relay_config_t *cfg, relay_metrics_t *metrics,
-                      relay_table_t *table, const relay_group_ops_t *ops, void *ctx);
-void relay_group_cleanup(relay_group_t *g);
+/* Makes the owner, owning nothing yet, with its instance id and MQTT client id. Everything
+ * is borrowed and must outlive it; @metrics may be NULL. */
+relay_group_t *relay_group_new(const relay_config_t *cfg, relay_metrics_t *metrics,
+                               relay_table_t *table, const relay_group_ops_t *ops, void *ctx);
+/* NULL-safe. */
+void relay_group_destroy(relay_group_t *g);
 
 /* One turn of the main loop: lease events, drains, the parked, eligibility (@mqtt_connected);
  * @started: whether the stream runs now. Fills @out (relay_group_intents_cleanup() it). */
 void relay_group_step(relay_group_t *g, int64_t now, bool started, bool mqtt_connected,
                       relay_group_intents_t *out);
-
-/* The partition of @id (the relay's own hash of it). */
-int relay_group_part_of(const relay_group_t *g, const bson_value_t *id);
-
-/* Whether an entity of @p not yet in the table must be read from its document. */
-bool relay_group_fresh(const relay_group_t *g, int p);
 
 /* The stream reached @ts (a change's clusterTime), or caught up (@ts NULL): partitions whose
  * sweep ended before it are not fresh any more. */

@@ -1,9 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The partition owner's state (relay_group_t) and what it is handed (relay_group_ops_t), below
- * both of its files: group.c (lease events, intents, checkpoints: group.h) and gate.c (the
- * gate, parking, drains: gate.h). Main thread only; relay.c owns the struct.
+ * The partition owner as the other components see it: an opaque handle (relay_group_t; its
+ * state is in owner-private.h, touched only by group.c and gate.c), what it is handed
+ * (relay_group_ops_t), and its queries. The queries only read its state, so ingest and relay.c
+ * may ask them at any time; what changes the state is in group.h and gate.h. Main thread only.
  */
 #ifndef RELAY_GROUP_OWNER_H
 #define RELAY_GROUP_OWNER_H
@@ -19,19 +20,6 @@
 #include "http/metrics.h"
 #include "store/store.h"
 #include "stream/table.h"
-
-typedef struct {
-   bool owned;    /* acquired, not lost, not handed over */
-   bool draining; /* a handoff was asked: publish nothing new, finish what is in flight */
-   int64_t epoch;
-   int64_t drain_started_ms;
-   uint64_t marker_seq; /* the token is valid once the checkpoint's seq passes this */
-   bool fresh;          /* entities not in the table are read from their documents */
-   bool sweep_done;     /* its sweep ended at fresh_until */
-   relay_ts_t fresh_until;
-   bson_t *token;          /* the checkpoint it came with, until the stream starts */
-   relay_entity_t *parked; /* entities waiting for the gate (linked by pnext) */
-} relay_part_t;
 
 /* What the partition owner needs of the lease thread and the server (relay.c: group/lease.h
  * and a probe on the state collection). Main thread calls. */
@@ -52,37 +40,34 @@ typedef struct {
    int (*probe)(void *ctx);
 } relay_group_ops_t;
 
-typedef struct relay_group_t {
-   const relay_config_t *cfg;
-   relay_metrics_t *metrics;
-   relay_table_t *table;
-   const relay_group_ops_t *ops;
-   void *ctx;
-   char instance_id[300]; /* "<hostname>/<pid>/<8 hex>" */
-   char suffix[9];        /* the 8 hex: the default MQTT client id is "<name>-<suffix>" */
-   char *client_id;       /* the MQTT client id this process uses */
-   int n;                 /* partitions */
-   relay_part_t *parts;
-   relay_partset_t active;   /* owned and not draining: what the stream carries */
-   relay_partset_t streamed; /* what the open stream's server-side filter selects */
-   int probe;                /* 0 not yet, 1 the server hashes like us, -1 it does not */
-   int64_t probe_retry_at_ms;
-   int probe_backoff_ms;
-   int n_draining;
-   int64_t drain_check_ms;
-   int n_fresh_done;     /* fresh partitions whose sweep ended ... */
-   relay_ts_t fresh_min; /* ... the earliest of their fresh_until */
-   int64_t mqtt_down_since_ms;
-   bool eligible;
-} relay_group_t;
+typedef struct relay_group_t relay_group_t;
+
+/* The queries (group.c). */
 
 /* Whether changes and documents of partition @p are taken (owned and not draining): the one
  * place this rule is written. */
-static inline bool
-relay_group_takes(const relay_group_t *g, int p)
-{
-   const relay_part_t *part = &g->parts[p];
-   return part->owned && !part->draining;
-}
+bool relay_group_takes(const relay_group_t *g, int p);
+
+/* Whether an entity of @p not yet in the table must be read from its document. */
+bool relay_group_fresh(const relay_group_t *g, int p);
+
+/* The partition of @id (the relay's own hash of it). */
+int relay_group_part_of(const relay_group_t *g, const bson_value_t *id);
+
+/* How many partitions the group has (--partitions). */
+int relay_group_partitions(const relay_group_t *g);
+
+/* The partitions this member takes (owned and not draining): what the stream carries.
+ * Valid until the owner's next step. */
+const relay_partset_t *relay_group_active(const relay_group_t *g);
+
+/* Whether the server hashes ids like the relay, so that it can select partitions itself
+ * (change stream and sweep filters); false also while this is not known yet. */
+bool relay_group_server_filters(const relay_group_t *g);
+
+/* This process's member id ("<hostname>/<pid>/<8 hex>") and MQTT client id; valid as long as
+ * @g. */
+const char *relay_group_instance_id(const relay_group_t *g);
+const char *relay_group_client_id(const relay_group_t *g);
 
 #endif /* RELAY_GROUP_OWNER_H */

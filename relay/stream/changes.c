@@ -231,8 +231,8 @@ relay_ingest_open(relay_ingest_t *in, const bson_t *token, const relay_partset_t
    if (token) {
       /* Partitions resumed from their checkpoints: a token after the base is valid for them.
        * Those that came without one wait for their own sweep's marker. */
-      relay_partset_t resumed = in->group->active;
-      for (int p = 0; p < in->group->n; p++) {
+      relay_partset_t resumed = *relay_group_active(in->group);
+      for (int p = 0; p < relay_group_partitions(in->group); p++) {
          if (relay_partset_has(unswept, p)) {
             relay_partset_remove(&resumed, p);
          }
@@ -240,7 +240,7 @@ relay_ingest_open(relay_ingest_t *in, const bson_t *token, const relay_partset_t
       relay_group_valid_after(in->group, &resumed, base);
       relay_log(RELAY_LOG_INFO, "stream", "resuming from the checkpoint of '%s'", in->cfg->name);
       in->stream_gen = in->ops->start(in->ctx, token, NULL);
-      for (int p = 0; p < in->group->n; p++) {
+      for (int p = 0; p < relay_group_partitions(in->group); p++) {
          if (relay_partset_has(unswept, p)) {
             relay_sweep_request(in, p);
          }

@@ -59,7 +59,7 @@ log_start(relay_ingest_t *in, bool full)
       return;
    }
    list = bson_string_new(NULL);
-   relay_partset_format(&in->sweep_set, in->group->n, list);
+   relay_partset_format(&in->sweep_set, relay_group_partitions(in->group), list);
    relay_log(RELAY_LOG_INFO, "sweep", "sweeping partitions %s for pending events", list->str);
    bson_string_free(list, true);
 }
@@ -69,16 +69,16 @@ begin(relay_ingest_t *in, int64_t now)
 {
    bson_error_t error;
    bool full = in->sweep_full_wanted;
-   relay_partset_t set = in->group->active;
+   relay_partset_t set = *relay_group_active(in->group);
 
    if (!full) {
-      for (int p = 0; p < in->group->n; p++) {
+      for (int p = 0; p < relay_group_partitions(in->group); p++) {
          if (!relay_partset_has(&in->sweep_wanted, p)) {
             relay_partset_remove(&set, p);
          }
       }
    }
-   if (relay_partset_count(&set, in->group->n) == 0) {
+   if (relay_partset_count(&set, relay_group_partitions(in->group)) == 0) {
       relay_partset_clear(&in->sweep_wanted);
       in->sweep_full_wanted = false;
       return;
@@ -148,8 +148,9 @@ finish(relay_ingest_t *in)
 static void *
 open_cursor(relay_ingest_t *in)
 {
-   const relay_partset_t *parts = in->group->probe > 0 ? &in->sweep_set : NULL;
-   return in->ops->sweep_open(in->ctx, (int)in->sweep_coll, in->sweep_hint, parts, in->group->n);
+   const relay_partset_t *parts = relay_group_server_filters(in->group) ? &in->sweep_set : NULL;
+   return in->ops->sweep_open(in->ctx, (int)in->sweep_coll, in->sweep_hint, parts,
+                              relay_group_partitions(in->group));
 }
 
 void
@@ -162,7 +163,8 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
       return;
    }
    if (!in->sweeping) {
-      if (in->sweep_full_wanted || relay_partset_count(&in->sweep_wanted, in->group->n) > 0) {
+      if (in->sweep_full_wanted ||
+          relay_partset_count(&in->sweep_wanted, relay_group_partitions(in->group)) > 0) {
          begin(in, now);
       }
       return;

@@ -123,11 +123,24 @@ static const relay_ingest_ops_t fake_ops = {
     fake_ensure_index, fake_operation_time, fake_sweep_open, fake_sweep_next,
     fake_sweep_error,  fake_sweep_close};
 
-/* The partition owner's lease thread: nothing happens there in these tests. */
+/* The partition owner's lease thread: it acquires partition 0 with a checkpoint once (the
+ * owner's first step, in setup()), then nothing happens there. */
+static bool acquire_pending;
+
 static relay_lease_event_t *
-no_event(void *ctx)
+acquire_once(void *ctx)
 {
-   return NULL;
+   relay_lease_event_t *ev;
+   if (!acquire_pending) {
+      return NULL;
+   }
+   acquire_pending = false;
+   ev = bson_malloc0(sizeof *ev);
+   ev->kind = RELAY_LEASE_ACQUIRED;
+   ev->part = 0;
+   ev->epoch = 1;
+   ev->token = BCON_NEW("_data", BCON_UTF8("82"));
+   return ev;
 }
 
 static bool
@@ -157,17 +170,19 @@ hashes_alike(void *ctx)
    return 1;
 }
 
-static const relay_group_ops_t group_ops = {no_event,    always,        no_drain,
-                                            no_eligible, no_checkpoint, hashes_alike};
+static const relay_group_ops_t group_ops = {acquire_once, always,        no_drain,
+                                            no_eligible,  no_checkpoint, hashes_alike};
 
 static relay_config_t cfg;
 static relay_table_t t;
-static relay_group_t g;
+static relay_group_t *g;
 static relay_ingest_t *in;
 
 static void
 setup(void)
 {
+   relay_group_intents_t intents;
+
    relay_config_init_defaults(&cfg);
    cfg.database = bson_strdup("db");
    cfg.collections = bson_malloc0(sizeof(char *));
@@ -177,11 +192,15 @@ setup(void)
    cfg.client_id = bson_strdup("relay");
    memset(&fake, 0, sizeof fake);
    relay_table_init(&t);
-   relay_group_init(&g, &cfg, NULL, &t, &group_ops, NULL);
-   g.parts[0].owned = true;
-   relay_partset_add(&g.active, 0);
-   g.probe = 1;
-   in = relay_ingest_new(&cfg, NULL, &t, &g, &fake_ops, NULL);
+   g = relay_group_new(&cfg, NULL, &t, &group_ops, NULL);
+   /* The owner takes partition 0 with its checkpoint (resumed: not fresh) and learns that
+    * the server hashes like the relay. */
+   acquire_pending = true;
+   relay_group_step(g, 0, false, true, &intents);
+   relay_group_intents_cleanup(&intents);
+   cr_assert(relay_group_takes(g, 0) && !relay_group_fresh(g, 0));
+   cr_assert(relay_group_server_filters(g));
+   in = relay_ingest_new(&cfg, NULL, &t, g, &fake_ops, NULL);
 }
 
 static void
@@ -194,7 +213,7 @@ teardown(void)
    }
    bson_destroy(fake.sweep_doc);
    bson_free(fake.doc_json);
-   relay_group_cleanup(&g);
+   relay_group_destroy(g);
    relay_table_cleanup(&t);
    relay_config_destroy(&cfg);
 }
@@ -241,6 +260,17 @@ store_doc(const char *json)
 {
    bson_free(fake.doc_json);
    fake.doc_json = bson_strdup(json);
+}
+
+/* Partition 0 is being swept again (as after a lost history): the owner makes it fresh. */
+static void
+make_fresh(void)
+{
+   relay_partset_t zero;
+   relay_partset_clear(&zero);
+   relay_partset_add(&zero, 0);
+   relay_group_sweep_began(g, &zero, &(relay_pos_t){.seq = 0});
+   cr_assert(relay_group_fresh(g, 0));
 }
 
 static void
@@ -299,7 +329,7 @@ Test(ingest, a_new_stream_takes_changes_as_they_come)
 Test(ingest, a_fresh_partitions_entities_are_read)
 {
    resume();
-   g.parts[0].fresh = true;
+   make_fresh();
    store_doc("{\"_id\": %d, \"events\": [" EV1 "], \"eventSeq\": 1}");
    push(RELAY_CHANGE_OPENED, NULL, (relay_ts_t){100, 0}, 0);
    push_insert(1, 101, EV1, 1);
@@ -310,7 +340,7 @@ Test(ingest, a_fresh_partitions_entities_are_read)
 Test(ingest, a_change_whose_read_fails_is_held_and_retried_first)
 {
    resume();
-   g.parts[0].fresh = true;
+   make_fresh();
    store_doc("{\"_id\": %d, \"events\": [" EV1 "], \"eventSeq\": 1}");
    push(RELAY_CHANGE_OPENED, NULL, (relay_ts_t){100, 0}, 0);
    push_insert(1, 101, EV1, 1);
@@ -340,7 +370,7 @@ Test(ingest, a_sweep_that_meets_the_stream_reads_the_entity_afresh)
    fake.gen = 0; /* ... which is the first start */
    relay_ingest_step(in, 0);
    cr_assert(fake.started_at, "the full sweep did not start the stream at its start");
-   cr_assert(relay_group_fresh(&g, 0));
+   cr_assert(relay_group_fresh(g, 0));
    cr_assert_eq(fake.reads, 1);
    relay_ingest_step(in, 1);
    cr_assert_eq(fake.sweeps_opened, 1);
@@ -360,7 +390,7 @@ Test(ingest, a_lost_history_drops_the_old_stream_and_sweeps_from_the_start)
    relay_ingest_step(in, 1);
    cr_assert_eq(fake.starts, 2, "the full sweep did not start a new stream");
    cr_assert(fake.started_at, "the new stream does not start at the sweep's start");
-   cr_assert(relay_group_fresh(&g, 0), "swept partitions are not fresh");
+   cr_assert(relay_group_fresh(g, 0), "swept partitions are not fresh");
 }
 
 Test(ingest, a_partial_sweep_holds_the_checkpoint_until_its_events_are_cleared)

@@ -82,7 +82,7 @@ static const relay_group_ops_t fake_ops = {fake_pop,          fake_may_publish, 
 
 static relay_config_t cfg;
 static relay_table_t t;
-static relay_group_t g;
+static relay_group_t *g;
 static relay_group_intents_t in;
 
 static void
@@ -98,7 +98,7 @@ setup(void)
    for (int p = 0; p < N_PARTS; p++) {
       fake.may_publish[p] = true;
    }
-   relay_group_init(&g, &cfg, NULL, &t, &fake_ops, &fake);
+   g = relay_group_new(&cfg, NULL, &t, &fake_ops, &fake);
    memset(&in, 0, sizeof in);
 }
 
@@ -110,7 +110,7 @@ teardown(void)
       relay_lease_event_free(ev);
    }
    relay_group_intents_cleanup(&in);
-   relay_group_cleanup(&g);
+   relay_group_destroy(g);
    relay_table_cleanup(&t);
    relay_config_destroy(&cfg);
 }
@@ -142,7 +142,7 @@ static void
 step(int64_t now, bool started)
 {
    relay_group_intents_cleanup(&in);
-   relay_group_step(&g, now, started, true, &in);
+   relay_group_step(g, now, started, true, &in);
 }
 
 /* An entity of partition @part with one queued event (seq @seq). */
@@ -188,11 +188,11 @@ Test(owner, acquiring_opens_the_stream_after_the_oldest_checkpoint)
    cr_assert(relay_partset_has(&in.unswept, 2) && !relay_partset_has(&in.unswept, 0));
    cr_assert_not_null(in.filter, "the server hashes like us: it filters");
    for (int p = 0; p < 3; p++) {
-      cr_assert(relay_group_takes(&g, p));
+      cr_assert(relay_group_takes(g, p));
    }
-   cr_assert(!relay_group_takes(&g, 3));
-   cr_assert(!relay_group_fresh(&g, 0), "a resumed partition is verified, not fresh");
-   cr_assert(relay_group_fresh(&g, 2), "a partition without checkpoint must be read fresh");
+   cr_assert(!relay_group_takes(g, 3));
+   cr_assert(!relay_group_fresh(g, 0), "a resumed partition is verified, not fresh");
+   cr_assert(relay_group_fresh(g, 2), "a partition without checkpoint must be read fresh");
 }
 
 Test(owner, without_any_checkpoint_a_full_sweep_comes_first)
@@ -220,27 +220,27 @@ Test(owner, acquiring_while_streaming_sweeps_and_holds_the_checkpoint_back)
    relay_pos_t marker = {.seq = 10};
    post(RELAY_LEASE_ACQUIRED, 0, 1, "82a");
    step(0, false);
-   relay_group_valid_after(&g, &g.active, &(relay_pos_t){.seq = 1});
+   relay_group_valid_after(g, relay_group_active(g), &(relay_pos_t){.seq = 1});
    post(RELAY_LEASE_ACQUIRED, 3, 1, NULL);
    step(1, true);
    cr_assert(relay_partset_has(&in.sweep, 3), "an acquired partition was not swept");
    cr_assert_eq(in.stream, RELAY_STREAM_REFILTER);
    cr_assert(relay_partset_has(in.filter, 3) && relay_partset_has(in.filter, 0));
-   cr_assert(relay_group_fresh(&g, 3));
+   cr_assert(relay_group_fresh(g, 3));
 
    t.checkpoint_seq = 5;
-   relay_group_checkpoint(&g, &(bson_t)BSON_INITIALIZER);
+   relay_group_checkpoint(g, &(bson_t)BSON_INITIALIZER);
    cr_assert(relay_partset_has(&fake.ckpt_valid, 0));
    cr_assert(!relay_partset_has(&fake.ckpt_valid, 3), "a checkpoint claimed an unswept partition");
-   relay_group_sweep_began(&g, &(relay_partset_t){0}, &marker);
+   relay_group_sweep_began(g, &(relay_partset_t){0}, &marker);
    relay_partset_t three;
    relay_partset_clear(&three);
    relay_partset_add(&three, 3);
-   relay_group_sweep_began(&g, &three, &marker);
-   relay_group_checkpoint(&g, &(bson_t)BSON_INITIALIZER);
+   relay_group_sweep_began(g, &three, &marker);
+   relay_group_checkpoint(g, &(bson_t)BSON_INITIALIZER);
    cr_assert(!relay_partset_has(&fake.ckpt_valid, 3), "valid before the FIFO passed the marker");
    t.checkpoint_seq = 11;
-   relay_group_checkpoint(&g, &(bson_t)BSON_INITIALIZER);
+   relay_group_checkpoint(g, &(bson_t)BSON_INITIALIZER);
    cr_assert(relay_partset_has(&fake.ckpt_valid, 3));
 }
 
@@ -251,12 +251,12 @@ Test(owner, a_fresh_partition_stays_fresh_until_the_stream_passes_its_sweep)
    relay_partset_add(&one, 1);
    post(RELAY_LEASE_ACQUIRED, 1, 1, NULL);
    step(0, false);
-   relay_group_sweep_began(&g, &one, &(relay_pos_t){.seq = 1});
-   relay_group_sweep_ended(&g, &one, (relay_ts_t){100, 0});
-   relay_group_stream_at(&g, &(relay_ts_t){100, 0});
-   cr_assert(relay_group_fresh(&g, 1), "not fresh before the stream passed the sweep's end");
-   relay_group_stream_at(&g, &(relay_ts_t){101, 0});
-   cr_assert(!relay_group_fresh(&g, 1));
+   relay_group_sweep_began(g, &one, &(relay_pos_t){.seq = 1});
+   relay_group_sweep_ended(g, &one, (relay_ts_t){100, 0});
+   relay_group_stream_at(g, &(relay_ts_t){100, 0});
+   cr_assert(relay_group_fresh(g, 1), "not fresh before the stream passed the sweep's end");
+   relay_group_stream_at(g, &(relay_ts_t){101, 0});
+   cr_assert(!relay_group_fresh(g, 1));
 }
 
 Test(owner, losing_a_partition_drops_its_queued_events_and_goes_standby)
@@ -269,10 +269,10 @@ Test(owner, losing_a_partition_drops_its_queued_events_and_goes_standby)
    other = entity(2, 2, 1);
    post(RELAY_LEASE_LOST, 1, 4, NULL); /* an older epoch: not this ownership */
    step(1, true);
-   cr_assert(relay_group_takes(&g, 1), "a stale loss was applied");
+   cr_assert(relay_group_takes(g, 1), "a stale loss was applied");
    post(RELAY_LEASE_LOST, 1, 5, NULL);
    step(2, true);
-   cr_assert(!relay_group_takes(&g, 1));
+   cr_assert(!relay_group_takes(g, 1));
    cr_assert_eq(t.buffered, 1, "the lost partition's queued events stayed");
    cr_assert_eq(relay_table_next_ready(&t, 0), other);
    cr_assert_eq(in.stream, RELAY_STREAM_REFILTER);
@@ -290,10 +290,10 @@ Test(owner, a_handoff_drains_then_hands_over)
    cr_assert_eq(relay_table_next_ready(&t, 0), busy);
    post(RELAY_LEASE_HANDOFF, 1, 3, NULL);
    step(100, true);
-   cr_assert(!relay_group_takes(&g, 1));
+   cr_assert(!relay_group_takes(g, 1));
    waiting = entity(2, 1, 1);
    cr_assert_eq(relay_table_next_ready(&t, 0), waiting);
-   cr_assert(!relay_gate_admit(&g, waiting), "a draining partition published something new");
+   cr_assert(!relay_gate_admit(g, waiting), "a draining partition published something new");
    cr_assert(waiting->parked);
    step(200, true);
    cr_assert_eq(fake.n_drained, 0, "handed over with an event in flight");
@@ -330,13 +330,13 @@ Test(owner, a_member_past_its_deadline_publishes_nothing_until_renewed)
    e = entity(1, 2, 1);
    fake.may_publish[2] = false; /* paused: the renewals stopped, the deadline passed */
    cr_assert_eq(relay_table_next_ready(&t, 0), e);
-   cr_assert(!relay_gate_admit(&g, e), "published past the lease deadline");
+   cr_assert(!relay_gate_admit(g, e), "published past the lease deadline");
    step(10, true);
    cr_assert_null(relay_table_next_ready(&t, 0), "offered again while the gate is shut");
    fake.may_publish[2] = true;
    step(20, true);
    cr_assert_eq(relay_table_next_ready(&t, 0), e, "not offered again once renewed");
-   cr_assert(relay_gate_admit(&g, e));
+   cr_assert(relay_gate_admit(g, e));
 }
 
 Test(owner, a_failed_publish_of_a_lost_partition_is_dropped)
@@ -346,22 +346,22 @@ Test(owner, a_failed_publish_of_a_lost_partition_is_dropped)
    step(0, false);
    e = entity(1, 2, 1);
    cr_assert_eq(relay_table_next_ready(&t, 0), e);
-   cr_assert(relay_gate_keep_failed(&g, e));
+   cr_assert(relay_gate_keep_failed(g, e));
    post(RELAY_LEASE_LOST, 2, 1, NULL);
    step(1, true);
-   cr_assert(!relay_gate_keep_failed(&g, e), "kept an event of a partition gone to another");
+   cr_assert(!relay_gate_keep_failed(g, e), "kept an event of a partition gone to another");
    cr_assert_eq(t.buffered, 0);
 }
 
 Test(owner, a_member_that_cannot_reach_the_broker_is_not_eligible)
 {
    int64_t down = 1000;
-   relay_group_step(&g, down, false, false, &in);
-   relay_group_step(&g, down + cfg.lease_ttl_ms, false, false, &in);
+   relay_group_step(g, down, false, false, &in);
+   relay_group_step(g, down + cfg.lease_ttl_ms, false, false, &in);
    cr_assert_eq(fake.eligible, -1, "ineligible within a lease time");
-   relay_group_step(&g, down + cfg.lease_ttl_ms + 1, false, false, &in);
+   relay_group_step(g, down + cfg.lease_ttl_ms + 1, false, false, &in);
    cr_assert_eq(fake.eligible, 0);
-   relay_group_step(&g, down + cfg.lease_ttl_ms + 2, false, true, &in);
+   relay_group_step(g, down + cfg.lease_ttl_ms + 2, false, true, &in);
    cr_assert_eq(fake.eligible, 1);
 }
 
