@@ -134,7 +134,9 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    /* Without per-collection series (tests that drive relay_t directly) there is nothing
     * for the scanner to fill. */
    bool want_scanner = cfg->pending_scan_interval_ms > 0 && relay_metrics_series(metrics);
-   r->clearer = r->reader ? relay_clearer_new(cfg, metrics, wake_main, r->mqtt, error) : NULL;
+   r->clearer = r->reader ? relay_clearer_new(cfg, metrics, relay_group_instance_id(r->group),
+                                              wake_main, r->mqtt, error)
+                          : NULL;
    if (r->clearer && want_scanner) {
       r->scanner = relay_scanner_new(cfg, metrics, error);
    }

@@ -56,7 +56,8 @@ outbox_archive_schema(bson_t *validator)
    bson_append_document_end(&props, &p);
    prop(&props, "partition", "int", "the relay group's partition of the entity");
    prop(&props, "publishedAt", "date", "when the relay archived it, after the acknowledgement");
-   prop(&props, "relay", "string", "the relay's name");
+   prop(&props, "relay", "string", "the relay's name (its group's)");
+   prop(&props, "member", "string", "the group member that archived it (its instance id)");
    bson_append_document_end(&schema, &props);
    bson_append_document_end(validator, &schema);
 }

@@ -14,8 +14,8 @@
  * event's own fields are copied as stored: the relay checked them against the contract before
  * publishing. */
 static void
-build_entry(const relay_config_t *cfg, const relay_clear_stmt_t *s, const bson_t *raw,
-            int64_t now_ms, bson_t *entry)
+build_entry(const relay_config_t *cfg, const char *member, const relay_clear_stmt_t *s,
+            const bson_t *raw, int64_t now_ms, bson_t *entry)
 {
    static const char *const copied[] = {"seq", "type", "time", "data", "headers"};
    bson_iter_t it;
@@ -36,13 +36,17 @@ build_entry(const relay_config_t *cfg, const relay_clear_stmt_t *s, const bson_t
    }
    BSON_APPEND_DATE_TIME(entry, "publishedAt", now_ms);
    BSON_APPEND_UTF8(entry, "relay", cfg->name);
+   if (member) {
+      BSON_APPEND_UTF8(entry, "member", member);
+   }
 }
 
 /* Adds the inserts of @s's events to @bulk, recording for each the statement it belongs to.
  * Returns false if one could not be built. */
 static bool
-add_inserts(const relay_config_t *cfg, mongoc_bulk_operation_t *bulk, relay_clear_stmt_t *s,
-            int64_t now_ms, relay_clear_stmt_t ***owner, size_t *n_docs, size_t *cap)
+add_inserts(const relay_config_t *cfg, const char *member, mongoc_bulk_operation_t *bulk,
+            relay_clear_stmt_t *s, int64_t now_ms, relay_clear_stmt_t ***owner, size_t *n_docs,
+            size_t *cap)
 {
    bson_iter_t it;
    bool ok = true;
@@ -61,7 +65,7 @@ add_inserts(const relay_config_t *cfg, mongoc_bulk_operation_t *bulk, relay_clea
       if (!bson_init_static(&raw, buf, len)) {
          return false;
       }
-      build_entry(cfg, s, &raw, now_ms, &entry);
+      build_entry(cfg, member, s, &raw, now_ms, &entry);
       ok = mongoc_bulk_operation_insert_with_opts(bulk, &entry, NULL, NULL);
       bson_destroy(&entry);
       if (*n_docs == *cap) {
@@ -121,7 +125,7 @@ now_ms(void)
 }
 
 bool
-relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg,
+relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg, const char *member,
                     relay_clear_stmt_t **stmts, size_t n, int64_t *inserted, bson_error_t *error)
 {
    bson_t opts = BSON_INITIALIZER, reply = BSON_INITIALIZER;
@@ -136,7 +140,7 @@ relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg,
    BSON_APPEND_BOOL(&opts, "ordered", false);
    bulk = mongoc_collection_create_bulk_operation_with_opts(archive, &opts);
    for (size_t i = 0; i < n && ok; i++) {
-      ok = add_inserts(cfg, bulk, stmts[i], now, &owner, &n_docs, &cap);
+      ok = add_inserts(cfg, member, bulk, stmts[i], now, &owner, &n_docs, &cap);
    }
    if (!ok) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_ARCHIVE, "an archive entry could not be built");

@@ -24,6 +24,7 @@ struct relay_clearer_t {
    mongoc_collection_t **colls;
    mongoc_collection_t *archive; /* NULL without --archive-collection */
    bool archive_ready;           /* its validator and indexes are installed */
+   char *member;                 /* this process's instance id, recorded in archive entries */
    relay_metrics_t *metrics;
    pthread_t thread;
    bool started;
@@ -167,7 +168,7 @@ archive_first(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_cle
    bool ok;
 
    prepare_archive(c);
-   ok = relay_archive_write(c->archive, c->cfg, mine, n, &inserted, &error);
+   ok = relay_archive_write(c->archive, c->cfg, c->member, mine, n, &inserted, &error);
    relay_series_observe(relay_metrics_series(c->metrics), RELAY_H_ARCHIVE_WRITE, coll,
                         (double)(bson_get_monotonic_time() - started) / 1e6);
    relay_metrics_add(c->metrics, RELAY_M_ARCHIVED, (uint64_t)inserted);
@@ -292,8 +293,8 @@ run(void *arg)
 }
 
 relay_clearer_t *
-relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, void (*wake)(void *),
-                  void *wake_ctx, bson_error_t *error)
+relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, const char *member,
+                  void (*wake)(void *), void *wake_ctx, bson_error_t *error)
 {
    relay_clearer_t *c;
    mongoc_client_t *client = relay_store_client_new(cfg, "outbox-relay-clear", error);
@@ -312,6 +313,7 @@ relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, void (*wa
       c->archive = mongoc_client_get_collection(client, cfg->database, cfg->archive_collection);
    }
    c->metrics = metrics;
+   c->member = bson_strdup(member);
    c->wake = wake;
    c->wake_ctx = wake_ctx;
    pthread_mutex_init(&c->lock, NULL);
@@ -376,5 +378,6 @@ relay_clearer_destroy(relay_clearer_t *c)
    mongoc_client_destroy(c->client);
    pthread_cond_destroy(&c->cond);
    pthread_mutex_destroy(&c->lock);
+   bson_free(c->member);
    bson_free(c);
 }

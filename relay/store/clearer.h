@@ -64,10 +64,12 @@ void relay_clear_job_add_event(relay_clear_job_t *job, relay_clear_stmt_t *s,
 
 void relay_clear_job_free(relay_clear_job_t *job);
 
-/* Starts the thread. It counts archive writes in @metrics (may be NULL). Returns NULL and
+/* Starts the thread. It counts archive writes in @metrics (may be NULL) and records @member
+ * (this process's instance id, copied; may be NULL) in archive entries. Returns NULL and
  * fills @error on a bad URI. */
 relay_clearer_t *relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics,
-                                   void (*wake)(void *), void *wake_ctx, bson_error_t *error);
+                                   const char *member, void (*wake)(void *), void *wake_ctx,
+                                   bson_error_t *error);
 
 /* True while a submitted batch is not yet taken back with relay_clearer_take(). */
 bool relay_clearer_busy(relay_clearer_t *c);

@@ -136,6 +136,33 @@ Test(archive, validator_refuses_malformed_entries)
    bson_destroy(doc);
 }
 
+/* The group and the member that archived an entry are strings when present; entries written
+ * before the member was recorded (only the group, or neither) stay valid. */
+Test(archive, validator_takes_the_member_and_entries_without_it)
+{
+   bson_error_t e;
+   const char *relay_only = "{\"_id\": \"a\", \"relay\": \"g\"}";
+   const char *both = "{\"_id\": \"b\", \"relay\": \"g\", \"member\": \"h/1/0a0b0c0d\"}";
+   const char *neither = "{\"_id\": \"c\"}";
+   const char *bad = "{\"_id\": \"d\", \"relay\": \"g\", \"member\": 7}";
+   const char *docs[] = {relay_only, both, neither, bad};
+
+   for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+      bson_t *doc = bson_new_from_json((const uint8_t *)docs[i], -1, &e);
+      cr_assert(doc, "%s", e.message);
+      BCON_APPEND(doc, "collection", "things", "entityId", "a", "seq", BCON_INT64(1), "type", "t",
+                  "time", BCON_DATE_TIME(1), "data", "{", "}", "publishedAt", BCON_DATE_TIME(1));
+      bool ok = mongoc_collection_insert_one(archive, doc, NULL, NULL, &e);
+      if (docs[i] == bad) {
+         cr_assert(!ok, "a member that is no string was accepted");
+         cr_assert_eq(e.code, 121, "%u %s", e.code, e.message);
+      } else {
+         cr_assert(ok, "%s: %s", docs[i], e.message);
+      }
+      bson_destroy(doc);
+   }
+}
+
 static int64_t
 ttl_of(void)
 {

@@ -22,7 +22,10 @@
  *      partition:   Int32,   the relay group's partition of the entity (optional),
  *      publishedAt: Date,    when the relay archived it, just after the broker acknowledged
  *                            it and before it was cleared,
- *      relay:       String   the relay's --name (optional) }
+ *      relay:       String,  the relay's --name, which is its group's name (optional),
+ *      member:      String   the group member that archived it: its instance id
+ *                            "<host>/<pid>/<8 hex>", as in the group's member documents
+ *                            (optional; entries written before it was recorded lack it) }
  *
  * The relay archives a batch of acknowledged events before it clears them and clears only
  * what is archived: an event is in its document's events array, or in the archive, or

@@ -10,6 +10,7 @@ usage: test_archive.py OUTBOX_RELAY OUTBOX_ADMIN [TEST_NAME ...]   (under with-s
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -63,6 +64,15 @@ def check_archive(dbname, cname, ents):
     return entries
 
 
+def member_id(relay, rname):
+    """The member id ("<host>/<pid>/<hex>") @relay logged at start."""
+    found = re.search(r"member (\S+) of group '%s'" % re.escape(rname), relay.log_text())
+    check(found, "the relay did not log its member id")
+    member = found.group(1)
+    check(member.split("/")[1] == str(relay.proc.pid), "member id %s: not this one" % member)
+    return member
+
+
 def test_archive_then_clear():
     """Published events leave their documents and are in the archive, once each; the
     validator, the indexes and the TTL index are installed; the metrics count them."""
@@ -78,7 +88,14 @@ def test_archive_then_clear():
             ents.create("e%d" % i, 3)
         check(wait_until(lambda: ents.pending() == 0, 30), "%d events never cleared" %
               ents.pending())
-        check_archive(dbname, cname, ents)
+        entries = check_archive(dbname, cname, ents)
+        # Each entry names the group (--name) and the member that archived it (its instance
+        # id "<host>/<pid>/<hex>", as the relay logs it at start).
+        member = member_id(relay, rname)
+        for e in entries:
+            check(e.get("relay") == rname and e.get("member") == member,
+                  "entry %s: relay %s, member %s (want %s, %s)" %
+                  (e["_id"], e.get("relay"), e.get("member"), rname, member))
         arch = client[dbname][ARCHIVE]
         indexes = {ix["name"]: ix for ix in arch.list_indexes()}
         for name in ("outbox_archive_time", "outbox_archive_entity", "outbox_archive_type"):
@@ -90,6 +107,16 @@ def test_archive_then_clear():
             raise AssertionError("the archive's validator accepted a malformed entry")
         except pymongo.errors.WriteError as e:
             check(e.code == 121, "malformed entry: %s" % e.details)
+        # An entry written before members were recorded (no member) is still valid; a
+        # member that is not a string is not.
+        old = dict(entries[0], _id="old-entry")
+        old.pop("member")
+        arch.insert_one(old)
+        try:
+            arch.insert_one(dict(entries[0], _id="bad-member", member=7))
+            raise AssertionError("the archive's validator accepted a member that is no string")
+        except pymongo.errors.WriteError as e:
+            check(e.code == 121, "bad member: %s" % e.details)
         check(metric(port, "outbox_relay_events_archived_total") == 60,
               "archived metric: %s" % metric(port, "outbox_relay_events_archived_total"))
         check(relay.stop() == 0, "relay did not exit 0")
@@ -595,7 +622,11 @@ def test_group_members_archive_their_partitions():
             ents.create("g%d" % i, 2)
         check(wait_until(lambda: ents.pending() == 0, 30), "events never cleared")
         entries = check_archive(dbname, cname, ents)
+        ids = [member_id(m, rname) for m in members]
         for e in entries:
+            check(e.get("member") in ids and e.get("relay") == rname,
+                  "%s archived by %s of %s, not by a member of %s: %s" %
+                  (e["_id"], e.get("member"), e.get("relay"), rname, ids))
             check(e["partition"] == partition_of(e["entityId"]),
                   "%s archived with partition %s, its partition is %d" %
                   (e["entityId"], e["partition"], partition_of(e["entityId"])))
