@@ -197,6 +197,40 @@ bench_backlog_insert(mongoc_client_t *c, const char *db, const char *coll, bench
 }
 
 bool
+bench_archive_insert(mongoc_client_t *c, const char *db, const char *archive, const char *coll,
+                     bench_layout_t *l, size_t payload)
+{
+   bulk_t b = {.col = mongoc_client_get_collection(c, db, archive), .ok = true};
+   int64_t now_ms = (int64_t) time(NULL) * 1000;
+   for (size_t n = 0; n < l->events && b.ok; n++) {
+      size_t e = n % l->entities;
+      char id[40], entity[32];
+      bson_t entry = BSON_INITIALIZER, data;
+      event_id(id, sizeof id, (int64_t) n);
+      bench_entity_id(entity, sizeof entity, e);
+      /* An entry as the relay writes it (outbox/archive.h). */
+      BSON_APPEND_UTF8(&entry, "_id", id);
+      BSON_APPEND_UTF8(&entry, "collection", coll);
+      BSON_APPEND_UTF8(&entry, "entityId", entity);
+      BSON_APPEND_INT64(&entry, "seq", (int64_t) (n / l->entities) + 1);
+      BSON_APPEND_UTF8(&entry, "type", "bench.event");
+      BSON_APPEND_DATE_TIME(&entry, "time", now_ms);
+      bson_append_document_begin(&entry, "data", 4, &data);
+      bench_event_data(&data, (int64_t) n, payload);
+      bson_append_document_end(&entry, &data);
+      BSON_APPEND_DATE_TIME(&entry, "publishedAt", now_ms);
+      BSON_APPEND_UTF8(&entry, "relay", "outbox-bench");
+      l->entity_of[n] = (uint32_t) e;
+      mongoc_bulk_operation_insert(bulk_get(&b), &entry);
+      bulk_count(&b, entry.len);
+      bson_destroy(&entry);
+   }
+   bulk_flush(&b);
+   mongoc_collection_destroy(b.col);
+   return b.ok;
+}
+
+bool
 bench_entities_insert(mongoc_client_t *c, const char *db, const char *coll, size_t entities)
 {
    bulk_t b = {.col = mongoc_client_get_collection(c, db, coll), .ok = true};

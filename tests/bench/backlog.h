@@ -39,6 +39,12 @@ bool bench_coll_prepare(mongoc_client_t *c, const char *db, const char *coll);
 bool bench_backlog_insert(mongoc_client_t *c, const char *db, const char *coll,
                           bench_layout_t *l, size_t payload);
 
+/* Inserts `l->events` archive entries (outbox/archive.h) of collection `coll` into the
+ * collection `archive`, laid out as bench_backlog_insert() lays out events: event n of entity
+ * n % entities, seq n / entities + 1. The archive's indexes must exist already. */
+bool bench_archive_insert(mongoc_client_t *c, const char *db, const char *archive,
+                          const char *coll, bench_layout_t *l, size_t payload);
+
 /* Inserts `entities` documents without events (version 1, eventSeq 0). */
 bool bench_entities_insert(mongoc_client_t *c, const char *db, const char *coll,
                            size_t entities);

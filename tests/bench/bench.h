@@ -27,6 +27,7 @@ typedef enum { BENCH_SMOKE, BENCH_QUICK, BENCH_DEFAULT, BENCH_LONG } bench_mode_
 typedef struct {
    bench_mode_t mode;
    const char *relay_path;    /* outbox-relay executable; NULL skips drain and steady */
+   const char *admin_path;    /* outbox-admin (replay); default: next to the relay */
    const char *mongod_path;   /* test-mongod, when no OUTBOX_MONGODB_URI is given */
    const char *mosquitto_path;
    const char *publisher_path; /* outbox-bench-pub, the ceiling's publisher */
@@ -75,6 +76,18 @@ typedef struct {
    bench_proc_use_t relay, mongod, mosquitto;
    bench_proc_use_t self; /* this process: the subscriber (and the writers when streaming) */
 } bench_drain_t;
+
+/* outbox-admin replay of an archive (replay.c). */
+typedef struct {
+   bool ok;
+   size_t events, entities, received, duplicates, order_violations;
+   int window;                 /* outbox-admin replay's in-flight window */
+   size_t payload;
+   double seconds;             /* outbox-admin started -> every event at the subscriber */
+   double msgs_per_s;          /* events / seconds */
+   double baseline_msgs_per_s; /* the ceiling with the same window, before and after */
+   bench_proc_use_t admin;     /* outbox-admin's CPU over the replay */
+} bench_replay_t;
 
 typedef struct {
    bool ok;
@@ -144,6 +157,7 @@ typedef struct {
    int n_baseline_runs;
    bench_drain_t drain_few, drain_many, drain_stream, drain_bare;
    bench_drain_t drain_archive; /* drain-few with --archive-collection */
+   bench_replay_t replay;       /* outbox-admin replay of an archive */
    bench_steady_t saturation, steady[3];
    double max_sustainable_per_s;
    bench_libcase_t lib[6];

@@ -86,9 +86,8 @@ wait_cleared(mongoc_client_t *c, const char *db, const char *coll, int64_t deadl
    }
 }
 
-/* Per entity, events must arrive (first time) in seq order, which is ascending n. */
-static size_t
-order_violations(const bench_layout_t *l, const uint32_t *rank)
+size_t
+bench_order_violations(const bench_layout_t *l, const uint32_t *rank)
 {
    uint32_t *last = calloc(l->entities, sizeof *last);
    size_t bad = 0;
@@ -156,7 +155,7 @@ finish(const bench_drain_run_t *run, bench_sub_t *sub, const bench_layout_t *l,
    out->first_msg_s = st.first_ns > t0 ? bench_secs(t0, st.first_ns) : 0;
    out->all_received_s = st.last_ns > t0 ? bench_secs(t0, st.last_ns) : 0;
    out->avg_msg_bytes = st.total ? (double) st.bytes / (double) st.total : 0;
-   out->order_violations = order_violations(l, bench_sub_rank(sub));
+   out->order_violations = bench_order_violations(l, bench_sub_rank(sub));
 }
 
 static void

@@ -6,6 +6,7 @@
 
 #include <mongoc/mongoc.h>
 
+#include "backlog.h"
 #include "bench.h"
 #include "subscriber.h"
 
@@ -26,6 +27,10 @@ bool bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mon
  * the last case *relay is set to 0 (the process was reaped and must not be signalled). */
 bool bench_relay_wait(bench_sub_t *sub, size_t n, pid_t *relay, int64_t deadline,
                       const char **why);
+
+/* Per entity, events must arrive (first time) in seq order, which is ascending n: how many
+ * did not (@rank: bench_sub_rank()). */
+size_t bench_order_violations(const bench_layout_t *l, const uint32_t *rank);
 
 /* Prints the last lines of a relay log in the work directory to stderr. */
 void bench_relay_log_tail(const bench_servers_t *s, const char *log_name);

@@ -16,6 +16,7 @@
 #include "bench.h"
 #include "drain.h"
 #include "parts.h"
+#include "replay.h"
 #include "subscriber.h"
 
 static void
@@ -169,6 +170,32 @@ run_drains(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
    }
 }
 
+/* The replay between two ceilings with its window (outbox-admin's, not --window), compared
+ * with their mean like the drains. */
+static void
+run_replay(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
+           bench_sub_t *sub, bench_results_t *r)
+{
+   bench_baseline_t before, after;
+   size_t messages = baseline_messages(o);
+   if (o->verbose) {
+      fprintf(stderr, "outbox-bench: replay of %zu archived events (ceiling at window %d)\n",
+              o->events, BENCH_REPLAY_WINDOW);
+   }
+   if (!bench_baseline_run(o, s, sub, messages, o->payload, BENCH_REPLAY_WINDOW, false,
+                           &before)) {
+      bench_fail(r, "ceiling before the replay incomplete");
+   }
+   if (!bench_replay_run(o, s, c, sub, &r->replay)) {
+      bench_fail(r, "replay of %zu archived events incomplete", o->events);
+   }
+   if (!bench_baseline_run(o, s, sub, messages, o->payload, BENCH_REPLAY_WINDOW, false,
+                           &after)) {
+      bench_fail(r, "ceiling after the replay incomplete");
+   }
+   r->replay.baseline_msgs_per_s = (before.msgs_per_s + after.msgs_per_s) / 2;
+}
+
 static void
 run_scaling(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
             bench_sub_t *sub, bench_results_t *r)
@@ -246,6 +273,9 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
    if (relay && any_drain_enabled(o)) {
       run_drains(o, s, c, sub, r);
    }
+   if (o->admin_path && bench_part_enabled(o, "replay")) {
+      run_replay(o, s, c, sub, r);
+   }
    if (relay && bench_part_enabled(o, "steady")) {
       bench_steady_run_all(o, s, sub, r);
    }
@@ -263,6 +293,9 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
 #endif
    if (!relay) {
       fprintf(stderr, "outbox-bench: no --relay given: drain, steady and scaling skipped\n");
+   }
+   if (!o->admin_path && bench_part_enabled(o, "replay")) {
+      fprintf(stderr, "outbox-bench: no outbox-admin (--admin) found: replay skipped\n");
    }
 done:
    bench_sub_destroy(sub);

@@ -25,13 +25,14 @@ usage(FILE *out)
       "  --long              1M-event drain and the scaling runs (window, events per\n"
       "                      commit, payload size); test-mongod needs many GB of RAM for it\n"
       "  --relay PATH        outbox-relay to measure (without it: baseline and lib only)\n"
+      "  --admin PATH        outbox-admin for the replay part (default: next to --relay)\n"
       "  --mongod PATH       test-mongod executable\n"
       "  --mosquitto PATH    mosquitto executable (default /usr/sbin/mosquitto)\n"
       "  --publisher PATH    the ceiling's publisher (default: outbox-bench-pub next to\n"
       "                      this program; PATH-sysmalloc, when it exists, gives a\n"
       "                      secondary ceiling with glibc's malloc)\n"
       "  --json FILE         also write the figures as JSON\n"
-      "  --only LIST         comma list of: baseline,drain,steady,lib,scale,group; or\n"
+      "  --only LIST         comma list of: baseline,drain,steady,lib,scale,group,replay; or\n"
       "                      single drains: drain-few,drain-many,drain-stream,drain-bare,\n"
       "                      drain-archive\n"
       "  --events N          drain backlog size\n"
@@ -72,6 +73,18 @@ sysmalloc_publisher(const char *publisher)
    static char path[4096];
    int n = snprintf(path, sizeof path, "%s-sysmalloc", publisher);
    return n > 0 && (size_t) n < sizeof path && access(path, X_OK) == 0 ? path : NULL;
+}
+
+/* outbox-admin in the directory of @relay (both are built in one place); NULL when there is
+ * none (the replay part is then skipped). */
+static const char *
+admin_next_to(const char *relay)
+{
+   static char path[4096];
+   const char *slash = relay ? strrchr(relay, '/') : NULL;
+   int n = slash ? snprintf(path, sizeof path, "%.*s/outbox-admin", (int) (slash - relay), relay)
+                 : snprintf(path, sizeof path, "outbox-admin");
+   return relay && n > 0 && (size_t) n < sizeof path && access(path, X_OK) == 0 ? path : NULL;
 }
 
 static void
@@ -169,6 +182,8 @@ parse_valued(bench_opts_t *o, const char *f, const char *v)
    size_t n;
    if (!strcmp(f, "--relay")) {
       o->relay_path = v;
+   } else if (!strcmp(f, "--admin")) {
+      o->admin_path = v;
    } else if (!strcmp(f, "--mongod")) {
       o->mongod_path = v;
    } else if (!strcmp(f, "--mosquitto")) {
@@ -221,7 +236,8 @@ static bool
 takes_value(const char *f)
 {
    static const char *const valued[] = {
-      "--relay", "--mongod", "--mosquitto", "--publisher", "--json", "--only", "--database", "--window-flag",
+      "--relay", "--admin", "--mongod", "--mosquitto", "--publisher", "--json", "--only",
+      "--database", "--window-flag",
       "--relay-arg", "--events", "--entities", "--payload", "--window", "--writers",
       "--phase-seconds", "--lib-seconds", "--timeout", "--oplog-mb", NULL};
    for (int i = 0; valued[i]; i++) {
@@ -279,6 +295,9 @@ bench_opts_parse(bench_opts_t *o, int argc, char **argv, int *exit_code)
       }
    }
    o->sysmalloc_publisher_path = sysmalloc_publisher(o->publisher_path);
+   if (!o->admin_path) {
+      o->admin_path = admin_next_to(o->relay_path);
+   }
    /* Every writer and library thread owns a disjoint set of entities: none may get none. */
    if (o->entities_few < 8 || o->entities_few < (size_t) o->writers) {
       fprintf(stderr, "outbox-bench: --entities: the first count must be at least 8 and at "

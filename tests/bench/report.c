@@ -88,6 +88,26 @@ print_drain(const char *label, const bench_drain_t *d)
 }
 
 static void
+print_replay(const bench_results_t *r)
+{
+   const bench_replay_t *p = &r->replay;
+   if (!p->events) {
+      return;
+   }
+   double ratio = p->baseline_msgs_per_s > 0 ? p->msgs_per_s / p->baseline_msgs_per_s : 0;
+   printf("\nReplay of an archive (outbox-admin replay, window %d; ceiling at the same window "
+          "%.0f msg/s)\n", p->window, p->baseline_msgs_per_s);
+   printf("%-22s %8zu ev %7zu ent  %9.0f ev/s  %5.2f x ceiling  %6.2f s%s\n", "  few entities",
+          p->events, p->entities, p->msgs_per_s, ratio, p->seconds, p->ok ? "" : "  INCOMPLETE");
+   if (p->duplicates || p->order_violations) {
+      printf("  duplicates %zu, per-entity order violations %zu\n", p->duplicates,
+             p->order_violations);
+   }
+   print_use("admin", &p->admin, p->events);
+   printf("\n");
+}
+
+static void
 print_steady(const bench_results_t *r)
 {
    if (!r->saturation.events) {
@@ -291,6 +311,7 @@ bench_report_print(const bench_opts_t *o, const bench_results_t *r)
       }
       print_drain("  few entities", &r->drain_archive);
    }
+   print_replay(r);
    print_steady(r);
    print_lib(r);
    print_scale(r);
@@ -424,6 +445,17 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
    json_drain(f, "drain_stream_", &r->drain_stream);
    json_drain(f, "drain_bare_", &r->drain_bare);
    json_drain(f, "drain_archive_", &r->drain_archive);
+   bool replayed = r->replay.events > 0;
+   jnum(f, "replay_msgs_per_s", r->replay.msgs_per_s, replayed);
+   jnum(f, "replay_baseline_msgs_per_s", r->replay.baseline_msgs_per_s, replayed);
+   jnum(f, "replay_ratio", r->replay.msgs_per_s / r->replay.baseline_msgs_per_s,
+        replayed && r->replay.baseline_msgs_per_s > 0);
+   jnum(f, "replay_events", (double) r->replay.events, replayed);
+   jnum(f, "replay_window", r->replay.window, replayed);
+   jnum(f, "replay_seconds", r->replay.seconds, replayed);
+   jnum(f, "replay_duplicates", (double) r->replay.duplicates, replayed);
+   jnum(f, "replay_admin_cpu_us_per_event",
+        replayed ? r->replay.admin.cpu_s * 1e6 / (double) r->replay.events : 0, replayed);
    jnum(f, "max_sustainable_per_s", r->max_sustainable_per_s, r->saturation.events > 0);
    static const char *const pct[] = {"25pct", "50pct", "90pct"};
    for (int i = 0; i < 3; i++) {
