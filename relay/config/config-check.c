@@ -147,7 +147,7 @@ check_group(const relay_config_t *cfg, bson_error_t *error)
  * (paho then fails every connect with "TCP connect completion failure"). 23 bytes is only
  * what every broker must accept; mosquitto and most others take more. */
 #define MQTT_STRING_MAX 65535
-/* What relay_group_init() appends to a client id made from --name: "-" and 8 hex digits. */
+/* What relay_group_new() appends to a client id made from --name: "-" and 8 hex digits. */
 #define CLIENT_ID_SUFFIX_LEN 9
 
 static bool

@@ -21,7 +21,7 @@ relay_config_redact_uri(const char *uri)
 }
 
 /* The option's value as dumps show it. A client id made from --name gets a random suffix
- * per process (relay_group_init()), which does not exist yet: say so rather than show a
+ * per process (relay_group_new()), which does not exist yet: say so rather than show a
  * client id the relay never connects as (the "mqtt" start-up line names the real one). */
 static char *
 value_text(const relay_config_t *cfg, const relay_opt_t *opt)
