@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 import uuid
 
@@ -214,60 +213,46 @@ class Aedes:
         self.stop()
 
 
-class Subscriber:
-    """A verifying subscriber of either MQTT version (QoS 1, reconnecting every second). With
-    @persistent (MQTT 3.1.1: clean session 0, a fixed client id) the broker keeps its
-    subscription and queue across the subscriber's and the broker's restarts. Same interface
-    as chaoslib.Subscriber: snapshot() is [(topic, payload bytes, arrival time)]."""
+class Subscriber(chaoslib.Subscriber):
+    """chaoslib's verifying subscriber for either MQTT version (QoS 1, reconnecting every
+    second), logging in as USER unless @auth is false. With @persistent (MQTT 3.1.1: clean
+    session 0, a fixed client id) the broker keeps its subscription and queue across the
+    subscriber's and the broker's restarts. snapshot() is [(topic, payload bytes, arrival
+    time)]."""
+
+    subscribe_timeout = 15  # RabbitMQ answers the first SUBSCRIBE slowly on loaded machines
 
     def __init__(self, broker, version=4, persistent=False, topic_filter="outbox/#",
                  auth=True):
-        self.lock = threading.Lock()
-        self.messages = []
-        self.subscribed = threading.Event()
-        self.filter = topic_filter
-        cid = "verify-%s" % uuid.uuid4().hex[:10]
-        if version == 5:
-            self.client = mqtt.Client(client_id=cid, protocol=mqtt.MQTTv5)
-        else:
-            self.client = mqtt.Client(client_id=cid, protocol=mqtt.MQTTv311,
-                                      clean_session=not persistent)
-        if auth:
-            self.client.username_pw_set(USER, PASSWORD)
+        self.version, self.persistent, self.auth = version, persistent, auth
         self.events = []  # (time, "connect rc" / "disconnect rc"): shown when a check fails
-        self.client.on_message = self._on_message
-        self.client.on_connect = self._on_connect
         self.connected = False
-        self.client.on_disconnect = self._on_disconnect
-        self.client.on_subscribe = lambda *a, **k: self.subscribed.set()
-        self.client.reconnect_delay_set(min_delay=1, max_delay=1)
+        super().__init__(broker, topic_filter)
+
+    def _new_client(self):
+        cid = "verify-%s" % uuid.uuid4().hex[:10]
+        if self.version == 5:
+            client = mqtt.Client(client_id=cid, protocol=mqtt.MQTTv5)
+        else:
+            client = mqtt.Client(client_id=cid, protocol=mqtt.MQTTv311,
+                                 clean_session=not self.persistent)
+        if self.auth:
+            client.username_pw_set(USER, PASSWORD)
+        client.on_disconnect = self._on_disconnect
+        return client
+
+    def _connect(self, broker):
         self.client.connect("127.0.0.1", broker.port, keepalive=30)
-        self.client.loop_start()
-        if not self.subscribed.wait(15):
-            self.close()
-            raise RuntimeError("the subscriber could not subscribe to %s" % broker.name)
 
     def _on_connect(self, client, userdata, flags, rc, *props):
         self.events.append((time.time(), "connect %s session-present %s" %
                             (rc, flags.get("session present"))))
         self.connected = rc == 0
-        client.subscribe(self.filter, qos=1)
+        super()._on_connect(client, userdata, flags, rc)
 
     def _on_disconnect(self, client, userdata, rc, *props):
         self.connected = False
         self.events.append((time.time(), "disconnect %s" % rc))
-
-    def _on_message(self, client, userdata, msg):
-        with self.lock:
-            self.messages.append((msg.topic, msg.payload, time.time()))
-
-    def snapshot(self):
-        with self.lock:
-            return list(self.messages)
-
-    def count(self):
-        with self.lock:
-            return len(self.messages)
 
     def history(self):
         """Its connects and disconnects, one line each, with the messages received by then."""
@@ -282,16 +267,9 @@ class Subscriber:
         while time.time() - start < timeout:
             if not wait_until(lambda: self.connected, timeout - (time.time() - start)):
                 return False
-            if chaoslib.Subscriber.wait_silence(self, quiet, timeout) and self.connected:
+            if super().wait_silence(quiet, timeout) and self.connected:
                 return True
         return False
-
-    def close(self):
-        self.client.loop_stop()
-        try:
-            self.client.disconnect()
-        except Exception:
-            pass
 
 
 class Record:

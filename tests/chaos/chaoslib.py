@@ -441,26 +441,38 @@ class Ledger:
 
 class Subscriber:
     """Subscribed (QoS 1, MQTT 5, persistent session) before anything starts, and always
-    reconnecting; keeps every message in arrival order."""
+    reconnecting; keeps every message in arrival order. Subclasses (the other brokers'
+    subscriber, tests/brokers/otherbrokers.py) change how the client is made and connects
+    through _new_client() and _connect(), and keep the rest."""
+
+    subscribe_timeout = 10
 
     def __init__(self, broker, topic_filter="outbox/#"):
         self.lock = threading.Lock()
-        self.messages = []  # (topic, payload bytes)
+        self.messages = []  # (topic, payload bytes, arrival time)
         self.subscribed = threading.Event()
         self.filter = topic_filter
-        self.client = mqtt.Client(client_id="chaos-sub-%s" % uuid.uuid4().hex[:10],
-                                  protocol=mqtt.MQTTv5)
+        self.client = self._new_client()
         self.client.on_message = self._on_message
         self.client.on_connect = self._on_connect
         self.client.on_subscribe = lambda *a, **k: self.subscribed.set()
         self.client.reconnect_delay_set(min_delay=1, max_delay=1)
+        self._connect(broker)
+        self.client.loop_start()
+        if not self.subscribed.wait(self.subscribe_timeout):
+            self.close()
+            raise RuntimeError("the subscriber could not subscribe to %s" %
+                               getattr(broker, "name", "the broker"))
+
+    def _new_client(self):
+        return mqtt.Client(client_id="chaos-sub-%s" % uuid.uuid4().hex[:10],
+                           protocol=mqtt.MQTTv5)
+
+    def _connect(self, broker):
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = 86400
         self.client.connect("127.0.0.1", broker.port, keepalive=30, clean_start=False,
                             properties=props)
-        self.client.loop_start()
-        if not self.subscribed.wait(10):
-            raise RuntimeError("the subscriber could not subscribe")
 
     def _on_connect(self, client, userdata, flags, rc, properties=None):
         client.subscribe(self.filter, qos=1)
