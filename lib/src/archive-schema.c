@@ -9,26 +9,15 @@
 #include "error-private.h"
 #include "outbox/archive.h"
 #include "outbox/outbox.h"
+#include "schema-props-private.h"
 
 #define ARCHIVE_TITLE "outbox archive contract"
-#define EVENT_TYPE "^[A-Za-z0-9._-]{1,128}$"
 #define TTL_INDEX "outbox_archive_ttl"
-
-/* Adds {name: {bsonType: type, description: what}} to @props. */
-static void
-prop(bson_t *props, const char *name, const char *type, const char *what)
-{
-   bson_t p;
-   BSON_APPEND_DOCUMENT_BEGIN(props, name, &p);
-   BSON_APPEND_UTF8(&p, "bsonType", type);
-   BSON_APPEND_UTF8(&p, "description", what);
-   bson_append_document_end(props, &p);
-}
 
 void
 outbox_archive_schema(bson_t *validator)
 {
-   bson_t schema, props, p, ap;
+   bson_t schema, props;
    bson_init(validator);
    BSON_APPEND_DOCUMENT_BEGIN(validator, "$jsonSchema", &schema);
    BCON_APPEND(&schema, "title", ARCHIVE_TITLE, "description",
@@ -36,28 +25,19 @@ outbox_archive_schema(bson_t *validator)
                "required", "[", "_id", "collection", "entityId", "seq", "type", "time", "data",
                "publishedAt", "]");
    BSON_APPEND_DOCUMENT_BEGIN(&schema, "properties", &props);
-   prop(&props, "_id", "string", "the event id");
-   prop(&props, "collection", "string", "the outbox collection it came from");
-   BSON_APPEND_DOCUMENT_BEGIN(&props, "seq", &p);
-   BCON_APPEND(&p, "bsonType", "long", "minimum", BCON_INT64(1), "description",
-               "Int64, the event's per-entity seq");
-   bson_append_document_end(&props, &p);
-   BSON_APPEND_DOCUMENT_BEGIN(&props, "type", &p);
-   BCON_APPEND(&p, "bsonType", "string", "pattern", EVENT_TYPE, "description",
-               "1..128 characters of [A-Za-z0-9._-]");
-   bson_append_document_end(&props, &p);
-   prop(&props, "time", "date", "the event's time");
-   prop(&props, "data", "object", "the event's data");
-   BSON_APPEND_DOCUMENT_BEGIN(&props, "headers", &p);
-   BCON_APPEND(&p, "bsonType", "object", "description", "string values only");
-   BSON_APPEND_DOCUMENT_BEGIN(&p, "additionalProperties", &ap);
-   BCON_APPEND(&ap, "bsonType", "string");
-   bson_append_document_end(&p, &ap);
-   bson_append_document_end(&props, &p);
-   prop(&props, "partition", "int", "the relay group's partition of the entity");
-   prop(&props, "publishedAt", "date", "when the relay archived it, after the acknowledgement");
-   prop(&props, "relay", "string", "the relay's name (its group's)");
-   prop(&props, "member", "string", "the group member that archived it (its instance id)");
+   _outbox_schema_prop(&props, "_id", "string", "the event id");
+   _outbox_schema_prop(&props, "collection", "string", "the outbox collection it came from");
+   _outbox_schema_long_prop(&props, "seq", 1, "Int64, the event's per-entity seq");
+   _outbox_schema_event_type_prop(&props, "type");
+   _outbox_schema_prop(&props, "time", "date", "the event's time");
+   _outbox_schema_prop(&props, "data", "object", "the event's data");
+   _outbox_schema_headers_prop(&props, "headers");
+   _outbox_schema_prop(&props, "partition", "int", "the relay group's partition of the entity");
+   _outbox_schema_prop(&props, "publishedAt", "date",
+                       "when the relay archived it, after the acknowledgement");
+   _outbox_schema_prop(&props, "relay", "string", "the relay's name (its group's)");
+   _outbox_schema_prop(&props, "member", "string",
+                       "the group member that archived it (its instance id)");
    bson_append_document_end(&schema, &props);
    bson_append_document_end(validator, &schema);
 }

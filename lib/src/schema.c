@@ -11,12 +11,12 @@
 
 #include "collection-private.h"
 #include "error-private.h"
+#include "schema-props-private.h"
 
 /* The title that marks a validator (or one clause of a $and) as ours. */
 #define SCHEMA_TITLE "outbox stored contract"
 
 #define UUID_V4 "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
-#define EVENT_TYPE "^[A-Za-z0-9._-]{1,128}$"
 
 typedef struct {
    const char *action;       /* "error" | "warn" */
@@ -108,7 +108,7 @@ parse_for(const outbox_collection_t *c, const bson_t *opts, schema_opts_t *o, bs
 static void
 append_event_schema(bson_t *events)
 {
-   bson_t items, props, p, ap;
+   bson_t items, props;
    BSON_APPEND_UTF8(events, "bsonType", "array");
    BSON_APPEND_UTF8(events, "description", "pending events, oldest first");
    BSON_APPEND_DOCUMENT_BEGIN(events, "items", &items);
@@ -117,30 +117,13 @@ append_event_schema(bson_t *events)
    BSON_APPEND_ARRAY(&items, "required", required);
    bson_destroy(required);
    BSON_APPEND_DOCUMENT_BEGIN(&items, "properties", &props);
-   BSON_APPEND_DOCUMENT_BEGIN(&props, "id", &p);
-   BCON_APPEND(&p, "bsonType", "string", "pattern", UUID_V4, "description",
-               "UUID v4, lowercase, unique across all entities");
-   bson_append_document_end(&props, &p);
-   BSON_APPEND_DOCUMENT_BEGIN(&props, "seq", &p);
-   BCON_APPEND(&p, "bsonType", "long", "minimum", BCON_INT64(1), "description",
-               "Int64, per entity 1, 2, 3 ... without gaps");
-   bson_append_document_end(&props, &p);
-   BSON_APPEND_DOCUMENT_BEGIN(&props, "type", &p);
-   BCON_APPEND(&p, "bsonType", "string", "pattern", EVENT_TYPE, "description",
-               "1..128 characters of [A-Za-z0-9._-]");
-   bson_append_document_end(&props, &p);
-   BSON_APPEND_DOCUMENT_BEGIN(&props, "time", &p);
-   BCON_APPEND(&p, "bsonType", "date", "description", "Date, UTC");
-   bson_append_document_end(&props, &p);
-   BSON_APPEND_DOCUMENT_BEGIN(&props, "data", &p);
-   BCON_APPEND(&p, "bsonType", "object");
-   bson_append_document_end(&props, &p);
-   BSON_APPEND_DOCUMENT_BEGIN(&props, "headers", &p);
-   BCON_APPEND(&p, "bsonType", "object", "description", "string values only");
-   BSON_APPEND_DOCUMENT_BEGIN(&p, "additionalProperties", &ap);
-   BCON_APPEND(&ap, "bsonType", "string");
-   bson_append_document_end(&p, &ap);
-   bson_append_document_end(&props, &p);
+   _outbox_schema_pattern_prop(&props, "id", UUID_V4,
+                               "UUID v4, lowercase, unique across all entities");
+   _outbox_schema_long_prop(&props, "seq", 1, "Int64, per entity 1, 2, 3 ... without gaps");
+   _outbox_schema_event_type_prop(&props, "type");
+   _outbox_schema_prop(&props, "time", "date", "Date, UTC");
+   _outbox_schema_prop(&props, "data", "object", NULL);
+   _outbox_schema_headers_prop(&props, "headers");
    bson_append_document_end(&items, &props);
    bson_append_document_end(events, &items);
 }
@@ -158,14 +141,9 @@ build_validator(const outbox_collection_t *c, const schema_opts_t *o, bson_t *ou
                "bookkeeping fields of liboutbox and outbox-relay; business fields unchecked",
                "bsonType", "object", "required", "[", n->version, n->event_seq, "]");
    BSON_APPEND_DOCUMENT_BEGIN(&schema, "properties", &props);
-   BSON_APPEND_DOCUMENT_BEGIN(&props, n->version, &p);
-   BCON_APPEND(&p, "bsonType", "long", "minimum", BCON_INT64(1), "description",
-               "Int64, 1 on creation, +1 on every change");
-   bson_append_document_end(&props, &p);
-   BSON_APPEND_DOCUMENT_BEGIN(&props, n->event_seq, &p);
-   BCON_APPEND(&p, "bsonType", "long", "minimum", BCON_INT64(0), "description",
-               "Int64, seq of the newest event ever appended");
-   bson_append_document_end(&props, &p);
+   _outbox_schema_long_prop(&props, n->version, 1, "Int64, 1 on creation, +1 on every change");
+   _outbox_schema_long_prop(&props, n->event_seq, 0,
+                            "Int64, seq of the newest event ever appended");
    BSON_APPEND_DOCUMENT_BEGIN(&props, n->events, &p);
    append_event_schema(&p);
    bson_append_document_end(&props, &p);
