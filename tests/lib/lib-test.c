@@ -14,6 +14,13 @@
 void
 lt_init(lt_t *t, const char *prefix, mongoc_apm_callbacks_t *apm, void *apm_ctx)
 {
+   lt_init_uri(t, prefix, NULL, apm, apm_ctx);
+}
+
+void
+lt_init_uri(lt_t *t, const char *prefix, void (*adjust)(mongoc_uri_t *uri),
+            mongoc_apm_callbacks_t *apm, void *apm_ctx)
+{
    const char *uri_string = getenv("OUTBOX_TEST_MONGODB_URI");
    bson_error_t error;
    mongoc_uri_t *uri;
@@ -24,6 +31,9 @@ lt_init(lt_t *t, const char *prefix, mongoc_apm_callbacks_t *apm, void *apm_ctx)
    mongoc_init();
    uri = mongoc_uri_new_with_error(uri_string, &error);
    cr_assert_not_null(uri, "%s", error.message);
+   if (adjust) {
+      adjust(uri);
+   }
    t->pool = mongoc_client_pool_new(uri);
    mongoc_uri_destroy(uri);
    mongoc_client_pool_set_error_api(t->pool, MONGOC_ERROR_API_VERSION_2);

@@ -25,6 +25,13 @@ typedef struct {
 void
 lt_init(lt_t *t, const char *prefix, mongoc_apm_callbacks_t *apm, void *apm_ctx);
 
+/* lt_init() with the URI first changed by `adjust` (may be NULL): a test that needs other
+ * heartbeats or a write concern in the URI gets its pool from here rather than making its
+ * own. */
+void
+lt_init_uri(lt_t *t, const char *prefix, void (*adjust)(mongoc_uri_t *uri),
+            mongoc_apm_callbacks_t *apm, void *apm_ctx);
+
 /* Makes t->coll with `opts` (may be NULL); asserts success. */
 void
 lt_open(lt_t *t, const bson_t *opts);

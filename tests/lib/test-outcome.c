@@ -51,31 +51,28 @@ started(const mongoc_apm_command_started_t *event)
    }
 }
 
+/* After a dropped connection or a "shutting down" error mongoc waits for the next heartbeat
+ * to select the server again: make that 0.5 s rather than 10. And the URI asks for w:1,
+ * which the library must not use. */
 static void
-setup(void)
+fast_heartbeat_w1(mongoc_uri_t *uri)
 {
-   mongoc_uri_t *uri;
-   mongoc_write_concern_t *wc;
-   mongoc_apm_callbacks_t *apm;
-   uint32_t r = 0;
+   mongoc_write_concern_t *wc = mongoc_write_concern_new();
 
-   lt_init(&t, "outcome", NULL, NULL);
-   /* After a dropped connection or a "shutting down" error mongoc waits for the next
-    * heartbeat to select the server again: make that 0.5 s rather than 10. And the URI asks
-    * for w:1, which the library must not use. */
-   mongoc_client_pool_destroy(t.pool);
-   uri = mongoc_uri_new(getenv("OUTBOX_TEST_MONGODB_URI"));
    cr_assert(mongoc_uri_set_option_as_int32(uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500));
-   wc = mongoc_write_concern_new();
    mongoc_write_concern_set_w(wc, 1);
    mongoc_uri_set_write_concern(uri, wc);
    mongoc_write_concern_destroy(wc);
-   t.pool = mongoc_client_pool_new(uri);
-   mongoc_uri_destroy(uri);
-   mongoc_client_pool_set_error_api(t.pool, MONGOC_ERROR_API_VERSION_2);
-   apm = mongoc_apm_callbacks_new();
+}
+
+static void
+setup(void)
+{
+   mongoc_apm_callbacks_t *apm = mongoc_apm_callbacks_new();
+   uint32_t r = 0;
+
    mongoc_apm_set_command_started_cb(apm, started);
-   mongoc_client_pool_set_apm_callbacks(t.pool, apm, NULL);
+   lt_init_uri(&t, "outcome", fast_heartbeat_w1, apm, NULL);
    mongoc_apm_callbacks_destroy(apm);
    majority_writes = other_writes = majority_finds = 0;
    cr_assert_eq(getrandom(&r, sizeof r, 0), (ssize_t)sizeof r);

@@ -25,6 +25,25 @@ md_rs_direct(const char *host)
    return client;
 }
 
+mongoc_client_t *
+md_rs_failover_client(const char *app_name, int timeout_ms)
+{
+   mongoc_client_t *client = md_test_client(app_name, true);
+   mongoc_uri_t *uri = mongoc_uri_copy(mongoc_client_get_uri(client));
+   mongoc_client_destroy(client);
+   if (timeout_ms > 0) {
+      mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SOCKETTIMEOUTMS, timeout_ms);
+      mongoc_uri_set_option_as_int32(uri, MONGOC_URI_CONNECTTIMEOUTMS, timeout_ms);
+   }
+   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500);
+   mongoc_uri_set_option_as_bool(uri, MONGOC_URI_SERVERSELECTIONTRYONCE, false);
+   client = mongoc_client_new_from_uri(uri);
+   cr_assert_not_null(client);
+   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+   mongoc_uri_destroy(uri);
+   return client;
+}
+
 void
 md_rs_hello(const char *host, bson_t *reply)
 {

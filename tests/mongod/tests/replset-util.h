@@ -19,6 +19,11 @@ typedef struct {
 /* A client connected directly to `host` (error API 2); destroy it. */
 mongoc_client_t *
 md_rs_direct(const char *host);
+/* A replicaSet=rs0 client (md_test_client, `app_name`) that follows an election quickly:
+ * heartbeats every 500 ms, and server selection waits for the new primary instead of trying
+ * once. With `timeout_ms` > 0 its connects and socket reads give up after that long. */
+mongoc_client_t *
+md_rs_failover_client(const char *app_name, int timeout_ms);
 /* `host`'s hello reply (caller destroys). */
 void
 md_rs_hello(const char *host, bson_t *reply);

@@ -79,16 +79,8 @@ fail_over(const char *mode)
    md_rs_members_t m;
    md_rs_members(&m);
    const char *old = m.host[m.primary], *via = m.host[(m.primary + 1) % MD_RS_MEMBERS];
-   mongoc_client_t *client = md_test_client("rs-fault", true);
-   mongoc_uri_t *uri = mongoc_uri_copy(mongoc_client_get_uri(client));
-   mongoc_client_destroy(client);
-   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SOCKETTIMEOUTMS, 1000);
-   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_CONNECTTIMEOUTMS, 1000);
-   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500);
    /* The retry's server selection waits for the election instead of giving up at once. */
-   mongoc_uri_set_option_as_bool(uri, MONGOC_URI_SERVERSELECTIONTRYONCE, false);
-   client = mongoc_client_new_from_uri(uri);
-   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+   mongoc_client_t *client = md_rs_failover_client("rs-fault", 1000);
    attempts_t a = {0};
    mongoc_apm_callbacks_t *cbs = mongoc_apm_callbacks_new();
    mongoc_apm_set_command_started_cb(cbs, on_started);
@@ -131,7 +123,6 @@ fail_over(const char *mode)
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
    mongoc_apm_callbacks_destroy(cbs);
-   mongoc_uri_destroy(uri);
 }
 
 /* Whatever a failed test left broken is healed before the next. */
@@ -368,13 +359,7 @@ Test(faults, change_stream_resumes_on_the_new_primary, .fini = heal_all)
    md_rs_members_t m;
    md_rs_members(&m);
    const char *old = m.host[m.primary], *via = m.host[(m.primary + 1) % MD_RS_MEMBERS];
-   mongoc_client_t *client = md_test_client("rs-stream", true);
-   mongoc_uri_t *uri = mongoc_uri_copy(mongoc_client_get_uri(client));
-   mongoc_client_destroy(client);
-   mongoc_uri_set_option_as_bool(uri, MONGOC_URI_SERVERSELECTIONTRYONCE, false);
-   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_HEARTBEATFREQUENCYMS, 500);
-   client = mongoc_client_new_from_uri(uri);
-   mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+   mongoc_client_t *client = md_rs_failover_client("rs-stream", 0);
    char *name = md_test_name("csfail");
    mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
    bson_t *opts = BCON_NEW("maxAwaitTimeMS", BCON_INT64(200));
@@ -413,7 +398,6 @@ Test(faults, change_stream_resumes_on_the_new_primary, .fini = heal_all)
    bson_free(name);
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
-   mongoc_uri_destroy(uri);
 }
 
 static int64_t
