@@ -28,8 +28,7 @@ _outbox_schema_long_prop(bson_t *props, const char *name, int64_t minimum, const
 }
 
 void
-_outbox_schema_pattern_prop(bson_t *props, const char *name, const char *pattern,
-                            const char *what)
+_outbox_schema_pattern_prop(bson_t *props, const char *name, const char *pattern, const char *what)
 {
    bson_t p;
    BSON_APPEND_DOCUMENT_BEGIN(props, name, &p);
