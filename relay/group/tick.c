@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sysexits.h>
 
+#include "store/sharding.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -271,6 +272,30 @@ balance(relay_lease_t *l, bool eligible)
    bson_free(plan);
 }
 
+/* Before the group is set up: through mongos its lease and state collections must be
+ * unsharded (store/sharding.h). False while that is not known yet, or when this member must
+ * stop (EX_CONFIG, with the reason). */
+static bool
+check_unsharded(relay_lease_t *l)
+{
+   bson_error_t error;
+   relay_sharding_t rc = relay_sharding_check_group(
+       l->client, l->cfg->database, l->cfg->state_collection, l->cfg->lease_collection, &error);
+
+   if (rc == RELAY_SHARDING_REFUSE) {
+      l->fatal = true;
+      _relay_lease_post_fatal(l, EX_CONFIG, error.message);
+   } else if (rc == RELAY_SHARDING_RETRY) {
+      _relay_lease_note_down(l, "asking whether the group's collections are sharded", &error);
+   } else if (rc == RELAY_SHARDING_UNKNOWN) {
+      relay_log(RELAY_LOG_WARNING, "group",
+                "cannot tell whether the state and lease collections are sharded (%s): they "
+                "must not be; give the relay's user read on config.collections to check",
+                error.message);
+   }
+   return rc == RELAY_SHARDING_OK || rc == RELAY_SHARDING_UNKNOWN;
+}
+
 void
 _relay_lease_tick(relay_lease_t *l, bool eligible)
 {
@@ -283,6 +308,9 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    }
    l->tick_failed = false;
    if (!l->ready) {
+      if (!check_unsharded(l)) {
+         return;
+      }
       relay_group_init_t rc = relay_lease_store_init(&l->st, &error);
       if (rc == RELAY_GROUP_MISMATCH) {
          char *msg = bson_strdup_printf("cannot join: %s", error.message);
