@@ -101,6 +101,12 @@ relay_clear_job_free(relay_clear_job_t *job)
    bson_free(job);
 }
 
+void
+relay_clear_stmt_filter(const relay_clear_stmt_t *s, bson_t *filter)
+{
+   bson_append_value(filter, "_id", 3, &s->id);
+}
+
 static bool
 add_update(const relay_config_t *cfg, mongoc_bulk_operation_t *bulk, relay_clear_stmt_t *s,
            const bson_t *opts)
@@ -109,7 +115,7 @@ add_update(const relay_config_t *cfg, mongoc_bulk_operation_t *bulk, relay_clear
    bson_error_t error;
    bool ok;
 
-   bson_append_value(&q, "_id", 3, &s->id);
+   relay_clear_stmt_filter(s, &q);
    BSON_APPEND_DOCUMENT_BEGIN(&u, "$pull", &pull);
    BSON_APPEND_DOCUMENT_BEGIN(&pull, cfg->events_field, &cond);
    BSON_APPEND_DOCUMENT_BEGIN(&cond, "id", &in);

@@ -64,6 +64,11 @@ void relay_clear_job_add_event(relay_clear_job_t *job, relay_clear_stmt_t *s,
 
 void relay_clear_job_free(relay_clear_job_t *job);
 
+/* Appends to @filter what the clear of @s matches: {_id: <its id>}, an exact _id, which is
+ * what mongos 6.0 needs of an updateOne on a collection sharded by any key (relay/README.md,
+ * "Sharded clusters"). */
+void relay_clear_stmt_filter(const relay_clear_stmt_t *s, bson_t *filter);
+
 /* Starts the thread. It counts archive writes in @metrics (may be NULL) and records @member
  * (this process's instance id, copied; may be NULL) in archive entries. Returns NULL and
  * fills @error on a bad URI. */

@@ -150,3 +150,29 @@ Test(clear_job, archive_jobs_carry_the_events)
       relay_clear_job_free(job);
    }
 }
+
+/* mongos 6.0 takes an updateOne on a sharded collection only with the full shard key or an
+ * exact _id: the clear names its document by {_id: <id>} and nothing else, whatever the id's
+ * type (relay/README.md, "Sharded clusters"). */
+Test(clear_job, the_clear_names_its_document_by_exact_id)
+{
+   relay_clear_job_t *job = relay_clear_job_new(false);
+   bson_t *doc_id = BCON_NEW("tenant", "t1", "n", BCON_INT32(7));
+   bson_value_t ids[2] = {{.value_type = BSON_TYPE_INT64, .value.v_int64 = 42}};
+   char entity[1];
+
+   ids[1].value_type = BSON_TYPE_DOCUMENT;
+   ids[1].value.v_doc.data = (uint8_t *)bson_get_data(doc_id);
+   ids[1].value.v_doc.data_len = doc_id->len;
+   for (int i = 0; i < 2; i++) {
+      relay_clear_stmt_t *s = relay_clear_job_begin(job, 0, &ids[i], -1, entity);
+      bson_t filter = BSON_INITIALIZER, *want = bson_new();
+      bson_append_value(want, "_id", 3, &ids[i]);
+      relay_clear_stmt_filter(s, &filter);
+      cr_assert_eq(bson_compare(&filter, want), 0, "id %d", i);
+      bson_destroy(want);
+      bson_destroy(&filter);
+   }
+   relay_clear_job_free(job);
+   bson_destroy(doc_id);
+}

@@ -21,7 +21,24 @@ typedef struct {
    int submits;
    int updates;
    uint32_t update_fail_code; /* dead letters fail with this server error (0: they work) */
+   bool updates_by_exact_id;  /* every update's filter had a plain _id equality */
 } fake_t;
+
+/* Whether @query names its document by {_id: <value>} (not an operator document): what mongos
+ * 6.0 needs of an updateOne on a collection sharded by any key (relay/README.md, "Sharded
+ * clusters"). */
+static bool
+has_exact_id(const bson_t *query)
+{
+   bson_iter_t it, sub;
+   if (!bson_iter_init_find(&it, query, "_id")) {
+      return false;
+   }
+   if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      return true;
+   }
+   return !bson_iter_recurse(&it, &sub) || !bson_iter_next(&sub) || bson_iter_key(&sub)[0] != '$';
+}
 
 static relay_clear_job_t *
 fake_take(void *ctx)
@@ -65,6 +82,7 @@ fake_update_one(void *ctx, int coll, const bson_t *query, const bson_t *update, 
    fake_t *f = ctx;
    bson_init(reply);
    f->updates++;
+   f->updates_by_exact_id = (f->updates == 1 || f->updates_by_exact_id) && has_exact_id(query);
    if (f->update_fail_code) {
       bson_set_error(error, MONGOC_ERROR_SERVER, f->update_fail_code, "fake failure");
       return false;
@@ -276,4 +294,6 @@ Test(writer, poison_is_dead_lettered_and_then_checkpointed)
    cr_assert_eq(fake.submits, 0, "a poison event went to the clearer");
    cr_assert_eq(checkpoint_value(cfg.reconnect_max_ms, true), 1);
    cr_assert(relay_writer_idle(w));
+   cr_assert(fake.updates_by_exact_id, "a dead-letter move without an exact _id: mongos refuses "
+                                       "it on a collection sharded by another key");
 }
