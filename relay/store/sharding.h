@@ -39,7 +39,7 @@ bool relay_sharding_entry_is_sharded(const bson_t *entry, const char *role, bson
 /* Asks the server behind @client whether it is mongos and, if so, whether the state
  * collection @state or the lease collection @lease (NULL: the state collection) of @db is
  * sharded, in config.collections. A server that does not know "hello" is no mongos of a
- * version the relay supports: OK. */
+ * version the relay supports: OK. @error must not be NULL. */
 relay_sharding_t relay_sharding_check_group(mongoc_client_t *client, const char *db,
                                             const char *state, const char *lease,
                                             bson_error_t *error);
