@@ -297,6 +297,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
       }
       l->ready = true;
    }
+   relay_skew_measure(&l->skew, l->client);
    if (relay_partset_count(&l->owned, l->cfg->partitions) > 0) {
       renewed = relay_lease_store_renew(&l->st, &l->owned, l->epochs, NULL, &error);
       if (!renewed) {
