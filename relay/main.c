@@ -158,8 +158,8 @@ run(const relay_config_t *cfg, int argc, char **argv)
    relay_concerns_overridden(cfg, line);
    if (line->len) {
       relay_log(RELAY_LOG_INFO, "main",
-                "mongodb-uri: the relay's own operations ignore %s (relay/README.md, \"Replica "
-                "sets and sharded clusters\")",
+                "mongodb-uri: the relay's own operations ignore %s (README.md, \"Replica sets "
+                "and sharded clusters\")",
                 line->str);
    }
    bson_string_free(line, true);

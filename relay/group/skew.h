@@ -4,7 +4,7 @@
  * The clock skew the relay can see between itself and the MongoDB primaries that judge its
  * leases. Lease expiry is judged by the primary's clock ($$NOW), and the primary changes:
  * after a failover a lease expires early (or late) by the difference between the old and the
- * new primary's clocks. The rule (relay/README.md, "Replica sets and sharded clusters"): the
+ * new primary's clocks. The rule (README.md, "Replica sets and sharded clusters"): the
  * largest skew between members must stay below --lease-margin-ms.
  *
  * How it is measured: each lease tick sends {hello: 1} to the primary and takes its

@@ -65,7 +65,7 @@ relay_concerns_overridden(const relay_config_t *cfg, bson_string_t *out)
       append_sep(out, "its w (the relay writes with w: \"majority\")");
    }
    if (mongoc_write_concern_get_wtimeout_int64(wc) > 0) {
-      append_sep(out, "its wtimeoutMS (the relay's follow the lease times)");
+      append_sep(out, "its wtimeoutMS (the relay's wtimeouts follow the lease times)");
    }
    if (prefs && mongoc_read_prefs_get_mode(prefs) != MONGOC_READ_PRIMARY) {
       append_sep(out, "its readPreference (the relay reads from the primary; outbox-admin "

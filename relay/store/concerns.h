@@ -2,10 +2,10 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The write concern, read concern and read preference of the relay's own MongoDB operations,
- * whatever --mongodb-uri says (relay/README.md, "Replica sets and sharded clusters", has the
+ * whatever --mongodb-uri says (README.md, "Replica sets and sharded clusters", has the
  * table and the reasoning per write). Every client the relay makes gets them here, before it
- * exists: the main client (change stream, clears, entity reads), the clearer (archive inserts,
- * bulk clears, dead-letter moves), the scanner (sweeps) and the lease thread (leases,
+ * exists: the main client (change stream, dead-letter moves, entity reads), the clearer
+ * (archive inserts, bulk clears), the scanner (sweeps) and the lease thread (leases,
  * checkpoints, handoffs, the group document). outbox-admin keeps the URI's read preference
  * (it says when it read from a secondary) and the relay's write concern.
  *
