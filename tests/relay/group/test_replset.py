@@ -185,8 +185,11 @@ def test_archive_not_majority_then_no_clear():
     follow: the event stays pending (read on the primary, where a w:1 clear would show) while
     the entry sits in the archive; once the secondaries resume, the clear goes through."""
     dbname, cname, rname = names("arch")
-    m = Member(RELAY_BIN, dbname, [cname], rname, ["--archive-collection", "arch"],
-               mongo_uri=rs_uri())
+    # Default lease times: the gate stays open for seconds after the pause (renewals fail),
+    # so the acknowledgement is handled as usual, and the archive insert waits 10 s.
+    m = Member(RELAY_BIN, dbname, [cname], rname,
+               ["--archive-collection", "arch", "--lease-ttl-ms", "10000",
+                "--lease-renew-ms", "2000", "--lease-margin-ms", "2000"], mongo_uri=rs_uri())
     c = rs_client()
     group = Group(c, dbname, rname)
     coll, arch = c[dbname][cname], c[dbname]["arch"]
