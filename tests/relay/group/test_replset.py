@@ -5,6 +5,8 @@ test-mongod --members 3 --enable-test-commands, faults made with testMemberFault
 fails without what it checks:
 - a URI asking for w=1 does not weaken the lease writes: with both secondaries paused the
   renewals time out (64, from the server) and are not counted;
+- a take the server applied but no majority confirmed in time is not left stranded (named
+  after a member that does not hold it) once it replicates;
 - an archive insert that a majority does not hold is not followed by the clear: the events
   stay pending until the secondaries catch up;
 - a member whose primary is cut off (it renews there, w:1 would succeed) stops publishing its
@@ -179,6 +181,39 @@ def test_uri_w1_does_not_weaken_lease_writes():
         check(rc == 0, "member exited with %s" % rc)
 
 
+def test_lease_taken_without_acknowledgement_is_not_stranded():
+    """Both secondaries lag 1.5 s, three times the lease writes' wtimeout: each take is made on
+    the primary, reported as failed (64) and replicated later, so the leases say this member
+    owns partitions it never counted. Once the lag is gone it must end up holding every
+    partition (a lease that names it but that it does not hold is released, fenced by its
+    epoch, and taken again), not leave them owned by nobody that publishes."""
+    dbname, cname, rname = names("lag")
+    lagging = secondaries()
+    m = None
+    try:
+        for s in lagging:
+            fault(s, "lag", ms=1500)
+        m = Member(RELAY_BIN, dbname, [cname], rname, metrics=True, mongo_uri=rs_uri())
+        group = Group(rs_client(), dbname, rname)
+        check(wait_until(lambda: any(o and o.startswith(m.instance_prefix())
+                                     for o in group.owners().values()), 20),
+              "no take reached the leases")
+        time.sleep(2)
+        for s in lagging:
+            fault(s, "lag", ms=-1)
+        lagging = []
+        held = lambda: metric(m, "outbox_relay_partitions_owned")  # noqa: E731
+        check(wait_until(lambda: held() == group.n and owns_all(group, m), 20),
+              "the member holds %s of %d partitions (leases: %s)" %
+              (held(), group.n, sorted(set(group.owners().values()), key=str)))
+    finally:
+        for s in lagging:
+            fault(s, "lag", ms=-1)
+        if m:
+            rc = m.stop()
+            check(rc == 0, "member exited with %s" % rc)
+
+
 def test_archive_not_majority_then_no_clear():
     """An event is published; its PUBACK comes back only after both secondaries are paused,
     so the archive insert is made but no majority holds it (wtimeout: 64). The clear must not
@@ -336,6 +371,7 @@ def test_admin_status_says_secondary():
 
 
 TESTS = [test_admin_status_says_secondary, test_uri_w1_does_not_weaken_lease_writes,
+         test_lease_taken_without_acknowledgement_is_not_stranded,
          test_archive_not_majority_then_no_clear, test_clock_skew_gauge_and_warning,
          test_isolated_primary_renewal_not_counted]
 
