@@ -19,6 +19,7 @@
 #include "http/metrics.h"
 #include "relay.h"
 #include "config/reload.h"
+#include "store/concerns.h"
 #include "util/redact.h"
 #include "util/version.h"
 
@@ -153,6 +154,14 @@ run(const relay_config_t *cfg, int argc, char **argv)
    relay_config_dump_line(cfg, line);
    relay_log(RELAY_LOG_INFO, "main", "starting outbox-relay %s (pid %d): %s", relay_version(),
              (int)getpid(), line->str);
+   bson_string_truncate(line, 0);
+   relay_concerns_overridden(cfg, line);
+   if (line->len) {
+      relay_log(RELAY_LOG_INFO, "main",
+                "mongodb-uri: the relay's own operations ignore %s (README.md, \"Replica sets "
+                "and sharded clusters\")",
+                line->str);
+   }
    bson_string_free(line, true);
 
    int rc = EX_OK;
@@ -208,6 +217,7 @@ main(int argc, char **argv)
    case RELAY_CONFIG_CHECK:
       dump = bson_string_new(NULL);
       relay_config_dump(&cfg, dump);
+      relay_concerns_describe(&cfg, dump);
       fputs(dump->str, stdout);
       bson_string_free(dump, true);
       break;

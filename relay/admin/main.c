@@ -128,7 +128,7 @@ main(int argc, char **argv)
       relay_log_route_dependencies();
       mongoc_init();
       /* Fail fast when MongoDB is down (5 s unless the URI says otherwise): someone waits. */
-      a.pool = relay_store_pool_new(&a.cfg, "outbox-admin", &error);
+      a.pool = relay_store_pool_new(&a.cfg, "outbox-admin", RELAY_CONCERNS_ADMIN, &error);
       if (!a.pool) {
          fprintf(stderr, "outbox-admin: mongodb-uri: %s\n", error.message);
          rc = EX_CONFIG;

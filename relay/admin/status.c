@@ -6,6 +6,9 @@
  * Ages are measured against the server's clock. Exit status ADMIN_EXIT_THRESHOLD when a
  * pending event is older than --max-age, so the command works in cron and monitoring scripts,
  * and EX_DATAERR when documents break the stored contract (liboutbox counts them apart).
+ * The counts are read with the read preference of --mongodb-uri (the relay itself always
+ * reads the primary): when that picks a secondary, status names it and says the counts may
+ * be stale (issue 26).
  *
  * Single-threaded, like all of outbox-admin (admin.h): the admin_t belongs to main.c's one
  * thread.
@@ -66,6 +69,77 @@ append_collections(bson_t *doc, const coll_status_t *cs, size_t n, int64_t now)
       bson_append_document_end(&arr, &item);
    }
    bson_append_array_end(doc, &arr);
+}
+
+/* The member the URI's read preference picks for the counts, and whether it is a secondary. */
+typedef struct {
+   char member[BSON_HOST_NAME_MAX + 8];
+   char type[32];
+   const char *mode;
+   bool secondary;
+} read_source_t;
+
+static const char *
+mode_name(mongoc_read_mode_t mode)
+{
+   switch (mode) {
+   case MONGOC_READ_PRIMARY_PREFERRED:
+      return "primaryPreferred";
+   case MONGOC_READ_SECONDARY:
+      return "secondary";
+   case MONGOC_READ_SECONDARY_PREFERRED:
+      return "secondaryPreferred";
+   case MONGOC_READ_NEAREST:
+      return "nearest";
+   case MONGOC_READ_PRIMARY:
+   default:
+      return "primary";
+   }
+}
+
+static void
+find_read_source(admin_t *a, read_source_t *src)
+{
+   mongoc_client_t *client = mongoc_client_pool_pop(a->pool);
+   const mongoc_read_prefs_t *prefs = mongoc_client_get_read_prefs(client);
+   mongoc_server_description_t *sd;
+   bson_error_t error;
+
+   memset(src, 0, sizeof *src);
+   src->mode = mode_name(prefs ? mongoc_read_prefs_get_mode(prefs) : MONGOC_READ_PRIMARY);
+   sd = mongoc_client_select_server(client, false, prefs, &error);
+   if (sd) {
+      bson_strncpy(src->member, mongoc_server_description_host(sd)->host_and_port,
+                   sizeof src->member);
+      bson_strncpy(src->type, mongoc_server_description_type(sd), sizeof src->type);
+      src->secondary = !strcmp(src->type, "RSSecondary");
+      mongoc_server_description_destroy(sd);
+   }
+   mongoc_client_pool_push(a->pool, client);
+}
+
+static void
+append_read_source(bson_t *doc, const read_source_t *src)
+{
+   bson_t rf;
+   BSON_APPEND_DOCUMENT_BEGIN(doc, "readFrom", &rf);
+   BSON_APPEND_UTF8(&rf, "member", src->member);
+   BSON_APPEND_UTF8(&rf, "type", src->type);
+   BSON_APPEND_UTF8(&rf, "readPreference", src->mode);
+   BSON_APPEND_BOOL(&rf, "secondary", src->secondary);
+   BSON_APPEND_BOOL(&rf, "mayBeStale", src->secondary);
+   bson_append_document_end(doc, &rf);
+}
+
+static void
+print_read_source(admin_t *a, const read_source_t *src)
+{
+   if (src->secondary) {
+      fprintf(a->out,
+              "note: read from secondary %s (readPreference %s in --mongodb-uri): the counts "
+              "may be stale by its replication lag\n",
+              src->member, src->mode);
+   }
 }
 
 /* Counts every configured collection into @cs. Returns an exit status. */
@@ -129,6 +203,7 @@ admin_status(admin_t *a)
    coll_status_t *cs = bson_malloc0((a->cfg.n_collections + 1) * sizeof *cs);
    admin_relays_t relays;
    admin_archive_stats_t archive = {0};
+   read_source_t src;
    bson_error_t error;
    int64_t now;
    int rc;
@@ -138,6 +213,7 @@ admin_status(admin_t *a)
       rc = admin_fail("MongoDB", &error);
       goto done;
    }
+   find_read_source(a, &src);
    if ((rc = count_all(a, cs)) != EX_OK || (rc = admin_relays_read(a, &relays)) != EX_OK ||
        (a->cfg.archive_collection && (rc = admin_archive_stats(a, &archive)) != EX_OK)) {
       goto done;
@@ -147,6 +223,7 @@ admin_status(admin_t *a)
    if (a->json) {
       bson_t doc = BSON_INITIALIZER;
       BSON_APPEND_DATE_TIME(&doc, "serverTime", now);
+      append_read_source(&doc, &src);
       append_collections(&doc, cs, a->cfg.n_collections, now);
       admin_relays_append_json(&relays, &doc, now);
       if (a->cfg.archive_collection) {
@@ -164,6 +241,7 @@ admin_status(admin_t *a)
       if (a->cfg.archive_collection) {
          admin_archive_print(a, &archive, now);
       }
+      print_read_source(a, &src);
    }
    if (problem) {
       fprintf(stderr, "outbox-admin: %s\n", problem);

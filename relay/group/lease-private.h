@@ -15,6 +15,7 @@
 
 #include "group/lease-store.h"
 #include "group/lease.h"
+#include "group/skew.h"
 
 /* Renew latency histogram upper bounds, seconds (and +Inf). */
 #define RELAY_RENEW_BUCKETS 12
@@ -87,6 +88,7 @@ struct relay_lease_t {
    _Atomic int64_t last_ok_ns; /* CLOCK_BOOTTIME of the last tick MongoDB answered */
    _Atomic uint64_t renew_buckets[RELAY_RENEW_BUCKETS + 1];
    _Atomic uint64_t renew_count, renew_sum_us;
+   relay_skew_t skew; /* measured by the lease thread, rendered by any (skew.h) */
 };
 
 /* Queues an event for the main thread (takes @token) and wakes it. */

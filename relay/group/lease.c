@@ -322,7 +322,8 @@ static bool
 open_store(relay_lease_t *l, bson_error_t *error)
 {
    const relay_config_t *cfg = l->cfg;
-   l->client = relay_store_client_new(cfg, "outbox-relay-lease", error);
+   l->client =
+       relay_store_client_new_for(cfg, "outbox-relay-lease", RELAY_CONCERNS_LEASES, error);
    if (!l->client) {
       return false;
    }
@@ -376,6 +377,7 @@ relay_lease_new(const relay_config_t *cfg, const char *instance_id, relay_metric
    for (size_t i = 0; i < RELAY_RENEW_BUCKETS + 1; i++) {
       atomic_init(&l->renew_buckets[i], 0);
    }
+   relay_skew_init(&l->skew, cfg->lease_margin_ms);
    l->rotate = (uint32_t)bson_get_monotonic_time() ^ (uint32_t)l->pid;
    pthread_mutex_init(&l->lock, NULL);
    pthread_condattr_init(&attr);
@@ -465,6 +467,7 @@ relay_lease_destroy(relay_lease_t *l)
    bson_free(l->me);
    bson_free(l->host);
    bson_free(l->settings);
+   relay_skew_cleanup(&l->skew);
    bson_free(l);
 }
 
@@ -500,4 +503,5 @@ relay_lease_render_metrics(const relay_lease_t *l, bson_string_t *out)
        "\n",
        (double)atomic_load((_Atomic uint64_t *)&l->renew_sum_us) / 1e6,
        atomic_load((_Atomic uint64_t *)&l->renew_count));
+   relay_skew_render(&l->skew, out);
 }

@@ -174,6 +174,42 @@ reconcile(relay_lease_t *l, bool renewed, int64_t sent_ns)
    }
 }
 
+/* Leases the group read says are ours but that this member does not hold: a take the server
+ * applied but did not confirm (w: majority timed out, 64, and the take replicated later; or a
+ * connection lost after sending), or a release that failed. This member never counted them, so
+ * it publishes nothing of them, and balancing never takes a lease named after itself: left
+ * alone they would stay unpublished until someone else takes them. Released, fenced by the
+ * epoch read, they are free at the next tick. */
+static void
+release_strays(relay_lease_t *l)
+{
+   relay_partset_t strays;
+   int64_t *epochs = NULL;
+   bson_error_t error;
+
+   relay_partset_clear(&strays);
+   for (int p = 0; p < l->cfg->partitions; p++) {
+      const relay_lease_view_t *v = &l->snap->leases[p];
+      if (!relay_partset_has(&l->owned, p) && same(v->owner, l->me) && !v->malformed) {
+         if (!epochs) {
+            epochs = bson_malloc0(sizeof(int64_t) * (size_t)l->cfg->partitions);
+         }
+         relay_partset_add(&strays, p);
+         epochs[p] = v->epoch;
+      }
+   }
+   if (!epochs) {
+      return;
+   }
+   if (!relay_lease_store_release(&l->st, &strays, epochs, NULL, &error)) {
+      _relay_lease_note_down(l, "releasing leases taken unconfirmed", &error);
+   } else {
+      log_set("released", &strays, l->cfg->partitions,
+              " (taken unconfirmed: named after this member, never held)");
+   }
+   bson_free(epochs);
+}
+
 static void
 release_all(relay_lease_t *l, const char *why, bool tell_main)
 {
@@ -325,6 +361,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
       }
       l->ready = true;
    }
+   relay_skew_measure(&l->skew, l->client);
    if (relay_partset_count(&l->owned, l->cfg->partitions) > 0) {
       renewed = relay_lease_store_renew(&l->st, &l->owned, l->epochs, NULL, &error);
       if (!renewed) {
@@ -346,6 +383,7 @@ _relay_lease_tick(relay_lease_t *l, bool eligible)
    }
    l->joined = true;
    reconcile(l, renewed, sent_ns);
+   release_strays(l);
    _relay_lease_repair_malformed(l);
    if (++l->ticks % 60 == 1 && !relay_lease_store_forget_dead(&l->st, &error)) {
       relay_log(RELAY_LOG_DEBUG, "group", "forgetting dead members failed: %s", error.message);

@@ -186,7 +186,7 @@ relay_scanner_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_erro
    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
    pthread_cond_init(&s->cond, &attr);
    pthread_condattr_destroy(&attr);
-   s->pool = relay_store_pool_new(cfg, "outbox-relay-scanner", error);
+   s->pool = relay_store_pool_new(cfg, "outbox-relay-scanner", RELAY_CONCERNS_DATA, error);
    if (s->pool) {
       mongoc_client_pool_max_size(s->pool, 1);
    }

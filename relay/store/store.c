@@ -8,8 +8,17 @@
 
 #include <string.h>
 
+#include "store/concerns.h"
+
 mongoc_client_t *
 relay_store_client_new(const relay_config_t *cfg, const char *appname, bson_error_t *error)
+{
+   return relay_store_client_new_for(cfg, appname, RELAY_CONCERNS_DATA, error);
+}
+
+mongoc_client_t *
+relay_store_client_new_for(const relay_config_t *cfg, const char *appname,
+                           relay_concerns_role_t role, bson_error_t *error)
 {
    mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
    mongoc_client_t *client;
@@ -20,6 +29,7 @@ relay_store_client_new(const relay_config_t *cfg, const char *appname, bson_erro
    if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS)) {
       mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
    }
+   relay_concerns_apply(uri, cfg, role);
    client = mongoc_client_new_from_uri_with_error(uri, error);
    mongoc_uri_destroy(uri);
    if (client) {
@@ -30,7 +40,8 @@ relay_store_client_new(const relay_config_t *cfg, const char *appname, bson_erro
 }
 
 mongoc_client_pool_t *
-relay_store_pool_new(const relay_config_t *cfg, const char *appname, bson_error_t *error)
+relay_store_pool_new(const relay_config_t *cfg, const char *appname, relay_concerns_role_t role,
+                     bson_error_t *error)
 {
    mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
    mongoc_client_pool_t *pool;
@@ -42,6 +53,7 @@ relay_store_pool_new(const relay_config_t *cfg, const char *appname, bson_error_
       mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
    }
    mongoc_uri_set_appname(uri, appname);
+   relay_concerns_apply(uri, cfg, role);
    pool = mongoc_client_pool_new_with_error(uri, error);
    mongoc_uri_destroy(uri);
    if (pool) {

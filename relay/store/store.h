@@ -15,6 +15,7 @@
 #include <mongoc/mongoc.h>
 
 #include "config/config.h"
+#include "store/concerns.h"
 #include "group/partition.h"
 
 /* Replies are bounded: without a batch size one may be up to 16 MiB, and mongoc holds a
@@ -34,17 +35,22 @@ typedef struct {
    uint32_t t, i;
 } relay_ts_t;
 
-/* Creates a client for cfg->mongodb_uri with error API 2 and @appname. Unless the URI says
- * otherwise, server selection gives up after 5 s instead of mongoc's 30 s: the relay retries
- * anyway, and a shorter wait keeps shutdown and the main loop responsive while MongoDB is
- * down. Returns NULL and fills @error on a bad URI. */
+/* Creates a client for cfg->mongodb_uri with error API 2 and @appname, and the concerns of
+ * the relay's data operations (concerns.h: RELAY_CONCERNS_DATA), whatever the URI says. Unless
+ * the URI says otherwise, server selection gives up after 5 s instead of mongoc's 30 s: the
+ * relay retries anyway, and a shorter wait keeps shutdown and the main loop responsive while
+ * MongoDB is down. Returns NULL and fills @error on a bad URI. */
 mongoc_client_t *relay_store_client_new(const relay_config_t *cfg, const char *appname,
                                         bson_error_t *error);
 
-/* The same as a pool, for code that uses liboutbox (which works on pools): outbox-admin and
- * the scanner. */
+/* The same with the concerns of @role (the lease thread: RELAY_CONCERNS_LEASES). */
+mongoc_client_t *relay_store_client_new_for(const relay_config_t *cfg, const char *appname,
+                                            relay_concerns_role_t role, bson_error_t *error);
+
+/* The same as a pool, for code that uses liboutbox (which works on pools): outbox-admin
+ * (RELAY_CONCERNS_ADMIN) and the scanner (RELAY_CONCERNS_DATA). */
 mongoc_client_pool_t *relay_store_pool_new(const relay_config_t *cfg, const char *appname,
-                                           bson_error_t *error);
+                                           relay_concerns_role_t role, bson_error_t *error);
 
 /* -1, 0, 1 as @a is before, equal to, after @b. */
 int relay_ts_cmp(relay_ts_t a, relay_ts_t b);

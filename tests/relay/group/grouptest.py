@@ -67,13 +67,14 @@ class Member:
 
     counter = 0
 
-    def __init__(self, binary, db, colls, name, extra=(), mongo_proxy=False, metrics=False):
+    def __init__(self, binary, db, colls, name, extra=(), mongo_proxy=False, metrics=False,
+                 mongo_uri=None):
         Member.counter += 1
         self.n = Member.counter
         self.log_path = os.path.join(WORKDIR, "member-%s-%d.log" % (name, self.n))
         mhost, mport = mqtt_host_port()
         self.mqtt_proxy = Proxy(mhost, mport, mqtt=True)
-        mongo_uri = MONGO_URI
+        mongo_uri = mongo_uri or MONGO_URI
         self.mongo_proxy = None
         if mongo_proxy:
             rest = MONGO_URI.split("://", 1)[1]

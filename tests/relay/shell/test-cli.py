@@ -54,12 +54,19 @@ def check(name, cond, detail=""):
             print("     " + str(detail).replace("\n", "\n     "))
 
 
+def option_keys(dump):
+    """The option names of a --check-config dump: all but the "concerns.*" lines (the MongoDB
+    concerns the relay decides for its own operations: not options)."""
+    keys = [line.split(" = ")[0].strip() for line in dump.splitlines()]
+    return [k for k in keys if not k.startswith("concerns.")]
+
+
 def test_help():
     r = run(["--help"])
     check("--help exits 0", r.returncode == 0, r.stderr)
     check("--help prints usage", r.stdout.startswith("Usage: outbox-relay"), r.stdout[:200])
     dump = run(REQUIRED + ["--check-config"]).stdout
-    keys = [line.split(" = ")[0].strip() for line in dump.splitlines()]
+    keys = option_keys(dump)
     missing = [k for k in keys if "--" + k not in r.stdout]
     check("--help lists every option", keys and not missing, missing)
     for var in ("OUTBOX_MONGODB_URI", "OUTBOX_MQTT_PASSWORD_FILE", "OUTBOX_COLLECTIONS"):
@@ -75,7 +82,7 @@ def test_help():
 
 def test_docs():
     dump = run(REQUIRED + ["--check-config"]).stdout
-    keys = [line.split(" = ")[0].strip() for line in dump.splitlines()]
+    keys = option_keys(dump)
     with open(MAN_PAGE) as f:
         man = f.read().replace("\\-", "-")
     missing = [k for k in keys if "--" + k not in man]
@@ -331,6 +338,22 @@ def test_daemon_exits():
           "'%s': Is a directory\n" % d, repr(r.stderr))
 
 
+def test_check_config_concerns():
+    """Issue 26: --check-config shows the concerns of the relay's own operations, which a URI
+    asking for less (w=1, a secondary read preference) does not change."""
+    args = list(REQUIRED)
+    args[1] = "mongodb://localhost/?w=1&readPreference=secondary&readConcernLevel=local"
+    dump = run(args + ["--check-config", "--lease-renew-ms", "1500"]).stdout
+    check("--check-config: lease writes w: majority with wtimeout lease-renew-ms",
+          re.search(r"^concerns\.leases += w: majority, wtimeout 1500 ms.*primary, "
+                    r"readConcern majority$", dump, re.M), dump)
+    check("--check-config: clears and archive w: majority",
+          re.search(r"^concerns\.clears += w: majority", dump, re.M) and
+          re.search(r"^concerns\.archive += w: majority", dump, re.M), dump)
+    check("--check-config: the clock rule names the margin",
+          re.search(r"^concerns\.clock-rule += .*lease-margin-ms \(2000 ms\)$", dump, re.M), dump)
+
+
 def is_json(line):
     try:
         return isinstance(json.loads(line), dict)
@@ -345,6 +368,7 @@ def main():
         test_docs()
         test_usage_errors()
         test_check_config_redacts()
+        test_check_config_concerns()
         test_precedence(tmp)
         test_daemon(tmp)
         test_daemon_exits()
