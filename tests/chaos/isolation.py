@@ -161,15 +161,17 @@ def scenario_isolated_primary(opts):
         # committed again by a retry: a consumer got events of a commit that does not exist.
         unconfirmed = {i for _, _, ids in env.ledger.unconfirmed for i in ids}
         ghost = (delivered & logged & unconfirmed) - set(env.ledger.committed)
+        both = published_by_two(group.publishes(), 3.0)  # the lease time of LEASE_OPTS
         env.figures.notes = notes + [
             "%d events of rolled-back w:1 commits: %d published; events of unacknowledged "
             "majority commits rolled back yet published: %d; partitions published by two "
-            "members at once: %d" %
-            (len(rolled_ids), len(published), len(ghost),
-             len(published_by_two(group.publishes(), 3.0)))]
+            "members at once: %d %s" %
+            (len(rolled_ids), len(published), len(ghost), len(both), sorted(both.items())[:3])]
         check(rolled_ids, "no w:1 write was rolled back: the scenario proves nothing")
         ok, problems = env.quiet_and_verify()
         check(ok, "; ".join(problems))
+        check(not both, "partitions published by two members at once after rolled-back lease "
+              "writes (FINDINGS.md F12): %s" % sorted(both))
         check(not published and not ghost,
               "%d events of rolled-back w:1 commits and %d of rolled-back unacknowledged "
               "commits were published (FINDINGS.md F8)" % (len(published), len(ghost)))
