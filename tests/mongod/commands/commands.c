@@ -116,7 +116,11 @@ static const struct {
    {263, "OperationNotSupportedInTransaction"}, {50768, "NotARetryableWriteCommand"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
    {13436, "NotPrimaryOrSecondary"}, {17, "ProtocolError"}, {18, "AuthenticationFailed"},
-   {334, "MechanismUnavailable"}, {0, NULL},
+   {334, "MechanismUnavailable"},
+   /* mongos's (shard/) */
+   {61, "ShardKeyNotFound"}, {118, "NamespaceNotSharded"}, {70, "ShardNotFound"},
+   {23, "AlreadyInitialized"},
+   {0, NULL},
 };
 
 const char *
@@ -494,6 +498,15 @@ set_command_clock(const md_server_t *srv, int64_t offset_ms)
 
 bool
 md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
+{
+   if (conn->srv->route) {
+      return conn->srv->route(conn, cmd, reply);
+   }
+   return md_command_run_local(conn, cmd, reply);
+}
+
+bool
+md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
    md_server_t *srv = conn->srv;
    bson_error_t error = {0};

@@ -42,6 +42,10 @@ typedef bool (*md_cmd_fn)(md_cmd_t *c, bson_error_t *error);
  * if the connection must be closed without an answer. */
 bool
 md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
+/* The same on this server itself, never through a router (what a router runs on its shards
+ * and on its own config store). */
+bool
+md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
 
 /* Builds an error reply (used by the connection loop for protocol errors too). */
 void
