@@ -52,6 +52,7 @@ typedef struct {
    md_mstream_t *streams; /* merged change streams (merge-stream.c) */
    int64_t next_stream_id;
    uint64_t next_tmp;
+   md_ts_t cluster_time; /* the newest operationTime a shard answered (gossiped to writes) */
    pthread_mutex_t publish_lock; /* one rewrite of the config collections at a time */
    pthread_t noop_thread;
    pthread_cond_t noop_cond;

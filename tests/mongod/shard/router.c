@@ -16,6 +16,53 @@
 #include "shard/router-private.h"
 #include "shard/router.h"
 
+/* Cluster time gossip, as mongos passes $clusterTime to shards: a write reaches a shard
+ * whose clock is at least the newest time any shard answered, so a change made after another
+ * (that its client saw) gets a later cluster time even on another shard. Reads and getMores
+ * do not move a shard's clock (only writes and its periodic no-op do, as an oplog entry). */
+static bool
+is_write(const bson_t *cmd)
+{
+   static const char *const writes[] = {"insert", "update", "delete", "findAndModify",
+                                        "findandmodify", NULL};
+   bson_iter_t it;
+   const char *name = bson_iter_init(&it, cmd) && bson_iter_next(&it) ? bson_iter_key(&it) : "";
+   for (size_t i = 0; writes[i]; i++) {
+      if (strcmp(name, writes[i]) == 0) {
+         return true;
+      }
+   }
+   return false;
+}
+
+static void
+gossip_in(md_router_t *r, md_server_t *shard)
+{
+   pthread_mutex_lock(&r->lock);
+   md_ts_t ct = r->cluster_time;
+   pthread_mutex_unlock(&r->lock);
+   pthread_mutex_lock(&shard->lock);
+   if (md_ts_cmp(shard->oplog.last, ct) < 0) {
+      shard->oplog.last = ct;
+   }
+   pthread_mutex_unlock(&shard->lock);
+}
+
+static void
+gossip_out(md_router_t *r, const bson_t *reply)
+{
+   bson_iter_t it;
+   md_ts_t ts;
+   if (bson_iter_init_find(&it, reply, "operationTime") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+      bson_iter_timestamp(&it, &ts.t, &ts.i);
+      pthread_mutex_lock(&r->lock);
+      if (md_ts_cmp(r->cluster_time, ts) < 0) {
+         r->cluster_time = ts;
+      }
+      pthread_mutex_unlock(&r->lock);
+   }
+}
+
 bool
 md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
 {
@@ -25,7 +72,14 @@ md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
    conn.wake_fd = -1;
    conn.hello_ok = true;
    strcpy(conn.peer, "mongos");
+   bool write = shard >= 0 && is_write(cmd);
+   if (write) {
+      gossip_in(r, conn.srv);
+   }
    md_command_run_local(&conn, cmd, reply);
+   if (write) {
+      gossip_out(r, reply);
+   }
    bson_iter_t it;
    return bson_iter_init_find(&it, reply, "ok") && bson_iter_as_bool(&it);
 }
