@@ -14,146 +14,6 @@
 #include "auth/auth-private.h"
 #include "shard/router-private.h"
 
-/* A write's merged result: counts, upserted ids and write errors with the client's indexes. */
-typedef struct {
-   int64_t n, n_modified;
-   bson_t upserted, errors, wce;
-   uint32_t n_upserted, n_errors;
-   bool has_modified, has_wce;
-} merged_t;
-
-static void
-merged_init(merged_t *m)
-{
-   memset(m, 0, sizeof *m);
-   bson_init(&m->upserted);
-   bson_init(&m->errors);
-   bson_init(&m->wce);
-}
-
-/* Appends `doc` with its "index" replaced by `index`. */
-static void
-append_indexed(bson_t *arr, uint32_t *count, const bson_t *doc, int64_t index)
-{
-   char key[16];
-   const char *k;
-   bson_t out;
-   bson_iter_t it;
-   bson_uint32_to_string((*count)++, &k, key, sizeof key);
-   BSON_APPEND_DOCUMENT_BEGIN(arr, k, &out);
-   bson_iter_init(&it, doc);
-   while (bson_iter_next(&it)) {
-      if (strcmp(bson_iter_key(&it), "index") == 0) {
-         BSON_APPEND_INT32(&out, "index", (int32_t) index);
-      } else {
-         bson_append_iter(&out, NULL, 0, &it);
-      }
-   }
-   bson_append_document_end(arr, &out);
-}
-
-/* Adds one shard's reply; `indexes` maps its statement indexes to the client's. Returns
- * false if it reported a write error (or failed as a whole). */
-static bool
-merge_reply(merged_t *m, const bson_t *reply, const int64_t *indexes)
-{
-   bson_iter_t it, arr, el;
-   if (!bson_iter_init_find(&it, reply, "ok") || !bson_iter_as_bool(&it)) {
-      bson_t err = BSON_INITIALIZER;
-      BSON_APPEND_INT32(&err, "index", 0);
-      if (bson_iter_init_find(&it, reply, "code")) {
-         BSON_APPEND_INT32(&err, "code", (int32_t) bson_iter_as_int64(&it));
-      }
-      if (bson_iter_init_find(&it, reply, "errmsg")) {
-         bson_append_iter(&err, "errmsg", 6, &it);
-      }
-      append_indexed(&m->errors, &m->n_errors, &err, indexes[0]);
-      bson_destroy(&err);
-      return false;
-   }
-   m->n += bson_iter_init_find(&it, reply, "n") ? bson_iter_as_int64(&it) : 0;
-   if (bson_iter_init_find(&it, reply, "nModified")) {
-      m->has_modified = true;
-      m->n_modified += bson_iter_as_int64(&it);
-   }
-   static const char *const lists[] = {"upserted", "writeErrors"};
-   bool ok = true;
-   for (int l = 0; l < 2; l++) {
-      if (!bson_iter_init_find(&it, reply, lists[l]) || !bson_iter_recurse(&it, &arr)) {
-         continue;
-      }
-      while (bson_iter_next(&arr) && BSON_ITER_HOLDS_DOCUMENT(&arr)) {
-         bson_t doc;
-         uint32_t len;
-         const uint8_t *data;
-         bson_iter_document(&arr, &len, &data);
-         bson_init_static(&doc, data, len);
-         int64_t i = bson_iter_recurse(&arr, &el) && bson_iter_find(&el, "index")
-                        ? bson_iter_as_int64(&el) : 0;
-         append_indexed(l ? &m->errors : &m->upserted, l ? &m->n_errors : &m->n_upserted, &doc,
-                        indexes[i]);
-         ok = ok && l == 0;
-      }
-   }
-   if (!m->has_wce && bson_iter_init_find(&it, reply, "writeConcernError") &&
-       BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      uint32_t len;
-      const uint8_t *data;
-      bson_t wce;
-      bson_iter_document(&it, &len, &data);
-      bson_init_static(&wce, data, len);
-      bson_concat(&m->wce, &wce); /* kept beyond the reply */
-      m->has_wce = true;
-   }
-   return ok;
-}
-
-static void
-merged_reply(merged_t *m, bson_t *reply)
-{
-   bson_init(reply);
-   BSON_APPEND_INT32(reply, "n", (int32_t) m->n);
-   if (m->has_modified) {
-      BSON_APPEND_INT32(reply, "nModified", (int32_t) m->n_modified);
-   }
-   if (m->n_upserted) {
-      BSON_APPEND_ARRAY(reply, "upserted", &m->upserted);
-   }
-   if (m->n_errors) {
-      BSON_APPEND_ARRAY(reply, "writeErrors", &m->errors);
-   }
-   if (m->has_wce) {
-      BSON_APPEND_DOCUMENT(reply, "writeConcernError", &m->wce);
-   }
-   BSON_APPEND_DOUBLE(reply, "ok", 1.0);
-   bson_destroy(&m->upserted);
-   bson_destroy(&m->errors);
-   bson_destroy(&m->wce);
-}
-
-/* Sends the statements `stmts` (a BSON array, indexes[i] the client's index of each) of
- * `cmd`'s `field` to shard `s`. */
-static bool
-send_batch(md_router_t *r, int s, const bson_t *cmd, const char *field, const bson_t *stmts,
-           const int64_t *indexes, merged_t *m)
-{
-   const char *drop[16];
-   size_t nd = 0;
-   for (; md_shard_drop[nd]; nd++) {
-      drop[nd] = md_shard_drop[nd];
-   }
-   drop[nd++] = field;
-   drop[nd] = NULL;
-   bson_t sent, reply;
-   md_router_rewrite(cmd, NULL, NULL, drop, &sent);
-   BSON_APPEND_ARRAY(&sent, field, stmts);
-   md_router_call(r, s, &sent, &reply);
-   bool ok = merge_reply(m, &reply, indexes);
-   bson_destroy(&sent);
-   bson_destroy(&reply);
-   return ok;
-}
-
 /* The collection's routing: *copy gets the sharded collection's key and chunks (caller frees
  * with rcoll_free), or false for an unsharded one (*primary its database's primary shard). */
 static bool
@@ -199,7 +59,7 @@ ordered_of(const bson_t *cmd)
  * first error), or one batch per shard when not. */
 static void
 run_batches(md_router_t *r, const bson_t *cmd, const char *field, const bson_t **stmts,
-            const int *shard, size_t n, merged_t *m)
+            const int *shard, size_t n, md_merged_t *m)
 {
    bool ordered = ordered_of(cmd);
    bool *done = calloc(n ? n : 1, sizeof *done);
@@ -224,7 +84,7 @@ run_batches(md_router_t *r, const bson_t *cmd, const char *field, const bson_t *
          indexes[count++] = (int64_t) i;
          done[i] = true;
       }
-      bool ok = send_batch(r, shard[start], cmd, field, &batch, indexes, m);
+      bool ok = md_merged_send(r, shard[start], cmd, field, &batch, indexes, m);
       bson_destroy(&batch);
       if (!ok && ordered) {
          break;
@@ -296,10 +156,10 @@ md_route_insert(md_router_t *r, const bson_t *cmd, bson_t *reply)
       shard[i] = md_sk_shard(&c, &key);
       bson_destroy(&key);
    }
-   merged_t m;
-   merged_init(&m);
+   md_merged_t m;
+   md_merged_init(&m);
    run_batches(r, cmd, "documents", docs, shard, n, &m);
-   merged_reply(&m, reply);
+   md_merged_reply(&m, reply);
    free(shard);
    free(docs);
    free(storage);
@@ -309,13 +169,13 @@ md_route_insert(md_router_t *r, const bson_t *cmd, bson_t *reply)
 
 /* A refused statement: a write error at its index, as mongos reports a targeting error. */
 static void
-refuse(merged_t *m, size_t index, int32_t code, char *msg)
+refuse(md_merged_t *m, size_t index, int32_t code, char *msg)
 {
    bson_t err = BSON_INITIALIZER;
    BSON_APPEND_INT32(&err, "index", (int32_t) index);
    BSON_APPEND_INT32(&err, "code", code);
    BSON_APPEND_UTF8(&err, "errmsg", msg);
-   append_indexed(&m->errors, &m->n_errors, &err, (int64_t) index);
+   md_merged_append(&m->errors, &m->n_errors, &err, (int64_t) index);
    bson_destroy(&err);
    bson_free(msg);
 }
@@ -479,8 +339,8 @@ route_statements(md_router_t *r, const bson_t *cmd, const char *field, bool upda
    bson_t *storage;
    size_t n;
    const bson_t **stmts = statements(cmd, field, &storage, &n);
-   merged_t m;
-   merged_init(&m);
+   md_merged_t m;
+   md_merged_init(&m);
    bool ordered = ordered_of(cmd);
    for (size_t i = 0; i < n; i++) {
       int32_t code = 0;
@@ -497,7 +357,7 @@ route_statements(md_router_t *r, const bson_t *cmd, const char *field, bool upda
             bson_t one = BSON_INITIALIZER;
             int64_t index = (int64_t) i;
             BSON_APPEND_DOCUMENT(&one, "0", stmts[i]);
-            ok = send_batch(r, s, cmd, field, &one, &index, &m);
+            ok = md_merged_send(r, s, cmd, field, &one, &index, &m);
             bson_destroy(&one);
          }
       }
@@ -505,7 +365,7 @@ route_statements(md_router_t *r, const bson_t *cmd, const char *field, bool upda
          break;
       }
    }
-   merged_reply(&m, reply);
+   md_merged_reply(&m, reply);
    free(stmts);
    free(storage);
    rcoll_free(&c);

@@ -125,6 +125,35 @@ void md_mstream_destroy_all(md_router_t *r);
 bson_t **md_router_fetch(md_router_t *r, int s, const char *db, const char *coll,
                          const bson_t *filter, size_t *n);
 
+/* route-ddl.c: commands sent on whole (see there). */
+extern const char *const md_by_database[];
+bool md_route_on_database(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply);
+bool md_route_drop(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply);
+bool md_route_list_databases(md_router_t *r, const bson_t *cmd, bson_t *reply);
+bool md_route_get_more(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *reply);
+bool md_route_kill_cursors(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *reply);
+
+/* write-merge.c: a write's merged result, counts, upserted ids and write errors with the
+ * client's indexes. */
+typedef struct {
+   int64_t n, n_modified;
+   bson_t upserted, errors, wce;
+   uint32_t n_upserted, n_errors;
+   bool has_modified, has_wce;
+} md_merged_t;
+void md_merged_init(md_merged_t *m);
+/* Adds one shard's reply; `indexes` maps its statement indexes to the client's. False if it
+ * reported a write error (or failed as a whole). */
+bool md_merged_add(md_merged_t *m, const bson_t *reply, const int64_t *indexes);
+/* Appends `doc` to the array `arr` with its "index" replaced by `index`. */
+void md_merged_append(bson_t *arr, uint32_t *count, const bson_t *doc, int64_t index);
+/* Sends the statements `stmts` (an array; indexes[i] the client's index of each) of the
+ * command's `field` to shard `s` and adds the reply. */
+bool md_merged_send(md_router_t *r, int s, const bson_t *cmd, const char *field,
+                    const bson_t *stmts, const int64_t *indexes, md_merged_t *m);
+/* The merged reply; frees what m holds. */
+void md_merged_reply(md_merged_t *m, bson_t *reply);
+
 /* Helpers shared by the route files. */
 /* Fields a command sent on to a shard leaves out (router.c). */
 extern const char *const md_shard_drop[];
