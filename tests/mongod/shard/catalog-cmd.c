@@ -26,12 +26,14 @@ chunk_new(const bson_t *key, const bson_value_t *lo, const bson_value_t *hi, int
    return ch;
 }
 
-/* The initial chunks. A hashed key on an empty collection gets 2 chunks per shard over the
- * hash space, two adjacent chunks per shard (6.0's default numInitialChunks,
- * src/mongo/db/s/config/initial_split_policy.cpp); anything else one chunk [MinKey, MaxKey)
+/* The initial chunks. A leading hashed key on an empty collection gets numInitialChunks
+ * (default 2 per shard, as 6.0's calculateHashedSplitPointsForEmptyCollection in
+ * src/mongo/db/s/config/initial_split_policy.cpp) evenly over the hash space, each shard a
+ * run of adjacent chunks; anything else one chunk [MinKey, MaxKey)
  * on the primary shard, as 6.0 does: `split` and `moveChunk` (of empty chunks) spread it. */
 static void
-initial_chunks(md_router_t *r, md_rcoll_t *c, bool hashed, bool empty, int primary)
+initial_chunks(md_router_t *r, md_rcoll_t *c, bool hashed, bool empty, int primary,
+               int64_t wanted)
 {
    if (!hashed || !empty) {
       c->chunks = malloc(sizeof *c->chunks);
@@ -39,14 +41,15 @@ initial_chunks(md_router_t *r, md_rcoll_t *c, bool hashed, bool empty, int prima
       c->n_chunks = 1;
       return;
    }
-   size_t n = (size_t) r->n_shards * 2;
+   size_t n = wanted > 0 && wanted <= 8192 ? (size_t) wanted : (size_t) r->n_shards * 2;
+   size_t per_shard = (n + (size_t) r->n_shards - 1) / (size_t) r->n_shards;
    c->chunks = calloc(n, sizeof *c->chunks);
    uint64_t step = UINT64_MAX / n + 1;
    for (size_t i = 0; i < n; i++) {
       bson_value_t lo = {.value_type = BSON_TYPE_INT64}, hi = {.value_type = BSON_TYPE_INT64};
       lo.value.v_int64 = (int64_t) ((uint64_t) INT64_MIN + step * i);
       hi.value.v_int64 = (int64_t) ((uint64_t) INT64_MIN + step * (i + 1));
-      c->chunks[i] = chunk_new(c->key, i ? &lo : NULL, i + 1 < n ? &hi : NULL, (int) (i / 2));
+      c->chunks[i] = chunk_new(c->key, i ? &lo : NULL, i + 1 < n ? &hi : NULL, (int) (i / per_shard));
       c->chunks[i].minor = (uint32_t) i;
    }
    c->n_chunks = n;
@@ -157,7 +160,9 @@ md_cmd_shard_collection(md_router_t *r, const bson_t *cmd, bson_t *reply)
    }
    c.uuid[6] = (uint8_t) ((c.uuid[6] & 0x0f) | 0x40);
    c.uuid[8] = (uint8_t) ((c.uuid[8] & 0x3f) | 0x80);
-   initial_chunks(r, &c, hashed, empty, primary);
+   int64_t wanted = bson_iter_init_find(&it, cmd, "numInitialChunks") ? bson_iter_as_int64(&it)
+                                                                        : 0;
+   initial_chunks(r, &c, hashed, empty, primary, wanted);
    pthread_mutex_lock(&r->lock);
    r->colls = realloc(r->colls, (r->n_colls + 1) * sizeof *r->colls);
    r->colls[r->n_colls++] = c;
