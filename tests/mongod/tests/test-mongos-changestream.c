@@ -15,6 +15,7 @@
 
 static mongoc_client_t *client;
 static char *db;
+static const bson_t empty = BSON_INITIALIZER; /* an empty pipeline */
 static mongoc_collection_t *coll;
 
 static void
@@ -130,7 +131,7 @@ Test(mongos_cs, merged_in_cluster_time_order_with_shard_key)
 {
    shard_tenants();
    bson_t *opts = json("{\"maxAwaitTimeMS\": 100}");
-   mongoc_change_stream_t *cs = mongoc_collection_watch(coll, json("{}"), opts);
+   mongoc_change_stream_t *cs = mongoc_collection_watch(coll, &empty, opts);
    five_changes();
    expect(cs, "\"insert\"", KEY_A1);
    expect(cs, "\"insert\"", KEY_Z2);
@@ -145,7 +146,7 @@ Test(mongos_cs, resumes_from_a_mongos_token)
 {
    shard_tenants();
    bson_t *opts = json("{\"maxAwaitTimeMS\": 100}");
-   mongoc_change_stream_t *cs = mongoc_collection_watch(coll, json("{}"), opts);
+   mongoc_change_stream_t *cs = mongoc_collection_watch(coll, &empty, opts);
    five_changes();
    expect(cs, "\"insert\"", KEY_A1);
    const bson_t *ev = next_event(cs, 5000);
@@ -156,7 +157,7 @@ Test(mongos_cs, resumes_from_a_mongos_token)
    bson_append_iter(resume, "resumeAfter", -1, &it);
    BSON_APPEND_INT32(resume, "maxAwaitTimeMS", 100);
    mongoc_change_stream_destroy(cs);
-   cs = mongoc_collection_watch(coll, json("{}"), resume);
+   cs = mongoc_collection_watch(coll, &empty, resume);
    expect(cs, "\"insert\"", KEY_B3);
    expect(cs, "\"update\"", KEY_Z2);
    expect(cs, "\"delete\"", KEY_A1);
@@ -209,7 +210,7 @@ Test(mongos_idle, idle_shard_holds_the_stream_back)
    }
    shard_tenants();
    bson_t *opts = json("{\"maxAwaitTimeMS\": 100}");
-   mongoc_change_stream_t *cs = mongoc_collection_watch(coll, json("{}"), opts);
+   mongoc_change_stream_t *cs = mongoc_collection_watch(coll, &empty, opts);
    write_json("{\"insert\": \"t\", \"documents\": [{\"tenant\": \"a\", \"_id\": 1}]}");
    cr_assert_null(next_event(cs, 1000), "shard1 has not reached the insert's cluster time");
    write_json("{\"insert\": \"t\", \"documents\": [{\"tenant\": \"z\", \"_id\": 2}]}");
