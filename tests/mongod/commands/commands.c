@@ -421,6 +421,37 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
    return true;
 }
 
+/* For a router (shard/): failCommand alone, before the router sends the command on. */
+bool
+md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close)
+{
+   md_server_t *srv = conn->srv;
+   bson_error_t error = {0};
+   bson_iter_t it;
+   md_cmd_t c = {.srv = srv, .conn = conn, .cmd = cmd, .reply = reply};
+   md_fp_action_t fp = {0};
+   *close = false;
+   if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it)) {
+      return false;
+   }
+   c.name = bson_iter_key(&it);
+   c.db = bson_iter_init_find(&it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&it)
+             ? bson_iter_utf8(&it, NULL) : "";
+   bson_init(&c.labels);
+   pthread_mutex_lock(&srv->lock);
+   bool stop = apply_failpoint(&c, NULL, &fp, &error);
+   if (stop && !c.close_connection) {
+      add_labels(&c, (int32_t) error.code, 0);
+   }
+   pthread_mutex_unlock(&srv->lock);
+   if (stop && !c.close_connection) {
+      md_error_reply_with(srv, &error, &c.labels, NULL, reply);
+   }
+   *close = c.close_connection;
+   bson_destroy(&c.labels);
+   return stop;
+}
+
 /* A retryable write (lsid + txnNumber) runs at most once per txnNumber: a retry gets the
  * first reply back. onPrimaryTransactionalWrite can fail it before or after it commits. */
 static bool

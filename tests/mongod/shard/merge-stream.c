@@ -456,6 +456,18 @@ md_mstream_get_more(md_router_t *r, const bson_t *cmd, int64_t id, bson_t *reply
 }
 
 bool
+md_mstream_owns(md_router_t *r, int64_t id)
+{
+   pthread_mutex_lock(&r->lock);
+   md_mstream_t *m = r->streams;
+   while (m && m->id != id) {
+      m = m->next;
+   }
+   pthread_mutex_unlock(&r->lock);
+   return m != NULL;
+}
+
+bool
 md_mstream_kill(md_router_t *r, int64_t id)
 {
    pthread_mutex_lock(&r->lock);

@@ -100,6 +100,10 @@ md_route_drop(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply
 {
    const char *db, *coll;
    char *ns = md_route_ns(cmd, &db, &coll);
+   if (strcmp(name, "drop") == 0 && !is_sharded_ns(r, cmd)) {
+      bson_free(ns);
+      return forward(r, primary_of(r, cmd), cmd, reply); /* nothing to forget */
+   }
    broadcast(r, cmd, reply);
    pthread_mutex_lock(&r->lock);
    for (size_t i = 0; i < r->n_colls; i++) {
@@ -181,10 +185,19 @@ md_route_get_more(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *re
 {
    bson_iter_t it;
    if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_INT64(&it) &&
-       md_mstream_get_more(r, cmd, bson_iter_int64(&it), reply)) {
-      return true;
+       md_mstream_owns(r, bson_iter_int64(&it))) {
+      bool close = false;
+      if (md_command_failpoint(conn, cmd, reply, &close)) {
+         if (close) {
+            bson_init(reply);
+         }
+         return !close;
+      }
+      if (md_mstream_get_more(r, cmd, bson_iter_int64(&it), reply)) {
+         return true;
+      }
    }
-   return md_command_run_local(conn, cmd, reply);
+   return md_command_run_local(conn, cmd, reply); /* the front's cursors */
 }
 
 bool

@@ -118,6 +118,8 @@ bool md_mstream_open(md_router_t *r, const bson_t *cmd, bson_t *reply);
 /* getMore/killCursors of a merged stream; false when `id` is not one (the front's). */
 bool md_mstream_get_more(md_router_t *r, const bson_t *cmd, int64_t id, bson_t *reply);
 bool md_mstream_kill(md_router_t *r, int64_t id);
+/* Whether `id` is a merged stream's cursor. */
+bool md_mstream_owns(md_router_t *r, int64_t id);
 void md_mstream_destroy_all(md_router_t *r);
 
 /* Every document of db.coll on shard `s` matching `filter` (NULL: all), as a new array of

@@ -243,24 +243,37 @@ in_list(const char *const *list, const char *name)
    return false;
 }
 
+/* failCommand (configured on the router, as on a real mongos) before the command is routed;
+ * true when it answered (or the connection must close: *keep false). */
+static bool
+failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *keep)
+{
+   bool close = false;
+   if (!md_command_failpoint(conn, cmd, reply, &close)) {
+      return false;
+   }
+   if (close) {
+      bson_init(reply);
+   }
+   *keep = !close;
+   return true;
+}
+
 static bool
 route(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
    md_router_t *r = conn->srv->router;
    bson_iter_t it;
+   bool keep = true;
    const char *name = bson_iter_init(&it, cmd) && bson_iter_next(&it) ? bson_iter_key(&it) : "";
    if (strcmp(name, "hello") == 0 || strcasecmp(name, "isMaster") == 0) {
       return hello(r, conn, cmd, reply);
    }
-   if (bson_iter_init_find(&it, cmd, "autocommit") ||
-       bson_iter_init_find(&it, cmd, "startTransaction")) {
-      return md_router_error(r, reply, 20, "%s: transactions through mongos are not "
-                                           "supported by test-mongod", name);
-   }
-   if (unsupported(r, name, reply)) {
-      return true;
-   }
-   if (in_list(front_commands, name) || strncmp(name, "sasl", 4) == 0) {
+   bson_iter_t db_it;
+   bool config = bson_iter_init_find(&db_it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&db_it) &&
+                 strcmp(bson_iter_utf8(&db_it, NULL), "config") == 0;
+   if (in_list(front_commands, name) || strncmp(name, "sasl", 4) == 0 || config) {
+      /* the front's own (the config database lives there, as on the config servers) */
       return md_command_run_local(conn, cmd, reply);
    }
    if (strcmp(name, "getMore") == 0) {
@@ -269,12 +282,16 @@ route(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    if (strcmp(name, "killCursors") == 0) {
       return md_route_kill_cursors(r, conn, cmd, reply);
    }
-   bson_iter_t db_it;
-   bool config = bson_iter_init_find(&db_it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&db_it) &&
-                 strcmp(bson_iter_utf8(&db_it, NULL), "config") == 0;
-   if (config) {
-      /* The config database lives on the front (mongos reads it from the config servers). */
-      return md_command_run_local(conn, cmd, reply);
+   if (failpoint(conn, cmd, reply, &keep)) {
+      return keep;
+   }
+   if (bson_iter_init_find(&it, cmd, "autocommit") ||
+       bson_iter_init_find(&it, cmd, "startTransaction")) {
+      return md_router_error(r, reply, 20, "%s: transactions through mongos are not "
+                                           "supported by test-mongod", name);
+   }
+   if (unsupported(r, name, reply)) {
+      return true;
    }
    if (strcmp(name, "aggregate") == 0) {
       return is_change_stream(cmd) ? md_mstream_open(r, cmd, reply)
