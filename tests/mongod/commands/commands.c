@@ -423,7 +423,8 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
 
 /* For a router (shard/): failCommand alone, before the router sends the command on. */
 bool
-md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close)
+md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close,
+                     bson_t *wce)
 {
    md_server_t *srv = conn->srv;
    bson_error_t error = {0};
@@ -442,6 +443,10 @@ md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *cl
    bool stop = apply_failpoint(&c, NULL, &fp, &error);
    if (stop && !c.close_connection) {
       add_labels(&c, (int32_t) error.code, 0);
+   }
+   bson_init(wce);
+   if (!stop && fp.wce_doc) {
+      bson_concat(wce, fp.wce_doc);
    }
    pthread_mutex_unlock(&srv->lock);
    if (stop && !c.close_connection) {

@@ -47,9 +47,11 @@ md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
 bool
 md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
 /* failCommand alone, as a router applies it to what it routes: true when it fired, with the
- * error reply in *reply (initialised) or *close set (close without answering). */
+ * error reply in *reply (initialised) or *close set (close without answering); else *wce
+ * (always initialised) holds the writeConcernError the reply must carry, if any. */
 bool
-md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close);
+md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close,
+                     bson_t *wce);
 
 /* Builds an error reply (used by the connection loop for protocol errors too). */
 void

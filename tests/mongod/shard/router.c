@@ -246,10 +246,10 @@ in_list(const char *const *list, const char *name)
 /* failCommand (configured on the router, as on a real mongos) before the command is routed;
  * true when it answered (or the connection must close: *keep false). */
 static bool
-failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *keep)
+failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *keep, bson_t *wce)
 {
    bool close = false;
-   if (!md_command_failpoint(conn, cmd, reply, &close)) {
+   if (!md_command_failpoint(conn, cmd, reply, &close, wce)) {
       return false;
    }
    if (close) {
@@ -258,6 +258,8 @@ failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *keep)
    *keep = !close;
    return true;
 }
+
+static bool route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply);
 
 static bool
 route(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
@@ -282,9 +284,24 @@ route(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    if (strcmp(name, "killCursors") == 0) {
       return md_route_kill_cursors(r, conn, cmd, reply);
    }
-   if (failpoint(conn, cmd, reply, &keep)) {
+   bson_t wce;
+   if (failpoint(conn, cmd, reply, &keep, &wce)) {
+      bson_destroy(&wce);
       return keep;
    }
+   route_on(r, name, cmd, reply);
+   if (!bson_empty(&wce)) {
+      BSON_APPEND_DOCUMENT(reply, "writeConcernError", &wce); /* failCommand's */
+   }
+   bson_destroy(&wce);
+   return true;
+}
+
+/* Where each command goes once failCommand let it through. */
+static bool
+route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
+{
+   bson_iter_t it;
    if (bson_iter_init_find(&it, cmd, "autocommit") ||
        bson_iter_init_find(&it, cmd, "startTransaction")) {
       return md_router_error(r, reply, 20, "%s: transactions through mongos are not "
