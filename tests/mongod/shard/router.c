@@ -261,8 +261,72 @@ failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *keep, bson_t 
 
 static bool route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply);
 
+/* The cluster time mongos answers with: the newest of its shards' clocks and of what it has
+ * gossiped, which from then on every write is gossiped (so a change stream started at a
+ * reply's operationTime misses no later write on a shard whose clock was behind). */
+static md_ts_t
+cluster_time(md_router_t *r)
+{
+   md_ts_t newest = {0, 0};
+   for (int s = 0; s < r->n_shards; s++) {
+      pthread_mutex_lock(&r->shards[s]->lock);
+      if (md_ts_cmp(newest, r->shards[s]->oplog.last) < 0) {
+         newest = r->shards[s]->oplog.last;
+      }
+      pthread_mutex_unlock(&r->shards[s]->lock);
+   }
+   pthread_mutex_lock(&r->lock);
+   if (md_ts_cmp(r->cluster_time, newest) < 0) {
+      r->cluster_time = newest;
+   }
+   newest = r->cluster_time;
+   pthread_mutex_unlock(&r->lock);
+   return newest;
+}
+
+/* Replaces the answering server's $clusterTime and operationTime by the cluster's, as
+ * mongos answers with its own clock (6.0's VectorClock, src/mongo/db/vector_clock.cpp),
+ * which is at least any time a shard answered it. */
+static void
+stamp_times(md_router_t *r, bson_t *reply)
+{
+   md_ts_t now = cluster_time(r);
+   bson_t out = BSON_INITIALIZER, ct, sig;
+   bson_iter_t it;
+   static const uint8_t zero_hash[20];
+   bson_iter_init(&it, reply);
+   while (bson_iter_next(&it)) {
+      const char *key = bson_iter_key(&it);
+      if (strcmp(key, "operationTime") != 0 && strcmp(key, "$clusterTime") != 0) {
+         bson_append_iter(&out, key, -1, &it);
+      }
+   }
+   bson_append_document_begin(&out, "$clusterTime", -1, &ct);
+   bson_append_timestamp(&ct, "clusterTime", -1, now.t, now.i);
+   bson_append_document_begin(&ct, "signature", -1, &sig);
+   bson_append_binary(&sig, "hash", -1, BSON_SUBTYPE_BINARY, zero_hash, sizeof zero_hash);
+   bson_append_int64(&sig, "keyId", -1, 0);
+   bson_append_document_end(&ct, &sig);
+   bson_append_document_end(&out, &ct);
+   bson_append_timestamp(&out, "operationTime", -1, now.t, now.i);
+   bson_destroy(reply);
+   bson_steal(reply, &out);
+}
+
+static bool route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
+
 static bool
 route(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
+{
+   bool keep = route_cmd(conn, cmd, reply);
+   if (keep) {
+      stamp_times(conn->srv->router, reply);
+   }
+   return keep;
+}
+
+static bool
+route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
    md_router_t *r = conn->srv->router;
    bson_iter_t it;

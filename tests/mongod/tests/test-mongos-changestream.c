@@ -201,6 +201,35 @@ Test(mongos_cs, cluster_wide_stream)
    bson_free(text);
 }
 
+/* A reply's operationTime is the cluster's time (not the answering server's): a stream
+ * started at a ping's operationTime shows the last write before it (startAtOperationTime is
+ * inclusive, and that write set the cluster time) and what came after, nothing older. */
+Test(mongos_cs, start_at_a_reply_operation_time)
+{
+   shard_tenants();
+   write_json("{\"insert\": \"t\", \"documents\": [{\"tenant\": \"a\", \"_id\": 1}]}");
+   write_json("{\"insert\": \"t\", \"documents\": [{\"tenant\": \"z\", \"_id\": 2}]}");
+   bson_t *ping = json("{\"ping\": 1}"), reply;
+   bson_error_t error;
+   cr_assert(mongoc_client_command_simple(client, "admin", ping, NULL, &reply, &error), "%s",
+             error.message);
+   bson_iter_t it;
+   cr_assert(bson_iter_init_find(&it, &reply, "operationTime"));
+   uint32_t t, i;
+   bson_iter_timestamp(&it, &t, &i);
+   bson_t *opts = bson_new();
+   BSON_APPEND_TIMESTAMP(opts, "startAtOperationTime", t, i);
+   BSON_APPEND_INT32(opts, "maxAwaitTimeMS", 100);
+   mongoc_change_stream_t *cs = mongoc_collection_watch(coll, &empty, opts);
+   write_json("{\"insert\": \"t\", \"documents\": [{\"tenant\": \"b\", \"_id\": 3}]}");
+   expect(cs, "\"insert\"", KEY_Z2);
+   expect(cs, "\"insert\"", KEY_B3);
+   mongoc_change_stream_destroy(cs);
+   bson_destroy(opts);
+   bson_destroy(&reply);
+   bson_destroy(ping);
+}
+
 /* Against the default no-op interval (10 s, longer than this test): a change on one shard
  * waits while the other is idle, and comes as soon as the other moves past it. */
 Test(mongos_idle, idle_shard_holds_the_stream_back)
