@@ -107,6 +107,27 @@ create_on_shards(md_router_t *r, const char *db, const char *coll)
    }
 }
 
+/* Enters a newly sharded collection and its initial chunks into the catalog. */
+static void
+add_collection(md_router_t *r, const char *ns, const bson_t *key, bool unique, bool presplit,
+               int primary, int64_t wanted, uint8_t uuid[16])
+{
+   md_rcoll_t c = {.ns = bson_strdup(ns), .key = bson_copy(key), .unique = unique,
+                   .created_t = (uint32_t) time(NULL)};
+   bson_oid_init(&c.epoch, NULL);
+   for (size_t i = 0; i < sizeof c.uuid; i++) {
+      c.uuid[i] = (uint8_t) rand();
+   }
+   c.uuid[6] = (uint8_t) ((c.uuid[6] & 0x0f) | 0x40); /* a version 4 UUID */
+   c.uuid[8] = (uint8_t) ((c.uuid[8] & 0x3f) | 0x80);
+   memcpy(uuid, c.uuid, 16);
+   initial_chunks(r, &c, presplit, true, primary, wanted);
+   pthread_mutex_lock(&r->lock);
+   r->colls = realloc(r->colls, (r->n_colls + 1) * sizeof *r->colls);
+   r->colls[r->n_colls++] = c;
+   pthread_mutex_unlock(&r->lock);
+}
+
 bool
 md_cmd_shard_collection(md_router_t *r, const bson_t *cmd, bson_t *reply)
 {
@@ -152,26 +173,15 @@ md_cmd_shard_collection(md_router_t *r, const bson_t *cmd, bson_t *reply)
    }
    bool empty = count_on(r, primary, db, dot + 1) == 0;
    create_on_shards(r, db, dot + 1);
-   md_rcoll_t c = {.ns = bson_strdup(ns), .key = bson_copy(&key), .unique = unique,
-                   .created_t = (uint32_t) time(NULL)};
-   bson_oid_init(&c.epoch, NULL);
-   for (size_t i = 0; i < sizeof c.uuid; i++) {
-      c.uuid[i] = (uint8_t) rand();
-   }
-   c.uuid[6] = (uint8_t) ((c.uuid[6] & 0x0f) | 0x40);
-   c.uuid[8] = (uint8_t) ((c.uuid[8] & 0x3f) | 0x80);
    int64_t wanted = bson_iter_init_find(&it, cmd, "numInitialChunks") ? bson_iter_as_int64(&it)
                                                                         : 0;
-   initial_chunks(r, &c, hashed, empty, primary, wanted);
-   pthread_mutex_lock(&r->lock);
-   r->colls = realloc(r->colls, (r->n_colls + 1) * sizeof *r->colls);
-   r->colls[r->n_colls++] = c;
-   pthread_mutex_unlock(&r->lock);
+   uint8_t uuid[16];
+   add_collection(r, ns, &key, unique, hashed && empty, primary, wanted, uuid);
    bson_free(db);
    md_catalog_publish(r);
    bson_init(reply);
    BSON_APPEND_UTF8(reply, "collectionsharded", ns);
-   BSON_APPEND_BINARY(reply, "collectionUUID", BSON_SUBTYPE_UUID, c.uuid, 16);
+   BSON_APPEND_BINARY(reply, "collectionUUID", BSON_SUBTYPE_UUID, uuid, 16);
    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
    return true;
 }
