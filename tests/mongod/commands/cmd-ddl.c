@@ -80,8 +80,11 @@ md_cmd_create(md_cmd_t *c, bson_error_t *error)
    }
    bool created;
    md_coll_t *coll;
-   if ((!c->txn && !md_cmd_wait_ddl(c, c->db, name, error)) ||
-       !md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE, &coll, &created, error)) {
+   if (!c->txn && !md_cmd_wait_ddl(c, c->db, name, error)) {
+      return false;
+   }
+   md_cmd_catalog_note(c, name);
+   if (!md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE, &coll, &created, error)) {
       return false;
    }
    if (!created) {
@@ -189,8 +192,11 @@ md_cmd_create_indexes(md_cmd_t *c, bson_error_t *error)
    }
    bool created;
    md_coll_t *coll;
-   if ((!c->txn && !md_cmd_wait_ddl(c, c->db, name, error)) ||
-       !md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE, &coll, &created, error) ||
+   if (!c->txn && !md_cmd_wait_ddl(c, c->db, name, error)) {
+      return false;
+   }
+   md_cmd_catalog_note(c, name);
+   if (!md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE, &coll, &created, error) ||
        !md_check_not_view(coll, error)) {
       return false;
    }
@@ -286,7 +292,8 @@ md_cmd_list_indexes(md_cmd_t *c, bson_error_t *error)
        !md_cmd_get_int64(&cursor, "batchSize", &batch_size, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   md_coll_t *coll = md_cmd_catalog_at(c, name, md_store_coll(c->srv->store, c->db, name,
+                                                               false, NULL));
    if (!coll) {
       return tm_error_set(error, 26, "ns does not exist: %s.%s", c->db, name);
    }
@@ -339,6 +346,29 @@ collection_info(const md_coll_t *coll, bool name_only)
    return d;
 }
 
+typedef struct {
+   tm_matcher_t *m;
+   bool name_only;
+   bson_t **docs;
+   size_t n, cap;
+} list_t;
+
+/* Filters on the full description, even when only names are returned. */
+static void
+list_add(md_coll_t *coll, void *ctx)
+{
+   list_t *l = ctx;
+   bson_t *full = collection_info(coll, false);
+   if (tm_matcher_match(l->m, full, NULL)) {
+      if (l->n == l->cap) {
+         l->cap = l->cap ? 2 * l->cap : 8;
+         l->docs = realloc(l->docs, l->cap * sizeof *l->docs);
+      }
+      l->docs[l->n++] = l->name_only ? collection_info(coll, true) : bson_copy(full);
+   }
+   bson_destroy(full);
+}
+
 bool
 md_cmd_list_collections(md_cmd_t *c, bson_error_t *error)
 {
@@ -360,20 +390,16 @@ md_cmd_list_collections(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    md_db_t *db = md_store_db(c->srv->store, c->db, false);
-   size_t n = 0, cap = 0;
-   bson_t **docs = NULL;
+   list_t l = {.m = m, .name_only = name_only};
    for (md_coll_t *coll = db ? db->colls : NULL; coll; coll = coll->next) {
-      /* Filter on the full description, even when only names are returned. */
-      bson_t *full = collection_info(coll, false);
-      if (tm_matcher_match(m, full, NULL)) {
-         if (n == cap) {
-            cap = cap ? 2 * cap : 8;
-            docs = realloc(docs, cap * sizeof *docs);
-         }
-         docs[n++] = name_only ? collection_info(coll, true) : bson_copy(full);
+      md_coll_t *then = md_cmd_catalog_at(c, coll->name, coll); /* NULL: created since */
+      if (then) {
+         list_add(then, &l);
       }
-      bson_destroy(full);
    }
+   md_cmd_catalog_gone(c, list_add, &l); /* dropped or renamed since the read position */
+   size_t n = l.n;
+   bson_t **docs = l.docs;
    tm_matcher_destroy(m);
    char *ns = bson_strdup_printf("%s.$cmd.listCollections", c->db);
    md_reply_first_batch(c, ns, docs, n, batch_size, false);

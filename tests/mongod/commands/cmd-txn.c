@@ -389,6 +389,9 @@ md_read_coll(md_cmd_t *c, const char *name, md_coll_t **coll, md_coll_t **snapsh
       return false;
    }
    uint64_t position = c->txn || md_cmd_branch(c) ? UINT64_MAX : md_cmd_read_position(c);
+   /* The catalog as of the position too: a collection created, dropped or re-indexed since
+    * is seen as it was (data/versions.h). */
+   *coll = md_versions_catalog_at(&c->srv->versions, c->db, name, position, *coll);
    if (*coll && !(*coll)->view_on && position < c->srv->oplog.next_seq &&
        md_versions_changed_since(&c->srv->versions, *coll, position)) {
       *snapshot = md_versions_snapshot(&c->srv->versions, *coll, position);

@@ -22,6 +22,7 @@ typedef enum {
    MD_OP_DROP,
    MD_OP_RENAME,
    MD_OP_DROP_DATABASE,
+   MD_OP_NOOP, /* a catalog change's place in the history (versions.h); no change event */
 } md_op_t;
 
 typedef struct {

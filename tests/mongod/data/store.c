@@ -44,6 +44,9 @@ md_store_notify_catalog(md_db_t *db, const char *name, md_coll_t *coll)
    if (db->store && db->store->hooks.catalog_change && (!coll || is_live(coll))) {
       db->store->hooks.catalog_change(db->store->hooks.ctx, db, name, coll);
    }
+   if (db->store && db->store->versions.catalog_change && (!coll || is_live(coll))) {
+      db->store->versions.catalog_change(db->store->versions.ctx, db, name, coll);
+   }
 }
 
 static void

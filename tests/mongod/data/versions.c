@@ -34,6 +34,7 @@ record_free(md_version_t *r)
 void
 md_versions_destroy(md_versions_t *v)
 {
+   md_versions_catalog_destroy(v);
    for (size_t i = v->first; i < v->n; i++) {
       record_free(&v->records[i]);
    }

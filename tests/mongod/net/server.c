@@ -50,6 +50,14 @@ record_version(void *ctx, md_coll_t *coll, const bson_t *doc)
    md_versions_record(&srv->versions, coll, doc);
 }
 
+/* The store's versions hook for the catalog: what a collection was before it changes. */
+static void
+record_catalog(void *ctx, md_db_t *db, const char *name, md_coll_t *coll)
+{
+   md_server_t *srv = ctx;
+   md_versions_catalog_record(&srv->versions, db, name, coll);
+}
+
 /* The oldest position a member reads at: its applied position (brought up to date). */
 static uint64_t
 oldest_position(void *ctx)
@@ -90,6 +98,7 @@ md_server_new(const md_server_opts_t *opts)
    srv->versions.oldest = oldest_position;
    srv->versions.oldest_ctx = srv;
    srv->store->versions.doc_change = record_version;
+   srv->store->versions.catalog_change = record_catalog;
    srv->store->versions.ctx = srv;
    pthread_cond_init(&srv->election_cond, NULL);
    pthread_cond_init(&srv->reach_cond, NULL);
