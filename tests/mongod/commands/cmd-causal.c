@@ -47,9 +47,9 @@ static uint64_t
 position_now(md_cmd_t *c, bool majority, int64_t *next_ms)
 {
    md_server_t *srv = c->srv;
-   uint64_t commit = md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), next_ms);
-   uint64_t applied = srv->topo.members[c->conn->member].applied_seq;
-   return majority && commit < applied ? commit : applied;
+   md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), next_ms);
+   return majority ? md_repl_member_commit(&srv->topo, c->conn->member)
+                   : srv->topo.members[c->conn->member].applied_seq;
 }
 
 /* Waits until the member's read position covers every entry up to `target` (exclusive

@@ -57,11 +57,10 @@ md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t b
       /* Only majority-committed changes, as MongoDB's change streams. */
       int64_t now = md_wall_ms(), next_commit;
       md_cs_visible_t visible;
-      visible.seq = md_repl_advance(&srv->topo, &srv->oplog, now, &next_commit);
-      /* ... that this member holds: a lagging or isolated member streams no further than
-       * it has applied, as 6.0 reads its own oplog (an isolated one: nothing new). */
-      uint64_t applied = srv->topo.members[c->conn->member].applied_seq;
-      visible.seq = applied < visible.seq ? applied : visible.seq;
+      md_repl_advance(&srv->topo, &srv->oplog, now, &next_commit);
+      /* ... as this member knows the commit point and no further than it has applied, as
+       * 6.0 reads its own oplog at its committed snapshot (an isolated one: nothing new). */
+      visible.seq = md_repl_member_commit(&srv->topo, c->conn->member);
       visible.ts = md_repl_seq_ts(&srv->oplog, visible.seq);
       ok = md_changestream_poll(cur->cs, &srv->oplog, srv->store, visible, batch_size, &docs,
                                 &n, pbrt, error);

@@ -88,7 +88,8 @@ md_append_repl_info(md_server_t *srv, int member, bson_t *r, const char *primary
    }
    /* This member's applied position and the commit point (a lagging secondary's lastWrite
     * is behind: drivers' maxStalenessSeconds reads it). */
-   uint64_t commit = md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
+   md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
+   uint64_t commit = me->commit_seq; /* the commit point as this member knows it */
    BSON_APPEND_DOCUMENT_BEGIN(r, "lastWrite", &lw);
    append_op_time(&lw, "opTime", md_repl_seq_ts(&srv->oplog, me->applied_seq), me->term);
    BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", position_date(srv, me->applied_seq, me));

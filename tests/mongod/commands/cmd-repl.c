@@ -96,13 +96,17 @@ md_cmd_read_position(md_cmd_t *c)
    }
    /* A secondary reads its own copy, at its last applied batch (6.0 reads secondaries at
     * lastApplied: src/mongo/db/storage/snapshot_helper.cpp); "majority" reads the
-    * committed snapshot (replication_coordinator_impl.cpp, _currentCommittedSnapshot). */
-   uint64_t commit = md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
-   uint64_t position = srv->topo.members[c->conn->member].applied_seq;
-   if (read_concern_is(c->cmd, "majority") && commit < position) {
-      position = commit;
-   }
-   return position;
+    * committed snapshot (replication_coordinator_impl.cpp, _currentCommittedSnapshot):
+    * the member's own, which stops at the cut on an isolated one. */
+   md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
+   return md_cmd_reads_majority(c) ? md_repl_member_commit(&srv->topo, c->conn->member)
+                                   : srv->topo.members[c->conn->member].applied_seq;
+}
+
+bool
+md_cmd_reads_majority(const md_cmd_t *c)
+{
+   return read_concern_is(c->cmd, "majority");
 }
 
 static const char *
@@ -167,7 +171,8 @@ md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_INT32(c->reply, "writeMajorityCount", majority);
    BSON_APPEND_INT32(c->reply, "votingMembersCount", topo->n);
    BSON_APPEND_INT32(c->reply, "writableVotingMembersCount", topo->n);
-   uint64_t commit = md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
+   md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
+   uint64_t commit = topo->members[c->conn->member].commit_seq; /* as the asker knows it */
    md_ts_t commit_ts = md_repl_seq_ts(&c->srv->oplog, commit);
    bson_t optimes, op;
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "optimes", &optimes);
@@ -396,6 +401,8 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
       if (strcmp(mode, modes[r]) == 0) {
          md_log(c->srv, "member %d: %s", m, mode);
          if (r == MD_REACH_ISOLATE) {
+            /* The commit point it knows stops here: bring it up to the cut first. */
+            md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
             md_isolation_start(c->srv, m);
          } else if (r == MD_REACH_UP) {
             /* Before it rejoins: md_server_set_reach waits for the listeners, releasing

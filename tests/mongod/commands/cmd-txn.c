@@ -385,10 +385,18 @@ md_read_coll(md_cmd_t *c, const char *name, md_coll_t **coll, md_coll_t **snapsh
              bson_error_t *error)
 {
    *snapshot = NULL;
-   if (!md_cmd_coll(c, name, 0, coll, NULL, error)) {
+   /* An isolated primary reads its branch, except "majority": its committed snapshot (the
+    * shared data at the commit point it knew at the cut), which none of the branch's
+    * writes can be in (topology/replication.c). */
+   bool isolated = !c->txn && md_cmd_branch(c);
+   bool committed = isolated && md_cmd_reads_majority(c);
+   if (committed) {
+      *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   } else if (!md_cmd_coll(c, name, 0, coll, NULL, error)) {
       return false;
    }
-   uint64_t position = c->txn || md_cmd_branch(c) ? UINT64_MAX : md_cmd_read_position(c);
+   bool in_view = c->txn || (isolated && !committed); /* a transaction's or the branch's */
+   uint64_t position = in_view ? UINT64_MAX : md_cmd_read_position(c);
    /* The catalog as of the position too: a collection created, dropped or re-indexed since
     * is seen as it was (data/versions.h). */
    *coll = md_versions_catalog_at(&c->srv->versions, c->db, name, position, *coll);

@@ -153,9 +153,11 @@ bool md_cmd_test_rollback_log(md_cmd_t *c, bson_error_t *error);
  * 10107, and reads without a secondary read preference with 13435. */
 bool md_cmd_check_member(md_cmd_t *c, bson_error_t *error);
 /* The history position a read outside transactions runs at (cmd-repl.c): the member's
- * applied position (the newest on a primary), no newer than the majority commit point with
- * readConcern "majority". */
+ * applied position (the newest on a primary); with readConcern "majority" the commit point
+ * as the member knows it (md_repl_member_commit: an isolated member's stops at the cut). */
 uint64_t md_cmd_read_position(md_cmd_t *c);
+/* Whether the command reads with readConcern level "majority". */
+bool md_cmd_reads_majority(const md_cmd_t *c);
 /* readConcern afterClusterTime (cmd-causal.c): waits, releasing the server lock, until the
  * member has applied that time (the commit point has, for "majority"), or fails with 72
  * (a time past the cluster time), 50 (maxTimeMS) or 11600; a secondary's read then answers

@@ -58,7 +58,8 @@ record_catalog(void *ctx, md_db_t *db, const char *name, md_coll_t *coll)
    md_versions_catalog_record(&srv->versions, db, name, coll);
 }
 
-/* The oldest position a member reads at: its applied position (brought up to date). */
+/* The oldest position a member reads at: its commit point as it knows it, no newer than
+ * its applied position (brought up to date; an isolated member's stays at the cut). */
 static uint64_t
 oldest_position(void *ctx)
 {
@@ -66,7 +67,7 @@ oldest_position(void *ctx)
    md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
    uint64_t oldest = srv->oplog.next_seq;
    for (int i = 0; i < srv->topo.n; i++) {
-      uint64_t seq = srv->topo.members[i].applied_seq;
+      uint64_t seq = md_repl_member_commit(&srv->topo, i);
       oldest = seq < oldest ? seq : oldest;
    }
    return oldest;

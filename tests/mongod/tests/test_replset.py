@@ -10,7 +10,8 @@ insert (retried at most once) lands on its successor; w: "majority" times out wi
 change stream holds a write back while the secondaries are paused; a paused secondary and
 readConcern majority read stale data; a causally consistent session reads its own writes
 from lagging secondaries (afterClusterTime); an isolated primary's write is rolled back at the heal
-while pymongo, given every seed, writes to the newer primary.
+while pymongo, given every seed, writes to the newer primary; a majority read on an isolated
+primary sees the data as of the cut, not its own later w:1 writes.
 Against a real server: a set of three members with test commands. Exit 77 (skip) without.
 """
 import os
@@ -310,6 +311,83 @@ class ReplicaSet(unittest.TestCase):
             log = c.admin.command("testRollbackLog", 1)["rolledBack"]
             self.assertIn({"_id": 1}, [e.get("documentKey") for e in log
                                        if e["ns"] == "outbox_replset." + name])
+
+    def test_majority_read_on_isolated_primary_stops_at_the_cut(self):
+        # 6.0 reads "majority" at the member's committed snapshot; a cut-off primary never
+        # learns of a newer commit point, so its own later writes stay invisible to it.
+        old = self.primary
+        name = "cut_%d" % os.getpid()
+        with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0&w=majority" % SEED,
+                                 serverSelectionTimeoutMS=5000) as client:
+            client.outbox_replset[name].insert_one({"_id": 1, "v": 1})
+        self.fault(old, "isolate")
+        try:
+            with direct(old) as c:
+                coll = c.outbox_replset.get_collection(
+                    name, read_preference=ReadPreference.PRIMARY_PREFERRED)
+                coll.update_one({"_id": 1}, {"$set": {"v": 2}})
+                coll.insert_one({"_id": 2, "v": 2})
+                majority = coll.with_options(read_concern=ReadConcern("majority"))
+                self.assertEqual(coll.find_one({"_id": 1})["v"], 2)  # local: its own write
+                self.assertEqual(list(majority.find()), [{"_id": 1, "v": 1}])
+                self.assertEqual(majority.count_documents({}), 1)
+                with self.assertRaises(WTimeoutError) as ctx:
+                    coll.with_options(write_concern=WriteConcern("majority", wtimeout=200)
+                                      ).insert_one({"_id": 3})
+                self.assertEqual(ctx.exception.code, 64)
+                self.assertEqual(list(majority.find()), [{"_id": 1, "v": 1}])
+            new = self.await_new_primary(old)
+            with direct(new) as c:
+                c.outbox_replset[name].with_options(
+                    write_concern=WriteConcern("majority", wtimeout=5000)).update_one(
+                        {"_id": 1}, {"$set": {"v": 3}})
+                self.assertEqual(list(c.outbox_replset.get_collection(
+                    name, read_concern=ReadConcern("majority")).find()), [{"_id": 1, "v": 3}])
+            with direct(old) as c:  # nor does it see the new primary's write
+                self.assertEqual(list(c.outbox_replset.get_collection(
+                    name, read_preference=ReadPreference.PRIMARY_PREFERRED,
+                    read_concern=ReadConcern("majority")).find()), [{"_id": 1, "v": 1}])
+        finally:
+            self.fault(old, "heal")
+        with direct(old) as c:
+            coll = c.outbox_replset.get_collection(
+                name, read_preference=ReadPreference.SECONDARY_PREFERRED,
+                read_concern=ReadConcern("majority"))
+            deadline = time.time() + 5
+            while list(coll.find()) != [{"_id": 1, "v": 3}] and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(list(coll.find()), [{"_id": 1, "v": 3}])
+
+    def test_isolated_primary_streams_no_further_than_its_commit_point(self):
+        # A write the secondaries apply only after the cut is majority-committed for them,
+        # but the cut-off primary never hears of it: neither its stream nor its majority
+        # reads show it.
+        old = self.primary
+        secondaries = [h for h in self.hosts if h != old]
+        name = "cut_stream_%d" % os.getpid()
+        with direct(old) as c:
+            coll = c.outbox_replset.get_collection(
+                name, read_preference=ReadPreference.PRIMARY_PREFERRED)
+            coll.insert_one({"_id": 0})
+            stream = coll.watch(max_await_time_ms=100)
+            try:
+                for host in secondaries:
+                    self.fault(host, "lag", ms=800)
+                coll.insert_one({"_id": 1})
+                self.fault(old, "isolate")
+                time.sleep(1.2)
+                with direct(secondaries[0]) as s:  # committed for the others meanwhile
+                    self.assertEqual(s.admin.command("replSetGetStatus")["optimes"]
+                                     ["lastCommittedOpTime"]["ts"],
+                                     s.admin.command("isMaster")["lastWrite"]["opTime"]["ts"])
+                self.assertIsNone(stream.try_next())
+                majority = coll.with_options(read_concern=ReadConcern("majority"))
+                self.assertEqual([d["_id"] for d in majority.find()], [0])
+            finally:
+                stream.close()
+                for host in secondaries:
+                    self.fault(host, "lag", ms=-1)
+                self.fault(old, "heal")
 
     def test_freeze_on_primary_is_refused(self):
         with direct(self.primary) as c:

@@ -59,7 +59,29 @@ md_repl_advance(md_topology_t *topo, const md_oplog_t *log, int64_t now_ms, int6
       *next_ms = next;
    }
    qsort(applied, (size_t) n, sizeof applied[0], desc);
-   return applied[n / 2]; /* the newest position held by n/2 + 1 members */
+   uint64_t commit = applied[n / 2]; /* the newest position held by n/2 + 1 members */
+   /* Only the members in contact learn it. In r6.0 the primary computes the commit point
+    * from the positions the others report (replication_coordinator_impl.cpp's
+    * _updateLastCommittedOpTimeAndWallTime calls topology_coordinator.cpp's
+    * updateLastCommittedOpTimeAndWallTime), secondaries learn it from their sync source
+    * and heartbeats (advanceLastCommittedOpTimeAndWallTime); each then moves its own
+    * committed snapshot (_updateCommittedSnapshot), which "majority" reads read
+    * (ReadSource::kMajorityCommitted at getCurrentCommittedSnapshotOpTime). A member cut
+    * off hears nothing, so its snapshot stays where it was: a cut-off primary's own later
+    * writes are never in it, as nobody applies them. */
+   for (int i = 0; i < n; i++) {
+      if (topo->members[i].reach == MD_REACH_UP) {
+         topo->members[i].commit_seq = commit;
+      }
+   }
+   return commit;
+}
+
+uint64_t
+md_repl_member_commit(const md_topology_t *topo, int m)
+{
+   const md_member_t *member = &topo->members[m];
+   return member->commit_seq < member->applied_seq ? member->commit_seq : member->applied_seq;
 }
 
 int

@@ -34,6 +34,7 @@ typedef struct {
    int port;                   /* the port it listens on (kept while refusing) */
    md_reach_t reach;
    uint64_t applied_seq;       /* history entries below this one are applied (replication.h) */
+   uint64_t commit_seq;        /* the majority commit point as it last heard it (ditto) */
    int64_t lag_ms;             /* its replication lag; -1: the set's --replication-lag-ms */
    bool paused;                /* replication paused (testMemberFault "pause") */
    int64_t clock_offset_ms;    /* its clock's error (testMemberFault "clock") */
