@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "net/server.h"
+#include "shard/router.h"
 
 static void
 usage(FILE *out)
@@ -32,6 +33,10 @@ usage(FILE *out)
          "  --election-timeout-ms N  how long the set stays without a primary before\n"
          "                    electing one (default 10000, as mongod's)\n"
          "  --enable-test-commands  testMemberFault (members that hang or refuse)\n"
+         "  --mongos          answer as mongos 6.0 in front of --shards N shards\n"
+         "  --shards N        shards behind --mongos, each one member (default 2)\n"
+         "  --periodic-noop-ms N  how often an idle shard's clock ticks (default 10000,\n"
+         "                    mongod's periodicNoopIntervalSecs)\n"
          "  --replication-lag-ms N  how far each secondary's replication trails (default 0)\n"
          "  --oplog-size N    change-stream history bound in entries (default 1000000);\n"
          "                    resuming from older tokens fails with 286\n"
@@ -97,6 +102,9 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
       {"tls-ca-file", required_argument, NULL, 'A'},
       {"tls-allow-connections-without-certificates", no_argument, NULL, 'N'},
       {"without-expression", required_argument, NULL, 'x'},
+      {"mongos", no_argument, NULL, 'G'},
+      {"shards", required_argument, NULL, 'S'},
+      {"periodic-noop-ms", required_argument, NULL, 'P'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -201,6 +209,23 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
             return EX_USAGE;
          }
          break;
+      case 'G':
+         opts->mongos = true;
+         break;
+      case 'S':
+         if (!parse_number(optarg, 1, 16, &n)) {
+            fprintf(stderr, "test-mongod: bad --shards %s (1 to 16)\n", optarg);
+            return EX_USAGE;
+         }
+         opts->shards = (int) n;
+         break;
+      case 'P':
+         if (!parse_number(optarg, 1, 86400000, &n)) {
+            fprintf(stderr, "test-mongod: bad --periodic-noop-ms %s\n", optarg);
+            return EX_USAGE;
+         }
+         opts->periodic_noop_ms = (int) n;
+         break;
       case 'v':
          opts->verbose = true;
          break;
@@ -219,6 +244,10 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
    if ((opts->tls_ca_file || opts->tls_allow_no_cert) && !opts->tls_cert_file) {
       fprintf(stderr, "test-mongod: --tls-ca-file and --tls-allow-connections-without-"
                       "certificates need --tls-cert-file\n");
+      return EX_USAGE;
+   }
+   if (opts->mongos && (opts->members > 1 || opts->auth)) {
+      fprintf(stderr, "test-mongod: --mongos with --members or --auth is not supported\n");
       return EX_USAGE;
    }
    return 0;
@@ -253,7 +282,8 @@ main(int argc, char **argv)
    md_server_opts_t opts = {.bind = "127.0.0.1", .port = 27017, .oplog_size = 1000000,
                             .oplog_bytes = (size_t) 1024 * 1024 * 1024,
                             .max_connections = 2000, .ttl_interval = 60, .txn_lifetime = 60,
-                            .members = 1, .election_timeout_ms = 10000};
+                            .members = 1, .election_timeout_ms = 10000,
+                            .shards = 2, .periodic_noop_ms = 10000};
    user_specs_t users = {NULL, 0};
    int rc = parse_args(argc, argv, &opts, &users);
    if (rc != 0) {
@@ -291,7 +321,11 @@ main(int argc, char **argv)
       }
    }
    free(users.specs);
+   if (opts.mongos) {
+      md_router_attach(ctx.srv);
+   }
    if (!md_server_listen(ctx.srv)) {
+      md_router_detach(ctx.srv);
       md_server_destroy(ctx.srv);
       return EX_UNAVAILABLE;
    }
@@ -302,6 +336,7 @@ main(int argc, char **argv)
       pthread_kill(sig_thread, SIGTERM); /* the listener failed: stop the signal thread too */
    }
    pthread_join(sig_thread, NULL);
+   md_router_detach(ctx.srv);
    md_server_destroy(ctx.srv);
    return 0;
 }

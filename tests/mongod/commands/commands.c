@@ -116,7 +116,11 @@ static const struct {
    {263, "OperationNotSupportedInTransaction"}, {50768, "NotARetryableWriteCommand"},
    {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
    {13436, "NotPrimaryOrSecondary"}, {17, "ProtocolError"}, {18, "AuthenticationFailed"},
-   {334, "MechanismUnavailable"}, {0, NULL},
+   {334, "MechanismUnavailable"},
+   /* mongos's (shard/) */
+   {61, "ShardKeyNotFound"}, {118, "NamespaceNotSharded"}, {70, "ShardNotFound"},
+   {23, "AlreadyInitialized"},
+   {0, NULL},
 };
 
 const char *
@@ -417,6 +421,42 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
    return true;
 }
 
+/* For a router (shard/): failCommand alone, before the router sends the command on. */
+bool
+md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close,
+                     bson_t *wce)
+{
+   md_server_t *srv = conn->srv;
+   bson_error_t error = {0};
+   bson_iter_t it;
+   md_cmd_t c = {.srv = srv, .conn = conn, .cmd = cmd, .reply = reply};
+   md_fp_action_t fp = {0};
+   *close = false;
+   if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it)) {
+      return false;
+   }
+   c.name = bson_iter_key(&it);
+   c.db = bson_iter_init_find(&it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&it)
+             ? bson_iter_utf8(&it, NULL) : "";
+   bson_init(&c.labels);
+   pthread_mutex_lock(&srv->lock);
+   bool stop = apply_failpoint(&c, NULL, &fp, &error);
+   if (stop && !c.close_connection) {
+      add_labels(&c, (int32_t) error.code, 0);
+   }
+   bson_init(wce);
+   if (!stop && fp.wce_doc) {
+      bson_concat(wce, fp.wce_doc);
+   }
+   pthread_mutex_unlock(&srv->lock);
+   if (stop && !c.close_connection) {
+      md_error_reply_with(srv, &error, &c.labels, NULL, reply);
+   }
+   *close = c.close_connection;
+   bson_destroy(&c.labels);
+   return stop;
+}
+
 /* A retryable write (lsid + txnNumber) runs at most once per txnNumber: a retry gets the
  * first reply back. onPrimaryTransactionalWrite can fail it before or after it commits. */
 static bool
@@ -494,6 +534,15 @@ set_command_clock(const md_server_t *srv, int64_t offset_ms)
 
 bool
 md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
+{
+   if (conn->srv->route) {
+      return conn->srv->route(conn, cmd, reply);
+   }
+   return md_command_run_local(conn, cmd, reply);
+}
+
+bool
+md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
    md_server_t *srv = conn->srv;
    bson_error_t error = {0};

@@ -42,6 +42,16 @@ typedef bool (*md_cmd_fn)(md_cmd_t *c, bson_error_t *error);
  * if the connection must be closed without an answer. */
 bool
 md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
+/* The same on this server itself, never through a router (what a router runs on its shards
+ * and on its own config store). */
+bool
+md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
+/* failCommand alone, as a router applies it to what it routes: true when it fired, with the
+ * error reply in *reply (initialised) or *close set (close without answering); else *wce
+ * (always initialised) holds the writeConcernError the reply must carry, if any. */
+bool
+md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close,
+                     bson_t *wce);
 
 /* Builds an error reply (used by the connection loop for protocol errors too). */
 void

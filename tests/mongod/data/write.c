@@ -261,7 +261,9 @@ log_doc(md_server_t *srv, const md_coll_t *coll, md_oplog_parts_t *parts, const 
 {
    bson_t key = BSON_INITIALIZER;
    bson_iter_t it;
-   if (bson_iter_init_find(&it, doc, "_id")) {
+   if (srv->doc_key && srv->doc_key(srv->doc_key_ctx, coll, doc, &key)) {
+      /* a shard of a sharded collection: the shard key's fields and _id */
+   } else if (bson_iter_init_find(&it, doc, "_id")) {
       bson_append_value(&key, "_id", 3, bson_iter_value(&it));
    }
    parts->db = coll->db->name;

@@ -42,6 +42,9 @@ typedef struct {
    const char *tls_cert_file;  /* TLS on the listener when set */
    const char *tls_ca_file;    /* verify client certificates against these CAs */
    bool tls_allow_no_cert;     /* with a CA: clients without a certificate are accepted */
+   bool mongos;                /* --mongos: the listener is a router (shard/router.h) */
+   int shards;                 /* --shards N behind it */
+   int periodic_noop_ms;       /* each shard's idle clock tick (periodicNoopIntervalSecs) */
 } md_server_opts_t;
 
 typedef struct _md_conn_t md_conn_t;
@@ -77,6 +80,13 @@ typedef struct {
    int64_t started_ms;    /* md_now_ms() at start, for serverStatus uptime */
    md_tls_t *tls; /* NULL: plain TCP */
    atomic_bool stopping;
+
+   /* --mongos (shard/router.c): commands go to `route` instead of the dispatcher; on a shard,
+    * `doc_key` builds a change's documentKey (the shard key fields and _id). NULL: unused. */
+   bool (*route)(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
+   void *router;
+   bool (*doc_key)(void *ctx, const md_coll_t *coll, const bson_t *doc, bson_t *key);
+   void *doc_key_ctx;
 
    pthread_mutex_t conns_lock; /* guards the list and the count */
    pthread_cond_t conns_cond;

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""pymongo 3.11 against test-mongod --mongos --shards 2.
+
+pymongo takes the server for a mongos (a Sharded topology); a collection sharded on
+{tenant: 1, _id: 1} (its upper chunk moved to shard1 while empty) gets mongos 6.0's refusals
+of single-document writes without the shard key; a change stream through mongos returns
+both shards' changes in order with the shard key in documentKey, and resumes from a token
+mongos handed out.
+"""
+import os
+import sys
+import time
+import unittest
+
+try:
+    import pymongo
+    from bson.min_key import MinKey
+    from pymongo.errors import OperationFailure, WriteError
+except ImportError as exc:  # pragma: no cover
+    print("mongod-mongos-pymongo: SKIP: pymongo not importable (%s)" % exc)
+    sys.exit(77)
+
+URI = os.environ["OUTBOX_TEST_MONGODB_URI"].replace("directConnection=true", "")
+
+
+class Mongos(unittest.TestCase):
+    def setUp(self):
+        self.client = pymongo.MongoClient(URI, serverSelectionTimeoutMS=5000)
+        self.db = "pym_%d_%d" % (os.getpid(), int(time.time() * 1000) % 100000)
+        admin = self.client.admin
+        admin.command("enableSharding", self.db, primaryShard="shard0")
+        admin.command("shardCollection", self.db + ".t", key={"tenant": 1, "_id": 1})
+        admin.command("split", self.db + ".t", middle={"tenant": "m", "_id": MinKey()})
+        admin.command("moveChunk", self.db + ".t", find={"tenant": "x"}, to="shard1")
+        self.coll = self.client[self.db].t
+
+    def tearDown(self):
+        self.client.close()
+
+    def test_is_mongos(self):
+        self.assertTrue(self.client.is_mongos)
+        self.assertEqual(self.client.admin.command("isMaster")["msg"], "isdbgrid")
+
+    def test_refusals(self):
+        self.coll.insert_many([{"tenant": "a", "_id": 1, "x": 1},
+                               {"tenant": "z", "_id": 2, "x": 1}])
+        with self.assertRaises(WriteError) as ctx:
+            self.coll.update_one({"x": 1}, {"$set": {"y": 1}})
+        self.assertEqual(ctx.exception.code, 72)
+        self.assertIn("but this update targeted 2 shards", str(ctx.exception))
+        with self.assertRaises(OperationFailure) as ctx:
+            self.coll.find_one_and_update({"_id": 1}, {"$set": {"y": 1}})
+        self.assertEqual(ctx.exception.code, 61)
+        with self.assertRaises(WriteError) as ctx:
+            self.coll.delete_one({"x": 1})
+        self.assertEqual(ctx.exception.code, 61)
+        self.assertEqual(self.coll.delete_one({"_id": 2}).deleted_count, 1)
+        self.assertEqual(self.coll.update_many({}, {"$set": {"y": 2}}).modified_count, 1)
+
+    def test_change_stream_merges_and_resumes(self):
+        with self.coll.watch(max_await_time_ms=100) as stream:
+            self.coll.insert_one({"tenant": "a", "_id": 1})
+            self.coll.insert_one({"tenant": "z", "_id": 2})
+            self.coll.insert_one({"tenant": "b", "_id": 3})
+            got = []
+            deadline = time.time() + 10
+            while len(got) < 3 and time.time() < deadline:
+                change = stream.try_next()
+                if change:
+                    got.append(change)
+        self.assertEqual([c["documentKey"] for c in got],
+                         [{"tenant": "a", "_id": 1}, {"tenant": "z", "_id": 2},
+                          {"tenant": "b", "_id": 3}])
+        with self.coll.watch(resume_after=got[0]["_id"], max_await_time_ms=100) as stream:
+            self.assertEqual(stream.next()["documentKey"], {"tenant": "z", "_id": 2})
+            self.assertEqual(stream.next()["documentKey"], {"tenant": "b", "_id": 3})
+
+
+if __name__ == "__main__":
+    unittest.main()
