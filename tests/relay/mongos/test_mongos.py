@@ -74,6 +74,14 @@ def write(dbname, prefix, count, events, tenants=True):
     return committed
 
 
+def admin(dbname, *args):
+    """outbox-admin on collection "things" of @dbname; (exit status, stdout, stderr)."""
+    r = subprocess.run([ADMIN_BIN, "--database", dbname, "--collection", "things"] +
+                       list(args), capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, OUTBOX_MONGODB_URI=MONGO_URI))
+    return r.returncode, r.stdout, r.stderr
+
+
 def verify(committed, sub, timeout=60):
     """Every committed event published exactly once, in seq order per entity."""
     wait_until(lambda: sub.count() >= len(committed), timeout)
@@ -107,6 +115,7 @@ def publish_through(key):
         after = write(dbname, "e", 30, 300)
         verify(dict(before, **after), sub)
         check(wait_cleared(coll), "events not cleared through mongos")
+        check("sweep" in relay.log_text(), "the events written before the relay were not swept")
         check(len(coll.distinct("tenant")) > 13, "entities not spread over tenants")
         check(relay.stop() == 0, "relay did not exit 0")
     finally:
@@ -134,17 +143,12 @@ def test_dead_letters_and_admin_compound_key():
                                   "big": "x" * 8000}), event(3)]})
     ents.coll.insert_one({"_id": "waiting", "tenant": "q", "version": 1, "eventSeq": 1,
                           "events": [event(1)]})
-    admin = subprocess.run([ADMIN_BIN, "--database", dbname, "--collection", "things",
-                            "status", "--json"], capture_output=True, text=True, timeout=60,
-                           env=dict(os.environ, OUTBOX_MONGODB_URI=MONGO_URI))
-    check(admin.returncode == 0, "status: %s" % admin.stderr)
-    c = json.loads(admin.stdout)["collections"][0]
+    rc, out, err = admin(dbname, "status", "--json")
+    check(rc == 0, "status: %s" % err)
+    c = json.loads(out)["collections"][0]
     check(c["pendingDocuments"] == 3 and c["pendingEvents"] == 7, c)
-    listing = subprocess.run([ADMIN_BIN, "--database", dbname, "--collection", "things",
-                              "pending", "--json"], capture_output=True, text=True,
-                             timeout=60, env=dict(os.environ, OUTBOX_MONGODB_URI=MONGO_URI))
-    check(listing.returncode == 0 and len(listing.stdout.splitlines()) == 7,
-          "pending: %s %s" % (listing.stdout, listing.stderr))
+    rc, out, err = admin(dbname, "pending", "--json")
+    check(rc == 0 and len(out.splitlines()) == 7, "pending: %s %s" % (out, err))
     sub = Subscriber("outbox/things/#")
     relay = Relay(RELAY_BIN, dbname, ["things"], "r-" + dbname,
                   ["--max-message-bytes", "4096"])
@@ -160,10 +164,8 @@ def test_dead_letters_and_admin_compound_key():
     finally:
         relay.stop()
         sub.close()
-    admin = subprocess.run([ADMIN_BIN, "--database", dbname, "--collection", "things",
-                            "status", "--json"], capture_output=True, text=True, timeout=60,
-                           env=dict(os.environ, OUTBOX_MONGODB_URI=MONGO_URI))
-    c = json.loads(admin.stdout)["collections"][0]
+    rc, out, err = admin(dbname, "status", "--json")
+    c = json.loads(out)["collections"][0] if rc == 0 else err
     check(c["pendingEvents"] == 0 and c["deadLetters"] == 2, c)
 
 
@@ -183,6 +185,10 @@ def test_group_of_three_compound_key():
         committed = write(dbname, "g", 40, 400)
         verify(committed, sub)
         check(wait_cleared(coll), "not cleared")
+        rc, out, err = admin(dbname, "status", "--json")
+        grp = {r["name"]: r for r in json.loads(out)["relays"]}.get("grp", {}) if rc == 0 else {}
+        check(grp.get("partitions") == 32 and grp.get("owned") == 32 and
+              grp.get("liveMembers") == 3, "status of the group: %d %s %s" % (rc, grp, err))
         for r in relays:
             check(r.stop() == 0, "a member did not exit 0")
     finally:
