@@ -177,18 +177,31 @@ def test_group_of_three_compound_key():
     try:
         state = client[dbname]["outbox_relay_state"]
 
-        def settled():
+        def settled():  # balanced (10/11/11) and no handoff under way
             docs = list(state.find({"_id.relay": "grp", "_id.partition": {"$exists": True}}))
-            owners = {d.get("owner") for d in docs}
-            return len(docs) == 32 and None not in owners and len(owners) == 3
+            counts = {}
+            for d in docs:
+                if d.get("handoff"):
+                    return False
+                counts[d.get("owner")] = counts.get(d.get("owner"), 0) + 1
+            return len(docs) == 32 and None not in counts and sorted(counts.values()) == \
+                [10, 11, 11]
         check(wait_until(settled, 40), "the group did not share the partitions")
+        time.sleep(1)
+        check(settled(), "the group was still moving partitions")
         committed = write(dbname, "g", 40, 400)
         verify(committed, sub)
         check(wait_cleared(coll), "not cleared")
-        rc, out, err = admin(dbname, "status", "--json")
-        grp = {r["name"]: r for r in json.loads(out)["relays"]}.get("grp", {}) if rc == 0 else {}
-        check(grp.get("partitions") == 32 and grp.get("owned") == 32 and
-              grp.get("liveMembers") == 3, "status of the group: %d %s %s" % (rc, grp, err))
+        status = {}
+
+        def all_owned():  # a partition being handed over between members is not "owned"
+            rc, out, err = admin(dbname, "status", "--json")
+            relays = json.loads(out)["relays"] if rc == 0 else []
+            status.update(rc=rc, err=err, grp={r["name"]: r for r in relays}.get("grp", {}))
+            grp = status["grp"]
+            return grp.get("partitions") == 32 and grp.get("owned") == 32 and \
+                grp.get("liveMembers") == 3
+        check(wait_until(all_owned, 15, 0.5), "status of the group: %s" % status)
         for r in relays:
             check(r.stop() == 0, "a member did not exit 0")
     finally:
