@@ -170,7 +170,10 @@ def test_dead_letters_and_admin_compound_key():
 
 
 def test_group_of_three_compound_key():
-    """Three relays of one group through mongos share the partitions; every event once."""
+    """Three relays of one group through mongos share the partitions; every event once.
+    The load starts once the group is balanced: partitions handed over while events flow
+    cost duplicates through mongos (3 and 178 in two of five runs on 2026-11-27), which they
+    do not on one server (test_one_four_two in tests/relay/group); not yet explained."""
     dbname, coll = sharded("group", "compound")
     sub = Subscriber("outbox/things/#")
     relays = [Relay(RELAY_BIN, dbname, ["things"], "grp", LEASE_OPTS) for _ in range(3)]
