@@ -14,6 +14,9 @@
  * so when the writer is killed mid-commit, the verifier knows which ids may exist. A commit
  * that fails is retried with the same events (same ids), as the library recommends after an
  * ambiguous failure; a non-retryable error ends the writer with status 1.
+ * With CHAOS_WRITER_TENANTS=1 in the environment a created entity also gets a business field
+ * `tenant`, a one-letter string ("a".."z") chosen by the entity's number, so a collection
+ * sharded by {tenant: 1, _id: 1} and split at "m" spreads the entities over two shards.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +38,7 @@ is(const bson_error_t *error, outbox_error_code_t code)
  * overlapping range may create it first: then append again). */
 static bool
 commit_once(outbox_collection_t *coll, const bson_value_t *id, outbox_event_t **evs, size_t n,
-            bson_error_t *error)
+            const bson_t *fields, bson_error_t *error)
 {
    for (int round = 0; round < 3; round++) {
       if (outbox_collection_append(coll, id, evs, n, NULL, error)) {
@@ -44,7 +47,7 @@ commit_once(outbox_collection_t *coll, const bson_value_t *id, outbox_event_t **
       if (!is(error, OUTBOX_ERROR_NOT_FOUND)) {
          return false;
       }
-      if (outbox_collection_create(coll, id, NULL, evs, n, NULL, error)) {
+      if (outbox_collection_create(coll, id, fields, evs, n, NULL, error)) {
          return true;
       }
       if (!is(error, OUTBOX_ERROR_ALREADY_EXISTS)) {
@@ -78,12 +81,19 @@ print_attempt(const char *entity, outbox_event_t **evs, size_t n)
 }
 
 static bool
-commit(outbox_collection_t *coll, const char *entity, int n, long serial)
+commit(outbox_collection_t *coll, const char *entity, long number, int n, long serial)
 {
    outbox_event_t *evs[MAX_PER_COMMIT];
    bson_value_t id = {.value_type = BSON_TYPE_UTF8};
+   const char *tenants = getenv("CHAOS_WRITER_TENANTS");
+   char tenant[2] = {(char)('a' + number % 26), '\0'};
+   bson_t *fields = NULL;
    bson_error_t error;
    bool ok = false;
+
+   if (tenants && strcmp(tenants, "1") == 0) {
+      fields = BCON_NEW("tenant", BCON_UTF8(tenant));
+   }
 
    id.value.v_utf8.str = (char *)entity;
    id.value.v_utf8.len = (uint32_t)strlen(entity);
@@ -96,7 +106,7 @@ commit(outbox_collection_t *coll, const char *entity, int n, long serial)
    }
    print_attempt(entity, evs, (size_t)n);
    for (int attempt = 0; attempt < 1000; attempt++) {
-      ok = commit_once(coll, &id, evs, (size_t)n, &error);
+      ok = commit_once(coll, &id, evs, (size_t)n, fields, &error);
       if (ok || !retryable(&error)) {
          break;
       }
@@ -114,6 +124,9 @@ commit(outbox_collection_t *coll, const char *entity, int n, long serial)
    }
    for (int k = 0; k < n; k++) {
       outbox_event_destroy(evs[k]);
+   }
+   if (fields) {
+      bson_destroy(fields);
    }
    return ok;
 }
@@ -170,8 +183,10 @@ main(int argc, char **argv)
       if (n > events - done) {
          n = events - done;
       }
-      snprintf(entity, sizeof entity, "%s%ld", argv[4], first + rand() % count);
-      if (!commit(coll, entity, (int)n, serial)) {
+      long number = first + rand() % count;
+
+      snprintf(entity, sizeof entity, "%s%ld", argv[4], number);
+      if (!commit(coll, entity, number, (int)n, serial)) {
          status = 1;
          break;
       }

@@ -28,6 +28,7 @@ import groups  # noqa: E402
 import longform  # noqa: E402
 import isolation  # noqa: E402
 import replset  # noqa: E402
+import sharded  # noqa: E402
 
 from chaoslib import Env, check, sizes, expect_clean  # noqa: E402
 
@@ -245,7 +246,7 @@ FAULT_SCENARIOS = [
     scenario_history_loss, scenario_writer_kill, scenario_two_relays,
     scenario_multi_collection,
 ] + MONGO_SCENARIOS + groups.SCENARIOS + replset.SCENARIOS + \
-    isolation.SCENARIOS
+    isolation.SCENARIOS + sharded.SCENARIOS
 
 # Scenarios that pass against the current relay, run by `meson test --suite chaos`. The
 # others are in FINDINGS.md; `chaos.py --all` runs everything.
@@ -253,7 +254,8 @@ CI_SCENARIOS = [
     "relay_kill9", "broker_restart", "mongo_getmore_dropped", "mongo_clear_dropped",
     "mongo_checkpoint_dropped", "mongo_clear_error", "mongo_slow_getmore", "mongo_slow_clear",
     "mongo_slow_checkpoint", "history_loss", "writer_kill", "two_relays", "multi_collection",
-] + badinput.CI_SCENARIOS + groups.CI_SCENARIOS + replset.CI_SCENARIOS
+] + badinput.CI_SCENARIOS + groups.CI_SCENARIOS + replset.CI_SCENARIOS + \
+    sharded.CI_SCENARIOS
 
 
 def all_scenarios():
@@ -286,7 +288,7 @@ def main():
         names = opts.scenarios
     elif opts.long:
         names = ["relay_kill9", "broker_restart", "mongo_faults", "writer_kill", "huge_event",
-                 "group"] + replset.LONG_SCENARIOS
+                 "group"] + replset.LONG_SCENARIOS + sharded.LONG_SCENARIOS
     elif opts.all:
         names = list(table)
     else:

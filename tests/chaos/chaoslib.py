@@ -151,11 +151,14 @@ def port_open(port):
 
 class Mongod:
     """test-mongod on a free port (or a given one); with members > 1 a replica set whose
-    members are on free ports (`ports`), with test commands (faults, clocks, rollback log)."""
+    members are on free ports (`ports`), with test commands (faults, clocks, rollback log);
+    with shards > 0 a mongos in front of that many shards, each ticking its clock every
+    noop_ms when idle (--periodic-noop-ms)."""
 
     def __init__(self, binary, workdir, oplog_size=None, port=0, members=1,
-                 election_timeout_ms=1000):
+                 election_timeout_ms=1000, shards=0, noop_ms=200):
         self.binary, self.workdir, self.oplog_size = binary, workdir, oplog_size
+        self.shards, self.noop_ms = shards, noop_ms
         self.port = port
         self.members, self.election_timeout_ms = members, election_timeout_ms
         self.ports = [port]
@@ -188,6 +191,9 @@ class Mongod:
         if self.members > 1:
             args += ["--members", str(self.members), "--enable-test-commands",
                      "--election-timeout-ms", str(self.election_timeout_ms)]
+        if self.shards:
+            args += ["--mongos", "--shards", str(self.shards), "--periodic-noop-ms",
+                     str(self.noop_ms)]
         self.proc = spawn(args, os.path.join(self.workdir, "mongod.log"))
         if not wait_until(lambda: os.path.exists(port_file) and
                           len(open(port_file).read().split()) == self.members, 15, 0.05):
@@ -659,7 +665,7 @@ class Env:
     everything it started."""
 
     def __init__(self, opts, tag, colls=("things",), oplog_size=None, broker_conf="",
-                 start_broker=True, members=1, election_timeout_ms=1000):
+                 start_broker=True, members=1, election_timeout_ms=1000, shards=0):
         self.opts = opts
         self.workdir = new_workdir(tag)
         self.colls = list(colls)
@@ -671,7 +677,7 @@ class Env:
         self.failed = False
         TIMELINE.clear()
         self.mongod = Mongod(opts.mongod, self.workdir, oplog_size, members=members,
-                             election_timeout_ms=election_timeout_ms)
+                             election_timeout_ms=election_timeout_ms, shards=shards)
         self.db = self.mongod.client[DB]
         if start_broker:
             self.broker = Broker(self.workdir, broker_conf)
