@@ -41,7 +41,7 @@ try:
     import pymongo  # noqa: E402
     from bson import json_util
     from bson.errors import InvalidDocument
-    from pymongo.errors import BulkWriteError, OperationFailure, PyMongoError
+    from pymongo.errors import BulkWriteError, NotMasterError, OperationFailure, PyMongoError
     from pymongo.read_concern import ReadConcern
     from pymongo.read_preferences import ReadPreference
     from pymongo.write_concern import WriteConcern
@@ -368,8 +368,16 @@ def describe_error(err):
     return str(err)
 
 
+def server_reply_error(err):
+    """pymongo 3.11 raises a server's NotWritablePrimary reply (10107, 13435, ...) as
+    NotMasterError, an AutoReconnect: it is still the server's error, with its code."""
+    return isinstance(err, NotMasterError) and isinstance(getattr(err, "details", None), dict)
+
+
 def error_codes(err):
     codes = []
+    if server_reply_error(err):
+        codes.append(err.details.get("code"))
     if isinstance(err, OperationFailure):
         codes.append(err.code)
         if isinstance(err, BulkWriteError):
@@ -379,7 +387,7 @@ def error_codes(err):
 
 
 def check_error(exp, err, entities):
-    is_server = isinstance(err, OperationFailure)
+    is_server = isinstance(err, OperationFailure) or server_reply_error(err)
     desc = "%s: %s" % (type(err).__name__, describe_error(err))
     if "isClientError" in exp and exp["isClientError"] == is_server:
         raise AssertionError("expected a %s error, got %s" % (

@@ -168,6 +168,7 @@ open_stream(md_cmd_t *c, const agg_t *a, const bson_t *spec, const bson_t *rest,
    char *ns = a->coll ? bson_strdup_printf("%s.%s", c->db, a->coll)
                       : bson_strdup_printf("%s.$cmd.aggregate", c->db);
    md_cursor_t *cur = md_cursor_new(&c->srv->cursors, ns, NULL, 0, 0, cs);
+   cur->member = c->conn->member; /* a rollback of this member kills it */
    bson_free(ns);
    c->has_op_time = true;
    c->op_time = start;

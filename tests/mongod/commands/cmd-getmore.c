@@ -58,6 +58,10 @@ md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t b
       int64_t now = md_wall_ms(), next_commit;
       md_cs_visible_t visible;
       visible.seq = md_repl_advance(&srv->topo, &srv->oplog, now, &next_commit);
+      /* ... that this member holds: a lagging or isolated member streams no further than
+       * it has applied, as 6.0 reads its own oplog (an isolated one: nothing new). */
+      uint64_t applied = srv->topo.members[c->conn->member].applied_seq;
+      visible.seq = applied < visible.seq ? applied : visible.seq;
       visible.ts = md_repl_seq_ts(&srv->oplog, visible.seq);
       ok = md_changestream_poll(cur->cs, &srv->oplog, srv->store, visible, batch_size, &docs,
                                 &n, pbrt, error);
@@ -72,7 +76,13 @@ md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t b
       md_oplog_wait(&srv->oplog, &srv->lock, until < deadline_ms ? until : deadline_ms);
    }
    cur->in_use = false;
-   if (ok && cur->killed) {
+   if (ok && cur->rolled_back) {
+      /* 6.0 kills the operations running on a member that enters ROLLBACK and closes
+       * their connections (its jstest "find and getMore commands fail correctly during
+       * rollback"): the driver sees a network error and resumes. */
+      c->close_connection = true;
+      ok = tm_error_set(error, 11602, "operation was interrupted");
+   } else if (ok && cur->killed) {
       ok = tm_error_set(error, 237, "cursor was killed while a getMore waited");
    }
    if (ok) {
@@ -187,6 +197,15 @@ md_cmd_get_more(md_cmd_t *c, bson_error_t *error)
    }
    if (!same_transaction(c, cur, id, error)) {
       return false;
+   }
+   if (cur->rolled_back) {
+      /* Its member rolled back since the last batch: 175 QueryPlanKilled, as mongod
+       * answers such a getMore (the jstest "getMore on a change stream cursor returns an
+       * error classified as resumable ... upon primary node rollback" needs 8.1: the
+       * ResumableChangeStreamError label came then, so 6.0's error has none). */
+      md_cursor_free(&c->srv->cursors, cur);
+      return tm_error_set(error, 175, "PlanExecutor error during getMore :: caused by :: "
+                                      "the change stream's member rolled back");
    }
    cur->last_used_ms = md_now_ms();
    if (!checkout_failpoint(c, cur, error)) {

@@ -76,6 +76,10 @@ static void
 roll_back(md_server_t *srv, int m, const md_txn_t *branch)
 {
    srv->rbid++;
+   /* Its change streams die with the operations 6.0 kills on entering ROLLBACK; waiting
+    * getMores wake to fail (commands/cmd-getmore.c). */
+   md_cursors_roll_back(&srv->cursors, m);
+   md_oplog_wake(&srv->oplog);
    for (size_t i = 0; i < branch->n_ops; i++) {
       log_undone(srv, m, branch->ops[i]);
    }

@@ -462,7 +462,8 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
     * evaluateFailCommandFailPoint, then the canRunHere checks), so a command blocked by
     * failCommand on a primary that steps down meanwhile then fails with 10107. */
    if (!md_auth_check(c, error) || !md_txn_gate(c, error) ||
-       apply_failpoint(c, entry, fp, error) || !md_cmd_check_member(c, error)) {
+       apply_failpoint(c, entry, fp, error) || !md_cmd_check_member(c, error) ||
+       !md_cmd_wait_read_concern(c, error)) {
       return false;
    }
    if (!md_write_concern_parse(c->name, c->cmd, error)) {

@@ -146,6 +146,11 @@ bool md_cmd_check_member(md_cmd_t *c, bson_error_t *error);
  * applied position (the newest on a primary), no newer than the majority commit point with
  * readConcern "majority". */
 uint64_t md_cmd_read_position(md_cmd_t *c);
+/* readConcern afterClusterTime (cmd-causal.c): waits, releasing the server lock, until the
+ * member has applied that time (the commit point has, for "majority"), or fails with 72
+ * (a time past the cluster time), 50 (maxTimeMS) or 11600; a secondary's read then answers
+ * with the time it read at as operationTime. */
+bool md_cmd_wait_read_concern(md_cmd_t *c, bson_error_t *error);
 /* Isolated primaries (cmd-isolation.c): the branch holding the writes of the command's
  * member while it is cut off from the set, or NULL. */
 md_txn_t *md_cmd_branch(const md_cmd_t *c);

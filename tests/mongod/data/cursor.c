@@ -152,6 +152,22 @@ md_cursors_kill_owned(md_cursors_t *cursors, const void *owner)
    free(o.found);
 }
 
+static void
+mark_rolled_back(void *value, void *ctx)
+{
+   md_cursor_t *c = value;
+   if (c->cs && c->member == *(const int *) ctx) {
+      c->rolled_back = true;
+      c->killed = c->killed || c->in_use;
+   }
+}
+
+void
+md_cursors_roll_back(md_cursors_t *cursors, int member)
+{
+   md_hmap_foreach(cursors->map, mark_rolled_back, &member);
+}
+
 bool
 md_cursor_reply(bson_t *reply, const char *batch_name, const char *ns, bson_t **docs, size_t n,
                 size_t *pos, int64_t batch_size, int64_t id)

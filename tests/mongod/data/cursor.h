@@ -24,6 +24,8 @@ typedef struct {
    const void *owner;     /* the transaction that opened it (dies with it), or NULL */
    int64_t last_used_ms;
    bool in_use, killed;
+   int member;       /* a change stream's: the member whose client opened it */
+   bool rolled_back; /* a change stream killed by its member's rollback */
 } md_cursor_t;
 
 typedef struct {
@@ -52,6 +54,11 @@ md_cursors_kill_owned(md_cursors_t *cursors, const void *owner);
 
 /* Appends `{cursor: {<batch_name>: [...], id, ns}}` to `reply` with up to `batch_size`
  * (< 0: no limit but 16 MiB) of docs[*pos..n), advancing *pos. Returns true if all were sent. */
+/* Kills the change streams opened on member `member`, which is rolling back: each is kept,
+ * marked `rolled_back`, for its next getMore to fail (a waiting one is marked killed). */
+void
+md_cursors_roll_back(md_cursors_t *cursors, int member);
+
 bool
 md_cursor_reply(bson_t *reply, const char *batch_name, const char *ns, bson_t **docs, size_t n,
                 size_t *pos, int64_t batch_size, int64_t id);

@@ -7,7 +7,10 @@
  * 10107 "not primary", and a primary that steps down while a retryable insert is held by
  * failCommand's blockConnection makes the driver retry it once on the new primary, where it
  * runs once; w: "majority" times out with 64 and a change stream holds a write back while the
- * secondaries are paused (testMemberFault). Started by tests/conformance/node/run (OUTBOX_NODE_SCRIPT), which installs the
+ * secondaries are paused (testMemberFault); a change stream resumes on the new primary
+ * after its primary went away, with no event missed or repeated; a client given every
+ * member refuses an isolated primary whose electionId is older than the new one's.
+ * Started by tests/conformance/node/run (OUTBOX_NODE_SCRIPT), which installs the
  * driver; prints `PASS name` / `FAIL name -- reason` and exits 1 on a failure, 77 without
  * three members.
  */
@@ -171,6 +174,101 @@ const checks = {
       for (const host of secondaries) {
         await adminOn(primary, { testMemberFault: host, mode: 'resume' });
       }
+    }
+  },
+
+  async 'a change stream resumes on the new primary with no event missed or repeated'() {
+    const { hosts, primary: old } = await roles();
+    const via = hosts.find((h) => h !== old);
+    const c = client(SEED, { replicaSet: true, monitorCommands: true });
+    const aggregates = [];
+    c.on('commandStarted', (e) => e.commandName === 'aggregate' && aggregates.push(e.address));
+    const coll = c.db('outbox_replset').collection(`csresume_node_${process.pid}`);
+    const stream = coll.watch([], { maxAwaitTimeMS: 300 });
+    const seen = [];
+    const take = async (n) => {
+      for (let i = 0; i < 40 && seen.length < n; i++) {
+        const change = await stream.tryNext();
+        if (change) {
+          seen.push(change.documentKey._id);
+        }
+      }
+    };
+    try {
+      await stream.tryNext(); /* the cursor exists before the writes */
+      await coll.insertMany([{ _id: 1 }, { _id: 2 }], { writeConcern: { w: 'majority' } });
+      await take(2);
+      /* The primary is gone (its connections reset): the others elect a new one. */
+      await adminOn(via, { testMemberFault: old, mode: 'refuse' });
+      /* The driver learns of the new primary from its monitors (as it would of a crashed
+       * one), then writes there; the stream's next getMore finds its connection reset. */
+      let fresh = null;
+      for (let i = 0; i < 200 && !fresh; i++) {
+        const found = [...c.topology.description.servers.values()].find(
+          (sd) => sd.type === 'RSPrimary' && sd.address !== old);
+        fresh = found ? found.address : null;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.ok(fresh, 'the driver never saw a new primary');
+      await coll.insertOne({ _id: 3 }, { writeConcern: { w: 'majority' } });
+      await take(3);
+      await coll.insertOne({ _id: 4 }, { writeConcern: { w: 'majority' } });
+      await take(4);
+      assert.deepEqual(seen, [1, 2, 3, 4]);
+      const resumedOn = aggregates[aggregates.length - 1];
+      assert.ok(aggregates.length >= 2 && resumedOn !== old,
+                `no resume on the new primary: ${JSON.stringify(aggregates)}`);
+      assert.equal(resumedOn, fresh);
+    } finally {
+      await stream.close().catch(() => {});
+      await c.close();
+      await adminOn(via, { testMemberFault: old, mode: 'heal' });
+    }
+  },
+
+  async 'a stale primary (older electionId) is refused'() {
+    const { hosts, primary: old } = await roles();
+    const via = hosts.find((h) => h !== old);
+    const c = new MongoClient(`mongodb://${hosts.join(',')}/?replicaSet=rs0`,
+                              { serverSelectionTimeoutMS: 5000, monitorCommands: true });
+    const inserts = [];
+    c.on('commandSucceeded', (e) => e.commandName === 'insert' && inserts.push(e.address));
+    try {
+      const coll = c.db('outbox_replset').collection(`stale_node_${process.pid}`);
+      await coll.insertOne({ _id: 1 });
+      /* Cut off from the others, the old primary still says it is primary (older term)
+       * until it notices, while the others elect a new one. */
+      await adminOn(via, { testMemberFault: old, mode: 'isolate' });
+      let fresh = null;
+      for (let i = 0; i < 250 && !fresh; i++) {
+        for (const h of hosts.filter((x) => x !== old)) {
+          if ((await hello(h)).isWritablePrimary) {
+            fresh = h;
+          }
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.ok(fresh, 'no new primary was elected');
+      const stale = await hello(old);
+      assert.ok(stale.isWritablePrimary, 'the isolated primary stepped down too early');
+      assert.ok(stale.electionId.toHexString() < (await hello(fresh)).electionId.toHexString());
+      inserts.length = 0;
+      await c.db('admin').command({ ping: 1 });
+      let servers = [];
+      for (let i = 0; i < 100; i++) {
+        servers = [...c.topology.description.servers.values()];
+        if (servers.some((s) => s.type === 'RSPrimary' && s.address === fresh)) {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.deepEqual(servers.filter((s) => s.type === 'RSPrimary').map((s) => s.address),
+                       [fresh], JSON.stringify(servers.map((s) => [s.address, s.type])));
+      await coll.insertOne({ _id: 2 });
+      assert.deepEqual(inserts, [fresh]);
+    } finally {
+      await c.close();
+      await adminOn(via, { testMemberFault: old, mode: 'heal' });
     }
   },
 };

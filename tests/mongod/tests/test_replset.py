@@ -8,7 +8,8 @@ RetryableWriteError, and pymongo retries it once on the new primary, where it ru
 primary that is gone (testMemberFault, --enable-test-commands) is replaced and pymongo's
 insert (retried at most once) lands on its successor; w: "majority" times out with 64 and a
 change stream holds a write back while the secondaries are paused; a paused secondary and
-readConcern majority read stale data; an isolated primary's write is rolled back at the heal
+readConcern majority read stale data; a causally consistent session reads its own writes
+from lagging secondaries (afterClusterTime); an isolated primary's write is rolled back at the heal
 while pymongo, given every seed, writes to the newer primary.
 Against a real server: a set of three members with test commands. Exit 77 (skip) without.
 """
@@ -238,6 +239,33 @@ class ReplicaSet(unittest.TestCase):
         finally:
             for host in secondaries:
                 self.fault(host, "resume")
+
+    def test_causal_session_reads_its_writes_on_a_lagging_secondary(self):
+        """A causally consistent session sends afterClusterTime: the secondary waits until
+        it has applied the session's write instead of answering without it."""
+        secondaries = [h for h in self.hosts if h != self.primary]
+        for host in secondaries:
+            self.fault(host, "lag", ms=600)
+        try:
+            with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0" % SEED,
+                                     serverSelectionTimeoutMS=5000) as client:
+                coll = client.outbox_replset.get_collection(
+                    "causal_%d" % os.getpid(), read_preference=ReadPreference.SECONDARY)
+                with client.start_session(causal_consistency=True) as session:
+                    coll.insert_one({"_id": 1, "v": 1}, session=session)
+                    self.assertEqual(coll.find_one({"_id": 1}, session=session),
+                                     {"_id": 1, "v": 1})
+                    coll.update_one({"_id": 1}, {"$set": {"v": 2}}, session=session)
+                    self.assertEqual(coll.find_one({"_id": 1}, session=session),
+                                     {"_id": 1, "v": 2})
+                    self.assertEqual(coll.count_documents({}, session=session), 1)
+                # Without the session's afterClusterTime the secondary answers at once,
+                # without the newest write.
+                coll.insert_one({"_id": 2})
+                self.assertIsNone(coll.find_one({"_id": 2}))
+        finally:
+            for host in secondaries:
+                self.fault(host, "lag", ms=-1)
 
     def await_new_primary(self, old):
         deadline = time.time() + 5

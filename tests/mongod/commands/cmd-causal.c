@@ -1,0 +1,111 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * Causal consistency on a member: readConcern {afterClusterTime} makes a read wait until
+ * the member has applied every write up to that cluster time (and, with level "majority",
+ * until the majority commit point has passed it), as MongoDB r6.0 does in
+ * src/mongo/db/read_concern_mongod.cpp (waitForReadConcernImpl: 72 InvalidOptions for a
+ * time past the node's cluster time, then waitUntilOpTimeForRead, interrupted by maxTimeMS
+ * with 50 MaxTimeMSExpired). A read on a secondary answers with the time it read at as its
+ * operationTime (its last applied write, or the commit point for "majority"), as 6.0's
+ * computeOperationTime does, so a causal session never takes a newer time than it saw.
+ * Runs in the dispatcher with the server lock held; the wait releases it.
+ */
+#include <string.h>
+
+#include "commands/commands.h"
+#include "topology/replication.h"
+
+/* The reads whose operationTime on a secondary is the time they read at. */
+static const char *const reads[] = {"find", "aggregate", "count", "distinct", NULL};
+
+/* The command's readConcern.afterClusterTime, if it has one. */
+static bool
+after_cluster_time(const bson_t *cmd, md_ts_t *ts)
+{
+   bson_iter_t it, rc;
+   if (!bson_iter_init_find(&it, cmd, "readConcern") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+       !bson_iter_recurse(&it, &rc) || !bson_iter_find(&rc, "afterClusterTime") ||
+       !BSON_ITER_HOLDS_TIMESTAMP(&rc)) {
+      return false;
+   }
+   bson_iter_timestamp(&rc, &ts->t, &ts->i);
+   return true;
+}
+
+static bool
+majority_level(const bson_t *cmd)
+{
+   bson_iter_t it, rc;
+   return bson_iter_init_find(&it, cmd, "readConcern") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+          bson_iter_recurse(&it, &rc) && bson_iter_find(&rc, "level") &&
+          BSON_ITER_HOLDS_UTF8(&rc) && strcmp(bson_iter_utf8(&rc, NULL), "majority") == 0;
+}
+
+/* The position the member reads at now (applied, or the commit point for "majority"). */
+static uint64_t
+position_now(md_cmd_t *c, bool majority, int64_t *next_ms)
+{
+   md_server_t *srv = c->srv;
+   uint64_t commit = md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), next_ms);
+   uint64_t applied = srv->topo.members[c->conn->member].applied_seq;
+   return majority && commit < applied ? commit : applied;
+}
+
+/* Waits until the member's read position covers every entry up to `target` (exclusive
+ * sequence number), the command's maxTimeMS passes (50) or the server stops (11600). */
+static bool
+wait_for_position(md_cmd_t *c, bool majority, uint64_t target, bson_error_t *error)
+{
+   md_server_t *srv = c->srv;
+   for (;;) {
+      int64_t next;
+      if (position_now(c, majority, &next) >= target) {
+         return true;
+      }
+      if (atomic_load(&srv->stopping)) {
+         return tm_error_set(error, 11600, "interrupted at shutdown");
+      }
+      int64_t now = md_now_ms();
+      if (now >= c->deadline_ms) {
+         return tm_error_set(error, 50, "operation exceeded time limit");
+      }
+      /* A lagging member applies the next entry at `next` (wall clock, as the history's
+       * entries are stamped); writes, pause/resume and lag changes wake the history. */
+      int64_t until = next == INT64_MAX ? c->deadline_ms : now + (next - md_wall_ms());
+      md_oplog_wait(&srv->oplog, &srv->lock, until < c->deadline_ms ? until : c->deadline_ms);
+   }
+}
+
+bool
+md_cmd_wait_read_concern(md_cmd_t *c, bson_error_t *error)
+{
+   md_server_t *srv = c->srv;
+   md_ts_t after;
+   bool majority = majority_level(c->cmd);
+   if (after_cluster_time(c->cmd, &after)) {
+      if (md_ts_cmp(after, srv->oplog.last) > 0) {
+         return tm_error_set(error, 72, "readConcern afterClusterTime value must not be greater "
+                                        "than the current clusterTime. Requested clusterTime: "
+                                        "{ ts: Timestamp(%u, %u) }; current clusterTime: { ts: "
+                                        "Timestamp(%u, %u) }",
+                             after.t, after.i, srv->oplog.last.t, srv->oplog.last.i);
+      }
+      /* Everything written at or before `after`: the entries below the first one after
+       * it. An isolated primary reads its own branch, which holds all it wrote. */
+      if (srv->topo.n > 1 && !md_cmd_branch(c) &&
+          !wait_for_position(c, majority, md_oplog_seek(&srv->oplog, after, false), error)) {
+         return false;
+      }
+   }
+   bool is_read = false;
+   for (int i = 0; reads[i]; i++) {
+      is_read = is_read || strcmp(reads[i], c->name) == 0;
+   }
+   if (is_read && srv->topo.n > 1 && c->conn->member != srv->topo.primary &&
+       !md_cmd_branch(c)) {
+      c->has_op_time = true;
+      c->op_time = md_repl_seq_ts(&srv->oplog, position_now(c, majority, NULL));
+   }
+   return true;
+}
