@@ -26,6 +26,8 @@ import chaoslib as cl  # noqa: E402
 import badinput  # noqa: E402
 import groups  # noqa: E402
 import longform  # noqa: E402
+import isolation  # noqa: E402
+import replset  # noqa: E402
 
 from chaoslib import Env, check, sizes, expect_clean  # noqa: E402
 
@@ -242,7 +244,8 @@ FAULT_SCENARIOS = [
     scenario_relay_kill9, scenario_broker_restart, scenario_mongo_faults,
     scenario_history_loss, scenario_writer_kill, scenario_two_relays,
     scenario_multi_collection,
-] + MONGO_SCENARIOS + groups.SCENARIOS
+] + MONGO_SCENARIOS + groups.SCENARIOS + replset.SCENARIOS + \
+    isolation.SCENARIOS
 
 # Scenarios that pass against the current relay, run by `meson test --suite chaos`. The
 # others are in FINDINGS.md; `chaos.py --all` runs everything.
@@ -250,7 +253,7 @@ CI_SCENARIOS = [
     "relay_kill9", "broker_restart", "mongo_getmore_dropped", "mongo_clear_dropped",
     "mongo_checkpoint_dropped", "mongo_clear_error", "mongo_slow_getmore", "mongo_slow_clear",
     "mongo_slow_checkpoint", "history_loss", "writer_kill", "two_relays", "multi_collection",
-] + badinput.CI_SCENARIOS + groups.CI_SCENARIOS
+] + badinput.CI_SCENARIOS + groups.CI_SCENARIOS + replset.CI_SCENARIOS
 
 
 def all_scenarios():
@@ -283,7 +286,7 @@ def main():
         names = opts.scenarios
     elif opts.long:
         names = ["relay_kill9", "broker_restart", "mongo_faults", "writer_kill", "huge_event",
-                 "group"]
+                 "group"] + replset.LONG_SCENARIOS
     elif opts.all:
         names = list(table)
     else:

@@ -150,18 +150,33 @@ def port_open(port):
 
 
 class Mongod:
-    """test-mongod on a free port (or a given one)."""
+    """test-mongod on a free port (or a given one); with members > 1 a replica set whose
+    members are on free ports (`ports`), with test commands (faults, clocks, rollback log)."""
 
-    def __init__(self, binary, workdir, oplog_size=None, port=0):
+    def __init__(self, binary, workdir, oplog_size=None, port=0, members=1,
+                 election_timeout_ms=1000):
         self.binary, self.workdir, self.oplog_size = binary, workdir, oplog_size
         self.port = port
+        self.members, self.election_timeout_ms = members, election_timeout_ms
+        self.ports = [port]
         self.proc = None
         self.start()
         self.client = pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=10000)
 
     @property
     def uri(self):
-        return "mongodb://127.0.0.1:%d/?directConnection=true" % self.port
+        """What writers, relays and the verifier use: the one member, or every member of the
+        set as seeds (drivers follow the primary)."""
+        if self.members == 1:
+            return "mongodb://127.0.0.1:%d/?directConnection=true" % self.port
+        return "mongodb://%s/?replicaSet=rs0" % ",".join(self.hosts())
+
+    def hosts(self):
+        return ["127.0.0.1:%d" % p for p in self.ports]
+
+    def member_uri(self, i):
+        """A direct connection to member i: it stays there whatever its role."""
+        return "mongodb://127.0.0.1:%d/?directConnection=true" % self.ports[i]
 
     def start(self):
         port_file = os.path.join(self.workdir, "mongod.port")
@@ -170,11 +185,15 @@ class Mongod:
         args = [self.binary, "--port", str(self.port), "--port-file", port_file]
         if self.oplog_size:
             args += ["--oplog-size", str(self.oplog_size)]
+        if self.members > 1:
+            args += ["--members", str(self.members), "--enable-test-commands",
+                     "--election-timeout-ms", str(self.election_timeout_ms)]
         self.proc = spawn(args, os.path.join(self.workdir, "mongod.log"))
-        if not wait_until(lambda: os.path.exists(port_file) and os.path.getsize(port_file) > 0,
-                          15, 0.05):
+        if not wait_until(lambda: os.path.exists(port_file) and
+                          len(open(port_file).read().split()) == self.members, 15, 0.05):
             raise RuntimeError("test-mongod did not start")
-        self.port = int(open(port_file).read().strip())
+        self.ports = [int(p) for p in open(port_file).read().split()]
+        self.port = self.ports[0]
 
     def failpoint(self, mode, data, name="failCommand"):
         mark("failpoint %s %s %s" % (name, mode, data))
@@ -640,7 +659,7 @@ class Env:
     everything it started."""
 
     def __init__(self, opts, tag, colls=("things",), oplog_size=None, broker_conf="",
-                 start_broker=True):
+                 start_broker=True, members=1, election_timeout_ms=1000):
         self.opts = opts
         self.workdir = new_workdir(tag)
         self.colls = list(colls)
@@ -651,7 +670,8 @@ class Env:
         self.ledger = Ledger()
         self.failed = False
         TIMELINE.clear()
-        self.mongod = Mongod(opts.mongod, self.workdir, oplog_size)
+        self.mongod = Mongod(opts.mongod, self.workdir, oplog_size, members=members,
+                             election_timeout_ms=election_timeout_ms)
         self.db = self.mongod.client[DB]
         if start_broker:
             self.broker = Broker(self.workdir, broker_conf)
@@ -664,9 +684,9 @@ class Env:
         self.relays.append(r)
         return r
 
-    def writer(self, coll, prefix, first, count, events, max_per=3, delay_us=0):
-        w = Writer(self.opts.writer, self.workdir, self.mongod.uri, DB, coll, prefix, first,
-                      count, events, max_per, delay_us, self.opts.rng.randrange(1 << 30))
+    def writer(self, coll, prefix, first, count, events, max_per=3, delay_us=0, uri=None):
+        w = Writer(self.opts.writer, self.workdir, uri or self.mongod.uri, DB, coll, prefix,
+                   first, count, events, max_per, delay_us, self.opts.rng.randrange(1 << 30))
         self.writers.append(w)
         return w
 
