@@ -56,7 +56,8 @@ fake_stop(void *ctx)
 }
 
 static bool
-fake_read_entity(void *ctx, int coll, const bson_value_t *id, bson_t *doc, bson_error_t *error)
+fake_read_entity(void *ctx, int coll, const bson_value_t *id, const relay_ts_t *after, bson_t *doc,
+                 bson_error_t *error)
 {
    fake.reads++;
    bson_init(doc);
@@ -84,8 +85,15 @@ fake_operation_time(void *ctx, relay_ts_t *ts, bson_error_t *error)
    return true;
 }
 
+static bool
+fake_wait_majority(void *ctx, int coll, const relay_ts_t *after, bson_error_t *error)
+{
+   return true;
+}
+
 static void *
-fake_sweep_open(void *ctx, int coll, bool hint, const relay_partset_t *parts, int n)
+fake_sweep_open(void *ctx, int coll, bool hint, const relay_ts_t *after,
+                const relay_partset_t *parts, int n)
 {
    fake.sweeps_opened++;
    fake.sweep_next = 0;
@@ -119,9 +127,9 @@ fake_sweep_close(void *ctx, void *cursor)
 }
 
 static const relay_ingest_ops_t fake_ops = {
-    fake_pop,          fake_start,          fake_stop,       fake_read_entity,
-    fake_ensure_index, fake_operation_time, fake_sweep_open, fake_sweep_next,
-    fake_sweep_error,  fake_sweep_close};
+    fake_pop,          fake_start,          fake_stop,          fake_read_entity,
+    fake_ensure_index, fake_operation_time, fake_wait_majority, fake_sweep_open,
+    fake_sweep_next,   fake_sweep_error,    fake_sweep_close};
 
 /* The partition owner's lease thread: it acquires partition 0 with a checkpoint once (the
  * owner's first step, in setup()), then nothing happens there. */
