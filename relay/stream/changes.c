@@ -154,6 +154,9 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
       end_verify(in);
    }
    relay_group_stream_at(in->group, &f.ts);
+   if (relay_ts_cmp(f.ts, in->newest_change) > 0) {
+      in->newest_change = f.ts;
+   }
    /* No token yet: if the read below fails, the checkpoint must not move past this change. */
    pos = relay_table_pos_push(in->table, NULL, f.wall_ms);
    if (coll >= 0 && f.id.value_type != BSON_TYPE_EOD) {

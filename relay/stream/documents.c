@@ -219,10 +219,12 @@ relay_docs_sync(relay_ingest_t *in, int coll, const relay_partset_t *parts, cons
     * stream touches during the sweep are therefore kept in the table (sweep_hold), and any
     * entity the table knows is read afresh instead of trusting this copy. */
    if (relay_table_find(in->table, coll, bson_iter_value(&it))) {
-      /* At the sweep's start, as the sweep's own copy: the majority snapshot is never older
-       * than it, nor than a clear the table completed (a clear is acknowledged once the
-       * majority holds it, and the snapshot moves with the majority). */
-      if (!relay_docs_read(in, coll, part, bson_iter_value(&it), &in->sweep_start, pos)) {
+      /* After the sweep's start and the newest change the stream gave (what the table
+       * took from it): a snapshot older than these, as a new primary's may be for a
+       * moment, would show events taken and cleared since as pending. */
+      relay_ts_t after = relay_ts_cmp(in->newest_change, in->sweep_start) > 0 ? in->newest_change
+                                                                              : in->sweep_start;
+      if (!relay_docs_read(in, coll, part, bson_iter_value(&it), &after, pos)) {
          relay_sweep_request(in, part); /* read it again with the partition's next sweep */
       }
       return;

@@ -37,6 +37,7 @@ struct relay_ingest_t {
    bool verifying; /* replaying history: read documents of entities not in the table */
    relay_ts_t verify_until;
    int64_t stream_lag_ms;
+   relay_ts_t newest_change; /* the clusterTime of the newest change applied */
    bool stream_opened_once;
    relay_not_array_seen_t not_array_seen;
 

@@ -430,6 +430,7 @@ Test(ingest, a_sweep_that_meets_the_stream_reads_the_entity_afresh)
    relay_ingest_step(in, 1);
    cr_assert_eq(fake.sweeps_opened, 1);
    cr_assert_eq(fake.reads, 2, "the sweep trusted its older copy");
+   cr_assert(fake.read_after.t == 201, "the fresh read may be older than the stream's change");
    cr_assert_eq(t.buffered, 0, "events already cleared were taken again from the sweep's copy");
 }
 
