@@ -310,6 +310,11 @@ def test_isolated_primary_renewal_not_counted():
         writer = Writer(dbname, cname, ids)
         check(wait_until(lambda: len(a.mqtt_proxy.publishes_since(0)) > 20, 20),
               "a is not publishing")
+        # A backlog, so that a has events to publish after the cut: the stream gives it
+        # nothing new then (the cut-off primary commits nothing), and that primary's w:1
+        # writes are not for publishing (F8).
+        a.mqtt_proxy.slow_replies(0.2)
+        time.sleep(1)
         cut = time.time()
         fault(p, "isolate")
         isolated = True
