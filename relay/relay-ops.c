@@ -126,10 +126,11 @@ ingest_stop(void *ctx)
 }
 
 static bool
-ingest_read_entity(void *ctx, int coll, const bson_value_t *id, bson_t *doc, bson_error_t *error)
+ingest_read_entity(void *ctx, int coll, const bson_value_t *id, const relay_ts_t *after,
+                   bson_t *doc, bson_error_t *error)
 {
    relay_t *r = ctx;
-   return relay_store_read_entity(r->colls[coll], r->cfg, id, doc, error);
+   return relay_store_read_entity(r->colls[coll], r->cfg, id, after, doc, error);
 }
 
 static bool
@@ -145,11 +146,19 @@ ingest_operation_time(void *ctx, relay_ts_t *ts, bson_error_t *error)
    return relay_store_operation_time(((relay_t *)ctx)->client, ts, error);
 }
 
-static void *
-ingest_sweep_open(void *ctx, int coll, bool hint, const relay_partset_t *parts, int n)
+static bool
+ingest_wait_majority(void *ctx, int coll, const relay_ts_t *after, bson_error_t *error)
 {
    relay_t *r = ctx;
-   return relay_store_sweep_cursor_in(r->colls[coll], r->cfg, hint, parts, n);
+   return relay_store_wait_majority(r->colls[coll], r->cfg, after, error);
+}
+
+static void *
+ingest_sweep_open(void *ctx, int coll, bool hint, const relay_ts_t *after,
+                  const relay_partset_t *parts, int n)
+{
+   relay_t *r = ctx;
+   return relay_store_sweep_cursor_in(r->colls[coll], r->cfg, hint, after, parts, n);
 }
 
 static bool
@@ -175,9 +184,9 @@ ingest_sweep_close(void *ctx, void *cursor)
 }
 
 const relay_ingest_ops_t relay_ops_ingest = {
-    ingest_pop,          ingest_start,          ingest_stop,       ingest_read_entity,
-    ingest_ensure_index, ingest_operation_time, ingest_sweep_open, ingest_sweep_next,
-    ingest_sweep_error,  ingest_sweep_close};
+    ingest_pop,          ingest_start,          ingest_stop,          ingest_read_entity,
+    ingest_ensure_index, ingest_operation_time, ingest_wait_majority, ingest_sweep_open,
+    ingest_sweep_next,   ingest_sweep_error,    ingest_sweep_close};
 
 /* The publisher's link: messages rendered by the sender, handed to the MQTT client. */
 static int

@@ -40,6 +40,35 @@ relay_concerns_apply(mongoc_uri_t *uri, const relay_config_t *cfg, relay_concern
    mongoc_write_concern_destroy(wc);
 }
 
+int64_t
+relay_concerns_read_wait_ms(const relay_config_t *cfg)
+{
+   return cfg->lease_renew_ms;
+}
+
+void
+relay_concerns_append_document_read(bson_t *opts, uint32_t after_t, uint32_t after_i,
+                                    int64_t max_time_ms)
+{
+   bson_t rc;
+
+   BSON_APPEND_DOCUMENT_BEGIN(opts, "readConcern", &rc);
+   BSON_APPEND_UTF8(&rc, "level", "majority");
+   if (after_t || after_i) {
+      BSON_APPEND_TIMESTAMP(&rc, "afterClusterTime", after_t, after_i);
+   }
+   bson_append_document_end(opts, &rc);
+   if (max_time_ms > 0) {
+      BSON_APPEND_INT64(opts, "maxTimeMS", max_time_ms);
+   }
+}
+
+bool
+relay_concerns_read_timed_out(const bson_error_t *error)
+{
+   return error->domain == MONGOC_ERROR_SERVER && error->code == 50;
+}
+
 static void
 append_sep(bson_string_t *out, const char *what)
 {
@@ -72,8 +101,8 @@ relay_concerns_overridden(const relay_config_t *cfg, bson_string_t *out)
                       "follows the URI)");
    }
    if (mongoc_read_concern_get_level(rc)) {
-      append_sep(out, "its readConcernLevel (the relay reads leases at \"majority\", the rest "
-                      "at the server's default)");
+      append_sep(out, "its readConcernLevel (the relay reads leases and documents at "
+                      "\"majority\", the rest at the server's default)");
    }
    mongoc_uri_destroy(uri);
 }
@@ -102,6 +131,13 @@ relay_concerns_describe(const relay_config_t *cfg, bson_string_t *out)
                              "concerns.archive", data_wt);
    bson_string_append(out, "concerns.stream         = primary; majority-committed changes only "
                            "(as every change stream)\n");
+   bson_string_append_printf(out,
+                             "%-23s = sweeps and entity reads: primary, readConcern majority "
+                             "after the sweep's start or the change's clusterTime; waits at "
+                             "most %" PRId64 " ms (lease-renew-ms), then retried\n",
+                             "concerns.documents", relay_concerns_read_wait_ms(cfg));
+   bson_string_append(out, "concerns.pending-scan   = primary, readConcern server default (the "
+                           "gauges only)\n");
    bson_string_append_printf(out,
                              "%-23s = the largest clock skew between members must stay below "
                              "lease-margin-ms (%d ms)\n",

@@ -22,7 +22,8 @@
 #include "config/config.h"
 
 typedef enum {
-   RELAY_CONCERNS_DATA = 0, /* clears, dead-letter moves, archive inserts, sweeps, the stream */
+   RELAY_CONCERNS_DATA = 0, /* clears, dead-letter moves, archive inserts, the stream; document
+                               reads and sweeps add their own (append_document_read()) */
    RELAY_CONCERNS_LEASES,   /* leases, checkpoints, handoffs, the group document */
    RELAY_CONCERNS_ADMIN,    /* outbox-admin: the relay's writes, the URI's reads */
 } relay_concerns_role_t;
@@ -38,6 +39,26 @@ int64_t relay_concerns_wtimeout_ms(const relay_config_t *cfg, relay_concerns_rol
 /* Sets @role's write concern, read concern and read preference on @uri (before a client or
  * pool is made from it), replacing what the URI said. */
 void relay_concerns_apply(mongoc_uri_t *uri, const relay_config_t *cfg, relay_concerns_role_t role);
+
+/* How long a document read (an entity read, the wait before a sweep) may wait for the
+ * majority snapshot to reach its time (maxTimeMS): one lease renew period. Only a member
+ * that cannot reach a majority (a cut-off primary before it steps down) makes it wait that
+ * long; the read then fails with 50 (relay_concerns_read_timed_out()) and is retried later,
+ * by then on the new primary. */
+int64_t relay_concerns_read_wait_ms(const relay_config_t *cfg);
+
+/* Appends to find options @opts the read concern of a document read: {level: "majority",
+ * afterClusterTime: Timestamp(@after_t, @after_i)} (no afterClusterTime when both are 0),
+ * and maxTimeMS @max_time_ms when it is above 0. A majority read never sees a write that
+ * may be rolled back (a cut-off primary's majority snapshot stops where it lost the
+ * majority); afterClusterTime makes it wait until that snapshot holds every write up to the
+ * time the read must cover, so it misses nothing the stream will not deliver. */
+void relay_concerns_append_document_read(bson_t *opts, uint32_t after_t, uint32_t after_i,
+                                         int64_t max_time_ms);
+
+/* Whether @error is a read that waited for the majority snapshot past its maxTimeMS (50
+ * MaxTimeMSExpired): nothing was read, nothing is lost, the read is to be retried. */
+bool relay_concerns_read_timed_out(const bson_error_t *error);
 
 /* What the URI asks for that the relay overrides for its own operations, as one sentence
  * appended to @out (nothing when it asks for nothing): logged once at start. */

@@ -146,7 +146,8 @@ relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t
 
 bool
 relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
-                        const bson_value_t *id, bson_t *doc, bson_error_t *error)
+                        const bson_value_t *id, const relay_ts_t *after, bson_t *doc,
+                        bson_error_t *error)
 {
    bson_t filter = BSON_INITIALIZER, opts = BSON_INITIALIZER, proj;
    mongoc_cursor_t *cursor;
@@ -159,6 +160,9 @@ relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
    BSON_APPEND_INT32(&proj, cfg->event_seq_field, 1);
    bson_append_document_end(&opts, &proj);
    BSON_APPEND_INT64(&opts, "limit", 1);
+   /* Not local: a cut-off primary's own writes may be rolled back (FINDINGS.md F8). */
+   relay_concerns_append_document_read(&opts, after ? after->t : 0, after ? after->i : 0,
+                                       relay_concerns_read_wait_ms(cfg));
    cursor = mongoc_collection_find_with_opts(coll, &filter, &opts, NULL);
    if (mongoc_cursor_next(cursor, &found)) {
       bson_copy_to(found, doc);
@@ -175,12 +179,34 @@ relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
 mongoc_cursor_t *
 relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg, bool hint)
 {
-   return relay_store_sweep_cursor_in(coll, cfg, hint, NULL, 0);
+   return relay_store_sweep_cursor_in(coll, cfg, hint, NULL, NULL, 0);
+}
+
+bool
+relay_store_wait_majority(mongoc_collection_t *coll, const relay_config_t *cfg,
+                          const relay_ts_t *after, bson_error_t *error)
+{
+   /* The cheapest read there is: no document matches, the server only waits. */
+   bson_t *filter = BCON_NEW("_id", "{", "$in", "[", "]", "}");
+   bson_t opts = BSON_INITIALIZER;
+   mongoc_cursor_t *cursor;
+   const bson_t *doc;
+   bool ok;
+
+   BSON_APPEND_INT64(&opts, "limit", 1);
+   relay_concerns_append_document_read(&opts, after ? after->t : 0, after ? after->i : 0,
+                                       relay_concerns_read_wait_ms(cfg));
+   cursor = mongoc_collection_find_with_opts(coll, filter, &opts, NULL);
+   ok = !mongoc_cursor_next(cursor, &doc) ? !mongoc_cursor_error(cursor, error) : true;
+   mongoc_cursor_destroy(cursor);
+   bson_destroy(&opts);
+   bson_destroy(filter);
+   return ok;
 }
 
 mongoc_cursor_t *
 relay_store_sweep_cursor_in(mongoc_collection_t *coll, const relay_config_t *cfg, bool hint,
-                            const relay_partset_t *parts, int n)
+                            const relay_ts_t *after, const relay_partset_t *parts, int n)
 {
    bson_t filter = BSON_INITIALIZER, cond, opts = BSON_INITIALIZER, proj;
    char *first = bson_strdup_printf("%s.0", cfg->events_field);
@@ -201,6 +227,8 @@ relay_store_sweep_cursor_in(mongoc_collection_t *coll, const relay_config_t *cfg
    BSON_APPEND_INT32(&proj, cfg->events_field, 1);
    BSON_APPEND_INT32(&proj, cfg->event_seq_field, 1);
    bson_append_document_end(&opts, &proj);
+   /* Majority, as the stream: a cut-off primary's own writes may be rolled back (F8). */
+   relay_concerns_append_document_read(&opts, after ? after->t : 0, after ? after->i : 0, 0);
    cursor = mongoc_collection_find_with_opts(coll, &filter, &opts, NULL);
    bson_destroy(&filter);
    bson_destroy(&opts);

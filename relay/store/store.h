@@ -66,20 +66,35 @@ bool relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *c
  * starts after this call returns. */
 bool relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error);
 
-/* Reads the bookkeeping fields of one entity into @doc (initialised by the call). Returns
- * false with error->code 0 if the document does not exist. */
+/* Reads the bookkeeping fields of one entity into @doc (initialised by the call), from the
+ * majority snapshot once it holds every write up to @after (NULL: the snapshot as it is; see
+ * relay_concerns_append_document_read()). Returns false with error->code 0 if the document
+ * does not exist; relay_concerns_read_timed_out(@error): the snapshot did not get there
+ * within relay_concerns_read_wait_ms(), retry later. */
 bool relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
-                             const bson_value_t *id, bson_t *doc, bson_error_t *error);
+                             const bson_value_t *id, const relay_ts_t *after, bson_t *doc,
+                             bson_error_t *error);
+
+/* Waits (at most relay_concerns_read_wait_ms()) until @coll's majority snapshot holds every
+ * write up to @after: what a sweep does first, so its cursor, which reads that snapshot,
+ * needs no maxTimeMS (that would bound the whole cursor's server time, which a long sweep
+ * may need). False with @error (relay_concerns_read_timed_out(): try again later). */
+bool relay_store_wait_majority(mongoc_collection_t *coll, const relay_config_t *cfg,
+                               const relay_ts_t *after, bson_error_t *error);
 
 /* Opens the sweep: every document with pending events, through the pending index when it
- * exists. Never NULL; check mongoc_cursor_error(). */
+ * exists, read from the majority snapshot (as it is now). Never NULL; check
+ * mongoc_cursor_error(). */
 mongoc_cursor_t *relay_store_sweep_cursor(mongoc_collection_t *coll, const relay_config_t *cfg,
                                           bool hint);
 
-/* The same, for the entities in partitions @parts of @n only (partition.h: by their hashed
- * _id, computed by the server). @parts NULL: every entity. */
+/* The same, from the majority snapshot once it holds every write up to @after (NULL: as it
+ * is; relay_store_wait_majority() first, so it does not wait), for the entities in
+ * partitions @parts of @n only (partition.h: by their hashed _id, computed by the server).
+ * @parts NULL: every entity. */
 mongoc_cursor_t *relay_store_sweep_cursor_in(mongoc_collection_t *coll, const relay_config_t *cfg,
-                                             bool hint, const relay_partset_t *parts, int n);
+                                             bool hint, const relay_ts_t *after,
+                                             const relay_partset_t *parts, int n);
 
 /* Sizes the sweep cursor's next reply after reading @doc (see RELAY_SWEEP_REPLY_BYTES). */
 void relay_store_sweep_pace(mongoc_cursor_t *cursor, const bson_t *doc);

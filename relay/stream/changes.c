@@ -154,6 +154,9 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
       end_verify(in);
    }
    relay_group_stream_at(in->group, &f.ts);
+   if (relay_ts_cmp(f.ts, in->newest_change) > 0) {
+      in->newest_change = f.ts;
+   }
    /* No token yet: if the read below fails, the checkpoint must not move past this change. */
    pos = relay_table_pos_push(in->table, NULL, f.wall_ms);
    if (coll >= 0 && f.id.value_type != BSON_TYPE_EOD) {
@@ -165,8 +168,10 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
     * its document: what is pending there is the truth, the change may be older. */
    if (part >= 0 && relay_group_takes(in->group, part)) {
       bool read_held = false; /* e has (or may now have) a read_seq to release */
+      /* A read for a change covers the change: the majority snapshot at its clusterTime or
+       * later, so it shows what the change did and nothing a rollback may undo. */
       if (!e && (in->verifying || relay_group_fresh(in->group, part))) {
-         if (!relay_docs_read(in, coll, part, &f.id, pos)) {
+         if (!relay_docs_read(in, coll, part, &f.id, &f.ts, pos)) {
             return false;
          }
          read_held = true;
@@ -178,7 +183,7 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
          e->sweep_hold = e->sweep_hold || relay_docs_hold_for_sweep(in, part);
          read_held = e->read_seq > 0;
          if (!relay_change_events_take(in, e, f.op, doc, pos)) {
-            if (!relay_docs_read(in, coll, part, &f.id, pos)) {
+            if (!relay_docs_read(in, coll, part, &f.id, &f.ts, pos)) {
                return false;
             }
             read_held = true;

@@ -173,16 +173,21 @@ take_doc(relay_ingest_t *in, int coll, int part, const bson_t *doc, relay_pos_t 
  * offer both happen here on the main thread, which is also where clears are completed: the
  * document is never older than a clear the table has forgotten. */
 bool
-relay_docs_read(relay_ingest_t *in, int coll, int part, const bson_value_t *id, relay_pos_t *pos)
+relay_docs_read(relay_ingest_t *in, int coll, int part, const bson_value_t *id,
+                const relay_ts_t *after, relay_pos_t *pos)
 {
    bson_t doc;
    bson_error_t error;
 
-   if (!in->ops->read_entity(in->ctx, coll, id, &doc, &error)) {
+   if (!in->ops->read_entity(in->ctx, coll, id, after, &doc, &error)) {
       if (error.code == 0) {
          return true; /* deleted since: nothing pending */
       }
-      relay_log(RELAY_LOG_WARNING, "stream", "reading an entity failed: %s", error.message);
+      relay_log(RELAY_LOG_WARNING, "stream", "reading an entity failed%s: %s",
+                relay_concerns_read_timed_out(&error)
+                    ? " (the majority has not got its change yet; retrying)"
+                    : "",
+                error.message);
       return false;
    }
    take_doc(in, coll, part, &doc, pos, DOC_READ);
@@ -214,7 +219,12 @@ relay_docs_sync(relay_ingest_t *in, int coll, const relay_partset_t *parts, cons
     * stream touches during the sweep are therefore kept in the table (sweep_hold), and any
     * entity the table knows is read afresh instead of trusting this copy. */
    if (relay_table_find(in->table, coll, bson_iter_value(&it))) {
-      if (!relay_docs_read(in, coll, part, bson_iter_value(&it), pos)) {
+      /* After the sweep's start and the newest change the stream gave (what the table
+       * took from it): a snapshot older than these, as a new primary's may be for a
+       * moment, would show events taken and cleared since as pending. */
+      relay_ts_t after = relay_ts_cmp(in->newest_change, in->sweep_start) > 0 ? in->newest_change
+                                                                              : in->sweep_start;
+      if (!relay_docs_read(in, coll, part, bson_iter_value(&it), &after, pos)) {
          relay_sweep_request(in, part); /* read it again with the partition's next sweep */
       }
       return;

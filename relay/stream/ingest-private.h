@@ -37,6 +37,7 @@ struct relay_ingest_t {
    bool verifying; /* replaying history: read documents of entities not in the table */
    relay_ts_t verify_until;
    int64_t stream_lag_ms;
+   relay_ts_t newest_change; /* the clusterTime of the newest change applied */
    bool stream_opened_once;
    relay_not_array_seen_t not_array_seen;
 
@@ -67,10 +68,11 @@ bool relay_changes_has_room(const relay_ingest_t *in);
  * and owned. */
 void relay_docs_sync(relay_ingest_t *in, int coll, const relay_partset_t *parts, const bson_t *doc,
                      relay_pos_t *pos);
-/* Reads entity @id of collection @coll in partition @part and takes its pending events.
- * False if the read failed (a deleted document is not a failure). */
+/* Reads entity @id of collection @coll in partition @part, as a majority holds it once that
+ * holds every write up to @after (the change that asked for it; a sweep's start), and takes
+ * its pending events. False if the read failed (a deleted document is not a failure). */
 bool relay_docs_read(relay_ingest_t *in, int coll, int part, const bson_value_t *id,
-                     relay_pos_t *pos);
+                     const relay_ts_t *after, relay_pos_t *pos);
 /* Offers the stored event @value (one element of an events array) or every element of the
  * array at @it to @e; events up to @replayed_upto may be replays. @from_document: read from
  * the document (a requeued event may be taken), not from a change. */

@@ -34,18 +34,24 @@ typedef struct {
    relay_change_t *(*pop)(void *ctx);
    uint64_t (*start)(void *ctx, const bson_t *token, const relay_ts_t *at);
    void (*stop)(void *ctx);
-   /* Reads the document @id of collection @coll (the pending events, eventSeq). False with
-    * @error; error->code 0: the document is gone (nothing pending). */
-   bool (*read_entity)(void *ctx, int coll, const bson_value_t *id, bson_t *doc,
-                       bson_error_t *error);
+   /* Reads the document @id of collection @coll (the pending events, eventSeq) as a
+    * majority holds it, once that holds every write up to @after (NULL: as it is). False
+    * with @error; error->code 0: the document is gone (nothing pending). */
+   bool (*read_entity)(void *ctx, int coll, const bson_value_t *id, const relay_ts_t *after,
+                       bson_t *doc, bson_error_t *error);
    /* Creates the partial index the sweeps use on collection @coll. */
    bool (*ensure_index)(void *ctx, int coll, bson_error_t *error);
    /* The server's current time (a sweep's start and end). */
    bool (*operation_time)(void *ctx, relay_ts_t *ts, bson_error_t *error);
-   /* A cursor over the pending documents of collection @coll (with the index @hint; of
-    * partitions @parts of @n when the server filters, every one when NULL), its next
-    * document (borrowed until the next call), its error, and its end. */
-   void *(*sweep_open)(void *ctx, int coll, bool hint, const relay_partset_t *parts, int n);
+   /* Waits until collection @coll's majority snapshot holds every write up to @after (a
+    * sweep's start), for a bounded time: false with @error when it does not. */
+   bool (*wait_majority)(void *ctx, int coll, const relay_ts_t *after, bson_error_t *error);
+   /* A cursor over the pending documents of collection @coll in its majority snapshot at
+    * @after or later (with the index @hint; of partitions @parts of @n when the server
+    * filters, every one when NULL), its next document (borrowed until the next call), its
+    * error, and its end. */
+   void *(*sweep_open)(void *ctx, int coll, bool hint, const relay_ts_t *after,
+                       const relay_partset_t *parts, int n);
    bool (*sweep_next)(void *ctx, void *cursor, const bson_t **doc);
    bool (*sweep_error)(void *ctx, void *cursor, bson_error_t *error);
    void (*sweep_close)(void *ctx, void *cursor);

@@ -149,8 +149,29 @@ static void *
 open_cursor(relay_ingest_t *in)
 {
    const relay_partset_t *parts = relay_group_server_filters(in->group) ? &in->sweep_set : NULL;
-   return in->ops->sweep_open(in->ctx, (int)in->sweep_coll, in->sweep_hint, parts,
+   return in->ops->sweep_open(in->ctx, (int)in->sweep_coll, in->sweep_hint, &in->sweep_start, parts,
                               relay_group_partitions(in->group));
+}
+
+/* Before a cursor: waits (bounded) until the current collection's majority snapshot has
+ * reached the sweep's start. The sweep reads that snapshot, never the member's own writes
+ * a rollback may undo (FINDINGS.md F8), and from its start on, the stream (which starts
+ * there, or runs already) delivers every change: nothing falls between. False when the
+ * majority did not get there in time (a cut-off primary): tried again after a backoff, by
+ * then on the new primary; nothing was read. */
+static bool
+wait_for_start(relay_ingest_t *in, int64_t now)
+{
+   bson_error_t error;
+
+   if (in->ops->wait_majority(in->ctx, (int)in->sweep_coll, &in->sweep_start, &error)) {
+      return true;
+   }
+   relay_log(RELAY_LOG_WARNING, "sweep",
+             "the majority has not reached the sweep's start yet (trying again): %s",
+             error.message);
+   in->sweep_retry_at_ms = now + relay_backoff_next(in->cfg, &in->sweep_backoff_ms);
+   return false;
 }
 
 void
@@ -171,6 +192,9 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
    }
    for (int n = 0; n < 200 && relay_changes_has_room(in); n++) {
       if (!in->sweep_cursor) {
+         if (!wait_for_start(in, now)) {
+            return;
+         }
          in->sweep_cursor = open_cursor(in);
       }
       if (in->ops->sweep_next(in->ctx, in->sweep_cursor, &doc)) {

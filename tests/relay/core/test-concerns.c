@@ -118,3 +118,39 @@ Test(concerns, start_up_names_what_it_ignores)
    bson_string_free(out, true);
    relay_config_destroy(&cfg);
 }
+
+/* A document read: majority, after the time it must cover, and bounded (F8): not the URI's
+ * local, which shows a cut-off primary's writes that a rollback undoes. */
+Test(concerns, document_reads_are_majority_after_their_time)
+{
+   bson_t opts = BSON_INITIALIZER;
+   bson_iter_t it;
+   uint32_t t = 0, i = 0;
+
+   relay_concerns_append_document_read(&opts, 1700000000, 7, 2000);
+   cr_assert(bson_iter_init(&it, &opts) &&
+             bson_iter_find_descendant(&it, "readConcern.level", &it) &&
+             !strcmp(bson_iter_utf8(&it, NULL), "majority"));
+   cr_assert(bson_iter_init(&it, &opts) &&
+             bson_iter_find_descendant(&it, "readConcern.afterClusterTime", &it) &&
+             BSON_ITER_HOLDS_TIMESTAMP(&it));
+   bson_iter_timestamp(&it, &t, &i);
+   cr_assert(t == 1700000000 && i == 7);
+   cr_assert(bson_iter_init_find(&it, &opts, "maxTimeMS") && bson_iter_as_int64(&it) == 2000);
+   bson_reinit(&opts);
+   /* No time (a sweep opened without one): the snapshot as it is, without a limit. */
+   relay_concerns_append_document_read(&opts, 0, 0, 0);
+   cr_assert(bson_iter_init(&it, &opts) &&
+             !bson_iter_find_descendant(&it, "readConcern.afterClusterTime", &it));
+   cr_assert(!bson_iter_init_find(&it, &opts, "maxTimeMS"));
+   bson_destroy(&opts);
+}
+
+Test(concerns, a_majority_wait_past_max_time_is_retried)
+{
+   bson_error_t error;
+   bson_set_error(&error, MONGOC_ERROR_SERVER, 50, "operation exceeded time limit");
+   cr_assert(relay_concerns_read_timed_out(&error));
+   bson_set_error(&error, MONGOC_ERROR_SERVER, 13, "not authorized");
+   cr_assert(!relay_concerns_read_timed_out(&error));
+}

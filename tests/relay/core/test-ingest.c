@@ -26,6 +26,9 @@ typedef struct {
    int sweep_next;
    bson_t *sweep_doc;
    int sweeps_opened;
+   relay_ts_t read_after, sweep_after, wait_after; /* the times the last ones had to cover */
+   int waits;
+   uint32_t wait_fail_code;
 } fake_t;
 
 static fake_t fake;
@@ -56,9 +59,11 @@ fake_stop(void *ctx)
 }
 
 static bool
-fake_read_entity(void *ctx, int coll, const bson_value_t *id, bson_t *doc, bson_error_t *error)
+fake_read_entity(void *ctx, int coll, const bson_value_t *id, const relay_ts_t *after, bson_t *doc,
+                 bson_error_t *error)
 {
    fake.reads++;
+   fake.read_after = after ? *after : (relay_ts_t){0, 0};
    bson_init(doc);
    if (fake.read_fail_code) {
       bson_set_error(error, MONGOC_ERROR_STREAM, fake.read_fail_code, "fake failure");
@@ -84,10 +89,24 @@ fake_operation_time(void *ctx, relay_ts_t *ts, bson_error_t *error)
    return true;
 }
 
+static bool
+fake_wait_majority(void *ctx, int coll, const relay_ts_t *after, bson_error_t *error)
+{
+   fake.waits++;
+   fake.wait_after = *after;
+   if (fake.wait_fail_code) {
+      bson_set_error(error, MONGOC_ERROR_SERVER, fake.wait_fail_code, "fake wait failure");
+      return false;
+   }
+   return true;
+}
+
 static void *
-fake_sweep_open(void *ctx, int coll, bool hint, const relay_partset_t *parts, int n)
+fake_sweep_open(void *ctx, int coll, bool hint, const relay_ts_t *after,
+                const relay_partset_t *parts, int n)
 {
    fake.sweeps_opened++;
+   fake.sweep_after = *after;
    fake.sweep_next = 0;
    return &fake;
 }
@@ -119,9 +138,9 @@ fake_sweep_close(void *ctx, void *cursor)
 }
 
 static const relay_ingest_ops_t fake_ops = {
-    fake_pop,          fake_start,          fake_stop,       fake_read_entity,
-    fake_ensure_index, fake_operation_time, fake_sweep_open, fake_sweep_next,
-    fake_sweep_error,  fake_sweep_close};
+    fake_pop,          fake_start,          fake_stop,          fake_read_entity,
+    fake_ensure_index, fake_operation_time, fake_wait_majority, fake_sweep_open,
+    fake_sweep_next,   fake_sweep_error,    fake_sweep_close};
 
 /* The partition owner's lease thread: it acquires partition 0 with a checkpoint once (the
  * owner's first step, in setup()), then nothing happens there. */
@@ -356,6 +375,42 @@ Test(ingest, a_change_whose_read_fails_is_held_and_retried_first)
    cr_assert_eq(t.buffered, 2);
 }
 
+Test(ingest, a_read_for_a_change_covers_the_change)
+{
+   resume();
+   make_fresh();
+   store_doc("{\"_id\": %d, \"events\": [" EV1 "], \"eventSeq\": 1}");
+   push(RELAY_CHANGE_OPENED, NULL, (relay_ts_t){100, 0}, 0);
+   push_insert(1, 101, EV1, 1);
+   relay_ingest_step(in, 0);
+   cr_assert_eq(fake.reads, 1);
+   cr_assert(fake.read_after.t == 101 && fake.read_after.i == 1,
+             "the read does not wait for the change's time: %u, %u", fake.read_after.t,
+             fake.read_after.i);
+}
+
+/* F8: the sweep reads the majority snapshot once it has reached the sweep's start; a wait
+ * that times out (a cut-off primary) reads nothing and is retried after a backoff. */
+Test(ingest, a_sweep_waits_for_the_majority_to_reach_its_start)
+{
+   relay_ingest_open(in, NULL, NULL); /* no checkpoint: a full sweep first */
+   fake.time = (relay_ts_t){200, 3};
+   fake.wait_fail_code = 50;
+   relay_ingest_step(in, 0); /* begins */
+   relay_ingest_step(in, 1);
+   cr_assert_eq(fake.waits, 1);
+   cr_assert(fake.wait_after.t == 200 && fake.wait_after.i == 3);
+   cr_assert_eq(fake.sweeps_opened, 0, "a cursor was opened before the majority got there");
+   relay_ingest_step(in, 2);
+   cr_assert_eq(fake.waits, 1, "retried before its backoff");
+   fake.wait_fail_code = 0;
+   relay_ingest_step(in, cfg.reconnect_max_ms + 2);
+   cr_assert_eq(fake.waits, 2);
+   cr_assert_eq(fake.sweeps_opened, 1);
+   cr_assert(fake.sweep_after.t == 200 && fake.sweep_after.i == 3,
+             "the sweep's cursor does not read after the sweep's start");
+}
+
 Test(ingest, a_sweep_that_meets_the_stream_reads_the_entity_afresh)
 {
    relay_ingest_open(in, NULL, NULL); /* no checkpoint: a full sweep first */
@@ -375,6 +430,7 @@ Test(ingest, a_sweep_that_meets_the_stream_reads_the_entity_afresh)
    relay_ingest_step(in, 1);
    cr_assert_eq(fake.sweeps_opened, 1);
    cr_assert_eq(fake.reads, 2, "the sweep trusted its older copy");
+   cr_assert(fake.read_after.t == 201, "the fresh read may be older than the stream's change");
    cr_assert_eq(t.buffered, 0, "events already cleared were taken again from the sweep's copy");
 }
 
