@@ -429,8 +429,5 @@ def scenario_lagging_secondary(opts):
 
 SCENARIOS = [scenario_stepdown, scenario_clock_skew, scenario_lagging_secondary,
              scenario_failover_bench]
-# isolated_primary fails today on FINDINGS.md F10 (test-mongod: a majority read on a cut-off
-# primary sees its own unreplicated writes, so writer d's retry check is fooled); F8, F9 and
-# F12 are fixed. Add it here once F10 is; it runs with `chaos.py --all` or by name.
-CI_SCENARIOS = ["stepdown", "clock_skew", "lagging_secondary"]
+CI_SCENARIOS = ["stepdown", "clock_skew", "isolated_primary", "lagging_secondary"]
 LONG_SCENARIOS = ["stepdown", "clock_skew", "isolated_primary", "lagging_secondary"]
