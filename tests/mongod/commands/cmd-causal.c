@@ -16,6 +16,10 @@
 #include "commands/commands.h"
 #include "topology/replication.h"
 
+/* How far ahead of the wall clock a gossiped time may be: 6.0's
+ * maxAcceptableLogicalClockDriftSecs default (one year). */
+#define MAX_DRIFT_SECS (365u * 24 * 3600)
+
 /* The reads whose operationTime on a secondary is the time they read at. */
 static const char *const reads[] = {"find", "aggregate", "count", "distinct", NULL};
 
@@ -77,6 +81,34 @@ wait_for_position(md_cmd_t *c, bool majority, uint64_t target, bson_error_t *err
    }
 }
 
+/* An isolated primary reads its branch, which holds all it wrote; its "majority" reads
+ * read its committed snapshot, frozen at the cut (md_isolation_commit_time), which never
+ * reaches a time of its own writes: as 6.0's waitUntilOpTimeForRead, which for "majority"
+ * waits on the committed snapshot (replication_coordinator_impl.cpp,
+ * _waitUntilOpTime with getCurrentCommittedSnapshotOpTime), the read waits until maxTimeMS
+ * (50), or until the heal ends the branch (then it waits as any member's does). */
+static bool
+wait_on_branch(md_cmd_t *c, bool majority, md_ts_t after, bson_error_t *error)
+{
+   md_server_t *srv = c->srv;
+   int m = c->conn->member;
+   while (majority && md_cmd_branch(c) &&
+          md_ts_cmp(after, md_isolation_commit_time(srv, m)) > 0) {
+      if (atomic_load(&srv->stopping)) {
+         return tm_error_set(error, 11600, "interrupted at shutdown");
+      }
+      int64_t now = md_now_ms();
+      if (now >= c->deadline_ms) {
+         return tm_error_set(error, 50, "operation exceeded time limit");
+      }
+      /* The heal comes from a command on another connection, which does not signal the
+       * history's waiters when nothing is written: hence the slices. */
+      md_oplog_wait(&srv->oplog, &srv->lock, now + 50 < c->deadline_ms ? now + 50
+                                                                       : c->deadline_ms);
+   }
+   return true;
+}
+
 bool
 md_cmd_wait_read_concern(md_cmd_t *c, bson_error_t *error)
 {
@@ -84,15 +116,19 @@ md_cmd_wait_read_concern(md_cmd_t *c, bson_error_t *error)
    md_ts_t after;
    bool majority = majority_level(c->cmd);
    if (after_cluster_time(c->cmd, &after)) {
-      if (md_ts_cmp(after, srv->oplog.last) > 0) {
+      md_ts_t now = md_isolation_cluster_time(srv, c->conn->member);
+      if (md_ts_cmp(after, now) > 0) {
          return tm_error_set(error, 72, "readConcern afterClusterTime value must not be greater "
                                         "than the current clusterTime. Requested clusterTime: "
                                         "{ ts: Timestamp(%u, %u) }; current clusterTime: { ts: "
                                         "Timestamp(%u, %u) }",
-                             after.t, after.i, srv->oplog.last.t, srv->oplog.last.i);
+                             after.t, after.i, now.t, now.i);
+      }
+      if (!wait_on_branch(c, majority, after, error)) {
+         return false;
       }
       /* Everything written at or before `after`: the entries below the first one after
-       * it. An isolated primary reads its own branch, which holds all it wrote. */
+       * it. */
       if (srv->topo.n > 1 && !md_cmd_branch(c) &&
           !wait_for_position(c, majority, md_oplog_seek(&srv->oplog, after, false), error)) {
          return false;
@@ -102,10 +138,39 @@ md_cmd_wait_read_concern(md_cmd_t *c, bson_error_t *error)
    for (int i = 0; reads[i]; i++) {
       is_read = is_read || strcmp(reads[i], c->name) == 0;
    }
-   if (is_read && srv->topo.n > 1 && c->conn->member != srv->topo.primary &&
-       !md_cmd_branch(c)) {
+   md_txn_t *branch = md_cmd_branch(c);
+   if (is_read && branch) {
+      /* What it read at: its own newest write, or its committed snapshot. */
+      c->has_op_time = true;
+      c->op_time = majority ? md_isolation_commit_time(srv, c->conn->member)
+                            : branch->branch_time;
+   } else if (is_read && srv->topo.n > 1 && c->conn->member != srv->topo.primary) {
       c->has_op_time = true;
       c->op_time = md_repl_seq_ts(&srv->oplog, position_now(c, majority, NULL));
    }
    return true;
+}
+
+/* A client's $clusterTime (drivers gossip the newest they saw, from any member, maybe an
+ * isolated primary's branch that was rolled back since) moves the set's clock forward and
+ * never back, as 6.0's VectorClock::gossipIn advances the cluster time
+ * (src/mongo/db/vector_clock.cpp; its signature is not checked here, every key is zero):
+ * the next write is then stamped after it, as 6.0's oplog timestamps come from that clock.
+ * A time more than a year ahead of the wall clock is ignored (6.0 refuses it, 262
+ * ClusterTimeFailsRateLimiter; not emulated). */
+void
+md_cmd_gossip_in(md_server_t *srv, const bson_t *cmd)
+{
+   bson_iter_t it;
+   md_ts_t ts;
+   if (!bson_iter_init_find(&it, cmd, "$clusterTime") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+       !bson_iter_recurse(&it, &it) || !bson_iter_find(&it, "clusterTime") ||
+       !BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+      return;
+   }
+   bson_iter_timestamp(&it, &ts.t, &ts.i);
+   uint64_t limit = (uint64_t) (md_wall_ms() / 1000) + MAX_DRIFT_SECS;
+   if (ts.t <= limit && md_ts_cmp(ts, srv->oplog.last) > 0) {
+      srv->oplog.last = ts;
+   }
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "commands/commands.h"
+#include "topology/replication.h"
 
 md_txn_t *
 md_cmd_branch(const md_cmd_t *c)
@@ -28,7 +29,50 @@ md_isolation_start(md_server_t *srv, int m)
 {
    if (srv->topo.members[m].state == MD_MEMBER_PRIMARY && !srv->branches[m]) {
       srv->branches[m] = md_txn_begin_branch(&srv->txns);
+      srv->branches[m]->cut_time = srv->oplog.last;
+      srv->branches[m]->branch_time = srv->oplog.last;
    }
+}
+
+/* As MongoDB r6.0's primary gives each write an optime of its own term, replicated or not
+ * (the oplog timestamp comes from the VectorClock's clusterTime tick, src/mongo/db/
+ * vector_clock_mongod.cpp), an isolated primary's writes move its own clock: a causal
+ * session then waits on it for them (cmd-causal.c). The set's clock does not move: the
+ * branch's times reach the others only as a client gossips them (commands.c). */
+void
+md_isolation_tick(md_cmd_t *c, size_t ops_before)
+{
+   md_txn_t *branch = md_cmd_branch(c);
+   if (!branch || branch->n_ops <= ops_before) {
+      return;
+   }
+   md_ts_t *t = &branch->branch_time;
+   uint32_t secs = (uint32_t) ((md_wall_ms() + c->srv->oplog.wall_offset_ms) / 1000);
+   if (secs > t->t) {
+      *t = (md_ts_t){.t = secs, .i = 1};
+   } else {
+      t->i++;
+   }
+   c->has_op_time = true;
+   c->op_time = *t;
+}
+
+md_ts_t
+md_isolation_cluster_time(const md_server_t *srv, int m)
+{
+   const md_txn_t *branch = srv->branches[m];
+   md_ts_t set = srv->oplog.last;
+   return branch && md_ts_cmp(branch->branch_time, set) > 0 ? branch->branch_time : set;
+}
+
+md_ts_t
+md_isolation_commit_time(const md_server_t *srv, int m)
+{
+   /* Its commit point stays where it was at the cut (topology/replication.c); the set's
+    * clock, which gossip may move on past the newest entry, is no measure of it. */
+   const md_txn_t *branch = srv->branches[m];
+   md_ts_t t = md_repl_seq_ts(&srv->oplog, md_repl_member_commit(&srv->topo, m));
+   return branch && md_ts_cmp(t, branch->cut_time) > 0 ? branch->cut_time : t;
 }
 
 static const char *

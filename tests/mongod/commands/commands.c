@@ -207,9 +207,9 @@ append_topology_version(const md_member_t *me, int32_t code, int32_t wc_code, bs
 }
 
 static void
-append_times(md_server_t *srv, bson_t *reply, const md_ts_t *op_time)
+append_times(md_server_t *srv, int member, bson_t *reply, const md_ts_t *op_time)
 {
-   md_ts_t now = srv->oplog.last;
+   md_ts_t now = member >= 0 ? md_isolation_cluster_time(srv, member) : srv->oplog.last;
    bson_t ct, sig;
    static const uint8_t zero_hash[20];
    bson_append_document_begin(reply, "$clusterTime", -1, &ct);
@@ -253,7 +253,7 @@ md_error_reply_with(md_server_t *srv, const bson_error_t *error, const bson_t *l
       BSON_APPEND_ARRAY(reply, "errorLabels", labels);
    }
    pthread_mutex_lock(&srv->lock);
-   append_times(srv, reply, NULL);
+   append_times(srv, -1, reply, NULL);
    pthread_mutex_unlock(&srv->lock);
 }
 
@@ -562,13 +562,19 @@ md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       tm_error_set(&error, 40571, "command has no name or no $db");
    } else {
       pthread_mutex_lock(&srv->lock);
+      md_cmd_gossip_in(srv, cmd);
       /* The member's clock (testMemberFault "clock") moves $$NOW and what its writes stamp. */
       int64_t offset = srv->topo.members[conn->member].clock_offset_ms;
       srv->oplog.wall_offset_ms = offset;
       set_command_clock(srv, offset);
       srv->bypass_validation = bson_iter_init_find(&it, cmd, "bypassDocumentValidation") &&
                                bson_iter_as_bool(&it);
+      md_txn_t *branch = md_cmd_branch(&c);
+      size_t branch_ops = branch ? branch->n_ops : 0;
       ok = run_locked(&c, lookup(srv, c.name), &error, &fp);
+      if (ok && branch == md_cmd_branch(&c)) {
+         md_isolation_tick(&c, branch_ops);
+      }
       srv->bypass_validation = false;
       srv->oplog.wall_offset_ms = 0;
       tm_command_clock_set(NULL);
@@ -590,7 +596,7 @@ md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
             }
             append_topology_version(&srv->topo.members[conn->member], 0, c.wc_code, reply);
          }
-         append_times(srv, reply, c.has_op_time ? &c.op_time : NULL);
+         append_times(srv, conn->member, reply, c.has_op_time ? &c.op_time : NULL);
       } else {
          add_labels(&c, (int32_t) error.code, 0);
          append_topology_version(&srv->topo.members[conn->member], (int32_t) error.code, 0,

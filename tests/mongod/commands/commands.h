@@ -177,7 +177,16 @@ md_txn_t *md_cmd_branch(const md_cmd_t *c);
  * rejoins, its heal: the branch's writes are rolled back if the set elected a primary of
  * a newer term than the member knows, else they join the history. */
 void md_isolation_start(md_server_t *srv, int m);
+/* A command's gossiped $clusterTime moves the set's clock forward (cmd-causal.c). */
+void md_cmd_gossip_in(md_server_t *srv, const bson_t *cmd);
 void md_isolation_heal(md_server_t *srv, int m);
+/* An isolated primary's clock: each write its branch took since `ops_before` gets a new time
+ * of the branch, the command's operationTime. */
+void md_isolation_tick(md_cmd_t *c, size_t ops_before);
+/* The cluster time member `m` answers with: the set's, or its branch's when newer. */
+md_ts_t md_isolation_cluster_time(const md_server_t *srv, int m);
+/* The time of an isolated member's committed snapshot (none of its branch's writes). */
+md_ts_t md_isolation_commit_time(const md_server_t *srv, int m);
 /* An isolated primary's w > 1: wtimeout (64), or 189 once it steps down (never met). */
 void md_isolation_wait_write_concern(md_cmd_t *c, int64_t deadline);
 /* On an isolated primary, refuses (2) what its branch cannot hold: DDL and transactions. */

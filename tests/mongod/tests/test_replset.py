@@ -11,7 +11,9 @@ change stream holds a write back while the secondaries are paused; a paused seco
 readConcern majority read stale data; a causally consistent session reads its own writes
 from lagging secondaries (afterClusterTime); an isolated primary's write is rolled back at the heal
 while pymongo, given every seed, writes to the newer primary; a majority read on an isolated
-primary sees the data as of the cut, not its own later w:1 writes.
+primary sees the data as of the cut, not its own later w:1 writes, and a causal majority read
+after such a write waits (50 at maxTimeMS) while a local one answers; the new primary accepts
+that write's time gossiped after the rollback.
 Against a real server: a set of three members with test commands. Exit 77 (skip) without.
 """
 import os
@@ -23,7 +25,8 @@ import unittest
 try:
     import pymongo
     from pymongo import monitoring
-    from pymongo.errors import NotMasterError, OperationFailure, WTimeoutError
+    from pymongo.errors import (ExecutionTimeout, NotMasterError, OperationFailure,
+                                WTimeoutError)
     from pymongo.read_concern import ReadConcern
     from pymongo.read_preferences import ReadPreference
     from pymongo.write_concern import WriteConcern
@@ -357,6 +360,61 @@ class ReplicaSet(unittest.TestCase):
             while list(coll.find()) != [{"_id": 1, "v": 3}] and time.time() < deadline:
                 time.sleep(0.05)
             self.assertEqual(list(coll.find()), [{"_id": 1, "v": 3}])
+
+    def test_causal_majority_read_after_own_write_on_isolated_primary_waits(self):
+        # 6.0 gives each write on a primary a new optime, replicated or not: the cut-off
+        # primary's w:1 write is after the cut, so a causal majority read after it waits for
+        # a committed snapshot that never gets there (50), while a local read has it at once.
+        # After the rollback, a session gossiping that time to the new primary is served.
+        old = self.primary
+        name = "causal_cut_%d" % os.getpid()
+        with pymongo.MongoClient("mongodb://%s/?replicaSet=rs0&w=majority" % SEED,
+                                 serverSelectionTimeoutMS=5000) as client:
+            client.outbox_replset[name].insert_one({"_id": 1})
+        with direct(old) as c:
+            cut = c.admin.command("ping")["operationTime"]
+        self.fault(old, "isolate")
+        try:
+            with direct(old) as c:
+                coll = c.outbox_replset.get_collection(
+                    name, read_preference=ReadPreference.PRIMARY_PREFERRED)
+                with c.start_session(causal_consistency=True) as s:
+                    coll.insert_one({"_id": 2}, session=s)
+                    written = s.operation_time
+                    self.assertGreater(written, cut)
+                    self.assertEqual(s.cluster_time["clusterTime"], written)
+                    t0 = time.time()
+                    self.assertEqual(coll.find_one({"_id": 2}, session=s), {"_id": 2})
+                    self.assertLess(time.time() - t0, 0.2)
+                    majority = coll.with_options(read_concern=ReadConcern("majority"))
+                    t0 = time.time()
+                    with self.assertRaises(ExecutionTimeout) as ctx:
+                        list(majority.find({}, session=s, max_time_ms=300))
+                    self.assertEqual(ctx.exception.code, 50)
+                    self.assertGreater(time.time() - t0, 0.25)
+                    branch_cluster_time = s.cluster_time
+            new = self.await_new_primary(old)
+        finally:
+            self.fault(old, "heal")
+        with direct(new) as c:
+            before = c.admin.command("ping")["$clusterTime"]["clusterTime"]
+            coll = c.outbox_replset[name]
+            with c.start_session(causal_consistency=True) as s:
+                # What a driver that saw the branch gossips: the new primary accepts it.
+                s.advance_cluster_time(branch_cluster_time)
+                s.advance_operation_time(written)
+                self.assertEqual([d["_id"] for d in coll.find({}, session=s)], [1])
+                coll.insert_one({"_id": 3}, session=s)
+                self.assertGreater(s.operation_time, max(written, before))
+            after = c.admin.command("ping")["$clusterTime"]["clusterTime"]
+            self.assertGreaterEqual(after, max(written, before))
+        with direct(old) as c:  # the branch's write is gone, the new primary's reach it
+            coll = c.outbox_replset.get_collection(
+                name, read_preference=ReadPreference.SECONDARY_PREFERRED)
+            deadline = time.time() + 5
+            while sorted(d["_id"] for d in coll.find()) != [1, 3] and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(sorted(d["_id"] for d in coll.find()), [1, 3])
 
     def test_isolated_primary_streams_no_further_than_its_commit_point(self):
         # A write the secondaries apply only after the cut is majority-committed for them,

@@ -63,6 +63,8 @@ struct _md_txn_t {
    int64_t expire_ms;       /* monotonic time after which it is aborted */
    md_ts_t commit_ts;       /* once committed */
    bool branch;             /* an isolated primary's writes (md_txn_begin_branch) */
+   md_ts_t cut_time;        /* a branch's: the cluster time at the cut */
+   md_ts_t branch_time;     /* a branch's own clock: the time of its newest write */
    md_txn_t *prev, *next;   /* the list of open transactions */
 };
 
