@@ -2,7 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Helpers of the replica-set tests (test-replset*.c): the members the seed names, who is
- * primary, direct clients to one member, admin commands on one member.
+ * primary, direct clients to one member, admin commands and faults (testMemberFault) on
+ * one member.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -142,6 +143,36 @@ md_rs_admin(const char *host, bson_t *cmd, bson_t *reply, bson_error_t *error)
    mongoc_client_destroy(client);
    bson_destroy(cmd);
    return ok;
+}
+
+/* testMemberFault, with `ms` when `with_ms`; skips without the command (code 59). */
+static void
+fault(const char *via, const char *target, const char *mode, bool with_ms, int ms)
+{
+   bson_t reply;
+   bson_error_t error;
+   bson_t *cmd = BCON_NEW("testMemberFault", target, "mode", mode);
+   if (with_ms) {
+      BSON_APPEND_INT32(cmd, "ms", ms);
+   }
+   bool ok = md_rs_admin(via, cmd, &reply, &error);
+   bson_destroy(&reply);
+   if (!ok && error.code == 59) {
+      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
+   }
+   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
+}
+
+void
+md_rs_fault(const char *via, const char *target, const char *mode)
+{
+   fault(via, target, mode, false, 0);
+}
+
+void
+md_rs_fault_ms(const char *via, const char *target, const char *mode, int ms)
+{
+   fault(via, target, mode, true, ms);
 }
 
 void

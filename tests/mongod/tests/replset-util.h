@@ -46,6 +46,14 @@ md_rs_heal_all(void);
 /* Runs `cmd` (destroyed here) on admin of `host`. */
 bool
 md_rs_admin(const char *host, bson_t *cmd, bson_t *reply, bson_error_t *error);
+/* testMemberFault `mode` for `target`, through the member `via`, asserting success; skips
+ * the test on a server without the command (a real set, or test-mongod without
+ * --enable-test-commands). */
+void
+md_rs_fault(const char *via, const char *target, const char *mode);
+/* md_rs_fault with the command's `ms` argument (lag, clock, or the replication modes). */
+void
+md_rs_fault_ms(const char *via, const char *target, const char *mode, int ms);
 /* replSetFreeze `secs` on `host` (0: unfreeze), asserting success. */
 void
 md_rs_freeze(const char *host, int secs);
