@@ -47,16 +47,6 @@ rcoll_free(md_rcoll_t *c)
    bson_destroy(c->key);
 }
 
-/* The whole command to one shard, in the shard's form (md_shard_drop); its reply in `reply`. */
-static void
-forward(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
-{
-   bson_t sent;
-   md_router_rewrite(cmd, NULL, NULL, md_shard_drop, &sent);
-   md_router_call(r, shard, &sent, reply);
-   bson_destroy(&sent);
-}
-
 /* The routing of the collection `cmd` writes to into *c (rcoll_free it) when it is sharded.
  * Otherwise false, with `reply` already answered: error 2 for a collection name that is not a
  * string, or the reply of the database's primary shard, which got the whole command. */
@@ -73,7 +63,7 @@ sharded_routing(md_router_t *r, const bson_t *cmd, md_rcoll_t *c, bson_t *reply)
    bool sharded = routing(r, ns, db, c, &primary);
    bson_free(ns);
    if (!sharded) {
-      forward(r, primary, cmd, reply);
+      md_route_forward(r, primary, cmd, reply);
    }
    return sharded;
 }
@@ -410,6 +400,6 @@ md_route_find_and_modify(md_router_t *r, const bson_t *cmd, bson_t *reply)
       return md_router_error(r, reply, 61, "Query for sharded findAndModify must contain "
                                            "the shard key");
    }
-   forward(r, target, cmd, reply);
+   md_route_forward(r, target, cmd, reply);
    return true;
 }
