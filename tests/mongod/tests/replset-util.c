@@ -200,6 +200,22 @@ md_rs_await_primary(md_rs_members_t *m)
    return -1;
 }
 
+int
+md_rs_await_other_primary(const md_rs_members_t *m, int old)
+{
+   bson_oid_t election;
+   for (int tries = 0; tries < 250; tries++) {
+      for (int i = 0; i < MD_RS_MEMBERS; i++) {
+         if (i != old && md_rs_hello_primary(m->host[i], &election)) {
+            return i;
+         }
+      }
+      usleep(20 * 1000);
+   }
+   cr_assert_fail("no new primary was elected");
+   return -1;
+}
+
 void
 md_rs_heal_all(void)
 {

@@ -60,6 +60,10 @@ md_rs_freeze(const char *host, int secs);
 /* Waits up to 5 s for a primary; returns its index. */
 int
 md_rs_await_primary(md_rs_members_t *m);
+/* Waits up to 5 s for a member other than `old` to say it is primary (its hello, not
+ * md_rs_members: the old one may be cut off); returns its index. */
+int
+md_rs_await_other_primary(const md_rs_members_t *m, int old);
 
 /* Field `v` of the document `id` of mdtest.`name` as `host` reads it (-1: no such
  * document; 0: no `v`), with read preference secondaryPreferred, and readConcern majority

@@ -133,23 +133,6 @@ Test(rollback, secondary_position_between_two_writes, .fini = md_rs_heal_all)
    mongoc_client_destroy(client);
 }
 
-/* Waits up to 5 s for a member other than `old` to say it is primary; returns its index. */
-static int
-await_other_primary(const md_rs_members_t *m, int old)
-{
-   bson_oid_t election;
-   for (int tries = 0; tries < 250; tries++) {
-      for (int i = 0; i < MD_RS_MEMBERS; i++) {
-         if (i != old && md_rs_hello_primary(m->host[i], &election)) {
-            return i;
-         }
-      }
-      usleep(20 * 1000);
-   }
-   cr_assert_fail("no new primary was elected");
-   return -1;
-}
-
 static void
 insert_id(mongoc_collection_t *coll, int id, const bson_t *opts)
 {
@@ -209,7 +192,7 @@ Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = md_rs_heal_all)
    md_rs_fault(via, p, "isolate");
    md_rs_mark_down(p, true);
    insert_id(old_coll, 1, NULL); /* w:1 on the isolated primary */
-   int now = await_other_primary(&m, old);
+   int now = md_rs_await_other_primary(&m, old);
    cr_assert(md_rs_hello_primary(p, &after), "the isolated primary stepped down with the election");
    cr_assert(md_rs_hello_primary(m.host[now], &fresh));
    cr_assert_eq(bson_oid_compare(&before, &after), 0, "the isolated primary's term moved");
@@ -342,7 +325,7 @@ Test(rollback, isolated_writes_are_rolled_back_at_the_heal, .fini = md_rs_heal_a
    cr_assert(!mongoc_collection_insert_one(old_coll, two, wmaj, NULL, &error),
              "w: majority succeeded on an isolated primary");
    cr_assert_eq(error.code, 64, "%u %s", error.code, error.message);
-   int now = await_other_primary(&m, old);
+   int now = md_rs_await_other_primary(&m, old);
    mongoc_client_t *new_client = md_rs_direct(m.host[now]);
    mongoc_collection_t *new_coll = mongoc_client_get_collection(new_client, "mdtest", name);
    cr_assert(write_w(new_coll, "{\"_id\": 0}", "{\"$set\": {\"v\": 20}}", wmaj, &error), "%s",

@@ -54,22 +54,6 @@ take(mongoc_change_stream_t *stream, int rounds, int want, char *out, size_t len
    }
 }
 
-static int
-await_other_primary(const md_rs_members_t *m, int old)
-{
-   bson_oid_t election;
-   for (int tries = 0; tries < 250; tries++) {
-      for (int i = 0; i < MD_RS_MEMBERS; i++) {
-         if (i != old && md_rs_hello_primary(m->host[i], &election)) {
-            return i;
-         }
-      }
-      usleep(20 * 1000);
-   }
-   cr_assert_fail("no new primary was elected");
-   return -1;
-}
-
 /* A stream opened on a secondary that is then isolated shows none of the set's writes
  * while cut off (it applies none), and all of them once healed. */
 Test(streams, isolated_secondary_streams_nothing_new_until_the_heal, .fini = md_rs_heal_all)
@@ -174,7 +158,7 @@ scene_start(scene_t *sc, const char *prefix)
    md_rs_fault(via, p, "isolate");
    md_rs_mark_down(p, true);
    insert_id(sc->old_coll, 2, false); /* w:1 on the isolated primary: rolled back later */
-   int now = await_other_primary(m, sc->old);
+   int now = md_rs_await_other_primary(m, sc->old);
    sc->apm.new_primary = m->host[now];
    mongoc_client_t *direct = md_rs_direct(m->host[now]);
    mongoc_collection_t *coll = mongoc_client_get_collection(direct, "mdtest", sc->name);
