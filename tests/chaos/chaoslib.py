@@ -783,6 +783,14 @@ def check(cond, what):
         raise AssertionError(what)
 
 
+def close_all(*things):
+    """Closes, in the order given, each of `things` a scenario got to make (None: not made,
+    as when a start-up failed); for a scenario's `finally`."""
+    for thing in things:
+        if thing is not None:
+            thing.close()
+
+
 def sizes(opts, ci, long):
     return long if opts.long else ci
 

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "relay", "group"))
 import chaoslib as cl  # noqa: E402
 import pymongo  # noqa: E402
 from bson.int64 import Int64  # noqa: E402
-from chaoslib import Env, check, sizes  # noqa: E402
+from chaoslib import Env, check, close_all, sizes  # noqa: E402
 from groups import LEASE_OPTS, percentile  # noqa: E402
 from grouptest import partition_of  # noqa: E402
 from tcpproxy import Proxy  # noqa: E402
@@ -244,11 +244,7 @@ def stepdowns_under_load(opts, tag, stepdowns, spacing, kinds=("stepdown",)):
               (duplicates, done, duplicates / max(done, 1)), flush=True)
         check(ok, "; ".join(problems))
     finally:
-        if group:
-            group.close()
-        if rs:
-            rs.close()
-        env.close()
+        close_all(group, rs, env)
 
 
 def delivered_ids(env):
@@ -354,11 +350,7 @@ def skewed_failovers(opts, tag, lease, failovers):
         check(ok, "; ".join(problems))
         return both
     finally:
-        if group:
-            group.close()
-        if rs:
-            rs.close()
-        env.close()
+        close_all(group, rs, env)
 
 
 def scenario_clock_skew(opts):
@@ -422,9 +414,7 @@ def scenario_lagging_secondary(opts):
         check(status is None or status.returncode == 0,
               "outbox-admin status failed: %s" % (status.stdout[-500:] if status else ""))
     finally:
-        if rs:
-            rs.close()
-        env.close()
+        close_all(rs, env)
 
 
 SCENARIOS = [scenario_stepdown, scenario_clock_skew, scenario_lagging_secondary,

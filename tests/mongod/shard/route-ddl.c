@@ -20,9 +20,8 @@
 const char *const md_shard_drop[] = {"$clusterTime", "readConcern", "$readPreference",
                                          "lsid", "txnNumber", NULL};
 
-/* Runs `cmd` unchanged (but for shard_drop) on one shard. */
-static bool
-forward(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
+bool
+md_route_forward(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
 {
    bson_t sent;
    md_router_rewrite(cmd, NULL, NULL, md_shard_drop, &sent);
@@ -76,7 +75,7 @@ broadcast(md_router_t *r, const bson_t *cmd, bson_t *reply)
    bool have = false;
    for (int s = 0; s < r->n_shards; s++) {
       bson_t one;
-      forward(r, s, cmd, &one);
+      md_route_forward(r, s, cmd, &one);
       bson_iter_t it;
       bool ok = bson_iter_init_find(&it, &one, "ok") && bson_iter_as_bool(&it);
       if (!have || !ok) {
@@ -102,7 +101,7 @@ md_route_drop(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply
    char *ns = md_route_ns(cmd, &db, &coll);
    if (strcmp(name, "drop") == 0 && !is_sharded_ns(r, cmd)) {
       bson_free(ns);
-      return forward(r, primary_of(r, cmd), cmd, reply); /* nothing to forget */
+      return md_route_forward(r, primary_of(r, cmd), cmd, reply); /* nothing to forget */
    }
    broadcast(r, cmd, reply);
    pthread_mutex_lock(&r->lock);
@@ -138,7 +137,7 @@ md_route_list_databases(md_router_t *r, const bson_t *cmd, bson_t *reply)
    for (int s = 0; s < r->n_shards; s++) {
       bson_t one;
       bson_iter_t it, dbs, db;
-      forward(r, s, cmd, &one);
+      md_route_forward(r, s, cmd, &one);
       if (bson_iter_init_find(&it, &one, "databases") && bson_iter_recurse(&it, &dbs)) {
          while (bson_iter_next(&dbs) && bson_iter_recurse(&dbs, &db)) {
             const char *name = bson_iter_find(&db, "name") ? bson_iter_utf8(&db, NULL) : "";
@@ -243,6 +242,6 @@ md_route_on_database(md_router_t *r, const char *name, const bson_t *cmd, bson_t
    if (sharded && strcmp(name, "listIndexes") != 0 && strcmp(name, "collStats") != 0) {
       return broadcast(r, cmd, reply);
    }
-   return forward(r, primary_of(r, cmd), cmd, reply);
+   return md_route_forward(r, primary_of(r, cmd), cmd, reply);
 }
 

@@ -47,6 +47,27 @@ rcoll_free(md_rcoll_t *c)
    bson_destroy(c->key);
 }
 
+/* The routing of the collection `cmd` writes to into *c (rcoll_free it) when it is sharded.
+ * Otherwise false, with `reply` already answered: error 2 for a collection name that is not a
+ * string, or the reply of the database's primary shard, which got the whole command. */
+static bool
+sharded_routing(md_router_t *r, const bson_t *cmd, md_rcoll_t *c, bson_t *reply)
+{
+   const char *db, *coll;
+   int primary;
+   char *ns = md_route_ns(cmd, &db, &coll);
+   if (!ns) {
+      md_router_error(r, reply, 2, "collection name has invalid type");
+      return false;
+   }
+   bool sharded = routing(r, ns, db, c, &primary);
+   bson_free(ns);
+   if (!sharded) {
+      md_route_forward(r, primary, cmd, reply);
+   }
+   return sharded;
+}
+
 static bool
 ordered_of(const bson_t *cmd)
 {
@@ -130,20 +151,8 @@ statements(const bson_t *cmd, const char *field, bson_t **storage, size_t *n)
 bool
 md_route_insert(md_router_t *r, const bson_t *cmd, bson_t *reply)
 {
-   const char *db, *coll;
    md_rcoll_t c;
-   int primary;
-   char *ns = md_route_ns(cmd, &db, &coll);
-   if (!ns) {
-      return md_router_error(r, reply, 2, "collection name has invalid type");
-   }
-   bool sharded = routing(r, ns, db, &c, &primary);
-   bson_free(ns);
-   if (!sharded) {
-      bson_t sent;
-      md_router_rewrite(cmd, NULL, NULL, md_shard_drop, &sent);
-      md_router_call(r, primary, &sent, reply);
-      bson_destroy(&sent);
+   if (!sharded_routing(r, cmd, &c, reply)) {
       return true;
    }
    bson_t *storage;
@@ -320,20 +329,8 @@ static bool
 route_statements(md_router_t *r, const bson_t *cmd, const char *field, bool update,
                  bson_t *reply)
 {
-   const char *db, *coll;
    md_rcoll_t c;
-   int primary;
-   char *ns = md_route_ns(cmd, &db, &coll);
-   if (!ns) {
-      return md_router_error(r, reply, 2, "collection name has invalid type");
-   }
-   bool sharded = routing(r, ns, db, &c, &primary);
-   bson_free(ns);
-   if (!sharded) {
-      bson_t sent;
-      md_router_rewrite(cmd, NULL, NULL, md_shard_drop, &sent);
-      md_router_call(r, primary, &sent, reply);
-      bson_destroy(&sent);
+   if (!sharded_routing(r, cmd, &c, reply)) {
       return true;
    }
    bson_t *storage;
@@ -389,30 +386,20 @@ md_route_delete(md_router_t *r, const bson_t *cmd, bson_t *reply)
 bool
 md_route_find_and_modify(md_router_t *r, const bson_t *cmd, bson_t *reply)
 {
-   const char *db, *coll;
    md_rcoll_t c;
-   int target;
-   char *ns = md_route_ns(cmd, &db, &coll);
-   if (!ns) {
-      return md_router_error(r, reply, 2, "collection name has invalid type");
+   if (!sharded_routing(r, cmd, &c, reply)) {
+      return true;
    }
-   bool sharded = routing(r, ns, db, &c, &target);
-   bson_free(ns);
-   if (sharded) {
-      bson_t q, key;
-      sub_doc(cmd, "query", &q);
-      bool pinned = md_sk_from_query(&c, &q, &key);
-      target = pinned ? md_sk_shard(&c, &key) : -1;
-      bson_destroy(&key);
-      rcoll_free(&c);
-      if (!pinned) {
-         return md_router_error(r, reply, 61, "Query for sharded findAndModify must contain "
-                                              "the shard key");
-      }
+   bson_t q, key;
+   sub_doc(cmd, "query", &q);
+   bool pinned = md_sk_from_query(&c, &q, &key);
+   int target = pinned ? md_sk_shard(&c, &key) : -1;
+   bson_destroy(&key);
+   rcoll_free(&c);
+   if (!pinned) {
+      return md_router_error(r, reply, 61, "Query for sharded findAndModify must contain "
+                                           "the shard key");
    }
-   bson_t sent;
-   md_router_rewrite(cmd, NULL, NULL, md_shard_drop, &sent);
-   md_router_call(r, target, &sent, reply);
-   bson_destroy(&sent);
+   md_route_forward(r, target, cmd, reply);
    return true;
 }

@@ -163,5 +163,8 @@ extern const char *const md_shard_drop[];
 int md_route_primary(md_router_t *r, const char *db);
 /* The namespace of a command on a collection: "db.coll" (bson_free), NULL if not a string. */
 char *md_route_ns(const bson_t *cmd, const char **db, const char **coll);
+/* Runs `cmd` unchanged (but for md_shard_drop) on `shard`; its reply in `reply`. Returns true
+ * (the reply is sent). */
+bool md_route_forward(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply);
 
 #endif

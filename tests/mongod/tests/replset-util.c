@@ -2,7 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Helpers of the replica-set tests (test-replset*.c): the members the seed names, who is
- * primary, direct clients to one member, admin commands on one member.
+ * primary, direct clients to one member, admin commands and faults (testMemberFault) on
+ * one member.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -144,6 +145,36 @@ md_rs_admin(const char *host, bson_t *cmd, bson_t *reply, bson_error_t *error)
    return ok;
 }
 
+/* testMemberFault, with `ms` when `with_ms`; skips without the command (code 59). */
+static void
+fault(const char *via, const char *target, const char *mode, bool with_ms, int ms)
+{
+   bson_t reply;
+   bson_error_t error;
+   bson_t *cmd = BCON_NEW("testMemberFault", target, "mode", mode);
+   if (with_ms) {
+      BSON_APPEND_INT32(cmd, "ms", ms);
+   }
+   bool ok = md_rs_admin(via, cmd, &reply, &error);
+   bson_destroy(&reply);
+   if (!ok && error.code == 59) {
+      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
+   }
+   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
+}
+
+void
+md_rs_fault(const char *via, const char *target, const char *mode)
+{
+   fault(via, target, mode, false, 0);
+}
+
+void
+md_rs_fault_ms(const char *via, const char *target, const char *mode, int ms)
+{
+   fault(via, target, mode, true, ms);
+}
+
 void
 md_rs_freeze(const char *host, int secs)
 {
@@ -166,6 +197,22 @@ md_rs_await_primary(md_rs_members_t *m)
       usleep(50 * 1000);
    }
    cr_assert_fail("no primary elected within 5 s");
+   return -1;
+}
+
+int
+md_rs_await_other_primary(const md_rs_members_t *m, int old)
+{
+   bson_oid_t election;
+   for (int tries = 0; tries < 250; tries++) {
+      for (int i = 0; i < MD_RS_MEMBERS; i++) {
+         if (i != old && md_rs_hello_primary(m->host[i], &election)) {
+            return i;
+         }
+      }
+      usleep(20 * 1000);
+   }
+   cr_assert_fail("no new primary was elected");
    return -1;
 }
 

@@ -46,12 +46,24 @@ md_rs_heal_all(void);
 /* Runs `cmd` (destroyed here) on admin of `host`. */
 bool
 md_rs_admin(const char *host, bson_t *cmd, bson_t *reply, bson_error_t *error);
+/* testMemberFault `mode` for `target`, through the member `via`, asserting success; skips
+ * the test on a server without the command (a real set, or test-mongod without
+ * --enable-test-commands). */
+void
+md_rs_fault(const char *via, const char *target, const char *mode);
+/* md_rs_fault with the command's `ms` argument (lag, clock, or the replication modes). */
+void
+md_rs_fault_ms(const char *via, const char *target, const char *mode, int ms);
 /* replSetFreeze `secs` on `host` (0: unfreeze), asserting success. */
 void
 md_rs_freeze(const char *host, int secs);
 /* Waits up to 5 s for a primary; returns its index. */
 int
 md_rs_await_primary(md_rs_members_t *m);
+/* Waits up to 5 s for a member other than `old` to say it is primary (its hello, not
+ * md_rs_members: the old one may be cut off); returns its index. */
+int
+md_rs_await_other_primary(const md_rs_members_t *m, int old);
 
 /* Field `v` of the document `id` of mdtest.`name` as `host` reads it (-1: no such
  * document; 0: no `v`), with read preference secondaryPreferred, and readConcern majority

@@ -16,31 +16,6 @@
 #include "tests/replset-util.h"
 #include "tests/test-util.h"
 
-/* testMemberFault `mode` (with `ms` when >= 0) for `target`, through `via`; skips without
- * the command. */
-static void
-fault(const char *via, const char *target, const char *mode, int ms)
-{
-   bson_t reply;
-   bson_error_t error;
-   bson_t *cmd = BCON_NEW("testMemberFault", target, "mode", mode);
-   if (ms >= 0) {
-      BSON_APPEND_INT32(cmd, "ms", ms);
-   }
-   bool ok = md_rs_admin(via, cmd, &reply, &error);
-   bson_destroy(&reply);
-   if (!ok && error.code == 59) {
-      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
-   }
-   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
-}
-
-static void
-heal_all(void)
-{
-   md_rs_heal_all();
-}
-
 /* Inserts {_id: id} into mdtest.`name` on `primary` (w: 1) and returns the reply's
  * operationTime. */
 static void
@@ -100,7 +75,7 @@ find_after(const char *host, const char *name, int id, uint32_t t, uint32_t i, b
 
 /* A secondary 700 ms behind answers a read after the primary's write only once it has
  * applied the write: the read waits instead of missing it. */
-Test(causal, after_cluster_time_waits_for_a_lagging_secondary, .fini = heal_all)
+Test(causal, after_cluster_time_waits_for_a_lagging_secondary, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -110,7 +85,7 @@ Test(causal, after_cluster_time_waits_for_a_lagging_secondary, .fini = heal_all)
    bool found;
    int64_t elapsed;
    bson_error_t error;
-   fault(p, s, "lag", 700);
+   md_rs_fault_ms(p, s, "lag", 700);
    insert_at(p, name, 1, &t, &i);
    cr_assert(find_after(s, name, 1, t, i, false, 0, &found, &elapsed, &error), "%s",
              error.message);
@@ -122,7 +97,7 @@ Test(causal, after_cluster_time_waits_for_a_lagging_secondary, .fini = heal_all)
 
 /* A paused secondary never reaches the time: the read fails with 50 once maxTimeMS has
  * passed (also with level majority); after a resume the same read succeeds at once. */
-Test(causal, after_cluster_time_honours_max_time_ms, .fini = heal_all)
+Test(causal, after_cluster_time_honours_max_time_ms, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -132,7 +107,7 @@ Test(causal, after_cluster_time_honours_max_time_ms, .fini = heal_all)
    bool found;
    int64_t elapsed;
    bson_error_t error;
-   fault(p, s, "pause", -1);
+   md_rs_fault(p, s, "pause");
    insert_at(p, name, 1, &t, &i);
    cr_assert_not(find_after(s, name, 1, t, i, false, 300, &found, &elapsed, &error));
    cr_assert_eq(error.code, 50, "%d %s", error.code, error.message);
@@ -140,7 +115,7 @@ Test(causal, after_cluster_time_honours_max_time_ms, .fini = heal_all)
    cr_assert_geq(elapsed, 250, "gave up after %lld ms", (long long) elapsed);
    cr_assert_not(find_after(s, name, 1, t, i, true, 200, &found, &elapsed, &error));
    cr_assert_eq(error.code, 50, "majority: %d %s", error.code, error.message);
-   fault(p, s, "resume", -1);
+   md_rs_fault(p, s, "resume");
    cr_assert(find_after(s, name, 1, t, i, false, 2000, &found, &elapsed, &error), "%s",
              error.message);
    cr_assert(found);
@@ -148,7 +123,7 @@ Test(causal, after_cluster_time_honours_max_time_ms, .fini = heal_all)
 }
 
 /* A time past the member's cluster time is refused with 72, as 6.0 refuses it. */
-Test(causal, after_cluster_time_in_the_future_is_72, .fini = heal_all)
+Test(causal, after_cluster_time_in_the_future_is_72, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -170,13 +145,13 @@ Test(causal, after_cluster_time_in_the_future_is_72, .fini = heal_all)
 /* libmongoc's causally consistent session (the default) writes on the primary and reads
  * with read preference secondary from secondaries 600 ms behind: it sees its own insert
  * and update, because it sends afterClusterTime and the secondary waits. */
-Test(causal, mongoc_causal_session_reads_its_writes_on_a_secondary, .fini = heal_all)
+Test(causal, mongoc_causal_session_reads_its_writes_on_a_secondary, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
    const char *p = m.host[m.primary];
    for (int k = 1; k < MD_RS_MEMBERS; k++) {
-      fault(p, m.host[(m.primary + k) % MD_RS_MEMBERS], "lag", 600);
+      md_rs_fault_ms(p, m.host[(m.primary + k) % MD_RS_MEMBERS], "lag", 600);
    }
    char *uri = bson_strdup_printf("mongodb://%s/?replicaSet=rs0&readPreference=secondary", p);
    mongoc_client_t *client = mongoc_client_new(uri);

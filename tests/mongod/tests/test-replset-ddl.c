@@ -15,29 +15,6 @@
 #include "tests/replset-util.h"
 #include "tests/test-util.h"
 
-static void
-fault(const char *via, const char *target, const char *mode, int ms)
-{
-   bson_t reply;
-   bson_error_t error;
-   bson_t *cmd = BCON_NEW("testMemberFault", target, "mode", mode);
-   if (ms >= 0) {
-      BSON_APPEND_INT32(cmd, "ms", ms);
-   }
-   bool ok = md_rs_admin(via, cmd, &reply, &error);
-   bson_destroy(&reply);
-   if (!ok && error.code == 59) {
-      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
-   }
-   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
-}
-
-static void
-heal_all(void)
-{
-   md_rs_heal_all();
-}
-
 /* Runs `cmd` (destroyed here) on mdtest of `host` with read preference secondaryPreferred;
  * returns whether it succeeded, the reply in `reply` (destroyed by the caller). */
 static bool
@@ -121,7 +98,7 @@ on_primary(const char *p, bson_t *cmd)
 
 /* A paused secondary sees neither a new collection nor an index built since, and still
  * sees a dropped one with its documents; after a resume, all three changes. */
-Test(ddl, paused_secondary_sees_the_catalog_it_applied, .fini = heal_all)
+Test(ddl, paused_secondary_sees_the_catalog_it_applied, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -131,7 +108,7 @@ Test(ddl, paused_secondary_sees_the_catalog_it_applied, .fini = heal_all)
                           BCON_INT32(1), "}", "{", "_id", BCON_INT32(2), "}", "]",
                           "writeConcern", "{", "w", BCON_INT32(3), "}"));
    cr_assert(lists(s, gone));
-   fault(p, s, "pause", -1);
+   md_rs_fault(p, s, "pause");
    on_primary(p, BCON_NEW("create", BCON_UTF8(made)));
    on_primary(p, BCON_NEW("createIndexes", BCON_UTF8(gone), "indexes", "[", "{", "key", "{",
                           "x", BCON_INT32(1), "}", "name", "x_1", "}", "]"));
@@ -142,7 +119,7 @@ Test(ddl, paused_secondary_sees_the_catalog_it_applied, .fini = heal_all)
    cr_assert(lists(s, gone), "a paused secondary lost a collection dropped since");
    cr_assert_eq(count_docs(s, gone), 2, "a paused secondary lost the dropped documents");
    cr_assert_not(has_index(s, gone, "x_1"), "a paused secondary saw an index built since");
-   fault(p, s, "resume", -1);
+   md_rs_fault(p, s, "resume");
    cr_assert(lists(s, made));
    cr_assert_not(lists(s, gone));
    cr_assert_eq(count_docs(s, gone), 0);
@@ -151,7 +128,7 @@ Test(ddl, paused_secondary_sees_the_catalog_it_applied, .fini = heal_all)
 }
 
 /* An index built on the primary shows on a secondary 600 ms behind only after its lag. */
-Test(ddl, lagging_secondary_sees_an_index_after_its_lag, .fini = heal_all)
+Test(ddl, lagging_secondary_sees_an_index_after_its_lag, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -160,7 +137,7 @@ Test(ddl, lagging_secondary_sees_an_index_after_its_lag, .fini = heal_all)
    on_primary(p, BCON_NEW("insert", BCON_UTF8(name), "documents", "[", "{", "_id",
                           BCON_INT32(1), "}", "]", "writeConcern", "{", "w", BCON_INT32(3),
                           "}"));
-   fault(p, s, "lag", 600);
+   md_rs_fault_ms(p, s, "lag", 600);
    on_primary(p, BCON_NEW("createIndexes", BCON_UTF8(name), "indexes", "[", "{", "key", "{",
                           "y", BCON_INT32(1), "}", "name", "y_1", "}", "]"));
    cr_assert(has_index(p, name, "y_1"));

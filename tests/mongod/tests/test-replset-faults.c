@@ -18,19 +18,11 @@
 #include "tests/replset-util.h"
 #include "tests/test-util.h"
 
-/* Runs testMemberFault for `target` on the member `via`; skips if the server lacks it. */
+/* md_rs_fault, and `target` marked down for md_rs_members until a "heal". */
 static void
 fault(const char *via, const char *target, const char *mode)
 {
-   bson_t reply;
-   bson_error_t error;
-   bool ok = md_rs_admin(via, BCON_NEW("testMemberFault", target, "mode", mode), &reply,
-                         &error);
-   bson_destroy(&reply);
-   if (!ok && error.code == 59) {
-      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
-   }
-   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
+   md_rs_fault(via, target, mode);
    md_rs_mark_down(target, strcmp(mode, "heal") != 0);
 }
 
@@ -125,24 +117,17 @@ fail_over(const char *mode)
    mongoc_apm_callbacks_destroy(cbs);
 }
 
-/* Whatever a failed test left broken is healed before the next. */
-static void
-heal_all(void)
-{
-   md_rs_heal_all();
-}
-
-Test(faults, refused_primary_is_replaced_and_the_write_retried_once, .fini = heal_all)
+Test(faults, refused_primary_is_replaced_and_the_write_retried_once, .fini = md_rs_heal_all)
 {
    fail_over("refuse");
 }
 
-Test(faults, hung_primary_is_replaced_and_the_write_goes_to_the_new_one, .fini = heal_all)
+Test(faults, hung_primary_is_replaced_and_the_write_goes_to_the_new_one, .fini = md_rs_heal_all)
 {
    fail_over("hang");
 }
 
-Test(faults, refused_member_refuses_connections, .fini = heal_all)
+Test(faults, refused_member_refuses_connections, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -165,7 +150,7 @@ Test(faults, refused_member_refuses_connections, .fini = heal_all)
    mongoc_client_destroy(client);
 }
 
-Test(faults, primary_without_a_majority_steps_down, .fini = heal_all)
+Test(faults, primary_without_a_majority_steps_down, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -191,22 +176,6 @@ Test(faults, primary_without_a_majority_steps_down, .fini = heal_all)
    fault(m.host[m.primary], s2, "heal");
 }
 
-/* testMemberFault's replication modes on `target`, through `via`. */
-static void
-replication(const char *via, const char *target, const char *mode, int ms)
-{
-   bson_t reply;
-   bson_error_t error;
-   bool ok = md_rs_admin(via, BCON_NEW("testMemberFault", target, "mode", mode, "ms",
-                                       BCON_INT32(ms)),
-                         &reply, &error);
-   bson_destroy(&reply);
-   if (!ok && error.code == 59) {
-      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
-   }
-   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
-}
-
 static bool
 insert_w(mongoc_collection_t *coll, int id, const char *w, int wtimeout, bson_t *reply,
          bson_error_t *error)
@@ -222,14 +191,14 @@ insert_w(mongoc_collection_t *coll, int id, const char *w, int wtimeout, bson_t 
 
 /* w: "majority" waits for a majority to hold the write; past wtimeout it answers 6.0's
  * writeConcernError 64 and the write stays. */
-Test(faults, majority_write_waits_for_a_majority, .fini = heal_all)
+Test(faults, majority_write_waits_for_a_majority, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
    const char *p = m.host[m.primary], *s1 = m.host[(m.primary + 1) % MD_RS_MEMBERS],
               *s2 = m.host[(m.primary + 2) % MD_RS_MEMBERS];
-   replication(p, s1, "pause", 0);
-   replication(p, s2, "pause", 0);
+   md_rs_fault_ms(p, s1, "pause", 0);
+   md_rs_fault_ms(p, s2, "pause", 0);
    mongoc_client_t *client = md_rs_direct(p);
    char *name = md_test_name("wmaj");
    mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
@@ -245,10 +214,10 @@ Test(faults, majority_write_waits_for_a_majority, .fini = heal_all)
    bson_t *one = BCON_NEW("_id", BCON_INT32(1));
    cr_assert_eq(mongoc_collection_count_documents(coll, one, NULL, NULL, NULL, &error), 1,
                 "the write did not stay");
-   replication(p, s1, "resume", 0);
+   md_rs_fault_ms(p, s1, "resume", 0);
    cr_assert(insert_w(coll, 2, "majority", 5000, &reply, &error), "%s", error.message);
    bson_destroy(&reply);
-   replication(p, s2, "resume", 0);
+   md_rs_fault_ms(p, s2, "resume", 0);
    bson_destroy(one);
    bson_free(name);
    mongoc_collection_destroy(coll);
@@ -256,7 +225,7 @@ Test(faults, majority_write_waits_for_a_majority, .fini = heal_all)
 }
 
 /* A change stream shows a write only once a majority holds it, as MongoDB's. */
-Test(faults, change_stream_shows_only_majority_committed_writes, .fini = heal_all)
+Test(faults, change_stream_shows_only_majority_committed_writes, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -270,8 +239,8 @@ Test(faults, change_stream_shows_only_majority_committed_writes, .fini = heal_al
    mongoc_change_stream_t *stream = mongoc_collection_watch(coll, pipeline, opts);
    const bson_t *event;
    bson_error_t error;
-   replication(p, s1, "pause", 0);
-   replication(p, s2, "pause", 0);
+   md_rs_fault_ms(p, s1, "pause", 0);
+   md_rs_fault_ms(p, s2, "pause", 0);
    bson_t reply;
    bson_t *doc = BCON_NEW("_id", BCON_INT32(1));
    cr_assert(mongoc_collection_insert_one(coll, doc, NULL, &reply, &error), "%s",
@@ -280,14 +249,14 @@ Test(faults, change_stream_shows_only_majority_committed_writes, .fini = heal_al
    bson_destroy(&reply);
    cr_assert(!mongoc_change_stream_next(stream, &event), "an uncommitted write was shown");
    cr_assert(!mongoc_change_stream_error_document(stream, &error, NULL), "%s", error.message);
-   replication(p, s2, "resume", 0);
+   md_rs_fault_ms(p, s2, "resume", 0);
    bool got = false;
    for (int i = 0; i < 10 && !got; i++) {
       got = mongoc_change_stream_next(stream, &event);
    }
    cr_assert(got, "the committed write never came");
    md_test_assert_json(event, "documentKey._id", "1");
-   replication(p, s1, "resume", 0);
+   md_rs_fault_ms(p, s1, "resume", 0);
    mongoc_change_stream_destroy(stream);
    bson_destroy(pipeline);
    bson_destroy(opts);
@@ -297,13 +266,13 @@ Test(faults, change_stream_shows_only_majority_committed_writes, .fini = heal_al
 }
 
 /* With a replication lag, w: "majority" waits about as long. */
-Test(faults, replication_lag_delays_majority_writes, .fini = heal_all)
+Test(faults, replication_lag_delays_majority_writes, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
    const char *p = m.host[m.primary];
    for (int i = 1; i < MD_RS_MEMBERS; i++) {
-      replication(p, m.host[(m.primary + i) % MD_RS_MEMBERS], "lag", 400);
+      md_rs_fault_ms(p, m.host[(m.primary + i) % MD_RS_MEMBERS], "lag", 400);
    }
    mongoc_client_t *client = md_rs_direct(p);
    char *name = md_test_name("lag");
@@ -317,7 +286,7 @@ Test(faults, replication_lag_delays_majority_writes, .fini = heal_all)
    cr_assert_lt(ms, 3000);
    bson_destroy(&reply);
    for (int i = 1; i < MD_RS_MEMBERS; i++) {
-      replication(p, m.host[(m.primary + i) % MD_RS_MEMBERS], "lag", -1);
+      md_rs_fault_ms(p, m.host[(m.primary + i) % MD_RS_MEMBERS], "lag", -1);
    }
    bson_free(name);
    mongoc_collection_destroy(coll);
@@ -325,12 +294,12 @@ Test(faults, replication_lag_delays_majority_writes, .fini = heal_all)
 }
 
 /* An election goes to the member holding the newest write, not the next in line. */
-Test(faults, election_prefers_the_most_up_to_date_member, .fini = heal_all)
+Test(faults, election_prefers_the_most_up_to_date_member, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
    int p = m.primary, behind = (p + 1) % MD_RS_MEMBERS, ahead = (p + 2) % MD_RS_MEMBERS;
-   replication(m.host[p], m.host[behind], "pause", 0);
+   md_rs_fault_ms(m.host[p], m.host[behind], "pause", 0);
    mongoc_client_t *client = md_rs_direct(m.host[p]);
    char *name = md_test_name("newest");
    mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
@@ -345,7 +314,7 @@ Test(faults, election_prefers_the_most_up_to_date_member, .fini = heal_all)
    md_rs_find_primary(&m);
    cr_assert_eq(m.primary, ahead, "member %d was elected, not the up-to-date %d", m.primary,
                 ahead);
-   replication(m.host[ahead], m.host[behind], "resume", 0);
+   md_rs_fault_ms(m.host[ahead], m.host[behind], "resume", 0);
    md_rs_freeze(m.host[p], 0);
    bson_free(name);
    mongoc_collection_destroy(coll);
@@ -354,7 +323,7 @@ Test(faults, election_prefers_the_most_up_to_date_member, .fini = heal_all)
 
 /* A change stream whose primary goes away resumes on the new primary (libmongoc resumes
  * after the network error) without a missed or repeated event. */
-Test(faults, change_stream_resumes_on_the_new_primary, .fini = heal_all)
+Test(faults, change_stream_resumes_on_the_new_primary, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -417,13 +386,13 @@ real_ms(void)
 
 /* A member whose clock is an hour fast stamps that time: hello's localTime, $$NOW, the
  * wallTime of the changes it writes; the other members keep the right time. */
-Test(faults, clock_offset_moves_what_a_member_stamps, .fini = heal_all)
+Test(faults, clock_offset_moves_what_a_member_stamps, .fini = md_rs_heal_all)
 {
    const int64_t hour = 3600 * 1000;
    md_rs_members_t m;
    md_rs_members(&m);
    const char *p = m.host[m.primary], *s = m.host[(m.primary + 1) % MD_RS_MEMBERS];
-   replication(p, p, "clock", (int) hour);
+   md_rs_fault_ms(p, p, "clock", (int) hour);
    bson_t hello;
    md_rs_hello(p, &hello);
    cr_assert_geq(date_at(&hello, "localTime") - real_ms(), hour - 60000);
@@ -454,7 +423,7 @@ Test(faults, clock_offset_moves_what_a_member_stamps, .fini = heal_all)
    cr_assert_geq(date_at(row, "now") - real_ms(), hour - 60000);
    mongoc_cursor_destroy(cursor);
    bson_destroy(agg);
-   replication(p, p, "clock", 0);
+   md_rs_fault_ms(p, p, "clock", 0);
    mongoc_change_stream_destroy(stream);
    bson_destroy(pipeline);
    bson_destroy(doc);
@@ -476,13 +445,13 @@ op_ts(const bson_t *doc, const char *path)
 
 /* A paused secondary's hello (lastWrite) and replSetGetStatus (optime) show it behind the
  * primary until it resumes. */
-Test(faults, lagging_secondary_reports_its_own_position, .fini = heal_all)
+Test(faults, lagging_secondary_reports_its_own_position, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
    int s = (m.primary + 1) % MD_RS_MEMBERS;
    const char *p = m.host[m.primary];
-   replication(p, m.host[s], "pause", 0);
+   md_rs_fault_ms(p, m.host[s], "pause", 0);
    mongoc_client_t *client = md_rs_direct(p);
    char *name = md_test_name("behind");
    mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
@@ -503,7 +472,7 @@ Test(faults, lagging_secondary_reports_its_own_position, .fini = heal_all)
    cr_assert_lt(op_ts(&status, ss), op_ts(&status, ps));
    bson_destroy(&status);
    bson_destroy(&hs);
-   replication(p, m.host[s], "resume", 0);
+   md_rs_fault_ms(p, m.host[s], "resume", 0);
    md_rs_hello(m.host[s], &hs);
    cr_assert_eq(op_ts(&hs, "lastWrite.opTime.ts"), op_ts(&hp, "lastWrite.opTime.ts"));
    bson_destroy(&hs);

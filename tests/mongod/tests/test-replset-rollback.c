@@ -18,27 +18,7 @@
 #include "tests/replset-util.h"
 #include "tests/test-util.h"
 
-/* testMemberFault `mode` for `target`, through `via`; skips without the command. */
-static void
-fault(const char *via, const char *target, const char *mode)
-{
-   bson_t reply;
-   bson_error_t error;
-   bool ok = md_rs_admin(via, BCON_NEW("testMemberFault", target, "mode", mode), &reply, &error);
-   bson_destroy(&reply);
-   if (!ok && error.code == 59) {
-      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
-   }
-   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
-}
-
-static void
-heal_all(void)
-{
-   md_rs_heal_all();
-}
-
-/* heal_all, and no member left frozen by a test that failed half-way (the primary refuses
+/* md_rs_heal_all, and no member left frozen by a test that failed half-way (the primary refuses
  * replSetFreeze: ignored). */
 static void
 heal_and_unfreeze(void)
@@ -74,7 +54,7 @@ write_ok(mongoc_collection_t *coll, const char *json_filter, const char *json_up
  * and a delete made since are not visible there, and readConcern "majority" on the primary
  * reads at the commit point (both secondaries paused: before all three); once a secondary
  * resumes, both catch up. */
-Test(rollback, secondaries_and_majority_reads_are_stale, .fini = heal_all)
+Test(rollback, secondaries_and_majority_reads_are_stale, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -90,8 +70,8 @@ Test(rollback, secondaries_and_majority_reads_are_stale, .fini = heal_all)
    bson_t *wmaj = BCON_NEW("writeConcern", "{", "w", "majority", "}");
    cr_assert(mongoc_collection_insert_one(coll, one, wmaj, NULL, &error), "%s", error.message);
    cr_assert(mongoc_collection_insert_one(coll, two, wmaj, NULL, &error), "%s", error.message);
-   fault(p, s1, "pause");
-   fault(p, s2, "pause");
+   md_rs_fault(p, s1, "pause");
+   md_rs_fault(p, s2, "pause");
    write_ok(coll, "{\"_id\": 1}", "{\"$set\": {\"v\": 2}}");
    write_ok(coll, "{\"_id\": 2}", NULL);
    cr_assert(mongoc_collection_insert_one(coll, three, NULL, NULL, &error), "%s", error.message);
@@ -103,7 +83,7 @@ Test(rollback, secondaries_and_majority_reads_are_stale, .fini = heal_all)
    cr_assert_eq(md_rs_read_v(p, name, 1, true), 1, "a majority read saw an uncommitted update");
    cr_assert_eq(md_rs_read_v(p, name, 2, true), 1, "a majority read missed a document");
    cr_assert_eq(md_rs_read_v(p, name, 3, true), -1, "a majority read saw an uncommitted insert");
-   fault(p, s1, "resume");
+   md_rs_fault(p, s1, "resume");
    cr_assert_eq(md_rs_read_v(s1, name, 1, false), 2);
    cr_assert_eq(md_rs_read_v(s1, name, 2, false), -1);
    cr_assert_eq(md_rs_read_v(s1, name, 3, false), 1);
@@ -121,7 +101,7 @@ Test(rollback, secondaries_and_majority_reads_are_stale, .fini = heal_all)
 /* A secondary that applied a delete but not the write after it reads without the deleted
  * document and without the later one: each change's previous version is numbered with
  * that change's own history entry. */
-Test(rollback, secondary_position_between_two_writes, .fini = heal_all)
+Test(rollback, secondary_position_between_two_writes, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -137,9 +117,9 @@ Test(rollback, secondary_position_between_two_writes, .fini = heal_all)
        BCON_NEW("writeConcern", "{", "w", BCON_INT32(2), "wtimeout", BCON_INT32(5000), "}");
    bson_t *filter = BCON_NEW("_id", BCON_INT32(1));
    cr_assert(mongoc_collection_insert_one(coll, one, w2, NULL, &error), "%s", error.message);
-   fault(p, s2, "pause");
+   md_rs_fault(p, s2, "pause");
    cr_assert(mongoc_collection_delete_one(coll, filter, w2, NULL, &error), "%s", error.message);
-   fault(p, s1, "pause");
+   md_rs_fault(p, s1, "pause");
    cr_assert(mongoc_collection_insert_one(coll, two, NULL, NULL, &error), "%s", error.message);
    cr_assert_eq(md_rs_read_v(s1, name, 1, false), -1, "a delete it applied is not visible");
    cr_assert_eq(md_rs_read_v(s1, name, 2, false), -1, "a write it did not apply is visible");
@@ -151,23 +131,6 @@ Test(rollback, secondary_position_between_two_writes, .fini = heal_all)
    bson_free(name);
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
-}
-
-/* Waits up to 5 s for a member other than `old` to say it is primary; returns its index. */
-static int
-await_other_primary(const md_rs_members_t *m, int old)
-{
-   bson_oid_t election;
-   for (int tries = 0; tries < 250; tries++) {
-      for (int i = 0; i < MD_RS_MEMBERS; i++) {
-         if (i != old && md_rs_hello_primary(m->host[i], &election)) {
-            return i;
-         }
-      }
-      usleep(20 * 1000);
-   }
-   cr_assert_fail("no new primary was elected");
-   return -1;
 }
 
 static void
@@ -213,7 +176,7 @@ insert_through_all_seeds(const md_rs_members_t *m, const char *name, int id, cha
  * newer term: for a while both say they are primary, the old one with the older
  * electionId, and a driver given every seed writes to the new one. Neither side sees the
  * other's writes. The isolated primary steps down once it notices it lost the majority. */
-Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = heal_all)
+Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -226,10 +189,10 @@ Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = heal_all)
    insert_id(old_coll, 0, wmaj);
    bson_oid_t before, after, fresh;
    cr_assert(md_rs_hello_primary(p, &before));
-   fault(via, p, "isolate");
+   md_rs_fault(via, p, "isolate");
    md_rs_mark_down(p, true);
    insert_id(old_coll, 1, NULL); /* w:1 on the isolated primary */
-   int now = await_other_primary(&m, old);
+   int now = md_rs_await_other_primary(&m, old);
    cr_assert(md_rs_hello_primary(p, &after), "the isolated primary stepped down with the election");
    cr_assert(md_rs_hello_primary(m.host[now], &fresh));
    cr_assert_eq(bson_oid_compare(&before, &after), 0, "the isolated primary's term moved");
@@ -257,7 +220,7 @@ Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = heal_all)
       usleep(20 * 1000);
    }
    cr_assert(stepped_down, "the isolated primary never noticed it lost the majority");
-   fault(via, p, "heal");
+   md_rs_fault(via, p, "heal");
    md_rs_mark_down(p, false);
    bson_destroy(wmaj);
    bson_free(name);
@@ -334,7 +297,7 @@ drain_events(mongoc_change_stream_t *stream, char *out, size_t len, int want)
  * listed by testRollbackLog under a new rollback id (serverStatus repl.rbid too), never
  * shown by a change stream. Its w: "majority" write never returned success (64), and a
  * write acknowledged with w: "majority" before the isolation stays. */
-Test(rollback, isolated_writes_are_rolled_back_at_the_heal, .fini = heal_all)
+Test(rollback, isolated_writes_are_rolled_back_at_the_heal, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -352,7 +315,7 @@ Test(rollback, isolated_writes_are_rolled_back_at_the_heal, .fini = heal_all)
    bson_t *stream_opts = BCON_NEW("maxAwaitTimeMS", BCON_INT64(200));
    bson_t *pipeline = bson_new();
    mongoc_change_stream_t *stream = mongoc_collection_watch(via_coll, pipeline, stream_opts);
-   fault(via, p, "isolate");
+   md_rs_fault(via, p, "isolate");
    md_rs_mark_down(p, true);
    bson_error_t error;
    insert_id(old_coll, 1, NULL);
@@ -362,13 +325,13 @@ Test(rollback, isolated_writes_are_rolled_back_at_the_heal, .fini = heal_all)
    cr_assert(!mongoc_collection_insert_one(old_coll, two, wmaj, NULL, &error),
              "w: majority succeeded on an isolated primary");
    cr_assert_eq(error.code, 64, "%u %s", error.code, error.message);
-   int now = await_other_primary(&m, old);
+   int now = md_rs_await_other_primary(&m, old);
    mongoc_client_t *new_client = md_rs_direct(m.host[now]);
    mongoc_collection_t *new_coll = mongoc_client_get_collection(new_client, "mdtest", name);
    cr_assert(write_w(new_coll, "{\"_id\": 0}", "{\"$set\": {\"v\": 20}}", wmaj, &error), "%s",
              error.message);
    insert_id(new_coll, 5, wmaj);
-   fault(via, p, "heal");
+   md_rs_fault(via, p, "heal");
    md_rs_mark_down(p, false);
    for (int i = 0; i < MD_RS_MEMBERS; i++) {
       cr_assert_eq(md_rs_read_v(m.host[i], name, 0, false), 20, "on %s", m.host[i]);
@@ -419,10 +382,10 @@ Test(rollback, short_isolation_keeps_the_writes, .fini = heal_and_unfreeze)
    for (int i = 1; i < MD_RS_MEMBERS; i++) {
       md_rs_freeze(m.host[(m.primary + i) % MD_RS_MEMBERS], 30);
    }
-   fault(via, p, "isolate");
+   md_rs_fault(via, p, "isolate");
    md_rs_mark_down(p, true);
    insert_id(coll, 1, NULL);
-   fault(via, p, "heal");
+   md_rs_fault(via, p, "heal");
    md_rs_mark_down(p, false);
    for (int i = 1; i < MD_RS_MEMBERS; i++) {
       md_rs_freeze(m.host[(m.primary + i) % MD_RS_MEMBERS], 0);
@@ -457,7 +420,7 @@ Test(rollback, no_newer_term_no_rollback, .fini = heal_and_unfreeze)
    for (int i = 1; i < MD_RS_MEMBERS; i++) {
       md_rs_freeze(m.host[(old + i) % MD_RS_MEMBERS], 30);
    }
-   fault(via, p, "isolate");
+   md_rs_fault(via, p, "isolate");
    md_rs_mark_down(p, true);
    /* The insert command itself: libmongoc's insert helper would retry it after 189. */
    bson_t *insert = BCON_NEW("insert", BCON_UTF8(name), "documents", "[", "{", "_id",
@@ -479,7 +442,7 @@ Test(rollback, no_newer_term_no_rollback, .fini = heal_and_unfreeze)
       usleep(20 * 1000);
    }
    cr_assert(stepped_down, "the isolated primary never stepped down");
-   fault(via, p, "heal");
+   md_rs_fault(via, p, "heal");
    md_rs_mark_down(p, false);
    for (int i = 1; i < MD_RS_MEMBERS; i++) {
       md_rs_freeze(m.host[(old + i) % MD_RS_MEMBERS], 0);

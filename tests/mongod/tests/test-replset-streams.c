@@ -23,25 +23,6 @@
 static const bson_t empty_pipeline = BSON_INITIALIZER;
 
 static void
-fault(const char *via, const char *target, const char *mode)
-{
-   bson_t reply;
-   bson_error_t error;
-   bool ok = md_rs_admin(via, BCON_NEW("testMemberFault", target, "mode", mode), &reply, &error);
-   bson_destroy(&reply);
-   if (!ok && error.code == 59) {
-      cr_skip_test("the server has no testMemberFault (test-mongod --enable-test-commands)");
-   }
-   cr_assert(ok, "testMemberFault %s %s: %s", target, mode, error.message);
-}
-
-static void
-heal_all(void)
-{
-   md_rs_heal_all();
-}
-
-static void
 insert_id(mongoc_collection_t *coll, int id, bool majority)
 {
    bson_error_t error;
@@ -73,25 +54,9 @@ take(mongoc_change_stream_t *stream, int rounds, int want, char *out, size_t len
    }
 }
 
-static int
-await_other_primary(const md_rs_members_t *m, int old)
-{
-   bson_oid_t election;
-   for (int tries = 0; tries < 250; tries++) {
-      for (int i = 0; i < MD_RS_MEMBERS; i++) {
-         if (i != old && md_rs_hello_primary(m->host[i], &election)) {
-            return i;
-         }
-      }
-      usleep(20 * 1000);
-   }
-   cr_assert_fail("no new primary was elected");
-   return -1;
-}
-
 /* A stream opened on a secondary that is then isolated shows none of the set's writes
  * while cut off (it applies none), and all of them once healed. */
-Test(streams, isolated_secondary_streams_nothing_new_until_the_heal, .fini = heal_all)
+Test(streams, isolated_secondary_streams_nothing_new_until_the_heal, .fini = md_rs_heal_all)
 {
    md_rs_members_t m;
    md_rs_members(&m);
@@ -112,12 +77,12 @@ Test(streams, isolated_secondary_streams_nothing_new_until_the_heal, .fini = hea
    insert_id(coll_p, 1, true);
    take(stream, 5, 1, seen, sizeof seen);
    cr_assert_str_eq(seen, " 1");
-   fault(p, s, "isolate");
+   md_rs_fault(p, s, "isolate");
    insert_id(coll_p, 2, true); /* the primary and the other secondary: a majority */
    insert_id(coll_p, 3, true);
    take(stream, 3, 2, seen, sizeof seen);
    cr_assert_str_eq(seen, " 1", "an isolated member streamed writes it never applied");
-   fault(p, s, "heal");
+   md_rs_fault(p, s, "heal");
    take(stream, 10, 2, seen, sizeof seen);
    cr_assert_str_eq(seen, " 1 2 3");
    cr_assert_not(mongoc_change_stream_error_document(stream, &error, NULL), "%s",
@@ -190,10 +155,10 @@ scene_start(scene_t *sc, const char *prefix)
    const char *p = m->host[sc->old], *via = m->host[(sc->old + 1) % MD_RS_MEMBERS];
    sc->old_direct = md_rs_direct(p);
    sc->old_coll = mongoc_client_get_collection(sc->old_direct, "mdtest", sc->name);
-   fault(via, p, "isolate");
+   md_rs_fault(via, p, "isolate");
    md_rs_mark_down(p, true);
    insert_id(sc->old_coll, 2, false); /* w:1 on the isolated primary: rolled back later */
-   int now = await_other_primary(m, sc->old);
+   int now = md_rs_await_other_primary(m, sc->old);
    sc->apm.new_primary = m->host[now];
    mongoc_client_t *direct = md_rs_direct(m->host[now]);
    mongoc_collection_t *coll = mongoc_client_get_collection(direct, "mdtest", sc->name);
@@ -206,7 +171,7 @@ static void
 scene_heal(scene_t *sc)
 {
    const char *p = sc->m.host[sc->old];
-   fault(sc->apm.new_primary, p, "heal");
+   md_rs_fault(sc->apm.new_primary, p, "heal");
    md_rs_mark_down(p, false);
 }
 
@@ -232,7 +197,7 @@ take_one(void *arg)
 /* A getMore waiting on the isolated former primary when it rolls back is killed with its
  * connection: libmongoc resumes by itself on the new primary (an aggregate there) and
  * delivers 3 and then 4, never the rolled-back 2, nothing twice. */
-Test(streams, waiting_stream_resumes_on_the_new_primary_after_a_rollback, .fini = heal_all)
+Test(streams, waiting_stream_resumes_on_the_new_primary_after_a_rollback, .fini = md_rs_heal_all)
 {
    scene_t sc;
    scene_start(&sc, "rollback_waiting");
@@ -254,7 +219,7 @@ Test(streams, waiting_stream_resumes_on_the_new_primary_after_a_rollback, .fini 
 /* A stream idle at the rollback gets 175 QueryPlanKilled on its next getMore, without
  * ResumableChangeStreamError (6.0), so libmongoc reports it; the application resumes from
  * its last token on the new primary and sees 3 once, never 2. */
-Test(streams, idle_stream_fails_with_175_and_resumes_from_its_token, .fini = heal_all)
+Test(streams, idle_stream_fails_with_175_and_resumes_from_its_token, .fini = md_rs_heal_all)
 {
    scene_t sc;
    scene_start(&sc, "rollback_idle");
