@@ -16,12 +16,19 @@ bool
 relay_gate_admit(relay_group_t *g, relay_entity_t *e)
 {
    relay_part_t *part = &g->parts[e->part];
+   bool listed = e->parked;
    if (relay_group_takes(g, e->part) && g->ops->may_publish(g->ctx, e->part)) {
       return true;
    }
    relay_table_park(g->table, e);
-   e->pnext = part->parked;
-   part->parked = e;
+   /* A parked entity is offered again when a new event of it comes (the table queues it
+    * as ready): it is on the list already. Pushed a second time, it would link back to the
+    * head and cut off the entities behind it, which would stay parked, never offered again,
+    * their events pending with nothing left to publish them (FINDINGS.md F14). */
+   if (!listed) {
+      e->pnext = part->parked;
+      part->parked = e;
+   }
    return false;
 }
 

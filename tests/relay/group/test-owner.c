@@ -339,6 +339,40 @@ Test(owner, a_member_past_its_deadline_publishes_nothing_until_renewed)
    cr_assert(relay_gate_admit(g, e));
 }
 
+/* F14: a parked entity whose next event comes while the gate is still shut is offered and
+ * parked again; every parked entity must still be offered once the lease is renewed. */
+Test(owner, an_entity_parked_twice_leaves_the_others_parked_with_it)
+{
+   relay_entity_t *a, *b, *c, *got[3] = {NULL, NULL, NULL};
+   post(RELAY_LEASE_ACQUIRED, 2, 1, "82a");
+   step(0, false);
+   a = entity(1, 2, 1);
+   b = entity(2, 2, 1);
+   c = entity(3, 2, 1);
+   fake.may_publish[2] = false; /* the renewals failed, the deadline passed */
+   for (int i = 0; i < 3; i++) {
+      relay_entity_t *e = relay_table_next_ready(&t, 0);
+      cr_assert_not_null(e);
+      cr_assert(!relay_gate_admit(g, e), "published past the lease deadline");
+   }
+   cr_assert_eq(entity(2, 2, 2), b); /* b's next commit: queued, offered again */
+   cr_assert_eq(relay_table_next_ready(&t, 0), b);
+   cr_assert(!relay_gate_admit(g, b), "published past the lease deadline");
+   cr_assert_null(relay_table_next_ready(&t, 0), "offered again while the gate is shut");
+   fake.may_publish[2] = true; /* renewed */
+   step(10, true);
+   for (int i = 0; i < 3; i++) {
+      got[i] = relay_table_next_ready(&t, 0);
+      cr_assert_not_null(got[i], "only %d of 3 parked entities offered once renewed", i);
+      cr_assert(relay_gate_admit(g, got[i]));
+   }
+   cr_assert((got[0] == a || got[1] == a || got[2] == a) &&
+             (got[0] == b || got[1] == b || got[2] == b) &&
+             (got[0] == c || got[1] == c || got[2] == c),
+             "a parked entity was never offered again");
+   cr_assert(!a->parked && !b->parked && !c->parked, "an entity stayed parked");
+}
+
 Test(owner, a_failed_publish_of_a_lost_partition_is_dropped)
 {
    relay_entity_t *e;
