@@ -181,8 +181,7 @@ run(const relay_config_t *cfg, int argc, char **argv)
    }
    relay_http_stop(http);
    relay_metrics_destroy(metrics);
-   relay_log(rc == EX_OK ? RELAY_LOG_INFO : RELAY_LOG_ERROR, "main", "stopped, exit status %d",
-             rc);
+   relay_log(rc == EX_OK ? RELAY_LOG_INFO : RELAY_LOG_ERROR, "main", "stopped, exit status %d", rc);
    mongoc_cleanup();
    stop_signal_thread();
    relay_log_shutdown();

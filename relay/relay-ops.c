@@ -184,9 +184,9 @@ ingest_sweep_close(void *ctx, void *cursor)
 }
 
 const relay_ingest_ops_t relay_ops_ingest = {
-    ingest_pop,          ingest_start,          ingest_stop,          ingest_read_entity,
-    ingest_ensure_index, ingest_operation_time, ingest_wait_majority, ingest_sweep_open,
-    ingest_sweep_next,   ingest_sweep_error,    ingest_sweep_close};
+   ingest_pop,          ingest_start,          ingest_stop,          ingest_read_entity,
+   ingest_ensure_index, ingest_operation_time, ingest_wait_majority, ingest_sweep_open,
+   ingest_sweep_next,   ingest_sweep_error,    ingest_sweep_close};
 
 /* The publisher's link: messages rendered by the sender, handed to the MQTT client. */
 static int

@@ -26,7 +26,7 @@ wait_archived(mongoc_client_pool_t *pool, const bootstrap_opts_t *o, int64_t bef
 
    while (!done && !failed && !*stop) {
       outbox_event_cursor_t *cur =
-          outbox_collection_find_events(c, OUTBOX_PLACE_PENDING, opts, error);
+         outbox_collection_find_events(c, OUTBOX_PLACE_PENDING, opts, error);
       done = cur && !outbox_event_cursor_next(cur, NULL);
       failed = !cur || outbox_event_cursor_error(cur, error);
       outbox_event_cursor_destroy(cur);
@@ -58,11 +58,10 @@ as_cloudevent(const outbox_archived_event_t *e, cloudevent_t *ev)
 /* Step 3. */
 static bool
 apply_archive(directory_t *dir, mongoc_collection_t *archive, const bootstrap_opts_t *o,
-              int64_t until_ms, volatile sig_atomic_t *stop, int64_t *applied,
-              bson_error_t *error)
+              int64_t until_ms, volatile sig_atomic_t *stop, int64_t *applied, bson_error_t *error)
 {
-   bson_t *opts = BCON_NEW("collection", BCON_UTF8(o->collection), "until",
-                           BCON_DATE_TIME(until_ms));
+   bson_t *opts =
+      BCON_NEW("collection", BCON_UTF8(o->collection), "until", BCON_DATE_TIME(until_ms));
    outbox_archive_cursor_t *cur = outbox_archive_find(archive, opts, error);
    const outbox_archived_event_t *e;
    bool ok = cur != NULL;

@@ -33,9 +33,8 @@ typedef struct {
 /* Runs steps 2 and 3 for a consumer that subscribed at @subscribed_ms (ms since the epoch).
  * Stops early when *@stop becomes non-zero. Returns false with @error on a MongoDB error;
  * *@applied counts the archived events handed to the directory. */
-bool
-bootstrap_from_archive(directory_t *dir, mongoc_client_pool_t *pool, const bootstrap_opts_t *o,
-                       int64_t subscribed_ms, volatile sig_atomic_t *stop, int64_t *applied,
-                       bson_error_t *error);
+bool bootstrap_from_archive(directory_t *dir, mongoc_client_pool_t *pool, const bootstrap_opts_t *o,
+                            int64_t subscribed_ms, volatile sig_atomic_t *stop, int64_t *applied,
+                            bson_error_t *error);
 
 #endif /* CONSUMER_BOOTSTRAP_H */

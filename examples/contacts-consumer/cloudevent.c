@@ -132,7 +132,9 @@ cloudevent_decode(const char *payload, size_t len, const cloudevent_props_t *pro
    fill_from_props(ev, props);
    if (!ev->id || !ev->type || !ev->subject) {
       snprintf(err, errlen, "the event has no %s (or not a string without NUL)",
-               !ev->id ? "id" : !ev->type ? "type" : "subject");
+               !ev->id     ? "id"
+               : !ev->type ? "type"
+                           : "subject");
       cloudevent_clear(ev);
       return false;
    }

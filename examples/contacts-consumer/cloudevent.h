@@ -15,11 +15,11 @@
 #include <stdint.h>
 
 typedef struct {
-   char *id;      /* the event id (unique) */
-   char *type;    /* e.g. "ContactNameUpdated" */
-   char *subject; /* the entity id as rendered by the relay */
-   int64_t seq;   /* per-entity sequence number, 0 if absent */
-   bson_t data;   /* the event's data (empty if none) */
+   char *id;          /* the event id (unique) */
+   char *type;        /* e.g. "ContactNameUpdated" */
+   char *subject;     /* the entity id as rendered by the relay */
+   int64_t seq;       /* per-entity sequence number, 0 if absent */
+   bson_t data;       /* the event's data (empty if none) */
    char trace_id[33]; /* the W3C trace id of its traceparent; "" if none or not valid */
 } cloudevent_t;
 
@@ -36,11 +36,9 @@ typedef struct {
  * make up the whole event in binary mode, with the payload as data). Returns false with a
  * reason in `err` if id, type or subject cannot be found or the payload is not JSON. On
  * success free with cloudevent_clear(). */
-bool
-cloudevent_decode(const char *payload, size_t len, const cloudevent_props_t *props,
-                  cloudevent_t *ev, char *err, size_t errlen);
+bool cloudevent_decode(const char *payload, size_t len, const cloudevent_props_t *props,
+                       cloudevent_t *ev, char *err, size_t errlen);
 
-void
-cloudevent_clear(cloudevent_t *ev);
+void cloudevent_clear(cloudevent_t *ev);
 
 #endif /* CONSUMER_CLOUDEVENT_H */

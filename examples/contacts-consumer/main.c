@@ -74,7 +74,7 @@ parse_args(int argc, char **argv, options_t *o)
 
    o->mqtt_uri = example_env_or("OUTBOX_MQTT_URI", "tcp://127.0.0.1:1883");
    o->mongodb_uri =
-       example_env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
+      example_env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
    o->db = "contacts_directory";
    o->topic = "outbox/contacts/#";
    o->partitions = NULL;
@@ -83,16 +83,16 @@ parse_args(int argc, char **argv, options_t *o)
    o->boot = (bootstrap_opts_t){NULL, "contacts", "contacts"};
    for (int i = 1; i < argc; i++) {
       const char *a = argv[i], *qos = NULL;
-      const char **dst = !strcmp(a, "--mqtt-uri")      ? &o->mqtt_uri
-                         : !strcmp(a, "--mongodb-uri") ? &o->mongodb_uri
-                         : !strcmp(a, "--database")    ? &o->db
-                         : !strcmp(a, "--topic")       ? &o->topic
-                         : !strcmp(a, "--partitions")  ? &o->partitions
-                         : !strcmp(a, "--client-id")   ? &o->client_id
-                         : !strcmp(a, "--qos")         ? &qos
-                         : !strcmp(a, "--archive")     ? &o->boot.archive
+      const char **dst = !strcmp(a, "--mqtt-uri")          ? &o->mqtt_uri
+                         : !strcmp(a, "--mongodb-uri")     ? &o->mongodb_uri
+                         : !strcmp(a, "--database")        ? &o->db
+                         : !strcmp(a, "--topic")           ? &o->topic
+                         : !strcmp(a, "--partitions")      ? &o->partitions
+                         : !strcmp(a, "--client-id")       ? &o->client_id
+                         : !strcmp(a, "--qos")             ? &qos
+                         : !strcmp(a, "--archive")         ? &o->boot.archive
                          : !strcmp(a, "--outbox-database") ? &o->boot.outbox_db
-                                                       : NULL;
+                                                           : NULL;
       if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
          usage(stdout);
          return EX_OK;
@@ -114,8 +114,7 @@ parse_args(int argc, char **argv, options_t *o)
 static bool
 process(directory_t *dir, const mqtt_msg_t *m)
 {
-   cloudevent_props_t props = {m->event_id, m->event_type, m->entity_id, m->seq,
-                               m->traceparent};
+   cloudevent_props_t props = {m->event_id, m->event_type, m->entity_id, m->seq, m->traceparent};
    cloudevent_t ev;
    bson_error_t error;
    char why[200];
@@ -157,8 +156,8 @@ catch_up(const options_t *o, directory_t *dir, mongoc_client_pool_t *pool, int64
       return true;
    if (!bootstrap_from_archive(dir, pool, &o->boot, subscribed_ms, &stop_requested, &applied,
                                &error)) {
-      fprintf(stderr, "contacts-consumer: cannot catch up from archive %s: %s\n",
-              o->boot.archive, error.message);
+      fprintf(stderr, "contacts-consumer: cannot catch up from archive %s: %s\n", o->boot.archive,
+              error.message);
       return false;
    }
    printf("consumer: caught up with %" PRId64 " archived events, going live\n", applied);
@@ -174,8 +173,7 @@ run(const options_t *o, directory_t *dir, mongoc_client_pool_t *pool)
    size_t n;
    char **topics = topics_expand(o->topic, o->partitions, &n, err, sizeof err);
    mqtt_sub_t *sub =
-       topics ? mqtt_sub_start(o->mqtt_uri, o->client_id, topics, n, o->qos, err, sizeof err)
-              : NULL;
+      topics ? mqtt_sub_start(o->mqtt_uri, o->client_id, topics, n, o->qos, err, sizeof err) : NULL;
 
    topics_free(topics);
    if (!sub) {

@@ -75,12 +75,12 @@ copy_properties(const MQTTProperties *props, mqtt_msg_t *m)
       if (p->identifier != MQTTPROPERTY_CODE_USER_PROPERTY)
          continue;
 #define NAME_IS(s) (p->value.data.len == strlen(s) && !memcmp(p->value.data.data, s, strlen(s)))
-      dst = NAME_IS("event-id")     ? &m->event_id
-            : NAME_IS("event-type") ? &m->event_type
-            : NAME_IS("entity-id")  ? &m->entity_id
-            : NAME_IS("seq")        ? &m->seq
+      dst = NAME_IS("event-id")      ? &m->event_id
+            : NAME_IS("event-type")  ? &m->event_type
+            : NAME_IS("entity-id")   ? &m->entity_id
+            : NAME_IS("seq")         ? &m->seq
             : NAME_IS("traceparent") ? &m->traceparent
-                                    : NULL;
+                                     : NULL;
 #undef NAME_IS
       if (dst && !*dst)
          *dst = dup_len(p->value.value.data, (size_t)p->value.value.len);

@@ -33,27 +33,22 @@ typedef struct _mqtt_sub_t mqtt_sub_t;
  * `topics` (copied) with `qos` (1 by default); reconnects by itself. Returns NULL with a
  * message in `err` when the arguments are unusable; an unreachable broker is retried, not an
  * error. */
-mqtt_sub_t *
-mqtt_sub_start(const char *uri, const char *client_id, char *const *topics, size_t n, int qos,
-               char *err, size_t errlen);
+mqtt_sub_t *mqtt_sub_start(const char *uri, const char *client_id, char *const *topics, size_t n,
+                           int qos, char *err, size_t errlen);
 
 /* Waits up to `timeout_ms` until the broker has granted the subscription; false if it has
  * not (yet). Messages published from then on reach this consumer. */
-bool
-mqtt_sub_wait_subscribed(mqtt_sub_t *sub, int timeout_ms);
+bool mqtt_sub_wait_subscribed(mqtt_sub_t *sub, int timeout_ms);
 
 /* Waits up to `timeout_ms` for a message. On true, *msg is borrowed until mqtt_sub_done(),
  * which must be called before the next mqtt_sub_next(). */
-bool
-mqtt_sub_next(mqtt_sub_t *sub, int timeout_ms, mqtt_msg_t **msg);
+bool mqtt_sub_next(mqtt_sub_t *sub, int timeout_ms, mqtt_msg_t **msg);
 
 /* Finishes the current message: `processed` acknowledges it; false has paho offer it again
  * (after a pause), e.g. because MongoDB was unreachable. */
-void
-mqtt_sub_done(mqtt_sub_t *sub, bool processed);
+void mqtt_sub_done(mqtt_sub_t *sub, bool processed);
 
 /* Disconnects and frees. Messages not yet processed stay with the broker. NULL is allowed. */
-void
-mqtt_sub_stop(mqtt_sub_t *sub);
+void mqtt_sub_stop(mqtt_sub_t *sub);
 
 #endif /* CONSUMER_MQTT_H */

@@ -13,8 +13,8 @@ static const char *const company_keys[CO_FIELDS] = {"companyName", "street", "ho
                                                     "postalCode",  "city",   "country"};
 
 const char *const _contact_kind_names[CONTACT_EVENT_KINDS] = {
-    "ContactCreated", "ContactNameUpdated", "ContactEmailUpdated", "ContactCompanyUpdated",
-    "ContactDeleted"};
+   "ContactCreated", "ContactNameUpdated", "ContactEmailUpdated", "ContactCompanyUpdated",
+   "ContactDeleted"};
 
 static bool
 refuse(contact_error_t *err, const char *field, const char *message)
@@ -235,7 +235,7 @@ raise_event(contact_t *c, contact_event_kind_t kind)
    case CONTACT_CREATED:
       contact_append_fields(c,
                             CONTACT_CHANGED_NAME | CONTACT_CHANGED_DESCRIPTION |
-                                CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
+                               CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
                             &ev->data);
       BSON_APPEND_DATE_TIME(&ev->data, "createdAt", c->created_at);
       break;

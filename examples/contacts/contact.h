@@ -77,74 +77,53 @@ typedef struct _contact_t contact_t;
 
 /* Creates a contact with id `id` (copied) from `in`, created at `now_ms` (ms since the epoch),
  * raising ContactCreated. Returns NULL and fills *err if the input breaks a rule. */
-contact_t *
-contact_create(const char *id, const contact_input_t *in, int64_t now_ms, contact_error_t *err);
+contact_t *contact_create(const char *id, const contact_input_t *in, int64_t now_ms,
+                          contact_error_t *err);
 
 /* Rebuilds a contact from its stored business fields (no events pending, nothing changed).
  * Returns NULL and fills *err if the document is not a contact. */
-contact_t *
-contact_from_bson(const char *id, const bson_t *doc, contact_error_t *err);
+contact_t *contact_from_bson(const char *id, const bson_t *doc, contact_error_t *err);
 
-void
-contact_destroy(contact_t *contact);
+void contact_destroy(contact_t *contact);
 
 /* Operations. Each validates, changes nothing on failure, raises its event only if the value
  * really changes, and returns false with *err on invalid input. */
-bool
-contact_rename(contact_t *c, const char *first_name, const char *last_name, contact_error_t *err);
-bool
-contact_change_email(contact_t *c, const char *email, contact_error_t *err);
-bool
-contact_change_company(contact_t *c, const contact_input_t *company, contact_error_t *err);
-bool
-contact_change_description(contact_t *c, const char *description, contact_error_t *err);
+bool contact_rename(contact_t *c, const char *first_name, const char *last_name,
+                    contact_error_t *err);
+bool contact_change_email(contact_t *c, const char *email, contact_error_t *err);
+bool contact_change_company(contact_t *c, const contact_input_t *company, contact_error_t *err);
+bool contact_change_description(contact_t *c, const char *description, contact_error_t *err);
 /* Applies a full representation: all of the above, all or nothing. */
-bool
-contact_replace(contact_t *c, const contact_input_t *in, contact_error_t *err);
+bool contact_replace(contact_t *c, const contact_input_t *in, contact_error_t *err);
 /* Soft delete: raises ContactDeleted. Fails if already deleted. */
-bool
-contact_delete(contact_t *c, contact_error_t *err);
+bool contact_delete(contact_t *c, contact_error_t *err);
 
 /* Checks a whole input as contact_create() would. */
-bool
-contact_validate(const contact_input_t *in, contact_error_t *err);
+bool contact_validate(const contact_input_t *in, contact_error_t *err);
 /* The email rule on its own: local@domain, at most 254 bytes, printable ASCII, a dotted
  * domain of letters, digits and hyphens. */
-bool
-contact_email_valid(const char *email);
+bool contact_email_valid(const char *email);
 
 /* Accessors. Strings are owned by the contact; "" for absent optional fields. */
-const char *
-contact_id(const contact_t *c);
-bool
-contact_is_deleted(const contact_t *c);
-int64_t
-contact_created_at(const contact_t *c);
-const char *
-contact_email(const contact_t *c);
-const char *
-contact_first_name(const contact_t *c);
-const char *
-contact_last_name(const contact_t *c);
+const char *contact_id(const contact_t *c);
+bool contact_is_deleted(const contact_t *c);
+int64_t contact_created_at(const contact_t *c);
+const char *contact_email(const contact_t *c);
+const char *contact_first_name(const contact_t *c);
+const char *contact_last_name(const contact_t *c);
 /* CONTACT_CHANGED_* bits since creation or loading. */
-unsigned
-contact_changes(const contact_t *c);
+unsigned contact_changes(const contact_t *c);
 
 /* Appends the business fields (name, description, email, company, createdAt, deleted) to
  * `doc`; with `mask` (CONTACT_CHANGED_* bits, or 0 for all) only those fields. */
-void
-contact_append_fields(const contact_t *c, unsigned mask, bson_t *doc);
+void contact_append_fields(const contact_t *c, unsigned mask, bson_t *doc);
 
 /* Pending events, in the order they were (last) raised. */
-size_t
-contact_event_count(const contact_t *c);
+size_t contact_event_count(const contact_t *c);
 /* The type ("ContactCreated", ...) and data of pending event `i`; owned by the contact. */
-const char *
-contact_event_type(const contact_t *c, size_t i);
-const bson_t *
-contact_event_data(const contact_t *c, size_t i);
+const char *contact_event_type(const contact_t *c, size_t i);
+const bson_t *contact_event_data(const contact_t *c, size_t i);
 /* The type name of a kind. */
-const char *
-contact_event_kind_name(contact_event_kind_t kind);
+const char *contact_event_kind_name(contact_event_kind_t kind);
 
 #endif /* CONTACTS_CONTACT_H */

@@ -50,7 +50,7 @@ static bool
 content_type_is(call_t *call, const char *type)
 {
    const char *ct =
-       MHD_lookup_connection_value(call->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+      MHD_lookup_connection_value(call->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
    size_t n = strlen(type);
 
    return ct && !strncasecmp(ct, type, n) && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
@@ -123,8 +123,8 @@ get_live(call_t *call, const char *id, contact_t **c, int64_t *version, bson_err
  * answers 404 whatever If-Match says: RFC 9110 13.2.1 has a server ignore preconditions when
  * the request without them would fail with a status other than 2xx or 412. */
 static bool
-load_for_change(call_t *call, const char *id, const if_match_t *im, contact_t **c,
-                int64_t *version, enum MHD_Result *ret)
+load_for_change(call_t *call, const char *id, const if_match_t *im, contact_t **c, int64_t *version,
+                enum MHD_Result *ret)
 {
    bson_error_t error;
    repo_status_t st = get_live(call, id, c, version, &error);
@@ -152,8 +152,7 @@ typedef bool (*apply_fn)(call_t *call, contact_t *c, void *ctx, enum MHD_Result 
  * update is lost, and none is refused for being late (47 of 100 parallel PUTs with * were
  * refused with 412 before). */
 static enum MHD_Result
-change(call_t *call, const char *id, const if_match_t *im, apply_fn apply, void *ctx,
-       bool deleting)
+change(call_t *call, const char *id, const if_match_t *im, apply_fn apply, void *ctx, bool deleting)
 {
    for (int attempt = 1;; attempt++) {
       bson_error_t error;
@@ -282,7 +281,7 @@ apply_patch(call_t *call, contact_t *c, void *ctx, enum MHD_Result *ret)
 
    contact_append_fields(c,
                          CONTACT_CHANGED_NAME | CONTACT_CHANGED_DESCRIPTION |
-                             CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
+                            CONTACT_CHANGED_EMAIL | CONTACT_CHANGED_COMPANY,
                          &current);
    ok = representation_merge_patch(&current, ctx, &merged, &why) &&
         representation_read(&merged, &in, &why) && contact_replace(c, &in, &why);

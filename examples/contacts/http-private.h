@@ -35,40 +35,30 @@ typedef struct {
 
 /* Reads every If-Match field of the request (several lines make one list); a field that is
  * not "*" or a list of entity tags, or "*" next to tags, gives IF_MATCH_BAD. */
-void
-if_match_read(struct MHD_Connection *conn, if_match_t *im);
+void if_match_read(struct MHD_Connection *conn, if_match_t *im);
 
 /* Whether @im holds for a contact at @version: "*" always (it exists), a list when one of its
  * strong tags is the version. */
-bool
-if_match_holds(const if_match_t *im, int64_t version);
+bool if_match_holds(const if_match_t *im, int64_t version);
 
 /* Sends `body` (taken; may be NULL) with `status`, an ETag of `etag` when > 0 and a Location
  * when not NULL. */
-enum MHD_Result
-http_respond(call_t *call, unsigned status, bson_string_t *body, int64_t etag,
-             const char *location);
+enum MHD_Result http_respond(call_t *call, unsigned status, bson_string_t *body, int64_t etag,
+                             const char *location);
 
 /* Sends a JSON error {error: slug, message[, field]}; `etag` > 0 adds the current ETag. */
-enum MHD_Result
-http_fail(call_t *call, unsigned status, const char *slug, const char *field,
-          const char *message, int64_t etag);
+enum MHD_Result http_fail(call_t *call, unsigned status, const char *slug, const char *field,
+                          const char *message, int64_t etag);
 
 /* Answers a repository failure (404, 412, 503, 500). */
-enum MHD_Result
-http_fail_repo(call_t *call, repo_status_t status, int64_t version, const bson_error_t *error);
+enum MHD_Result http_fail_repo(call_t *call, repo_status_t status, int64_t version,
+                               const bson_error_t *error);
 
-enum MHD_Result
-handle_list(call_t *call);
-enum MHD_Result
-handle_create(call_t *call);
-enum MHD_Result
-handle_get(call_t *call, const char *id);
-enum MHD_Result
-handle_put(call_t *call, const char *id);
-enum MHD_Result
-handle_patch(call_t *call, const char *id);
-enum MHD_Result
-handle_delete(call_t *call, const char *id);
+enum MHD_Result handle_list(call_t *call);
+enum MHD_Result handle_create(call_t *call);
+enum MHD_Result handle_get(call_t *call, const char *id);
+enum MHD_Result handle_put(call_t *call, const char *id);
+enum MHD_Result handle_patch(call_t *call, const char *id);
+enum MHD_Result handle_delete(call_t *call, const char *id);
 
 #endif /* CONTACTS_HTTP_PRIVATE_H */

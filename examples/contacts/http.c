@@ -285,13 +285,16 @@ http_server_start(repository_t *repo, const char *listen, uint16_t *port, char *
     * 0.9.75's epoll loop waits again with the full timeout, and stopping hung for 30 s.
     * The unescape callback keeps "%00" encoded: a decoded NUL would silently cut
     * "/contacts/<id>%00anything" down to a valid id; left encoded, the id is invalid (400). */
-   server->daemon = !server->guard ? NULL : MHD_start_daemon(
-       MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, server,
-       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
-       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-       server, MHD_OPTION_UNESCAPE_CALLBACK, relay_http_guard_unescape, NULL,
-       MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
-       MHD_OPTION_NOTIFY_CONNECTION, relay_http_guard_notify, server->guard, MHD_OPTION_END);
+   server->daemon =
+      !server->guard
+         ? NULL
+         : MHD_start_daemon(
+              MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, server,
+              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
+              (unsigned)4, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_COMPLETED,
+              on_completed, server, MHD_OPTION_UNESCAPE_CALLBACK, relay_http_guard_unescape, NULL,
+              MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT, MHD_OPTION_NOTIFY_CONNECTION,
+              relay_http_guard_notify, server->guard, MHD_OPTION_END);
    if (!server->daemon) {
       snprintf(err, errlen, "cannot listen on %s (address in use?)", listen);
       relay_http_guard_destroy(server->guard);

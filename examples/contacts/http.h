@@ -26,12 +26,10 @@ typedef struct _http_server_t http_server_t;
 /* Starts serving on `listen` ("HOST:PORT"; port 0 picks a free one) with its own threads.
  * `repo` is borrowed and must outlive the server. *port receives the bound port. Returns NULL
  * with a message in `err` on failure. */
-http_server_t *
-http_server_start(repository_t *repo, const char *listen, uint16_t *port, char *err,
-                  size_t errlen);
+http_server_t *http_server_start(repository_t *repo, const char *listen, uint16_t *port, char *err,
+                                 size_t errlen);
 
 /* Stops serving (waits for requests in progress) and frees the server. NULL is allowed. */
-void
-http_server_stop(http_server_t *server);
+void http_server_stop(http_server_t *server);
 
 #endif /* CONTACTS_HTTP_H */

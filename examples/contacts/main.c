@@ -47,7 +47,7 @@ parse_args(int argc, char **argv, options_t *o)
    int rc;
 
    o->uri =
-       example_env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
+      example_env_or("OUTBOX_MONGODB_URI", "mongodb://127.0.0.1:27017/?directConnection=true");
    o->db = "contacts";
    o->listen = "127.0.0.1:8080";
    for (int i = 1; i < argc; i++) {

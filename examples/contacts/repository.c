@@ -130,8 +130,8 @@ free_events(outbox_event_t *events[CONTACT_EVENT_KINDS], size_t n)
 }
 
 repo_status_t
-repository_add(repository_t *repo, const contact_t *c, const repo_trace_t *trace,
-               int64_t *version, bson_error_t *error)
+repository_add(repository_t *repo, const contact_t *c, const repo_trace_t *trace, int64_t *version,
+               bson_error_t *error)
 {
    outbox_event_t *events[CONTACT_EVENT_KINDS];
    bson_t fields = BSON_INITIALIZER;
@@ -179,8 +179,8 @@ repository_get(repository_t *repo, const char *id, contact_t **c, int64_t *versi
 }
 
 repo_status_t
-repository_save(repository_t *repo, const contact_t *c, const repo_trace_t *trace,
-                int64_t *version, bson_error_t *error)
+repository_save(repository_t *repo, const contact_t *c, const repo_trace_t *trace, int64_t *version,
+                bson_error_t *error)
 {
    outbox_event_t *events[CONTACT_EVENT_KINDS];
    unsigned changes = contact_changes(c);

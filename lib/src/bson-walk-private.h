@@ -25,7 +25,6 @@ enum {
  * whose keys and string values, at any depth, are valid UTF-8 without NUL (with
  * JSON_STRINGS: NUL allowed in values), obeying @flags. Nesting deeper than 100 fails
  * (with JSON_STRINGS it is not looked into). Reads nothing outside @data; thread-safe. */
-bool
-_outbox_bson_walk(const uint8_t *data, size_t len, int flags);
+bool _outbox_bson_walk(const uint8_t *data, size_t len, int flags);
 
 #endif /* OUTBOX_BSON_WALK_PRIVATE_H */

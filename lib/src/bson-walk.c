@@ -120,8 +120,7 @@ binary_value(const walk_t *w, size_t o, size_t *next)
       return false;
    }
    /* Subtype 2 repeats the length inside: it must agree. */
-   if (w->p[o + 4] == BSON_SUBTYPE_BINARY_DEPRECATED &&
-       (l < 4 || le32(w->p + o + 5) != l - 4)) {
+   if (w->p[o + 4] == BSON_SUBTYPE_BINARY_DEPRECATED && (l < 4 || le32(w->p + o + 5) != l - 4)) {
       return false;
    }
    *next = o + 5 + l;

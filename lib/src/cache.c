@@ -18,7 +18,7 @@ typedef struct {
    uint8_t *key; /* type byte + the id's value bytes */
    size_t key_len;
    uint64_t hash;
-   uint32_t chain; /* next entry in the same bucket; on the free list, the next free entry */
+   uint32_t chain;      /* next entry in the same bucket; on the free list, the next free entry */
    uint32_t prev, next; /* LRU list, most recently used first */
    _outbox_doc_state_t state;
 } entry_t;
@@ -137,7 +137,7 @@ _outbox_cache_destroy(_outbox_cache_t *cache)
    bson_free(cache);
 }
 
-#define E(link) (&cache->entries[(link) - 1])
+#define E(link) (&cache->entries[(link)-1])
 
 /* Returns the link of k's entry, 0 if absent. Caller holds the lock. */
 static uint32_t

@@ -14,8 +14,8 @@
 /* Operators whose value is a document of {path: argument}. Anything else is refused, so that
  * the reserved-path check below cannot be bypassed by an operator we do not understand. */
 static const char *const supported_ops[] = {
-    "$set",    "$unset", "$inc",      "$min",  "$max",     "$mul", "$currentDate",
-    "$rename", "$push",  "$addToSet", "$pull", "$pullAll", "$pop", "$bit",
+   "$set",    "$unset", "$inc",      "$min",  "$max",     "$mul", "$currentDate",
+   "$rename", "$push",  "$addToSet", "$pull", "$pullAll", "$pop", "$bit",
 };
 
 static bool

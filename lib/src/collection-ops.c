@@ -207,13 +207,13 @@ outbox_collection_ensure_indexes(outbox_collection_t *collection, bson_error_t *
    }
    bson_snprintf(first_event, sizeof first_event, "%s.0", collection->names.events);
    bson_snprintf(first_letter, sizeof first_letter, "%s.0", collection->names.dead_letters);
-   cmd = BCON_NEW("createIndexes", BCON_UTF8(collection->coll), "indexes", "[", "{", "name",
-                  BCON_UTF8("outbox_pending"), "key", "{", collection->names.event_seq,
-                  BCON_INT32(1), "}", "partialFilterExpression", "{", first_event, "{", "$exists",
-                  BCON_BOOL(true), "}", "}", "}", "{", "name", BCON_UTF8("outbox_dead_letters"),
-                  "key", "{", collection->names.event_seq, BCON_INT32(1), "}",
-                  "partialFilterExpression", "{", first_letter, "{", "$exists", BCON_BOOL(true),
-                  "}", "}", "}", "]");
+   cmd =
+      BCON_NEW("createIndexes", BCON_UTF8(collection->coll), "indexes", "[", "{", "name",
+               BCON_UTF8("outbox_pending"), "key", "{", collection->names.event_seq, BCON_INT32(1),
+               "}", "partialFilterExpression", "{", first_event, "{", "$exists", BCON_BOOL(true),
+               "}", "}", "}", "{", "name", BCON_UTF8("outbox_dead_letters"), "key", "{",
+               collection->names.event_seq, BCON_INT32(1), "}", "partialFilterExpression", "{",
+               first_letter, "{", "$exists", BCON_BOOL(true), "}", "}", "}", "]");
    _outbox_conn_open(collection, &conn);
    ok = mongoc_collection_write_command_with_opts(conn.coll, cmd, &collection->write_opts, NULL,
                                                   error);

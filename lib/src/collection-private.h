@@ -43,22 +43,19 @@ typedef struct {
    mongoc_collection_t *coll;
 } _outbox_conn_t;
 
-void
-_outbox_conn_open(const outbox_collection_t *collection, _outbox_conn_t *conn);
+void _outbox_conn_open(const outbox_collection_t *collection, _outbox_conn_t *conn);
 
-void
-_outbox_conn_close(const outbox_collection_t *collection, _outbox_conn_t *conn);
+void _outbox_conn_close(const outbox_collection_t *collection, _outbox_conn_t *conn);
 
 /* Reads the entity and its state (and refreshes the cache). `doc` may be NULL; when not, it
  * must be initialized and receives the document. Returns false with OUTBOX_ERROR_NOT_FOUND,
  * OUTBOX_ERROR_MALFORMED_DOCUMENT or a mongoc error. */
-bool
-_outbox_read_state(outbox_collection_t *collection, _outbox_conn_t *conn, const bson_value_t *id,
-                   bson_t *doc, _outbox_doc_state_t *state, bson_error_t *error);
+bool _outbox_read_state(outbox_collection_t *collection, _outbox_conn_t *conn,
+                        const bson_value_t *id, bson_t *doc, _outbox_doc_state_t *state,
+                        bson_error_t *error);
 
 /* Turns the server's "document too large" write errors (17419, 10334, 2 "... too large") into
  * OUTBOX_ERROR_LIMIT_SIZE; leaves any other error unchanged. */
-void
-_outbox_map_size_error(bson_error_t *error);
+void _outbox_map_size_error(bson_error_t *error);
 
 #endif /* OUTBOX_COLLECTION_PRIVATE_H */

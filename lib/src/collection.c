@@ -24,11 +24,11 @@ enum {
 };
 
 static const char *const field_options[F_COUNT_] = {
-   "versionField",     "eventSeqField",  "eventsField",    "deletedField",
+   "versionField",     "eventSeqField",  "eventsField",   "deletedField",
    "deadLettersField", "discardedField", "requeuesField", "recentCommitsField"};
-static const char *const field_defaults[F_COUNT_] = {
-   "version",     "eventSeq",         "events",   "deleted",
-   "deadLetters", "discardedLetters", "requeues", "recentCommits"};
+static const char *const field_defaults[F_COUNT_] = {"version",  "eventSeq",     "events",
+                                                     "deleted",  "deadLetters",  "discardedLetters",
+                                                     "requeues", "recentCommits"};
 
 static bool
 field_name_ok(const char *name, uint32_t len)

@@ -20,9 +20,9 @@ aggregate_counts(_outbox_conn_t *conn, const char *field, const char *index, con
                  bson_t *out, bson_error_t *error)
 {
    char *first = bson_strdup_printf("%s.0", field);
-   bson_t *pipeline = BCON_NEW("pipeline", "[", "{", "$match", "{", first, "{", "$exists",
-                               BCON_BOOL(true), "}", "}", "}", "{", "$group", BCON_DOCUMENT(group),
-                               "}", "]");
+   bson_t *pipeline =
+      BCON_NEW("pipeline", "[", "{", "$match", "{", first, "{", "$exists", BCON_BOOL(true), "}",
+               "}", "}", "{", "$group", BCON_DOCUMENT(group), "}", "]");
    bson_t opts = BSON_INITIALIZER;
    mongoc_cursor_t *cursor;
    const bson_t *doc;
@@ -77,18 +77,18 @@ outbox_collection_count_events(outbox_collection_t *collection, outbox_counts_t 
    bson_t *g_pending = BCON_NEW(
       "_id", BCON_NULL, "docs", "{", "$sum", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(events),
       "}", BCON_INT32(1), BCON_INT32(0), "]", "}", "}", "events", "{", "$sum", "{", "$cond", "[",
-      "{", "$isArray", BCON_UTF8(events), "}", "{", "$size", BCON_UTF8(events), "}",
-      BCON_INT32(0), "]", "}", "}", "oldest", "{", "$min", "{", "$cond", "[", "{", "$isArray",
-      BCON_UTF8(events), "}", "{", "$arrayElemAt", "[", BCON_UTF8(times), BCON_INT32(0), "]", "}",
-      BCON_NULL, "]", "}", "}", "malformed", "{", "$sum", "{", "$cond", "[", "{", "$isArray",
-      BCON_UTF8(events), "}", BCON_INT32(0), BCON_INT32(1), "]", "}", "}");
+      "{", "$isArray", BCON_UTF8(events), "}", "{", "$size", BCON_UTF8(events), "}", BCON_INT32(0),
+      "]", "}", "}", "oldest", "{", "$min", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(events),
+      "}", "{", "$arrayElemAt", "[", BCON_UTF8(times), BCON_INT32(0), "]", "}", BCON_NULL, "]", "}",
+      "}", "malformed", "{", "$sum", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(events), "}",
+      BCON_INT32(0), BCON_INT32(1), "]", "}", "}");
    bson_t *g_dead = BCON_NEW(
       "_id", BCON_NULL, "docs", "{", "$sum", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(dead),
       "}", BCON_INT32(1), BCON_INT32(0), "]", "}", "}", "letters", "{", "$sum", "{", "$cond", "[",
-      "{", "$isArray", BCON_UTF8(dead), "}", "{", "$size", BCON_UTF8(dead), "}", BCON_INT32(0),
-      "]", "}", "}", "newest", "{", "$max", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(dead),
-      "}", "{", "$arrayElemAt", "[", BCON_UTF8(ats), BCON_INT32(-1), "]", "}", BCON_NULL, "]", "}",
-      "}", "malformed", "{", "$sum", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(dead), "}",
+      "{", "$isArray", BCON_UTF8(dead), "}", "{", "$size", BCON_UTF8(dead), "}", BCON_INT32(0), "]",
+      "}", "}", "newest", "{", "$max", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(dead), "}",
+      "{", "$arrayElemAt", "[", BCON_UTF8(ats), BCON_INT32(-1), "]", "}", BCON_NULL, "]", "}", "}",
+      "malformed", "{", "$sum", "{", "$cond", "[", "{", "$isArray", BCON_UTF8(dead), "}",
       BCON_INT32(0), BCON_INT32(1), "]", "}", "}");
 
    _outbox_conn_open(collection, &conn);

@@ -12,10 +12,10 @@
 
 /* The configurable field names. Strings are owned by whoever fills the struct. */
 typedef struct {
-   const char *version;   /* "version" */
-   const char *event_seq; /* "eventSeq" */
-   const char *events;    /* "events" */
-   const char *deleted;   /* "deleted" */
+   const char *version;      /* "version" */
+   const char *event_seq;    /* "eventSeq" */
+   const char *events;       /* "events" */
+   const char *deleted;      /* "deleted" */
    const char *dead_letters; /* "deadLetters": where the relay moves unpublishable events */
    const char *discarded;    /* "discardedLetters": discarded dead letters (audit trail) */
    const char *requeues;     /* "requeues": incremented by a requeue, so the relay hears of it */
@@ -38,8 +38,7 @@ typedef struct {
 /* Reads the bookkeeping fields of `doc`. version must be an integer >= 1 and eventSeq an
  * integer >= 0 (Int64 per the contract; int32 is tolerated), events absent, null or an array.
  * Otherwise returns false with OUTBOX_ERROR_MALFORMED_DOCUMENT naming the field. */
-bool
-_outbox_doc_state_parse(const bson_t *doc, const _outbox_field_names_t *names,
-                        _outbox_doc_state_t *state, bson_error_t *error);
+bool _outbox_doc_state_parse(const bson_t *doc, const _outbox_field_names_t *names,
+                             _outbox_doc_state_t *state, bson_error_t *error);
 
 #endif /* OUTBOX_DOCUMENT_PRIVATE_H */

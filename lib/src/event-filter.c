@@ -62,8 +62,7 @@ parse_one(const bson_iter_t *it, _outbox_event_filter_t *f, bson_error_t *error)
 }
 
 bool
-_outbox_event_filter_parse(const bson_t *opts, _outbox_event_filter_t *filter,
-                           bson_error_t *error)
+_outbox_event_filter_parse(const bson_t *opts, _outbox_event_filter_t *filter, bson_error_t *error)
 {
    bson_iter_t it;
 
@@ -97,8 +96,8 @@ _outbox_event_filter_cleanup(_outbox_event_filter_t *filter)
 }
 
 void
-_outbox_event_filter_query(const _outbox_event_filter_t *f, outbox_place_t place,
-                           const char *field, bson_t *query)
+_outbox_event_filter_query(const _outbox_event_filter_t *f, outbox_place_t place, const char *field,
+                           bson_t *query)
 {
    bool pending = place == OUTBOX_PLACE_PENDING;
    char *first = bson_strdup_printf("%s.0", field);
@@ -124,8 +123,7 @@ _outbox_event_filter_query(const _outbox_event_filter_t *f, outbox_place_t place
          BSON_APPEND_UTF8(&elem, pending ? "type" : "event.type", f->type);
       }
       if (f->has_before) {
-         BCON_APPEND(&elem, pending ? "time" : "at", "{", "$lt", BCON_DATE_TIME(f->before_ms),
-                     "}");
+         BCON_APPEND(&elem, pending ? "time" : "at", "{", "$lt", BCON_DATE_TIME(f->before_ms), "}");
       }
       bson_append_document_end(&cond, &elem);
       bson_append_document_end(query, &cond);
@@ -171,7 +169,7 @@ int_of(const bson_t *doc, const char *path)
 {
    bson_iter_t it, sub;
    return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &sub) &&
-                  (BSON_ITER_HOLDS_INT32(&sub) || BSON_ITER_HOLDS_INT64(&sub))
+                (BSON_ITER_HOLDS_INT32(&sub) || BSON_ITER_HOLDS_INT64(&sub))
              ? bson_iter_as_int64(&sub)
              : 0;
 }

@@ -36,42 +36,35 @@ struct _outbox_event_t {
 };
 
 /* True if type[0..len) is 1..128 characters of [A-Za-z0-9._-]. */
-bool
-_outbox_event_type_is_valid(const char *type, size_t len);
+bool _outbox_event_type_is_valid(const char *type, size_t len);
 
 /* Validates events[0..n) for a commit: each valid (outbox_event_validate()), not committed
  * before, and no event given twice. The message names the failing event's index. */
-bool
-_outbox_events_check(outbox_event_t *const *events, size_t n, bson_error_t *error);
+bool _outbox_events_check(outbox_event_t *const *events, size_t n, bson_error_t *error);
 
 /* Appends the stored form of events[0..n) to the BSON array `array` (keys "0", "1", ...),
  * numbering them first_seq, first_seq + 1, ... and stamping `time` (ms since the epoch).
  * The events themselves are not modified. */
-void
-_outbox_events_append_stored(bson_t *array, outbox_event_t *const *events, size_t n,
-                             int64_t first_seq, int64_t time);
+void _outbox_events_append_stored(bson_t *array, outbox_event_t *const *events, size_t n,
+                                  int64_t first_seq, int64_t time);
 
 /* The exact size in bytes of the BSON array _outbox_events_append_stored() would build for
  * events[0..n), computed without building it (the size does not depend on seq or time). */
-int64_t
-_outbox_events_stored_size(outbox_event_t *const *events, size_t n);
+int64_t _outbox_events_stored_size(outbox_event_t *const *events, size_t n);
 
 /* Records a successful commit in the events: seq first_seq, first_seq + 1, ... and time (and
  * forgets any attempt in doubt). */
-void
-_outbox_events_mark_committed(outbox_event_t *const *events, size_t n, int64_t first_seq,
-                              int64_t time);
+void _outbox_events_mark_committed(outbox_event_t *const *events, size_t n, int64_t first_seq,
+                                   int64_t time);
 
 /* Checks one stored event document against the stored contract: id a 36-character lowercase
  * UUID string, seq an Int64 > 0, type a valid type string, time a Date, data a document,
  * headers (optional) a document of UTF-8 strings. Extra fields are allowed (forward
  * compatibility). On failure returns false with OUTBOX_ERROR_INVALID_EVENT and a precise
  * reason in error->message (e.g. "seq: expected Int64, got int32"). Thread-safe. */
-bool
-_outbox_stored_event_validate(const bson_t *event, bson_error_t *error);
+bool _outbox_stored_event_validate(const bson_t *event, bson_error_t *error);
 
 /* The current time in ms since the Unix epoch (UTC), as stored in events' "time". */
-int64_t
-_outbox_now_ms(void);
+int64_t _outbox_now_ms(void);
 
 #endif /* OUTBOX_EVENT_PRIVATE_H */

@@ -10,7 +10,6 @@
 
 #include "outbox/inbox.h"
 
-
 struct _outbox_inbox_t {
    mongoc_client_pool_t *pool;
    char *db;
@@ -23,7 +22,7 @@ struct _outbox_inbox_t {
    bool upsert;
    bool skip_late;
    bson_t *write_concern; /* {w: ...} document (a pointer: an embedded bson_t needs 128-byte
-                          * alignment, which bson_malloc does not give) */
+                           * alignment, which bson_malloc does not give) */
 };
 
 /* Whether the state document exists and whether its window holds the event. */
@@ -36,23 +35,22 @@ typedef enum {
 /* Reads state document `doc_id` from `coll` (the inbox's collection): *state tells
  * whether it exists and holds `event_id` in its window, *stored_seq receives its seqField
  * (0 when missing). */
-bool
-_outbox_inbox_doc_lookup(const outbox_inbox_t *ib, mongoc_collection_t *coll,
-                         const bson_value_t *doc_id, const char *event_id,
-                         _outbox_doc_lookup_t *state, int64_t *stored_seq, bson_error_t *error);
+bool _outbox_inbox_doc_lookup(const outbox_inbox_t *ib, mongoc_collection_t *coll,
+                              const bson_value_t *doc_id, const char *event_id,
+                              _outbox_doc_lookup_t *state, int64_t *stored_seq,
+                              bson_error_t *error);
 
 /* Sets *seen to whether the ledger holds the (event_id, doc_id) pair; false without a
  * ledger. */
-bool
-_outbox_inbox_ledger_has(const outbox_inbox_t *ib, mongoc_client_t *client,
-                         const bson_value_t *doc_id, const char *event_id, bool *seen,
-                         bson_error_t *error);
+bool _outbox_inbox_ledger_has(const outbox_inbox_t *ib, mongoc_client_t *client,
+                              const bson_value_t *doc_id, const char *event_id, bool *seen,
+                              bson_error_t *error);
 
 /* The apply loop: the ledger check, then guarded findAndModify rounds with `update` (already
  * merged with the inbox's own operators by inbox.c). Fills *res; `client` is borrowed. */
-bool
-_outbox_inbox_apply_with(const outbox_inbox_t *ib, mongoc_client_t *client,
-                         const bson_value_t *doc_id, const char *event_id, int64_t seq,
-                         const bson_t *update, outbox_inbox_result_t *res, bson_error_t *error);
+bool _outbox_inbox_apply_with(const outbox_inbox_t *ib, mongoc_client_t *client,
+                              const bson_value_t *doc_id, const char *event_id, int64_t seq,
+                              const bson_t *update, outbox_inbox_result_t *res,
+                              bson_error_t *error);
 
 #endif /* OUTBOX_INBOX_PRIVATE_H */

@@ -247,8 +247,8 @@ typedef struct {
 /* Looks at each element of the array `field` of `doc`: its id and seq are at `prefix`id and
  * `prefix`seq ("" for pending events, "event." for dead and discarded letters). */
 static void
-scan_array(const bson_t *doc, const char *field, const char *prefix,
-           outbox_event_t *const *events, const _outbox_attempt_t *a, _evidence_t *ev)
+scan_array(const bson_t *doc, const char *field, const char *prefix, outbox_event_t *const *events,
+           const _outbox_attempt_t *a, _evidence_t *ev)
 {
    bson_iter_t it, arr, el, found;
    char id_path[16], seq_path[16];

@@ -14,25 +14,20 @@
 #define _OUTBOX_EVENT_TYPE_PATTERN "^[A-Za-z0-9._-]{1,128}$"
 
 /* {name: {bsonType: type, description: what}}; no description when @what is NULL. */
-void
-_outbox_schema_prop(bson_t *props, const char *name, const char *type, const char *what);
+void _outbox_schema_prop(bson_t *props, const char *name, const char *type, const char *what);
 
 /* {name: {bsonType: "long", minimum: minimum, description: what}}. */
-void
-_outbox_schema_long_prop(bson_t *props, const char *name, int64_t minimum, const char *what);
+void _outbox_schema_long_prop(bson_t *props, const char *name, int64_t minimum, const char *what);
 
 /* {name: {bsonType: "string", pattern: pattern, description: what}}. */
-void
-_outbox_schema_pattern_prop(bson_t *props, const char *name, const char *pattern,
-                            const char *what);
+void _outbox_schema_pattern_prop(bson_t *props, const char *name, const char *pattern,
+                                 const char *what);
 
 /* An event's type: a string matching _OUTBOX_EVENT_TYPE_PATTERN. */
-void
-_outbox_schema_event_type_prop(bson_t *props, const char *name);
+void _outbox_schema_event_type_prop(bson_t *props, const char *name);
 
 /* An event's headers: {name: {bsonType: "object", additionalProperties: {bsonType:
  * "string"}}}, a document of string values only. */
-void
-_outbox_schema_headers_prop(bson_t *props, const char *name);
+void _outbox_schema_headers_prop(bson_t *props, const char *name);
 
 #endif /* OUTBOX_SCHEMA_PROPS_PRIVATE_H */

@@ -319,9 +319,9 @@ modify(const outbox_collection_t *c, mongoc_database_t *db, const bson_t *option
    if (ok &&
        !(bson_equal(&current, &wanted) && option_equals(options, "validationLevel", o->level) &&
          option_equals(options, "validationAction", o->action))) {
-      bson_t *cmd = BCON_NEW("collMod", BCON_UTF8(c->coll), "validator", BCON_DOCUMENT(&wanted),
-                             "validationLevel", BCON_UTF8(o->level), "validationAction",
-                             BCON_UTF8(o->action));
+      bson_t *cmd =
+         BCON_NEW("collMod", BCON_UTF8(c->coll), "validator", BCON_DOCUMENT(&wanted),
+                  "validationLevel", BCON_UTF8(o->level), "validationAction", BCON_UTF8(o->action));
       ok = mongoc_database_write_command_with_opts(db, cmd, &c->write_opts, NULL, error);
       bson_destroy(cmd);
    }
@@ -362,7 +362,7 @@ outbox_collection_ensure_schema(outbox_collection_t *collection, const bson_t *o
                                 BCON_DOCUMENT(&ours), "validationLevel", BCON_UTF8(o.level),
                                 "validationAction", BCON_UTF8(o.action));
          ok =
-             mongoc_database_write_command_with_opts(db, cmd, &collection->write_opts, NULL, error);
+            mongoc_database_write_command_with_opts(db, cmd, &collection->write_opts, NULL, error);
          bson_destroy(cmd);
       }
       bson_destroy(&options);

@@ -52,8 +52,8 @@ outbox_traceparent_is_valid(const char *tp)
    }
    /* Version 00 is exactly 55 characters; later versions may only add "-..." after them. */
    if (!strncmp(tp, "00", 2)
-           ? len != OUTBOX_TRACEPARENT_LEN
-           : (len > OUTBOX_TRACEPARENT_LEN && tp[OUTBOX_TRACEPARENT_LEN] != '-')) {
+          ? len != OUTBOX_TRACEPARENT_LEN
+          : (len > OUTBOX_TRACEPARENT_LEN && tp[OUTBOX_TRACEPARENT_LEN] != '-')) {
       return false;
    }
    return tp[2] == '-' && tp[PARENT_ID_AT - 1] == '-' && tp[FLAGS_AT - 1] == '-' &&

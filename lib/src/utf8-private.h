@@ -12,7 +12,6 @@
 
 /* bson_utf8_validate(s, len, allow_nul), with a fast path for ASCII (also used by the
  * relay, whose events carry the same data). */
-bool
-_outbox_utf8_valid(const char *s, size_t len, bool allow_nul);
+bool _outbox_utf8_valid(const char *s, size_t len, bool allow_nul);
 
 #endif /* OUTBOX_UTF8_PRIVATE_H */

@@ -61,9 +61,9 @@ _outbox_utf8_valid(const char *s, size_t len, bool allow_nul)
 
    while (i < len) {
       /* 32 bytes at a time through long plain runs (64 KiB strings), then 8. */
-      if (len - i >= 32 && !(not_plain8(u + i, allow_nul) | not_plain8(u + i + 8, allow_nul) |
-                             not_plain8(u + i + 16, allow_nul) |
-                             not_plain8(u + i + 24, allow_nul))) {
+      if (len - i >= 32 &&
+          !(not_plain8(u + i, allow_nul) | not_plain8(u + i + 8, allow_nul) |
+            not_plain8(u + i + 16, allow_nul) | not_plain8(u + i + 24, allow_nul))) {
          i += 32;
          continue;
       }

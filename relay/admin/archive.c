@@ -36,8 +36,10 @@ admin_ensure_archive(admin_t *a)
    client = mongoc_client_pool_pop(a->pool);
    archive = mongoc_client_get_collection(client, a->cfg.database, name);
    if (outbox_archive_ensure_schema(archive, &opts, &error)) {
-      fprintf(a->out, "%s: the archive contract is the validator; indexes by time, entity and "
-              "seq, type%s\n", name, a->cfg.archive_ttl_s > 0 ? ", and the TTL index" : "");
+      fprintf(a->out,
+              "%s: the archive contract is the validator; indexes by time, entity and "
+              "seq, type%s\n",
+              name, a->cfg.archive_ttl_s > 0 ? ", and the TTL index" : "");
    } else {
       rc = admin_fail(name, &error);
    }

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const commands[] = {"status",  "pending", "dead-letters", "requeue",
-                                       "discard", "ensure-schema", "replay", NULL};
+static const char *const commands[] = {"status",  "pending",       "dead-letters", "requeue",
+                                       "discard", "ensure-schema", "replay",       NULL};
 
 typedef enum { A_FLAG, A_STRING, A_AGE, A_COUNT, A_ID, A_ID_JSON } kind_t;
 
@@ -86,8 +86,8 @@ check_id_value(const bson_value_t *v, const char *json, bson_error_t *error)
    bson_t doc;
    bson_iter_t it;
    if (v->value_type == BSON_TYPE_ARRAY) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--id-json: '%s' is an array, which is never an entity id",
-                     json);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
+                     "--id-json: '%s' is an array, which is never an entity id", json);
       return false;
    }
    if (v->value_type != BSON_TYPE_DOCUMENT ||
@@ -137,7 +137,8 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
 {
    void *field = (char *)a + o->offset;
    if (a->has_entity && (o->kind == A_ID || o->kind == A_ID_JSON)) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: one entity id only", o->name);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: one entity id only",
+                     o->name);
       return false;
    }
    switch (o->kind) {
@@ -154,8 +155,9 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
    case A_AGE:
       a->max_age_given = a->max_age_given || o->offset == OFF(max_age_ms);
       if (!admin_parse_age(value, (int64_t *)field)) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: expected a duration like 30s, 5m, 2h or 1d, got '%s'",
-                        o->name, value);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
+                        "--%s: expected a duration like 30s, 5m, 2h or 1d, got '%s'", o->name,
+                        value);
          return false;
       }
       return true;
@@ -164,8 +166,9 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
       errno = 0;
       long long n = strtoll(value, &end, 10);
       if (*end || end == value || n < 1 || errno == ERANGE) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: expected a number from 1 to %lld, got '%s'", o->name,
-                        LLONG_MAX, value);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
+                        "--%s: expected a number from 1 to %lld, got '%s'", o->name, LLONG_MAX,
+                        value);
          return false;
       }
       *(int64_t *)field = n;
@@ -204,7 +207,8 @@ scan_option(admin_t *a, admin_args_t *args, int argc, char **argv, int *i, bson_
    bool takes_value = false;
 
    if (!o && !relay_config_is_option(name, len, &takes_value)) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "unknown option '--%.*s'", (int)len, name);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "unknown option '--%.*s'",
+                     (int)len, name);
       return ADMIN_ARGS_USAGE_ERROR;
    }
    if (!o) {
@@ -221,7 +225,8 @@ scan_option(admin_t *a, admin_args_t *args, int argc, char **argv, int *i, bson_
    }
    if (o->kind != A_FLAG && !value) {
       if (*i + 1 >= argc) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: missing value", o->name);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: missing value",
+                        o->name);
          return ADMIN_ARGS_USAGE_ERROR;
       }
       value = argv[++*i];
@@ -233,8 +238,8 @@ static admin_args_result_t
 scan_command(admin_args_t *args, const char *word, bson_error_t *error)
 {
    if (args->command) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "unexpected argument '%s' after command '%s'", word,
-                     args->command);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
+                     "unexpected argument '%s' after command '%s'", word, args->command);
       return ADMIN_ARGS_USAGE_ERROR;
    }
    for (int i = 0; commands[i]; i++) {
@@ -252,15 +257,18 @@ static admin_args_result_t
 check(const admin_t *a, const admin_args_t *args, bson_error_t *error)
 {
    bool writes = !strcmp(args->command, "requeue") || !strcmp(args->command, "discard");
-   bool filtered = a->has_entity || a->event_id || a->type || a->reason_filter ||
-                   a->older_than_ms > 0;
+   bool filtered =
+      a->has_entity || a->event_id || a->type || a->reason_filter || a->older_than_ms > 0;
    if (writes && !filtered && !a->all) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "%s needs a filter (--id, --event-id, --type, "
-                     "--reason-contains, --older-than) or --all", args->command);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
+                     "%s needs a filter (--id, --event-id, --type, "
+                     "--reason-contains, --older-than) or --all",
+                     args->command);
       return ADMIN_ARGS_USAGE_ERROR;
    }
    if (!strcmp(args->command, "discard") && !a->reason) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "discard needs --reason: nothing is discarded without a why");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
+                     "discard needs --reason: nothing is discarded without a why");
       return ADMIN_ARGS_USAGE_ERROR;
    }
    return ADMIN_ARGS_RUN;

@@ -20,11 +20,11 @@ admin_collection(admin_t *a, const char *name)
    bson_error_t error;
    /* The field names are the relay's, so both see the same documents. The cache would only
     * cost memory in a short-lived tool. */
-   bson_t *opts = BCON_NEW("versionField", BCON_UTF8(a->cfg.version_field), "eventSeqField",
-                           BCON_UTF8(a->cfg.event_seq_field), "eventsField",
-                           BCON_UTF8(a->cfg.events_field), "deadLettersField",
-                           BCON_UTF8(a->cfg.dead_letters_field), "requeuesField",
-                           BCON_UTF8(a->cfg.requeues_field), "cacheSize", BCON_INT32(0));
+   bson_t *opts =
+      BCON_NEW("versionField", BCON_UTF8(a->cfg.version_field), "eventSeqField",
+               BCON_UTF8(a->cfg.event_seq_field), "eventsField", BCON_UTF8(a->cfg.events_field),
+               "deadLettersField", BCON_UTF8(a->cfg.dead_letters_field), "requeuesField",
+               BCON_UTF8(a->cfg.requeues_field), "cacheSize", BCON_INT32(0));
    outbox_collection_t *c = outbox_collection_new(a->pool, a->cfg.database, name, opts, &error);
    if (!c) {
       fprintf(stderr, "outbox-admin: collection %s: %s\n", name, error.message);
@@ -66,8 +66,7 @@ admin_server_now(admin_t *a, int64_t *now_ms, bson_error_t *error)
    bson_iter_t it;
    bool ok = mongoc_client_command_simple(client, "admin", cmd, NULL, &reply, error);
 
-   *now_ms = ok && bson_iter_init_find(&it, &reply, "localTime") &&
-                   BSON_ITER_HOLDS_DATE_TIME(&it)
+   *now_ms = ok && bson_iter_init_find(&it, &reply, "localTime") && BSON_ITER_HOLDS_DATE_TIME(&it)
                 ? bson_iter_date_time(&it)
                 : relay_wall_ms();
    bson_destroy(&reply);

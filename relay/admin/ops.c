@@ -86,8 +86,8 @@ default_by(void)
    return bson_strdup_printf("%s@%s", pw && pw->pw_name ? pw->pw_name : "uid", host);
 }
 
-typedef bool (*op_fn)(outbox_collection_t *c, const target_t *t, const char *by,
-                      const char *reason, bson_error_t *error);
+typedef bool (*op_fn)(outbox_collection_t *c, const target_t *t, const char *by, const char *reason,
+                      bson_error_t *error);
 
 static void
 report(admin_t *a, const targets_t *t, const target_t *it, bool ok, const bson_error_t *error)
@@ -138,8 +138,8 @@ apply(admin_t *a, targets_t *t, op_fn op)
          done++;
       } else if (!c) {
          rc = EX_CONFIG;
-      } else if (rc == EX_OK && !(error.domain == OUTBOX_ERROR_DOMAIN &&
-                                  error.code == OUTBOX_ERROR_NOT_FOUND)) {
+      } else if (rc == EX_OK &&
+                 !(error.domain == OUTBOX_ERROR_DOMAIN && error.code == OUTBOX_ERROR_NOT_FOUND)) {
          rc = admin_fail(it->event_id, &error);
       }
       outbox_collection_destroy(c);

@@ -68,7 +68,7 @@ utf8_at(const bson_t *doc, const char *path)
 {
    bson_iter_t it, sub;
    return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &sub) &&
-                  BSON_ITER_HOLDS_UTF8(&sub)
+                BSON_ITER_HOLDS_UTF8(&sub)
              ? bson_iter_utf8(&sub, NULL)
              : NULL;
 }

@@ -19,7 +19,7 @@ typedef struct {
    char *name;
    int64_t checkpoint_at; /* old checkpoint document's updatedAt, 0 if none */
    bool has_token;
-   int32_t partitions;    /* group document, 0 if none */
+   int32_t partitions; /* group document, 0 if none */
    int64_t created_at;
    bson_t **leases, **members; /* copies, in _id order */
    size_t n_leases, n_members;

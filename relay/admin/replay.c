@@ -93,8 +93,10 @@ cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
          continue;
       }
       if (!parse_time(text, now, &ms)) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: expected 2026-11-20T10:00:00Z or an age like 2h, "
-                        "got '%s'", i == 0 ? "since" : "until", text);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
+                        "--%s: expected 2026-11-20T10:00:00Z or an age like 2h, "
+                        "got '%s'",
+                        i == 0 ? "since" : "until", text);
          bson_destroy(opts);
          return NULL;
       }
@@ -166,8 +168,7 @@ pace(replay_t *r)
  * CloudEvents attributes too), plus the marker replay=true. Returns the number of pairs. */
 static size_t
 replay_props(const relay_config_t *cfg, const relay_event_t *ev, const char *entity,
-             const char *seq, const char *source, const char *time, bool binary,
-             const char **props)
+             const char *seq, const char *source, const char *time, bool binary, const char **props)
 {
    size_t n = 0;
    if (cfg->user_properties & RELAY_PROP_EVENT_ID) {
@@ -225,9 +226,9 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
    bson_string_t *encoded = bson_string_new(NULL);
    /* The partition the relay recorded, or the one it would compute (entries archived
     * without it). */
-   int part = e->partition >= 0 ? e->partition
-                                : relay_partition_of(relay_hash_value(e->entity_id),
-                                                     cfg->partitions);
+   int part = e->partition >= 0
+                 ? e->partition
+                 : relay_partition_of(relay_hash_value(e->entity_id), cfg->partitions);
    char part_s[24];
    relay_template_vars_t vars = {{cfg->database, strlen(cfg->database)},
                                  {coll, strlen(coll)},
@@ -238,13 +239,11 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
    char *source = relay_template_render(cfg->source_template, &vars);
    relay_headers_t headers;
    relay_headers_read(ev, &headers);
-   char *payload =
-       replay_payload(ev, source, (relay_str_t){id, id_len}, &headers, binary, &len);
+   char *payload = replay_payload(ev, source, (relay_str_t){id, id_len}, &headers, binary, &len);
    char seq[24], tbuf[40];
    const char *props[2 * RELAY_MQTT_MAX_USER_PROPS];
-   relay_mqtt_message_t msg = {topic, payload, len,
-                               binary ? "application/json" : "application/cloudevents+json",
-                               props, 0};
+   relay_mqtt_message_t msg = {
+      topic, payload, len, binary ? "application/json" : "application/cloudevents+json", props, 0};
 
    relay_percent_encode(encoded, id, id_len);
    relay_format_int64(ev->seq, seq);
@@ -288,15 +287,16 @@ connect_broker(replay_t *r, bson_error_t *error)
             return true;
          }
          if (done[i].kind == RELAY_MQTT_CONNECT_FAILED) {
-            const char *why = relay_mqtt_connack_text(r->a->cfg.mqtt_version, done[i].code,
-                                                      done[i].reason);
-            bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "cannot connect to %s: %s", r->a->cfg.mqtt_uri,
-                           why ? why : "connection failed");
+            const char *why =
+               relay_mqtt_connack_text(r->a->cfg.mqtt_version, done[i].code, done[i].reason);
+            bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "cannot connect to %s: %s",
+                           r->a->cfg.mqtt_uri, why ? why : "connection failed");
             return false;
          }
       }
    }
-   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "cannot connect to %s within 10 s", r->a->cfg.mqtt_uri);
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "cannot connect to %s within 10 s",
+                  r->a->cfg.mqtt_uri);
    return false;
 }
 

@@ -17,11 +17,10 @@
 static bson_t *
 schema_opts(const admin_t *a)
 {
-   bson_t *opts = BCON_NEW("validationAction",
-                           BCON_UTF8(a->validation_action ? a->validation_action : "error"),
-                           "validationLevel",
-                           BCON_UTF8(a->validation_level ? a->validation_level : "moderate"),
-                           "combine", BCON_BOOL(a->combine));
+   bson_t *opts =
+      BCON_NEW("validationAction", BCON_UTF8(a->validation_action ? a->validation_action : "error"),
+               "validationLevel", BCON_UTF8(a->validation_level ? a->validation_level : "moderate"),
+               "combine", BCON_BOOL(a->combine));
    return opts;
 }
 
@@ -48,14 +47,15 @@ one(admin_t *a, const char *name, const bson_t *opts)
       fprintf(a->out, "%s: the stored contract is the validator (action %s, level %s)\n", name,
               a->validation_action ? a->validation_action : "error",
               a->validation_level ? a->validation_level : "moderate");
-   } else if (error.domain == OUTBOX_ERROR_DOMAIN &&
-              error.code == OUTBOX_ERROR_FOREIGN_VALIDATOR) {
+   } else if (error.domain == OUTBOX_ERROR_DOMAIN && error.code == OUTBOX_ERROR_FOREIGN_VALIDATOR) {
       fprintf(stderr, "outbox-admin: %s: %s (left unchanged; --combine keeps it beside ours)\n",
               name, error.message);
       rc = EX_DATAERR;
    } else if (error.domain == OUTBOX_ERROR_DOMAIN) {
-      fprintf(stderr, "outbox-admin: %s: %s: the configured collection cannot hold the stored "
-              "contract\n", name, error.message);
+      fprintf(stderr,
+              "outbox-admin: %s: %s: the configured collection cannot hold the stored "
+              "contract\n",
+              name, error.message);
       rc = EX_CONFIG;
    } else {
       rc = admin_fail(name, &error);

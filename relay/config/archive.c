@@ -65,8 +65,8 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
    }
    for (size_t i = 0; i < cfg->n_collections; i++) {
       if (!strcmp(name, cfg->collections[i])) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "archive-collection '%s' is also an outbox collection",
-                        name);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "archive-collection '%s' is also an outbox collection", name);
          return false;
       }
    }

@@ -30,8 +30,7 @@ missing_required(const relay_config_t *cfg, bson_error_t *error)
    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
       if (req[i].missing) {
          const relay_opt_t *opt = _relay_opt_find(req[i].name, strlen(req[i].name));
-         bson_string_append_printf(list, "%s--%s (%s)", list->len ? ", " : "", opt->name,
-                                   opt->env);
+         bson_string_append_printf(list, "%s--%s (%s)", list->len ? ", " : "", opt->name, opt->env);
       }
    }
    bool missing = list->len > 0;
@@ -55,9 +54,9 @@ is_tls_uri(const char *uri)
 static bool
 check_mqtt(const relay_config_t *cfg, bson_error_t *error)
 {
-   const char *tls_opt = cfg->mqtt_ca_file     ? "mqtt-ca-file"
-                         : cfg->mqtt_cert_file ? "mqtt-cert-file"
-                         : cfg->mqtt_key_file  ? "mqtt-key-file"
+   const char *tls_opt = cfg->mqtt_ca_file        ? "mqtt-ca-file"
+                         : cfg->mqtt_cert_file    ? "mqtt-cert-file"
+                         : cfg->mqtt_key_file     ? "mqtt-key-file"
                          : cfg->mqtt_tls_insecure ? "mqtt-tls-insecure"
                                                   : NULL;
    /* Silently sending in clear text when TLS options were given would be the worst outcome. */
@@ -68,7 +67,8 @@ check_mqtt(const relay_config_t *cfg, bson_error_t *error)
       return false;
    }
    if (cfg->mqtt_key_file && !cfg->mqtt_cert_file) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "mqtt-key-file is set without mqtt-cert-file");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "mqtt-key-file is set without mqtt-cert-file");
       return false;
    }
    if (cfg->mqtt_password && !cfg->mqtt_username && cfg->mqtt_version == 4) {
@@ -91,13 +91,13 @@ check_fields(const relay_config_t *cfg, bson_error_t *error)
 {
    const char *names[] = {cfg->version_field, cfg->event_seq_field, cfg->events_field,
                           cfg->dead_letters_field, cfg->requeues_field};
-   const char *keys[] = {"version-field", "event-seq-field", "events-field",
-                         "dead-letters-field", "requeues-field"};
+   const char *keys[] = {"version-field", "event-seq-field", "events-field", "dead-letters-field",
+                         "requeues-field"};
    for (size_t i = 0; i < 5; i++) {
       for (size_t j = i + 1; j < 5; j++) {
          if (!strcmp(names[i], names[j])) {
-            bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s and %s are both '%s': they must differ", keys[i],
-                           keys[j], names[i]);
+            bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                           "%s and %s are both '%s': they must differ", keys[i], keys[j], names[i]);
             return false;
          }
       }
@@ -129,7 +129,8 @@ static bool
 check_group(const relay_config_t *cfg, bson_error_t *error)
 {
    if (cfg->lease_margin_ms >= cfg->lease_ttl_ms) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "lease-margin-ms (%d) must be less than lease-ttl-ms (%d)",
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "lease-margin-ms (%d) must be less than lease-ttl-ms (%d)",
                      cfg->lease_margin_ms, cfg->lease_ttl_ms);
       return false;
    }
@@ -158,8 +159,7 @@ check_client_id(const relay_config_t *cfg, bson_error_t *error)
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "%s is %zu bytes long%s: MQTT allows at most %d bytes in a client id",
                      cfg->client_id_from_name ? "name" : "client-id", strlen(cfg->client_id),
-                     cfg->client_id_from_name ? " (the client id adds 9)" : "",
-                     MQTT_STRING_MAX);
+                     cfg->client_id_from_name ? " (the client id adds 9)" : "", MQTT_STRING_MAX);
       return false;
    }
    return true;
@@ -192,14 +192,15 @@ check_log_file(const relay_config_t *cfg, bson_error_t *error)
    }
    const char *slash = strrchr(cfg->log_file, '/');
    char *dir = slash == cfg->log_file ? bson_strdup("/")
-               : slash              ? bson_strndup(cfg->log_file, (size_t)(slash - cfg->log_file))
-                                    : bson_strdup(".");
+               : slash                ? bson_strndup(cfg->log_file, (size_t)(slash - cfg->log_file))
+                                      : bson_strdup(".");
    struct stat st;
    int err = stat(dir, &st) == 0 ? 0 : errno;
    bool ok = !err && S_ISDIR(st.st_mode);
    if (!ok) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "log-file: '%s' cannot be created: '%s': %s", cfg->log_file,
-                     dir, err ? strerror(err) : "not a directory");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "log-file: '%s' cannot be created: '%s': %s", cfg->log_file, dir,
+                     err ? strerror(err) : "not a directory");
    }
    bson_free(dir);
    return ok;
@@ -215,8 +216,7 @@ _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
    if (!cfg->client_id) {
       cfg->client_id = bson_strdup(cfg->name);
    }
-   if (cfg->metrics_listen &&
-       (!*cfg->metrics_listen || !strcasecmp(cfg->metrics_listen, "off"))) {
+   if (cfg->metrics_listen && (!*cfg->metrics_listen || !strcasecmp(cfg->metrics_listen, "off"))) {
       bson_free(cfg->metrics_listen);
       cfg->metrics_listen = NULL;
    }

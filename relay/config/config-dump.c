@@ -114,8 +114,7 @@ relay_config_usage(FILE *out)
       }
       fputc('\n', out);
    }
-   fprintf(out,
-           "\nExit status: 0 ok or stopped by SIGTERM/SIGINT, 64 bad command line, 78 bad\n"
-           "configuration (or a server refuses it), 69 metrics address unusable, 73 log file\n"
-           "cannot be opened, 70 internal error. See outbox-relay(1).\n");
+   fprintf(out, "\nExit status: 0 ok or stopped by SIGTERM/SIGINT, 64 bad command line, 78 bad\n"
+                "configuration (or a server refuses it), 69 metrics address unusable, 73 log file\n"
+                "cannot be opened, 70 internal error. See outbox-relay(1).\n");
 }

@@ -37,7 +37,8 @@ read_file(const char *path, size_t *len, unsigned *mode, bson_error_t *error)
    FILE *f = fopen(path, "rb");
    struct stat st;
    if (!f) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "config file '%s': %s", path, strerror(errno));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "config file '%s': %s", path,
+                     strerror(errno));
       return NULL;
    }
    *mode = fstat(fileno(f), &st) == 0 ? (unsigned)st.st_mode : 0;
@@ -161,8 +162,8 @@ string_without_nul(const bson_iter_t *it, const char *what, bson_error_t *error)
    uint32_t len;
    const char *s = bson_iter_utf8(it, &len);
    if (strlen(s) != len) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: a string must not contain a NUL character (\\u0000)",
-                     what);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "%s: a string must not contain a NUL character (\\u0000)", what);
       return NULL;
    }
    return s;
@@ -187,8 +188,8 @@ file_value_text(const relay_opt_t *opt, const bson_iter_t *it, const char *what,
 {
    bson_type_t t = bson_iter_type(it);
    bool numeric = is_numeric(opt->type);
-   if (t == BSON_TYPE_UTF8 && (takes_string(opt->type) || opt->type == OPT_LIST ||
-                               opt->type == OPT_MQTT_VERSION)) {
+   if (t == BSON_TYPE_UTF8 &&
+       (takes_string(opt->type) || opt->type == OPT_LIST || opt->type == OPT_MQTT_VERSION)) {
       const char *s = string_without_nul(it, what, error);
       return s ? bson_strdup(s) : NULL;
    }
@@ -203,16 +204,16 @@ file_value_text(const relay_opt_t *opt, const bson_iter_t *it, const char *what,
        * int64's range (or NaN) is not cast, which would be undefined (found with the fuzz
        * targets). */
       double d = bson_iter_double(it);
-      bool integral = d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
-                      d == (double)(int64_t)d;
-      return integral ? bson_strdup_printf("%" PRId64, (int64_t)d)
-                      : bson_strdup_printf("%g", d);
+      bool integral =
+         d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == (double)(int64_t)d;
+      return integral ? bson_strdup_printf("%" PRId64, (int64_t)d) : bson_strdup_printf("%g", d);
    }
-   const char *expected = numeric                   ? "a number"
-                          : opt->type == OPT_BOOL   ? "true or false"
-                          : opt->type == OPT_LIST   ? "a string or an array of strings"
-                                                    : "a string";
-   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected %s, got %s", what, expected, json_type_name(t));
+   const char *expected = numeric                 ? "a number"
+                          : opt->type == OPT_BOOL ? "true or false"
+                          : opt->type == OPT_LIST ? "a string or an array of strings"
+                                                  : "a string";
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected %s, got %s", what,
+                  expected, json_type_name(t));
    return NULL;
 }
 
@@ -224,9 +225,8 @@ requote(bson_error_t *error, const char *text, const span_t *raw)
    char *quoted = bson_strdup_printf("got '%s'", text);
    char *at = strstr(error->message, quoted);
    if (at && raw->len < 64) {
-      char *msg = bson_strdup_printf("%.*sgot '%.*s'%s", (int)(at - error->message),
-                                     error->message, (int)raw->len, raw->p,
-                                     at + strlen(quoted));
+      char *msg = bson_strdup_printf("%.*sgot '%.*s'%s", (int)(at - error->message), error->message,
+                                     (int)raw->len, raw->p, at + strlen(quoted));
       bson_strncpy(error->message, msg, sizeof error->message);
       bson_free(msg);
    }
@@ -234,17 +234,17 @@ requote(bson_error_t *error, const char *text, const span_t *raw)
 }
 
 static bool
-apply_file_array(relay_config_t *cfg, const relay_opt_t *opt, bson_iter_t *it,
-                 const char *what, bson_error_t *error)
+apply_file_array(relay_config_t *cfg, const relay_opt_t *opt, bson_iter_t *it, const char *what,
+                 bson_error_t *error)
 {
    bson_iter_t child;
    bool first = true;
    bson_iter_recurse(it, &child);
    while (bson_iter_next(&child)) {
-      const char *s = BSON_ITER_HOLDS_UTF8(&child) ? string_without_nul(&child, what, error)
-                                                    : NULL;
+      const char *s = BSON_ITER_HOLDS_UTF8(&child) ? string_without_nul(&child, what, error) : NULL;
       if (!BSON_ITER_HOLDS_UTF8(&child)) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected an array of strings", what);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "%s: expected an array of strings", what);
       }
       if (!s || !_relay_opt_apply(cfg, opt, s, what, !first, error)) {
          return false;
@@ -255,8 +255,8 @@ apply_file_array(relay_config_t *cfg, const relay_opt_t *opt, bson_iter_t *it,
 }
 
 static bool
-apply_file_value(relay_config_t *cfg, const relay_opt_t *opt, bson_iter_t *it,
-                 const span_t *raw, const char *what, bson_error_t *error)
+apply_file_value(relay_config_t *cfg, const relay_opt_t *opt, bson_iter_t *it, const span_t *raw,
+                 const char *what, bson_error_t *error)
 {
    if (opt->type == OPT_LIST && BSON_ITER_HOLDS_ARRAY(it)) {
       return apply_file_array(cfg, opt, it, what, error);
@@ -301,8 +301,8 @@ check_file_keys(const bson_t *doc, const char *path, bson_error_t *error)
                      path, unknown->str);
    } else if (repeated->len) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
-                     "config file '%s': key %s given more than once (which one should win?)",
-                     path, repeated->str);
+                     "config file '%s': key %s given more than once (which one should win?)", path,
+                     repeated->str);
    }
    bson_free(seen);
    bson_string_free(unknown, true);
@@ -339,9 +339,8 @@ parse(const char *data, size_t len, const char *path, bson_error_t *error)
 {
    bson_error_t json_error;
    const char *start = data + strspn(data, " \t\r\n");
-   bson_t *doc = *start == '{' ? bson_new_from_json((const uint8_t *)data, (ssize_t)len,
-                                                    &json_error)
-                               : NULL;
+   bson_t *doc =
+      *start == '{' ? bson_new_from_json((const uint8_t *)data, (ssize_t)len, &json_error) : NULL;
    if (!doc) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "config file '%s': %s", path,
                      *start == '{' ? json_error.message : "expected a JSON object ({...})");

@@ -57,8 +57,9 @@ parse_int(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const c
 {
    long long v;
    if (!parse_ll(text, &v) || v < opt->min || v > opt->max) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected an integer from %lld to %lld, got '%s'", what,
-                     opt->min, opt->max, text);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "%s: expected an integer from %lld to %lld, got '%s'", what, opt->min,
+                     opt->max, text);
       return false;
    }
    if (opt->type == OPT_SIZE) {
@@ -101,7 +102,8 @@ check_name(const relay_opt_t *opt, const char *name, const char *what, bson_erro
       bad = "a field name cannot contain . or start with $";
    }
    if (bad) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: %s, got '%s'", what, bad, name);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: %s, got '%s'", what, bad,
+                     name);
       return false;
    }
    return true;
@@ -140,12 +142,13 @@ parse_list(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const 
       }
       bool ok = check_name(opt, start, what, error);
       if (ok && has_collection(cfg, start)) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: collection '%s' given twice", what, start);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "%s: collection '%s' given twice", what, start);
          ok = false;
       }
       if (ok) {
-         cfg->collections = bson_realloc(cfg->collections,
-                                         (cfg->n_collections + 1) * sizeof(char *));
+         cfg->collections =
+            bson_realloc(cfg->collections, (cfg->n_collections + 1) * sizeof(char *));
          cfg->collections[cfg->n_collections++] = bson_strdup(start);
       }
       bson_free(name);
@@ -177,8 +180,8 @@ check_template(const relay_opt_t *opt, const char *text, const char *what, bson_
    for (const char *p = text; (p = strpbrk(p, "{}")); p++) {
       const char *close = *p == '{' ? strchr(p, '}') : NULL;
       if (!close) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: unbalanced '%c' in '%s' (placeholders: %s)", what, *p,
-                        text, known);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "%s: unbalanced '%c' in '%s' (placeholders: %s)", what, *p, text, known);
          return false;
       }
       size_t len = (size_t)(close - p + 1);
@@ -187,8 +190,8 @@ check_template(const relay_opt_t *opt, const char *text, const char *what, bson_
                 (len == 4 && !strncmp(p, "{id}", 4)) || (len == 6 && !strncmp(p, "{type}", 6)) ||
                 (len == 11 && !strncmp(p, "{partition}", 11));
       if (!ok) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: unknown placeholder '%.*s' (known: %s)", what, (int)len,
-                        p, known);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "%s: unknown placeholder '%.*s' (known: %s)", what, (int)len, p, known);
          return false;
       }
       p = close;
@@ -205,7 +208,8 @@ check_mongodb_uri(const char *text, const char *what, bson_error_t *error)
       /* The URI itself is not quoted, and mongoc's message may quote its password
        * (`Password "..." must not have unescaped chars`): cut it out. */
       char *shown = relay_redact_message(uri_error.message, text);
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: not a valid MongoDB connection string: %s", what, shown);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "%s: not a valid MongoDB connection string: %s", what, shown);
       bson_free(shown);
       return false;
    }
@@ -216,8 +220,7 @@ check_mongodb_uri(const char *text, const char *what, bson_error_t *error)
 /* paho takes "user:pw@" for part of the host name (and prints it in its traces), so
  * credentials in the URI are refused, naming the options that carry them. */
 static bool
-check_mqtt_userinfo(const char *text, const char *authority, const char *what,
-                    bson_error_t *error)
+check_mqtt_userinfo(const char *text, const char *authority, const char *what, bson_error_t *error)
 {
    size_t len = strcspn(authority, "/?#");
    if (!memchr(authority, '@', len)) {
@@ -236,8 +239,8 @@ check_mqtt_userinfo(const char *text, const char *authority, const char *what,
 bool
 _relay_mqtt_scheme(const char *uri, size_t *len)
 {
-   static const char *const schemes[] = {"tcp://", "ssl://",  "mqtt://",
-                                         "mqtts://", "ws://", "wss://"};
+   static const char *const schemes[] = {"tcp://",   "ssl://", "mqtt://",
+                                         "mqtts://", "ws://",  "wss://"};
    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
       size_t n = strlen(schemes[i]);
       if (!strncasecmp(uri, schemes[i], n)) {
@@ -287,7 +290,8 @@ static bool
 check_file(const char *text, const char *what, bson_error_t *error)
 {
    if (access(text, R_OK) != 0) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: cannot read '%s': %s", what, text, strerror(errno));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: cannot read '%s': %s",
+                     what, text, strerror(errno));
       return false;
    }
    return true;
@@ -310,7 +314,8 @@ _relay_read_secret_file(const char *path, const char *what, bson_error_t *error)
    FILE *f = fopen(path, "r");
    struct stat st;
    if (!f) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: cannot read '%s': %s", what, path, strerror(errno));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: cannot read '%s': %s",
+                     what, path, strerror(errno));
       return NULL;
    }
    if (fstat(fileno(f), &st) == 0) {
@@ -323,7 +328,8 @@ _relay_read_secret_file(const char *path, const char *what, bson_error_t *error)
    bool too_long = n == sizeof buf - 1 && fgetc(f) != EOF;
    fclose(f);
    if (too_long) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: '%s' is longer than 4096 bytes", what, path);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "%s: '%s' is longer than 4096 bytes", what, path);
       return NULL;
    }
    buf[n] = '\0';
@@ -335,15 +341,16 @@ _relay_read_secret_file(const char *path, const char *what, bson_error_t *error)
       }
    }
    if (strlen(buf) != n) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: '%s' contains a NUL byte", what, path);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: '%s' contains a NUL byte",
+                     what, path);
       return NULL;
    }
    return bson_strdup(buf);
 }
 
 static bool
-apply_secret_file(relay_config_t *cfg, const relay_opt_t *opt, const char *text,
-                  const char *what, bson_error_t *error)
+apply_secret_file(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const char *what,
+                  bson_error_t *error)
 {
    char *secret = _relay_read_secret_file(text, what, error);
    if (!secret) {
@@ -388,14 +395,16 @@ apply_enum(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const 
       }
    } else if (opt->type == OPT_MQTT_VERSION) {
       expected = "5 (MQTT 5) or 4 (MQTT 3.1.1)";
-      int v = !strcmp(text, "5") || !strcmp(text, "5.0") ? 5
-              : !strcmp(text, "4") || !strcmp(text, "3.1.1") ? 4 : 0;
+      int v = !strcmp(text, "5") || !strcmp(text, "5.0")     ? 5
+              : !strcmp(text, "4") || !strcmp(text, "3.1.1") ? 4
+                                                             : 0;
       if ((ok = v != 0)) {
          *FIELD(cfg, opt, int) = v;
       }
    }
    if (!ok) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected %s, got '%s'", what, expected, text);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected %s, got '%s'",
+                     what, expected, text);
    }
    return ok;
 }
@@ -407,7 +416,8 @@ check_string(const relay_opt_t *opt, const char *text, const char *what, bson_er
    case OPT_STRING:
    case OPT_SECRET:
       if ((long long)strlen(text) < opt->min) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: must not be empty", what);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: must not be empty",
+                        what);
          return false;
       }
       return true;
@@ -442,8 +452,8 @@ lower_scheme(char *uri)
 }
 
 bool
-_relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text,
-                 const char *what, bool append, bson_error_t *error)
+_relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const char *what,
+                 bool append, bson_error_t *error)
 {
    switch (opt->type) {
    case OPT_INT:
@@ -451,7 +461,8 @@ _relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text,
       return parse_int(cfg, opt, text, what, error);
    case OPT_BOOL:
       if (!parse_bool(text, FIELD(cfg, opt, bool))) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: expected true or false, got '%s'", what, text);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "%s: expected true or false, got '%s'", what, text);
          return false;
       }
       return true;
@@ -521,9 +532,8 @@ _relay_opt_value_text(const relay_config_t *cfg, const relay_opt_t *opt)
    case OPT_FORMAT:
       return bson_strdup(relay_log_format_name(*CFIELD(cfg, opt, relay_log_format_t)));
    case OPT_PAYLOAD:
-      return bson_strdup(*CFIELD(cfg, opt, relay_payload_mode_t) == RELAY_PAYLOAD_BINARY
-                            ? "binary"
-                            : "structured");
+      return bson_strdup(
+         *CFIELD(cfg, opt, relay_payload_mode_t) == RELAY_PAYLOAD_BINARY ? "binary" : "structured");
    case OPT_PROPS:
       return _relay_user_props_text(*CFIELD(cfg, opt, unsigned));
    case OPT_SECRET:

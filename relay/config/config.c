@@ -51,7 +51,8 @@ scan_long(args_t *args, int argc, char **argv, int *i, bson_error_t *error)
    bool is_config = len == 6 && !strncmp(name, "config", 6);
    const relay_opt_t *opt = is_config ? NULL : _relay_opt_find(name, len);
    if (!opt && !is_config) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "unknown option '--%.*s' (see --help)", (int)len, name);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "unknown option '--%.*s' (see --help)", (int)len, name);
       return RELAY_CONFIG_USAGE_ERROR;
    }
    if (opt && opt->type == OPT_SECRET) {
@@ -66,7 +67,8 @@ scan_long(args_t *args, int argc, char **argv, int *i, bson_error_t *error)
       value = "true";
    } else if (!value) {
       if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2)) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "--%.*s: missing value", (int)len, name);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "--%.*s: missing value",
+                        (int)len, name);
          return RELAY_CONFIG_USAGE_ERROR;
       }
       value = argv[++*i];
@@ -98,8 +100,8 @@ scan_argv(args_t *args, int argc, char **argv, bson_error_t *error)
       } else if (!strncmp(arg, "--", 2) && arg[2]) {
          action = scan_long(args, argc, argv, &i, error);
       } else {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "unexpected argument '%s' (options start with --; see --help)",
-                        arg);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "unexpected argument '%s' (options start with --; see --help)", arg);
          return RELAY_CONFIG_USAGE_ERROR;
       }
       if (action != RELAY_CONFIG_RUN) {
@@ -123,7 +125,8 @@ load_env(relay_config_t *cfg, bson_error_t *error)
    const relay_opt_t *pw = _relay_opt_find("mqtt-password", 13);
    const relay_opt_t *pw_file = _relay_opt_find("mqtt-password-file", 18);
    if (env_value(pw) && env_value(pw_file)) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s and %s are both set: set only one", pw->env, pw_file->env);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "%s and %s are both set: set only one", pw->env, pw_file->env);
       return false;
    }
    for (size_t i = 0; i < relay_n_opts; i++) {
@@ -189,7 +192,8 @@ load(relay_config_t *cfg, int argc, char **argv, bool mongodb_only, bson_error_t
    if (!args.config_path) {
       args.config_path = getenv("OUTBOX_CONFIG");
    }
-   if ((args.config_path && *args.config_path && !_relay_config_load_file(cfg, args.config_path, error)) ||
+   if ((args.config_path && *args.config_path &&
+        !_relay_config_load_file(cfg, args.config_path, error)) ||
        !load_env(cfg, error)) {
       action = RELAY_CONFIG_INVALID;
       goto done;

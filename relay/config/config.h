@@ -48,22 +48,22 @@ typedef struct relay_config_t {
    size_t n_collections;
 
    /* MQTT. */
-   char *mqtt_uri;       /* tcp://, ssl://, mqtt://, mqtts://, ws://, wss:// */
-   char *topic_template; /* "outbox/{collection}/{id}"; also {db}, {type} */
-   char *source_template; /* CloudEvents "source": "/{db}/{collection}"; same placeholders */
-   int qos;               /* 0, 1 (default) or 2 */
-   int mqtt_version;      /* 5 (default) or 4 (3.1.1) */
-   char *name;            /* relay name, "outbox-relay": relays with one name form a group */
-   char *client_id;       /* MQTT client id; defaults to name (see client_id_from_name) */
+   char *mqtt_uri;           /* tcp://, ssl://, mqtt://, mqtts://, ws://, wss:// */
+   char *topic_template;     /* "outbox/{collection}/{id}"; also {db}, {type} */
+   char *source_template;    /* CloudEvents "source": "/{db}/{collection}"; same placeholders */
+   int qos;                  /* 0, 1 (default) or 2 */
+   int mqtt_version;         /* 5 (default) or 4 (3.1.1) */
+   char *name;               /* relay name, "outbox-relay": relays with one name form a group */
+   char *client_id;          /* MQTT client id; defaults to name (see client_id_from_name) */
    bool client_id_from_name; /* not given: each process connects as "<name>-<8 hex>" */
    relay_payload_mode_t payload_mode;
    unsigned user_properties; /* RELAY_PROP_* bits, RELAY_PROP_ALL by default */
-   char *mqtt_ca_file;   /* PEM CA bundle; NULL = system default store */
-   char *mqtt_cert_file; /* client certificate (PEM) */
-   char *mqtt_key_file;  /* client private key (PEM) */
-   bool mqtt_tls_insecure; /* true disables hostname verification (false = verify) */
+   char *mqtt_ca_file;       /* PEM CA bundle; NULL = system default store */
+   char *mqtt_cert_file;     /* client certificate (PEM) */
+   char *mqtt_key_file;      /* client private key (PEM) */
+   bool mqtt_tls_insecure;   /* true disables hostname verification (false = verify) */
    char *mqtt_username;
-   char *mqtt_password; /* never logged: relay_config_dump() shows "***" */
+   char *mqtt_password;      /* never logged: relay_config_dump() shows "***" */
    char *mqtt_password_file; /* where mqtt_password was read from, or NULL */
    bool mqtt_clean_start;
    int mqtt_keepalive_s;
@@ -77,24 +77,24 @@ typedef struct relay_config_t {
    char *requeues_field;     /* "requeues": incremented by a requeue (outbox-admin, liboutbox) */
 
    /* Flow control and timing. */
-   int inflight_window;        /* 256: unacknowledged publishes at most */
-   int max_buffered_events;    /* 10000: read from the stream but not yet cleared */
-   size_t max_buffered_bytes;  /* 32 MiB: the BSON size of those events */
-   int clear_batch_size;       /* 500: acknowledged events cleared per round-trip at most */
-   int clear_interval_ms;      /* 20: how long acknowledgements are collected before a clear */
-   int checkpoint_interval_ms; /* 1000 */
-   int shutdown_timeout_ms;    /* 10000: wait for acknowledgements on SIGTERM at most */
-   size_t max_message_bytes;   /* 268435455: larger messages are dead-lettered */
-   int publish_timeout_ms;     /* 30000: unacknowledged this long, the connection is dropped */
-   int reconnect_min_ms;       /* 100 */
-   int reconnect_max_ms;       /* 10000 */
+   int inflight_window;          /* 256: unacknowledged publishes at most */
+   int max_buffered_events;      /* 10000: read from the stream but not yet cleared */
+   size_t max_buffered_bytes;    /* 32 MiB: the BSON size of those events */
+   int clear_batch_size;         /* 500: acknowledged events cleared per round-trip at most */
+   int clear_interval_ms;        /* 20: how long acknowledgements are collected before a clear */
+   int checkpoint_interval_ms;   /* 1000 */
+   int shutdown_timeout_ms;      /* 10000: wait for acknowledgements on SIGTERM at most */
+   size_t max_message_bytes;     /* 268435455: larger messages are dead-lettered */
+   int publish_timeout_ms;       /* 30000: unacknowledged this long, the connection is dropped */
+   int reconnect_min_ms;         /* 100 */
+   int reconnect_max_ms;         /* 10000 */
    int pending_scan_interval_ms; /* 30000: count stored pending events and dead letters; 0 off */
 
    /* Groups (relays with the same name share the partitions through leases). */
-   int partitions;        /* 32: fixed for a group */
-   int lease_ttl_ms;      /* 10000: a lease expires this long after its last renewal */
-   int lease_renew_ms;    /* 2000: how often leases are renewed */
-   int lease_margin_ms;   /* 2000: stop publishing this long before the lease could expire */
+   int partitions;         /* 32: fixed for a group */
+   int lease_ttl_ms;       /* 10000: a lease expires this long after its last renewal */
+   int lease_renew_ms;     /* 2000: how often leases are renewed */
+   int lease_margin_ms;    /* 2000: stop publishing this long before the lease could expire */
    char *lease_collection; /* NULL: the state collection */
 
    /* The archive of published events (outbox/archive.h): written before each clear. */
@@ -123,8 +123,7 @@ typedef enum {
 
 /* Fills @cfg with the defaults (also what relay_config_load() starts from). Any previous
  * contents are overwritten, not freed. */
-void
-relay_config_init_defaults(relay_config_t *cfg);
+void relay_config_init_defaults(relay_config_t *cfg);
 
 /* Loads the configuration from @argv, the environment and the config file (--config FILE or
  * OUTBOX_CONFIG) on top of the defaults and validates it. @cfg must be initialised with
@@ -132,44 +131,38 @@ relay_config_init_defaults(relay_config_t *cfg);
  * destroyed with relay_config_destroy() whatever is returned. On USAGE_ERROR or INVALID,
  * @error->message says exactly what is wrong, naming the flag, variable or key, e.g.
  * "--qos: expected 0, 1 or 2, got '7'". @argv is not modified. */
-relay_config_action_t
-relay_config_load(relay_config_t *cfg, int argc, char **argv, bson_error_t *error);
+relay_config_action_t relay_config_load(relay_config_t *cfg, int argc, char **argv,
+                                        bson_error_t *error);
 
 /* Like relay_config_load(), for tools that share the relay's configuration but only talk to
  * MongoDB (outbox-admin): the MQTT options are not required (nor is --collection: with none,
  * cfg->n_collections is 0). --help, --version and --check-config are not recognised here
  * (they are the tool's own business). */
-relay_config_action_t
-relay_config_load_mongodb(relay_config_t *cfg, int argc, char **argv, bson_error_t *error);
+relay_config_action_t relay_config_load_mongodb(relay_config_t *cfg, int argc, char **argv,
+                                                bson_error_t *error);
 
 /* Whether "--@name" (@len bytes, without the dashes and any "=value") is an option of the
  * relay's table or --config, and whether it takes a value (all but the booleans do). Lets
  * tools that accept the relay's options alongside their own split a command line. */
-bool
-relay_config_is_option(const char *name, size_t len, bool *takes_value);
+bool relay_config_is_option(const char *name, size_t len, bool *takes_value);
 
 /* Appends the effective configuration to @out, one "key = value" line per option in the
  * config file's key names; passwords are "***" and credentials inside URIs are replaced by
  * "***" too. Used by --check-config. */
-void
-relay_config_dump(const relay_config_t *cfg, bson_string_t *out);
+void relay_config_dump(const relay_config_t *cfg, bson_string_t *out);
 
 /* Appends the effective configuration as a single line of "key=value" pairs separated by
  * spaces (for the startup log line), redacted like relay_config_dump(). */
-void
-relay_config_dump_line(const relay_config_t *cfg, bson_string_t *out);
+void relay_config_dump_line(const relay_config_t *cfg, bson_string_t *out);
 
 /* Returns a newly allocated copy of @uri with any "user:password@" or "password=..." query
  * value replaced by "***" (the user name stays). Free with bson_free(). NULL gives NULL. */
-char *
-relay_config_redact_uri(const char *uri);
+char *relay_config_redact_uri(const char *uri);
 
 /* Writes the --help text: every option with its variable and default. */
-void
-relay_config_usage(FILE *out);
+void relay_config_usage(FILE *out);
 
 /* Frees everything @cfg owns and zeroes it; NULL-safe, may be called twice. */
-void
-relay_config_destroy(relay_config_t *cfg);
+void relay_config_destroy(relay_config_t *cfg);
 
 #endif /* RELAY_CONFIG_H */

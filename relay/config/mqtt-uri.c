@@ -88,7 +88,8 @@ _relay_mqtt_uri_check_address(const char *uri, size_t scheme_len, const char *wh
       return true;
    }
    char *shown = relay_redact_uri(uri);
-   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: '%s' has %s", what, shown, why);
+   bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: '%s' has %s", what, shown,
+                  why);
    bson_free(shown);
    return false;
 }

@@ -48,7 +48,7 @@ takeable(const relay_balance_input_t *in, int p)
 {
    const relay_lease_view_t *l = &in->leases[p];
    bool reserved_for_other =
-       l->reserved_for && !same(l->reserved_for, in->me) && l->reservation_live;
+      l->reserved_for && !same(l->reserved_for, in->me) && l->reservation_live;
    return (!l->owner || !l->live) && !same(l->owner, in->me) && !reserved_for_other &&
           !l->malformed;
 }

@@ -165,8 +165,8 @@ check_group(const relay_lease_store_t *st, const bson_t *doc, bson_error_t *erro
          bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                         "group '%s' keeps its leases in collection '%s' (%s); started with "
                         "--lease-collection %s: use the same value or another --name",
-                        st->name, bson_iter_utf8(&it, NULL),
-                        mongoc_collection_get_name(st->state), leases);
+                        st->name, bson_iter_utf8(&it, NULL), mongoc_collection_get_name(st->state),
+                        leases);
          return RELAY_GROUP_MISMATCH;
       }
       return ensure_leases(st, NULL, error) ? RELAY_GROUP_OK : RELAY_GROUP_RETRY;

@@ -28,8 +28,8 @@ struct relay_drained_t {
 struct relay_lease_t {
    const relay_config_t *cfg;
    relay_metrics_t *metrics;
-   char *me;   /* instance id */
-   char *host; /* for the member document */
+   char *me;       /* instance id */
+   char *host;     /* for the member document */
    char *settings; /* what members must share (lease-store.h) */
    int pid;
    void (*wake)(void *);
@@ -40,21 +40,21 @@ struct relay_lease_t {
    mongoc_collection_t *state_coll, *lease_coll;
    mongoc_database_t *db;
    relay_lease_store_t st;
-   bool ready;              /* the group documents are set up */
-   bool joined;             /* a tick read the group: members that differ are warned about */
-   bool mismatch_logged;    /* a member that differs was named */
-   bool elsewhere;          /* a group of this name lives in another collection too */
+   bool ready;               /* the group documents are set up */
+   bool joined;              /* a tick read the group: members that differ are warned about */
+   bool mismatch_logged;     /* a member that differs was named */
+   bool elsewhere;           /* a group of this name lives in another collection too */
    bool stalled;             /* said once until partitions have owners again */
    int64_t unowned_since_ns; /* CLOCK_BOOTTIME since partitions have had no owner; 0: none */
-   bool fatal;              /* this process cannot join: no more ticks */
-   bool down_logged;        /* MongoDB unreachable was said already */
-   bool tick_failed;        /* something failed in the current tick */
-   relay_partset_t owned;   /* the lease table: partitions owned ... */
-   int64_t *epochs;         /* ... at these epochs */
-   bool *handoff_posted;    /* HANDOFF sent to the main thread for this epoch */
-   bool *malformed_seen;    /* its lease was malformed at the last read (said once) */
-   char **handoff_to;       /* who asked */
-   int64_t *scratch_epochs; /* a copy of the main thread's epochs for a checkpoint */
+   bool fatal;               /* this process cannot join: no more ticks */
+   bool down_logged;         /* MongoDB unreachable was said already */
+   bool tick_failed;         /* something failed in the current tick */
+   relay_partset_t owned;    /* the lease table: partitions owned ... */
+   int64_t *epochs;          /* ... at these epochs */
+   bool *handoff_posted;     /* HANDOFF sent to the main thread for this epoch */
+   bool *malformed_seen;     /* its lease was malformed at the last read (said once) */
+   char **handoff_to;        /* who asked */
+   int64_t *scratch_epochs;  /* a copy of the main thread's epochs for a checkpoint */
    relay_group_snapshot_t *snap;
    uint32_t rotate;
    uint32_t ticks;

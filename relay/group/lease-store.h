@@ -52,7 +52,8 @@ typedef enum {
 } relay_group_init_t;
 
 /* Creates or checks the group document (which records the lease collection; a group of
- * this name found in another collection of the database is a MISMATCH), migrates an old checkpoint document
+ * this name found in another collection of the database is a MISMATCH), migrates an old checkpoint
+ * document
  * ({_id: name, token} without partitions: its token goes into every lease), and makes sure
  * all P lease documents exist. A group document created here starts a new group: the
  * leases' old tokens are cleared (epochs keep counting), so deleting the state document still

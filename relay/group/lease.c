@@ -322,8 +322,7 @@ static bool
 open_store(relay_lease_t *l, bson_error_t *error)
 {
    const relay_config_t *cfg = l->cfg;
-   l->client =
-       relay_store_client_new_for(cfg, "outbox-relay-lease", RELAY_CONCERNS_LEASES, error);
+   l->client = relay_store_client_new_for(cfg, "outbox-relay-lease", RELAY_CONCERNS_LEASES, error);
    if (!l->client) {
       return false;
    }
@@ -475,7 +474,7 @@ void
 relay_lease_render_metrics(const relay_lease_t *l, bson_string_t *out)
 {
    static const char *const les[RELAY_RENEW_BUCKETS] = {
-       "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5"};
+      "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5"};
    uint64_t cumulative = 0;
 
    bson_string_append(out, "# HELP outbox_relay_lease_epoch Epoch (the fencing token) of each "
@@ -498,10 +497,10 @@ relay_lease_render_metrics(const relay_lease_t *l, bson_string_t *out)
                                 b < RELAY_RENEW_BUCKETS ? les[b] : "+Inf", cumulative);
    }
    bson_string_append_printf(
-       out,
-       "outbox_relay_lease_renew_seconds_sum %.6f\noutbox_relay_lease_renew_seconds_count %" PRIu64
-       "\n",
-       (double)atomic_load((_Atomic uint64_t *)&l->renew_sum_us) / 1e6,
-       atomic_load((_Atomic uint64_t *)&l->renew_count));
+      out,
+      "outbox_relay_lease_renew_seconds_sum %.6f\noutbox_relay_lease_renew_seconds_count %" PRIu64
+      "\n",
+      (double)atomic_load((_Atomic uint64_t *)&l->renew_sum_us) / 1e6,
+      atomic_load((_Atomic uint64_t *)&l->renew_count));
    relay_skew_render(&l->skew, out);
 }

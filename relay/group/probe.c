@@ -13,18 +13,18 @@ int
 relay_group_probe(mongoc_collection_t *coll)
 {
    static const char *const values[] = {
-       "{\"$numberInt\": \"5\"}",
-       "{\"$numberLong\": \"1099511627776\"}",
-       "{\"$numberDouble\": \"-2.7\"}",
-       "\"string to hash\"",
-       "{\"a\": \"abc\", \"b\": [1, {\"c\": true}]}",
-       "{\"$binary\": {\"base64\": \"AAECAwQFBgcICQoLDA0ODw==\", \"subType\": \"04\"}}",
-       "{\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"00\"}}",
-       "{\"$oid\": \"5b2be413c06d924ab26ff9ca\"}",
-       "true",
-       "{\"$date\": {\"$numberLong\": \"1700000000000\"}}"};
+      "{\"$numberInt\": \"5\"}",
+      "{\"$numberLong\": \"1099511627776\"}",
+      "{\"$numberDouble\": \"-2.7\"}",
+      "\"string to hash\"",
+      "{\"a\": \"abc\", \"b\": [1, {\"c\": true}]}",
+      "{\"$binary\": {\"base64\": \"AAECAwQFBgcICQoLDA0ODw==\", \"subType\": \"04\"}}",
+      "{\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"00\"}}",
+      "{\"$oid\": \"5b2be413c06d924ab26ff9ca\"}",
+      "true",
+      "{\"$date\": {\"$numberLong\": \"1700000000000\"}}"};
    bson_string_t *json =
-       bson_string_new("{\"pipeline\": [{\"$limit\": 1}, {\"$project\": {\"_id\": 0");
+      bson_string_new("{\"pipeline\": [{\"$limit\": 1}, {\"$project\": {\"_id\": 0");
    bson_t *pipeline;
    bson_error_t error;
    mongoc_cursor_t *cursor;
@@ -59,7 +59,7 @@ relay_group_probe(mongoc_collection_t *coll)
       }
    } else if (mongoc_cursor_error(cursor, &error)) {
       bool network =
-          error.domain == MONGOC_ERROR_STREAM || error.domain == MONGOC_ERROR_SERVER_SELECTION;
+         error.domain == MONGOC_ERROR_STREAM || error.domain == MONGOC_ERROR_SERVER_SELECTION;
       if (network) {
          result = 0;
       } else {

@@ -144,21 +144,21 @@ relay_skew_render(const relay_skew_t *s, bson_string_t *out)
       return;
    }
    bson_string_append_printf(
-       out,
-       "# HELP outbox_relay_server_clock_skew_seconds The MongoDB primary's clock (hello "
-       "localTime) minus this relay's wall clock at the middle of the round trip, at the last "
-       "lease tick.\n"
-       "# TYPE outbox_relay_server_clock_skew_seconds gauge\n"
-       "outbox_relay_server_clock_skew_seconds %.6f\n"
-       "# HELP outbox_relay_server_clock_skew_uncertainty_seconds Half the round trip of that "
-       "measurement.\n"
-       "# TYPE outbox_relay_server_clock_skew_uncertainty_seconds gauge\n"
-       "outbox_relay_server_clock_skew_uncertainty_seconds %.6f\n"
-       "# HELP outbox_relay_server_clock_skew_spread_seconds Largest difference between the "
-       "skews of the members seen as primary in the last hour.\n"
-       "# TYPE outbox_relay_server_clock_skew_spread_seconds gauge\n"
-       "outbox_relay_server_clock_skew_spread_seconds %.6f\n",
-       (double)atomic_load((_Atomic int64_t *)&s->skew_us) / 1e6,
-       (double)atomic_load((_Atomic int64_t *)&s->uncertainty_us) / 1e6,
-       (double)atomic_load((_Atomic int64_t *)&s->spread_us) / 1e6);
+      out,
+      "# HELP outbox_relay_server_clock_skew_seconds The MongoDB primary's clock (hello "
+      "localTime) minus this relay's wall clock at the middle of the round trip, at the last "
+      "lease tick.\n"
+      "# TYPE outbox_relay_server_clock_skew_seconds gauge\n"
+      "outbox_relay_server_clock_skew_seconds %.6f\n"
+      "# HELP outbox_relay_server_clock_skew_uncertainty_seconds Half the round trip of that "
+      "measurement.\n"
+      "# TYPE outbox_relay_server_clock_skew_uncertainty_seconds gauge\n"
+      "outbox_relay_server_clock_skew_uncertainty_seconds %.6f\n"
+      "# HELP outbox_relay_server_clock_skew_spread_seconds Largest difference between the "
+      "skews of the members seen as primary in the last hour.\n"
+      "# TYPE outbox_relay_server_clock_skew_spread_seconds gauge\n"
+      "outbox_relay_server_clock_skew_spread_seconds %.6f\n",
+      (double)atomic_load((_Atomic int64_t *)&s->skew_us) / 1e6,
+      (double)atomic_load((_Atomic int64_t *)&s->uncertainty_us) / 1e6,
+      (double)atomic_load((_Atomic int64_t *)&s->spread_us) / 1e6);
 }

@@ -122,7 +122,7 @@ take(const relay_lease_store_t *st, relay_group_snapshot_t *snap, const bson_t *
       snap->n_leases++;
       l->owner = keep(snap, string_or_null(doc, "owner"));
       l->malformed =
-          !bson_iter_init_find(&it, doc, "epoch") || !relay_lease_epoch_read(&it, &l->epoch);
+         !bson_iter_init_find(&it, doc, "epoch") || !relay_lease_epoch_read(&it, &l->epoch);
       l->live = flag(doc, "live");
       l->handoff_to = keep(snap, string_or_null(doc, "handoff.to"));
       l->reserved_for = keep(snap, string_or_null(doc, "reservedFor"));

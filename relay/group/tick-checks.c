@@ -42,11 +42,9 @@ _relay_lease_settings(const relay_config_t *cfg)
    for (size_t i = 0; i < cfg->n_collections; i++) {
       bson_string_append_printf(s, "%s%s", i ? "," : "", names[i]);
    }
-   bson_string_append_printf(s, " state-collection=%s lease-collection=%s lease-ttl-ms=%d",
-                             cfg->state_collection,
-                             cfg->lease_collection ? cfg->lease_collection
-                                                   : cfg->state_collection,
-                             cfg->lease_ttl_ms);
+   bson_string_append_printf(
+      s, " state-collection=%s lease-collection=%s lease-ttl-ms=%d", cfg->state_collection,
+      cfg->lease_collection ? cfg->lease_collection : cfg->state_collection, cfg->lease_ttl_ms);
    bson_free(names);
    return bson_string_free(s, false);
 }
@@ -167,10 +165,10 @@ _relay_lease_check_settings(relay_lease_t *l)
    }
    if (!l->joined) {
       char *msg = bson_strdup_printf(
-          "cannot join group '%s': member %s runs with %s; this relay was started with %s: "
-          "give every member the same --collection list, --state-collection, "
-          "--lease-collection and --lease-ttl-ms, or another --name",
-          l->cfg->name, other, theirs, l->settings);
+         "cannot join group '%s': member %s runs with %s; this relay was started with %s: "
+         "give every member the same --collection list, --state-collection, "
+         "--lease-collection and --lease-ttl-ms, or another --name",
+         l->cfg->name, other, theirs, l->settings);
       l->fatal = true;
       if (!relay_lease_store_leave(&l->st, &error)) {
          relay_log(RELAY_LOG_DEBUG, "group", "deleting the member document failed: %s",

@@ -52,15 +52,15 @@ void
 _relay_lease_note_down(relay_lease_t *l, const char *what, const bson_error_t *error)
 {
    bool auth =
-       error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
+      error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE;
    if (auth && !l->ready) {
       /* Wrong credentials before the relay ever worked will not fix themselves: stop, so the
        * operator sees it at once. mongoc passes the server's answer to the SASL conversation
        * on as is (e.g. "no such command: 'saslStart'"): say that authentication failed. */
       char *msg = bson_strdup_printf(
-          "MongoDB authentication failed (%s): check the user, password, authSource and "
-          "authMechanism of --mongodb-uri; exiting with status %d",
-          error->message, EX_NOPERM);
+         "MongoDB authentication failed (%s): check the user, password, authSource and "
+         "authMechanism of --mongodb-uri; exiting with status %d",
+         error->message, EX_NOPERM);
       l->fatal = true;
       _relay_lease_post_fatal(l, EX_NOPERM, msg);
       bson_free(msg);
@@ -287,8 +287,8 @@ balance(relay_lease_t *l, bool eligible)
 {
    relay_balance_plan_t *plan = bson_malloc(sizeof *plan);
    relay_balance_input_t in = {
-       l->cfg->partitions, l->me,    l->snap->leases, (const char *const *)l->snap->member_ids,
-       l->snap->n_members, eligible, l->rotate};
+      l->cfg->partitions, l->me,    l->snap->leases, (const char *const *)l->snap->member_ids,
+      l->snap->n_members, eligible, l->rotate};
    bson_error_t error;
 
    relay_balance_plan(&in, plan);
@@ -316,7 +316,7 @@ check_unsharded(relay_lease_t *l)
 {
    bson_error_t error;
    relay_sharding_t rc = relay_sharding_check_group(
-       l->client, l->cfg->database, l->cfg->state_collection, l->cfg->lease_collection, &error);
+      l->client, l->cfg->database, l->cfg->state_collection, l->cfg->lease_collection, &error);
 
    if (rc == RELAY_SHARDING_REFUSE) {
       l->fatal = true;

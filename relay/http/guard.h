@@ -38,35 +38,28 @@ typedef struct relay_http_guard_t relay_http_guard_t;
  * MHD_OPTION_NOTIFY_CONNECTION, set MHD_OPTION_CONNECTION_LIMIT above @max_waiting (new
  * connections must be accepted to displace old ones), and call relay_http_guard_received() and
  * relay_http_guard_done() from the handlers. NULL if the thread cannot start. */
-relay_http_guard_t *
-relay_http_guard_new(unsigned max_waiting, unsigned deadline_ms);
+relay_http_guard_t *relay_http_guard_new(unsigned max_waiting, unsigned deadline_ms);
 
 /* Stops the watchdog and frees the guard; call after MHD_stop_daemon(). NULL-safe. */
-void
-relay_http_guard_destroy(relay_http_guard_t *guard);
+void relay_http_guard_destroy(relay_http_guard_t *guard);
 
 /* The MHD_OPTION_NOTIFY_CONNECTION callback; @cls is the guard. */
-void
-relay_http_guard_notify(void *cls, struct MHD_Connection *connection, void **socket_context,
-                        enum MHD_ConnectionNotificationCode code);
+void relay_http_guard_notify(void *cls, struct MHD_Connection *connection, void **socket_context,
+                             enum MHD_ConnectionNotificationCode code);
 
 /* The request on @connection has arrived whole: the application works on it now. Idempotent. */
-void
-relay_http_guard_received(relay_http_guard_t *guard, struct MHD_Connection *connection);
+void relay_http_guard_received(relay_http_guard_t *guard, struct MHD_Connection *connection);
 
 /* The request on @connection ended (from MHD_OPTION_NOTIFY_COMPLETED): the next one on a
  * kept-alive connection gets a new deadline. */
-void
-relay_http_guard_done(relay_http_guard_t *guard, struct MHD_Connection *connection);
+void relay_http_guard_done(relay_http_guard_t *guard, struct MHD_Connection *connection);
 
 /* Connections cut so far (deadline or eviction). Thread-safe. */
-uint64_t
-relay_http_guard_cut(relay_http_guard_t *guard);
+uint64_t relay_http_guard_cut(relay_http_guard_t *guard);
 
 /* An MHD_OPTION_UNESCAPE_CALLBACK: percent-decodes like libmicrohttpd, except a value that
  * holds "%00", which stays encoded: a decoded NUL cut "/metrics%00anything" (or
  * "/contacts/<id>%00anything") down to a path that matched. */
-size_t
-relay_http_guard_unescape(void *cls, struct MHD_Connection *connection, char *s);
+size_t relay_http_guard_unescape(void *cls, struct MHD_Connection *connection, char *s);
 
 #endif /* RELAY_HTTP_GUARD_H */

@@ -152,8 +152,7 @@ serve_health(relay_http_t *http, struct MHD_Connection *conn)
    if (n < 0 || (size_t)n >= sizeof body) {
       n = (int)sizeof body - 1; /* cut (never sent past the buffer) */
    }
-   return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body,
-                  (size_t)n);
+   return respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body, (size_t)n);
 }
 
 static enum MHD_Result
@@ -166,8 +165,8 @@ handle(void *cls, struct MHD_Connection *conn, const char *url, const char *meth
 
    relay_http_guard_received(http->guard, conn);
    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
-      return respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
-                     not_allowed, sizeof not_allowed - 1);
+      return respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", not_allowed,
+                     sizeof not_allowed - 1);
    }
    if (strcmp(url, "/metrics") == 0) {
       return serve_metrics(http, conn);
@@ -228,14 +227,17 @@ relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *err
    /* This endpoint serves a scraper and a probe: slow or stuck clients must not take it off
     * line (guard.h). The logger goes first, or MHD reports options before it on its own
     * stderr logger. */
-   http->daemon = http->guard ? MHD_start_daemon(
-      flags, 0, NULL, NULL, handle, http, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned int)CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-      MHD_OPTION_NOTIFY_CONNECTION, relay_http_guard_notify, http->guard,
-      MHD_OPTION_NOTIFY_COMPLETED, completed, http,
-      MHD_OPTION_UNESCAPE_CALLBACK, relay_http_guard_unescape, NULL, MHD_OPTION_END) : NULL;
+   http->daemon =
+      http->guard
+         ? MHD_start_daemon(
+              flags, 0, NULL, NULL, handle, http, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+              (unsigned int)CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+              (unsigned int)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+              (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_CONNECTION, relay_http_guard_notify,
+              http->guard, MHD_OPTION_NOTIFY_COMPLETED, completed, http,
+              MHD_OPTION_UNESCAPE_CALLBACK, relay_http_guard_unescape, NULL, MHD_OPTION_END)
+         : NULL;
    if (!http->daemon) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_LISTEN,
                      "metrics-listen: cannot listen on '%s' (address in use?)", listen);

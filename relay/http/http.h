@@ -23,15 +23,12 @@ typedef struct relay_http_t relay_http_t;
 /* Starts serving on @listen, "HOST:PORT" ("127.0.0.1:9464", "[::1]:9464", "localhost:0";
  * port 0 picks a free port, see relay_http_port()). @metrics is borrowed and must outlive
  * the server. Returns NULL and fills @error if the address is malformed or cannot be bound. */
-relay_http_t *
-relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *error);
+relay_http_t *relay_http_start(const char *listen, relay_metrics_t *metrics, bson_error_t *error);
 
 /* The port actually bound. */
-uint16_t
-relay_http_port(const relay_http_t *http);
+uint16_t relay_http_port(const relay_http_t *http);
 
 /* Stops the server and waits for its thread; NULL-safe. */
-void
-relay_http_stop(relay_http_t *http);
+void relay_http_stop(relay_http_t *http);
 
 #endif /* RELAY_HTTP_H */

@@ -21,7 +21,7 @@ struct relay_metrics_t {
     * HTTP thread, so it is guarded. */
    pthread_mutex_t name_mutex;
    char *name;
-   relay_series_t *series; /* set once at start-up */
+   relay_series_t *series;                        /* set once at start-up */
    void (*render)(void *ctx, bson_string_t *out); /* guarded by name_mutex */
    void *render_ctx;
    _Atomic(const char *) role;
@@ -282,8 +282,8 @@ relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out)
    render_info(metrics, out);
    for (int i = 0; i < RELAY_M_COUNTER_COUNT_; i++) {
       const metric_desc_t *d = &counter_descs[i];
-      bson_string_append_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n",
-                                d->name, d->help, d->name, d->name,
+      bson_string_append_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", d->name,
+                                d->help, d->name, d->name,
                                 relay_metrics_get(metrics, (relay_counter_t)i));
    }
    for (int i = 0; i < RELAY_G_GAUGE_COUNT_; i++) {

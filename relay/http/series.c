@@ -12,9 +12,8 @@
 #include <string.h>
 
 /* 1 ms to 10 min: sub-millisecond publishing on a quiet loopback up to an outage's backlog. */
-const double relay_series_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                      0.5,   1,      2.5,   5,    10,    30,   60,  120,
-                                      300,   600};
+const double relay_series_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                      1,     2.5,    5,     10,   30,    60,   120, 300,  600};
 const size_t relay_series_n_bounds = sizeof relay_series_bounds / sizeof relay_series_bounds[0];
 #define N_BUCKETS (sizeof relay_series_bounds / sizeof relay_series_bounds[0] + 1)
 
@@ -128,8 +127,8 @@ relay_series_oldest(const relay_series_t *s)
 {
    int64_t oldest = 0;
    for (size_t i = 0; s && i < s->n; i++) {
-      int64_t t = atomic_load_explicit(&((relay_series_t *)s)->colls[i].oldest_ms,
-                                       memory_order_relaxed);
+      int64_t t =
+         atomic_load_explicit(&((relay_series_t *)s)->colls[i].oldest_ms, memory_order_relaxed);
       if (t && (!oldest || t < oldest)) {
          oldest = t;
       }
@@ -198,8 +197,8 @@ relay_series_render(const relay_series_t *s, bson_string_t *out)
    }
    for (int g = 0; g < RELAY_S_COUNT_; g++) {
       const char *name = stored_descs[g].name;
-      bson_string_append_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", name,
-                                stored_descs[g].help, name);
+      bson_string_append_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, stored_descs[g].help,
+                                name);
       for (size_t i = 0; i < s->n; i++) {
          bson_string_append(out, name);
          append_label(out, s->colls[i].name, NULL);

@@ -19,15 +19,15 @@
 #include <bson/bson.h>
 
 typedef enum {
-   RELAY_H_COMMIT_TO_ACK = 0, /* outbox_relay_commit_to_ack_seconds: event time to PUBACK */
+   RELAY_H_COMMIT_TO_ACK = 0,  /* outbox_relay_commit_to_ack_seconds: event time to PUBACK */
    RELAY_H_PUBLISH_ROUND_TRIP, /* outbox_relay_publish_round_trip_seconds: send to PUBACK */
    RELAY_H_ARCHIVE_WRITE,      /* outbox_relay_archive_write_seconds: one archive write */
    RELAY_H_COUNT_,
 } relay_histogram_t;
 
 typedef enum {
-   RELAY_S_PENDING_EVENTS = 0, /* outbox_relay_stored_pending_events */
-   RELAY_S_DEAD_LETTERS,       /* outbox_relay_stored_dead_letters */
+   RELAY_S_PENDING_EVENTS = 0,  /* outbox_relay_stored_pending_events */
+   RELAY_S_DEAD_LETTERS,        /* outbox_relay_stored_dead_letters */
    RELAY_S_MALFORMED_DOCUMENTS, /* outbox_relay_stored_malformed_documents */
    RELAY_S_COUNT_,
 } relay_stored_gauge_t;

@@ -48,8 +48,8 @@ relay_mqtt_on_disconnect_packet(void *context, MQTTProperties *props, enum MQTTR
    const char *text = relay_mqtt_disconnect_text((int)reason);
    atomic_store(&m->last_disconnect_reason, (int)reason);
    relay_log(RELAY_LOG_WARNING, "mqtt",
-             "connection lost: the broker disconnected with reason 0x%02X (%s)%s%s%s",
-             (int)reason, text ? text : "not a reason MQTT 5 defines",
+             "connection lost: the broker disconnected with reason 0x%02X (%s)%s%s%s", (int)reason,
+             text ? text : "not a reason MQTT 5 defines",
              reason == 0x8E ? ": another client connected with client id '" : "",
              reason == 0x8E ? m->client_id : "", reason == 0x8E ? "'" : "");
    report_lost(m);

@@ -28,7 +28,7 @@ relay_mqtt_push(relay_mqtt_t *m, relay_mqtt_kind_t kind, uint64_t tag, int code,
       m->qhead = 0;
    }
    m->queue[(m->qhead + m->qlen) % m->qcap] =
-       (relay_mqtt_completion_t){.kind = kind, .tag = tag, .code = code, .reason = reason};
+      (relay_mqtt_completion_t){.kind = kind, .tag = tag, .code = code, .reason = reason};
    m->qlen++;
    pthread_cond_signal(&m->cond);
    pthread_mutex_unlock(&m->lock);

@@ -16,9 +16,9 @@
  * A consumer that deduplicates on event-id, or a CloudEvents SDK reading binary mode's user
  * properties, must never get a producer's header instead. */
 static const char *const reserved[] = {
-    "event-id", "event-type",  "entity-id", "seq",  "specversion",     "id",
-    "source",   "type",        "subject",   "time", "datacontenttype", "dataschema",
-    "data",     "data_base64",
+   "event-id", "event-type",  "entity-id", "seq",  "specversion",     "id",
+   "source",   "type",        "subject",   "time", "datacontenttype", "dataschema",
+   "data",     "data_base64",
 };
 
 static bool

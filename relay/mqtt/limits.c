@@ -30,7 +30,7 @@ relay_mqtt_on_connect_success5(void *context, MQTTAsync_successData5 *resp)
    if (resp &&
        MQTTProperties_hasProperty(&resp->properties, MQTTPROPERTY_CODE_MAXIMUM_PACKET_SIZE)) {
       mp = (unsigned)MQTTProperties_getNumericValue(&resp->properties,
-                                                     MQTTPROPERTY_CODE_MAXIMUM_PACKET_SIZE);
+                                                    MQTTPROPERTY_CODE_MAXIMUM_PACKET_SIZE);
    }
    atomic_store(&m->max_packet, mp);
 }

@@ -38,8 +38,9 @@ relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *e
    rc = MQTTAsync_createWithOptions(&m->client, cfg->mqtt_uri, client_id,
                                     MQTTCLIENT_PERSISTENCE_NONE, NULL, &copts);
    if (rc != MQTTASYNC_SUCCESS) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "cannot create the MQTT client for '%s': %s",
-                     cfg->mqtt_uri, MQTTAsync_strerror(rc));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT,
+                     "cannot create the MQTT client for '%s': %s", cfg->mqtt_uri,
+                     MQTTAsync_strerror(rc));
       m->client = NULL;
       relay_mqtt_destroy(m);
       return NULL;
@@ -118,8 +119,8 @@ relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error)
    }
    rc = MQTTAsync_connect(m->client, o);
    if (rc != MQTTASYNC_SUCCESS) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "MQTT connect to '%s' failed: %s", cfg->mqtt_uri,
-                     MQTTAsync_strerror(rc));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_MQTT, "MQTT connect to '%s' failed: %s",
+                     cfg->mqtt_uri, MQTTAsync_strerror(rc));
       return false;
    }
    return true;

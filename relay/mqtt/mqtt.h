@@ -59,8 +59,7 @@ typedef struct {
 /* Creates the client (not connected yet) with client identifier @client_id (copied by paho).
  * Returns NULL and fills @error on a bad URI or options. @cfg is borrowed for the lifetime of
  * the client. */
-relay_mqtt_t *relay_mqtt_new(const relay_config_t *cfg, const char *client_id,
-                             bson_error_t *error);
+relay_mqtt_t *relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *error);
 
 /* Starts a connect attempt; its outcome arrives as CONNECTED or CONNECT_FAILED. Afterwards
  * paho reconnects by itself when the connection is lost. */

@@ -20,8 +20,8 @@ struct relay_sender_t {
    const relay_config_t *cfg;
    relay_mqtt_t *mqtt;
    relay_metrics_t *metrics; /* may be NULL */
-   char *encoded_db;     /* the database name percent-encoded for templates */
-   char **encoded_colls; /* the same for each collection */
+   char *encoded_db;         /* the database name percent-encoded for templates */
+   char **encoded_colls;     /* the same for each collection */
 };
 
 /* Percent-encodes @s once, for every message after. */
@@ -100,9 +100,9 @@ note_dropped_headers(relay_sender_t *s, const relay_entity_t *e, const relay_hea
 {
    if (h->dropped) {
       relay_metrics_add(s->metrics, RELAY_M_HEADERS_DROPPED, h->dropped);
-      relay_log(RELAY_LOG_WARNING, "mqtt",
-                "event %s (seq %lld) of %s: %zu header(s) left out: %s", e->inflight->ev.id,
-                (long long)e->inflight->ev.seq, e->rendered, h->dropped, h->reason);
+      relay_log(RELAY_LOG_WARNING, "mqtt", "event %s (seq %lld) of %s: %zu header(s) left out: %s",
+                e->inflight->ev.id, (long long)e->inflight->ev.seq, e->rendered, h->dropped,
+                h->reason);
    }
 }
 

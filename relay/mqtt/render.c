@@ -263,7 +263,8 @@ bool
 relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_t *error)
 {
    if (!tmpl || !*tmpl) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: the template is empty", what);
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: the template is empty",
+                     what);
       return false;
    }
    for (const char *p = tmpl; *p;) {
@@ -280,7 +281,8 @@ relay_template_check(const char *tmpl, const char *what, bool topic, bson_error_
          return false;
       }
       if (topic && (*p == '+' || *p == '#')) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: MQTT wildcard '%c' in the template", what, *p);
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                        "%s: MQTT wildcard '%c' in the template", what, *p);
          return false;
       }
       p++;
@@ -374,7 +376,7 @@ civil_from_days(int64_t days, int *y, int *m, int *d)
 {
    int64_t z = days + 719468;
    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-   int64_t doe = z - era * 146097;                                    /* 0..146096 */
+   int64_t doe = z - era * 146097;                                      /* 0..146096 */
    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* 0..399 */
    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* 0..365 */
    int64_t mp = (5 * doy + 2) / 153;                                    /* 0..11, from March */

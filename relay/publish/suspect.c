@@ -78,16 +78,15 @@ convicted_reason(relay_suspect_t *s, bool timed_out)
       return keep(s, bson_strdup_printf("the broker closed the connection each time this message "
                                         "was sent (%d times in a row), the last time with MQTT 5 "
                                         "DISCONNECT reason 0x%02X (%s)",
-                                        RELAY_SUSPECT_STRIKES, code,
-                                        text ? text : "unknown code"));
+                                        RELAY_SUSPECT_STRIKES, code, text ? text : "unknown code"));
    }
-   return keep(s, bson_strdup_printf("the broker closed the connection each time this message was "
-                                     "sent (%d times in a row) without giving a reason%s: a message "
-                                     "larger than it accepts does this (then set max-message-bytes "
-                                     "to its limit), and so does a topic, payload or permission it "
-                                     "refuses (see the broker's log)",
-                                     RELAY_SUSPECT_STRIKES,
-                                     s->mqtt_version == 5 ? "" : " (MQTT 3.1.1 has none)"));
+   return keep(s, bson_strdup_printf(
+                     "the broker closed the connection each time this message was "
+                     "sent (%d times in a row) without giving a reason%s: a message "
+                     "larger than it accepts does this (then set max-message-bytes "
+                     "to its limit), and so does a topic, payload or permission it "
+                     "refuses (see the broker's log)",
+                     RELAY_SUSPECT_STRIKES, s->mqtt_version == 5 ? "" : " (MQTT 3.1.1 has none)"));
 }
 
 static void

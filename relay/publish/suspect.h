@@ -53,7 +53,8 @@ bool relay_suspect_on_timeout(relay_suspect_t *s, const char *oldest_id, int tim
 
 /* The dead-letter reason if event @id is the convicted suspect (it is forgotten then), else
  * NULL. The text says what is known: that the broker never acknowledged it in time, the
- * broker's DISCONNECT reason, or that it gave none and what commonly makes a broker do that; it lives until relay_suspect_cleanup(). */
+ * broker's DISCONNECT reason, or that it gave none and what commonly makes a broker do that; it
+ * lives until relay_suspect_cleanup(). */
 const char *relay_suspect_verdict(relay_suspect_t *s, const char *id);
 
 /* Event @id was acknowledged: not a suspect any more. */

@@ -143,7 +143,8 @@ relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg, con
       ok = add_inserts(cfg, member, bulk, stmts[i], now, &owner, &n_docs, &cap);
    }
    if (!ok) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_ARCHIVE, "an archive entry could not be built");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_ARCHIVE,
+                     "an archive entry could not be built");
    } else {
       bson_destroy(&reply);
       ok = mongoc_bulk_operation_execute(bulk, &reply, error) != 0;

@@ -29,10 +29,10 @@ typedef struct {
    bson_value_t id; /* owned */
    bson_t *ids;     /* array of event id strings (owned; a pointer, as stmts moves) */
    uint32_t n_ids;
-   int part;        /* the entity's group partition, -1 if unknown (archived with it) */
-   bson_t *events;  /* with an archive: array of the events as stored (owned), else NULL */
-   void *entity;    /* the caller's; not touched by the clearer */
-   bool failed;     /* set by the clearer */
+   int part;       /* the entity's group partition, -1 if unknown (archived with it) */
+   bson_t *events; /* with an archive: array of the events as stored (owned), else NULL */
+   void *entity;   /* the caller's; not touched by the clearer */
+   bool failed;    /* set by the clearer */
 } relay_clear_stmt_t;
 
 typedef struct {

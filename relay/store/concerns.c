@@ -123,8 +123,8 @@ relay_concerns_describe(const relay_config_t *cfg, bson_string_t *out)
                              "server default\n",
                              "concerns.clears", data_wt);
    bson_string_append(
-       out,
-       "concerns.dead-letters   = as clears (a dead-letter move is one update of the entity)\n");
+      out,
+      "concerns.dead-letters   = as clears (a dead-letter move is one update of the entity)\n");
    bson_string_append_printf(out,
                              "%-23s = w: majority, wtimeout %" PRId64
                              " ms; cleared only once a majority holds the entry\n",

@@ -67,22 +67,21 @@ name_malformed(relay_scanner_t *s, size_t i)
       mongoc_client_get_collection(client, cfg->database, cfg->collections[i]);
    char *events0 = bson_strdup_printf("%s.0", cfg->events_field);
    char *dead0 = bson_strdup_printf("%s.0", cfg->dead_letters_field);
-   bson_t *filter = BCON_NEW(
-      "$or", "[", "{", events0, "{", "$exists", BCON_BOOL(true), "}", cfg->events_field, "{",
-      "$not", "{", "$type", BCON_UTF8("array"), "}", "}", "}", "{", dead0, "{", "$exists",
-      BCON_BOOL(true), "}", cfg->dead_letters_field, "{", "$not", "{", "$type",
-      BCON_UTF8("array"), "}", "}", "}", "]");
-   bson_t *opts = BCON_NEW("projection", "{", "_id", BCON_INT32(1), "}", "limit",
-                           BCON_INT64(NAME_PER_SCAN));
+   bson_t *filter =
+      BCON_NEW("$or", "[", "{", events0, "{", "$exists", BCON_BOOL(true), "}", cfg->events_field,
+               "{", "$not", "{", "$type", BCON_UTF8("array"), "}", "}", "}", "{", dead0, "{",
+               "$exists", BCON_BOOL(true), "}", cfg->dead_letters_field, "{", "$not", "{", "$type",
+               BCON_UTF8("array"), "}", "}", "}", "]");
+   bson_t *opts =
+      BCON_NEW("projection", "{", "_id", BCON_INT32(1), "}", "limit", BCON_INT64(NAME_PER_SCAN));
    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
    const bson_t *doc;
    bson_iter_t it;
 
    while (mongoc_cursor_next(cursor, &doc)) {
       size_t len;
-      char *id = bson_iter_init_find(&it, doc, "_id")
-                    ? relay_render_id(bson_iter_value(&it), &len)
-                    : bson_strdup("(no _id)");
+      char *id = bson_iter_init_find(&it, doc, "_id") ? relay_render_id(bson_iter_value(&it), &len)
+                                                      : bson_strdup("(no _id)");
       if (first_time(s, bson_strdup_printf("%zu:%s", i, id))) {
          relay_log(RELAY_LOG_WARNING, "scanner",
                    "document %s/%s: its %s or %s field is not an array: its events are not "
@@ -158,15 +157,14 @@ static bool
 open_collections(relay_scanner_t *s, bson_error_t *error)
 {
    const relay_config_t *cfg = s->cfg;
-   bson_t *opts = BCON_NEW("versionField", BCON_UTF8(cfg->version_field), "eventSeqField",
-                           BCON_UTF8(cfg->event_seq_field), "eventsField",
-                           BCON_UTF8(cfg->events_field), "deadLettersField",
-                           BCON_UTF8(cfg->dead_letters_field), "cacheSize", BCON_INT32(0));
+   bson_t *opts =
+      BCON_NEW("versionField", BCON_UTF8(cfg->version_field), "eventSeqField",
+               BCON_UTF8(cfg->event_seq_field), "eventsField", BCON_UTF8(cfg->events_field),
+               "deadLettersField", BCON_UTF8(cfg->dead_letters_field), "cacheSize", BCON_INT32(0));
    bool ok = true;
    s->colls = bson_malloc0(cfg->n_collections * sizeof *s->colls);
    for (size_t i = 0; i < cfg->n_collections && ok; i++) {
-      s->colls[i] = outbox_collection_new(s->pool, cfg->database, cfg->collections[i], opts,
-                                          error);
+      s->colls[i] = outbox_collection_new(s->pool, cfg->database, cfg->collections[i], opts, error);
       ok = s->colls[i] != NULL;
    }
    bson_destroy(opts);
@@ -192,7 +190,8 @@ relay_scanner_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_erro
    }
    bool ok = s->pool && open_collections(s, error);
    if (ok && pthread_create(&s->thread, NULL, run, s) != 0) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD, "cannot start the scanner thread");
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD,
+                     "cannot start the scanner thread");
       ok = false;
    }
    if (!ok) {

@@ -59,7 +59,7 @@ namespaces_filter(const char *db, const char *state, const char *lease)
    char *state_ns = bson_strdup_printf("%s.%s", db, state);
    char *lease_ns = bson_strdup_printf("%s.%s", db, lease);
    bson_t *filter =
-       BCON_NEW("_id", "{", "$in", "[", BCON_UTF8(state_ns), BCON_UTF8(lease_ns), "]", "}");
+      BCON_NEW("_id", "{", "$in", "[", BCON_UTF8(state_ns), BCON_UTF8(lease_ns), "]", "}");
    bson_free(state_ns);
    bson_free(lease_ns);
    return filter;

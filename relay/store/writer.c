@@ -142,7 +142,7 @@ dead_letter(relay_writer_t *w, relay_entity_t *e, relay_item_t *it, bool *moved,
 
    ok = w->ops->update_one(w->ctx, e->coll, &q, &u, &reply, error);
    *moved =
-       ok && bson_iter_init_find(&iter, &reply, "modifiedCount") && bson_iter_as_int64(&iter) > 0;
+      ok && bson_iter_init_find(&iter, &reply, "modifiedCount") && bson_iter_as_int64(&iter) > 0;
    bson_destroy(&reply);
    bson_destroy(&q);
    bson_destroy(&u);

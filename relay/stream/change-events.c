@@ -117,7 +117,7 @@ relay_change_events_take(relay_ingest_t *in, relay_entity_t *e, const char *op, 
    /* While the stream replays history (after a reopen, or behind a partition's sweep), what
     * this entity already took may come again. */
    int64_t replayed_upto =
-       in->verifying || (e->part >= 0 && relay_group_fresh(in->group, e->part)) ? e->last_seq : 0;
+      in->verifying || (e->part >= 0 && relay_group_fresh(in->group, e->part)) ? e->last_seq : 0;
    if (e->read_seq > replayed_upto) {
       replayed_upto = e->read_seq; /* shown by a read of its document already */
    }
@@ -164,8 +164,8 @@ relay_change_events_seq(const relay_ingest_t *in, const char *op, const bson_t *
 {
    bool whole = !strcmp(op, "insert") || !strcmp(op, "replace");
    char *path =
-       bson_strdup_printf("%s.%s", whole ? "fullDocument" : "updateDescription.updatedFields",
-                          in->cfg->event_seq_field);
+      bson_strdup_printf("%s.%s", whole ? "fullDocument" : "updateDescription.updatedFields",
+                         in->cfg->event_seq_field);
    bson_iter_t it, found;
    int64_t seq = 0;
    if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &found) &&

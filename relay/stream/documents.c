@@ -79,8 +79,7 @@ relay_docs_offer_one(relay_ingest_t *in, relay_entity_t *e, const bson_value_t *
                      relay_pos_t *pos, int64_t replayed_upto, bool from_document)
 {
    relay_event_t ev;
-   if (relay_table_seen(e, relay_event_peek_seq(value), value,
-                        from_document ? 0 : replayed_upto)) {
+   if (relay_table_seen(e, relay_event_peek_seq(value), value, from_document ? 0 : replayed_upto)) {
       return;
    }
    relay_event_parse(value, &ev);
@@ -185,8 +184,8 @@ relay_docs_read(relay_ingest_t *in, int coll, int part, const bson_value_t *id,
       }
       relay_log(RELAY_LOG_WARNING, "stream", "reading an entity failed%s: %s",
                 relay_concerns_read_timed_out(&error)
-                    ? " (the majority has not got its change yet; retrying)"
-                    : "",
+                   ? " (the majority has not got its change yet; retrying)"
+                   : "",
                 error.message);
       return false;
    }
@@ -222,8 +221,8 @@ relay_docs_sync(relay_ingest_t *in, int coll, const relay_partset_t *parts, cons
       /* After the sweep's start and the newest change the stream gave (what the table
        * took from it): a snapshot older than these, as a new primary's may be for a
        * moment, would show events taken and cleared since as pending. */
-      relay_ts_t after = relay_ts_cmp(in->newest_change, in->sweep_start) > 0 ? in->newest_change
-                                                                              : in->sweep_start;
+      relay_ts_t after =
+         relay_ts_cmp(in->newest_change, in->sweep_start) > 0 ? in->newest_change : in->sweep_start;
       if (!relay_docs_read(in, coll, part, bson_iter_value(&it), &after, pos)) {
          relay_sweep_request(in, part); /* read it again with the partition's next sweep */
       }

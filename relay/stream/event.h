@@ -17,8 +17,8 @@ typedef struct {
    bson_value_t raw; /* the array element exactly as stored (owned copy) */
    /* id, type and data point into raw (valid while the event lives; a copied struct takes
     * them along with raw's buffer). */
-   const char *id;   /* NULL if missing or invalid */
-   int64_t seq;      /* 0 if missing or invalid (valid seqs start at 1) */
+   const char *id; /* NULL if missing or invalid */
+   int64_t seq;    /* 0 if missing or invalid (valid seqs start at 1) */
    const char *type;
    bool has_time;
    int64_t time_ms;

@@ -101,11 +101,10 @@ relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
    char *first = bson_strdup_printf("fullDocument.%s.0", cfg->events_field);
    char *events = bson_strdup_printf("fullDocument.%s", cfg->events_field);
    char *seq = bson_strdup_printf("updateDescription.updatedFields.%s", cfg->event_seq_field);
-   char *requeues =
-      bson_strdup_printf("updateDescription.updatedFields.%s", cfg->requeues_field);
+   char *requeues = bson_strdup_printf("updateDescription.updatedFields.%s", cfg->requeues_field);
    bson_t *exists = BCON_NEW("$exists", BCON_BOOL(true));
-   bson_t *not_array = BCON_NEW("$exists", BCON_BOOL(true), "$not", "{", "$type", BCON_INT32(4),
-                                "}");
+   bson_t *not_array =
+      BCON_NEW("$exists", BCON_BOOL(true), "$not", "{", "$type", BCON_INT32(4), "}");
 
    BSON_APPEND_DOCUMENT_BEGIN(pipeline, "0", &stage);
    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
@@ -223,8 +222,7 @@ wait_room(relay_reader_t *rd, uint64_t gen)
 {
    bool ok;
    pthread_mutex_lock(&rd->lock);
-   while ((rd->qlen >= QUEUE_MAX || rd->qbytes >= QUEUE_MAX_BYTES) && !rd->stop &&
-          rd->gen == gen) {
+   while ((rd->qlen >= QUEUE_MAX || rd->qbytes >= QUEUE_MAX_BYTES) && !rd->stop && rd->gen == gen) {
       pthread_cond_wait(&rd->cond, &rd->lock);
    }
    ok = !rd->stop && rd->gen == gen;

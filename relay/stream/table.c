@@ -406,8 +406,8 @@ relay_table_offer(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_
    }
    e->tail = it;
    t->buffered++;
-   it->bytes = it->ev.raw.value_type == BSON_TYPE_DOCUMENT ? it->ev.raw.value.v_doc.data_len
-                                                           : sizeof *it;
+   it->bytes =
+      it->ev.raw.value_type == BSON_TYPE_DOCUMENT ? it->ev.raw.value.v_doc.data_len : sizeof *it;
    t->buffered_bytes += it->bytes;
    if (valid) {
       push_ready(t, e);
@@ -430,8 +430,7 @@ holds_id(const relay_entity_t *e, const char *id)
 }
 
 bool
-relay_table_offer_requeued(relay_table_t *t, relay_entity_t *e, relay_event_t *ev,
-                           relay_pos_t *pos)
+relay_table_offer_requeued(relay_table_t *t, relay_entity_t *e, relay_event_t *ev, relay_pos_t *pos)
 {
    int64_t last_seq = e->last_seq;
    if (ev->requeued <= 0 || ev->seq == 0 || ev->seq > last_seq) {
@@ -614,8 +613,7 @@ relay_table_gather_limit(int max_buffered, int window)
 bool
 relay_table_may_gather(const relay_entity_t *e, uint32_t limit)
 {
-   return e->inflight && e->n_state[RELAY_ITEM_POISON] == 0 &&
-          e->n_state[RELAY_ITEM_ACKED] < limit;
+   return e->inflight && e->n_state[RELAY_ITEM_POISON] == 0 && e->n_state[RELAY_ITEM_ACKED] < limit;
 }
 
 relay_entity_t *

@@ -63,35 +63,35 @@ typedef struct relay_entity_t {
    bson_value_t id; /* the document's _id (owned) */
    char *rendered;  /* relay_render_id() of id */
    size_t rendered_len;
-   char *encoded;   /* rendered, percent-encoded; made by publish.c on first use, or NULL */
+   char *encoded; /* rendered, percent-encoded; made by publish.c on first use, or NULL */
    size_t encoded_len;
    int64_t last_seq; /* highest seq queued or known to be handled; later ones only */
    relay_item_t *head, *tail;
    relay_item_t *inflight;
    uint32_t n_state[RELAY_ITEM_N_STATES]; /* items per state (saves walking the list) */
-   int64_t ready_at_ms; /* after a failure: not before this time */
+   int64_t ready_at_ms;                   /* after a failure: not before this time */
    bool on_ready, on_dirty;
-   bool parked;         /* its partition may not publish now: on a list of group.c's */
+   bool parked; /* its partition may not publish now: on a list of group.c's */
    /* Why it stays in the table while it holds nothing (relay_table_evict() refuses): */
    bool sweep_hold;  /* the stream took it while a sweep of its partition runs: until the
                       * sweep ends (relay_docs_sync()) */
    int64_t read_seq; /* its document was read ahead of the stream with this eventSeq: changes
                       * up to it are replays, until the stream passes it (changes.c) */
-   int part;            /* its partition (group.c) */
+   int part;         /* its partition (group.c) */
    struct relay_entity_t *hnext, *rnext, *dnext, *pnext;
 } relay_entity_t;
 
 typedef struct {
    relay_entity_t **buckets;
    size_t nbuckets;
-   size_t count;    /* entities */
+   size_t count;          /* entities */
    size_t buffered;       /* items in all entities */
    size_t buffered_bytes; /* their BSON size (relay_item_t.bytes) */
-   size_t inflight; /* items in flight */
+   size_t inflight;       /* items in flight */
    relay_entity_t *ready_head, *ready_tail;
    relay_entity_t *dirty_head, *dirty_tail;
    relay_pos_t *pos_head, *pos_tail;
-   bson_t *checkpoint; /* newest token that may be saved (owned), NULL if none yet */
+   bson_t *checkpoint;      /* newest token that may be saved (owned), NULL if none yet */
    uint64_t checkpoint_seq; /* the seq of the position it came from */
    bool checkpoint_changed;
    uint64_t next_seq;
@@ -174,8 +174,8 @@ void relay_table_pos_reset(relay_table_t *t);
 void relay_table_pos_adopt(relay_table_t *t, relay_pos_t *pos);
 
 /* The dead-letter reason of an event whose seq is not above its entity's last seq. */
-#define RELAY_REASON_SEQ_NOT_ABOVE                                                   \
-   "seq not above the entity's last seq (a repeated or decreasing seq, written outside " \
+#define RELAY_REASON_SEQ_NOT_ABOVE                                                                 \
+   "seq not above the entity's last seq (a repeated or decreasing seq, written outside "           \
    "liboutbox)"
 
 /* Whether relay_table_offer() would skip an event with @seq whose element is @raw as seen

@@ -42,8 +42,8 @@ open_log(const char *path, bson_error_t *error)
 {
    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
    if (fd < 0) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_SYSTEM, "cannot open log file '%s': %s", path,
-                     strerror(errno));
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_SYSTEM, "cannot open log file '%s': %s",
+                     path, strerror(errno));
    }
    return fd;
 }
@@ -266,14 +266,12 @@ append_text_escaped(bson_string_t *out, const char *s)
 }
 
 static void
-format_line(bson_string_t *line, relay_log_level_t level, const char *component,
-            const char *msg)
+format_line(bson_string_t *line, relay_log_level_t level, const char *component, const char *msg)
 {
    if (atomic_load(&log_format) == RELAY_LOG_JSON) {
       bson_string_append(line, "{\"time\":\"");
       append_timestamp(line);
-      bson_string_append_printf(line, "\",\"level\":\"%s\",\"component\":\"",
-                                level_names[level]);
+      bson_string_append_printf(line, "\",\"level\":\"%s\",\"component\":\"", level_names[level]);
       append_json_escaped(line, component);
       bson_string_append(line, "\",\"msg\":\"");
       append_json_escaped(line, msg);

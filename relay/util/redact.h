@@ -29,32 +29,26 @@
  * authMechanismProperties=AWS_SESSION_TOKEN:...) replaced by "***"; the user name stays.
  * Over-redacts rather than leaks when the URI is malformed (an unescaped '@' or '/' in the
  * password). NULL gives NULL. */
-char *
-relay_redact_uri(const char *uri);
+char *relay_redact_uri(const char *uri);
 
 /* A copy of @message in which every secret of @uri (as written and percent-decoded; @uri
  * may be NULL), every registered secret and the quoted password of mongoc's
  * `Password "..." must not have unescaped chars` are replaced by "***". NULL gives NULL. */
-char *
-relay_redact_message(const char *message, const char *uri);
+char *relay_redact_message(const char *message, const char *uri);
 
 /* Like relay_redact_message(@message, NULL), but returns NULL when nothing had to be cut
  * (the common case, so relay_log() copies nothing). */
-char *
-relay_redact_known(const char *message);
+char *relay_redact_known(const char *message);
 
 /* Remembers @secret (copied) so that relay_redact_message() and the log cut it out. NULL,
  * "" and repeats are ignored. */
-void
-relay_redact_register(const char *secret);
+void relay_redact_register(const char *secret);
 
 /* Registers every secret of @uri (its password and secret query values, as written and
  * percent-decoded). NULL is ignored. */
-void
-relay_redact_register_uri(const char *uri);
+void relay_redact_register_uri(const char *uri);
 
 /* Forgets every registered secret (tests; the end of main()). */
-void
-relay_redact_forget_all(void);
+void relay_redact_forget_all(void);
 
 #endif /* RELAY_REDACT_H */

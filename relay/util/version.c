@@ -46,10 +46,10 @@ malloc_version(char *buf, size_t size)
 {
    int (*mallctl)(const char *, void *, size_t *, void *, size_t);
    /* POSIX's way to a function from dlsym(); a cast would be an ISO C diagnostic. */
-   *(void **) &mallctl = dlsym(RTLD_DEFAULT, "mallctl");
+   *(void **)&mallctl = dlsym(RTLD_DEFAULT, "mallctl");
    const char *v = NULL;
    size_t len = sizeof v;
-   if (mallctl && mallctl("version", (void *) &v, &len, NULL, 0) == 0 && v) {
+   if (mallctl && mallctl("version", (void *)&v, &len, NULL, 0) == 0 && v) {
       snprintf(buf, size, "jemalloc %s", v);
    } else {
       snprintf(buf, size, "glibc %s", gnu_get_libc_version());

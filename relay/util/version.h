@@ -7,12 +7,10 @@
 #define RELAY_VERSION_H
 
 /* The relay's version ("0.1.0"), a static string. */
-const char *
-relay_version(void);
+const char *relay_version(void);
 
 /* Versions of the relay and the libraries it was built with and runs against, one line
  * each, for --version. A static string. */
-const char *
-relay_version_long(void);
+const char *relay_version_long(void);
 
 #endif /* RELAY_VERSION_H */

@@ -42,11 +42,11 @@ static void
 event_id(char *buf, size_t size, int64_t n)
 {
    static uint32_t run;
-   if (!run && getrandom(&run, sizeof run, 0) != (ssize_t) sizeof run) {
-      run = (uint32_t) bench_now_ns();
+   if (!run && getrandom(&run, sizeof run, 0) != (ssize_t)sizeof run) {
+      run = (uint32_t)bench_now_ns();
    }
    snprintf(buf, size, "%08x-0000-4000-8000-%012llx", run,
-            (unsigned long long) n & 0xffffffffffffULL);
+            (unsigned long long)n & 0xffffffffffffULL);
 }
 
 void
@@ -54,7 +54,7 @@ bench_event_data(bson_t *data, int64_t n, size_t payload)
 {
    size_t pad = bench_pad_len(payload);
    BSON_APPEND_INT64(data, "bench_n", n);
-   bson_append_utf8(data, "pad", 3, bench_pad(pad), (int) pad);
+   bson_append_utf8(data, "pad", 3, bench_pad(pad), (int)pad);
 }
 
 void
@@ -67,7 +67,7 @@ bench_append_event(bson_t *parent, const char *key, int64_t n, int64_t seq, size
    BSON_APPEND_UTF8(&ev, "id", id);
    BSON_APPEND_INT64(&ev, "seq", seq);
    BSON_APPEND_UTF8(&ev, "type", "bench.event");
-   BSON_APPEND_DATE_TIME(&ev, "time", (int64_t) time(NULL) * 1000);
+   BSON_APPEND_DATE_TIME(&ev, "time", (int64_t)time(NULL) * 1000);
    bson_append_document_begin(&ev, "data", 4, &data);
    bench_event_data(&data, n, payload);
    bson_append_document_end(&ev, &data);
@@ -89,11 +89,10 @@ bool
 bench_coll_prepare(mongoc_client_t *c, const char *db, const char *coll)
 {
    bench_coll_drop(c, db, coll);
-   bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(coll), "indexes", "[", "{",
-                          "key", "{", "eventSeq", BCON_INT32(1), "}",
-                          "name", BCON_UTF8("outbox_pending"),
-                          "partialFilterExpression", "{", "events.0", "{", "$exists",
-                          BCON_BOOL(true), "}", "}", "}", "]");
+   bson_t *cmd =
+      BCON_NEW("createIndexes", BCON_UTF8(coll), "indexes", "[", "{", "key", "{", "eventSeq",
+               BCON_INT32(1), "}", "name", BCON_UTF8("outbox_pending"), "partialFilterExpression",
+               "{", "events.0", "{", "$exists", BCON_BOOL(true), "}", "}", "}", "]");
    bson_error_t err;
    bool ok = mongoc_client_write_command_with_opts(c, db, cmd, NULL, NULL, &err);
    if (!ok) {
@@ -176,15 +175,15 @@ bench_backlog_insert(mongoc_client_t *c, const char *db, const char *coll, bench
    for (size_t e = 0; e < l->entities && b.ok; e++) {
       size_t count = e < l->events ? (l->events - e - 1) / l->entities + 1 : 0;
       bson_t doc = BSON_INITIALIZER, arr;
-      entity_doc(&doc, e, (int64_t) count);
+      entity_doc(&doc, e, (int64_t)count);
       bson_append_array_begin(&doc, "events", 6, &arr);
       for (size_t k = 0; k < count; k++) {
          size_t n = e + k * l->entities;
          char key[16];
          const char *kp;
-         bson_uint32_to_string((uint32_t) k, &kp, key, sizeof key);
-         bench_append_event(&arr, kp, (int64_t) n, (int64_t) k + 1, payload);
-         l->entity_of[n] = (uint32_t) e;
+         bson_uint32_to_string((uint32_t)k, &kp, key, sizeof key);
+         bench_append_event(&arr, kp, (int64_t)n, (int64_t)k + 1, payload);
+         l->entity_of[n] = (uint32_t)e;
       }
       bson_append_array_end(&doc, &arr);
       mongoc_bulk_operation_insert(bulk_get(&b), &doc);
@@ -201,26 +200,26 @@ bench_archive_insert(mongoc_client_t *c, const char *db, const char *archive, co
                      bench_layout_t *l, size_t payload)
 {
    bulk_t b = {.col = mongoc_client_get_collection(c, db, archive), .ok = true};
-   int64_t now_ms = (int64_t) time(NULL) * 1000;
+   int64_t now_ms = (int64_t)time(NULL) * 1000;
    for (size_t n = 0; n < l->events && b.ok; n++) {
       size_t e = n % l->entities;
       char id[40], entity[32];
       bson_t entry = BSON_INITIALIZER, data;
-      event_id(id, sizeof id, (int64_t) n);
+      event_id(id, sizeof id, (int64_t)n);
       bench_entity_id(entity, sizeof entity, e);
       /* An entry as the relay writes it (outbox/archive.h). */
       BSON_APPEND_UTF8(&entry, "_id", id);
       BSON_APPEND_UTF8(&entry, "collection", coll);
       BSON_APPEND_UTF8(&entry, "entityId", entity);
-      BSON_APPEND_INT64(&entry, "seq", (int64_t) (n / l->entities) + 1);
+      BSON_APPEND_INT64(&entry, "seq", (int64_t)(n / l->entities) + 1);
       BSON_APPEND_UTF8(&entry, "type", "bench.event");
       BSON_APPEND_DATE_TIME(&entry, "time", now_ms);
       bson_append_document_begin(&entry, "data", 4, &data);
-      bench_event_data(&data, (int64_t) n, payload);
+      bench_event_data(&data, (int64_t)n, payload);
       bson_append_document_end(&entry, &data);
       BSON_APPEND_DATE_TIME(&entry, "publishedAt", now_ms);
       BSON_APPEND_UTF8(&entry, "relay", "outbox-bench");
-      l->entity_of[n] = (uint32_t) e;
+      l->entity_of[n] = (uint32_t)e;
       mongoc_bulk_operation_insert(bulk_get(&b), &entry);
       bulk_count(&b, entry.len);
       bson_destroy(&entry);
@@ -269,7 +268,7 @@ build_append(size_t e, int64_t round, int per_commit, int64_t first_n, size_t pa
    for (int j = 0; j < per_commit; j++) {
       char key[16];
       const char *kp;
-      bson_uint32_to_string((uint32_t) j, &kp, key, sizeof key);
+      bson_uint32_to_string((uint32_t)j, &kp, key, sizeof key);
       bench_append_event(&arr, kp, first_n + j, round * per_commit + j + 1, payload);
    }
    bson_append_array_end(&each, &arr);
@@ -278,8 +277,7 @@ build_append(size_t e, int64_t round, int per_commit, int64_t first_n, size_t pa
 }
 
 static size_t
-stream_update(bulk_t *b, size_t e, int64_t round, int per_commit, int64_t first_n,
-              size_t payload)
+stream_update(bulk_t *b, size_t e, int64_t round, int per_commit, int64_t first_n, size_t payload)
 {
    bson_t *filter, upd;
    build_append(e, round, per_commit, first_n, payload, &filter, &upd);
@@ -315,12 +313,12 @@ bench_stream_write(mongoc_client_t *c, const char *db, const char *coll, bench_l
    for (int64_t round = 0; n < l->events && b.ok; round++) {
       for (size_t e = 0; e < l->entities && n < l->events && b.ok; e++) {
          /* The last commit may be short; the layout's count is what is expected. */
-         int k = (int) (l->events - n < (size_t) per_commit ? l->events - n : (size_t) per_commit);
+         int k = (int)(l->events - n < (size_t)per_commit ? l->events - n : (size_t)per_commit);
          for (int j = 0; j < k; j++) {
-            l->entity_of[n + (size_t) j] = (uint32_t) e;
+            l->entity_of[n + (size_t)j] = (uint32_t)e;
          }
-         bulk_count(&b, stream_update(&b, e, round, k, base + (int64_t) n, payload));
-         n += (size_t) k;
+         bulk_count(&b, stream_update(&b, e, round, k, base + (int64_t)n, payload));
+         n += (size_t)k;
       }
    }
    bulk_flush(&b);

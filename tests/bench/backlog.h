@@ -24,8 +24,7 @@ void bench_layout_free(bench_layout_t *l);
 void bench_entity_id(char *buf, size_t size, size_t e);
 
 /* Appends one stored event {id, seq, type, time, data: {bench_n, pad}} under `key`. */
-void bench_append_event(bson_t *parent, const char *key, int64_t n, int64_t seq,
-                        size_t payload);
+void bench_append_event(bson_t *parent, const char *key, int64_t n, int64_t seq, size_t payload);
 
 /* Data of a benchmark event: {bench_n: n, pad: "xx..."}. */
 void bench_event_data(bson_t *data, int64_t n, size_t payload);
@@ -36,29 +35,27 @@ bool bench_coll_prepare(mongoc_client_t *c, const char *db, const char *coll);
 
 /* Inserts `entities` documents holding `events` pending events in total (event n belongs to
  * entity n % entities, with seq n / entities + 1). */
-bool bench_backlog_insert(mongoc_client_t *c, const char *db, const char *coll,
-                          bench_layout_t *l, size_t payload);
+bool bench_backlog_insert(mongoc_client_t *c, const char *db, const char *coll, bench_layout_t *l,
+                          size_t payload);
 
 /* Inserts `l->events` archive entries (outbox/archive.h) of collection `coll` into the
  * collection `archive`, laid out as bench_backlog_insert() lays out events: event n of entity
  * n % entities, seq n / entities + 1. The archive's indexes must exist already. */
-bool bench_archive_insert(mongoc_client_t *c, const char *db, const char *archive,
-                          const char *coll, bench_layout_t *l, size_t payload);
+bool bench_archive_insert(mongoc_client_t *c, const char *db, const char *archive, const char *coll,
+                          bench_layout_t *l, size_t payload);
 
 /* Inserts `entities` documents without events (version 1, eventSeq 0). */
-bool bench_entities_insert(mongoc_client_t *c, const char *db, const char *coll,
-                           size_t entities);
+bool bench_entities_insert(mongoc_client_t *c, const char *db, const char *coll, size_t entities);
 
 /* Appends the events to existing entities (made by bench_entities_insert) with one update of
  * `per_commit` events per entity per round, the way liboutbox would. Event numbers start at
  * `base`; `l->entity_of` is filled. */
-bool bench_stream_write(mongoc_client_t *c, const char *db, const char *coll,
-                        bench_layout_t *l, int per_commit, size_t payload, int64_t base);
+bool bench_stream_write(mongoc_client_t *c, const char *db, const char *coll, bench_layout_t *l,
+                        int per_commit, size_t payload, int64_t base);
 
 /* Appends event number `n` to entity `e` (made by bench_entities_insert) as its
  * (round + 1)-th event, in one update guarded by the version, as liboutbox would. */
-bool bench_append_one(mongoc_collection_t *col, size_t e, int64_t round, int64_t n,
-                      size_t payload);
+bool bench_append_one(mongoc_collection_t *col, size_t e, int64_t round, int64_t n, size_t payload);
 
 /* 1 when some document in the collection still has pending events, 0 when none, -1 on error. */
 int bench_pending_any(mongoc_client_t *c, const char *db, const char *coll);

@@ -54,15 +54,14 @@ received(bench_sub_t *sub, int64_t t0, bench_baseline_t *out)
    bench_sub_stats_t st;
    bench_sub_stats(sub, &st);
    if (st.distinct) {
-      out->msgs_per_s = (double) st.distinct / bench_secs(t0, st.last_ns);
-      out->avg_msg_bytes = (double) st.bytes / (double) st.total;
+      out->msgs_per_s = (double)st.distinct / bench_secs(t0, st.last_ns);
+      out->avg_msg_bytes = (double)st.bytes / (double)st.total;
    }
 }
 
 bool
 bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
-                      size_t messages, size_t payload, int window, bool bare,
-                      bench_baseline_t *out)
+                      size_t messages, size_t payload, int window, bool bare, bench_baseline_t *out)
 {
    char prefix[64];
    baseline_init(out, messages, payload, window, bare, true);
@@ -78,7 +77,7 @@ bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s, bench_sub
    for (size_t i = 0; ok && i < messages; i++) {
       ok = bench_pub_send(p, prefix, i, payload, window, bare);
    }
-   int64_t deadline = bench_now_ns() + (int64_t) (o->timeout_s * 1e9);
+   int64_t deadline = bench_now_ns() + (int64_t)(o->timeout_s * 1e9);
    ok = bench_sub_wait_all(sub, deadline) && ok;
    ok = bench_pub_wait_idle(p, deadline) && ok;
    bench_pub_stats_t ps;
@@ -86,7 +85,7 @@ bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s, bench_sub
    ok = ok && ps.failed == 0 && ps.acked == messages;
    received(sub, t0, out);
    if (ps.last_ack_ns > t0) {
-      out->acked_per_s = (double) ps.acked / bench_secs(t0, ps.last_ack_ns);
+      out->acked_per_s = (double)ps.acked / bench_secs(t0, ps.last_ack_ns);
    }
    out->ok = ok;
    bench_pub_destroy(p);
@@ -97,7 +96,7 @@ bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s, bench_sub
 static bool
 read_line(FILE *from, char *buf, size_t size)
 {
-   if (!fgets(buf, (int) size, from)) {
+   if (!fgets(buf, (int)size, from)) {
       return false;
    }
    buf[strcspn(buf, "\n")] = '\0';
@@ -125,8 +124,8 @@ pub_start(const bench_opts_t *o, const bench_servers_t *s, const char *prefix, s
    snprintf(args[2], sizeof args[2], "%d", window);
    snprintf(args[3], sizeof args[3], "%.0f", o->timeout_s);
    snprintf(args[4], sizeof args[4], "%zu", first);
-   const char *argv[] = {o->publisher_path, s->mqtt_uri, args[0], args[1], args[2],
-                         bare ? "none" : "all", prefix, args[3], args[4], NULL};
+   const char *argv[] = {o->publisher_path,     s->mqtt_uri, args[0], args[1], args[2],
+                         bare ? "none" : "all", prefix,      args[3], args[4], NULL};
    memset(p, 0, sizeof *p);
    p->pid = bench_spawn_piped(argv, &p->to, &p->from);
    bool ok = p->pid > 0 && read_line(p->from, line, sizeof line) &&
@@ -173,21 +172,21 @@ pub_end(pub_proc_t *p)
 #define MAX_PUBLISHERS 4
 
 bool
-bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
-                        int k, size_t messages, size_t payload, int window, bool bare,
+bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub, int k,
+                        size_t messages, size_t payload, int window, bool bare,
                         bench_baseline_t *out)
 {
    char prefix[64];
    pub_proc_t pubs[MAX_PUBLISHERS];
-   size_t each = messages / (size_t) k, acked = 0;
+   size_t each = messages / (size_t)k, acked = 0;
    double cpu = 0, ack_s = 0;
    bool ok = k >= 1 && k <= MAX_PUBLISHERS && each > 0;
    int started = 0;
 
-   baseline_init(out, each * (size_t) (k > 0 ? k : 1), payload, window, bare, false);
+   baseline_init(out, each * (size_t)(k > 0 ? k : 1), payload, window, bare, false);
    run_prefix(prefix, sizeof prefix);
    for (; ok && started < k; started++) {
-      ok = pub_start(o, s, prefix, each, each * (size_t) started, payload, window, bare,
+      ok = pub_start(o, s, prefix, each, each * (size_t)started, payload, window, bare,
                      &pubs[started]);
       /* Each publisher caps its window the same way; the figure says which was used. */
       capped_window(out, pubs[started].receive_max);
@@ -198,7 +197,7 @@ bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s, bench_s
    for (int i = 0; ok && i < k; i++) {
       ok = pub_go(&pubs[i]);
    }
-   int64_t deadline = bench_now_ns() + (int64_t) (o->timeout_s * 1e9);
+   int64_t deadline = bench_now_ns() + (int64_t)(o->timeout_s * 1e9);
    ok = bench_sub_wait_all(sub, deadline) && ok;
    for (int i = 0; ok && i < k; i++) {
       ok = pub_done(&pubs[i], each, &cpu);
@@ -206,8 +205,8 @@ bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s, bench_s
       ack_s = pubs[i].ack_s > ack_s ? pubs[i].ack_s : ack_s;
    }
    received(sub, t0, out);
-   out->acked_per_s = ack_s > 0 ? (double) acked / ack_s : 0;
-   out->cpu_us_per_msg = acked ? cpu * 1e6 / (double) acked : 0;
+   out->acked_per_s = ack_s > 0 ? (double)acked / ack_s : 0;
+   out->cpu_us_per_msg = acked ? cpu * 1e6 / (double)acked : 0;
    for (int i = 0; i < started; i++) {
       ok = pub_end(&pubs[i]) && ok;
    }
@@ -217,8 +216,7 @@ bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s, bench_s
 
 bool
 bench_baseline_run(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
-                   size_t messages, size_t payload, int window, bool bare,
-                   bench_baseline_t *out)
+                   size_t messages, size_t payload, int window, bool bare, bench_baseline_t *out)
 {
    return bench_baseline_together(o, s, sub, 1, messages, payload, window, bare, out);
 }

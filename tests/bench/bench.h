@@ -26,38 +26,38 @@ typedef enum { BENCH_SMOKE, BENCH_QUICK, BENCH_DEFAULT, BENCH_LONG } bench_mode_
 
 typedef struct {
    bench_mode_t mode;
-   const char *relay_path;    /* outbox-relay executable; NULL skips drain and steady */
-   const char *admin_path;    /* outbox-admin (replay); default: next to the relay */
-   const char *mongod_path;   /* test-mongod, when no OUTBOX_MONGODB_URI is given */
+   const char *relay_path;  /* outbox-relay executable; NULL skips drain and steady */
+   const char *admin_path;  /* outbox-admin (replay); default: next to the relay */
+   const char *mongod_path; /* test-mongod, when no OUTBOX_MONGODB_URI is given */
    const char *mosquitto_path;
-   const char *publisher_path; /* outbox-bench-pub, the ceiling's publisher */
+   const char *publisher_path;           /* outbox-bench-pub, the ceiling's publisher */
    const char *sysmalloc_publisher_path; /* the same with glibc's malloc; NULL: none built */
-   const char *json_path;     /* --json FILE */
+   const char *json_path;                /* --json FILE */
    const char *database;
-   const char *only;          /* comma list of parts to run, NULL = all */
+   const char *only;           /* comma list of parts to run, NULL = all */
    const char *relay_args[32]; /* extra arguments for every relay run (--relay-arg) */
    int n_relay_args;
-   const char *window_flag;   /* the relay flag that sets its in-flight window */
-   size_t events;             /* drain backlog */
+   const char *window_flag; /* the relay flag that sets its in-flight window */
+   size_t events;           /* drain backlog */
    size_t entities_few, entities_many;
-   size_t payload;            /* bytes of event data (the pad dominates) */
-   int window;                /* MQTT in-flight window, baseline and relay */
+   size_t payload; /* bytes of event data (the pad dominates) */
+   int window;     /* MQTT in-flight window, baseline and relay */
    int qos;
-   int writers;               /* steady-state writer threads */
-   double phase_s;            /* duration of a steady-state phase */
-   double lib_s;              /* duration of one library benchmark run */
-   int lib_reps;              /* runs per configuration (ABBA order when 2) */
-   double timeout_s;          /* give up on one drain after this long */
-   size_t oplog_mb;           /* test-mongod's --oplog-mb (history bound) */
+   int writers;      /* steady-state writer threads */
+   double phase_s;   /* duration of a steady-state phase */
+   double lib_s;     /* duration of one library benchmark run */
+   int lib_reps;     /* runs per configuration (ABBA order when 2) */
+   double timeout_s; /* give up on one drain after this long */
+   size_t oplog_mb;  /* test-mongod's --oplog-mb (history bound) */
    bool verbose;
 } bench_opts_t;
 
 /* Resource use of one process over one measured interval. */
 typedef struct {
-   pid_t pid;           /* 0 when the process is not ours (external server) */
-   double cpu_s;        /* user + system seconds spent in the interval */
-   double sys_s;        /* the system (kernel) part of it */
-   double hwm_mib;      /* VmHWM at the end of the interval (peak resident set) */
+   pid_t pid;      /* 0 when the process is not ours (external server) */
+   double cpu_s;   /* user + system seconds spent in the interval */
+   double sys_s;   /* the system (kernel) part of it */
+   double hwm_mib; /* VmHWM at the end of the interval (peak resident set) */
 } bench_proc_use_t;
 
 typedef struct {
@@ -65,13 +65,13 @@ typedef struct {
    size_t events, entities, received, duplicates;
    int window, events_per_commit;
    size_t payload;
-   const char *mode;       /* "sweep" (backlog before start) or "stream" (written live) */
-   double seconds;         /* relay start (sweep) or first write (stream) -> all cleared */
-   double first_msg_s;     /* -> first message at the subscriber */
-   double all_received_s;  /* -> last distinct message at the subscriber */
-   double msgs_per_s;      /* events / seconds */
+   const char *mode;           /* "sweep" (backlog before start) or "stream" (written live) */
+   double seconds;             /* relay start (sweep) or first write (stream) -> all cleared */
+   double first_msg_s;         /* -> first message at the subscriber */
+   double all_received_s;      /* -> last distinct message at the subscriber */
+   double msgs_per_s;          /* events / seconds */
    double baseline_msgs_per_s; /* baseline with the same window and payload */
-   double avg_msg_bytes;   /* MQTT payload size seen at the subscriber */
+   double avg_msg_bytes;       /* MQTT payload size seen at the subscriber */
    size_t order_violations;
    bench_proc_use_t relay, mongod, mosquitto;
    bench_proc_use_t self; /* this process: the subscriber (and the writers when streaming) */
@@ -81,7 +81,7 @@ typedef struct {
 typedef struct {
    bool ok;
    size_t events, entities, received, duplicates, order_violations;
-   int window;                 /* outbox-admin replay's in-flight window */
+   int window; /* outbox-admin replay's in-flight window */
    size_t payload;
    double seconds;             /* outbox-admin started -> every event at the subscriber */
    double msgs_per_s;          /* events / seconds */
@@ -91,12 +91,12 @@ typedef struct {
 
 typedef struct {
    bool ok;
-   double target_pct;      /* 25, 50, 90; 0 for the saturation run */
+   double target_pct; /* 25, 50, 90; 0 for the saturation run */
    double target_per_s, achieved_per_s;
    size_t events, received;
    double p50_ms, p95_ms, p99_ms, max_ms;
-   double catchup_ms;      /* last message received after the writers stopped: > a few ms
-                            * means the pipeline did not keep up with the rate */
+   double catchup_ms; /* last message received after the writers stopped: > a few ms
+                       * means the pipeline did not keep up with the rate */
 } bench_steady_t;
 
 typedef struct {
@@ -120,7 +120,7 @@ typedef struct {
    double msgs_per_s;      /* first publish -> all received by the subscriber */
    double acked_per_s;     /* first publish -> last PUBACK */
    double avg_msg_bytes;
-   double cpu_us_per_msg;  /* the publisher process's CPU per message (separate process) */
+   double cpu_us_per_msg; /* the publisher process's CPU per message (separate process) */
 } bench_baseline_t;
 
 /* Relay groups (group.c): failover after kill -9 and the drain rate of 1, 2, 4 members. */
@@ -137,21 +137,21 @@ typedef struct {
    int members;
    size_t events;
    double seconds, msgs_per_s;
-   double cpu_s[4];          /* each member's CPU over the drain */
-   double cpu_us_per_event;  /* all members' CPU / events */
-   size_t member_events[4];  /* events of each member's partitions (its leases) */
+   double cpu_s[4];               /* each member's CPU over the drain */
+   double cpu_us_per_event;       /* all members' CPU / events */
+   size_t member_events[4];       /* events of each member's partitions (its leases) */
    double member_us_per_event[4]; /* cpu_s[m] / member_events[m] */
-   bool leases_moved;        /* a partition changed owner during the drain */
-   double ceiling_one;       /* one publisher process alone, measured before this drain */
-   double ceiling_together;  /* k publisher processes side by side, measured before it */
+   bool leases_moved;             /* a partition changed owner during the drain */
+   double ceiling_one;            /* one publisher process alone, measured before this drain */
+   double ceiling_together;       /* k publisher processes side by side, measured before it */
 } bench_group_drain_t;
 
 typedef struct {
    char machine[256];
-   char mongodb[200], mqtt[200]; /* addresses without credentials */
-   bench_baseline_t baseline, baseline_bare; /* separate process: the ceiling */
-   bench_baseline_t baseline_inproc;         /* in this process: secondary */
-   bench_baseline_t baseline_sysmalloc;      /* outbox-bench-pub-sysmalloc: secondary */
+   char mongodb[200], mqtt[200];                  /* addresses without credentials */
+   bench_baseline_t baseline, baseline_bare;      /* separate process: the ceiling */
+   bench_baseline_t baseline_inproc;              /* in this process: secondary */
+   bench_baseline_t baseline_sysmalloc;           /* outbox-bench-pub-sysmalloc: secondary */
    double baseline_runs[BENCH_MAX_BASELINE_RUNS]; /* msgs/s of each ceiling run with the
                                                    * default window and payload */
    int n_baseline_runs;
@@ -168,7 +168,7 @@ typedef struct {
    bench_failover_t failover;
    bench_group_drain_t group[3]; /* 1, 2 and 4 members */
    int n_group;
-   bool failed;            /* some measurement could not complete or lost events */
+   bool failed; /* some measurement could not complete or lost events */
    char failure[512];
 } bench_results_t;
 
@@ -185,13 +185,13 @@ bench_now_ns(void)
 {
    struct timespec ts;
    clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static inline double
 bench_secs(int64_t from_ns, int64_t to_ns)
 {
-   return (double) (to_ns - from_ns) / 1e9;
+   return (double)(to_ns - from_ns) / 1e9;
 }
 
 /* options.c */
@@ -233,17 +233,17 @@ bool bench_baseline_run(const bench_opts_t *o, const bench_servers_t *s, struct 
                         bench_baseline_t *out);
 /* The same with k (1-4) publisher processes side by side, each sending messages / k: the
  * ceiling of k separate paho processes together on this machine. */
-bool bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s,
-                             struct bench_sub *sub, int k, size_t messages, size_t payload,
-                             int window, bool bare, bench_baseline_t *out);
-bool bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s,
-                           struct bench_sub *sub, size_t messages, size_t payload, int window,
-                           bool bare, bench_baseline_t *out);
+bool bench_baseline_together(const bench_opts_t *o, const bench_servers_t *s, struct bench_sub *sub,
+                             int k, size_t messages, size_t payload, int window, bool bare,
+                             bench_baseline_t *out);
+bool bench_baseline_inproc(const bench_opts_t *o, const bench_servers_t *s, struct bench_sub *sub,
+                           size_t messages, size_t payload, int window, bool bare,
+                           bench_baseline_t *out);
 /* The ceiling's publisher with glibc's malloc (o->sysmalloc_publisher_path): a secondary
  * figure, what a plain paho program gets. */
 bool bench_baseline_sysmalloc(const bench_opts_t *o, const bench_servers_t *s,
-                              struct bench_sub *sub, size_t messages, size_t payload,
-                              int window, bench_baseline_t *out);
+                              struct bench_sub *sub, size_t messages, size_t payload, int window,
+                              bench_baseline_t *out);
 
 /* Length of the "pad" string that makes an event's data about `payload` bytes as JSON. */
 static inline size_t
@@ -259,7 +259,6 @@ const char *bench_pad(size_t len);
 void bench_report_print(const bench_opts_t *o, const bench_results_t *r);
 bool bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *path);
 double bench_percentile(double *sorted, size_t n, double pct);
-void bench_fail(bench_results_t *r, const char *fmt, ...)
-   __attribute__((format(printf, 2, 3)));
+void bench_fail(bench_results_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* OUTBOX_BENCH_H */

@@ -46,9 +46,8 @@ bench_relay_wait(bench_sub_t *sub, size_t n, pid_t *relay, int64_t deadline, con
 {
    static char exited[64]; /* only the main thread waits */
    int status;
-   while (!bench_sub_wait_n(sub, n, deadline < bench_now_ns() + 200000000
-                                       ? deadline
-                                       : bench_now_ns() + 200000000)) {
+   while (!bench_sub_wait_n(
+      sub, n, deadline < bench_now_ns() + 200000000 ? deadline : bench_now_ns() + 200000000)) {
       if (bench_now_ns() >= deadline) {
          *why = "timed out waiting for messages";
          return false;
@@ -56,11 +55,9 @@ bench_relay_wait(bench_sub_t *sub, size_t n, pid_t *relay, int64_t deadline, con
       if (*relay > 0 && waitpid(*relay, &status, WNOHANG) == *relay) {
          *relay = 0; /* reaped: never signal that pid again */
          if (WIFSIGNALED(status)) {
-            snprintf(exited, sizeof exited, "the relay was killed by signal %d",
-                     WTERMSIG(status));
+            snprintf(exited, sizeof exited, "the relay was killed by signal %d", WTERMSIG(status));
          } else {
-            snprintf(exited, sizeof exited, "the relay exited with status %d",
-                     WEXITSTATUS(status));
+            snprintf(exited, sizeof exited, "the relay exited with status %d", WEXITSTATUS(status));
          }
          *why = exited;
          return false;
@@ -115,7 +112,7 @@ probe(const bench_drain_run_t *run, mongoc_client_t *c, const char *coll, bench_
    BSON_APPEND_INT64(&doc, "version", 1);
    BSON_APPEND_INT64(&doc, "eventSeq", 1);
    bson_append_array_begin(&doc, "events", 6, &arr);
-   bench_append_event(&arr, "0", (int64_t) run->events, 1, 16);
+   bench_append_event(&arr, "0", (int64_t)run->events, 1, 16);
    bson_append_array_end(&doc, &arr);
    bson_error_t err;
    bool ok = mongoc_collection_insert_one(col, &doc, NULL, NULL, &err);
@@ -124,7 +121,7 @@ probe(const bench_drain_run_t *run, mongoc_client_t *c, const char *coll, bench_
    }
    bson_destroy(&doc);
    mongoc_collection_destroy(col);
-   int64_t deadline = bench_now_ns() + (int64_t) (run->opts->timeout_s * 1e9);
+   int64_t deadline = bench_now_ns() + (int64_t)(run->opts->timeout_s * 1e9);
    return ok && bench_relay_wait(sub, 1, relay, deadline, why);
 }
 
@@ -142,8 +139,8 @@ load(const bench_drain_run_t *run, mongoc_client_t *c, const char *coll, bench_l
 }
 
 static void
-finish(const bench_drain_run_t *run, bench_sub_t *sub, const bench_layout_t *l,
-       int64_t t0, int64_t t_end, bench_drain_t *out)
+finish(const bench_drain_run_t *run, bench_sub_t *sub, const bench_layout_t *l, int64_t t0,
+       int64_t t_end, bench_drain_t *out)
 {
    bench_sub_stats_t st;
    bench_sub_stats(sub, &st);
@@ -151,10 +148,10 @@ finish(const bench_drain_run_t *run, bench_sub_t *sub, const bench_layout_t *l,
    out->received = st.distinct > expected ? expected : st.distinct;
    out->duplicates = st.total - st.distinct - st.stray;
    out->seconds = bench_secs(t0, t_end);
-   out->msgs_per_s = out->ok ? (double) run->events / out->seconds : 0;
+   out->msgs_per_s = out->ok ? (double)run->events / out->seconds : 0;
    out->first_msg_s = st.first_ns > t0 ? bench_secs(t0, st.first_ns) : 0;
    out->all_received_s = st.last_ns > t0 ? bench_secs(t0, st.last_ns) : 0;
-   out->avg_msg_bytes = st.total ? (double) st.bytes / (double) st.total : 0;
+   out->avg_msg_bytes = st.total ? (double)st.bytes / (double)st.total : 0;
    out->order_violations = bench_order_violations(l, bench_sub_rank(sub));
 }
 
@@ -200,7 +197,7 @@ measure(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_client_t 
       t0 = bench_now_ns();
       *ok = *ok && bench_stream_write(c, o->database, coll, l, run->per_commit, run->payload, 0);
    }
-   int64_t deadline = t0 + (int64_t) (o->timeout_s * 1e9);
+   int64_t deadline = t0 + (int64_t)(o->timeout_s * 1e9);
    *ok = *ok && bench_relay_wait(sub, run->events + (run->stream ? 1 : 0), relay, deadline, why);
    *ok = *ok && wait_cleared(c, o->database, coll, deadline, why);
    return t0;
@@ -212,7 +209,7 @@ bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_c
 {
    static int counter;
    char coll[64], log[96], prefix[96];
-   snprintf(coll, sizeof coll, "drain%d_%ld", ++counter, (long) getpid());
+   snprintf(coll, sizeof coll, "drain%d_%ld", ++counter, (long)getpid());
    snprintf(log, sizeof log, "relay-%s.log", coll);
    snprintf(prefix, sizeof prefix, "outbox/%s/", coll);
    init_out(run, out);

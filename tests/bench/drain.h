@@ -25,8 +25,7 @@ bool bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mon
 
 /* Waits until `n` distinct events arrived, the deadline passed, or the relay exited; in
  * the last case *relay is set to 0 (the process was reaped and must not be signalled). */
-bool bench_relay_wait(bench_sub_t *sub, size_t n, pid_t *relay, int64_t deadline,
-                      const char **why);
+bool bench_relay_wait(bench_sub_t *sub, size_t n, pid_t *relay, int64_t deadline, const char **why);
 
 /* Per entity, events must arrive (first time) in seq order, which is ascending n: how many
  * did not (@rank: bench_sub_rank()). */

@@ -38,7 +38,7 @@
 #define MAX_EVENTS 2000000
 
 static const char *const lease_args[] = {
-    "--lease-ttl-ms", "3000", "--lease-renew-ms", "500", "--lease-margin-ms", "1000", NULL};
+   "--lease-ttl-ms", "3000", "--lease-renew-ms", "500", "--lease-margin-ms", "1000", NULL};
 
 typedef struct {
    mongoc_client_t *client;
@@ -89,8 +89,8 @@ lease_counts(mongoc_client_t *c, const char *db, const char *name, const pid_t *
              int *counts, int who, relay_partset_t *mine)
 {
    mongoc_collection_t *col = mongoc_client_get_collection(c, db, "outbox_relay_state");
-   bson_t *filter = BCON_NEW("_id.relay", BCON_UTF8(name), "_id.partition", "{", "$exists",
-                             BCON_BOOL(true), "}");
+   bson_t *filter =
+      BCON_NEW("_id.relay", BCON_UTF8(name), "_id.partition", "{", "$exists", BCON_BOOL(true), "}");
    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(col, filter, NULL, NULL);
    const bson_t *doc;
    int total = 0;
@@ -301,8 +301,7 @@ wait_cleared(mongoc_client_t *c, const char *db, const char *coll, int64_t deadl
 /* Which member (index into pids) holds each partition's lease, -1 for none. False unless
  * every partition has an owner among them. */
 static bool
-owners(mongoc_client_t *c, const char *db, const char *name, const pid_t *pids, int k,
-       int *owner)
+owners(mongoc_client_t *c, const char *db, const char *name, const pid_t *pids, int k, int *owner)
 {
    relay_partset_t mine;
    int counts[4], total = 0;
@@ -328,7 +327,7 @@ member_events(const int *owner, const bench_layout_t *l, int k, size_t *out)
    for (size_t e = 0; e < l->entities; e++) {
       part[e] = part_of_entity(e);
    }
-   memset(out, 0, sizeof(size_t) * (size_t) k);
+   memset(out, 0, sizeof(size_t) * (size_t)k);
    for (size_t n = 0; n < l->events; n++) {
       int m = owner[part[l->entity_of[n]]];
       if (m >= 0) {
@@ -415,7 +414,7 @@ drain_with(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c, 
    d->cpu_us_per_event = ok ? cpu * 1e6 / (double)o->events : 0;
    for (int i = 0; ok && i < k; i++) {
       d->member_us_per_event[i] =
-         d->member_events[i] ? d->cpu_s[i] * 1e6 / (double) d->member_events[i] : 0;
+         d->member_events[i] ? d->cpu_s[i] * 1e6 / (double)d->member_events[i] : 0;
    }
    bench_coll_drop(c, o->database, coll);
    bench_layout_free(&l);

@@ -44,7 +44,7 @@ commit_lib(worker_t *w, size_t e, entity_state_t *st, int64_t n)
    bench_entity_id(id, sizeof id, e);
    bson_value_t idv = {.value_type = BSON_TYPE_UTF8};
    idv.value.v_utf8.str = id;
-   idv.value.v_utf8.len = (uint32_t) strlen(id);
+   idv.value.v_utf8.len = (uint32_t)strlen(id);
    outbox_event_t *evs[16];
    for (int j = 0; j < w->per_commit; j++) {
       bson_t data = BSON_INITIALIZER;
@@ -55,8 +55,8 @@ commit_lib(worker_t *w, size_t e, entity_state_t *st, int64_t n)
    bson_t *upd = BCON_NEW("$set", "{", "counter", BCON_INT64(n), "}");
    outbox_commit_t res;
    bson_error_t err;
-   bool ok = outbox_collection_update(w->oc, &idv, st->version, upd, evs,
-                                      (size_t) w->per_commit, &res, &err);
+   bool ok = outbox_collection_update(w->oc, &idv, st->version, upd, evs, (size_t)w->per_commit,
+                                      &res, &err);
    if (ok) {
       st->version = res.version;
       st->event_seq = res.last_seq;
@@ -76,8 +76,8 @@ commit_plain(worker_t *w, mongoc_collection_t *col, const bson_t *opts, size_t e
 {
    char id[32];
    bench_entity_id(id, sizeof id, e);
-   bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "version", BCON_INT64(st->version),
-                             "eventSeq", BCON_INT64(st->event_seq));
+   bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "version", BCON_INT64(st->version), "eventSeq",
+                             BCON_INT64(st->event_seq));
    bson_t upd = BSON_INITIALIZER, doc, each, arr;
    BSON_APPEND_DOCUMENT_BEGIN(&upd, "$set", &doc);
    BSON_APPEND_INT64(&doc, "counter", n);
@@ -92,7 +92,7 @@ commit_plain(worker_t *w, mongoc_collection_t *col, const bson_t *opts, size_t e
    for (int j = 0; j < w->per_commit; j++) {
       char key[16];
       const char *kp;
-      bson_uint32_to_string((uint32_t) j, &kp, key, sizeof key);
+      bson_uint32_to_string((uint32_t)j, &kp, key, sizeof key);
       bench_append_event(&arr, kp, n + j, st->event_seq + j + 1, w->opts->payload);
    }
    bson_append_array_end(&each, &arr);
@@ -122,7 +122,7 @@ static void *
 worker_main(void *arg)
 {
    worker_t *w = arg;
-   size_t mine = (w->entities - (size_t) w->index + (size_t) w->threads - 1) / (size_t) w->threads;
+   size_t mine = (w->entities - (size_t)w->index + (size_t)w->threads - 1) / (size_t)w->threads;
    entity_state_t *st = calloc(mine ? mine : 1, sizeof *st);
    for (size_t i = 0; i < mine; i++) {
       st[i].version = 1;
@@ -131,17 +131,17 @@ worker_main(void *arg)
    mongoc_collection_t *col = mongoc_client_get_collection(client, w->opts->database, w->coll);
    /* The library writes with w: "majority" by default; the plain update does the same. */
    bson_t *opts = BCON_NEW("writeConcern", "{", "w", BCON_UTF8("majority"), "}");
-   int64_t n = (int64_t) w->index << 40; /* bench_n values only need to be distinct */
+   int64_t n = (int64_t)w->index << 40; /* bench_n values only need to be distinct */
    bool ok = true;
    /* Untimed: one commit per entity first, so the library's (id -> version) cache is warm as
     * in a long-running service, and both variants start on the same document sizes. */
    for (size_t i = 0; i < mine && ok; i++, n += w->per_commit) {
-      size_t e = (size_t) w->index + i * (size_t) w->threads;
+      size_t e = (size_t)w->index + i * (size_t)w->threads;
       ok = w->oc ? commit_lib(w, e, &st[i], n) : commit_plain(w, col, opts, e, &st[i], n);
    }
    pthread_barrier_wait(w->start);
    for (size_t i = 0; ok && bench_now_ns() < atomic_load(w->stop_ns); i = (i + 1) % mine) {
-      size_t e = (size_t) w->index + i * (size_t) w->threads;
+      size_t e = (size_t)w->index + i * (size_t)w->threads;
       ok = w->oc ? commit_lib(w, e, &st[i], n) : commit_plain(w, col, opts, e, &st[i], n);
       n += w->per_commit;
       w->commits += ok;
@@ -175,7 +175,7 @@ process_cpu_s(void)
 {
    struct timespec ts;
    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-   return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* A fresh collection of entities without events and, for the library, a handle on it.
@@ -213,7 +213,7 @@ time_workers(const bench_opts_t *o, const bench_servers_t *s, worker_t *w, pthre
    int64_t t0 = bench_now_ns();
    double cpu0 = process_cpu_s(), server0 = bench_proc_cpu_s(s->mongod_pid);
    size_t cmds0 = atomic_load(&commands_sent);
-   atomic_store(stop_at, t0 + (int64_t) (o->lib_s * 1e9));
+   atomic_store(stop_at, t0 + (int64_t)(o->lib_s * 1e9));
    size_t commits = 0;
    bool ok = true;
    for (int i = 0; i < threads; i++) {
@@ -226,10 +226,10 @@ time_workers(const bench_opts_t *o, const bench_servers_t *s, worker_t *w, pthre
       }
    }
    if (ok && commits) {
-      res.per_s = (double) commits / bench_secs(t0, bench_now_ns());
-      res.cpu_us = (process_cpu_s() - cpu0) * 1e6 / (double) commits;
-      res.server_cpu_us = (bench_proc_cpu_s(s->mongod_pid) - server0) * 1e6 / (double) commits;
-      res.cmds = (double) (atomic_load(&commands_sent) - cmds0) / (double) commits;
+      res.per_s = (double)commits / bench_secs(t0, bench_now_ns());
+      res.cpu_us = (process_cpu_s() - cpu0) * 1e6 / (double)commits;
+      res.server_cpu_us = (bench_proc_cpu_s(s->mongod_pid) - server0) * 1e6 / (double)commits;
+      res.cmds = (double)(atomic_load(&commands_sent) - cmds0) / (double)commits;
    }
    return res;
 }
@@ -237,24 +237,31 @@ time_workers(const bench_opts_t *o, const bench_servers_t *s, worker_t *w, pthre
 /* One timed run on a fresh collection. CPU per commit is reported next to the rate: on a
  * busy machine it varies far less than throughput does. */
 static run_result_t
-timed_run(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_pool_t *pool,
-          bool lib, int threads, int per_commit)
+timed_run(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_pool_t *pool, bool lib,
+          int threads, int per_commit)
 {
    static int counter;
    char coll[64];
-   snprintf(coll, sizeof coll, "lib%d_%ld", ++counter, (long) getpid());
+   snprintf(coll, sizeof coll, "lib%d_%ld", ++counter, (long)getpid());
    outbox_collection_t *oc;
    run_result_t res = {.per_s = -1};
    if (setup_run(o, pool, coll, lib, &oc)) {
       worker_t w[8];
       pthread_t tid[8];
       pthread_barrier_t start;
-      pthread_barrier_init(&start, NULL, (unsigned) threads + 1);
+      pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
       _Atomic int64_t stop_at = INT64_MAX;
       for (int i = 0; i < threads; i++) {
-         w[i] = (worker_t){.opts = o, .pool = pool, .oc = oc, .coll = coll, .index = i,
-                           .threads = threads, .per_commit = per_commit,
-                           .entities = o->entities_few, .start = &start, .stop_ns = &stop_at};
+         w[i] = (worker_t){.opts = o,
+                           .pool = pool,
+                           .oc = oc,
+                           .coll = coll,
+                           .index = i,
+                           .threads = threads,
+                           .per_commit = per_commit,
+                           .entities = o->entities_few,
+                           .start = &start,
+                           .stop_ns = &stop_at};
          pthread_create(&tid[i], NULL, worker_main, &w[i]);
       }
       res = time_workers(o, s, w, tid, threads, &start, &stop_at);
@@ -289,8 +296,8 @@ bench_lib_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results
          bench_libcase_t *c = &r->lib[r->n_lib++];
          *c = (bench_libcase_t){.threads = threads[t], .events_per_commit = per_commit[k]};
          if (o->verbose) {
-            fprintf(stderr, "outbox-bench: library, %d threads, %d events per commit\n",
-                    c->threads, c->events_per_commit);
+            fprintf(stderr, "outbox-bench: library, %d threads, %d events per commit\n", c->threads,
+                    c->events_per_commit);
          }
          run_result_t sum[2] = {{0}}; /* [0] plain, [1] lib */
          bool ok = true;

@@ -37,8 +37,8 @@ machine_info(char *buf, size_t size)
    }
    struct utsname u;
    uname(&u);
-   snprintf(buf, size, "%s, %ld CPUs (%s), Linux %s", u.nodename,
-            sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
+   snprintf(buf, size, "%s, %ld CPUs (%s), Linux %s", u.nodename, sysconf(_SC_NPROCESSORS_ONLN),
+            model, u.release);
 }
 
 /* Copies a URI for the report without "user:password@": reports get pasted into READMEs. */
@@ -50,7 +50,7 @@ redact(char *buf, size_t size, const char *uri, const char *note)
    const char *at = strchr(host, '@');
    const char *slash = strchr(host, '/');
    if (at && (!slash || at < slash)) {
-      snprintf(buf, size, "%.*s***@%s%s", (int) (host - uri), uri, at + 1, note);
+      snprintf(buf, size, "%.*s***@%s%s", (int)(host - uri), uri, at + 1, note);
    } else {
       snprintf(buf, size, "%s%s", uri, note);
    }
@@ -84,8 +84,7 @@ baseline_again(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub
 
 /* The ceiling without user properties once more (for the drain with --user-properties none). */
 static double
-bare_again(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub,
-           bench_results_t *r)
+bare_again(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub, bench_results_t *r)
 {
    bench_baseline_t b;
    if (!bench_baseline_run(o, s, sub, baseline_messages(o), o->payload, o->window, true, &b)) {
@@ -130,19 +129,21 @@ any_drain_enabled(const bench_opts_t *o)
  * compared with the mean of the two around it, so load that comes and goes on a shared
  * machine shifts both sides of a ratio alike. */
 static void
-run_drains(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
-           bench_sub_t *sub, bench_results_t *r)
+run_drains(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c, bench_sub_t *sub,
+           bench_results_t *r)
 {
    static const char *const bare_args[] = {"--user-properties", "none", NULL};
-   static const char *const archive_args[] = {"--archive-collection", "outbox_bench_archive",
-                                              NULL};
+   static const char *const archive_args[] = {"--archive-collection", "outbox_bench_archive", NULL};
    bench_drain_t *outs[] = {&r->drain_few, &r->drain_many, &r->drain_stream, &r->drain_bare,
                             &r->drain_archive};
    double before = r->baseline_runs[0];
    for (size_t i = 0; i < sizeof drain_specs / sizeof drain_specs[0]; i++) {
       size_t entities = drain_specs[i].many ? o->entities_many : o->entities_few;
-      bench_drain_run_t run = {.opts = o, .events = o->events, .payload = o->payload,
-                               .window = o->window, .per_commit = 1,
+      bench_drain_run_t run = {.opts = o,
+                               .events = o->events,
+                               .payload = o->payload,
+                               .window = o->window,
+                               .per_commit = 1,
                                .stream = drain_specs[i].stream,
                                .extra_args = drain_specs[i].bare      ? bare_args
                                              : drain_specs[i].archive ? archive_args
@@ -161,7 +162,8 @@ run_drains(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
                     run.entities);
       }
       if (drain_specs[i].bare) {
-         outs[i]->baseline_msgs_per_s = (r->baseline_bare.msgs_per_s + bare_again(o, s, sub, r)) / 2;
+         outs[i]->baseline_msgs_per_s =
+            (r->baseline_bare.msgs_per_s + bare_again(o, s, sub, r)) / 2;
          continue;
       }
       double after = baseline_again(o, s, sub, r);
@@ -173,8 +175,8 @@ run_drains(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
 /* The replay between two ceilings with its window (outbox-admin's, not --window), compared
  * with their mean like the drains. */
 static void
-run_replay(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
-           bench_sub_t *sub, bench_results_t *r)
+run_replay(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c, bench_sub_t *sub,
+           bench_results_t *r)
 {
    bench_baseline_t before, after;
    size_t messages = baseline_messages(o);
@@ -182,37 +184,38 @@ run_replay(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
       fprintf(stderr, "outbox-bench: replay of %zu archived events (ceiling at window %d)\n",
               o->events, BENCH_REPLAY_WINDOW);
    }
-   if (!bench_baseline_run(o, s, sub, messages, o->payload, BENCH_REPLAY_WINDOW, false,
-                           &before)) {
+   if (!bench_baseline_run(o, s, sub, messages, o->payload, BENCH_REPLAY_WINDOW, false, &before)) {
       bench_fail(r, "ceiling before the replay incomplete");
    }
    if (!bench_replay_run(o, s, c, sub, &r->replay)) {
       bench_fail(r, "replay of %zu archived events incomplete", o->events);
    }
-   if (!bench_baseline_run(o, s, sub, messages, o->payload, BENCH_REPLAY_WINDOW, false,
-                           &after)) {
+   if (!bench_baseline_run(o, s, sub, messages, o->payload, BENCH_REPLAY_WINDOW, false, &after)) {
       bench_fail(r, "ceiling after the replay incomplete");
    }
    r->replay.baseline_msgs_per_s = (before.msgs_per_s + after.msgs_per_s) / 2;
 }
 
 static void
-run_scaling(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
-            bench_sub_t *sub, bench_results_t *r)
+run_scaling(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c, bench_sub_t *sub,
+            bench_results_t *r)
 {
    static const struct {
       int window, per_commit;
       size_t payload;
       bool stream;
-   } cases[] = {{16, 1, 200, false},   {64, 1, 200, false},    {256, 1, 200, false},
-                {1024, 1, 200, false}, {256, 1, 200, true},    {256, 10, 200, true},
+   } cases[] = {{16, 1, 200, false},   {64, 1, 200, false},   {256, 1, 200, false},
+                {1024, 1, 200, false}, {256, 1, 200, true},   {256, 10, 200, true},
                 {256, 1, 2048, false}, {256, 1, 65536, false}};
    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && r->n_scale < BENCH_MAX_SCALE; i++) {
       size_t events = o->events < 100000 ? o->events : 100000;
-      size_t cap = (size_t) 256 * 1024 * 1024 / cases[i].payload; /* bound the bytes moved */
+      size_t cap = (size_t)256 * 1024 * 1024 / cases[i].payload; /* bound the bytes moved */
       events = events < cap ? events : cap;
-      bench_drain_run_t run = {.opts = o, .events = events, .payload = cases[i].payload,
-                               .window = cases[i].window, .per_commit = cases[i].per_commit,
+      bench_drain_run_t run = {.opts = o,
+                               .events = events,
+                               .payload = cases[i].payload,
+                               .window = cases[i].window,
+                               .per_commit = cases[i].per_commit,
                                .stream = cases[i].stream};
       run.entities = o->entities_few < events ? o->entities_few : events;
       /* Its own baseline right before it: same window, same payload, same moment. */
@@ -249,9 +252,8 @@ run_all(const bench_opts_t *o, const bench_servers_t *s, bench_results_t *r)
    if (bench_part_enabled(o, "baseline") || any_drain_enabled(o)) {
       baseline_again(o, s, sub, r);
       /* The same without user properties shows what the message contract itself costs. */
-      if (o->mode != BENCH_SMOKE && !bench_baseline_run(o, s, sub, baseline_messages(o),
-                                                         o->payload, o->window, true,
-                                                         &r->baseline_bare)) {
+      if (o->mode != BENCH_SMOKE && !bench_baseline_run(o, s, sub, baseline_messages(o), o->payload,
+                                                        o->window, true, &r->baseline_bare)) {
          bench_fail(r, "baseline without properties incomplete");
       }
       /* paho with glibc's malloc, for comparison only (the relay and the ceiling link

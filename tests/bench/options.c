@@ -16,39 +16,40 @@ static void
 usage(FILE *out)
 {
    fprintf(out,
-      "Usage: outbox-bench [--smoke | --quick | --long] [OPTIONS]\n"
-      "End-to-end benchmark of liboutbox and outbox-relay against paho's own publish rate.\n"
-      "Servers: OUTBOX_MONGODB_URI and OUTBOX_MQTT_URI name existing ones; otherwise\n"
-      "test-mongod (--mongod) and mosquitto are started on free loopback ports.\n\n"
-      "  --smoke             a few hundred events; checks everything arrives (seconds)\n"
-      "  --quick             reduced sizes, under two minutes\n"
-      "  --long              1M-event drain and the scaling runs (window, events per\n"
-      "                      commit, payload size); test-mongod needs many GB of RAM for it\n"
-      "  --relay PATH        outbox-relay to measure (without it: baseline and lib only)\n"
-      "  --admin PATH        outbox-admin for the replay part (default: next to --relay)\n"
-      "  --mongod PATH       test-mongod executable\n"
-      "  --mosquitto PATH    mosquitto executable (default /usr/sbin/mosquitto)\n"
-      "  --publisher PATH    the ceiling's publisher (default: outbox-bench-pub next to\n"
-      "                      this program; PATH-sysmalloc, when it exists, gives a\n"
-      "                      secondary ceiling with glibc's malloc)\n"
-      "  --json FILE         also write the figures as JSON\n"
-      "  --only LIST         comma list of: baseline,drain,steady,lib,scale,group,replay; or\n"
-      "                      single drains: drain-few,drain-many,drain-stream,drain-bare,\n"
-      "                      drain-archive\n"
-      "  --events N          drain backlog size\n"
-      "  --entities A,B      entity counts of the two drains (default 1000,100000)\n"
-      "  --payload BYTES     event data size (default 200)\n"
-      "  --window N          MQTT in-flight window, baseline and relay (default 256)\n"
-      "  --window-flag FLAG  relay flag that sets its window (default --inflight-window)\n"
-      "  --relay-arg ARG     extra relay argument (repeatable)\n"
-      "  --writers N         steady-state writer threads (default 4)\n"
-      "  --phase-seconds S   duration of each steady-state phase\n"
-      "  --lib-seconds S     duration of each library benchmark run\n"
-      "  --database DB       database for the benchmark's collections (default %s)\n"
-      "  --timeout S         give up on one measurement after S seconds\n"
-      "  --oplog-mb N        test-mongod's change history bound (default 256)\n"
-      "  -v, --verbose       progress on stderr\n"
-      "  -h, --help          this help\n", BENCH_DB_DEFAULT);
+           "Usage: outbox-bench [--smoke | --quick | --long] [OPTIONS]\n"
+           "End-to-end benchmark of liboutbox and outbox-relay against paho's own publish rate.\n"
+           "Servers: OUTBOX_MONGODB_URI and OUTBOX_MQTT_URI name existing ones; otherwise\n"
+           "test-mongod (--mongod) and mosquitto are started on free loopback ports.\n\n"
+           "  --smoke             a few hundred events; checks everything arrives (seconds)\n"
+           "  --quick             reduced sizes, under two minutes\n"
+           "  --long              1M-event drain and the scaling runs (window, events per\n"
+           "                      commit, payload size); test-mongod needs many GB of RAM for it\n"
+           "  --relay PATH        outbox-relay to measure (without it: baseline and lib only)\n"
+           "  --admin PATH        outbox-admin for the replay part (default: next to --relay)\n"
+           "  --mongod PATH       test-mongod executable\n"
+           "  --mosquitto PATH    mosquitto executable (default /usr/sbin/mosquitto)\n"
+           "  --publisher PATH    the ceiling's publisher (default: outbox-bench-pub next to\n"
+           "                      this program; PATH-sysmalloc, when it exists, gives a\n"
+           "                      secondary ceiling with glibc's malloc)\n"
+           "  --json FILE         also write the figures as JSON\n"
+           "  --only LIST         comma list of: baseline,drain,steady,lib,scale,group,replay; or\n"
+           "                      single drains: drain-few,drain-many,drain-stream,drain-bare,\n"
+           "                      drain-archive\n"
+           "  --events N          drain backlog size\n"
+           "  --entities A,B      entity counts of the two drains (default 1000,100000)\n"
+           "  --payload BYTES     event data size (default 200)\n"
+           "  --window N          MQTT in-flight window, baseline and relay (default 256)\n"
+           "  --window-flag FLAG  relay flag that sets its window (default --inflight-window)\n"
+           "  --relay-arg ARG     extra relay argument (repeatable)\n"
+           "  --writers N         steady-state writer threads (default 4)\n"
+           "  --phase-seconds S   duration of each steady-state phase\n"
+           "  --lib-seconds S     duration of each library benchmark run\n"
+           "  --database DB       database for the benchmark's collections (default %s)\n"
+           "  --timeout S         give up on one measurement after S seconds\n"
+           "  --oplog-mb N        test-mongod's change history bound (default 256)\n"
+           "  -v, --verbose       progress on stderr\n"
+           "  -h, --help          this help\n",
+           BENCH_DB_DEFAULT);
 }
 
 /* outbox-bench-pub in the directory of this executable (both are built in one place). */
@@ -57,7 +58,7 @@ default_publisher(void)
 {
    static char path[4096];
    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
-   char *slash = n > 0 ? memrchr(path, '/', (size_t) n) : NULL;
+   char *slash = n > 0 ? memrchr(path, '/', (size_t)n) : NULL;
    if (!slash) {
       return "outbox-bench-pub";
    }
@@ -72,7 +73,7 @@ sysmalloc_publisher(const char *publisher)
 {
    static char path[4096];
    int n = snprintf(path, sizeof path, "%s-sysmalloc", publisher);
-   return n > 0 && (size_t) n < sizeof path && access(path, X_OK) == 0 ? path : NULL;
+   return n > 0 && (size_t)n < sizeof path && access(path, X_OK) == 0 ? path : NULL;
 }
 
 /* outbox-admin in the directory of @relay (both are built in one place); NULL when there is
@@ -82,9 +83,9 @@ admin_next_to(const char *relay)
 {
    static char path[4096];
    const char *slash = relay ? strrchr(relay, '/') : NULL;
-   int n = slash ? snprintf(path, sizeof path, "%.*s/outbox-admin", (int) (slash - relay), relay)
+   int n = slash ? snprintf(path, sizeof path, "%.*s/outbox-admin", (int)(slash - relay), relay)
                  : snprintf(path, sizeof path, "outbox-admin");
-   return relay && n > 0 && (size_t) n < sizeof path && access(path, X_OK) == 0 ? path : NULL;
+   return relay && n > 0 && (size_t)n < sizeof path && access(path, X_OK) == 0 ? path : NULL;
 }
 
 static void
@@ -142,7 +143,7 @@ parse_size(const char *flag, const char *v, size_t min, size_t *out)
       fprintf(stderr, "outbox-bench: %s needs a number >= %zu, not '%s'\n", flag, min, v);
       return false;
    }
-   *out = (size_t) x;
+   *out = (size_t)x;
    return true;
 }
 
@@ -152,8 +153,7 @@ parse_seconds(const char *flag, const char *v, double *out)
    char *end;
    double x = strtod(v, &end);
    if (!*v || *end || !(x > 0)) {
-      fprintf(stderr, "outbox-bench: %s needs a positive number of seconds, not '%s'\n",
-              flag, v);
+      fprintf(stderr, "outbox-bench: %s needs a positive number of seconds, not '%s'\n", flag, v);
       return false;
    }
    *out = x;
@@ -165,11 +165,11 @@ parse_entities(const char *v, bench_opts_t *o)
 {
    char a[32];
    const char *comma = strchr(v, ',');
-   if (!comma || (size_t) (comma - v) >= sizeof a) {
+   if (!comma || (size_t)(comma - v) >= sizeof a) {
       fprintf(stderr, "outbox-bench: --entities needs A,B (e.g. 1000,100000)\n");
       return false;
    }
-   memcpy(a, v, (size_t) (comma - v));
+   memcpy(a, v, (size_t)(comma - v));
    a[comma - v] = '\0';
    return parse_size("--entities", a, 1, &o->entities_few) &&
           parse_size("--entities", comma + 1, 1, &o->entities_many);
@@ -199,7 +199,7 @@ parse_valued(bench_opts_t *o, const char *f, const char *v)
    } else if (!strcmp(f, "--window-flag")) {
       o->window_flag = v;
    } else if (!strcmp(f, "--relay-arg")) {
-      if (o->n_relay_args >= (int) (sizeof o->relay_args / sizeof o->relay_args[0])) {
+      if (o->n_relay_args >= (int)(sizeof o->relay_args / sizeof o->relay_args[0])) {
          fprintf(stderr, "outbox-bench: too many --relay-arg\n");
          return false;
       }
@@ -211,14 +211,15 @@ parse_valued(bench_opts_t *o, const char *f, const char *v)
    } else if (!strcmp(f, "--payload")) {
       return parse_size(f, v, 16, &o->payload) &&
              (o->payload <= 200 * 1024 || (fprintf(stderr, "outbox-bench: --payload is at "
-                                                           "most 204800\n"), false));
+                                                           "most 204800\n"),
+                                           false));
    } else if (!strcmp(f, "--window")) {
       bool ok = parse_size(f, v, 1, &n) && n <= 65535;
-      o->window = (int) n;
+      o->window = (int)n;
       return ok;
    } else if (!strcmp(f, "--writers")) {
       bool ok = parse_size(f, v, 1, &n) && n <= 64;
-      o->writers = (int) n;
+      o->writers = (int)n;
       return ok;
    } else if (!strcmp(f, "--phase-seconds")) {
       return parse_seconds(f, v, &o->phase_s);
@@ -236,10 +237,10 @@ static bool
 takes_value(const char *f)
 {
    static const char *const valued[] = {
-      "--relay", "--admin", "--mongod", "--mosquitto", "--publisher", "--json", "--only",
-      "--database", "--window-flag",
-      "--relay-arg", "--events", "--entities", "--payload", "--window", "--writers",
-      "--phase-seconds", "--lib-seconds", "--timeout", "--oplog-mb", NULL};
+      "--relay",         "--admin",       "--mongod",   "--mosquitto",   "--publisher",
+      "--json",          "--only",        "--database", "--window-flag", "--relay-arg",
+      "--events",        "--entities",    "--payload",  "--window",      "--writers",
+      "--phase-seconds", "--lib-seconds", "--timeout",  "--oplog-mb",    NULL};
    for (int i = 0; valued[i]; i++) {
       if (!strcmp(f, valued[i])) {
          return true;
@@ -299,7 +300,7 @@ bench_opts_parse(bench_opts_t *o, int argc, char **argv, int *exit_code)
       o->admin_path = admin_next_to(o->relay_path);
    }
    /* Every writer and library thread owns a disjoint set of entities: none may get none. */
-   if (o->entities_few < 8 || o->entities_few < (size_t) o->writers) {
+   if (o->entities_few < 8 || o->entities_few < (size_t)o->writers) {
       fprintf(stderr, "outbox-bench: --entities: the first count must be at least 8 and at "
                       "least --writers\n");
       *exit_code = EX_USAGE;

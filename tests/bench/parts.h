@@ -22,8 +22,8 @@ void bench_lib_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_re
 /* group.c: fills r->failover (two members, kill -9, first message of an orphaned partition)
  * and r->group[] (drain of 1, 2 and 4 members). Needs the relay's internal library. */
 struct bench_sub;
-void bench_group_failover(const bench_opts_t *o, const bench_servers_t *s,
-                          mongoc_client_t *c, bench_sub_t *sub, bench_results_t *r);
+void bench_group_failover(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
+                          bench_sub_t *sub, bench_results_t *r);
 void bench_group_drain(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_t *c,
                        bench_sub_t *sub, bench_results_t *r);
 

@@ -21,7 +21,7 @@ proc_times(pid_t pid, double *sys_s)
    if (pid <= 0) {
       return 0;
    }
-   snprintf(path, sizeof path, "/proc/%ld/stat", (long) pid);
+   snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
    FILE *f = fopen(path, "r");
    if (!f) {
       return 0;
@@ -36,14 +36,14 @@ proc_times(pid_t pid, double *sys_s)
       return 0;
    }
    unsigned long long utime = 0, stime = 0;
-   if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-              &stime) != 2) {
+   if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) !=
+       2) {
       return 0;
    }
    if (sys_s) {
-      *sys_s = (double) stime / (double) sysconf(_SC_CLK_TCK);
+      *sys_s = (double)stime / (double)sysconf(_SC_CLK_TCK);
    }
-   return (double) (utime + stime) / (double) sysconf(_SC_CLK_TCK);
+   return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
 double
@@ -59,7 +59,7 @@ bench_proc_hwm_mib(pid_t pid)
    if (pid <= 0) {
       return 0;
    }
-   snprintf(path, sizeof path, "/proc/%ld/status", (long) pid);
+   snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
    FILE *f = fopen(path, "r");
    if (!f) {
       return 0;
@@ -68,7 +68,7 @@ bench_proc_hwm_mib(pid_t pid)
    while (fgets(line, sizeof line, f)) {
       unsigned long kib;
       if (sscanf(line, "VmHWM: %lu kB", &kib) == 1) {
-         mib = (double) kib / 1024.0;
+         mib = (double)kib / 1024.0;
          break;
       }
    }

@@ -37,7 +37,7 @@ parse_args(int argc, char **argv, size_t *messages, size_t *payload, int *window
    *first = argc == 9 ? strtoul(argv[8], &end5, 10) : 0;
    *messages = strtoul(argv[2], &end1, 10);
    *payload = strtoul(argv[3], &end2, 10);
-   *window = (int) strtol(argv[4], &end3, 10);
+   *window = (int)strtol(argv[4], &end3, 10);
    *timeout_s = strtod(argv[7], &end4);
    *bare = !strcmp(argv[5], "none");
    return !*end1 && !*end2 && !*end3 && !*end4 && !*end5 && *messages > 0 && *window > 0 &&
@@ -74,7 +74,7 @@ main(int argc, char **argv)
    for (size_t i = first; ok && i < first + messages; i++) {
       ok = bench_pub_send(p, argv[6], i, payload, window, bare);
    }
-   ok = bench_pub_wait_idle(p, t0 + (int64_t) (timeout_s * 1e9)) && ok;
+   ok = bench_pub_wait_idle(p, t0 + (int64_t)(timeout_s * 1e9)) && ok;
    bench_pub_stats_t st;
    bench_pub_stats(p, &st);
    ok = ok && st.failed == 0 && st.acked == messages;

@@ -73,8 +73,8 @@ static void
 on_conn(void *ctx, MQTTAsync_successData5 *r)
 {
    bench_pub_t *p = ctx;
-   int rm = r ? MQTTProperties_getNumericValue(&r->properties, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM)
-              : -1;
+   int rm =
+      r ? MQTTProperties_getNumericValue(&r->properties, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM) : -1;
    pthread_mutex_lock(&p->mu);
    p->receive_max = rm > 0 ? rm : 0;
    p->connected = 1;
@@ -95,7 +95,7 @@ on_conn_failed(void *ctx, MQTTAsync_failureData5 *r)
 static bool
 wait_connected(bench_pub_t *p)
 {
-   int64_t deadline = bench_now_ns() + 10 * (int64_t) 1000000000;
+   int64_t deadline = bench_now_ns() + 10 * (int64_t)1000000000;
    pthread_mutex_lock(&p->mu);
    while (!p->connected && bench_now_ns() < deadline) {
       pthread_mutex_unlock(&p->mu);
@@ -121,12 +121,12 @@ bench_pub_new(const char *uri, int window)
    bench_pub_t *p = calloc(1, sizeof *p);
    pthread_mutex_init(&p->mu, NULL);
    pthread_cond_init(&p->cond, NULL);
-   snprintf(id, sizeof id, "outbox-bench-pub-%ld-%d", (long) getpid(), ++counter);
+   snprintf(id, sizeof id, "outbox-bench-pub-%ld-%d", (long)getpid(), ++counter);
    MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer5;
    /* Our own window bounds what is queued; the margin only keeps -12 from ever showing. */
    co.maxBufferedMessages = window + 16;
-   if (MQTTAsync_createWithOptions(&p->client, uri, id, MQTTCLIENT_PERSISTENCE_NONE, NULL,
-                                   &co) != MQTTASYNC_SUCCESS) {
+   if (MQTTAsync_createWithOptions(&p->client, uri, id, MQTTCLIENT_PERSISTENCE_NONE, NULL, &co) !=
+       MQTTASYNC_SUCCESS) {
       p->client = NULL;
       bench_pub_destroy(p);
       return NULL;
@@ -161,14 +161,14 @@ set_prop(MQTTProperties *props, enum MQTTPropertyCodes code, const char *key, co
    memset(pr, 0, sizeof *pr);
    pr->identifier = code;
    if (code == MQTTPROPERTY_CODE_USER_PROPERTY) {
-      pr->value.data.data = (char *) key;
-      pr->value.data.len = (int) strlen(key);
-      pr->value.value.data = (char *) value;
-      pr->value.value.len = (int) strlen(value);
+      pr->value.data.data = (char *)key;
+      pr->value.data.len = (int)strlen(key);
+      pr->value.value.data = (char *)value;
+      pr->value.value.len = (int)strlen(value);
       props->length += 1 + 2 + pr->value.data.len + 2 + pr->value.value.len;
    } else {
-      pr->value.data.data = (char *) value;
-      pr->value.data.len = (int) strlen(value);
+      pr->value.data.data = (char *)value;
+      pr->value.data.len = (int)strlen(value);
       props->length += 1 + 2 + pr->value.data.len;
    }
 }
@@ -257,7 +257,7 @@ format_payload(bench_pub_t *p, const names_t *nm, size_t n, size_t payload)
    PUT(&o, ", \"pad\" : \"");
    put(&o, bench_pad(pad), pad);
    PUT(&o, "\" } }");
-   return (int) o.len;
+   return (int)o.len;
 }
 
 /* The relay's MQTT 5 properties: the content type always, the four user properties unless
@@ -275,8 +275,7 @@ set_props(MQTTProperties *props, const names_t *nm, bool bare)
 }
 
 bool
-bench_pub_send(bench_pub_t *p, const char *prefix, size_t n, size_t payload, int window,
-               bool bare)
+bench_pub_send(bench_pub_t *p, const char *prefix, size_t n, size_t payload, int window, bool bare)
 {
    char topic[128];
    size_t need = bench_pad_len(payload) + 1024;

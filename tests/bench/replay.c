@@ -40,14 +40,14 @@ wait_replayed(bench_sub_t *sub, size_t n, pid_t admin, int64_t deadline, const c
          return false;
       }
       siginfo_t info = {0};
-      if (!exited && waitid(P_PID, (id_t) admin, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      if (!exited && waitid(P_PID, (id_t)admin, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
           info.si_pid == admin) {
          if (info.si_code != CLD_EXITED || info.si_status != 0) {
             *why = "outbox-admin replay failed (see its log)";
             return false;
          }
          exited = true;
-         int64_t grace = bench_now_ns() + 10 * (int64_t) 1000000000;
+         int64_t grace = bench_now_ns() + 10 * (int64_t)1000000000;
          deadline = deadline < grace ? deadline : grace;
       }
    }
@@ -60,10 +60,11 @@ measure(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub, const
 {
    char qos[8];
    snprintf(qos, sizeof qos, "%d", o->qos);
-   const char *argv[] = {o->admin_path, "replay", "--mongodb-uri", s->mongodb_uri,
-                         "--database", o->database, "--collection", coll,
-                         "--archive-collection", archive, "--mqtt-uri", s->mqtt_uri,
-                         "--qos", qos, NULL};
+   const char *argv[] = {o->admin_path,  "replay",     "--mongodb-uri",
+                         s->mongodb_uri, "--database", o->database,
+                         "--collection", coll,         "--archive-collection",
+                         archive,        "--mqtt-uri", s->mqtt_uri,
+                         "--qos",        qos,          NULL};
    bench_proc_use_begin(&out->admin, 0);
    int64_t t0 = bench_now_ns();
    pid_t admin = bench_spawn(argv, log);
@@ -72,7 +73,7 @@ measure(const bench_opts_t *o, const bench_servers_t *s, bench_sub_t *sub, const
       return false;
    }
    out->admin.pid = admin; /* started at ~0 CPU: its total is the interval's */
-   int64_t deadline = t0 + (int64_t) (o->timeout_s * 1e9);
+   int64_t deadline = t0 + (int64_t)(o->timeout_s * 1e9);
    bool ok = wait_replayed(sub, out->events, admin, deadline, why);
    out->seconds = bench_secs(t0, bench_now_ns());
    bench_proc_use_end(&out->admin); /* a zombie's CPU times are still readable */
@@ -90,7 +91,7 @@ finish(bench_sub_t *sub, const bench_layout_t *l, bench_replay_t *out)
    bench_sub_stats(sub, &st);
    out->received = st.distinct > out->events ? out->events : st.distinct;
    out->duplicates = st.total - st.distinct - st.stray;
-   out->msgs_per_s = out->ok && out->seconds > 0 ? (double) out->events / out->seconds : 0;
+   out->msgs_per_s = out->ok && out->seconds > 0 ? (double)out->events / out->seconds : 0;
    out->order_violations = bench_order_violations(l, bench_sub_rank(sub));
 }
 
@@ -114,8 +115,8 @@ bench_replay_run(const bench_opts_t *o, const bench_servers_t *s, mongoc_client_
                  bench_sub_t *sub, bench_replay_t *out)
 {
    char coll[64], archive[64], log[256], prefix[96];
-   snprintf(coll, sizeof coll, "replayed_%ld", (long) getpid());
-   snprintf(archive, sizeof archive, "replay_archive_%ld", (long) getpid());
+   snprintf(coll, sizeof coll, "replayed_%ld", (long)getpid());
+   snprintf(archive, sizeof archive, "replay_archive_%ld", (long)getpid());
    snprintf(log, sizeof log, "%s/admin-%s.log", s->workdir, coll);
    snprintf(prefix, sizeof prefix, "outbox/%s/", coll);
    memset(out, 0, sizeof *out);

@@ -33,14 +33,14 @@ bench_percentile(double *sorted, size_t n, double pct)
    if (!n) {
       return NAN;
    }
-   size_t rank = (size_t) ceil(pct / 100.0 * (double) n);
+   size_t rank = (size_t)ceil(pct / 100.0 * (double)n);
    return sorted[rank ? rank - 1 : 0];
 }
 
 static double
 per_100k(double cpu_s, size_t events)
 {
-   return events ? cpu_s * 100000.0 / (double) events : 0;
+   return events ? cpu_s * 100000.0 / (double)events : 0;
 }
 
 static double
@@ -58,7 +58,7 @@ print_use(const char *who, const bench_proc_use_t *u, size_t events)
 {
    if (u->pid > 0) {
       printf("  %-9s %6.1f us CPU/ev (%2.0f%% sys) peak RSS %6.1f MiB", who,
-             events ? u->cpu_s * 1e6 / (double) events : 0,
+             events ? u->cpu_s * 1e6 / (double)events : 0,
              u->cpu_s > 0 ? 100 * u->sys_s / u->cpu_s : 0, u->hwm_mib);
    } else {
       printf("  %-9s (external: not measured)", who);
@@ -73,8 +73,9 @@ print_drain(const char *label, const bench_drain_t *d)
    }
    double ratio = d->baseline_msgs_per_s > 0 ? d->msgs_per_s / d->baseline_msgs_per_s : 0;
    printf("%-22s %8zu ev %7zu ent  %9.0f ev/s  %5.2f x ceiling  %6.2f s (1st msg %.2f s, "
-          "last %.2f s, %.0f B msgs)%s\n", label, d->events, d->entities, d->msgs_per_s, ratio,
-          d->seconds, d->first_msg_s, d->all_received_s, d->avg_msg_bytes, d->ok ? "" : "  INCOMPLETE");
+          "last %.2f s, %.0f B msgs)%s\n",
+          label, d->events, d->entities, d->msgs_per_s, ratio, d->seconds, d->first_msg_s,
+          d->all_received_s, d->avg_msg_bytes, d->ok ? "" : "  INCOMPLETE");
    if (d->duplicates || d->order_violations) {
       printf("  duplicates %zu, per-entity order violations %zu\n", d->duplicates,
              d->order_violations);
@@ -96,7 +97,8 @@ print_replay(const bench_results_t *r)
    }
    double ratio = p->baseline_msgs_per_s > 0 ? p->msgs_per_s / p->baseline_msgs_per_s : 0;
    printf("\nReplay of an archive (outbox-admin replay, window %d; ceiling at the same window "
-          "%.0f msg/s)\n", p->window, p->baseline_msgs_per_s);
+          "%.0f msg/s)\n",
+          p->window, p->baseline_msgs_per_s);
    printf("%-22s %8zu ev %7zu ent  %9.0f ev/s  %5.2f x ceiling  %6.2f s%s\n", "  few entities",
           p->events, p->entities, p->msgs_per_s, ratio, p->seconds, p->ok ? "" : "  INCOMPLETE");
    if (p->duplicates || p->order_violations) {
@@ -114,7 +116,8 @@ print_steady(const bench_results_t *r)
       return;
    }
    printf("\nSteady state (liboutbox writers -> relay -> subscriber), max sustainable "
-          "%.0f ev/s\n", r->max_sustainable_per_s);
+          "%.0f ev/s\n",
+          r->max_sustainable_per_s);
    printf("  %5s %10s %10s %8s %8s %8s %8s %10s\n", "load", "target/s", "done/s", "p50 ms",
           "p95 ms", "p99 ms", "max ms", "catch-up");
    for (int i = 0; i < 3; i++) {
@@ -175,8 +178,8 @@ print_scale(const bench_results_t *r)
       return;
    }
    printf("\nScaling (drain rate against a baseline with the same window and payload)\n");
-   printf("  %6s %8s %9s %8s %10s %12s %7s\n", "window", "ev/cmt", "payload", "events",
-          "drain/s", "baseline/s", "ratio");
+   printf("  %6s %8s %9s %8s %10s %12s %7s\n", "window", "ev/cmt", "payload", "events", "drain/s",
+          "baseline/s", "ratio");
    for (int i = 0; i < r->n_scale; i++) {
       const bench_drain_t *d = &r->scale[i];
       printf("  %6d %8d %9zu %8zu %10.0f %12.0f %7.2f%s\n", d->window, d->events_per_commit,
@@ -202,8 +205,9 @@ print_baselines(const bench_results_t *r)
              b->broker_receive_max);
    }
    printf("%-22s %9.0f msg/s received (first run: %.0f received, %.0f acknowledged, "
-          "%.1f us CPU/msg)%s\n", "", baseline_mean(r), b->msgs_per_s, b->acked_per_s,
-          b->cpu_us_per_msg, b->ok ? "" : "  INCOMPLETE");
+          "%.1f us CPU/msg)%s\n",
+          "", baseline_mean(r), b->msgs_per_s, b->acked_per_s, b->cpu_us_per_msg,
+          b->ok ? "" : "  INCOMPLETE");
    if (r->n_baseline_runs > 1) {
       printf("%-22s runs:", "");
       for (int i = 0; i < r->n_baseline_runs; i++) {
@@ -215,20 +219,20 @@ print_baselines(const bench_results_t *r)
    const bench_baseline_t *sys = &r->baseline_sysmalloc;
    if (bare->messages) {
       /* Compared with the first run: the one measured just before it. */
-      printf("%-22s %9.0f msg/s without the 4 user properties (%.2f x; %.1f us CPU/msg)%s\n",
-             "", bare->msgs_per_s, b->msgs_per_s > 0 ? bare->msgs_per_s / b->msgs_per_s : 0,
+      printf("%-22s %9.0f msg/s without the 4 user properties (%.2f x; %.1f us CPU/msg)%s\n", "",
+             bare->msgs_per_s, b->msgs_per_s > 0 ? bare->msgs_per_s / b->msgs_per_s : 0,
              bare->cpu_us_per_msg, bare->ok ? "" : "  INCOMPLETE");
    }
    if (sys->messages) {
       printf("%-22s %9.0f msg/s with glibc's malloc (secondary: outbox-bench-pub-sysmalloc,\n"
-             "%-22s %.2f x; %.1f us CPU/msg)%s\n", "", sys->msgs_per_s, "",
-             b->msgs_per_s > 0 ? sys->msgs_per_s / b->msgs_per_s : 0, sys->cpu_us_per_msg,
-             sys->ok ? "" : "  INCOMPLETE");
+             "%-22s %.2f x; %.1f us CPU/msg)%s\n",
+             "", sys->msgs_per_s, "", b->msgs_per_s > 0 ? sys->msgs_per_s / b->msgs_per_s : 0,
+             sys->cpu_us_per_msg, sys->ok ? "" : "  INCOMPLETE");
    }
    if (in->messages) {
       printf("%-22s %9.0f msg/s with the publisher inside the benchmark process (secondary:\n"
-             "%-22s it shares paho's global locks with the subscriber)%s\n", "", in->msgs_per_s,
-             "", in->ok ? "" : "  INCOMPLETE");
+             "%-22s it shares paho's global locks with the subscriber)%s\n",
+             "", in->msgs_per_s, "", in->ok ? "" : "  INCOMPLETE");
    }
    printf("\n");
 }
@@ -248,15 +252,15 @@ print_group(const bench_results_t *r)
       return;
    }
    printf("\nRelay group drain (events written live to a settled group, 1 per commit)\n");
-   printf("  %7s %9s %9s %11s %9s %11s %9s %10s\n", "members", "events", "ev/s",
-          "sum of sep.", "ratio", "together", "ratio", "CPU us/ev");
+   printf("  %7s %9s %9s %11s %9s %11s %9s %10s\n", "members", "events", "ev/s", "sum of sep.",
+          "ratio", "together", "ratio", "CPU us/ev");
    for (int i = 0; i < r->n_group; i++) {
       const bench_group_drain_t *g = &r->group[i];
       double sum = g->members * g->ceiling_one;
       printf("  %7d %9zu %9.0f %11.0f %9.2f %11.0f %9.2f %10.1f%s\n", g->members, g->events,
              g->msgs_per_s, sum, sum > 0 ? g->msgs_per_s / sum : 0, g->ceiling_together,
-             g->ceiling_together > 0 ? g->msgs_per_s / g->ceiling_together : 0,
-             g->cpu_us_per_event, g->ok ? "" : "  INCOMPLETE");
+             g->ceiling_together > 0 ? g->msgs_per_s / g->ceiling_together : 0, g->cpu_us_per_event,
+             g->ok ? "" : "  INCOMPLETE");
    }
    printf("  sum of sep.: k x one publisher process alone (each member's own ceiling), "
           "measured\n  before each drain; together: k publisher processes side by side "
@@ -266,18 +270,17 @@ print_group(const bench_results_t *r)
       const bench_group_drain_t *g = &r->group[i];
       printf("  %7d ", g->members);
       for (int m = 0; m < g->members; m++) {
-         printf("  %.2f / %zu / %.1f", g->cpu_s[m], g->member_events[m],
-                g->member_us_per_event[m]);
+         printf("  %.2f / %zu / %.1f", g->cpu_s[m], g->member_events[m], g->member_us_per_event[m]);
       }
-      printf("%s\n", g->leases_moved ? "  (a lease moved during the drain: split approximate)"
-                                      : "");
+      printf("%s\n",
+             g->leases_moved ? "  (a lease moved during the drain: split approximate)" : "");
    }
    if (r->group[0].ok && r->group[0].cpu_us_per_event > 0) {
       /* One member per core, each at its own CPU cost: a projection, not a measurement. */
       const bench_group_drain_t *one = &r->group[0];
       double by_cpu = 1e6 / one->cpu_us_per_event;
-      double per_member = one->ceiling_one > 0 && one->ceiling_one < by_cpu ? one->ceiling_one
-                                                                           : by_cpu;
+      double per_member =
+         one->ceiling_one > 0 && one->ceiling_one < by_cpu ? one->ceiling_one : by_cpu;
       printf("  this machine's cores are shared by every member, MongoDB and the broker: more "
              "members cannot drain faster here.\n"
              "  PROJECTION (not measured): with a core per member and MongoDB and the broker "
@@ -340,7 +343,7 @@ jstr(FILE *f, const char *key, const char *v)
       if (*p == '"' || *p == '\\') {
          fputc('\\', f);
       }
-      fputc((unsigned char) *p < 0x20 ? ' ' : *p, f);
+      fputc((unsigned char)*p < 0x20 ? ' ' : *p, f);
    }
    fprintf(f, "\",\n");
 }
@@ -353,12 +356,12 @@ json_drain(FILE *f, const char *prefix, const bench_drain_t *d)
 #define K(suffix) (snprintf(key, sizeof key, "%s%s", prefix, suffix), key)
    jnum(f, K("msgs_per_s"), d->msgs_per_s, m);
    jnum(f, K("ratio"), d->msgs_per_s / d->baseline_msgs_per_s, m && d->baseline_msgs_per_s > 0);
-   jnum(f, K("events"), (double) d->events, m);
-   jnum(f, K("entities"), (double) d->entities, m);
+   jnum(f, K("events"), (double)d->events, m);
+   jnum(f, K("entities"), (double)d->entities, m);
    jnum(f, K("seconds"), d->seconds, m);
-   jnum(f, K("duplicates"), (double) d->duplicates, m);
+   jnum(f, K("duplicates"), (double)d->duplicates, m);
    jnum(f, K("relay_cpu_s_per_100k"), per_100k(d->relay.cpu_s, d->events), m);
-   jnum(f, K("relay_cpu_us_per_event"), d->events ? d->relay.cpu_s * 1e6 / (double) d->events : 0,
+   jnum(f, K("relay_cpu_us_per_event"), d->events ? d->relay.cpu_s * 1e6 / (double)d->events : 0,
         m);
    jnum(f, K("relay_sys_share"), d->relay.cpu_s > 0 ? d->relay.sys_s / d->relay.cpu_s : 0, m);
    jnum(f, K("relay_peak_rss_mib"), d->relay.hwm_mib, m);
@@ -376,12 +379,13 @@ json_lists(FILE *f, const bench_results_t *r)
    fprintf(f, "  \"lib\": [");
    for (int i = 0; i < r->n_lib; i++) {
       const bench_libcase_t *c = &r->lib[i];
-      fprintf(f, "%s\n    {\"threads\": %d, \"events_per_commit\": %d, \"lib_commits_per_s\": "
-                 "%.1f, \"plain_commits_per_s\": %.1f, \"overhead_pct\": %.2f, "
-                 "\"lib_cpu_us_per_commit\": %.2f, \"plain_cpu_us_per_commit\": %.2f, "
-                 "\"lib_server_cpu_us_per_commit\": %.2f, "
-                 "\"plain_server_cpu_us_per_commit\": %.2f, \"lib_commands_per_commit\": %.3f, "
-                 "\"plain_commands_per_commit\": %.3f, \"ok\": %s}",
+      fprintf(f,
+              "%s\n    {\"threads\": %d, \"events_per_commit\": %d, \"lib_commits_per_s\": "
+              "%.1f, \"plain_commits_per_s\": %.1f, \"overhead_pct\": %.2f, "
+              "\"lib_cpu_us_per_commit\": %.2f, \"plain_cpu_us_per_commit\": %.2f, "
+              "\"lib_server_cpu_us_per_commit\": %.2f, "
+              "\"plain_server_cpu_us_per_commit\": %.2f, \"lib_commands_per_commit\": %.3f, "
+              "\"plain_commands_per_commit\": %.3f, \"ok\": %s}",
               i ? "," : "", c->threads, c->events_per_commit, c->lib_per_s, c->plain_per_s,
               c->overhead_pct, c->lib_cpu_us, c->plain_cpu_us, c->lib_server_cpu_us,
               c->plain_server_cpu_us, c->lib_cmds, c->plain_cmds, c->ok ? "true" : "false");
@@ -389,19 +393,21 @@ json_lists(FILE *f, const bench_results_t *r)
    fprintf(f, "],\n  \"scale\": [");
    for (int i = 0; i < r->n_scale; i++) {
       const bench_drain_t *d = &r->scale[i];
-      fprintf(f, "%s\n    {\"window\": %d, \"events_per_commit\": %d, \"payload\": %zu, "
-                 "\"events\": %zu, \"drain_msgs_per_s\": %.1f, \"baseline_msgs_per_s\": %.1f, "
-                 "\"ok\": %s}",
-              i ? "," : "", d->window, d->events_per_commit, d->payload, d->events,
-              d->msgs_per_s, d->baseline_msgs_per_s, d->ok ? "true" : "false");
+      fprintf(f,
+              "%s\n    {\"window\": %d, \"events_per_commit\": %d, \"payload\": %zu, "
+              "\"events\": %zu, \"drain_msgs_per_s\": %.1f, \"baseline_msgs_per_s\": %.1f, "
+              "\"ok\": %s}",
+              i ? "," : "", d->window, d->events_per_commit, d->payload, d->events, d->msgs_per_s,
+              d->baseline_msgs_per_s, d->ok ? "true" : "false");
    }
    fprintf(f, "],\n  \"group\": [");
    for (int i = 0; i < r->n_group; i++) {
       const bench_group_drain_t *g = &r->group[i];
-      fprintf(f, "%s\n    {\"members\": %d, \"events\": %zu, \"msgs_per_s\": %.1f, "
-                 "\"cpu_us_per_event\": %.2f, \"ceiling_one_msgs_per_s\": %.1f, "
-                 "\"sum_of_ceilings_msgs_per_s\": %.1f, \"ceiling_together_msgs_per_s\": %.1f, "
-                 "\"member_cpu_us_per_event\": [",
+      fprintf(f,
+              "%s\n    {\"members\": %d, \"events\": %zu, \"msgs_per_s\": %.1f, "
+              "\"cpu_us_per_event\": %.2f, \"ceiling_one_msgs_per_s\": %.1f, "
+              "\"sum_of_ceilings_msgs_per_s\": %.1f, \"ceiling_together_msgs_per_s\": %.1f, "
+              "\"member_cpu_us_per_event\": [",
               i ? "," : "", g->members, g->events, g->msgs_per_s, g->cpu_us_per_event,
               g->ceiling_one, g->members * g->ceiling_one, g->ceiling_together);
       for (int m = 0; m < g->members; m++) {
@@ -424,14 +430,13 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
    fprintf(f, "{\n");
    jstr(f, "mode", mode_names[o->mode]);
    jstr(f, "machine", r->machine);
-   jnum(f, "payload_bytes", (double) o->payload, true);
+   jnum(f, "payload_bytes", (double)o->payload, true);
    jnum(f, "window", o->window, true);
    jstr(f, "baseline_malloc", r->baseline.malloc_name);
    jnum(f, "baseline_msgs_per_s", baseline_mean(r), r->n_baseline_runs > 0);
    jnum(f, "baseline_acked_per_s", r->baseline.acked_per_s, r->baseline.messages > 0);
    jnum(f, "baseline_cpu_us_per_msg", r->baseline.cpu_us_per_msg, r->baseline.messages > 0);
-   jnum(f, "baseline_bare_msgs_per_s", r->baseline_bare.msgs_per_s,
-        r->baseline_bare.messages > 0);
+   jnum(f, "baseline_bare_msgs_per_s", r->baseline_bare.msgs_per_s, r->baseline_bare.messages > 0);
    jnum(f, "baseline_bare_cpu_us_per_msg", r->baseline_bare.cpu_us_per_msg,
         r->baseline_bare.messages > 0);
    jnum(f, "baseline_inprocess_msgs_per_s", r->baseline_inproc.msgs_per_s,
@@ -450,12 +455,12 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
    jnum(f, "replay_baseline_msgs_per_s", r->replay.baseline_msgs_per_s, replayed);
    jnum(f, "replay_ratio", r->replay.msgs_per_s / r->replay.baseline_msgs_per_s,
         replayed && r->replay.baseline_msgs_per_s > 0);
-   jnum(f, "replay_events", (double) r->replay.events, replayed);
+   jnum(f, "replay_events", (double)r->replay.events, replayed);
    jnum(f, "replay_window", r->replay.window, replayed);
    jnum(f, "replay_seconds", r->replay.seconds, replayed);
-   jnum(f, "replay_duplicates", (double) r->replay.duplicates, replayed);
+   jnum(f, "replay_duplicates", (double)r->replay.duplicates, replayed);
    jnum(f, "replay_admin_cpu_us_per_event",
-        replayed ? r->replay.admin.cpu_s * 1e6 / (double) r->replay.events : 0, replayed);
+        replayed ? r->replay.admin.cpu_s * 1e6 / (double)r->replay.events : 0, replayed);
    jnum(f, "max_sustainable_per_s", r->max_sustainable_per_s, r->saturation.events > 0);
    static const char *const pct[] = {"25pct", "50pct", "90pct"};
    for (int i = 0; i < 3; i++) {
@@ -470,8 +475,7 @@ bench_report_json(const bench_opts_t *o, const bench_results_t *r, const char *p
       snprintf(key, sizeof key, "rate_per_s_at_%s", pct[i]);
       jnum(f, key, s->achieved_per_s, s->events > 0);
    }
-   jnum(f, "relay_peak_rss_mib",
-        fmax(r->drain_few.relay.hwm_mib, r->drain_many.relay.hwm_mib),
+   jnum(f, "relay_peak_rss_mib", fmax(r->drain_few.relay.hwm_mib, r->drain_many.relay.hwm_mib),
         r->drain_few.events || r->drain_many.events);
    jnum(f, "lib_overhead_mean_pct", lib_overhead_mean_pct(r), r->n_lib > 0);
    jnum(f, "failover_p50_s", r->failover.p50_s, r->failover.ok);

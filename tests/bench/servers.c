@@ -63,7 +63,7 @@ bench_signals_init(void)
 static void
 sleep_ms(int ms)
 {
-   nanosleep(&(struct timespec){ms / 1000, (long) (ms % 1000) * 1000000}, NULL);
+   nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000}, NULL);
 }
 
 /* fork() + execve() rather than posix_spawn(): the child asks the kernel to send it SIGTERM
@@ -85,10 +85,10 @@ spawn(const char *const *argv, int in_fd, int out_fd, int log_fd)
           (log_fd >= 0 && dup2(log_fd, 2) < 0)) {
          _exit(127);
       }
-      execve(argv[0], (char *const *) argv, environ);
+      execve(argv[0], (char *const *)argv, environ);
       static const char msg[] = "outbox-bench: exec failed\n";
       ssize_t ignored = write(2, msg, sizeof msg - 1);
-      (void) ignored;
+      (void)ignored;
       _exit(127);
    }
    if (pid < 0) {
@@ -144,7 +144,7 @@ static int
 reap(pid_t pid, double grace_s)
 {
    int status = 0;
-   for (int waited = 0; waited < (int) (grace_s * 1000); waited += 10) {
+   for (int waited = 0; waited < (int)(grace_s * 1000); waited += 10) {
       pid_t r = waitpid(pid, &status, WNOHANG);
       if (r == pid) {
          return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -196,8 +196,8 @@ free_port(void)
    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
    socklen_t len = sizeof a;
    int port = 0;
-   if (fd >= 0 && !bind(fd, (struct sockaddr *) &a, sizeof a) &&
-       !getsockname(fd, (struct sockaddr *) &a, &len)) {
+   if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a) &&
+       !getsockname(fd, (struct sockaddr *)&a, &len)) {
       port = ntohs(a.sin_port);
    }
    if (fd >= 0) {
@@ -211,9 +211,9 @@ port_open(int port)
 {
    int fd = socket(AF_INET, SOCK_STREAM, 0);
    struct sockaddr_in a = {.sin_family = AF_INET,
-                           .sin_port = htons((uint16_t) port),
+                           .sin_port = htons((uint16_t)port),
                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-   bool ok = fd >= 0 && !connect(fd, (struct sockaddr *) &a, sizeof a);
+   bool ok = fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof a);
    if (fd >= 0) {
       close(fd);
    }
@@ -238,9 +238,11 @@ start_mosquitto(const bench_opts_t *o, bench_servers_t *s)
        * and the relay alike. Staying our own user keeps mosquitto from switching
        * credentials, which would also drop its parent-death signal. */
       const struct passwd *pw = getpwuid(getuid());
-      fprintf(f, "listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                 "max_queued_messages 10000000\nmax_inflight_messages 1000\n"
-                 "log_dest stderr\nlog_type error\nlog_type warning\n", port);
+      fprintf(f,
+              "listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n"
+              "max_queued_messages 10000000\nmax_inflight_messages 1000\n"
+              "log_dest stderr\nlog_type error\nlog_type warning\n",
+              port);
       if (pw) {
          fprintf(f, "user %s\n", pw->pw_name);
       }
@@ -282,8 +284,8 @@ start_mongod(const bench_opts_t *o, bench_servers_t *s)
     * oplog does, and the relay sweeps. */
    char oplog_mb[24];
    snprintf(oplog_mb, sizeof oplog_mb, "%zu", o->oplog_mb);
-   const char *argv[] = {o->mongod_path, "--port", "0", "--port-file", port_file,
-                         "--oplog-mb", oplog_mb, NULL};
+   const char *argv[] = {o->mongod_path, "--port",     "0",      "--port-file",
+                         port_file,      "--oplog-mb", oplog_mb, NULL};
    s->mongod_pid = bench_spawn(argv, log);
    for (int i = 0; i < 400 && s->mongod_pid; i++) {
       FILE *f = fopen(port_file, "r");
@@ -370,8 +372,8 @@ bench_servers_stop(bench_servers_t *s)
 }
 
 pid_t
-bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *coll,
-                  int window, const char *log_name)
+bench_relay_start(const bench_opts_t *o, const bench_servers_t *s, const char *coll, int window,
+                  const char *log_name)
 {
    return bench_relay_start_with(o, s, coll, window, log_name, NULL);
 }

@@ -43,13 +43,13 @@ struct phase {
    const bench_opts_t *o;
    outbox_collection_t *oc;
    int writers;
-   double rate;         /* events/s for all writers together; 0 = as fast as possible */
+   double rate; /* events/s for all writers together; 0 = as fast as possible */
    int64_t t0, stop_ns;
-   int64_t base;        /* bench_n of the phase's first event */
-   size_t cap;          /* events at most (size of commit_ns) */
-   atomic_size_t next;  /* next event index */
+   int64_t base;       /* bench_n of the phase's first event */
+   size_t cap;         /* events at most (size of commit_ns) */
+   atomic_size_t next; /* next event index */
    atomic_size_t committed;
-   int64_t *commit_ns;  /* per event index; 0 = not committed */
+   int64_t *commit_ns; /* per event index; 0 = not committed */
    writer_t w[MAX_WRITERS];
 };
 
@@ -60,10 +60,10 @@ commit_one(writer_t *w, int64_t n)
    size_t i = w->next;
    w->next = (w->next + 1) % w->mine;
    char id[32];
-   bench_entity_id(id, sizeof id, (size_t) w->index + i * (size_t) ph->writers);
+   bench_entity_id(id, sizeof id, (size_t)w->index + i * (size_t)ph->writers);
    bson_value_t idv = {.value_type = BSON_TYPE_UTF8};
    idv.value.v_utf8.str = id;
-   idv.value.v_utf8.len = (uint32_t) strlen(id);
+   idv.value.v_utf8.len = (uint32_t)strlen(id);
    bson_t data = BSON_INITIALIZER;
    bench_event_data(&data, n, ph->o->payload);
    outbox_event_t *ev = outbox_event_new("bench.event", &data);
@@ -90,7 +90,7 @@ writer_main(void *arg)
    double interval = ph->rate > 0 ? 1e9 * ph->writers / ph->rate : 0;
    for (int64_t k = 0;; k++) {
       if (interval > 0) {
-         int64_t due = ph->t0 + (int64_t) (interval * ((double) k + (double) w->index / ph->writers));
+         int64_t due = ph->t0 + (int64_t)(interval * ((double)k + (double)w->index / ph->writers));
          if (due >= ph->stop_ns) {
             break;
          }
@@ -105,7 +105,7 @@ writer_main(void *arg)
       if (idx >= ph->cap) {
          break;
       }
-      if (!commit_one(w, ph->base + (int64_t) idx)) {
+      if (!commit_one(w, ph->base + (int64_t)idx)) {
          break;
       }
       ph->commit_ns[idx] = bench_now_ns();
@@ -117,7 +117,7 @@ writer_main(void *arg)
 static int
 cmp_double(const void *a, const void *b)
 {
-   double x = *(const double *) a, y = *(const double *) b;
+   double x = *(const double *)a, y = *(const double *)b;
    return x < y ? -1 : x > y;
 }
 
@@ -131,7 +131,7 @@ latency_stats(const phase_t *ph, const int64_t *recv, bench_steady_t *out)
       if (ph->commit_ns[i] && recv[i]) {
          /* The change stream can deliver before the commit's reply reached the writer. */
          int64_t d = recv[i] - ph->commit_ns[i];
-         lat[n++] = d > 0 ? (double) d / 1e6 : 0;
+         lat[n++] = d > 0 ? (double)d / 1e6 : 0;
       }
    }
    qsort(lat, n, sizeof *lat, cmp_double);
@@ -182,40 +182,40 @@ run_phase(steady_t *sd, double rate, double seconds, bench_steady_t *out)
 {
    phase_t *ph = &sd->ph;
    ph->rate = rate;
-   ph->cap = rate > 0 ? (size_t) (rate * seconds) + (size_t) ph->writers + 16
-                      : (size_t) (seconds * 100000) + 1000;
+   ph->cap = rate > 0 ? (size_t)(rate * seconds) + (size_t)ph->writers + 16
+                      : (size_t)(seconds * 100000) + 1000;
    ph->base = sd->next_base;
-   sd->next_base += (int64_t) ph->cap;
+   sd->next_base += (int64_t)ph->cap;
    ph->commit_ns = calloc(ph->cap, sizeof *ph->commit_ns);
    atomic_store(&ph->next, 0);
    atomic_store(&ph->committed, 0);
    bench_sub_reset(sd->sub, sd->prefix, ph->base, ph->cap);
    /* A short lead lets every writer reach its first slot on time. */
    ph->t0 = bench_now_ns() + 20000000;
-   ph->stop_ns = ph->t0 + (int64_t) (seconds * 1e9);
+   ph->stop_ns = ph->t0 + (int64_t)(seconds * 1e9);
    pthread_t tid[MAX_WRITERS];
    start_writers(sd, tid);
    bool ok = join_writers(sd, tid);
    size_t committed = atomic_load(&ph->committed);
    const char *why = "";
-   int64_t deadline = bench_now_ns() + (int64_t) (sd->o->timeout_s * 1e9);
+   int64_t deadline = bench_now_ns() + (int64_t)(sd->o->timeout_s * 1e9);
    ok = bench_relay_wait(sd->sub, committed, &sd->relay, deadline, &why) && ok;
    bench_sub_stats_t st;
    bench_sub_stats(sd->sub, &st);
-   *out = (bench_steady_t){.ok = ok, .target_per_s = rate, .events = committed,
-                           .received = st.distinct};
-   out->achieved_per_s = (double) committed / seconds;
+   *out = (bench_steady_t){
+      .ok = ok, .target_per_s = rate, .events = committed, .received = st.distinct};
+   out->achieved_per_s = (double)committed / seconds;
    latency_stats(ph, bench_sub_recv_ns(sd->sub), out);
-   out->catchup_ms = st.last_ns > ph->stop_ns ? (double) (st.last_ns - ph->stop_ns) / 1e6 : 0;
+   out->catchup_ms = st.last_ns > ph->stop_ns ? (double)(st.last_ns - ph->stop_ns) / 1e6 : 0;
    if (rate == 0 && st.last_ns > ph->t0) {
       /* Delivered per second while writers pushed as hard as they could: if the relay fell
        * behind, the time to catch up counts against it. */
       int64_t end = st.last_ns > ph->stop_ns ? st.last_ns : ph->stop_ns;
-      out->target_per_s = (double) committed / bench_secs(ph->t0, end);
+      out->target_per_s = (double)committed / bench_secs(ph->t0, end);
    }
    if (!ok) {
-      fprintf(stderr, "outbox-bench: steady phase at %.0f/s: %s (%zu of %zu received)\n", rate,
-              why, st.distinct, committed);
+      fprintf(stderr, "outbox-bench: steady phase at %.0f/s: %s (%zu of %zu received)\n", rate, why,
+              st.distinct, committed);
    }
    free(ph->commit_ns);
    ph->commit_ns = NULL;
@@ -229,7 +229,7 @@ init_writers(steady_t *sd, int writers, size_t entities)
    for (int i = 0; i < writers; i++) {
       writer_t *w = &sd->ph.w[i];
       w->index = i;
-      w->mine = (entities - (size_t) i + (size_t) writers - 1) / (size_t) writers;
+      w->mine = (entities - (size_t)i + (size_t)writers - 1) / (size_t)writers;
       w->st = calloc(w->mine, sizeof *w->st);
       for (size_t k = 0; k < w->mine; k++) {
          w->st[k].version = 1;
@@ -257,8 +257,7 @@ phases(steady_t *sd, bench_results_t *r)
          fprintf(stderr, "outbox-bench: steady state at %.0f%% (%.0f/s)\n", pct[i],
                  r->max_sustainable_per_s * pct[i] / 100);
       }
-      if (!run_phase(sd, r->max_sustainable_per_s * pct[i] / 100, sd->o->phase_s,
-                     &r->steady[i])) {
+      if (!run_phase(sd, r->max_sustainable_per_s * pct[i] / 100, sd->o->phase_s, &r->steady[i])) {
          bench_fail(r, "steady state at %.0f%% incomplete", pct[i]);
       }
       r->steady[i].target_pct = pct[i];
@@ -272,7 +271,7 @@ bench_steady_run_all(const bench_opts_t *o, const bench_servers_t *s, bench_sub_
    steady_t *sd = calloc(1, sizeof *sd);
    *sd = (steady_t){.o = o, .s = s, .sub = sub};
    char coll[64];
-   snprintf(coll, sizeof coll, "steady_%ld", (long) getpid());
+   snprintf(coll, sizeof coll, "steady_%ld", (long)getpid());
    snprintf(sd->prefix, sizeof sd->prefix, "outbox/%s/", coll);
    bson_error_t err;
    mongoc_uri_t *uri = mongoc_uri_new_with_error(s->mongodb_uri, &err);

@@ -56,7 +56,7 @@ find_bench_n(const char *p, size_t len, int64_t *n)
    const char *q = skip_chars(hit + sizeof key - 1, end, " \t:");
    if (q < end && *q == '{') {
       q = skip_chars(q + 1, end, " \t");
-      const char *colon = memchr(q, ':', (size_t) (end - q));
+      const char *colon = memchr(q, ':', (size_t)(end - q));
       q = colon ? skip_chars(colon + 1, end, " \t\"") : end;
    }
    int64_t v = 0;
@@ -74,22 +74,22 @@ on_message(void *ctx, char *topic, int topic_len, MQTTAsync_message *m)
 {
    bench_sub_t *s = ctx;
    int64_t now = bench_now_ns();
-   size_t tlen = topic_len > 0 ? (size_t) topic_len : strlen(topic);
+   size_t tlen = topic_len > 0 ? (size_t)topic_len : strlen(topic);
    int64_t n = 0;
-   bool has_n = find_bench_n(m->payload, (size_t) m->payloadlen, &n);
+   bool has_n = find_bench_n(m->payload, (size_t)m->payloadlen, &n);
 
    pthread_mutex_lock(&s->mu);
    if (s->prefix_len && tlen >= s->prefix_len && !memcmp(topic, s->prefix, s->prefix_len)) {
       s->st.total++;
-      s->st.bytes += (uint64_t) m->payloadlen;
+      s->st.bytes += (uint64_t)m->payloadlen;
       if (!s->st.first_ns) {
          s->st.first_ns = now;
       }
-      if (!has_n || n < s->base || (uint64_t) (n - s->base) >= s->count) {
+      if (!has_n || n < s->base || (uint64_t)(n - s->base) >= s->count) {
          s->st.stray++;
       } else if (!s->recv_ns[n - s->base]) {
          s->recv_ns[n - s->base] = now;
-         s->rank[n - s->base] = (uint32_t) ++s->st.distinct;
+         s->rank[n - s->base] = (uint32_t)++s->st.distinct;
          s->st.last_ns = now;
          if (s->st.distinct == s->count) {
             pthread_cond_broadcast(&s->cond);
@@ -123,8 +123,8 @@ static void
 on_failed(void *ctx, MQTTAsync_failureData5 *r)
 {
    bench_sub_t *s = ctx;
-   fprintf(stderr, "outbox-bench: subscriber: %s (%d)\n",
-           r && r->message ? r->message : "failed", r ? r->code : 0);
+   fprintf(stderr, "outbox-bench: subscriber: %s (%d)\n", r && r->message ? r->message : "failed",
+           r ? r->code : 0);
    set_ready(s, -1);
 }
 
@@ -168,10 +168,10 @@ bench_sub_new(const char *uri)
    pthread_mutex_init(&s->mu, NULL);
    pthread_cond_init(&s->cond, NULL);
    char id[64];
-   snprintf(id, sizeof id, "outbox-bench-sub-%ld", (long) getpid());
+   snprintf(id, sizeof id, "outbox-bench-sub-%ld", (long)getpid());
    MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer5;
-   int rc = MQTTAsync_createWithOptions(&s->client, uri, id, MQTTCLIENT_PERSISTENCE_NONE, NULL,
-                                        &co);
+   int rc =
+      MQTTAsync_createWithOptions(&s->client, uri, id, MQTTCLIENT_PERSISTENCE_NONE, NULL, &co);
    if (rc != MQTTASYNC_SUCCESS) {
       fprintf(stderr, "outbox-bench: subscriber create: %s\n", MQTTAsync_strerror(rc));
       s->client = NULL;

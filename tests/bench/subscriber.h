@@ -15,10 +15,10 @@
 typedef struct bench_sub bench_sub_t;
 
 typedef struct {
-   size_t distinct;     /* events seen at least once */
-   size_t total;        /* messages under the prefix, duplicates included */
-   size_t stray;        /* under the prefix but without a bench_n in range */
-   uint64_t bytes;      /* payload bytes of the counted messages */
+   size_t distinct;           /* events seen at least once */
+   size_t total;              /* messages under the prefix, duplicates included */
+   size_t stray;              /* under the prefix but without a bench_n in range */
+   uint64_t bytes;            /* payload bytes of the counted messages */
    int64_t first_ns, last_ns; /* first message, last new event (CLOCK_MONOTONIC) */
 } bench_sub_stats_t;
 

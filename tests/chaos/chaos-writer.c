@@ -98,8 +98,8 @@ commit(outbox_collection_t *coll, const char *entity, long number, int n, long s
    id.value.v_utf8.str = (char *)entity;
    id.value.v_utf8.len = (uint32_t)strlen(entity);
    for (int k = 0; k < n; k++) {
-      bson_t *data = BCON_NEW("serial", BCON_INT64(serial), "k", BCON_INT32(k), "entity",
-                              BCON_UTF8(entity));
+      bson_t *data =
+         BCON_NEW("serial", BCON_INT64(serial), "k", BCON_INT32(k), "entity", BCON_UTF8(entity));
 
       evs[k] = outbox_event_new("chaos.event", data);
       bson_destroy(data);
@@ -143,8 +143,10 @@ main(int argc, char **argv)
    int status = 0;
 
    if (argc < 8 || argc > 11) {
-      fprintf(stderr, "usage: %s URI DB COLL PREFIX FIRST COUNT EVENTS [MAX-PER-COMMIT [SEED "
-                      "[DELAY-US]]]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s URI DB COLL PREFIX FIRST COUNT EVENTS [MAX-PER-COMMIT [SEED "
+              "[DELAY-US]]]\n",
+              argv[0]);
       return 64;
    }
    first = atol(argv[5]);

@@ -158,8 +158,8 @@ Test(cloudevent, refuses_nul_in_attributes)
  * filter without (or with two) {partition} are refused. */
 Test(topics, partition_sets)
 {
-   static const char *const bad_sets[] = {"", "a", "1-", "3-1", "0,0", "0-2,2", "4096", "1,",
-                                          "-1", "1 2"};
+   static const char *const bad_sets[] = {"",      "a",    "1-", "3-1", "0,0",
+                                          "0-2,2", "4096", "1,", "-1",  "1 2"};
    char err[200];
    size_t n;
    char **t = topics_expand("outbox/contacts/{partition}/#", "5,0-2", &n, err, sizeof err);

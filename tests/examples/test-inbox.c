@@ -258,7 +258,7 @@ Test(inbox, caller_push_and_max_are_merged)
    bson_error_t error;
    outbox_inbox_result_t r;
    bson_t *upd =
-       BCON_NEW("$push", "{", "log", BCON_UTF8("a"), "}", "$max", "{", "hi", BCON_INT32(7), "}");
+      BCON_NEW("$push", "{", "log", BCON_UTF8("a"), "}", "$max", "{", "hi", BCON_INT32(7), "}");
 
    cr_assert(outbox_inbox_apply(ib, &id, "m-1", 1, upd, &r, &error), "%s", error.message);
    cr_assert_eq(r.status, OUTBOX_INBOX_APPLIED);
@@ -456,7 +456,7 @@ Test(inbox, racing_upserts_of_different_events_all_apply)
 Test(inbox, skip_late_refuses_older_events_atomically)
 {
    bson_t *opts =
-       BCON_NEW("skipLate", BCON_BOOL(true), "window", BCON_INT32(2), "ledger", BCON_UTF8(""));
+      BCON_NEW("skipLate", BCON_BOOL(true), "window", BCON_INT32(2), "ledger", BCON_UTF8(""));
    outbox_inbox_t *ib = open_inbox(opts);
    outbox_inbox_result_t r;
 

@@ -111,8 +111,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
    static const int flag_sets[] = {0, _OUTBOX_WALK_NO_DOLLAR_KEYS, _OUTBOX_WALK_NO_EMPTY_KEYS,
-                                   _OUTBOX_WALK_NO_DOLLAR_KEYS | _OUTBOX_WALK_NO_EMPTY_KEYS,
-                                   JSON};
+                                   _OUTBOX_WALK_NO_DOLLAR_KEYS | _OUTBOX_WALK_NO_EMPTY_KEYS, JSON};
    /* A private copy of exactly @size bytes, so ASan sees any read past the end. */
    uint8_t *copy = malloc(size ? size : 1);
    memcpy(copy, data, size);

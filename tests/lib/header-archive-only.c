@@ -6,10 +6,8 @@
  */
 #include <outbox/archive.h>
 
-outbox_archive_cursor_t *
-header_archive_only_find(void);
-int64_t
-header_archive_only_validator_keys(void);
+outbox_archive_cursor_t *header_archive_only_find(void);
+int64_t header_archive_only_validator_keys(void);
 
 /* A NULL archive is refused without I/O: the declarations link and behave. */
 outbox_archive_cursor_t *

@@ -8,8 +8,7 @@
 #include <outbox/outbox.h>
 #include <outbox/trace.h>
 
-int
-header_c99_trace_len(void);
+int header_c99_trace_len(void);
 
 int
 header_c99_trace_len(void)

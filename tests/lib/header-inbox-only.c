@@ -6,10 +6,8 @@
  */
 #include <outbox/inbox.h>
 
-const char *
-header_inbox_only_version(void);
-outbox_seq_order_t
-header_inbox_only_classify(int64_t previous, int64_t seq);
+const char *header_inbox_only_version(void);
+outbox_seq_order_t header_inbox_only_classify(int64_t previous, int64_t seq);
 
 const char *
 header_inbox_only_version(void)

@@ -6,8 +6,7 @@
  */
 #include <outbox/trace.h>
 
-bool
-header_trace_only_valid(const char *traceparent);
+bool header_trace_only_valid(const char *traceparent);
 
 bool
 header_trace_only_valid(const char *traceparent)

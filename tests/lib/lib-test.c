@@ -138,7 +138,7 @@ lt_publish_all(lt_t *t, const bson_value_t *id)
 {
    bson_t filter = BSON_INITIALIZER;
    bson_t *update =
-       BCON_NEW("$pull", "{", "events", "{", "seq", "{", "$gte", BCON_INT64(1), "}", "}", "}");
+      BCON_NEW("$pull", "{", "events", "{", "seq", "{", "$gte", BCON_INT64(1), "}", "}", "}");
 
    BSON_APPEND_VALUE(&filter, "_id", id);
    lt_raw_update(t, &filter, update);

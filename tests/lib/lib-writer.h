@@ -14,15 +14,13 @@
 
 /* Makes `commits` commits as writer `writer` to entity `id`, retrying conflicts and
  * exhausted retries until each is in. Thread-safe (for a shared `coll`). */
-bool
-lw_run(outbox_collection_t *coll, const bson_value_t *id, int writer, int commits,
-       bson_error_t *error);
+bool lw_run(outbox_collection_t *coll, const bson_value_t *id, int writer, int commits,
+            bson_error_t *error);
 
 /* Checks the entity after `writers` writers made `commits` commits each on top of a creation
  * without events: version, eventSeq, counter, events numbered 1..N without gap or duplicate,
  * each commit's events adjacent and each writer's commits in order. Returns false with a
  * message in `why` (at least 256 bytes). */
-bool
-lw_check(const bson_t *doc, int writers, int commits, char *why, size_t why_size);
+bool lw_check(const bson_t *doc, int writers, int commits, char *why, size_t why_size);
 
 #endif /* OUTBOX_LIB_WRITER_H */

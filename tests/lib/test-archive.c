@@ -44,9 +44,8 @@ put(const char *coll, const char *entity, int64_t seq, const char *type, int64_t
    bson_snprintf(id, sizeof id, "%s/%s/%" PRId64, coll, entity, seq);
    bson_t *doc = BCON_NEW("_id", BCON_UTF8(id), "collection", BCON_UTF8(coll), "entityId",
                           BCON_UTF8(entity), "seq", BCON_INT64(seq), "type", BCON_UTF8(type),
-                          "time", BCON_DATE_TIME(time_ms), "data", "{", "n", BCON_INT64(seq),
-                          "}", "partition", BCON_INT32(3), "publishedAt",
-                          BCON_DATE_TIME(time_ms + 5));
+                          "time", BCON_DATE_TIME(time_ms), "data", "{", "n", BCON_INT64(seq), "}",
+                          "partition", BCON_INT32(3), "publishedAt", BCON_DATE_TIME(time_ms + 5));
    cr_assert(mongoc_collection_insert_one(archive, doc, NULL, NULL, &e), "%s", e.message);
    bson_destroy(doc);
 }
@@ -91,8 +90,8 @@ Test(archive, filters_and_order)
    cr_assert_str_eq(got[2], "b:1");
    cr_assert_str_eq(got[3], "b:2");
 
-   bson_t *window = BCON_NEW("collection", "things", "since", BCON_DATE_TIME(base + 2000),
-                             "until", BCON_DATE_TIME(base + 4000));
+   bson_t *window = BCON_NEW("collection", "things", "since", BCON_DATE_TIME(base + 2000), "until",
+                             BCON_DATE_TIME(base + 4000));
    cr_assert_eq(read_all(window, got, 16), 2);
    cr_assert_str_eq(got[0], "a:2");
    cr_assert_str_eq(got[1], "b:1");
@@ -128,9 +127,9 @@ Test(archive, bad_options)
 Test(archive, validator_refuses_malformed_entries)
 {
    bson_error_t e;
-   bson_t *doc = BCON_NEW("_id", "x", "collection", "things", "entityId", "a", "seq",
-                          BCON_INT32(1), "type", "t", "time", BCON_DATE_TIME(1), "data", "{",
-                          "}", "publishedAt", BCON_DATE_TIME(1));
+   bson_t *doc =
+      BCON_NEW("_id", "x", "collection", "things", "entityId", "a", "seq", BCON_INT32(1), "type",
+               "t", "time", BCON_DATE_TIME(1), "data", "{", "}", "publishedAt", BCON_DATE_TIME(1));
    cr_assert(!mongoc_collection_insert_one(archive, doc, NULL, NULL, &e));
    cr_assert_eq(e.code, 121, "%u %s", e.code, e.message);
    bson_destroy(doc);

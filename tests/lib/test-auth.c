@@ -27,8 +27,7 @@ static void
 capture_log(mongoc_log_level_t level, const char *domain, const char *message, void *ctx)
 {
    pthread_mutex_lock(&log_lock);
-   bson_string_append_printf(log_text, "%s %s: %s\n", mongoc_log_level_str(level), domain,
-                             message);
+   bson_string_append_printf(log_text, "%s %s: %s\n", mongoc_log_level_str(level), domain, message);
    pthread_mutex_unlock(&log_lock);
 }
 
@@ -60,8 +59,8 @@ admin_command(const bson_t *cmd)
 static void
 create_user(const char *name, const char *pwd, const char *role)
 {
-   bson_t *cmd = BCON_NEW("createUser", BCON_UTF8(name), "pwd", BCON_UTF8(pwd), "roles", "[",
-                          "{", "role", BCON_UTF8(role), "db", BCON_UTF8(LT_DB), "}", "]");
+   bson_t *cmd = BCON_NEW("createUser", BCON_UTF8(name), "pwd", BCON_UTF8(pwd), "roles", "[", "{",
+                          "role", BCON_UTF8(role), "db", BCON_UTF8(LT_DB), "}", "]");
    admin_command(cmd);
    bson_destroy(cmd);
 }
@@ -259,8 +258,8 @@ Test(auth, tls_wrong_ca_and_right_ca)
    bson_error_t error;
    mongoc_client_pool_t *pool = pool_as(user_write, PW_WRITE, wrong);
    cr_assert_not(try_commits(pool, "by-wrong-ca", &error), "committed through a wrong CA");
-   cr_assert_eq(error.domain, MONGOC_ERROR_SERVER_SELECTION, "%u.%u %s", error.domain,
-                error.code, error.message);
+   cr_assert_eq(error.domain, MONGOC_ERROR_SERVER_SELECTION, "%u.%u %s", error.domain, error.code,
+                error.message);
    cr_assert(strstr(error.message, "TLS handshake failed"), "%s", error.message);
    assert_no_password(&error);
    assert_nothing_written(before, "by-wrong-ca");

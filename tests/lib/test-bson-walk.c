@@ -94,7 +94,9 @@ Test(bson_walk, empty_and_framing)
    r = empty;
    r.b[4] = 1; /* no terminating NUL */
    cr_assert_not(walk(&r, 0));
-   r = DOC("\x10" "a\0" "\1\0\0\0");
+   r = DOC("\x10"
+           "a\0"
+           "\1\0\0\0");
    r.b[0]++; /* prefix one past the data */
    cr_assert_not(_outbox_bson_walk(r.b, r.len, 0));
    cr_assert_not(_outbox_bson_walk(NULL, 5, 0));
@@ -110,34 +112,110 @@ Test(bson_walk, malformed_refused)
       size_t len;
    } cases[] = {
 #define C(what, lit) {what, lit, sizeof lit - 1}
-      C("int32 cut short", "\x10" "a\0" "\1\0\0"),
-      C("string length 0", "\x02" "s\0" "\0\0\0\0"),
-      C("string past the end", "\x02" "s\0" "\x09\0\0\0" "ab\0"),
-      C("string without NUL", "\x02" "s\0" "\3\0\0\0" "abc"),
-      C("bool 2", "\x08" "t\0" "\2"),
-      C("unknown type 0x14", "\x14" "x\0" "\0"),
-      C("EOD inside", "\x10" "a\0" "\1\0\0\0" "\0" "b\0"),
-      C("key without NUL", "\x0A" "abc"),
-      C("nested length below 5", "\x03" "o\0" "\4\0\0\0" "\x0A" "x\0" "\0"),
-      C("nested length past the end", "\x03" "o\0" "\x40\0\0\0" "\0"),
-      C("nested without terminator", "\x03" "o\0" "\6\0\0\0" "\x0A" "x"),
+      C("int32 cut short", "\x10"
+                           "a\0"
+                           "\1\0\0"),
+      C("string length 0", "\x02"
+                           "s\0"
+                           "\0\0\0\0"),
+      C("string past the end", "\x02"
+                               "s\0"
+                               "\x09\0\0\0"
+                               "ab\0"),
+      C("string without NUL", "\x02"
+                              "s\0"
+                              "\3\0\0\0"
+                              "abc"),
+      C("bool 2", "\x08"
+                  "t\0"
+                  "\2"),
+      C("unknown type 0x14", "\x14"
+                             "x\0"
+                             "\0"),
+      C("EOD inside", "\x10"
+                      "a\0"
+                      "\1\0\0\0"
+                      "\0"
+                      "b\0"),
+      C("key without NUL", "\x0A"
+                           "abc"),
+      C("nested length below 5", "\x03"
+                                 "o\0"
+                                 "\4\0\0\0"
+                                 "\x0A"
+                                 "x\0"
+                                 "\0"),
+      C("nested length past the end", "\x03"
+                                      "o\0"
+                                      "\x40\0\0\0"
+                                      "\0"),
+      C("nested without terminator", "\x03"
+                                     "o\0"
+                                     "\6\0\0\0"
+                                     "\x0A"
+                                     "x"),
       /* {o: <5-byte doc claiming 5>, ...} where the outer elements no longer tile: */
-      C("nested elements do not tile", "\x03" "o\0" "\x0B\0\0\0" "\x10" "a\0" "\1\0\0\0" "\0"),
-      C("binary length past the end", "\x05" "b\0" "\x10\0\0\0" "\0" "xy"),
-      C("binary subtype 2 bad inner length", "\x05" "b\0" "\7\0\0\0" "\2" "\4\0\0\0" "xyz"),
-      C("binary subtype 2 too short", "\x05" "b\0" "\3\0\0\0" "\2" "xyz"),
-      C("regex without options NUL", "\x0B" "r\0" "a\0" "i"),
-      C("dbpointer cut short", "\x0C" "p\0" "\2\0\0\0" "c\0" "0123456789a"),
-      C("code with scope, total too small", "\x0F" "c\0" "\x0D\0\0\0" "\1\0\0\0" "\0"
+      C("nested elements do not tile", "\x03"
+                                       "o\0"
+                                       "\x0B\0\0\0"
+                                       "\x10"
+                                       "a\0"
+                                       "\1\0\0\0"
+                                       "\0"),
+      C("binary length past the end", "\x05"
+                                      "b\0"
+                                      "\x10\0\0\0"
+                                      "\0"
+                                      "xy"),
+      C("binary subtype 2 bad inner length", "\x05"
+                                             "b\0"
+                                             "\7\0\0\0"
+                                             "\2"
+                                             "\4\0\0\0"
+                                             "xyz"),
+      C("binary subtype 2 too short", "\x05"
+                                      "b\0"
+                                      "\3\0\0\0"
+                                      "\2"
+                                      "xyz"),
+      C("regex without options NUL", "\x0B"
+                                     "r\0"
+                                     "a\0"
+                                     "i"),
+      C("dbpointer cut short", "\x0C"
+                               "p\0"
+                               "\2\0\0\0"
+                               "c\0"
+                               "0123456789a"),
+      C("code with scope, total too small", "\x0F"
+                                            "c\0"
+                                            "\x0D\0\0\0"
+                                            "\1\0\0\0"
+                                            "\0"
                                             "\5\0\0\0\0"),
-      C("code with scope, scope length off", "\x0F" "c\0" "\x0E\0\0\0" "\1\0\0\0" "\0"
+      C("code with scope, scope length off", "\x0F"
+                                             "c\0"
+                                             "\x0E\0\0\0"
+                                             "\1\0\0\0"
+                                             "\0"
                                              "\6\0\0\0\0"),
-      C("code with scope, code without NUL", "\x0F" "c\0" "\x0E\0\0\0" "\1\0\0\0" "x"
+      C("code with scope, code without NUL", "\x0F"
+                                             "c\0"
+                                             "\x0E\0\0\0"
+                                             "\1\0\0\0"
+                                             "x"
                                              "\5\0\0\0\0"),
-      C("code with scope, broken scope", "\x0F" "c\0" "\x0E\0\0\0" "\1\0\0\0" "\0"
+      C("code with scope, broken scope", "\x0F"
+                                         "c\0"
+                                         "\x0E\0\0\0"
+                                         "\1\0\0\0"
+                                         "\0"
                                          "\5\0\0\0\1"),
-      C("key not UTF-8", "\x0A" "\xff\0"),
-      C("int64 cut short", "\x12" "a\0" "1234567"),
+      C("key not UTF-8", "\x0A"
+                         "\xff\0"),
+      C("int64 cut short", "\x12"
+                           "a\0"
+                           "1234567"),
 #undef C
    };
    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -146,10 +224,37 @@ Test(bson_walk, malformed_refused)
       cr_assert_not(walk(&r, JSON), "%s (JSON)", cases[i].what);
    }
    /* The well-formed neighbours of some of them pass. */
-   raw_t ok[] = {DOC("\x10" "a\0" "\1\0\0\0"), DOC("\x08" "t\0" "\1"), DOC("\x0A" "\0"),
-                 DOC("\x0B" "r\0" "a\0" "i\0"), DOC("\x05" "b\0" "\7\0\0\0" "\2" "\3\0\0\0" "xyz"),
-                 DOC("\x0F" "c\0" "\x0E\0\0\0" "\1\0\0\0" "\0" "\5\0\0\0\0"),
-                 DOC("\x03" "o\0" "\x0C\0\0\0" "\x10" "a\0" "\1\0\0\0" "\0")};
+   raw_t ok[] = {DOC("\x10"
+                     "a\0"
+                     "\1\0\0\0"),
+                 DOC("\x08"
+                     "t\0"
+                     "\1"),
+                 DOC("\x0A"
+                     "\0"),
+                 DOC("\x0B"
+                     "r\0"
+                     "a\0"
+                     "i\0"),
+                 DOC("\x05"
+                     "b\0"
+                     "\7\0\0\0"
+                     "\2"
+                     "\3\0\0\0"
+                     "xyz"),
+                 DOC("\x0F"
+                     "c\0"
+                     "\x0E\0\0\0"
+                     "\1\0\0\0"
+                     "\0"
+                     "\5\0\0\0\0"),
+                 DOC("\x03"
+                     "o\0"
+                     "\x0C\0\0\0"
+                     "\x10"
+                     "a\0"
+                     "\1\0\0\0"
+                     "\0")};
    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
       cr_assert(walk(&ok[i], 0), "well-formed case %zu", i);
    }
@@ -159,7 +264,13 @@ Test(bson_walk, malformed_refused)
  * follows in that document went unchecked. The walk goes on. */
 Test(bson_walk, corrupt_after_invalid_string)
 {
-   raw_t r = DOC("\x02" "s\0" "\2\0\0\0" "\xff\0" "\x10" "a\0" "\1\0\0");
+   raw_t r = DOC("\x02"
+                 "s\0"
+                 "\2\0\0\0"
+                 "\xff\0"
+                 "\x10"
+                 "a\0"
+                 "\1\0\0");
    bson_t b;
    cr_assert(bson_init_static(&b, r.b, r.len));
    cr_assert(bson_validate(&b, BSON_VALIDATE_NONE, NULL), "libbson 1.23 accepts it");
@@ -169,10 +280,24 @@ Test(bson_walk, corrupt_after_invalid_string)
 
 Test(bson_walk, key_and_string_rules)
 {
-   raw_t dollar = DOC("\x0A" "$x\0"), empty_key = DOC("\x0A" "\0");
-   raw_t nul = DOC("\x02" "s\0" "\4\0\0\0" "a\0b\0");
-   raw_t bad_sym = DOC("\x0E" "y\0" "\3\0\0\0" "\xc3\x28\0");
-   raw_t nested_dollar = DOC("\x03" "o\0" "\x09\0\0\0" "\x0A" "$\0" "\0");
+   raw_t dollar = DOC("\x0A"
+                      "$x\0"),
+         empty_key = DOC("\x0A"
+                         "\0");
+   raw_t nul = DOC("\x02"
+                   "s\0"
+                   "\4\0\0\0"
+                   "a\0b\0");
+   raw_t bad_sym = DOC("\x0E"
+                       "y\0"
+                       "\3\0\0\0"
+                       "\xc3\x28\0");
+   raw_t nested_dollar = DOC("\x03"
+                             "o\0"
+                             "\x09\0\0\0"
+                             "\x0A"
+                             "$\0"
+                             "\0");
    cr_assert(walk(&dollar, 0));
    cr_assert_not(walk(&dollar, _OUTBOX_WALK_NO_DOLLAR_KEYS));
    cr_assert_not(walk(&nested_dollar, _OUTBOX_WALK_NO_DOLLAR_KEYS));

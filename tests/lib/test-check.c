@@ -8,10 +8,11 @@
 
 #include "check-private.h"
 
-static const _outbox_field_names_t names = {"version",     "eventSeq",         "events",
-                                            "deleted",     "deadLetters",      "discardedLetters",
-                                            "requeues",    "recentCommits"};
-static const _outbox_field_names_t renamed = {"v", "seq_", "outbox", "gone", "dl", "dd", "rq", "rc"};
+static const _outbox_field_names_t names = {"version",  "eventSeq",     "events",
+                                            "deleted",  "deadLetters",  "discardedLetters",
+                                            "requeues", "recentCommits"};
+static const _outbox_field_names_t renamed = {"v",  "seq_", "outbox", "gone",
+                                              "dl", "dd",   "rq",     "rc"};
 
 /* Checks `update` (destroyed here) and returns the error code, 0 if accepted. */
 static uint32_t
@@ -59,11 +60,11 @@ Test(check, accepted_updates)
                                       BCON_INT32(1), "}", "$unset", "{", "old", BCON_UTF8(""), "}"),
                              &names),
                 0);
-   cr_assert_eq(check_update(BCON_NEW("$push", "{", "tags", BCON_UTF8("a"), "}", "$rename", "{",
-                                      "a", BCON_UTF8("b.c"), "}", "$currentDate", "{", "at",
-                                      BCON_BOOL(true), "}"),
-                             &names),
-                0);
+   cr_assert_eq(
+      check_update(BCON_NEW("$push", "{", "tags", BCON_UTF8("a"), "}", "$rename", "{", "a",
+                            BCON_UTF8("b.c"), "}", "$currentDate", "{", "at", BCON_BOOL(true), "}"),
+                   &names),
+      0);
    cr_assert_eq(check_update(BCON_NEW("$set", "{", "deleted", BCON_BOOL(false), "}"), &names), 0);
    cr_assert_eq(check_update(BCON_NEW("$set", "{", "events", BCON_INT32(1), "}"), &renamed), 0);
 }
@@ -81,9 +82,9 @@ Test(check, reserved_updates)
                       OUTBOX_ERROR_RESERVED_FIELD, "%s %s", ops[i], paths[j]);
       }
    }
-   cr_assert_eq(check_update(BCON_NEW("$set", "{", "ok", BCON_INT32(1), "v.x", BCON_INT32(1), "}"),
-                             &renamed),
-                OUTBOX_ERROR_RESERVED_FIELD);
+   cr_assert_eq(
+      check_update(BCON_NEW("$set", "{", "ok", BCON_INT32(1), "v.x", BCON_INT32(1), "}"), &renamed),
+      OUTBOX_ERROR_RESERVED_FIELD);
 }
 
 Test(check, rename)
@@ -106,8 +107,8 @@ Test(check, invalid_updates)
    cr_assert_eq(check_update(BCON_NEW("name", BCON_UTF8("x")), &names),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(
-       check_update(BCON_NEW("$set", "{", "a", BCON_INT32(1), "}", "name", BCON_UTF8("x")), &names),
-       OUTBOX_ERROR_INVALID_ARGUMENT);
+      check_update(BCON_NEW("$set", "{", "a", BCON_INT32(1), "}", "name", BCON_UTF8("x")), &names),
+      OUTBOX_ERROR_INVALID_ARGUMENT);
    /* A pipeline arrives as a document with keys "0", "1", ... */
    cr_assert_eq(check_update(BCON_NEW("0", "{", "$set", "{", "a", BCON_INT32(1), "}", "}"), &names),
                 OUTBOX_ERROR_INVALID_ARGUMENT);
@@ -144,14 +145,10 @@ Test(check, utf8_fast_path)
       size_t len;
       bool ok;
    } cases[] = {
-      {"abcdefghijklmnop", 16, true},
-      {"abcdefghij\xc3\xa9klmnopq", 19, true},
-      {"abcdefgh\xc3\xa9", 10, true},
-      {"abcdefghijk\xff", 12, false},
-      {"abcdefgh\xc3", 9, false},
-      {"abcdefghijklmno\xe2\x82", 17, false},
-      {"abcdefghij\0klmnop", 17, false},
-      {"abc\0", 4, false},
+      {"abcdefghijklmnop", 16, true},    {"abcdefghij\xc3\xa9klmnopq", 19, true},
+      {"abcdefgh\xc3\xa9", 10, true},    {"abcdefghijk\xff", 12, false},
+      {"abcdefgh\xc3", 9, false},        {"abcdefghijklmno\xe2\x82", 17, false},
+      {"abcdefghij\0klmnop", 17, false}, {"abc\0", 4, false},
    };
 
    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

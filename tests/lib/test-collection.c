@@ -52,12 +52,12 @@ new_fails(bson_t *opts)
 Test(collection, options)
 {
    bson_error_t error;
-   bson_t *opts = BCON_NEW("versionField", BCON_UTF8("v"), "eventSeqField", BCON_UTF8("s"),
-                           "eventsField", BCON_UTF8("outbox"), "deletedField", BCON_UTF8("gone"),
-                           "maxPendingEvents", BCON_INT32(5), "maxDocumentSize", BCON_INT64(100000),
-                           "appendRetries", BCON_INT32(3), "cacheSize", BCON_INT32(0),
-                           "writeConcern", "{", "w", BCON_UTF8("majority"), "wtimeout",
-                           BCON_INT32(60000), "}");
+   bson_t *opts =
+      BCON_NEW("versionField", BCON_UTF8("v"), "eventSeqField", BCON_UTF8("s"), "eventsField",
+               BCON_UTF8("outbox"), "deletedField", BCON_UTF8("gone"), "maxPendingEvents",
+               BCON_INT32(5), "maxDocumentSize", BCON_INT64(100000), "appendRetries", BCON_INT32(3),
+               "cacheSize", BCON_INT32(0), "writeConcern", "{", "w", BCON_UTF8("majority"),
+               "wtimeout", BCON_INT32(60000), "}");
    outbox_collection_t *c = outbox_collection_new(pool, "db", "c", opts, &error);
 
    cr_assert_not_null(c, "%s", error.message);

@@ -289,10 +289,10 @@ Test(commit, validation_errors_change_nothing)
    outbox_event_t *good = outbox_event_new("ok", NULL);
    outbox_event_t *mixed[2] = {good, bad};
    bson_t *updates[4] = {
-       BCON_NEW("$set", "{", "version", BCON_INT64(99), "}"),
-       BCON_NEW("$pull", "{", "events", "{", "}", "}"),
-       BCON_NEW("$rename", "{", "name", BCON_UTF8("eventSeq"), "}"),
-       BCON_NEW("name", BCON_UTF8("replacement")),
+      BCON_NEW("$set", "{", "version", BCON_INT64(99), "}"),
+      BCON_NEW("$pull", "{", "events", "{", "}", "}"),
+      BCON_NEW("$rename", "{", "name", BCON_UTF8("eventSeq"), "}"),
+      BCON_NEW("name", BCON_UTF8("replacement")),
    };
    bson_error_t e;
    bson_t *before;

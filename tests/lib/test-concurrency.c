@@ -152,7 +152,7 @@ spawn_writer(const char *path, const char *id, int writer, int commits)
 {
    char w[16], c[16];
    char *argv[] = {
-       (char *)path, getenv("OUTBOX_TEST_MONGODB_URI"), LT_DB, t.coll_name, (char *)id, w, c, NULL};
+      (char *)path, getenv("OUTBOX_TEST_MONGODB_URI"), LT_DB, t.coll_name, (char *)id, w, c, NULL};
    pid_t pid;
 
    snprintf(w, sizeof w, "%d", writer);
@@ -299,8 +299,8 @@ warm_commits(const char *prefix, size_t cache_size, size_t k)
 
 Test(concurrency, warm_cache_never_reads)
 {
-   warm_commits("full", 64, 64);      /* exactly full */
-   warm_commits("ent", 4096, 1000);   /* the default size and the bench's entity count */
+   warm_commits("full", 64, 64);    /* exactly full */
+   warm_commits("ent", 4096, 1000); /* the default size and the bench's entity count */
 }
 
 /* Waits up to 10 s for the next "update" change; returns it (caller destroys). */

@@ -157,8 +157,8 @@ Test(deadletters, lists_dead_letters_with_their_reason)
    cr_assert_eq(list(OUTBOX_PLACE_DEAD_LETTER, before, NULL), 1);
    cr_assert_eq(list(OUTBOX_PLACE_DEAD_LETTER, after, NULL), 0);
 
-   outbox_event_cursor_t *c = outbox_collection_find_events(t.coll, OUTBOX_PLACE_DEAD_LETTER,
-                                                            NULL, &e);
+   outbox_event_cursor_t *c =
+      outbox_collection_find_events(t.coll, OUTBOX_PLACE_DEAD_LETTER, NULL, &e);
    const outbox_stored_event_t *ev;
    cr_assert(outbox_event_cursor_next(c, &ev));
    cr_assert_eq(ev->seq, 2);
@@ -209,13 +209,13 @@ Test(deadletters, counts_skip_a_field_that_is_not_an_array)
 
    create("e-1", three);
    dead_letter("e-1", 1, "bad", 7000);
-   bson_t *odd = BCON_NEW("_id", "odd", "version", BCON_INT64(1), "eventSeq", BCON_INT64(1),
-                          "events", "{", "0", "{", "seq", BCON_INT64(1), "time",
-                          BCON_DATE_TIME(1000), "}", "}");
+   bson_t *odd =
+      BCON_NEW("_id", "odd", "version", BCON_INT64(1), "eventSeq", BCON_INT64(1), "events", "{",
+               "0", "{", "seq", BCON_INT64(1), "time", BCON_DATE_TIME(1000), "}", "}");
    lt_raw_insert(&t, odd);
-   bson_t *odd_letters = BCON_NEW("_id", "odd-letters", "version", BCON_INT64(1), "eventSeq",
-                                  BCON_INT64(1), "deadLetters", "{", "0", "{", "reason",
-                                  BCON_UTF8("x"), "}", "}");
+   bson_t *odd_letters =
+      BCON_NEW("_id", "odd-letters", "version", BCON_INT64(1), "eventSeq", BCON_INT64(1),
+               "deadLetters", "{", "0", "{", "reason", BCON_UTF8("x"), "}", "}");
    lt_raw_insert(&t, odd_letters);
    cr_assert(outbox_collection_count_events(t.coll, &n, &e), "%s", e.message);
    cr_assert_eq(n.pending_documents, 1);
@@ -282,8 +282,8 @@ Test(deadletters, discard_keeps_an_audit_record)
    cr_assert_eq(list(OUTBOX_PLACE_DEAD_LETTER, NULL, NULL), 0);
    cr_assert_eq(list(OUTBOX_PLACE_PENDING, NULL, NULL), 2);
 
-   outbox_event_cursor_t *c = outbox_collection_find_events(t.coll, OUTBOX_PLACE_DISCARDED,
-                                                            NULL, &e);
+   outbox_event_cursor_t *c =
+      outbox_collection_find_events(t.coll, OUTBOX_PLACE_DISCARDED, NULL, &e);
    const outbox_stored_event_t *ev;
    cr_assert(outbox_event_cursor_next(c, &ev));
    cr_assert_str_eq(ev->event_id, event_id);
@@ -296,22 +296,22 @@ Test(deadletters, discard_keeps_an_audit_record)
    outbox_event_cursor_destroy(c);
 
    /* A second discard finds nothing to discard. */
-   cr_assert_not(outbox_collection_discard_dead_letter(t.coll, &id, event_id, "alice@ops",
-                                                       "again", &e));
+   cr_assert_not(
+      outbox_collection_discard_dead_letter(t.coll, &id, event_id, "alice@ops", "again", &e));
    cr_assert_eq(e.code, OUTBOX_ERROR_NOT_FOUND);
 }
 
 Test(deadletters, malformed_dead_letters_are_listed_not_fatal)
 {
-   bson_t *doc = BCON_NEW("_id", BCON_UTF8("m-1"), "version", BCON_INT64(1), "eventSeq",
-                          BCON_INT64(1), "events", "[", "]", "deadLetters", "[", BCON_INT32(7),
-                          "{", "event", "{", "seq", BCON_UTF8("x"), "}", "reason",
-                          BCON_UTF8("event has no valid id"), "}", "]");
+   bson_t *doc =
+      BCON_NEW("_id", BCON_UTF8("m-1"), "version", BCON_INT64(1), "eventSeq", BCON_INT64(1),
+               "events", "[", "]", "deadLetters", "[", BCON_INT32(7), "{", "event", "{", "seq",
+               BCON_UTF8("x"), "}", "reason", BCON_UTF8("event has no valid id"), "}", "]");
    lt_raw_insert(&t, doc);
    bson_destroy(doc);
    bson_error_t e;
-   outbox_event_cursor_t *c = outbox_collection_find_events(t.coll, OUTBOX_PLACE_DEAD_LETTER,
-                                                            NULL, &e);
+   outbox_event_cursor_t *c =
+      outbox_collection_find_events(t.coll, OUTBOX_PLACE_DEAD_LETTER, NULL, &e);
    const outbox_stored_event_t *ev;
    cr_assert(outbox_event_cursor_next(c, &ev));
    cr_assert_null(ev->event_id);
@@ -382,8 +382,8 @@ Test(deadletters, requeue_moves_the_event_back_in_seq_order)
    cr_assert_eq(lt_int64(after, "events.1.requeued.count"), 1);
    cr_assert_eq(lt_array_len(after, "deadLetters"), 0);
    bson_iter_t it;
-   cr_assert(bson_iter_init(&it, after) && bson_iter_find_descendant(&it, "events.1.requeued.by",
-                                                                      &it));
+   cr_assert(bson_iter_init(&it, after) &&
+             bson_iter_find_descendant(&it, "events.1.requeued.by", &it));
    cr_assert_str_eq(bson_iter_utf8(&it, NULL), "bob@ops");
    cr_assert(bson_iter_init(&it, after) && bson_iter_find_descendant(&it, "events.1.id", &it));
    cr_assert_str_eq(bson_iter_utf8(&it, NULL), event_id);
@@ -411,11 +411,11 @@ Test(deadletters, requeue_moves_the_event_back_in_seq_order)
 Test(deadletters, requeue_refuses_an_event_that_breaks_the_contract)
 {
    bson_value_t id = lt_str_id("m-2");
-   bson_t *doc = BCON_NEW("_id", BCON_UTF8("m-2"), "version", BCON_INT64(1), "eventSeq",
-                          BCON_INT64(1), "events", "[", "]", "deadLetters", "[", "{", "event", "{",
-                          "id", BCON_UTF8("bad-1"), "seq", BCON_INT64(1), "type",
-                          BCON_UTF8("no spaces allowed"), "data", "{", "}", "}", "reason",
-                          BCON_UTF8("invalid type"), "}", "]");
+   bson_t *doc =
+      BCON_NEW("_id", BCON_UTF8("m-2"), "version", BCON_INT64(1), "eventSeq", BCON_INT64(1),
+               "events", "[", "]", "deadLetters", "[", "{", "event", "{", "id", BCON_UTF8("bad-1"),
+               "seq", BCON_INT64(1), "type", BCON_UTF8("no spaces allowed"), "data", "{", "}", "}",
+               "reason", BCON_UTF8("invalid type"), "}", "]");
    bson_error_t e;
    lt_raw_insert(&t, doc);
    bson_destroy(doc);

@@ -9,10 +9,8 @@
 #include <criterion/criterion.h>
 
 /* From header-archive-only.c. */
-outbox_archive_cursor_t *
-header_archive_only_find(void);
-int64_t
-header_archive_only_validator_keys(void);
+outbox_archive_cursor_t *header_archive_only_find(void);
+int64_t header_archive_only_validator_keys(void);
 
 Test(headers, outbox_h_declares_the_archive)
 {

@@ -9,14 +9,11 @@
 #include <criterion/criterion.h>
 
 /* From header-trace-only.c. */
-bool
-header_trace_only_valid(const char *traceparent);
+bool header_trace_only_valid(const char *traceparent);
 
 /* From header-inbox-only.c. */
-const char *
-header_inbox_only_version(void);
-outbox_seq_order_t
-header_inbox_only_classify(int64_t previous, int64_t seq);
+const char *header_inbox_only_version(void);
+outbox_seq_order_t header_inbox_only_classify(int64_t previous, int64_t seq);
 
 Test(headers, outbox_h_declares_the_inbox)
 {
@@ -36,5 +33,6 @@ Test(headers, inbox_h_alone_declares_the_outbox)
 Test(headers, trace_h_alone_declares_the_trace_context)
 {
    cr_assert(header_trace_only_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
-   cr_assert(outbox_traceparent_is_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+   cr_assert(
+      outbox_traceparent_is_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
 }

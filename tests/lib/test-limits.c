@@ -228,7 +228,7 @@ Test(limits, malformed_document)
 {
    bson_value_t id = lt_str_id("mal");
    bson_t *doc =
-       BCON_NEW("_id", BCON_UTF8("mal"), "version", BCON_UTF8("one"), "eventSeq", BCON_INT64(0));
+      BCON_NEW("_id", BCON_UTF8("mal"), "version", BCON_UTF8("one"), "eventSeq", BCON_INT64(0));
    outbox_event_t *ev = outbox_event_new("t", NULL);
    bson_error_t e;
    bson_t *before;
@@ -250,10 +250,10 @@ Test(limits, malformed_document)
 
 Test(limits, renamed_fields_and_write_concern)
 {
-   bson_t *opts = BCON_NEW("versionField", BCON_UTF8("_v"), "eventSeqField", BCON_UTF8("_seq"),
-                           "eventsField", BCON_UTF8("outbox"), "deletedField", BCON_UTF8("removed"),
-                           "writeConcern", "{", "w", BCON_UTF8("majority"), "wtimeout",
-                           BCON_INT32(60000), "}");
+   bson_t *opts =
+      BCON_NEW("versionField", BCON_UTF8("_v"), "eventSeqField", BCON_UTF8("_seq"), "eventsField",
+               BCON_UTF8("outbox"), "deletedField", BCON_UTF8("removed"), "writeConcern", "{", "w",
+               BCON_UTF8("majority"), "wtimeout", BCON_INT32(60000), "}");
    bson_value_t id = lt_str_id("ren");
    bson_t *update = BCON_NEW("$set", "{", "events", BCON_UTF8("a business field now"), "}");
    bson_t *bad = BCON_NEW("$set", "{", "outbox.0", BCON_INT32(1), "}");

@@ -31,12 +31,12 @@ started(const mongoc_apm_command_started_t *event)
    bson_iter_t it;
 
    if (strcmp(name, "find") == 0) {
-      majority_finds +=
-         bson_iter_init(&it, mongoc_apm_command_started_get_command(event)) &&
-         bson_iter_find_descendant(&it, "readConcern.afterClusterTime", &it) &&
-         bson_iter_init(&it, mongoc_apm_command_started_get_command(event)) &&
-         bson_iter_find_descendant(&it, "readConcern.level", &it) && BSON_ITER_HOLDS_UTF8(&it) &&
-         strcmp(bson_iter_utf8(&it, NULL), "majority") == 0;
+      majority_finds += bson_iter_init(&it, mongoc_apm_command_started_get_command(event)) &&
+                        bson_iter_find_descendant(&it, "readConcern.afterClusterTime", &it) &&
+                        bson_iter_init(&it, mongoc_apm_command_started_get_command(event)) &&
+                        bson_iter_find_descendant(&it, "readConcern.level", &it) &&
+                        BSON_ITER_HOLDS_UTF8(&it) &&
+                        strcmp(bson_iter_utf8(&it, NULL), "majority") == 0;
       return;
    }
    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0) {
@@ -109,8 +109,7 @@ fail_next(const char *command, int times, const char *data_json)
    bson_append_array_end(&child, &arr);
    BSON_APPEND_UTF8(&child, "appName", app_name);
    bson_append_document_end(&cmd, &child);
-   cr_assert(mongoc_client_command_simple(client, "admin", &cmd, NULL, NULL, &e), "%s",
-             e.message);
+   cr_assert(mongoc_client_command_simple(client, "admin", &cmd, NULL, NULL, &e), "%s", e.message);
    bson_destroy(&cmd);
    bson_destroy(data);
    mongoc_client_pool_push(t.pool, client);
@@ -118,12 +117,12 @@ fail_next(const char *command, int times, const char *data_json)
 
 /* Applied, then the wait for the majority timed out: the write may or may not stay. mongoc
  * does not retry it (64 is not a retryable write concern error). */
-#define WTIMEOUT                                                                                  \
-   "{\"writeConcernError\": {\"code\": 64, \"codeName\": \"WriteConcernFailed\","               \
+#define WTIMEOUT                                                                                   \
+   "{\"writeConcernError\": {\"code\": 64, \"codeName\": \"WriteConcernFailed\","                  \
    " \"errmsg\": \"waiting for replication timed out\", \"errInfo\": {\"wtimeout\": true}}}"
 /* Applied, then the primary stepped down before the majority had it: retryable. */
-#define STEPPED_DOWN                                                                              \
-   "{\"writeConcernError\": {\"code\": 91, \"codeName\": \"ShutdownInProgress\","               \
+#define STEPPED_DOWN                                                                               \
+   "{\"writeConcernError\": {\"code\": 91, \"codeName\": \"ShutdownInProgress\","                  \
    " \"errmsg\": \"shutting down\"}, \"errorLabels\": [\"RetryableWriteError\"]}"
 /* The connection drops before the command runs: not applied, retryable. */
 #define DROPPED "{\"closeConnection\": true}"

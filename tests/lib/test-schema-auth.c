@@ -33,15 +33,15 @@ Test(schema_auth, collmod_refused_error_passed_through, .timeout = 60)
    lt_t t;
    lt_init(&t, "schema_auth", NULL, NULL);
    char user[64];
-   snprintf(user, sizeof user, "schema-writer-%d", (int) getpid());
-   bson_t *create_user = BCON_NEW("createUser", BCON_UTF8(user), "pwd",
-                                  BCON_UTF8("Writer-pw-3Kd9"), "roles", "[", "{", "role",
-                                  BCON_UTF8("readWrite"), "db", BCON_UTF8(LT_DB), "}", "]");
+   snprintf(user, sizeof user, "schema-writer-%d", (int)getpid());
+   bson_t *create_user =
+      BCON_NEW("createUser", BCON_UTF8(user), "pwd", BCON_UTF8("Writer-pw-3Kd9"), "roles", "[", "{",
+               "role", BCON_UTF8("readWrite"), "db", BCON_UTF8(LT_DB), "}", "]");
    admin_command(t.pool, create_user);
    /* The collection exists (made by someone allowed to), so installing needs collMod. */
    lt_open(&t, NULL);
-   bson_t *doc = BCON_NEW("_id", BCON_INT32(1), "version", BCON_INT64(1), "eventSeq",
-                          BCON_INT64(0));
+   bson_t *doc =
+      BCON_NEW("_id", BCON_INT32(1), "version", BCON_INT64(1), "eventSeq", BCON_INT64(0));
    lt_raw_insert(&t, doc);
 
    bson_error_t e;

@@ -90,15 +90,14 @@ assert_option(const bson_t *options, const char *path, const char *want)
 {
    bson_iter_t it;
    cr_assert(bson_iter_init(&it, options) && bson_iter_find_descendant(&it, path, &it) &&
-             BSON_ITER_HOLDS_UTF8(&it), "no %s in %s", path,
-             bson_as_relaxed_extended_json(options, NULL));
+                BSON_ITER_HOLDS_UTF8(&it),
+             "no %s in %s", path, bson_as_relaxed_extended_json(options, NULL));
    cr_assert_str_eq(bson_iter_utf8(&it, NULL), want, "%s", path);
 }
 
 /* A write from outside the library; returns its success, the reply's JSON in *json. */
 static bool
-raw_write(const bson_t *filter, const bson_t *update, bool insert, char **json,
-          bson_error_t *error)
+raw_write(const bson_t *filter, const bson_t *update, bool insert, char **json, bson_error_t *error)
 {
    mongoc_client_t *client = mongoc_client_pool_pop(t.pool);
    mongoc_collection_t *c = mongoc_client_get_collection(client, LT_DB, t.coll_name);
@@ -187,8 +186,8 @@ Test(schema, installs_and_is_idempotent)
    ensure(NULL);
    cr_assert(sent("listCollections") && !sent("collMod") && !sent("create"));
    /* Other options: collMod. */
-   bson_t *warn = BCON_NEW("validationAction", BCON_UTF8("warn"), "validationLevel",
-                           BCON_UTF8("strict"));
+   bson_t *warn =
+      BCON_NEW("validationAction", BCON_UTF8("warn"), "validationLevel", BCON_UTF8("strict"));
    n_commands = 0;
    ensure(warn);
    cr_assert(sent("collMod"));
@@ -356,8 +355,7 @@ Test(schema, foreign_validator_is_kept)
    bson_t *create = BCON_NEW("create", BCON_UTF8(t.coll_name), "validator", "{", "owner", "{",
                              "$exists", BCON_BOOL(true), "}", "}");
    bson_error_t e;
-   cr_assert(mongoc_database_write_command_with_opts(db, create, NULL, NULL, &e), "%s",
-             e.message);
+   cr_assert(mongoc_database_write_command_with_opts(db, create, NULL, NULL, &e), "%s", e.message);
    mongoc_database_destroy(db);
    mongoc_client_pool_push(t.pool, client);
    bson_t *before = collection_options();
@@ -385,8 +383,7 @@ Test(schema, foreign_validator_is_kept)
    cr_assert_not(outbox_collection_create(t.coll, &id, NULL, NULL, 0, &res, &e));
    cr_assert_eq(e.code, 121, "%s", e.message);
    bson_t *fields = BCON_NEW("owner", BCON_UTF8("me"));
-   cr_assert(outbox_collection_create(t.coll, &id, fields, NULL, 0, &res, &e), "%s",
-             e.message);
+   cr_assert(outbox_collection_create(t.coll, &id, fields, NULL, 0, &res, &e), "%s", e.message);
    bson_destroy(fields);
    bson_destroy(after);
    bson_destroy(combine);

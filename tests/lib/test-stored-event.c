@@ -117,9 +117,9 @@ Test(stored_event, headers_utf8)
    assert_invalid("headers", extra, "headers.k: value is not valid UTF-8");
 }
 
-static const _outbox_field_names_t names = {"version",     "eventSeq",         "events",
-                                            "deleted",     "deadLetters",      "discardedLetters",
-                                            "requeues",    "recentCommits"};
+static const _outbox_field_names_t names = {"version",  "eventSeq",     "events",
+                                            "deleted",  "deadLetters",  "discardedLetters",
+                                            "requeues", "recentCommits"};
 
 static bool
 parse(bson_t *doc, _outbox_doc_state_t *st, bson_error_t *error)
@@ -150,18 +150,18 @@ Test(document, state)
    cr_assert(parse(BCON_NEW("version", BCON_INT32(1), "eventSeq", BCON_INT32(0)), &st, &error));
    cr_assert_eq(st.pending, 0);
    cr_assert(
-       parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(0), "events", BCON_NULL),
-             &st, &error));
+      parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(0), "events", BCON_NULL), &st,
+            &error));
    cr_assert_not(parse(BCON_NEW("eventSeq", BCON_INT64(0)), &st, &error));
    cr_assert(strstr(error.message, "no \"version\"") != NULL, "%s", error.message);
    cr_assert_not(
-       parse(BCON_NEW("version", BCON_DOUBLE(1), "eventSeq", BCON_INT64(0)), &st, &error));
+      parse(BCON_NEW("version", BCON_DOUBLE(1), "eventSeq", BCON_INT64(0)), &st, &error));
    cr_assert_not(parse(BCON_NEW("version", BCON_INT64(0), "eventSeq", BCON_INT64(0)), &st, &error));
    cr_assert_not(parse(BCON_NEW("version", BCON_INT64(1)), &st, &error));
    cr_assert_not(
-       parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(-1)), &st, &error));
+      parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(-1)), &st, &error));
    cr_assert_not(
-       parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(0), "events", "{", "}"), &st,
-             &error));
+      parse(BCON_NEW("version", BCON_INT64(1), "eventSeq", BCON_INT64(0), "events", "{", "}"), &st,
+            &error));
    cr_assert(strstr(error.message, "expected array") != NULL, "%s", error.message);
 }

@@ -15,21 +15,21 @@
 Test(traceparent, valid_and_invalid)
 {
    static const char *const good[] = {
-       TP, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
-       "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",       /* later version */
-       "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra", /* with more fields */
+      TP, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+      "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",       /* later version */
+      "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra", /* with more fields */
    };
    static const char *const bad[] = {
-       "",
-       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",   /* short */
-       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-", /* v00 with more */
-       "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  /* uppercase */
-       "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  /* zero trace id */
-       "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  /* zero parent id */
-       "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  /* version ff */
-       "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  /* separator */
-       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",  /* flags not hex */
-       "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x", /* later version, no '-' */
+      "",
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",   /* short */
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-", /* v00 with more */
+      "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  /* uppercase */
+      "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  /* zero trace id */
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  /* zero parent id */
+      "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  /* version ff */
+      "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  /* separator */
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",  /* flags not hex */
+      "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x", /* later version, no '-' */
    };
    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
       cr_assert(outbox_traceparent_is_valid(good[i]), "refused %s", good[i]);
@@ -43,21 +43,21 @@ Test(traceparent, valid_and_invalid)
 Test(tracestate, valid_and_invalid)
 {
    static const char *const good[] = {
-       "congo=t61rcWkgMzE",
-       "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
-       " rojo=1 , ,congo=2\t",
-       "tenant@vendor=x",
-       "",
+      "congo=t61rcWkgMzE",
+      "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
+      " rojo=1 , ,congo=2\t",
+      "tenant@vendor=x",
+      "",
    };
    static const char *const bad[] = {
-       "Rojo=1",               /* uppercase key */
-       "rojo",                 /* no value */
-       "rojo=",                /* empty value */
-       "rojo=a=b",             /* '=' in the value */
-       "rojo=1 ,=2",           /* empty key */
-       "rojo=\x01",            /* control character */
-       "@vendor=x",            /* empty tenant */
-       "t@vendorwaytoolong=x", /* system longer than 14 */
+      "Rojo=1",               /* uppercase key */
+      "rojo",                 /* no value */
+      "rojo=",                /* empty value */
+      "rojo=a=b",             /* '=' in the value */
+      "rojo=1 ,=2",           /* empty key */
+      "rojo=\x01",            /* control character */
+      "@vendor=x",            /* empty tenant */
+      "t@vendorwaytoolong=x", /* system longer than 14 */
    };
    char many[400] = "";
    char huge[600];
@@ -126,7 +126,7 @@ Test(event_trace, stores_headers_and_replaces_them)
    cr_assert_str_eq(header(ev, "tenant"), "acme");
    /* A second context replaces the first; without a tracestate the old one goes. */
    cr_assert(outbox_event_set_trace_context(
-       ev, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", NULL, &error));
+      ev, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", NULL, &error));
    cr_assert_str_eq(header(ev, "traceparent"),
                     "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00");
    cr_assert_null(header(ev, "tracestate"));

@@ -118,7 +118,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
             fprintf(stderr, "test-mongod: bad --port %s\n", optarg);
             return EX_USAGE;
          }
-         opts->port = (int) n;
+         opts->port = (int)n;
          break;
       case 'f':
          opts->port_file = optarg;
@@ -131,7 +131,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
             fprintf(stderr, "test-mongod: bad --members %s (1 to 50, as MongoDB)\n", optarg);
             return EX_USAGE;
          }
-         opts->members = (int) n;
+         opts->members = (int)n;
          break;
       case 'T':
          opts->test_commands = true;
@@ -141,56 +141,56 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
             fprintf(stderr, "test-mongod: bad --replication-lag-ms %s\n", optarg);
             return EX_USAGE;
          }
-         opts->replication_lag_ms = (int) n;
+         opts->replication_lag_ms = (int)n;
          break;
       case 'E':
          if (!parse_number(optarg, 1, 86400000, &n)) {
             fprintf(stderr, "test-mongod: bad --election-timeout-ms %s\n", optarg);
             return EX_USAGE;
          }
-         opts->election_timeout_ms = (int) n;
+         opts->election_timeout_ms = (int)n;
          break;
       case 'o':
          if (!parse_number(optarg, 1, 1L << 30, &n)) {
             fprintf(stderr, "test-mongod: bad --oplog-size %s\n", optarg);
             return EX_USAGE;
          }
-         opts->oplog_size = (size_t) n;
+         opts->oplog_size = (size_t)n;
          break;
       case 'M':
          if (!parse_number(optarg, 0, 1L << 20, &n)) {
             fprintf(stderr, "test-mongod: bad --oplog-mb %s\n", optarg);
             return EX_USAGE;
          }
-         opts->oplog_bytes = (size_t) n * 1024 * 1024;
+         opts->oplog_bytes = (size_t)n * 1024 * 1024;
          break;
       case 'm':
          if (!parse_number(optarg, 1, 100000, &n)) {
             fprintf(stderr, "test-mongod: bad --max-connections %s\n", optarg);
             return EX_USAGE;
          }
-         opts->max_connections = (int) n;
+         opts->max_connections = (int)n;
          break;
       case 't':
          if (!parse_number(optarg, 0, 86400, &n)) {
             fprintf(stderr, "test-mongod: bad --ttl-interval %s\n", optarg);
             return EX_USAGE;
          }
-         opts->ttl_interval = (int) n;
+         opts->ttl_interval = (int)n;
          break;
       case 'L':
          if (!parse_number(optarg, 1, 86400, &n)) {
             fprintf(stderr, "test-mongod: bad --transaction-lifetime %s\n", optarg);
             return EX_USAGE;
          }
-         opts->txn_lifetime = (int) n;
+         opts->txn_lifetime = (int)n;
          break;
       case 'a':
          opts->auth = true;
          break;
       case 'u':
          opts->auth = true;
-         users->specs = realloc(users->specs, (size_t) (users->n + 1) * sizeof *users->specs);
+         users->specs = realloc(users->specs, (size_t)(users->n + 1) * sizeof *users->specs);
          users->specs[users->n++] = optarg;
          break;
       case 'C':
@@ -204,8 +204,7 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
          break;
       case 'x':
          if (!tm_expr_disable(optarg)) {
-            fprintf(stderr, "test-mongod: --without-expression: unknown expression %s\n",
-                    optarg);
+            fprintf(stderr, "test-mongod: --without-expression: unknown expression %s\n", optarg);
             return EX_USAGE;
          }
          break;
@@ -217,14 +216,14 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
             fprintf(stderr, "test-mongod: bad --shards %s (1 to 16)\n", optarg);
             return EX_USAGE;
          }
-         opts->shards = (int) n;
+         opts->shards = (int)n;
          break;
       case 'P':
          if (!parse_number(optarg, 1, 86400000, &n)) {
             fprintf(stderr, "test-mongod: bad --periodic-noop-ms %s\n", optarg);
             return EX_USAGE;
          }
-         opts->periodic_noop_ms = (int) n;
+         opts->periodic_noop_ms = (int)n;
          break;
       case 'v':
          opts->verbose = true;
@@ -279,18 +278,24 @@ const char *malloc_conf = "dirty_decay_ms:1000,muzzy_decay_ms:0";
 int
 main(int argc, char **argv)
 {
-   md_server_opts_t opts = {.bind = "127.0.0.1", .port = 27017, .oplog_size = 1000000,
-                            .oplog_bytes = (size_t) 1024 * 1024 * 1024,
-                            .max_connections = 2000, .ttl_interval = 60, .txn_lifetime = 60,
-                            .members = 1, .election_timeout_ms = 10000,
-                            .shards = 2, .periodic_noop_ms = 10000};
+   md_server_opts_t opts = {.bind = "127.0.0.1",
+                            .port = 27017,
+                            .oplog_size = 1000000,
+                            .oplog_bytes = (size_t)1024 * 1024 * 1024,
+                            .max_connections = 2000,
+                            .ttl_interval = 60,
+                            .txn_lifetime = 60,
+                            .members = 1,
+                            .election_timeout_ms = 10000,
+                            .shards = 2,
+                            .periodic_noop_ms = 10000};
    user_specs_t users = {NULL, 0};
    int rc = parse_args(argc, argv, &opts, &users);
    if (rc != 0) {
       free(users.specs);
       return rc < 0 ? 0 : rc;
    }
-   srand((unsigned) time(NULL));
+   srand((unsigned)time(NULL));
    /* Commands run under one server lock, so per-thread malloc arenas buy no concurrency; with
     * one per connection thread, history and documents freed by one thread and allocated by
     * another fragmented the heap (215 MB more resident in a 1M-event benchmark). Only

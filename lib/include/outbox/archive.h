@@ -66,12 +66,12 @@ typedef struct {
    const bson_value_t *entity_id; /* entityId */
    int64_t seq;
    const char *type;
-   int64_t time_ms;               /* time, ms since the Unix epoch (UTC) */
-   const bson_t *data;            /* empty if missing */
-   const bson_t *headers;         /* empty if none */
-   int32_t partition;             /* -1 if not recorded */
-   int64_t published_at_ms;       /* publishedAt */
-   const bson_t *entry;           /* the whole archived document */
+   int64_t time_ms;         /* time, ms since the Unix epoch (UTC) */
+   const bson_t *data;      /* empty if missing */
+   const bson_t *headers;   /* empty if none */
+   int32_t partition;       /* -1 if not recorded */
+   int64_t published_at_ms; /* publishedAt */
+   const bson_t *entry;     /* the whole archived document */
    int64_t reserved[8];
 } outbox_archived_event_t;
 
@@ -91,21 +91,20 @@ typedef struct _outbox_archive_cursor_t outbox_archive_cursor_t;
  * No I/O happens until the first outbox_archive_cursor_next(). Returns NULL with
  * OUTBOX_ERROR_INVALID_ARGUMENT on a bad option. `archive` is borrowed until the cursor is
  * destroyed. Free with outbox_archive_cursor_destroy(). */
-OUTBOX_API outbox_archive_cursor_t *
-outbox_archive_find(mongoc_collection_t *archive, const bson_t *opts, bson_error_t *error);
+OUTBOX_API outbox_archive_cursor_t *outbox_archive_find(mongoc_collection_t *archive,
+                                                        const bson_t *opts, bson_error_t *error);
 
 /* Sets *event to the next archived event and returns true, or returns false at the end or on
  * an error (see outbox_archive_cursor_error()). *event is valid until the next call. */
-OUTBOX_API bool
-outbox_archive_cursor_next(outbox_archive_cursor_t *cursor, const outbox_archived_event_t **event);
+OUTBOX_API bool outbox_archive_cursor_next(outbox_archive_cursor_t *cursor,
+                                           const outbox_archived_event_t **event);
 
 /* True (and fills `error`) if the cursor stopped on an error. */
-OUTBOX_API bool
-outbox_archive_cursor_error(const outbox_archive_cursor_t *cursor, bson_error_t *error);
+OUTBOX_API bool outbox_archive_cursor_error(const outbox_archive_cursor_t *cursor,
+                                            bson_error_t *error);
 
 /* Frees the cursor. NULL is allowed. */
-OUTBOX_API void
-outbox_archive_cursor_destroy(outbox_archive_cursor_t *cursor);
+OUTBOX_API void outbox_archive_cursor_destroy(outbox_archive_cursor_t *cursor);
 
 /* Installs the archive contract as `archive`'s $jsonSchema validator (titled "outbox archive
  * contract"; creating the collection, or with collMod) and creates its indexes (see above).
@@ -115,13 +114,12 @@ outbox_archive_cursor_destroy(outbox_archive_cursor_t *cursor);
  *               dropped and created again). 0 leaves an existing TTL index alone.
  * The archive belongs to outbox: a validator someone else installed on it is replaced.
  * Errors from the server (e.g. 13 Unauthorized for a user without collMod) pass through. */
-OUTBOX_API bool
-outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, bson_error_t *error);
+OUTBOX_API bool outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts,
+                                             bson_error_t *error);
 
 /* The validator outbox_archive_ensure_schema() installs ({$jsonSchema: {...}}), e.g. for a
  * tool to print. `validator` is initialised by the callee; free it with bson_destroy(). */
-OUTBOX_API void
-outbox_archive_schema(bson_t *validator);
+OUTBOX_API void outbox_archive_schema(bson_t *validator);
 
 OUTBOX_END_DECLS
 

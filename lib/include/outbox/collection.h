@@ -59,7 +59,7 @@ OUTBOX_BEGIN_DECLS
 
 /* Pass as expected_version to commit whatever the current version is. The library then reads
  * the entity and retries on conflict up to appendRetries times. */
-#define OUTBOX_ANY_VERSION ((int64_t) -1)
+#define OUTBOX_ANY_VERSION ((int64_t)-1)
 
 typedef struct _outbox_collection_t outbox_collection_t;
 
@@ -107,13 +107,12 @@ typedef struct {
  * Unknown options are refused. `db` and `coll` are copied. Returns NULL with
  * OUTBOX_ERROR_INVALID_ARGUMENT on a bad option or a NULL or empty pool, db or coll. No I/O
  * happens here. Free with outbox_collection_destroy(). */
-OUTBOX_API outbox_collection_t *
-outbox_collection_new(mongoc_client_pool_t *pool, const char *db, const char *coll,
-                      const bson_t *opts, bson_error_t *error);
+OUTBOX_API outbox_collection_t *outbox_collection_new(mongoc_client_pool_t *pool, const char *db,
+                                                      const char *coll, const bson_t *opts,
+                                                      bson_error_t *error);
 
 /* Frees the handle. NULL is allowed. No call on the handle may be running. */
-OUTBOX_API void
-outbox_collection_destroy(outbox_collection_t *collection);
+OUTBOX_API void outbox_collection_destroy(outbox_collection_t *collection);
 
 /* Inserts a new entity {_id: id, ...fields, version: 1, eventSeq: n_events,
  * events: [events...]}.
@@ -128,10 +127,10 @@ outbox_collection_destroy(outbox_collection_t *collection);
  * `result` (may be NULL) receives version 1 and the seq range. OUTBOX_ERROR_UNKNOWN_OUTCOME
  * and its retry with the same events as for outbox_collection_update() (a create without
  * events cannot be recognized: its retry may report OUTBOX_ERROR_ALREADY_EXISTS). Thread-safe. */
-OUTBOX_API bool
-outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id,
-                         const bson_t *fields, outbox_event_t *const *events, size_t n_events,
-                         outbox_commit_t *result, bson_error_t *error);
+OUTBOX_API bool outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id,
+                                         const bson_t *fields, outbox_event_t *const *events,
+                                         size_t n_events, outbox_commit_t *result,
+                                         bson_error_t *error);
 
 /* Changes an entity and appends events in one atomic update command.
  *
@@ -163,45 +162,41 @@ outbox_collection_create(outbox_collection_t *collection, const bson_value_t *id
  * change without events carries no id to recognize it by: its retry is a plain new commit.
  * See "Commit outcomes" in README.md.
  * Thread-safe. */
-OUTBOX_API bool
-outbox_collection_update(outbox_collection_t *collection, const bson_value_t *id,
-                         int64_t expected_version, const bson_t *update,
-                         outbox_event_t *const *events, size_t n_events,
-                         outbox_commit_t *result, bson_error_t *error);
+OUTBOX_API bool outbox_collection_update(outbox_collection_t *collection, const bson_value_t *id,
+                                         int64_t expected_version, const bson_t *update,
+                                         outbox_event_t *const *events, size_t n_events,
+                                         outbox_commit_t *result, bson_error_t *error);
 
 /* Appends events to an entity without an expected version: the same as
  * outbox_collection_update(collection, id, OUTBOX_ANY_VERSION, NULL, events, n_events, ...).
  * Use it when the events do not depend on the entity's state. Thread-safe. */
-OUTBOX_API bool
-outbox_collection_append(outbox_collection_t *collection, const bson_value_t *id,
-                         outbox_event_t *const *events, size_t n_events,
-                         outbox_commit_t *result, bson_error_t *error);
+OUTBOX_API bool outbox_collection_append(outbox_collection_t *collection, const bson_value_t *id,
+                                         outbox_event_t *const *events, size_t n_events,
+                                         outbox_commit_t *result, bson_error_t *error);
 
 /* Reads an entity. `doc` (may be NULL) is always initialized and receives the whole stored
  * document (empty when the call fails); the caller must bson_destroy() it. `version` (may be
  * NULL) receives its version, e.g. for an HTTP ETag. Fails with OUTBOX_ERROR_NOT_FOUND, or
  * OUTBOX_ERROR_MALFORMED_DOCUMENT if version or eventSeq is missing or not an integer.
  * Reads from the primary. Thread-safe. */
-OUTBOX_API bool
-outbox_collection_read(outbox_collection_t *collection, const bson_value_t *id, bson_t *doc,
-                       int64_t *version, bson_error_t *error);
+OUTBOX_API bool outbox_collection_read(outbox_collection_t *collection, const bson_value_t *id,
+                                       bson_t *doc, int64_t *version, bson_error_t *error);
 
 /* Marks an entity deleted: sets deletedField to true, increments the version and appends
  * `event` (may be NULL), in one update, under the same rules and errors as
  * outbox_collection_update(). The document stays until outbox_collection_delete().
  * Thread-safe. */
-OUTBOX_API bool
-outbox_collection_soft_delete(outbox_collection_t *collection, const bson_value_t *id,
-                              int64_t expected_version, outbox_event_t *event,
-                              outbox_commit_t *result, bson_error_t *error);
+OUTBOX_API bool outbox_collection_soft_delete(outbox_collection_t *collection,
+                                              const bson_value_t *id, int64_t expected_version,
+                                              outbox_event_t *event, outbox_commit_t *result,
+                                              bson_error_t *error);
 
 /* Removes an entity's document. Refused with OUTBOX_ERROR_PENDING_EVENTS while it has pending
  * events (they would never be published); allowed once the relay has published them. With an
  * expected version other than OUTBOX_ANY_VERSION, fails with OUTBOX_ERROR_CONFLICT if the
  * version differs. OUTBOX_ERROR_NOT_FOUND if there is no such entity. Thread-safe. */
-OUTBOX_API bool
-outbox_collection_delete(outbox_collection_t *collection, const bson_value_t *id,
-                         int64_t expected_version, bson_error_t *error);
+OUTBOX_API bool outbox_collection_delete(outbox_collection_t *collection, const bson_value_t *id,
+                                         int64_t expected_version, bson_error_t *error);
 
 /* Creates the partial index through which pending events are found (by the relay's recovery
  * sweep and outbox_collection_find_events()): name "outbox_pending", key
@@ -209,8 +204,8 @@ outbox_collection_delete(outbox_collection_t *collection, const bson_value_t *id
  * holds entities with pending events, so it stays small. Also "outbox_dead_letters", the same
  * over "<deadLettersField>.0", through which dead letters are listed and counted. Idempotent;
  * call it at start-up or from a migration (the relay creates both too). Thread-safe. */
-OUTBOX_API bool
-outbox_collection_ensure_indexes(outbox_collection_t *collection, bson_error_t *error);
+OUTBOX_API bool outbox_collection_ensure_indexes(outbox_collection_t *collection,
+                                                 bson_error_t *error);
 
 OUTBOX_END_DECLS
 

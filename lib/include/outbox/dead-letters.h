@@ -72,9 +72,9 @@ typedef struct {
    int64_t time_ms;               /* event.time, ms since the Unix epoch (UTC) */
    int64_t requeue_count;         /* event.requeued.count: times it was requeued (0: never) */
    /* OUTBOX_PLACE_DEAD_LETTER and OUTBOX_PLACE_DISCARDED: */
-   const char *reason;            /* why the relay could not publish it */
-   int64_t at_ms;                 /* when it was dead-lettered */
-   const char *relay;             /* the relay's name */
+   const char *reason; /* why the relay could not publish it */
+   int64_t at_ms;      /* when it was dead-lettered */
+   const char *relay;  /* the relay's name */
    /* OUTBOX_PLACE_DISCARDED: */
    const char *discarded_by;
    const char *discard_reason;
@@ -100,43 +100,41 @@ typedef struct _outbox_event_cursor_t outbox_event_cursor_t;
  * happens until the first outbox_event_cursor_next(). Returns NULL with
  * OUTBOX_ERROR_INVALID_ARGUMENT on a bad option. Free with outbox_event_cursor_destroy().
  * Thread-safe (each cursor is used by one thread). */
-OUTBOX_API outbox_event_cursor_t *
-outbox_collection_find_events(outbox_collection_t *collection, outbox_place_t place,
-                              const bson_t *opts, bson_error_t *error);
+OUTBOX_API outbox_event_cursor_t *outbox_collection_find_events(outbox_collection_t *collection,
+                                                                outbox_place_t place,
+                                                                const bson_t *opts,
+                                                                bson_error_t *error);
 
 /* Sets *event to the next matching event and returns true, or returns false at the end or
  * on an error (see outbox_event_cursor_error()). *event is valid until the next call. */
-OUTBOX_API bool
-outbox_event_cursor_next(outbox_event_cursor_t *cursor, const outbox_stored_event_t **event);
+OUTBOX_API bool outbox_event_cursor_next(outbox_event_cursor_t *cursor,
+                                         const outbox_stored_event_t **event);
 
 /* True (and fills `error`) if the cursor stopped on an error (network, server, or a document
  * whose events or dead letters field is not an array: OUTBOX_ERROR_MALFORMED_DOCUMENT). */
-OUTBOX_API bool
-outbox_event_cursor_error(const outbox_event_cursor_t *cursor, bson_error_t *error);
+OUTBOX_API bool outbox_event_cursor_error(const outbox_event_cursor_t *cursor, bson_error_t *error);
 
 /* Frees the cursor and gives its client back to the pool. NULL is allowed. */
-OUTBOX_API void
-outbox_event_cursor_destroy(outbox_event_cursor_t *cursor);
+OUTBOX_API void outbox_event_cursor_destroy(outbox_event_cursor_t *cursor);
 
 /* What outbox_collection_count_events() counts. */
 typedef struct {
-   int64_t pending_documents;    /* documents with pending events */
-   int64_t pending_events;       /* pending events in them */
-   int64_t oldest_pending_ms;    /* time of the oldest pending event, 0 when none */
+   int64_t pending_documents;     /* documents with pending events */
+   int64_t pending_events;        /* pending events in them */
+   int64_t oldest_pending_ms;     /* time of the oldest pending event, 0 when none */
    int64_t dead_letter_documents; /* documents with dead letters */
-   int64_t dead_letters;         /* dead letters in them */
+   int64_t dead_letters;          /* dead letters in them */
    int64_t newest_dead_letter_ms; /* when the last dead letter was made, 0 when none */
-   int64_t malformed_documents;  /* documents whose events or dead letters field is not an
-                                  * array (written without liboutbox): not counted above */
+   int64_t malformed_documents;   /* documents whose events or dead letters field is not an
+                                   * array (written without liboutbox): not counted above */
    int64_t reserved[7];
 } outbox_counts_t;
 
 /* Counts pending events and dead letters with two aggregations over the partial indexes
  * (the time of the oldest pending event is that of each document's first pending event, which
  * the contract keeps oldest first). `counts` is zero-filled first. Thread-safe. */
-OUTBOX_API bool
-outbox_collection_count_events(outbox_collection_t *collection, outbox_counts_t *counts,
-                               bson_error_t *error);
+OUTBOX_API bool outbox_collection_count_events(outbox_collection_t *collection,
+                                               outbox_counts_t *counts, bson_error_t *error);
 
 /* Requeues the dead letter of event `event_id` of entity `entity_id` (see REQUEUE above): one
  * update moves it back into the pending events with requeued: {at: now, by, count}. `by` (who)
@@ -144,10 +142,10 @@ outbox_collection_count_events(outbox_collection_t *collection, outbox_counts_t 
  * such dead letter, OUTBOX_ERROR_INVALID_EVENT when the stored event breaks the contract (fix
  * it by hand, or discard it), OUTBOX_ERROR_RETRIES_EXHAUSTED when the entity kept changing.
  * Thread-safe. */
-OUTBOX_API bool
-outbox_collection_requeue_dead_letter(outbox_collection_t *collection,
-                                      const bson_value_t *entity_id, const char *event_id,
-                                      const char *by, bson_error_t *error);
+OUTBOX_API bool outbox_collection_requeue_dead_letter(outbox_collection_t *collection,
+                                                      const bson_value_t *entity_id,
+                                                      const char *event_id, const char *by,
+                                                      bson_error_t *error);
 
 /* Discards the dead letter of event `event_id` of entity `entity_id`: moves it, in one update
  * that requires the exact element to still be there, to discardedField with
@@ -155,10 +153,10 @@ outbox_collection_requeue_dead_letter(outbox_collection_t *collection,
  * `reason` (why) are required, non-empty and copied. Fails with OUTBOX_ERROR_NOT_FOUND when
  * the entity has no such dead letter, OUTBOX_ERROR_INVALID_ARGUMENT on a missing argument.
  * Thread-safe. */
-OUTBOX_API bool
-outbox_collection_discard_dead_letter(outbox_collection_t *collection,
-                                      const bson_value_t *entity_id, const char *event_id,
-                                      const char *by, const char *reason, bson_error_t *error);
+OUTBOX_API bool outbox_collection_discard_dead_letter(outbox_collection_t *collection,
+                                                      const bson_value_t *entity_id,
+                                                      const char *event_id, const char *by,
+                                                      const char *reason, bson_error_t *error);
 
 OUTBOX_END_DECLS
 

@@ -31,12 +31,10 @@ typedef struct _outbox_event_t outbox_event_t;
  * event is committed (or by outbox_event_validate()), so an invalid type is reported there
  * with OUTBOX_ERROR_INVALID_EVENT. `type` NULL is treated as "" and therefore invalid.
  * Free with outbox_event_destroy(). */
-OUTBOX_API outbox_event_t *
-outbox_event_new(const char *type, const bson_t *data);
+OUTBOX_API outbox_event_t *outbox_event_new(const char *type, const bson_t *data);
 
 /* Frees the event. NULL is allowed. */
-OUTBOX_API void
-outbox_event_destroy(outbox_event_t *event);
+OUTBOX_API void outbox_event_destroy(outbox_event_t *event);
 
 /* Sets header `key` to `value` (both copied; a second call with the same key replaces the
  * value). Keys are 1..128 bytes of valid UTF-8 not starting with '$'; values are valid UTF-8
@@ -45,38 +43,31 @@ outbox_event_destroy(outbox_event_t *event);
  * MQTT 5 user property, names of 1..20 characters of [a-z0-9] also as CloudEvents attributes,
  * and leaves out reserved names (event-id, id, type ...) and values with control characters
  * ("Headers" in relay/README.md). For W3C trace context use outbox_event_set_trace_context(). */
-OUTBOX_API bool
-outbox_event_set_header(outbox_event_t *event, const char *key, const char *value,
-                        bson_error_t *error);
+OUTBOX_API bool outbox_event_set_header(outbox_event_t *event, const char *key, const char *value,
+                                        bson_error_t *error);
 
 /* Checks the event as a commit would: type 1..128 characters of [A-Za-z0-9._-]; data valid
  * UTF-8 throughout and without keys that are empty or start with '$' at any depth (consumers
  * read events as Extended JSON, where {"$date": ...} would change meaning). Returns false with
  * OUTBOX_ERROR_INVALID_EVENT and the reason. */
-OUTBOX_API bool
-outbox_event_validate(const outbox_event_t *event, bson_error_t *error);
+OUTBOX_API bool outbox_event_validate(const outbox_event_t *event, bson_error_t *error);
 
 /* The event id: 36 lowercase characters, e.g. "0f8fad5b-d9cb-469f-a165-70867728950e".
  * Owned by the event; valid until it is destroyed. */
-OUTBOX_API const char *
-outbox_event_get_id(const outbox_event_t *event);
+OUTBOX_API const char *outbox_event_get_id(const outbox_event_t *event);
 
 /* The event type as given to outbox_event_new(). Owned by the event; valid until it is
  * destroyed. */
-OUTBOX_API const char *
-outbox_event_get_type(const outbox_event_t *event);
+OUTBOX_API const char *outbox_event_get_type(const outbox_event_t *event);
 
 /* The event data. Owned by the event; valid until it is destroyed. */
-OUTBOX_API const bson_t *
-outbox_event_get_data(const outbox_event_t *event);
+OUTBOX_API const bson_t *outbox_event_get_data(const outbox_event_t *event);
 
 /* The seq the entity gave the event, 0 until a commit containing it succeeds. */
-OUTBOX_API int64_t
-outbox_event_get_seq(const outbox_event_t *event);
+OUTBOX_API int64_t outbox_event_get_seq(const outbox_event_t *event);
 
 /* The stored "time" (milliseconds since the Unix epoch, UTC), 0 until committed. */
-OUTBOX_API int64_t
-outbox_event_get_time(const outbox_event_t *event);
+OUTBOX_API int64_t outbox_event_get_time(const outbox_event_t *event);
 
 OUTBOX_END_DECLS
 

@@ -134,12 +134,10 @@ typedef struct {
 
 /* Classifies `seq` against `previous` (the highest seq applied before, 0 = none), as
  * outbox_inbox_apply() does. Pure function, for consumers that track seqs themselves. */
-OUTBOX_API outbox_seq_order_t
-outbox_seq_classify(int64_t previous, int64_t seq);
+OUTBOX_API outbox_seq_order_t outbox_seq_classify(int64_t previous, int64_t seq);
 
 /* A static lowercase name: "untracked", "in-order", "gap", "late" ("unknown" otherwise). */
-OUTBOX_API const char *
-outbox_seq_order_name(outbox_seq_order_t order);
+OUTBOX_API const char *outbox_seq_order_name(outbox_seq_order_t order);
 
 /* Creates an inbox over the consumer's state collection `db`.`coll`, using clients from
  * `pool` (borrowed; must outlive the handle; set error API 2 on it before the first pop).
@@ -158,18 +156,16 @@ outbox_seq_order_name(outbox_seq_order_t order);
  * Unknown options are refused (OUTBOX_ERROR_INVALID_ARGUMENT), and so are a NULL pool and a
  * NULL or empty db or coll. `db` and `coll` are copied. No I/O happens here.
  * Free with outbox_inbox_destroy(). */
-OUTBOX_API outbox_inbox_t *
-outbox_inbox_new(mongoc_client_pool_t *pool, const char *db, const char *coll,
-                 const bson_t *opts, bson_error_t *error);
+OUTBOX_API outbox_inbox_t *outbox_inbox_new(mongoc_client_pool_t *pool, const char *db,
+                                            const char *coll, const bson_t *opts,
+                                            bson_error_t *error);
 
 /* Frees the handle. NULL is allowed. No call on the handle may be running. */
-OUTBOX_API void
-outbox_inbox_destroy(outbox_inbox_t *inbox);
+OUTBOX_API void outbox_inbox_destroy(outbox_inbox_t *inbox);
 
 /* Creates the ledger's TTL index (name "outbox_inbox_ttl", key {at: 1}, expireAfterSeconds
  * ledgerTtlSeconds). Idempotent; a no-op when the ledger is disabled. Thread-safe. */
-OUTBOX_API bool
-outbox_inbox_ensure_indexes(outbox_inbox_t *inbox, bson_error_t *error);
+OUTBOX_API bool outbox_inbox_ensure_indexes(outbox_inbox_t *inbox, bson_error_t *error);
 
 /* Applies `update` to the state document `doc_id` unless event `event_id` was processed
  * before, and records the event as processed in the same atomic update.
@@ -183,17 +179,15 @@ outbox_inbox_ensure_indexes(outbox_inbox_t *inbox, bson_error_t *error);
  * its own). `doc_id`, `event_id` and `update` are borrowed for the call only. `result` (may be
  * NULL) tells what happened. Returns false on error: then the event was not applied (but see
  * network errors above); errors in the arguments are found before any I/O. Thread-safe. */
-OUTBOX_API bool
-outbox_inbox_apply(outbox_inbox_t *inbox, const bson_value_t *doc_id, const char *event_id,
-                   int64_t seq, const bson_t *update, outbox_inbox_result_t *result,
-                   bson_error_t *error);
+OUTBOX_API bool outbox_inbox_apply(outbox_inbox_t *inbox, const bson_value_t *doc_id,
+                                   const char *event_id, int64_t seq, const bson_t *update,
+                                   outbox_inbox_result_t *result, bson_error_t *error);
 
 /* Sets *seen to whether `event_id` was applied to state document `doc_id`: present in its
  * window or in the ledger. Arguments are checked as by outbox_inbox_apply() and borrowed for
  * the call; *seen is false when the call fails. Read-only. Thread-safe. */
-OUTBOX_API bool
-outbox_inbox_seen(outbox_inbox_t *inbox, const bson_value_t *doc_id, const char *event_id,
-                  bool *seen, bson_error_t *error);
+OUTBOX_API bool outbox_inbox_seen(outbox_inbox_t *inbox, const bson_value_t *doc_id,
+                                  const char *event_id, bool *seen, bson_error_t *error);
 
 OUTBOX_END_DECLS
 

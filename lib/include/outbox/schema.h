@@ -47,17 +47,15 @@ OUTBOX_BEGIN_DECLS
  * both); a later call replaces only our part of such a $and. Errors from the server (e.g. a
  * user without the collMod or listCollections privilege: 13 Unauthorized) are passed through.
  * Documents already stored are not checked. Thread-safe. */
-OUTBOX_API bool
-outbox_collection_ensure_schema(outbox_collection_t *collection, const bson_t *opts,
-                                bson_error_t *error);
+OUTBOX_API bool outbox_collection_ensure_schema(outbox_collection_t *collection, const bson_t *opts,
+                                                bson_error_t *error);
 
 /* The validator outbox_collection_ensure_schema() installs with the same `opts`
  * ({$jsonSchema: {...}}), e.g. for an admin tool to print or install it. `validator` is always
  * initialised by the callee and must be freed with bson_destroy(); it is empty when the call
  * fails (OUTBOX_ERROR_INVALID_ARGUMENT on a bad option). No I/O. Thread-safe. */
-OUTBOX_API bool
-outbox_collection_schema(const outbox_collection_t *collection, const bson_t *opts,
-                         bson_t *validator, bson_error_t *error);
+OUTBOX_API bool outbox_collection_schema(const outbox_collection_t *collection, const bson_t *opts,
+                                         bson_t *validator, bson_error_t *error);
 
 OUTBOX_END_DECLS
 

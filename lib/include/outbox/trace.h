@@ -45,16 +45,14 @@ struct _outbox_event_t;
  * digits of flags, joined by '-'. Version 00 is exactly 55 characters; a later version may
  * carry more after a '-' (as W3C asks, the first 55 characters are read as version 00).
  * NULL is not valid. Pure; thread-safe. */
-OUTBOX_API bool
-outbox_traceparent_is_valid(const char *traceparent);
+OUTBOX_API bool outbox_traceparent_is_valid(const char *traceparent);
 
 /* True if `tracestate` is a W3C tracestate header value: at most 512 characters and 32
  * comma-separated list members of the form key=value (keys lowercase, from
  * [a-z0-9_*-/] with an optional "@vendor" part, values printable ASCII without ',' and
  * '='; spaces around members are allowed, empty members too). NULL is not valid. Pure;
  * thread-safe. */
-OUTBOX_API bool
-outbox_tracestate_is_valid(const char *tracestate);
+OUTBOX_API bool outbox_tracestate_is_valid(const char *tracestate);
 
 /* Writes a version-00 traceparent for a new span of the trace `incoming` belongs to into
  * `out` (OUTBOX_TRACEPARENT_LEN + 1 bytes, NUL-terminated): the same trace id and flags, a new
@@ -62,8 +60,8 @@ outbox_tracestate_is_valid(const char *tracestate);
  * valid (outbox_traceparent_is_valid()) it starts a new trace instead (random trace id, flags
  * 00: nothing was sampled) and returns false: the caller must then drop the incoming
  * tracestate too. Random bytes come from getrandom(). Thread-safe. */
-OUTBOX_API bool
-outbox_traceparent_continue(const char *incoming, char out[OUTBOX_TRACEPARENT_LEN + 1]);
+OUTBOX_API bool outbox_traceparent_continue(const char *incoming,
+                                            char out[OUTBOX_TRACEPARENT_LEN + 1]);
 
 /* Stores the trace context on `event` as its headers "traceparent" and, when `tracestate` is
  * neither NULL nor empty, "tracestate" (both copied; an earlier call's values are replaced and
@@ -72,9 +70,9 @@ outbox_traceparent_continue(const char *incoming, char out[OUTBOX_TRACEPARENT_LE
  * (outbox_traceparent_is_valid(), outbox_tracestate_is_valid()); OUTBOX_ERROR_INVALID_ARGUMENT
  * when `event` or `traceparent` is NULL. Call it on each event of a commit before the commit.
  * Same thread-safety as the event. */
-OUTBOX_API bool
-outbox_event_set_trace_context(struct _outbox_event_t *event, const char *traceparent,
-                               const char *tracestate, bson_error_t *error);
+OUTBOX_API bool outbox_event_set_trace_context(struct _outbox_event_t *event,
+                                               const char *traceparent, const char *tracestate,
+                                               bson_error_t *error);
 
 OUTBOX_END_DECLS
 

@@ -11,20 +11,20 @@
 #include "auth/auth-cmd.h"
 #include "auth/auth-private.h"
 
-#define READ_ACTS                                                                              \
-   (MD_ACT_FIND | MD_ACT_LIST_COLLECTIONS | MD_ACT_LIST_INDEXES | MD_ACT_CHANGE_STREAM |       \
+#define READ_ACTS                                                                                  \
+   (MD_ACT_FIND | MD_ACT_LIST_COLLECTIONS | MD_ACT_LIST_INDEXES | MD_ACT_CHANGE_STREAM |           \
     MD_ACT_KILL_CURSORS)
-#define READ_WRITE_ACTS                                                                        \
-   (READ_ACTS | MD_ACT_INSERT | MD_ACT_UPDATE | MD_ACT_REMOVE | MD_ACT_CREATE_COLLECTION |     \
+#define READ_WRITE_ACTS                                                                            \
+   (READ_ACTS | MD_ACT_INSERT | MD_ACT_UPDATE | MD_ACT_REMOVE | MD_ACT_CREATE_COLLECTION |         \
     MD_ACT_CREATE_INDEX | MD_ACT_DROP_COLLECTION | MD_ACT_DROP_INDEX | MD_ACT_RENAME_SAME_DB)
-#define DB_ADMIN_ACTS                                                                          \
-   (MD_ACT_COLL_MOD | MD_ACT_CREATE_COLLECTION | MD_ACT_CREATE_INDEX | MD_ACT_DROP_COLLECTION | \
-    MD_ACT_DROP_DATABASE | MD_ACT_DROP_INDEX | MD_ACT_LIST_COLLECTIONS | MD_ACT_LIST_INDEXES |  \
+#define DB_ADMIN_ACTS                                                                              \
+   (MD_ACT_COLL_MOD | MD_ACT_CREATE_COLLECTION | MD_ACT_CREATE_INDEX | MD_ACT_DROP_COLLECTION |    \
+    MD_ACT_DROP_DATABASE | MD_ACT_DROP_INDEX | MD_ACT_LIST_COLLECTIONS | MD_ACT_LIST_INDEXES |     \
     MD_ACT_RENAME_SAME_DB | MD_ACT_BYPASS_VALIDATION)
-#define USER_ADMIN_ACTS                                                                        \
+#define USER_ADMIN_ACTS                                                                            \
    (MD_ACT_CREATE_USER | MD_ACT_DROP_USER | MD_ACT_CHANGE_PASSWORD | MD_ACT_VIEW_USER)
-#define CLUSTER_ACTS                                                                           \
-   (MD_ACT_LIST_DATABASES | MD_ACT_SERVER_STATUS | MD_ACT_FAIL_POINT | MD_ACT_KILL_ANY_SESSION | \
+#define CLUSTER_ACTS                                                                               \
+   (MD_ACT_LIST_DATABASES | MD_ACT_SERVER_STATUS | MD_ACT_FAIL_POINT | MD_ACT_KILL_ANY_SESSION |   \
     MD_ACT_REPL_STATE_CHANGE)
 
 /* The built-in roles (MongoDB manual, "Built-In Roles"), reduced to the actions above. */
@@ -104,10 +104,20 @@ typedef struct {
    uint32_t actions2;
 } need_t;
 
-static const char *const no_auth_commands[] = {
-   "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "saslStart",
-   "saslContinue", "authenticate", "logout", "endSessions", "whatsmyuri", "connectionStatus",
-   NULL};
+static const char *const no_auth_commands[] = {"hello",
+                                               "isMaster",
+                                               "ismaster",
+                                               "ping",
+                                               "buildInfo",
+                                               "buildinfo",
+                                               "saslStart",
+                                               "saslContinue",
+                                               "authenticate",
+                                               "logout",
+                                               "endSessions",
+                                               "whatsmyuri",
+                                               "connectionStatus",
+                                               NULL};
 
 static bool
 is_no_auth(const char *name)
@@ -171,16 +181,16 @@ static void
 rename_needs(const md_cmd_t *c, need_t *n, char *src_db, char *dst_db, size_t len)
 {
    bson_iter_t it;
-   const char *from = bson_iter_init_find(&it, c->cmd, "renameCollection") &&
-                              BSON_ITER_HOLDS_UTF8(&it)
-                          ? bson_iter_utf8(&it, NULL)
-                          : "";
-   const char *to =
-       bson_iter_init_find(&it, c->cmd, "to") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL)
-                                                                           : "";
+   const char *from =
+      bson_iter_init_find(&it, c->cmd, "renameCollection") && BSON_ITER_HOLDS_UTF8(&it)
+         ? bson_iter_utf8(&it, NULL)
+         : "";
+   const char *to = bson_iter_init_find(&it, c->cmd, "to") && BSON_ITER_HOLDS_UTF8(&it)
+                       ? bson_iter_utf8(&it, NULL)
+                       : "";
    const char *d1 = strchr(from, '.'), *d2 = strchr(to, '.');
-   bson_strncpy(src_db, from, d1 && (size_t) (d1 - from) < len ? (size_t) (d1 - from) + 1 : len);
-   bson_strncpy(dst_db, to, d2 && (size_t) (d2 - to) < len ? (size_t) (d2 - to) + 1 : len);
+   bson_strncpy(src_db, from, d1 && (size_t)(d1 - from) < len ? (size_t)(d1 - from) + 1 : len);
+   bson_strncpy(dst_db, to, d2 && (size_t)(d2 - to) < len ? (size_t)(d2 - to) + 1 : len);
    n->db = src_db;
    if (strcmp(src_db, dst_db) == 0) {
       n->actions = MD_ACT_RENAME_SAME_DB;
@@ -241,7 +251,8 @@ command_needs(const md_cmd_t *c, need_t *n, char *buf1, char *buf2, size_t len)
       }
    }
    if (strcmp(c->name, "update") == 0) {
-      n->actions = MD_ACT_UPDATE | (array_has_true(c->cmd, "updates", "upsert") ? MD_ACT_INSERT : 0);
+      n->actions =
+         MD_ACT_UPDATE | (array_has_true(c->cmd, "updates", "upsert") ? MD_ACT_INSERT : 0);
    } else if (strcmp(c->name, "findAndModify") == 0 || strcmp(c->name, "findandmodify") == 0) {
       n->actions = MD_ACT_FIND | (field_true(c->cmd, "remove") ? MD_ACT_REMOVE : MD_ACT_UPDATE) |
                    (field_true(c->cmd, "upsert") ? MD_ACT_INSERT : 0);
@@ -249,8 +260,8 @@ command_needs(const md_cmd_t *c, need_t *n, char *buf1, char *buf2, size_t len)
       aggregate_needs(c, n);
    } else if (strcmp(c->name, "create") == 0) {
       /* createCollection, or insert (mongod accepts either). */
-      n->actions = md_auth_allowed(c, c->db, MD_ACT_INSERT) ? MD_ACT_INSERT
-                                                            : MD_ACT_CREATE_COLLECTION;
+      n->actions =
+         md_auth_allowed(c, c->db, MD_ACT_INSERT) ? MD_ACT_INSERT : MD_ACT_CREATE_COLLECTION;
    } else if (strcmp(c->name, "renameCollection") == 0) {
       rename_needs(c, n, buf1, buf2, len);
    }
@@ -308,7 +319,7 @@ md_auth_append_status(md_cmd_t *c, bson_t *auth_info)
    for (size_t i = 0; u && i < u->n_roles; i++) {
       char key[16];
       const char *k;
-      bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
       BSON_APPEND_DOCUMENT_BEGIN(&roles_arr, k, &d);
       BSON_APPEND_UTF8(&d, "role", u->roles[i].role);
       BSON_APPEND_UTF8(&d, "db", u->roles[i].db);

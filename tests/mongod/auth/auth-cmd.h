@@ -15,24 +15,19 @@
  * "not authorized on DB to execute command { ... }" when the user lacks a privilege). Always
  * true without --auth, and for everyone while the localhost exception holds (no user exists
  * and the client connected over loopback). */
-bool
-md_auth_check(md_cmd_t *c, bson_error_t *error);
+bool md_auth_check(md_cmd_t *c, bson_error_t *error);
 
 /* Adds speculativeAuthenticate and saslSupportedMechs to a hello reply when asked. */
-void
-md_auth_hello(md_cmd_t *c);
+void md_auth_hello(md_cmd_t *c);
 
 /* Appends security.authentication.mechanisms counters to a serverStatus reply. */
-void
-md_auth_append_server_status(md_cmd_t *c);
+void md_auth_append_server_status(md_cmd_t *c);
 
 /* Whether the connection holds `actions` on database `db` (NULL: the cluster). */
-bool
-md_auth_allowed(const md_cmd_t *c, const char *db, uint32_t actions);
+bool md_auth_allowed(const md_cmd_t *c, const char *db, uint32_t actions);
 
 /* The roles of the connection's user as [{role, db}] (empty when unauthenticated). */
-void
-md_auth_append_status(md_cmd_t *c, bson_t *auth_info);
+void md_auth_append_status(md_cmd_t *c, bson_t *auth_info);
 
 bool md_cmd_sasl_start(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_sasl_continue(md_cmd_t *c, bson_error_t *error);

@@ -54,7 +54,7 @@ md_scram_hmac(md_scram_mech_t mech, const uint8_t *key, size_t key_len, const vo
               size_t data_len, uint8_t *out)
 {
    unsigned int len = 0;
-   HMAC(digest(mech), key, (int) key_len, data, data_len, out, &len);
+   HMAC(digest(mech), key, (int)key_len, data, data_len, out, &len);
 }
 
 void
@@ -67,7 +67,7 @@ md_scram_hash(md_scram_mech_t mech, const void *data, size_t len, uint8_t *out)
 void
 md_random_bytes(uint8_t *buf, size_t len)
 {
-   if (RAND_bytes(buf, (int) len) != 1) {
+   if (RAND_bytes(buf, (int)len) != 1) {
       /* OpenSSL seeds from the kernel; failing that there is nothing safe to fall back to. */
       fprintf(stderr, "test-mongod: RAND_bytes failed\n");
       abort();
@@ -84,7 +84,7 @@ char *
 md_base64_encode(const uint8_t *data, size_t len)
 {
    char *out = bson_malloc(4 * ((len + 2) / 3) + 1);
-   EVP_EncodeBlock((unsigned char *) out, data, (int) len);
+   EVP_EncodeBlock((unsigned char *)out, data, (int)len);
    return out;
 }
 
@@ -103,7 +103,7 @@ md_base64_decode(const char *text, size_t text_len, size_t *out_len)
       }
    }
    uint8_t *out = bson_malloc(text_len / 4 * 3 + 1);
-   int n = text_len ? EVP_DecodeBlock(out, (const unsigned char *) text, (int) text_len) : 0;
+   int n = text_len ? EVP_DecodeBlock(out, (const unsigned char *)text, (int)text_len) : 0;
    if (n < 0) {
       bson_free(out);
       return NULL;
@@ -113,7 +113,7 @@ md_base64_decode(const char *text, size_t text_len, size_t *out_len)
    while (pad < 2 && text_len > pad && text[text_len - 1 - pad] == '=') {
       pad++;
    }
-   *out_len = (size_t) n - pad;
+   *out_len = (size_t)n - pad;
    return out;
 }
 
@@ -127,21 +127,21 @@ md_saslprep(const char *in)
       return NULL;
    }
    status = U_ZERO_ERROR;
-   UChar *src = bson_malloc(((size_t) n16 + 1) * sizeof *src);
+   UChar *src = bson_malloc(((size_t)n16 + 1) * sizeof *src);
    u_strFromUTF8(src, n16 + 1, NULL, in, -1, &status);
    UStringPrepProfile *prep = usprep_openByType(USPREP_RFC4013_SASLPREP, &status);
    /* NFKC can grow a string, but not beyond a few times its length. */
    int32_t cap = 4 * n16 + 16;
-   UChar *dst = bson_malloc((size_t) cap * sizeof *dst);
-   int32_t n_dst = U_SUCCESS(status) ? usprep_prepare(prep, src, n16, dst, cap, USPREP_DEFAULT,
-                                                      NULL, &status)
-                                     : 0;
+   UChar *dst = bson_malloc((size_t)cap * sizeof *dst);
+   int32_t n_dst = U_SUCCESS(status)
+                      ? usprep_prepare(prep, src, n16, dst, cap, USPREP_DEFAULT, NULL, &status)
+                      : 0;
    char *out = NULL;
    if (U_SUCCESS(status)) {
       int32_t n8 = 0;
       UErrorCode st8 = U_ZERO_ERROR;
       u_strToUTF8(NULL, 0, &n8, dst, n_dst, &st8);
-      out = bson_malloc((size_t) n8 + 1);
+      out = bson_malloc((size_t)n8 + 1);
       st8 = U_ZERO_ERROR;
       u_strToUTF8(out, n8 + 1, NULL, dst, n_dst, &st8);
       if (U_FAILURE(st8)) {
@@ -178,8 +178,7 @@ bool
 md_scram_cred_derive(md_scram_mech_t mech, const char *user, const char *password,
                      md_scram_cred_t *cred, char *err, size_t err_len)
 {
-   char *prepared =
-       mech == MD_SCRAM_SHA1 ? mongo_cr_digest(user, password) : md_saslprep(password);
+   char *prepared = mech == MD_SCRAM_SHA1 ? mongo_cr_digest(user, password) : md_saslprep(password);
    if (!prepared) {
       snprintf(err, err_len, "the password is not allowed by SASLprep (RFC 4013)");
       return false;
@@ -190,8 +189,8 @@ md_scram_cred_derive(md_scram_mech_t mech, const char *user, const char *passwor
    cred->salt_len = hlen - 4; /* MongoDB's salt length: 16 and 28 bytes */
    cred->iterations = mech == MD_SCRAM_SHA1 ? 10000 : 15000;
    md_random_bytes(cred->salt, cred->salt_len);
-   PKCS5_PBKDF2_HMAC(prepared, (int) strlen(prepared), cred->salt, (int) cred->salt_len,
-                     cred->iterations, digest(mech), (int) hlen, salted);
+   PKCS5_PBKDF2_HMAC(prepared, (int)strlen(prepared), cred->salt, (int)cred->salt_len,
+                     cred->iterations, digest(mech), (int)hlen, salted);
    md_scram_hmac(mech, salted, hlen, "Client Key", 10, client_key);
    md_scram_hash(mech, client_key, hlen, cred->stored_key);
    md_scram_hmac(mech, salted, hlen, "Server Key", 10, cred->server_key);

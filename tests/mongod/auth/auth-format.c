@@ -18,13 +18,13 @@ format_string(bson_string_t *s, const char *v, uint32_t len)
 {
    bson_string_append_c(s, '"');
    for (uint32_t i = 0; i < len; i++) {
-      unsigned char ch = (unsigned char) v[i];
+      unsigned char ch = (unsigned char)v[i];
       if (ch == '"' || ch == '\\') {
          bson_string_append_printf(s, "\\%c", ch);
       } else if (ch < 0x20) {
          bson_string_append_printf(s, "\\x%02x", ch);
       } else {
-         bson_string_append_c(s, (char) ch);
+         bson_string_append_c(s, (char)ch);
       }
    }
    bson_string_append_c(s, '"');
@@ -46,7 +46,7 @@ format_binary(bson_string_t *s, const bson_iter_t *it)
       bson_string_append(s, "\")");
       return;
    }
-   bson_string_append_printf(s, "BinData(%d, ", (int) sub);
+   bson_string_append_printf(s, "BinData(%d, ", (int)sub);
    for (uint32_t i = 0; i < len && i < 64; i++) {
       bson_string_append_printf(s, "%02X", data[i]);
    }
@@ -65,20 +65,30 @@ format_value(bson_string_t *s, bson_iter_t *it, size_t max)
       format_string(s, v, len);
       break;
    }
-   case BSON_TYPE_INT32: bson_string_append_printf(s, "%d", bson_iter_int32(it)); break;
-   case BSON_TYPE_INT64: bson_string_append_printf(s, "%" PRId64, bson_iter_int64(it)); break;
+   case BSON_TYPE_INT32:
+      bson_string_append_printf(s, "%d", bson_iter_int32(it));
+      break;
+   case BSON_TYPE_INT64:
+      bson_string_append_printf(s, "%" PRId64, bson_iter_int64(it));
+      break;
    case BSON_TYPE_DOUBLE: {
       double d = bson_iter_double(it);
-      bson_string_append_printf(s, d == (double) (int64_t) d ? "%.1f" : "%g", d);
+      bson_string_append_printf(s, d == (double)(int64_t)d ? "%.1f" : "%g", d);
       break;
    }
-   case BSON_TYPE_BOOL: bson_string_append(s, bson_iter_bool(it) ? "true" : "false"); break;
-   case BSON_TYPE_NULL: bson_string_append(s, "null"); break;
+   case BSON_TYPE_BOOL:
+      bson_string_append(s, bson_iter_bool(it) ? "true" : "false");
+      break;
+   case BSON_TYPE_NULL:
+      bson_string_append(s, "null");
+      break;
    case BSON_TYPE_OID:
       bson_oid_to_string(bson_iter_oid(it), oid);
       bson_string_append_printf(s, "ObjectId('%s')", oid);
       break;
-   case BSON_TYPE_BINARY: format_binary(s, it); break;
+   case BSON_TYPE_BINARY:
+      format_binary(s, it);
+      break;
    case BSON_TYPE_TIMESTAMP: {
       uint32_t t, i;
       bson_iter_timestamp(it, &t, &i);
@@ -102,7 +112,9 @@ format_value(bson_string_t *s, bson_iter_t *it, size_t max)
       }
       break;
    }
-   default: bson_string_append(s, "?"); break;
+   default:
+      bson_string_append(s, "?");
+      break;
    }
 }
 

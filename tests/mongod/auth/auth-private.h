@@ -20,16 +20,13 @@ typedef struct {
 } md_role_def_t;
 
 /* The built-in role `role` as granted on `db`, or NULL if there is none (root@test). */
-const md_role_def_t *
-md_role_find(const char *role, const char *db);
+const md_role_def_t *md_role_find(const char *role, const char *db);
 
 /* A command as mongod prints it in messages ({ find: "c", filter: {}, $db: "test" }), at most
  * about `max` characters, with passwords ("pwd") shown as "xxx" (bson_free it). */
-char *
-md_auth_format_command(const bson_t *cmd, size_t max);
+char *md_auth_format_command(const bson_t *cmd, size_t max);
 
 /* Sets 13 "not authorized on DB to execute command { ... }" and returns false. */
-bool
-md_auth_not_authorized(const char *db, const bson_t *cmd, bson_error_t *error);
+bool md_auth_not_authorized(const char *db, const bson_t *cmd, bson_error_t *error);
 
 #endif

@@ -54,7 +54,7 @@ attr(const char *msg, char name)
    for (const char *p = msg; p && *p; p = strchr(p, ','), p = p ? p + 1 : NULL) {
       if (p[0] == name && p[1] == '=') {
          const char *end = strchr(p, ',');
-         return bson_strndup(p + 2, end ? (size_t) (end - p - 2) : strlen(p + 2));
+         return bson_strndup(p + 2, end ? (size_t)(end - p - 2) : strlen(p + 2));
       }
    }
    return NULL;
@@ -90,7 +90,7 @@ get_payload(const bson_t *doc, const char **data, uint32_t *len)
    }
    if (BSON_ITER_HOLDS_BINARY(&it)) {
       bson_subtype_t sub;
-      bson_iter_binary(&it, &sub, len, (const uint8_t **) data);
+      bson_iter_binary(&it, &sub, len, (const uint8_t **)data);
       return true;
    }
    if (BSON_ITER_HOLDS_UTF8(&it)) {
@@ -105,8 +105,8 @@ append_step(bson_t *out, bool done, const char *payload)
 {
    BSON_APPEND_INT32(out, "conversationId", 1);
    BSON_APPEND_BOOL(out, "done", done);
-   bson_append_binary(out, "payload", -1, BSON_SUBTYPE_BINARY, (const uint8_t *) payload,
-                      (uint32_t) strlen(payload));
+   bson_append_binary(out, "payload", -1, BSON_SUBTYPE_BINARY, (const uint8_t *)payload,
+                      (uint32_t)strlen(payload));
 }
 
 /* Step 1: client-first "n,,n=user,r=cnonce" -> server-first "r=cnonce+snonce,s=salt,i=N". */
@@ -123,8 +123,10 @@ first_step(md_cmd_t *c, const bson_t *doc, const char *db, bson_t *out, bson_err
    uint32_t len;
    md_auth_conn_end_conversation(ac);
    if (!md_scram_mech_parse(mech_name, &mech)) {
-      return tm_error_set(error, 334, "Received authentication for mechanism %s which is not "
-                                      "enabled", mech_name);
+      return tm_error_set(error, 334,
+                          "Received authentication for mechanism %s which is not "
+                          "enabled",
+                          mech_name);
    }
    c->srv->users.authenticate[mech].received++;
    if (out != c->reply) {
@@ -181,7 +183,7 @@ verify_proof(const md_auth_conn_t *ac, const md_scram_cred_t *cred, const char *
       return false;
    }
    char *auth_msg =
-       bson_strdup_printf("%s,%s,%s", ac->client_first_bare, ac->server_first, final_no_proof);
+      bson_strdup_printf("%s,%s,%s", ac->client_first_bare, ac->server_first, final_no_proof);
    uint8_t sig[MD_SCRAM_MAX_HASH], key[MD_SCRAM_MAX_HASH], stored[MD_SCRAM_MAX_HASH];
    md_scram_hmac(ac->mech, cred->stored_key, hlen, auth_msg, strlen(auth_msg), sig);
    for (size_t i = 0; i < hlen; i++) {
@@ -222,9 +224,9 @@ final_step(md_cmd_t *c, const char *data, uint32_t len, bson_error_t *error)
    uint8_t server_sig[MD_SCRAM_MAX_HASH];
    bool ok = u && u->creds[ac->mech].set && nonce && strcmp(nonce, ac->nonce) == 0 && cb &&
              (strcmp(cb, "biws") == 0 || strcmp(cb, "eSws") == 0) && p_at && proof &&
-             strlen(msg) == (size_t) len;
+             strlen(msg) == (size_t)len;
    if (ok) {
-      char *without_proof = bson_strndup(msg, (size_t) (p_at - msg));
+      char *without_proof = bson_strndup(msg, (size_t)(p_at - msg));
       ok = verify_proof(ac, &u->creds[ac->mech], without_proof, proof, proof_len, server_sig);
       bson_free(without_proof);
    }
@@ -297,14 +299,16 @@ md_cmd_authenticate(md_cmd_t *c, bson_error_t *error)
                          : "";
    /* mongod 6.0 only runs MONGODB-X509 through authenticate; test-mongod does not map
     * certificates to users. */
-   return tm_error_set(error, 334, "Received authentication for mechanism %s which is not "
-                                   "enabled", mech);
+   return tm_error_set(error, 334,
+                       "Received authentication for mechanism %s which is not "
+                       "enabled",
+                       mech);
 }
 
 bool
 md_cmd_logout(md_cmd_t *c, bson_error_t *error)
 {
-   (void) error;
+   (void)error;
    md_auth_conn_cleanup(&c->conn->auth);
    return true;
 }
@@ -317,7 +321,7 @@ append_supported_mechs(md_cmd_t *c, const char *spec)
    if (!dot) {
       return;
    }
-   char *db = bson_strndup(spec, (size_t) (dot - spec));
+   char *db = bson_strndup(spec, (size_t)(dot - spec));
    const md_user_t *u = md_users_find(&c->srv->users, db, dot + 1);
    if (u) {
       bson_t arr;
@@ -328,7 +332,7 @@ append_supported_mechs(md_cmd_t *c, const char *spec)
             char key[16];
             const char *k;
             bson_uint32_to_string(n++, &k, key, sizeof key);
-            BSON_APPEND_UTF8(&arr, k, md_scram_mech_name((md_scram_mech_t) m));
+            BSON_APPEND_UTF8(&arr, k, md_scram_mech_name((md_scram_mech_t)m));
          }
       }
       bson_append_array_end(c->reply, &arr);
@@ -388,7 +392,7 @@ md_auth_append_server_status(md_cmd_t *c)
    BSON_APPEND_DOCUMENT_BEGIN(&sec, "authentication", &auth);
    BSON_APPEND_DOCUMENT_BEGIN(&auth, "mechanisms", &mechs);
    for (int i = MD_SCRAM_SHA1; i <= MD_SCRAM_SHA256; i++) {
-      BSON_APPEND_DOCUMENT_BEGIN(&mechs, md_scram_mech_name((md_scram_mech_t) i), &m);
+      BSON_APPEND_DOCUMENT_BEGIN(&mechs, md_scram_mech_name((md_scram_mech_t)i), &m);
       append_counter(&m, "speculativeAuthenticate", &c->srv->users.speculative[i]);
       append_counter(&m, "authenticate", &c->srv->users.authenticate[i]);
       bson_append_document_end(&mechs, &m);

@@ -86,8 +86,7 @@ set_password(md_user_t *u, const char *pwd, unsigned mechs, bson_error_t *error)
    for (int m = MD_SCRAM_SHA1; m <= MD_SCRAM_SHA256; m++) {
       memset(&u->creds[m], 0, sizeof u->creds[m]);
       if ((mechs & (1u << m)) &&
-          !md_scram_cred_derive((md_scram_mech_t) m, u->name, pwd, &u->creds[m], err,
-                                sizeof err)) {
+          !md_scram_cred_derive((md_scram_mech_t)m, u->name, pwd, &u->creds[m], err, sizeof err)) {
          return tm_error_set(error, 2, "Error preflighting SCRAM-SHA-256 password: %s", err);
       }
    }
@@ -101,8 +100,8 @@ user_new(const char *db, const char *name)
    u->db = bson_strdup(db);
    u->name = bson_strdup(name);
    md_random_bytes(u->user_id, sizeof u->user_id);
-   u->user_id[6] = (uint8_t) ((u->user_id[6] & 0x0f) | 0x40); /* UUID version 4 */
-   u->user_id[8] = (uint8_t) ((u->user_id[8] & 0x3f) | 0x80);
+   u->user_id[6] = (uint8_t)((u->user_id[6] & 0x0f) | 0x40); /* UUID version 4 */
+   u->user_id[8] = (uint8_t)((u->user_id[8] & 0x3f) | 0x80);
    return u;
 }
 
@@ -113,8 +112,8 @@ md_users_add_spec(md_users_t *users, const char *spec, bson_error_t *error)
    if (!c1 || c1 == c2 || c1 == spec || c2 == c1 + 1 || !c2[1]) {
       return tm_error_set(error, 2, "--user wants NAME:PASSWORD:ROLE[@DB][,ROLE[@DB]]...");
    }
-   char *name = bson_strndup(spec, (size_t) (c1 - spec));
-   char *pwd = bson_strndup(c1 + 1, (size_t) (c2 - c1 - 1));
+   char *name = bson_strndup(spec, (size_t)(c1 - spec));
+   char *pwd = bson_strndup(c1 + 1, (size_t)(c2 - c1 - 1));
    char *roles = bson_strdup(c2 + 1);
    bool ok = !md_users_find(users, "admin", name);
    if (!ok) {
@@ -218,12 +217,14 @@ check_digest_password(const md_cmd_t *c, bson_error_t *error)
 {
    bson_iter_t it;
    if (bson_iter_init_find(&it, c->cmd, "digestPassword") && !bson_iter_as_bool(&it)) {
-      return tm_error_set(error, 2, "digestPassword: false (client-side digests) is not "
-                                    "supported by test-mongod");
+      return tm_error_set(error, 2,
+                          "digestPassword: false (client-side digests) is not "
+                          "supported by test-mongod");
    }
    if (strcmp(c->db, "$external") == 0) {
-      return tm_error_set(error, 2, "users in $external (X.509, LDAP, Kerberos) are not "
-                                    "supported by test-mongod");
+      return tm_error_set(error, 2,
+                          "users in $external (X.509, LDAP, Kerberos) are not "
+                          "supported by test-mongod");
    }
    return true;
 }
@@ -231,8 +232,9 @@ check_digest_password(const md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_create_user(md_cmd_t *c, bson_error_t *error)
 {
-   static const char *const allowed[] = {"pwd", "roles", "mechanisms", "customData",
-                                         "digestPassword", "authenticationRestrictions", NULL};
+   static const char *const allowed[] = {
+      "pwd", "roles", "mechanisms", "customData", "digestPassword", "authenticationRestrictions",
+      NULL};
    const char *name = cmd_string(c->cmd, "createUser");
    const char *pwd = cmd_string(c->cmd, "pwd");
    if (!md_cmd_check_fields(c, allowed, error) || !check_digest_password(c, error)) {
@@ -245,8 +247,9 @@ md_cmd_create_user(md_cmd_t *c, bson_error_t *error)
       return tm_error_set(error, 51003, "User \"%s@%s\" already exists", name, c->db);
    }
    if (!pwd) {
-      return tm_error_set(error, 2, "Must provide a 'pwd' field for all user documents, "
-                                    "except those with '$external' as the user's source db");
+      return tm_error_set(error, 2,
+                          "Must provide a 'pwd' field for all user documents, "
+                          "except those with '$external' as the user's source db");
    }
    md_user_t *u = user_new(c->db, name);
    unsigned mechs = parse_mechanisms(c->cmd, 3, error);
@@ -262,16 +265,17 @@ md_cmd_create_user(md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_update_user(md_cmd_t *c, bson_error_t *error)
 {
-   static const char *const allowed[] = {"pwd", "roles", "mechanisms", "customData",
-                                         "digestPassword", "authenticationRestrictions", NULL};
+   static const char *const allowed[] = {
+      "pwd", "roles", "mechanisms", "customData", "digestPassword", "authenticationRestrictions",
+      NULL};
    const char *name = cmd_string(c->cmd, "updateUser");
    md_user_t *u = name ? md_users_find(&c->srv->users, c->db, name) : NULL;
    if (!md_cmd_check_fields(c, allowed, error) || !check_digest_password(c, error)) {
       return false;
    }
    if (!u) {
-      return tm_error_set(error, 11, "Could not find user \"%s\" for db \"%s\"",
-                          name ? name : "", c->db);
+      return tm_error_set(error, 11, "Could not find user \"%s\" for db \"%s\"", name ? name : "",
+                          c->db);
    }
    unsigned current = (u->creds[0].set ? 1u : 0u) | (u->creds[1].set ? 2u : 0u);
    unsigned mechs = parse_mechanisms(c->cmd, current, error);
@@ -280,8 +284,9 @@ md_cmd_update_user(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    if (mechs != current && !pwd) {
-      return tm_error_set(error, 2, "mechanisms field must be a subset of previously set "
-                                    "mechanisms");
+      return tm_error_set(error, 2,
+                          "mechanisms field must be a subset of previously set "
+                          "mechanisms");
    }
    if (bson_has_field(c->cmd, "roles")) {
       md_user_t tmp = {0};
@@ -325,7 +330,7 @@ append_user(bson_t *arr, uint32_t i, const md_user_t *u)
    BSON_APPEND_UTF8(&d, "db", u->db);
    BSON_APPEND_ARRAY_BEGIN(&d, "roles", &roles);
    for (size_t j = 0; j < u->n_roles; j++) {
-      bson_uint32_to_string((uint32_t) j, &k, key, sizeof key);
+      bson_uint32_to_string((uint32_t)j, &k, key, sizeof key);
       BSON_APPEND_DOCUMENT_BEGIN(&roles, k, &r);
       BSON_APPEND_UTF8(&r, "role", u->roles[j].role);
       BSON_APPEND_UTF8(&r, "db", u->roles[j].db);
@@ -337,7 +342,7 @@ append_user(bson_t *arr, uint32_t i, const md_user_t *u)
    for (int m = MD_SCRAM_SHA1; m <= MD_SCRAM_SHA256; m++) {
       if (u->creds[m].set) {
          bson_uint32_to_string(n++, &k, key, sizeof key);
-         BSON_APPEND_UTF8(&mechs, k, md_scram_mech_name((md_scram_mech_t) m));
+         BSON_APPEND_UTF8(&mechs, k, md_scram_mech_name((md_scram_mech_t)m));
       }
    }
    bson_append_array_end(&d, &mechs);
@@ -350,8 +355,7 @@ static bool
 may_view(md_cmd_t *c, const char *db, const char *name)
 {
    const md_auth_conn_t *ac = &c->conn->auth;
-   if (name && ac->user_name && strcmp(ac->user_db, db) == 0 &&
-       strcmp(ac->user_name, name) == 0) {
+   if (name && ac->user_name && strcmp(ac->user_db, db) == 0 && strcmp(ac->user_name, name) == 0) {
       return true;
    }
    return md_auth_allowed(c, db, MD_ACT_VIEW_USER);
@@ -390,9 +394,13 @@ unauthorized(md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_users_info(md_cmd_t *c, bson_error_t *error)
 {
-   static const char *const allowed[] = {"showCredentials", "showPrivileges",
-                                         "showAuthenticationRestrictions", "showCustomData",
-                                         "forAllDBs", "filter", NULL};
+   static const char *const allowed[] = {"showCredentials",
+                                         "showPrivileges",
+                                         "showAuthenticationRestrictions",
+                                         "showCustomData",
+                                         "forAllDBs",
+                                         "filter",
+                                         NULL};
    bson_iter_t it, el;
    bson_t arr;
    uint32_t n = 0;

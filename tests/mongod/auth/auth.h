@@ -81,28 +81,22 @@ typedef struct {
    char *client_first_bare, *server_first, *nonce;
    bool skip_empty_exchange;
    bool speculative; /* the conversation began in hello */
-   bool loopback; /* connected from a loopback address (for the localhost exception) */
+   bool loopback;    /* connected from a loopback address (for the localhost exception) */
 } md_auth_conn_t;
 
-void
-md_users_init(md_users_t *users, bool enabled);
-void
-md_users_destroy(md_users_t *users);
+void md_users_init(md_users_t *users, bool enabled);
+void md_users_destroy(md_users_t *users);
 
 /* Adds a user from a start-up spec NAME:PASSWORD:ROLE[@DB][,ROLE[@DB]]... (the user is
  * created in DB of its first role, "admin" without one). False with a message on a bad
  * spec. */
-bool
-md_users_add_spec(md_users_t *users, const char *spec, bson_error_t *error);
+bool md_users_add_spec(md_users_t *users, const char *spec, bson_error_t *error);
 
-md_user_t *
-md_users_find(const md_users_t *users, const char *db, const char *name);
+md_user_t *md_users_find(const md_users_t *users, const char *db, const char *name);
 
 /* Frees a connection's authentication state. */
-void
-md_auth_conn_cleanup(md_auth_conn_t *ac);
+void md_auth_conn_cleanup(md_auth_conn_t *ac);
 /* Forgets a conversation in progress (after a failure or once it is done). */
-void
-md_auth_conn_end_conversation(md_auth_conn_t *ac);
+void md_auth_conn_end_conversation(md_auth_conn_t *ac);
 
 #endif

@@ -48,8 +48,8 @@ md_cs_relevant(const md_changestream_t *cs, const md_oplog_entry_t *e, bool *inv
 static const char *
 op_name(md_op_t op)
 {
-   static const char *const names[] = {"insert", "update", "replace", "delete",
-                                       "drop", "rename", "dropDatabase"};
+   static const char *const names[] = {"insert", "update", "replace",     "delete",
+                                       "drop",   "rename", "dropDatabase"};
    return names[op];
 }
 
@@ -88,8 +88,7 @@ event_summary(const md_oplog_entry_t *e)
 /* 'required' images that are not there: 47 NoMatchingDocument when the event is reached, the
  * pre-image checked first as mongod's stages run (a post-image is computed from it). */
 static bool
-check_required_images(const md_changestream_t *cs, const md_oplog_entry_t *e,
-                      bson_error_t *error)
+check_required_images(const md_changestream_t *cs, const md_oplog_entry_t *e, bson_error_t *error)
 {
    bool modifies = e->op == MD_OP_UPDATE || e->op == MD_OP_REPLACE || e->op == MD_OP_DELETE;
    const char *which = NULL, *events = NULL;
@@ -104,8 +103,9 @@ check_required_images(const md_changestream_t *cs, const md_oplog_entry_t *e,
       return true;
    }
    char *summary = event_summary(e);
-   tm_error_set(error, 47, "Change stream was configured to require a %s-image for all %s "
-                           "events, but the %s-image was not found for event: %s",
+   tm_error_set(error, 47,
+                "Change stream was configured to require a %s-image for all %s "
+                "events, but the %s-image was not found for event: %s",
                 which, events, which, summary);
    bson_free(summary);
    return false;
@@ -164,7 +164,7 @@ append_before_change(const md_changestream_t *cs, const md_oplog_entry_t *e, bso
 
 bson_t *
 md_cs_make_event(const md_changestream_t *cs, const md_oplog_entry_t *e, md_store_t *store,
-           bson_error_t *error)
+                 bson_error_t *error)
 {
    if (!check_required_images(cs, e, error)) {
       return NULL;
@@ -226,23 +226,23 @@ md_cs_transform(const md_changestream_t *cs, bson_t *ev, bson_t **out, bson_erro
    *out = NULL;
    if (ok && n == 1) {
       bson_iter_t a, b;
-      bool same = bson_iter_init_find(&a, ev, "_id") && bson_iter_init_find(&b, res[0], "_id") &&
-                  BSON_ITER_HOLDS_DOCUMENT(&b) &&
-                  bson_iter_value(&a)->value.v_doc.data_len ==
-                     bson_iter_value(&b)->value.v_doc.data_len &&
-                  memcmp(bson_iter_value(&a)->value.v_doc.data,
-                         bson_iter_value(&b)->value.v_doc.data,
-                         bson_iter_value(&a)->value.v_doc.data_len) == 0;
+      bool same =
+         bson_iter_init_find(&a, ev, "_id") && bson_iter_init_find(&b, res[0], "_id") &&
+         BSON_ITER_HOLDS_DOCUMENT(&b) &&
+         bson_iter_value(&a)->value.v_doc.data_len == bson_iter_value(&b)->value.v_doc.data_len &&
+         memcmp(bson_iter_value(&a)->value.v_doc.data, bson_iter_value(&b)->value.v_doc.data,
+                bson_iter_value(&a)->value.v_doc.data_len) == 0;
       if (same) {
          *out = res[0];
          res[0] = NULL;
       } else {
-         ok = tm_error_set(error, 280, "Encountered an event whose _id field, which contains "
-                                       "the resume token, was modified by the pipeline. "
-                                       "Modifying the _id field of an event makes it impossible "
-                                       "to resume the stream from that point. Only "
-                                       "transformations that retain the unmodified _id field "
-                                       "are allowed.");
+         ok = tm_error_set(error, 280,
+                           "Encountered an event whose _id field, which contains "
+                           "the resume token, was modified by the pipeline. "
+                           "Modifying the _id field of an event makes it impossible "
+                           "to resume the stream from that point. Only "
+                           "transformations that retain the unmodified _id field "
+                           "are allowed.");
       }
    }
    if (res) {

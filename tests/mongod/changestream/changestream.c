@@ -16,8 +16,8 @@
 bool
 md_changestream_is_resumable_code(int32_t code)
 {
-   static const int32_t codes[] = {6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435,
-                                   13436, 63, 150, 13388, 234, 133, 43, 0};
+   static const int32_t codes[] = {6,     7,     89, 91,  189,   262, 9001, 10107, 11600, 11602,
+                                   13435, 13436, 63, 150, 13388, 234, 133,  43,    0};
    for (int i = 0; codes[i]; i++) {
       if (codes[i] == code) {
          return true;
@@ -51,8 +51,10 @@ parse_mode(const bson_iter_t *it, bool before, int *mode, bson_error_t *error)
    static const char *const names[] = {"default", "updateLookup", "whenAvailable", "required",
                                        "off"};
    if (!BSON_ITER_HOLDS_UTF8(it)) {
-      return tm_error_set(error, 14, "BSON field '$changeStream.%s' is the wrong type, "
-                                     "expected type 'string'", bson_iter_key(it));
+      return tm_error_set(error, 14,
+                          "BSON field '$changeStream.%s' is the wrong type, "
+                          "expected type 'string'",
+                          bson_iter_key(it));
    }
    const char *s = bson_iter_utf8(it, NULL);
    for (int i = 0; i < 5; i++) {
@@ -62,8 +64,10 @@ parse_mode(const bson_iter_t *it, bool before, int *mode, bson_error_t *error)
          return true;
       }
    }
-   return tm_error_set(error, 2, "Enumeration value '%s' for field '$changeStream.%s' is not a "
-                                 "valid value.", s, bson_iter_key(it));
+   return tm_error_set(error, 2,
+                       "Enumeration value '%s' for field '$changeStream.%s' is not a "
+                       "valid value.",
+                       s, bson_iter_key(it));
 }
 
 /* The sequence number of the entry a token names: (ts, index), or UINT64_MAX. */
@@ -118,19 +122,23 @@ seek_token(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bool s
       if (log->lost && md_ts_cmp(ts, log->lost_ts) <= 0) {
          goto lost;
       }
-      return tm_error_set(error, 280, "cannot resume stream; the resume token was not found. "
-                                      "{_data: \"%s\"}", bson_iter_utf8(&sub, NULL));
+      return tm_error_set(error, 280,
+                          "cannot resume stream; the resume token was not found. "
+                          "{_data: \"%s\"}",
+                          bson_iter_utf8(&sub, NULL));
    }
    if (kind == MD_TOKEN_INVALIDATE && !start_after) {
-      return tm_error_set(error, 260, "Attempting to resume a change stream using "
-                                      "'resumeAfter' is not allowed from an invalidate "
-                                      "notification.");
+      return tm_error_set(error, 260,
+                          "Attempting to resume a change stream using "
+                          "'resumeAfter' is not allowed from an invalidate "
+                          "notification.");
    }
    cs->next_seq = seq + 1;
    return true;
 lost:
-   return tm_error_set(error, 286, "Resume of change stream was not possible, as the resume "
-                                   "point may no longer be in the oplog.");
+   return tm_error_set(error, 286,
+                       "Resume of change stream was not possible, as the resume "
+                       "point may no longer be in the oplog.");
 }
 
 static bool
@@ -138,13 +146,15 @@ seek_time(md_changestream_t *cs, md_oplog_t *log, const bson_iter_t *it, bson_er
 {
    md_ts_t ts;
    if (!BSON_ITER_HOLDS_TIMESTAMP(it)) {
-      return tm_error_set(error, 14, "BSON field '$changeStream.startAtOperationTime' is the "
-                                     "wrong type, expected type 'timestamp'");
+      return tm_error_set(error, 14,
+                          "BSON field '$changeStream.startAtOperationTime' is the "
+                          "wrong type, expected type 'timestamp'");
    }
    bson_iter_timestamp(it, &ts.t, &ts.i);
    if ((log->lost && md_ts_cmp(ts, log->lost_ts) <= 0) || md_ts_cmp(ts, log->start) < 0) {
-      return tm_error_set(error, 286, "Resume of change stream was not possible, as the resume "
-                                      "point may no longer be in the oplog.");
+      return tm_error_set(error, 286,
+                          "Resume of change stream was not possible, as the resume "
+                          "point may no longer be in the oplog.");
    }
    cs->next_seq = md_oplog_seek(log, ts, true);
    return true;
@@ -181,8 +191,9 @@ parse_spec(md_changestream_t *cs, md_oplog_t *log, const bson_t *spec, bson_erro
          return false;
       }
       if (n_start > 1) {
-         return tm_error_set(error, 40674, "Only one type of resume option is allowed, but "
-                                           "multiple were found.");
+         return tm_error_set(error, 40674,
+                             "Only one type of resume option is allowed, but "
+                             "multiple were found.");
       }
    }
    if (n_start == 0) {
@@ -197,8 +208,7 @@ parse_spec(md_changestream_t *cs, md_oplog_t *log, const bson_t *spec, bson_erro
 
 md_changestream_t *
 md_changestream_open(md_oplog_t *log, const char *db, const char *coll, bool cluster,
-                     const bson_t *spec, const bson_t *rest, md_ts_t *start,
-                     bson_error_t *error)
+                     const bson_t *spec, const bson_t *rest, md_ts_t *start, bson_error_t *error)
 {
    md_changestream_t *cs = calloc(1, sizeof *cs);
    cs->db = strdup(db);
@@ -254,7 +264,7 @@ batch_add(batch_t *b, bson_t *doc)
 static bool
 batch_full(const batch_t *b, int64_t batch_size)
 {
-   return (batch_size > 0 && b->n >= (uint64_t) batch_size) ||
+   return (batch_size > 0 && b->n >= (uint64_t)batch_size) ||
           b->bytes >= MD_MAX_BSON_SIZE - 1024 * 1024;
 }
 
@@ -265,7 +275,8 @@ emit_invalidate(md_changestream_t *cs, batch_t *b, int64_t wall_ms, bson_error_t
    bson_t *out;
    cs->pending_invalidate = false;
    cs->finished = true;
-   if (!md_cs_transform(cs, md_cs_make_invalidate(cs->invalidate_ts, cs->invalidate_index, wall_ms), &out, error)) {
+   if (!md_cs_transform(cs, md_cs_make_invalidate(cs->invalidate_ts, cs->invalidate_index, wall_ms),
+                        &out, error)) {
       return false;
    }
    if (out) {
@@ -282,8 +293,9 @@ scan(md_changestream_t *cs, md_oplog_t *log, md_store_t *store, uint64_t visible
       return emit_invalidate(cs, b, md_now_ms(), error);
    }
    if (cs->next_seq < log->first_seq) {
-      return tm_error_set(error, 286, "Resume of change stream was not possible, as the resume "
-                                      "point may no longer be in the oplog.");
+      return tm_error_set(error, 286,
+                          "Resume of change stream was not possible, as the resume "
+                          "point may no longer be in the oplog.");
    }
    while (!cs->finished && cs->next_seq < visible_seq && !batch_full(b, batch_size)) {
       md_oplog_entry_t *e = md_oplog_at(log, cs->next_seq++);
@@ -314,8 +326,8 @@ scan(md_changestream_t *cs, md_oplog_t *log, md_store_t *store, uint64_t visible
 static md_ts_t
 high_water(const md_changestream_t *cs, const md_oplog_t *log, md_cs_visible_t visible)
 {
-   const md_oplog_entry_t *e = cs->next_seq > visible.seq ? md_oplog_at(log, cs->next_seq - 1)
-                                                          : NULL;
+   const md_oplog_entry_t *e =
+      cs->next_seq > visible.seq ? md_oplog_at(log, cs->next_seq - 1) : NULL;
    return e ? e->ts : visible.ts;
 }
 

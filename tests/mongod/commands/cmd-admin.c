@@ -20,14 +20,14 @@ wall_ms(void)
 {
    struct timeval tv;
    gettimeofday(&tv, NULL);
-   return (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000;
+   return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
 bool
 md_cmd_ping(md_cmd_t *c, bson_error_t *error)
 {
-   (void) c;
-   (void) error;
+   (void)c;
+   (void)error;
    return true;
 }
 
@@ -35,16 +35,15 @@ md_cmd_ping(md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_end_sessions(md_cmd_t *c, bson_error_t *error)
 {
-   (void) error;
-   md_sessions_end(&c->srv->sessions, &c->srv->txns, c->cmd,
-                   strcmp(c->name, "endSessions") == 0);
+   (void)error;
+   md_sessions_end(&c->srv->sessions, &c->srv->txns, c->cmd, strcmp(c->name, "endSessions") == 0);
    return true;
 }
 
 bool
 md_cmd_kill_all_sessions(md_cmd_t *c, bson_error_t *error)
 {
-   (void) error;
+   (void)error;
    md_sessions_kill_all(&c->srv->sessions, &c->srv->txns);
    return true;
 }
@@ -67,7 +66,7 @@ md_cmd_build_info(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_ARRAY_BEGIN(c->reply, "storageEngines", &arr);
    BSON_APPEND_UTF8(&arr, "0", "inMemory");
    bson_append_array_end(c->reply, &arr);
-   (void) error;
+   (void)error;
    return true;
 }
 
@@ -102,8 +101,9 @@ bool
 md_cmd_configure_fail_point(md_cmd_t *c, bson_error_t *error)
 {
    if (strcmp(c->db, "admin") != 0) {
-      return tm_error_set(error, 13, "configureFailPoint may only be run against the admin "
-                                     "database.");
+      return tm_error_set(error, 13,
+                          "configureFailPoint may only be run against the admin "
+                          "database.");
    }
    return md_failpoint_configure(&c->srv->failpoints, c->cmd, c->reply, error);
 }
@@ -118,8 +118,8 @@ md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_UTF8(c->reply, "host", host);
    BSON_APPEND_UTF8(c->reply, "version", SERVER_VERSION);
    BSON_APPEND_UTF8(c->reply, "process", "mongod");
-   BSON_APPEND_INT64(c->reply, "pid", (int64_t) getpid());
-   BSON_APPEND_DOUBLE(c->reply, "uptime", (double) (up_ms / 1000));
+   BSON_APPEND_INT64(c->reply, "pid", (int64_t)getpid());
+   BSON_APPEND_DOUBLE(c->reply, "uptime", (double)(up_ms / 1000));
    BSON_APPEND_INT64(c->reply, "uptimeMillis", up_ms);
    BSON_APPEND_INT64(c->reply, "uptimeEstimate", up_ms / 1000);
    BSON_APPEND_DATE_TIME(c->reply, "localTime", wall_ms());
@@ -135,7 +135,7 @@ md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_INT32(&repl, "rbid", c->srv->rbid);
    bson_append_document_end(c->reply, &repl);
    md_auth_append_server_status(c);
-   (void) error;
+   (void)error;
    return true;
 }
 
@@ -182,7 +182,7 @@ md_cmd_list_databases(md_cmd_t *c, bson_error_t *error)
    }
    bson_append_array_end(c->reply, &arr);
    if (!name_only) {
-      BSON_APPEND_INT64(c->reply, "totalSize", 8192 * (int64_t) n);
+      BSON_APPEND_INT64(c->reply, "totalSize", 8192 * (int64_t)n);
       BSON_APPEND_INT64(c->reply, "totalSizeMb", 0);
    }
    tm_matcher_destroy(m);
@@ -196,7 +196,7 @@ md_cmd_connection_status(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "authInfo", &info);
    md_auth_append_status(c, &info);
    bson_append_document_end(c->reply, &info);
-   (void) error;
+   (void)error;
    return true;
 }
 
@@ -204,7 +204,7 @@ bool
 md_cmd_whatsmyuri(md_cmd_t *c, bson_error_t *error)
 {
    BSON_APPEND_UTF8(c->reply, "you", c->conn->peer);
-   (void) error;
+   (void)error;
    return true;
 }
 
@@ -216,9 +216,9 @@ md_cmd_host_info(md_cmd_t *c, bson_error_t *error)
    gethostname(host, sizeof host - 1);
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "system", &sys);
    BSON_APPEND_UTF8(&sys, "hostname", host);
-   BSON_APPEND_INT32(&sys, "numCores", (int32_t) sysconf(_SC_NPROCESSORS_ONLN));
+   BSON_APPEND_INT32(&sys, "numCores", (int32_t)sysconf(_SC_NPROCESSORS_ONLN));
    bson_append_document_end(c->reply, &sys);
-   (void) error;
+   (void)error;
    return true;
 }
 
@@ -234,6 +234,6 @@ md_cmd_get_cmd_line_opts(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_UTF8(&repl, "replSet", "rs0");
    bson_append_document_end(&parsed, &repl);
    bson_append_document_end(c->reply, &parsed);
-   (void) error;
+   (void)error;
    return true;
 }

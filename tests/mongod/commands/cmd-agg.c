@@ -11,12 +11,10 @@
 #include "data/keyenc.h"
 #include "data/query.h"
 
-void
-md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
-                     bool single_batch);
-bool
-md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t batch_size,
-                int64_t deadline_ms, bson_error_t *error);
+void md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
+                          bool single_batch);
+bool md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t batch_size,
+                     int64_t deadline_ms, bson_error_t *error);
 
 typedef struct {
    bson_t pipeline;
@@ -27,9 +25,10 @@ typedef struct {
 static bool
 parse_agg(const md_cmd_t *c, agg_t *a, bson_error_t *error)
 {
-   static const char *const allowed[] = {"pipeline", "cursor", "explain", "allowDiskUse",
-                                         "hint", "collation", "let", "bypassDocumentValidation",
-                                         "fromMongos", "needsMerge", NULL};
+   static const char *const allowed[] = {
+      "pipeline",   "cursor",     "explain", "allowDiskUse",
+      "hint",       "collation",  "let",     "bypassDocumentValidation",
+      "fromMongos", "needsMerge", NULL};
    bson_iter_t it;
    bson_t cursor;
    bool has_cursor;
@@ -53,15 +52,17 @@ parse_agg(const md_cmd_t *c, agg_t *a, bson_error_t *error)
    bson_iter_array(&it, &len, &data);
    bson_init_static(&a->pipeline, data, len);
    if (bson_iter_init_find(&it, c->cmd, "explain") && bson_iter_as_bool(&it)) {
-      return tm_error_set(error, 2, "aggregate option 'explain' is not supported by "
-                                    "test-mongod");
+      return tm_error_set(error, 2,
+                          "aggregate option 'explain' is not supported by "
+                          "test-mongod");
    }
    if (!md_cmd_get_doc(c->cmd, "cursor", &cursor, &has_cursor, error)) {
       return false;
    }
    if (!has_cursor) {
-      return tm_error_set(error, 9, "The 'cursor' option is required, except for aggregate "
-                                    "with the explain argument");
+      return tm_error_set(error, 9,
+                          "The 'cursor' option is required, except for aggregate "
+                          "with the explain argument");
    }
    return md_cmd_get_int64(&cursor, "batchSize", &a->batch_size, error);
 }
@@ -79,20 +80,23 @@ split_change_stream(const bson_t *pipeline, bson_t *spec, bool *is_stream, bson_
    while (bson_iter_next(&it)) {
       if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &stage) ||
           !bson_iter_next(&stage)) {
-         return tm_error_set(error, 14, "Each element of the 'pipeline' array must be an "
-                                        "object");
+         return tm_error_set(error, 14,
+                             "Each element of the 'pipeline' array must be an "
+                             "object");
       }
       bool cs = strcmp(bson_iter_key(&stage), "$changeStream") == 0;
       if (cs && i > 0) {
-         return tm_error_set(error, 40602, "$changeStream is only valid as the first stage in "
-                                           "a pipeline");
+         return tm_error_set(error, 40602,
+                             "$changeStream is only valid as the first stage in "
+                             "a pipeline");
       }
       if (cs) {
          uint32_t len;
          const uint8_t *data;
          if (!BSON_ITER_HOLDS_DOCUMENT(&stage)) {
-            return tm_error_set(error, 50808, "$changeStream stage expects a document as "
-                                              "argument");
+            return tm_error_set(error, 50808,
+                                "$changeStream stage expects a document as "
+                                "argument");
          }
          bson_iter_document(&stage, &len, &data);
          bson_init_static(spec, data, len);
@@ -111,9 +115,9 @@ split_change_stream(const bson_t *pipeline, bson_t *spec, bool *is_stream, bson_
 static bool
 check_stream_stages(const bson_t *rest, bson_error_t *error)
 {
-   static const char *const ok_stages[] = {"$match", "$project", "$addFields", "$set",
-                                           "$unset", "$replaceRoot", "$replaceWith",
-                                           "$redact", NULL};
+   static const char *const ok_stages[] = {"$match",       "$project", "$addFields",
+                                           "$set",         "$unset",   "$replaceRoot",
+                                           "$replaceWith", "$redact",  NULL};
    bson_iter_t it, stage;
    bson_iter_init(&it, rest);
    while (bson_iter_next(&it)) {
@@ -123,8 +127,7 @@ check_stream_stages(const bson_t *rest, bson_error_t *error)
       for (int i = 0; ok_stages[i]; i++) {
          ok = ok || strcmp(bson_iter_key(&stage), ok_stages[i]) == 0;
       }
-      if (!ok && bson_iter_key(&stage)[0] == '$' &&
-          strcmp(bson_iter_key(&stage), "$group") != 0 &&
+      if (!ok && bson_iter_key(&stage)[0] == '$' && strcmp(bson_iter_key(&stage), "$group") != 0 &&
           strcmp(bson_iter_key(&stage), "$sort") != 0 &&
           strcmp(bson_iter_key(&stage), "$limit") != 0 &&
           strcmp(bson_iter_key(&stage), "$skip") != 0 &&
@@ -148,8 +151,10 @@ open_stream(md_cmd_t *c, const agg_t *a, const bson_t *spec, const bson_t *rest,
    bool cluster = !a->coll && strcmp(c->db, "admin") == 0;
    if (a->coll && (strcmp(c->db, "admin") == 0 || strcmp(c->db, "config") == 0 ||
                    strcmp(c->db, "local") == 0)) {
-      return tm_error_set(error, 73, "$changeStream may not be opened on the internal %s "
-                                     "database", c->db);
+      return tm_error_set(error, 73,
+                          "$changeStream may not be opened on the internal %s "
+                          "database",
+                          c->db);
    }
    bson_t **none = NULL;
    size_t n_none = 0;
@@ -160,8 +165,8 @@ open_stream(md_cmd_t *c, const agg_t *a, const bson_t *spec, const bson_t *rest,
    }
    tm_docs_free(none, n_none);
    md_ts_t start;
-   md_changestream_t *cs = md_changestream_open(&c->srv->oplog, c->db, a->coll, cluster, spec,
-                                                rest, &start, error);
+   md_changestream_t *cs =
+      md_changestream_open(&c->srv->oplog, c->db, a->coll, cluster, spec, rest, &start, error);
    if (!cs) {
       return false;
    }
@@ -193,8 +198,10 @@ read_collection(void *ctx, const char *name, bson_t ***docs, size_t *n, bson_err
       return false;
    }
    if (coll && coll->view_on) {
-      return tm_error_set(error, 2, "$lookup from a view (%s.%s) is not supported by "
-                                    "test-mongod", c->db, name);
+      return tm_error_set(error, 2,
+                          "$lookup from a view (%s.%s) is not supported by "
+                          "test-mongod",
+                          c->db, name);
    }
    *docs = bson_malloc(((coll ? coll->count : 0) + 1) * sizeof(bson_t *));
    for (md_doc_t *d = coll ? coll->head : NULL; d; d = d->next) {
@@ -218,9 +225,10 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
    }
    if (is_stream && c->txn) {
       bson_destroy(&rest);
-      return tm_error_set(error, 263, "Operation not permitted in transaction :: caused by :: "
-                                      "$changeStream cannot run within a multi-document "
-                                      "transaction");
+      return tm_error_set(error, 263,
+                          "Operation not permitted in transaction :: caused by :: "
+                          "$changeStream cannot run within a multi-document "
+                          "transaction");
    }
    if (is_stream) {
       bool ok = open_stream(c, &a, &spec, &rest, error);
@@ -229,8 +237,9 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
    }
    bson_destroy(&rest);
    if (!a.coll) {
-      return tm_error_set(error, 73, "{aggregate: 1} is not valid for this pipeline; a "
-                                     "collection is required.");
+      return tm_error_set(error, 73,
+                          "{aggregate: 1} is not valid for this pipeline; a "
+                          "collection is required.");
    }
    md_coll_t *coll, *snapshot;
    if (!md_read_coll(c, a.coll, &coll, &snapshot, error)) {
@@ -270,8 +279,8 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_count(md_cmd_t *c, bson_error_t *error)
 {
-   static const char *const allowed[] = {"query", "limit", "skip", "hint", "collation",
-                                         "fields", NULL};
+   static const char *const allowed[] = {"query",     "limit",  "skip", "hint",
+                                         "collation", "fields", NULL};
    bson_t query;
    bool found;
    int64_t limit = 0, skip = 0;
@@ -292,7 +301,7 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
    }
    int64_t n = 0;
    if (coll && bson_empty(&query) && !hint) {
-      n = (int64_t) coll->count;
+      n = (int64_t)coll->count;
    } else if (coll) {
       tm_matcher_t *m = tm_matcher_new(&query, error);
       if (!m) {
@@ -301,7 +310,7 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
       }
       md_selection_t sel;
       md_select(coll, hint, m, &query, 0, &sel);
-      n = (int64_t) sel.n;
+      n = (int64_t)sel.n;
       md_selection_destroy(&sel);
       tm_matcher_destroy(m);
    }
@@ -311,7 +320,7 @@ md_cmd_count(md_cmd_t *c, bson_error_t *error)
       int64_t l = limit < 0 ? -limit : limit;
       n = n < l ? n : l;
    }
-   BSON_APPEND_INT32(c->reply, "n", (int32_t) n);
+   BSON_APPEND_INT32(c->reply, "n", (int32_t)n);
    return true;
 }
 
@@ -323,7 +332,7 @@ add_distinct(md_hmap_t *seen, bson_t *arr, uint32_t *n, const bson_value_t *v)
    if (!md_hmap_get(seen, k->str, k->len)) {
       char key[16];
       const char *ks;
-      md_hmap_put(seen, k->str, k->len, (void *) 1);
+      md_hmap_put(seen, k->str, k->len, (void *)1);
       bson_uint32_to_string((*n)++, &ks, key, sizeof key);
       bson_append_value(arr, ks, -1, v);
    }
@@ -333,8 +342,7 @@ add_distinct(md_hmap_t *seen, bson_t *arr, uint32_t *n, const bson_value_t *v)
 /* Adds the values at dotted `path` below `v` as distinct does: documents inside arrays on
  * the way are descended into, and an array at the end is unwound one level. */
 static void
-distinct_values(md_hmap_t *seen, bson_t *arr, uint32_t *n, const bson_value_t *v,
-                const char *path)
+distinct_values(md_hmap_t *seen, bson_t *arr, uint32_t *n, const bson_value_t *v, const char *path)
 {
    bson_iter_t it;
    if (!*path) {
@@ -362,8 +370,8 @@ distinct_values(md_hmap_t *seen, bson_t *arr, uint32_t *n, const bson_value_t *v
       return;
    }
    const char *dot = strchr(path, '.');
-   size_t len = dot ? (size_t) (dot - path) : strlen(path);
-   if (bson_iter_find_w_len(&it, path, (int) len)) {
+   size_t len = dot ? (size_t)(dot - path) : strlen(path);
+   if (bson_iter_find_w_len(&it, path, (int)len)) {
       distinct_values(seen, arr, n, bson_iter_value(&it), dot ? dot + 1 : "");
    }
 }
@@ -382,8 +390,9 @@ md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    if (!bson_iter_init_find(&it, c->cmd, "key") || !BSON_ITER_HOLDS_UTF8(&it)) {
-      return tm_error_set(error, 40414, "BSON field 'distinct.key' is missing but a required "
-                                        "field");
+      return tm_error_set(error, 40414,
+                          "BSON field 'distinct.key' is missing but a required "
+                          "field");
    }
    const char *key = bson_iter_utf8(&it, NULL);
    md_coll_t *coll, *snapshot;
@@ -405,7 +414,7 @@ md_cmd_distinct(md_cmd_t *c, bson_error_t *error)
    for (size_t i = 0; i < sel.n; i++) {
       const bson_t *doc = sel.docs[i]->bson;
       bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
-      v.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+      v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
       v.value.v_doc.data_len = doc->len;
       distinct_values(seen, &values, &n, &v, key);
    }

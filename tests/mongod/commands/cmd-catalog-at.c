@@ -24,8 +24,7 @@ md_cmd_catalog_at(md_cmd_t *c, const char *name, md_coll_t *live)
    if (c->txn || md_cmd_branch(c) || c->srv->topo.n == 1) {
       return live;
    }
-   return md_versions_catalog_at(&c->srv->versions, c->db, name, md_cmd_read_position(c),
-                                 live);
+   return md_versions_catalog_at(&c->srv->versions, c->db, name, md_cmd_read_position(c), live);
 }
 
 void
@@ -34,6 +33,6 @@ md_cmd_catalog_gone(md_cmd_t *c, void (*fn)(md_coll_t *coll, void *ctx), void *c
    if (c->txn || md_cmd_branch(c) || c->srv->topo.n == 1) {
       return;
    }
-   md_versions_catalog_gone(&c->srv->versions, c->srv->store, c->db, md_cmd_read_position(c),
-                            fn, ctx);
+   md_versions_catalog_gone(&c->srv->versions, c->srv->store, c->db, md_cmd_read_position(c), fn,
+                            ctx);
 }

@@ -92,8 +92,7 @@ wait_on_branch(md_cmd_t *c, bool majority, md_ts_t after, bson_error_t *error)
 {
    md_server_t *srv = c->srv;
    int m = c->conn->member;
-   while (majority && md_cmd_branch(c) &&
-          md_ts_cmp(after, md_isolation_commit_time(srv, m)) > 0) {
+   while (majority && md_cmd_branch(c) && md_ts_cmp(after, md_isolation_commit_time(srv, m)) > 0) {
       if (atomic_load(&srv->stopping)) {
          return tm_error_set(error, 11600, "interrupted at shutdown");
       }
@@ -103,8 +102,7 @@ wait_on_branch(md_cmd_t *c, bool majority, md_ts_t after, bson_error_t *error)
       }
       /* The heal comes from a command on another connection, which does not signal the
        * history's waiters when nothing is written: hence the slices. */
-      md_oplog_wait(&srv->oplog, &srv->lock, now + 50 < c->deadline_ms ? now + 50
-                                                                       : c->deadline_ms);
+      md_oplog_wait(&srv->oplog, &srv->lock, now + 50 < c->deadline_ms ? now + 50 : c->deadline_ms);
    }
    return true;
 }
@@ -118,10 +116,11 @@ md_cmd_wait_read_concern(md_cmd_t *c, bson_error_t *error)
    if (after_cluster_time(c->cmd, &after)) {
       md_ts_t now = md_isolation_cluster_time(srv, c->conn->member);
       if (md_ts_cmp(after, now) > 0) {
-         return tm_error_set(error, 72, "readConcern afterClusterTime value must not be greater "
-                                        "than the current clusterTime. Requested clusterTime: "
-                                        "{ ts: Timestamp(%u, %u) }; current clusterTime: { ts: "
-                                        "Timestamp(%u, %u) }",
+         return tm_error_set(error, 72,
+                             "readConcern afterClusterTime value must not be greater "
+                             "than the current clusterTime. Requested clusterTime: "
+                             "{ ts: Timestamp(%u, %u) }; current clusterTime: { ts: "
+                             "Timestamp(%u, %u) }",
                              after.t, after.i, now.t, now.i);
       }
       if (!wait_on_branch(c, majority, after, error)) {
@@ -142,8 +141,7 @@ md_cmd_wait_read_concern(md_cmd_t *c, bson_error_t *error)
    if (is_read && branch) {
       /* What it read at: its own newest write, or its committed snapshot. */
       c->has_op_time = true;
-      c->op_time = majority ? md_isolation_commit_time(srv, c->conn->member)
-                            : branch->branch_time;
+      c->op_time = majority ? md_isolation_commit_time(srv, c->conn->member) : branch->branch_time;
    } else if (is_read && srv->topo.n > 1 && c->conn->member != srv->topo.primary) {
       c->has_op_time = true;
       c->op_time = md_repl_seq_ts(&srv->oplog, position_now(c, majority, NULL));
@@ -169,7 +167,7 @@ md_cmd_gossip_in(md_server_t *srv, const bson_t *cmd)
       return;
    }
    bson_iter_timestamp(&it, &ts.t, &ts.i);
-   uint64_t limit = (uint64_t) (md_wall_ms() / 1000) + MAX_DRIFT_SECS;
+   uint64_t limit = (uint64_t)(md_wall_ms() / 1000) + MAX_DRIFT_SECS;
    if (ts.t <= limit && md_ts_cmp(ts, srv->oplog.last) > 0) {
       srv->oplog.last = ts;
    }

@@ -14,9 +14,8 @@
 #include "data/query.h"
 #include "data/validator.h"
 
-void
-md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
-                     bool single_batch);
+void md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
+                          bool single_batch);
 
 static void
 log_ddl(md_server_t *srv, md_op_t op, const char *db, const char *coll, const char *to_db,
@@ -26,11 +25,25 @@ log_ddl(md_server_t *srv, md_op_t op, const char *db, const char *coll, const ch
    md_oplog_append(&srv->oplog, md_oplog_entry_new(&parts));
 }
 
-static const char *const create_options[] = {
-   "capped", "size", "max", "changeStreamPreAndPostImages", "storageEngine", "idIndex",
-   "validator", "validationLevel", "validationAction", "indexOptionDefaults", "viewOn",
-   "pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
-   "autoIndexId", "flags", NULL};
+static const char *const create_options[] = {"capped",
+                                             "size",
+                                             "max",
+                                             "changeStreamPreAndPostImages",
+                                             "storageEngine",
+                                             "idIndex",
+                                             "validator",
+                                             "validationLevel",
+                                             "validationAction",
+                                             "indexOptionDefaults",
+                                             "viewOn",
+                                             "pipeline",
+                                             "collation",
+                                             "timeseries",
+                                             "expireAfterSeconds",
+                                             "clusteredIndex",
+                                             "autoIndexId",
+                                             "flags",
+                                             NULL};
 
 static bool
 check_create_options(const bson_t *cmd, bson_error_t *error)
@@ -68,8 +81,9 @@ md_cmd_create(md_cmd_t *c, bson_error_t *error)
       uint32_t len;
       const uint8_t *data;
       if (!is_view || !BSON_ITER_HOLDS_ARRAY(&pipeline)) {
-         return tm_error_set(error, is_view ? 14 : 9, "'pipeline' requires 'viewOn' and must "
-                                                      "be an array");
+         return tm_error_set(error, is_view ? 14 : 9,
+                             "'pipeline' requires 'viewOn' and must "
+                             "be an array");
       }
       bson_iter_array(&pipeline, &len, &data);
       bson_destroy(&view_pipeline);
@@ -130,7 +144,7 @@ md_cmd_drop(md_cmd_t *c, bson_error_t *error)
    if (!coll) {
       return tm_error_set(error, 26, "ns not found");
    }
-   BSON_APPEND_INT32(c->reply, "nIndexesWas", (int32_t) coll->n_indexes);
+   BSON_APPEND_INT32(c->reply, "nIndexesWas", (int32_t)coll->n_indexes);
    char *ns = bson_strdup_printf("%s.%s", c->db, name);
    BSON_APPEND_UTF8(c->reply, "ns", ns);
    bson_free(ns);
@@ -166,12 +180,16 @@ index_allowed_in_txn(const md_cmd_t *c, const md_coll_t *coll, bson_error_t *err
       return true;
    }
    if (!coll->txn_view || !coll->txn_view->created) {
-      return tm_error_set(error, 263, "Cannot create new indexes on existing collection %s.%s "
-                                      "in a multi-document transaction.", c->db, coll->name);
+      return tm_error_set(error, 263,
+                          "Cannot create new indexes on existing collection %s.%s "
+                          "in a multi-document transaction.",
+                          c->db, coll->name);
    }
    if (coll->count > 0) {
-      return tm_error_set(error, 263, "Cannot create new indexes on non-empty collection %s.%s "
-                                      "in a multi-document transaction.", c->db, coll->name);
+      return tm_error_set(error, 263,
+                          "Cannot create new indexes on non-empty collection %s.%s "
+                          "in a multi-document transaction.",
+                          c->db, coll->name);
    }
    return true;
 }
@@ -187,8 +205,9 @@ md_cmd_create_indexes(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    if (!bson_iter_init_find(&it, c->cmd, "indexes") || !BSON_ITER_HOLDS_ARRAY(&it)) {
-      return tm_error_set(error, 40414, "BSON field 'createIndexes.indexes' is missing but a "
-                                        "required field");
+      return tm_error_set(error, 40414,
+                          "BSON field 'createIndexes.indexes' is missing but a "
+                          "required field");
    }
    bool created;
    md_coll_t *coll;
@@ -200,7 +219,7 @@ md_cmd_create_indexes(md_cmd_t *c, bson_error_t *error)
        !md_check_not_view(coll, error)) {
       return false;
    }
-   int32_t before = (int32_t) coll->n_indexes;
+   int32_t before = (int32_t)coll->n_indexes;
    bson_iter_recurse(&it, &arr);
    while (bson_iter_next(&arr)) {
       bson_t spec;
@@ -219,8 +238,8 @@ md_cmd_create_indexes(md_cmd_t *c, bson_error_t *error)
    }
    BSON_APPEND_BOOL(c->reply, "createdCollectionAutomatically", created);
    BSON_APPEND_INT32(c->reply, "numIndexesBefore", before);
-   BSON_APPEND_INT32(c->reply, "numIndexesAfter", (int32_t) coll->n_indexes);
-   if (before == (int32_t) coll->n_indexes) {
+   BSON_APPEND_INT32(c->reply, "numIndexesAfter", (int32_t)coll->n_indexes);
+   if (before == (int32_t)coll->n_indexes) {
       BSON_APPEND_UTF8(c->reply, "note", "all indexes already exist");
    }
    return true;
@@ -263,10 +282,11 @@ md_cmd_drop_indexes(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    if (!bson_iter_init_find(&it, c->cmd, "index")) {
-      return tm_error_set(error, 40414, "BSON field 'dropIndexes.index' is missing but a "
-                                        "required field");
+      return tm_error_set(error, 40414,
+                          "BSON field 'dropIndexes.index' is missing but a "
+                          "required field");
    }
-   BSON_APPEND_INT32(c->reply, "nIndexesWas", (int32_t) coll->n_indexes);
+   BSON_APPEND_INT32(c->reply, "nIndexesWas", (int32_t)coll->n_indexes);
    if (BSON_ITER_HOLDS_ARRAY(&it)) {
       bson_iter_recurse(&it, &arr);
       while (bson_iter_next(&arr)) {
@@ -292,8 +312,8 @@ md_cmd_list_indexes(md_cmd_t *c, bson_error_t *error)
        !md_cmd_get_int64(&cursor, "batchSize", &batch_size, error)) {
       return false;
    }
-   md_coll_t *coll = md_cmd_catalog_at(c, name, md_store_coll(c->srv->store, c->db, name,
-                                                               false, NULL));
+   md_coll_t *coll =
+      md_cmd_catalog_at(c, name, md_store_coll(c->srv->store, c->db, name, false, NULL));
    if (!coll) {
       return tm_error_set(error, 26, "ns does not exist: %s.%s", c->db, name);
    }
@@ -411,10 +431,10 @@ static bool
 split_ns(const char *ns, char *db, size_t db_size, const char **coll)
 {
    const char *dot = strchr(ns, '.');
-   if (!dot || dot == ns || !dot[1] || (size_t) (dot - ns) >= db_size) {
+   if (!dot || dot == ns || !dot[1] || (size_t)(dot - ns) >= db_size) {
       return false;
    }
-   memcpy(db, ns, (size_t) (dot - ns));
+   memcpy(db, ns, (size_t)(dot - ns));
    db[dot - ns] = '\0';
    *coll = dot + 1;
    return true;
@@ -428,8 +448,9 @@ md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error)
    char from_db[256], to_db[256];
    const char *from_coll, *to_coll;
    if (strcmp(c->db, "admin") != 0) {
-      return tm_error_set(error, 13, "renameCollection may only be run against the admin "
-                                     "database.");
+      return tm_error_set(error, 13,
+                          "renameCollection may only be run against the admin "
+                          "database.");
    }
    if (!md_cmd_check_fields(c, allowed, error)) {
       return false;
@@ -453,8 +474,7 @@ md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error)
    }
    md_coll_t *src = md_store_coll(c->srv->store, from_db, from_coll, false, NULL);
    if (!src) {
-      return tm_error_set(error, 26, "Source collection %s.%s does not exist", from_db,
-                          from_coll);
+      return tm_error_set(error, 26, "Source collection %s.%s does not exist", from_db, from_coll);
    }
    md_coll_t *dst = md_store_coll(c->srv->store, to_db, to_coll, false, NULL);
    if (dst == src) {
@@ -474,9 +494,15 @@ md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_coll_mod(md_cmd_t *c, bson_error_t *error)
 {
-   static const char *const allowed[] = {"changeStreamPreAndPostImages", "validator",
-                                         "validationLevel", "validationAction", "index",
-                                         "expireAfterSeconds", "viewOn", "pipeline", NULL};
+   static const char *const allowed[] = {"changeStreamPreAndPostImages",
+                                         "validator",
+                                         "validationLevel",
+                                         "validationAction",
+                                         "index",
+                                         "expireAfterSeconds",
+                                         "viewOn",
+                                         "pipeline",
+                                         NULL};
    static const char *const supported[] = {"changeStreamPreAndPostImages", "validator",
                                            "validationLevel", "validationAction", NULL};
    bson_iter_t it;
@@ -493,8 +519,9 @@ md_cmd_coll_mod(md_cmd_t *c, bson_error_t *error)
    }
    if (bson_iter_init_find(&it, c->cmd, "changeStreamPreAndPostImages") &&
        !BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      return tm_error_set(error, 14, "BSON field 'collMod.changeStreamPreAndPostImages' is the "
-                                     "wrong type, expected type 'object'");
+      return tm_error_set(error, 14,
+                          "BSON field 'collMod.changeStreamPreAndPostImages' is the "
+                          "wrong type, expected type 'object'");
    }
    if (!md_validator_check_options(c->cmd, "collMod", error)) {
       return false;

@@ -20,9 +20,11 @@ typedef struct {
 static bool
 parse(const md_cmd_t *c, fam_t *f, bson_error_t *error)
 {
-   static const char *const allowed[] = {
-      "query", "sort", "remove", "update", "new", "fields", "upsert", "arrayFilters",
-      "bypassDocumentValidation", "collation", "hint", "let", NULL};
+   static const char *const allowed[] = {"query",     "sort",         "remove",
+                                         "update",    "new",          "fields",
+                                         "upsert",    "arrayFilters", "bypassDocumentValidation",
+                                         "collation", "hint",         "let",
+                                         NULL};
    bson_iter_t it;
    bool found;
    memset(f, 0, sizeof *f);
@@ -85,7 +87,7 @@ append_value(const fam_t *f, const tm_projection_t *proj, const bson_t *doc, bso
    } else {
       BSON_APPEND_DOCUMENT(reply, "value", doc);
    }
-   (void) f;
+   (void)f;
 }
 
 static void
@@ -105,8 +107,8 @@ last_error(bson_t *reply, int32_t n, int updated_existing, const md_doc_t *upser
 }
 
 static bool
-modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t *d,
-       int32_t pos, const tm_projection_t *proj, bson_error_t *error)
+modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t *d, int32_t pos,
+       const tm_projection_t *proj, bson_error_t *error)
 {
    const bson_t *af = f->has_array_filters ? &f->array_filters : NULL;
    tm_update_t *u = f->is_pipeline ? tm_update_new_pipeline(&f->update, af, error)
@@ -125,9 +127,9 @@ modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t
       bson_destroy(before);
    } else {
       md_doc_t *nd = NULL;
-      ok = *coll || (md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE | MD_COLL_FAM, coll,
-                                 NULL, error) &&
-                     md_check_not_view(*coll, error));
+      ok = *coll ||
+           (md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE | MD_COLL_FAM, coll, NULL, error) &&
+            md_check_not_view(*coll, error));
       ok = ok && md_write_upsert(c->srv, *coll, &f->query, u, &nd, &c->error_extra, error);
       if (ok) {
          last_error(c->reply, 1, false, nd);
@@ -139,8 +141,8 @@ modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t
 }
 
 static bool
-remove_doc(md_cmd_t *c, md_coll_t *coll, const fam_t *f, md_doc_t *d,
-           const tm_projection_t *proj, bson_error_t *error)
+remove_doc(md_cmd_t *c, md_coll_t *coll, const fam_t *f, md_doc_t *d, const tm_projection_t *proj,
+           bson_error_t *error)
 {
    bson_t *before = d ? bson_copy(d->bson) : NULL;
    bool ok = !d || md_write_delete_doc(c->srv, coll, d, error);

@@ -14,8 +14,8 @@
 #include "topology/replication.h"
 
 static void
-reply_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, bson_t **docs,
-                   size_t n, const char *pbrt, bool finished)
+reply_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, bson_t **docs, size_t n,
+                   const char *pbrt, bool finished)
 {
    size_t pos = 0;
    bson_t cursor, batch, token;
@@ -24,7 +24,7 @@ reply_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, bson_t
    for (size_t i = 0; i < n; i++) {
       char key[16];
       const char *k;
-      bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
       bson_append_document(&batch, k, -1, docs[i]);
    }
    bson_append_array_end(&cursor, &batch);
@@ -34,14 +34,13 @@ reply_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, bson_t
    BSON_APPEND_UTF8(&token, "_data", pbrt);
    bson_append_document_end(&cursor, &token);
    bson_append_document_end(c->reply, &cursor);
-   (void) pos;
+   (void)pos;
 }
 
 /* Serves one batch of a change stream, waiting until `deadline_ms` (monotonic) if needed.
  * On error the caller kills the cursor. */
-bool
-md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t batch_size,
-                int64_t deadline_ms, bson_error_t *error);
+bool md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t batch_size,
+                     int64_t deadline_ms, bson_error_t *error);
 
 bool
 md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t batch_size,
@@ -62,8 +61,8 @@ md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t b
        * 6.0 reads its own oplog at its committed snapshot (an isolated one: nothing new). */
       visible.seq = md_repl_member_commit(&srv->topo, c->conn->member);
       visible.ts = md_repl_seq_ts(&srv->oplog, visible.seq);
-      ok = md_changestream_poll(cur->cs, &srv->oplog, srv->store, visible, batch_size, &docs,
-                                &n, pbrt, error);
+      ok = md_changestream_poll(cur->cs, &srv->oplog, srv->store, visible, batch_size, &docs, &n,
+                                pbrt, error);
       if (!ok || n > 0 || md_changestream_finished(cur->cs) || cur->killed ||
           atomic_load(&srv->stopping) || md_now_ms() >= deadline_ms) {
          break;
@@ -101,8 +100,9 @@ parse_get_more(md_cmd_t *c, int64_t *id, const char **coll, int64_t *batch_size,
    bson_iter_init(&it, c->cmd);
    bson_iter_next(&it);
    if (!BSON_ITER_HOLDS_INT64(&it)) {
-      return tm_error_set(error, 14, "BSON field 'getMore.getMore' is the wrong type '%s', "
-                                     "expected type 'long'",
+      return tm_error_set(error, 14,
+                          "BSON field 'getMore.getMore' is the wrong type '%s', "
+                          "expected type 'long'",
                           BSON_ITER_HOLDS_INT32(&it) ? "int" : "other");
    }
    *id = bson_iter_int64(&it);
@@ -110,8 +110,9 @@ parse_get_more(md_cmd_t *c, int64_t *id, const char **coll, int64_t *batch_size,
       return false;
    }
    if (!bson_iter_init_find(&it, c->cmd, "collection") || !BSON_ITER_HOLDS_UTF8(&it)) {
-      return tm_error_set(error, 40414, "BSON field 'getMore.collection' is missing but a "
-                                        "required field");
+      return tm_error_set(error, 40414,
+                          "BSON field 'getMore.collection' is missing but a "
+                          "required field");
    }
    *coll = bson_iter_utf8(&it, NULL);
    return md_cmd_get_int64(c->cmd, "batchSize", batch_size, error) &&
@@ -145,20 +146,22 @@ same_transaction(const md_cmd_t *c, const md_cursor_t *cur, int64_t id, bson_err
 {
    const md_txn_t *owner = cur->owner;
    if (c->txn && !owner) {
-      return tm_error_set(error, 50739, "Cannot run getMore on cursor %lld, which was not "
-                                        "created in a transaction, in transaction %lld",
-                          (long long) id, (long long) c->txn->number);
+      return tm_error_set(error, 50739,
+                          "Cannot run getMore on cursor %lld, which was not "
+                          "created in a transaction, in transaction %lld",
+                          (long long)id, (long long)c->txn->number);
    }
    if (!c->txn && owner) {
-      return tm_error_set(error, 50740, "Cannot run getMore on cursor %lld, which was created "
-                                        "in transaction %lld, without a txnNumber",
-                          (long long) id, (long long) owner->number);
+      return tm_error_set(error, 50740,
+                          "Cannot run getMore on cursor %lld, which was created "
+                          "in transaction %lld, without a txnNumber",
+                          (long long)id, (long long)owner->number);
    }
    if (c->txn && owner != c->txn) {
-      return tm_error_set(error, 50741, "Cannot run getMore on cursor %lld, which was created "
-                                        "in transaction %lld, in transaction %lld",
-                          (long long) id, (long long) owner->number,
-                          (long long) c->txn->number);
+      return tm_error_set(error, 50741,
+                          "Cannot run getMore on cursor %lld, which was created "
+                          "in transaction %lld, in transaction %lld",
+                          (long long)id, (long long)owner->number, (long long)c->txn->number);
    }
    return true;
 }
@@ -185,14 +188,15 @@ md_cmd_get_more(md_cmd_t *c, bson_error_t *error)
    bool same_ns = cur && strcmp(cur->ns, ns) == 0;
    bson_free(ns);
    if (!cur || cur->in_use) {
-      return tm_error_set(error, cur ? 2 : 43, cur ? "cursor %lld is already in use"
-                                                   : "cursor id %lld not found",
-                          (long long) id);
+      return tm_error_set(error, cur ? 2 : 43,
+                          cur ? "cursor %lld is already in use" : "cursor id %lld not found",
+                          (long long)id);
    }
    if (!same_ns) {
-      return tm_error_set(error, 13, "Requested getMore on namespace '%s.%s', but cursor "
-                                     "belongs to a different namespace %s", c->db, coll,
-                          cur->ns);
+      return tm_error_set(error, 13,
+                          "Requested getMore on namespace '%s.%s', but cursor "
+                          "belongs to a different namespace %s",
+                          c->db, coll, cur->ns);
    }
    if (!same_transaction(c, cur, id, error)) {
       return false;
@@ -203,8 +207,9 @@ md_cmd_get_more(md_cmd_t *c, bson_error_t *error)
        * error classified as resumable ... upon primary node rollback" needs 8.1: the
        * ResumableChangeStreamError label came then, so 6.0's error has none). */
       md_cursor_free(&c->srv->cursors, cur);
-      return tm_error_set(error, 175, "PlanExecutor error during getMore :: caused by :: "
-                                      "the change stream's member rolled back");
+      return tm_error_set(error, 175,
+                          "PlanExecutor error during getMore :: caused by :: "
+                          "the change stream's member rolled back");
    }
    cur->last_used_ms = md_now_ms();
    if (!checkout_failpoint(c, cur, error)) {
@@ -212,18 +217,18 @@ md_cmd_get_more(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    if (!cur->cs) {
-      bool done = md_cursor_reply(c->reply, "nextBatch", cur->ns, cur->docs, cur->n_docs,
-                                  &cur->pos, batch_size > 0 ? batch_size : -1, cur->id);
+      bool done = md_cursor_reply(c->reply, "nextBatch", cur->ns, cur->docs, cur->n_docs, &cur->pos,
+                                  batch_size > 0 ? batch_size : -1, cur->id);
       if (done) {
          md_cursor_free(&c->srv->cursors, cur);
       }
       return true;
    }
    int64_t deadline = md_now_ms() + (max_time_ms >= 0 ? max_time_ms : 1000);
-   bool ok = md_stream_batch(c, cur, "nextBatch", batch_size > 0 ? batch_size : -1, deadline,
-                             error);
+   bool ok =
+      md_stream_batch(c, cur, "nextBatch", batch_size > 0 ? batch_size : -1, deadline, error);
    if (!ok) {
-      add_stream_error_label(c, (int32_t) error->code);
+      add_stream_error_label(c, (int32_t)error->code);
    }
    if (!ok || cur->killed || md_changestream_finished(cur->cs)) {
       md_cursor_free(&c->srv->cursors, cur);
@@ -260,8 +265,9 @@ md_cmd_kill_cursors(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    if (!bson_iter_init_find(&it, c->cmd, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it)) {
-      return tm_error_set(error, 40414, "BSON field 'killCursors.cursors' is missing but a "
-                                        "required field");
+      return tm_error_set(error, 40414,
+                          "BSON field 'killCursors.cursors' is missing but a "
+                          "required field");
    }
    int64_t killed[256], not_found[256];
    uint32_t n_killed = 0, n_not_found = 0;

@@ -65,7 +65,7 @@ md_append_repl_info(md_server_t *srv, int member, bson_t *r, const char *primary
    for (int i = 0; i < topo->n; i++) {
       char key[16];
       const char *k;
-      bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
       BSON_APPEND_UTF8(&hosts, k, topo->members[i].host_port);
    }
    bson_append_array_end(r, &hosts);
@@ -74,9 +74,8 @@ md_append_repl_info(md_server_t *srv, int member, bson_t *r, const char *primary
    BSON_APPEND_BOOL(r, primary_field, me->state == MD_MEMBER_PRIMARY);
    BSON_APPEND_BOOL(r, "secondary", me->state == MD_MEMBER_SECONDARY);
    /* An isolated member knows only itself: it names itself while it is a primary. */
-   int primary = me->reach == MD_REACH_ISOLATE
-                    ? (me->state == MD_MEMBER_PRIMARY ? member : -1)
-                    : topo->primary;
+   int primary = me->reach == MD_REACH_ISOLATE ? (me->state == MD_MEMBER_PRIMARY ? member : -1)
+                                               : topo->primary;
    if (primary >= 0) {
       BSON_APPEND_UTF8(r, "primary", topo->members[primary].host_port);
    }
@@ -122,9 +121,10 @@ parse_awaitable(const md_member_t *me, const bson_t *cmd, awaitable_t *a, bson_e
          ok = bson_iter_find(&tv, "counter") && BSON_ITER_HOLDS_NUMBER(&tv);
       }
       if (!ok) {
-         return tm_error_set(error, 40414, "BSON field 'TopologyVersion.processId' or "
-                                           "'TopologyVersion.counter' is missing or of the "
-                                           "wrong type");
+         return tm_error_set(error, 40414,
+                             "BSON field 'TopologyVersion.processId' or "
+                             "'TopologyVersion.counter' is missing or of the "
+                             "wrong type");
       }
       a->counter = bson_iter_as_int64(&tv);
       a->has_tv = true;
@@ -137,11 +137,11 @@ parse_awaitable(const md_member_t *me, const bson_t *cmd, awaitable_t *a, bson_e
       a->has_await = true;
    }
    if (a->has_tv != a->has_await) {
-      return tm_error_set(error, 31368, a->has_tv
-                                           ? "A request with a 'topologyVersion' must include "
-                                             "'maxAwaitTimeMS'"
-                                           : "A request with 'maxAwaitTimeMS' must include a "
-                                             "'topologyVersion'");
+      return tm_error_set(error, 31368,
+                          a->has_tv ? "A request with a 'topologyVersion' must include "
+                                      "'maxAwaitTimeMS'"
+                                    : "A request with 'maxAwaitTimeMS' must include a "
+                                      "'topologyVersion'");
    }
    if (!a->has_tv) {
       return true;
@@ -150,13 +150,17 @@ parse_awaitable(const md_member_t *me, const bson_t *cmd, awaitable_t *a, bson_e
       return tm_error_set(error, 31372, "topologyVersion must have a non-negative counter");
    }
    if (a->await_ms < 0) {
-      return tm_error_set(error, 2, "BSON field 'maxAwaitTimeMS' value must be >= 0, actual "
-                                    "value '%lld'", (long long) a->await_ms);
+      return tm_error_set(error, 2,
+                          "BSON field 'maxAwaitTimeMS' value must be >= 0, actual "
+                          "value '%lld'",
+                          (long long)a->await_ms);
    }
    if (bson_oid_equal(&a->process_id, &me->process_id) && a->counter > me->counter) {
-      return tm_error_set(error, 31382, "Received a topology version with counter: %lld which "
-                                        "is greater than the server topology version counter: "
-                                        "%lld", (long long) a->counter, (long long) me->counter);
+      return tm_error_set(error, 31382,
+                          "Received a topology version with counter: %lld which "
+                          "is greater than the server topology version counter: "
+                          "%lld",
+                          (long long)a->counter, (long long)me->counter);
    }
    return true;
 }
@@ -177,8 +181,8 @@ md_hello_await_ms(md_conn_t *conn, const bson_t *cmd, int64_t *max_await_ms)
    bool awaitable = parse_awaitable(me, cmd, &a, NULL) && a.has_tv;
    /* A version from another process (an earlier start) or an older counter is stale: the
     * topology changed since the client last heard, so answer at once. */
-   bool current = awaitable && bson_oid_equal(&a.process_id, &me->process_id) &&
-                  a.counter == me->counter;
+   bool current =
+      awaitable && bson_oid_equal(&a.process_id, &me->process_id) && a.counter == me->counter;
    pthread_mutex_unlock(&srv->lock);
    if (!awaitable) {
       return -1; /* not awaitable, or malformed: the command itself answers at once */

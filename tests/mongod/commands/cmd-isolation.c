@@ -47,7 +47,7 @@ md_isolation_tick(md_cmd_t *c, size_t ops_before)
       return;
    }
    md_ts_t *t = &branch->branch_time;
-   uint32_t secs = (uint32_t) ((md_wall_ms() + c->srv->oplog.wall_offset_ms) / 1000);
+   uint32_t secs = (uint32_t)((md_wall_ms() + c->srv->oplog.wall_offset_ms) / 1000);
    if (secs > t->t) {
       *t = (md_ts_t){.t = secs, .i = 1};
    } else {

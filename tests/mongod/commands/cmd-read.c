@@ -33,10 +33,28 @@ reject_true(const bson_t *cmd, const char *field, bson_error_t *error)
 static bool
 parse_find(const md_cmd_t *c, find_opts_t *f, bson_error_t *error)
 {
-   static const char *const allowed[] = {
-      "filter", "sort", "projection", "hint", "skip", "limit", "batchSize", "singleBatch",
-      "max", "min", "returnKey", "showRecordId", "tailable", "oplogReplay", "noCursorTimeout",
-      "awaitData", "allowPartialResults", "collation", "allowDiskUse", "let", "readOnce", NULL};
+   static const char *const allowed[] = {"filter",
+                                         "sort",
+                                         "projection",
+                                         "hint",
+                                         "skip",
+                                         "limit",
+                                         "batchSize",
+                                         "singleBatch",
+                                         "max",
+                                         "min",
+                                         "returnKey",
+                                         "showRecordId",
+                                         "tailable",
+                                         "oplogReplay",
+                                         "noCursorTimeout",
+                                         "awaitData",
+                                         "allowPartialResults",
+                                         "collation",
+                                         "allowDiskUse",
+                                         "let",
+                                         "readOnce",
+                                         NULL};
    bool found;
    bson_iter_t it;
    memset(f, 0, sizeof *f);
@@ -58,10 +76,12 @@ parse_find(const md_cmd_t *c, find_opts_t *f, bson_error_t *error)
    }
    if (f->skip < 0 || f->limit < 0 || f->batch_size < 0) {
       return tm_error_set(error, 51024, "BSON field '%s' value must be >= 0, actual value '%d'",
-                          f->skip < 0 ? "skip" : f->limit < 0 ? "limit" : "batchSize",
-                          (int) (f->skip < 0    ? f->skip
-                                 : f->limit < 0 ? f->limit
-                                                : f->batch_size));
+                          f->skip < 0    ? "skip"
+                          : f->limit < 0 ? "limit"
+                                         : "batchSize",
+                          (int)(f->skip < 0    ? f->skip
+                                : f->limit < 0 ? f->limit
+                                               : f->batch_size));
    }
    f->single_batch = bson_iter_init_find(&it, c->cmd, "singleBatch") && bson_iter_as_bool(&it);
    return true;
@@ -73,24 +93,23 @@ run_find(md_coll_t *coll, const find_opts_t *f, bson_t ***docs, size_t *n, bson_
 {
    tm_matcher_t *m = tm_matcher_new(&f->filter, error);
    tm_sort_t *sort = m && f->has_sort ? tm_sort_new(&f->sort, error) : NULL;
-   tm_projection_t *proj =
-      m && f->has_projection && !bson_empty(&f->projection) ? tm_projection_new(&f->projection,
-                                                                                error)
-                                                            : NULL;
-   bool ok = m && (!f->has_sort || sort) &&
-             (!f->has_projection || bson_empty(&f->projection) || proj);
+   tm_projection_t *proj = m && f->has_projection && !bson_empty(&f->projection)
+                              ? tm_projection_new(&f->projection, error)
+                              : NULL;
+   bool ok =
+      m && (!f->has_sort || sort) && (!f->has_projection || bson_empty(&f->projection) || proj);
    *docs = NULL;
    *n = 0;
    if (ok) {
       md_selection_t sel;
       /* Without a sort, stop scanning once skip + limit documents matched. */
-      size_t want = (!sort && f->limit > 0) ? (size_t) (f->skip + f->limit) : 0;
+      size_t want = (!sort && f->limit > 0) ? (size_t)(f->skip + f->limit) : 0;
       md_select(coll, f->hint, m, &f->filter, want, &sel);
       md_selection_sort(&sel, sort);
-      size_t first = (size_t) f->skip < sel.n ? (size_t) f->skip : sel.n;
+      size_t first = (size_t)f->skip < sel.n ? (size_t)f->skip : sel.n;
       size_t count = sel.n - first;
-      if (f->limit > 0 && (size_t) f->limit < count) {
-         count = (size_t) f->limit;
+      if (f->limit > 0 && (size_t)f->limit < count) {
+         count = (size_t)f->limit;
       }
       *docs = malloc((count ? count : 1) * sizeof **docs);
       for (size_t i = 0; i < count; i++) {
@@ -114,9 +133,8 @@ run_find(md_coll_t *coll, const find_opts_t *f, bson_t ***docs, size_t *n, bson_
 }
 
 /* Replies with a first batch and keeps a cursor for the rest. Takes `docs`. */
-void
-md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
-                     bool single_batch);
+void md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
+                          bool single_batch);
 
 void
 md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
@@ -124,8 +142,8 @@ md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64
 {
    md_cursor_t *cur = md_cursor_new(&c->srv->cursors, ns, docs, n, 0, NULL);
    cur->owner = c->txn; /* a transaction's cursor dies with it */
-   bool done = md_cursor_reply(c->reply, "firstBatch", ns, docs, n, &cur->pos,
-                               batch_size, single_batch ? 0 : cur->id);
+   bool done = md_cursor_reply(c->reply, "firstBatch", ns, docs, n, &cur->pos, batch_size,
+                               single_batch ? 0 : cur->id);
    if (done || single_batch) {
       md_cursor_free(&c->srv->cursors, cur);
    }

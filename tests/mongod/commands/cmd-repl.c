@@ -19,15 +19,29 @@
 #include "topology/replication.h"
 
 /* Commands a secondary never runs (AllowedOnSecondary::kNever in 6.0). */
-static const char *const primary_only[] = {
-   "insert", "update", "delete", "findAndModify", "findandmodify", "create", "drop",
-   "dropDatabase", "createIndexes", "dropIndexes", "deleteIndexes", "renameCollection",
-   "collMod", "commitTransaction", "abortTransaction", "createUser", "updateUser", "dropUser",
-   NULL};
+static const char *const primary_only[] = {"insert",
+                                           "update",
+                                           "delete",
+                                           "findAndModify",
+                                           "findandmodify",
+                                           "create",
+                                           "drop",
+                                           "dropDatabase",
+                                           "createIndexes",
+                                           "dropIndexes",
+                                           "deleteIndexes",
+                                           "renameCollection",
+                                           "collMod",
+                                           "commitTransaction",
+                                           "abortTransaction",
+                                           "createUser",
+                                           "updateUser",
+                                           "dropUser",
+                                           NULL};
 /* Reads a secondary runs when the client opts in with a read preference (kOptIn). */
-static const char *const opt_in[] = {"find", "aggregate", "count", "distinct",
-                                     "listCollections", "listIndexes", "listDatabases",
-                                     "usersInfo", NULL};
+static const char *const opt_in[] = {"find",          "aggregate",       "count",
+                                     "distinct",      "listCollections", "listIndexes",
+                                     "listDatabases", "usersInfo",       NULL};
 
 static bool
 listed(const char *const *names, const char *name)
@@ -46,8 +60,8 @@ secondary_ok(const bson_t *cmd)
 {
    bson_iter_t it, rp;
    return bson_iter_init_find(&it, cmd, "$readPreference") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-          bson_iter_recurse(&it, &rp) && bson_iter_find(&rp, "mode") &&
-          BSON_ITER_HOLDS_UTF8(&rp) && strcmp(bson_iter_utf8(&rp, NULL), "primary") != 0;
+          bson_iter_recurse(&it, &rp) && bson_iter_find(&rp, "mode") && BSON_ITER_HOLDS_UTF8(&rp) &&
+          strcmp(bson_iter_utf8(&rp, NULL), "primary") != 0;
 }
 
 bool
@@ -71,8 +85,9 @@ md_cmd_check_member(md_cmd_t *c, bson_error_t *error)
       return true;
    }
    if (could_opt_in) {
-      return tm_error_set(error, 13435, c->conn->hello_ok ? "not primary and secondaryOk=false"
-                                                          : "not master and slaveOk=false");
+      return tm_error_set(error, 13435,
+                          c->conn->hello_ok ? "not primary and secondaryOk=false"
+                                            : "not master and slaveOk=false");
    }
    return tm_error_set(error, 10107, c->conn->hello_ok ? "not primary" : "not master");
 }
@@ -123,17 +138,17 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    char key[16];
    const char *k;
    bson_t d, op;
-   bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+   bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
    BSON_APPEND_DOCUMENT_BEGIN(members, k, &d);
    /* A member the asking one cannot hear from (it is cut off, or the asker is): 6.0's
     * health 0, state 8 DOWN, "(not reachable/healthy)" (member_state.h). */
    const md_member_t *viewer = &topo->members[c->conn->member];
-   bool down = i != c->conn->member &&
-               (m->reach != MD_REACH_UP || viewer->reach == MD_REACH_ISOLATE);
+   bool down =
+      i != c->conn->member && (m->reach != MD_REACH_UP || viewer->reach == MD_REACH_ISOLATE);
    BSON_APPEND_INT32(&d, "_id", i);
    BSON_APPEND_UTF8(&d, "name", m->host_port);
    BSON_APPEND_DOUBLE(&d, "health", down ? 0.0 : 1.0);
-   BSON_APPEND_INT32(&d, "state", down ? 8 : (int32_t) m->state);
+   BSON_APPEND_INT32(&d, "state", down ? 8 : (int32_t)m->state);
    BSON_APPEND_UTF8(&d, "stateStr", down ? "(not reachable/healthy)" : state_str(m->state));
    BSON_APPEND_INT64(&d, "uptime", (md_now_ms() - c->srv->started_ms) / 1000);
    md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, m->applied_seq);
@@ -141,7 +156,7 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    BSON_APPEND_TIMESTAMP(&op, "ts", applied.t, applied.i);
    BSON_APPEND_INT64(&op, "t", topo->term);
    bson_append_document_end(&d, &op);
-   BSON_APPEND_DATE_TIME(&d, "optimeDate", (int64_t) applied.t * 1000);
+   BSON_APPEND_DATE_TIME(&d, "optimeDate", (int64_t)applied.t * 1000);
    if (i == topo->primary) {
       bson_oid_t election;
       md_topology_election_id(topo->term, &election);
@@ -164,7 +179,7 @@ md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
    int majority = topo->n / 2 + 1;
    BSON_APPEND_UTF8(c->reply, "set", "rs0");
    BSON_APPEND_DATE_TIME(c->reply, "date", md_wall_ms());
-   BSON_APPEND_INT32(c->reply, "myState", (int32_t) topo->members[c->conn->member].state);
+   BSON_APPEND_INT32(c->reply, "myState", (int32_t)topo->members[c->conn->member].state);
    BSON_APPEND_INT64(c->reply, "term", topo->term);
    BSON_APPEND_INT64(c->reply, "heartbeatIntervalMillis", 2000);
    BSON_APPEND_INT32(c->reply, "majorityVoteCount", majority);
@@ -186,7 +201,7 @@ md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
       append_member_status(c, i, &members);
    }
    bson_append_array_end(c->reply, &members);
-   (void) error;
+   (void)error;
    return true;
 }
 
@@ -248,11 +263,11 @@ admin_only(const md_cmd_t *c, bson_error_t *error)
 static void
 iso_date(int64_t ms, char *out, size_t len)
 {
-   time_t secs = (time_t) (ms / 1000);
+   time_t secs = (time_t)(ms / 1000);
    struct tm tm;
    gmtime_r(&secs, &tm);
    size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
-   snprintf(out + n, len - n, ".%03d+00:00", (int) (ms % 1000));
+   snprintf(out + n, len - n, ".%03d+00:00", (int)(ms % 1000));
 }
 
 bool
@@ -274,12 +289,14 @@ md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error)
    if (!has_catch_up) {
       catch_up = force ? 0 : 10;
    } else if (catch_up < 0) {
-      return tm_error_set(error, 2, "secondaryCatchUpPeriodSecs period must be a positive "
-                                    "or absent");
+      return tm_error_set(error, 2,
+                          "secondaryCatchUpPeriodSecs period must be a positive "
+                          "or absent");
    }
    if (secs < catch_up) {
-      return tm_error_set(error, 2, "stepdown period must be longer than "
-                                    "secondaryCatchUpPeriodSecs");
+      return tm_error_set(error, 2,
+                          "stepdown period must be longer than "
+                          "secondaryCatchUpPeriodSecs");
    }
    if (c->conn->member != c->srv->topo.primary) {
       return tm_error_set(error, 10107, "not primary so can't step down");
@@ -292,11 +309,13 @@ md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error)
    if (!electable && !force) {
       char date[64];
       iso_date(md_wall_ms(), date, sizeof date);
-      return tm_error_set(error, 262, "No electable secondaries caught up as of %sPlease use "
-                                      "the replSetStepDown command with the argument {force: "
-                                      "true} to force node to step down.", date);
+      return tm_error_set(error, 262,
+                          "No electable secondaries caught up as of %sPlease use "
+                          "the replSetStepDown command with the argument {force: "
+                          "true} to force node to step down.",
+                          date);
    }
-   md_log(c->srv, "member %d steps down for %lld s", c->conn->member, (long long) secs);
+   md_log(c->srv, "member %d steps down for %lld s", c->conn->member, (long long)secs);
    md_txns_abort_all(&c->srv->txns);
    /* Election handoff (6.0's default): a caught-up electable secondary runs at once. */
    md_topology_step_down(&c->srv->topo, secs, md_wall_ms(), true);
@@ -338,8 +357,9 @@ md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    if (me->state == MD_MEMBER_PRIMARY) {
-      return tm_error_set(error, 95, "Cannot freeze node when primary or running for "
-                                     "election, state: Primary");
+      return tm_error_set(error, 95,
+                          "Cannot freeze node when primary or running for "
+                          "election, state: Primary");
    }
    if (secs == 0) {
       me->electable_after_ms = now;
@@ -371,8 +391,10 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
    if (!admin_only(c, error) || !md_cmd_check_fields(c, allowed, error)) {
       return false;
    }
-   const char *host = bson_iter_init(&it, c->cmd) && bson_iter_next(&it) &&
-                            BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+   const char *host =
+      bson_iter_init(&it, c->cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)
+         ? bson_iter_utf8(&it, NULL)
+         : "";
    int m = -1;
    for (int i = 0; i < c->srv->topo.n; i++) {
       m = strcmp(c->srv->topo.members[i].host_port, host) == 0 ? i : m;
@@ -381,7 +403,8 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
       return tm_error_set(error, 2, "testMemberFault: '%s' is not a member of the set", host);
    }
    const char *mode = bson_iter_init_find(&it, c->cmd, "mode") && BSON_ITER_HOLDS_UTF8(&it)
-                         ? bson_iter_utf8(&it, NULL) : "";
+                         ? bson_iter_utf8(&it, NULL)
+                         : "";
    md_member_t *member = &c->srv->topo.members[m];
    if (strcmp(mode, "pause") == 0 || strcmp(mode, "resume") == 0) {
       member->paused = mode[0] == 'p';
@@ -409,13 +432,14 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
              * the lock, and the election thread may elect it meanwhile. */
             md_isolation_heal(c->srv, m);
          }
-         md_server_set_reach(c->srv, m, (md_reach_t) r);
+         md_server_set_reach(c->srv, m, (md_reach_t)r);
          return true;
       }
    }
-   return tm_error_set(error, 2, "testMemberFault: mode must be \"hang\", \"refuse\", "
-                                 "\"isolate\", \"heal\", \"pause\", \"resume\", \"lag\" or "
-                                 "\"clock\", not '%s'",
+   return tm_error_set(error, 2,
+                       "testMemberFault: mode must be \"hang\", \"refuse\", "
+                       "\"isolate\", \"heal\", \"pause\", \"resume\", \"lag\" or "
+                       "\"clock\", not '%s'",
                        mode);
 }
 
@@ -437,8 +461,7 @@ md_cmd_wait_write_concern(md_cmd_t *c)
    for (;;) {
       int64_t now = md_wall_ms(), next;
       md_repl_advance(&srv->topo, &srv->oplog, now, &next);
-      if (md_repl_count_applied(&srv->topo, target) >= needed ||
-          atomic_load(&srv->stopping)) {
+      if (md_repl_count_applied(&srv->topo, target) >= needed || atomic_load(&srv->stopping)) {
          return;
       }
       if (md_now_ms() >= deadline) {

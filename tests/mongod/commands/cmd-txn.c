@@ -4,8 +4,9 @@
  * Transactions at the command level: the session fields (lsid, txnNumber, autocommit,
  * startTransaction) and what mongod allows with them, running a statement inside its
  * transaction, commitTransaction and abortTransaction, and the waits of writes and DDL for
- * open transactions (writeconcern.c answers a commit's unsatisfiable w). Rules and messages follow mongod 6.0 (initialize_operation_session_info,
- * transaction_validation, TransactionParticipant). Runs with the server lock held.
+ * open transactions (writeconcern.c answers a commit's unsatisfiable w). Rules and messages follow
+ * mongod 6.0 (initialize_operation_session_info, transaction_validation, TransactionParticipant).
+ * Runs with the server lock held.
  */
 #include <openssl/evp.h>
 #include <string.h>
@@ -13,16 +14,17 @@
 #include "commands/commands.h"
 
 /* mongod's allowlist (allowedInTransactions), less what test-mongod does not implement. */
-static const char *const txn_commands[] = {
-   "abortTransaction", "aggregate", "commitTransaction", "create", "createIndexes", "delete",
-   "distinct", "find", "findAndModify", "findandmodify", "getMore", "insert", "killCursors",
-   "update", NULL};
+static const char *const txn_commands[] = {"abortTransaction", "aggregate",     "commitTransaction",
+                                           "create",           "createIndexes", "delete",
+                                           "distinct",         "find",          "findAndModify",
+                                           "findandmodify",    "getMore",       "insert",
+                                           "killCursors",      "update",        NULL};
 /* Commands mongod runs without authentication: they take no transaction fields. */
 static const char *const no_auth_commands[] = {
-   "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "saslStart",
-   "saslContinue", "authenticate", "logout", NULL};
-static const char *const retryable_writes[] = {"insert", "update", "delete", "findAndModify",
-                                               "findandmodify", NULL};
+   "hello",     "isMaster",     "ismaster",     "ping",   "buildInfo", "buildinfo",
+   "saslStart", "saslContinue", "authenticate", "logout", NULL};
+static const char *const retryable_writes[] = {"insert",        "update",        "delete",
+                                               "findAndModify", "findandmodify", NULL};
 
 static bool
 listed(const char *const *names, const char *name)
@@ -46,22 +48,25 @@ static bool
 check_allowed(const md_cmd_t *c, bool start, bson_error_t *error)
 {
    if (strcmp(c->name, "count") == 0) {
-      return tm_error_set(error, 263, "Cannot run 'count' in a multi-document transaction. "
-                                      "Please see http://dochub.mongodb.org/core/"
-                                      "transaction-count for a recommended alternative.");
+      return tm_error_set(error, 263,
+                          "Cannot run 'count' in a multi-document transaction. "
+                          "Please see http://dochub.mongodb.org/core/"
+                          "transaction-count for a recommended alternative.");
    }
    if (!listed(txn_commands, c->name)) {
-      return tm_error_set(error, 263, "Cannot run '%s' in a multi-document transaction.",
-                          c->name);
+      return tm_error_set(error, 263, "Cannot run '%s' in a multi-document transaction.", c->name);
    }
    if (strcmp(c->db, "local") == 0 || strcmp(c->db, "config") == 0 ||
        (strcmp(c->db, "admin") == 0 && !is_commit_or_abort(c->name))) {
-      return tm_error_set(error, 263, "Cannot run command against the '%s' database in a "
-                                      "transaction.", c->db);
+      return tm_error_set(error, 263,
+                          "Cannot run command against the '%s' database in a "
+                          "transaction.",
+                          c->db);
    }
    if (start && strcmp(c->name, "killCursors") == 0) {
-      return tm_error_set(error, 263, "Cannot run killCursors as the first operation in a "
-                                      "multi-document transaction.");
+      return tm_error_set(error, 263,
+                          "Cannot run killCursors as the first operation in a "
+                          "multi-document transaction.");
    }
    if (start && is_commit_or_abort(c->name)) {
       return tm_error_set(error, 263, "Cannot start a transaction with a %s",
@@ -77,15 +82,17 @@ check_concerns(const md_cmd_t *c, bool start, bson_error_t *error)
 {
    bson_iter_t it, rc;
    if (bson_iter_init_find(&it, c->cmd, "writeConcern") && !is_commit_or_abort(c->name)) {
-      return tm_error_set(error, 72, "writeConcern is not allowed within a multi-statement "
-                                     "transaction");
+      return tm_error_set(error, 72,
+                          "writeConcern is not allowed within a multi-statement "
+                          "transaction");
    }
    if (!bson_iter_init_find(&it, c->cmd, "readConcern")) {
       return true;
    }
    if (!start) {
-      return tm_error_set(error, 72, "Only the first command in a transaction may specify a "
-                                     "readConcern");
+      return tm_error_set(error, 72,
+                          "Only the first command in a transaction may specify a "
+                          "readConcern");
    }
    if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &rc) &&
        bson_iter_find(&rc, "atClusterTime")) {
@@ -95,13 +102,15 @@ check_concerns(const md_cmd_t *c, bool start, bson_error_t *error)
          bson_iter_timestamp(&rc, &at.t, &at.i);
       }
       if (md_ts_cmp(at, now) > 0) {
-         return tm_error_set(error, 72, "readConcern atClusterTime value must not be greater "
-                                        "than the current clusterTime");
+         return tm_error_set(error, 72,
+                             "readConcern atClusterTime value must not be greater "
+                             "than the current clusterTime");
       }
       if (md_ts_cmp(at, now) < 0) {
-         return tm_error_set(error, 2, "readConcern atClusterTime before the current cluster "
-                                       "time is not supported by test-mongod (its transactions "
-                                       "read the data as of their first statement)");
+         return tm_error_set(error, 2,
+                             "readConcern atClusterTime before the current cluster "
+                             "time is not supported by test-mongod (its transactions "
+                             "read the data as of their first statement)");
       }
    }
    if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &rc) &&
@@ -109,9 +118,10 @@ check_concerns(const md_cmd_t *c, bool start, bson_error_t *error)
       const char *level = BSON_ITER_HOLDS_UTF8(&rc) ? bson_iter_utf8(&rc, NULL) : "";
       if (strcmp(level, "local") != 0 && strcmp(level, "majority") != 0 &&
           strcmp(level, "snapshot") != 0) {
-         return tm_error_set(error, 72, "The readConcern level must be either 'local' "
-                                        "(default), 'majority' or 'snapshot' in order to run "
-                                        "in a transaction");
+         return tm_error_set(error, 72,
+                             "The readConcern level must be either 'local' "
+                             "(default), 'majority' or 'snapshot' in order to run "
+                             "in a transaction");
       }
    }
    return true;
@@ -153,37 +163,44 @@ static bool
 check_fields(const md_cmd_t *c, const fields_t *f, bson_error_t *error)
 {
    if (listed(no_auth_commands, c->name)) {
-      return f->autocommit ? tm_error_set(error, 263, "This command is not supported in "
-                                                      "transactions")
-                           : tm_error_set(error, 50889, "It is illegal to provide a txnNumber "
-                                                        "for this command");
+      return f->autocommit ? tm_error_set(error, 263,
+                                          "This command is not supported in "
+                                          "transactions")
+                           : tm_error_set(error, 50889,
+                                          "It is illegal to provide a txnNumber "
+                                          "for this command");
    }
    if (f->number && !f->lsid) {
-      return tm_error_set(error, 72, "Transaction number requires a session ID to also be "
-                                     "specified");
+      return tm_error_set(error, 72,
+                          "Transaction number requires a session ID to also be "
+                          "specified");
    }
    if (f->number && f->txn_number < 0) {
       return tm_error_set(error, 72, "Transaction number cannot be negative");
    }
    if (f->autocommit && !f->number) {
-      return tm_error_set(error, 72, "'autocommit' field requires a transaction number to "
-                                     "also be specified");
+      return tm_error_set(error, 72,
+                          "'autocommit' field requires a transaction number to "
+                          "also be specified");
    }
    if (f->autocommit && f->autocommit_value) {
       return tm_error_set(error, 72, "Specifying autocommit=true is not allowed.");
    }
    if (f->start && !f->autocommit) {
-      return tm_error_set(error, 72, "'startTransaction' field requires 'autocommit' field to "
-                                     "also be specified");
+      return tm_error_set(error, 72,
+                          "'startTransaction' field requires 'autocommit' field to "
+                          "also be specified");
    }
    if (f->start && !f->start_value) {
       return tm_error_set(error, 72, "Specifying startTransaction=false is not allowed.");
    }
    if (!f->autocommit && !listed(retryable_writes, c->name)) {
-      return tm_error_set(error, 50768, "txnNumber may only be provided for multi-document "
-                                        "transactions and retryable write commands. autocommit:"
-                                        "false was not provided, and %s is not a retryable "
-                                        "write command.", c->name);
+      return tm_error_set(error, 50768,
+                          "txnNumber may only be provided for multi-document "
+                          "transactions and retryable write commands. autocommit:"
+                          "false was not provided, and %s is not a retryable "
+                          "write command.",
+                          c->name);
    }
    return true;
 }
@@ -242,8 +259,8 @@ md_txn_run(md_cmd_t *c, md_cmd_fn fn, bson_error_t *error)
    md_server_t *srv = c->srv;
    md_cmd_get_doc(c->cmd, "lsid", &cmd_lsid, &found, error);
    event_lsid(c, &cmd_lsid, &lsid);
-   c->txn = md_sessions_txn(&srv->sessions, &srv->txns, &lsid, c->txn_number, c->txn_start,
-                            c->name, error);
+   c->txn = md_sessions_txn(&srv->sessions, &srv->txns, &lsid, c->txn_number, c->txn_start, c->name,
+                            error);
    bson_destroy(&lsid);
    if (!c->txn) {
       return false;
@@ -304,16 +321,18 @@ md_cmd_coll(md_cmd_t *c, const char *name, unsigned flags, md_coll_t **coll, boo
    bool write = flags & MD_COLL_WRITE, create = flags & MD_COLL_CREATE;
    md_txn_t *branch = c->txn ? NULL : md_cmd_branch(c);
    if (branch) {
-      return md_txn_coll(&c->srv->txns, branch, c->srv->store, c->db, name, write, create,
-                         coll, created, error);
+      return md_txn_coll(&c->srv->txns, branch, c->srv->store, c->db, name, write, create, coll,
+                         created, error);
    }
    if (!c->txn) {
       *coll = md_store_coll(c->srv->store, c->db, name, create, created);
       return true;
    }
    if (write && strncmp(name, "system.", 7) == 0) {
-      return tm_error_set(error, flags & MD_COLL_FAM ? 50781 : 50791, "Cannot write to system "
-                          "collection %s.%s within a transaction.", c->db, name);
+      return tm_error_set(error, flags & MD_COLL_FAM ? 50781 : 50791,
+                          "Cannot write to system "
+                          "collection %s.%s within a transaction.",
+                          c->db, name);
    }
    return md_txn_coll(&c->srv->txns, c->txn, c->srv->store, c->db, name, write, create, coll,
                       created, error);
@@ -357,8 +376,7 @@ md_cmd_wait_ddl(md_cmd_t *c, const char *db, const char *coll, bson_error_t *err
    bool ok = true;
    md_txns_ddl_pending(txns, db, coll, true);
    while (ok && md_txns_using(txns, db, coll)) {
-      ok = !atomic_load(&c->srv->stopping) &&
-           md_txns_wait(txns, &c->srv->lock, c->deadline_ms);
+      ok = !atomic_load(&c->srv->stopping) && md_txns_wait(txns, &c->srv->lock, c->deadline_ms);
    }
    md_txns_ddl_pending(txns, db, coll, false);
    return (ok || wait_failed(c, error)) && still_primary(c, error);
@@ -375,8 +393,7 @@ resolve(void *ctx, const char *db, const char *name)
    if (!txn) {
       return md_store_coll(c->srv->store, db, name, false, NULL);
    }
-   md_txn_coll(&c->srv->txns, txn, c->srv->store, db, name, false, false, &coll, NULL,
-               &ignored);
+   md_txn_coll(&c->srv->txns, txn, c->srv->store, db, name, false, false, &coll, NULL, &ignored);
    return coll;
 }
 

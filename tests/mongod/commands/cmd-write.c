@@ -21,8 +21,10 @@ get_array(const md_cmd_t *c, const char *field, bson_iter_t *arr, bson_error_t *
                           c->name, field);
    }
    if (!BSON_ITER_HOLDS_ARRAY(&it)) {
-      return tm_error_set(error, 14, "BSON field '%s.%s' is the wrong type, expected type "
-                                     "'array'", c->name, field);
+      return tm_error_set(error, 14,
+                          "BSON field '%s.%s' is the wrong type, expected type "
+                          "'array'",
+                          c->name, field);
    }
    bson_iter_recurse(&it, arr);
    return true;
@@ -39,8 +41,7 @@ is_ordered(const md_cmd_t *c)
 static bool
 write_coll(md_cmd_t *c, const char *name, bool create, md_coll_t **coll, bson_error_t *error)
 {
-   return md_cmd_coll(c, name, MD_COLL_WRITE | (create ? MD_COLL_CREATE : 0), coll, NULL,
-                      error) &&
+   return md_cmd_coll(c, name, MD_COLL_WRITE | (create ? MD_COLL_CREATE : 0), coll, NULL, error) &&
           md_check_not_view(*coll, error);
 }
 
@@ -61,15 +62,15 @@ open_write(md_cmd_t *c, const char *const *allowed, const char *field, bool crea
 /* After a statement: whether the batch goes on. In a transaction the first error ends it,
  * aborts the transaction and, if transient, becomes the command's error (*fail). */
 static bool
-batch_goes_on(md_cmd_t *c, uint32_t n_errors, bool ordered, const bson_error_t *werr,
-              bool *fail, bson_error_t *error)
+batch_goes_on(md_cmd_t *c, uint32_t n_errors, bool ordered, const bson_error_t *werr, bool *fail,
+              bson_error_t *error)
 {
    if (!n_errors) {
       return true;
    }
    if (c->txn) {
       c->txn_failed = true;
-      if (md_is_transient_txn_error((int32_t) werr->code, false, false)) {
+      if (md_is_transient_txn_error((int32_t)werr->code, false, false)) {
          *error = *werr;
          *fail = true;
       }
@@ -161,17 +162,16 @@ static bool
 insert_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
 {
    bson_t doc;
-   bool ok = stmt_doc(s->stmt, &doc, werr) &&
-             md_write_insert(s->c->srv, *coll, &doc, &s->details, werr);
-   *(int32_t *) s->counts += ok;
+   bool ok =
+      stmt_doc(s->stmt, &doc, werr) && md_write_insert(s->c->srv, *coll, &doc, &s->details, werr);
+   *(int32_t *)s->counts += ok;
    return ok;
 }
 
 bool
 md_cmd_insert(md_cmd_t *c, bson_error_t *error)
 {
-   static const char *const allowed[] = {"documents", "ordered", "bypassDocumentValidation",
-                                         NULL};
+   static const char *const allowed[] = {"documents", "ordered", "bypassDocumentValidation", NULL};
    bson_iter_t arr;
    const char *name;
    md_coll_t *coll;
@@ -195,9 +195,8 @@ typedef struct {
    const md_index_t *hint;
 } update_stmt_t;
 
-static const char *const update_stmt_fields[] = {"q", "u", "upsert", "multi", "arrayFilters",
-                                                 "hint", "collation", "c", "upsertSupplied",
-                                                 NULL};
+static const char *const update_stmt_fields[] = {
+   "q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "c", "upsertSupplied", NULL};
 
 static bool
 parse_update_stmt(const bson_t *stmt, update_stmt_t *s, bson_error_t *error)
@@ -217,12 +216,15 @@ parse_update_stmt(const bson_t *stmt, update_stmt_t *s, bson_error_t *error)
       }
    }
    if (!md_cmd_get_doc(stmt, "q", &s->q, &found, error) || !found) {
-      return found ? false : tm_error_set(error, 40414, "BSON field 'update.updates.q' is "
-                                                        "missing but a required field");
+      return found ? false
+                   : tm_error_set(error, 40414,
+                                  "BSON field 'update.updates.q' is "
+                                  "missing but a required field");
    }
    if (!bson_iter_init_find(&it, stmt, "u")) {
-      return tm_error_set(error, 40414, "BSON field 'update.updates.u' is missing but a "
-                                        "required field");
+      return tm_error_set(error, 40414,
+                          "BSON field 'update.updates.u' is missing but a "
+                          "required field");
    }
    if (!BSON_ITER_HOLDS_DOCUMENT(&it) && !BSON_ITER_HOLDS_ARRAY(&it)) {
       return tm_error_set(error, 14, "Update argument must be either an object or an array");
@@ -278,8 +280,8 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
 {
    const bson_t *af = s->has_array_filters ? &s->array_filters : NULL;
    /* An empty array and an empty document look alike as bson_t: say which one it is. */
-   tm_update_t *u = s->is_pipeline ? tm_update_new_pipeline(&s->u, af, error)
-                                   : tm_update_new(&s->u, af, error);
+   tm_update_t *u =
+      s->is_pipeline ? tm_update_new_pipeline(&s->u, af, error) : tm_update_new(&s->u, af, error);
    tm_matcher_t *m = u ? tm_matcher_new(&s->q, error) : NULL;
    bool ok = m != NULL;
    if (ok && s->multi && tm_update_is_replacement(u)) {
@@ -292,8 +294,8 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    }
    for (size_t i = 0; ok && i < sel.n; i++) {
       bool modified;
-      ok = md_write_update_doc(c->srv, *coll, sel.docs[i], u, sel.positional[i], &modified,
-                               details, error);
+      ok = md_write_update_doc(c->srv, *coll, sel.docs[i], u, sel.positional[i], &modified, details,
+                               error);
       counts->n += ok;
       counts->n_modified += ok && modified;
    }
@@ -355,8 +357,7 @@ md_cmd_update(md_cmd_t *c, bson_error_t *error)
 }
 
 static bool
-run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
-                bson_error_t *error)
+run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n, bson_error_t *error)
 {
    static const char *const fields[] = {"q", "limit", "hint", "collation", NULL};
    bson_iter_t it;
@@ -374,14 +375,16 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
       }
    }
    if (!md_cmd_get_doc(stmt, "q", &q, &found, error) || !found) {
-      return found ? false : tm_error_set(error, 40414, "BSON field 'delete.deletes.q' is "
-                                                        "missing but a required field");
+      return found ? false
+                   : tm_error_set(error, 40414,
+                                  "BSON field 'delete.deletes.q' is "
+                                  "missing but a required field");
    }
    int64_t limit = 0;
    if (!bson_iter_init_find(&it, stmt, "limit") || !BSON_ITER_HOLDS_NUMBER(&it) ||
        ((limit = bson_iter_as_int64(&it)) != 0 && limit != 1)) {
       return tm_error_set(error, 9, "The limit field in delete objects must be 0 or 1. Got %d",
-                          (int) limit);
+                          (int)limit);
    }
    const md_index_t *hint;
    if (!md_check_collation(stmt, error) || !md_check_hint(coll, stmt, &hint, error)) {
@@ -392,7 +395,7 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n,
       return false;
    }
    md_selection_t sel;
-   md_select(coll, hint, m, &q, (size_t) limit, &sel);
+   md_select(coll, hint, m, &q, (size_t)limit, &sel);
    bool ok = md_write_check_selection(c->srv, coll, &sel, error);
    for (size_t i = 0; ok && i < sel.n; i++) {
       ok = md_write_delete_doc(c->srv, coll, sel.docs[i], error);
@@ -408,7 +411,7 @@ delete_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
 {
    bson_t stmt;
    return stmt_doc(s->stmt, &stmt, werr) &&
-          run_delete_stmt(s->c, *coll, &stmt, (int32_t *) s->counts, werr);
+          run_delete_stmt(s->c, *coll, &stmt, (int32_t *)s->counts, werr);
 }
 
 bool

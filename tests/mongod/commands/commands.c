@@ -15,7 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-
 typedef struct {
    const char *name;
    md_cmd_fn fn;
@@ -89,36 +88,85 @@ static const struct {
    int32_t code;
    const char *name;
 } code_names[] = {
-   {1, "InternalError"}, {2, "BadValue"}, {6, "HostUnreachable"}, {7, "HostNotFound"},
-   {9, "FailedToParse"}, {11, "UserNotFound"}, {13, "Unauthorized"}, {14, "TypeMismatch"},
-   {15, "Overflow"}, {168, "InvalidPipelineOperator"},
-   {20, "IllegalOperation"}, {22, "InvalidBSON"}, {26, "NamespaceNotFound"},
-   {27, "IndexNotFound"}, {28, "PathNotViable"}, {31, "RoleNotFound"},
-   {40, "ConflictingUpdateOperators"}, {43, "CursorNotFound"}, {48, "NamespaceExists"},
-   {50, "MaxTimeMSExpired"}, {52, "DollarPrefixedFieldName"}, {59, "CommandNotFound"},
-   {63, "StaleShardVersion"}, {66, "ImmutableField"}, {67, "CannotCreateIndex"},
-   {72, "InvalidOptions"}, {73, "InvalidNamespace"}, {79, "UnknownReplWriteConcern"},
-   {85, "IndexOptionsConflict"}, {86, "IndexKeySpecsConflict"}, {89, "NetworkTimeout"},
-   {91, "ShutdownInProgress"}, {100, "UnsatisfiableWriteConcern"}, {112, "WriteConflict"},
-   {133, "FailedToSatisfyReadPreference"}, {134, "ReadConcernMajorityNotAvailableYet"},
-   {150, "StaleEpoch"}, {189, "PrimarySteppedDown"}, {197, "InvalidIndexSpecificationOption"},
-   {223, "IllegalOpMsgFlag"}, {234, "RetryChangeStream"}, {251, "NoSuchTransaction"},
-   {260, "InvalidResumeToken"}, {262, "ExceededTimeLimit"}, {280, "ChangeStreamFatalError"},
-   {286, "ChangeStreamHistoryLost"}, {9001, "SocketException"},
-   {10107, "NotWritablePrimary"}, {11000, "DuplicateKey"}, {11600, "InterruptedAtShutdown"},
-   {11601, "Interrupted"}, {11602, "InterruptedDueToReplStateChange"},
-   {166, "CommandNotSupportedOnView"}, {225, "TransactionTooOld"}, {237, "CursorKilled"},
-   {4, "NoSuchKey"}, {8, "UnknownError"}, {47, "NoMatchingDocument"},
-   {64, "WriteConcernTimeout"}, {121, "DocumentValidationFailure"},
-   {291, "NoQueryExecutionPlans"}, {10334, "BSONObjectTooLarge"}, {24, "LockTimeout"},
-   {117, "ConflictingOperationInProgress"}, {217, "IncompleteTransactionHistory"},
-   {246, "SnapshotUnavailable"}, {256, "TransactionCommitted"},
-   {263, "OperationNotSupportedInTransaction"}, {50768, "NotARetryableWriteCommand"},
-   {13388, "StaleConfig"}, {13435, "NotPrimaryNoSecondaryOk"},
-   {13436, "NotPrimaryOrSecondary"}, {17, "ProtocolError"}, {18, "AuthenticationFailed"},
+   {1, "InternalError"},
+   {2, "BadValue"},
+   {6, "HostUnreachable"},
+   {7, "HostNotFound"},
+   {9, "FailedToParse"},
+   {11, "UserNotFound"},
+   {13, "Unauthorized"},
+   {14, "TypeMismatch"},
+   {15, "Overflow"},
+   {168, "InvalidPipelineOperator"},
+   {20, "IllegalOperation"},
+   {22, "InvalidBSON"},
+   {26, "NamespaceNotFound"},
+   {27, "IndexNotFound"},
+   {28, "PathNotViable"},
+   {31, "RoleNotFound"},
+   {40, "ConflictingUpdateOperators"},
+   {43, "CursorNotFound"},
+   {48, "NamespaceExists"},
+   {50, "MaxTimeMSExpired"},
+   {52, "DollarPrefixedFieldName"},
+   {59, "CommandNotFound"},
+   {63, "StaleShardVersion"},
+   {66, "ImmutableField"},
+   {67, "CannotCreateIndex"},
+   {72, "InvalidOptions"},
+   {73, "InvalidNamespace"},
+   {79, "UnknownReplWriteConcern"},
+   {85, "IndexOptionsConflict"},
+   {86, "IndexKeySpecsConflict"},
+   {89, "NetworkTimeout"},
+   {91, "ShutdownInProgress"},
+   {100, "UnsatisfiableWriteConcern"},
+   {112, "WriteConflict"},
+   {133, "FailedToSatisfyReadPreference"},
+   {134, "ReadConcernMajorityNotAvailableYet"},
+   {150, "StaleEpoch"},
+   {189, "PrimarySteppedDown"},
+   {197, "InvalidIndexSpecificationOption"},
+   {223, "IllegalOpMsgFlag"},
+   {234, "RetryChangeStream"},
+   {251, "NoSuchTransaction"},
+   {260, "InvalidResumeToken"},
+   {262, "ExceededTimeLimit"},
+   {280, "ChangeStreamFatalError"},
+   {286, "ChangeStreamHistoryLost"},
+   {9001, "SocketException"},
+   {10107, "NotWritablePrimary"},
+   {11000, "DuplicateKey"},
+   {11600, "InterruptedAtShutdown"},
+   {11601, "Interrupted"},
+   {11602, "InterruptedDueToReplStateChange"},
+   {166, "CommandNotSupportedOnView"},
+   {225, "TransactionTooOld"},
+   {237, "CursorKilled"},
+   {4, "NoSuchKey"},
+   {8, "UnknownError"},
+   {47, "NoMatchingDocument"},
+   {64, "WriteConcernTimeout"},
+   {121, "DocumentValidationFailure"},
+   {291, "NoQueryExecutionPlans"},
+   {10334, "BSONObjectTooLarge"},
+   {24, "LockTimeout"},
+   {117, "ConflictingOperationInProgress"},
+   {217, "IncompleteTransactionHistory"},
+   {246, "SnapshotUnavailable"},
+   {256, "TransactionCommitted"},
+   {263, "OperationNotSupportedInTransaction"},
+   {50768, "NotARetryableWriteCommand"},
+   {13388, "StaleConfig"},
+   {13435, "NotPrimaryNoSecondaryOk"},
+   {13436, "NotPrimaryOrSecondary"},
+   {17, "ProtocolError"},
+   {18, "AuthenticationFailed"},
    {334, "MechanismUnavailable"},
    /* mongos's (shard/) */
-   {61, "ShardKeyNotFound"}, {118, "NamespaceNotSharded"}, {70, "ShardNotFound"},
+   {61, "ShardKeyNotFound"},
+   {118, "NamespaceNotSharded"},
+   {70, "ShardNotFound"},
    {23, "AlreadyInitialized"},
    {0, NULL},
 };
@@ -137,8 +185,8 @@ md_code_name(int32_t code)
 static bool
 is_retryable_code(int32_t code)
 {
-   static const int32_t codes[] = {6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602,
-                                   13435, 13436, 63, 150, 13388, 134, 0};
+   static const int32_t codes[] = {6,     7,     89,    91, 189, 262,   9001, 10107, 11600,
+                                   11602, 13435, 13436, 63, 150, 13388, 134,  0};
    for (int i = 0; codes[i]; i++) {
       if (codes[i] == code) {
          return true;
@@ -172,8 +220,8 @@ add_labels(md_cmd_t *c, int32_t code, int32_t wc_code)
 {
    bool has_number = bson_has_field(c->cmd, "txnNumber");
    bool in_txn = has_number && bson_has_field(c->cmd, "autocommit");
-   bool commit_or_abort = strcmp(c->name, "commitTransaction") == 0 ||
-                          strcmp(c->name, "abortTransaction") == 0;
+   bool commit_or_abort =
+      strcmp(c->name, "commitTransaction") == 0 || strcmp(c->name, "abortTransaction") == 0;
    if (c->labels_fixed) {
       return;
    }
@@ -233,7 +281,7 @@ void
 md_error_reply_with(md_server_t *srv, const bson_error_t *error, const bson_t *labels,
                     const bson_t *extra, bson_t *reply)
 {
-   int32_t code = error->code ? (int32_t) error->code : 1; /* code 0 aborts libmongoc */
+   int32_t code = error->code ? (int32_t)error->code : 1; /* code 0 aborts libmongoc */
    bson_init(reply);
    BSON_APPEND_DOUBLE(reply, "ok", 0.0);
    BSON_APPEND_UTF8(reply, "errmsg", error->message);
@@ -242,7 +290,7 @@ md_error_reply_with(md_server_t *srv, const bson_error_t *error, const bson_t *l
    char location[32];
    if (!name) {
       /* mongod names codes without a symbolic name after their assertion location. */
-      snprintf(location, sizeof location, "Location%d", (int) code);
+      snprintf(location, sizeof location, "Location%d", (int)code);
       name = location;
    }
    BSON_APPEND_UTF8(reply, "codeName", name);
@@ -266,11 +314,29 @@ md_cmd_add_label(md_cmd_t *c, const char *label)
    bson_append_utf8(&c->labels, k, -1, label, -1);
 }
 
-static const char *const generic_args[] = {
-   "$db", "lsid", "txnNumber", "$clusterTime", "$readPreference", "readConcern",
-   "writeConcern", "apiVersion", "apiStrict", "apiDeprecationErrors", "comment", "autocommit",
-   "startTransaction", "maxTimeMS", "$client", "$audit", "mayBypassWriteBlocking",
-   "$configServerState", "$queryOptions", "$replData", "$gleStats", "$oplogQueryData", NULL};
+static const char *const generic_args[] = {"$db",
+                                           "lsid",
+                                           "txnNumber",
+                                           "$clusterTime",
+                                           "$readPreference",
+                                           "readConcern",
+                                           "writeConcern",
+                                           "apiVersion",
+                                           "apiStrict",
+                                           "apiDeprecationErrors",
+                                           "comment",
+                                           "autocommit",
+                                           "startTransaction",
+                                           "maxTimeMS",
+                                           "$client",
+                                           "$audit",
+                                           "mayBypassWriteBlocking",
+                                           "$configServerState",
+                                           "$queryOptions",
+                                           "$replData",
+                                           "$gleStats",
+                                           "$oplogQueryData",
+                                           NULL};
 
 bool
 md_cmd_check_fields(const md_cmd_t *c, const char *const *allowed, bson_error_t *error)
@@ -288,8 +354,7 @@ md_cmd_check_fields(const md_cmd_t *c, const char *const *allowed, bson_error_t 
          ok = strcmp(k, generic_args[i]) == 0;
       }
       if (!ok) {
-         return tm_error_set(error, 40415, "BSON field '%s.%s' is an unknown field.", c->name,
-                             k);
+         return tm_error_set(error, 40415, "BSON field '%s.%s' is an unknown field.", c->name, k);
       }
    }
    return true;
@@ -315,8 +380,7 @@ md_cmd_coll_name(const md_cmd_t *c, bson_error_t *error)
 }
 
 bool
-md_cmd_get_doc(const bson_t *cmd, const char *field, bson_t *out, bool *found,
-               bson_error_t *error)
+md_cmd_get_doc(const bson_t *cmd, const char *field, bson_t *out, bool *found, bson_error_t *error)
 {
    bson_iter_t it;
    *found = false;
@@ -345,8 +409,7 @@ md_cmd_get_int64(const bson_t *cmd, const char *field, int64_t *out, bson_error_
       return true;
    }
    if (!BSON_ITER_HOLDS_NUMBER(&it)) {
-      return tm_error_set(error, 14, "BSON field '%s' is the wrong type, expected a number",
-                          field);
+      return tm_error_set(error, 14, "BSON field '%s' is the wrong type, expected a number", field);
    }
    *out = bson_iter_as_int64(&it);
    return true;
@@ -381,8 +444,7 @@ sleep_ms(md_server_t *srv, int64_t ms)
 
 /* Applies failCommand. Returns true if the command must not run (error set or closing). */
 static bool
-apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
-                bson_error_t *error)
+apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp, bson_error_t *error)
 {
    if (strcmp(c->name, "configureFailPoint") == 0) {
       return false;
@@ -415,7 +477,7 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
       return false;
    }
    tm_error_set(error, fp->code, "Failing command %s via 'failCommand' failpoint", c->name);
-   (void) entry;
+   (void)entry;
    /* No ResumableChangeStreamError here: failCommand fires before the cursor is checked
     * out, so mongod cannot know the getMore belongs to a change stream (SERVER-46091). */
    return true;
@@ -423,8 +485,7 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp,
 
 /* For a router (shard/): failCommand alone, before the router sends the command on. */
 bool
-md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close,
-                     bson_t *wce)
+md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close, bson_t *wce)
 {
    md_server_t *srv = conn->srv;
    bson_error_t error = {0};
@@ -437,12 +498,13 @@ md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *cl
    }
    c.name = bson_iter_key(&it);
    c.db = bson_iter_init_find(&it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&it)
-             ? bson_iter_utf8(&it, NULL) : "";
+             ? bson_iter_utf8(&it, NULL)
+             : "";
    bson_init(&c.labels);
    pthread_mutex_lock(&srv->lock);
    bool stop = apply_failpoint(&c, NULL, &fp, &error);
    if (stop && !c.close_connection) {
-      add_labels(&c, (int32_t) error.code, 0);
+      add_labels(&c, (int32_t)error.code, 0);
    }
    bson_init(wce);
    if (!stop && fp.wce_doc) {
@@ -473,8 +535,9 @@ run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
    }
    md_failpoint_check_txn_write(&c->srv->failpoints, &fp);
    if (fp.code) {
-      return tm_error_set(error, fp.code, "Failing write via 'onPrimaryTransactionalWrite' "
-                                          "failpoint");
+      return tm_error_set(error, fp.code,
+                          "Failing write via 'onPrimaryTransactionalWrite' "
+                          "failpoint");
    }
    if (!entry->fn(c, error)) {
       return false;
@@ -501,9 +564,8 @@ run_locked(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error, md_fp_act
     * whether this member may run the command after it (service_entry_point_common.cpp, r6.0:
     * evaluateFailCommandFailPoint, then the canRunHere checks), so a command blocked by
     * failCommand on a primary that steps down meanwhile then fails with 10107. */
-   if (!md_auth_check(c, error) || !md_txn_gate(c, error) ||
-       apply_failpoint(c, entry, fp, error) || !md_cmd_check_member(c, error) ||
-       !md_cmd_wait_read_concern(c, error)) {
+   if (!md_auth_check(c, error) || !md_txn_gate(c, error) || apply_failpoint(c, entry, fp, error) ||
+       !md_cmd_check_member(c, error) || !md_cmd_wait_read_concern(c, error)) {
       return false;
    }
    if (!md_write_concern_parse(c->name, c->cmd, error)) {
@@ -529,7 +591,7 @@ set_command_clock(const md_server_t *srv, int64_t offset_ms)
                                .has_cluster_time = true};
 
    clock_gettime(CLOCK_REALTIME, &now);
-   clock.now_ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000 + offset_ms;
+   clock.now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + offset_ms;
    tm_command_clock_set(&clock);
 }
 
@@ -567,8 +629,8 @@ md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       int64_t offset = srv->topo.members[conn->member].clock_offset_ms;
       srv->oplog.wall_offset_ms = offset;
       set_command_clock(srv, offset);
-      srv->bypass_validation = bson_iter_init_find(&it, cmd, "bypassDocumentValidation") &&
-                               bson_iter_as_bool(&it);
+      srv->bypass_validation =
+         bson_iter_init_find(&it, cmd, "bypassDocumentValidation") && bson_iter_as_bool(&it);
       md_txn_t *branch = md_cmd_branch(&c);
       size_t branch_ops = branch ? branch->n_ops : 0;
       ok = run_locked(&c, lookup(srv, c.name), &error, &fp);
@@ -589,7 +651,8 @@ md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
          if (bson_iter_init_find(&it, reply, "writeConcernError")) {
             bson_iter_t code;
             c.wc_code = bson_iter_recurse(&it, &code) && bson_iter_find(&code, "code")
-                           ? (int32_t) bson_iter_as_int64(&code) : 0;
+                           ? (int32_t)bson_iter_as_int64(&code)
+                           : 0;
             add_labels(&c, 0, c.wc_code);
             if (!bson_empty(&c.labels)) {
                BSON_APPEND_ARRAY(reply, "errorLabels", &c.labels);
@@ -598,8 +661,8 @@ md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
          }
          append_times(srv, conn->member, reply, c.has_op_time ? &c.op_time : NULL);
       } else {
-         add_labels(&c, (int32_t) error.code, 0);
-         append_topology_version(&srv->topo.members[conn->member], (int32_t) error.code, 0,
+         add_labels(&c, (int32_t)error.code, 0);
+         append_topology_version(&srv->topo.members[conn->member], (int32_t)error.code, 0,
                                  &c.error_extra);
       }
       pthread_mutex_unlock(&srv->lock);
@@ -610,7 +673,7 @@ md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       if (!fp.has_labels && (error.code == 280 || error.code == 286)) {
          md_cmd_add_label(&c, "NonResumableChangeStreamError");
       }
-      md_log(srv, "conn%d: %s failed: %d %s", (int) conn->id, c.name, (int) error.code,
+      md_log(srv, "conn%d: %s failed: %d %s", (int)conn->id, c.name, (int)error.code,
              error.message);
       bson_destroy(reply);
       md_error_reply_with(srv, &error, &c.labels, &c.error_extra, reply);

@@ -58,8 +58,7 @@ parse_mode(const bson_iter_t *mode_it, md_failpoint_t *fp, bson_error_t *error)
 }
 
 bool
-md_failpoint_configure(md_failpoints_t *fps, const bson_t *cmd, bson_t *reply,
-                       bson_error_t *error)
+md_failpoint_configure(md_failpoints_t *fps, const bson_t *cmd, bson_t *reply, bson_error_t *error)
 {
    bson_iter_t it;
    bson_iter_init(&it, cmd);
@@ -97,7 +96,7 @@ md_failpoint_configure(md_failpoints_t *fps, const bson_t *cmd, bson_t *reply,
       bson_destroy(next.data);
       return tm_error_set(error, 9, "failCommand fail point requires data.failCommands");
    }
-   BSON_APPEND_INT32(reply, "count", (int32_t) fp->entered);
+   BSON_APPEND_INT32(reply, "count", (int32_t)fp->entered);
    bson_destroy(fp->data);
    *fp = next;
    return true;
@@ -134,7 +133,7 @@ fill_action(const md_failpoint_t *fp, md_fp_action_t *a)
    bson_iter_t it;
    a->hit = true;
    if (bson_iter_init_find(&it, fp->data, "errorCode") && BSON_ITER_HOLDS_NUMBER(&it)) {
-      a->code = (int32_t) bson_iter_as_int64(&it);
+      a->code = (int32_t)bson_iter_as_int64(&it);
    }
    if (bson_iter_init_find(&it, fp->data, "closeConnection")) {
       a->close_connection = bson_iter_as_bool(&it);
@@ -147,8 +146,7 @@ fill_action(const md_failpoint_t *fp, md_fp_action_t *a)
       a->has_labels = true;
       a->labels = it;
    }
-   if (bson_iter_init_find(&it, fp->data, "writeConcernError") &&
-       BSON_ITER_HOLDS_DOCUMENT(&it)) {
+   if (bson_iter_init_find(&it, fp->data, "writeConcernError") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
       uint32_t len;
       const uint8_t *data;
       bson_iter_document(&it, &len, &data);
@@ -221,7 +219,7 @@ md_failpoint_check_txn_write(md_failpoints_t *fps, md_fp_action_t *action)
    }
    if (fp->data && bson_iter_init_find(&it, fp->data, "failBeforeCommitExceptionCode") &&
        BSON_ITER_HOLDS_NUMBER(&it)) {
-      action->code = (int32_t) bson_iter_as_int64(&it);
+      action->code = (int32_t)bson_iter_as_int64(&it);
       action->close_connection = false;
    }
 }

@@ -10,7 +10,7 @@
 #include <bson/bson.h>
 
 typedef struct {
-   int mode; /* 0 off, 1 alwaysOn, 2 times, 3 skip */
+   int mode;  /* 0 off, 1 alwaysOn, 2 times, 3 skip */
    int64_t n; /* times left, or skips left */
    int64_t entered;
    bson_t *data;
@@ -26,7 +26,7 @@ typedef struct {
  * data and stay valid while the server lock is held. */
 typedef struct {
    bool hit;
-   int32_t code;          /* 0: no error */
+   int32_t code; /* 0: no error */
    bool close_connection;
    int64_t block_ms;
    bool has_labels;
@@ -35,27 +35,22 @@ typedef struct {
    bson_t wce;
 } md_fp_action_t;
 
-void
-md_failpoints_destroy(md_failpoints_t *fps);
+void md_failpoints_destroy(md_failpoints_t *fps);
 
 /* Runs configureFailPoint; appends `count` to reply. */
-bool
-md_failpoint_configure(md_failpoints_t *fps, const bson_t *cmd, bson_t *reply,
-                       bson_error_t *error);
+bool md_failpoint_configure(md_failpoints_t *fps, const bson_t *cmd, bson_t *reply,
+                            bson_error_t *error);
 
 /* Checks failCommand for command `name` from a client named `app_name` (may be NULL). */
-void
-md_failpoint_check(md_failpoints_t *fps, const char *name, const char *app_name,
-                   md_fp_action_t *action);
+void md_failpoint_check(md_failpoints_t *fps, const char *name, const char *app_name,
+                        md_fp_action_t *action);
 
 /* Checks onPrimaryTransactionalWrite (for a retryable write that is about to run):
  * failBeforeCommitExceptionCode comes back as action->code, closeConnection as
  * action->close_connection (to apply after the write). */
-void
-md_failpoint_check_txn_write(md_failpoints_t *fps, md_fp_action_t *action);
+void md_failpoint_check_txn_write(md_failpoints_t *fps, md_fp_action_t *action);
 
 /* Checks failGetMoreAfterCursorCheckout. */
-void
-md_failpoint_check_getmore(md_failpoints_t *fps, md_fp_action_t *action);
+void md_failpoint_check_getmore(md_failpoints_t *fps, md_fp_action_t *action);
 
 #endif

@@ -20,7 +20,7 @@ md_now_ms(void)
 {
    struct timespec ts;
    clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void
@@ -44,7 +44,7 @@ cursor_destroy(md_cursor_t *c)
 static void
 destroy_cb(void *value, void *ctx)
 {
-   (void) ctx;
+   (void)ctx;
    cursor_destroy(value);
 }
 
@@ -53,7 +53,7 @@ md_cursors_init(md_cursors_t *cursors)
 {
    cursors->map = md_hmap_new();
    /* Ids that differ between server runs catch clients that reuse stale cursor ids. */
-   cursors->next_id = ((int64_t) (time(NULL) & 0xffff) << 32) + 1000;
+   cursors->next_id = ((int64_t)(time(NULL) & 0xffff) << 32) + 1000;
 }
 
 void
@@ -156,7 +156,7 @@ static void
 mark_rolled_back(void *value, void *ctx)
 {
    md_cursor_t *c = value;
-   if (c->cs && c->member == *(const int *) ctx) {
+   if (c->cs && c->member == *(const int *)ctx) {
       c->rolled_back = true;
       c->killed = c->killed || c->in_use;
    }
@@ -177,7 +177,7 @@ md_cursor_reply(bson_t *reply, const char *batch_name, const char *ns, bson_t **
    uint32_t count = 0;
    bson_append_document_begin(reply, "cursor", 6, &cursor);
    bson_append_array_begin(&cursor, batch_name, -1, &batch);
-   while (*pos < n && (batch_size < 0 || count < (uint64_t) batch_size)) {
+   while (*pos < n && (batch_size < 0 || count < (uint64_t)batch_size)) {
       /* Like mongod, always return at least one document, then stop before 16 MiB. */
       if (count > 0 && bytes + docs[*pos]->len > MD_MAX_BSON_SIZE - 64 * 1024) {
          break;

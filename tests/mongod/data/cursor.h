@@ -33,40 +33,30 @@ typedef struct {
    int64_t next_id;
 } md_cursors_t;
 
-void
-md_cursors_init(md_cursors_t *cursors);
-void
-md_cursors_destroy(md_cursors_t *cursors);
+void md_cursors_init(md_cursors_t *cursors);
+void md_cursors_destroy(md_cursors_t *cursors);
 
 /* Registers a cursor over docs[pos..n) (taking the array and the documents) or a change
  * stream (`cs`, taken). Also reaps cursors idle for more than 10 minutes. */
-md_cursor_t *
-md_cursor_new(md_cursors_t *cursors, const char *ns, bson_t **docs, size_t n, size_t pos,
-              md_changestream_t *cs);
-md_cursor_t *
-md_cursor_get(md_cursors_t *cursors, int64_t id);
+md_cursor_t *md_cursor_new(md_cursors_t *cursors, const char *ns, bson_t **docs, size_t n,
+                           size_t pos, md_changestream_t *cs);
+md_cursor_t *md_cursor_get(md_cursors_t *cursors, int64_t id);
 /* Unregisters and frees the cursor. */
-void
-md_cursor_free(md_cursors_t *cursors, md_cursor_t *cursor);
+void md_cursor_free(md_cursors_t *cursors, md_cursor_t *cursor);
 /* Kills the cursors `owner` opened (a transaction that ended); waiting getMores free theirs. */
-void
-md_cursors_kill_owned(md_cursors_t *cursors, const void *owner);
+void md_cursors_kill_owned(md_cursors_t *cursors, const void *owner);
 
 /* Appends `{cursor: {<batch_name>: [...], id, ns}}` to `reply` with up to `batch_size`
  * (< 0: no limit but 16 MiB) of docs[*pos..n), advancing *pos. Returns true if all were sent. */
 /* Kills the change streams opened on member `member`, which is rolling back: each is kept,
  * marked `rolled_back`, for its next getMore to fail (a waiting one is marked killed). */
-void
-md_cursors_roll_back(md_cursors_t *cursors, int member);
+void md_cursors_roll_back(md_cursors_t *cursors, int member);
 
-bool
-md_cursor_reply(bson_t *reply, const char *batch_name, const char *ns, bson_t **docs, size_t n,
-                size_t *pos, int64_t batch_size, int64_t id);
+bool md_cursor_reply(bson_t *reply, const char *batch_name, const char *ns, bson_t **docs, size_t n,
+                     size_t *pos, int64_t batch_size, int64_t id);
 
-void
-md_docs_free(bson_t **docs, size_t n);
+void md_docs_free(bson_t **docs, size_t n);
 
-int64_t
-md_now_ms(void);
+int64_t md_now_ms(void);
 
 #endif

@@ -14,25 +14,18 @@
 
 typedef struct _md_hmap_t md_hmap_t;
 
-md_hmap_t *
-md_hmap_new(void);
+md_hmap_t *md_hmap_new(void);
 /* Frees the table and its copies of the keys; the values are the caller's. NULL-safe. */
-void
-md_hmap_destroy(md_hmap_t *map);
+void md_hmap_destroy(md_hmap_t *map);
 /* Returns the value for `key`, or NULL. */
-void *
-md_hmap_get(const md_hmap_t *map, const void *key, size_t len);
+void *md_hmap_get(const md_hmap_t *map, const void *key, size_t len);
 /* Inserts or replaces; the key is copied. Returns the previous value or NULL. */
-void *
-md_hmap_put(md_hmap_t *map, const void *key, size_t len, void *value);
+void *md_hmap_put(md_hmap_t *map, const void *key, size_t len, void *value);
 /* Removes `key`; returns its value or NULL. */
-void *
-md_hmap_remove(md_hmap_t *map, const void *key, size_t len);
-size_t
-md_hmap_count(const md_hmap_t *map);
+void *md_hmap_remove(md_hmap_t *map, const void *key, size_t len);
+size_t md_hmap_count(const md_hmap_t *map);
 
 /* Calls fn for every entry; fn must not modify the table. */
-void
-md_hmap_foreach(const md_hmap_t *map, void (*fn)(void *value, void *ctx), void *ctx);
+void md_hmap_foreach(const md_hmap_t *map, void (*fn)(void *value, void *ctx), void *ctx);
 
 #endif

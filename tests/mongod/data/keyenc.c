@@ -19,10 +19,10 @@ put(bson_string_t *out, const void *p, size_t n)
          alloc *= 2;
       }
       out->str = bson_realloc(out->str, alloc);
-      out->alloc = (uint32_t) alloc;
+      out->alloc = (uint32_t)alloc;
    }
    memcpy(out->str + out->len, p, n);
-   out->len += (uint32_t) n;
+   out->len += (uint32_t)n;
    out->str[out->len] = '\0';
 }
 
@@ -36,7 +36,7 @@ static void
 put_number(bson_string_t *out, double d, int64_t i64, bool is_int)
 {
    if (!is_int && d == floor(d) && fabs(d) < 9.2e18) {
-      i64 = (int64_t) d;
+      i64 = (int64_t)d;
       is_int = true;
    }
    if (is_int) {

@@ -10,11 +10,9 @@
 #include <bson/bson.h>
 
 /* Appends the encoding of `value` (NULL means missing, encoded like null) to `out`. */
-void
-md_keyenc_append(bson_string_t *out, const bson_value_t *value);
+void md_keyenc_append(bson_string_t *out, const bson_value_t *value);
 /* Appends the encoding of `doc`'s top-level `field` (an _id, a session's id); false (nothing
  * appended) when the field is missing. */
-bool
-md_keyenc_field(bson_string_t *out, const bson_t *doc, const char *field);
+bool md_keyenc_field(bson_string_t *out, const bson_t *doc, const char *field);
 
 #endif

@@ -18,7 +18,7 @@ md_oplog_init(md_oplog_t *log, size_t capacity, size_t max_bytes)
    log->capacity = capacity ? capacity : 1;
    log->max_bytes = max_bytes;
    log->ring = calloc(log->capacity, sizeof *log->ring);
-   log->last.t = (uint32_t) time(NULL);
+   log->last.t = (uint32_t)time(NULL);
    log->last.i = 1;
    log->start = log->last;
    pthread_condattr_t attr;
@@ -49,7 +49,7 @@ put_str(uint8_t **at, const char *s)
    }
    memcpy(*at, s, n);
    *at += n;
-   return (const char *) (*at - n);
+   return (const char *)(*at - n);
 }
 
 static md_oplog_doc_t
@@ -127,8 +127,8 @@ tick(md_oplog_t *log, int64_t *wall_ms)
 {
    struct timespec now;
    clock_gettime(CLOCK_REALTIME, &now);
-   int64_t ms = (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000 + log->wall_offset_ms;
-   uint32_t secs = (uint32_t) (ms / 1000);
+   int64_t ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + log->wall_offset_ms;
+   uint32_t secs = (uint32_t)(ms / 1000);
    if (secs > log->last.t) {
       log->last.t = secs;
       log->last.i = 1;
@@ -146,9 +146,8 @@ store_entry(md_oplog_t *log, md_oplog_entry_t *e)
       e->bytes += sizeof(bson_t) + e->lsid->len; /* a transaction's session, held apart */
    }
    log->bytes += e->bytes;
-   while (log->next_seq > log->first_seq &&
-          (log->next_seq - log->first_seq == log->capacity ||
-           (log->max_bytes && log->bytes > log->max_bytes))) {
+   while (log->next_seq > log->first_seq && (log->next_seq - log->first_seq == log->capacity ||
+                                             (log->max_bytes && log->bytes > log->max_bytes))) {
       md_oplog_entry_t *old = log->ring[log->first_seq % log->capacity];
       log->lost = true;
       log->lost_ts = old->ts;
@@ -186,7 +185,7 @@ md_oplog_append_txn(md_oplog_t *log, md_oplog_entry_t **entries, size_t n, const
       e->wall_ms = wall_ms;
       e->lsid = bson_copy(lsid);
       e->txn_number = txn_number;
-      e->txn_index = (uint32_t) i;
+      e->txn_index = (uint32_t)i;
       store_entry(log, e);
    }
    if (log->waiters > 0) {
@@ -280,13 +279,13 @@ md_token_parse(const char *s, md_ts_t *ts, uint32_t *index, unsigned *kind)
    char buf[9];
    memcpy(buf, s + 2, 8);
    buf[8] = '\0';
-   ts->t = (uint32_t) strtoul(buf, NULL, 16);
+   ts->t = (uint32_t)strtoul(buf, NULL, 16);
    memcpy(buf, s + 10, 8);
-   ts->i = (uint32_t) strtoul(buf, NULL, 16);
+   ts->i = (uint32_t)strtoul(buf, NULL, 16);
    memcpy(buf, s + 18, 8);
-   *index = (uint32_t) strtoul(buf, NULL, 16);
+   *index = (uint32_t)strtoul(buf, NULL, 16);
    memcpy(buf, s + 26, 2);
    buf[2] = '\0';
-   *kind = (unsigned) strtoul(buf, NULL, 16);
+   *kind = (unsigned)strtoul(buf, NULL, 16);
    return true;
 }

@@ -118,7 +118,7 @@ md_selection_sort(md_selection_t *sel, const tm_sort_t *sort)
    for (size_t i = 0; i < sel->n; i++) {
       items[i] = (item_t){sel->docs[i], sel->positional[i], i};
    }
-   qsort_r(items, sel->n, sizeof *items, cmp_items, (void *) sort);
+   qsort_r(items, sel->n, sizeof *items, cmp_items, (void *)sort);
    for (size_t i = 0; i < sel->n; i++) {
       sel->docs[i] = items[i].doc;
       sel->positional[i] = items[i].pos;
@@ -160,8 +160,9 @@ md_check_hint(const md_coll_t *coll, const bson_t *spec, const md_index_t **hint
    }
    int natural = v->value_type == BSON_TYPE_DOCUMENT ? natural_direction(v) : 0;
    if (natural < 0) {
-      return tm_error_set(error, 2, "hint {$natural: -1} (reverse natural order) is not "
-                                    "supported by test-mongod");
+      return tm_error_set(error, 2,
+                          "hint {$natural: -1} (reverse natural order) is not "
+                          "supported by test-mongod");
    }
    if (natural > 0) {
       return true;
@@ -172,8 +173,9 @@ md_check_hint(const md_coll_t *coll, const bson_t *spec, const md_index_t **hint
       }
       return true;
    }
-   return tm_error_set(error, 2, "error processing query: planner returned error :: caused by "
-                                 ":: hint provided does not correspond to an existing index");
+   return tm_error_set(error, 2,
+                       "error processing query: planner returned error :: caused by "
+                       ":: hint provided does not correspond to an existing index");
 }
 
 bool
@@ -188,8 +190,9 @@ md_check_collation(const bson_t *spec, bson_error_t *error)
        strcmp(bson_iter_utf8(&sub, NULL), "simple") == 0) {
       return true;
    }
-   return tm_error_set(error, 2, "collation is not supported by test-mongod (only "
-                                 "{locale: \"simple\"})");
+   return tm_error_set(error, 2,
+                       "collation is not supported by test-mongod (only "
+                       "{locale: \"simple\"})");
 }
 
 /* Whether "_id" is the first key of @doc and its only one: the document is then already in
@@ -236,8 +239,8 @@ bool
 md_check_not_view(const md_coll_t *coll, bson_error_t *error)
 {
    if (coll && coll->view_on) {
-      return tm_error_set(error, 166, "Namespace %s.%s is a view, not a collection",
-                          coll->db->name, coll->name);
+      return tm_error_set(error, 166, "Namespace %s.%s is a view, not a collection", coll->db->name,
+                          coll->name);
    }
    return true;
 }

@@ -20,30 +20,23 @@ typedef struct {
  * `hint` (may be NULL) is the hinted index: as mongod 6.0 scans a hinted index even when it
  * cannot answer the query, only documents that index holds are candidates (a partial or
  * sparse index leaves out the others: SERVER-26413, SERVER-18449). */
-void
-md_select(md_coll_t *coll, const md_index_t *hint, const tm_matcher_t *m, const bson_t *filter,
-          size_t limit, md_selection_t *sel);
-void
-md_selection_destroy(md_selection_t *sel);
+void md_select(md_coll_t *coll, const md_index_t *hint, const tm_matcher_t *m, const bson_t *filter,
+               size_t limit, md_selection_t *sel);
+void md_selection_destroy(md_selection_t *sel);
 /* Sorts the selection with `sort` (stable). */
-void
-md_selection_sort(md_selection_t *sel, const tm_sort_t *sort);
+void md_selection_sort(md_selection_t *sel, const tm_sort_t *sort);
 
 /* Checks a `hint` field of `spec` (if any) against coll's indexes: error 2 if unknown.
  * `*hinted` (may be NULL) receives the index, or NULL without a hint or with {$natural}. */
-bool
-md_check_hint(const md_coll_t *coll, const bson_t *spec, const md_index_t **hinted,
-              bson_error_t *error);
+bool md_check_hint(const md_coll_t *coll, const bson_t *spec, const md_index_t **hinted,
+                   bson_error_t *error);
 /* Rejects options that would change results and that the server does not implement. */
-bool
-md_check_collation(const bson_t *spec, bson_error_t *error);
+bool md_check_collation(const bson_t *spec, bson_error_t *error);
 
 /* For writes: 166 CommandNotSupportedOnView if `coll` is a view. */
-bool
-md_check_not_view(const md_coll_t *coll, bson_error_t *error);
+bool md_check_not_view(const md_coll_t *coll, bson_error_t *error);
 
 /* Returns a copy of `doc` with _id first, generating an ObjectId if it has none. */
-bson_t *
-md_doc_with_id_first(const bson_t *doc, const bson_value_t *id);
+bson_t *md_doc_with_id_first(const bson_t *doc, const bson_value_t *id);
 
 #endif

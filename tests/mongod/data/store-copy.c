@@ -35,8 +35,7 @@ md_coll_snapshot_free(md_coll_t *snapshot)
 }
 
 md_coll_t *
-md_view_snapshot(md_coll_resolver_t resolve, void *ctx, const md_coll_t *view,
-                 bson_error_t *error)
+md_view_snapshot(md_coll_resolver_t resolve, void *ctx, const md_coll_t *view, bson_error_t *error)
 {
    /* Views may be defined on views: collect the chain down to a collection. */
    const md_coll_t *chain[32];

@@ -1,8 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Index creation, removal, lookup for hints and membership (what a hinted index holds). Only unique indexes have entries (their
- * purpose here is enforcement); queries scan, which is fast enough for a test server.
+ * Index creation, removal, lookup for hints and membership (what a hinted index holds). Only unique
+ * indexes have entries (their purpose here is enforcement); queries scan, which is fast enough for
+ * a test server.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,9 @@ same_key(const bson_t *a, const bson_t *b)
 {
    bson_value_t va = {.value_type = BSON_TYPE_DOCUMENT};
    bson_value_t vb = {.value_type = BSON_TYPE_DOCUMENT};
-   va.value.v_doc.data = (uint8_t *) bson_get_data(a);
+   va.value.v_doc.data = (uint8_t *)bson_get_data(a);
    va.value.v_doc.data_len = a->len;
-   vb.value.v_doc.data = (uint8_t *) bson_get_data(b);
+   vb.value.v_doc.data = (uint8_t *)bson_get_data(b);
    vb.value.v_doc.data_len = b->len;
    bson_string_t *ka = bson_string_new(NULL), *kb = bson_string_new(NULL);
    md_keyenc_append(ka, &va);
@@ -67,10 +68,25 @@ md_index_contains(const md_index_t *ix, const bson_t *doc)
    return false;
 }
 
-static const char *const known_options[] = {
-   "v", "key", "name", "unique", "sparse", "partialFilterExpression", "expireAfterSeconds",
-   "background", "hidden", "weights", "default_language", "language_override",
-   "textIndexVersion", "2dsphereIndexVersion", "bits", "min", "max", "ns", NULL};
+static const char *const known_options[] = {"v",
+                                            "key",
+                                            "name",
+                                            "unique",
+                                            "sparse",
+                                            "partialFilterExpression",
+                                            "expireAfterSeconds",
+                                            "background",
+                                            "hidden",
+                                            "weights",
+                                            "default_language",
+                                            "language_override",
+                                            "textIndexVersion",
+                                            "2dsphereIndexVersion",
+                                            "bits",
+                                            "min",
+                                            "max",
+                                            "ns",
+                                            NULL};
 
 static bool
 check_spec(const bson_t *spec, bson_error_t *error)
@@ -84,13 +100,14 @@ check_spec(const bson_t *spec, bson_error_t *error)
          known = known || strcmp(k, known_options[i]) == 0;
       }
       if (!known) {
-         return tm_error_set(error, 197,
-                             "The field '%s' is not valid for an index specification", k);
+         return tm_error_set(error, 197, "The field '%s' is not valid for an index specification",
+                             k);
       }
    }
    if (!bson_iter_init_find(&it, spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      return tm_error_set(error, 9, "The 'key' field is a required property of an index "
-                                    "specification");
+      return tm_error_set(error, 9,
+                          "The 'key' field is a required property of an index "
+                          "specification");
    }
    return true;
 }
@@ -117,7 +134,7 @@ index_from_spec(const bson_t *spec, bson_error_t *error)
       bson_iter_init(&k, ix->key);
       while (bson_iter_next(&k)) {
          bson_string_append_printf(n, "%s%s_%d", n->len ? "_" : "", bson_iter_key(&k),
-                                   (int) bson_iter_as_int64(&k));
+                                   (int)bson_iter_as_int64(&k));
       }
       ix->name = bson_string_free(n, false);
    }
@@ -195,8 +212,7 @@ build_entries(md_coll_t *coll, md_index_t *ix, bson_error_t *error)
       bson_string_free(k, true);
       bson_destroy(&kv);
       if (dup) {
-         return tm_error_set(error, 11000,
-                             "E11000 duplicate key error collection: %s.%s index: %s",
+         return tm_error_set(error, 11000, "E11000 duplicate key error collection: %s.%s index: %s",
                              coll->db->name, coll->name, ix->name);
       }
    }
@@ -225,7 +241,8 @@ md_coll_create_index(md_coll_t *coll, const bson_t *spec, bool *existed, bson_er
       }
       if (name_eq || (key_eq && o->unique == ix->unique && !o->partial && !ix->partial)) {
          int code = name_eq ? 86 : 85;
-         tm_error_set(error, code, "An existing index has the same %s as the requested index. "
+         tm_error_set(error, code,
+                      "An existing index has the same %s as the requested index. "
                       "Requested index: %s, existing index: %s",
                       name_eq ? "name" : "key pattern", ix->name, o->name);
          free_index(ix);

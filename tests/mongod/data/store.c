@@ -142,11 +142,12 @@ md_coll_new_detached(md_db_t *db, const char *name)
    coll->ids = md_hmap_new();
    coll->options = bson_new();
    for (int i = 0; i < 16; i++) {
-      coll->uuid[i] = (uint8_t) (rand() & 0xff);
+      coll->uuid[i] = (uint8_t)(rand() & 0xff);
    }
-   coll->uuid[6] = (uint8_t) ((coll->uuid[6] & 0x0f) | 0x40);
-   coll->uuid[8] = (uint8_t) ((coll->uuid[8] & 0x3f) | 0x80);
-   bson_t *spec = BCON_NEW("v", BCON_INT32(2), "key", "{", "_id", BCON_INT32(1), "}", "name", "_id_");
+   coll->uuid[6] = (uint8_t)((coll->uuid[6] & 0x0f) | 0x40);
+   coll->uuid[8] = (uint8_t)((coll->uuid[8] & 0x3f) | 0x80);
+   bson_t *spec =
+      BCON_NEW("v", BCON_INT32(2), "key", "{", "_id", BCON_INT32(1), "}", "name", "_id_");
    md_index_t *ix = calloc(1, sizeof *ix);
    ix->name = strdup("_id_");
    ix->spec = spec;
@@ -160,8 +161,7 @@ md_coll_new_detached(md_db_t *db, const char *name)
 }
 
 md_coll_t *
-md_store_coll(md_store_t *store, const char *dbname, const char *name, bool create,
-              bool *created)
+md_store_coll(md_store_t *store, const char *dbname, const char *name, bool create, bool *created)
 {
    if (created) {
       *created = false;
@@ -202,7 +202,7 @@ unlink_coll(md_coll_t *coll)
 void
 md_store_drop_coll(md_store_t *store, md_coll_t *coll)
 {
-   (void) store;
+   (void)store;
    md_store_notify_catalog(coll->db, coll->name, coll);
    unlink_coll(coll);
    md_coll_free_detached(coll);
@@ -300,9 +300,9 @@ value_json(const bson_t *kv)
       char *json = bson_as_relaxed_extended_json(&one, &vlen);
       const char *colon = json ? strstr(json, " : ") : NULL;
       /* json is `{ "" : VALUE }`; keep VALUE (libbson returns NULL for some values). */
-      if (colon && vlen >= (size_t) (colon + 3 - json) + 2) {
+      if (colon && vlen >= (size_t)(colon + 3 - json) + 2) {
          bson_string_append_printf(s, "%s%s: %.*s", first ? "" : ", ", bson_iter_key(&it),
-                                   (int) (vlen - (size_t) (colon + 3 - json) - 2), colon + 3);
+                                   (int)(vlen - (size_t)(colon + 3 - json) - 2), colon + 3);
       } else {
          bson_string_append_printf(s, "%s%s: ?", first ? "" : ", ", bson_iter_key(&it));
       }
@@ -364,8 +364,7 @@ md_coll_unique_holder(const md_coll_t *coll, size_t index_no, const bson_t *doc)
       return NULL;
    }
    bson_string_t *k = bson_string_new(NULL);
-   md_doc_t *holder = index_key(ix, doc, k, NULL) ? md_hmap_get(ix->entries, k->str, k->len)
-                                                  : NULL;
+   md_doc_t *holder = index_key(ix, doc, k, NULL) ? md_hmap_get(ix->entries, k->str, k->len) : NULL;
    bson_string_free(k, true);
    return holder;
 }

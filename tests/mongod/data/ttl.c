@@ -17,7 +17,7 @@ wall_ms(void)
 {
    struct timeval tv;
    gettimeofday(&tv, NULL);
-   return (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000;
+   return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
 /* The earliest date at `path` (a date, or an array holding dates), or false if none. */

@@ -11,13 +11,10 @@
 #include "net/server.h"
 
 /* Deletes expired documents now; returns how many. Caller holds the server lock. */
-size_t
-md_ttl_pass(md_server_t *srv);
+size_t md_ttl_pass(md_server_t *srv);
 
 /* Starts/stops the monitor thread (interval <= 0: no thread). */
-void
-md_ttl_start(md_server_t *srv);
-void
-md_ttl_stop(md_server_t *srv);
+void md_ttl_start(md_server_t *srv);
+void md_ttl_stop(md_server_t *srv);
 
 #endif

@@ -16,21 +16,18 @@
  * messages): validator a document that parses (its error code, "Parsing of collection
  * validator failed :: caused by :: ..."), validationLevel and validationAction known values
  * (2 otherwise). */
-bool
-md_validator_check_options(const bson_t *cmd, const char *cmd_name, bson_error_t *error);
+bool md_validator_check_options(const bson_t *cmd, const char *cmd_name, bson_error_t *error);
 
 /* (Re)builds coll->validator from coll->options (none when absent or {}). The options must
  * have passed md_validator_check_options. */
-void
-md_validator_install(md_coll_t *coll);
+void md_validator_install(md_coll_t *coll);
 
 /* Decides whether writing `doc` (the new version of a document; `old` is the version it
  * replaces, NULL for an insert) is allowed. On refusal: error 121 "Document failed
  * validation" and, if `details` is not NULL, errInfo appended to it ({failingDocumentId,
  * details}). With validationAction "warn" the write is allowed and a warning logged;
  * validationLevel "moderate" does not check updates of documents that already failed. */
-bool
-md_validator_check(md_server_t *srv, md_coll_t *coll, const bson_t *old, const bson_t *doc,
-                   bson_t *details, bson_error_t *error);
+bool md_validator_check(md_server_t *srv, md_coll_t *coll, const bson_t *old, const bson_t *doc,
+                        bson_t *details, bson_error_t *error);
 
 #endif

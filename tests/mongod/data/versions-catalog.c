@@ -109,8 +109,8 @@ md_versions_catalog_at(const md_versions_t *v, const char *db, const char *name,
 }
 
 void
-md_versions_catalog_gone(const md_versions_t *v, md_store_t *store, const char *db,
-                         uint64_t seq, void (*fn)(md_coll_t *coll, void *ctx), void *ctx)
+md_versions_catalog_gone(const md_versions_t *v, md_store_t *store, const char *db, uint64_t seq,
+                         void (*fn)(md_coll_t *coll, void *ctx), void *ctx)
 {
    for (size_t i = v->catalog_first; v->enabled && i < v->n_catalog; i++) {
       const md_catalog_version_t *r = &v->catalog[i];

@@ -22,7 +22,7 @@ typedef struct {
    char *ns;     /* "db.coll" */
    char *key;    /* the _id, encoded (keyenc.h) */
    size_t key_len;
-   bson_t *pre;  /* the version before the change; NULL: the document did not exist */
+   bson_t *pre; /* the version before the change; NULL: the document did not exist */
 } md_version_t;
 
 /* A collection as it was before a catalog change at `seq`: `before` is a detached copy (in
@@ -45,47 +45,37 @@ typedef struct {
    size_t n_catalog, cap_catalog, catalog_first;
 } md_versions_t;
 
-void
-md_versions_init(md_versions_t *v, const md_oplog_t *log);
-void
-md_versions_destroy(md_versions_t *v);
+void md_versions_init(md_versions_t *v, const md_oplog_t *log);
+void md_versions_destroy(md_versions_t *v);
 
 /* Records the version of `coll`'s document with the _id of `doc` before it changes (the
  * store's doc_change hook calls it for the store's own collections). */
-void
-md_versions_record(md_versions_t *v, md_coll_t *coll, const bson_t *doc);
+void md_versions_record(md_versions_t *v, md_coll_t *coll, const bson_t *doc);
 
 /* Whether `coll` has changed at or after `seq`. */
-bool
-md_versions_changed_since(const md_versions_t *v, const md_coll_t *coll, uint64_t seq);
+bool md_versions_changed_since(const md_versions_t *v, const md_coll_t *coll, uint64_t seq);
 
 /* The documents of the live collection `coll` as of position `seq`, as an unlinked
  * collection of copies (free with md_coll_snapshot_free). */
-md_coll_t *
-md_versions_snapshot(const md_versions_t *v, const md_coll_t *coll, uint64_t seq);
+md_coll_t *md_versions_snapshot(const md_versions_t *v, const md_coll_t *coll, uint64_t seq);
 
 /* versions-catalog.c. The store's catalog hook: `db`.`name` is about to be created (`coll`
  * NULL) or to change otherwise (dropped, renamed, indexes or options changed): keeps what it
  * was, numbered with the next history position. */
-void
-md_versions_catalog_record(md_versions_t *v, md_db_t *db, const char *name, md_coll_t *coll);
+void md_versions_catalog_record(md_versions_t *v, md_db_t *db, const char *name, md_coll_t *coll);
 /* Appends a no-op history entry (with several members, outside transactions) before an
  * explicit create or createIndexes, which MongoDB logs in its oplog: the change then has a
  * position that lagging or paused members reach only when they apply it. */
-void
-md_versions_catalog_note(md_versions_t *v, md_oplog_t *log, const char *db, const char *coll);
+void md_versions_catalog_note(md_versions_t *v, md_oplog_t *log, const char *db, const char *coll);
 /* `db`.`name` as of position `seq`: `live` (may be NULL) when its catalog did not change at
  * or after `seq`, else what it was before the first such change (NULL: it did not exist; a
  * copy valid until the next write). */
-md_coll_t *
-md_versions_catalog_at(const md_versions_t *v, const char *db, const char *name, uint64_t seq,
-                       md_coll_t *live);
+md_coll_t *md_versions_catalog_at(const md_versions_t *v, const char *db, const char *name,
+                                  uint64_t seq, md_coll_t *live);
 /* Calls `fn` for each collection of `db` that existed at `seq` and is no longer in the
  * store under that name (dropped or renamed since), as it was then. */
-void
-md_versions_catalog_gone(const md_versions_t *v, md_store_t *store, const char *db,
-                         uint64_t seq, void (*fn)(md_coll_t *coll, void *ctx), void *ctx);
-void
-md_versions_catalog_destroy(md_versions_t *v);
+void md_versions_catalog_gone(const md_versions_t *v, md_store_t *store, const char *db,
+                              uint64_t seq, void (*fn)(md_coll_t *coll, void *ctx), void *ctx);
+void md_versions_catalog_destroy(md_versions_t *v);
 
 #endif

@@ -24,10 +24,14 @@ plainly_equal(const bson_value_t *a, const bson_value_t *b)
    case BSON_TYPE_UTF8:
       return a->value.v_utf8.len == b->value.v_utf8.len &&
              memcmp(a->value.v_utf8.str, b->value.v_utf8.str, a->value.v_utf8.len) == 0;
-   case BSON_TYPE_OID: return bson_oid_equal(&a->value.v_oid, &b->value.v_oid);
-   case BSON_TYPE_INT32: return a->value.v_int32 == b->value.v_int32;
-   case BSON_TYPE_INT64: return a->value.v_int64 == b->value.v_int64;
-   default: return false;
+   case BSON_TYPE_OID:
+      return bson_oid_equal(&a->value.v_oid, &b->value.v_oid);
+   case BSON_TYPE_INT32:
+      return a->value.v_int32 == b->value.v_int32;
+   case BSON_TYPE_INT64:
+      return a->value.v_int64 == b->value.v_int64;
+   default:
+      return false;
    }
 }
 
@@ -75,8 +79,9 @@ keep_id(const bson_t *old, bson_t *out, bson_error_t *error)
       return fixed;
    }
    if (!same_value(bson_iter_value(&a), bson_iter_value(&b))) {
-      tm_error_set(error, 66, "Performing an update on the path '_id' would modify the "
-                              "immutable field '_id'");
+      tm_error_set(error, 66,
+                   "Performing an update on the path '_id' would modify the "
+                   "immutable field '_id'");
       return NULL;
    }
    return md_doc_with_id_first(out, NULL);
@@ -171,8 +176,10 @@ md_write_insert(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_t *de
 {
    bson_iter_t it;
    if (doc->len > MD_MAX_BSON_SIZE) {
-      return tm_error_set(error, 2, "object to insert too large. size in bytes: %u, max size: "
-                                    "%d", doc->len, MD_MAX_BSON_SIZE);
+      return tm_error_set(error, 2,
+                          "object to insert too large. size in bytes: %u, max size: "
+                          "%d",
+                          doc->len, MD_MAX_BSON_SIZE);
    }
    if (bson_iter_init_find(&it, doc, "_id") &&
        (BSON_ITER_HOLDS_ARRAY(&it) || BSON_ITER_HOLDS_REGEX(&it) ||
@@ -234,7 +241,7 @@ md_append_write_error(bson_t *arr, uint32_t *n, int32_t index, const bson_error_
    bson_uint32_to_string((*n)++, &k, key, sizeof key);
    bson_append_document_begin(arr, k, -1, &we);
    BSON_APPEND_INT32(&we, "index", index);
-   BSON_APPEND_INT32(&we, "code", error->code ? (int32_t) error->code : 1);
+   BSON_APPEND_INT32(&we, "code", error->code ? (int32_t)error->code : 1);
    if (details && !bson_empty(details)) {
       bson_concat(&we, details);
    }

@@ -14,29 +14,47 @@ int
 tm_type_bracket(bson_type_t type)
 {
    switch (type) {
-   case BSON_TYPE_MINKEY: return -1;
+   case BSON_TYPE_MINKEY:
+      return -1;
    case BSON_TYPE_EOD:
-   case BSON_TYPE_UNDEFINED: return 0;
-   case BSON_TYPE_NULL: return 5;
+   case BSON_TYPE_UNDEFINED:
+      return 0;
+   case BSON_TYPE_NULL:
+      return 5;
    case BSON_TYPE_INT32:
    case BSON_TYPE_INT64:
    case BSON_TYPE_DOUBLE:
-   case BSON_TYPE_DECIMAL128: return 10;
+   case BSON_TYPE_DECIMAL128:
+      return 10;
    case BSON_TYPE_UTF8:
-   case BSON_TYPE_SYMBOL: return TM_BRACKET_STRING;
-   case BSON_TYPE_DOCUMENT: return 20;
-   case BSON_TYPE_ARRAY: return 25;
-   case BSON_TYPE_BINARY: return 30;
-   case BSON_TYPE_OID: return 35;
-   case BSON_TYPE_BOOL: return 40;
-   case BSON_TYPE_DATE_TIME: return 45;
-   case BSON_TYPE_TIMESTAMP: return 47;
-   case BSON_TYPE_REGEX: return 50;
-   case BSON_TYPE_DBPOINTER: return 55;
-   case BSON_TYPE_CODE: return 60;
-   case BSON_TYPE_CODEWSCOPE: return 65;
-   case BSON_TYPE_MAXKEY: return 127;
-   default: return 126;
+   case BSON_TYPE_SYMBOL:
+      return TM_BRACKET_STRING;
+   case BSON_TYPE_DOCUMENT:
+      return 20;
+   case BSON_TYPE_ARRAY:
+      return 25;
+   case BSON_TYPE_BINARY:
+      return 30;
+   case BSON_TYPE_OID:
+      return 35;
+   case BSON_TYPE_BOOL:
+      return 40;
+   case BSON_TYPE_DATE_TIME:
+      return 45;
+   case BSON_TYPE_TIMESTAMP:
+      return 47;
+   case BSON_TYPE_REGEX:
+      return 50;
+   case BSON_TYPE_DBPOINTER:
+      return 55;
+   case BSON_TYPE_CODE:
+      return 60;
+   case BSON_TYPE_CODEWSCOPE:
+      return 65;
+   case BSON_TYPE_MAXKEY:
+      return 127;
+   default:
+      return 126;
    }
 }
 
@@ -52,9 +70,12 @@ tm_value_as_double(const bson_value_t *v)
    char buf[BSON_DECIMAL128_STRING];
 
    switch (v->value_type) {
-   case BSON_TYPE_INT32: return v->value.v_int32;
-   case BSON_TYPE_INT64: return (double) v->value.v_int64;
-   case BSON_TYPE_DOUBLE: return v->value.v_double;
+   case BSON_TYPE_INT32:
+      return v->value.v_int32;
+   case BSON_TYPE_INT64:
+      return (double)v->value.v_int64;
+   case BSON_TYPE_DOUBLE:
+      return v->value.v_double;
    case BSON_TYPE_DECIMAL128:
       /* A test server does not need exact decimal arithmetic: going through double keeps
        * decimal128 comparable with the other numbers at the cost of precision. */
@@ -66,7 +87,8 @@ tm_value_as_double(const bson_value_t *v)
          return buf[0] == '-' ? -INFINITY : INFINITY;
       }
       return strtod(buf, NULL);
-   default: return 0;
+   default:
+      return 0;
    }
 }
 
@@ -90,10 +112,10 @@ number_compare(const bson_value_t *a, const bson_value_t *b)
    }
    /* long double holds every int64 exactly on the platforms we build on, so large int64
     * values still compare correctly against doubles. */
-   x = a->value_type == BSON_TYPE_INT64 ? (long double) a->value.v_int64
-                                        : (long double) tm_value_as_double(a);
-   y = b->value_type == BSON_TYPE_INT64 ? (long double) b->value.v_int64
-                                        : (long double) tm_value_as_double(b);
+   x = a->value_type == BSON_TYPE_INT64 ? (long double)a->value.v_int64
+                                        : (long double)tm_value_as_double(a);
+   y = b->value_type == BSON_TYPE_INT64 ? (long double)b->value.v_int64
+                                        : (long double)tm_value_as_double(b);
    /* MongoDB orders NaN below every other number and equal to itself. */
    if (isnan(x) || isnan(y)) {
       return isnan(x) && isnan(y) ? 0 : (isnan(x) ? -1 : 1);
@@ -158,7 +180,8 @@ same_bracket_compare(const bson_value_t *a, const bson_value_t *b)
    case BSON_TYPE_INT32:
    case BSON_TYPE_INT64:
    case BSON_TYPE_DOUBLE:
-   case BSON_TYPE_DECIMAL128: return number_compare(a, b);
+   case BSON_TYPE_DECIMAL128:
+      return number_compare(a, b);
    case BSON_TYPE_UTF8:
    case BSON_TYPE_SYMBOL:
       /* Symbol and utf8 share their layout in bson_value_t (len, then pointer). */
@@ -176,8 +199,10 @@ same_bracket_compare(const bson_value_t *a, const bson_value_t *b)
       return r ? r
                : bytes_compare(a->value.v_binary.data, a->value.v_binary.data_len,
                                b->value.v_binary.data, b->value.v_binary.data_len);
-   case BSON_TYPE_OID: return bson_oid_compare(&a->value.v_oid, &b->value.v_oid);
-   case BSON_TYPE_BOOL: return (int) a->value.v_bool - (int) b->value.v_bool;
+   case BSON_TYPE_OID:
+      return bson_oid_compare(&a->value.v_oid, &b->value.v_oid);
+   case BSON_TYPE_BOOL:
+      return (int)a->value.v_bool - (int)b->value.v_bool;
    case BSON_TYPE_DATE_TIME:
       return a->value.v_datetime < b->value.v_datetime
                 ? -1
@@ -190,8 +215,8 @@ same_bracket_compare(const bson_value_t *a, const bson_value_t *b)
       return r ? (r < 0 ? -1 : 1) : strcmp(a->value.v_regex.options, b->value.v_regex.options);
    case BSON_TYPE_DBPOINTER:
       r = strcmp(a->value.v_dbpointer.collection, b->value.v_dbpointer.collection);
-      return r ? (r < 0 ? -1 : 1) : bson_oid_compare(&a->value.v_dbpointer.oid,
-                                                     &b->value.v_dbpointer.oid);
+      return r ? (r < 0 ? -1 : 1)
+               : bson_oid_compare(&a->value.v_dbpointer.oid, &b->value.v_dbpointer.oid);
    case BSON_TYPE_CODE:
       return bytes_compare(a->value.v_code.code, a->value.v_code.code_len, b->value.v_code.code,
                            b->value.v_code.code_len);
@@ -201,7 +226,8 @@ same_bracket_compare(const bson_value_t *a, const bson_value_t *b)
       return r ? r
                : doc_compare(a->value.v_codewscope.scope_data, a->value.v_codewscope.scope_len,
                              b->value.v_codewscope.scope_data, b->value.v_codewscope.scope_len);
-   default: return 0; /* null, undefined, minkey, maxkey: one value each */
+   default:
+      return 0; /* null, undefined, minkey, maxkey: one value each */
    }
 }
 
@@ -235,8 +261,8 @@ tm_value_binary_equal(const bson_value_t *a, const bson_value_t *b)
    case BSON_TYPE_DOUBLE:
       return memcmp(&a->value.v_double, &b->value.v_double, sizeof(double)) == 0;
    case BSON_TYPE_DECIMAL128:
-      return memcmp(&a->value.v_decimal128, &b->value.v_decimal128,
-                    sizeof a->value.v_decimal128) == 0;
+      return memcmp(&a->value.v_decimal128, &b->value.v_decimal128, sizeof a->value.v_decimal128) ==
+             0;
    case BSON_TYPE_INT32:
    case BSON_TYPE_INT64:
       /* Same type, so comparing as numbers is comparing bits. */
@@ -248,7 +274,8 @@ tm_value_binary_equal(const bson_value_t *a, const bson_value_t *b)
    case BSON_TYPE_BINARY:
       return a->value.v_binary.subtype == b->value.v_binary.subtype &&
              same_bracket_compare(a, b) == 0;
-   default: return same_bracket_compare(a, b) == 0;
+   default:
+      return same_bracket_compare(a, b) == 0;
    }
 }
 
@@ -256,28 +283,50 @@ const char *
 tm_type_name(bson_type_t type)
 {
    switch (type) {
-   case BSON_TYPE_DOUBLE: return "double";
-   case BSON_TYPE_UTF8: return "string";
-   case BSON_TYPE_DOCUMENT: return "object";
-   case BSON_TYPE_ARRAY: return "array";
-   case BSON_TYPE_BINARY: return "binData";
-   case BSON_TYPE_UNDEFINED: return "undefined";
-   case BSON_TYPE_OID: return "objectId";
-   case BSON_TYPE_BOOL: return "bool";
-   case BSON_TYPE_DATE_TIME: return "date";
-   case BSON_TYPE_NULL: return "null";
-   case BSON_TYPE_REGEX: return "regex";
-   case BSON_TYPE_DBPOINTER: return "dbPointer";
-   case BSON_TYPE_CODE: return "javascript";
-   case BSON_TYPE_SYMBOL: return "symbol";
-   case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
-   case BSON_TYPE_INT32: return "int";
-   case BSON_TYPE_TIMESTAMP: return "timestamp";
-   case BSON_TYPE_INT64: return "long";
-   case BSON_TYPE_DECIMAL128: return "decimal";
-   case BSON_TYPE_MINKEY: return "minKey";
-   case BSON_TYPE_MAXKEY: return "maxKey";
-   default: return "missing";
+   case BSON_TYPE_DOUBLE:
+      return "double";
+   case BSON_TYPE_UTF8:
+      return "string";
+   case BSON_TYPE_DOCUMENT:
+      return "object";
+   case BSON_TYPE_ARRAY:
+      return "array";
+   case BSON_TYPE_BINARY:
+      return "binData";
+   case BSON_TYPE_UNDEFINED:
+      return "undefined";
+   case BSON_TYPE_OID:
+      return "objectId";
+   case BSON_TYPE_BOOL:
+      return "bool";
+   case BSON_TYPE_DATE_TIME:
+      return "date";
+   case BSON_TYPE_NULL:
+      return "null";
+   case BSON_TYPE_REGEX:
+      return "regex";
+   case BSON_TYPE_DBPOINTER:
+      return "dbPointer";
+   case BSON_TYPE_CODE:
+      return "javascript";
+   case BSON_TYPE_SYMBOL:
+      return "symbol";
+   case BSON_TYPE_CODEWSCOPE:
+      return "javascriptWithScope";
+   case BSON_TYPE_INT32:
+      return "int";
+   case BSON_TYPE_TIMESTAMP:
+      return "timestamp";
+   case BSON_TYPE_INT64:
+      return "long";
+   case BSON_TYPE_DECIMAL128:
+      return "decimal";
+   case BSON_TYPE_MINKEY:
+      return "minKey";
+   case BSON_TYPE_MAXKEY:
+      return "maxKey";
+   default:
+      return "missing";
    }
 }
 

@@ -9,8 +9,8 @@
 
 #include "update-private.h"
 
-static const char *update_stages[] = {"$addFields", "$set", "$project", "$unset", "$replaceRoot",
-                                      "$replaceWith"};
+static const char *update_stages[] = {"$addFields", "$set",         "$project",
+                                      "$unset",     "$replaceRoot", "$replaceWith"};
 
 typedef struct {
    tm_update_desc_t *desc;
@@ -27,11 +27,9 @@ append_indexed(bson_t *arr, uint32_t *n, const char *s)
    bson_append_utf8(arr, key, -1, s, -1);
 }
 
-static void
-diff_docs(diff_t *d, const bson_t *old, const bson_t *new_doc, const char *prefix);
+static void diff_docs(diff_t *d, const bson_t *old, const bson_t *new_doc, const char *prefix);
 
-static void
-diff_value(diff_t *d, const bson_value_t *a, const bson_value_t *b, const char *path);
+static void diff_value(diff_t *d, const bson_value_t *a, const bson_value_t *b, const char *path);
 
 static void
 diff_arrays(diff_t *d, const bson_value_t *a, const bson_value_t *b, const char *path)
@@ -67,7 +65,7 @@ diff_arrays(diff_t *d, const bson_value_t *a, const bson_value_t *b, const char 
       bson_uint32_to_string(d->n_truncated++, &key, buf, sizeof buf);
       bson_append_document_begin(&d->desc->truncated_arrays, key, -1, &entry);
       bson_append_utf8(&entry, "field", 5, path, -1);
-      bson_append_int32(&entry, "newSize", 7, (int32_t) i);
+      bson_append_int32(&entry, "newSize", 7, (int32_t)i);
       bson_append_document_end(&d->desc->truncated_arrays, &entry);
    }
 }
@@ -159,7 +157,7 @@ tm_update_apply_pipeline(const tm_update_t *u, const bson_t *doc, bson_t *out,
    size_t n = 0;
    bson_value_t old_id, new_id;
    bool has_old, has_new, ok = false;
-   bson_t *in[1] = {(bson_t *) doc};
+   bson_t *in[1] = {(bson_t *)doc};
 
    if (!tm_pipeline_exec(u->pipe, in, 1, &res, &n, error)) {
       goto done;

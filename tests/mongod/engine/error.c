@@ -17,7 +17,7 @@ tm_error_set(bson_error_t *error, int32_t code, const char *fmt, ...)
       return false;
    }
    error->domain = TM_ERROR_DOMAIN;
-   error->code = (uint32_t) code;
+   error->code = (uint32_t)code;
    va_start(ap, fmt);
    vsnprintf(error->message, sizeof error->message, fmt, ap);
    va_end(ap);

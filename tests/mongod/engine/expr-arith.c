@@ -26,18 +26,18 @@ tm_value_set_number(bson_type_t type, long double r, bson_value_t *out)
 
    if (type == BSON_TYPE_INT32 && r >= INT32_MIN && r <= INT32_MAX) {
       out->value_type = BSON_TYPE_INT32;
-      out->value.v_int32 = (int32_t) r;
+      out->value.v_int32 = (int32_t)r;
    } else if ((type == BSON_TYPE_INT32 || type == BSON_TYPE_INT64) && r >= -9.2e18L &&
               r <= 9.2e18L) {
       out->value_type = BSON_TYPE_INT64;
-      out->value.v_int64 = (int64_t) r;
+      out->value.v_int64 = (int64_t)r;
    } else if (type == BSON_TYPE_DECIMAL128) {
       snprintf(buf, sizeof buf, "%.17Lg", r);
       out->value_type = BSON_TYPE_DECIMAL128;
       bson_decimal128_from_string(buf, &out->value.v_decimal128);
    } else {
       out->value_type = BSON_TYPE_DOUBLE;
-      out->value.v_double = (double) r;
+      out->value.v_double = (double)r;
    }
 }
 
@@ -58,8 +58,8 @@ wider(bson_type_t a, bson_type_t b)
 static long double
 num(const bson_value_t *v)
 {
-   return v->value_type == BSON_TYPE_INT64 ? (long double) v->value.v_int64
-                                           : (long double) tm_value_as_double(v);
+   return v->value_type == BSON_TYPE_INT64 ? (long double)v->value.v_int64
+                                           : (long double)tm_value_as_double(v);
 }
 
 /* A number (or a date's milliseconds) as mongod's Value::coerceToLong: doubles truncate,
@@ -70,11 +70,18 @@ coerce_to_long(const bson_value_t *v)
    long double d;
 
    switch (v->value_type) {
-   case BSON_TYPE_INT32: return v->value.v_int32;
-   case BSON_TYPE_INT64: return v->value.v_int64;
-   case BSON_TYPE_DATE_TIME: return v->value.v_datetime;
-   case BSON_TYPE_DECIMAL128: d = nearbyintl(num(v)); break;
-   default: d = truncl(num(v)); break;
+   case BSON_TYPE_INT32:
+      return v->value.v_int32;
+   case BSON_TYPE_INT64:
+      return v->value.v_int64;
+   case BSON_TYPE_DATE_TIME:
+      return v->value.v_datetime;
+   case BSON_TYPE_DECIMAL128:
+      d = nearbyintl(num(v));
+      break;
+   default:
+      d = truncl(num(v));
+      break;
    }
    if (isnan(d)) {
       return 0;
@@ -82,7 +89,7 @@ coerce_to_long(const bson_value_t *v)
    if (d >= 9223372036854775808.0L) {
       return INT64_MAX;
    }
-   return d < -9223372036854775808.0L ? INT64_MIN : (int64_t) d;
+   return d < -9223372036854775808.0L ? INT64_MIN : (int64_t)d;
 }
 
 static bool
@@ -90,7 +97,7 @@ set_int_or_long(bson_value_t *out, int64_t v)
 {
    if (v >= INT32_MIN && v <= INT32_MAX) {
       out->value_type = BSON_TYPE_INT32;
-      out->value.v_int32 = (int32_t) v;
+      out->value.v_int32 = (int32_t)v;
    } else {
       out->value_type = BSON_TYPE_INT64;
       out->value.v_int64 = v;
@@ -127,9 +134,9 @@ add_one(add_state_t *st, const bson_value_t *v)
       st->widest = wider(st->widest, v->value_type);
    }
    if (before != st->widest && st->widest == BSON_TYPE_DOUBLE) {
-      st->d = (double) st->l;
+      st->d = (double)st->l;
    } else if (before != st->widest && st->widest == BSON_TYPE_DECIMAL128) {
-      st->x = before == BSON_TYPE_DOUBLE ? (long double) st->d : (long double) st->l;
+      st->x = before == BSON_TYPE_DOUBLE ? (long double)st->d : (long double)st->l;
    }
    if (st->widest == BSON_TYPE_INT32 || st->widest == BSON_TYPE_INT64) {
       if (!__builtin_add_overflow(st->l, coerce_to_long(v), &sum)) {
@@ -137,13 +144,13 @@ add_one(add_state_t *st, const bson_value_t *v)
          return;
       }
       st->widest = BSON_TYPE_DOUBLE;
-      st->d = (double) st->l;
+      st->d = (double)st->l;
    }
    if (st->widest == BSON_TYPE_DOUBLE) {
-      st->d += v->value_type == BSON_TYPE_DATE_TIME ? (double) v->value.v_datetime
-                                                     : tm_value_as_double(v);
+      st->d +=
+         v->value_type == BSON_TYPE_DATE_TIME ? (double)v->value.v_datetime : tm_value_as_double(v);
    } else {
-      st->x += v->value_type == BSON_TYPE_DATE_TIME ? (long double) v->value.v_datetime : num(v);
+      st->x += v->value_type == BSON_TYPE_DATE_TIME ? (long double)v->value.v_datetime : num(v);
    }
 }
 
@@ -152,7 +159,8 @@ add_result(const add_state_t *st, bson_value_t *out, bson_error_t *error)
 {
    if (!st->is_date) {
       switch (st->widest) {
-      case BSON_TYPE_INT32: return set_int_or_long(out, st->l);
+      case BSON_TYPE_INT32:
+         return set_int_or_long(out, st->l);
       case BSON_TYPE_INT64:
          out->value_type = BSON_TYPE_INT64;
          out->value.v_int64 = st->l;
@@ -161,12 +169,15 @@ add_result(const add_state_t *st, bson_value_t *out, bson_error_t *error)
          out->value_type = BSON_TYPE_DOUBLE;
          out->value.v_double = st->d;
          return true;
-      default: tm_value_set_number(BSON_TYPE_DECIMAL128, st->x, out); return true;
+      default:
+         tm_value_set_number(BSON_TYPE_DECIMAL128, st->x, out);
+         return true;
       }
    }
    switch (st->widest) {
    case BSON_TYPE_INT32:
-   case BSON_TYPE_INT64: return set_date(out, st->l);
+   case BSON_TYPE_INT64:
+      return set_date(out, st->l);
    case BSON_TYPE_DOUBLE:
       /* Fractions of a millisecond round half away from zero (llround), as mongod does. */
       if (!(st->d >= -9223372036854775808.0 && st->d < 9223372036854775808.0)) {
@@ -246,7 +257,7 @@ tm_expr_subtract(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_
    if (l->value_type == BSON_TYPE_DATE_TIME &&
        (r->value_type == BSON_TYPE_DATE_TIME || tm_value_is_number(r))) {
       /* Wraps around instead of overflowing (no valid date gets near). */
-      int64_t diff = (int64_t) ((uint64_t) l->value.v_datetime - (uint64_t) coerce_to_long(r));
+      int64_t diff = (int64_t)((uint64_t)l->value.v_datetime - (uint64_t)coerce_to_long(r));
       if (r->value_type == BSON_TYPE_DATE_TIME) {
          out->value_type = BSON_TYPE_INT64;
          out->value.v_int64 = diff;
@@ -287,7 +298,8 @@ tm_expr_multiply(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_
       }
    }
    switch (widest) {
-   case BSON_TYPE_INT32: return set_int_or_long(out, l);
+   case BSON_TYPE_INT32:
+      return set_int_or_long(out, l);
    case BSON_TYPE_INT64:
       out->value_type = BSON_TYPE_INT64;
       out->value.v_int64 = l;
@@ -296,7 +308,9 @@ tm_expr_multiply(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_
       out->value_type = BSON_TYPE_DOUBLE;
       out->value.v_double = d;
       return true;
-   default: tm_value_set_number(BSON_TYPE_DECIMAL128, x, out); return true;
+   default:
+      tm_value_set_number(BSON_TYPE_DECIMAL128, x, out);
+      return true;
    }
 }
 
@@ -315,6 +329,6 @@ tm_expr_divide(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t 
       return tm_error_set(error, 16608, "can't $divide by zero");
    }
    tm_value_set_number(wider(wider(a[0].value_type, a[1].value_type), BSON_TYPE_DOUBLE),
-              num(&a[0]) / num(&a[1]), out);
+                       num(&a[0]) / num(&a[1]), out);
    return true;
 }

@@ -34,7 +34,7 @@ tm_expr_now(bson_value_t *out)
    if (!command_clock_set) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
-      ms = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+      ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
    }
    out->value_type = BSON_TYPE_DATE_TIME;
    out->value.v_datetime = ms;

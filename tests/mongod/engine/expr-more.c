@@ -38,7 +38,7 @@ as_int32(const bson_value_t *v, int32_t *out)
    if (!tm_value_is_number(v) || d != floor(d) || d < INT32_MIN || d > INT32_MAX) {
       return false;
    }
-   *out = (int32_t) d;
+   *out = (int32_t)d;
    return true;
 }
 
@@ -50,29 +50,39 @@ op_slice(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error
       return set_null(out);
    }
    if (a[0].value_type != BSON_TYPE_ARRAY) {
-      return tm_error_set(error, 28724, "First argument to $slice must be an array, but is of "
-                                        "type: %s", tm_type_name(a[0].value_type));
+      return tm_error_set(error, 28724,
+                          "First argument to $slice must be an array, but is of "
+                          "type: %s",
+                          tm_type_name(a[0].value_type));
    }
    if (!tm_value_is_number(&a[1])) {
-      return tm_error_set(error, 28725, "Second argument to $slice must be a numeric value, but "
-                                        "is of type: %s", tm_type_name(a[1].value_type));
+      return tm_error_set(error, 28725,
+                          "Second argument to $slice must be a numeric value, but "
+                          "is of type: %s",
+                          tm_type_name(a[1].value_type));
    }
    if (!as_int32(&a[1], n == 3 ? &pos : &count)) {
-      return tm_error_set(error, 28726, "Second argument to $slice can't be represented as a "
-                                        "32-bit integer: %g", tm_value_as_double(&a[1]));
+      return tm_error_set(error, 28726,
+                          "Second argument to $slice can't be represented as a "
+                          "32-bit integer: %g",
+                          tm_value_as_double(&a[1]));
    }
    if (n == 3) {
       if (!tm_value_is_number(&a[2])) {
-         return tm_error_set(error, 28727, "Third argument to $slice must be numeric, but is of "
-                                           "type: %s", tm_type_name(a[2].value_type));
+         return tm_error_set(error, 28727,
+                             "Third argument to $slice must be numeric, but is of "
+                             "type: %s",
+                             tm_type_name(a[2].value_type));
       }
       if (!as_int32(&a[2], &count)) {
-         return tm_error_set(error, 28728, "Third argument to $slice can't be represented as a "
-                                           "32-bit integer: %g", tm_value_as_double(&a[2]));
+         return tm_error_set(error, 28728,
+                             "Third argument to $slice can't be represented as a "
+                             "32-bit integer: %g",
+                             tm_value_as_double(&a[2]));
       }
       if (count <= 0) {
          return tm_error_set(error, 28729, "Third argument to $slice must be positive: %d",
-                             (int) count);
+                             (int)count);
       }
    }
    bson_t arr, res = BSON_INITIALIZER;
@@ -152,8 +162,10 @@ op_merge_objects(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_
       }
       if (a[i].value_type != BSON_TYPE_DOCUMENT || !tm_value_as_bson(&a[i], &doc)) {
          char *json = tm_value_to_json(&a[i]);
-         tm_error_set(error, 40400, "$mergeObjects requires object inputs, but input %s is of "
-                                    "type %s", json, tm_type_name(a[i].value_type));
+         tm_error_set(error, 40400,
+                      "$mergeObjects requires object inputs, but input %s is of "
+                      "type %s",
+                      json, tm_type_name(a[i].value_type));
          bson_free(json);
          bson_destroy(&res);
          return false;
@@ -207,11 +219,16 @@ op_to_long(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *err
    switch (v->value_type) {
    case BSON_TYPE_EOD:
    case BSON_TYPE_NULL:
-   case BSON_TYPE_UNDEFINED: return set_null(out);
-   case BSON_TYPE_BOOL: return set_long(out, v->value.v_bool ? 1 : 0);
-   case BSON_TYPE_INT32: return set_long(out, v->value.v_int32);
-   case BSON_TYPE_INT64: return set_long(out, v->value.v_int64);
-   case BSON_TYPE_DATE_TIME: return set_long(out, v->value.v_datetime);
+   case BSON_TYPE_UNDEFINED:
+      return set_null(out);
+   case BSON_TYPE_BOOL:
+      return set_long(out, v->value.v_bool ? 1 : 0);
+   case BSON_TYPE_INT32:
+      return set_long(out, v->value.v_int32);
+   case BSON_TYPE_INT64:
+      return set_long(out, v->value.v_int64);
+   case BSON_TYPE_DATE_TIME:
+      return set_long(out, v->value.v_datetime);
    case BSON_TYPE_DOUBLE:
    case BSON_TYPE_DECIMAL128: {
       double d = tm_value_as_double(v);
@@ -221,7 +238,7 @@ op_to_long(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *err
       if (d >= 9223372036854775808.0 || d < -9223372036854775808.0) {
          return conversion_error(v, "Conversion would overflow target type", error);
       }
-      return set_long(out, (int64_t) trunc(d));
+      return set_long(out, (int64_t)trunc(d));
    }
    case BSON_TYPE_UTF8: {
       const char *s = v->value.v_utf8.str;
@@ -233,7 +250,7 @@ op_to_long(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *err
          snprintf(why, sizeof why, "Failed to parse number '%.200s'", s);
          return conversion_error(v, why, error);
       }
-      return set_long(out, (int64_t) r);
+      return set_long(out, (int64_t)r);
    }
    default: {
       char why[80];
@@ -322,8 +339,8 @@ fold_sum(const bson_value_t *v, void *ctx)
    if (!tm_value_is_number(v)) {
       return; /* $sum and $avg skip everything else */
    }
-   s->sum += v->value_type == BSON_TYPE_INT64 ? (long double) v->value.v_int64
-                                              : (long double) tm_value_as_double(v);
+   s->sum += v->value_type == BSON_TYPE_INT64 ? (long double)v->value.v_int64
+                                              : (long double)tm_value_as_double(v);
    s->count++;
    for (int i = 0; i < 4; i++) {
       have = order[i] == s->type ? i : have;
@@ -349,8 +366,8 @@ op_avg(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
    if (s.count == 0) {
       return set_null(out);
    }
-   tm_value_set_number(s.type == BSON_TYPE_DECIMAL128 ? s.type : BSON_TYPE_DOUBLE,
-                       s.sum / s.count, out);
+   tm_value_set_number(s.type == BSON_TYPE_DECIMAL128 ? s.type : BSON_TYPE_DOUBLE, s.sum / s.count,
+                       out);
    return true;
 }
 
@@ -359,10 +376,10 @@ static const struct {
    tm_expr_op_fn fn;
    int min, max;
 } ops[] = {
-   {"$slice", op_slice, 2, 3},     {"$first", op_first, 1, 1},
-   {"$last", op_last, 1, 1},       {"$mergeObjects", op_merge_objects, 0, -1},
-   {"$toLong", op_to_long, 1, 1},  {"$max", op_max, 0, -1},
-   {"$min", op_min, 0, -1},        {"$sum", op_sum, 0, -1},
+   {"$slice", op_slice, 2, 3},    {"$first", op_first, 1, 1},
+   {"$last", op_last, 1, 1},      {"$mergeObjects", op_merge_objects, 0, -1},
+   {"$toLong", op_to_long, 1, 1}, {"$max", op_max, 0, -1},
+   {"$min", op_min, 0, -1},       {"$sum", op_sum, 0, -1},
    {"$avg", op_avg, 0, -1},
 };
 
@@ -381,28 +398,153 @@ tm_expr_op_lookup_more(const char *name, int *min_args, int *max_args)
 
 /* Every expression operator of MongoDB 6.0 (the manual's list; accumulators only usable in
  * $group, such as $push or $addToSet, and window functions are not expressions there). */
-static const char *const mongodb_operators[] = {
-   "$abs", "$acos", "$acosh", "$add", "$allElementsTrue", "$and", "$anyElementTrue",
-   "$arrayElemAt", "$arrayToObject", "$asin", "$asinh", "$atan", "$atan2", "$atanh", "$avg",
-   "$binarySize", "$bsonSize", "$ceil", "$cmp", "$concat", "$concatArrays", "$cond",
-   "$convert", "$cos", "$cosh", "$dateAdd", "$dateDiff", "$dateFromParts", "$dateFromString",
-   "$dateSubtract", "$dateToParts", "$dateToString", "$dateTrunc", "$dayOfMonth",
-   "$dayOfWeek", "$dayOfYear", "$degreesToRadians", "$divide", "$eq", "$exp", "$filter",
-   "$first", "$firstN", "$floor", "$function", "$getField", "$gt", "$gte", "$hour", "$ifNull",
-   "$in", "$indexOfArray", "$indexOfBytes", "$indexOfCP", "$isArray", "$isNumber",
-   "$isoDayOfWeek", "$isoWeek", "$isoWeekYear", "$last", "$lastN", "$let", "$literal", "$ln",
-   "$log", "$log10", "$lt", "$lte", "$ltrim", "$map", "$max", "$maxN", "$mergeObjects",
-   "$meta", "$millisecond", "$min", "$minN", "$minute", "$mod", "$month", "$multiply", "$ne",
-   "$not", "$objectToArray", "$or", "$pow", "$radiansToDegrees", "$rand", "$range", "$reduce",
-   "$regexFind", "$regexFindAll", "$regexMatch", "$replaceAll", "$replaceOne",
-   "$reverseArray", "$round", "$rtrim", "$sampleRate", "$second", "$setDifference",
-   "$setEquals", "$setField", "$setIntersection", "$setIsSubset", "$setUnion", "$sin",
-   "$sinh", "$size", "$slice", "$sortArray", "$split", "$sqrt", "$stdDevPop", "$stdDevSamp",
-   "$strLenBytes", "$strLenCP", "$strcasecmp", "$substr", "$substrBytes", "$substrCP",
-   "$subtract", "$sum", "$switch", "$tan", "$tanh", "$toBool", "$toDate", "$toDecimal",
-   "$toDouble", "$toHashedIndexKey", "$toInt", "$toLong", "$toLower", "$toObjectId",
-   "$toString", "$toUpper", "$trim", "$trunc", "$tsIncrement", "$tsSecond", "$type",
-   "$unsetField", "$week", "$year", "$zip", NULL};
+static const char *const mongodb_operators[] = {"$abs",
+                                                "$acos",
+                                                "$acosh",
+                                                "$add",
+                                                "$allElementsTrue",
+                                                "$and",
+                                                "$anyElementTrue",
+                                                "$arrayElemAt",
+                                                "$arrayToObject",
+                                                "$asin",
+                                                "$asinh",
+                                                "$atan",
+                                                "$atan2",
+                                                "$atanh",
+                                                "$avg",
+                                                "$binarySize",
+                                                "$bsonSize",
+                                                "$ceil",
+                                                "$cmp",
+                                                "$concat",
+                                                "$concatArrays",
+                                                "$cond",
+                                                "$convert",
+                                                "$cos",
+                                                "$cosh",
+                                                "$dateAdd",
+                                                "$dateDiff",
+                                                "$dateFromParts",
+                                                "$dateFromString",
+                                                "$dateSubtract",
+                                                "$dateToParts",
+                                                "$dateToString",
+                                                "$dateTrunc",
+                                                "$dayOfMonth",
+                                                "$dayOfWeek",
+                                                "$dayOfYear",
+                                                "$degreesToRadians",
+                                                "$divide",
+                                                "$eq",
+                                                "$exp",
+                                                "$filter",
+                                                "$first",
+                                                "$firstN",
+                                                "$floor",
+                                                "$function",
+                                                "$getField",
+                                                "$gt",
+                                                "$gte",
+                                                "$hour",
+                                                "$ifNull",
+                                                "$in",
+                                                "$indexOfArray",
+                                                "$indexOfBytes",
+                                                "$indexOfCP",
+                                                "$isArray",
+                                                "$isNumber",
+                                                "$isoDayOfWeek",
+                                                "$isoWeek",
+                                                "$isoWeekYear",
+                                                "$last",
+                                                "$lastN",
+                                                "$let",
+                                                "$literal",
+                                                "$ln",
+                                                "$log",
+                                                "$log10",
+                                                "$lt",
+                                                "$lte",
+                                                "$ltrim",
+                                                "$map",
+                                                "$max",
+                                                "$maxN",
+                                                "$mergeObjects",
+                                                "$meta",
+                                                "$millisecond",
+                                                "$min",
+                                                "$minN",
+                                                "$minute",
+                                                "$mod",
+                                                "$month",
+                                                "$multiply",
+                                                "$ne",
+                                                "$not",
+                                                "$objectToArray",
+                                                "$or",
+                                                "$pow",
+                                                "$radiansToDegrees",
+                                                "$rand",
+                                                "$range",
+                                                "$reduce",
+                                                "$regexFind",
+                                                "$regexFindAll",
+                                                "$regexMatch",
+                                                "$replaceAll",
+                                                "$replaceOne",
+                                                "$reverseArray",
+                                                "$round",
+                                                "$rtrim",
+                                                "$sampleRate",
+                                                "$second",
+                                                "$setDifference",
+                                                "$setEquals",
+                                                "$setField",
+                                                "$setIntersection",
+                                                "$setIsSubset",
+                                                "$setUnion",
+                                                "$sin",
+                                                "$sinh",
+                                                "$size",
+                                                "$slice",
+                                                "$sortArray",
+                                                "$split",
+                                                "$sqrt",
+                                                "$stdDevPop",
+                                                "$stdDevSamp",
+                                                "$strLenBytes",
+                                                "$strLenCP",
+                                                "$strcasecmp",
+                                                "$substr",
+                                                "$substrBytes",
+                                                "$substrCP",
+                                                "$subtract",
+                                                "$sum",
+                                                "$switch",
+                                                "$tan",
+                                                "$tanh",
+                                                "$toBool",
+                                                "$toDate",
+                                                "$toDecimal",
+                                                "$toDouble",
+                                                "$toHashedIndexKey",
+                                                "$toInt",
+                                                "$toLong",
+                                                "$toLower",
+                                                "$toObjectId",
+                                                "$toString",
+                                                "$toUpper",
+                                                "$trim",
+                                                "$trunc",
+                                                "$tsIncrement",
+                                                "$tsSecond",
+                                                "$type",
+                                                "$unsetField",
+                                                "$week",
+                                                "$year",
+                                                "$zip",
+                                                NULL};
 
 bool
 tm_expr_op_known_to_mongodb(const char *name)

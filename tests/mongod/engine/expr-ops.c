@@ -27,11 +27,11 @@ is_nullish(const bson_value_t *v)
           v->value_type == BSON_TYPE_UNDEFINED;
 }
 
-#define CMP_OP(fname, test)                                                                 \
-   static bool fname(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error) \
-   {                                                                                         \
-      int r = tm_value_compare(&a[0], &a[1]);                                                \
-      return set_bool(out, test);                                                            \
+#define CMP_OP(fname, test)                                                                        \
+   static bool fname(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)      \
+   {                                                                                               \
+      int r = tm_value_compare(&a[0], &a[1]);                                                      \
+      return set_bool(out, test);                                                                  \
    }
 CMP_OP(op_eq, r == 0)
 CMP_OP(op_ne, r != 0)
@@ -90,7 +90,7 @@ op_size(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *error)
                           tm_type_name(a[0].value_type));
    }
    out->value_type = BSON_TYPE_INT32;
-   out->value.v_int32 = (int32_t) bson_count_keys(&arr);
+   out->value.v_int32 = (int32_t)bson_count_keys(&arr);
    return true;
 }
 
@@ -116,7 +116,7 @@ op_array_elem_at(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_
    }
    tm_value_as_bson(&a[0], &arr);
    count = bson_count_keys(&arr);
-   idx = (int64_t) tm_value_as_double(&a[1]);
+   idx = (int64_t)tm_value_as_double(&a[1]);
    idx = idx < 0 ? count + idx : idx;
    if (idx < 0 || idx >= count) {
       return true; /* missing */
@@ -186,7 +186,7 @@ set_string(bson_value_t *out, const char *s)
 {
    out->value_type = BSON_TYPE_UTF8;
    out->value.v_utf8.str = bson_strdup(s);
-   out->value.v_utf8.len = (uint32_t) strlen(s);
+   out->value.v_utf8.len = (uint32_t)strlen(s);
    return true;
 }
 
@@ -198,21 +198,35 @@ op_to_string(const bson_value_t *a, size_t n, bson_value_t *out, bson_error_t *e
 
    switch (v->value_type) {
    case BSON_TYPE_EOD:
-   case BSON_TYPE_NULL: out->value_type = BSON_TYPE_NULL; return true;
-   case BSON_TYPE_UTF8: return set_string(out, v->value.v_utf8.str);
-   case BSON_TYPE_INT32: snprintf(buf, sizeof buf, "%d", v->value.v_int32); break;
-   case BSON_TYPE_INT64: snprintf(buf, sizeof buf, "%lld", (long long) v->value.v_int64); break;
-   case BSON_TYPE_DOUBLE: snprintf(buf, sizeof buf, "%.15g", v->value.v_double); break;
-   case BSON_TYPE_DECIMAL128: bson_decimal128_to_string(&v->value.v_decimal128, buf); break;
-   case BSON_TYPE_BOOL: return set_string(out, v->value.v_bool ? "true" : "false");
-   case BSON_TYPE_OID: bson_oid_to_string(&v->value.v_oid, buf); break;
+   case BSON_TYPE_NULL:
+      out->value_type = BSON_TYPE_NULL;
+      return true;
+   case BSON_TYPE_UTF8:
+      return set_string(out, v->value.v_utf8.str);
+   case BSON_TYPE_INT32:
+      snprintf(buf, sizeof buf, "%d", v->value.v_int32);
+      break;
+   case BSON_TYPE_INT64:
+      snprintf(buf, sizeof buf, "%lld", (long long)v->value.v_int64);
+      break;
+   case BSON_TYPE_DOUBLE:
+      snprintf(buf, sizeof buf, "%.15g", v->value.v_double);
+      break;
+   case BSON_TYPE_DECIMAL128:
+      bson_decimal128_to_string(&v->value.v_decimal128, buf);
+      break;
+   case BSON_TYPE_BOOL:
+      return set_string(out, v->value.v_bool ? "true" : "false");
+   case BSON_TYPE_OID:
+      bson_oid_to_string(&v->value.v_oid, buf);
+      break;
    case BSON_TYPE_DATE_TIME: {
-      time_t secs = (time_t) (v->value.v_datetime / 1000);
+      time_t secs = (time_t)(v->value.v_datetime / 1000);
       struct tm tm;
       char tbuf[32];
       gmtime_r(&secs, &tm);
       strftime(tbuf, sizeof tbuf, "%Y-%m-%dT%H:%M:%S", &tm);
-      snprintf(buf, sizeof buf, "%s.%03dZ", tbuf, (int) (v->value.v_datetime % 1000));
+      snprintf(buf, sizeof buf, "%s.%03dZ", tbuf, (int)(v->value.v_datetime % 1000));
       break;
    }
    default:
@@ -236,7 +250,7 @@ change_case(const bson_value_t *a, bson_value_t *out, bool upper, bson_error_t *
    }
    set_string(out, a[0].value.v_utf8.str);
    for (s = out->value.v_utf8.str; *s; s++) {
-      *s = (char) (upper ? toupper((unsigned char) *s) : tolower((unsigned char) *s));
+      *s = (char)(upper ? toupper((unsigned char)*s) : tolower((unsigned char)*s));
    }
    return true;
 }
@@ -273,17 +287,28 @@ static const struct {
    tm_expr_op_fn fn;
    int min, max;
 } ops[] = {
-   {"$eq", op_eq, 2, 2},          {"$ne", op_ne, 2, 2},
-   {"$gt", op_gt, 2, 2},          {"$gte", op_gte, 2, 2},
-   {"$lt", op_lt, 2, 2},          {"$lte", op_lte, 2, 2},
-   {"$cmp", op_cmp, 2, 2},        {"$not", op_not, 1, 1},
-   {"$add", tm_expr_add, 0, -1},  {"$subtract", tm_expr_subtract, 2, 2},
-   {"$multiply", tm_expr_multiply, 0, -1}, {"$divide", tm_expr_divide, 2, 2},
-   {"$concat", op_concat, 0, -1}, {"$size", op_size, 1, 1},
-   {"$isArray", op_is_array, 1, 1}, {"$arrayElemAt", op_array_elem_at, 2, 2},
-   {"$in", op_in, 2, 2},          {"$concatArrays", op_concat_arrays, 0, -1},
-   {"$toString", op_to_string, 1, 1}, {"$toLower", op_to_lower, 1, 1},
-   {"$toUpper", op_to_upper, 1, 1}, {"$type", op_type, 1, 1},
+   {"$eq", op_eq, 2, 2},
+   {"$ne", op_ne, 2, 2},
+   {"$gt", op_gt, 2, 2},
+   {"$gte", op_gte, 2, 2},
+   {"$lt", op_lt, 2, 2},
+   {"$lte", op_lte, 2, 2},
+   {"$cmp", op_cmp, 2, 2},
+   {"$not", op_not, 1, 1},
+   {"$add", tm_expr_add, 0, -1},
+   {"$subtract", tm_expr_subtract, 2, 2},
+   {"$multiply", tm_expr_multiply, 0, -1},
+   {"$divide", tm_expr_divide, 2, 2},
+   {"$concat", op_concat, 0, -1},
+   {"$size", op_size, 1, 1},
+   {"$isArray", op_is_array, 1, 1},
+   {"$arrayElemAt", op_array_elem_at, 2, 2},
+   {"$in", op_in, 2, 2},
+   {"$concatArrays", op_concat_arrays, 0, -1},
+   {"$toString", op_to_string, 1, 1},
+   {"$toLower", op_to_lower, 1, 1},
+   {"$toUpper", op_to_upper, 1, 1},
+   {"$type", op_type, 1, 1},
    {"$toHashedIndexKey", op_to_hashed_index_key, 1, 1},
 };
 

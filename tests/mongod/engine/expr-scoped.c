@@ -66,9 +66,9 @@ get_fields(const scoped_op_t *op, const bson_value_t *arg, bson_t *doc, bson_err
          known = known || strcmp(op->fields[i], bson_iter_key(&it)) == 0;
       }
       if (!known) {
-         return tm_error_set(error, op->unknown, op->unknown == 40076
-                                                    ? "%s found an unknown argument: %s"
-                                                    : "Unrecognized parameter to %s: %s",
+         return tm_error_set(error, op->unknown,
+                             op->unknown == 40076 ? "%s found an unknown argument: %s"
+                                                  : "Unrecognized parameter to %s: %s",
                              op->name, bson_iter_key(&it));
       }
    }
@@ -184,11 +184,10 @@ tm_expr_parse_scoped(const char *name, const bson_value_t *arg, bson_error_t *er
    } else if (ok) {
       bool filter = strcmp(name, "$filter") == 0;
       const char *as = NULL;
-      ok = parse_as(e, &doc, error) && parse_field(e, &doc, "input", filter ? 28648 : 16880,
-                                                   error);
+      ok = parse_as(e, &doc, error) && parse_field(e, &doc, "input", filter ? 28648 : 16880, error);
       as = e->var;
-      ok = ok && parse_scoped_field(e, &doc, filter ? "cond" : "in", filter ? 28650 : 16882,
-                                    &as, 1, error);
+      ok = ok && parse_scoped_field(e, &doc, filter ? "cond" : "in", filter ? 28650 : 16882, &as, 1,
+                                    error);
       ok = ok && (!filter || parse_scoped_field(e, &doc, "limit", 0, &as, 1, error));
    }
    if (!ok) {
@@ -259,15 +258,17 @@ eval_limit(const tm_expr_t *e, const bson_t *root, int64_t *limit, bson_error_t 
    if (v.value_type != BSON_TYPE_EOD && v.value_type != BSON_TYPE_NULL &&
        v.value_type != BSON_TYPE_UNDEFINED) {
       double d = tm_value_is_number(&v) ? tm_value_as_double(&v) : 0.5;
-      if (d != (double) (int32_t) d) {
+      if (d != (double)(int32_t)d) {
          char *json = tm_value_to_json(&v);
-         ok = tm_error_set(error, 327391, "$filter: limit must be represented as a 32-bit "
-                                          "integral value: %s", json);
+         ok = tm_error_set(error, 327391,
+                           "$filter: limit must be represented as a 32-bit "
+                           "integral value: %s",
+                           json);
          bson_free(json);
       } else if (d <= 0) {
-         ok = tm_error_set(error, 327392, "$filter: limit must be greater than 0: %d", (int) d);
+         ok = tm_error_set(error, 327392, "$filter: limit must be greater than 0: %d", (int)d);
       } else {
-         *limit = (int64_t) d;
+         *limit = (int64_t)d;
       }
    }
    bson_value_destroy(&v);
@@ -374,8 +375,7 @@ eval_let(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_error_t
 }
 
 bool
-tm_expr_eval_scoped(const tm_expr_t *e, const bson_t *root, bson_value_t *out,
-                    bson_error_t *error)
+tm_expr_eval_scoped(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_error_t *error)
 {
    if (strcmp(e->op, "$let") == 0) {
       return eval_let(e, root, out, error);

@@ -34,13 +34,17 @@ tm_value_truthy(const bson_value_t *v)
    switch (v->value_type) {
    case BSON_TYPE_EOD:
    case BSON_TYPE_NULL:
-   case BSON_TYPE_UNDEFINED: return false;
-   case BSON_TYPE_BOOL: return v->value.v_bool;
+   case BSON_TYPE_UNDEFINED:
+      return false;
+   case BSON_TYPE_BOOL:
+      return v->value.v_bool;
    case BSON_TYPE_INT32:
    case BSON_TYPE_INT64:
    case BSON_TYPE_DOUBLE:
-   case BSON_TYPE_DECIMAL128: return tm_value_as_double(v) != 0;
-   default: return true;
+   case BSON_TYPE_DECIMAL128:
+      return tm_value_as_double(v) != 0;
+   default:
+      return true;
    }
 }
 
@@ -68,7 +72,7 @@ tm_expr_new(int kind)
 {
    tm_expr_t *e = bson_malloc0(sizeof *e);
 
-   e->kind = (ekind_t) kind;
+   e->kind = (ekind_t)kind;
    return e;
 }
 
@@ -100,7 +104,7 @@ parse_string(const bson_value_t *spec, bson_error_t *error)
    e = tm_expr_new(E_FIELD);
    if (strncmp(s, "$$", 2) == 0) {
       const char *rest = strchr(s, '.');
-      size_t len = rest ? (size_t) (rest - s) : strlen(s);
+      size_t len = rest ? (size_t)(rest - s) : strlen(s);
       if (len == 5 && strncmp(s, "$$NOW", 5) == 0) {
          e->sysvar = TM_SYSVAR_NOW;
       } else if (len == 14 && strncmp(s, "$$CLUSTER_TIME", 14) == 0) {
@@ -110,7 +114,7 @@ parse_string(const bson_value_t *spec, bson_error_t *error)
          e->var = bson_strndup(s + 2, len - 2);
       } else if (!((len == 6 && strncmp(s, "$$ROOT", 6) == 0) ||
                    (len == 9 && strncmp(s, "$$CURRENT", 9) == 0))) {
-         tm_error_set(error, 17276, "Use of undefined variable: %.*s", (int) len - 2, s + 2);
+         tm_error_set(error, 17276, "Use of undefined variable: %.*s", (int)len - 2, s + 2);
          tm_expr_destroy(e);
          return NULL;
       }
@@ -213,16 +217,22 @@ parse_operator(const char *name, const bson_value_t *arg, bson_error_t *error)
       tm_expr_add_arg(e, sub, NULL);
       n = 1;
    }
-   if ((int) n < min || (max >= 0 && (int) n > max)) {
+   if ((int)n < min || (max >= 0 && (int)n > max)) {
       if (min == max) {
-         tm_error_set(error, 16020, "Expression %s takes exactly %d arguments. %zu were passed "
-                                    "in.", name, min, n);
+         tm_error_set(error, 16020,
+                      "Expression %s takes exactly %d arguments. %zu were passed "
+                      "in.",
+                      name, min, n);
       } else if (max < 0) {
-         tm_error_set(error, 16020, "Expression %s takes at least %d arguments. %zu were passed "
-                                    "in.", name, min, n);
+         tm_error_set(error, 16020,
+                      "Expression %s takes at least %d arguments. %zu were passed "
+                      "in.",
+                      name, min, n);
       } else {
-         tm_error_set(error, 28667, "Expression %s takes at least %d arguments, and at most %d, "
-                                    "but %zu were passed in.", name, min, max, n);
+         tm_error_set(error, 28667,
+                      "Expression %s takes at least %d arguments, and at most %d, "
+                      "but %zu were passed in.",
+                      name, min, max, n);
       }
       goto fail;
    }
@@ -277,8 +287,10 @@ tm_expr_parse(const bson_value_t *spec, bson_error_t *error)
    tm_expr_t *e;
 
    switch (spec->value_type) {
-   case BSON_TYPE_UTF8: return parse_string(spec, error);
-   case BSON_TYPE_DOCUMENT: return parse_document(spec, error);
+   case BSON_TYPE_UTF8:
+      return parse_string(spec, error);
+   case BSON_TYPE_DOCUMENT:
+      return parse_document(spec, error);
    case BSON_TYPE_ARRAY: {
       bson_t arr;
       bson_iter_t it;
@@ -358,9 +370,9 @@ eval_lazy(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_error_
          if (!tm_expr_eval(e->args[i], root, out, error)) {
             return false;
          }
-         if (i + 1 == e->n_args || (out->value_type != BSON_TYPE_EOD &&
-                                    out->value_type != BSON_TYPE_NULL &&
-                                    out->value_type != BSON_TYPE_UNDEFINED)) {
+         if (i + 1 == e->n_args ||
+             (out->value_type != BSON_TYPE_EOD && out->value_type != BSON_TYPE_NULL &&
+              out->value_type != BSON_TYPE_UNDEFINED)) {
             return true;
          }
          bson_value_destroy(out);
@@ -426,7 +438,7 @@ eval_container(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_e
             bson_append_value(&b, e->keys[i], -1, &v);
          }
       } else {
-         bson_uint32_to_string((uint32_t) i, &key, buf, sizeof buf);
+         bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
          if (v.value_type == BSON_TYPE_EOD) {
             bson_append_null(&b, key, -1);
          } else {
@@ -447,11 +459,14 @@ tm_expr_eval(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_err
 
    memset(out, 0, sizeof *out);
    switch (e->kind) {
-   case E_LITERAL: tm_value_dup(&e->literal, out); break;
-   case E_REMOVE: break;
+   case E_LITERAL:
+      tm_value_dup(&e->literal, out);
+      break;
+   case E_REMOVE:
+      break;
    case E_FIELD:
       r.value_type = BSON_TYPE_DOCUMENT;
-      r.value.v_doc.data = (uint8_t *) bson_get_data(root);
+      r.value.v_doc.data = (uint8_t *)bson_get_data(root);
       r.value.v_doc.data_len = root->len;
       if (e->sysvar == TM_SYSVAR_NOW) {
          tm_expr_now(&r);
@@ -468,10 +483,16 @@ tm_expr_eval(const tm_expr_t *e, const bson_t *root, bson_value_t *out, bson_err
       }
       break;
    }
-   case E_SCOPED: ok = tm_expr_eval_scoped(e, root, out, error); break;
+   case E_SCOPED:
+      ok = tm_expr_eval_scoped(e, root, out, error);
+      break;
    case E_OBJECT:
-   case E_ARRAY: ok = eval_container(e, root, out, error); break;
-   default: ok = eval_op(e, root, out, error); break;
+   case E_ARRAY:
+      ok = eval_container(e, root, out, error);
+      break;
+   default:
+      ok = eval_op(e, root, out, error);
+      break;
    }
    if (!ok) {
       bson_value_destroy(out);

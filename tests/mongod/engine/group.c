@@ -46,9 +46,11 @@ static const struct {
    const char *name;
    acc_kind_t kind;
 } acc_names[] = {
-   {"$sum", A_SUM},   {"$avg", A_AVG},   {"$min", A_MIN},   {"$max", A_MAX},
-   {"$first", A_FIRST}, {"$last", A_LAST}, {"$push", A_PUSH}, {"$addToSet", A_ADD_TO_SET},
-   {"$count", A_SUM}, {"$mergeObjects", A_MERGE},
+   {"$sum", A_SUM},     {"$avg", A_AVG},
+   {"$min", A_MIN},     {"$max", A_MAX},
+   {"$first", A_FIRST}, {"$last", A_LAST},
+   {"$push", A_PUSH},   {"$addToSet", A_ADD_TO_SET},
+   {"$count", A_SUM},   {"$mergeObjects", A_MERGE},
 };
 
 static bool
@@ -72,9 +74,8 @@ parse_acc(acc_t *a, const char *field, const bson_value_t *spec, bson_error_t *e
       if (strcmp(acc_names[i].name, bson_iter_key(&it)) == 0) {
          a->kind = acc_names[i].kind;
          /* {$count: {}} counts like {$sum: 1}. */
-         a->expr = tm_expr_parse(strcmp(acc_names[i].name, "$count") == 0 ? &one
-                                                                           : bson_iter_value(&it),
-                                 error);
+         a->expr = tm_expr_parse(
+            strcmp(acc_names[i].name, "$count") == 0 ? &one : bson_iter_value(&it), error);
          return a->expr != NULL;
       }
    }
@@ -89,8 +90,8 @@ acc_sum(state_t *s, const bson_value_t *v)
    if (!tm_value_is_number(v)) {
       return; /* $sum and $avg skip non-numbers */
    }
-   s->sum += t == BSON_TYPE_INT64 ? (long double) v->value.v_int64
-                                  : (long double) tm_value_as_double(v);
+   s->sum +=
+      t == BSON_TYPE_INT64 ? (long double)v->value.v_int64 : (long double)tm_value_as_double(v);
    s->count++;
    if (s->type == BSON_TYPE_DECIMAL128 || t == BSON_TYPE_DECIMAL128) {
       s->type = BSON_TYPE_DECIMAL128;
@@ -161,9 +162,12 @@ accumulate(const acc_t *a, state_t *s, const bson_value_t *v, bson_error_t *erro
    int r;
 
    switch (a->kind) {
-   case A_MERGE: return acc_merge(s, v, error);
+   case A_MERGE:
+      return acc_merge(s, v, error);
    case A_SUM:
-   case A_AVG: acc_sum(s, v); break;
+   case A_AVG:
+      acc_sum(s, v);
+      break;
    case A_MIN:
    case A_MAX:
       /* null and missing do not take part in $min / $max */
@@ -180,8 +184,12 @@ accumulate(const acc_t *a, state_t *s, const bson_value_t *v, bson_error_t *erro
          acc_keep(s, v);
       }
       break;
-   case A_LAST: acc_keep(s, v); break;
-   default: acc_push(a, s, v); break;
+   case A_LAST:
+      acc_keep(s, v);
+      break;
+   default:
+      acc_push(a, s, v);
+      break;
    }
    return true;
 }
@@ -201,12 +209,14 @@ finish(const acc_t *a, state_t *s, bson_t *out)
          bson_append_null(out, a->field, -1);
       } else {
          tm_value_set_number(s->type == BSON_TYPE_DECIMAL128 ? s->type : BSON_TYPE_DOUBLE,
-                            s->sum / (long double) s->count, &r);
+                             s->sum / (long double)s->count, &r);
          bson_append_value(out, a->field, -1, &r);
       }
       break;
    case A_PUSH:
-   case A_ADD_TO_SET: bson_append_array(out, a->field, -1, &s->arr); break;
+   case A_ADD_TO_SET:
+      bson_append_array(out, a->field, -1, &s->arr);
+      break;
    default:
       if (s->has && s->val.value_type != BSON_TYPE_EOD) {
          bson_append_value(out, a->field, -1, &s->val);
@@ -303,8 +313,7 @@ tm_stage_group_destroy(void *state)
 }
 
 bool
-tm_stage_group_parse(const char *name, const bson_value_t *spec, void **state,
-                     bson_error_t *error)
+tm_stage_group_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
 {
    bson_t doc;
    bson_iter_t it;
@@ -334,8 +343,7 @@ tm_stage_group_parse(const char *name, const bson_value_t *spec, void **state,
 }
 
 bool
-tm_stage_group_run_from(const void *state, const tm_docs_t *in, tm_docs_t *out,
-                        bson_error_t *error)
+tm_stage_group_run_from(const void *state, const tm_docs_t *in, tm_docs_t *out, bson_error_t *error)
 {
    const group_spec_t *spec = state;
    size_t n_groups = 0;

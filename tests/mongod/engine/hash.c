@@ -24,7 +24,7 @@ put_le32(EVP_MD_CTX *md, int32_t v)
    uint8_t b[4];
 
    for (int i = 0; i < 4; i++) {
-      b[i] = (uint8_t) ((uint32_t) v >> (8 * i));
+      b[i] = (uint8_t)((uint32_t)v >> (8 * i));
    }
    EVP_DigestUpdate(md, b, sizeof b);
 }
@@ -35,7 +35,7 @@ put_le64(EVP_MD_CTX *md, int64_t v)
    uint8_t b[8];
 
    for (int i = 0; i < 8; i++) {
-      b[i] = (uint8_t) ((uint64_t) v >> (8 * i));
+      b[i] = (uint8_t)((uint64_t)v >> (8 * i));
    }
    EVP_DigestUpdate(md, b, sizeof b);
 }
@@ -44,7 +44,7 @@ put_le64(EVP_MD_CTX *md, int64_t v)
 static void
 put_string(EVP_MD_CTX *md, const char *s, uint32_t len)
 {
-   put_le32(md, (int32_t) len + 1);
+   put_le32(md, (int32_t)len + 1);
    EVP_DigestUpdate(md, s, len + 1);
 }
 
@@ -68,7 +68,7 @@ double_to_long(double d)
    if (d < -two63) {
       return INT64_MIN;
    }
-   return (int64_t) d;
+   return (int64_t)d;
 }
 
 /* Decimal128 -> int64 as Decimal128::toLong() does it (round half to even), clamped to the
@@ -77,7 +77,7 @@ double_to_long(double d)
 static int64_t
 decimal_to_long(const bson_decimal128_t *dec)
 {
-   const u128 max_coeff = (u128) 0x1ed09bead87c0ULL << 64 | 0x378d8e63ffffffffULL;
+   const u128 max_coeff = (u128)0x1ed09bead87c0ULL << 64 | 0x378d8e63ffffffffULL;
    uint64_t hi = dec->high, lo = dec->low;
    bool negative = hi >> 63;
    int exp;
@@ -92,14 +92,14 @@ decimal_to_long(const bson_decimal128_t *dec)
    if (((hi >> 61) & 0x3) == 0x3) {
       return 0; /* the large-coefficient form is always above 10^34: non-canonical */
    }
-   exp = (int) ((hi >> 49) & 0x3fff) - 6176;
-   coeff = (u128) (hi & 0x1ffffffffffffULL) << 64 | lo;
+   exp = (int)((hi >> 49) & 0x3fff) - 6176;
+   coeff = (u128)(hi & 0x1ffffffffffffULL) << 64 | lo;
    if (coeff > max_coeff || coeff == 0) {
       return 0;
    }
    if (exp >= 0) {
       q = coeff;
-      for (int i = 0; i < exp && q <= ((u128) 1 << 64); i++) {
+      for (int i = 0; i < exp && q <= ((u128)1 << 64); i++) {
          q *= 10;
       }
    } else if (exp < -34) {
@@ -116,19 +116,23 @@ decimal_to_long(const bson_decimal128_t *dec)
       }
    }
    if (negative) {
-      return q >= ((u128) 1 << 63) ? INT64_MIN : -(int64_t) q;
+      return q >= ((u128)1 << 63) ? INT64_MIN : -(int64_t)q;
    }
-   return q > (u128) INT64_MAX ? INT64_MAX : (int64_t) q;
+   return q > (u128)INT64_MAX ? INT64_MAX : (int64_t)q;
 }
 
 static int64_t
 number_for_hash(const bson_value_t *v)
 {
    switch (v->value_type) {
-   case BSON_TYPE_INT32: return v->value.v_int32;
-   case BSON_TYPE_INT64: return v->value.v_int64;
-   case BSON_TYPE_DOUBLE: return double_to_long(v->value.v_double);
-   default: return decimal_to_long(&v->value.v_decimal128);
+   case BSON_TYPE_INT32:
+      return v->value.v_int32;
+   case BSON_TYPE_INT64:
+      return v->value.v_int64;
+   case BSON_TYPE_DOUBLE:
+      return double_to_long(v->value.v_double);
+   default:
+      return decimal_to_long(&v->value.v_decimal128);
    }
 }
 
@@ -155,13 +159,13 @@ static void
 hash_binary(EVP_MD_CTX *md, const bson_value_t *v)
 {
    uint32_t n = v->value.v_binary.data_len;
-   uint8_t subtype = (uint8_t) v->value.v_binary.subtype;
+   uint8_t subtype = (uint8_t)v->value.v_binary.subtype;
 
    /* The old binary subtype 2 nests a second length, which libbson strips. */
-   put_le32(md, (int32_t) (subtype == BSON_SUBTYPE_BINARY_DEPRECATED ? n + 4 : n));
+   put_le32(md, (int32_t)(subtype == BSON_SUBTYPE_BINARY_DEPRECATED ? n + 4 : n));
    EVP_DigestUpdate(md, &subtype, 1);
    if (subtype == BSON_SUBTYPE_BINARY_DEPRECATED) {
-      put_le32(md, (int32_t) n);
+      put_le32(md, (int32_t)n);
    }
    EVP_DigestUpdate(md, v->value.v_binary.data, n);
 }
@@ -176,24 +180,42 @@ hash_value(EVP_MD_CTX *md, const bson_value_t *v)
    case BSON_TYPE_INT32:
    case BSON_TYPE_INT64:
    case BSON_TYPE_DOUBLE:
-   case BSON_TYPE_DECIMAL128: put_le64(md, number_for_hash(v)); break;
-   case BSON_TYPE_UTF8: put_string(md, v->value.v_utf8.str, v->value.v_utf8.len); break;
-   case BSON_TYPE_SYMBOL: put_string(md, v->value.v_symbol.symbol, v->value.v_symbol.len); break;
-   case BSON_TYPE_CODE: put_string(md, v->value.v_code.code, v->value.v_code.code_len); break;
+   case BSON_TYPE_DECIMAL128:
+      put_le64(md, number_for_hash(v));
+      break;
+   case BSON_TYPE_UTF8:
+      put_string(md, v->value.v_utf8.str, v->value.v_utf8.len);
+      break;
+   case BSON_TYPE_SYMBOL:
+      put_string(md, v->value.v_symbol.symbol, v->value.v_symbol.len);
+      break;
+   case BSON_TYPE_CODE:
+      put_string(md, v->value.v_code.code, v->value.v_code.code_len);
+      break;
    case BSON_TYPE_DOCUMENT:
-   case BSON_TYPE_ARRAY: hash_elements(md, v->value.v_doc.data, v->value.v_doc.data_len); break;
+   case BSON_TYPE_ARRAY:
+      hash_elements(md, v->value.v_doc.data, v->value.v_doc.data_len);
+      break;
    case BSON_TYPE_CODEWSCOPE:
       /* The code's characters and NUL (not its length), then the scope's elements. */
       EVP_DigestUpdate(md, v->value.v_codewscope.code, v->value.v_codewscope.code_len + 1);
       hash_elements(md, v->value.v_codewscope.scope_data, v->value.v_codewscope.scope_len);
       break;
-   case BSON_TYPE_BINARY: hash_binary(md, v); break;
-   case BSON_TYPE_OID: EVP_DigestUpdate(md, v->value.v_oid.bytes, 12); break;
-   case BSON_TYPE_BOOL: EVP_DigestUpdate(md, v->value.v_bool ? "\1" : "\0", 1); break;
-   case BSON_TYPE_DATE_TIME: put_le64(md, v->value.v_datetime); break;
+   case BSON_TYPE_BINARY:
+      hash_binary(md, v);
+      break;
+   case BSON_TYPE_OID:
+      EVP_DigestUpdate(md, v->value.v_oid.bytes, 12);
+      break;
+   case BSON_TYPE_BOOL:
+      EVP_DigestUpdate(md, v->value.v_bool ? "\1" : "\0", 1);
+      break;
+   case BSON_TYPE_DATE_TIME:
+      put_le64(md, v->value.v_datetime);
+      break;
    case BSON_TYPE_TIMESTAMP:
-      put_le32(md, (int32_t) v->value.v_timestamp.increment);
-      put_le32(md, (int32_t) v->value.v_timestamp.timestamp);
+      put_le32(md, (int32_t)v->value.v_timestamp.increment);
+      put_le32(md, (int32_t)v->value.v_timestamp.timestamp);
       break;
    case BSON_TYPE_REGEX:
       s = v->value.v_regex.regex;
@@ -205,7 +227,8 @@ hash_value(EVP_MD_CTX *md, const bson_value_t *v)
       put_string(md, v->value.v_dbpointer.collection, v->value.v_dbpointer.collection_len);
       EVP_DigestUpdate(md, v->value.v_dbpointer.oid.bytes, 12);
       break;
-   default: break; /* null, undefined, minKey, maxKey: no value bytes */
+   default:
+      break; /* null, undefined, minKey, maxKey: no value bytes */
    }
 }
 
@@ -231,5 +254,5 @@ tm_value_hash64(const bson_value_t *value, int32_t seed)
    for (int i = 7; i >= 0; i--) {
       r = r << 8 | digest[i];
    }
-   return (int64_t) r;
+   return (int64_t)r;
 }

@@ -100,14 +100,14 @@ scalar_errors(const tm_schema_t *s, const bson_value_t *v, tm_schema_err_list_t 
       tm_restrict_t r;
       const char *reason;
    } order[] = {
-       {TM_KW_PATTERN, TM_R_STRING, "regular expression did not match"},
-       {TM_KW_MAX_LENGTH, TM_R_STRING, "specified string length was not satisfied"},
-       {TM_KW_MIN_LENGTH, TM_R_STRING, "specified string length was not satisfied"},
-       {TM_KW_MULTIPLE_OF, TM_R_NUMBER,
-        "considered value is not a multiple of the specified "
-        "value"},
-       {TM_KW_MAXIMUM, TM_R_NUMBER, "comparison failed"},
-       {TM_KW_MINIMUM, TM_R_NUMBER, "comparison failed"},
+      {TM_KW_PATTERN, TM_R_STRING, "regular expression did not match"},
+      {TM_KW_MAX_LENGTH, TM_R_STRING, "specified string length was not satisfied"},
+      {TM_KW_MIN_LENGTH, TM_R_STRING, "specified string length was not satisfied"},
+      {TM_KW_MULTIPLE_OF, TM_R_NUMBER,
+       "considered value is not a multiple of the specified "
+       "value"},
+      {TM_KW_MAXIMUM, TM_R_NUMBER, "comparison failed"},
+      {TM_KW_MINIMUM, TM_R_NUMBER, "comparison failed"},
    };
    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
       if (s->has[order[i].kw] && tm_schema_restriction(s, order[i].r, v) == TM_RESTRICT_CHECK &&

@@ -353,27 +353,27 @@ match_restricted(const tm_schema_t *s, const bson_value_t *v)
       tm_kw_t kw;
       tm_restrict_t r;
    } order[] = {
-       {TM_KW_PATTERN, TM_R_STRING},
-       {TM_KW_MAX_LENGTH, TM_R_STRING},
-       {TM_KW_MIN_LENGTH, TM_R_STRING},
-       {TM_KW_MULTIPLE_OF, TM_R_NUMBER},
-       {TM_KW_MAXIMUM, TM_R_NUMBER},
-       {TM_KW_MINIMUM, TM_R_NUMBER},
-       {TM_KW_MIN_ITEMS, TM_R_ARRAY},
-       {TM_KW_MAX_ITEMS, TM_R_ARRAY},
-       {TM_KW_UNIQUE_ITEMS, TM_R_ARRAY},
-       {TM_KW_ITEMS, TM_R_ARRAY},
-       {TM_KW_ADDITIONAL_ITEMS, TM_R_ARRAY},
-       {TM_KW_PROPERTIES, TM_R_OBJECT},
-       {TM_KW_ADDITIONAL_PROPERTIES, TM_R_OBJECT},
-       {TM_KW_REQUIRED, TM_R_OBJECT},
-       {TM_KW_MIN_PROPERTIES, TM_R_OBJECT},
-       {TM_KW_MAX_PROPERTIES, TM_R_OBJECT},
+      {TM_KW_PATTERN, TM_R_STRING},
+      {TM_KW_MAX_LENGTH, TM_R_STRING},
+      {TM_KW_MIN_LENGTH, TM_R_STRING},
+      {TM_KW_MULTIPLE_OF, TM_R_NUMBER},
+      {TM_KW_MAXIMUM, TM_R_NUMBER},
+      {TM_KW_MINIMUM, TM_R_NUMBER},
+      {TM_KW_MIN_ITEMS, TM_R_ARRAY},
+      {TM_KW_MAX_ITEMS, TM_R_ARRAY},
+      {TM_KW_UNIQUE_ITEMS, TM_R_ARRAY},
+      {TM_KW_ITEMS, TM_R_ARRAY},
+      {TM_KW_ADDITIONAL_ITEMS, TM_R_ARRAY},
+      {TM_KW_PROPERTIES, TM_R_OBJECT},
+      {TM_KW_ADDITIONAL_PROPERTIES, TM_R_OBJECT},
+      {TM_KW_REQUIRED, TM_R_OBJECT},
+      {TM_KW_MIN_PROPERTIES, TM_R_OBJECT},
+      {TM_KW_MAX_PROPERTIES, TM_R_OBJECT},
    };
    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
       tm_kw_t kw = order[i].kw;
       bool present =
-          s->has[kw] || (kw == TM_KW_ADDITIONAL_PROPERTIES && s->has[TM_KW_PATTERN_PROPERTIES]);
+         s->has[kw] || (kw == TM_KW_ADDITIONAL_PROPERTIES && s->has[TM_KW_PATTERN_PROPERTIES]);
       tm_restrict_mode_t mode;
       bson_t obj;
       int32_t index;

@@ -13,37 +13,37 @@
 #include "match-private.h"
 
 static const char *const kw_names[TM_KW_COUNT] = {
-    "additionalItems",
-    "additionalProperties",
-    "allOf",
-    "anyOf",
-    "bsonType",
-    "dependencies",
-    "description",
-    "encrypt",
-    "encryptMetadata",
-    "enum",
-    "exclusiveMaximum",
-    "exclusiveMinimum",
-    "items",
-    "maxItems",
-    "maxLength",
-    "maxProperties",
-    "maximum",
-    "minItems",
-    "minLength",
-    "minProperties",
-    "minimum",
-    "multipleOf",
-    "not",
-    "oneOf",
-    "pattern",
-    "patternProperties",
-    "properties",
-    "required",
-    "title",
-    "type",
-    "uniqueItems",
+   "additionalItems",
+   "additionalProperties",
+   "allOf",
+   "anyOf",
+   "bsonType",
+   "dependencies",
+   "description",
+   "encrypt",
+   "encryptMetadata",
+   "enum",
+   "exclusiveMaximum",
+   "exclusiveMinimum",
+   "items",
+   "maxItems",
+   "maxLength",
+   "maxProperties",
+   "maximum",
+   "minItems",
+   "minLength",
+   "minProperties",
+   "minimum",
+   "multipleOf",
+   "not",
+   "oneOf",
+   "pattern",
+   "patternProperties",
+   "properties",
+   "required",
+   "title",
+   "type",
+   "uniqueItems",
 };
 
 /* Keywords of JSON Schema draft 4 that MongoDB refuses by name. */
@@ -128,7 +128,7 @@ add_type_alias(tm_typeset_t *set, const char *name, bool json_names, bson_error_
       set->all_numbers = true;
    } else {
       set->bits |=
-          1u << (code == -1 ? TM_TYPE_BIT_MINKEY : (code == 127 ? TM_TYPE_BIT_MAXKEY : code));
+         1u << (code == -1 ? TM_TYPE_BIT_MINKEY : (code == 127 ? TM_TYPE_BIT_MAXKEY : code));
    }
    return true;
 }

@@ -60,8 +60,7 @@ typedef enum {
 } tm_kw_t;
 
 /* The keyword's name as written in schemas. */
-const char *
-tm_kw_name(tm_kw_t kw);
+const char *tm_kw_name(tm_kw_t kw);
 
 /* A set of BSON types as `type`/`bsonType` name them: bit (type code) for codes 1..19,
  * TM_TYPE_BIT_MINKEY/MAXKEY for the keys, plus "number" (all four numeric types). */
@@ -72,11 +71,9 @@ typedef struct {
    bool all_numbers;
 } tm_typeset_t;
 
-bool
-tm_typeset_has(const tm_typeset_t *set, bson_type_t type);
+bool tm_typeset_has(const tm_typeset_t *set, bson_type_t type);
 /* MongoDB's "single type": exactly one BSON type, or "number" alone. */
-bool
-tm_typeset_is_single(const tm_typeset_t *set);
+bool tm_typeset_is_single(const tm_typeset_t *set);
 
 /* The types a restriction keyword applies to. */
 typedef enum { TM_R_STRING, TM_R_NUMBER, TM_R_ARRAY, TM_R_OBJECT } tm_restrict_t;
@@ -119,7 +116,7 @@ struct _tm_schema_t {
    int64_t max_length, min_length, max_items, min_items, max_props, min_props;
    bool exclusive_max, exclusive_min, unique_items;
 
-   tm_schema_t *items;        /* items: a schema ... */
+   tm_schema_t *items;         /* items: a schema ... */
    tm_schema_list_t item_list; /* ... or one schema per position */
    bool items_is_list;
    tm_schema_t *additional_items; /* NULL with additional_items_false meaning false */
@@ -142,63 +139,44 @@ struct _tm_schema_t {
 
 /* Parses the operand of $jsonSchema (which must be a document; else 14), or NULL with
  * MongoDB's error (9 FailedToParse, 14 TypeMismatch, 2 BadValue). Borrows from `v`. */
-tm_schema_t *
-tm_schema_parse(const bson_value_t *v, bson_error_t *error);
-void
-tm_schema_destroy(tm_schema_t *s);
+tm_schema_t *tm_schema_parse(const bson_value_t *v, bson_error_t *error);
+void tm_schema_destroy(tm_schema_t *s);
 
 /* jsonschema-kw.c: the parsers of compound keywords, called by jsonschema-parse.c. Each
  * fills its fields of `s` or fails with MongoDB's error. */
-tm_schema_t *
-tm_schema_parse_sub(const bson_value_t *v, bool top, bson_error_t *error);
-bool
-tm_schema_parse_items(tm_schema_t *s, bson_error_t *error);
-bool
-tm_schema_parse_object(tm_schema_t *s, bson_error_t *error);
-bool
-tm_schema_parse_logical(tm_schema_t *s, bson_error_t *error);
+tm_schema_t *tm_schema_parse_sub(const bson_value_t *v, bool top, bson_error_t *error);
+bool tm_schema_parse_items(tm_schema_t *s, bson_error_t *error);
+bool tm_schema_parse_object(tm_schema_t *s, bson_error_t *error);
+bool tm_schema_parse_logical(tm_schema_t *s, bson_error_t *error);
 /* minLength, maxItems ...: a non-negative integral number (9 otherwise). */
-bool
-tm_schema_parse_count(const tm_schema_t *s, tm_kw_t kw, int64_t *out, bson_error_t *error);
+bool tm_schema_parse_count(const tm_schema_t *s, tm_kw_t kw, int64_t *out, bson_error_t *error);
 
 /* jsonschema-match.c */
-bool
-tm_schema_match_doc(const tm_schema_t *s, const bson_t *doc);
+bool tm_schema_match_doc(const tm_schema_t *s, const bson_t *doc);
 /* Matches a value (NULL: missing) against a nested schema. */
-bool
-tm_schema_match_value(const tm_schema_t *s, const bson_value_t *v);
+bool tm_schema_match_value(const tm_schema_t *s, const bson_value_t *v);
 
 /* How a keyword restricted to `r` treats `v`: it does not apply (SKIP), it fails without
  * explaining itself because the type keyword does (SILENT), or it is checked (CHECK). */
 typedef enum { TM_RESTRICT_SKIP, TM_RESTRICT_SILENT, TM_RESTRICT_CHECK } tm_restrict_mode_t;
-tm_restrict_mode_t
-tm_schema_restriction(const tm_schema_t *s, tm_restrict_t r, const bson_value_t *v);
+tm_restrict_mode_t tm_schema_restriction(const tm_schema_t *s, tm_restrict_t r,
+                                         const bson_value_t *v);
 
 /* Per-keyword checks on a value of the right type, shared with the error generator. */
-bool
-tm_schema_check_scalar(const tm_schema_t *s, tm_kw_t kw, const bson_value_t *v);
-bool
-tm_schema_check_array(const tm_schema_t *s, tm_kw_t kw, const bson_value_t *v,
-                      int32_t *failing_index);
-bool
-tm_schema_check_allowed(const tm_schema_t *s, const bson_t *obj);
+bool tm_schema_check_scalar(const tm_schema_t *s, tm_kw_t kw, const bson_value_t *v);
+bool tm_schema_check_array(const tm_schema_t *s, tm_kw_t kw, const bson_value_t *v,
+                           int32_t *failing_index);
+bool tm_schema_check_allowed(const tm_schema_t *s, const bson_t *obj);
 /* Whether `name` is named by `properties` / by `required`. */
-bool
-tm_schema_is_property(const tm_schema_t *s, const char *name);
-bool
-tm_schema_is_required(const tm_schema_t *s, const char *name);
-bool
-tm_schema_check_object(const tm_schema_t *s, tm_kw_t kw, const bson_t *obj);
-bool
-tm_schema_dep_holds(const tm_schema_dep_t *d, const bson_value_t *v);
-bool
-tm_schema_enum_has(const tm_schema_t *s, const bson_value_t *v);
+bool tm_schema_is_property(const tm_schema_t *s, const char *name);
+bool tm_schema_is_required(const tm_schema_t *s, const char *name);
+bool tm_schema_check_object(const tm_schema_t *s, tm_kw_t kw, const bson_t *obj);
+bool tm_schema_dep_holds(const tm_schema_dep_t *d, const bson_value_t *v);
+bool tm_schema_enum_has(const tm_schema_t *s, const bson_value_t *v);
 /* The first element equal to an earlier one, or NULL. */
-bool
-tm_schema_first_duplicate(const bson_value_t *arr, bson_value_t *dup);
+bool tm_schema_first_duplicate(const bson_value_t *arr, bson_value_t *dup);
 /* BSON equality where documents compare regardless of field order (enum, uniqueItems). */
-bool
-tm_schema_values_equal(const bson_value_t *a, const bson_value_t *b);
+bool tm_schema_values_equal(const bson_value_t *a, const bson_value_t *b);
 
 /* jsonschema-error.c helpers, shared with jsonschema-error-object.c: an array being built
  * (`arr`, `n` entries so far), entries opened and closed in it, the details of a nested
@@ -208,25 +186,18 @@ typedef struct {
    uint32_t n;
 } tm_schema_err_list_t;
 
-void
-tm_schema_err_open(tm_schema_err_list_t *l, bson_t *child);
-void
-tm_schema_err_close(tm_schema_err_list_t *l, bson_t *child);
-void
-tm_schema_err_sub(const tm_schema_t *s, const bson_value_t *v, bson_t *arr);
-void
-tm_schema_err_details(bson_t *e, const char *name, const tm_schema_t *s, const bson_value_t *v);
-void
-tm_schema_err_annotations(bson_t *e, const tm_schema_t *s);
-void
-tm_schema_err_head(bson_t *e, const tm_schema_t *s, tm_kw_t kw, bool specified);
+void tm_schema_err_open(tm_schema_err_list_t *l, bson_t *child);
+void tm_schema_err_close(tm_schema_err_list_t *l, bson_t *child);
+void tm_schema_err_sub(const tm_schema_t *s, const bson_value_t *v, bson_t *arr);
+void tm_schema_err_details(bson_t *e, const char *name, const tm_schema_t *s,
+                           const bson_value_t *v);
+void tm_schema_err_annotations(bson_t *e, const tm_schema_t *s);
+void tm_schema_err_head(bson_t *e, const tm_schema_t *s, tm_kw_t kw, bool specified);
 /* jsonschema-error-object.c: the object keywords' errors for an object value. */
-void
-tm_schema_err_object(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list_t *l);
+void tm_schema_err_object(const tm_schema_t *s, const bson_t *obj, tm_schema_err_list_t *l);
 
 /* jsonschema-error.c: the error object of a $jsonSchema that `doc` does not match (or, when
  * `inverted`, does match), appended to `out` field by field. */
-void
-tm_schema_explain(const tm_schema_t *s, const bson_t *doc, bool inverted, bson_t *out);
+void tm_schema_explain(const tm_schema_t *s, const bson_t *doc, bool inverted, bson_t *out);
 
 #endif /* TM_JSONSCHEMA_PRIVATE_H */

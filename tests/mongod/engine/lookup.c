@@ -47,7 +47,8 @@ parse_let(lookup_t *l, const bson_iter_t *it, bson_error_t *error)
 {
    bson_t let;
    bson_iter_t v;
-   if (!BSON_ITER_HOLDS_DOCUMENT(it) || !tm_value_as_bson(bson_iter_value((bson_iter_t *) it), &let)) {
+   if (!BSON_ITER_HOLDS_DOCUMENT(it) ||
+       !tm_value_as_bson(bson_iter_value((bson_iter_t *)it), &let)) {
       return tm_error_set(error, 9, "$lookup argument 'let' must be an object, is type %s",
                           tm_type_name(bson_iter_type(it)));
    }
@@ -73,7 +74,7 @@ parse_pipeline(lookup_t *l, const bson_iter_t *it, bson_error_t *error)
    bson_t arr;
    size_t declared = 0;
    bool ok = true;
-   if (!BSON_ITER_HOLDS_ARRAY(it) || !tm_value_as_bson(bson_iter_value((bson_iter_t *) it), &arr)) {
+   if (!BSON_ITER_HOLDS_ARRAY(it) || !tm_value_as_bson(bson_iter_value((bson_iter_t *)it), &arr)) {
       return tm_error_set(error, 14, "'pipeline' option must be specified as an array");
    }
    while (ok && declared < l->n_let) {
@@ -100,8 +101,8 @@ parse_string_arg(const bson_iter_t *it, char **out, bson_error_t *error)
 }
 
 static bool
-parse_args(lookup_t *l, const bson_t *spec, bson_iter_t *let, bson_iter_t *pipeline,
-           bool *has_let, bool *has_pipeline, bson_error_t *error)
+parse_args(lookup_t *l, const bson_t *spec, bson_iter_t *let, bson_iter_t *pipeline, bool *has_let,
+           bool *has_pipeline, bson_error_t *error)
 {
    bson_iter_t it;
    bson_iter_init(&it, spec);
@@ -128,8 +129,7 @@ parse_args(lookup_t *l, const bson_t *spec, bson_iter_t *let, bson_iter_t *pipel
 }
 
 bool
-tm_stage_lookup_parse(const char *name, const bson_value_t *spec, void **state,
-                      bson_error_t *error)
+tm_stage_lookup_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
 {
    lookup_t *l = bson_malloc0(sizeof *l);
    bson_t doc;
@@ -149,19 +149,21 @@ tm_stage_lookup_parse(const char *name, const bson_value_t *spec, void **state,
       return tm_error_set(error, 9, "must specify 'from' field for a $lookup");
    }
    if (!l->local != !l->foreign) {
-      return tm_error_set(error, 9, has_pipeline
-                                       ? "$lookup requires both or neither of 'localField' and "
+      return tm_error_set(error, 9,
+                          has_pipeline ? "$lookup requires both or neither of 'localField' and "
                                          "'foreignField' to be specified"
                                        : "$lookup requires either 'pipeline' or both "
                                          "'localField' and 'foreignField' to be specified");
    }
    if (!has_pipeline && !l->local) {
-      return tm_error_set(error, 9, "$lookup requires either 'pipeline' or both 'localField' "
-                                    "and 'foreignField' to be specified");
+      return tm_error_set(error, 9,
+                          "$lookup requires either 'pipeline' or both 'localField' "
+                          "and 'foreignField' to be specified");
    }
    if (has_let && !has_pipeline) {
-      return tm_error_set(error, 9, "$lookup with a 'let' argument must also specify "
-                                    "'pipeline'");
+      return tm_error_set(error, 9,
+                          "$lookup with a 'let' argument must also specify "
+                          "'pipeline'");
    }
    return (!has_let || parse_let(l, &let, error)) &&
           (!has_pipeline || parse_pipeline(l, &pipeline, error));
@@ -211,8 +213,7 @@ equality_matcher(const lookup_t *l, const bson_t *doc, bson_error_t *error)
 
 /* The `as` array for one input document. */
 static bool
-lookup_one(const lookup_t *l, bson_t **foreign, size_t n_foreign, bson_t **doc,
-           bson_error_t *error)
+lookup_one(const lookup_t *l, bson_t **foreign, size_t n_foreign, bson_t **doc, bson_error_t *error)
 {
    bson_t **candidates = bson_malloc((n_foreign + 1) * sizeof(bson_t *)), **res = NULL;
    size_t n = 0, n_res = 0, bound = 0;
@@ -240,7 +241,7 @@ lookup_one(const lookup_t *l, bson_t **foreign, size_t n_foreign, bson_t **doc,
       for (size_t i = 0; i < (l->pipeline ? n_res : n); i++) {
          char buf[16];
          const char *key;
-         bson_uint32_to_string((uint32_t) i, &key, buf, sizeof buf);
+         bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
          bson_append_document(&arr, key, -1, l->pipeline ? res[i] : candidates[i]);
       }
       tm_value_from_bson(&arr, BSON_TYPE_ARRAY, &v);
@@ -266,8 +267,9 @@ tm_stage_lookup_run(const void *state, tm_docs_t *docs, bson_error_t *error)
    size_t n_foreign = 0;
    bool ok = true;
    if (!env) {
-      return tm_error_set(error, 2, "$lookup is not supported by test-mongod here (no "
-                                    "collections to read)");
+      return tm_error_set(error, 2,
+                          "$lookup is not supported by test-mongod here (no "
+                          "collections to read)");
    }
    if (!env->fn(env->ctx, l->from, &foreign, &n_foreign, error)) {
       return false;

@@ -137,7 +137,7 @@ tm_match_parse_in(tm_mnode_t *n, const char *op, bson_error_t *error)
       }
       if (BSON_ITER_HOLDS_REGEX(&it)) {
          n->in_re[i] = tm_regex_new(n->in_vals[i].value.v_regex.regex,
-                                 n->in_vals[i].value.v_regex.options, error);
+                                    n->in_vals[i].value.v_regex.options, error);
          if (!n->in_re[i]) {
             return false;
          }
@@ -152,11 +152,14 @@ static const struct {
    const char *name;
    int32_t code;
 } type_aliases[] = {
-   {"double", 1}, {"string", 2}, {"object", 3}, {"array", 4}, {"binData", 5},
-   {"undefined", 6}, {"objectId", 7}, {"bool", 8}, {"date", 9}, {"null", 10},
-   {"regex", 11}, {"dbPointer", 12}, {"javascript", 13}, {"symbol", 14},
-   {"javascriptWithScope", 15}, {"int", 16}, {"timestamp", 17}, {"long", 18},
-   {"decimal", 19}, {"minKey", -1}, {"maxKey", 127}, {"number", 0},
+   {"double", 1},      {"string", 2},     {"object", 3},
+   {"array", 4},       {"binData", 5},    {"undefined", 6},
+   {"objectId", 7},    {"bool", 8},       {"date", 9},
+   {"null", 10},       {"regex", 11},     {"dbPointer", 12},
+   {"javascript", 13}, {"symbol", 14},    {"javascriptWithScope", 15},
+   {"int", 16},        {"timestamp", 17}, {"long", 18},
+   {"decimal", 19},    {"minKey", -1},    {"maxKey", 127},
+   {"number", 0},
 };
 
 bool
@@ -189,7 +192,7 @@ add_type(tm_mnode_t *n, const bson_value_t *v, bson_error_t *error)
       if (d != floor(d) || ((d < 1 || d > 19) && d != -1 && d != 127)) {
          return tm_error_set(error, 2, "Invalid numerical type code: %g", d);
       }
-      n->types[n->n_types++] = (int32_t) d;
+      n->types[n->n_types++] = (int32_t)d;
       return true;
    }
    return tm_error_set(error, 14, "type must be represented as a number or a string");
@@ -230,7 +233,7 @@ tm_match_parse_size(tm_mnode_t *n, bson_error_t *error)
    if (d < 0) {
       return tm_error_set(error, 2, "$size may not be negative");
    }
-   n->size_or_divisor = (int64_t) d;
+   n->size_or_divisor = (int64_t)d;
    return true;
 }
 
@@ -247,8 +250,8 @@ tm_match_parse_mod(tm_mnode_t *n, bson_error_t *error)
        !tm_value_is_number(&d) || !tm_value_is_number(&r)) {
       return tm_error_set(error, 2, "malformed mod, not enough elements");
    }
-   n->size_or_divisor = (int64_t) tm_value_as_double(&d);
-   n->remainder = (int64_t) tm_value_as_double(&r);
+   n->size_or_divisor = (int64_t)tm_value_as_double(&d);
+   n->remainder = (int64_t)tm_value_as_double(&r);
    if (n->size_or_divisor == 0) {
       return tm_error_set(error, 2, "divisor cannot be 0");
    }

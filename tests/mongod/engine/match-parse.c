@@ -59,10 +59,8 @@ typedef struct {
    const char *path;
 } pctx_t;
 
-static bool
-parse_into(tm_mnode_t *parent, const bson_t *filter, bson_error_t *error);
-static bool
-parse_ops(tm_mnode_t *parent, const pctx_t *p, const bson_t *ops, bson_error_t *error);
+static bool parse_into(tm_mnode_t *parent, const bson_t *filter, bson_error_t *error);
+static bool parse_ops(tm_mnode_t *parent, const pctx_t *p, const bson_t *ops, bson_error_t *error);
 
 static tm_mnode_t *
 leaf_new(const pctx_t *p, tm_op_t op, const bson_value_t *operand)
@@ -148,8 +146,7 @@ tm_is_operator_doc(const bson_value_t *v)
 }
 
 static bool
-parse_elem_match(tm_mnode_t *parent, const pctx_t *p, const bson_value_t *v,
-                 bson_error_t *error)
+parse_elem_match(tm_mnode_t *parent, const pctx_t *p, const bson_value_t *v, bson_error_t *error)
 {
    bson_t sub;
    tm_mnode_t *n, *pred;
@@ -162,9 +159,9 @@ parse_elem_match(tm_mnode_t *parent, const pctx_t *p, const bson_value_t *v,
    }
    /* {$elemMatch: {$gt: 1}} matches elements as values; {$elemMatch: {a: 1}} and the
     * logical operators match them as documents. */
-   value_mode = bson_iter_init(&it, &sub) && bson_iter_next(&it) &&
-                bson_iter_key(&it)[0] == '$' && strcmp(bson_iter_key(&it), "$and") != 0 &&
-                strcmp(bson_iter_key(&it), "$or") != 0 && strcmp(bson_iter_key(&it), "$nor") != 0;
+   value_mode = bson_iter_init(&it, &sub) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$' &&
+                strcmp(bson_iter_key(&it), "$and") != 0 && strcmp(bson_iter_key(&it), "$or") != 0 &&
+                strcmp(bson_iter_key(&it), "$nor") != 0;
    n = leaf_new(p, TM_OP_EQ, v);
    n->kind = value_mode ? TM_N_ELEM_VAL : TM_N_ELEM_OBJ;
    tm_mnode_add(parent, n);
@@ -253,10 +250,14 @@ parse_leaf_op(tm_mnode_t *parent, const pctx_t *p, tm_op_t op, const char *name,
 
    tm_mnode_add(parent, negate ? wrap(TM_N_NOT, n) : n);
    switch (op) {
-   case TM_OP_IN: return tm_match_parse_in(n, name, error);
-   case TM_OP_TYPE: return tm_match_parse_type(n, error);
-   case TM_OP_SIZE: return tm_match_parse_size(n, error);
-   case TM_OP_MOD: return tm_match_parse_mod(n, error);
+   case TM_OP_IN:
+      return tm_match_parse_in(n, name, error);
+   case TM_OP_TYPE:
+      return tm_match_parse_type(n, error);
+   case TM_OP_SIZE:
+      return tm_match_parse_size(n, error);
+   case TM_OP_MOD:
+      return tm_match_parse_mod(n, error);
    default:
       if (v->value_type == BSON_TYPE_REGEX && op != TM_OP_EQ) {
          return tm_error_set(error, 2, "Can't have RegEx as arg to predicate over field '%s'.",
@@ -271,9 +272,9 @@ static const struct {
    tm_op_t op;
    bool negate;
 } leaf_ops[] = {
-   {"$eq", TM_OP_EQ, false},   {"$ne", TM_OP_EQ, true},    {"$gt", TM_OP_GT, false},
-   {"$gte", TM_OP_GTE, false}, {"$lt", TM_OP_LT, false},   {"$lte", TM_OP_LTE, false},
-   {"$in", TM_OP_IN, false},   {"$nin", TM_OP_IN, true},   {"$type", TM_OP_TYPE, false},
+   {"$eq", TM_OP_EQ, false},     {"$ne", TM_OP_EQ, true},    {"$gt", TM_OP_GT, false},
+   {"$gte", TM_OP_GTE, false},   {"$lt", TM_OP_LT, false},   {"$lte", TM_OP_LTE, false},
+   {"$in", TM_OP_IN, false},     {"$nin", TM_OP_IN, true},   {"$type", TM_OP_TYPE, false},
    {"$size", TM_OP_SIZE, false}, {"$mod", TM_OP_MOD, false},
 };
 
@@ -363,8 +364,7 @@ parse_logical(tm_mnode_t *parent, const char *op, const bson_value_t *v, bson_er
 }
 
 static bool
-parse_top_operator(tm_mnode_t *parent, const char *key, const bson_value_t *v,
-                   bson_error_t *error)
+parse_top_operator(tm_mnode_t *parent, const char *key, const bson_value_t *v, bson_error_t *error)
 {
    if (strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0 || strcmp(key, "$nor") == 0) {
       return parse_logical(parent, key, v, error);
@@ -384,8 +384,7 @@ parse_top_operator(tm_mnode_t *parent, const char *key, const bson_value_t *v,
       n->schema = tm_schema_parse(v, error);
       return n->schema != NULL;
    }
-   if (strcmp(key, "$where") == 0 || strcmp(key, "$text") == 0 ||
-       strcmp(key, "$sampleRate") == 0) {
+   if (strcmp(key, "$where") == 0 || strcmp(key, "$text") == 0 || strcmp(key, "$sampleRate") == 0) {
       return tm_error_set(error, 2, "%s is not supported by the test server", key);
    }
    return tm_error_set(error, 2, "unknown top level operator: %s", key);

@@ -57,10 +57,14 @@ compare_value(const tm_mnode_t *n, const bson_value_t *v)
    }
    r = tm_value_compare(v, &n->operand);
    switch (n->op) {
-   case TM_OP_GT: return r > 0;
-   case TM_OP_GTE: return r >= 0;
-   case TM_OP_LT: return r < 0;
-   default: return r <= 0;
+   case TM_OP_GT:
+      return r > 0;
+   case TM_OP_GTE:
+      return r >= 0;
+   case TM_OP_LT:
+      return r < 0;
+   default:
+      return r <= 0;
    }
 }
 
@@ -71,7 +75,7 @@ type_value(const tm_mnode_t *n, const bson_value_t *v)
       return false;
    }
    for (size_t i = 0; i < n->n_types; i++) {
-      if (n->types[i] == 0 ? tm_value_is_number(v) : (int32_t) v->value_type == n->types[i]) {
+      if (n->types[i] == 0 ? tm_value_is_number(v) : (int32_t)v->value_type == n->types[i]) {
          return true;
       }
       if (n->types[i] == -1 && v->value_type == BSON_TYPE_MINKEY) {
@@ -89,7 +93,7 @@ size_value(const tm_mnode_t *n, const bson_value_t *v)
    if (!v || v->value_type != BSON_TYPE_ARRAY || !tm_value_as_bson(v, &view)) {
       return false;
    }
-   return (int64_t) bson_count_keys(&view) == n->size_or_divisor;
+   return (int64_t)bson_count_keys(&view) == n->size_or_divisor;
 }
 
 static bool
@@ -105,7 +109,7 @@ mod_value(const tm_mnode_t *n, const bson_value_t *v)
       return false;
    }
    /* MongoDB truncates the value towards zero before taking the remainder. */
-   return ((int64_t) d) % n->size_or_divisor == n->remainder;
+   return ((int64_t)d) % n->size_or_divisor == n->remainder;
 }
 
 /* $in. A string equals only string operands (sorted at parse time: binary search) and
@@ -138,25 +142,32 @@ static bool
 leaf_value(const tm_mnode_t *n, const bson_value_t *v)
 {
    switch (n->op) {
-   case TM_OP_EQ: return eq_value(&n->operand, n->re, v);
+   case TM_OP_EQ:
+      return eq_value(&n->operand, n->re, v);
    case TM_OP_GT:
    case TM_OP_GTE:
    case TM_OP_LT:
-   case TM_OP_LTE: return compare_value(n, v);
-   case TM_OP_IN: return in_value(n, v);
-   case TM_OP_EXISTS: return v != NULL;
-   case TM_OP_TYPE: return type_value(n, v);
-   case TM_OP_SIZE: return size_value(n, v);
+   case TM_OP_LTE:
+      return compare_value(n, v);
+   case TM_OP_IN:
+      return in_value(n, v);
+   case TM_OP_EXISTS:
+      return v != NULL;
+   case TM_OP_TYPE:
+      return type_value(n, v);
+   case TM_OP_SIZE:
+      return size_value(n, v);
    case TM_OP_REGEX:
       return v && (tm_regex_match(n->re, v) ||
                    (v->value_type == BSON_TYPE_REGEX && tm_value_equal(&n->operand, v)));
-   case TM_OP_MOD: return mod_value(n, v);
-   default: return false;
+   case TM_OP_MOD:
+      return mod_value(n, v);
+   default:
+      return false;
    }
 }
 
-static bool
-value_match(const tm_mnode_t *n, const bson_value_t *v, int32_t *pos);
+static bool value_match(const tm_mnode_t *n, const bson_value_t *v, int32_t *pos);
 
 /* Element-wise $elemMatch on one array value; *pos receives the matching element's index. */
 static bool
@@ -208,10 +219,14 @@ value_match(const tm_mnode_t *n, const bson_value_t *v, int32_t *pos)
          }
       }
       return n->kind == TM_N_NOR;
-   case TM_N_NOT: return !value_match(n->kids[0], v, NULL);
-   case TM_N_FALSE: return false;
-   case TM_N_LEAF: return leaf_value(n, v);
-   default: return elem_match(n, v, pos ? pos : &ignored);
+   case TM_N_NOT:
+      return !value_match(n->kids[0], v, NULL);
+   case TM_N_FALSE:
+      return false;
+   case TM_N_LEAF:
+      return leaf_value(n, v);
+   default:
+      return elem_match(n, v, pos ? pos : &ignored);
    }
 }
 
@@ -291,11 +306,16 @@ tm_mnode_match_doc(const tm_mnode_t *n, const bson_t *doc, int32_t *pos)
          }
       }
       return true;
-   case TM_N_NOT: return !tm_mnode_match_doc(n->kids[0], doc, NULL);
-   case TM_N_FALSE: return false;
-   case TM_N_EXPR: return expr_match(n, doc);
-   case TM_N_SCHEMA: return tm_schema_match_doc(n->schema, doc);
-   default: return path_match(n, doc, pos);
+   case TM_N_NOT:
+      return !tm_mnode_match_doc(n->kids[0], doc, NULL);
+   case TM_N_FALSE:
+      return false;
+   case TM_N_EXPR:
+      return expr_match(n, doc);
+   case TM_N_SCHEMA:
+      return tm_schema_match_doc(n->schema, doc);
+   default:
+      return path_match(n, doc, pos);
    }
 }
 

@@ -24,7 +24,7 @@ tm_path_parse(const char *dotted, tm_path_t *path)
          path->parts = bson_realloc(path->parts, cap * sizeof(char *));
       }
       path->parts[path->n++] =
-         dot ? bson_strndup(start, (size_t) (dot - start)) : bson_strdup(start);
+         dot ? bson_strndup(start, (size_t)(dot - start)) : bson_strdup(start);
       if (!dot) {
          break;
       }
@@ -67,7 +67,7 @@ tm_path_is_index(const char *s, size_t *index)
       if (*c < '0' || *c > '9') {
          return false;
       }
-      v = v * 10 + (size_t) (*c - '0');
+      v = v * 10 + (size_t)(*c - '0');
    }
    if (index) {
       *index = v;
@@ -87,7 +87,7 @@ tm_value_as_bson(const bson_value_t *v, bson_t *b)
 static uint32_t
 le32(const uint8_t *p)
 {
-   return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* Sets *@n to the bytes of the value of type @type at @p, of which @avail are left before the
@@ -101,29 +101,50 @@ raw_value_size(uint8_t type, const uint8_t *p, size_t avail, size_t *n)
    case BSON_TYPE_NULL:
    case BSON_TYPE_UNDEFINED:
    case BSON_TYPE_MINKEY:
-   case BSON_TYPE_MAXKEY: *n = 0; break;
-   case BSON_TYPE_BOOL: *n = 1; break;
-   case BSON_TYPE_INT32: *n = 4; break;
+   case BSON_TYPE_MAXKEY:
+      *n = 0;
+      break;
+   case BSON_TYPE_BOOL:
+      *n = 1;
+      break;
+   case BSON_TYPE_INT32:
+      *n = 4;
+      break;
    case BSON_TYPE_DOUBLE:
    case BSON_TYPE_DATE_TIME:
    case BSON_TYPE_TIMESTAMP:
-   case BSON_TYPE_INT64: *n = 8; break;
-   case BSON_TYPE_OID: *n = 12; break;
-   case BSON_TYPE_DECIMAL128: *n = 16; break;
+   case BSON_TYPE_INT64:
+      *n = 8;
+      break;
+   case BSON_TYPE_OID:
+      *n = 12;
+      break;
+   case BSON_TYPE_DECIMAL128:
+      *n = 16;
+      break;
    case BSON_TYPE_UTF8:
    case BSON_TYPE_CODE:
-   case BSON_TYPE_SYMBOL: *n = avail >= 4 ? 4 + (size_t) le32(p) : SIZE_MAX; break;
-   case BSON_TYPE_DBPOINTER: *n = avail >= 4 ? 4 + (size_t) le32(p) + 12 : SIZE_MAX; break;
-   case BSON_TYPE_BINARY: *n = avail >= 4 ? 5 + (size_t) le32(p) : SIZE_MAX; break;
+   case BSON_TYPE_SYMBOL:
+      *n = avail >= 4 ? 4 + (size_t)le32(p) : SIZE_MAX;
+      break;
+   case BSON_TYPE_DBPOINTER:
+      *n = avail >= 4 ? 4 + (size_t)le32(p) + 12 : SIZE_MAX;
+      break;
+   case BSON_TYPE_BINARY:
+      *n = avail >= 4 ? 5 + (size_t)le32(p) : SIZE_MAX;
+      break;
    case BSON_TYPE_DOCUMENT:
    case BSON_TYPE_ARRAY:
-   case BSON_TYPE_CODEWSCOPE: *n = avail >= 4 ? (size_t) le32(p) : SIZE_MAX; break;
+   case BSON_TYPE_CODEWSCOPE:
+      *n = avail >= 4 ? (size_t)le32(p) : SIZE_MAX;
+      break;
    case BSON_TYPE_REGEX:
       nul = memchr(p, 0, avail);
-      nul = nul ? memchr(nul + 1, 0, avail - (size_t) (nul + 1 - p)) : NULL;
-      *n = nul ? (size_t) (nul + 1 - p) : SIZE_MAX;
+      nul = nul ? memchr(nul + 1, 0, avail - (size_t)(nul + 1 - p)) : NULL;
+      *n = nul ? (size_t)(nul + 1 - p) : SIZE_MAX;
       break;
-   default: return false;
+   default:
+      return false;
    }
    return *n <= avail;
 }
@@ -145,11 +166,10 @@ tm_bson_find(const bson_t *doc, const char *key, bson_iter_t *it)
       if (!nul || nul == data + len - 1) {
          break;
       }
-      voff = (size_t) (nul + 1 - data);
-      if ((size_t) (nul - k) == keylen && memcmp(k, key, keylen) == 0) {
+      voff = (size_t)(nul + 1 - data);
+      if ((size_t)(nul - k) == keylen && memcmp(k, key, keylen) == 0) {
          /* libbson parses (and checks) the element itself. */
-         return bson_iter_init_from_data_at_offset(it, data, len, (uint32_t) off,
-                                                   (uint32_t) keylen);
+         return bson_iter_init_from_data_at_offset(it, data, len, (uint32_t)off, (uint32_t)keylen);
       }
       if (!raw_value_size(data[off], data + voff, len - 1 - voff, &n)) {
          break;
@@ -166,8 +186,7 @@ typedef struct {
    void *ctx;
 } walk_t;
 
-static bool
-visit_value(const walk_t *w, const bson_value_t *v, size_t i, int32_t idx);
+static bool visit_value(const walk_t *w, const bson_value_t *v, size_t i, int32_t idx);
 
 static bool
 visit_doc(const walk_t *w, const bson_value_t *doc, size_t i, int32_t idx)
@@ -197,7 +216,7 @@ visit_array(const walk_t *w, const bson_value_t *arr, size_t i, int32_t idx)
       bson_iter_t ik;
       if (tm_bson_find(&view, w->path->parts[i], &ik)) {
          any = true;
-         if (visit_value(w, bson_iter_value(&ik), i + 1, idx < 0 ? (int32_t) k : idx)) {
+         if (visit_value(w, bson_iter_value(&ik), i + 1, idx < 0 ? (int32_t)k : idx)) {
             return true;
          }
       }
@@ -249,7 +268,7 @@ tm_path_visit(const bson_t *doc, const tm_path_t *path, bool expand_leaf, tm_pat
    bson_value_t root;
 
    root.value_type = BSON_TYPE_DOCUMENT;
-   root.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+   root.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    root.value.v_doc.data_len = doc->len;
    return visit_doc(&w, &root, 0, -1);
 }

@@ -289,8 +289,7 @@ tm_stage_unwind_destroy(void *state)
 }
 
 bool
-tm_stage_unwind_parse(const char *name, const bson_value_t *spec, void **state,
-                      bson_error_t *error)
+tm_stage_unwind_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
 {
    *state = bson_malloc0(sizeof(unwind_t));
    return unwind_parse(spec, *state, error);
@@ -382,7 +381,8 @@ typedef struct {
 } skip_limit_t;
 
 bool
-tm_stage_skip_limit_parse(const char *name, const bson_value_t *spec, void **state, bson_error_t *error)
+tm_stage_skip_limit_parse(const char *name, const bson_value_t *spec, void **state,
+                          bson_error_t *error)
 {
    bool skip = strcmp(name, "$skip") == 0;
    double d = tm_value_is_number(spec) ? tm_value_as_double(spec) : NAN;
@@ -393,12 +393,12 @@ tm_stage_skip_limit_parse(const char *name, const bson_value_t *spec, void **sta
                           skip ? "skip" : "limit");
    }
    if (d < 0 || (!skip && d == 0)) {
-      return tm_error_set(error, skip ? 5107200 : 15958, "the %s must be %s", skip ? "skip" : "limit",
-                          skip ? "non-negative" : "positive");
+      return tm_error_set(error, skip ? 5107200 : 15958, "the %s must be %s",
+                          skip ? "skip" : "limit", skip ? "non-negative" : "positive");
    }
    sl = bson_malloc0(sizeof *sl);
    sl->skip = skip;
-   sl->n = d > 1e18 ? (size_t) 1e18 : (size_t) d;
+   sl->n = d > 1e18 ? (size_t)1e18 : (size_t)d;
    *state = sl;
    return true;
 }
@@ -456,9 +456,9 @@ tm_stage_count_run(const void *state, tm_docs_t *docs, bson_error_t *error)
    if (n > 0) {
       out = bson_new();
       if (n <= INT32_MAX) {
-         bson_append_int32(out, state, -1, (int32_t) n);
+         bson_append_int32(out, state, -1, (int32_t)n);
       } else {
-         bson_append_int64(out, state, -1, (int64_t) n);
+         bson_append_int64(out, state, -1, (int64_t)n);
       }
       tm_docs_push(docs, out);
    }

@@ -168,7 +168,7 @@ tm_docs_sort(tm_docs_t *docs, const tm_sort_t *sort)
       items[i].doc = docs->docs[i];
       items[i].idx = i;
    }
-   qsort_r(items, docs->n, sizeof(sortable_t), sortable_cmp, (void *) sort);
+   qsort_r(items, docs->n, sizeof(sortable_t), sortable_cmp, (void *)sort);
    for (size_t i = 0; i < docs->n; i++) {
       docs->docs[i] = items[i].doc;
    }
@@ -229,10 +229,11 @@ static const struct {
 
 /* Real MongoDB stages that the test server does not implement: refused by name. */
 static const char *unsupported_stages[] = {
-   "$facet", "$out", "$merge", "$bucket", "$bucketAuto", "$geoNear", "$graphLookup",
-   "$sample", "$sortByCount", "$redact", "$indexStats", "$collStats", "$densify", "$fill",
-   "$unionWith", "$setWindowFields", "$search", "$documents", "$currentOp", "$listSessions",
-   "$planCacheStats", "$changeStream",
+   "$facet",           "$out",          "$merge",     "$bucket",      "$bucketAuto",
+   "$geoNear",         "$graphLookup",  "$sample",    "$sortByCount", "$redact",
+   "$indexStats",      "$collStats",    "$densify",   "$fill",        "$unionWith",
+   "$setWindowFields", "$search",       "$documents", "$currentOp",   "$listSessions",
+   "$planCacheStats",  "$changeStream",
 };
 
 typedef struct {
@@ -244,8 +245,8 @@ struct _tm_pipeline_t {
    bson_t *spec;
    stage_t *stages;
    size_t n;
-   bson_t *let;         /* the command's let, evaluated: name -> value */
-   char **let_names;    /* borrowed from `let` for the variable scopes */
+   bson_t *let;      /* the command's let, evaluated: name -> value */
+   char **let_names; /* borrowed from `let` for the variable scopes */
    bson_value_t *let_values;
    size_t n_let;
 };
@@ -275,7 +276,8 @@ add_stage(tm_pipeline_t *p, const bson_iter_t *it, bson_error_t *error)
    bson_iter_t s;
    stage_t *st;
 
-   if (!BSON_ITER_HOLDS_DOCUMENT(it) || !tm_value_as_bson(bson_iter_value((bson_iter_t *) it), &stage) ||
+   if (!BSON_ITER_HOLDS_DOCUMENT(it) ||
+       !tm_value_as_bson(bson_iter_value((bson_iter_t *)it), &stage) ||
        bson_count_keys(&stage) != 1) {
       return tm_error_set(error, 40323,
                           "A pipeline stage specification object must contain exactly one field.");
@@ -320,7 +322,7 @@ eval_let(tm_pipeline_t *p, const bson_t *let, bson_error_t *error)
    p->let_values = bson_malloc0((p->n_let + 1) * sizeof(bson_value_t));
    bson_iter_init(&it, p->let);
    for (size_t i = 0; bson_iter_next(&it); i++) {
-      p->let_names[i] = (char *) bson_iter_key(&it);
+      p->let_names[i] = (char *)bson_iter_key(&it);
       p->let_values[i] = *bson_iter_value(&it);
    }
    return true;
@@ -423,8 +425,7 @@ tm_pipeline_exec(const tm_pipeline_t *pipeline, bson_t **in, size_t n_in, bson_t
    size_t bound = 0, first = 0;
    bool ok = true;
    while (ok && bound < pipeline->n_let) {
-      ok = tm_vars_bind(pipeline->let_names[bound], &pipeline->let_values[bound], error) &&
-           ++bound;
+      ok = tm_vars_bind(pipeline->let_names[bound], &pipeline->let_values[bound], error) && ++bound;
    }
    ok = ok && run_borrowed_prefix(pipeline, in, n_in, &docs, &first, error);
    for (size_t i = first; ok && i < pipeline->n; i++) {
@@ -452,8 +453,7 @@ tm_pipeline_collections(void)
 
 bool
 tm_pipeline_exec_env(const tm_pipeline_t *pipeline, tm_collection_fn collection, void *ctx,
-                     bson_t **in, size_t n_in, bson_t ***out, size_t *n_out,
-                     bson_error_t *error)
+                     bson_t **in, size_t n_in, bson_t ***out, size_t *n_out, bson_error_t *error)
 {
    const tm_collections_t env = {collection, ctx}, *saved = current_collections;
    current_collections = collection ? &env : NULL;

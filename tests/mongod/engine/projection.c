@@ -78,13 +78,14 @@ set_mode(tm_projection_t *p, pkind_t kind, const char *path, bson_error_t *error
                           "Invalid $project :: caused by :: Cannot use expression other than "
                           "$meta in exclusion projection");
    }
-   return want < 0 ? tm_error_set(error, 31254, "Cannot do exclusion on field %s in inclusion projection", path)
-                   : tm_error_set(error, 31253, "Cannot do inclusion on field %s in exclusion projection", path);
+   return want < 0 ? tm_error_set(error, 31254,
+                                  "Cannot do exclusion on field %s in inclusion projection", path)
+                   : tm_error_set(error, 31253,
+                                  "Cannot do inclusion on field %s in exclusion projection", path);
 }
 
-static bool
-parse_level(tm_projection_t *p, pnode_t *level, const bson_t *spec, const char *prefix,
-            bson_error_t *error);
+static bool parse_level(tm_projection_t *p, pnode_t *level, const bson_t *spec, const char *prefix,
+                        bson_error_t *error);
 
 static bool
 parse_value(tm_projection_t *p, pnode_t *node, const bson_value_t *v, const char *path,
@@ -118,7 +119,8 @@ parse_value(tm_projection_t *p, pnode_t *node, const bson_value_t *v, const char
       tm_value_as_bson(v, &ops);
       bson_iter_init(&it, &ops);
       bson_iter_next(&it);
-      if (strcmp(bson_iter_key(&it), "$slice") == 0 || strcmp(bson_iter_key(&it), "$elemMatch") == 0 ||
+      if (strcmp(bson_iter_key(&it), "$slice") == 0 ||
+          strcmp(bson_iter_key(&it), "$elemMatch") == 0 ||
           strcmp(bson_iter_key(&it), "$meta") == 0) {
          return tm_error_set(error, 2, "projection operator %s is not supported by the test server",
                              bson_iter_key(&it));
@@ -225,10 +227,8 @@ typedef struct {
    bool failed;
 } actx_t;
 
-static void
-incl_level(actx_t *c, const pnode_t *level, const bson_t *src, bson_t *out, bool top);
-static void
-excl_level(actx_t *c, const pnode_t *level, const bson_t *src, bson_t *out, bool top);
+static void incl_level(actx_t *c, const pnode_t *level, const bson_t *src, bson_t *out, bool top);
+static void excl_level(actx_t *c, const pnode_t *level, const bson_t *src, bson_t *out, bool top);
 
 /* Applies a sub-projection to each element of an array: documents are projected, nested
  * arrays recursed into, and other values dropped (inclusion) or kept (exclusion). */
@@ -339,7 +339,8 @@ incl_level(actx_t *c, const pnode_t *level, const bson_t *src, bson_t *out, bool
    while (bson_iter_next(&it)) {
       const char *key = bson_iter_key(&it);
       const pnode_t *kid = kid_find(level, key);
-      if (top && strcmp(key, "_id") == 0 && (!kid || kid->kind == P_INCLUDE || kid->kind == P_EXCLUDE)) {
+      if (top && strcmp(key, "_id") == 0 &&
+          (!kid || kid->kind == P_INCLUDE || kid->kind == P_EXCLUDE)) {
          if (!c->p->exclude_id) {
             bson_append_value(out, key, -1, bson_iter_value(&it));
          }

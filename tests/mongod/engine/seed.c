@@ -86,8 +86,8 @@ check_conflicts(const eqs_t *e, bson_error_t *error)
       const char *a = e->items[i].path, *b = e->items[i + 1].path;
       size_t la = strlen(a);
       if (strcmp(a, b) == 0) {
-         return tm_error_set(error, 54, "cannot infer query fields to set, path '%s' is matched twice",
-                             a);
+         return tm_error_set(error, 54,
+                             "cannot infer query fields to set, path '%s' is matched twice", a);
       }
       if (strncmp(a, b, la) == 0 && b[la] == '.') {
          return tm_error_set(error, 54,

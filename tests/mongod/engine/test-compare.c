@@ -29,8 +29,7 @@ Test(compare, numbers_across_types)
    cr_assert_eq(cmp_json("{'a': 1, 'b': {'$numberLong': '1'}}"), 0);
    cr_assert_eq(cmp_json("{'a': 2, 'b': {'$numberDecimal': '2.0'}}"), 0);
    cr_assert_lt(cmp_json("{'a': 1, 'b': 1.5}"), 0);
-   cr_assert_gt(cmp_json("{'a': {'$numberLong': '9007199254740993'}, 'b': 9007199254740992.0}"),
-                0);
+   cr_assert_gt(cmp_json("{'a': {'$numberLong': '9007199254740993'}, 'b': 9007199254740992.0}"), 0);
    cr_assert_lt(cmp_json("{'a': {'$numberDouble': 'NaN'}, 'b': -1e308}"), 0);
    cr_assert_eq(cmp_json("{'a': {'$numberDouble': 'NaN'}, 'b': {'$numberDouble': 'NaN'}}"), 0);
    cr_assert_lt(cmp_json("{'a': {'$numberDecimal': '-Infinity'}, 'b': -5}"), 0);
@@ -41,10 +40,18 @@ Test(compare, canonical_type_order)
    /* MinKey < null < numbers < string < object < array < binData < oid < bool < date <
     * timestamp < regex < MaxKey */
    const char *chain[] = {
-      "{'$minKey': 1}", "null", "5", "'x'", "{'x': 1}", "[1]",
+      "{'$minKey': 1}",
+      "null",
+      "5",
+      "'x'",
+      "{'x': 1}",
+      "[1]",
       "{'$binary': {'base64': 'AA==', 'subType': '00'}}",
-      "{'$oid': '000000000000000000000000'}", "false", "{'$date': 0}",
-      "{'$timestamp': {'t': 1, 'i': 1}}", "{'$regularExpression': {'pattern': 'a', 'options': ''}}",
+      "{'$oid': '000000000000000000000000'}",
+      "false",
+      "{'$date': 0}",
+      "{'$timestamp': {'t': 1, 'i': 1}}",
+      "{'$regularExpression': {'pattern': 'a', 'options': ''}}",
       "{'$maxKey': 1}",
    };
    char buf[512];
@@ -67,7 +74,9 @@ Test(compare, strings_documents_arrays)
    cr_assert_lt(cmp_json("{'a': [1, 2], 'b': [1, 3]}"), 0);
    cr_assert_lt(cmp_json("{'a': false, 'b': true}"), 0);
    cr_assert_lt(cmp_json("{'a': {'$date': 5}, 'b': {'$date': 6}}"), 0);
-   cr_assert_lt(cmp_json("{'a': {'$timestamp': {'t': 1, 'i': 9}}, 'b': {'$timestamp': {'t': 2, 'i': 0}}}"), 0);
+   cr_assert_lt(
+      cmp_json("{'a': {'$timestamp': {'t': 1, 'i': 9}}, 'b': {'$timestamp': {'t': 2, 'i': 0}}}"),
+      0);
 }
 
 Test(compare, equal_follows_compare)
@@ -157,7 +166,7 @@ Test(path, bson_find_agrees_with_libbson)
    BSON_APPEND_UTF8(&doc, "utf8", "text");
    BSON_APPEND_DOCUMENT(&doc, "doc", &sub);
    BSON_APPEND_ARRAY(&doc, "array", &sub);
-   BSON_APPEND_BINARY(&doc, "binary", BSON_SUBTYPE_BINARY, (const uint8_t *) "\0\1\2", 3);
+   BSON_APPEND_BINARY(&doc, "binary", BSON_SUBTYPE_BINARY, (const uint8_t *)"\0\1\2", 3);
    BSON_APPEND_UNDEFINED(&doc, "undefined");
    BSON_APPEND_OID(&doc, "oid", &oid);
    BSON_APPEND_BOOL(&doc, "bool", true);

@@ -35,7 +35,7 @@ docs_from_json(const char *json, bson_t **docs, size_t max)
 static bool
 read_coll(void *ctx, const char *name, bson_t ***docs, size_t *n, bson_error_t *error)
 {
-   (void) ctx;
+   (void)ctx;
    *n = 0;
    *docs = bson_malloc(17 * sizeof(bson_t *));
    for (size_t c = 0; c < 2; c++) {
@@ -43,7 +43,7 @@ read_coll(void *ctx, const char *name, bson_t ***docs, size_t *n, bson_error_t *
          (*docs)[(*n)++] = colls[c].docs[i];
       }
    }
-   (void) error;
+   (void)error;
    return true;
 }
 
@@ -84,13 +84,13 @@ run(const char *docs_json, const char *pipeline_json, const char *expected_json)
 static const char *one = "{'d': [{'_id': 1, 'a': [1, 2, 3, 4, 5], 'o': [{'k': 1, 'v': 'x'}, "
                          "{'k': 2, 'v': 'y'}], 'n': null, 's': '42'}]}";
 
-#define EXPR(expr, result)                                                                      \
-   cr_assert_eq(run(one, "{'p': [{'%project': {'_id': 0, 'r': " expr "}}]}",                   \
-                    "{'r': [{'r': " result "}]}"),                                              \
-                0)
-#define EXPR_ERROR(expr, code)                                                                  \
-   cr_assert_eq(run(one, "{'p': [{'%project': {'_id': 0, 'r': " expr "}}]}", NULL), code,     \
-                "%s", expr)
+#define EXPR(expr, result)                                                                         \
+   cr_assert_eq(                                                                                   \
+      run(one, "{'p': [{'%project': {'_id': 0, 'r': " expr "}}]}", "{'r': [{'r': " result "}]}"),  \
+      0)
+#define EXPR_ERROR(expr, code)                                                                     \
+   cr_assert_eq(run(one, "{'p': [{'%project': {'_id': 0, 'r': " expr "}}]}", NULL), code, "%s",    \
+                expr)
 
 Test(expr, slice_first_last)
 {
@@ -107,8 +107,7 @@ Test(expr, slice_first_last)
    EXPR("{'%last': '%o.v'}", "'y'");
    EXPR("{'%first': '%n'}", "null");
    EXPR_ERROR("{'%first': '%s'}", 28689);
-   cr_assert_eq(run(one, "{'p': [{'%project': {'_id': 0, 'r': {'%first': [[]]}}}]}",
-                    "{'r': [{}]}"),
+   cr_assert_eq(run(one, "{'p': [{'%project': {'_id': 0, 'r': {'%first': [[]]}}}]}", "{'r': [{}]}"),
                 0, "the first of an empty array is missing");
 }
 
@@ -146,7 +145,8 @@ Test(expr, accumulator_style_and_conversions)
    EXPR("{'%sum': '%a'}", "15");
    EXPR("{'%sum': ['%a', 1]}", "1");
    EXPR("{'%avg': [1, 2]}", "1.5");
-   EXPR("{'%mergeObjects': [{'a': 1, 'b': 1}, '%n', {'b': 2, 'c': 3}]}", "{'a': 1, 'b': 2, 'c': 3}");
+   EXPR("{'%mergeObjects': [{'a': 1, 'b': 1}, '%n', {'b': 2, 'c': 3}]}",
+        "{'a': 1, 'b': 2, 'c': 3}");
    EXPR_ERROR("{'%mergeObjects': ['%a']}", 40400);
    EXPR("{'%toLong': '%s'}", "{'%numberLong': '42'}");
    EXPR("{'%toLong': 2.9}", "{'%numberLong': '2'}");
@@ -164,10 +164,11 @@ Test(expr, unknown_versus_unsupported)
 
 Test(pipeline, group_merge_objects)
 {
-   cr_assert_eq(run("{'d': [{'g': 1, 'o': {'a': 1}}, {'g': 1, 'o': null}, {'g': 1, 'o': {'b': 2}}]}",
-                    "{'p': [{'%group': {'_id': '%g', 'm': {'%mergeObjects': '%o'}}}]}",
-                    "{'r': [{'_id': 1, 'm': {'a': 1, 'b': 2}}]}"),
-                0);
+   cr_assert_eq(
+      run("{'d': [{'g': 1, 'o': {'a': 1}}, {'g': 1, 'o': null}, {'g': 1, 'o': {'b': 2}}]}",
+          "{'p': [{'%group': {'_id': '%g', 'm': {'%mergeObjects': '%o'}}}]}",
+          "{'r': [{'_id': 1, 'm': {'a': 1, 'b': 2}}]}"),
+      0);
 }
 
 Test(lookup, equality_pipeline_and_let)
@@ -177,36 +178,42 @@ Test(lookup, equality_pipeline_and_let)
                                "'q': 1}, {'_id': 12, 'order': 2, 'q': 7}, {'_id': 13}]}",
                                colls[0].docs, 16);
    const char *orders = "{'d': [{'_id': 1, 'min': 2}, {'_id': 2, 'min': 9}, {'_id': 3}]}";
-   cr_assert_eq(run(orders, "{'p': [{'%lookup': {'from': 'items', 'localField': '_id', "
-                            "'foreignField': 'order', 'as': 'its'}}, {'%project': {'n': "
-                            "{'%size': '%its'}}}]}",
+   cr_assert_eq(run(orders,
+                    "{'p': [{'%lookup': {'from': 'items', 'localField': '_id', "
+                    "'foreignField': 'order', 'as': 'its'}}, {'%project': {'n': "
+                    "{'%size': '%its'}}}]}",
                     "{'r': [{'_id': 1, 'n': 2}, {'_id': 2, 'n': 1}, {'_id': 3, 'n': 0}]}"),
                 0);
    /* A missing local field matches foreign documents without the field. */
-   cr_assert_eq(run("{'d': [{'_id': 'x'}]}", "{'p': [{'%lookup': {'from': 'items', 'localField': "
-                                             "'nope', 'foreignField': 'order', 'as': 'a.b'}}]}",
+   cr_assert_eq(run("{'d': [{'_id': 'x'}]}",
+                    "{'p': [{'%lookup': {'from': 'items', 'localField': "
+                    "'nope', 'foreignField': 'order', 'as': 'a.b'}}]}",
                     "{'r': [{'_id': 'x', 'a': {'b': [{'_id': 13}]}}]}"),
                 0);
-   cr_assert_eq(run(orders, "{'p': [{'%lookup': {'from': 'items', 'let': {'o': '%_id', 'm': '%min'}, "
-                            "'pipeline': [{'%match': {'%expr': {'%and': [{'%eq': ['%order', '%%o']}, "
-                            "{'%gte': ['%q', '%%m']}]}}}, {'%project': {'_id': 1}}], 'as': 'big'}}, "
-                            "{'%project': {'big': 1}}]}",
+   cr_assert_eq(run(orders,
+                    "{'p': [{'%lookup': {'from': 'items', 'let': {'o': '%_id', 'm': '%min'}, "
+                    "'pipeline': [{'%match': {'%expr': {'%and': [{'%eq': ['%order', '%%o']}, "
+                    "{'%gte': ['%q', '%%m']}]}}}, {'%project': {'_id': 1}}], 'as': 'big'}}, "
+                    "{'%project': {'big': 1}}]}",
                     "{'r': [{'_id': 1, 'big': [{'_id': 10}]}, {'_id': 2, 'big': []}, "
                     "{'_id': 3, 'big': []}]}"),
                 0);
    /* Both: the equality selects, the pipeline transforms. */
-   cr_assert_eq(run(orders, "{'p': [{'%limit': 1}, {'%lookup': {'from': 'items', 'localField': "
-                            "'_id', 'foreignField': 'order', 'pipeline': [{'%sort': {'q': 1}}, "
-                            "{'%project': {'_id': 0, 'q': 1}}], 'as': 'qs'}}]}",
+   cr_assert_eq(run(orders,
+                    "{'p': [{'%limit': 1}, {'%lookup': {'from': 'items', 'localField': "
+                    "'_id', 'foreignField': 'order', 'pipeline': [{'%sort': {'q': 1}}, "
+                    "{'%project': {'_id': 0, 'q': 1}}], 'as': 'qs'}}]}",
                     "{'r': [{'_id': 1, 'min': 2, 'qs': [{'q': 1}, {'q': 5}]}]}"),
                 0);
    cr_assert_eq(run(orders, "{'p': [{'%lookup': {'from': 'items', 'as': 'x'}}]}", NULL), 9);
-   cr_assert_eq(run(orders, "{'p': [{'%lookup': {'from': 'items', 'localField': 'a', 'as': 'x', "
-                            "'foreignField': 'b', 'let': {}}}]}",
+   cr_assert_eq(run(orders,
+                    "{'p': [{'%lookup': {'from': 'items', 'localField': 'a', 'as': 'x', "
+                    "'foreignField': 'b', 'let': {}}}]}",
                     NULL),
                 9);
-   cr_assert_eq(run(orders, "{'p': [{'%lookup': {'from': 'items', 'pipeline': [{'%match': "
-                            "{'%expr': '%%undefinedVar'}}], 'as': 'x'}}]}",
+   cr_assert_eq(run(orders,
+                    "{'p': [{'%lookup': {'from': 'items', 'pipeline': [{'%match': "
+                    "{'%expr': '%%undefinedVar'}}], 'as': 'x'}}]}",
                     NULL),
                 17276);
    for (size_t i = 0; i < colls[0].n; i++) {

@@ -130,8 +130,8 @@ Test(expr, multiply_and_compare_dates)
 static void
 set_clock(int64_t now_ms, uint32_t t, uint32_t i)
 {
-   tm_command_clock_t clock = {.now_ms = now_ms, .cluster_time_t = t, .cluster_time_i = i,
-                               .has_cluster_time = true};
+   tm_command_clock_t clock = {
+      .now_ms = now_ms, .cluster_time_t = t, .cluster_time_i = i, .has_cluster_time = true};
    tm_command_clock_set(&clock);
 }
 
@@ -167,10 +167,10 @@ Test(expr, lease_filter_and_pipeline_update)
                             "{'%expr': {'%lt': ['%expiresAt', '%%NOW']}}]}");
    bson_t *pipe = tm_json("{'0': {'%set': {'owner': 'me', 'epoch': {'%add': [{'%ifNull': "
                           "['%epoch', 0]}, 1]}, 'expiresAt': {'%add': ['%%NOW', 10000]}}}}");
-   bson_t *live = tm_json("{'_id': 'p1', 'owner': 'other', 'epoch': 4, 'expiresAt': "
-                          DATE(1700000000200) "}");
-   bson_t *expired = tm_json("{'_id': 'p1', 'owner': 'other', 'epoch': 4, 'expiresAt': "
-                             DATE(1700000000100) "}");
+   bson_t *live =
+      tm_json("{'_id': 'p1', 'owner': 'other', 'epoch': 4, 'expiresAt': " DATE(1700000000200) "}");
+   bson_t *expired =
+      tm_json("{'_id': 'p1', 'owner': 'other', 'epoch': 4, 'expiresAt': " DATE(1700000000100) "}");
    bson_t *fresh = tm_json("{'_id': 'p1'}");
    bson_error_t error;
    tm_matcher_t *m = tm_matcher_new(filter, &error);
@@ -217,9 +217,8 @@ Test(expr, disabled_expression)
    p = tm_pipeline_new(pipe, &error);
    cr_assert_null(p);
    cr_assert_eq(error.code, 168);
-   cr_assert_str_eq(error.message,
-                    "Invalid $addFields :: caused by :: Unrecognized expression "
-                    "'$toHashedIndexKey'");
+   cr_assert_str_eq(error.message, "Invalid $addFields :: caused by :: Unrecognized expression "
+                                   "'$toHashedIndexKey'");
    m = tm_matcher_new(filter, &error);
    cr_assert_null(m);
    cr_assert_eq(error.code, 168);

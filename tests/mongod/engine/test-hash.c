@@ -66,8 +66,8 @@ static const known_hash_t known[] = {
    {"{'v': {'$numberInt': '0'}}", 1, 5574369198691456941LL, "[J] 0, seed 1"},
    {"{'v': {'$numberLong': '0'}}", 1, 5574369198691456941LL, "[J] 0L, seed 1"},
    {"{'v': {'$numberDouble': 'NaN'}}", 1, 5574369198691456941LL, "[J] NaN, seed 1"},
-   {"{'v': {'a': {'$numberDouble': '1'}, 'b': {'$numberDouble': '2'}}}", 1,
-    -7076810813311352857LL, "[J] {a: 1, b: 2}"},
+   {"{'v': {'a': {'$numberDouble': '1'}, 'b': {'$numberDouble': '2'}}}", 1, -7076810813311352857LL,
+    "[J] {a: 1, b: 2}"},
    {"{'v': {'a': {'$numberDouble': '9223372036854775808.0'}, 'b': {'$numberDouble': 'NaN'}}}", 1,
     1223292051903137684LL, "[J] {a: 2^63, b: NaN}"},
    /* Other types [H], [H4], [D]. */
@@ -79,8 +79,7 @@ static const known_hash_t known[] = {
    {"{'v': {'$symbol': 'abc'}}", 0, 8478485326885698097LL, "[H] symbol hashes as string"},
    {"{'v': ''}", 0, 2049396243249673340LL, "[H] empty string"},
    {"{'v': 'string to hash'}", 0, 763543691661428748LL, "[D] manual example"},
-   {"{'v': {'a': 'abc', 'b': {'$numberLong': '123'}}}", 0, 4771603801758380216LL,
-    "[H] document"},
+   {"{'v': {'a': 'abc', 'b': {'$numberLong': '123'}}}", 0, 4771603801758380216LL, "[H] document"},
    {"{'v': {}}", 0, 7980500913326740417LL, "[H] empty document"},
    {"{'v': ['bar', 'baz', 'qux']}", 0, -2938911267422831539LL, "[H] array"},
    {"{'v': []}", 0, 8849948234993459283LL, "[H] empty array"},
@@ -103,15 +102,15 @@ static const known_hash_t known[] = {
    {"{'v': {'$timestamp': {'t': 0, 'i': 0}}}", 0, -7867208682377458672LL, "[H4] Timestamp 0"},
    {"{'v': {'$regularExpression': {'pattern': 'mongodb', 'options': ''}}}", 0,
     -7275792090268217043LL, "[H] regex"},
-   {"{'v': {'$regularExpression': {'pattern': '.*', 'options': 'i'}}}", 0,
-    7095855029187981886LL, "[H] regex with options"},
+   {"{'v': {'$regularExpression': {'pattern': '.*', 'options': 'i'}}}", 0, 7095855029187981886LL,
+    "[H] regex with options"},
    {"{'v': {'$dbPointer': {'$ref': 'c', '$id': {'$oid': '010203040506070809101112'}}}}", 0,
     940175826736461384LL, "[H] DBRef (dbPointer) c"},
    {"{'v': {'$dbPointer': {'$ref': 'db.c', '$id': {'$oid': '010203040506070809101112'}}}}", 0,
     2426768198104018194LL, "[H] DBRef (dbPointer) db.c"},
    {"{'v': {'$code': 'func f() { return 1; }'}}", 0, 6861638109178014270LL, "[H] code"},
-   {"{'v': {'$code': 'func f() { return 1; }', '$scope': {'c': true}}}", 0,
-    501342939894575968LL, "[H] code with scope"},
+   {"{'v': {'$code': 'func f() { return 1; }', '$scope': {'c': true}}}", 0, 501342939894575968LL,
+    "[H] code with scope"},
 };
 
 static int64_t
@@ -132,7 +131,7 @@ Test(hash, published_values)
    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
       int64_t h = hash_of(known[i].json, known[i].seed);
       cr_expect_eq(h, known[i].expected, "%s: got %lld, MongoDB gives %lld", known[i].source,
-                   (long long) h, (long long) known[i].expected);
+                   (long long)h, (long long)known[i].expected);
    }
 }
 
@@ -153,8 +152,7 @@ Test(hash, decimal_matches_integers)
       {"{'v': {'$numberDecimal': '0.0001'}}", "{'v': {'$numberLong': '0'}}"},
       {"{'v': {'$numberDecimal': 'NaN'}}", "{'v': {'$numberLong': '0'}}"},
       {"{'v': {'$numberDecimal': '1E+400'}}", "{'v': {'$numberLong': '9223372036854775807'}}"},
-      {"{'v': {'$numberDecimal': '-Infinity'}}",
-       "{'v': {'$numberLong': '-9223372036854775808'}}"},
+      {"{'v': {'$numberDecimal': '-Infinity'}}", "{'v': {'$numberLong': '-9223372036854775808'}}"},
       {"{'v': {'$numberDecimal': '9223372036854775807.4'}}",
        "{'v': {'$numberLong': '9223372036854775807'}}"},
       {"{'v': {'$numberDecimal': '-9223372036854775808.9'}}",
@@ -173,7 +171,8 @@ Test(hash, numeric_identities_and_missing)
 {
    bson_value_t missing = {.value_type = BSON_TYPE_EOD};
 
-   cr_assert_eq(hash_of("{'v': {'$numberInt': '5'}}", 0), hash_of("{'v': {'$numberLong': '5'}}", 0));
+   cr_assert_eq(hash_of("{'v': {'$numberInt': '5'}}", 0),
+                hash_of("{'v': {'$numberLong': '5'}}", 0));
    cr_assert_eq(hash_of("{'v': {'$numberInt': '5'}}", 0), hash_of("{'v': 5.9}", 0));
    cr_assert_neq(hash_of("{'v': {'$numberInt': '5'}}", 0), hash_of("{'v': '5'}", 0));
    cr_assert_eq(tm_value_hash64(&missing, 0), hash_of("{'v': null}", 0));

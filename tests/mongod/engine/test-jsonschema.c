@@ -44,8 +44,8 @@ check_parse_error(const char *validator, uint32_t code, const char *message)
    bson_error_t error;
    tm_matcher_t *m = tm_matcher_new(v, &error);
    cr_assert_null(m, "%s should not parse", validator);
-   cr_assert_eq(error.code, code, "%s: code %u (%s), want %u", validator, error.code,
-                error.message, code);
+   cr_assert_eq(error.code, code, "%s: code %u (%s), want %u", validator, error.code, error.message,
+                code);
    cr_assert_str_eq(error.message, message);
    bson_destroy(v);
 }
@@ -54,10 +54,8 @@ Test(jsonschema, types_and_restrictions)
 {
    check_match("{'%jsonSchema': {'properties': {'a': {'bsonType': 'long'}}}}",
                "{'a': {'$numberLong': '1'}}", true);
-   check_match("{'%jsonSchema': {'properties': {'a': {'bsonType': 'long'}}}}", "{'a': 1}",
-               false);
-   check_match("{'%jsonSchema': {'properties': {'a': {'bsonType': 'long'}}}}", "{'b': 1}",
-               true);
+   check_match("{'%jsonSchema': {'properties': {'a': {'bsonType': 'long'}}}}", "{'a': 1}", false);
+   check_match("{'%jsonSchema': {'properties': {'a': {'bsonType': 'long'}}}}", "{'b': 1}", true);
    check_match("{'%jsonSchema': {'required': ['a']}}", "{'a': null}", true);
    check_match("{'%jsonSchema': {'properties': {'a': {'type': 'number'}}}}", "{'a': 1.5}", true);
    check_match("{'%jsonSchema': {'properties': {'a': {'bsonType': ['int', 'string']}}}}",
@@ -72,19 +70,21 @@ Test(jsonschema, types_and_restrictions)
    check_match("{'%jsonSchema': {'properties': {'a': {'items': {'bsonType': 'int'}}}}}",
                "{'a': [1, 2, 'x']}", false);
    check_match("{'%jsonSchema': {'properties': {'a': {'items': [{'bsonType': 'int'}], "
-               "'additionalItems': false}}}}", "{'a': [1, 2]}", false);
+               "'additionalItems': false}}}}",
+               "{'a': [1, 2]}", false);
    check_match("{'%jsonSchema': {'properties': {'a': {'uniqueItems': true}}}}",
                "{'a': [{'x': 1, 'y': 2}, {'y': 2, 'x': 1}]}", false);
    check_match("{'%jsonSchema': {'properties': {'a': {'enum': [{'x': 1, 'y': 2}]}}}}",
                "{'a': {'y': 2, 'x': 1.0}}", true);
    check_match("{'%jsonSchema': {'patternProperties': {'^x': {'bsonType': 'int'}}, "
-               "'additionalProperties': false}}", "{'x1': 1, 'x2': 2}", true);
+               "'additionalProperties': false}}",
+               "{'x1': 1, 'x2': 2}", true);
    check_match("{'%jsonSchema': {'patternProperties': {'^x': {'bsonType': 'int'}}, "
-               "'additionalProperties': false}}", "{'x1': 1, 'y': 2}", false);
+               "'additionalProperties': false}}",
+               "{'x1': 1, 'y': 2}", false);
    check_match("{'%jsonSchema': {'dependencies': {'a': ['b'], 'c': {'required': ['d']}}}}",
                "{'a': 1, 'b': 1, 'c': 1, 'd': 1}", true);
-   check_match("{'%jsonSchema': {'dependencies': {'c': {'required': ['d']}}}}", "{'c': 1}",
-               false);
+   check_match("{'%jsonSchema': {'dependencies': {'c': {'required': ['d']}}}}", "{'c': 1}", false);
    check_match("{'%jsonSchema': {'oneOf': [{'required': ['a']}, {'required': ['b']}]}}",
                "{'a': 1, 'b': 1}", false);
    check_match("{'%jsonSchema': {'properties': {'a': {'maxLength': 2}}}}", "{'a': '\u00e9\u00e9'}",
@@ -125,7 +125,8 @@ Test(jsonschema, details_properties_and_bounds)
                  "[{'operatorName': 'minimum', 'specifiedAs': {'minimum': 1}, 'reason': "
                  "'comparison failed', 'consideredValue': 0}]}]}]}");
    check_details("{'%jsonSchema': {'properties': {'a': {'minimum': 1, 'exclusiveMinimum': "
-                 "true}}}}", "{'a': 1}",
+                 "true}}}}",
+                 "{'a': 1}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'properties', 'propertiesNotSatisfied': [{'propertyName': 'a', 'details': "
                  "[{'operatorName': 'minimum', 'specifiedAs': {'minimum': 1, "
@@ -133,7 +134,8 @@ Test(jsonschema, details_properties_and_bounds)
                  "'consideredValue': 1}]}]}]}");
    /* maximum is checked (and reported) before minimum, whatever the schema's order. */
    check_details("{'%jsonSchema': {'properties': {'a': {'properties': {'b': {'minimum': 10, "
-                 "'maximum': -10}}}}}}", "{'a': {'b': 5}}",
+                 "'maximum': -10}}}}}}",
+                 "{'a': {'b': 5}}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'properties', 'propertiesNotSatisfied': [{'propertyName': 'a', 'details': "
                  "[{'operatorName': 'properties', 'propertiesNotSatisfied': [{'propertyName': "
@@ -143,7 +145,8 @@ Test(jsonschema, details_properties_and_bounds)
                  "'consideredValue': 5}]}]}]}]}]}");
    /* A keyword of another type than the stated one is ignored: only the type explains. */
    check_details("{'%jsonSchema': {'type': 'object', 'properties': {'a': {'type': 'string', "
-                 "'minimum': 5}}}}", "{'a': 6}",
+                 "'minimum': 5}}}}",
+                 "{'a': 6}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'properties', 'propertiesNotSatisfied': [{'propertyName': 'a', 'details': "
                  "[{'operatorName': 'type', 'specifiedAs': {'type': 'string'}, 'reason': "
@@ -187,14 +190,16 @@ Test(jsonschema, details_arrays)
 {
    check_details("{'%jsonSchema': {'properties': {'values': {'bsonType': 'array', 'items': "
                  "{'bsonType': 'string', 'enum': ['one', 'two', 'three']}, 'minItems': 1, "
-                 "'uniqueItems': true}}}}", "{'values': ['two', 'two']}",
+                 "'uniqueItems': true}}}}",
+                 "{'values': ['two', 'two']}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'properties', 'propertiesNotSatisfied': [{'propertyName': 'values', "
                  "'details': [{'operatorName': 'uniqueItems', 'specifiedAs': {'uniqueItems': "
                  "true}, 'reason': 'found a duplicate item', 'consideredValue': ['two', 'two'], "
                  "'duplicatedValue': 'two'}]}]}]}");
    check_details("{'%jsonSchema': {'title': 'T', 'properties': {'scripts': {'type': 'array', "
-                 "'description': 'D', 'items': {'type': 'string'}}}}}", "{'scripts': [1.0, 2.0]}",
+                 "'description': 'D', 'items': {'type': 'string'}}}}}",
+                 "{'scripts': [1.0, 2.0]}",
                  "{'operatorName': '%jsonSchema', 'title': 'T', 'schemaRulesNotSatisfied': "
                  "[{'operatorName': 'properties', 'propertiesNotSatisfied': [{'propertyName': "
                  "'scripts', 'description': 'D', 'details': [{'operatorName': 'items', "
@@ -203,14 +208,16 @@ Test(jsonschema, details_arrays)
                  "'reason': 'type did not match', 'consideredValue': 1.0, 'consideredType': "
                  "'double'}]}]}]}]}");
    check_details("{'%jsonSchema': {'properties': {'a': {'bsonType': ['array'], 'items': "
-                 "{'bsonType': ['string']}, 'minItems': 0, 'maxItems': 2}}}}", "{'a': 2.0}",
+                 "{'bsonType': ['string']}, 'minItems': 0, 'maxItems': 2}}}}",
+                 "{'a': 2.0}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'properties', 'propertiesNotSatisfied': [{'propertyName': 'a', 'details': "
                  "[{'operatorName': 'bsonType', 'specifiedAs': {'bsonType': ['array']}, "
                  "'reason': 'type did not match', 'consideredValue': 2.0, 'consideredType': "
                  "'double'}]}]}]}");
    check_details("{'%jsonSchema': {'properties': {'a': {'maxItems': 1, 'items': "
-                 "[{'bsonType': 'int'}], 'additionalItems': false}}}}", "{'a': [1, 2, 3]}",
+                 "[{'bsonType': 'int'}], 'additionalItems': false}}}}",
+                 "{'a': [1, 2, 3]}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'properties', 'propertiesNotSatisfied': [{'propertyName': 'a', 'details': "
                  "[{'operatorName': 'maxItems', 'specifiedAs': {'maxItems': 1}, 'reason': "
@@ -235,13 +242,15 @@ Test(jsonschema, details_objects_and_logic)
                  "{'operatorName': 'dependencies', 'failingDependencies': "
                  "[{'conditionalProperty': 'a', 'missingProperties': ['b', 'c']}]}]}");
    check_details("{'%jsonSchema': {'oneOf': [{'required': ['a']}, {'required': ['b']}], "
-                 "'not': {'required': ['c']}}}", "{'_id': 1, 'a': 1, 'b': 1, 'c': 1}",
+                 "'not': {'required': ['c']}}}",
+                 "{'_id': 1, 'a': 1, 'b': 1, 'c': 1}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'oneOf', 'reason': 'more than one subschema matched', "
                  "'matchingSchemaIndexes': [0, 1]}, {'operatorName': 'not', 'reason': 'child "
                  "expression matched'}]}");
    check_details("{'%jsonSchema': {'anyOf': [{'required': ['a']}, {'title': 'B', 'required': "
-                 "['b']}]}}", "{'_id': 1}",
+                 "['b']}]}}",
+                 "{'_id': 1}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'anyOf', 'schemasNotSatisfied': [{'index': 0, 'details': [{'operatorName': "
                  "'required', 'specifiedAs': {'required': ['a']}, 'missingProperties': ['a']}]}, "
@@ -278,7 +287,8 @@ Test(validate, query_operators)
                  "'specifiedAs': {'a': {'%gt': 5}}, 'reason': 'comparison succeeded', "
                  "'consideredValue': 10}}]}}");
    check_details("{'%and': [{'%or': [{'price': {'%gt': 50}}, {'price': {'%lt': 20}}]}, "
-                 "{'qty': {'%gt': 0}}, {'qty': {'%lt': 10}}]}", "{'_id': 1, 'price': 30, "
+                 "{'qty': {'%gt': 0}}, {'qty': {'%lt': 10}}]}",
+                 "{'_id': 1, 'price': 30, "
                  "'qty': 30}",
                  "{'operatorName': '%and', 'clausesNotSatisfied': [{'index': 0, 'details': "
                  "{'operatorName': '%or', 'clausesNotSatisfied': [{'index': 0, 'details': "
@@ -311,7 +321,8 @@ Test(jsonschema, details_allowed_properties_and_lists)
                  "'reason': 'type did not match', 'consideredValue': 'no', 'consideredType': "
                  "'string'}]}]}]}");
    check_details("{'%jsonSchema': {'properties': {'a': {'items': [{'bsonType': 'int'}, "
-                 "{'bsonType': 'string'}]}}}}", "{'_id': 1, 'a': ['x', 2]}",
+                 "{'bsonType': 'string'}]}}}}",
+                 "{'_id': 1, 'a': ['x', 2]}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'properties', 'propertiesNotSatisfied': [{'propertyName': 'a', 'details': "
                  "[{'operatorName': 'items', 'details': [{'itemIndex': {'$numberLong': '0'}, "
@@ -321,7 +332,8 @@ Test(jsonschema, details_allowed_properties_and_lists)
                  "'bsonType', 'specifiedAs': {'bsonType': 'string'}, 'reason': 'type did not "
                  "match', 'consideredValue': 2, 'consideredType': 'int'}]}]}]}]}]}");
    check_details("{'%jsonSchema': {'dependencies': {'a': {'properties': {'b': {'bsonType': "
-                 "'string'}}}}}}", "{'_id': 1, 'a': 1, 'b': 2}",
+                 "'string'}}}}}}",
+                 "{'_id': 1, 'a': 1, 'b': 2}",
                  "{'operatorName': '%jsonSchema', 'schemaRulesNotSatisfied': [{'operatorName': "
                  "'dependencies', 'failingDependencies': [{'conditionalProperty': 'a', "
                  "'details': [{'operatorName': 'properties', 'propertiesNotSatisfied': "

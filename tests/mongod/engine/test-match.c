@@ -116,8 +116,7 @@ Test(match, in_many_strings_and_mixed_types)
       {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': 'z'}", true, -1},
       {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': 'ba'}", false, -2},
       {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': ''}", false, -2},
-      {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': ['q', 'c']}", true,
-       1},
+      {"{'a': {'$in': ['m', 'b', 'z', 'a', 'y', 'c', 'bb', 'b']}}", "{'a': ['q', 'c']}", true, 1},
       {"{'a': {'$in': ['x', 2, 'y']}}", "{'a': 2.0}", true, -1},
       {"{'a': {'$in': ['x', 2, 'y']}}", "{'a': '2'}", false, -2},
       {"{'a': {'$in': ['x', {'$symbol': 'q'}, 'y']}}", "{'a': 'q'}", true, -1},
@@ -200,9 +199,10 @@ Test(match, elem_match)
       {"{'a': {'$elemMatch': {'b': 1, 'c': 2}}}", "{'a': [{'b': 1}, {'c': 2}]}", false, -2},
       {"{'a': {'$elemMatch': {'b': 1}}}", "{'a': {'b': 1}}", false, -2},
       {"{'a': {'$elemMatch': {'$or': [{'b': 5}, {'c': 6}]}}}", "{'a': [{'c': 6}]}", true, 0},
-      {"{'a.b': {'$elemMatch': {'c': {'$gte': 2}}}}", "{'a': {'b': [{'c': 1}, {'c': 3}]}}", true, 1},
-      {"{'a': {'$elemMatch': {'b': {'$elemMatch': {'$eq': 3}}}}}", "{'a': [{'b': [1]}, {'b': [3]}]}",
-       true, 1},
+      {"{'a.b': {'$elemMatch': {'c': {'$gte': 2}}}}", "{'a': {'b': [{'c': 1}, {'c': 3}]}}", true,
+       1},
+      {"{'a': {'$elemMatch': {'b': {'$elemMatch': {'$eq': 3}}}}}",
+       "{'a': [{'b': [1]}, {'b': [3]}]}", true, 1},
       {"{'a': {'$elemMatch': {'$not': {'$gt': 3}}}}", "{'a': [5, 4, 2]}", true, 2},
    };
    RUN(cases);
@@ -215,8 +215,8 @@ Test(match, regex)
       {"{'a': {'%regex': '^AB', '%options': 'i'}}", "{'a': 'abcd'}", true, -2},
       {"{'a': {'%regex': '^AB'}}", "{'a': 'abcd'}", false, -2},
       {"{'a': {'%regex': '\\\\d+x'}}", "{'a': 'n42x'}", true, -2},
-      {"{'a': {'$regularExpression': {'pattern': 'b', 'options': ''}}}", "{'a': ['x', 'abc']}", true,
-       1},
+      {"{'a': {'$regularExpression': {'pattern': 'b', 'options': ''}}}", "{'a': ['x', 'abc']}",
+       true, 1},
       {"{'a': {'%regex': 'b'}}", "{'a': 5}", false, -2},
       {"{'a': {'%regex': '^x$', '%options': 'm'}}", "{'a': 'y\\nx'}", true, -2},
       {"{'a': {'%regex': '(?i)^ab'}}", "{'a': 'ABc'}", true, -2},
@@ -231,13 +231,20 @@ Test(match, parse_errors)
       const char *filter;
       uint32_t code;
    } cases[] = {
-      {"{'a': {'$foo': 1}}", 2},        {"{'$foo': 1}", 2},
-      {"{'$or': []}", 2},               {"{'$and': 1}", 2},
-      {"{'a': {'$in': 1}}", 2},         {"{'a': {'$size': -1}}", 2},
-      {"{'a': {'$size': 'x'}}", 2},     {"{'a': {'%type': 'nope'}}", 2},
-      {"{'a': {'$elemMatch': 1}}", 2},  {"{'a': {'$not': {}}}", 2},
-      {"{'$where': 'true'}", 2}, {"{'a': {'%regex': '('}}", 51091},
-      {"{'a': {'%options': 'i'}}", 2},  {"{'a': {'$mod': [0, 1]}}", 2},
+      {"{'a': {'$foo': 1}}", 2},
+      {"{'$foo': 1}", 2},
+      {"{'$or': []}", 2},
+      {"{'$and': 1}", 2},
+      {"{'a': {'$in': 1}}", 2},
+      {"{'a': {'$size': -1}}", 2},
+      {"{'a': {'$size': 'x'}}", 2},
+      {"{'a': {'%type': 'nope'}}", 2},
+      {"{'a': {'$elemMatch': 1}}", 2},
+      {"{'a': {'$not': {}}}", 2},
+      {"{'$where': 'true'}", 2},
+      {"{'a': {'%regex': '('}}", 51091},
+      {"{'a': {'%options': 'i'}}", 2},
+      {"{'a': {'$mod': [0, 1]}}", 2},
    };
 
    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -259,13 +266,27 @@ Test(match, relay_change_stream_filter)
    static const char *filter =
       "{'ns.coll': {'%in': ['orders']}, '%or': [{'operationType': {'%in': ['insert', 'replace']}, "
       "'fullDocument.events.0': {'%exists': true}}, {'operationType': 'update', "
-      "'updateDescription.updatedFields.eventSeq': {'%exists': true}}, {'operationType': 'invalidate'}]}";
+      "'updateDescription.updatedFields.eventSeq': {'%exists': true}}, {'operationType': "
+      "'invalidate'}]}";
    const case_t cases[] = {
-      {filter, "{'ns': {'coll': 'orders'}, 'operationType': 'update', 'updateDescription': {'updatedFields': {'eventSeq': 3, 'events.2': {}}}}", true, -2},
-      {filter, "{'ns': {'coll': 'orders'}, 'operationType': 'update', 'updateDescription': {'updatedFields': {'status': 1}}}", false, -2},
-      {filter, "{'ns': {'coll': 'orders'}, 'operationType': 'insert', 'fullDocument': {'events': [{'seq': 1}]}}", true, -2},
-      {filter, "{'ns': {'coll': 'orders'}, 'operationType': 'insert', 'fullDocument': {'events': []}}", false, -2},
-      {filter, "{'ns': {'coll': 'other'}, 'operationType': 'insert', 'fullDocument': {'events': [1]}}", false, -2},
+      {filter,
+       "{'ns': {'coll': 'orders'}, 'operationType': 'update', 'updateDescription': "
+       "{'updatedFields': {'eventSeq': 3, 'events.2': {}}}}",
+       true, -2},
+      {filter,
+       "{'ns': {'coll': 'orders'}, 'operationType': 'update', 'updateDescription': "
+       "{'updatedFields': {'status': 1}}}",
+       false, -2},
+      {filter,
+       "{'ns': {'coll': 'orders'}, 'operationType': 'insert', 'fullDocument': {'events': [{'seq': "
+       "1}]}}",
+       true, -2},
+      {filter,
+       "{'ns': {'coll': 'orders'}, 'operationType': 'insert', 'fullDocument': {'events': []}}",
+       false, -2},
+      {filter,
+       "{'ns': {'coll': 'other'}, 'operationType': 'insert', 'fullDocument': {'events': [1]}}",
+       false, -2},
    };
    RUN(cases);
 }

@@ -43,7 +43,7 @@ run_pipeline(const char *docs_json, const char *pipeline_json, const char *expec
    bson_destroy(&result);
    bson_destroy(docs);
    bson_destroy(pipe);
-   (void) in_arr;
+   (void)in_arr;
 }
 
 /* The stages array of a {'p': [...]} document, as a static view into it. */
@@ -91,7 +91,8 @@ Test(pipeline, match_sort_skip_limit)
 
 Test(pipeline, count_documents_shape)
 {
-   run_pipeline(docs3, "{'p': [{'%match': {}}, {'%skip': 1}, {'%group': {'_id': 1, 'n': {'%sum': 1}}}]}",
+   run_pipeline(docs3,
+                "{'p': [{'%match': {}}, {'%skip': 1}, {'%group': {'_id': 1, 'n': {'%sum': 1}}}]}",
                 "{'r': [{'_id': 1, 'n': 2}]}");
    run_pipeline(docs3, "{'p': [{'%match': {'x': 5}}, {'%group': {'_id': 1, 'n': {'%sum': 1}}}]}",
                 "{'r': []}");
@@ -104,10 +105,12 @@ Test(pipeline, count_documents_shape)
  * inputs must be left as they were. */
 Test(pipeline, leading_match_and_group_borrow_inputs)
 {
-   run_pipeline(docs3, "{'p': [{'%match': {'g': 'a'}}, {'%match': {'x': {'%gt': 20}}}, "
-                       "{'%group': {'_id': '%g', 's': {'%sum': '%x'}, 'f': {'%first': '%_id'}}}]}",
+   run_pipeline(docs3,
+                "{'p': [{'%match': {'g': 'a'}}, {'%match': {'x': {'%gt': 20}}}, "
+                "{'%group': {'_id': '%g', 's': {'%sum': '%x'}, 'f': {'%first': '%_id'}}}]}",
                 "{'r': [{'_id': 'a', 's': 33, 'f': 3}]}");
-   run_pipeline(docs3, "{'p': [{'%group': {'_id': null, 'n': {'%sum': 1}}}, {'%project': {'_id': 0}}]}",
+   run_pipeline(docs3,
+                "{'p': [{'%group': {'_id': null, 'n': {'%sum': 1}}}, {'%project': {'_id': 0}}]}",
                 "{'r': [{'n': 3}]}");
    run_pipeline(docs3, "{'p': [{'%match': {'g': 'b'}}, {'%set': {'x': 0}}]}",
                 "{'r': [{'_id': 2, 'x': 0, 'g': 'b'}]}");
@@ -115,7 +118,8 @@ Test(pipeline, leading_match_and_group_borrow_inputs)
                 "{'r': [{'_id': 1, 'x': 11, 'g': 'a'}, {'_id': 3, 'x': 33, 'g': 'a'}]}");
 
    bson_t *spec = tm_json("{'p': [{'%match': {'g': 'a'}}, {'%set': {'x': 0}}]}"), stages;
-   bson_t *in[2] = {tm_json("{'_id': 1, 'x': 11, 'g': 'a'}"), tm_json("{'_id': 2, 'x': 22, 'g': 'a'}")};
+   bson_t *in[2] = {tm_json("{'_id': 1, 'x': 11, 'g': 'a'}"),
+                    tm_json("{'_id': 2, 'x': 22, 'g': 'a'}")};
    bson_t **out = NULL;
    size_t n = 0;
    bson_error_t error = {0};
@@ -147,28 +151,32 @@ Test(pipeline, group_accumulators)
 
 Test(pipeline, project_and_expressions)
 {
-   run_pipeline("{'d': [{'_id': 1, 'a': {'b': 1, 'c': 2}, 'n': [1, 2, 3], 's': 'x'}]}",
-                "{'p': [{'%project': {'a.b': 1, 'sz': {'%size': '%n'}, 'cat': {'%concat': ['%s', '-', 'y']}, "
-                "'sum': {'%add': [1, '%a.c', 0.5]}, 'lit': {'%literal': '%s'}, 'c': {'%cond': "
-                "[{'%gt': ['%a.c', 1]}, 'big', 'small']}, 'e': {'%arrayElemAt': ['%n', -1]}, "
-                "'i': {'%in': [2, '%n']}, 'z': {'%ifNull': ['%missing', 'dflt']}, "
-                "'t': {'%toString': 42}}}]}",
-                "{'r': [{'_id': 1, 'a': {'b': 1}, 'sz': 3, 'cat': 'x-y', 'sum': 3.5, 'lit': '$s', "
-                "'c': 'big', 'e': 3, 'i': true, 'z': 'dflt', 't': '42'}]}");
+   run_pipeline(
+      "{'d': [{'_id': 1, 'a': {'b': 1, 'c': 2}, 'n': [1, 2, 3], 's': 'x'}]}",
+      "{'p': [{'%project': {'a.b': 1, 'sz': {'%size': '%n'}, 'cat': {'%concat': ['%s', '-', 'y']}, "
+      "'sum': {'%add': [1, '%a.c', 0.5]}, 'lit': {'%literal': '%s'}, 'c': {'%cond': "
+      "[{'%gt': ['%a.c', 1]}, 'big', 'small']}, 'e': {'%arrayElemAt': ['%n', -1]}, "
+      "'i': {'%in': [2, '%n']}, 'z': {'%ifNull': ['%missing', 'dflt']}, "
+      "'t': {'%toString': 42}}}]}",
+      "{'r': [{'_id': 1, 'a': {'b': 1}, 'sz': 3, 'cat': 'x-y', 'sum': 3.5, 'lit': '$s', "
+      "'c': 'big', 'e': 3, 'i': true, 'z': 'dflt', 't': '42'}]}");
    /* change streams: literal strings and nested computed fields (spec tests) */
-   run_pipeline("{'d': [{'_id': {'_data': 'x'}, 'operationType': 'insert', 'ns': {'db': 'd', 'coll': 'c'}}]}",
-                "{'p': [{'%project': {'operationType': 'insert', 'ns.viewOn': 'db.coll'}}]}",
-                "{'r': [{'_id': {'_data': 'x'}, 'ns': {'viewOn': 'db.coll'}, 'operationType': 'insert'}]}");
+   run_pipeline(
+      "{'d': [{'_id': {'_data': 'x'}, 'operationType': 'insert', 'ns': {'db': 'd', 'coll': 'c'}}]}",
+      "{'p': [{'%project': {'operationType': 'insert', 'ns.viewOn': 'db.coll'}}]}",
+      "{'r': [{'_id': {'_data': 'x'}, 'ns': {'viewOn': 'db.coll'}, 'operationType': 'insert'}]}");
    run_pipeline("{'d': [{'_id': 1, 'operationType': 'insert', 'ns': {'db': 'd', 'coll': 'c'}}]}",
-                "{'p': [{'%project': {'operationType': 'insert', 'ns': {'db': '%ns.db', 'coll': '%ns.coll', 'viewOn': 'db.coll'}}}]}",
-                "{'r': [{'_id': 1, 'ns': {'db': 'd', 'coll': 'c', 'viewOn': 'db.coll'}, 'operationType': 'insert'}]}");
+                "{'p': [{'%project': {'operationType': 'insert', 'ns': {'db': '%ns.db', 'coll': "
+                "'%ns.coll', 'viewOn': 'db.coll'}}}]}",
+                "{'r': [{'_id': 1, 'ns': {'db': 'd', 'coll': 'c', 'viewOn': 'db.coll'}, "
+                "'operationType': 'insert'}]}");
    run_pipeline("{'d': [{'_id': 1, 'operationType': 'insert', 'ns': {'db': 'd'}}]}",
                 "{'p': [{'%project': {'optype': '%operationType', 'ns': 1, 'newField': 'value'}}]}",
                 "{'r': [{'_id': 1, 'ns': {'db': 'd'}, 'optype': 'insert', 'newField': 'value'}]}");
-   run_pipeline("{'d': [{'_id': 1, 'a': 1, 'b': {'c': 1, 'd': 2}}]}", "{'p': [{'%project': {'_id': 0}}]}",
-                "{'r': [{'a': 1, 'b': {'c': 1, 'd': 2}}]}");
-   run_pipeline("{'d': [{'_id': 1, 'a': 1, 'b': {'c': 1, 'd': 2}}]}", "{'p': [{'%unset': ['a', 'b.c']}]}",
-                "{'r': [{'_id': 1, 'b': {'d': 2}}]}");
+   run_pipeline("{'d': [{'_id': 1, 'a': 1, 'b': {'c': 1, 'd': 2}}]}",
+                "{'p': [{'%project': {'_id': 0}}]}", "{'r': [{'a': 1, 'b': {'c': 1, 'd': 2}}]}");
+   run_pipeline("{'d': [{'_id': 1, 'a': 1, 'b': {'c': 1, 'd': 2}}]}",
+                "{'p': [{'%unset': ['a', 'b.c']}]}", "{'r': [{'_id': 1, 'b': {'d': 2}}]}");
 }
 
 Test(pipeline, add_fields_unwind_replace_root)
@@ -178,11 +186,13 @@ Test(pipeline, add_fields_unwind_replace_root)
                 "{'r': [{'_id': 1, 'a': {'x': 1, 'y': 2}, 'b': 1}]}");
    run_pipeline("{'d': [{'_id': 1, 'n': [1, 2]}, {'_id': 2, 'n': []}, {'_id': 3}]}",
                 "{'p': [{'%unwind': '%n'}]}", "{'r': [{'_id': 1, 'n': 1}, {'_id': 1, 'n': 2}]}");
-   run_pipeline("{'d': [{'_id': 1, 'n': [5]}, {'_id': 2, 'n': []}]}",
-                "{'p': [{'%unwind': {'path': '%n', 'includeArrayIndex': 'i', 'preserveNullAndEmptyArrays': true}}]}",
-                "{'r': [{'_id': 1, 'n': 5, 'i': {'$numberLong': '0'}}, {'_id': 2, 'n': [], 'i': null}]}");
-   run_pipeline("{'d': [{'_id': 1, 'in': {'k': 2}}]}", "{'p': [{'%replaceRoot': {'newRoot': '%in'}}]}",
-                "{'r': [{'k': 2}]}");
+   run_pipeline(
+      "{'d': [{'_id': 1, 'n': [5]}, {'_id': 2, 'n': []}]}",
+      "{'p': [{'%unwind': {'path': '%n', 'includeArrayIndex': 'i', 'preserveNullAndEmptyArrays': "
+      "true}}]}",
+      "{'r': [{'_id': 1, 'n': 5, 'i': {'$numberLong': '0'}}, {'_id': 2, 'n': [], 'i': null}]}");
+   run_pipeline("{'d': [{'_id': 1, 'in': {'k': 2}}]}",
+                "{'p': [{'%replaceRoot': {'newRoot': '%in'}}]}", "{'r': [{'k': 2}]}");
    run_pipeline("{'d': [{'_id': 1, 'in': {'k': 2}}]}", "{'p': [{'%replaceWith': {'w': '%in.k'}}]}",
                 "{'r': [{'w': 2}]}");
 }
@@ -199,7 +209,7 @@ Test(pipeline, errors)
    cr_assert_eq(pipeline_error("{'p': [{'%limit': 0}]}"), 15958);
    cr_assert_eq(pipeline_error("{'p': [{'%sort': {'a': 2}}]}"), 15975);
    cr_assert_eq(pipeline_error("{'p': [{'%project': {'s': {'%size': '%a'}}}]}"), 17124);
-   cr_assert_eq(pipeline_error("{'p': [{'%facet': {}}]}"), 2); /* MongoDB's, not implemented */
+   cr_assert_eq(pipeline_error("{'p': [{'%facet': {}}]}"), 2);  /* MongoDB's, not implemented */
    cr_assert_eq(pipeline_error("{'p': [{'%lookup': {}}]}"), 9); /* 'as' missing */
 }
 
@@ -228,7 +238,8 @@ Test(projection, find_projections)
    project_case("{'x': 1, '_id': 0}", doc, "{'x': 5}");
    project_case("{'x': 1}", doc, "{'_id': 1, 'x': 5}");
    project_case("{'a.b': 1}", doc, "{'_id': 1, 'a': [{'b': 1}]}");
-   project_case("{'a.b': 0, 'y.w': 0}", doc, "{'_id': 1, 'x': 5, 'a': [{'c': 2}, 3], 'y': {'z': 1}}");
+   project_case("{'a.b': 0, 'y.w': 0}", doc,
+                "{'_id': 1, 'x': 5, 'a': [{'c': 2}, 3], 'y': {'z': 1}}");
    project_case("{'_id': 0}", doc, "{'x': 5, 'a': [{'b': 1, 'c': 2}, 3], 'y': {'z': 1, 'w': 2}}");
    project_case("{'y': {'z': 1}}", doc, "{'_id': 1, 'y': {'z': 1}}");
    project_case("{'missing': 1}", doc, "{'_id': 1}");
@@ -248,7 +259,8 @@ Test(projection, errors)
       bson_t *s = tm_json(cases[i].spec);
       bson_error_t error = {0};
       cr_assert_null(tm_projection_new(s, &error), "%s", cases[i].spec);
-      cr_assert_eq(error.code, cases[i].code, "%s: %u %s", cases[i].spec, error.code, error.message);
+      cr_assert_eq(error.code, cases[i].code, "%s: %u %s", cases[i].spec, error.code,
+                   error.message);
       bson_destroy(s);
    }
 }
@@ -300,8 +312,9 @@ Test(sort, bad_specs)
 
 Test(pipeline, parsed_once_run_many)
 {
-   bson_t *spec = tm_json("{'p': [{'%match': {'operationType': 'insert'}}, "
-                          "{'%project': {'operationType': 1, 'k': {'%concat': ['%ns.db', '.', '%ns.coll']}}}]}");
+   bson_t *spec = tm_json(
+      "{'p': [{'%match': {'operationType': 'insert'}}, "
+      "{'%project': {'operationType': 1, 'k': {'%concat': ['%ns.db', '.', '%ns.coll']}}}]}");
    bson_t stages, *bad = tm_json("{'p': [{'%match': {'a': {'%bogus': 1}}}]}"), bad_stages;
    bson_iter_t it;
    uint32_t len;
@@ -315,8 +328,9 @@ Test(pipeline, parsed_once_run_many)
    p = tm_pipeline_new(&stages, &error);
    cr_assert_not_null(p, "%s", error.message);
    for (int i = 0; i < 3; i++) {
-      bson_t *ev = tm_json(i == 1 ? "{'_id': 9, 'operationType': 'delete'}"
-                                  : "{'_id': 9, 'operationType': 'insert', 'ns': {'db': 'd', 'coll': 'c'}}");
+      bson_t *ev =
+         tm_json(i == 1 ? "{'_id': 9, 'operationType': 'delete'}"
+                        : "{'_id': 9, 'operationType': 'insert', 'ns': {'db': 'd', 'coll': 'c'}}");
       bson_t **out = NULL;
       size_t n = 0;
       cr_assert(tm_pipeline_exec(p, &ev, 1, &out, &n, &error), "%s", error.message);

@@ -71,7 +71,7 @@ tm_json(const char *json)
          *c = '"';
       }
    }
-   b = bson_new_from_json((const uint8_t *) copy, -1, &error);
+   b = bson_new_from_json((const uint8_t *)copy, -1, &error);
    cr_assert_not_null(b, "bad test JSON %s: %s", json, error.message);
    bson_free(copy);
    if (strchr(json, '%')) {
@@ -113,7 +113,7 @@ tm_result_docs(bson_t *result, bson_t **docs, size_t n)
    for (size_t i = 0; i < n; i++) {
       char key[16];
       const char *k;
-      bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
       bson_append_document(&arr, k, -1, docs[i]);
    }
    bson_append_array_end(result, &arr);

@@ -28,7 +28,7 @@ tm_tree_new(const bson_t *doc)
    bson_value_t v;
 
    v.value_type = BSON_TYPE_DOCUMENT;
-   v.value.v_doc.data = (uint8_t *) bson_get_data(doc);
+   v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    v.value.v_doc.data_len = doc->len;
    return tm_tnode_new(NULL, &v);
 }
@@ -60,8 +60,7 @@ tm_tree_destroy(tm_tnode_t *node)
 bool
 tm_tnode_is_container(const tm_tnode_t *node)
 {
-   return node->value.value_type == BSON_TYPE_DOCUMENT ||
-          node->value.value_type == BSON_TYPE_ARRAY;
+   return node->value.value_type == BSON_TYPE_DOCUMENT || node->value.value_type == BSON_TYPE_ARRAY;
 }
 
 static void
@@ -203,7 +202,7 @@ append_kids(bson_t *out, const tm_tnode_t *node)
    }
    for (size_t i = 0; i < node->n; i++) {
       if (node->value.value_type == BSON_TYPE_ARRAY) {
-         bson_uint32_to_string((uint32_t) (node->raw_n + i), &key, buf, sizeof buf);
+         bson_uint32_to_string((uint32_t)(node->raw_n + i), &key, buf, sizeof buf);
       } else {
          key = node->kids[i]->key;
       }
@@ -254,6 +253,6 @@ tm_tree_value(const tm_tnode_t *node, bson_t *tmp, bson_value_t *value)
    }
    tm_tree_to_bson(node, tmp);
    value->value_type = node->value.value_type;
-   value->value.v_doc.data = (uint8_t *) bson_get_data(tmp);
+   value->value.v_doc.data = (uint8_t *)bson_get_data(tmp);
    value->value.v_doc.data_len = tmp->len;
 }

@@ -39,49 +39,34 @@ struct _tm_tnode_t {
    size_t raw_n;
 };
 
-tm_tnode_t *
-tm_tree_new(const bson_t *doc);
-tm_tnode_t *
-tm_tnode_new(const char *key, const bson_value_t *value);
-void
-tm_tree_destroy(tm_tnode_t *node);
+tm_tnode_t *tm_tree_new(const bson_t *doc);
+tm_tnode_t *tm_tnode_new(const char *key, const bson_value_t *value);
+void tm_tree_destroy(tm_tnode_t *node);
 /* Makes a document/array node's content editable; no-op for other nodes. */
-void
-tm_tree_expand(tm_tnode_t *node);
-bool
-tm_tnode_is_container(const tm_tnode_t *node);
+void tm_tree_expand(tm_tnode_t *node);
+bool tm_tnode_is_container(const tm_tnode_t *node);
 /* Child by field name (documents) or index string (arrays); NULL if absent. */
-tm_tnode_t *
-tm_tree_child(tm_tnode_t *node, const char *key, size_t *index);
+tm_tnode_t *tm_tree_child(tm_tnode_t *node, const char *key, size_t *index);
 /* Appends (documents: with `key`) or inserts at `at` (arrays; at <= n). Takes `kid`. */
-void
-tm_tree_insert(tm_tnode_t *node, size_t at, tm_tnode_t *kid);
+void tm_tree_insert(tm_tnode_t *node, size_t at, tm_tnode_t *kid);
 /* Detaches and returns the kid at `at`. */
-tm_tnode_t *
-tm_tree_detach(tm_tnode_t *node, size_t at);
+tm_tnode_t *tm_tree_detach(tm_tnode_t *node, size_t at);
 /* Replaces the node's content by a (borrowed) value, dropping any kids. */
-void
-tm_tree_set_value(tm_tnode_t *node, const bson_value_t *value);
+void tm_tree_set_value(tm_tnode_t *node, const bson_value_t *value);
 /* Prepares an unexpanded array for appends without expanding its elements: they stay raw
  * (node->raw_n of them) and new kids are appended after them. Returns the element count.
  * Nothing else may edit the array afterwards (update conflict rules guarantee it). */
-size_t
-tm_tree_append_only(tm_tnode_t *node);
+size_t tm_tree_append_only(tm_tnode_t *node);
 /* Makes the node an empty, expanded document or array. */
-void
-tm_tree_set_empty(tm_tnode_t *node, bson_type_t type);
+void tm_tree_set_empty(tm_tnode_t *node, bson_type_t type);
 /* Sets the node's mark and flags its ancestors dirty. */
-void
-tm_tree_mark(tm_tnode_t *node, tm_mark_t mark);
+void tm_tree_mark(tm_tnode_t *node, tm_mark_t mark);
 /* Serialises a document node into `out` (initialised by the caller). */
-void
-tm_tree_to_bson(const tm_tnode_t *node, bson_t *out);
+void tm_tree_to_bson(const tm_tnode_t *node, bson_t *out);
 /* Appends one node as `key` to `out`. */
-void
-tm_tree_append(bson_t *out, const char *key, const tm_tnode_t *node);
+void tm_tree_append(bson_t *out, const char *key, const tm_tnode_t *node);
 /* The node's value as a bson value; document/array nodes are serialised into `tmp`
  * (initialised here, destroyed by the caller) when expanded. */
-void
-tm_tree_value(const tm_tnode_t *node, bson_t *tmp, bson_value_t *value);
+void tm_tree_value(const tm_tnode_t *node, bson_t *tmp, bson_value_t *value);
 
 #endif /* TM_TREE_H */

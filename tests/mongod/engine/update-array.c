@@ -19,8 +19,9 @@ not_array(tm_apply_t *ctx, const tm_action_t *act, const char *key, const tm_tno
    switch (act->op) {
    case TM_U_PUSH:
       id = tm_apply_id_json(ctx);
-      r = tm_error_set(ctx->error, 2, "The field '%s' must be an array but is of type %s in document %s",
-                       key, type, id);
+      r = tm_error_set(ctx->error, 2,
+                       "The field '%s' must be an array but is of type %s in document %s", key,
+                       type, id);
       bson_free(id);
       return r;
    case TM_U_ADD_TO_SET:
@@ -31,7 +32,8 @@ not_array(tm_apply_t *ctx, const tm_action_t *act, const char *key, const tm_tno
    case TM_U_POP:
       return tm_error_set(ctx->error, 14, "Path '%s' contains an element of non-array type '%s'",
                           key, type);
-   default: return tm_error_set(ctx->error, 2, "Cannot apply %s to a non-array value", act->op_name);
+   default:
+      return tm_error_set(ctx->error, 2, "Cannot apply %s to a non-array value", act->op_name);
    }
 }
 
@@ -66,7 +68,7 @@ static int
 element_cmp(const void *x, const void *y, void *c)
 {
    const tm_action_t *act = c;
-   const tm_tnode_t *a = *(tm_tnode_t *const *) x, *b = *(tm_tnode_t *const *) y;
+   const tm_tnode_t *a = *(tm_tnode_t *const *)x, *b = *(tm_tnode_t *const *)y;
    int r;
 
    if (act->sort_by) {
@@ -89,7 +91,7 @@ element_cmp(const void *x, const void *y, void *c)
 static bool
 slice(tm_tnode_t *arr, int64_t n)
 {
-   size_t keep = (size_t) (n < 0 ? -n : n);
+   size_t keep = (size_t)(n < 0 ? -n : n);
    bool trimmed = arr->n > keep;
 
    while (arr->n > keep) {
@@ -151,8 +153,8 @@ op_push(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *arr, bool created)
    tm_tree_expand(arr);
    old_n = at = arr->n;
    if (act->has_position) {
-      int64_t p = act->position < 0 ? (int64_t) old_n + act->position : act->position;
-      at = p < 0 ? 0 : ((size_t) p > old_n ? old_n : (size_t) p);
+      int64_t p = act->position < 0 ? (int64_t)old_n + act->position : act->position;
+      at = p < 0 ? 0 : ((size_t)p > old_n ? old_n : (size_t)p);
    }
    const size_t insert_from = at;
    each_value(act, insert_at, arr, &at);
@@ -160,7 +162,7 @@ op_push(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *arr, bool created)
       for (size_t i = 0; i < arr->n; i++) {
          arr->kids[i]->append_from = i; /* scratch: original position for a stable sort */
       }
-      qsort_r(arr->kids, arr->n, sizeof(tm_tnode_t *), element_cmp, (void *) act);
+      qsort_r(arr->kids, arr->n, sizeof(tm_tnode_t *), element_cmp, (void *)act);
    }
    if (act->has_slice) {
       trimmed = slice(arr, act->slice);
@@ -261,7 +263,7 @@ pull_raw(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *arr, const bson_t 
    ctx->owned = bson_realloc(ctx->owned, (ctx->n_owned + 1) * sizeof(bson_t *));
    ctx->owned[ctx->n_owned++] = kept;
    bson_value_t now = {.value_type = BSON_TYPE_ARRAY};
-   now.value.v_doc.data = (uint8_t *) bson_get_data(kept);
+   now.value.v_doc.data = (uint8_t *)bson_get_data(kept);
    now.value.v_doc.data_len = kept->len;
    tm_tree_set_value(arr, &now);
    if (arr->mark == TM_MARK_NONE) {
@@ -313,8 +315,8 @@ op_pop(const tm_action_t *act, tm_tnode_t *arr)
 }
 
 bool
-tm_apply_array_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container,
-                  const char *key, tm_tnode_t *node)
+tm_apply_array_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container, const char *key,
+                  tm_tnode_t *node)
 {
    bool created = false;
 
@@ -332,10 +334,14 @@ tm_apply_array_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container
       return not_array(ctx, act, key, node);
    }
    switch (act->op) {
-   case TM_U_PUSH: return op_push(ctx, act, node, created);
-   case TM_U_ADD_TO_SET: return op_add_to_set(act, node, created);
+   case TM_U_PUSH:
+      return op_push(ctx, act, node, created);
+   case TM_U_ADD_TO_SET:
+      return op_add_to_set(act, node, created);
    case TM_U_PULL:
-   case TM_U_PULL_ALL: return op_pull(ctx, act, node);
-   default: return op_pop(act, node);
+   case TM_U_PULL_ALL:
+      return op_pull(ctx, act, node);
+   default:
+      return op_pop(act, node);
    }
 }

@@ -91,7 +91,7 @@ desc_walk(const tm_tnode_t *node, const char *prefix, bson_t *out)
          continue;
       }
       if (node->value.value_type == BSON_TYPE_ARRAY) {
-         bson_uint32_to_string((uint32_t) i, &key, buf, sizeof buf);
+         bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf);
       } else {
          key = kid->key;
       }

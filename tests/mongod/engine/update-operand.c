@@ -21,7 +21,7 @@ is_integral(const bson_value_t *v, int64_t *out)
    if (d != floor(d) || fabs(d) > 9.2e18) {
       return false;
    }
-   *out = v->value_type == BSON_TYPE_INT64 ? v->value.v_int64 : (int64_t) d;
+   *out = v->value_type == BSON_TYPE_INT64 ? v->value.v_int64 : (int64_t)d;
    return true;
 }
 
@@ -85,8 +85,8 @@ rename_operand(tm_action_t *a, bson_error_t *error)
       }
    }
    if (strcmp(from, to) == 0) {
-      return tm_error_set(error, 2, "The source and target field for $rename must differ: %s: \"%s\"",
-                          from, to);
+      return tm_error_set(
+         error, 2, "The source and target field for $rename must differ: %s: \"%s\"", from, to);
    }
    if ((strncmp(from, to, strlen(from)) == 0 && to[strlen(from)] == '.') ||
        (strncmp(to, from, strlen(to)) == 0 && from[strlen(to)] == '.')) {
@@ -124,7 +124,8 @@ push_modifier(tm_action_t *a, const char *name, const bson_value_t *v, bson_erro
 {
    if (strcmp(name, "$each") == 0) {
       if (v->value_type != BSON_TYPE_ARRAY) {
-         return tm_error_set(error, 2, "The argument to $each in %s must be an array but it was of type: %s",
+         return tm_error_set(error, 2,
+                             "The argument to $each in %s must be an array but it was of type: %s",
                              a->op_name, tm_type_name(v->value_type));
       }
       a->has_each = true;
@@ -137,13 +138,15 @@ push_modifier(tm_action_t *a, const char *name, const bson_value_t *v, bson_erro
    if (strcmp(name, "$slice") == 0) {
       a->has_slice = true;
       return is_integral(v, &a->slice) ||
-             tm_error_set(error, 2, "The value for $slice must be an integer value but was given type: %s",
+             tm_error_set(error, 2,
+                          "The value for $slice must be an integer value but was given type: %s",
                           tm_type_name(v->value_type));
    }
    if (strcmp(name, "$position") == 0) {
       a->has_position = true;
       return is_integral(v, &a->position) ||
-             tm_error_set(error, 2, "The value for $position must be an integer value, not of type: %s",
+             tm_error_set(error, 2,
+                          "The value for $position must be an integer value, not of type: %s",
                           tm_type_name(v->value_type));
    }
    if (strcmp(name, "$sort") == 0) {
@@ -179,8 +182,8 @@ pull_operand(tm_action_t *a, bson_error_t *error)
    if (a->operand.value_type == BSON_TYPE_DOCUMENT && tm_value_as_bson(&a->operand, &doc)) {
       /* {$gte: 5} is tested against each element; {a: 1} is a query on document elements. */
       a->cond_doc_mode = !tm_is_operator_doc(&a->operand);
-      a->cond = a->cond_doc_mode ? tm_match_parse_doc(&doc, error)
-                                 : tm_match_parse_value(&doc, error);
+      a->cond =
+         a->cond_doc_mode ? tm_match_parse_doc(&doc, error) : tm_match_parse_value(&doc, error);
    } else {
       a->cond = tm_match_value_eq(&a->operand, error);
    }
@@ -228,13 +231,19 @@ tm_action_parse_operand(tm_action_t *a, const char *field, bson_error_t *error)
 {
    switch (a->op) {
    case TM_U_INC:
-   case TM_U_MUL: return numeric_operand(a, field, error);
-   case TM_U_CURRENT_DATE: return current_date_operand(a, error);
-   case TM_U_RENAME: return rename_operand(a, error);
+   case TM_U_MUL:
+      return numeric_operand(a, field, error);
+   case TM_U_CURRENT_DATE:
+      return current_date_operand(a, error);
+   case TM_U_RENAME:
+      return rename_operand(a, error);
    case TM_U_PUSH:
-   case TM_U_ADD_TO_SET: return push_operand(a, error);
-   case TM_U_PULL: return pull_operand(a, error);
-   case TM_U_BIT: return bit_operand(a, field, error);
+   case TM_U_ADD_TO_SET:
+      return push_operand(a, error);
+   case TM_U_PULL:
+      return pull_operand(a, error);
+   case TM_U_BIT:
+      return bit_operand(a, field, error);
    case TM_U_PULL_ALL:
       return a->operand.value_type == BSON_TYPE_ARRAY ||
              tm_error_set(error, 2, "$pullAll requires an array argument but was given a %s",
@@ -248,6 +257,7 @@ tm_action_parse_operand(tm_action_t *a, const char *field, bson_error_t *error)
       }
       a->pop = tm_value_as_double(&a->operand) > 0 ? 1 : -1;
       return true;
-   default: return true;
+   default:
+      return true;
    }
 }

@@ -63,7 +63,7 @@ arith(const bson_value_t *x, const bson_value_t *y, bool mul, bson_value_t *out)
    /* Two int32s stay int32 unless the result overflows, which promotes it to int64. */
    if (tx == BSON_TYPE_INT32 && ty == BSON_TYPE_INT32 && r >= INT32_MIN && r <= INT32_MAX) {
       out->value_type = BSON_TYPE_INT32;
-      out->value.v_int32 = (int32_t) r;
+      out->value.v_int32 = (int32_t)r;
    } else {
       out->value_type = BSON_TYPE_INT64;
       out->value.v_int64 = r;
@@ -132,8 +132,8 @@ op_min_max(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container, const
 }
 
 static bool
-op_current_date(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container,
-                const char *key, tm_tnode_t *node)
+op_current_date(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container, const char *key,
+                tm_tnode_t *node)
 {
    struct timespec ts;
    bson_value_t v;
@@ -141,11 +141,11 @@ op_current_date(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container,
    clock_gettime(CLOCK_REALTIME, &ts);
    if (act->timestamp) {
       v.value_type = BSON_TYPE_TIMESTAMP;
-      v.value.v_timestamp.timestamp = (uint32_t) ts.tv_sec;
+      v.value.v_timestamp.timestamp = (uint32_t)ts.tv_sec;
       v.value.v_timestamp.increment = 1;
    } else {
       v.value_type = BSON_TYPE_DATE_TIME;
-      v.value.v_datetime = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+      v.value.v_datetime = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
    }
    return set_or_create(ctx, container, key, node, &v);
 }
@@ -231,9 +231,10 @@ op_bit(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container, const cha
    while (bson_iter_next(&it)) {
       int64_t x = r.value_type == BSON_TYPE_INT32 ? r.value.v_int32 : r.value.v_int64;
       int64_t y = BSON_ITER_HOLDS_INT32(&it) ? bson_iter_int32(&it) : bson_iter_int64(&it);
-      int64_t z = bson_iter_key(&it)[0] == 'a' ? (x & y) : (bson_iter_key(&it)[0] == 'o' ? (x | y) : (x ^ y));
+      int64_t z = bson_iter_key(&it)[0] == 'a' ? (x & y)
+                                               : (bson_iter_key(&it)[0] == 'o' ? (x | y) : (x ^ y));
       if (r.value_type == BSON_TYPE_INT32 && BSON_ITER_HOLDS_INT32(&it)) {
-         r.value.v_int32 = (int32_t) z;
+         r.value.v_int32 = (int32_t)z;
       } else {
          r.value_type = BSON_TYPE_INT64;
          r.value.v_int64 = z;
@@ -243,20 +244,28 @@ op_bit(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container, const cha
 }
 
 bool
-tm_apply_scalar_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container,
-                   const char *key, tm_tnode_t *node)
+tm_apply_scalar_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container, const char *key,
+                   tm_tnode_t *node)
 {
    switch (act->op) {
    case TM_U_SET:
-   case TM_U_SET_ON_INSERT: return set_or_create(ctx, container, key, node, &act->operand);
-   case TM_U_UNSET: return op_unset(ctx, container, key, node);
+   case TM_U_SET_ON_INSERT:
+      return set_or_create(ctx, container, key, node, &act->operand);
+   case TM_U_UNSET:
+      return op_unset(ctx, container, key, node);
    case TM_U_INC:
-   case TM_U_MUL: return op_arith(ctx, act, container, key, node);
+   case TM_U_MUL:
+      return op_arith(ctx, act, container, key, node);
    case TM_U_MIN:
-   case TM_U_MAX: return op_min_max(ctx, act, container, key, node);
-   case TM_U_CURRENT_DATE: return op_current_date(ctx, act, container, key, node);
-   case TM_U_RENAME: return op_rename_dest(ctx, act, container, key, node);
-   case TM_U_BIT: return op_bit(ctx, act, container, key, node);
-   default: return tm_error_set(ctx->error, 2, "%s is not a field operator", act->op_name);
+   case TM_U_MAX:
+      return op_min_max(ctx, act, container, key, node);
+   case TM_U_CURRENT_DATE:
+      return op_current_date(ctx, act, container, key, node);
+   case TM_U_RENAME:
+      return op_rename_dest(ctx, act, container, key, node);
+   case TM_U_BIT:
+      return op_bit(ctx, act, container, key, node);
+   default:
+      return tm_error_set(ctx->error, 2, "%s is not a field operator", act->op_name);
    }
 }

@@ -14,13 +14,20 @@ static const struct {
    const char *name;
    tm_uop_t op;
 } uops[] = {
-   {"$set", TM_U_SET},           {"$setOnInsert", TM_U_SET_ON_INSERT},
-   {"$unset", TM_U_UNSET},       {"$inc", TM_U_INC},
-   {"$mul", TM_U_MUL},           {"$min", TM_U_MIN},
-   {"$max", TM_U_MAX},           {"$currentDate", TM_U_CURRENT_DATE},
-   {"$rename", TM_U_RENAME},     {"$push", TM_U_PUSH},
-   {"$addToSet", TM_U_ADD_TO_SET}, {"$pull", TM_U_PULL},
-   {"$pullAll", TM_U_PULL_ALL},  {"$pop", TM_U_POP},
+   {"$set", TM_U_SET},
+   {"$setOnInsert", TM_U_SET_ON_INSERT},
+   {"$unset", TM_U_UNSET},
+   {"$inc", TM_U_INC},
+   {"$mul", TM_U_MUL},
+   {"$min", TM_U_MIN},
+   {"$max", TM_U_MAX},
+   {"$currentDate", TM_U_CURRENT_DATE},
+   {"$rename", TM_U_RENAME},
+   {"$push", TM_U_PUSH},
+   {"$addToSet", TM_U_ADD_TO_SET},
+   {"$pull", TM_U_PULL},
+   {"$pullAll", TM_U_PULL_ALL},
+   {"$pop", TM_U_POP},
    {"$bit", TM_U_BIT},
 };
 
@@ -30,8 +37,7 @@ tm_uop_creates(tm_uop_t op)
    return op != TM_U_UNSET && op != TM_U_PULL && op != TM_U_PULL_ALL && op != TM_U_POP;
 }
 
-static bool
-parse_filters(tm_update_t *u, const bson_t *array_filters, bson_error_t *error);
+static bool parse_filters(tm_update_t *u, const bson_t *array_filters, bson_error_t *error);
 
 tm_update_t *
 tm_update_new(const bson_t *update, const bson_t *array_filters, bson_error_t *error)
@@ -155,7 +161,7 @@ filter_ident(const bson_t *filter, char **ident, bson_error_t *error)
          }
          continue;
       }
-      id = dot ? bson_strndup(key, (size_t) (dot - key)) : bson_strdup(key);
+      id = dot ? bson_strndup(key, (size_t)(dot - key)) : bson_strdup(key);
       if (*ident && strcmp(*ident, id) != 0) {
          tm_error_set(error, 9,
                       "Error parsing array filter :: caused by :: Expected a single top-level "
@@ -173,11 +179,11 @@ filter_ident(const bson_t *filter, char **ident, bson_error_t *error)
 static bool
 valid_ident(const char *id)
 {
-   if (!islower((unsigned char) id[0])) {
+   if (!islower((unsigned char)id[0])) {
       return false;
    }
    for (const char *c = id; *c; c++) {
-      if (!isalnum((unsigned char) *c)) {
+      if (!isalnum((unsigned char)*c)) {
          return false;
       }
    }
@@ -254,9 +260,8 @@ check_path(tm_update_t *u, const char *field, tm_path_t *path, bson_error_t *err
       }
       if (strcmp(c, "$") == 0) {
          if (++dollars > 1) {
-            return tm_error_set(error, 2,
-                                "Too many positional (i.e. '$') elements found in path '%s'",
-                                field);
+            return tm_error_set(
+               error, 2, "Too many positional (i.e. '$') elements found in path '%s'", field);
          }
       } else if (strncmp(c, "$[", 2) == 0 && c[len - 1] == ']') {
          bool found = len == 3;
@@ -267,8 +272,9 @@ check_path(tm_update_t *u, const char *field, tm_path_t *path, bson_error_t *err
             }
          }
          if (!found) {
-            return tm_error_set(error, 2, "No array filter found for identifier '%.*s' in path '%s'",
-                                (int) (len - 3), c + 2, field);
+            return tm_error_set(error, 2,
+                                "No array filter found for identifier '%.*s' in path '%s'",
+                                (int)(len - 3), c + 2, field);
          }
       } else if (i == 0) {
          return tm_error_set(error, 52,
@@ -347,8 +353,7 @@ parse_field(tm_update_t *u, tm_uop_t op, const char *op_name, bson_iter_t *field
    if (op == TM_U_RENAME) {
       tm_path_t tmp;
       if (!BSON_ITER_HOLDS_UTF8(field)) {
-         return tm_error_set(error, 2, "The 'to' field for $rename must be a string: %s: ...",
-                             key);
+         return tm_error_set(error, 2, "The 'to' field for $rename must be a string: %s: ...", key);
       }
       /* $rename's action lives at the destination; the source is kept in `from`. */
       tmp = a->path;
@@ -410,7 +415,8 @@ tm_update_parse_ops(tm_update_t *u, bson_error_t *error)
    for (size_t f = 0; f < u->n_filters; f++) {
       if (!u->filters[f].used) {
          char *json = bson_as_relaxed_extended_json(u->spec, NULL);
-         tm_error_set(error, 9, "The array filter for identifier '%s' was not used in the update %s",
+         tm_error_set(error, 9,
+                      "The array filter for identifier '%s' was not used in the update %s",
                       u->filters[f].id, json);
          bson_free(json);
          return false;

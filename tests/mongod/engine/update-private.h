@@ -91,58 +91,43 @@ typedef struct {
 } tm_apply_t;
 
 /* True if the operator creates missing paths (everything but $unset, $pull*, $pop). */
-bool
-tm_uop_creates(tm_uop_t op);
+bool tm_uop_creates(tm_uop_t op);
 
 /* Applies a leaf operator at `container`[key]; `node` is the existing child or NULL. */
-bool
-tm_apply_scalar_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container,
-                   const char *key, tm_tnode_t *node);
-bool
-tm_apply_array_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container,
-                  const char *key, tm_tnode_t *node);
+bool tm_apply_scalar_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container,
+                        const char *key, tm_tnode_t *node);
+bool tm_apply_array_op(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *container,
+                       const char *key, tm_tnode_t *node);
 
 /* Creates container[key] (padding arrays with nulls) marked CREATED; NULL with 28 set if the
  * container cannot hold the field. */
-tm_tnode_t *
-tm_apply_create(tm_apply_t *ctx, tm_tnode_t *container, const char *key);
+tm_tnode_t *tm_apply_create(tm_apply_t *ctx, tm_tnode_t *container, const char *key);
 /* Removes container's kid at `index` and records its path in removedFields. */
-void
-tm_apply_remove(tm_apply_t *ctx, tm_tnode_t *container, size_t index);
+void tm_apply_remove(tm_apply_t *ctx, tm_tnode_t *container, size_t index);
 /* Records that an array-filter path matched element `index` of `array`. */
-void
-tm_apply_note_hit(tm_apply_t *ctx, tm_tnode_t *array, size_t index);
+void tm_apply_note_hit(tm_apply_t *ctx, tm_tnode_t *array, size_t index);
 /* Fills `desc` from the marked tree and the removed paths (update-desc.c), then frees the
  * hit records. */
-void
-tm_apply_describe(tm_apply_t *ctx, tm_update_desc_t *desc);
-void
-tm_apply_free_hits(tm_apply_t *ctx);
+void tm_apply_describe(tm_apply_t *ctx, tm_update_desc_t *desc);
+void tm_apply_free_hits(tm_apply_t *ctx);
 
 /* Dotted path of a node in the tree, for messages and removedFields; caller frees. */
-char *
-tm_tnode_path(const tm_tnode_t *node);
+char *tm_tnode_path(const tm_tnode_t *node);
 /* Replaces node's value, marking it SET, unless it is binary-equal already. */
-void
-tm_apply_set(tm_tnode_t *node, const bson_value_t *value);
+void tm_apply_set(tm_tnode_t *node, const bson_value_t *value);
 /* "{_id: 1}"-style rendering of the document's _id for messages; caller frees. */
-char *
-tm_apply_id_json(const tm_apply_t *ctx);
+char *tm_apply_id_json(const tm_apply_t *ctx);
 
 /* Validates and pre-parses the operand of one field of an operator ($push modifiers, $pull
  * conditions, ...). */
-bool
-tm_action_parse_operand(tm_action_t *a, const char *field, bson_error_t *error);
+bool tm_action_parse_operand(tm_action_t *a, const char *field, bson_error_t *error);
 
 /* Pipeline-style update ([{$set: ...}, ...]) (diff.c): parses and checks the stages of
  * u->spec into u->pipe; applying runs them, then diffs old and new. */
-bool
-tm_update_parse_pipeline(tm_update_t *u, bson_error_t *error);
-bool
-tm_update_apply_pipeline(const tm_update_t *u, const bson_t *doc, bson_t *out,
-                         tm_update_desc_t *desc, bson_error_t *error);
+bool tm_update_parse_pipeline(tm_update_t *u, bson_error_t *error);
+bool tm_update_apply_pipeline(const tm_update_t *u, const bson_t *doc, bson_t *out,
+                              tm_update_desc_t *desc, bson_error_t *error);
 
-bool
-tm_update_parse_ops(tm_update_t *u, bson_error_t *error);
+bool tm_update_parse_ops(tm_update_t *u, bson_error_t *error);
 
 #endif /* TM_UPDATE_PRIVATE_H */

@@ -132,8 +132,7 @@ tm_apply_set(tm_tnode_t *node, const bson_value_t *value)
    }
 }
 
-static bool
-resolve(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *node, size_t i);
+static bool resolve(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *node, size_t i);
 
 static bool
 leaf(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *node, const char *key)
@@ -145,8 +144,10 @@ leaf(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *node, const char *key)
    case TM_U_ADD_TO_SET:
    case TM_U_PULL:
    case TM_U_PULL_ALL:
-   case TM_U_POP: return tm_apply_array_op(ctx, act, node, key, child);
-   default: return tm_apply_scalar_op(ctx, act, node, key, child);
+   case TM_U_POP:
+      return tm_apply_array_op(ctx, act, node, key, child);
+   default:
+      return tm_apply_scalar_op(ctx, act, node, key, child);
    }
 }
 
@@ -201,7 +202,7 @@ resolve_each(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *node, size_t i
          continue;
       }
       tm_apply_note_hit(ctx, node, j);
-      bson_uint32_to_string((uint32_t) j, &key, buf, sizeof buf);
+      bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
       if (last) {
          if (!leaf(ctx, act, node, key)) {
             return false;
@@ -234,7 +235,7 @@ resolve(tm_apply_t *ctx, const tm_action_t *act, tm_tnode_t *node, size_t i)
                              "The positional operator did not find the match needed from the "
                              "query.");
       }
-      snprintf(buf, sizeof buf, "%d", (int) ctx->positional);
+      snprintf(buf, sizeof buf, "%d", (int)ctx->positional);
       part = buf;
    } else if (strncmp(part, "$[", 2) == 0) {
       return resolve_each(ctx, act, node, i);
@@ -394,8 +395,11 @@ bool
 tm_update_apply(const tm_update_t *update, const bson_t *doc, int32_t positional, bool is_insert,
                 bson_t *out, bool *modified, tm_update_desc_t *desc, bson_error_t *error)
 {
-   tm_apply_t ctx = {.update = update, .doc = doc, .positional = positional,
-                     .is_insert = is_insert, .error = error};
+   tm_apply_t ctx = {.update = update,
+                     .doc = doc,
+                     .positional = positional,
+                     .is_insert = is_insert,
+                     .error = error};
    bson_t removed = BSON_INITIALIZER;
    bool ok = false;
 

@@ -211,21 +211,21 @@ static const char *const regexes[] = {"regex", "string", "symbol", NULL};
 static const char *const arrays[] = {"array", NULL};
 
 static const leaf_kind_t leaf_kinds[] = {
-    {"$eq", "comparison failed", "comparison succeeded", NULL, true},
-    {"$gt", "comparison failed", "comparison succeeded", NULL, true},
-    {"$gte", "comparison failed", "comparison succeeded", NULL, true},
-    {"$lt", "comparison failed", "comparison succeeded", NULL, true},
-    {"$lte", "comparison failed", "comparison succeeded", NULL, true},
-    {"$in", "no matching value found in array", "matching value found in array", NULL, true},
-    {"$regex", "regular expression did not match", "regular expression did match", regexes, true},
-    {"$mod", "$mod did not evaluate to expected remainder",
-     "$mod did evaluate to expected remainder", numbers, true},
-    {"$size", "array length was not equal to given size", "array length was equal to given size",
-     arrays, false},
-    {"$elemMatch", "array did not satisfy the child predicate",
-     "array did satisfy the child predicate", arrays, false},
-    {"$all", "array did not contain all specified values", "array did contain all specified values",
-     NULL, false},
+   {"$eq", "comparison failed", "comparison succeeded", NULL, true},
+   {"$gt", "comparison failed", "comparison succeeded", NULL, true},
+   {"$gte", "comparison failed", "comparison succeeded", NULL, true},
+   {"$lt", "comparison failed", "comparison succeeded", NULL, true},
+   {"$lte", "comparison failed", "comparison succeeded", NULL, true},
+   {"$in", "no matching value found in array", "matching value found in array", NULL, true},
+   {"$regex", "regular expression did not match", "regular expression did match", regexes, true},
+   {"$mod", "$mod did not evaluate to expected remainder",
+    "$mod did evaluate to expected remainder", numbers, true},
+   {"$size", "array length was not equal to given size", "array length was equal to given size",
+    arrays, false},
+   {"$elemMatch", "array did not satisfy the child predicate",
+    "array did satisfy the child predicate", arrays, false},
+   {"$all", "array did not contain all specified values", "array did contain all specified values",
+    NULL, false},
 };
 
 static bool

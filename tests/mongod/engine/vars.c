@@ -28,26 +28,32 @@ static _Thread_local size_t n_bound;
 static bool
 too_deep(bson_error_t *error)
 {
-   return tm_error_set(error, 2, "variables nested more than %d deep are not supported by "
-                                 "test-mongod", MAX_DEPTH);
+   return tm_error_set(error, 2,
+                       "variables nested more than %d deep are not supported by "
+                       "test-mongod",
+                       MAX_DEPTH);
 }
 
 bool
 tm_vars_check_name(const char *name, bson_error_t *error)
 {
-   const unsigned char *s = (const unsigned char *) name;
+   const unsigned char *s = (const unsigned char *)name;
    if (!*s) {
       return tm_error_set(error, 16869, "empty variable names are not allowed");
    }
    if (!((*s >= 'a' && *s <= 'z') || *s >= 0x80)) {
-      return tm_error_set(error, 16870, "'%s' starts with an invalid character for a user "
-                                        "variable name", name);
+      return tm_error_set(error, 16870,
+                          "'%s' starts with an invalid character for a user "
+                          "variable name",
+                          name);
    }
    for (s++; *s; s++) {
       if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
             *s == '_' || *s >= 0x80)) {
-         return tm_error_set(error, 16871, "'%s' contains an invalid character for a variable "
-                                           "name: '%c'", name, *s);
+         return tm_error_set(error, 16871,
+                             "'%s' contains an invalid character for a variable "
+                             "name: '%c'",
+                             name, *s);
       }
    }
    return true;

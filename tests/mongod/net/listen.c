@@ -44,8 +44,8 @@ write_port_file(const char *path, const md_topology_t *topo)
 static int
 bind_one(const char *bind_addr, int port, int *actual)
 {
-   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                            .ai_flags = AI_PASSIVE | AI_NUMERICHOST};
+   struct addrinfo hints = {
+      .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICHOST};
    struct addrinfo *ai = NULL;
    char port_str[16];
    snprintf(port_str, sizeof port_str, "%d", port);
@@ -69,9 +69,9 @@ bind_one(const char *bind_addr, int port, int *actual)
    freeaddrinfo(ai);
    struct sockaddr_storage ss;
    socklen_t sl = sizeof ss;
-   getsockname(fd, (struct sockaddr *) &ss, &sl);
-   *actual = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
-                                            : ((struct sockaddr_in *) &ss)->sin_port);
+   getsockname(fd, (struct sockaddr *)&ss, &sl);
+   *actual = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                            : ((struct sockaddr_in *)&ss)->sin_port);
    return fd;
 }
 
@@ -100,13 +100,12 @@ md_server_listen(md_server_t *srv)
          return false;
       }
       m->port = actual;
-      snprintf(m->host_port, sizeof m->host_port, strchr(host, ':') ? "[%s]:%d" : "%s:%d",
-               host, actual);
+      snprintf(m->host_port, sizeof m->host_port, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+               actual);
       md_log(srv, "member %d listening on %s", i, m->host_port);
    }
    if (srv->opts.port_file && !write_port_file(srv->opts.port_file, &srv->topo)) {
-      fprintf(stderr, "test-mongod: cannot write %s: %s\n", srv->opts.port_file,
-              strerror(errno));
+      fprintf(stderr, "test-mongod: cannot write %s: %s\n", srv->opts.port_file, strerror(errno));
       return false;
    }
    return true;

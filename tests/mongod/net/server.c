@@ -87,11 +87,11 @@ md_server_new(const md_server_opts_t *opts)
    md_cursors_init(&srv->cursors);
    md_sessions_init(&srv->sessions);
    md_txns_init(&srv->txns, srv->store, &srv->cursors,
-                (int64_t) (opts->txn_lifetime > 0 ? opts->txn_lifetime : 60) * 1000);
+                (int64_t)(opts->txn_lifetime > 0 ? opts->txn_lifetime : 60) * 1000);
    md_users_init(&srv->users, opts->auth);
    md_topology_init(&srv->topo, opts->members, opts->election_timeout_ms);
    srv->topo.replication_lag_ms = opts->replication_lag_ms;
-   srv->branches = calloc((size_t) srv->topo.n, sizeof *srv->branches);
+   srv->branches = calloc((size_t)srv->topo.n, sizeof *srv->branches);
    srv->rbid = 1;
    srv->rolled_back = bson_new();
    md_versions_init(&srv->versions, &srv->oplog);
@@ -172,7 +172,7 @@ write_full(md_conn_t *conn, const uint8_t *buf, size_t len)
          return false;
       }
       buf += n;
-      len -= (size_t) n;
+      len -= (size_t)n;
    }
    return true;
 }
@@ -200,7 +200,7 @@ await_client(md_conn_t *conn, int64_t ms)
       int64_t left = deadline - md_now_ms();
       struct pollfd p[2] = {{.fd = conn->fd, .events = POLLIN},
                             {.fd = conn->wake_fd, .events = POLLIN}};
-      int n = left > 0 ? poll(p, 2, left > INT32_MAX ? INT32_MAX : (int) left) : 0;
+      int n = left > 0 ? poll(p, 2, left > INT32_MAX ? INT32_MAX : (int)left) : 0;
       if (atomic_load(&conn->srv->stopping)) {
          return CLIENT_GONE;
       }
@@ -274,8 +274,8 @@ serve(md_conn_t *conn, md_request_t *req)
       }
       bool more = stream && state == CLIENT_IDLE && bson_iter_init_find(&ok_it, &reply, "ok") &&
                   bson_iter_as_bool(&ok_it);
-      bool sent = req->more_to_come ||
-                  send_reply(conn, req->op_code, &reply_id, response_to, &reply, more);
+      bool sent =
+         req->more_to_come || send_reply(conn, req->op_code, &reply_id, response_to, &reply, more);
       bson_destroy(&reply);
       if (!sent || !more) {
          return sent;
@@ -295,7 +295,7 @@ handle_message(md_conn_t *conn, const uint8_t *msg, size_t len)
    int32_t reply_id;
    md_wire_result_t res = md_wire_parse(msg, len, &req, &error);
    if (res == MD_WIRE_ERROR_CLOSE) {
-      md_log(conn->srv, "conn%d: closing: %s", (int) conn->id, error.message);
+      md_log(conn->srv, "conn%d: closing: %s", (int)conn->id, error.message);
       return false;
    }
    if (res == MD_WIRE_OK) {
@@ -303,10 +303,10 @@ handle_message(md_conn_t *conn, const uint8_t *msg, size_t len)
       md_request_destroy(&req);
       return keep;
    }
-   md_log(conn->srv, "conn%d: bad message: %s", (int) conn->id, error.message);
+   md_log(conn->srv, "conn%d: bad message: %s", (int)conn->id, error.message);
    md_error_reply(conn->srv, &error, NULL, &reply);
    bool keep = send_reply(conn, req.op_code, &reply_id, req.request_id, &reply, false) &&
-               !md_wire_error_is_fatal((int32_t) error.code);
+               !md_wire_error_is_fatal((int32_t)error.code);
    bson_destroy(&reply);
    return keep;
 }
@@ -345,7 +345,7 @@ rbuf_fill(md_conn_t *conn, rbuf_t *rb, size_t need)
       if (n <= 0) {
          return false;
       }
-      rb->len += (size_t) n;
+      rb->len += (size_t)n;
    }
    return true;
 }
@@ -370,17 +370,17 @@ conn_loop(md_conn_t *conn)
    rbuf_t rb = {malloc(RBUF_SIZE), RBUF_SIZE, 0, 0};
    while (!atomic_load(&conn->srv->stopping) && rbuf_fill(conn, &rb, 16)) {
       const uint8_t *h = rb.buf + rb.off;
-      int32_t len = (int32_t) ((uint32_t) h[0] | (uint32_t) h[1] << 8 | (uint32_t) h[2] << 16 |
-                               (uint32_t) h[3] << 24);
+      int32_t len = (int32_t)((uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+                              (uint32_t)h[3] << 24);
       if (!md_wire_check_length(len)) {
-         md_log(conn->srv, "conn%d: bad message length %d", (int) conn->id, (int) len);
+         md_log(conn->srv, "conn%d: bad message length %d", (int)conn->id, (int)len);
          break;
       }
-      if (!rbuf_fill(conn, &rb, (size_t) len) ||
-          !handle_message(conn, rb.buf + rb.off, (size_t) len)) {
+      if (!rbuf_fill(conn, &rb, (size_t)len) ||
+          !handle_message(conn, rb.buf + rb.off, (size_t)len)) {
          break;
       }
-      rbuf_consume(&rb, (size_t) len);
+      rbuf_consume(&rb, (size_t)len);
    }
    free(rb.buf);
 }
@@ -392,12 +392,12 @@ conn_main(void *arg)
    md_server_t *srv = conn->srv;
    char err[512];
    if (srv->tls && !(conn->tls = md_tls_accept(srv->tls, conn->fd, err, sizeof err))) {
-      md_log(srv, "conn%d: %s", (int) conn->id, err);
+      md_log(srv, "conn%d: %s", (int)conn->id, err);
    } else {
       conn_loop(conn);
    }
    md_tls_conn_destroy(conn->tls);
-   md_log(srv, "conn%d: closed", (int) conn->id);
+   md_log(srv, "conn%d: closed", (int)conn->id);
    pthread_mutex_lock(&srv->conns_lock);
    if (conn->prev) {
       conn->prev->next = conn->next;
@@ -436,13 +436,13 @@ start_conn(md_server_t *srv, int member, int fd, const struct sockaddr_storage *
    conn->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
    conn->id = srv->next_conn_id++;
    if (ss->ss_family == AF_INET) {
-      const struct sockaddr_in *in = (const struct sockaddr_in *) ss;
+      const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
       char ip[INET_ADDRSTRLEN];
       inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
       snprintf(conn->peer, sizeof conn->peer, "%s:%d", ip, ntohs(in->sin_port));
       conn->auth.loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
    } else if (ss->ss_family == AF_INET6) {
-      const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) ss;
+      const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
       conn->auth.loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
    }
    int one = 1;
@@ -483,7 +483,7 @@ accept_next(md_server_t *srv)
       p[i] = (struct pollfd){.fd = srv->topo.members[i].listen_fd, .events = POLLIN};
    }
    p[n] = (struct pollfd){.fd = srv->accept_wake_fd, .events = POLLIN};
-   if (poll(p, (nfds_t) n + 1, -1) < 0 && errno != EINTR) {
+   if (poll(p, (nfds_t)n + 1, -1) < 0 && errno != EINTR) {
       return false;
    }
    if (atomic_load(&srv->stopping)) {
@@ -502,7 +502,7 @@ accept_next(md_server_t *srv)
       }
       struct sockaddr_storage ss;
       socklen_t sl = sizeof ss;
-      int fd = accept4(p[i].fd, (struct sockaddr *) &ss, &sl, SOCK_CLOEXEC);
+      int fd = accept4(p[i].fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
       if (fd >= 0) {
          start_conn(srv, i, fd, &ss);
       } else if (errno == EMFILE || errno == ENFILE) {

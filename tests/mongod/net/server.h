@@ -25,26 +25,26 @@
 #include "topology/topology.h"
 
 typedef struct {
-   const char *bind;       /* address to listen on */
-   int port;               /* 0: any free port (for every member) */
-   int members;            /* replica set members, each on its own port (port + i) */
+   const char *bind;        /* address to listen on */
+   int port;                /* 0: any free port (for every member) */
+   int members;             /* replica set members, each on its own port (port + i) */
    int election_timeout_ms; /* without a primary this long, the set elects one */
    bool test_commands;      /* --enable-test-commands: testMemberFault */
    int replication_lag_ms;  /* each secondary applies a write this long after it */
-   const char *port_file;  /* written once the server accepts connections */
-   size_t oplog_size;      /* change history bound, in entries */
-   size_t oplog_bytes;     /* and in bytes of documents held (0: no byte bound) */
+   const char *port_file;   /* written once the server accepts connections */
+   size_t oplog_size;       /* change history bound, in entries */
+   size_t oplog_bytes;      /* and in bytes of documents held (0: no byte bound) */
    int max_connections;
    int ttl_interval; /* seconds between TTL passes; 0: never */
    int txn_lifetime; /* seconds before an open transaction is aborted (mongod: 60) */
    bool verbose;
-   bool auth;                  /* --auth: commands need an authenticated, authorized user */
-   const char *tls_cert_file;  /* TLS on the listener when set */
-   const char *tls_ca_file;    /* verify client certificates against these CAs */
-   bool tls_allow_no_cert;     /* with a CA: clients without a certificate are accepted */
-   bool mongos;                /* --mongos: the listener is a router (shard/router.h) */
-   int shards;                 /* --shards N behind it */
-   int periodic_noop_ms;       /* each shard's idle clock tick (periodicNoopIntervalSecs) */
+   bool auth;                 /* --auth: commands need an authenticated, authorized user */
+   const char *tls_cert_file; /* TLS on the listener when set */
+   const char *tls_ca_file;   /* verify client certificates against these CAs */
+   bool tls_allow_no_cert;    /* with a CA: clients without a certificate are accepted */
+   bool mongos;               /* --mongos: the listener is a router (shard/router.h) */
+   int shards;                /* --shards N behind it */
+   int periodic_noop_ms;      /* each shard's idle clock tick (periodicNoopIntervalSecs) */
 } md_server_opts_t;
 
 typedef struct _md_conn_t md_conn_t;
@@ -65,20 +65,20 @@ typedef struct {
    pthread_cond_t ttl_cond; /* wakes the TTL monitor for shutdown */
    bool ttl_running;
 
-   md_topology_t topo;   /* the members (each with its listener), who is primary */
-   md_txn_t **branches;  /* per member: an isolated primary's writes (commands/cmd-isolation.c) */
-   int32_t rbid;         /* rollback id: 1, raised by every rollback (serverStatus repl.rbid) */
-   bson_t *rolled_back;  /* the writes rollbacks undid, as an array (testRollbackLog) */
+   md_topology_t topo;  /* the members (each with its listener), who is primary */
+   md_txn_t **branches; /* per member: an isolated primary's writes (commands/cmd-isolation.c) */
+   int32_t rbid;        /* rollback id: 1, raised by every rollback (serverStatus repl.rbid) */
+   bson_t *rolled_back; /* the writes rollbacks undid, as an array (testRollbackLog) */
    uint32_t n_rolled_back;
    pthread_t election_thread;
    pthread_cond_t election_cond; /* wakes the election thread: a change, or shutdown */
    bool election_running;
-   int accept_wake_fd;          /* eventfd: the accept thread re-reads the members' reach */
-   uint64_t listen_gen_wanted;  /* reach changes asked for, and those the accept thread has */
-   uint64_t listen_gen_done;    /* applied to the listeners (a fault returns after both) */
-   pthread_cond_t reach_cond;   /* connections of a hung member wait here for its heal */
-   int64_t started_ms;    /* md_now_ms() at start, for serverStatus uptime */
-   md_tls_t *tls; /* NULL: plain TCP */
+   int accept_wake_fd;         /* eventfd: the accept thread re-reads the members' reach */
+   uint64_t listen_gen_wanted; /* reach changes asked for, and those the accept thread has */
+   uint64_t listen_gen_done;   /* applied to the listeners (a fault returns after both) */
+   pthread_cond_t reach_cond;  /* connections of a hung member wait here for its heal */
+   int64_t started_ms;         /* md_now_ms() at start, for serverStatus uptime */
+   md_tls_t *tls;              /* NULL: plain TCP */
    atomic_bool stopping;
 
    /* --mongos (shard/router.c): commands go to `route` instead of the dispatcher; on a shard,
@@ -99,9 +99,9 @@ struct _md_conn_t {
    md_server_t *srv;
    int fd;
    int32_t id;
-   int member;   /* the member whose port the client connected to */
-   int wake_fd;  /* eventfd: a topology change ends an awaitable hello's wait */
-   bool hello_ok; /* the client said hello or helloOk: mongod's "primary" wording */
+   int member;         /* the member whose port the client connected to */
+   int wake_fd;        /* eventfd: a topology change ends an awaitable hello's wait */
+   bool hello_ok;      /* the client said hello or helloOk: mongod's "primary" wording */
    md_tls_conn_t *tls; /* NULL: plain TCP */
    md_auth_conn_t auth;
    char *app_name; /* from the handshake's client.application.name */
@@ -109,35 +109,26 @@ struct _md_conn_t {
    md_conn_t *prev, *next;
 };
 
-md_server_t *
-md_server_new(const md_server_opts_t *opts);
+md_server_t *md_server_new(const md_server_opts_t *opts);
 /* Binds and listens (setting up TLS first when configured); writes the port file. */
-bool
-md_server_listen(md_server_t *srv);
+bool md_server_listen(md_server_t *srv);
 /* Accepts connections until md_server_stop; then waits for every connection to end. */
-void
-md_server_run(md_server_t *srv);
+void md_server_run(md_server_t *srv);
 /* Makes member `m` reachable or not (call with the server lock held): refused connections
  * are closed and its listener closed until healed (the accept thread rebinds it); a hung
  * member's connections stop answering until healed. */
-void
-md_server_set_reach(md_server_t *srv, int m, md_reach_t reach);
+void md_server_set_reach(md_server_t *srv, int m, md_reach_t reach);
 /* Waits while the connection's member hangs (call with the server lock held); false when
  * the server stops meanwhile. */
-bool
-md_server_await_reach(md_conn_t *conn);
+bool md_server_await_reach(md_conn_t *conn);
 /* Re-reads the members' reach in the accept thread: closes a refusing member's listener,
  * rebinds a healed one's (net/listen.c). */
-void
-md_server_sync_listeners(md_server_t *srv);
+void md_server_sync_listeners(md_server_t *srv);
 
 /* Async-signal-safe request to stop. */
-void
-md_server_stop(md_server_t *srv);
-void
-md_server_destroy(md_server_t *srv);
+void md_server_stop(md_server_t *srv);
+void md_server_destroy(md_server_t *srv);
 
-void
-md_log(const md_server_t *srv, const char *fmt, ...) BSON_GNUC_PRINTF(2, 3);
+void md_log(const md_server_t *srv, const char *fmt, ...) BSON_GNUC_PRINTF(2, 3);
 
 #endif

@@ -64,8 +64,8 @@ md_tls_new(const char *cert_file, const char *ca_file, bool allow_no_cert, char 
          return NULL;
       }
       /* Ask for a client certificate; a presented one must verify against the CA. */
-      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (allow_no_cert ? 0 : SSL_VERIFY_FAIL_IF_NO_PEER_CERT),
-                         NULL);
+      SSL_CTX_set_verify(
+         ctx, SSL_VERIFY_PEER | (allow_no_cert ? 0 : SSL_VERIFY_FAIL_IF_NO_PEER_CERT), NULL);
       STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(ca_file);
       if (names) {
          SSL_CTX_set_client_CA_list(ctx, names);
@@ -107,7 +107,7 @@ md_tls_accept(md_tls_t *tls, int fd, char *err, size_t err_len)
       X509_NAME_print_ex(bio, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253);
       char *text;
       long n = BIO_get_mem_data(bio, &text);
-      conn->subject = strndup(text, (size_t) n);
+      conn->subject = strndup(text, (size_t)n);
       BIO_free(bio);
       X509_free(peer);
    }
@@ -120,7 +120,7 @@ md_tls_recv(md_tls_conn_t *conn, void *buf, size_t len)
    size_t n = 0;
    int rc = SSL_read_ex(conn->ssl, buf, len, &n);
    if (rc == 1) {
-      return (ssize_t) n;
+      return (ssize_t)n;
    }
    int e = SSL_get_error(conn->ssl, rc);
    ERR_clear_error();

@@ -15,19 +15,18 @@
 static int32_t
 rd32(const uint8_t *p)
 {
-   uint32_t v = (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-                (uint32_t) p[3] << 24;
-   return (int32_t) v;
+   uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+   return (int32_t)v;
 }
 
 static void
 wr32(uint8_t *p, int32_t v)
 {
-   uint32_t u = (uint32_t) v;
-   p[0] = (uint8_t) u;
-   p[1] = (uint8_t) (u >> 8);
-   p[2] = (uint8_t) (u >> 16);
-   p[3] = (uint8_t) (u >> 24);
+   uint32_t u = (uint32_t)v;
+   p[0] = (uint8_t)u;
+   p[1] = (uint8_t)(u >> 8);
+   p[2] = (uint8_t)(u >> 16);
+   p[3] = (uint8_t)(u >> 24);
 }
 
 uint32_t
@@ -82,7 +81,7 @@ key_utf8_ok(const char *s, size_t len)
       }
    }
    for (; i < len; i++) {
-      if ((unsigned char) s[i] & 0x80) {
+      if ((unsigned char)s[i] & 0x80) {
          return bson_utf8_validate(s + i, len - i, false);
       }
    }
@@ -121,7 +120,7 @@ check_doc(const uint8_t *data, size_t len, int depth, size_t base, size_t *offse
       } else if (BSON_ITER_HOLDS_CODEWSCOPE(&it)) {
          bson_iter_codewscope(&it, NULL, &n, &sub);
       }
-      if (sub && !check_doc(sub, n, depth + 1, base + (size_t) (sub - data), offset)) {
+      if (sub && !check_doc(sub, n, depth + 1, base + (size_t)(sub - data), offset)) {
          return false;
       }
    }
@@ -138,20 +137,20 @@ too_large(const uint8_t *p, int32_t len, bson_error_t *error)
    bson_t doc;
    bson_iter_t it;
    char first[128] = "";
-   if (bson_init_static(&doc, p, (size_t) len) && bson_iter_init(&it, &doc) &&
-       bson_iter_next(&it)) {
+   if (bson_init_static(&doc, p, (size_t)len) && bson_iter_init(&it, &doc) && bson_iter_next(&it)) {
       if (BSON_ITER_HOLDS_UTF8(&it)) {
          snprintf(first, sizeof first, " First element: %s: \"%.60s\"", bson_iter_key(&it),
                   bson_iter_utf8(&it, NULL));
       } else if (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it)) {
          snprintf(first, sizeof first, " First element: %s: %lld", bson_iter_key(&it),
-                  (long long) bson_iter_as_int64(&it));
+                  (long long)bson_iter_as_int64(&it));
       }
    }
-   tm_error_set(error, 10334, "BSONObj size: %d (0x%X) is invalid. Size must be between 0 and "
-                              "%d(%dMB)%s",
-                (int) len, (unsigned) len, MD_MAX_COMMAND_SIZE,
-                MD_MAX_COMMAND_SIZE / (1024 * 1024), first);
+   tm_error_set(error, 10334,
+                "BSONObj size: %d (0x%X) is invalid. Size must be between 0 and "
+                "%d(%dMB)%s",
+                (int)len, (unsigned)len, MD_MAX_COMMAND_SIZE, MD_MAX_COMMAND_SIZE / (1024 * 1024),
+                first);
 }
 
 /* Validates one BSON document at p (at most `avail` bytes) and returns its length, or 0.
@@ -165,20 +164,20 @@ bson_at(const uint8_t *p, size_t avail, bson_t *out, bson_error_t *error)
       return 0;
    }
    int32_t len = rd32(p);
-   if (len > MD_MAX_COMMAND_SIZE && (size_t) len <= avail) {
+   if (len > MD_MAX_COMMAND_SIZE && (size_t)len <= avail) {
       too_large(p, len, error);
       return 0;
    }
-   if (len < 5 || (size_t) len > avail) {
-      tm_error_set(error, 2, "BSON document length %d is invalid", (int) len);
+   if (len < 5 || (size_t)len > avail) {
+      tm_error_set(error, 2, "BSON document length %d is invalid", (int)len);
       return 0;
    }
    size_t offset = 0;
-   if (!bson_init_static(out, p, (size_t) len) || !check_doc(p, (size_t) len, 0, 0, &offset)) {
+   if (!bson_init_static(out, p, (size_t)len) || !check_doc(p, (size_t)len, 0, 0, &offset)) {
       tm_error_set(error, 22, "invalid BSON in message (offset %zu)", offset);
       return 0;
    }
-   return (uint32_t) len;
+   return (uint32_t)len;
 }
 
 static bool
@@ -189,15 +188,15 @@ fold_sequence(bson_t *cmd, const uint8_t *p, size_t size, bson_error_t *error)
    if (!nul) {
       return tm_error_set(error, 2, "document sequence identifier is not terminated");
    }
-   const char *ident = (const char *) p;
-   if (!bson_utf8_validate(ident, (size_t) (nul - p), false)) {
+   const char *ident = (const char *)p;
+   if (!bson_utf8_validate(ident, (size_t)(nul - p), false)) {
       return tm_error_set(error, 2, "document sequence identifier is not valid UTF-8");
    }
    bson_iter_t it;
    if (bson_iter_init_find(&it, cmd, ident)) {
       return tm_error_set(error, 40413, "Duplicate field '%s' in OP_MSG", ident);
    }
-   size_t pos = (size_t) (nul - p) + 1;
+   size_t pos = (size_t)(nul - p) + 1;
    bson_t arr;
    bson_append_array_begin(cmd, ident, -1, &arr);
    for (uint32_t i = 0; pos < size; i++) {
@@ -238,13 +237,13 @@ read_sections(const uint8_t *p, size_t len, bson_t *body, bson_t *extra, bson_er
          pos += n;
       } else if (kind == 1) {
          int32_t size = len - pos >= 4 ? rd32(p + pos) : -1;
-         if (size < 5 || (size_t) size > len - pos) {
-            return tm_error_set(error, 2, "document sequence size %d is invalid", (int) size);
+         if (size < 5 || (size_t)size > len - pos) {
+            return tm_error_set(error, 2, "document sequence size %d is invalid", (int)size);
          }
-         if (!fold_sequence(extra, p + pos + 4, (size_t) size - 4, error)) {
+         if (!fold_sequence(extra, p + pos + 4, (size_t)size - 4, error)) {
             return false;
          }
-         pos += (size_t) size;
+         pos += (size_t)size;
       } else {
          return tm_error_set(error, 40432, "Unknown section kind %u in OP_MSG", kind);
       }
@@ -255,7 +254,7 @@ read_sections(const uint8_t *p, size_t len, bson_t *body, bson_t *extra, bson_er
 static md_wire_result_t
 parse_msg(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error)
 {
-   uint32_t flags = (uint32_t) rd32(p);
+   uint32_t flags = (uint32_t)rd32(p);
    p += 4;
    len -= 4;
    if (flags & 0xfffcu) {
@@ -263,7 +262,7 @@ parse_msg(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error)
       return MD_WIRE_ERROR_REPLY;
    }
    if (flags & 1u) {
-      if (len < 4 || md_crc32c(p - 20, len + 16) != (uint32_t) rd32(p + len - 4)) {
+      if (len < 4 || md_crc32c(p - 20, len + 16) != (uint32_t)rd32(p + len - 4)) {
          tm_error_set(error, 2, "OP_MSG checksum does not match its contents");
          return MD_WIRE_ERROR_CLOSE;
       }
@@ -301,17 +300,17 @@ parse_query(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error
       return MD_WIRE_ERROR_REPLY;
    }
    const uint8_t *nul = memchr(p + 4, '\0', len - 4);
-   if (!nul || (size_t) (nul - p) + 1 + 8 > len) {
+   if (!nul || (size_t)(nul - p) + 1 + 8 > len) {
       tm_error_set(error, 2, "truncated OP_QUERY collection name");
       return MD_WIRE_ERROR_REPLY;
    }
-   const char *ns = (const char *) p + 4;
-   size_t ns_len = (size_t) (nul - (p + 4));
+   const char *ns = (const char *)p + 4;
+   size_t ns_len = (size_t)(nul - (p + 4));
    if (ns_len < 6 || strcmp(ns + ns_len - 5, ".$cmd") != 0) {
       tm_error_set(error, 5739101, "OP_QUERY is no longer supported except for commands");
       return MD_WIRE_ERROR_REPLY;
    }
-   size_t pos = (size_t) (nul - p) + 1 + 8; /* skip numberToSkip and numberToReturn */
+   size_t pos = (size_t)(nul - p) + 1 + 8; /* skip numberToSkip and numberToReturn */
    bson_t query;
    if (!bson_at(p + pos, len - pos, &query, error)) {
       return MD_WIRE_ERROR_REPLY;
@@ -329,7 +328,7 @@ parse_query(const uint8_t *p, size_t len, md_request_t *req, bson_error_t *error
    }
    bson_init(&req->cmd);
    bson_copy_to_excluding_noinit(cmd, &req->cmd, "$db", NULL);
-   bson_append_utf8(&req->cmd, "$db", 3, ns, (int) (ns_len - 5));
+   bson_append_utf8(&req->cmd, "$db", 3, ns, (int)(ns_len - 5));
    return MD_WIRE_OK;
 }
 
@@ -337,7 +336,7 @@ md_wire_result_t
 md_wire_parse(const uint8_t *msg, size_t len, md_request_t *req, bson_error_t *error)
 {
    memset(req, 0, sizeof *req);
-   if (len < 16 || rd32(msg) != (int32_t) len) {
+   if (len < 16 || rd32(msg) != (int32_t)len) {
       tm_error_set(error, 2, "message length does not match its header");
       return MD_WIRE_ERROR_CLOSE;
    }
@@ -349,7 +348,7 @@ md_wire_parse(const uint8_t *msg, size_t len, md_request_t *req, bson_error_t *e
    if (req->op_code == MD_OP_QUERY) {
       return parse_query(msg + 16, len - 16, req, error);
    }
-   tm_error_set(error, 2, "unsupported opcode %d", (int) req->op_code);
+   tm_error_set(error, 2, "unsupported opcode %d", (int)req->op_code);
    return MD_WIRE_ERROR_CLOSE;
 }
 
@@ -373,7 +372,7 @@ md_wire_build_reply(int32_t op_code, int32_t request_id, int32_t response_to, co
    size_t head = legacy ? 16 + 4 + 8 + 4 + 4 : 16 + 4 + 1;
    size_t total = head + doc->len;
    uint8_t *buf = bson_malloc(total);
-   wr32(buf, (int32_t) total);
+   wr32(buf, (int32_t)total);
    wr32(buf + 4, request_id);
    wr32(buf + 8, response_to);
    wr32(buf + 12, legacy ? MD_OP_REPLY : MD_OP_MSG);

@@ -29,7 +29,7 @@ typedef struct {
    int32_t op_code;
    bool more_to_come;    /* OP_MSG bit 1: the client wants no reply */
    bool exhaust_allowed; /* OP_MSG bit 16: the client reads a stream of replies */
-   bson_t cmd;        /* the command, kind-1 sections folded in, `$db` present */
+   bson_t cmd;           /* the command, kind-1 sections folded in, `$db` present */
 } md_request_t;
 
 typedef enum {
@@ -39,36 +39,30 @@ typedef enum {
 } md_wire_result_t;
 
 /* Reads the header of a message: returns false if `len` is not a plausible length. */
-bool
-md_wire_check_length(int32_t len);
+bool md_wire_check_length(int32_t len);
 
 /* Whether a parse error must close the connection after its answer, as mongod's
  * ConnectionFatalMessageParseError codes (223, 233, 288) do. Other parse errors leave a
  * well-framed stream in sync, so mongod answers them and keeps serving the connection. */
-bool
-md_wire_error_is_fatal(int32_t code);
+bool md_wire_error_is_fatal(int32_t code);
 
 /* Parses one whole message (`len` bytes, header included). On MD_WIRE_OK `req->cmd` must be
  * freed with md_request_destroy. On MD_WIRE_ERROR_REPLY req->request_id/op_code are set so an
  * error answer can be built. */
-md_wire_result_t
-md_wire_parse(const uint8_t *msg, size_t len, md_request_t *req, bson_error_t *error);
+md_wire_result_t md_wire_parse(const uint8_t *msg, size_t len, md_request_t *req,
+                               bson_error_t *error);
 
-void
-md_request_destroy(md_request_t *req);
+void md_request_destroy(md_request_t *req);
 
 /* Builds the answer to `req` (OP_REPLY for OP_QUERY, else OP_MSG) carrying `doc`. Returns a
  * buffer of *len bytes that the caller frees with bson_free. */
-uint8_t *
-md_wire_build_reply(int32_t op_code, int32_t request_id, int32_t response_to, const bson_t *doc,
-                    size_t *len);
+uint8_t *md_wire_build_reply(int32_t op_code, int32_t request_id, int32_t response_to,
+                             const bson_t *doc, size_t *len);
 
 /* Sets moreToCome in a reply built by md_wire_build_reply for OP_MSG: another reply to the
  * same request follows (the exhaust / streaming form of a command). */
-void
-md_wire_set_more_to_come(uint8_t *reply);
+void md_wire_set_more_to_come(uint8_t *reply);
 
-uint32_t
-md_crc32c(const uint8_t *data, size_t len);
+uint32_t md_crc32c(const uint8_t *data, size_t len);
 
 #endif

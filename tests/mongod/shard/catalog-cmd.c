@@ -32,8 +32,7 @@ chunk_new(const bson_t *key, const bson_value_t *lo, const bson_value_t *hi, int
  * run of adjacent chunks; anything else one chunk [MinKey, MaxKey)
  * on the primary shard, as 6.0 does: `split` and `moveChunk` (of empty chunks) spread it. */
 static void
-initial_chunks(md_router_t *r, md_rcoll_t *c, bool hashed, bool empty, int primary,
-               int64_t wanted)
+initial_chunks(md_router_t *r, md_rcoll_t *c, bool hashed, bool empty, int primary, int64_t wanted)
 {
    if (!hashed || !empty) {
       c->chunks = malloc(sizeof *c->chunks);
@@ -41,16 +40,17 @@ initial_chunks(md_router_t *r, md_rcoll_t *c, bool hashed, bool empty, int prima
       c->n_chunks = 1;
       return;
    }
-   size_t n = wanted > 0 && wanted <= 8192 ? (size_t) wanted : (size_t) r->n_shards * 2;
-   size_t per_shard = (n + (size_t) r->n_shards - 1) / (size_t) r->n_shards;
+   size_t n = wanted > 0 && wanted <= 8192 ? (size_t)wanted : (size_t)r->n_shards * 2;
+   size_t per_shard = (n + (size_t)r->n_shards - 1) / (size_t)r->n_shards;
    c->chunks = calloc(n, sizeof *c->chunks);
    uint64_t step = UINT64_MAX / n + 1;
    for (size_t i = 0; i < n; i++) {
       bson_value_t lo = {.value_type = BSON_TYPE_INT64}, hi = {.value_type = BSON_TYPE_INT64};
-      lo.value.v_int64 = (int64_t) ((uint64_t) INT64_MIN + step * i);
-      hi.value.v_int64 = (int64_t) ((uint64_t) INT64_MIN + step * (i + 1));
-      c->chunks[i] = chunk_new(c->key, i ? &lo : NULL, i + 1 < n ? &hi : NULL, (int) (i / per_shard));
-      c->chunks[i].minor = (uint32_t) i;
+      lo.value.v_int64 = (int64_t)((uint64_t)INT64_MIN + step * i);
+      hi.value.v_int64 = (int64_t)((uint64_t)INT64_MIN + step * (i + 1));
+      c->chunks[i] =
+         chunk_new(c->key, i ? &lo : NULL, i + 1 < n ? &hi : NULL, (int)(i / per_shard));
+      c->chunks[i].minor = (uint32_t)i;
    }
    c->n_chunks = n;
 }
@@ -112,14 +112,16 @@ static void
 add_collection(md_router_t *r, const char *ns, const bson_t *key, bool unique, bool presplit,
                int primary, int64_t wanted, uint8_t uuid[16])
 {
-   md_rcoll_t c = {.ns = bson_strdup(ns), .key = bson_copy(key), .unique = unique,
-                   .created_t = (uint32_t) time(NULL)};
+   md_rcoll_t c = {.ns = bson_strdup(ns),
+                   .key = bson_copy(key),
+                   .unique = unique,
+                   .created_t = (uint32_t)time(NULL)};
    bson_oid_init(&c.epoch, NULL);
    for (size_t i = 0; i < sizeof c.uuid; i++) {
-      c.uuid[i] = (uint8_t) rand();
+      c.uuid[i] = (uint8_t)rand();
    }
-   c.uuid[6] = (uint8_t) ((c.uuid[6] & 0x0f) | 0x40); /* a version 4 UUID */
-   c.uuid[8] = (uint8_t) ((c.uuid[8] & 0x3f) | 0x80);
+   c.uuid[6] = (uint8_t)((c.uuid[6] & 0x0f) | 0x40); /* a version 4 UUID */
+   c.uuid[8] = (uint8_t)((c.uuid[8] & 0x3f) | 0x80);
    memcpy(uuid, c.uuid, 16);
    initial_chunks(r, &c, presplit, true, primary, wanted);
    pthread_mutex_lock(&r->lock);
@@ -142,20 +144,22 @@ md_cmd_shard_collection(md_router_t *r, const bson_t *cmd, bson_t *reply)
       return md_router_error(r, reply, 73, "Invalid namespace %s", ns);
    }
    if (!bson_iter_init_find(&it, cmd, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      return md_router_error(r, reply, 40414, "BSON field 'shardCollection.key' is missing "
-                                              "but a required field");
+      return md_router_error(r, reply, 40414,
+                             "BSON field 'shardCollection.key' is missing "
+                             "but a required field");
    }
    uint32_t len;
    const uint8_t *data;
    bson_iter_document(&it, &len, &data);
    bson_init_static(&key, data, len);
    if (!valid_key(&key, &hashed)) {
-      return md_router_error(r, reply, 2, "Unsupported shard key pattern. Pattern must either "
-                                          "be a single hashed field, or a list of ascending "
-                                          "fields");
+      return md_router_error(r, reply, 2,
+                             "Unsupported shard key pattern. Pattern must either "
+                             "be a single hashed field, or a list of ascending "
+                             "fields");
    }
    bool unique = bson_iter_init_find(&it, cmd, "unique") && bson_iter_as_bool(&it);
-   char *db = bson_strndup(ns, (size_t) (dot - ns));
+   char *db = bson_strndup(ns, (size_t)(dot - ns));
    pthread_mutex_lock(&r->lock);
    int primary = md_catalog_db(r, db, true)->primary;
    md_rcoll_t *old = md_catalog_coll(r, ns);
@@ -173,8 +177,7 @@ md_cmd_shard_collection(md_router_t *r, const bson_t *cmd, bson_t *reply)
    }
    bool empty = count_on(r, primary, db, dot + 1) == 0;
    create_on_shards(r, db, dot + 1);
-   int64_t wanted = bson_iter_init_find(&it, cmd, "numInitialChunks") ? bson_iter_as_int64(&it)
-                                                                        : 0;
+   int64_t wanted = bson_iter_init_find(&it, cmd, "numInitialChunks") ? bson_iter_as_int64(&it) : 0;
    uint8_t uuid[16];
    add_collection(r, ns, &key, unique, hashed && empty, primary, wanted, uuid);
    bson_free(db);
@@ -238,8 +241,9 @@ md_cmd_split(md_router_t *r, const bson_t *cmd, bson_t *reply)
    }
    pthread_mutex_unlock(&r->lock);
    if (!ok) {
-      return md_router_error(r, reply, 2, "cannot split on the chunk's own bounds or with a "
-                                          "key that is not the shard key");
+      return md_router_error(r, reply, 2,
+                             "cannot split on the chunk's own bounds or with a "
+                             "key that is not the shard key");
    }
    md_catalog_publish(r);
    bson_init(reply);
@@ -253,7 +257,7 @@ chunk_has_documents(md_router_t *r, const md_rcoll_t *copy, int from, const bson
                     const bson_t *max)
 {
    const char *dot = strchr(copy->ns, '.');
-   char *db = bson_strndup(copy->ns, (size_t) (dot - copy->ns));
+   char *db = bson_strndup(copy->ns, (size_t)(dot - copy->ns));
    size_t n;
    bson_t **docs = md_router_fetch(r, from, db, dot + 1, NULL, &n);
    bool found = false;
@@ -288,7 +292,8 @@ md_cmd_move_chunk(md_router_t *r, const bson_t *cmd, bson_t *reply)
    bson_iter_document(&it, &len, &data);
    bson_init_static(&find, data, len);
    const char *name = bson_iter_init_find(&it, cmd, "to") && BSON_ITER_HOLDS_UTF8(&it)
-                         ? bson_iter_utf8(&it, NULL) : "";
+                         ? bson_iter_utf8(&it, NULL)
+                         : "";
    for (int s = 0; s < r->n_shards; s++) {
       char want[16];
       snprintf(want, sizeof want, "shard%d", s);
@@ -324,8 +329,9 @@ md_cmd_move_chunk(md_router_t *r, const bson_t *cmd, bson_t *reply)
    bson_destroy(copy.key);
    bson_free(copy.ns);
    if (busy) {
-      return md_router_error(r, reply, 20, "moveChunk of a chunk holding documents (chunk "
-                                           "migration) is not supported by test-mongod");
+      return md_router_error(r, reply, 20,
+                             "moveChunk of a chunk holding documents (chunk "
+                             "migration) is not supported by test-mongod");
    }
    bson_init(reply);
    BSON_APPEND_INT32(reply, "millis", 0);

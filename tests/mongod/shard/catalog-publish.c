@@ -49,7 +49,7 @@ databases_docs(md_router_t *r, bson_t *arr)
       BSON_APPEND_UTF8(&doc, "primary", primary);
       BSON_APPEND_BOOL(&doc, "partitioned", false);
       BSON_APPEND_DOCUMENT_BEGIN(&doc, "version", &version);
-      BSON_APPEND_TIMESTAMP(&version, "timestamp", r->shards[0]->oplog.start.t, (uint32_t) i + 1);
+      BSON_APPEND_TIMESTAMP(&version, "timestamp", r->shards[0]->oplog.start.t, (uint32_t)i + 1);
       BSON_APPEND_INT32(&version, "lastMod", 1);
       bson_append_document_end(&doc, &version);
       append_doc(arr, &n, &doc);
@@ -66,7 +66,7 @@ collections_docs(md_router_t *r, bson_t *colls, bson_t *chunks)
       bson_t doc = BSON_INITIALIZER;
       BSON_APPEND_UTF8(&doc, "_id", c->ns);
       BSON_APPEND_OID(&doc, "lastmodEpoch", &c->epoch);
-      BSON_APPEND_DATE_TIME(&doc, "lastmod", (int64_t) c->created_t * 1000);
+      BSON_APPEND_DATE_TIME(&doc, "lastmod", (int64_t)c->created_t * 1000);
       BSON_APPEND_TIMESTAMP(&doc, "timestamp", c->created_t, 1);
       BSON_APPEND_BINARY(&doc, "uuid", BSON_SUBTYPE_UUID, c->uuid, 16);
       BSON_APPEND_DOCUMENT(&doc, "key", c->key);

@@ -118,13 +118,13 @@ bool
 md_cmd_list_shards(md_router_t *r, const bson_t *cmd, bson_t *reply)
 {
    bson_t arr, doc;
-   (void) cmd;
+   (void)cmd;
    bson_init(reply);
    BSON_APPEND_ARRAY_BEGIN(reply, "shards", &arr);
    for (int s = 0; s < r->n_shards; s++) {
       char key[16], name[16], host[64];
       const char *k;
-      bson_uint32_to_string((uint32_t) s, &k, key, sizeof key);
+      bson_uint32_to_string((uint32_t)s, &k, key, sizeof key);
       snprintf(name, sizeof name, "shard%d", s);
       /* In-process shards have no address of their own: the host names the set only. */
       snprintf(host, sizeof host, "%s/in-process:%d", name, s);

@@ -22,14 +22,14 @@
 
 struct _md_mstream_t {
    int64_t id;
-   char *ns;                       /* as the client sees it */
+   char *ns; /* as the client sees it */
    char *db;
-   int64_t cursor[MD_MAX_SHARDS];  /* the shard's stream (0: closed) */
+   int64_t cursor[MD_MAX_SHARDS];   /* the shard's stream (0: closed) */
    char *shard_coll[MD_MAX_SHARDS]; /* its getMore collection */
-   bson_t **buf[MD_MAX_SHARDS];    /* events taken from the shard, not yet handed out */
+   bson_t **buf[MD_MAX_SHARDS];     /* events taken from the shard, not yet handed out */
    size_t n_buf[MD_MAX_SHARDS], pos[MD_MAX_SHARDS];
    char hwm[MD_MAX_SHARDS][MD_TOKEN_LEN + 1]; /* the shard's last postBatchResumeToken */
-   char skip[MTOKEN_LEN + 1];      /* resuming: what sorts at or before this was seen */
+   char skip[MTOKEN_LEN + 1];                 /* resuming: what sorts at or before this was seen */
    char pbrt[MTOKEN_LEN + 1];
    bool in_use, killed, invalidated;
    md_mstream_t *next;
@@ -85,9 +85,10 @@ take(md_mstream_t *m, int s, const bson_t *reply)
    if (hwm && strlen(hwm) == MD_TOKEN_LEN) {
       strcpy(m->hwm[s], hwm);
    }
-   if (bson_iter_init(&it, reply) && (bson_iter_find_descendant(&it, "cursor.nextBatch", &batch) ||
-                                      (bson_iter_init(&it, reply) &&
-                                       bson_iter_find_descendant(&it, "cursor.firstBatch", &batch))) &&
+   if (bson_iter_init(&it, reply) &&
+       (bson_iter_find_descendant(&it, "cursor.nextBatch", &batch) ||
+        (bson_iter_init(&it, reply) &&
+         bson_iter_find_descendant(&it, "cursor.firstBatch", &batch))) &&
        bson_iter_recurse(&batch, &batch)) {
       while (bson_iter_next(&batch) && BSON_ITER_HOLDS_DOCUMENT(&batch)) {
          uint32_t len;
@@ -98,7 +99,8 @@ take(md_mstream_t *m, int s, const bson_t *reply)
       }
    }
    return bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.id", &it)
-             ? bson_iter_as_int64(&it) : 0;
+             ? bson_iter_as_int64(&it)
+             : 0;
 }
 
 /* The smallest high-water mark of the shards still streaming ("" while one has none). */
@@ -163,12 +165,12 @@ release(md_router_t *r, md_mstream_t *m, int64_t batch_size, bson_t *arr, uint32
       if (s < 0 || strcmp(token, hwm) > 0) {
          break;
       }
-      if (batch_size > 0 && *count >= (uint32_t) batch_size) {
+      if (batch_size > 0 && *count >= (uint32_t)batch_size) {
          cut = true;
          break;
       }
       char mtoken[MTOKEN_LEN + 1];
-      snprintf(mtoken, sizeof mtoken, "%s%02X", token, (unsigned) s);
+      snprintf(mtoken, sizeof mtoken, "%s%02X", token, (unsigned)s);
       bson_t *event = m->buf[s][m->pos[s]++];
       if (!m->skip[0] || strcmp(mtoken, m->skip) > 0) {
          bson_iter_t it;
@@ -270,8 +272,9 @@ shard_spec(md_router_t *r, const bson_t *spec, bson_t *out, char *skip, bson_t *
       bson_destroy(&token_doc);
       if (!ok) {
          bson_destroy(out);
-         md_router_error(r, reply, 280, "cannot resume stream; the resume token was not "
-                                        "found. (not a token of this mongos)");
+         md_router_error(r, reply, 280,
+                         "cannot resume stream; the resume token was not "
+                         "found. (not a token of this mongos)");
          return false;
       }
    }
@@ -282,8 +285,8 @@ shard_spec(md_router_t *r, const bson_t *spec, bson_t *out, char *skip, bson_t *
 static void
 shard_command(const bson_t *cmd, const bson_t *spec, bson_t *out)
 {
-   static const char *const drop[] = {"pipeline", "cursor", "$clusterTime", "readConcern",
-                                      "$readPreference", "lsid", "txnNumber", NULL};
+   static const char *const drop[] = {"pipeline",        "cursor", "$clusterTime", "readConcern",
+                                      "$readPreference", "lsid",   "txnNumber",    NULL};
    bson_iter_t it, stages;
    bson_t pipeline, stage, cursor;
    md_router_rewrite(cmd, NULL, NULL, drop, out);
@@ -319,9 +322,9 @@ open_shards(md_router_t *r, md_mstream_t *m, const bson_t *sent, bson_t *reply)
          return false;
       }
       m->cursor[s] = take(m, s, &one);
-      const char *ns = bson_iter_init(&it, &one) &&
-                             bson_iter_find_descendant(&it, "cursor.ns", &it)
-                          ? bson_iter_utf8(&it, NULL) : "";
+      const char *ns = bson_iter_init(&it, &one) && bson_iter_find_descendant(&it, "cursor.ns", &it)
+                          ? bson_iter_utf8(&it, NULL)
+                          : "";
       const char *dot = strchr(ns, '.');
       m->shard_coll[s] = bson_strdup(dot ? dot + 1 : ns);
       if (!m->ns) {
@@ -343,8 +346,9 @@ md_mstream_open(md_router_t *r, const bson_t *cmd, bson_t *reply)
    bson_iter_recurse(&spec_it, &spec_it);
    bson_iter_next(&spec_it);
    if (!BSON_ITER_HOLDS_DOCUMENT(&spec_it)) {
-      return md_router_error(r, reply, 50808, "$changeStream stage expects a document as "
-                                              "argument");
+      return md_router_error(r, reply, 50808,
+                             "$changeStream stage expects a document as "
+                             "argument");
    }
    uint32_t len;
    const uint8_t *data;
@@ -424,11 +428,10 @@ md_mstream_get_more(md_router_t *r, const bson_t *cmd, int64_t id, bson_t *reply
       return false;
    }
    if (busy) {
-      return md_router_error(r, reply, 2, "cursor %lld is already in use", (long long) id);
+      return md_router_error(r, reply, 2, "cursor %lld is already in use", (long long)id);
    }
    bson_iter_t it;
-   int64_t batch_size = bson_iter_init_find(&it, cmd, "batchSize") ? bson_iter_as_int64(&it)
-                                                                    : -1;
+   int64_t batch_size = bson_iter_init_find(&it, cmd, "batchSize") ? bson_iter_as_int64(&it) : -1;
    int64_t max_ms = bson_iter_init_find(&it, cmd, "maxTimeMS") ? bson_iter_as_int64(&it) : 1000;
    int64_t deadline = md_now_ms() + max_ms;
    bson_t arr = BSON_INITIALIZER;

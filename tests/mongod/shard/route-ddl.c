@@ -18,7 +18,7 @@
  * fields (test-mongod's mongos splits a batch into one command per statement, which a shard
  * would take for retries of statement 0; retryable writes are therefore not deduplicated). */
 const char *const md_shard_drop[] = {"$clusterTime", "readConcern", "$readPreference",
-                                         "lsid", "txnNumber", NULL};
+                                     "lsid",         "txnNumber",   NULL};
 
 bool
 md_route_forward(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
@@ -37,7 +37,8 @@ primary_of(md_router_t *r, const bson_t *cmd)
 {
    bson_iter_t it;
    const char *db = bson_iter_init_find(&it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&it)
-                       ? bson_iter_utf8(&it, NULL) : "test";
+                       ? bson_iter_utf8(&it, NULL)
+                       : "test";
    return md_route_primary(r, db);
 }
 
@@ -109,8 +110,8 @@ md_route_drop(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply
       const char *dot = strchr(r->colls[i].ns, '.');
       bool hit = strcmp(name, "drop") == 0
                     ? ns && strcmp(r->colls[i].ns, ns) == 0
-                    : strncmp(r->colls[i].ns, db, (size_t) (dot - r->colls[i].ns)) == 0 &&
-                         strlen(db) == (size_t) (dot - r->colls[i].ns);
+                    : strncmp(r->colls[i].ns, db, (size_t)(dot - r->colls[i].ns)) == 0 &&
+                         strlen(db) == (size_t)(dot - r->colls[i].ns);
       if (hit) {
          md_rcoll_t gone = r->colls[i];
          r->colls[i--] = r->colls[--r->n_colls];
@@ -143,7 +144,8 @@ md_route_list_databases(md_router_t *r, const bson_t *cmd, bson_t *reply)
             const char *name = bson_iter_find(&db, "name") ? bson_iter_utf8(&db, NULL) : "";
             bson_iter_t size;
             int64_t bytes = bson_iter_recurse(&dbs, &size) && bson_iter_find(&size, "sizeOnDisk")
-                               ? bson_iter_as_int64(&size) : 0;
+                               ? bson_iter_as_int64(&size)
+                               : 0;
             bson_iter_t old;
             if (bson_iter_init_find(&old, &names, name)) {
                bson_iter_overwrite_int64(&old, bson_iter_int64(&old) + bytes);
@@ -228,20 +230,20 @@ md_route_kill_cursors(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t
 /* Commands on a database's collections that its primary shard runs (or every shard, for a
  * sharded collection's DDL). */
 const char *const md_by_database[] = {
-   "create", "createIndexes", "dropIndexes", "listIndexes", "listCollections", "collMod",
-   "renameCollection", "dbStats", "collStats", NULL};
+   "create",  "createIndexes",    "dropIndexes", "listIndexes", "listCollections",
+   "collMod", "renameCollection", "dbStats",     "collStats",   NULL};
 
 bool
 md_route_on_database(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
 {
    bool sharded = is_sharded_ns(r, cmd);
    if (sharded && strcmp(name, "renameCollection") == 0) {
-      return md_router_error(r, reply, 20, "renameCollection of a sharded collection is "
-                                           "not supported by test-mongod's mongos");
+      return md_router_error(r, reply, 20,
+                             "renameCollection of a sharded collection is "
+                             "not supported by test-mongod's mongos");
    }
    if (sharded && strcmp(name, "listIndexes") != 0 && strcmp(name, "collStats") != 0) {
       return broadcast(r, cmd, reply);
    }
    return md_route_forward(r, primary_of(r, cmd), cmd, reply);
 }
-

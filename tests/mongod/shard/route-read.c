@@ -117,7 +117,7 @@ static const char *
 unmergeable_stage(const bson_t *cmd)
 {
    static const char *const stages[] = {"$lookup", "$graphLookup", "$unionWith", "$out",
-                                        "$merge", "$facet", NULL};
+                                        "$merge",  "$facet",       NULL};
    bson_iter_t it, pipeline, stage;
    if (!bson_iter_init_find(&it, cmd, "pipeline") || !bson_iter_recurse(&it, &pipeline)) {
       return NULL;
@@ -216,7 +216,7 @@ put_front(md_router_t *r, const char *tmp, bson_t **docs, size_t n)
       for (size_t i = start; i < n && i < start + 1000; i++) {
          char key[16];
          const char *k;
-         bson_uint32_to_string((uint32_t) (i - start), &k, key, sizeof key);
+         bson_uint32_to_string((uint32_t)(i - start), &k, key, sizeof key);
          BSON_APPEND_DOCUMENT(&arr, k, docs[i]);
       }
       bson_append_array_end(&cmd, &arr);
@@ -230,8 +230,8 @@ put_front(md_router_t *r, const char *tmp, bson_t **docs, size_t n)
 
 /* A sharded collection's read: gathered into a temporary collection, run there. */
 static bool
-read_gathered(md_router_t *r, const bson_t *cmd, const char *name, uint32_t targets,
-              const char *ns, bson_t *reply)
+read_gathered(md_router_t *r, const bson_t *cmd, const char *name, uint32_t targets, const char *ns,
+              bson_t *reply)
 {
    const char *db, *coll;
    bson_t filter, sent, front_reply;
@@ -239,7 +239,7 @@ read_gathered(md_router_t *r, const bson_t *cmd, const char *name, uint32_t targ
    char *own = md_route_ns(cmd, &db, &coll);
    bool has_filter = filter_of(cmd, name, &filter);
    pthread_mutex_lock(&r->lock);
-   snprintf(tmp, sizeof tmp, "t%llu", (unsigned long long) ++r->next_tmp);
+   snprintf(tmp, sizeof tmp, "t%llu", (unsigned long long)++r->next_tmp);
    pthread_mutex_unlock(&r->lock);
    run_simple(r, "create", tmp);
    for (int s = 0; s < r->n_shards; s++) {
@@ -250,15 +250,16 @@ read_gathered(md_router_t *r, const bson_t *cmd, const char *name, uint32_t targ
          md_docs_free(docs, n);
       }
    }
-   static const char *const drop[] = {"$clusterTime", "readConcern", "$readPreference",
-                                      "lsid", "txnNumber", "hint", NULL};
+   static const char *const drop[] = {
+      "$clusterTime", "readConcern", "$readPreference", "lsid", "txnNumber", "hint", NULL};
    md_router_rewrite(cmd, tmp, TMP_DB, drop, &sent);
    md_router_call(r, -1, &sent, &front_reply);
    bson_destroy(&sent);
    bson_iter_t it, id_it;
-   int64_t id = bson_iter_init(&id_it, &front_reply) &&
-                      bson_iter_find_descendant(&id_it, "cursor.id", &it)
-                   ? bson_iter_as_int64(&it) : -1;
+   int64_t id =
+      bson_iter_init(&id_it, &front_reply) && bson_iter_find_descendant(&id_it, "cursor.id", &it)
+         ? bson_iter_as_int64(&it)
+         : -1;
    if (id >= 0) {
       pthread_mutex_lock(&r->front->lock);
       md_cursor_t *cur = id ? md_cursor_get(&r->front->cursors, id) : NULL;
@@ -297,8 +298,10 @@ md_route_read(md_router_t *r, const bson_t *cmd, bson_t *reply)
    pthread_mutex_unlock(&r->lock);
    const char *stage = c ? unmergeable_stage(cmd) : NULL;
    if (stage) {
-      md_router_error(r, reply, 20, "%s on a sharded collection is not supported by "
-                                    "test-mongod's mongos", stage);
+      md_router_error(r, reply, 20,
+                      "%s on a sharded collection is not supported by "
+                      "test-mongod's mongos",
+                      stage);
    } else if (c) {
       read_gathered(r, cmd, name, targets, ns, reply);
    } else {

@@ -102,7 +102,7 @@ run_batches(md_router_t *r, const bson_t *cmd, const char *field, const bson_t *
          const char *k;
          bson_uint32_to_string(count, &k, key, sizeof key);
          BSON_APPEND_DOCUMENT(&batch, k, stmts[i]);
-         indexes[count++] = (int64_t) i;
+         indexes[count++] = (int64_t)i;
          done[i] = true;
       }
       bool ok = md_merged_send(r, shard[start], cmd, field, &batch, indexes, m);
@@ -181,10 +181,10 @@ static void
 refuse(md_merged_t *m, size_t index, int32_t code, char *msg)
 {
    bson_t err = BSON_INITIALIZER;
-   BSON_APPEND_INT32(&err, "index", (int32_t) index);
+   BSON_APPEND_INT32(&err, "index", (int32_t)index);
    BSON_APPEND_INT32(&err, "code", code);
    BSON_APPEND_UTF8(&err, "errmsg", msg);
-   md_merged_append(&m->errors, &m->n_errors, &err, (int64_t) index);
+   md_merged_append(&m->errors, &m->n_errors, &err, (int64_t)index);
    bson_destroy(&err);
    bson_free(msg);
 }
@@ -227,8 +227,9 @@ print_stmt(const bson_t *stmt, bool update)
       BSON_APPEND_BOOL(&p, "multi", flag(stmt, "multi"));
       BSON_APPEND_BOOL(&p, "upsert", flag(stmt, "upsert"));
    } else {
-      BSON_APPEND_INT32(&p, "limit", bson_iter_init_find(&it, stmt, "limit")
-                                        ? (int32_t) bson_iter_as_int64(&it) : 0);
+      BSON_APPEND_INT32(&p, "limit",
+                        bson_iter_init_find(&it, stmt, "limit") ? (int32_t)bson_iter_as_int64(&it)
+                                                                : 0);
    }
    char *text = md_auth_format_command(&p, 100000);
    bson_destroy(&p);
@@ -254,8 +255,8 @@ target_update(const md_rcoll_t *c, const bson_t *stmt, int32_t *code, char **msg
    sub_doc(stmt, "q", &q);
    bool u_doc = sub_doc(stmt, "u", &u);
    bson_iter_t it;
-   bool replacement = u_doc && (bson_empty(&u) || (bson_iter_init(&it, &u) &&
-                                 bson_iter_next(&it) && bson_iter_key(&it)[0] != '$'));
+   bool replacement = u_doc && (bson_empty(&u) || (bson_iter_init(&it, &u) && bson_iter_next(&it) &&
+                                                   bson_iter_key(&it)[0] != '$'));
    char *pattern = md_sk_pattern_string(c->key);
    uint32_t bits = 0;
    if (flag(stmt, "upsert")) {
@@ -287,7 +288,8 @@ target_update(const md_rcoll_t *c, const bson_t *stmt, int32_t *code, char **msg
          "A {multi:false} update on a sharded collection must contain an exact match on _id "
          "(and have the collection default collation) or target a single shard (and have the "
          "simple collation), but this update targeted %d shards. Update request: %s, shard key "
-         "pattern: %s", count_bits(bits), text, pattern);
+         "pattern: %s",
+         count_bits(bits), text, pattern);
       bson_free(text);
       bits = 0;
    }
@@ -316,7 +318,8 @@ target_delete(const md_rcoll_t *c, const bson_t *stmt, int32_t *code, char **msg
       *msg = bson_strdup_printf(
          "A single delete on a sharded collection must contain an exact match on _id (and "
          "have the collection default collation) or contain the shard key (and have the "
-         "simple collation). Delete request: %s, shard key pattern: %s", text, pattern);
+         "simple collation). Delete request: %s, shard key pattern: %s",
+         text, pattern);
       bson_free(text);
       bson_free(pattern);
       return 0;
@@ -326,8 +329,7 @@ target_delete(const md_rcoll_t *c, const bson_t *stmt, int32_t *code, char **msg
 
 /* update and delete: statement by statement, each to the shards it targets. */
 static bool
-route_statements(md_router_t *r, const bson_t *cmd, const char *field, bool update,
-                 bson_t *reply)
+route_statements(md_router_t *r, const bson_t *cmd, const char *field, bool update, bson_t *reply)
 {
    md_rcoll_t c;
    if (!sharded_routing(r, cmd, &c, reply)) {
@@ -352,7 +354,7 @@ route_statements(md_router_t *r, const bson_t *cmd, const char *field, bool upda
       for (int s = 0; s < r->n_shards && ok; s++) {
          if (bits & (1u << s)) {
             bson_t one = BSON_INITIALIZER;
-            int64_t index = (int64_t) i;
+            int64_t index = (int64_t)i;
             BSON_APPEND_DOCUMENT(&one, "0", stmts[i]);
             ok = md_merged_send(r, s, cmd, field, &one, &index, &m);
             bson_destroy(&one);
@@ -397,8 +399,9 @@ md_route_find_and_modify(md_router_t *r, const bson_t *cmd, bson_t *reply)
    bson_destroy(&key);
    rcoll_free(&c);
    if (!pinned) {
-      return md_router_error(r, reply, 61, "Query for sharded findAndModify must contain "
-                                           "the shard key");
+      return md_router_error(r, reply, 61,
+                             "Query for sharded findAndModify must contain "
+                             "the shard key");
    }
    md_route_forward(r, target, cmd, reply);
    return true;

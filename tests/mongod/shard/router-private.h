@@ -68,8 +68,8 @@ bool md_router_error(md_router_t *r, bson_t *reply, int32_t code, const char *fm
    BSON_GNUC_PRINTF(4, 5);
 /* A copy of `cmd` with its first value replaced by `coll` (NULL: kept), $db by `db` (NULL:
  * kept) and the fields in `drop` (NULL-terminated, may be NULL) left out. */
-void md_router_rewrite(const bson_t *cmd, const char *coll, const char *db,
-                       const char *const *drop, bson_t *out);
+void md_router_rewrite(const bson_t *cmd, const char *coll, const char *db, const char *const *drop,
+                       bson_t *out);
 
 /* ---- catalog.c (callers hold r->lock unless said otherwise) ---- */
 /* The database's entry, created (with a primary shard) when `create`; NULL otherwise. */

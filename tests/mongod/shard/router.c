@@ -23,8 +23,8 @@
 static bool
 is_write(const bson_t *cmd)
 {
-   static const char *const writes[] = {"insert", "update", "delete", "findAndModify",
-                                        "findandmodify", NULL};
+   static const char *const writes[] = {"insert",        "update",        "delete",
+                                        "findAndModify", "findandmodify", NULL};
    bson_iter_t it;
    const char *name = bson_iter_init(&it, cmd) && bson_iter_next(&it) ? bson_iter_key(&it) : "";
    for (size_t i = 0; writes[i]; i++) {
@@ -92,7 +92,7 @@ md_router_error(md_router_t *r, bson_t *reply, int32_t code, const char *fmt, ..
    va_start(ap, fmt);
    vsnprintf(error.message, sizeof error.message, fmt, ap);
    va_end(ap);
-   error.code = (uint32_t) code;
+   error.code = (uint32_t)code;
    md_error_reply(r->front, &error, NULL, reply);
    return true;
 }
@@ -127,7 +127,8 @@ md_route_ns(const bson_t *cmd, const char **db, const char **coll)
 {
    bson_iter_t it;
    *db = bson_iter_init_find(&it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&it)
-            ? bson_iter_utf8(&it, NULL) : "";
+            ? bson_iter_utf8(&it, NULL)
+            : "";
    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it)) {
       return NULL;
    }
@@ -140,12 +141,12 @@ md_route_ns(const bson_t *cmd, const char **db, const char **coll)
 static bool
 hello(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
-   static const char *const repl_fields[] = {"hosts", "setName", "setVersion", "secondary",
-                                             "primary", "me", "electionId", "lastWrite",
-                                             "isreplicaset", "arbiters", "passives", NULL};
+   static const char *const repl_fields[] = {"hosts",        "setName",  "setVersion", "secondary",
+                                             "primary",      "me",       "electionId", "lastWrite",
+                                             "isreplicaset", "arbiters", "passives",   NULL};
    bson_t local;
    bson_iter_t it;
-   (void) r;
+   (void)r;
    md_command_run_local(conn, cmd, &local);
    bson_init(reply);
    bson_iter_init(&it, &local);
@@ -171,22 +172,30 @@ typedef bool (*route_fn)(md_router_t *r, const bson_t *cmd, bson_t *reply);
 /* Commands the front runs as any server would (it holds no user data: only the config
  * database, the temporary collections reads are merged in, and cursors over them). */
 static const char *const front_commands[] = {
-   "ping", "buildInfo", "buildinfo", "getParameter", "whatsmyuri", "connectionStatus",
-   "endSessions", "hostInfo", "getCmdLineOpts", "serverStatus", "killAllSessions",
-   "configureFailPoint", "getLog", "listCommands", NULL};
+   "ping",         "buildInfo",       "buildinfo",
+   "getParameter", "whatsmyuri",      "connectionStatus",
+   "endSessions",  "hostInfo",        "getCmdLineOpts",
+   "serverStatus", "killAllSessions", "configureFailPoint",
+   "getLog",       "listCommands",    NULL};
 
 /* What mongos 6.0 has no such command for, or test-mongod's mongos does not do: named. */
 static bool
 unsupported(md_router_t *r, const char *name, bson_t *reply)
 {
    static const char *const txn[] = {"commitTransaction", "abortTransaction", NULL};
-   static const char *const repl[] = {"replSetGetStatus", "replSetStepDown", "replSetStepUp",
-                                      "replSetFreeze", "testMemberFault", "testRollbackLog",
+   static const char *const repl[] = {"replSetGetStatus",
+                                      "replSetStepDown",
+                                      "replSetStepUp",
+                                      "replSetFreeze",
+                                      "testMemberFault",
+                                      "testRollbackLog",
                                       NULL};
    for (size_t i = 0; txn[i]; i++) {
       if (strcmp(name, txn[i]) == 0) {
-         return md_router_error(r, reply, 20, "%s: transactions through mongos are not "
-                                              "supported by test-mongod", name);
+         return md_router_error(r, reply, 20,
+                                "%s: transactions through mongos are not "
+                                "supported by test-mongod",
+                                name);
       }
    }
    for (size_t i = 0; repl[i]; i++) {
@@ -368,15 +377,16 @@ route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
    bson_iter_t it;
    if (bson_iter_init_find(&it, cmd, "autocommit") ||
        bson_iter_init_find(&it, cmd, "startTransaction")) {
-      return md_router_error(r, reply, 20, "%s: transactions through mongos are not "
-                                           "supported by test-mongod", name);
+      return md_router_error(r, reply, 20,
+                             "%s: transactions through mongos are not "
+                             "supported by test-mongod",
+                             name);
    }
    if (unsupported(r, name, reply)) {
       return true;
    }
    if (strcmp(name, "aggregate") == 0) {
-      return is_change_stream(cmd) ? md_mstream_open(r, cmd, reply)
-                                   : md_route_read(r, cmd, reply);
+      return is_change_stream(cmd) ? md_mstream_open(r, cmd, reply) : md_route_read(r, cmd, reply);
    }
    for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++) {
       if (strcmp(routed[i].name, name) == 0) {
@@ -404,7 +414,7 @@ noop_tick(md_server_t *shard, md_ts_t *seen)
    pthread_mutex_lock(&shard->lock);
    md_oplog_t *log = &shard->oplog;
    if (md_ts_cmp(log->last, *seen) == 0) {
-      uint32_t secs = (uint32_t) time(NULL);
+      uint32_t secs = (uint32_t)time(NULL);
       if (secs > log->last.t) {
          log->last.t = secs;
          log->last.i = 1;
@@ -426,9 +436,9 @@ noop_main(void *arg)
    while (r->noop_running) {
       struct timespec until;
       clock_gettime(CLOCK_REALTIME, &until);
-      int64_t ns = until.tv_nsec + (int64_t) r->front->opts.periodic_noop_ms * 1000000;
-      until.tv_sec += (time_t) (ns / 1000000000);
-      until.tv_nsec = (long) (ns % 1000000000);
+      int64_t ns = until.tv_nsec + (int64_t)r->front->opts.periodic_noop_ms * 1000000;
+      until.tv_sec += (time_t)(ns / 1000000000);
+      until.tv_nsec = (long)(ns % 1000000000);
       pthread_cond_timedwait(&r->noop_cond, &r->lock, &until);
       if (!r->noop_running) {
          break;
@@ -452,7 +462,7 @@ md_router_attach(md_server_t *front)
    pthread_mutex_init(&r->lock, NULL);
    pthread_mutex_init(&r->publish_lock, NULL);
    pthread_cond_init(&r->noop_cond, NULL);
-   r->next_stream_id = ((int64_t) 0x4d53 << 44) + 1; /* apart from the front's cursor ids */
+   r->next_stream_id = ((int64_t)0x4d53 << 44) + 1; /* apart from the front's cursor ids */
    for (int s = 0; s < r->n_shards; s++) {
       md_server_opts_t opts = front->opts;
       opts.mongos = false;

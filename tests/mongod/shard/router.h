@@ -11,10 +11,8 @@
 #include "net/server.h"
 
 /* Creates opts.shards shards and routes every command of `front` through them. */
-void
-md_router_attach(md_server_t *front);
+void md_router_attach(md_server_t *front);
 /* Stops the shards' no-op writer and frees the shards (NULL-safe, no-op without a router). */
-void
-md_router_detach(md_server_t *front);
+void md_router_detach(md_server_t *front);
 
 #endif

@@ -11,7 +11,6 @@
 
 /* A write's merged result: counts, upserted ids and write errors with the client's indexes. */
 
-
 void
 md_merged_init(md_merged_t *m)
 {
@@ -34,7 +33,7 @@ md_merged_append(bson_t *arr, uint32_t *count, const bson_t *doc, int64_t index)
    bson_iter_init(&it, doc);
    while (bson_iter_next(&it)) {
       if (strcmp(bson_iter_key(&it), "index") == 0) {
-         BSON_APPEND_INT32(&out, "index", (int32_t) index);
+         BSON_APPEND_INT32(&out, "index", (int32_t)index);
       } else {
          bson_append_iter(&out, NULL, 0, &it);
       }
@@ -52,7 +51,7 @@ md_merged_add(md_merged_t *m, const bson_t *reply, const int64_t *indexes)
       bson_t err = BSON_INITIALIZER;
       BSON_APPEND_INT32(&err, "index", 0);
       if (bson_iter_init_find(&it, reply, "code")) {
-         BSON_APPEND_INT32(&err, "code", (int32_t) bson_iter_as_int64(&it));
+         BSON_APPEND_INT32(&err, "code", (int32_t)bson_iter_as_int64(&it));
       }
       if (bson_iter_init_find(&it, reply, "errmsg")) {
          bson_append_iter(&err, "errmsg", 6, &it);
@@ -79,9 +78,10 @@ md_merged_add(md_merged_t *m, const bson_t *reply, const int64_t *indexes)
          bson_iter_document(&arr, &len, &data);
          bson_init_static(&doc, data, len);
          int64_t i = bson_iter_recurse(&arr, &el) && bson_iter_find(&el, "index")
-                        ? bson_iter_as_int64(&el) : 0;
+                        ? bson_iter_as_int64(&el)
+                        : 0;
          md_merged_append(l ? &m->errors : &m->upserted, l ? &m->n_errors : &m->n_upserted, &doc,
-                        indexes[i]);
+                          indexes[i]);
          ok = ok && l == 0;
       }
    }
@@ -102,9 +102,9 @@ void
 md_merged_reply(md_merged_t *m, bson_t *reply)
 {
    bson_init(reply);
-   BSON_APPEND_INT32(reply, "n", (int32_t) m->n);
+   BSON_APPEND_INT32(reply, "n", (int32_t)m->n);
    if (m->has_modified) {
-      BSON_APPEND_INT32(reply, "nModified", (int32_t) m->n_modified);
+      BSON_APPEND_INT32(reply, "nModified", (int32_t)m->n_modified);
    }
    if (m->n_upserted) {
       BSON_APPEND_ARRAY(reply, "upserted", &m->upserted);
@@ -125,7 +125,7 @@ md_merged_reply(md_merged_t *m, bson_t *reply)
  * `cmd`'s `field` to shard `s`. */
 bool
 md_merged_send(md_router_t *r, int s, const bson_t *cmd, const char *field, const bson_t *stmts,
-           const int64_t *indexes, md_merged_t *m)
+               const int64_t *indexes, md_merged_t *m)
 {
    const char *drop[16];
    size_t nd = 0;
@@ -143,4 +143,3 @@ md_merged_send(md_router_t *r, int s, const bson_t *cmd, const char *field, cons
    bson_destroy(&reply);
    return ok;
 }
-

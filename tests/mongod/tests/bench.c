@@ -37,11 +37,11 @@ server_cpu(void)
    buf[n] = '\0';
    const char *p = strrchr(buf, ')');
    unsigned long utime = 0, stime = 0;
-   if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
-                    &stime) != 2) {
+   if (!p ||
+       sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) {
       return -1;
    }
-   return (double) (utime + stime) / (double) sysconf(_SC_CLK_TCK);
+   return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static mongoc_client_pool_t *pool;
@@ -56,7 +56,7 @@ writer_main(void *arg)
    mongoc_collection_t *coll = mongoc_client_get_collection(client, "bench", "docs");
    bson_error_t error;
    for (long i = 0; !atomic_load(&stop_writers); i++) {
-      bson_t *f = BCON_NEW("_id", BCON_INT32((int32_t) (i % N_DOCS)));
+      bson_t *f = BCON_NEW("_id", BCON_INT32((int32_t)(i % N_DOCS)));
       bson_t *u = BCON_NEW("$inc", "{", "n", BCON_INT32(1), "}");
       if (!mongoc_collection_update_one(coll, f, u, NULL, NULL, &error)) {
          fprintf(stderr, "mongod-bench: update: %s\n", error.message);
@@ -74,7 +74,7 @@ writer_main(void *arg)
 static void *
 watcher_main(void *arg)
 {
-   (void) arg;
+   (void)arg;
    mongoc_client_t *client = mongoc_client_pool_pop(pool);
    mongoc_collection_t *coll = mongoc_client_get_collection(client, "bench", "docs");
    bson_t *pipeline = bson_new();
@@ -134,14 +134,14 @@ phase(int n_writers, int seconds)
       pthread_join(threads[i], NULL);
       total += counts[i];
    }
-   double secs = (double) (bson_get_monotonic_time() - start) / 1e6;
+   double secs = (double)(bson_get_monotonic_time() - start) / 1e6;
    double cpu = server_cpu() - cpu0;
    if (cpu0 >= 0 && cpu > 0) {
       printf("  (%d client(s): %ld updates, server CPU %.2f s = %.1f us/update, "
              "%.0f updates per server CPU second)\n",
-             n_writers, total, cpu, cpu * 1e6 / (double) total, (double) total / cpu);
+             n_writers, total, cpu, cpu * 1e6 / (double)total, (double)total / cpu);
    }
-   return (double) total / secs;
+   return (double)total / secs;
 }
 
 int
@@ -168,15 +168,15 @@ main(int argc, char **argv)
    int64_t start = bson_get_monotonic_time();
    double rate = phase(4, seconds);
    /* Let the watcher drain what was written, then count. */
-   long written = (long) (rate * seconds);
+   long written = (long)(rate * seconds);
    while (atomic_load(&events) < written &&
-          bson_get_monotonic_time() - start < (int64_t) (seconds + 5) * 1000000) {
+          bson_get_monotonic_time() - start < (int64_t)(seconds + 5) * 1000000) {
       nanosleep(&settle, NULL);
    }
-   double secs = (double) (bson_get_monotonic_time() - start) / 1e6;
+   double secs = (double)(bson_get_monotonic_time() - start) / 1e6;
    printf("updates/s with a watcher, 4 clients:   %.0f\n", rate);
    printf("change events/s delivered to watcher:  %.0f (%ld events)\n",
-          (double) atomic_load(&events) / secs, atomic_load(&events));
+          (double)atomic_load(&events) / secs, atomic_load(&events));
    atomic_store(&stop_watcher, true);
    pthread_join(watcher, NULL);
    mongoc_client_pool_destroy(pool);

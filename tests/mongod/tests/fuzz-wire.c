@@ -17,8 +17,7 @@
 #include "commands/commands.h"
 #include "net/wire.h"
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static md_server_t *srv;
 static md_conn_t conn;
@@ -47,15 +46,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    /* The connection loop only passes messages whose header length matches. */
    uint8_t *msg = malloc(size);
    memcpy(msg, data, size);
-   msg[0] = (uint8_t) size;
-   msg[1] = (uint8_t) (size >> 8);
-   msg[2] = (uint8_t) (size >> 16);
-   msg[3] = (uint8_t) (size >> 24);
+   msg[0] = (uint8_t)size;
+   msg[1] = (uint8_t)(size >> 8);
+   msg[2] = (uint8_t)(size >> 16);
+   msg[3] = (uint8_t)(size >> 24);
    if (md_wire_parse(msg, size, &req, &error) == MD_WIRE_OK) {
       bson_iter_t it;
-      const char *name = bson_iter_init(&it, &req.cmd) && bson_iter_next(&it)
-                            ? bson_iter_key(&it)
-                            : "";
+      const char *name =
+         bson_iter_init(&it, &req.cmd) && bson_iter_next(&it) ? bson_iter_key(&it) : "";
       if (strcmp(name, "getMore") != 0 && strcmp(name, "configureFailPoint") != 0) {
          bson_t reply;
          md_command_run(&conn, &req.cmd, &reply);

@@ -228,8 +228,8 @@ md_rs_heal_all(void)
    for (int i = 0; via >= 0 && i < MD_RS_MEMBERS; i++) {
       bson_t reply;
       bson_error_t error;
-      md_rs_admin(m.host[via], BCON_NEW("testMemberFault", m.host[i], "mode", "resume"),
-                  &reply, &error);
+      md_rs_admin(m.host[via], BCON_NEW("testMemberFault", m.host[i], "mode", "resume"), &reply,
+                  &error);
       bson_destroy(&reply);
       md_rs_admin(m.host[via],
                   BCON_NEW("testMemberFault", m.host[i], "mode", "lag", "ms", BCON_INT32(-1)),
@@ -285,7 +285,7 @@ md_rs_hello_primary(const char *host, bson_oid_t *election)
    bson_iter_t it;
    md_rs_hello(host, &hello);
    bool primary = md_rs_flag(&hello, "isWritablePrimary");
-   bson_oid_init_from_data(election, (const uint8_t *) "\0\0\0\0\0\0\0\0\0\0\0\0");
+   bson_oid_init_from_data(election, (const uint8_t *)"\0\0\0\0\0\0\0\0\0\0\0\0");
    if (bson_iter_init_find(&it, &hello, "electionId") && BSON_ITER_HOLDS_OID(&it)) {
       bson_oid_copy(bson_iter_oid(&it), election);
    }

@@ -31,14 +31,13 @@ TestSuite(auth, .init = setup, .fini = teardown, .timeout = 60);
 
 /* createUser `name` in `db` with `roles` (JSON array) and `mechs` (JSON array or NULL). */
 static void
-create_user(const char *db, const char *name, const char *pwd, const char *roles,
-            const char *mechs)
+create_user(const char *db, const char *name, const char *pwd, const char *roles, const char *mechs)
 {
-   char *json = bson_strdup_printf("{\"createUser\": \"%s\", \"pwd\": \"%s\", \"roles\": %s%s%s}",
-                                   name, pwd, roles, mechs ? ", \"mechanisms\": " : "",
-                                   mechs ? mechs : "");
+   char *json =
+      bson_strdup_printf("{\"createUser\": \"%s\", \"pwd\": \"%s\", \"roles\": %s%s%s}", name, pwd,
+                         roles, mechs ? ", \"mechanisms\": " : "", mechs ? mechs : "");
    bson_error_t error;
-   bson_t *cmd = bson_new_from_json((const uint8_t *) json, -1, &error);
+   bson_t *cmd = bson_new_from_json((const uint8_t *)json, -1, &error);
    cr_assert_not_null(cmd, "%s", error.message);
    cr_assert(md_test_try(admin, db, cmd, &error), "createUser %s: %s", name, error.message);
    bson_destroy(cmd);
@@ -131,7 +130,7 @@ status_counter(const char *path)
 Test(auth, speculative_authentication)
 {
    static const char *path =
-       "security.authentication.mechanisms.SCRAM-SHA-256.speculativeAuthenticate.successful";
+      "security.authentication.mechanisms.SCRAM-SHA-256.speculativeAuthenticate.successful";
    char *name = md_test_name("spec");
    create_user("admin", name, "Pw-spec-3", "[{\"role\": \"read\", \"db\": \"outbox_auth_test\"}]",
                NULL);
@@ -163,8 +162,7 @@ Test(auth, mechanisms_of_a_user)
    assert_login(name, "Pw-mech-4", "admin", "SCRAM-SHA-256");
    assert_login(name, "Pw-mech-4", "admin", NULL);
    assert_login_fails(name, "Pw-mech-4", "admin", "SCRAM-SHA-1");
-   bson_t *cmd = BCON_NEW("usersInfo", "{", "user", BCON_UTF8(name), "db", BCON_UTF8("admin"),
-                          "}");
+   bson_t *cmd = BCON_NEW("usersInfo", "{", "user", BCON_UTF8(name), "db", BCON_UTF8("admin"), "}");
    bson_t reply;
    bson_error_t error;
    cr_assert(mongoc_client_command_simple(admin, "admin", cmd, NULL, &reply, &error), "%s",
@@ -213,8 +211,8 @@ Test(auth, create_user_errors)
    char *name = md_test_name("dup");
    bson_error_t error;
    create_user("outbox_auth_test", name, "Pw-dup-6", "[\"read\"]", NULL);
-   bson_t *cmd = BCON_NEW("createUser", BCON_UTF8(name), "pwd", BCON_UTF8("Pw-dup-6"), "roles",
-                          "[", "]");
+   bson_t *cmd =
+      BCON_NEW("createUser", BCON_UTF8(name), "pwd", BCON_UTF8("Pw-dup-6"), "roles", "[", "]");
    cr_assert_not(md_test_try(admin, "outbox_auth_test", cmd, &error));
    cr_assert_eq(error.code, 51003, "%u %s", error.code, error.message);
    bson_destroy(cmd);

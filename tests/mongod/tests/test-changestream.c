@@ -10,7 +10,7 @@
 #include "tests/test-util.h"
 
 typedef struct {
-   mongoc_client_t *client;  /* the watcher */
+   mongoc_client_t *client; /* the watcher */
    mongoc_client_t *writer;
    mongoc_collection_t *coll; /* watcher's handle */
    mongoc_collection_t *wcoll;
@@ -47,12 +47,10 @@ static mongoc_change_stream_t *
 watch(const char *pipeline_json, const char *opts_json)
 {
    bson_error_t error;
-   bson_t *pipeline = bson_new_from_json((const uint8_t *) (pipeline_json ? pipeline_json
-                                                                          : "{\"pipeline\": []}"),
-                                         -1, &error);
-   bson_t *opts = bson_new_from_json((const uint8_t *) (opts_json ? opts_json
-                                                                  : "{\"maxAwaitTimeMS\": 200}"),
-                                     -1, &error);
+   bson_t *pipeline = bson_new_from_json(
+      (const uint8_t *)(pipeline_json ? pipeline_json : "{\"pipeline\": []}"), -1, &error);
+   bson_t *opts = bson_new_from_json(
+      (const uint8_t *)(opts_json ? opts_json : "{\"maxAwaitTimeMS\": 200}"), -1, &error);
    cr_assert(pipeline && opts, "%s", error.message);
    mongoc_change_stream_t *cs = mongoc_collection_watch(fx.coll, pipeline, opts);
    const bson_t *err_doc;
@@ -87,13 +85,12 @@ static void
 write_json(const char *filter, const char *update)
 {
    bson_error_t error;
-   bson_t *f = bson_new_from_json((const uint8_t *) filter, -1, &error);
+   bson_t *f = bson_new_from_json((const uint8_t *)filter, -1, &error);
    cr_assert_not_null(f);
    if (!update) {
-      cr_assert(mongoc_collection_insert_one(fx.wcoll, f, NULL, NULL, &error), "%s",
-                error.message);
+      cr_assert(mongoc_collection_insert_one(fx.wcoll, f, NULL, NULL, &error), "%s", error.message);
    } else {
-      bson_t *u = bson_new_from_json((const uint8_t *) update, -1, &error);
+      bson_t *u = bson_new_from_json((const uint8_t *)update, -1, &error);
       cr_assert_not_null(u);
       cr_assert(mongoc_collection_update_one(fx.wcoll, f, u, NULL, NULL, &error), "%s",
                 error.message);
@@ -126,12 +123,12 @@ Test(changestream, update_descriptions)
    expect_description(cs, "{\"$set\": {\"x.y\": 1}}", want);
    snprintf(want, sizeof want,
             "{ \"updatedFields\" : { \"events.1\" : { \"id\" : 2 }, \"events.2\" : "
-            "{ \"id\" : 3 } }%s", empty);
+            "{ \"id\" : 3 } }%s",
+            empty);
    expect_description(cs, "{\"$push\": {\"events\": {\"$each\": [{\"id\": 2}, {\"id\": 3}]}}}",
                       want);
    snprintf(want, sizeof want,
-            "{ \"updatedFields\" : { \"events\" : [ { \"id\" : 1 }, { \"id\" : 3 } ] }%s",
-            empty);
+            "{ \"updatedFields\" : { \"events\" : [ { \"id\" : 1 }, { \"id\" : 3 } ] }%s", empty);
    expect_description(cs, "{\"$pull\": {\"events\": {\"id\": 2}}}", want);
    snprintf(want, sizeof want, "{ \"updatedFields\" : { \"fresh\" : [ 1 ] }%s", empty);
    expect_description(cs, "{\"$push\": {\"fresh\": 1}}", want);
@@ -167,10 +164,11 @@ Test(changestream, insert_shape_and_update_lookup)
 Test(changestream, match_on_operation_type_and_updated_fields)
 {
    /* The relay's filter: inserts, plus updates that touched the events array. */
-   mongoc_change_stream_t *cs = watch(
-      "{\"pipeline\": [{\"$match\": {\"$or\": [{\"operationType\": \"insert\"}, "
-      "{\"operationType\": \"update\", \"updateDescription.updatedFields.version\": "
-      "{\"$exists\": true}}]}}]}", NULL);
+   mongoc_change_stream_t *cs =
+      watch("{\"pipeline\": [{\"$match\": {\"$or\": [{\"operationType\": \"insert\"}, "
+            "{\"operationType\": \"update\", \"updateDescription.updatedFields.version\": "
+            "{\"$exists\": true}}]}}]}",
+            NULL);
    write_json("{\"_id\": 1, \"version\": 1}", NULL);
    write_json("{\"_id\": 1}", "{\"$set\": {\"other\": 1}}");
    write_json("{\"_id\": 1}", "{\"$inc\": {\"version\": 1}}");
@@ -223,7 +221,7 @@ resume_after_failure(const char *fail_point, const char *data_json)
                                        "[\"getMore\"], \"appName\": \"%s\", %s}}",
                                        fail_point, fx.app, data_json);
    bson_error_t error;
-   bson_t *cmd = bson_new_from_json((const uint8_t *) cmd_json, -1, &error);
+   bson_t *cmd = bson_new_from_json((const uint8_t *)cmd_json, -1, &error);
    cr_assert_not_null(cmd, "%s", error.message);
    md_test_admin(fx.writer, cmd, NULL);
    write_json("{\"_id\": 2}", NULL);
@@ -262,9 +260,10 @@ Test(changestream, unlabelled_failcommand_error_is_not_resumed)
    char *cmd_json = bson_strdup_printf("{\"configureFailPoint\": \"failCommand\", \"mode\": "
                                        "{\"times\": 1}, \"data\": {\"failCommands\": "
                                        "[\"getMore\"], \"appName\": \"%s\", "
-                                       "\"errorCode\": 6}}", fx.app);
+                                       "\"errorCode\": 6}}",
+                                       fx.app);
    bson_error_t error;
-   bson_t *cmd = bson_new_from_json((const uint8_t *) cmd_json, -1, &error);
+   bson_t *cmd = bson_new_from_json((const uint8_t *)cmd_json, -1, &error);
    md_test_admin(fx.writer, cmd, NULL);
    write_json("{\"_id\": 1}", NULL);
    cr_assert_null(next_event(cs, 5000, &error));
@@ -283,8 +282,7 @@ Test(changestream, resume_token_restarts_stream)
    mongoc_change_stream_destroy(cs);
    write_json("{\"_id\": 2}", NULL);
    write_json("{\"_id\": 3}", NULL);
-   bson_t *opts = BCON_NEW("maxAwaitTimeMS", BCON_INT32(200), "resumeAfter",
-                           BCON_DOCUMENT(token));
+   bson_t *opts = BCON_NEW("maxAwaitTimeMS", BCON_INT32(200), "resumeAfter", BCON_DOCUMENT(token));
    bson_t *pipeline = bson_new();
    cs = mongoc_collection_watch(fx.coll, pipeline, opts);
    expect_ids(cs, 2, 3);

@@ -69,9 +69,9 @@ stuck_client(void)
    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(host->port)};
    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
    int fd = socket(AF_INET, SOCK_STREAM, 0);
-   cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+   cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
    const char half[8] = {100, 0, 0, 0, 1, 0, 0, 0};
-   cr_assert_eq(send(fd, half, sizeof half, 0), (ssize_t) sizeof half);
+   cr_assert_eq(send(fd, half, sizeof half, 0), (ssize_t)sizeof half);
    mongoc_uri_destroy(uri);
    return fd;
 }

@@ -37,10 +37,9 @@ static void
 insert(const char *json)
 {
    bson_error_t error;
-   bson_t *doc = bson_new_from_json((const uint8_t *) json, -1, &error);
+   bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &error);
    cr_assert_not_null(doc, "%s", error.message);
-   cr_assert(mongoc_collection_insert_one(fx.coll, doc, NULL, NULL, &error), "%s",
-             error.message);
+   cr_assert(mongoc_collection_insert_one(fx.coll, doc, NULL, NULL, &error), "%s", error.message);
    bson_destroy(doc);
 }
 
@@ -48,8 +47,8 @@ insert(const char *json)
 static int
 update_one(const char *filter, const char *update, bson_error_t *error)
 {
-   bson_t *f = bson_new_from_json((const uint8_t *) filter, -1, error);
-   bson_t *u = bson_new_from_json((const uint8_t *) update, -1, error);
+   bson_t *f = bson_new_from_json((const uint8_t *)filter, -1, error);
+   bson_t *u = bson_new_from_json((const uint8_t *)update, -1, error);
    bson_t reply;
    bson_iter_t it;
    cr_assert(f && u);
@@ -95,8 +94,8 @@ Test(crud, insert_find_update_delete)
    bson_error_t error;
    insert("{\"_id\": 1, \"a\": {\"b\": 1}}");
    insert("{\"_id\": 2, \"a\": {\"b\": 2}}");
-   cr_assert_eq(update_one("{\"_id\": 1}", "{\"$set\": {\"a.b\": 5}, \"$inc\": {\"n\": 1}}",
-                           &error), 1);
+   cr_assert_eq(
+      update_one("{\"_id\": 1}", "{\"$set\": {\"a.b\": 5}, \"$inc\": {\"n\": 1}}", &error), 1);
    assert_doc(1, "{ \"_id\" : 1, \"a\" : { \"b\" : 5 }, \"n\" : 1 }");
    bson_t *f = BCON_NEW("a.b", "{", "$gte", BCON_INT32(2), "}");
    int64_t n = mongoc_collection_count_documents(fx.coll, f, NULL, NULL, NULL, &error);
@@ -124,9 +123,9 @@ Test(crud, guarded_push_each_and_pull_documents)
    assert_doc(1, "{ \"_id\" : 1, \"version\" : 2, \"eventSeq\" : 4, \"events\" : [ "
                  "{ \"id\" : 1, \"t\" : \"a\" }, { \"id\" : 3, \"t\" : \"c\" }, "
                  "{ \"id\" : 4, \"t\" : \"d\" } ] }");
-   cr_assert_eq(update_one("{\"_id\": 1}",
-                           "{\"$pull\": {\"events\": {\"id\": {\"$in\": [1, 4]}}}}", &error),
-                1);
+   cr_assert_eq(
+      update_one("{\"_id\": 1}", "{\"$pull\": {\"events\": {\"id\": {\"$in\": [1, 4]}}}}", &error),
+      1);
    assert_doc(1, "{ \"_id\" : 1, \"version\" : 2, \"eventSeq\" : 4, \"events\" : [ "
                  "{ \"id\" : 3, \"t\" : \"c\" } ] }");
    /* Pulling nothing is a no-op: modifiedCount 0. */
@@ -139,12 +138,15 @@ Test(crud, push_slice_position_and_elem_match)
    insert("{\"_id\": 1, \"a\": [1, 2, 3]}");
    cr_assert_eq(update_one("{\"_id\": 1}",
                            "{\"$push\": {\"a\": {\"$each\": [0], \"$position\": 0, "
-                           "\"$slice\": 3}}}", &error), 1, "%s", error.message);
+                           "\"$slice\": 3}}}",
+                           &error),
+                1, "%s", error.message);
    assert_doc(1, "{ \"_id\" : 1, \"a\" : [ 0, 1, 2 ] }");
    insert("{\"_id\": 2, \"ev\": [{\"k\": 1, \"s\": \"x\"}, {\"k\": 2, \"s\": \"y\"}]}");
    cr_assert_eq(update_one("{\"ev\": {\"$elemMatch\": {\"k\": 2, \"s\": \"y\"}}, "
                            "\"ev\": {\"$size\": 2}}",
-                           "{\"$set\": {\"ev.$.s\": \"z\"}}", &error), 1, "%s", error.message);
+                           "{\"$set\": {\"ev.$.s\": \"z\"}}", &error),
+                1, "%s", error.message);
    assert_doc(2, "{ \"_id\" : 2, \"ev\" : [ { \"k\" : 1, \"s\" : \"x\" }, "
                  "{ \"k\" : 2, \"s\" : \"z\" } ] }");
 }
@@ -168,10 +170,10 @@ Test(crud, duplicate_key_is_11000_with_key_pattern)
 static bool
 create_index(const char *json, bson_error_t *error)
 {
-   bson_t *spec = bson_new_from_json((const uint8_t *) json, -1, error);
+   bson_t *spec = bson_new_from_json((const uint8_t *)json, -1, error);
    cr_assert_not_null(spec);
-   bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(fx.name), "indexes", "[",
-                          BCON_DOCUMENT(spec), "]");
+   bson_t *cmd =
+      BCON_NEW("createIndexes", BCON_UTF8(fx.name), "indexes", "[", BCON_DOCUMENT(spec), "]");
    bool ok = mongoc_collection_write_command_with_opts(fx.coll, cmd, NULL, NULL, error);
    bson_destroy(cmd);
    bson_destroy(spec);
@@ -183,7 +185,8 @@ Test(crud, unique_partial_index)
    bson_error_t error;
    cr_assert(create_index("{\"key\": {\"email\": 1}, \"name\": \"email_1\", \"unique\": true, "
                           "\"partialFilterExpression\": {\"email\": {\"$exists\": true}}}",
-                          &error), "%s", error.message);
+                          &error),
+             "%s", error.message);
    insert("{\"_id\": 1}");
    insert("{\"_id\": 2}"); /* outside the partial index: no conflict */
    insert("{\"_id\": 3, \"email\": \"a@x\"}");
@@ -201,7 +204,8 @@ Test(crud, hint_must_name_an_index)
    bson_error_t error;
    const bson_t *doc;
    cr_assert(create_index("{\"key\": {\"pending\": 1}, \"name\": \"pending_1\", "
-                          "\"partialFilterExpression\": {\"pending\": true}}", &error));
+                          "\"partialFilterExpression\": {\"pending\": true}}",
+                          &error));
    insert("{\"_id\": 1, \"pending\": true}");
    bson_t *filter = BCON_NEW("pending", BCON_BOOL(true));
    bson_t *good = BCON_NEW("hint", BCON_UTF8("pending_1"));
@@ -248,8 +252,7 @@ Test(crud, bulk_updates_count_int32)
       snprintf(json, sizeof json, "{\"_id\": %d, \"v\": 0}", i);
       insert(json);
    }
-   mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(fx.coll,
-                                                                                     NULL);
+   mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(fx.coll, NULL);
    for (int i = 0; i < 20; i++) {
       bson_t *f = BCON_NEW("_id", BCON_INT32(i), "v", BCON_INT32(0));
       bson_t *u = BCON_NEW("$set", "{", "v", BCON_INT32(i % 2), "}");

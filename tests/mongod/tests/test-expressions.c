@@ -59,7 +59,7 @@ static bson_t *
 json(const char *s)
 {
    bson_error_t error;
-   bson_t *b = bson_new_from_json((const uint8_t *) s, -1, &error);
+   bson_t *b = bson_new_from_json((const uint8_t *)s, -1, &error);
    cr_assert_not_null(b, "%s: %s", s, error.message);
    return b;
 }
@@ -69,13 +69,13 @@ monotonic_ms(void)
 {
    struct timespec ts;
    clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void
 sleep_ms(int ms)
 {
-   struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000};
+   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
    nanosleep(&ts, NULL);
 }
 
@@ -143,8 +143,8 @@ get_date(const bson_t *doc, const char *key)
 static int
 renew(const char *id, const char *owner, int64_t epoch)
 {
-   char *f = bson_strdup_printf("{\"_id\": \"%s\", \"owner\": \"%s\", \"epoch\": %lld}", id,
-                                owner, (long long) epoch);
+   char *f = bson_strdup_printf("{\"_id\": \"%s\", \"owner\": \"%s\", \"epoch\": %lld}", id, owner,
+                                (long long)epoch);
    char *u = bson_strdup_printf(
       "{\"u\": [{\"$set\": {\"expiresAt\": {\"$add\": [\"$$NOW\", %d]}}}]}", LEASE_TTL_MS);
    bson_t *filter = json(f), *update = json(u), pipeline, reply;
@@ -157,7 +157,7 @@ renew(const char *id, const char *owner, int64_t epoch)
                     bson_iter_value(&it)->value.v_doc.data_len);
    cr_assert(mongoc_collection_update_one(fx.coll, filter, &pipeline, NULL, &reply, &error),
              "renew: %s", error.message);
-   matched = (int) get_int64(&reply, "matchedCount");
+   matched = (int)get_int64(&reply, "matchedCount");
    bson_destroy(&reply);
    bson_destroy(filter);
    bson_destroy(update);
@@ -172,8 +172,7 @@ Test(expressions, lease_by_server_clock, .init = setup, .fini = teardown)
    bson_error_t error;
    int64_t deadline, tries = 0;
 
-   cr_assert(mongoc_collection_insert_one(fx.coll, doc, NULL, NULL, &error), "%s",
-             error.message);
+   cr_assert(mongoc_collection_insert_one(fx.coll, doc, NULL, NULL, &error), "%s", error.message);
    first = acquire("p7", "relay-a");
    cr_assert_not_null(first, "a free lease is taken");
    cr_assert_eq(get_int64(first, "epoch"), 1);
@@ -195,7 +194,7 @@ Test(expressions, lease_by_server_clock, .init = setup, .fini = teardown)
          sleep_ms(100);
       }
    }
-   cr_assert_not_null(second, "an expired lease is taken (after %lld tries)", (long long) tries);
+   cr_assert_not_null(second, "an expired lease is taken (after %lld tries)", (long long)tries);
    cr_assert_gt(tries, 1, "the lease was live at first");
    cr_assert_eq(get_int64(second, "epoch"), 2, "epoch is the fencing token");
    md_test_assert_json(second, "owner", "\"relay-b\"");
@@ -222,8 +221,7 @@ Test(expressions, now_is_fixed_per_command, .init = setup, .fini = teardown)
 
    for (int i = 0; i < 50; i++) {
       bson_t *d = BCON_NEW("_id", BCON_INT32(i));
-      cr_assert(mongoc_collection_insert_one(fx.coll, d, NULL, NULL, &error), "%s",
-                error.message);
+      cr_assert(mongoc_collection_insert_one(fx.coll, d, NULL, NULL, &error), "%s", error.message);
       bson_destroy(d);
    }
    bson_iter_init_find(&it, pipeline, "u");
@@ -237,8 +235,8 @@ Test(expressions, now_is_fixed_per_command, .init = setup, .fini = teardown)
    bson_iter_init_find(&it, agg, "pipeline");
    bson_init_static(&stages, bson_iter_value(&it)->value.v_doc.data,
                     bson_iter_value(&it)->value.v_doc.data_len);
-   mongoc_cursor_t *cursor = mongoc_collection_aggregate(fx.coll, MONGOC_QUERY_NONE, &stages,
-                                                         NULL, NULL);
+   mongoc_cursor_t *cursor =
+      mongoc_collection_aggregate(fx.coll, MONGOC_QUERY_NONE, &stages, NULL, NULL);
    while (mongoc_cursor_next(cursor, &doc)) {
       cr_assert(bson_iter_init_find(&it, doc, "ct") && BSON_ITER_HOLDS_TIMESTAMP(&it));
       t = t < 0 ? get_date(doc, "t") : t;
@@ -304,8 +302,8 @@ expected_in_range(char **ids, int max)
    bson_iter_init_find(&it, stages, "p");
    bson_init_static(&p, bson_iter_value(&it)->value.v_doc.data,
                     bson_iter_value(&it)->value.v_doc.data_len);
-   mongoc_cursor_t *cursor = mongoc_collection_aggregate(fx.coll, MONGOC_QUERY_NONE, &p, NULL,
-                                                         NULL);
+   mongoc_cursor_t *cursor =
+      mongoc_collection_aggregate(fx.coll, MONGOC_QUERY_NONE, &p, NULL, NULL);
    while (mongoc_cursor_next(cursor, &doc)) {
       bson_iter_t h, id;
       cr_assert(bson_iter_init_find(&h, doc, "h") && BSON_ITER_HOLDS_INT64(&h));
@@ -332,7 +330,7 @@ expected_in_range(char **ids, int max)
       bson_destroy(&one);
    }
    cr_assert_not(mongoc_cursor_error(cursor, NULL));
-   cr_assert_eq(checked, (int) (sizeof published / sizeof published[0]),
+   cr_assert_eq(checked, (int)(sizeof published / sizeof published[0]),
                 "every published id was checked");
    mongoc_cursor_destroy(cursor);
    bson_destroy(stages);
@@ -347,7 +345,7 @@ watch_range(void)
       "{\"$gte\": [{\"$toHashedIndexKey\": \"$documentKey._id\"}, {\"$numberLong\": \"%lld\"}]},"
       "{\"$lt\": [{\"$toHashedIndexKey\": \"$documentKey._id\"}, {\"$numberLong\": \"%lld\"}]}"
       "]}}}]}",
-      (long long) RANGE_LOW, (long long) RANGE_HIGH);
+      (long long)RANGE_LOW, (long long)RANGE_HIGH);
    bson_t *pipeline = json(s);
    bson_t *opts = BCON_NEW("maxAwaitTimeMS", BCON_INT32(500));
    mongoc_change_stream_t *cs = mongoc_collection_watch(fx.coll, pipeline, opts);
@@ -384,8 +382,7 @@ Test(expressions, change_stream_hash_range, .init = setup, .fini = teardown)
       bson_t *d = bson_new();
       bson_oid_init(&oid, NULL);
       BSON_APPEND_OID(d, "_id", &oid);
-      cr_assert(mongoc_collection_insert_one(fx.coll, d, NULL, NULL, &error), "%s",
-                error.message);
+      cr_assert(mongoc_collection_insert_one(fx.coll, d, NULL, NULL, &error), "%s", error.message);
       bson_destroy(d);
    }
    n_expected = expected_in_range(expected, 128);
@@ -403,8 +400,7 @@ Test(expressions, change_stream_hash_range, .init = setup, .fini = teardown)
    deadline = monotonic_ms() + 60000;
    while (!sentinel && monotonic_ms() < deadline) {
       if (!mongoc_change_stream_next(cs, &ev)) {
-         cr_assert_not(mongoc_change_stream_error_document(cs, &error, NULL), "%s",
-                       error.message);
+         cr_assert_not(mongoc_change_stream_error_document(cs, &error, NULL), "%s", error.message);
          continue;
       }
       bson_iter_t it, key;
@@ -465,9 +461,9 @@ Test(expressions, without_hash)
    fx.coll = mongoc_client_get_collection(fx.client, "mdtest", fx.name);
    insert_json("{\"_id\": 1}");
 
-   bson_t *agg = BCON_NEW("aggregate", BCON_UTF8(fx.name), "pipeline", "[", "{", "$addFields",
-                          "{", "h", "{", "$toHashedIndexKey", BCON_UTF8("$_id"), "}", "}", "}",
-                          "]", "cursor", "{", "}");
+   bson_t *agg =
+      BCON_NEW("aggregate", BCON_UTF8(fx.name), "pipeline", "[", "{", "$addFields", "{", "h", "{",
+               "$toHashedIndexKey", BCON_UTF8("$_id"), "}", "}", "}", "]", "cursor", "{", "}");
    cr_assert_not(mongoc_collection_command_simple(fx.coll, agg, NULL, &reply, &error));
    assert_168(&error, &reply,
               "Invalid $addFields :: caused by :: Unrecognized expression '$toHashedIndexKey'",

@@ -12,7 +12,7 @@ static void
 configure(mongoc_client_t *client, const char *json)
 {
    bson_error_t error;
-   bson_t *cmd = bson_new_from_json((const uint8_t *) json, -1, &error);
+   bson_t *cmd = bson_new_from_json((const uint8_t *)json, -1, &error);
    cr_assert_not_null(cmd, "%s", error.message);
    md_test_admin(client, cmd, NULL);
    bson_destroy(cmd);
@@ -162,8 +162,7 @@ Test(failpoint, retried_write_applies_once)
                      "\"mode\": {\"times\": 1}, \"data\": {\"closeConnection\": true}}");
    bson_t *f = BCON_NEW("_id", BCON_INT32(1));
    bson_t *u = BCON_NEW("$push", "{", "events", BCON_UTF8("once"), "}");
-   cr_assert(mongoc_collection_update_one(coll, f, u, NULL, &reply, &error), "%s",
-             error.message);
+   cr_assert(mongoc_collection_update_one(coll, f, u, NULL, &reply, &error), "%s", error.message);
    md_test_assert_json(&reply, "modifiedCount", "1");
    bson_destroy(&reply);
    mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, f, NULL, NULL);

@@ -114,7 +114,7 @@ on_heartbeat_ok(const mongoc_apm_server_heartbeat_succeeded_t *event)
 static void
 on_heartbeat_failed(const mongoc_apm_server_heartbeat_failed_t *event)
 {
-   (void) event;
+   (void)event;
    atomic_fetch_add(&heartbeat_failed, 1);
 }
 
@@ -141,8 +141,7 @@ Test(handshake, pooled_client_streams_awaitable_hello, .timeout = 60)
                 error.message);
       usleep(100 * 1000);
    }
-   cr_assert_geq(atomic_load(&awaited_ok), 3, "awaited heartbeats: %d",
-                 atomic_load(&awaited_ok));
+   cr_assert_geq(atomic_load(&awaited_ok), 3, "awaited heartbeats: %d", atomic_load(&awaited_ok));
    cr_assert_eq(atomic_load(&heartbeat_failed), 0);
    bson_destroy(ping);
    mongoc_client_pool_push(pool, client);

@@ -16,8 +16,7 @@ insert_n(mongoc_collection_t *coll, int first, int n)
    bson_error_t error;
    for (int i = first; i < first + n; i++) {
       bson_t *doc = BCON_NEW("_id", BCON_INT32(i));
-      cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "%s",
-                error.message);
+      cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "%s", error.message);
       bson_destroy(doc);
    }
 }

@@ -42,10 +42,10 @@ admin(const char *fmt)
 {
    char *json = bson_strdup_printf(fmt, db);
    bson_error_t error;
-   bson_t *cmd = bson_new_from_json((const uint8_t *) json, -1, &error);
+   bson_t *cmd = bson_new_from_json((const uint8_t *)json, -1, &error);
    cr_assert_not_null(cmd, "%s", error.message);
-   cr_assert(mongoc_client_command_simple(client, "admin", cmd, NULL, NULL, &error), "%s: %s",
-             json, error.message);
+   cr_assert(mongoc_client_command_simple(client, "admin", cmd, NULL, NULL, &error), "%s: %s", json,
+             error.message);
    bson_destroy(cmd);
    bson_free(json);
 }
@@ -64,11 +64,11 @@ static void
 write_json(const char *json)
 {
    bson_error_t error;
-   bson_t *cmd = bson_new_from_json((const uint8_t *) json, -1, &error);
+   bson_t *cmd = bson_new_from_json((const uint8_t *)json, -1, &error);
    cr_assert_not_null(cmd, "%s", error.message);
    bson_t reply;
-   cr_assert(mongoc_collection_write_command_with_opts(coll, cmd, NULL, &reply, &error),
-             "%s: %s", json, error.message);
+   cr_assert(mongoc_collection_write_command_with_opts(coll, cmd, NULL, &reply, &error), "%s: %s",
+             json, error.message);
    bson_iter_t it;
    cr_assert(!bson_iter_init_find(&it, &reply, "writeErrors"), "%s", md_test_json(&reply));
    bson_destroy(&reply);
@@ -95,7 +95,7 @@ static bson_t *
 json(const char *text)
 {
    bson_error_t error;
-   bson_t *b = bson_new_from_json((const uint8_t *) text, -1, &error);
+   bson_t *b = bson_new_from_json((const uint8_t *)text, -1, &error);
    cr_assert_not_null(b, "%s: %s", text, error.message);
    return b;
 }

@@ -35,7 +35,7 @@ run(const char *on, const char *json, bson_t *reply, bson_error_t *error)
 {
    char *text = bson_strdup_printf(json, db, db, db);
    bson_error_t parse;
-   bson_t *cmd = bson_new_from_json((const uint8_t *) text, -1, &parse);
+   bson_t *cmd = bson_new_from_json((const uint8_t *)text, -1, &parse);
    cr_assert_not_null(cmd, "%s: %s", text, parse.message);
    bson_t local;
    bool ok = mongoc_client_command_simple(client, strcmp(on, "db") == 0 ? db : on, cmd, NULL,
@@ -76,8 +76,8 @@ shard_tenants(void)
 {
    must("admin", "{\"enableSharding\": \"%s\", \"primaryShard\": \"shard0\"}", NULL);
    must("admin", "{\"shardCollection\": \"%s.t\", \"key\": {\"tenant\": 1, \"_id\": 1}}", NULL);
-   must("admin", "{\"split\": \"%s.t\", \"middle\": {\"tenant\": \"m\", \"_id\": {\"$minKey\": 1}}}",
-        NULL);
+   must("admin",
+        "{\"split\": \"%s.t\", \"middle\": {\"tenant\": \"m\", \"_id\": {\"$minKey\": 1}}}", NULL);
    must("admin", "{\"moveChunk\": \"%s.t\", \"find\": {\"tenant\": \"x\"}, \"to\": \"shard1\"}",
         NULL);
 }
@@ -94,8 +94,7 @@ Test(mongos, hello_answers_as_mongos)
    bson_destroy(&reply);
    /* mongoc takes it for a mongos */
    bson_error_t error;
-   mongoc_server_description_t *sd =
-      mongoc_client_select_server(client, true, NULL, &error);
+   mongoc_server_description_t *sd = mongoc_client_select_server(client, true, NULL, &error);
    cr_assert_not_null(sd, "%s", error.message);
    cr_assert_str_eq(mongoc_server_description_type(sd), "Mongos");
    mongoc_server_description_destroy(sd);
@@ -123,8 +122,8 @@ Test(mongos, list_shards_and_config_collections)
    bson_destroy(&filter);
    bson_destroy(&reply);
    mongoc_collection_destroy(chunks);
-   char *json = bson_strdup_printf("{\"find\": \"collections\", \"filter\": {\"_id\": \"%s.h\"}}",
-                                   db);
+   char *json =
+      bson_strdup_printf("{\"find\": \"collections\", \"filter\": {\"_id\": \"%s.h\"}}", db);
    must("config", json, &reply);
    md_test_assert_json(&reply, "cursor.firstBatch.0.key", "{ \"_id\" : \"hashed\" }");
    bson_destroy(&reply);
@@ -145,11 +144,15 @@ Test(mongos, range_key_chunks_decide_the_shard)
 {
    bson_error_t error;
    shard_tenants();
-   must("db", "{\"insert\": \"t\", \"documents\": [{\"_id\": 1, \"tenant\": \"a\"}, "
-              "{\"_id\": 2, \"tenant\": \"z\"}, {\"_id\": 3, \"tenant\": \"n\"}]}", NULL);
+   must("db",
+        "{\"insert\": \"t\", \"documents\": [{\"_id\": 1, \"tenant\": \"a\"}, "
+        "{\"_id\": 2, \"tenant\": \"z\"}, {\"_id\": 3, \"tenant\": \"n\"}]}",
+        NULL);
    cr_assert_eq(count("t", "{}"), 3);
-   cr_assert(!run("admin", "{\"moveChunk\": \"%s.t\", \"find\": {\"tenant\": \"x\"}, "
-                           "\"to\": \"shard0\"}", NULL, &error),
+   cr_assert(!run("admin",
+                  "{\"moveChunk\": \"%s.t\", \"find\": {\"tenant\": \"x\"}, "
+                  "\"to\": \"shard0\"}",
+                  NULL, &error),
              "the upper chunk holds documents now");
    cr_assert(strstr(error.message, "chunk migration"), "%s", error.message);
    cr_assert_eq(error.code, 20);
@@ -165,8 +168,10 @@ Test(mongos, insert_without_shard_key_field)
    must("db", "{\"insert\": \"t\", \"documents\": [{\"_id\": 7}]}", NULL);
    cr_assert_eq(count("t", "{\"tenant\": null}"), 1);
    bson_t reply;
-   must("db", "{\"findAndModify\": \"t\", \"query\": {\"tenant\": null, \"_id\": 7}, "
-              "\"update\": {\"$set\": {\"seen\": true}}, \"new\": true}", &reply);
+   must("db",
+        "{\"findAndModify\": \"t\", \"query\": {\"tenant\": null, \"_id\": 7}, "
+        "\"update\": {\"$set\": {\"seen\": true}}, \"new\": true}",
+        &reply);
    md_test_assert_json(&reply, "value.seen", "true");
    bson_destroy(&reply);
 }
@@ -176,11 +181,15 @@ Test(mongos, single_document_writes_need_the_shard_key)
    bson_t reply;
    bson_error_t error;
    shard_tenants();
-   must("db", "{\"insert\": \"t\", \"documents\": [{\"_id\": 1, \"tenant\": \"a\", \"x\": 1}, "
-              "{\"_id\": 2, \"tenant\": \"z\", \"x\": 1}]}", NULL);
+   must("db",
+        "{\"insert\": \"t\", \"documents\": [{\"_id\": 1, \"tenant\": \"a\", \"x\": 1}, "
+        "{\"_id\": 2, \"tenant\": \"z\", \"x\": 1}]}",
+        NULL);
    /* updateOne without shard key or _id: 72 as 6.0's ChunkManagerTargeter::targetUpdate */
-   must("db", "{\"update\": \"t\", \"updates\": [{\"q\": {\"x\": 1}, \"u\": {\"$set\": "
-              "{\"y\": 1}}}]}", &reply);
+   must("db",
+        "{\"update\": \"t\", \"updates\": [{\"q\": {\"x\": 1}, \"u\": {\"$set\": "
+        "{\"y\": 1}}}]}",
+        &reply);
    md_test_assert_json(&reply, "writeErrors.0.code", "72");
    bson_iter_t it;
    cr_assert(bson_iter_init(&it, &reply) &&
@@ -203,17 +212,23 @@ Test(mongos, single_document_writes_need_the_shard_key)
    cr_assert_eq(error.code, 61);
    cr_assert_str_eq(error.message, "Query for sharded findAndModify must contain the shard key");
    /* an upsert needs the whole shard key in its query */
-   must("db", "{\"update\": \"t\", \"updates\": [{\"q\": {\"_id\": 9}, \"u\": {\"$set\": "
-              "{\"y\": 1}}, \"upsert\": true}]}", &reply);
+   must("db",
+        "{\"update\": \"t\", \"updates\": [{\"q\": {\"_id\": 9}, \"u\": {\"$set\": "
+        "{\"y\": 1}}, \"upsert\": true}]}",
+        &reply);
    md_test_assert_json(&reply, "writeErrors.0.code", "61");
    bson_destroy(&reply);
    /* _id equality is enough for updateOne and deleteOne; multi writes go everywhere */
-   must("db", "{\"update\": \"t\", \"updates\": [{\"q\": {\"_id\": 2}, \"u\": {\"$set\": "
-              "{\"y\": 1}}}]}", &reply);
+   must("db",
+        "{\"update\": \"t\", \"updates\": [{\"q\": {\"_id\": 2}, \"u\": {\"$set\": "
+        "{\"y\": 1}}}]}",
+        &reply);
    md_test_assert_json(&reply, "nModified", "1");
    bson_destroy(&reply);
-   must("db", "{\"update\": \"t\", \"updates\": [{\"q\": {\"x\": 1}, \"u\": {\"$inc\": "
-              "{\"x\": 1}}, \"multi\": true}]}", &reply);
+   must("db",
+        "{\"update\": \"t\", \"updates\": [{\"q\": {\"x\": 1}, \"u\": {\"$inc\": "
+        "{\"x\": 1}}, \"multi\": true}]}",
+        &reply);
    md_test_assert_json(&reply, "nModified", "2");
    bson_destroy(&reply);
    must("db", "{\"delete\": \"t\", \"deletes\": [{\"q\": {\"_id\": 1}, \"limit\": 1}]}", &reply);
@@ -232,7 +247,7 @@ Test(mongos, reads_merge_every_shard)
       char key[16];
       const char *k;
       bson_t d;
-      bson_uint32_to_string((uint32_t) i, &k, key, sizeof key);
+      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
       BSON_APPEND_DOCUMENT_BEGIN(docs, k, &d);
       BSON_APPEND_INT32(&d, "_id", i);
       BSON_APPEND_INT32(&d, "v", i % 5);
@@ -248,8 +263,7 @@ Test(mongos, reads_merge_every_shard)
    bson_destroy(docs);
    bson_destroy(cmd);
    cr_assert_eq(count("h", "{}"), 50);
-   must("db", "{\"find\": \"h\", \"sort\": {\"_id\": -1}, \"limit\": 2, \"batchSize\": 1}",
-        &reply);
+   must("db", "{\"find\": \"h\", \"sort\": {\"_id\": -1}, \"limit\": 2, \"batchSize\": 1}", &reply);
    md_test_assert_json(&reply, "cursor.firstBatch.0._id", "49");
    bson_destroy(&reply);
    must("db", "{\"distinct\": \"h\", \"key\": \"v\"}", &reply);
@@ -258,8 +272,10 @@ Test(mongos, reads_merge_every_shard)
    cr_assert(!(bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "values.5", &it)),
              "each value once, merged from both shards");
    bson_destroy(&reply);
-   must("db", "{\"aggregate\": \"h\", \"pipeline\": [{\"$group\": {\"_id\": null, \"n\": "
-              "{\"$sum\": 1}}}], \"cursor\": {}}", &reply);
+   must("db",
+        "{\"aggregate\": \"h\", \"pipeline\": [{\"$group\": {\"_id\": null, \"n\": "
+        "{\"$sum\": 1}}}], \"cursor\": {}}",
+        &reply);
    md_test_assert_json(&reply, "cursor.firstBatch.0.n", "50");
    bson_destroy(&reply);
    /* a cursor over the merged results, followed with getMore */
@@ -286,9 +302,11 @@ Test(mongos, unsupported_is_named)
    must("admin", "{\"shardCollection\": \"%s.h\", \"key\": {\"_id\": \"hashed\"}}", NULL);
    cr_assert(!run("admin", "{\"replSetGetStatus\": 1}", NULL, &error));
    cr_assert_eq(error.code, 59);
-   cr_assert(!run("db", "{\"aggregate\": \"h\", \"pipeline\": [{\"$lookup\": {\"from\": \"x\", "
-                        "\"localField\": \"a\", \"foreignField\": \"b\", \"as\": \"c\"}}], "
-                        "\"cursor\": {}}", NULL, &error));
+   cr_assert(!run("db",
+                  "{\"aggregate\": \"h\", \"pipeline\": [{\"$lookup\": {\"from\": \"x\", "
+                  "\"localField\": \"a\", \"foreignField\": \"b\", \"as\": \"c\"}}], "
+                  "\"cursor\": {}}",
+                  NULL, &error));
    cr_assert(strstr(error.message, "$lookup"), "%s", error.message);
    mongoc_client_session_t *session = mongoc_client_start_session(client, NULL, &error);
    cr_assert_not_null(session, "%s", error.message);

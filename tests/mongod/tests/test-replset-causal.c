@@ -22,15 +22,14 @@ static void
 insert_at(const char *primary, const char *name, int id, uint32_t *t, uint32_t *i)
 {
    mongoc_client_t *client = md_rs_direct(primary);
-   bson_t *cmd = BCON_NEW("insert", BCON_UTF8(name), "documents", "[", "{", "_id",
-                          BCON_INT32(id), "}", "]");
+   bson_t *cmd =
+      BCON_NEW("insert", BCON_UTF8(name), "documents", "[", "{", "_id", BCON_INT32(id), "}", "]");
    bson_t reply;
    bson_error_t error;
    bson_iter_t it;
    cr_assert(mongoc_client_command_simple(client, "mdtest", cmd, NULL, &reply, &error), "%s",
              error.message);
-   cr_assert(bson_iter_init_find(&it, &reply, "operationTime") &&
-             BSON_ITER_HOLDS_TIMESTAMP(&it));
+   cr_assert(bson_iter_init_find(&it, &reply, "operationTime") && BSON_ITER_HOLDS_TIMESTAMP(&it));
    bson_iter_timestamp(&it, t, i);
    bson_destroy(&reply);
    bson_destroy(cmd);
@@ -50,9 +49,9 @@ find_after(const char *host, const char *name, int id, uint32_t t, uint32_t i, b
    bson_t *cmd = BCON_NEW("find", BCON_UTF8(name), "filter", "{", "_id", BCON_INT32(id), "}",
                           "readConcern", "{", "afterClusterTime", BCON_TIMESTAMP(t, i), "}");
    if (majority) {
-      bson_t *with_level = BCON_NEW("find", BCON_UTF8(name), "filter", "{", "_id",
-                                    BCON_INT32(id), "}", "readConcern", "{", "level",
-                                    "majority", "afterClusterTime", BCON_TIMESTAMP(t, i), "}");
+      bson_t *with_level =
+         BCON_NEW("find", BCON_UTF8(name), "filter", "{", "_id", BCON_INT32(id), "}", "readConcern",
+                  "{", "level", "majority", "afterClusterTime", BCON_TIMESTAMP(t, i), "}");
       bson_destroy(cmd);
       cmd = with_level;
    }
@@ -87,11 +86,9 @@ Test(causal, after_cluster_time_waits_for_a_lagging_secondary, .fini = md_rs_hea
    bson_error_t error;
    md_rs_fault_ms(p, s, "lag", 700);
    insert_at(p, name, 1, &t, &i);
-   cr_assert(find_after(s, name, 1, t, i, false, 0, &found, &elapsed, &error), "%s",
-             error.message);
-   cr_assert(found, "the secondary read before it applied the write (%lld ms)",
-             (long long) elapsed);
-   cr_assert_gt(elapsed, 300, "the read did not wait for the lag (%lld ms)", (long long) elapsed);
+   cr_assert(find_after(s, name, 1, t, i, false, 0, &found, &elapsed, &error), "%s", error.message);
+   cr_assert(found, "the secondary read before it applied the write (%lld ms)", (long long)elapsed);
+   cr_assert_gt(elapsed, 300, "the read did not wait for the lag (%lld ms)", (long long)elapsed);
    bson_free(name);
 }
 
@@ -112,7 +109,7 @@ Test(causal, after_cluster_time_honours_max_time_ms, .fini = md_rs_heal_all)
    cr_assert_not(find_after(s, name, 1, t, i, false, 300, &found, &elapsed, &error));
    cr_assert_eq(error.code, 50, "%d %s", error.code, error.message);
    cr_assert_str_eq(error.message, "operation exceeded time limit");
-   cr_assert_geq(elapsed, 250, "gave up after %lld ms", (long long) elapsed);
+   cr_assert_geq(elapsed, 250, "gave up after %lld ms", (long long)elapsed);
    cr_assert_not(find_after(s, name, 1, t, i, true, 200, &found, &elapsed, &error));
    cr_assert_eq(error.code, 50, "majority: %d %s", error.code, error.message);
    md_rs_fault(p, s, "resume");
@@ -169,8 +166,8 @@ Test(causal, mongoc_causal_session_reads_its_writes_on_a_secondary, .fini = md_r
    for (int round = 1; round <= 2; round++) {
       if (round == 2) {
          bson_t *update = BCON_NEW("$set", "{", "v", BCON_INT32(2), "}");
-         cr_assert(mongoc_collection_update_one(coll, filter, update, &opts, NULL, &error),
-                   "%s", error.message);
+         cr_assert(mongoc_collection_update_one(coll, filter, update, &opts, NULL, &error), "%s",
+                   error.message);
          bson_destroy(update);
       }
       mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, filter, &opts, NULL);
@@ -183,7 +180,7 @@ Test(causal, mongoc_causal_session_reads_its_writes_on_a_secondary, .fini = md_r
                 "round %d: the session's read on a secondary missed its own update", round);
       const mongoc_host_list_t *host = NULL;
       mongoc_server_description_t *sd =
-          mongoc_client_get_server_description(client, mongoc_cursor_get_hint(cursor));
+         mongoc_client_get_server_description(client, mongoc_cursor_get_hint(cursor));
       host = mongoc_server_description_host(sd);
       cr_assert_str_neq(host->host_and_port, p, "the read went to the primary");
       mongoc_server_description_destroy(sd);

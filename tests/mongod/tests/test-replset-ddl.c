@@ -36,12 +36,13 @@ lists(const char *host, const char *name)
    bson_t reply;
    bson_error_t error;
    bson_iter_t it;
-   cr_assert(run_on(host, BCON_NEW("listCollections", BCON_INT32(1), "filter", "{", "name",
-                                   BCON_UTF8(name), "}"),
+   cr_assert(run_on(host,
+                    BCON_NEW("listCollections", BCON_INT32(1), "filter", "{", "name",
+                             BCON_UTF8(name), "}"),
                     &reply, &error),
              "listCollections on %s: %s", host, error.message);
-   bool found = bson_iter_init(&it, &reply) &&
-                bson_iter_find_descendant(&it, "cursor.firstBatch.0", &it);
+   bool found =
+      bson_iter_init(&it, &reply) && bson_iter_find_descendant(&it, "cursor.firstBatch.0", &it);
    bson_destroy(&reply);
    return found;
 }
@@ -104,14 +105,14 @@ Test(ddl, paused_secondary_sees_the_catalog_it_applied, .fini = md_rs_heal_all)
    md_rs_members(&m);
    const char *p = m.host[m.primary], *s = m.host[(m.primary + 1) % MD_RS_MEMBERS];
    char *made = md_test_name("made"), *gone = md_test_name("gone");
-   on_primary(p, BCON_NEW("insert", BCON_UTF8(gone), "documents", "[", "{", "_id",
-                          BCON_INT32(1), "}", "{", "_id", BCON_INT32(2), "}", "]",
-                          "writeConcern", "{", "w", BCON_INT32(3), "}"));
+   on_primary(p, BCON_NEW("insert", BCON_UTF8(gone), "documents", "[", "{", "_id", BCON_INT32(1),
+                          "}", "{", "_id", BCON_INT32(2), "}", "]", "writeConcern", "{", "w",
+                          BCON_INT32(3), "}"));
    cr_assert(lists(s, gone));
    md_rs_fault(p, s, "pause");
    on_primary(p, BCON_NEW("create", BCON_UTF8(made)));
-   on_primary(p, BCON_NEW("createIndexes", BCON_UTF8(gone), "indexes", "[", "{", "key", "{",
-                          "x", BCON_INT32(1), "}", "name", "x_1", "}", "]"));
+   on_primary(p, BCON_NEW("createIndexes", BCON_UTF8(gone), "indexes", "[", "{", "key", "{", "x",
+                          BCON_INT32(1), "}", "name", "x_1", "}", "]"));
    on_primary(p, BCON_NEW("drop", BCON_UTF8(gone)));
    cr_assert(lists(p, made));
    cr_assert_not(lists(p, gone));
@@ -134,12 +135,11 @@ Test(ddl, lagging_secondary_sees_an_index_after_its_lag, .fini = md_rs_heal_all)
    md_rs_members(&m);
    const char *p = m.host[m.primary], *s = m.host[(m.primary + 2) % MD_RS_MEMBERS];
    char *name = md_test_name("indexed");
-   on_primary(p, BCON_NEW("insert", BCON_UTF8(name), "documents", "[", "{", "_id",
-                          BCON_INT32(1), "}", "]", "writeConcern", "{", "w", BCON_INT32(3),
-                          "}"));
+   on_primary(p, BCON_NEW("insert", BCON_UTF8(name), "documents", "[", "{", "_id", BCON_INT32(1),
+                          "}", "]", "writeConcern", "{", "w", BCON_INT32(3), "}"));
    md_rs_fault_ms(p, s, "lag", 600);
-   on_primary(p, BCON_NEW("createIndexes", BCON_UTF8(name), "indexes", "[", "{", "key", "{",
-                          "y", BCON_INT32(1), "}", "name", "y_1", "}", "]"));
+   on_primary(p, BCON_NEW("createIndexes", BCON_UTF8(name), "indexes", "[", "{", "key", "{", "y",
+                          BCON_INT32(1), "}", "name", "y_1", "}", "]"));
    cr_assert(has_index(p, name, "y_1"));
    cr_assert_not(has_index(s, name, "y_1"), "the index reached the secondary before its lag");
    usleep(900 * 1000);

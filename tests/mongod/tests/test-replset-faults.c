@@ -109,7 +109,7 @@ fail_over(const char *mode)
    cr_assert_str_eq(bson_iter_utf8(&it, NULL), a.succeeded_on);
    bson_destroy(&hello);
    int64_t n = mongoc_collection_count_documents(coll, doc, NULL, NULL, NULL, &error);
-   cr_assert_eq(n, 1, "the write ran %lld times", (long long) n);
+   cr_assert_eq(n, 1, "the write ran %lld times", (long long)n);
    bson_destroy(doc);
    bson_free(name);
    mongoc_collection_destroy(coll);
@@ -181,8 +181,8 @@ insert_w(mongoc_collection_t *coll, int id, const char *w, int wtimeout, bson_t 
          bson_error_t *error)
 {
    bson_t *doc = BCON_NEW("_id", BCON_INT32(id));
-   bson_t *opts = BCON_NEW("writeConcern", "{", "w", BCON_UTF8(w), "wtimeout",
-                           BCON_INT32(wtimeout), "}");
+   bson_t *opts =
+      BCON_NEW("writeConcern", "{", "w", BCON_UTF8(w), "wtimeout", BCON_INT32(wtimeout), "}");
    bool ok = mongoc_collection_insert_one(coll, doc, opts, reply, error);
    bson_destroy(doc);
    bson_destroy(opts);
@@ -243,8 +243,7 @@ Test(faults, change_stream_shows_only_majority_committed_writes, .fini = md_rs_h
    md_rs_fault_ms(p, s2, "pause", 0);
    bson_t reply;
    bson_t *doc = BCON_NEW("_id", BCON_INT32(1));
-   cr_assert(mongoc_collection_insert_one(coll, doc, NULL, &reply, &error), "%s",
-             error.message);
+   cr_assert(mongoc_collection_insert_one(coll, doc, NULL, &reply, &error), "%s", error.message);
    bson_destroy(doc);
    bson_destroy(&reply);
    cr_assert(!mongoc_change_stream_next(stream, &event), "an uncommitted write was shown");
@@ -282,7 +281,7 @@ Test(faults, replication_lag_delays_majority_writes, .fini = md_rs_heal_all)
    int64_t start = bson_get_monotonic_time();
    cr_assert(insert_w(coll, 1, "majority", 5000, &reply, &error), "%s", error.message);
    int64_t ms = (bson_get_monotonic_time() - start) / 1000;
-   cr_assert_geq(ms, 350, "a majority write with 400 ms of lag took %lld ms", (long long) ms);
+   cr_assert_geq(ms, 350, "a majority write with 400 ms of lag took %lld ms", (long long)ms);
    cr_assert_lt(ms, 3000);
    bson_destroy(&reply);
    for (int i = 1; i < MD_RS_MEMBERS; i++) {
@@ -307,13 +306,14 @@ Test(faults, election_prefers_the_most_up_to_date_member, .fini = md_rs_heal_all
    bson_error_t error;
    cr_assert(insert_w(coll, 1, "majority", 5000, &reply, &error), "%s", error.message);
    bson_destroy(&reply);
-   cr_assert(md_rs_admin(m.host[p], BCON_NEW("replSetStepDown", BCON_INT32(5),
-                                             "secondaryCatchUpPeriodSecs", BCON_INT32(0)),
-                         &reply, &error), "%s", error.message);
+   cr_assert(md_rs_admin(m.host[p],
+                         BCON_NEW("replSetStepDown", BCON_INT32(5), "secondaryCatchUpPeriodSecs",
+                                  BCON_INT32(0)),
+                         &reply, &error),
+             "%s", error.message);
    bson_destroy(&reply);
    md_rs_find_primary(&m);
-   cr_assert_eq(m.primary, ahead, "member %d was elected, not the up-to-date %d", m.primary,
-                ahead);
+   cr_assert_eq(m.primary, ahead, "member %d was elected, not the up-to-date %d", m.primary, ahead);
    md_rs_fault_ms(m.host[ahead], m.host[behind], "resume", 0);
    md_rs_freeze(m.host[p], 0);
    bson_free(name);
@@ -342,8 +342,8 @@ Test(faults, change_stream_resumes_on_the_new_primary, .fini = md_rs_heal_all)
          fault(via, old, "refuse");
       }
       bson_t *doc = BCON_NEW("_id", BCON_INT32(id));
-      cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "insert %d: %s",
-                id, error.message);
+      cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "insert %d: %s", id,
+                error.message);
       bson_destroy(doc);
       bool got = false;
       for (int i = 0; i < 25 && !got; i++) {
@@ -374,14 +374,15 @@ date_at(const bson_t *doc, const char *path)
 {
    bson_iter_t it;
    cr_assert(bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &it) &&
-             BSON_ITER_HOLDS_DATE_TIME(&it), "no date at %s", path);
+                BSON_ITER_HOLDS_DATE_TIME(&it),
+             "no date at %s", path);
    return bson_iter_date_time(&it);
 }
 
 static int64_t
 real_ms(void)
 {
-   return (int64_t) time(NULL) * 1000;
+   return (int64_t)time(NULL) * 1000;
 }
 
 /* A member whose clock is an hour fast stamps that time: hello's localTime, $$NOW, the
@@ -392,7 +393,7 @@ Test(faults, clock_offset_moves_what_a_member_stamps, .fini = md_rs_heal_all)
    md_rs_members_t m;
    md_rs_members(&m);
    const char *p = m.host[m.primary], *s = m.host[(m.primary + 1) % MD_RS_MEMBERS];
-   md_rs_fault_ms(p, p, "clock", (int) hour);
+   md_rs_fault_ms(p, p, "clock", (int)hour);
    bson_t hello;
    md_rs_hello(p, &hello);
    cr_assert_geq(date_at(&hello, "localTime") - real_ms(), hour - 60000);
@@ -416,8 +417,7 @@ Test(faults, clock_offset_moves_what_a_member_stamps, .fini = md_rs_heal_all)
    cr_assert(got, "no change event");
    cr_assert_geq(date_at(event, "wallTime") - real_ms(), hour - 60000);
    bson_t *agg = BCON_NEW("pipeline", "[", "{", "$project", "{", "now", "$$NOW", "}", "}", "]");
-   mongoc_cursor_t *cursor = mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, agg, NULL,
-                                                         NULL);
+   mongoc_cursor_t *cursor = mongoc_collection_aggregate(coll, MONGOC_QUERY_NONE, agg, NULL, NULL);
    const bson_t *row;
    cr_assert(mongoc_cursor_next(cursor, &row), "no result");
    cr_assert_geq(date_at(row, "now") - real_ms(), hour - 60000);
@@ -438,9 +438,10 @@ op_ts(const bson_t *doc, const char *path)
    bson_iter_t it;
    uint32_t t, i;
    cr_assert(bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &it) &&
-             BSON_ITER_HOLDS_TIMESTAMP(&it), "no timestamp at %s", path);
+                BSON_ITER_HOLDS_TIMESTAMP(&it),
+             "no timestamp at %s", path);
    bson_iter_timestamp(&it, &t, &i);
-   return (uint64_t) t << 32 | i;
+   return (uint64_t)t << 32 | i;
 }
 
 /* A paused secondary's hello (lastWrite) and replSetGetStatus (optime) show it behind the
@@ -462,10 +463,10 @@ Test(faults, lagging_secondary_reports_its_own_position, .fini = md_rs_heal_all)
    md_rs_hello(p, &hp);
    md_rs_hello(m.host[s], &hs);
    cr_assert_lt(op_ts(&hs, "lastWrite.opTime.ts"), op_ts(&hp, "lastWrite.opTime.ts"));
-   cr_assert_eq(op_ts(&hs, "lastWrite.majorityOpTime.ts"),
-                op_ts(&hp, "lastWrite.opTime.ts"), "the third member holds the write");
-   cr_assert(md_rs_admin(p, BCON_NEW("replSetGetStatus", BCON_INT32(1)), &status, &error),
-             "%s", error.message);
+   cr_assert_eq(op_ts(&hs, "lastWrite.majorityOpTime.ts"), op_ts(&hp, "lastWrite.opTime.ts"),
+                "the third member holds the write");
+   cr_assert(md_rs_admin(p, BCON_NEW("replSetGetStatus", BCON_INT32(1)), &status, &error), "%s",
+             error.message);
    char ps[32], ss[32];
    snprintf(ps, sizeof ps, "members.%d.optime.ts", m.primary);
    snprintf(ss, sizeof ss, "members.%d.optime.ts", s);

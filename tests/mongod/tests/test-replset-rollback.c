@@ -40,7 +40,7 @@ write_ok(mongoc_collection_t *coll, const char *json_filter, const char *json_up
    bson_error_t error;
    bson_t *filter = bson_new_from_json((const uint8_t *)json_filter, -1, &error);
    bson_t *update =
-       json_update ? bson_new_from_json((const uint8_t *)json_update, -1, &error) : NULL;
+      json_update ? bson_new_from_json((const uint8_t *)json_update, -1, &error) : NULL;
    bool ok = update ? mongoc_collection_update_one(coll, filter, update, NULL, NULL, &error)
                     : mongoc_collection_delete_one(coll, filter, NULL, NULL, &error);
    cr_assert(ok, "%s", error.message);
@@ -114,7 +114,7 @@ Test(rollback, secondary_position_between_two_writes, .fini = md_rs_heal_all)
    bson_t *one = BCON_NEW("_id", BCON_INT32(1), "v", BCON_INT32(1));
    bson_t *two = BCON_NEW("_id", BCON_INT32(2), "v", BCON_INT32(2));
    bson_t *w2 =
-       BCON_NEW("writeConcern", "{", "w", BCON_INT32(2), "wtimeout", BCON_INT32(5000), "}");
+      BCON_NEW("writeConcern", "{", "w", BCON_INT32(2), "wtimeout", BCON_INT32(5000), "}");
    bson_t *filter = BCON_NEW("_id", BCON_INT32(1));
    cr_assert(mongoc_collection_insert_one(coll, one, w2, NULL, &error), "%s", error.message);
    md_rs_fault(p, s2, "pause");
@@ -201,8 +201,7 @@ Test(rollback, isolated_primary_and_the_new_one_coexist, .fini = md_rs_heal_all)
    bson_t status;
    bson_error_t error;
    char path[32];
-   cr_assert(md_rs_admin(m.host[now], BCON_NEW("replSetGetStatus", BCON_INT32(1)), &status,
-                         &error),
+   cr_assert(md_rs_admin(m.host[now], BCON_NEW("replSetGetStatus", BCON_INT32(1)), &status, &error),
              "%s", error.message);
    snprintf(path, sizeof path, "members.%d.stateStr", old);
    md_test_assert_json(&status, path, "\"(not reachable/healthy)\"");
@@ -274,16 +273,15 @@ drain_events(mongoc_change_stream_t *stream, char *out, size_t len, int want)
    for (int i = 0; i < 10 && got < want; i++) {
       while (mongoc_change_stream_next(stream, &event)) {
          int id =
-             bson_iter_init(&it, event) && bson_iter_find_descendant(&it, "documentKey._id", &it)
-                 ? bson_iter_int32(&it)
-                 : -1;
-         int v =
-             bson_iter_init(&it, event) &&
-                     (bson_iter_find_descendant(&it, "fullDocument.v", &it) ||
-                      (bson_iter_init(&it, event) &&
-                       bson_iter_find_descendant(&it, "updateDescription.updatedFields.v", &it)))
-                 ? bson_iter_int32(&it)
-                 : -1;
+            bson_iter_init(&it, event) && bson_iter_find_descendant(&it, "documentKey._id", &it)
+               ? bson_iter_int32(&it)
+               : -1;
+         int v = bson_iter_init(&it, event) &&
+                       (bson_iter_find_descendant(&it, "fullDocument.v", &it) ||
+                        (bson_iter_init(&it, event) &&
+                         bson_iter_find_descendant(&it, "updateDescription.updatedFields.v", &it)))
+                    ? bson_iter_int32(&it)
+                    : -1;
          bson_iter_init_find(&it, event, "operationType");
          size_t n = strlen(out);
          snprintf(out + n, len - n, "%s%s:%d:%d", n ? " " : "", bson_iter_utf8(&it, NULL), id, v);
@@ -423,8 +421,8 @@ Test(rollback, no_newer_term_no_rollback, .fini = heal_and_unfreeze)
    md_rs_fault(via, p, "isolate");
    md_rs_mark_down(p, true);
    /* The insert command itself: libmongoc's insert helper would retry it after 189. */
-   bson_t *insert = BCON_NEW("insert", BCON_UTF8(name), "documents", "[", "{", "_id",
-                             BCON_INT32(1), "v", BCON_INT32(1), "}", "]");
+   bson_t *insert = BCON_NEW("insert", BCON_UTF8(name), "documents", "[", "{", "_id", BCON_INT32(1),
+                             "v", BCON_INT32(1), "}", "]");
    bson_t *wmaj = BCON_NEW("writeConcern", "{", "w", "majority", "}");
    bson_t reply;
    bson_error_t error;

@@ -44,10 +44,10 @@ take(mongoc_change_stream_t *stream, int rounds, int want, char *out, size_t len
    for (int got = 0, i = 0; i < rounds && got < want; i++) {
       while (got < want && mongoc_change_stream_next(stream, &event)) {
          size_t n = strlen(out);
-         int id = bson_iter_init(&it, event) &&
-                          bson_iter_find_descendant(&it, "documentKey._id", &it)
-                      ? bson_iter_int32(&it)
-                      : -1;
+         int id =
+            bson_iter_init(&it, event) && bson_iter_find_descendant(&it, "documentKey._id", &it)
+               ? bson_iter_int32(&it)
+               : -1;
          snprintf(out + n, len - n, " %d", id);
          got++;
       }
@@ -68,11 +68,9 @@ Test(streams, isolated_secondary_streams_nothing_new_until_the_heal, .fini = md_
    mongoc_read_prefs_t *prefs = mongoc_read_prefs_new(MONGOC_READ_SECONDARY_PREFERRED);
    mongoc_collection_set_read_prefs(coll_s, prefs);
    bson_t *opts = BCON_NEW("maxAwaitTimeMS", BCON_INT32(300));
-   mongoc_change_stream_t *stream = mongoc_collection_watch(coll_s, &empty_pipeline,
-                                                            opts);
+   mongoc_change_stream_t *stream = mongoc_collection_watch(coll_s, &empty_pipeline, opts);
    bson_error_t error;
-   cr_assert_not(mongoc_change_stream_error_document(stream, &error, NULL), "%s",
-                 error.message);
+   cr_assert_not(mongoc_change_stream_error_document(stream, &error, NULL), "%s", error.message);
    char seen[256] = "";
    insert_id(coll_p, 1, true);
    take(stream, 5, 1, seen, sizeof seen);
@@ -85,8 +83,7 @@ Test(streams, isolated_secondary_streams_nothing_new_until_the_heal, .fini = md_
    md_rs_fault(p, s, "heal");
    take(stream, 10, 2, seen, sizeof seen);
    cr_assert_str_eq(seen, " 1 2 3");
-   cr_assert_not(mongoc_change_stream_error_document(stream, &error, NULL), "%s",
-                 error.message);
+   cr_assert_not(mongoc_change_stream_error_document(stream, &error, NULL), "%s", error.message);
    mongoc_change_stream_destroy(stream);
    bson_destroy(opts);
    mongoc_read_prefs_destroy(prefs);
@@ -209,8 +206,7 @@ Test(streams, waiting_stream_resumes_on_the_new_primary_after_a_rollback, .fini 
    insert_id(sc.coll, 4, true);
    take(sc.stream, 5, 1, sc.seen, sizeof sc.seen);
    bson_error_t error;
-   cr_assert_not(mongoc_change_stream_error_document(sc.stream, &error, NULL), "%s",
-                 error.message);
+   cr_assert_not(mongoc_change_stream_error_document(sc.stream, &error, NULL), "%s", error.message);
    cr_assert_str_eq(sc.seen, " 1 3 4");
    cr_assert_gt(sc.apm.aggregates_there, 0, "the stream never resumed on the new primary");
    scene_end(&sc);
@@ -233,11 +229,10 @@ Test(streams, idle_stream_fails_with_175_and_resumes_from_its_token, .fini = md_
    char *json = md_test_json(doc);
    cr_assert_not(bson_iter_init_find(&it, doc, "errorLabels"), "labelled: %s", json);
    bson_free(json);
-   bson_t *opts = BCON_NEW("resumeAfter", BCON_DOCUMENT(mongoc_change_stream_get_resume_token(
-                                              sc.stream)),
-                           "maxAwaitTimeMS", BCON_INT32(300));
-   mongoc_change_stream_t *again =
-       mongoc_collection_watch(sc.coll, &empty_pipeline, opts);
+   bson_t *opts =
+      BCON_NEW("resumeAfter", BCON_DOCUMENT(mongoc_change_stream_get_resume_token(sc.stream)),
+               "maxAwaitTimeMS", BCON_INT32(300));
+   mongoc_change_stream_t *again = mongoc_collection_watch(sc.coll, &empty_pipeline, opts);
    take(again, 5, 1, sc.seen, sizeof sc.seen);
    insert_id(sc.coll, 4, true);
    take(again, 5, 1, sc.seen, sizeof sc.seen);

@@ -79,8 +79,7 @@ Test(replset, secondary_refuses_writes_as_6_0)
    mongoc_client_t *client = md_rs_direct(secondary);
    bson_t reply;
    bson_error_t error;
-   bson_t *cmd = BCON_NEW("insert", "refused", "documents", "[", "{", "x", BCON_INT32(1), "}",
-                          "]");
+   bson_t *cmd = BCON_NEW("insert", "refused", "documents", "[", "{", "x", BCON_INT32(1), "}", "]");
    bool ok = mongoc_client_write_command_with_opts(client, "mdtest", cmd, NULL, &reply, &error);
    cr_assert(!ok, "a secondary accepted a write");
    cr_assert_eq(error.code, 10107, "code %u: %s", error.code, error.message);
@@ -145,9 +144,9 @@ step_down_later(void *arg)
    bson_t reply;
    bson_error_t error;
    usleep(300 * 1000); /* while the insert is held by blockConnection */
-   bool ok = md_rs_admin(host, BCON_NEW("replSetStepDown", BCON_INT32(5),
-                                     "secondaryCatchUpPeriodSecs", BCON_INT32(0)),
-                      &reply, &error);
+   bool ok = md_rs_admin(
+      host, BCON_NEW("replSetStepDown", BCON_INT32(5), "secondaryCatchUpPeriodSecs", BCON_INT32(0)),
+      &reply, &error);
    bson_destroy(&reply);
    return ok ? arg : NULL;
 }
@@ -174,15 +173,16 @@ Test(replset, client_follows_stepdown_and_retries_the_write_once)
     * 10107 and RetryableWriteError, and the driver retries it on the new primary. */
    bson_t reply;
    cr_assert(md_rs_admin(old_primary,
-                      BCON_NEW("configureFailPoint", "failCommand", "mode", "{", "times",
-                               BCON_INT32(1), "}", "data", "{", "failCommands", "[", "insert",
-                               "]", "blockConnection", BCON_BOOL(true), "blockTimeMS",
-                               BCON_INT32(1000), "appName", "rs-follow", "}"),
-                      &reply, &error), "%s", error.message);
+                         BCON_NEW("configureFailPoint", "failCommand", "mode", "{", "times",
+                                  BCON_INT32(1), "}", "data", "{", "failCommands", "[", "insert",
+                                  "]", "blockConnection", BCON_BOOL(true), "blockTimeMS",
+                                  BCON_INT32(1000), "appName", "rs-follow", "}"),
+                         &reply, &error),
+             "%s", error.message);
    bson_destroy(&reply);
    memset(&log, 0, sizeof log);
    pthread_t thread;
-   pthread_create(&thread, NULL, step_down_later, (void *) old_primary);
+   pthread_create(&thread, NULL, step_down_later, (void *)old_primary);
    doc = BCON_NEW("_id", BCON_INT32(2));
    bool ok = mongoc_collection_insert_one(coll, doc, NULL, NULL, &error);
    void *stepped;
@@ -194,7 +194,7 @@ Test(replset, client_follows_stepdown_and_retries_the_write_once)
    cr_assert_str_eq(log.failed_on, old_primary);
    cr_assert_str_neq(log.succeeded_on, old_primary);
    int64_t n = mongoc_collection_count_documents(coll, doc, NULL, NULL, NULL, &error);
-   cr_assert_eq(n, 1, "the write ran %lld times", (long long) n);
+   cr_assert_eq(n, 1, "the write ran %lld times", (long long)n);
    md_rs_members(&m);
    cr_assert_str_eq(m.host[m.primary], log.succeeded_on);
    md_rs_freeze(old_primary, 0); /* electable again for the next tests */
@@ -250,14 +250,15 @@ Test(replset, stepdown_wakes_awaitable_hello_with_a_higher_counter)
    usleep(300 * 1000);
    bson_error_t error;
    cr_assert(md_rs_admin(m.host[m.primary],
-                      BCON_NEW("replSetStepDown", BCON_INT32(5), "secondaryCatchUpPeriodSecs",
-                               BCON_INT32(0)),
-                      &r, &error), "%s", error.message);
+                         BCON_NEW("replSetStepDown", BCON_INT32(5), "secondaryCatchUpPeriodSecs",
+                                  BCON_INT32(0)),
+                         &r, &error),
+             "%s", error.message);
    bson_destroy(&r);
    void *done;
    pthread_join(thread, &done);
    cr_assert_not_null(done, "awaitable hello failed");
-   cr_assert_lt(a.elapsed_ms, 3000, "the hello waited %lld ms", (long long) a.elapsed_ms);
+   cr_assert_lt(a.elapsed_ms, 3000, "the hello waited %lld ms", (long long)a.elapsed_ms);
    cr_assert(bson_iter_init(&it, &a.reply) &&
              bson_iter_find_descendant(&it, "topologyVersion.counter", &it));
    cr_assert_gt(bson_iter_as_int64(&it), a.counter);
@@ -284,8 +285,8 @@ Test(replset, freeze_and_step_up)
    cr_assert_eq(error.code, 125, "%s", error.message);
    bson_destroy(&reply);
    md_rs_freeze(m.host[s], 0);
-   cr_assert(md_rs_admin(m.host[s], BCON_NEW("replSetStepUp", BCON_INT32(1)), &reply, &error),
-             "%s", error.message);
+   cr_assert(md_rs_admin(m.host[s], BCON_NEW("replSetStepUp", BCON_INT32(1)), &reply, &error), "%s",
+             error.message);
    bson_destroy(&reply);
    md_rs_members(&m);
    cr_assert_eq(m.primary, s);
@@ -304,20 +305,22 @@ Test(replset, stepdown_waits_for_an_electable_secondary_unless_forced)
       }
    }
    int64_t start = bson_get_monotonic_time();
-   cr_assert(!md_rs_admin(m.host[p], BCON_NEW("replSetStepDown", BCON_INT32(5),
-                                           "secondaryCatchUpPeriodSecs", BCON_INT32(1)),
-                       &reply, &error));
+   cr_assert(!md_rs_admin(
+      m.host[p],
+      BCON_NEW("replSetStepDown", BCON_INT32(5), "secondaryCatchUpPeriodSecs", BCON_INT32(1)),
+      &reply, &error));
    cr_assert_eq(error.code, 262, "%s", error.message);
    cr_assert_geq((bson_get_monotonic_time() - start) / 1000, 900, "no catch-up wait");
    bson_destroy(&reply);
-   cr_assert(!md_rs_admin(m.host[(p + 1) % MD_RS_MEMBERS], BCON_NEW("replSetStepDown", BCON_INT32(60)),
-                       &reply, &error));
+   cr_assert(!md_rs_admin(m.host[(p + 1) % MD_RS_MEMBERS],
+                          BCON_NEW("replSetStepDown", BCON_INT32(60)), &reply, &error));
    cr_assert_eq(error.code, 10107, "%u %s", error.code, error.message);
    cr_assert_str_eq(error.message, "not primary so can't step down");
    bson_destroy(&reply);
-   cr_assert(md_rs_admin(m.host[p], BCON_NEW("replSetStepDown", BCON_INT32(30), "force",
-                                          BCON_BOOL(true)),
-                      &reply, &error), "%s", error.message);
+   cr_assert(md_rs_admin(m.host[p],
+                         BCON_NEW("replSetStepDown", BCON_INT32(30), "force", BCON_BOOL(true)),
+                         &reply, &error),
+             "%s", error.message);
    bson_destroy(&reply);
    md_rs_members(&m);
    cr_assert_eq(m.primary, -1, "a frozen member was elected");
@@ -346,17 +349,17 @@ Test(replset, stepdown_aborts_open_transactions)
    bson_destroy(doc);
    mongoc_client_session_t *session = mongoc_client_start_session(client, NULL, &error);
    cr_assert_not_null(session, "%s", error.message);
-   cr_assert(mongoc_client_session_start_transaction(session, NULL, &error), "%s",
-             error.message);
+   cr_assert(mongoc_client_session_start_transaction(session, NULL, &error), "%s", error.message);
    bson_t opts = BSON_INITIALIZER;
    cr_assert(mongoc_client_session_append(session, &opts, &error));
    doc = BCON_NEW("_id", BCON_INT32(1));
    cr_assert(mongoc_collection_insert_one(coll, doc, &opts, NULL, &error), "%s", error.message);
    bson_t reply;
    cr_assert(md_rs_admin(m.host[m.primary],
-                         BCON_NEW("replSetStepDown", BCON_INT32(5),
-                                  "secondaryCatchUpPeriodSecs", BCON_INT32(0)),
-                         &reply, &error), "%s", error.message);
+                         BCON_NEW("replSetStepDown", BCON_INT32(5), "secondaryCatchUpPeriodSecs",
+                                  BCON_INT32(0)),
+                         &reply, &error),
+             "%s", error.message);
    bson_destroy(&reply);
    bool ok = mongoc_client_session_commit_transaction(session, &reply, &error);
    cr_assert(!ok, "a transaction open across the stepdown committed");
@@ -383,12 +386,10 @@ blocked_update(void *arg)
 {
    blocked_write_t *w = arg;
    mongoc_client_t *client = md_rs_direct(w->host);
-   bson_t *cmd = BCON_NEW("update", w->coll, "updates", "[", "{", "q", "{", "_id",
-                          BCON_INT32(1), "}", "u", "{", "$set", "{", "x", BCON_INT32(2), "}",
-                          "}", "}", "]");
+   bson_t *cmd = BCON_NEW("update", w->coll, "updates", "[", "{", "q", "{", "_id", BCON_INT32(1),
+                          "}", "u", "{", "$set", "{", "x", BCON_INT32(2), "}", "}", "}", "]");
    bson_t reply;
-   w->ok = mongoc_client_write_command_with_opts(client, "mdtest", cmd, NULL, &reply,
-                                                 &w->error);
+   w->ok = mongoc_client_write_command_with_opts(client, "mdtest", cmd, NULL, &reply, &w->error);
    bson_destroy(&reply);
    bson_destroy(cmd);
    mongoc_client_destroy(client);
@@ -408,8 +409,7 @@ Test(replset, stepdown_interrupts_a_waiting_write)
    bson_t *doc = BCON_NEW("_id", BCON_INT32(1));
    cr_assert(mongoc_collection_insert_one(coll, doc, NULL, NULL, &error), "%s", error.message);
    mongoc_client_session_t *session = mongoc_client_start_session(client, NULL, &error);
-   cr_assert(mongoc_client_session_start_transaction(session, NULL, &error), "%s",
-             error.message);
+   cr_assert(mongoc_client_session_start_transaction(session, NULL, &error), "%s", error.message);
    bson_t opts = BSON_INITIALIZER, reply;
    cr_assert(mongoc_client_session_append(session, &opts, &error));
    bson_t *set = BCON_NEW("$set", "{", "x", BCON_INT32(1), "}");
@@ -420,9 +420,10 @@ Test(replset, stepdown_interrupts_a_waiting_write)
    pthread_create(&thread, NULL, blocked_update, &w);
    usleep(300 * 1000); /* the update now waits for the transaction */
    cr_assert(md_rs_admin(m.host[m.primary],
-                         BCON_NEW("replSetStepDown", BCON_INT32(5),
-                                  "secondaryCatchUpPeriodSecs", BCON_INT32(0)),
-                         &reply, &error), "%s", error.message);
+                         BCON_NEW("replSetStepDown", BCON_INT32(5), "secondaryCatchUpPeriodSecs",
+                                  BCON_INT32(0)),
+                         &reply, &error),
+             "%s", error.message);
    bson_destroy(&reply);
    pthread_join(thread, NULL);
    cr_assert(!w.ok, "the waiting write ran on a former primary");
@@ -446,8 +447,8 @@ Test(replset, fault_command_needs_enable_test_commands)
    bson_t reply;
    bson_error_t error;
    cr_assert(!md_rs_admin(m.host[m.primary],
-                          BCON_NEW("testMemberFault", m.host[m.primary], "mode", "heal"),
-                          &reply, &error));
+                          BCON_NEW("testMemberFault", m.host[m.primary], "mode", "heal"), &reply,
+                          &error));
    cr_assert_eq(error.code, 59, "%u %s", error.code, error.message);
    bson_destroy(&reply);
 }

@@ -58,7 +58,7 @@ static bool
 run_json(mongoc_client_t *client, const char *db, const char *json, bson_error_t *error)
 {
    bson_error_t parse;
-   bson_t *cmd = bson_new_from_json((const uint8_t *) json, -1, &parse);
+   bson_t *cmd = bson_new_from_json((const uint8_t *)json, -1, &parse);
    cr_assert_not_null(cmd, "%s: %s", json, parse.message);
    bool ok = md_test_try(client, db, cmd, error);
    bson_destroy(cmd);
@@ -103,8 +103,7 @@ Test(roles, unauthenticated)
    cr_assert_not(run_json(anon, DB, "{\"insert\": \"c\", \"documents\": [{}]}", &error));
    cr_assert_str_eq(error.message, "command insert requires authentication");
    cr_assert_not(run_json(anon, DB, "{\"noSuchCommand\": 1}", &error));
-   cr_assert_eq(error.code, 59, "an unknown command is 59 before authorization: %s",
-                error.message);
+   cr_assert_eq(error.code, 59, "an unknown command is 59 before authorization: %s", error.message);
    mongoc_client_destroy(anon);
 }
 
@@ -117,16 +116,18 @@ Test(roles, read)
    allowed(c, DB, "{\"count\": \"c\"}");
    allowed(c, DB, "{\"listCollections\": 1}");
    allowed(c, DB, "{\"listIndexes\": \"c\"}");
-   allowed(c, DB, "{\"aggregate\": \"c\", \"pipeline\": [{\"$changeStream\": {}}], "
-                  "\"cursor\": {}}");
+   allowed(c, DB,
+           "{\"aggregate\": \"c\", \"pipeline\": [{\"$changeStream\": {}}], "
+           "\"cursor\": {}}");
    refused(c, DB, "{\"insert\": \"c\", \"documents\": [{\"x\": 1}]}", "insert");
    refused(c, DB, "{\"update\": \"c\", \"updates\": [{\"q\": {}, \"u\": {\"$set\": {\"y\": 1}}}]}",
            "update");
    refused(c, DB, "{\"delete\": \"c\", \"deletes\": [{\"q\": {}, \"limit\": 0}]}", "delete");
    refused(c, DB, "{\"findAndModify\": \"c\", \"query\": {}, \"update\": {\"$set\": {\"y\": 1}}}",
            "findAndModify");
-   refused(c, DB, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"y\": 1}, \"name\": "
-                  "\"y_1\"}]}",
+   refused(c, DB,
+           "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"y\": 1}, \"name\": "
+           "\"y_1\"}]}",
            "createIndexes");
    refused(c, "other_db", "{\"find\": \"c\"}", "find");
    done_with(c, name);
@@ -137,11 +138,13 @@ Test(roles, read_write)
    char *name;
    mongoc_client_t *c = user_with("readWrite", DB, &name);
    allowed(c, DB, "{\"insert\": \"rw\", \"documents\": [{\"_id\": 1}]}");
-   allowed(c, DB, "{\"update\": \"rw\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": "
-                  "{\"y\": 1}}, \"upsert\": true}]}");
+   allowed(c, DB,
+           "{\"update\": \"rw\", \"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": "
+           "{\"y\": 1}}, \"upsert\": true}]}");
    allowed(c, DB, "{\"findAndModify\": \"rw\", \"query\": {\"_id\": 1}, \"remove\": true}");
-   allowed(c, DB, "{\"createIndexes\": \"rw\", \"indexes\": [{\"key\": {\"y\": 1}, \"name\": "
-                  "\"y_1\"}]}");
+   allowed(c, DB,
+           "{\"createIndexes\": \"rw\", \"indexes\": [{\"key\": {\"y\": 1}, \"name\": "
+           "\"y_1\"}]}");
    allowed(c, DB, "{\"drop\": \"rw\"}");
    refused(c, DB, "{\"collMod\": \"c\"}", "collMod");
    refused(c, DB, "{\"dropDatabase\": 1}", "dropDatabase");
@@ -159,8 +162,9 @@ Test(roles, refused_create_user_hides_password)
    char *name;
    mongoc_client_t *c = user_with("read", DB, &name);
    bson_error_t error;
-   cr_assert_not(run_json(c, DB, "{\"createUser\": \"x\", \"pwd\": \"Pw-never-shown\", "
-                                 "\"roles\": []}",
+   cr_assert_not(run_json(c, DB,
+                          "{\"createUser\": \"x\", \"pwd\": \"Pw-never-shown\", "
+                          "\"roles\": []}",
                           &error));
    cr_assert_eq(error.code, 13, "%s", error.message);
    cr_assert_null(strstr(error.message, "Pw-never-shown"), "%s", error.message);
@@ -173,12 +177,14 @@ Test(roles, db_admin_and_user_admin)
    mongoc_client_t *dba = user_with("dbAdmin", DB, &name1);
    mongoc_client_t *ua = user_with("userAdmin", DB, &name2);
    seed();
-   allowed(dba, DB, "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"z\": 1}, \"name\": "
-                    "\"z_1\"}]}");
+   allowed(dba, DB,
+           "{\"createIndexes\": \"c\", \"indexes\": [{\"key\": {\"z\": 1}, \"name\": "
+           "\"z_1\"}]}");
    allowed(dba, DB, "{\"listCollections\": 1}");
    refused(dba, DB, "{\"find\": \"c\"}", "find");
-   refused(dba, DB, "{\"aggregate\": \"c\", \"pipeline\": [{\"$changeStream\": {}}], "
-                    "\"cursor\": {}}",
+   refused(dba, DB,
+           "{\"aggregate\": \"c\", \"pipeline\": [{\"$changeStream\": {}}], "
+           "\"cursor\": {}}",
            "aggregate");
    allowed(ua, DB, "{\"createUser\": \"made_by_ua\", \"pwd\": \"Pw-ua\", \"roles\": [\"read\"]}");
    allowed(ua, DB, "{\"usersInfo\": 1}");
@@ -196,8 +202,9 @@ Test(roles, any_database)
    allowed(c, DB, "{\"find\": \"c\"}");
    allowed(c, "another_db", "{\"find\": \"c\"}");
    allowed(c, "admin", "{\"listDatabases\": 1}");
-   allowed(c, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$changeStream\": "
-                       "{\"allChangesForCluster\": true}}], \"cursor\": {}}");
+   allowed(c, "admin",
+           "{\"aggregate\": 1, \"pipeline\": [{\"$changeStream\": "
+           "{\"allChangesForCluster\": true}}], \"cursor\": {}}");
    refused(c, DB, "{\"insert\": \"c\", \"documents\": [{}]}", "insert");
    done_with(c, name);
 }
@@ -207,8 +214,9 @@ Test(roles, cluster_stream_needs_any_database)
 {
    char *name;
    mongoc_client_t *c = user_with("read", DB, &name);
-   refused(c, "admin", "{\"aggregate\": 1, \"pipeline\": [{\"$changeStream\": "
-                       "{\"allChangesForCluster\": true}}], \"cursor\": {}}",
+   refused(c, "admin",
+           "{\"aggregate\": 1, \"pipeline\": [{\"$changeStream\": "
+           "{\"allChangesForCluster\": true}}], \"cursor\": {}}",
            "aggregate");
    done_with(c, name);
 }

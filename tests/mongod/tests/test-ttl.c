@@ -20,12 +20,12 @@ Test(ttl, expired_documents_are_deleted, .timeout = 30)
    char *name = md_test_name("ttl");
    mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", name);
    bson_error_t error;
-   bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(name), "indexes", "[", "{", "key", "{",
-                          "at", BCON_INT32(1), "}", "name", BCON_UTF8("at_1"),
-                          "expireAfterSeconds", BCON_INT32(2), "}", "]");
+   bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(name), "indexes", "[", "{", "key", "{", "at",
+                          BCON_INT32(1), "}", "name", BCON_UTF8("at_1"), "expireAfterSeconds",
+                          BCON_INT32(2), "}", "]");
    cr_assert(mongoc_collection_write_command_with_opts(coll, cmd, NULL, NULL, &error), "%s",
              error.message);
-   int64_t now = (int64_t) time(NULL) * 1000;
+   int64_t now = (int64_t)time(NULL) * 1000;
    bson_t *old = BCON_NEW("_id", BCON_INT32(1), "at", BCON_DATE_TIME(now - 60000));
    bson_t *fresh = BCON_NEW("_id", BCON_INT32(2), "at", BCON_DATE_TIME(now + 600000));
    bson_t *no_date = BCON_NEW("_id", BCON_INT32(3), "at", BCON_UTF8("not a date"));

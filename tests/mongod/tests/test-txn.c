@@ -46,7 +46,7 @@ static bson_t *
 json(const char *text)
 {
    bson_error_t error;
-   bson_t *doc = bson_new_from_json((const uint8_t *) text, -1, &error);
+   bson_t *doc = bson_new_from_json((const uint8_t *)text, -1, &error);
    cr_assert_not_null(doc, "%s: %s", text, error.message);
    return doc;
 }
@@ -181,8 +181,8 @@ Test(txn, write_conflict_is_transient)
    insert(fx.ocoll, NULL, "{\"_id\": 0, \"v\": 0}");
    mongoc_client_session_t *a = start(fx.client), *b = start(fx.other);
    cr_assert_eq(update(fx.coll, a, "{\"_id\": 0}", "{\"$inc\": {\"v\": 1}}", NULL), 0);
-   cr_assert_eq(update(fx.ocoll, b, "{\"_id\": 0}", "{\"$inc\": {\"v\": 10}}", &reply),
-                112, "the second writer of a document conflicts");
+   cr_assert_eq(update(fx.ocoll, b, "{\"_id\": 0}", "{\"$inc\": {\"v\": 10}}", &reply), 112,
+                "the second writer of a document conflicts");
    cr_assert(mongoc_error_has_label(&reply, "TransientTransactionError"));
    bson_destroy(&reply);
    commit(a);
@@ -247,8 +247,8 @@ Test(txn, outside_writes_and_ddl_wait_for_the_transaction)
    cr_assert_eq(update(fx.coll, s, "{\"_id\": 0}", "{\"$set\": {\"v\": 1}}", NULL), 0);
    bson_error_t error;
    bson_t *write = BCON_NEW("update", BCON_UTF8(fx.name), "updates", "[", "{", "q", "{", "_id",
-                            BCON_INT32(0), "}", "u", "{", "$set", "{", "w", BCON_INT32(2), "}",
-                            "}", "}", "]", "maxTimeMS", BCON_INT32(300));
+                            BCON_INT32(0), "}", "u", "{", "$set", "{", "w", BCON_INT32(2), "}", "}",
+                            "}", "]", "maxTimeMS", BCON_INT32(300));
    cr_assert(!mongoc_collection_command_simple(fx.ocoll, write, NULL, NULL, &error));
    cr_assert_eq(error.code, 50, "a write outside waits until maxTimeMS: %s", error.message);
    bson_t *drop = BCON_NEW("drop", BCON_UTF8(fx.name), "maxTimeMS", BCON_INT32(300));
@@ -286,11 +286,11 @@ assert_txn_event(const bson_t *ev, const char *op, const bson_t *lsid, int64_t n
    cr_assert(bson_iter_init(&a, ev) && bson_iter_find_descendant(&a, "lsid.id", &b));
    cr_assert(bson_iter_init_find(&it, lsid, "id"));
    const bson_value_t *x = bson_iter_value(&it), *y = bson_iter_value(&b);
-   cr_assert(x->value_type == BSON_TYPE_BINARY && y->value_type == BSON_TYPE_BINARY &&
-                x->value.v_binary.data_len == y->value.v_binary.data_len &&
-                memcmp(x->value.v_binary.data, y->value.v_binary.data,
-                       x->value.v_binary.data_len) == 0,
-             "the event's lsid is the session's");
+   cr_assert(
+      x->value_type == BSON_TYPE_BINARY && y->value_type == BSON_TYPE_BINARY &&
+         x->value.v_binary.data_len == y->value.v_binary.data_len &&
+         memcmp(x->value.v_binary.data, y->value.v_binary.data, x->value.v_binary.data_len) == 0,
+      "the event's lsid is the session's");
 }
 
 Test(txn, change_stream_shows_committed_transactions_only)

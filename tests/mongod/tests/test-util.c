@@ -22,7 +22,7 @@ md_test_client(const char *app_name, bool replica_set)
    if (replica_set) {
       char *q = strstr(uri_str, "directConnection=true");
       if (q) {
-         char *fixed = bson_strdup_printf("%.*sreplicaSet=rs0%s", (int) (q - uri_str), uri_str,
+         char *fixed = bson_strdup_printf("%.*sreplicaSet=rs0%s", (int)(q - uri_str), uri_str,
                                           q + strlen("directConnection=true"));
          bson_free(uri_str);
          uri_str = fixed;
@@ -47,7 +47,7 @@ char *
 md_test_name(const char *prefix)
 {
    static int counter;
-   return bson_strdup_printf("%s_%d_%d", prefix, (int) getpid(), ++counter);
+   return bson_strdup_printf("%s_%d_%d", prefix, (int)getpid(), ++counter);
 }
 
 void
@@ -55,8 +55,8 @@ md_test_admin(mongoc_client_t *client, const bson_t *cmd, bson_t *reply)
 {
    bson_error_t error;
    bson_t local;
-   bool ok = mongoc_client_command_simple(client, "admin", cmd, NULL, reply ? reply : &local,
-                                          &error);
+   bool ok =
+      mongoc_client_command_simple(client, "admin", cmd, NULL, reply ? reply : &local, &error);
    if (!reply) {
       bson_destroy(&local);
    }
@@ -82,8 +82,8 @@ md_test_assert_json(const bson_t *doc, const char *path, const char *json)
 {
    bson_iter_t it;
    char *all = md_test_json(doc);
-   cr_assert(bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &it),
-             "no %s in %s", path, all);
+   cr_assert(bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &it), "no %s in %s",
+             path, all);
    bson_t one = BSON_INITIALIZER;
    bson_append_value(&one, "v", 1, bson_iter_value(&it));
    char *got = md_test_json(&one);
@@ -104,7 +104,7 @@ uri_without_credentials(const char *env)
    slash = strchr(scheme, '/');
    bson_string_t *s = bson_string_new(NULL);
    if (at && (!slash || at < slash)) {
-      bson_string_append_printf(s, "%.*s%s", (int) (scheme - env), env, at + 1);
+      bson_string_append_printf(s, "%.*s%s", (int)(scheme - env), env, at + 1);
    } else {
       bson_string_append(s, env);
    }
@@ -124,8 +124,7 @@ uri_without_credentials(const char *env)
 }
 
 mongoc_client_t *
-md_test_client_as(const char *user, const char *password, const char *source,
-                  const char *mechanism)
+md_test_client_as(const char *user, const char *password, const char *source, const char *mechanism)
 {
    const char *env = getenv("OUTBOX_TEST_MONGODB_URI");
    cr_assert_not_null(env, "OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)");

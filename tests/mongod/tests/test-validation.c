@@ -42,7 +42,7 @@ static bson_t *
 json(const char *text)
 {
    bson_error_t error;
-   bson_t *b = bson_new_from_json((const uint8_t *) text, -1, &error);
+   bson_t *b = bson_new_from_json((const uint8_t *)text, -1, &error);
    cr_assert_not_null(b, "bad JSON %s: %s", text, error.message);
    return b;
 }
@@ -67,8 +67,8 @@ run_ok(const char *cmd, const char *fields)
    bson_error_t error;
    cr_assert(run(cmd, fields, &reply, &error), "%s %s: %s", cmd, fields, error.message);
    bson_iter_t it;
-   cr_assert(!bson_iter_init_find(&it, &reply, "writeErrors"), "%s %s: write errors in %s",
-             cmd, fields, md_test_json(&reply));
+   cr_assert(!bson_iter_init_find(&it, &reply, "writeErrors"), "%s %s: write errors in %s", cmd,
+             fields, md_test_json(&reply));
    bson_destroy(&reply);
 }
 
@@ -127,8 +127,8 @@ Test(validation, list_collections_shows_options)
    create_with(opts);
    bson_t reply;
    bson_error_t error;
-   bson_t *cmd = BCON_NEW("listCollections", BCON_INT32(1), "filter", "{", "name",
-                          BCON_UTF8(name), "}");
+   bson_t *cmd =
+      BCON_NEW("listCollections", BCON_INT32(1), "filter", "{", "name", BCON_UTF8(name), "}");
    cr_assert(mongoc_client_command_simple(client, "mdtest", cmd, NULL, &reply, &error), "%s",
              error.message);
    /* Only what was given: no validationLevel or validationAction by default. */
@@ -199,8 +199,10 @@ Test(validation, every_update_form_is_checked)
    assert_doc(2, NULL);
    /* findAndModify fails as a command, with errInfo beside the code. */
    bson_error_t error;
-   cr_assert(!run("findAndModify", "{\"query\": {\"_id\": 1}, \"update\": {\"$set\": "
-                                   "{\"name\": null}}}", &reply, &error));
+   cr_assert(!run("findAndModify",
+                  "{\"query\": {\"_id\": 1}, \"update\": {\"$set\": "
+                  "{\"name\": null}}}",
+                  &reply, &error));
    cr_assert_eq(error.code, 121, "%s", error.message);
    md_test_assert_json(&reply, "codeName", "\"DocumentValidationFailure\"");
    md_test_assert_json(&reply, "errInfo.failingDocumentId", "1");
@@ -222,14 +224,18 @@ Test(validation, levels_actions_and_bypass)
                     "\"bypassDocumentValidation\": true}");
    run_ok("insert", "{\"documents\": [{\"_id\": 2, \"name\": \"ok\"}]}");
    bson_t reply;
-   write_refused("update", "{\"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"a\": "
-                           "1}}}]}", &reply);
+   write_refused("update",
+                 "{\"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"a\": "
+                 "1}}}]}",
+                 &reply);
    bson_destroy(&reply);
    /* moderate: the invalid document stays writable, a valid one may not become invalid. */
    run_ok("collMod", "{\"validationLevel\": \"moderate\"}");
    run_ok("update", "{\"updates\": [{\"q\": {\"_id\": 1}, \"u\": {\"$set\": {\"a\": 1}}}]}");
-   write_refused("update", "{\"updates\": [{\"q\": {\"_id\": 2}, \"u\": {\"$unset\": "
-                           "{\"name\": 1}}}]}", &reply);
+   write_refused("update",
+                 "{\"updates\": [{\"q\": {\"_id\": 2}, \"u\": {\"$unset\": "
+                 "{\"name\": 1}}}]}",
+                 &reply);
    bson_destroy(&reply);
    write_refused("insert", "{\"documents\": [{\"_id\": 3}]}", &reply);
    bson_destroy(&reply);
@@ -237,8 +243,10 @@ Test(validation, levels_actions_and_bypass)
    run_ok("update", "{\"updates\": [{\"q\": {\"_id\": 2}, \"u\": {\"$set\": {\"name\": 1}}}], "
                     "\"bypassDocumentValidation\": true}");
    bson_error_t error;
-   cr_assert(run("findAndModify", "{\"query\": {\"_id\": 2}, \"update\": {\"$set\": {\"v\": "
-                                  "1}}, \"bypassDocumentValidation\": true}", &reply, &error),
+   cr_assert(run("findAndModify",
+                 "{\"query\": {\"_id\": 2}, \"update\": {\"$set\": {\"v\": "
+                 "1}}, \"bypassDocumentValidation\": true}",
+                 &reply, &error),
              "%s", error.message);
    bson_destroy(&reply);
    /* warn: accepted (and logged by the server). */
@@ -261,11 +269,10 @@ Test(validation, levels_actions_and_bypass)
 Test(validation, query_operator_validator)
 {
    /* MongoDB's manual example (jstests/core/doc_validation/doc_validation_error.js). */
-   bson_t *cmd = BCON_NEW("create", BCON_UTF8(name), "validator", "{", "$or", "[",
-                          "{", "phone", "{", "$type", BCON_UTF8("string"), "}", "}",
-                          "{", "email", "{", "$regex", BCON_UTF8("@mongodb\\.com$"), "}", "}",
-                          "{", "status", "{", "$in", "[", BCON_UTF8("Unknown"),
-                          BCON_UTF8("Incomplete"), "]", "}", "}", "]", "}");
+   bson_t *cmd = BCON_NEW("create", BCON_UTF8(name), "validator", "{", "$or", "[", "{", "phone",
+                          "{", "$type", BCON_UTF8("string"), "}", "}", "{", "email", "{", "$regex",
+                          BCON_UTF8("@mongodb\\.com$"), "}", "}", "{", "status", "{", "$in", "[",
+                          BCON_UTF8("Unknown"), BCON_UTF8("Incomplete"), "]", "}", "}", "]", "}");
    bson_error_t error;
    cr_assert(mongoc_client_command_simple(client, "mdtest", cmd, NULL, NULL, &error), "%s",
              error.message);
@@ -291,15 +298,18 @@ Test(validation, bad_validators_are_refused)
 {
    bson_t reply;
    bson_error_t error;
-   cr_assert(!run("create", "{\"validator\": {\"$jsonSchema\": {\"format\": \"date\"}}}", &reply,
-                  &error));
+   cr_assert(
+      !run("create", "{\"validator\": {\"$jsonSchema\": {\"format\": \"date\"}}}", &reply, &error));
    cr_assert_eq(error.code, 9, "%s", error.message);
    cr_assert(strstr(error.message, "Parsing of collection validator failed") &&
-             strstr(error.message, "'format' is not currently supported"), "%s", error.message);
+                strstr(error.message, "'format' is not currently supported"),
+             "%s", error.message);
    bson_destroy(&reply);
    create_with("{}");
-   cr_assert(!run("collMod", "{\"validator\": {\"$jsonSchema\": {\"bsonType\": \"long\", "
-                             "\"type\": \"number\"}}}", &reply, &error));
+   cr_assert(!run("collMod",
+                  "{\"validator\": {\"$jsonSchema\": {\"bsonType\": \"long\", "
+                  "\"type\": \"number\"}}}",
+                  &reply, &error));
    cr_assert_eq(error.code, 9, "%s", error.message);
    bson_destroy(&reply);
    cr_assert(!run("collMod", "{\"validationLevel\": \"sometimes\"}", &reply, &error));
@@ -316,8 +326,11 @@ Test(validation, json_schema_in_find)
                     "{\"$numberLong\": \"1\"}}]}");
    bson_t reply;
    bson_error_t error;
-   cr_assert(run("find", "{\"filter\": {\"$jsonSchema\": {\"properties\": {\"version\": "
-                         "{\"bsonType\": \"long\"}}}}}", &reply, &error), "%s", error.message);
+   cr_assert(run("find",
+                 "{\"filter\": {\"$jsonSchema\": {\"properties\": {\"version\": "
+                 "{\"bsonType\": \"long\"}}}}}",
+                 &reply, &error),
+             "%s", error.message);
    md_test_assert_json(&reply, "cursor.firstBatch", "[ { \"_id\" : 2, \"version\" : 1 } ]");
    bson_destroy(&reply);
 }

@@ -24,7 +24,7 @@ connect_raw(void)
    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(host->port)};
    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
    int fd = socket(AF_INET, SOCK_STREAM, 0);
-   cr_assert_eq(connect(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+   cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
    mongoc_uri_destroy(uri);
    return fd;
 }
@@ -32,9 +32,9 @@ connect_raw(void)
 static void
 put32(uint8_t *p, int32_t v)
 {
-   uint32_t u = (uint32_t) v;
+   uint32_t u = (uint32_t)v;
    for (int i = 0; i < 4; i++) {
-      p[i] = (uint8_t) (u >> (8 * i));
+      p[i] = (uint8_t)(u >> (8 * i));
    }
 }
 
@@ -50,9 +50,8 @@ exchange(const uint8_t *msg, size_t len)
    if (poll(&p, 1, 2000) == 1) {
       uint8_t header[16];
       ssize_t n = recv(fd, header, sizeof header, MSG_WAITALL);
-      result = n == 16 ? (int) (header[12] | header[13] << 8 | header[14] << 16 |
-                                header[15] << 24)
-                       : 0;
+      result =
+         n == 16 ? (int)(header[12] | header[13] << 8 | header[14] << 16 | header[15] << 24) : 0;
    }
    close(fd);
    return result;
@@ -73,11 +72,11 @@ static size_t
 op_msg(uint8_t *buf, uint32_t flags, const uint8_t *body, size_t body_len)
 {
    size_t len = 16 + 4 + 1 + body_len;
-   put32(buf, (int32_t) len);
+   put32(buf, (int32_t)len);
    put32(buf + 4, 1);
    put32(buf + 8, 0);
    put32(buf + 12, 2013);
-   put32(buf + 16, (int32_t) flags);
+   put32(buf + 16, (int32_t)flags);
    buf[20] = 0;
    memcpy(buf + 21, body, body_len);
    return len;
@@ -170,8 +169,8 @@ Test(wire, checksum_is_verified)
    uint8_t buf[256];
    bson_t *cmd = BCON_NEW("ping", BCON_INT32(1), "$db", BCON_UTF8("admin"));
    size_t len = op_msg(buf, 1, bson_get_data(cmd), cmd->len);
-   put32(buf, (int32_t) (len + 4));
-   put32(buf + len, (int32_t) md_crc32c(buf, len));
+   put32(buf, (int32_t)(len + 4));
+   put32(buf + len, (int32_t)md_crc32c(buf, len));
    cr_assert_eq(exchange(buf, len + 4), 2013, "a correct CRC-32C is accepted");
    buf[len] ^= 1;
    cr_assert_eq(exchange(buf, len + 4), 0, "a wrong one closes the connection");

@@ -24,7 +24,7 @@ wake_connections(void *ctx)
    pthread_mutex_lock(&srv->conns_lock);
    for (md_conn_t *c = srv->conns; c; c = c->next) {
       if (c->wake_fd >= 0 && write(c->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN) {
-         md_log(srv, "conn%d: cannot wake: %s", (int) c->id, strerror(errno));
+         md_log(srv, "conn%d: cannot wake: %s", (int)c->id, strerror(errno));
       }
    }
    pthread_mutex_unlock(&srv->conns_lock);

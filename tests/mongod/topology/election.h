@@ -11,13 +11,10 @@
 
 #include "net/server.h"
 
-void
-md_election_start(md_server_t *srv);
+void md_election_start(md_server_t *srv);
 /* Wakes the thread to look again (call with the server lock held). */
-void
-md_election_wake(md_server_t *srv);
+void md_election_wake(md_server_t *srv);
 /* Ends and joins the thread (call without the server lock). */
-void
-md_election_stop(md_server_t *srv);
+void md_election_stop(md_server_t *srv);
 
 #endif

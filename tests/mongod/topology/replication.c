@@ -32,7 +32,7 @@ advance_member(md_member_t *m, int64_t lag_ms, const md_oplog_t *log, int64_t no
 static int
 desc(const void *a, const void *b)
 {
-   uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
    return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -58,7 +58,7 @@ md_repl_advance(md_topology_t *topo, const md_oplog_t *log, int64_t now_ms, int6
    if (next_ms) {
       *next_ms = next;
    }
-   qsort(applied, (size_t) n, sizeof applied[0], desc);
+   qsort(applied, (size_t)n, sizeof applied[0], desc);
    uint64_t commit = applied[n / 2]; /* the newest position held by n/2 + 1 members */
    /* Only the members in contact learn it. In r6.0 the primary computes the commit point
     * from the positions the others report (replication_coordinator_impl.cpp's

@@ -21,22 +21,19 @@
 /* Brings every member's applied position up to what it holds at `now_ms` (wall clock) and
  * returns the majority commit point as a sequence number (entries below it are committed).
  * *next_ms (may be NULL) receives the wall time of the next change (INT64_MAX: none). */
-uint64_t
-md_repl_advance(md_topology_t *topo, const md_oplog_t *log, int64_t now_ms, int64_t *next_ms);
+uint64_t md_repl_advance(md_topology_t *topo, const md_oplog_t *log, int64_t now_ms,
+                         int64_t *next_ms);
 
 /* The commit point member `m` reads "majority" at and streams changes up to: the one it
  * last heard of (updated by md_repl_advance while it is reachable), no newer than its own
  * applied position. */
-uint64_t
-md_repl_member_commit(const md_topology_t *topo, int m);
+uint64_t md_repl_member_commit(const md_topology_t *topo, int m);
 
 /* How many members have applied every entry below `seq`. */
-int
-md_repl_count_applied(const md_topology_t *topo, uint64_t seq);
+int md_repl_count_applied(const md_topology_t *topo, uint64_t seq);
 
 /* The cluster time of the position `seq` (of the entry before it; the history's start time
  * when there is none). */
-md_ts_t
-md_repl_seq_ts(const md_oplog_t *log, uint64_t seq);
+md_ts_t md_repl_seq_ts(const md_oplog_t *log, uint64_t seq);
 
 #endif

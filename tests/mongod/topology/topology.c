@@ -15,14 +15,14 @@ md_wall_ms(void)
 {
    struct timeval tv;
    gettimeofday(&tv, NULL);
-   return (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000;
+   return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
 void
 md_topology_init(md_topology_t *topo, int n, int64_t election_timeout_ms)
 {
    topo->n = n > 0 ? n : 1;
-   topo->members = calloc((size_t) topo->n, sizeof *topo->members);
+   topo->members = calloc((size_t)topo->n, sizeof *topo->members);
    for (int i = 0; i < topo->n; i++) {
       md_member_t *m = &topo->members[i];
       m->listen_fd = -1;
@@ -49,7 +49,7 @@ md_topology_election_id(int64_t term, bson_oid_t *oid)
 {
    uint8_t b[12] = {0x7f, 0xff, 0xff, 0xff};
    for (int i = 0; i < 8; i++) {
-      b[4 + i] = (uint8_t) ((uint64_t) term >> (56 - 8 * i));
+      b[4 + i] = (uint8_t)((uint64_t)term >> (56 - 8 * i));
    }
    bson_oid_init_from_data(oid, b);
 }
@@ -92,8 +92,7 @@ md_topology_set_reach(md_topology_t *topo, int m, md_reach_t reach, int64_t now_
    member->reach = reach;
    member->isolated_ms = reach == MD_REACH_ISOLATE ? now_ms : 0;
    if (reach == MD_REACH_UP) {
-      if (member->state == MD_MEMBER_PRIMARY && topo->primary < 0 &&
-          member->term == topo->term) {
+      if (member->state == MD_MEMBER_PRIMARY && topo->primary < 0 && member->term == topo->term) {
          topo->primary = m; /* back before anyone else was elected: still the primary */
       } else if (member->state == MD_MEMBER_PRIMARY && m != topo->primary) {
          member->state = MD_MEMBER_SECONDARY; /* a stale primary steps down at once */

@@ -14,10 +14,10 @@
 #include "data/keyenc.h"
 
 typedef struct {
-   int64_t active;  /* the newest txnNumber seen, -1 before any */
-   bool txn_mode;   /* `active` is a transaction (else a retryable write) */
-   bson_t *reply;   /* the retryable write `active`'s reply, NULL until it completed */
-   md_txn_t *txn;   /* txn_mode: transaction `active` */
+   int64_t active; /* the newest txnNumber seen, -1 before any */
+   bool txn_mode;  /* `active` is a transaction (else a retryable write) */
+   bson_t *reply;  /* the retryable write `active`'s reply, NULL until it completed */
+   md_txn_t *txn;  /* txn_mode: transaction `active` */
 } session_t;
 
 typedef struct {
@@ -109,15 +109,17 @@ too_old(const session_t *s, int64_t txn, bool for_txn, bson_error_t *error)
 {
    const char *newer = s->txn_mode ? "transaction" : "retryable write";
    if (for_txn) {
-      return tm_error_set(error, 225, "Cannot start transaction with { txnNumber: %lld } on "
-                                      "session because a newer %s with txnNumber %lld has "
-                                      "already started on this session.",
-                          (long long) txn, newer, (long long) s->active);
+      return tm_error_set(error, 225,
+                          "Cannot start transaction with { txnNumber: %lld } on "
+                          "session because a newer %s with txnNumber %lld has "
+                          "already started on this session.",
+                          (long long)txn, newer, (long long)s->active);
    }
-   return tm_error_set(error, 225, "Retryable write with txnNumber %lld is prohibited on "
-                                   "session because a newer %s with txnNumber %lld has "
-                                   "already started on this session.",
-                       (long long) txn, newer, (long long) s->active);
+   return tm_error_set(error, 225,
+                       "Retryable write with txnNumber %lld is prohibited on "
+                       "session because a newer %s with txnNumber %lld has "
+                       "already started on this session.",
+                       (long long)txn, newer, (long long)s->active);
 }
 
 bool
@@ -141,8 +143,9 @@ md_sessions_begin(md_sessions_t *sessions, md_txns_t *txns, const bson_t *cmd,
       return too_old(s, txn, false, error);
    }
    if (s->txn_mode) {
-      return tm_error_set(error, 217, "Cannot retry a retryable write that has been converted "
-                                      "into a transaction");
+      return tm_error_set(error, 217,
+                          "Cannot retry a retryable write that has been converted "
+                          "into a transaction");
    }
    *replay = s->reply;
    return true;
@@ -178,8 +181,9 @@ md_sessions_txn(md_sessions_t *sessions, md_txns_t *txns, const bson_t *lsid, in
    }
    if (start) {
       if (number == s->active) {
-         tm_error_set(error, 117, "Only servers in a sharded cluster can start a new "
-                                  "transaction at the active transaction number");
+         tm_error_set(error, 117,
+                      "Only servers in a sharded cluster can start a new "
+                      "transaction at the active transaction number");
          return NULL;
       }
       advance(s, txns, number, true);
@@ -187,19 +191,20 @@ md_sessions_txn(md_sessions_t *sessions, md_txns_t *txns, const bson_t *lsid, in
       return s->txn;
    }
    if (number != s->active || !s->txn) {
-      tm_error_set(error, 251, "Given transaction number %lld does not match any in-progress "
-                               "transactions. The active transaction number is %lld",
-                   (long long) number, (long long) s->active);
+      tm_error_set(error, 251,
+                   "Given transaction number %lld does not match any in-progress "
+                   "transactions. The active transaction number is %lld",
+                   (long long)number, (long long)s->active);
       return NULL;
    }
    if (s->txn->state == MD_TXN_ABORTED) {
       tm_error_set(error, 251, "Transaction with { txnNumber: %lld } has been aborted.",
-                   (long long) number);
+                   (long long)number);
       return NULL;
    }
    if (s->txn->state == MD_TXN_COMMITTED && strcmp(name, "commitTransaction") != 0) {
       tm_error_set(error, 256, "Transaction with { txnNumber: %lld } has been committed.",
-                   (long long) number);
+                   (long long)number);
       return NULL;
    }
    return s->txn;
@@ -223,8 +228,7 @@ md_sessions_end(md_sessions_t *sessions, md_txns_t *txns, const bson_t *cmd, boo
       bson_iter_document(&arr, &len, &data);
       bson_init_static(&lsid, data, len);
       bson_string_t *key = bson_string_new(NULL);
-      session_t *s = lsid_key(&lsid, key) ? md_hmap_get(sessions->map, key->str, key->len)
-                                          : NULL;
+      session_t *s = lsid_key(&lsid, key) ? md_hmap_get(sessions->map, key->str, key->len) : NULL;
       if (s && forget) {
          free_ctx_t fc = {sessions, txns};
          md_hmap_remove(sessions->map, key->str, key->len);
@@ -239,6 +243,6 @@ md_sessions_end(md_sessions_t *sessions, md_txns_t *txns, const bson_t *cmd, boo
 void
 md_sessions_kill_all(md_sessions_t *sessions, md_txns_t *txns)
 {
-   (void) sessions;
+   (void)sessions;
    md_txns_abort_all(txns); /* not a branch: it belongs to no session */
 }

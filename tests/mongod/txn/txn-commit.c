@@ -137,9 +137,10 @@ md_txn_commit(md_txns_t *txns, md_txn_t *txn, md_store_t *store, md_oplog_t *log
 {
    if (!can_commit(txn, store)) {
       md_txn_abort(txns, txn);
-      return tm_error_set(error, 112, "WriteConflict error: this operation conflicted with "
-                                      "another operation. Please retry your operation or "
-                                      "multi-document transaction.");
+      return tm_error_set(error, 112,
+                          "WriteConflict error: this operation conflicted with "
+                          "another operation. Please retry your operation or "
+                          "multi-document transaction.");
    }
    /* Out of the open list first: the store's hooks must not preserve for it. */
    md_txn_unlink(txns, txn, MD_TXN_COMMITTED);

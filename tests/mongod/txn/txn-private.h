@@ -9,22 +9,17 @@
 #include "txn/txn.h"
 
 /* The transaction's view of db.name; a new one (reading the store) when `add`. */
-md_txn_view_t *
-md_txn_view_get(md_txn_t *txn, const char *db, const char *name, bool add);
-void
-md_txn_view_free(md_txn_view_t *view);
+md_txn_view_t *md_txn_view_get(md_txn_t *txn, const char *db, const char *name, bool add);
+void md_txn_view_free(md_txn_view_t *view);
 
 /* Gives the view a copy of `live` unless it has one already or the namespace is absent for
  * it: the snapshot stays as it was when `live` is about to change. */
-void
-md_txn_view_preserve(md_txn_view_t *view, const md_coll_t *live);
+void md_txn_view_preserve(md_txn_view_t *view, const md_coll_t *live);
 
 /* Takes the transaction out of the open list: hooks and conflicts no longer see it. */
-void
-md_txn_unlink(md_txns_t *txns, md_txn_t *txn, md_txn_state_t state);
+void md_txn_unlink(md_txns_t *txns, md_txn_t *txn, md_txn_state_t state);
 /* Frees what an ended transaction held and wakes those waiting for it. */
-void
-md_txn_release(md_txns_t *txns, md_txn_t *txn);
+void md_txn_release(md_txns_t *txns, md_txn_t *txn);
 
 /* Sets of encoded _id keys (md_keyenc); each value is the key's md_key_t. */
 typedef struct {
@@ -32,11 +27,8 @@ typedef struct {
    char bytes[];
 } md_key_t;
 
-void
-md_key_set_add(md_hmap_t *set, const char *key, size_t len);
-bool
-md_key_set_has(const md_hmap_t *set, const char *key, size_t len);
-void
-md_key_set_free(md_hmap_t *set);
+void md_key_set_add(md_hmap_t *set, const char *key, size_t len);
+bool md_key_set_has(const md_hmap_t *set, const char *key, size_t len);
+void md_key_set_free(md_hmap_t *set);
 
 #endif

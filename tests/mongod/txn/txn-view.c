@@ -15,7 +15,7 @@
 static void
 free_key(void *value, void *ctx)
 {
-   (void) ctx;
+   (void)ctx;
    free(value);
 }
 
@@ -112,15 +112,15 @@ ddl_waits_for(const md_txns_t *txns, const char *db, const char *name)
 static bool
 write_conflict(bson_error_t *error)
 {
-   return tm_error_set(error, 112, "WriteConflict error: this operation conflicted with "
-                                   "another operation. Please retry your operation or "
-                                   "multi-document transaction.");
+   return tm_error_set(error, 112,
+                       "WriteConflict error: this operation conflicted with "
+                       "another operation. Please retry your operation or "
+                       "multi-document transaction.");
 }
 
 bool
-md_txn_coll(md_txns_t *txns, md_txn_t *txn, md_store_t *store, const char *db,
-            const char *name, bool write, bool create, md_coll_t **coll, bool *created,
-            bson_error_t *error)
+md_txn_coll(md_txns_t *txns, md_txn_t *txn, md_store_t *store, const char *db, const char *name,
+            bool write, bool create, md_coll_t **coll, bool *created, bson_error_t *error)
 {
    md_txn_view_t *v = md_txn_view_get(txn, db, name, true);
    *coll = NULL;
@@ -130,8 +130,10 @@ md_txn_coll(md_txns_t *txns, md_txn_t *txn, md_store_t *store, const char *db,
    if (!v->used && ddl_waits_for(txns, db, name)) {
       /* mongod's lock queue is fair: the waiting exclusive request goes first, and a
        * transaction gives up after maxTransactionLockRequestTimeoutMillis (5 ms). */
-      return tm_error_set(error, 24, "Unable to acquire IX lock on '%s.%s' within 5ms: a DDL "
-                                     "operation waits for it", db, name);
+      return tm_error_set(error, 24,
+                          "Unable to acquire IX lock on '%s.%s' within 5ms: a DDL "
+                          "operation waits for it",
+                          db, name);
    }
    v->used = true;
    if (!write) {
@@ -183,8 +185,8 @@ md_txns_claim(md_txns_t *txns, md_coll_t *coll, const bson_value_t *id, bson_err
    }
    const char *db = coll->db->name;
    for (md_txn_t *t = txns->open; ok && t; t = t->next) {
-      md_txn_view_t *v = (mine && t == mine->txn) || t->branch
-                            ? NULL : md_txn_view_get(t, db, coll->name, false);
+      md_txn_view_t *v =
+         (mine && t == mine->txn) || t->branch ? NULL : md_txn_view_get(t, db, coll->name, false);
       ok = !v || !md_key_set_has(v->written, key->str, key->len);
    }
    if (ok && mine) {

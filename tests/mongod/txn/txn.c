@@ -257,7 +257,7 @@ md_txns_ddl_pending(md_txns_t *txns, const char *db, const char *coll, bool pend
          return true;
       }
    }
-   if (!pending || txns->n_pending == (int) (sizeof txns->pending / sizeof txns->pending[0])) {
+   if (!pending || txns->n_pending == (int)(sizeof txns->pending / sizeof txns->pending[0])) {
       return false;
    }
    txns->pending[txns->n_pending].db = strdup(db);

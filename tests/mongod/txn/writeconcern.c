@@ -20,10 +20,22 @@
 #include "txn/writeconcern.h"
 
 /* Commands that accept a writeConcern (the ones test-mongod implements). */
-static const char *const wc_commands[] = {
-   "insert", "update", "delete", "findAndModify", "findandmodify", "create", "drop",
-   "dropDatabase", "createIndexes", "dropIndexes", "deleteIndexes", "renameCollection",
-   "collMod", "commitTransaction", "abortTransaction", NULL};
+static const char *const wc_commands[] = {"insert",
+                                          "update",
+                                          "delete",
+                                          "findAndModify",
+                                          "findandmodify",
+                                          "create",
+                                          "drop",
+                                          "dropDatabase",
+                                          "createIndexes",
+                                          "dropIndexes",
+                                          "deleteIndexes",
+                                          "renameCollection",
+                                          "collMod",
+                                          "commitTransaction",
+                                          "abortTransaction",
+                                          NULL};
 
 static bool
 takes_write_concern(const char *name)
@@ -44,8 +56,9 @@ md_write_concern_parse(const char *name, const bson_t *cmd, bson_error_t *error)
       return true;
    }
    if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &wc)) {
-      return tm_error_set(error, 14, "BSON field 'writeConcern' is the wrong type, expected "
-                                     "type 'object'");
+      return tm_error_set(error, 14,
+                          "BSON field 'writeConcern' is the wrong type, expected "
+                          "type 'object'");
    }
    if (!bson_iter_find(&wc, "w")) {
       return true;
@@ -53,8 +66,9 @@ md_write_concern_parse(const char *name, const bson_t *cmd, bson_error_t *error)
    if (BSON_ITER_HOLDS_NUMBER(&wc)) {
       int64_t w = bson_iter_as_int64(&wc);
       if (w < 0 || w > 50) {
-         return tm_error_set(error, 9, "w has to be a non-negative number and not greater "
-                                       "than 50; or a string");
+         return tm_error_set(error, 9,
+                             "w has to be a non-negative number and not greater "
+                             "than 50; or a string");
       }
       return true;
    }
@@ -83,7 +97,7 @@ append_err_info(bson_t *wce, const bson_t *wc, bool timed_out)
    }
    int32_t wtimeout = 0;
    if (bson_iter_init_find(&it, wc, "wtimeout") && BSON_ITER_HOLDS_NUMBER(&it)) {
-      wtimeout = (int32_t) bson_iter_as_int64(&it);
+      wtimeout = (int32_t)bson_iter_as_int64(&it);
    }
    BSON_APPEND_INT32(&echo, "wtimeout", wtimeout);
    BSON_APPEND_UTF8(&echo, "provenance", "clientSupplied");
@@ -92,8 +106,7 @@ append_err_info(bson_t *wce, const bson_t *wc, bool timed_out)
 }
 
 int
-md_write_concern_members(const char *name, const bson_t *cmd, int n_members,
-                         int64_t *wtimeout_ms)
+md_write_concern_members(const char *name, const bson_t *cmd, int n_members, int64_t *wtimeout_ms)
 {
    bson_iter_t it, wc;
    *wtimeout_ms = 0;
@@ -110,7 +123,7 @@ md_write_concern_members(const char *name, const bson_t *cmd, int n_members,
    }
    if (BSON_ITER_HOLDS_NUMBER(&w)) {
       int64_t n = bson_iter_as_int64(&w);
-      return n <= n_members ? (int) n : 1; /* more: unsatisfiable, md_write_concern_check */
+      return n <= n_members ? (int)n : 1; /* more: unsatisfiable, md_write_concern_check */
    }
    return BSON_ITER_HOLDS_UTF8(&w) && strcmp(bson_iter_utf8(&w, NULL), "majority") == 0
              ? n_members / 2 + 1
@@ -166,20 +179,21 @@ md_write_concern_check(const char *name, const bson_t *cmd, int n_members, bson_
       return;
    }
    bool too_many = BSON_ITER_HOLDS_NUMBER(&w) && bson_iter_as_int64(&w) > n_members;
-   bool unknown_mode = BSON_ITER_HOLDS_UTF8(&w) &&
-                       strcmp(bson_iter_utf8(&w, NULL), "majority") != 0;
+   bool unknown_mode =
+      BSON_ITER_HOLDS_UTF8(&w) && strcmp(bson_iter_utf8(&w, NULL), "majority") != 0;
    if (!too_many && !unknown_mode) {
       return;
    }
    BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &wce);
    BSON_APPEND_INT32(&wce, "code", too_many ? 100 : 79);
-   BSON_APPEND_UTF8(&wce, "codeName", too_many ? "UnsatisfiableWriteConcern"
-                                               : "UnknownReplWriteConcern");
+   BSON_APPEND_UTF8(&wce, "codeName",
+                    too_many ? "UnsatisfiableWriteConcern" : "UnknownReplWriteConcern");
    if (too_many) {
       BSON_APPEND_UTF8(&wce, "errmsg", "Not enough data-bearing nodes");
    } else {
       char *msg = bson_strdup_printf("No write concern mode named '%s' found in replica set "
-                                     "configuration", bson_iter_utf8(&w, NULL));
+                                     "configuration",
+                                     bson_iter_utf8(&w, NULL));
       BSON_APPEND_UTF8(&wce, "errmsg", msg);
       bson_free(msg);
    }

@@ -119,8 +119,8 @@ Test(clear_job, archive_jobs_carry_the_events)
       for (int i = 0; i < 3; i++) {
          char eid[40];
          bson_snprintf(eid, sizeof eid, "00000000-0000-4000-8000-00000000000%d", i);
-         bson_t *doc = BCON_NEW("id", BCON_UTF8(eid), "seq", BCON_INT64(i + 1), "type", "t",
-                                "time", BCON_DATE_TIME(1), "data", "{", "}");
+         bson_t *doc = BCON_NEW("id", BCON_UTF8(eid), "seq", BCON_INT64(i + 1), "type", "t", "time",
+                                BCON_DATE_TIME(1), "data", "{", "}");
          bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
          v.value.v_doc.data = (uint8_t *)bson_get_data(doc);
          v.value.v_doc.data_len = doc->len;

@@ -29,7 +29,7 @@ teardown(void)
 TestSuite(concerns, .init = setup, .fini = teardown);
 
 static const char *weak_uri =
-    "mongodb://127.0.0.1:1/?w=1&wtimeoutMS=50&readPreference=secondary&readConcernLevel=local";
+   "mongodb://127.0.0.1:1/?w=1&wtimeoutMS=50&readPreference=secondary&readConcernLevel=local";
 
 static mongoc_client_t *
 client_for(relay_config_t *cfg, relay_concerns_role_t role)

@@ -110,19 +110,19 @@ Test(headers, bad_headers_are_left_out_with_reasons)
    static const struct {
       const char *json, *reason_part;
    } cases[] = {
-       {"{\"n\": 5}", "not a string"},
-       {"{\"n\": {\"a\": \"b\"}}", "not a string"},
-       {"{\"event-id\": \"forged\"}", "reserved"},
-       {"{\"Event-ID\": \"forged\"}", "reserved"},
-       {"{\"type\": \"forged\"}", "reserved"},
-       {"{\"specversion\": \"0.3\"}", "reserved"},
-       {"{\"tab\\there\": \"v\"}", "control character"},
-       {"{\"n\": \"a\\u0000b\"}", "control character"},
-       {"{\"n\": \"line\\nbreak\"}", "control character"},
-       {"{\"n\": \"\\u0085\"}", "control character"},
-       {"{\"traceparent\": \"00-nope\"}", "W3C"},
-       {"{\"tracestate\": \"Bad=1\"}", "W3C"},
-       {"{\"n\": \"1\", \"n\": \"2\"}", "second header"},
+      {"{\"n\": 5}", "not a string"},
+      {"{\"n\": {\"a\": \"b\"}}", "not a string"},
+      {"{\"event-id\": \"forged\"}", "reserved"},
+      {"{\"Event-ID\": \"forged\"}", "reserved"},
+      {"{\"type\": \"forged\"}", "reserved"},
+      {"{\"specversion\": \"0.3\"}", "reserved"},
+      {"{\"tab\\there\": \"v\"}", "control character"},
+      {"{\"n\": \"a\\u0000b\"}", "control character"},
+      {"{\"n\": \"line\\nbreak\"}", "control character"},
+      {"{\"n\": \"\\u0085\"}", "control character"},
+      {"{\"traceparent\": \"00-nope\"}", "W3C"},
+      {"{\"tracestate\": \"Bad=1\"}", "W3C"},
+      {"{\"n\": \"1\", \"n\": \"2\"}", "second header"},
    };
    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       char json[512];

@@ -138,9 +138,9 @@ fake_sweep_close(void *ctx, void *cursor)
 }
 
 static const relay_ingest_ops_t fake_ops = {
-    fake_pop,          fake_start,          fake_stop,          fake_read_entity,
-    fake_ensure_index, fake_operation_time, fake_wait_majority, fake_sweep_open,
-    fake_sweep_next,   fake_sweep_error,    fake_sweep_close};
+   fake_pop,          fake_start,          fake_stop,          fake_read_entity,
+   fake_ensure_index, fake_operation_time, fake_wait_majority, fake_sweep_open,
+   fake_sweep_next,   fake_sweep_error,    fake_sweep_close};
 
 /* The partition owner's lease thread: it acquires partition 0 with a checkpoint once (the
  * owner's first step, in setup()), then nothing happens there. */

@@ -30,7 +30,7 @@ Test(connack, mqtt311_refusals_in_words)
 
 Test(connack, other_failures_are_not_refusals)
 {
-   cr_assert_null(relay_mqtt_connack_text(5, -1, 0));  /* MQTTASYNC_FAILURE: no broker */
+   cr_assert_null(relay_mqtt_connack_text(5, -1, 0)); /* MQTTASYNC_FAILURE: no broker */
    cr_assert_null(relay_mqtt_connack_text(5, 0, 0));
    cr_assert_null(relay_mqtt_connack_text(4, -1, 0));
    cr_assert_null(relay_mqtt_connack_text(4, 135, 0)); /* not a 3.1.1 code */
@@ -88,9 +88,9 @@ Test(tls, reasons_from_paho_trace)
    bson_free(r);
    relay_tls_observe("20261123 204450.148 X509_check_host for hostname localhost failed, rc 0");
    r = relay_tls_take_reason();
-   cr_assert_eq(strncmp(r, "the broker's certificate is not valid for the host name 'localhost' ",
-                        68),
-                0, "%s", r);
+   cr_assert_eq(
+      strncmp(r, "the broker's certificate is not valid for the host name 'localhost' ", 68), 0,
+      "%s", r);
    bson_free(r);
    relay_tls_observe("SSL alert read:fatal:certificate required");
    r = relay_tls_take_reason();

@@ -103,7 +103,7 @@ Test(render, id_rendering_is_injective_and_never_empty)
       {"\"-\"", "-"},
       {"\"5a\"", "5a"},
       {"\"\"", "\"\""},
-      {"\"\\\"\"", "\"\\\"\""}, /* the string " */
+      {"\"\\\"\"", "\"\\\"\""},         /* the string " */
       {"\"\\\"\\\"\"", "\"\\\"\\\"\""}, /* the string "" */
       {"{\"$oid\": \"5f2b6c0e9d3e4a1b2c3d4e5f\"}", "5f2b6c0e9d3e4a1b2c3d4e5f"},
       {"\"5F2B6C0E9D3E4A1B2C3D4E5F\"", "5F2B6C0E9D3E4A1B2C3D4E5F"},
@@ -295,12 +295,23 @@ Test(render, time_format)
  * months, leap years, eras and the range, and at a spread of times in between. */
 Test(render, time_format_fast_path_matches_gmtime)
 {
-   static const int64_t edges[] = {
-      INT64_C(-62135596800000), INT64_C(-62135596799999), INT64_C(253402300799999),
-      INT64_C(253402300799000), 0, -1, 1, 86399999, 86400000, -86400000, -86400001,
-      INT64_C(951782400000) /* 2000-02-29 */, INT64_C(951868800000) /* 2000-03-01 */,
-      INT64_C(-2203891200000) /* 1900-03-01 */, INT64_C(-2203977600000) /* 1900-02-28 */,
-      INT64_C(-12219292800000) /* 1582-10-15 */, INT64_C(4107542400000) /* 2100-03-01 */};
+   static const int64_t edges[] = {INT64_C(-62135596800000),
+                                   INT64_C(-62135596799999),
+                                   INT64_C(253402300799999),
+                                   INT64_C(253402300799000),
+                                   0,
+                                   -1,
+                                   1,
+                                   86399999,
+                                   86400000,
+                                   -86400000,
+                                   -86400001,
+                                   INT64_C(951782400000) /* 2000-02-29 */,
+                                   INT64_C(951868800000) /* 2000-03-01 */,
+                                   INT64_C(-2203891200000) /* 1900-03-01 */,
+                                   INT64_C(-2203977600000) /* 1900-02-28 */,
+                                   INT64_C(-12219292800000) /* 1582-10-15 */,
+                                   INT64_C(4107542400000) /* 2100-03-01 */};
    char got[40], want[64];
    for (size_t i = 0; i < sizeof edges / sizeof edges[0] + 200000; i++) {
       int64_t ms = i < sizeof edges / sizeof edges[0]
@@ -331,9 +342,13 @@ Test(render, int64_and_encoded_templates)
    }
    /* With values that need no encoding both renderers agree. */
    relay_template_vars_t vars = {
-       {"db", 2}, {"orders", 6}, {"o%2F17 x", 8}, {"a.b-c_1", 7}, {"13", 2}};
-   static const char *const tmpls[] = {"outbox/{collection}/{id}", "/{db}/{collection}",
-                                       "{type}", "x{id}{id}y/{db}{type}", "{db}-", "lit",
+      {"db", 2}, {"orders", 6}, {"o%2F17 x", 8}, {"a.b-c_1", 7}, {"13", 2}};
+   static const char *const tmpls[] = {"outbox/{collection}/{id}",
+                                       "/{db}/{collection}",
+                                       "{type}",
+                                       "x{id}{id}y/{db}{type}",
+                                       "{db}-",
+                                       "lit",
                                        "outbox/{collection}/{partition}/{id}"};
    for (size_t i = 0; i < sizeof tmpls / sizeof tmpls[0]; i++) {
       size_t len;
@@ -362,8 +377,7 @@ Test(render, partition_placeholder)
    size_t len;
    char *topic;
 
-   cr_assert(relay_template_check("outbox/{collection}/{partition}/{id}", "--topic", true,
-                                  &error),
+   cr_assert(relay_template_check("outbox/{collection}/{partition}/{id}", "--topic", true, &error),
              "%s", error.message);
    topic = relay_template_render_encoded("outbox/{collection}/{partition}/{id}", &vars, &len);
    cr_assert_str_eq(topic, "outbox/orders/13/o-1");
@@ -406,9 +420,9 @@ Test(event, valid_event)
 {
    relay_event_t ev;
    bool ok = relay_event_parse(
-       event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"3\"}, \"type\": \"Created\","
-                   " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"}, \"data\": {\"n\": 1}}"),
-       &ev);
+      event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"3\"}, \"type\": \"Created\","
+                  " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"}, \"data\": {\"n\": 1}}"),
+      &ev);
    cr_assert(ok, "%s", ev.reason);
    cr_assert_str_eq(ev.id, "e1");
    cr_assert_eq(ev.seq, 3);
@@ -420,19 +434,19 @@ Test(event, valid_event)
 Test(event, invalid_events_have_reasons)
 {
    const char *bad[] = {
-       "{\"seq\": 1, \"type\": \"T\", \"data\": {}}",                  /* no id */
-       "{\"id\": 5, \"seq\": 1, \"type\": \"T\", \"data\": {}}",       /* id not a string */
-       "{\"id\": \"e\", \"type\": \"T\", \"data\": {}}",               /* no seq */
-       "{\"id\": \"e\", \"seq\": 0, \"type\": \"T\", \"data\": {}}",   /* seq 0 */
-       "{\"id\": \"e\", \"seq\": 1, \"type\": \"a b\", \"data\": {}}", /* bad type */
-       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": 3}",    /* data not a doc */
-       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\"}",                 /* no data */
-       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {}, \"time\": 1}",
-       /* one millisecond before 0001-01-01 and after 9999-12-31: not RFC 3339 */
-       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {},"
-       " \"time\": {\"$date\": {\"$numberLong\": \"-62135596800001\"}}}",
-       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {},"
-       " \"time\": {\"$date\": {\"$numberLong\": \"253402300800000\"}}}",
+      "{\"seq\": 1, \"type\": \"T\", \"data\": {}}",                  /* no id */
+      "{\"id\": 5, \"seq\": 1, \"type\": \"T\", \"data\": {}}",       /* id not a string */
+      "{\"id\": \"e\", \"type\": \"T\", \"data\": {}}",               /* no seq */
+      "{\"id\": \"e\", \"seq\": 0, \"type\": \"T\", \"data\": {}}",   /* seq 0 */
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"a b\", \"data\": {}}", /* bad type */
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": 3}",    /* data not a doc */
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\"}",                 /* no data */
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {}, \"time\": 1}",
+      /* one millisecond before 0001-01-01 and after 9999-12-31: not RFC 3339 */
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {},"
+      " \"time\": {\"$date\": {\"$numberLong\": \"-62135596800001\"}}}",
+      "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {},"
+      " \"time\": {\"$date\": {\"$numberLong\": \"253402300800000\"}}}",
    };
    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
       relay_event_t ev;
@@ -468,13 +482,13 @@ Test(event, time_range_edges_are_valid)
 Test(event, peek_seq_matches_parse)
 {
    const char *docs[] = {
-       "{\"id\": \"e\", \"seq\": {\"$numberLong\": \"7\"}, \"type\": \"T\", \"data\": {}}",
-       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {}}", /* int32 */
-       "{\"id\": \"e\", \"type\": \"T\", \"data\": {}}",               /* none */
-       "{\"id\": \"e\", \"seq\": 0, \"type\": \"T\", \"data\": {}}",
-       "{\"id\": \"e\", \"seq\": \"4\", \"type\": \"T\", \"data\": {}}",
-       "{\"seq\": 5, \"seq\": 9, \"type\": \"T\", \"data\": 1}",     /* first wins, poison */
-       "{\"data\": {\"seq\": 8}, \"seq\": 2, \"id\": 5}",
+      "{\"id\": \"e\", \"seq\": {\"$numberLong\": \"7\"}, \"type\": \"T\", \"data\": {}}",
+      "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {}}", /* int32 */
+      "{\"id\": \"e\", \"type\": \"T\", \"data\": {}}",             /* none */
+      "{\"id\": \"e\", \"seq\": 0, \"type\": \"T\", \"data\": {}}",
+      "{\"id\": \"e\", \"seq\": \"4\", \"type\": \"T\", \"data\": {}}",
+      "{\"seq\": 5, \"seq\": 9, \"type\": \"T\", \"data\": 1}", /* first wins, poison */
+      "{\"data\": {\"seq\": 8}, \"seq\": 2, \"id\": 5}",
    };
    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
       relay_event_t ev;
@@ -524,10 +538,10 @@ Test(cloudevent, structured_payload)
    relay_str_t subject = {"a\0b", 3};
 
    cr_assert(relay_event_parse(
-       event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"12\"}, \"type\": \"Created\","
-                   " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"},"
-                   " \"data\": {\"n\": {\"$numberLong\": \"5\"}, \"s\": \"x\"}}"),
-       &ev));
+      event_value("{\"id\": \"e1\", \"seq\": {\"$numberLong\": \"12\"}, \"type\": \"Created\","
+                  " \"time\": {\"$date\": \"2026-11-22T10:00:00.5Z\"},"
+                  " \"data\": {\"n\": {\"$numberLong\": \"5\"}, \"s\": \"x\"}}"),
+      &ev));
    json = relay_cloudevent_json(&ev, "/db/things", subject, NULL, &len);
    cr_assert_eq(strlen(json), len);
    parsed = bson_new_from_json((const uint8_t *)json, -1, &error);
@@ -595,27 +609,27 @@ check_same_json(const char *event_json, relay_str_t subject, const char *source)
 Test(cloudevent, fast_json_matches_libbson)
 {
    static const char *const events[] = {
-       "{\"id\": \"e1\", \"seq\": 1, \"type\": \"T\", \"data\": {}}",
-       "{\"id\": \"e1\", \"seq\": 1, \"type\": \"T\", \"data\": {\"n\": 1, \"pad\": \"xxxx\"}}",
-       "{\"id\": \"e\\\"1\\\\\", \"seq\": {\"$numberLong\": \"9223372036854775807\"}, \"type\": "
-       "\"a.b-c_d\", \"time\": {\"$date\": \"1960-01-01T00:00:00.001Z\"}, \"data\": {\"a\": "
-       "{\"$numberLong\": \"-9223372036854775808\"}, \"b\": -2147483648, \"c\": true, \"d\": "
-       "false, \"e\": null, \"f\": {}, \"g\": [], \"h\": [1, \"x\", [[]], {\"z\": {}}]}}",
-       "{\"id\": \"\\u00e9\\u20ac\\ud83d\\ude00\", \"seq\": 2, \"type\": \"T\", \"data\": "
-       "{\"k\\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f/\": \"\\u0080\\u00a0\\u0000end\"}}",
-       /* Types the fast path leaves to libbson. */
-       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"x\": 1.5}}",
-       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"d\": {\"$date\": "
-       "\"2026-11-22T10:00:00Z\"}, \"o\": {\"$oid\": \"0123456789abcdef01234567\"}}}",
-       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"a\": [{\"b\": "
-       "{\"$numberDecimal\": \"1.1\"}}]}}",
-       "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"b\": {\"$binary\": "
-       "{\"base64\": \"AAEC\", \"subType\": \"04\"}}}}",
-       /* Headers that are extension attributes, with values to escape; data via libbson. */
-       "{\"id\": \"e\", \"seq\": 4, \"type\": \"T\", \"headers\": {\"tenant\": "
-       "\"a\\\"c\\\\me\\u00e9\", \"X-Other\": \"y\"}, \"data\": {\"n\": 1}}",
-       "{\"id\": \"e\", \"seq\": 4, \"type\": \"T\", \"headers\": {\"tenant\": \"a\"}, "
-       "\"data\": {\"x\": 1.5}}",
+      "{\"id\": \"e1\", \"seq\": 1, \"type\": \"T\", \"data\": {}}",
+      "{\"id\": \"e1\", \"seq\": 1, \"type\": \"T\", \"data\": {\"n\": 1, \"pad\": \"xxxx\"}}",
+      "{\"id\": \"e\\\"1\\\\\", \"seq\": {\"$numberLong\": \"9223372036854775807\"}, \"type\": "
+      "\"a.b-c_d\", \"time\": {\"$date\": \"1960-01-01T00:00:00.001Z\"}, \"data\": {\"a\": "
+      "{\"$numberLong\": \"-9223372036854775808\"}, \"b\": -2147483648, \"c\": true, \"d\": "
+      "false, \"e\": null, \"f\": {}, \"g\": [], \"h\": [1, \"x\", [[]], {\"z\": {}}]}}",
+      "{\"id\": \"\\u00e9\\u20ac\\ud83d\\ude00\", \"seq\": 2, \"type\": \"T\", \"data\": "
+      "{\"k\\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f/\": \"\\u0080\\u00a0\\u0000end\"}}",
+      /* Types the fast path leaves to libbson. */
+      "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"x\": 1.5}}",
+      "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"d\": {\"$date\": "
+      "\"2026-11-22T10:00:00Z\"}, \"o\": {\"$oid\": \"0123456789abcdef01234567\"}}}",
+      "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"a\": [{\"b\": "
+      "{\"$numberDecimal\": \"1.1\"}}]}}",
+      "{\"id\": \"e\", \"seq\": 3, \"type\": \"T\", \"data\": {\"b\": {\"$binary\": "
+      "{\"base64\": \"AAEC\", \"subType\": \"04\"}}}}",
+      /* Headers that are extension attributes, with values to escape; data via libbson. */
+      "{\"id\": \"e\", \"seq\": 4, \"type\": \"T\", \"headers\": {\"tenant\": "
+      "\"a\\\"c\\\\me\\u00e9\", \"X-Other\": \"y\"}, \"data\": {\"n\": 1}}",
+      "{\"id\": \"e\", \"seq\": 4, \"type\": \"T\", \"headers\": {\"tenant\": \"a\"}, "
+      "\"data\": {\"x\": 1.5}}",
    };
    relay_str_t subjects[] = {{"a\0b", 3}, {"", 0}, {"x\"y\x01\xc3\xa9", 6}, {NULL, 0}};
 
@@ -630,8 +644,9 @@ Test(cloudevent, fast_json_matches_libbson)
  * decoding must still be seen at every offset within and across such runs. */
 Test(cloudevent, escapes_at_every_offset)
 {
-   static const char *const specials[] = {"\"", "\\", "\x01", "\x1f", "\x7f", " ", "~",
-                                          "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\n"};
+   static const char *const specials[] = {
+      "\"", "\\", "\x01", "\x1f", "\x7f", " ", "~", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+      "\n"};
    relay_str_t subject = {"s", 1};
 
    for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {

@@ -87,8 +87,8 @@ Test(sharding, dropped_or_keyless_entries_are_not_sharded)
 /* Nobody answers: the lease thread must ask again, neither refuse nor go on unchecked. */
 Test(sharding, an_unreachable_server_is_asked_again)
 {
-   mongoc_client_t *client = mongoc_client_new(
-       "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100");
+   mongoc_client_t *client =
+      mongoc_client_new("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100");
    bson_error_t e;
 
    mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);

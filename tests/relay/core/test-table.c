@@ -466,7 +466,7 @@ Test(table, buffered_bytes_follow_the_items, .init = setup, .fini = teardown)
    clear_all();
    cr_assert_eq(t.buffered, 2);
    relay_entity_t *e2 =
-       relay_table_find(&t, 0, &(bson_value_t){.value_type = BSON_TYPE_INT32, .value.v_int32 = 2});
+      relay_table_find(&t, 0, &(bson_value_t){.value_type = BSON_TYPE_INT32, .value.v_int32 = 2});
    cr_assert_not_null(e2);
    relay_table_remove_item(&t, e2, e2->head);
    relay_entity_t *rest = relay_table_next_ready(&t, 0);

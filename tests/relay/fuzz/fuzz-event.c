@@ -247,8 +247,10 @@ check_topic(const char *tmpl, const relay_template_vars_t *vars)
       relay_percent_encode(s, in[i]->str, in[i]->len);
       enc[i] = bson_string_free(s, false);
    }
-   relay_template_vars_t encoded = {{enc[0], strlen(enc[0])}, {enc[1], strlen(enc[1])},
-                                    {enc[2], strlen(enc[2])}, {enc[3], strlen(enc[3])},
+   relay_template_vars_t encoded = {{enc[0], strlen(enc[0])},
+                                    {enc[1], strlen(enc[1])},
+                                    {enc[2], strlen(enc[2])},
+                                    {enc[3], strlen(enc[3])},
                                     vars->partition};
    size_t fast_len;
    char *fast = relay_template_render_encoded(tmpl, &encoded, &fast_len);
@@ -359,7 +361,7 @@ check_event(const bson_value_t *elem, const bson_value_t *id)
    char *rendered = relay_render_id(id, &id_len);
    CHECK(rendered[id_len] == '\0');
    relay_template_vars_t vars = {
-       {"db", 2}, {"coll", 4}, {rendered, id_len}, {ev.type, strlen(ev.type)}, {"31", 2}};
+      {"db", 2}, {"coll", 4}, {rendered, id_len}, {ev.type, strlen(ev.type)}, {"31", 2}};
    check_topic("outbox/{collection}/{id}", &vars);
    check_topic("outbox/{collection}/{partition}/{id}", &vars);
    check_topic("{db}/{type}/{id}{id}", &vars);

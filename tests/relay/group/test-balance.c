@@ -301,7 +301,8 @@ Test(balance, epoch_read_checks_ranges)
    bson_t *ok32 = BCON_NEW("epoch", BCON_INT32(7)), *ok64 = BCON_NEW("epoch", BCON_INT64(9));
    bson_t *okd = BCON_NEW("epoch", BCON_DOUBLE(12.0)), *str = BCON_NEW("epoch", "x");
    bson_t *big = BCON_NEW("epoch", BCON_INT64(INT64_MAX));
-   bson_t *over = BCON_NEW("epoch", BCON_DOUBLE(9.3e18)), *frac = BCON_NEW("epoch", BCON_DOUBLE(2.5));
+   bson_t *over = BCON_NEW("epoch", BCON_DOUBLE(9.3e18)),
+          *frac = BCON_NEW("epoch", BCON_DOUBLE(2.5));
    bson_t *neg = BCON_NEW("epoch", BCON_INT64(-1)), *nan_ = BCON_NEW("epoch", BCON_DOUBLE(NAN));
 
    cr_assert(epoch_of(ok32, &e) && e == 7);

@@ -44,9 +44,8 @@ offer(relay_entity_t *e, int64_t seq, relay_pos_t *pos)
    relay_event_t ev;
    bool taken;
 
-   bson_snprintf(json, sizeof json,
-                 "{\"id\": \"x%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}", (int)seq,
-                 (int)seq);
+   bson_snprintf(json, sizeof json, "{\"id\": \"x%d\", \"seq\": %d, \"type\": \"T\", \"data\": {}}",
+                 (int)seq, (int)seq);
    doc = bson_new_from_json((const uint8_t *)json, -1, NULL);
    elem.value.v_doc.data = (uint8_t *)bson_get_data(doc);
    elem.value.v_doc.data_len = doc->len;

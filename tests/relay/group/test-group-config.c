@@ -67,18 +67,17 @@ assert_invalid(const char *const *args, const char *message)
 {
    relay_config_action_t a = test_load(&cfg, &error, args);
    cr_assert(a == RELAY_CONFIG_INVALID || a == RELAY_CONFIG_USAGE_ERROR, "accepted");
-   cr_assert_not_null(strstr(error.message, message), "'%s' lacks '%s'", error.message,
-                      message);
+   cr_assert_not_null(strstr(error.message, message), "'%s' lacks '%s'", error.message, message);
 }
 
 Test(group_config, refused)
 {
    const char *zero[] = {TEST_REQUIRED, "--partitions", "0", NULL};
    const char *huge[] = {TEST_REQUIRED, "--partitions", "4097", NULL};
-   const char *margin[] = {TEST_REQUIRED, "--lease-ttl-ms", "3000", "--lease-margin-ms",
-                           "3000", NULL};
-   const char *renew[] = {TEST_REQUIRED, "--lease-ttl-ms", "3000", "--lease-margin-ms", "1000",
-                          "--lease-renew-ms", "1000", NULL};
+   const char *margin[] = {TEST_REQUIRED,       "--lease-ttl-ms", "3000",
+                           "--lease-margin-ms", "3000",           NULL};
+   const char *renew[] = {TEST_REQUIRED, "--lease-ttl-ms",   "3000", "--lease-margin-ms",
+                          "1000",        "--lease-renew-ms", "1000", NULL};
    const char *name[] = {TEST_REQUIRED, "--lease-collection", "a$b", NULL};
    assert_invalid(zero, "--partitions: expected an integer from 1 to 4096, got '0'");
    assert_invalid(huge, "--partitions: expected an integer from 1 to 4096, got '4097'");

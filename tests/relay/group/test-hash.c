@@ -107,11 +107,11 @@ Test(hash, documents_and_arrays)
 Test(hash, binary_uuid_objectid)
 {
    cr_assert_eq(
-       hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"00\"}}}"),
-       7252465090394235301LL);
+      hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"00\"}}}"),
+      7252465090394235301LL);
    cr_assert_eq(
-       hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"80\"}}}"),
-       5736670452907618262LL);
+      hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQG\", \"subType\": \"80\"}}}"),
+      5736670452907618262LL);
    cr_assert_eq(hash_json("{\"v\": {\"$binary\": {\"base64\": \"AAECAwQFBgcICQoLDA0ODw==\", "
                           "\"subType\": \"04\"}}}"),
                 6084661258071355978LL);

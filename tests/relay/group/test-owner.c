@@ -367,8 +367,8 @@ Test(owner, an_entity_parked_twice_leaves_the_others_parked_with_it)
       cr_assert(relay_gate_admit(g, got[i]));
    }
    cr_assert((got[0] == a || got[1] == a || got[2] == a) &&
-             (got[0] == b || got[1] == b || got[2] == b) &&
-             (got[0] == c || got[1] == c || got[2] == c),
+                (got[0] == b || got[1] == b || got[2] == b) &&
+                (got[0] == c || got[1] == c || got[2] == c),
              "a parked entity was never offered again");
    cr_assert(!a->parked && !b->parked && !c->parked, "an entity stayed parked");
 }

@@ -45,11 +45,11 @@ Test(config_archive, ttl_durations)
       const char *text;
       int64_t seconds;
    } good[] = {{"30d", 30 * 86400}, {"12h", 12 * 3600}, {"90m", 5400}, {"3600s", 3600},
-               {"2w", 14 * 86400}, {"600", 600}, {"none", 0}};
+               {"2w", 14 * 86400},  {"600", 600},       {"none", 0}};
    static const char *const bad[] = {"soon", "-1d", "5y", "1.5d", "101000d", ""};
    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-      const char *args[] = {TEST_REQUIRED, "--archive-collection", "arch", "--archive-ttl",
-                            good[i].text, NULL};
+      const char *args[] = {TEST_REQUIRED,   "--archive-collection", "arch",
+                            "--archive-ttl", good[i].text,           NULL};
       cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s: %s", good[i].text,
                    error.message);
       cr_assert_eq(cfg.archive_ttl_s, good[i].seconds, "%s", good[i].text);

@@ -173,10 +173,15 @@ Test(dump, secrets_never_shown)
 {
    setenv("OUTBOX_MQTT_PASSWORD", "hunter2", 1);
    const char *args[] = {
-      TEST_REQUIRED, "--mongodb-uri",
+      TEST_REQUIRED,
+      "--mongodb-uri",
       "mongodb://bob:pa55@h1:27017,h2/db?replicaSet=rs&tlsCertificateKeyFilePassword=kpw"
       "&authMechanismProperties=AWS_SESSION_TOKEN:tok",
-      "--mqtt-uri", "ssl://broker:8883", "--mqtt-username", "alice", NULL};
+      "--mqtt-uri",
+      "ssl://broker:8883",
+      "--mqtt-username",
+      "alice",
+      NULL};
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
    for (int line = 0; line < 2; line++) {
       char *d = dump(line);
@@ -210,8 +215,8 @@ Test(dump, line_quotes_and_skips_unset)
    const char *args[] = {TEST_REQUIRED, "--topic", "a b/\"{id}\"", NULL};
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
    char *d = dump(true);
-   cr_assert_eq(strncmp(d, "mongodb-uri=mongodb://localhost/ database=app collection=c1 ", 60),
-                0, "%s", d);
+   cr_assert_eq(strncmp(d, "mongodb-uri=mongodb://localhost/ database=app collection=c1 ", 60), 0,
+                "%s", d);
    cr_assert_not_null(strstr(d, " topic=\"a b/\\\"{id}\\\"\" "), "%s", d);
    cr_assert_null(strstr(d, "mqtt-password"), "%s", d);
    cr_assert_null(strchr(d, '\n'), "%s", d);
@@ -260,9 +265,17 @@ Test(dump, usage_lists_every_option)
    FILE *f = open_memstream(&buf, &len);
    relay_config_usage(f);
    fclose(f);
-   const char *must[] = {"--mongodb-uri URI", "OUTBOX_MONGODB_URI", "--collection NAME",
-                         "OUTBOX_COLLECTIONS", "--qos N", "default 1", "OUTBOX_MQTT_PASSWORD_FILE",
-                         "--check-config", "--version", "OUTBOX_CONFIG", "--log-file FILE",
+   const char *must[] = {"--mongodb-uri URI",
+                         "OUTBOX_MONGODB_URI",
+                         "--collection NAME",
+                         "OUTBOX_COLLECTIONS",
+                         "--qos N",
+                         "default 1",
+                         "OUTBOX_MQTT_PASSWORD_FILE",
+                         "--check-config",
+                         "--version",
+                         "OUTBOX_CONFIG",
+                         "--log-file FILE",
                          "default 127.0.0.1:9464"};
    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++) {
       cr_assert_not_null(strstr(buf, must[i]), "missing %s", must[i]);
@@ -286,7 +299,7 @@ load_logged(const char *json, const char *pwfile, mode_t mode)
       cr_assert_eq(chmod(pwfile, mode), 0);
    }
    const char *args[] = {TEST_REQUIRED, "--config", path, pwfile ? "--mqtt-password-file" : NULL,
-                         pwfile, NULL};
+                         pwfile,        NULL};
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
    relay_log_shutdown();
    char *text = test_read_file(log);

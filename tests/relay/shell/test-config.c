@@ -78,18 +78,73 @@ Test(config, defaults)
 Test(config, every_option_as_flag)
 {
    char *ca = test_write_temp("ca");
-   const char *args[] = {
-      TEST_REQUIRED, "--state-collection", "st", "--version-field", "v", "--event-seq-field",
-      "s", "--events-field", "e", "--dead-letters-field", "d", "--mqtt-version", "3.1.1",
-      "--qos", "2", "--topic", "t/{db}/{type}/{id}", "--source", "urn:{collection}", "--name",
-      "r1", "--client-id", "cid", "--mqtt-username", "u", "--mqtt-ca-file", ca,
-      "--mqtt-cert-file", ca, "--mqtt-key-file", ca, "--mqtt-tls-insecure", "--mqtt-clean-start",
-      "--mqtt-keepalive=5", "--max-message-bytes", "1000", "--inflight-window", "8",
-      "--max-buffered-events", "9", "--max-buffered-bytes", "2000000", "--clear-batch-size",
-      "10", "--clear-interval-ms", "0",
-      "--checkpoint-interval-ms", "12", "--shutdown-timeout-ms", "13", "--publish-timeout-ms", "1500", "--reconnect-min-ms",
-      "14", "--reconnect-max-ms", "15", "--metrics-listen", "off", "--log-level", "DEBUG",
-      "--log-format", "json", "--log-file", "/tmp/x.log", "--mqtt-uri", "ssl://b:8883", NULL};
+   const char *args[] = {TEST_REQUIRED,
+                         "--state-collection",
+                         "st",
+                         "--version-field",
+                         "v",
+                         "--event-seq-field",
+                         "s",
+                         "--events-field",
+                         "e",
+                         "--dead-letters-field",
+                         "d",
+                         "--mqtt-version",
+                         "3.1.1",
+                         "--qos",
+                         "2",
+                         "--topic",
+                         "t/{db}/{type}/{id}",
+                         "--source",
+                         "urn:{collection}",
+                         "--name",
+                         "r1",
+                         "--client-id",
+                         "cid",
+                         "--mqtt-username",
+                         "u",
+                         "--mqtt-ca-file",
+                         ca,
+                         "--mqtt-cert-file",
+                         ca,
+                         "--mqtt-key-file",
+                         ca,
+                         "--mqtt-tls-insecure",
+                         "--mqtt-clean-start",
+                         "--mqtt-keepalive=5",
+                         "--max-message-bytes",
+                         "1000",
+                         "--inflight-window",
+                         "8",
+                         "--max-buffered-events",
+                         "9",
+                         "--max-buffered-bytes",
+                         "2000000",
+                         "--clear-batch-size",
+                         "10",
+                         "--clear-interval-ms",
+                         "0",
+                         "--checkpoint-interval-ms",
+                         "12",
+                         "--shutdown-timeout-ms",
+                         "13",
+                         "--publish-timeout-ms",
+                         "1500",
+                         "--reconnect-min-ms",
+                         "14",
+                         "--reconnect-max-ms",
+                         "15",
+                         "--metrics-listen",
+                         "off",
+                         "--log-level",
+                         "DEBUG",
+                         "--log-format",
+                         "json",
+                         "--log-file",
+                         "/tmp/x.log",
+                         "--mqtt-uri",
+                         "ssl://b:8883",
+                         NULL};
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
    cr_assert_str_eq(cfg.state_collection, "st");
    cr_assert_str_eq(cfg.version_field, "v");
@@ -136,8 +191,8 @@ Test(config, env_over_file_flags_over_env)
    setenv("OUTBOX_NAME", "from-env", 1);
    const char *args[] = {TEST_REQUIRED, "--config", path, "--qos", "1", NULL};
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
-   cr_assert_eq(cfg.qos, 1);                    /* flag > env > file */
-   cr_assert_str_eq(cfg.name, "from-env");      /* env > file */
+   cr_assert_eq(cfg.qos, 1);                     /* flag > env > file */
+   cr_assert_str_eq(cfg.name, "from-env");       /* env > file */
    cr_assert_eq(cfg.log_level, RELAY_LOG_TRACE); /* file > default */
    cr_assert_str_eq(cfg.client_id, "file-id");
    cr_assert_str_eq(cfg.config_file, path);
@@ -309,148 +364,204 @@ typedef struct {
 static const bad_case_t config_bad_values_cases[] = {
    {{"--qos", "7"}, RELAY_CONFIG_USAGE_ERROR, "--qos: expected 0, 1 or 2, got '7'"},
    {{"--qos", "1x"}, RELAY_CONFIG_USAGE_ERROR, "--qos: expected 0, 1 or 2, got '1x'"},
-   {{"--publish-timeout-ms", "99"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--publish-timeout-ms", "99"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--publish-timeout-ms: expected an integer from 100 to 3600000, got '99'"},
-   {{"--inflight-window", "0"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--inflight-window", "0"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--inflight-window: expected an integer from 1 to 65535, got '0'"},
-   {{"--inflight-window=12x"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--inflight-window=12x"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--inflight-window: expected an integer from 1 to 65535, got '12x'"},
-   {{"--max-buffered-bytes", "1048575"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--max-buffered-bytes", "1048575"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--max-buffered-bytes: expected an integer from 1048576 to 4294967296, got '1048575'"},
-   {{"--max-message-bytes", "-1"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--max-message-bytes", "-1"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--max-message-bytes: expected an integer from 64 to 268435455, got '-1'"},
-   {{"--mqtt-keepalive", ""}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-keepalive", ""},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-keepalive: expected an integer from 1 to 65535, got ''"},
-   {{"--mqtt-version", "3"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-version", "3"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-version: expected 5 (MQTT 5) or 4 (MQTT 3.1.1), got '3'"},
-   {{"--log-level", "loud"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--log-level", "loud"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--log-level: expected error, warning, info, debug or trace, got 'loud'"},
-   {{"--log-format", "xml"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--log-format", "xml"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--log-format: expected text or json, got 'xml'"},
-   {{"--payload-mode", "raw"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--payload-mode", "raw"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--payload-mode: expected structured or binary, got 'raw'"},
-   {{"--user-properties", "some"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--user-properties", "some"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--user-properties: expected all, none or a comma-separated list of event-id, event-type, "
     "entity-id, seq; got 'some'"},
-   {{"--user-properties", "seq,,event-id"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--user-properties", "seq,,event-id"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--user-properties: expected all, none or a comma-separated list of event-id, event-type, "
     "entity-id, seq; got ''"},
-   {{"--user-properties", "seq,all"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--user-properties", "seq,all"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--user-properties: expected all, none or a comma-separated list of event-id, event-type, "
     "entity-id, seq; got 'all'"},
-   {{"--mqtt-tls-insecure=maybe"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-tls-insecure=maybe"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-tls-insecure: expected true or false, got 'maybe'"},
-   {{"--topic", "a/+/{id}"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--topic", "a/+/{id}"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--topic: + and # are MQTT wildcards and cannot be published to, got 'a/+/{id}'"},
-   {{"--topic", "a/{foo}"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--topic", "a/{foo}"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--topic: unknown placeholder '{foo}' (known: {db}, {collection}, {id}, {type}, {partition})"},
-   {{"--topic", "a/{id"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--topic", "a/{id"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--topic: unbalanced '{' in 'a/{id' (placeholders: {db}, {collection}, {id}, {type}, "
     "{partition})"},
-   {{"--source", "/{ID}"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--source", "/{ID}"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--source: unknown placeholder '{ID}' (known: {db}, {collection}, {id}, {type}, {partition})"},
-   {{"--database", "a.b"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--database", "a.b"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--database: a database name cannot contain any of / \\ . space \" $, got 'a.b'"},
-   {{"--collection", "system.views"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--collection", "system.views"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--collection: system collections cannot be watched, got 'system.views'"},
-   {{"--collection", "a$b"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--collection", "a$b"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--collection: a collection name cannot contain $, got 'a$b'"},
-   {{"--collection", "c2,c3", "--collection", "c3"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--collection", "c2,c3", "--collection", "c3"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--collection: collection 'c3' given twice"},
    {{"--collection", "a,,b"}, RELAY_CONFIG_USAGE_ERROR, "--collection: must not be empty, got ''"},
-   {{"--version-field", "$v"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--version-field", "$v"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--version-field: a field name cannot contain . or start with $, got '$v'"},
    {{"--name", ""}, RELAY_CONFIG_USAGE_ERROR, "--name: must not be empty"},
-   {{"--mongodb-uri", "http://x"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mongodb-uri", "http://x"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mongodb-uri: not a valid MongoDB connection string: Invalid URI Schema, expecting "
     "'mongodb://' or 'mongodb+srv://'"},
-   {{"--mqtt-uri", "http://u:pw@x"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "http://u:pw@x"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, got "
     "'http://u:***@x'"},
-   {{"--mqtt-uri", "tcp://"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, got "
     "'tcp://'"},
    /* Credentials in the MQTT URI: paho would take them for part of the host name (issue
     * 14, 6b); refused, naming the options that carry them, never quoting the password. */
-   {{"--mqtt-uri", "tcp://user:s3cr3t@broker:1883"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://user:s3cr3t@broker:1883"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: a user name or password in the MQTT URI is not supported; give them with "
     "--mqtt-username and --mqtt-password-file (or OUTBOX_MQTT_PASSWORD, or \"mqtt-password\" "
     "in the config file), got 'tcp://user:***@broker:1883'"},
-   {{"--mqtt-uri", "WSS://user@broker/mqtt"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "WSS://user@broker/mqtt"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: a user name or password in the MQTT URI is not supported; give them with "
     "--mqtt-username and --mqtt-password-file (or OUTBOX_MQTT_PASSWORD, or \"mqtt-password\" "
     "in the config file), got 'WSS://user@broker/mqtt'"},
    /* mongoc quotes a password it cannot parse (issue 14, 6a): never shown. */
-   {{"--mongodb-uri", "mongodb://u:pa:ss-s3cr3t@h/"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mongodb-uri", "mongodb://u:pa:ss-s3cr3t@h/"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mongodb-uri: not a valid MongoDB connection string: Password \"***\" must not have "
     "unescaped chars. Percent-encode username and password according to RFC 3986"},
-   {{"--metrics-listen", "9464"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--metrics-listen", "9464"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--metrics-listen: expected HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or 'off', got "
     "'9464'"},
-   {{"--metrics-listen", "h:70000"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--metrics-listen", "h:70000"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--metrics-listen: expected HOST:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or 'off', got "
     "'h:70000'"},
-   {{"--mqtt-ca-file", "/nonexistent/ca.pem"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-ca-file", "/nonexistent/ca.pem"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-ca-file: cannot read '/nonexistent/ca.pem': No such file or directory"},
-   {{"--mqtt-password-file", "/nonexistent/pw"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-password-file", "/nonexistent/pw"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-password-file: cannot read '/nonexistent/pw': No such file or directory"},
    {{"--bogus"}, RELAY_CONFIG_USAGE_ERROR, "unknown option '--bogus' (see --help)"},
    {{"--bogus=1"}, RELAY_CONFIG_USAGE_ERROR, "unknown option '--bogus' (see --help)"},
    {{"--qos"}, RELAY_CONFIG_USAGE_ERROR, "--qos: missing value"},
    {{"--database", "--qos"}, RELAY_CONFIG_USAGE_ERROR, "--database: missing value"},
    {{"-c"}, RELAY_CONFIG_USAGE_ERROR, "-c: missing value"},
-   {{"stray"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"stray"},
+    RELAY_CONFIG_USAGE_ERROR,
     "unexpected argument 'stray' (options start with --; see --help)"},
-   {{"--mqtt-password", "x"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-password", "x"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-password is not accepted on the command line (other users can read it with ps): "
     "use OUTBOX_MQTT_PASSWORD, --mqtt-password-file or the config file"},
-   {{"--mqtt-ca-file", "/dev/null"}, RELAY_CONFIG_INVALID,
+   {{"--mqtt-ca-file", "/dev/null"},
+    RELAY_CONFIG_INVALID,
     "mqtt-ca-file is set but mqtt-uri is not a TLS URI: use ssl://, mqtts:// or wss://"},
-   {{"--mqtt-tls-insecure"}, RELAY_CONFIG_INVALID,
+   {{"--mqtt-tls-insecure"},
+    RELAY_CONFIG_INVALID,
     "mqtt-tls-insecure is set but mqtt-uri is not a TLS URI: use ssl://, mqtts:// or wss://"},
-   {{"--mqtt-uri", "ssl://b", "--mqtt-key-file", "/dev/null"}, RELAY_CONFIG_INVALID,
+   {{"--mqtt-uri", "ssl://b", "--mqtt-key-file", "/dev/null"},
+    RELAY_CONFIG_INVALID,
     "mqtt-key-file is set without mqtt-cert-file"},
-   {{"--payload-mode", "binary", "--mqtt-version", "4"}, RELAY_CONFIG_INVALID,
+   {{"--payload-mode", "binary", "--mqtt-version", "4"},
+    RELAY_CONFIG_INVALID,
     "payload-mode binary needs MQTT 5 user properties; set mqtt-version 5 or payload-mode "
     "structured"},
-   {{"--reconnect-min-ms", "500", "--reconnect-max-ms", "400"}, RELAY_CONFIG_INVALID,
+   {{"--reconnect-min-ms", "500", "--reconnect-max-ms", "400"},
+    RELAY_CONFIG_INVALID,
     "reconnect-min-ms (500) is greater than reconnect-max-ms (400)"},
-   {{"--max-buffered-events", "10", "--inflight-window", "11"}, RELAY_CONFIG_INVALID,
+   {{"--max-buffered-events", "10", "--inflight-window", "11"},
+    RELAY_CONFIG_INVALID,
     "max-buffered-events (10) is less than inflight-window (11)"},
-   {{"--events-field", "version"}, RELAY_CONFIG_INVALID,
+   {{"--events-field", "version"},
+    RELAY_CONFIG_INVALID,
     "version-field and events-field are both 'version': they must differ"},
    /* Issue 29, 13: what paho accepted and then got wrong. */
-   {{"--mqtt-uri", "tcp://127.0.0.1:99999"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://127.0.0.1:99999"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: 'tcp://127.0.0.1:99999' has a port above 65535"},
-   {{"--mqtt-uri", "tcp://127.0.0.1:0"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://127.0.0.1:0"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: 'tcp://127.0.0.1:0' has port 0"},
-   {{"--mqtt-uri", "tcp://h:1x"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://h:1x"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: 'tcp://h:1x' has a port that is not a number"},
-   {{"--mqtt-uri", "tcp://h:"}, RELAY_CONFIG_USAGE_ERROR, "--mqtt-uri: 'tcp://h:' has an empty port"},
-   {{"--mqtt-uri", "tcp://[::1"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://h:"},
+    RELAY_CONFIG_USAGE_ERROR,
+    "--mqtt-uri: 'tcp://h:' has an empty port"},
+   {{"--mqtt-uri", "tcp://[::1"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: 'tcp://[::1' has a '[' without ']'"},
-   {{"--mqtt-uri", "tcp://[::1]x"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://[::1]x"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: 'tcp://[::1]x' has text after the host that is not ':PORT'"},
-   {{"--mqtt-uri", "tcp://::1:1883"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://::1:1883"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: expected tcp://, ssl://, mqtt://, mqtts://, ws:// or wss:// and a host, got "
     "'tcp://::1:1883'"},
-   {{"--mqtt-uri", "tcp://fe80::1:1883"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://fe80::1:1883"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: 'tcp://fe80::1:1883' has an IPv6 address without brackets (write [::1]:1883)"},
-   {{"--mqtt-uri", "tcp://host:1883/path"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "tcp://host:1883/path"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: 'tcp://host:1883/path' has a path, query or fragment, which MQTT over TCP has "
     "no use for"},
-   {{"--mqtt-uri", "mqtt://host?x=1"}, RELAY_CONFIG_USAGE_ERROR,
+   {{"--mqtt-uri", "mqtt://host?x=1"},
+    RELAY_CONFIG_USAGE_ERROR,
     "--mqtt-uri: 'mqtt://host?x=1' has a path, query or fragment, which MQTT over TCP has no "
     "use for"},
    /* Issue 29, 12: brokers keep '$' topics for themselves and drop a publisher. */
-   {{"--topic", "$SYS/{id}"}, RELAY_CONFIG_INVALID,
+   {{"--topic", "$SYS/{id}"},
+    RELAY_CONFIG_INVALID,
     "topic: '$SYS/{id}' starts with '$', which brokers reserve for their own topics ($SYS/...) "
     "and refuse publishes to"},
    /* Issue 29, 13: found by --check-config, not at start (exit 73). */
-   {{"--log-file", "/nonexistent-outbox-dir/relay.log"}, RELAY_CONFIG_INVALID,
+   {{"--log-file", "/nonexistent-outbox-dir/relay.log"},
+    RELAY_CONFIG_INVALID,
     "log-file: '/nonexistent-outbox-dir/relay.log' cannot be created: '/nonexistent-outbox-dir': "
     "No such file or directory"},
-   {{"--log-file", "/etc/hostname/relay.log"}, RELAY_CONFIG_INVALID,
+   {{"--log-file", "/etc/hostname/relay.log"},
+    RELAY_CONFIG_INVALID,
     "log-file: '/etc/hostname/relay.log' cannot be created: '/etc/hostname': not a directory"},
 };
 
@@ -478,8 +589,9 @@ Test(config, client_id_length)
    id[70000] = '\0';
    const char *args[16] = {TEST_REQUIRED, "--client-id", id, NULL};
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_INVALID);
-   cr_assert_str_eq(error.message,
-                    "client-id is 70000 bytes long: MQTT allows at most 65535 bytes in a client id");
+   cr_assert_str_eq(
+      error.message,
+      "client-id is 70000 bytes long: MQTT allows at most 65535 bytes in a client id");
    id[65535] = '\0';
    cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s", error.message);
    /* From --name, the client id gets "-" and 8 hex digits. */
@@ -500,8 +612,9 @@ Test(config, client_id_length)
 /* Issue 29, 13: addresses paho takes as they are. */
 Test(config, mqtt_uri_good_addresses)
 {
-   const char *good[] = {"tcp://[::1]:1883", "tcp://[::1]", "tcp://h", "tcp://h:65535",
-                         "tcp://h:1883/", "ws://h:8080/mqtt", "wss://h/mqtt?x=1", NULL};
+   const char *good[] = {
+      "tcp://[::1]:1883", "tcp://[::1]",      "tcp://h",          "tcp://h:65535",
+      "tcp://h:1883/",    "ws://h:8080/mqtt", "wss://h/mqtt?x=1", NULL};
    for (size_t i = 0; good[i]; i++) {
       const char *args[16] = {TEST_REQUIRED, "--mqtt-uri", good[i], NULL};
       cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s: %s", good[i],
@@ -553,9 +666,19 @@ Test(config, mqtt311_password_needs_username)
 Test(config, diff_names_changed_options)
 {
    const char *same[] = {TEST_REQUIRED, "--log-level", "debug", NULL};
-   const char *changed[] = {"--mongodb-uri", "mongodb://u:other@localhost/", "--database", "app",
-                            "--collection", "c1", "--collection", "c2", "--mqtt-uri",
-                            "tcp://localhost:1883", "--qos", "2", NULL};
+   const char *changed[] = {"--mongodb-uri",
+                            "mongodb://u:other@localhost/",
+                            "--database",
+                            "app",
+                            "--collection",
+                            "c1",
+                            "--collection",
+                            "c2",
+                            "--mqtt-uri",
+                            "tcp://localhost:1883",
+                            "--qos",
+                            "2",
+                            NULL};
    relay_config_t other;
    bson_string_t *out = bson_string_new(NULL);
 

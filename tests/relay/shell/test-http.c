@@ -159,8 +159,8 @@ Test(http, port_in_use_fails_clearly)
    snprintf(listen, sizeof listen, "127.0.0.1:%u", (unsigned)relay_http_port(http));
    relay_http_t *second = relay_http_start(listen, metrics, &error);
    cr_assert_null(second);
-   char *expected = bson_strdup_printf("metrics-listen: cannot listen on '%s' (address in use?)",
-                                       listen);
+   char *expected =
+      bson_strdup_printf("metrics-listen: cannot listen on '%s' (address in use?)", listen);
    cr_assert_str_eq(error.message, expected);
    bson_free(expected);
 }
@@ -178,8 +178,8 @@ Test(http, ipv6_loopback)
 
 Test(http, bad_addresses)
 {
-   const char *bad[] = {"nonsense", "127.0.0.1", ":9464", "127.0.0.1:", "127.0.0.1:x",
-                        "[::1]9464", "127.0.0.1:99999"};
+   const char *bad[] = {"nonsense",    "127.0.0.1", ":9464",          "127.0.0.1:",
+                        "127.0.0.1:x", "[::1]9464", "127.0.0.1:99999"};
    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
       bson_error_t error = {0};
       cr_assert_null(relay_http_start(bad[i], metrics, &error), "%s accepted", bad[i]);

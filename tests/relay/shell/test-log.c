@@ -248,8 +248,7 @@ Test(log, mongoc_password_never_logged)
               "Percent-encode username and password according to RFC 3986'");
    char *text = test_read_file(path);
    cr_assert_null(strstr(text, "s3cr3t"), "%s", text);
-   cr_assert_not_null(strstr(text, "Password \"***\" must not have unescaped chars"), "%s",
-                      text);
+   cr_assert_not_null(strstr(text, "Password \"***\" must not have unescaped chars"), "%s", text);
    bson_free(text);
 }
 
@@ -271,8 +270,7 @@ Test(log, registered_secrets_cut_from_every_line)
 
 Test(log, redact_message_with_uri)
 {
-   char *m = relay_redact_message("bad: u:p%40ss-word and p@ss-word",
-                                  "mongodb://u:p%40ss-word@h/");
+   char *m = relay_redact_message("bad: u:p%40ss-word and p@ss-word", "mongodb://u:p%40ss-word@h/");
    cr_assert_str_eq(m, "bad: u:*** and ***");
    bson_free(m);
    cr_assert_null(relay_redact_known("nothing secret here"));

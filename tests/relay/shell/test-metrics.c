@@ -149,9 +149,8 @@ Test(metrics, health_fails_while_the_connection_keeps_dropping)
    cr_assert(relay_metrics_healthy(m, &reason));
    relay_metrics_set(m, RELAY_G_MQTT_SHORT_CONNECTIONS, 3);
    cr_assert_not(relay_metrics_healthy(m, &reason));
-   cr_assert_str_eq(reason,
-                    "MQTT connection keeps dropping (lost 3 times in a row within 30 s of "
-                    "connecting)");
+   cr_assert_str_eq(reason, "MQTT connection keeps dropping (lost 3 times in a row within 30 s of "
+                            "connecting)");
    relay_metrics_destroy(m);
 }
 
