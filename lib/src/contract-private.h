@@ -12,7 +12,7 @@
 #include "outbox/contract.h"
 
 /* The reason of everything that cannot be written as JSON (entity id, data). */
-#define _OUTBOX_CONTRACT_JSON_REASON \
+#define _OUTBOX_CONTRACT_JSON_REASON                                                               \
    "event cannot be written as JSON (invalid UTF-8 in the entity id or data)"
 
 /* The rule of @scope named @name; aborts if there is none (a misspelt name is a bug). */

@@ -18,7 +18,8 @@
 
 #define T(t) OUTBOX_CONTRACT_TYPE(BSON_TYPE_##t)
 #define NONE OUTBOX_CONTRACT_UNBOUNDED
-#define MQTT_TEXT (OUTBOX_CONTRACT_TEXT_UTF8 | OUTBOX_CONTRACT_TEXT_NO_NUL | OUTBOX_CONTRACT_TEXT_MQTT)
+#define MQTT_TEXT                                                                                  \
+   (OUTBOX_CONTRACT_TEXT_UTF8 | OUTBOX_CONTRACT_TEXT_NO_NUL | OUTBOX_CONTRACT_TEXT_MQTT)
 
 /* CloudEvents' time is RFC 3339, which has four-digit years: 0001-01-01T00:00:00Z to
  * 9999-12-31T23:59:59.999Z in milliseconds since the epoch. */
@@ -31,9 +32,13 @@ static const outbox_contract_rule_t rules[] = {
       .name = "_id",
       .written = {.required = true,
                   .types = T(OID) | T(UTF8) | T(INT32) | T(INT64) | T(BINARY),
-                  .min = NONE, .max = NONE,
+                  .min = NONE,
+                  .max = NONE,
                   .text = OUTBOX_CONTRACT_TEXT_UTF8 | OUTBOX_CONTRACT_TEXT_NO_NUL},
-      .accepted = {.required = true, .types = OUTBOX_CONTRACT_ANY_TYPE, .min = NONE, .max = NONE,
+      .accepted = {.required = true,
+                   .types = OUTBOX_CONTRACT_ANY_TYPE,
+                   .min = NONE,
+                   .max = NONE,
                    .text = OUTBOX_CONTRACT_TEXT_UTF8},
       .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
       .outcome = OUTBOX_CONTRACT_DEAD_LETTERED,
@@ -44,7 +49,10 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_EVENT,
       .name = "id",
-      .written = {.required = true, .types = T(UTF8), .min = 36, .max = 36,
+      .written = {.required = true,
+                  .types = T(UTF8),
+                  .min = 36,
+                  .max = 36,
                   .text = MQTT_TEXT | OUTBOX_CONTRACT_TEXT_UUID},
       .accepted = {.required = true, .types = T(UTF8), .min = 1, .max = 256, .text = MQTT_TEXT},
       .at_write = OUTBOX_CONTRACT_NOT_APPLICABLE,
@@ -66,9 +74,15 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_EVENT,
       .name = "type",
-      .written = {.required = true, .types = T(UTF8), .min = 1, .max = 128,
+      .written = {.required = true,
+                  .types = T(UTF8),
+                  .min = 1,
+                  .max = 128,
                   .text = OUTBOX_CONTRACT_TEXT_EVENT_TYPE},
-      .accepted = {.required = true, .types = T(UTF8), .min = 1, .max = 128,
+      .accepted = {.required = true,
+                   .types = T(UTF8),
+                   .min = 1,
+                   .max = 128,
                    .text = OUTBOX_CONTRACT_TEXT_EVENT_TYPE},
       .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
       .outcome = OUTBOX_CONTRACT_DEAD_LETTERED,
@@ -89,10 +103,16 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_EVENT,
       .name = "data",
-      .written = {.required = true, .types = T(DOCUMENT), .min = NONE, .max = NONE,
+      .written = {.required = true,
+                  .types = T(DOCUMENT),
+                  .min = NONE,
+                  .max = NONE,
                   .text = OUTBOX_CONTRACT_TEXT_UTF8 | OUTBOX_CONTRACT_TEXT_NO_NUL |
                           OUTBOX_CONTRACT_TEXT_NO_DOLLAR},
-      .accepted = {.required = true, .types = T(DOCUMENT), .min = NONE, .max = NONE,
+      .accepted = {.required = true,
+                   .types = T(DOCUMENT),
+                   .min = NONE,
+                   .max = NONE,
                    .text = OUTBOX_CONTRACT_TEXT_UTF8},
       .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
       .outcome = OUTBOX_CONTRACT_DEAD_LETTERED,
@@ -113,11 +133,16 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_HEADER,
       .name = "name",
-      .written = {.required = true, .types = T(UTF8), .min = 1,
+      .written = {.required = true,
+                  .types = T(UTF8),
+                  .min = 1,
                   .max = OUTBOX_CONTRACT_HEADER_NAME_MAX,
                   .text = MQTT_TEXT | OUTBOX_CONTRACT_TEXT_NO_DOLLAR},
-      .accepted = {.required = true, .types = T(UTF8), .min = 1,
-                   .max = OUTBOX_CONTRACT_HEADER_NAME_MAX, .text = MQTT_TEXT},
+      .accepted = {.required = true,
+                   .types = T(UTF8),
+                   .min = 1,
+                   .max = OUTBOX_CONTRACT_HEADER_NAME_MAX,
+                   .text = MQTT_TEXT},
       .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
       .outcome = OUTBOX_CONTRACT_LEFT_OUT,
       .reason = "header name is empty, longer than 128 bytes, or not MQTT text (invalid "
@@ -127,9 +152,15 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_HEADER,
       .name = "reserved name",
-      .written = {.required = true, .types = T(UTF8), .min = NONE, .max = NONE,
+      .written = {.required = true,
+                  .types = T(UTF8),
+                  .min = NONE,
+                  .max = NONE,
                   .text = OUTBOX_CONTRACT_TEXT_NOT_RESERVED},
-      .accepted = {.required = true, .types = T(UTF8), .min = NONE, .max = NONE,
+      .accepted = {.required = true,
+                   .types = T(UTF8),
+                   .min = NONE,
+                   .max = NONE,
                    .text = OUTBOX_CONTRACT_TEXT_NOT_RESERVED},
       .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
       .outcome = OUTBOX_CONTRACT_LEFT_OUT,
@@ -140,10 +171,16 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_HEADER,
       .name = "value",
-      .written = {.required = true, .types = T(UTF8), .min = 0,
-                  .max = OUTBOX_CONTRACT_HEADER_VALUE_MAX, .text = MQTT_TEXT},
-      .accepted = {.required = true, .types = T(UTF8), .min = 0,
-                  .max = OUTBOX_CONTRACT_HEADER_VALUE_MAX, .text = MQTT_TEXT},
+      .written = {.required = true,
+                  .types = T(UTF8),
+                  .min = 0,
+                  .max = OUTBOX_CONTRACT_HEADER_VALUE_MAX,
+                  .text = MQTT_TEXT},
+      .accepted = {.required = true,
+                   .types = T(UTF8),
+                   .min = 0,
+                   .max = OUTBOX_CONTRACT_HEADER_VALUE_MAX,
+                   .text = MQTT_TEXT},
       .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
       .outcome = OUTBOX_CONTRACT_LEFT_OUT,
       .reason = "header value is not a string of at most 4096 bytes of MQTT text (valid "
@@ -153,9 +190,15 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_HEADER,
       .name = "trace context",
-      .written = {.required = true, .types = T(UTF8), .min = NONE, .max = NONE,
+      .written = {.required = true,
+                  .types = T(UTF8),
+                  .min = NONE,
+                  .max = NONE,
                   .text = OUTBOX_CONTRACT_TEXT_TRACE_CONTEXT},
-      .accepted = {.required = true, .types = T(UTF8), .min = NONE, .max = NONE,
+      .accepted = {.required = true,
+                   .types = T(UTF8),
+                   .min = NONE,
+                   .max = NONE,
                    .text = OUTBOX_CONTRACT_TEXT_TRACE_CONTEXT},
       .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
       .outcome = OUTBOX_CONTRACT_LEFT_OUT,
@@ -165,10 +208,10 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_HEADER,
       .name = "count",
-      .written = {.required = false, .types = T(DOCUMENT), .min = 0,
-                  .max = OUTBOX_CONTRACT_HEADERS_MAX},
-      .accepted = {.required = false, .types = T(DOCUMENT), .min = 0,
-                  .max = OUTBOX_CONTRACT_HEADERS_MAX},
+      .written =
+         {.required = false, .types = T(DOCUMENT), .min = 0, .max = OUTBOX_CONTRACT_HEADERS_MAX},
+      .accepted =
+         {.required = false, .types = T(DOCUMENT), .min = 0, .max = OUTBOX_CONTRACT_HEADERS_MAX},
       .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
       .outcome = OUTBOX_CONTRACT_LEFT_OUT,
       .reason = "more than 16 headers",
@@ -177,10 +220,14 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_HEADER,
       .name = "bytes",
-      .written = {.required = false, .types = T(DOCUMENT), .min = 0,
+      .written = {.required = false,
+                  .types = T(DOCUMENT),
+                  .min = 0,
                   .max = OUTBOX_CONTRACT_HEADERS_BYTES_MAX},
-      .accepted = {.required = false, .types = T(DOCUMENT), .min = 0,
-                  .max = OUTBOX_CONTRACT_HEADERS_BYTES_MAX},
+      .accepted = {.required = false,
+                   .types = T(DOCUMENT),
+                   .min = 0,
+                   .max = OUTBOX_CONTRACT_HEADERS_BYTES_MAX},
       .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
       .outcome = OUTBOX_CONTRACT_LEFT_OUT,
       .reason = "headers larger than 8192 bytes in all",
@@ -211,9 +258,15 @@ static const outbox_contract_rule_t rules[] = {
    {
       .scope = OUTBOX_CONTRACT_MESSAGE,
       .name = "payload",
-      .written = {.required = true, .types = T(UTF8), .min = NONE, .max = NONE,
+      .written = {.required = true,
+                  .types = T(UTF8),
+                  .min = NONE,
+                  .max = NONE,
                   .text = OUTBOX_CONTRACT_TEXT_UTF8},
-      .accepted = {.required = true, .types = T(UTF8), .min = NONE, .max = NONE,
+      .accepted = {.required = true,
+                   .types = T(UTF8),
+                   .min = NONE,
+                   .max = NONE,
                    .text = OUTBOX_CONTRACT_TEXT_UTF8},
       .at_write = OUTBOX_CONTRACT_NOT_APPLICABLE,
       .outcome = OUTBOX_CONTRACT_DEAD_LETTERED,
@@ -449,8 +502,7 @@ outbox_contract_check(const outbox_contract_rule_t *rule, const bson_value_t *va
    if (!value || value->value_type == BSON_TYPE_EOD) {
       return f->required ? rule->reason : NULL;
    }
-   if (!outbox_contract_type_allowed(f, value->value_type) ||
-       !value_valid(f, value, header_name)) {
+   if (!outbox_contract_type_allowed(f, value->value_type) || !value_valid(f, value, header_name)) {
       return rule->reason;
    }
    return NULL;

@@ -85,24 +85,24 @@ typedef enum {
 } outbox_contract_text_t;
 
 /* The bit of BSON type `t` in a form's `types`. */
-#define OUTBOX_CONTRACT_TYPE(t) \
-   ((uint32_t)1 << ((t) == BSON_TYPE_MAXKEY ? 30 : (t) == BSON_TYPE_MINKEY ? 31 : (t) & 31))
+#define OUTBOX_CONTRACT_TYPE(t)                                                                    \
+   ((uint32_t)1 << ((t) == BSON_TYPE_MAXKEY ? 30 : (t) == BSON_TYPE_MINKEY ? 31 : (t)&31))
 #define OUTBOX_CONTRACT_ANY_TYPE UINT32_MAX
 
 /* Limits of the table that code must know at compile time (arrays are sized by them); the
  * table's rows use these. */
-#define OUTBOX_CONTRACT_HEADERS_MAX 16          /* headers per event */
-#define OUTBOX_CONTRACT_HEADER_NAME_MAX 128     /* bytes */
-#define OUTBOX_CONTRACT_HEADER_VALUE_MAX 4096   /* bytes */
-#define OUTBOX_CONTRACT_HEADERS_BYTES_MAX 8192  /* names and values of all headers */
+#define OUTBOX_CONTRACT_HEADERS_MAX 16         /* headers per event */
+#define OUTBOX_CONTRACT_HEADER_NAME_MAX 128    /* bytes */
+#define OUTBOX_CONTRACT_HEADER_VALUE_MAX 4096  /* bytes */
+#define OUTBOX_CONTRACT_HEADERS_BYTES_MAX 8192 /* names and values of all headers */
 
 /* No bound (a form's min or max). */
 #define OUTBOX_CONTRACT_UNBOUNDED INT64_MIN
 
 /* One form of a rule. */
 typedef struct {
-   bool required;    /* the field must be there */
-   uint32_t types;   /* BSON types allowed: OUTBOX_CONTRACT_TYPE() bits */
+   bool required;  /* the field must be there */
+   uint32_t types; /* BSON types allowed: OUTBOX_CONTRACT_TYPE() bits */
    /* Bounds, OUTBOX_CONTRACT_UNBOUNDED when none: for integers the value, for dates
     * milliseconds since the epoch, for strings their length in bytes, for documents their
     * number of keys. */
@@ -116,8 +116,8 @@ typedef struct {
    /* The field ("id", "seq" ...), "name"/"value"/"count"/"bytes" for headers, the message
     * part ("topic", "user property" ...), "_id" for the entity. */
    const char *name;
-   outbox_contract_form_t written;  /* what liboutbox writes; the stored $jsonSchema */
-   outbox_contract_form_t accepted; /* what the relay publishes from any writer */
+   outbox_contract_form_t written;     /* what liboutbox writes; the stored $jsonSchema */
+   outbox_contract_form_t accepted;    /* what the relay publishes from any writer */
    outbox_contract_outcome_t at_write; /* a liboutbox caller's value outside `written` */
    outbox_contract_outcome_t outcome;  /* any writer's value outside `accepted` */
    /* The reason logged, counted or recorded in the dead letter (a static sentence). */
