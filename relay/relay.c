@@ -81,7 +81,8 @@ open_mqtt(relay_t *r, bson_error_t *error)
    }
    r->sender = relay_sender_new(r->cfg, r->mqtt, r->metrics);
    r->writer = relay_writer_new(r->cfg, r->metrics, &r->table, &relay_ops_writer, r);
-   r->ingest = relay_ingest_new(r->cfg, r->metrics, &r->table, r->group, &relay_ops_ingest, r);
+   r->ingest = relay_ingest_new(r->cfg, r->metrics, &r->table, &relay_group_ingest_ops, r->group,
+                                &relay_ops_ingest, r);
    r->publisher = relay_publisher_new(r->cfg, r->metrics, &r->table, &relay_ops_admission, r,
                                       &relay_ops_link, r);
    return true;
@@ -130,7 +131,8 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
       relay_destroy(r);
       return NULL;
    }
-   r->reader = relay_reader_new(cfg, wake_main, r->mqtt, error);
+   r->reader = relay_reader_new(cfg, relay_store_client_new(cfg, "outbox-relay-stream", error),
+                                relay_store_operation_time, wake_main, r->mqtt, error);
    /* Without per-collection series (tests that drive relay_t directly) there is nothing
     * for the scanner to fill. */
    bool want_scanner = cfg->pending_scan_interval_ms > 0 && relay_metrics_series(metrics);

@@ -29,7 +29,7 @@
 #include <mongoc/mongoc.h>
 
 #include "group/balance.h"
-#include "group/partition.h"
+#include "base/partition.h"
 
 typedef struct {
    mongoc_collection_t *state;  /* the group document */

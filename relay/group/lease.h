@@ -26,7 +26,7 @@
 #include <bson/bson.h>
 
 #include "config/config.h"
-#include "group/partition.h"
+#include "base/partition.h"
 #include "http/metrics.h"
 
 typedef struct relay_lease_t relay_lease_t;

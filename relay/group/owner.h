@@ -16,7 +16,7 @@
 
 #include "config/config.h"
 #include "group/lease.h"
-#include "group/partition.h"
+#include "base/partition.h"
 #include "http/metrics.h"
 #include "store/store.h"
 #include "stream/table.h"

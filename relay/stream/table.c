@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "mqtt/render.h"
+#include "base/render-id.h"
 
 void
 relay_table_init(relay_table_t *t)

@@ -26,7 +26,7 @@
 
 #include <bson/bson.h>
 
-#include "group/partition.h"
+#include "base/partition.h"
 #include "stream/event.h"
 
 typedef enum {
