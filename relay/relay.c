@@ -174,8 +174,9 @@ update_gauges(relay_t *r)
    relay_metrics_set(r->metrics, RELAY_G_ENTITIES, (double)r->table.count);
    relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
    /* Refused by the clears (writer.c) or by the lease writes (group/tick.c): one gauge, set
-    * here only. */
-   refused = relay_writer_refused(r->writer) || (r->lease && relay_lease_refused(r->lease));
+    * here only. (r->lease, like every component, exists for the whole run: relay_new() fails
+    * without it.) */
+   refused = relay_writer_refused(r->writer) || relay_lease_refused(r->lease);
    relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, refused ? 1.0 : 0.0);
    if (!relay_ingest_started(r->ingest)) {
       /* A standby has no stream: MongoDB counts as reachable while its lease ticks work. */
@@ -184,7 +185,7 @@ update_gauges(relay_t *r)
    }
 }
 
-/* A checkpoint the writer says is due goes to the group, whose lease thread stores it in
+/* A checkpoint the writer says is due goes to the partition owner, whose lease thread stores it in
  * the leases it is valid for (fenced by their epochs). */
 static void
 checkpoint(relay_t *r, int64_t now, bool force)

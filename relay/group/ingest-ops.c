@@ -2,9 +2,10 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The partition owner as ingest sees it (relay_group_ingest_ops, stream/ingest.h's owner
- * ops): each entry calls the owner's query or notice of the same name on the relay_group_t it
- * is given as context. So stream/ needs nothing of group/, and relay.c and the unit tests hand
- * ingest the same table. No state of its own; main thread only, like the owner.
+ * ops): each entry calls the partition owner's query or notice of the same name on the
+ * relay_group_t it is given as context. So stream/ needs nothing of group/, and relay.c and the
+ * unit tests hand ingest the same table. No state of its own; main thread only, like the partition
+ * owner.
  */
 #include "group/group.h"
 

@@ -83,9 +83,6 @@ bool relay_lease_healthy(const relay_lease_t *lease);
  * until a tick succeeds (any thread). relay.c shows it in the writes-refused gauge. */
 bool relay_lease_refused(const relay_lease_t *lease);
 
-/* Partitions owned now (any thread). */
-int relay_lease_owned(const relay_lease_t *lease);
-
 /* SIGTERM: writes the checkpoint given last, releases every lease (others take them at
  * their next tick, without waiting for expiry), deletes the member document and stops the
  * thread. Waits up to @timeout_ms. */

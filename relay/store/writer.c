@@ -2,8 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The writer (writer.h): clearing acknowledged events, moving poison events to the dead
- * letters, and saying when a checkpoint is due (relay.c hands it to the group, whose lease
- * thread saves it in the partitions' leases). Its state is its own (struct relay_writer_t);
+ * letters, and saying when a checkpoint is due (relay.c hands it to the partition owner, whose
+ * lease thread saves it in the partitions' leases). Its state is its own (struct relay_writer_t);
  * main thread only.
  *
  * The clear of one entity is
