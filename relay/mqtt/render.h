@@ -3,7 +3,7 @@
  *
  * Pure functions that turn an event into an MQTT message: entity id rendering, topic and
  * source templates with percent-encoding, and the CloudEvents 1.0 payload. No I/O, no
- * global state: safe from any thread, unit-tested in tests/relay/core/.
+ * global state: safe from any thread, unit-tested in tests/relay/mqtt/test-render.c.
  */
 #ifndef RELAY_RENDER_H
 #define RELAY_RENDER_H
