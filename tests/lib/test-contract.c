@@ -68,13 +68,15 @@ Test(contract, bounds_hold_at_their_edges)
       for (int strict = 0; strict < 2; strict++) {
          const outbox_contract_form_t *f = strict ? &r->written : &r->accepted;
          bson_value_t v;
-         if (outbox_contract_type_allowed(f, BSON_TYPE_INT64) && f->min != OUTBOX_CONTRACT_UNBOUNDED) {
+         if (outbox_contract_type_allowed(f, BSON_TYPE_INT64) &&
+             f->min != OUTBOX_CONTRACT_UNBOUNDED) {
             v = i64(f->min);
             cr_assert_null(outbox_contract_check(r, &v, strict, NULL), "%s min", r->name);
             v = i64(f->min - 1);
             cr_assert_eq(outbox_contract_check(r, &v, strict, NULL), r->reason, "%s", r->name);
          }
-         if (outbox_contract_type_allowed(f, BSON_TYPE_UTF8) && f->max != OUTBOX_CONTRACT_UNBOUNDED &&
+         if (outbox_contract_type_allowed(f, BSON_TYPE_UTF8) &&
+             f->max != OUTBOX_CONTRACT_UNBOUNDED &&
              !(f->text & (OUTBOX_CONTRACT_TEXT_UUID | OUTBOX_CONTRACT_TEXT_TRACE_CONTEXT))) {
             v = str(text, (size_t)f->max);
             cr_assert_null(outbox_contract_check(r, &v, strict, NULL), "%s max", r->name);
@@ -98,23 +100,30 @@ Test(contract, mqtt_text_follows_mqtt5_1_5_4)
       const char *s;
       bool ok;
    } cases[] = {
-      {"plain ascii ~", true},   {"\xc2\xa0", true},          /* U+00A0 */
-      {"\xef\xbb\xbf", true},    /* U+FEFF must not be stripped, is allowed */
-      {"\xef\xb7\x8f", true},    /* U+FDCF */
-      {"\xef\xb7\xb0", true},    /* U+FDF0 */
-      {"\xef\xbf\xbd", true},    /* U+FFFD */
+      {"plain ascii ~", true},
+      {"\xc2\xa0", true},         /* U+00A0 */
+      {"\xef\xbb\xbf", true},     /* U+FEFF must not be stripped, is allowed */
+      {"\xef\xb7\x8f", true},     /* U+FDCF */
+      {"\xef\xb7\xb0", true},     /* U+FDF0 */
+      {"\xef\xbf\xbd", true},     /* U+FFFD */
       {"\xf4\x8f\xbf\xbd", true}, /* U+10FFFD */
-      {"\x1f", false},           {"\x7f", false},           {"\xc2\x80", false},
-      {"\xc2\x9f", false},       {"\xef\xb7\x90", false},   /* U+FDD0 */
-      {"\xef\xb7\xaf", false},   /* U+FDEF */
-      {"\xef\xbf\xbe", false},   {"\xef\xbf\xbf", false},  {"\xf0\x9f\xbf\xbe", false},
-      {"\xf4\x8f\xbf\xbf", false}, {"\xed\xa0\x80", false}, /* a surrogate */
-      {"\xc0\xaf", false},       /* overlong */
+      {"\x1f", false},
+      {"\x7f", false},
+      {"\xc2\x80", false},
+      {"\xc2\x9f", false},
+      {"\xef\xb7\x90", false}, /* U+FDD0 */
+      {"\xef\xb7\xaf", false}, /* U+FDEF */
+      {"\xef\xbf\xbe", false},
+      {"\xef\xbf\xbf", false},
+      {"\xf0\x9f\xbf\xbe", false},
+      {"\xf4\x8f\xbf\xbf", false},
+      {"\xed\xa0\x80", false}, /* a surrogate */
+      {"\xc0\xaf", false},     /* overlong */
    };
    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-      cr_assert_eq(outbox_contract_text_valid(cases[i].s, strlen(cases[i].s),
-                                              OUTBOX_CONTRACT_TEXT_MQTT),
-                   cases[i].ok, "case %zu", i);
+      cr_assert_eq(
+         outbox_contract_text_valid(cases[i].s, strlen(cases[i].s), OUTBOX_CONTRACT_TEXT_MQTT),
+         cases[i].ok, "case %zu", i);
    }
    cr_assert_not(outbox_contract_text_valid("a\0b", 3, OUTBOX_CONTRACT_TEXT_MQTT));
    cr_assert(outbox_contract_text_valid("a\0b", 3, OUTBOX_CONTRACT_TEXT_UTF8));
