@@ -207,6 +207,17 @@ static const outbox_contract_rule_t rules[] = {
    },
    {
       .scope = OUTBOX_CONTRACT_HEADER,
+      .name = "duplicate",
+      .written = {.required = false, .types = 0, .min = NONE, .max = NONE},
+      .accepted = {.required = false, .types = 0, .min = NONE, .max = NONE},
+      .at_write = OUTBOX_CONTRACT_NOT_APPLICABLE,
+      .outcome = OUTBOX_CONTRACT_LEFT_OUT,
+      .reason = "second header of the same name",
+      .description = "a name given twice (another writer's BSON may repeat a key; "
+                     "outbox_event_set_header() replaces the value): the first is published",
+   },
+   {
+      .scope = OUTBOX_CONTRACT_HEADER,
       .name = "count",
       .written =
          {.required = false, .types = T(DOCUMENT), .min = 0, .max = OUTBOX_CONTRACT_HEADERS_MAX},
