@@ -3,8 +3,15 @@
  *
  * The event contract (outbox/contract.h): the one table every check, schema and document is
  * made from, and the checks that apply a row. Constant data and pure functions: no state,
- * safe from any thread. A new field is a new row here (and, where it is published, a line in
- * the relay's renderer).
+ * safe from any thread.
+ *
+ * Adding a field: a value in _outbox_rule_id_t (contract-private.h) and its row below. The
+ * stored and archive $jsonSchema, _outbox_stored_event_validate(), the relay's acceptance
+ * (stream/event.c) and its archive entries (store/archive.c) pick an EVENT row up by
+ * themselves; what liboutbox writes (event.c) and what the relay renders (mqtt/message.c)
+ * is code to add where the value is used. Then paste `build/tests/lib/contract-table`'s
+ * output into README.md between its contract-table markers (lib-contract-readme fails until
+ * then).
  */
 #include "contract-private.h"
 
