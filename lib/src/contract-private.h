@@ -15,9 +15,8 @@
 #define _OUTBOX_CONTRACT_JSON_REASON                                                               \
    "event cannot be written as JSON (invalid UTF-8 in the entity id or data)"
 
-/* The rows of the table (contract.c fills rules[] with these designated indices), for the
- * code that applies one on every event without looking it up by name. A new rule is a new
- * value here and a new row there. */
+/* Rows that code applies on every event, by index rather than by name (contract.c finds each
+ * once, by scope and name). A new row needs a value here only if such code uses it. */
 typedef enum {
    _OUTBOX_RULE_ENTITY_ID,
    _OUTBOX_RULE_EVENT_ID,
@@ -41,7 +40,7 @@ typedef enum {
    _OUTBOX_RULE_COUNT_
 } _outbox_rule_id_t;
 
-/* The row @id, without a lookup. */
+/* The row @id, without a lookup by name. Thread-safe. */
 const outbox_contract_rule_t *_outbox_contract_row(_outbox_rule_id_t id);
 
 /* The rule of @scope named @name; aborts if there is none (a misspelt name is a bug). */
