@@ -281,6 +281,30 @@ shard_spec(md_router_t *r, const bson_t *spec, bson_t *out, char *skip, bson_t *
    return true;
 }
 
+static bool
+has_start(const bson_t *spec)
+{
+   bson_iter_t it;
+   return bson_iter_init_find(&it, spec, "resumeAfter") ||
+          bson_iter_init_find(&it, spec, "startAfter") ||
+          bson_iter_init_find(&it, spec, "startAtOperationTime");
+}
+
+/* A stream opened without a resume point starts one tick after mongos's cluster time, on
+ * every shard alike, so that it never returns the operation written just before it opened
+ * (DocumentSourceChangeStream::getStartTimeForNewStream, r6.0
+ * src/mongo/db/pipeline/document_source_change_stream.cpp). Its first token is a high-water
+ * mark at the cluster time: everything up to it has been seen. */
+static void
+start_new(md_router_t *r, md_mstream_t *m, bson_t *shard_sp)
+{
+   md_ts_t now = md_router_cluster_time(r);
+   char head[MD_TOKEN_LEN + 1];
+   BSON_APPEND_TIMESTAMP(shard_sp, "startAtOperationTime", now.t, now.i + 1);
+   md_token_format(head, now, MD_TOKEN_INDEX_HWM, MD_TOKEN_HWM);
+   snprintf(m->pbrt, sizeof m->pbrt, "%sFF", head);
+}
+
 /* The command each shard runs: the client's aggregate with the shard spec in front. */
 static void
 shard_command(const bson_t *cmd, const bson_t *spec, bson_t *out)
@@ -360,6 +384,9 @@ md_mstream_open(md_router_t *r, const bson_t *cmd, bson_t *reply)
       mstream_free(r, m);
       return true;
    }
+   if (!has_start(&spec)) {
+      start_new(r, m, &shard_sp);
+   }
    shard_command(cmd, &shard_sp, &sent);
    bool ok = open_shards(r, m, &sent, reply);
    bson_destroy(&sent);
@@ -368,7 +395,9 @@ md_mstream_open(md_router_t *r, const bson_t *cmd, bson_t *reply)
       mstream_free(r, m);
       return true;
    }
-   strcpy(m->pbrt, m->skip);
+   if (!m->pbrt[0]) {
+      strcpy(m->pbrt, m->skip);
+   }
    bson_t arr = BSON_INITIALIZER;
    uint32_t count = 0;
    release(r, m, -1, &arr, &count);

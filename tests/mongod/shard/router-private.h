@@ -63,6 +63,9 @@ typedef struct {
 /* Runs `cmd` on shard `shard` (-1: the front itself), as a client connected to it would;
  * `*reply` is initialised. Returns the reply's ok. */
 bool md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply);
+/* The cluster time mongos answers with: the newest of its shards' clocks and of what it
+ * has gossiped (every later write through it gets a later time). */
+md_ts_t md_router_cluster_time(md_router_t *r);
 /* Builds an error reply {ok: 0, errmsg, code, codeName}. Returns true (the reply is sent). */
 bool md_router_error(md_router_t *r, bson_t *reply, int32_t code, const char *fmt, ...)
    BSON_GNUC_PRINTF(4, 5);

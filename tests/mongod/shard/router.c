@@ -273,8 +273,8 @@ static bool route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t
 /* The cluster time mongos answers with: the newest of its shards' clocks and of what it has
  * gossiped, which from then on every write is gossiped (so a change stream started at a
  * reply's operationTime misses no later write on a shard whose clock was behind). */
-static md_ts_t
-cluster_time(md_router_t *r)
+md_ts_t
+md_router_cluster_time(md_router_t *r)
 {
    md_ts_t newest = {0, 0};
    for (int s = 0; s < r->n_shards; s++) {
@@ -299,7 +299,7 @@ cluster_time(md_router_t *r)
 static void
 stamp_times(md_router_t *r, bson_t *reply)
 {
-   md_ts_t now = cluster_time(r);
+   md_ts_t now = md_router_cluster_time(r);
    bson_t out = BSON_INITIALIZER, ct, sig;
    bson_iter_t it;
    static const uint8_t zero_hash[20];

@@ -76,5 +76,24 @@ class Mongos(unittest.TestCase):
             self.assertEqual(stream.next()["documentKey"], {"tenant": "b", "_id": 3})
 
 
+    def test_new_stream_token_replays_nothing(self):
+        # 6.0 starts a stream opened without a resume point one tick after mongos's cluster
+        # time (DocumentSourceChangeStream::getStartTimeForNewStream, r6.0
+        # src/mongo/db/pipeline/document_source_change_stream.cpp), so the first (empty)
+        # batch's token is past the write made just before: resuming from it replays nothing.
+        self.coll.insert_one({"tenant": "a", "_id": 1})
+        with self.coll.watch(max_await_time_ms=100) as stream:
+            self.assertIsNone(stream.try_next())
+            token = stream.resume_token
+        self.assertIsNotNone(token)
+        with self.coll.watch(resume_after=token, max_await_time_ms=100) as stream:
+            self.assertIsNone(stream.try_next())
+            self.coll.insert_one({"tenant": "z", "_id": 2})
+            change = None
+            deadline = time.time() + 10
+            while change is None and time.time() < deadline:
+                change = stream.try_next()
+        self.assertEqual(change["documentKey"], {"tenant": "z", "_id": 2})
+
 if __name__ == "__main__":
     unittest.main()
