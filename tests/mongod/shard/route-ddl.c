@@ -16,7 +16,8 @@
 /* What a command sent on to a shard leaves out: the shards are single members that need no
  * gossiped time, read preference or read concern (their majority is their own), and session
  * fields (test-mongod's mongos splits a batch into one command per statement, which a shard
- * would take for retries of statement 0; retryable writes are therefore not deduplicated). */
+ * would take for retries of statement 0; the router de-duplicates retryable writes itself,
+ * route-session.c). */
 const char *const md_shard_drop[] = {"$clusterTime", "readConcern", "$readPreference",
                                      "lsid",         "txnNumber",   NULL};
 

@@ -220,25 +220,26 @@ is_change_stream(const bson_t *cmd)
 static const struct {
    const char *name;
    route_fn fn;
+   bool write; /* retryable (route_write) */
 } routed[] = {
-   {"insert", md_route_insert},
-   {"update", md_route_update},
-   {"delete", md_route_delete},
-   {"findAndModify", md_route_find_and_modify},
-   {"findandmodify", md_route_find_and_modify},
-   {"find", md_route_read},
-   {"count", md_route_read},
-   {"distinct", md_route_read},
-   {"enableSharding", md_cmd_enable_sharding},
-   {"enablesharding", md_cmd_enable_sharding},
-   {"shardCollection", md_cmd_shard_collection},
-   {"shardcollection", md_cmd_shard_collection},
-   {"listShards", md_cmd_list_shards},
-   {"listshards", md_cmd_list_shards},
-   {"split", md_cmd_split},
-   {"moveChunk", md_cmd_move_chunk},
-   {"movechunk", md_cmd_move_chunk},
-   {"listDatabases", md_route_list_databases},
+   {.name = "insert", .fn = md_route_insert, .write = true},
+   {.name = "update", .fn = md_route_update, .write = true},
+   {.name = "delete", .fn = md_route_delete, .write = true},
+   {.name = "findAndModify", .fn = md_route_find_and_modify, .write = true},
+   {.name = "findandmodify", .fn = md_route_find_and_modify, .write = true},
+   {.name = "find", .fn = md_route_read},
+   {.name = "count", .fn = md_route_read},
+   {.name = "distinct", .fn = md_route_read},
+   {.name = "enableSharding", .fn = md_cmd_enable_sharding},
+   {.name = "enablesharding", .fn = md_cmd_enable_sharding},
+   {.name = "shardCollection", .fn = md_cmd_shard_collection},
+   {.name = "shardcollection", .fn = md_cmd_shard_collection},
+   {.name = "listShards", .fn = md_cmd_list_shards},
+   {.name = "listshards", .fn = md_cmd_list_shards},
+   {.name = "split", .fn = md_cmd_split},
+   {.name = "moveChunk", .fn = md_cmd_move_chunk},
+   {.name = "movechunk", .fn = md_cmd_move_chunk},
+   {.name = "listDatabases", .fn = md_route_list_databases},
 };
 
 static bool
@@ -370,6 +371,21 @@ route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    return true;
 }
 
+/* A write, de-duplicated when it is a retryable one (route-session.c). */
+static bool
+route_write(md_router_t *r, route_fn fn, const bson_t *cmd, bson_t *reply)
+{
+   md_rsession_t *s;
+   if (md_rsession_begin(r, cmd, false, &s, reply)) {
+      return true;
+   }
+   fn(r, cmd, reply);
+   if (s) {
+      md_rsession_end(r, s, reply);
+   }
+   return true;
+}
+
 /* Where each command goes once failCommand let it through. */
 static bool
 route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
@@ -390,7 +406,8 @@ route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
    }
    for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++) {
       if (strcmp(routed[i].name, name) == 0) {
-         return routed[i].fn(r, cmd, reply);
+         return routed[i].write ? route_write(r, routed[i].fn, cmd, reply)
+                                : routed[i].fn(r, cmd, reply);
       }
    }
    if (strcmp(name, "drop") == 0 || strcmp(name, "dropDatabase") == 0) {
@@ -462,6 +479,7 @@ md_router_attach(md_server_t *front)
    pthread_mutex_init(&r->lock, NULL);
    pthread_mutex_init(&r->publish_lock, NULL);
    pthread_cond_init(&r->noop_cond, NULL);
+   pthread_cond_init(&r->session_cond, NULL);
    r->next_stream_id = ((int64_t)0x4d53 << 44) + 1; /* apart from the front's cursor ids */
    for (int s = 0; s < r->n_shards; s++) {
       md_server_opts_t opts = front->opts;
@@ -496,6 +514,8 @@ md_router_detach(md_server_t *front)
       md_server_destroy(r->shards[s]);
    }
    md_catalog_destroy(r);
+   md_rsessions_destroy(r);
+   pthread_cond_destroy(&r->session_cond);
    pthread_cond_destroy(&r->noop_cond);
    pthread_mutex_destroy(&r->lock);
    pthread_mutex_destroy(&r->publish_lock);

@@ -14,7 +14,9 @@ import unittest
 
 try:
     import pymongo
+    from bson.int64 import Int64
     from bson.min_key import MinKey
+    from bson.son import SON
     from pymongo.errors import OperationFailure, WriteError
 except ImportError as exc:  # pragma: no cover
     print("mongod-mongos-pymongo: SKIP: pymongo not importable (%s)" % exc)
@@ -94,6 +96,38 @@ class Mongos(unittest.TestCase):
             while change is None and time.time() < deadline:
                 change = stream.try_next()
         self.assertEqual(change["documentKey"], {"tenant": "z", "_id": 2})
+
+    def test_retryable_write_applied_once(self):
+        # A retryable write re-sent with the same lsid and txnNumber is applied once: 6.0's
+        # shards keep the executed statements in config.transactions and answer a retry from
+        # them (r6.0 src/mongo/db/transaction_participant.cpp, checkStatementExecuted), so the
+        # same holds through mongos (r6.0 src/mongo/s/commands/cluster_write_cmd.cpp passes
+        # lsid and txnNumber on to the shards).
+        self.coll.insert_many([{"tenant": "a", "_id": 1, "n": 0},
+                               {"tenant": "z", "_id": 2, "n": 0}])
+        db = self.client[self.db]
+        # pymongo reuses pooled server sessions (the lsid of insert_many's implicit session,
+        # which numbered its write 1): numbers above anything it used.
+        with self.client.start_session() as session:
+            inc = SON([("update", "t"),
+                       ("updates", [{"q": {"tenant": "a", "_id": 1}, "u": {"$inc": {"n": 1}}},
+                                    {"q": {"tenant": "z", "_id": 2}, "u": {"$inc": {"n": 1}}}]),
+                       ("txnNumber", Int64(1001))])
+            first = db.command(inc, session=session)
+            again = db.command(inc, session=session)
+            self.assertEqual((again["n"], again["nModified"]), (first["n"], first["nModified"]))
+            self.assertEqual(sorted(d["n"] for d in self.coll.find()), [1, 1])
+            fam = SON([("findAndModify", "t"), ("query", {"tenant": "a", "_id": 1}),
+                       ("update", {"$inc": {"n": 1}}), ("new", True), ("txnNumber", Int64(1002))])
+            self.assertEqual(db.command(fam, session=session)["value"]["n"], 2)
+            self.assertEqual(db.command(fam, session=session)["value"]["n"], 2)
+            inc["txnNumber"] = Int64(1003)  # a new number runs again
+            self.assertEqual(db.command(inc, session=session)["nModified"], 2)
+            inc["txnNumber"] = Int64(1001)  # older than the session's newest: 225
+            with self.assertRaises(OperationFailure) as ctx:
+                db.command(inc, session=session)
+            self.assertEqual(ctx.exception.code, 225)
+        self.assertEqual(sorted(d["n"] for d in self.coll.find()), [2, 3])
 
 if __name__ == "__main__":
     unittest.main()
