@@ -129,5 +129,46 @@ class Mongos(unittest.TestCase):
             self.assertEqual(ctx.exception.code, 225)
         self.assertEqual(sorted(d["n"] for d in self.coll.find()), [2, 3])
 
+    def next_change(self, stream):
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            change = stream.try_next()
+            if change:
+                return change
+        self.fail("no change within 10 s")
+
+    def test_invalidate_token(self):
+        # r6.0 src/mongo/db/pipeline/document_source_change_stream.cpp
+        # (assertIsLegalSpecification): resumeAfter an invalidate token is 260; startAfter it
+        # starts a new stream after the drop, which sees the collection created again.
+        coll = self.client[self.db].plain
+        coll.insert_one({"_id": 1})
+        with coll.watch(max_await_time_ms=100) as stream:
+            coll.drop()
+            self.assertEqual(self.next_change(stream)["operationType"], "drop")
+            invalidate = self.next_change(stream)
+        self.assertEqual(invalidate["operationType"], "invalidate")
+        with self.assertRaises(OperationFailure) as ctx:
+            with coll.watch(resume_after=invalidate["_id"]) as stream:
+                stream.try_next()
+        self.assertEqual(ctx.exception.code, 260)
+        with coll.watch(start_after=invalidate["_id"], max_await_time_ms=100) as stream:
+            coll.insert_one({"_id": 2})
+            change = self.next_change(stream)
+        self.assertEqual((change["operationType"], change["documentKey"]), ("insert", {"_id": 2}))
+
+    def test_token_of_another_collection(self):
+        # A token of an event this stream would not have produced is 280 (r6.0
+        # src/mongo/db/pipeline/document_source_change_stream_ensure_resume_token_present.cpp).
+        other = self.client[self.db].other
+        with other.watch(max_await_time_ms=100) as stream:
+            other.insert_one({"_id": 1})
+            token = self.next_change(stream)["_id"]
+        with self.assertRaises(OperationFailure) as ctx:
+            with self.coll.watch(resume_after=token, max_await_time_ms=100) as stream:
+                self.coll.insert_one({"tenant": "a", "_id": 5})
+                self.next_change(stream)
+        self.assertEqual(ctx.exception.code, 280)
+
 if __name__ == "__main__":
     unittest.main()
