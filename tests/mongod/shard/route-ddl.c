@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "changestream/changestream.h"
 #include "commands/commands.h"
 #include "shard/router-private.h"
 
@@ -182,6 +183,38 @@ md_route_list_databases(md_router_t *r, const bson_t *cmd, bson_t *reply)
    return true;
 }
 
+/* failGetMoreAfterCursorCheckout on a merged stream's getMore, as 6.0's mongos checks it
+ * once the cursor is checked out (r6.0 src/mongo/s/query/cluster_find.cpp): its code (1 by
+ * default), labelled ResumableChangeStreamError when resumable, or the connection closed.
+ * True when it fired. */
+static bool
+checkout_failpoint(md_router_t *r, bson_t *reply, bool *close)
+{
+   md_fp_action_t fp;
+   md_server_t *front = r->front;
+   pthread_mutex_lock(&front->lock);
+   md_failpoint_check_getmore(&front->failpoints, &fp);
+   pthread_mutex_unlock(&front->lock);
+   if (!fp.hit) {
+      return false;
+   }
+   *close = fp.close_connection;
+   if (fp.close_connection) {
+      bson_init(reply);
+      return true;
+   }
+   bson_error_t error = {.code = (uint32_t)(fp.code ? fp.code : 1)};
+   bson_strncpy(error.message, "Failing getMore via 'failGetMoreAfterCursorCheckout' failpoint",
+                sizeof error.message);
+   bson_t labels = BSON_INITIALIZER;
+   if (md_changestream_is_resumable_code(fp.code ? fp.code : 1)) {
+      BSON_APPEND_UTF8(&labels, "0", "ResumableChangeStreamError");
+   }
+   md_error_reply(front, &error, &labels, reply);
+   bson_destroy(&labels);
+   return true;
+}
+
 bool
 md_route_get_more(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
@@ -196,6 +229,9 @@ md_route_get_more(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *re
          if (close) {
             bson_init(reply);
          }
+         return !close;
+      }
+      if (checkout_failpoint(r, reply, &close)) {
          return !close;
       }
       if (md_mstream_get_more(r, cmd, bson_iter_int64(&it), reply)) {

@@ -348,6 +348,12 @@ route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    bson_iter_t db_it;
    bool config = bson_iter_init_find(&db_it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&db_it) &&
                  strcmp(bson_iter_utf8(&db_it, NULL), "config") == 0;
+   if (strcmp(name, "configureFailPoint") == 0 && BSON_ITER_HOLDS_UTF8(&it) &&
+       strcmp(bson_iter_utf8(&it, NULL), "onPrimaryTransactionalWrite") == 0) {
+      /* a mongod fail point (r6.0 src/mongo/db/transaction_participant.cpp) that a mongos
+       * lacks: refused, never accepted without acting */
+      return md_router_error(r, reply, 2, "Cannot find failpoint: onPrimaryTransactionalWrite");
+   }
    if (in_list(front_commands, name) || strncmp(name, "sasl", 4) == 0 || config) {
       /* the front's own (the config database lives there, as on the config servers) */
       return md_command_run_local(conn, cmd, reply);

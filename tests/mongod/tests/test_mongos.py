@@ -170,5 +170,36 @@ class Mongos(unittest.TestCase):
                 self.next_change(stream)
         self.assertEqual(ctx.exception.code, 280)
 
+    def failpoint(self, name, mode, **data):
+        self.client.admin.command(SON([("configureFailPoint", name), ("mode", mode),
+                                       ("data", data)]))
+        self.addCleanup(self.client.admin.command, "configureFailPoint", name, mode="off")
+
+    def test_fail_getmore_after_cursor_checkout(self):
+        # 6.0's mongos has this fail point (defined in r6.0 src/mongo/db/query/find_common.cpp,
+        # checked by src/mongo/s/query/cluster_find.cpp): a change stream's getMore fails with its code,
+        # labelled ResumableChangeStreamError when resumable, so a driver resumes from a
+        # resumable code and reports any other.
+        with self.coll.watch(max_await_time_ms=100) as stream:
+            self.assertIsNone(stream.try_next())
+            self.failpoint("failGetMoreAfterCursorCheckout", {"times": 1}, errorCode=6)
+            self.coll.insert_one({"tenant": "a", "_id": 1})
+            self.assertEqual(self.next_change(stream)["documentKey"], {"tenant": "a", "_id": 1})
+            count = self.client.admin.command("configureFailPoint",
+                                              "failGetMoreAfterCursorCheckout", mode="off")
+            self.assertEqual(count["count"], 1)
+            self.failpoint("failGetMoreAfterCursorCheckout", {"times": 1}, errorCode=2)
+            with self.assertRaises(OperationFailure) as ctx:
+                stream.try_next()
+            self.assertEqual(ctx.exception.code, 2)
+
+    def test_shard_only_fail_point_refused(self):
+        # onPrimaryTransactionalWrite is a mongod fail point (r6.0
+        # src/mongo/db/transaction_participant.cpp): a mongos does not have it, so it refuses it
+        # rather than accept one that would never act.
+        with self.assertRaises(OperationFailure):
+            self.client.admin.command("configureFailPoint", "onPrimaryTransactionalWrite",
+                                      mode="alwaysOn")
+
 if __name__ == "__main__":
     unittest.main()
