@@ -270,15 +270,53 @@ const char *const md_by_database[] = {
    "create",  "createIndexes",    "dropIndexes", "listIndexes", "listCollections",
    "collMod", "renameCollection", "dbStats",     "collStats",   NULL};
 
-bool
-md_route_on_database(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
+/* renameCollection ({renameCollection: "db.a", to: "db.b"} on admin): an unsharded
+ * collection is renamed by its database's primary shard, as 6.0's mongos sends it there
+ * (r6.0 src/mongo/s/commands/cluster_rename_collection_cmd.cpp); between databases both
+ * must have that primary. */
+static bool
+route_rename(md_router_t *r, const bson_t *cmd, bson_t *reply)
 {
-   bool sharded = is_sharded_ns(r, cmd);
-   if (sharded && strcmp(name, "renameCollection") == 0) {
+   bson_iter_t it;
+   const char *from = bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)
+                         ? bson_iter_utf8(&it, NULL)
+                         : "";
+   const char *to = bson_iter_init_find(&it, cmd, "to") && BSON_ITER_HOLDS_UTF8(&it)
+                       ? bson_iter_utf8(&it, NULL)
+                       : "";
+   const char *fdot = strchr(from, '.'), *tdot = strchr(to, '.');
+   if (!fdot || !tdot) {
+      return md_route_forward(r, primary_of(r, cmd), cmd, reply); /* the shard's errors */
+   }
+   pthread_mutex_lock(&r->lock);
+   bool sharded = md_catalog_coll(r, from) || md_catalog_coll(r, to);
+   pthread_mutex_unlock(&r->lock);
+   if (sharded) {
       return md_router_error(r, reply, 20,
                              "renameCollection of a sharded collection is "
                              "not supported by test-mongod's mongos");
    }
+   char *fdb = bson_strndup(from, (size_t)(fdot - from));
+   char *tdb = bson_strndup(to, (size_t)(tdot - to));
+   int shard = md_route_primary(r, fdb);
+   int target = md_route_primary(r, tdb);
+   bson_free(fdb);
+   bson_free(tdb);
+   if (shard != target) {
+      return md_router_error(r, reply, 20,
+                             "Source and destination collections must be on the same "
+                             "database primary shard");
+   }
+   return md_route_forward(r, shard, cmd, reply);
+}
+
+bool
+md_route_on_database(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
+{
+   if (strcmp(name, "renameCollection") == 0) {
+      return route_rename(r, cmd, reply);
+   }
+   bool sharded = is_sharded_ns(r, cmd);
    if (sharded && strcmp(name, "listIndexes") != 0 && strcmp(name, "collStats") != 0) {
       return broadcast(r, cmd, reply);
    }

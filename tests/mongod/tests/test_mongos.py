@@ -201,5 +201,29 @@ class Mongos(unittest.TestCase):
             self.client.admin.command("configureFailPoint", "onPrimaryTransactionalWrite",
                                       mode="alwaysOn")
 
+    def test_rename_unsharded_collection(self):
+        # 6.0's mongos renames an unsharded collection on its database's primary shard
+        # (r6.0 src/mongo/s/commands/cluster_rename_collection_cmd.cpp).
+        db = self.client[self.db]
+        db.before.insert_one({"_id": 1})
+        self.client.admin.command("renameCollection", self.db + ".before",
+                                  to=self.db + ".after")
+        self.assertEqual(list(db.after.find()), [{"_id": 1}])
+        self.assertNotIn("before", db.list_collection_names())
+
+    def test_shard_collection_creates_key_index(self):
+        # shardCollection on an empty collection creates the shard key's index (r6.0
+        # src/mongo/db/s/shard_key_util.cpp, validateShardKeyIndexExistsOrCreateIfPossible).
+        self.client.admin.command("shardCollection", self.db + ".h", key={"_id": "hashed"})
+        names = {i["name"]: i["key"] for i in self.client[self.db].h.list_indexes()}
+        self.assertEqual(names.get("_id_hashed"), {"_id": "hashed"})
+        names = {i["name"]: i["key"] for i in self.coll.list_indexes()}
+        self.assertEqual(names.get("tenant_1__id_1"), {"tenant": 1, "_id": 1})
+
+    def test_hello_has_no_read_only(self):
+        # 6.0's mongos hello (r6.0 src/mongo/s/commands/cluster_hello_cmd.cpp) has no readOnly.
+        self.assertNotIn("readOnly", self.client.admin.command("hello"))
+        self.assertNotIn("readOnly", self.client.admin.command("isMaster"))
+
 if __name__ == "__main__":
     unittest.main()
