@@ -141,9 +141,9 @@ md_route_ns(const bson_t *cmd, const char **db, const char **coll)
 static bool
 hello(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
-   static const char *const repl_fields[] = {"hosts",        "setName",  "setVersion", "secondary",
-                                             "primary",      "me",       "electionId", "lastWrite",
-                                             "isreplicaset", "arbiters", "passives",   NULL};
+   static const char *const repl_fields[] = {
+      "hosts",     "setName",      "setVersion", "secondary", "primary",  "me", "electionId",
+      "lastWrite", "isreplicaset", "arbiters",   "passives",  "readOnly", NULL};
    bson_t local;
    bson_iter_t it;
    (void)r;
