@@ -36,6 +36,8 @@ usage(FILE *out)
          "  --enable-test-commands  testMemberFault (members that hang or refuse)\n"
          "  --mongos          answer as mongos 6.0 in front of --shards N shards\n"
          "  --shards N        shards behind --mongos, each one member (default 2)\n"
+         "  --mongos-count N  N routers over the same shards, each on its own port (the\n"
+         "                    port file lists them, one a line; default 1)\n"
          "  --periodic-noop-ms N  how often an idle shard's clock ticks (default 10000,\n"
          "                    mongod's periodicNoopIntervalSecs)\n"
          "  --replication-lag-ms N  how far each secondary's replication trails (default 0)\n"
@@ -158,6 +160,12 @@ static const opt_t options[] = {
     .min = 1,
     .max = 16,
     .range = " (1 to 16)"},
+   {.name = "mongos-count",
+    .kind = OPT_INT,
+    .offset = OPT_AT(mongos_count),
+    .min = 1,
+    .max = 16,
+    .range = " (1 to 16)"},
    {.name = "periodic-noop-ms",
     .kind = OPT_INT,
     .offset = OPT_AT(periodic_noop_ms),
@@ -222,6 +230,10 @@ check_options(const md_server_opts_t *opts)
    }
    if (opts->mongos && (opts->members > 1 || opts->auth)) {
       fprintf(stderr, "test-mongod: --mongos with --members or --auth is not supported\n");
+      return EX_USAGE;
+   }
+   if (opts->mongos_count > 1 && !opts->mongos) {
+      fprintf(stderr, "test-mongod: --mongos-count needs --mongos\n");
       return EX_USAGE;
    }
    return 0;
@@ -304,6 +316,9 @@ main(int argc, char **argv)
    if (rc != 0) {
       free(users.specs);
       return rc < 0 ? 0 : rc;
+   }
+   if (opts.mongos && opts.mongos_count > 1) {
+      opts.members = opts.mongos_count; /* one listener each (shard/router.c) */
    }
    srand((unsigned)time(NULL));
    /* Commands run under one server lock, so per-thread malloc arenas buy no concurrency; with

@@ -325,10 +325,16 @@ stamp_times(md_router_t *r, bson_t *reply)
 
 static bool route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
 
+/* With --mongos-count N the front has N listeners (its members), each a mongos of its own
+ * over the same shards and catalog: every one answers as member 0 (hello as a router, the
+ * front's own commands, its cursors), so none is a replica-set secondary. */
 static bool
 route(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
+   int member = conn->member;
+   conn->member = 0;
    bool keep = route_cmd(conn, cmd, reply);
+   conn->member = member;
    if (keep) {
       stamp_times(conn->srv->router, reply);
    }
