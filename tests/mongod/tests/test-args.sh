@@ -28,6 +28,8 @@ expect 64 "unknown expression nope" --without-expression nope
 expect 64 "unrecognized option" --no-such-option
 expect 64 "need --tls-cert-file" --tls-ca-file ca.pem
 expect 64 "--mongos with --members or --auth" --mongos --members 3
+expect 64 "--mongos-count needs --mongos" --mongos-count 2
+expect 64 "bad --mongos-count 0 (1 to 16)" --mongos --mongos-count 0
 expect 64 "unexpected argument extra" extra
 [[ $failed == 0 ]] && echo "mongod-args: ok"
 exit $failed
