@@ -18,9 +18,9 @@
  * gossiped time, read preference or read concern (their majority is their own), and session
  * fields (test-mongod's mongos splits a batch into one command per statement, which a shard
  * would take for retries of statement 0; the router de-duplicates retryable writes itself,
- * route-session.c). */
-const char *const md_shard_drop[] = {"$clusterTime", "readConcern", "$readPreference",
-                                     "lsid",         "txnNumber",   NULL};
+ * route-session.c, and adds a transaction's fields for each shard, route-txn.c). */
+const char *const md_shard_drop[] = {"$clusterTime", "readConcern", "$readPreference",  "lsid",
+                                     "txnNumber",    "autocommit",  "startTransaction", NULL};
 
 bool
 md_route_forward(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
@@ -238,7 +238,15 @@ md_route_get_more(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *re
          return true;
       }
    }
-   return md_command_run_local(conn, cmd, reply); /* the front's cursors */
+   /* The front's cursors: the router's own, outside any session (a cursor read in a
+    * transaction was drained from its shard within it). */
+   static const char *const session_fields[] = {"lsid", "txnNumber", "autocommit",
+                                                "startTransaction", NULL};
+   bson_t sent;
+   md_router_rewrite(cmd, NULL, NULL, session_fields, &sent);
+   bool keep = md_command_run_local(conn, &sent, reply);
+   bson_destroy(&sent);
+   return keep;
 }
 
 bool

@@ -250,8 +250,15 @@ read_gathered(md_router_t *r, const bson_t *cmd, const char *name, uint32_t targ
          md_docs_free(docs, n);
       }
    }
-   static const char *const drop[] = {
-      "$clusterTime", "readConcern", "$readPreference", "lsid", "txnNumber", "hint", NULL};
+   static const char *const drop[] = {"$clusterTime",
+                                      "readConcern",
+                                      "$readPreference",
+                                      "lsid",
+                                      "txnNumber",
+                                      "autocommit",
+                                      "startTransaction",
+                                      "hint",
+                                      NULL};
    md_router_rewrite(cmd, tmp, TMP_DB, drop, &sent);
    md_router_call(r, -1, &sent, &front_reply);
    bson_destroy(&sent);

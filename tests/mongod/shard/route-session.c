@@ -7,9 +7,11 @@
  * checkStatementExecuted); test-mongod's mongos splits a batch into one command per
  * statement and shard, which the shards' whole-command record cannot tell apart, so the
  * router keeps the record for the whole command instead, with the same result for the
- * client: the retry is answered without running again. As a 6.0 session is checked out by
- * one operation at a time, a second command of a session waits for the first. The table is
- * guarded by the router's lock.
+ * client: the retry is answered without running again. A transaction's number and
+ * participants are kept here too (route-txn.c). As a 6.0 session is checked out by one
+ * operation at a time, a second command of a session waits for the first; the session's
+ * fields belong to that command's thread meanwhile. The table is guarded by the router's
+ * lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +20,15 @@
 #include "data/keyenc.h"
 #include "shard/router-private.h"
 
-struct _md_rsession_t {
-   int64_t active; /* the newest txnNumber, -1 before any */
-   bool busy;      /* a command of the session is running */
-   bool txn_mode;  /* `active` is a transaction */
-   bson_t *reply;  /* the retryable write `active`'s reply, NULL until it succeeded */
-};
-
 static void
 free_session(void *value, void *ctx)
 {
    (void)ctx;
    md_rsession_t *s = value;
    bson_destroy(s->reply);
+   bson_destroy(s->read_concern);
+   bson_destroy(s->lsid);
+   bson_free(s->db);
    free(s);
 }
 
@@ -90,10 +88,12 @@ md_rsession_begin(md_router_t *r, const bson_t *cmd, bool txn_mode, md_rsession_
    bool answered = true;
    if (txn < s->active) {
       md_router_error(r, reply, 225,
-                      "Retryable write with txnNumber %lld is prohibited on session because a "
-                      "newer %s with txnNumber %lld has already started on this session.",
-                      (long long)txn, s->txn_mode ? "transaction" : "retryable write",
-                      (long long)s->active);
+                      "%s %lld%s on session because a newer %s with txnNumber %lld has already "
+                      "started on this session.",
+                      txn_mode ? "Cannot start transaction with { txnNumber:"
+                               : "Retryable write with txnNumber",
+                      (long long)txn, txn_mode ? " }" : " is prohibited",
+                      s->txn_mode ? "transaction" : "retryable write", (long long)s->active);
    } else if (txn == s->active && s->txn_mode != txn_mode) {
       md_router_error(r, reply, 217,
                       "Cannot retry a retryable write that has been converted into a "
@@ -106,6 +106,10 @@ md_rsession_begin(md_router_t *r, const bson_t *cmd, bool txn_mode, md_rsession_
          s->txn_mode = txn_mode;
          bson_destroy(s->reply);
          s->reply = NULL;
+         s->participants = 0;
+         s->started = false;
+         bson_destroy(s->read_concern);
+         s->read_concern = NULL;
       }
       s->busy = true;
       *out = s;
@@ -128,5 +132,26 @@ md_rsession_end(md_router_t *r, md_rsession_t *s, const bson_t *reply)
    }
    s->busy = false;
    pthread_cond_broadcast(&r->session_cond);
+   pthread_mutex_unlock(&r->lock);
+}
+
+static void
+forget_txn(void *value, void *ctx)
+{
+   (void)ctx;
+   md_rsession_t *s = value;
+   if (!s->busy && s->txn_mode) {
+      s->participants = 0;
+      s->started = false;
+   }
+}
+
+void
+md_rsessions_kill_all(md_router_t *r)
+{
+   pthread_mutex_lock(&r->lock);
+   if (r->sessions) {
+      md_hmap_foreach(r->sessions, forget_txn, NULL);
+   }
    pthread_mutex_unlock(&r->lock);
 }

@@ -39,7 +39,18 @@ typedef struct {
 } md_rcoll_t;
 
 typedef struct _md_mstream_t md_mstream_t;
-typedef struct _md_rsession_t md_rsession_t;
+/* A logical session as the router knows it (route-session.c, route-txn.c). */
+typedef struct {
+   int64_t active;        /* the newest txnNumber, -1 before any */
+   bool busy;             /* a command of the session is running */
+   bool txn_mode;         /* `active` is a transaction */
+   bson_t *reply;         /* the retryable write `active`'s reply, NULL until it succeeded */
+   bool started;          /* txn_mode: startTransaction seen for `active` */
+   uint32_t participants; /* txn_mode: a bit per shard the transaction has reached */
+   bson_t *read_concern;  /* txn_mode: the first statement's readConcern (NULL: none) */
+   bson_t *lsid;          /* txn_mode: the client's lsid, sent on to the participants */
+   char *db;              /* txn_mode: the first statement's database */
+} md_rsession_t;
 
 typedef struct {
    md_server_t *front; /* the listener; its store holds the config database */
@@ -141,6 +152,20 @@ bool md_rsession_begin(md_router_t *r, const bson_t *cmd, bool txn_mode, md_rses
 /* Gives the session back, recording `reply` as the answer to a retry when it succeeded. */
 void md_rsession_end(md_router_t *r, md_rsession_t *s, const bson_t *reply);
 void md_rsessions_destroy(md_router_t *r);
+/* killAllSessions: the transactions the router knows of are gone (their shards' too). */
+void md_rsessions_kill_all(md_router_t *r);
+
+/* route-txn.c: transactions. Runs a command carrying autocommit (a statement, or
+ * commitTransaction/abortTransaction) and answers it; md_router_call sends the transaction's
+ * fields to every shard a statement reaches meanwhile. */
+bool md_route_txn(md_router_t *r, const char *name, const bson_t *cmd,
+                  bool (*dispatch)(md_router_t *, const char *, const bson_t *, bson_t *),
+                  bson_t *reply);
+/* `cmd` with the running transaction's fields for shard `s` appended into `out` (which is
+ * initialised); false (out untouched) when this thread runs no transaction. */
+bool md_txn_fields_for(md_router_t *r, int s, const bson_t *cmd, bson_t *out);
+/* Whether this thread runs a statement of a transaction. */
+bool md_route_in_txn(void);
 
 /* route-ddl.c: commands sent on whole (see there). */
 extern const char *const md_by_database[];

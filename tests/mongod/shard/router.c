@@ -63,8 +63,8 @@ gossip_out(md_router_t *r, const bson_t *reply)
    }
 }
 
-bool
-md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
+static bool
+call_on(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
 {
    md_conn_t conn = {0};
    conn.srv = shard < 0 ? r->front : r->shards[shard];
@@ -82,6 +82,18 @@ md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
    }
    bson_iter_t it;
    return bson_iter_init_find(&it, reply, "ok") && bson_iter_as_bool(&it);
+}
+
+bool
+md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
+{
+   bson_t with_txn;
+   if (md_txn_fields_for(r, shard, cmd, &with_txn)) { /* a statement of a transaction */
+      bool ok = call_on(r, shard, &with_txn, reply);
+      bson_destroy(&with_txn);
+      return ok;
+   }
+   return call_on(r, shard, cmd, reply);
 }
 
 bool
@@ -182,7 +194,7 @@ static const char *const front_commands[] = {
 static bool
 unsupported(md_router_t *r, const char *name, bson_t *reply)
 {
-   static const char *const txn[] = {"commitTransaction", "abortTransaction", NULL};
+   static const char *const txn[] = {"commitTransaction", "abortTransaction", NULL}; /* alone */
    static const char *const repl[] = {"replSetGetStatus",
                                       "replSetStepDown",
                                       "replSetStepUp",
@@ -192,9 +204,7 @@ unsupported(md_router_t *r, const char *name, bson_t *reply)
                                       NULL};
    for (size_t i = 0; txn[i]; i++) {
       if (strcmp(name, txn[i]) == 0) {
-         return md_router_error(r, reply, 20,
-                                "%s: transactions through mongos are not "
-                                "supported by test-mongod",
+         return md_router_error(r, reply, 50768, "%s needs a transaction (autocommit: false)",
                                 name);
       }
    }
@@ -360,6 +370,16 @@ route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
        * lacks: refused, never accepted without acting */
       return md_router_error(r, reply, 2, "Cannot find failpoint: onPrimaryTransactionalWrite");
    }
+   if (strcmp(name, "killAllSessions") == 0) {
+      /* on every shard too, as 6.0's mongos (cluster_kill_all_sessions_cmd.cpp) */
+      for (int s = 0; s < r->n_shards; s++) {
+         bson_t one;
+         md_route_forward(r, s, cmd, &one);
+         bson_destroy(&one);
+      }
+      md_rsessions_kill_all(r);
+      return md_command_run_local(conn, cmd, reply);
+   }
    if (in_list(front_commands, name) || strncmp(name, "sasl", 4) == 0 || config) {
       /* the front's own (the config database lives there, as on the config servers) */
       return md_command_run_local(conn, cmd, reply);
@@ -388,6 +408,9 @@ static bool
 route_write(md_router_t *r, route_fn fn, const bson_t *cmd, bson_t *reply)
 {
    md_rsession_t *s;
+   if (md_route_in_txn()) {
+      return fn(r, cmd, reply);
+   }
    if (md_rsession_begin(r, cmd, false, &s, reply)) {
       return true;
    }
@@ -403,12 +426,9 @@ static bool
 route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
 {
    bson_iter_t it;
-   if (bson_iter_init_find(&it, cmd, "autocommit") ||
-       bson_iter_init_find(&it, cmd, "startTransaction")) {
-      return md_router_error(r, reply, 20,
-                             "%s: transactions through mongos are not "
-                             "supported by test-mongod",
-                             name);
+   if (!md_route_in_txn() && (bson_iter_init_find(&it, cmd, "autocommit") ||
+                              bson_iter_init_find(&it, cmd, "startTransaction"))) {
+      return md_route_txn(r, name, cmd, route_on, reply);
    }
    if (unsupported(r, name, reply)) {
       return true;

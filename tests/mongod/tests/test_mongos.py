@@ -225,5 +225,33 @@ class Mongos(unittest.TestCase):
         self.assertNotIn("readOnly", self.client.admin.command("hello"))
         self.assertNotIn("readOnly", self.client.admin.command("isMaster"))
 
+    def test_transactions(self):
+        # 6.0's mongos runs transactions (r6.0 src/mongo/s/transaction_router.cpp): each shard
+        # a statement reaches joins, a commit with one participant is sent to it, with several
+        # it is a two-phase commit; nothing is visible outside before the commit, and an
+        # aborted transaction leaves nothing.
+        self.coll.insert_many([{"tenant": "a", "_id": 1, "n": 0},
+                               {"tenant": "z", "_id": 2, "n": 0}])
+        with self.client.start_session() as session:
+            with session.start_transaction():
+                self.coll.update_one({"tenant": "a", "_id": 1}, {"$inc": {"n": 1}},
+                                     session=session)
+                self.assertEqual(self.coll.find_one({"_id": 1}, session=session)["n"], 1)
+                self.assertEqual(self.coll.find_one({"_id": 1})["n"], 0)  # not yet
+            self.assertEqual(self.coll.find_one({"_id": 1})["n"], 1)
+            with session.start_transaction():  # both shards
+                self.coll.update_one({"tenant": "a", "_id": 1}, {"$inc": {"n": 1}},
+                                     session=session)
+                self.coll.update_one({"tenant": "z", "_id": 2}, {"$inc": {"n": 1}},
+                                     session=session)
+                self.coll.insert_one({"tenant": "q", "_id": 3, "n": 1}, session=session)
+                self.assertEqual(self.coll.count_documents({}, session=session), 3)
+                self.assertEqual(self.coll.count_documents({}), 2)
+            self.assertEqual(sorted(d["n"] for d in self.coll.find()), [1, 1, 2])
+            session.start_transaction()
+            self.coll.update_many({}, {"$inc": {"n": 10}}, session=session)
+            session.abort_transaction()
+        self.assertEqual(sorted(d["n"] for d in self.coll.find()), [1, 1, 2])
+
 if __name__ == "__main__":
     unittest.main()
