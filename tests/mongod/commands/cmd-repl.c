@@ -107,13 +107,13 @@ md_cmd_read_position(md_cmd_t *c)
 {
    md_server_t *srv = c->srv;
    if (srv->topo.n == 1) {
-      return srv->oplog.next_seq; /* every write is applied and committed at once */
+      return srv->data.oplog.next_seq; /* every write is applied and committed at once */
    }
    /* A secondary reads its own copy, at its last applied batch (6.0 reads secondaries at
     * lastApplied: src/mongo/db/storage/snapshot_helper.cpp); "majority" reads the
     * committed snapshot (replication_coordinator_impl.cpp, _currentCommittedSnapshot):
     * the member's own, which stops at the cut on an isolated one. */
-   md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
+   md_repl_advance(&srv->topo, &srv->data.oplog, md_wall_ms(), NULL);
    return md_cmd_reads_majority(c) ? md_repl_member_commit(&srv->topo, c->conn->member)
                                    : srv->topo.members[c->conn->member].applied_seq;
 }
@@ -173,7 +173,7 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    BSON_APPEND_INT32(&d, "state", down ? 8 : (int32_t)m->state);
    BSON_APPEND_UTF8(&d, "stateStr", down ? "(not reachable/healthy)" : state_str(m->state));
    BSON_APPEND_INT64(&d, "uptime", (md_now_ms() - c->srv->started_ms) / 1000);
-   md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, m->applied_seq);
+   md_ts_t applied = md_repl_seq_ts(&c->srv->data.oplog, m->applied_seq);
    append_optime(&d, "optime", applied, topo->term);
    bool self = i == c->conn->member;
    if (!self) { /* durable is applied: the data set is in memory, nothing waits for a journal */
@@ -222,10 +222,11 @@ md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_INT32(c->reply, "writeMajorityCount", majority);
    BSON_APPEND_INT32(c->reply, "votingMembersCount", topo->n);
    BSON_APPEND_INT32(c->reply, "writableVotingMembersCount", topo->n);
-   md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
+   md_repl_advance(&c->srv->topo, &c->srv->data.oplog, md_wall_ms(), NULL);
    uint64_t commit = topo->members[c->conn->member].commit_seq; /* as the asker knows it */
-   md_ts_t commit_ts = md_repl_seq_ts(&c->srv->oplog, commit);
-   md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, topo->members[c->conn->member].applied_seq);
+   md_ts_t commit_ts = md_repl_seq_ts(&c->srv->data.oplog, commit);
+   md_ts_t applied =
+      md_repl_seq_ts(&c->srv->data.oplog, topo->members[c->conn->member].applied_seq);
    bson_t optimes;
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "optimes", &optimes);
    append_optime(&optimes, "lastCommittedOpTime", commit_ts, topo->term);
@@ -268,14 +269,14 @@ wait_for_electable(md_cmd_t *c, int64_t until_ms)
    for (;;) {
       int64_t now = md_wall_ms(), next;
       int64_t wake = until_ms;
-      md_repl_advance(topo, &c->srv->oplog, now, &next);
+      md_repl_advance(topo, &c->srv->data.oplog, now, &next);
       wake = next < wake ? next : wake;
       for (int i = 0; i < topo->n; i++) {
          if (i == topo->primary) {
             continue;
          }
          if (md_topology_electable(topo, i, now) &&
-             topo->members[i].applied_seq >= c->srv->oplog.next_seq) {
+             topo->members[i].applied_seq >= c->srv->data.oplog.next_seq) {
             return true;
          }
          int64_t t = topo->members[i].electable_after_ms;
@@ -289,7 +290,7 @@ wait_for_electable(md_cmd_t *c, int64_t until_ms)
       int64_t ms = wake - now;
       ts.tv_sec += ms / 1000 + (ts.tv_nsec + (ms % 1000) * 1000000) / 1000000000;
       ts.tv_nsec = (ts.tv_nsec + (ms % 1000) * 1000000) % 1000000000;
-      pthread_cond_timedwait(&c->srv->election_cond, &c->srv->lock, &ts);
+      pthread_cond_timedwait(&c->srv->election_cond, &c->srv->data.lock, &ts);
    }
 }
 
@@ -357,7 +358,7 @@ md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error)
                           date);
    }
    md_log(c->srv, "member %d steps down for %lld s", c->conn->member, (long long)secs);
-   md_txns_abort_all(&c->srv->txns);
+   md_txns_abort_all(&c->srv->data.txns);
    /* Election handoff (6.0's default): a caught-up electable secondary runs at once. */
    md_topology_step_down(&c->srv->topo, secs, md_wall_ms(), true);
    md_election_wake(c->srv);
@@ -380,7 +381,7 @@ md_cmd_repl_set_step_up(md_cmd_t *c, bson_error_t *error)
    }
    md_log(c->srv, "member %d steps up", me);
    if (topo->primary >= 0) {
-      md_txns_abort_all(&c->srv->txns); /* the former primary steps down */
+      md_txns_abort_all(&c->srv->data.txns); /* the former primary steps down */
    }
    md_topology_elect(topo, me, md_wall_ms());
    md_election_wake(c->srv);
@@ -449,7 +450,7 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
    md_member_t *member = &c->srv->topo.members[m];
    if (strcmp(mode, "pause") == 0 || strcmp(mode, "resume") == 0) {
       member->paused = mode[0] == 'p';
-      md_oplog_wake(&c->srv->oplog); /* waiters recompute the commit point */
+      md_oplog_wake(&c->srv->data.oplog); /* waiters recompute the commit point */
       return true;
    }
    if (strcmp(mode, "clock") == 0) {
@@ -458,7 +459,7 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
    }
    if (strcmp(mode, "lag") == 0) {
       member->lag_ms = seconds_arg(c->cmd, "ms", NULL);
-      md_oplog_wake(&c->srv->oplog);
+      md_oplog_wake(&c->srv->data.oplog);
       return true;
    }
    for (int r = 0; r < 4; r++) {
@@ -466,7 +467,7 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
          md_log(c->srv, "member %d: %s", m, mode);
          if (r == MD_REACH_ISOLATE) {
             /* The commit point it knows stops here: bring it up to the cut first. */
-            md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
+            md_repl_advance(&c->srv->topo, &c->srv->data.oplog, md_wall_ms(), NULL);
             md_isolation_start(c->srv, m);
          } else if (r == MD_REACH_UP) {
             /* Before it rejoins: md_server_set_reach waits for the listeners, releasing
@@ -493,7 +494,7 @@ md_cmd_wait_write_concern(md_cmd_t *c)
    if (needed <= 1 || bson_has_field(c->reply, "writeConcernError")) {
       return;
    }
-   uint64_t target = srv->oplog.next_seq; /* every write so far, this one's included */
+   uint64_t target = srv->data.oplog.next_seq; /* every write so far, this one's included */
    int64_t deadline = wtimeout > 0 ? md_now_ms() + wtimeout : INT64_MAX;
    if (md_cmd_branch(c)) {
       md_isolation_wait_write_concern(c, deadline);
@@ -501,7 +502,7 @@ md_cmd_wait_write_concern(md_cmd_t *c)
    }
    for (;;) {
       int64_t now = md_wall_ms(), next;
-      md_repl_advance(&srv->topo, &srv->oplog, now, &next);
+      md_repl_advance(&srv->topo, &srv->data.oplog, now, &next);
       if (md_repl_count_applied(&srv->topo, target) >= needed || atomic_load(&srv->stopping)) {
          return;
       }
@@ -510,6 +511,6 @@ md_cmd_wait_write_concern(md_cmd_t *c)
          return;
       }
       int64_t until = next == INT64_MAX ? deadline : md_now_ms() + (next - now);
-      md_oplog_wait(&srv->oplog, &srv->lock, until < deadline ? until : deadline);
+      md_oplog_wait(&srv->data.oplog, &srv->data.lock, until < deadline ? until : deadline);
    }
 }

@@ -192,9 +192,9 @@ checkout_failpoint(md_router_t *r, bson_t *reply, bool *close)
 {
    md_fp_action_t fp;
    md_server_t *front = r->front;
-   pthread_mutex_lock(&front->lock);
+   pthread_mutex_lock(&front->data.lock);
    md_failpoint_check_getmore(&front->failpoints, &fp);
-   pthread_mutex_unlock(&front->lock);
+   pthread_mutex_unlock(&front->data.lock);
    if (!fp.hit) {
       return false;
    }

@@ -66,8 +66,7 @@ md_txn_fields_for(md_router_t *r, int s, const bson_t *cmd, bson_t *out)
 
 /* Sends `verb` (commitTransaction, abortTransaction, or a check) to participant `s`. */
 static bool
-end_on(md_router_t *r, md_rsession_t *t, int s, const char *verb, const bson_t *cmd,
-       bson_t *reply)
+end_on(md_router_t *r, md_rsession_t *t, int s, const char *verb, const bson_t *cmd, bson_t *reply)
 {
    bson_t sent;
    bson_iter_t it;
@@ -217,8 +216,7 @@ begin(md_router_t *r, const char *name, const bson_t *cmd, md_rsession_t **out, 
 
 bool
 md_route_txn(md_router_t *r, const char *name, const bson_t *cmd,
-             bool (*dispatch)(md_router_t *, const char *, const bson_t *, bson_t *),
-             bson_t *reply)
+             bool (*dispatch)(md_router_t *, const char *, const bson_t *, bson_t *), bson_t *reply)
 {
    md_rsession_t *t;
    if (!begin(r, name, cmd, &t, reply)) {

@@ -41,11 +41,11 @@ gossip_in(md_router_t *r, md_server_t *shard)
    pthread_mutex_lock(&r->lock);
    md_ts_t ct = r->cluster_time;
    pthread_mutex_unlock(&r->lock);
-   pthread_mutex_lock(&shard->lock);
-   if (md_ts_cmp(shard->oplog.last, ct) < 0) {
-      shard->oplog.last = ct;
+   pthread_mutex_lock(&shard->data.lock);
+   if (md_ts_cmp(shard->data.oplog.last, ct) < 0) {
+      shard->data.oplog.last = ct;
    }
-   pthread_mutex_unlock(&shard->lock);
+   pthread_mutex_unlock(&shard->data.lock);
 }
 
 static void
@@ -289,11 +289,11 @@ md_router_cluster_time(md_router_t *r)
 {
    md_ts_t newest = {0, 0};
    for (int s = 0; s < r->n_shards; s++) {
-      pthread_mutex_lock(&r->shards[s]->lock);
-      if (md_ts_cmp(newest, r->shards[s]->oplog.last) < 0) {
-         newest = r->shards[s]->oplog.last;
+      pthread_mutex_lock(&r->shards[s]->data.lock);
+      if (md_ts_cmp(newest, r->shards[s]->data.oplog.last) < 0) {
+         newest = r->shards[s]->data.oplog.last;
       }
-      pthread_mutex_unlock(&r->shards[s]->lock);
+      pthread_mutex_unlock(&r->shards[s]->data.lock);
    }
    pthread_mutex_lock(&r->lock);
    if (md_ts_cmp(r->cluster_time, newest) < 0) {
@@ -460,8 +460,8 @@ route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
 static void
 noop_tick(md_server_t *shard, md_ts_t *seen)
 {
-   pthread_mutex_lock(&shard->lock);
-   md_oplog_t *log = &shard->oplog;
+   pthread_mutex_lock(&shard->data.lock);
+   md_oplog_t *log = &shard->data.oplog;
    if (md_ts_cmp(log->last, *seen) == 0) {
       uint32_t secs = (uint32_t)time(NULL);
       if (secs > log->last.t) {
@@ -473,7 +473,7 @@ noop_tick(md_server_t *shard, md_ts_t *seen)
       pthread_cond_broadcast(&log->cond);
    }
    *seen = log->last;
-   pthread_mutex_unlock(&shard->lock);
+   pthread_mutex_unlock(&shard->data.lock);
 }
 
 static void *
@@ -519,8 +519,8 @@ md_router_attach(md_server_t *front)
       opts.members = 1;
       opts.port_file = NULL;
       r->shards[s] = md_server_new(&opts);
-      r->shards[s]->doc_key = md_sk_doc_key;
-      r->shards[s]->doc_key_ctx = r;
+      r->shards[s]->data.doc_key = md_sk_doc_key;
+      r->shards[s]->data.doc_key_ctx = r;
    }
    front->router = r;
    front->route = route;

@@ -24,17 +24,6 @@ KNOWN_EDGES = {
     "auth/auth-check.c": "user commands' handlers",
     "auth/auth-scram.c": "user commands' handlers",
     "auth/auth-users.c": "user commands' handlers",
-    # data/ still takes the whole server where it needs the data set (to be split).
-    "data/query.h": "md_select_* take the server",
-    "data/query.c": "md_select_* take the server",
-    "data/ttl.h": "the TTL thread runs on the server's lock",
-    "data/ttl.c": "the TTL thread runs on the server's lock",
-    "data/validator.h": "bypassDocumentValidation is the server's",
-    "data/validator.c": "bypassDocumentValidation is the server's",
-    "data/write.h": "writes claim from the server's transactions",
-    "data/write.c": "writes claim from the server's transactions",
-    "txn/txn-commit.c": "a commit writes through data/write.h",
-    "txn/txn-view.c": "a transaction's view validates through data/validator.h",
     # The election thread waits on the server's lock and wakes its hellos.
     "topology/election.h": "the election thread",
     "topology/election.c": "the election thread",
