@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "commands/commands.h"
-#include "topology/election.h"
+#include "net/election.h"
 #include "topology/replication.h"
 
 /* Commands a secondary never runs (AllowedOnSecondary::kNever in 6.0). */

@@ -21,7 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "topology/election.h"
+#include "net/election.h"
 
 static bool
 write_port_file(const char *path, const md_topology_t *topo)

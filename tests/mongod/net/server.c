@@ -25,7 +25,7 @@
 #include "commands/commands.h"
 #include "data/ttl.h"
 #include "net/wire.h"
-#include "topology/election.h"
+#include "net/election.h"
 #include "topology/replication.h"
 
 void

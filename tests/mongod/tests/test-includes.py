@@ -24,9 +24,6 @@ KNOWN_EDGES = {
     "auth/auth-check.c": "user commands' handlers",
     "auth/auth-scram.c": "user commands' handlers",
     "auth/auth-users.c": "user commands' handlers",
-    # The election thread waits on the server's lock and wakes its hellos.
-    "topology/election.h": "the election thread",
-    "topology/election.c": "the election thread",
 }
 
 

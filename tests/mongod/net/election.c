@@ -6,7 +6,7 @@
  * Waking a connection writes to its eventfd under conns_lock (taken after the server lock,
  * the order every path uses).
  */
-#include "topology/election.h"
+#include "net/election.h"
 #include "topology/replication.h"
 
 #include <errno.h>
