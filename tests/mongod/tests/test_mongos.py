@@ -8,12 +8,16 @@ both shards' changes in order with the shard key in documentKey, and resumes fro
 mongos handed out.
 """
 import os
+import socket
+import struct
 import sys
 import time
 import unittest
 
 try:
     import pymongo
+    import bson
+    import bson.binary
     from bson.int64 import Int64
     from bson.min_key import MinKey
     from bson.son import SON
@@ -23,6 +27,21 @@ except ImportError as exc:  # pragma: no cover
     sys.exit(77)
 
 URI = os.environ["OUTBOX_TEST_MONGODB_URI"].replace("directConnection=true", "")
+
+
+def raw_command(port, cmd):
+    """Runs `cmd` (with its own lsid) over OP_MSG on 127.0.0.1:port; returns the reply."""
+    body = bson.encode(cmd)
+    msg = struct.pack("<I", 0) + b"\x00" + body
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as s:
+        s.sendall(struct.pack("<iiii", 16 + len(msg), 1, 0, 2013) + msg)
+        head = b""
+        while len(head) < 4:
+            head += s.recv(4 - len(head))
+        data = head
+        while len(data) < struct.unpack("<i", head)[0]:
+            data += s.recv(65536)
+    return bson.decode(data[21:])
 
 
 class Mongos(unittest.TestCase):
@@ -252,6 +271,34 @@ class Mongos(unittest.TestCase):
             self.coll.update_many({}, {"$inc": {"n": 10}}, session=session)
             session.abort_transaction()
         self.assertEqual(sorted(d["n"] for d in self.coll.find()), [1, 1, 2])
+
+    def test_several_mongoses(self):
+        # --mongos-count 2: two routers over the same shards, each on its own port. A write
+        # retried through the other mongos is applied once (6.0 keeps the record on the
+        # shards, r6.0 src/mongo/db/transaction_participant.cpp), and each sees the other's
+        # writes and catalog.
+        try:
+            with open(os.environ.get("OUTBOX_TEST_MONGOD_PORT_FILE", "")) as f:
+                ports = f.read().split()
+        except OSError:
+            ports = []
+        if len(ports) < 2:
+            self.skipTest("needs test-mongod --mongos --mongos-count 2")
+        other = pymongo.MongoClient("mongodb://127.0.0.1:%s/" % ports[1],
+                                    serverSelectionTimeoutMS=5000)
+        self.addCleanup(other.close)
+        self.assertEqual(other.admin.command("isMaster")["msg"], "isdbgrid")
+        self.coll.insert_one({"tenant": "a", "_id": 1, "n": 0})
+        lsid = {"id": bson.binary.Binary(os.urandom(16), 4)}
+        inc = SON([("update", "t"),
+                   ("updates", [{"q": {"tenant": "a", "_id": 1}, "u": {"$inc": {"n": 1}}}]),
+                   ("lsid", lsid), ("txnNumber", Int64(7))])
+        inc["$db"] = self.db
+        raw_command(ports[0], inc)  # raw: pymongo would put its own session's lsid on it
+        again = raw_command(ports[1], inc)
+        self.assertEqual(again["n"], 1)
+        self.assertEqual(other[self.db].t.find_one({"_id": 1})["n"], 1)
+        self.assertEqual(other.config.collections.count_documents({"_id": self.db + ".t"}), 1)
 
 if __name__ == "__main__":
     unittest.main()
