@@ -88,6 +88,10 @@ bool md_router_error(md_router_t *r, bson_t *reply, int32_t code, const char *fm
 void md_router_rewrite(const bson_t *cmd, const char *coll, const char *db, const char *const *drop,
                        bson_t *out);
 
+/* ---- noop.c: the shards' periodic no-op writer thread ---- */
+void md_noop_start(md_router_t *r);
+void md_noop_stop(md_router_t *r);
+
 /* ---- catalog.c (callers hold r->lock unless said otherwise) ---- */
 /* The database's entry, created (with a primary shard) when `create`; NULL otherwise. */
 md_rdb_t *md_catalog_db(md_router_t *r, const char *db, bool create);

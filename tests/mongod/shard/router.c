@@ -2,9 +2,10 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The router: what mongos does with each command of a client (hello as mongos, the sharding
- * admin commands, routing reads and writes to the shards), the in-process shards themselves
- * and their periodic no-op writer. A client connection's thread runs its commands here; the
- * catalog is guarded by the router's lock (router-private.h), each shard by its own.
+ * admin commands, routing reads and writes to the shards) and the in-process shards
+ * themselves (their periodic no-op writer is noop.c). A client connection's thread runs its
+ * commands here; the catalog is guarded by the router's lock (router-private.h), each shard by its
+ * own.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -451,57 +452,6 @@ route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
    return md_router_error(r, reply, 59, "no such command: '%s'", name);
 }
 
-/* ---- the shards' periodic no-op writer ---------------------------------------------------- */
-
-/* As 6.0's periodic no-op writer (src/mongo/db/repl/noop_writer.cpp) writes to an idle
- * primary's oplog every periodicNoopIntervalSecs, an idle shard's cluster time moves on:
- * here its clock ticks without an entry (change streams skip no-ops anyway), which is what
- * lets a merged change stream through mongos pass that shard's time. */
-static void
-noop_tick(md_server_t *shard, md_ts_t *seen)
-{
-   pthread_mutex_lock(&shard->data.lock);
-   md_oplog_t *log = &shard->data.oplog;
-   if (md_ts_cmp(log->last, *seen) == 0) {
-      uint32_t secs = (uint32_t)time(NULL);
-      if (secs > log->last.t) {
-         log->last.t = secs;
-         log->last.i = 1;
-      } else {
-         log->last.i++;
-      }
-      pthread_cond_broadcast(&log->cond);
-   }
-   *seen = log->last;
-   pthread_mutex_unlock(&shard->data.lock);
-}
-
-static void *
-noop_main(void *arg)
-{
-   md_router_t *r = arg;
-   md_ts_t seen[MD_MAX_SHARDS] = {{0, 0}};
-   pthread_mutex_lock(&r->lock);
-   while (r->noop_running) {
-      struct timespec until;
-      clock_gettime(CLOCK_REALTIME, &until);
-      int64_t ns = until.tv_nsec + (int64_t)r->front->opts.periodic_noop_ms * 1000000;
-      until.tv_sec += (time_t)(ns / 1000000000);
-      until.tv_nsec = (long)(ns % 1000000000);
-      pthread_cond_timedwait(&r->noop_cond, &r->lock, &until);
-      if (!r->noop_running) {
-         break;
-      }
-      pthread_mutex_unlock(&r->lock);
-      for (int s = 0; s < r->n_shards; s++) {
-         noop_tick(r->shards[s], &seen[s]);
-      }
-      pthread_mutex_lock(&r->lock);
-   }
-   pthread_mutex_unlock(&r->lock);
-   return NULL;
-}
-
 void
 md_router_attach(md_server_t *front)
 {
@@ -525,8 +475,7 @@ md_router_attach(md_server_t *front)
    front->router = r;
    front->route = route;
    md_catalog_publish(r);
-   r->noop_running = true;
-   pthread_create(&r->noop_thread, NULL, noop_main, r);
+   md_noop_start(r);
 }
 
 void
@@ -536,11 +485,7 @@ md_router_detach(md_server_t *front)
    if (!r) {
       return;
    }
-   pthread_mutex_lock(&r->lock);
-   r->noop_running = false;
-   pthread_cond_signal(&r->noop_cond);
-   pthread_mutex_unlock(&r->lock);
-   pthread_join(r->noop_thread, NULL);
+   md_noop_stop(r);
    md_mstream_destroy_all(r);
    for (int s = 0; s < r->n_shards; s++) {
       md_server_destroy(r->shards[s]);
