@@ -88,6 +88,23 @@ bool md_router_error(md_router_t *r, bson_t *reply, int32_t code, const char *fm
 void md_router_rewrite(const bson_t *cmd, const char *coll, const char *db, const char *const *drop,
                        bson_t *out);
 
+/* ---- merge-spec.c: opening a merged change stream on the shards ---- */
+/* A merged token: the shard's token and two hex digits naming the shard. */
+#define MTOKEN_LEN (MD_TOKEN_LEN + 2)
+/* The _data of a document field {_data: "..."} (`path` such as
+ * "cursor.postBatchResumeToken"), or NULL. */
+const char *md_token_at(const bson_t *doc, const char *path);
+/* The $changeStream spec shard `s` gets for the client's `spec` (*out initialised); `skip`
+ * receives a merged resume token. False with an error reply. */
+bool md_mstream_shard_spec(md_router_t *r, const bson_t *spec, int s, bson_t *out, char *skip,
+                           bson_t *reply);
+/* Whether the spec names a resume point (resumeAfter, startAfter, startAtOperationTime). */
+bool md_mstream_has_start(const bson_t *spec);
+/* A new stream's start (one tick after the cluster time); its first token into `pbrt`. */
+md_ts_t md_mstream_start_new(md_router_t *r, char pbrt[MTOKEN_LEN + 1]);
+/* The aggregate a shard runs: the client's, with `spec` as its $changeStream. */
+void md_mstream_shard_command(const bson_t *cmd, const bson_t *spec, bson_t *out);
+
 /* ---- noop.c: the shards' periodic no-op writer thread ---- */
 void md_noop_start(md_router_t *r);
 void md_noop_stop(md_router_t *r);
