@@ -31,7 +31,8 @@ md_token_at(const bson_t *doc, const char *path)
  * token's cluster time, and `skip` drops what sorts at or before the token. A high-water
  * mark names no event: every shard starts at its time. False with an error reply. */
 bool
-md_mstream_shard_spec(md_router_t *r, const bson_t *spec, int s, bson_t *out, char *skip, bson_t *reply)
+md_mstream_shard_spec(md_router_t *r, const bson_t *spec, int s, bson_t *out, char *skip,
+                      bson_t *reply)
 {
    bson_iter_t it;
    bson_init(out);
@@ -130,4 +131,3 @@ md_mstream_shard_command(const bson_t *cmd, const bson_t *spec, bson_t *out)
    BSON_APPEND_DOCUMENT_BEGIN(out, "cursor", &cursor);
    bson_append_document_end(out, &cursor);
 }
-
