@@ -203,6 +203,7 @@ typedef struct {
    bson_t upserted, errors, wce;
    uint32_t n_upserted, n_errors;
    bool has_modified, has_wce;
+   bson_t *failed; /* in a transaction: the first shard's command error, answered as is */
 } md_merged_t;
 void md_merged_init(md_merged_t *m);
 /* Adds one shard's reply; `indexes` maps its statement indexes to the client's. False if it

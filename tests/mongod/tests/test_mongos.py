@@ -300,5 +300,24 @@ class Mongos(unittest.TestCase):
         self.assertEqual(other[self.db].t.find_one({"_id": 1})["n"], 1)
         self.assertEqual(other.config.collections.count_documents({"_id": self.db + ".t"}), 1)
 
+    def test_write_conflict_in_transaction_is_transient(self):
+        # A statement of a transaction that meets another transaction's write fails as a
+        # command (112 WriteConflict) with TransientTransactionError, through mongos as on a
+        # shard (r6.0 src/mongo/s/transaction_router.cpp passes the shard's error on), so a
+        # driver's withTransaction retries it.
+        self.coll.insert_one({"tenant": "a", "_id": 1, "n": 0})
+        with self.client.start_session() as first, self.client.start_session() as second:
+            first.start_transaction()
+            self.coll.update_one({"tenant": "a", "_id": 1}, {"$inc": {"n": 1}}, session=first)
+            second.start_transaction()
+            with self.assertRaises(OperationFailure) as ctx:
+                self.coll.update_one({"tenant": "a", "_id": 1}, {"$inc": {"n": 1}},
+                                     session=second)
+            self.assertEqual(ctx.exception.code, 112)
+            self.assertTrue(ctx.exception.has_error_label("TransientTransactionError"))
+            second.abort_transaction()
+            first.commit_transaction()
+        self.assertEqual(self.coll.find_one({"_id": 1})["n"], 1)
+
 if __name__ == "__main__":
     unittest.main()
