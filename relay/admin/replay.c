@@ -26,6 +26,7 @@
 #include "mqtt/headers.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"
+#include "mqtt/tls.h"
 #include "stream/event.h"
 
 /* Messages handed to paho and not yet acknowledged, at most. */
@@ -383,6 +384,11 @@ admin_replay(admin_t *a)
    if (!a->dry_run && !a->cfg.mqtt_uri) {
       fprintf(stderr, "outbox-admin: replay needs --mqtt-uri (the relay's) or --dry-run\n");
       return EX_USAGE;
+   }
+   /* The relay's TLS checks (mqtt/tls.h): a bad file is named, not a paho number. */
+   if (!a->dry_run && !relay_tls_check_files(&a->cfg, RELAY_TLS_WARN_DAYS, NULL, &error)) {
+      fprintf(stderr, "outbox-admin: %s\n", error.message);
+      return EX_CONFIG;
    }
    if (!admin_server_now(a, &now, &error)) {
       return admin_fail("MongoDB", &error);
