@@ -226,10 +226,13 @@ handle_completions(relay_t *r, int wait_ms, int64_t now)
 static int
 loop_wait_ms(const relay_t *r)
 {
+   int wait = 50;
    if (r->table.dirty_head) {
-      return r->cfg->clear_interval_ms > 0 ? r->cfg->clear_interval_ms : 1;
+      wait = r->cfg->clear_interval_ms > 0 ? r->cfg->clear_interval_ms : 1;
    }
-   return 50;
+   /* --max-publish-rate: back when the next token is. */
+   int paced = relay_publisher_wait_ms(r->publisher);
+   return paced >= 0 && paced < wait ? paced : wait;
 }
 
 /* SIGTERM: stop reading, wait (bounded) for the acknowledgements of what is in flight,

@@ -26,7 +26,9 @@
 #include "mqtt/headers.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"
+#include "mqtt/expiry.h"
 #include "mqtt/tls.h"
+#include "util/util.h"
 #include "stream/event.h"
 
 /* Messages handed to paho and not yet acknowledged, at most. */
@@ -38,6 +40,7 @@ typedef struct {
    relay_mqtt_t *mqtt;
    int64_t sent, acked, started_us;
    const char *failed; /* why publishing stopped, or NULL */
+   int64_t expired;    /* events skipped: their expiresAt passed (--expired-events) */
 } replay_t;
 
 /* RFC 3339 UTC ("2026-11-20T10:00:00Z", optional fraction) or an age ("2h": that long before
@@ -244,7 +247,14 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
    char seq[24], tbuf[40];
    const char *props[2 * RELAY_MQTT_MAX_USER_PROPS];
    relay_mqtt_message_t msg = {
-      topic, payload, len, binary ? "application/json" : "application/cloudevents+json", props, 0};
+      .topic = topic,
+      .payload = payload,
+      .payload_len = len,
+      .content_type = binary ? "application/json" : "application/cloudevents+json",
+      .user_props = props,
+      .expiry_s = relay_expiry_interval(cfg, ev, relay_wall_ms()),
+      .payload_format = RELAY_PAYLOAD_FORMAT_UTF8,
+   };
 
    relay_percent_encode(encoded, id, id_len);
    relay_format_int64(ev->seq, seq);
@@ -253,6 +263,9 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
    msg.n_user_props = relay_headers_append_props(&headers, props, 2 * msg.n_user_props) / 2;
    if (!payload) {
       r->failed = "an archived event cannot be written as JSON";
+   } else if (cfg->expired_mode != RELAY_EXPIRED_PUBLISH &&
+              relay_expiry_passed(ev, relay_wall_ms())) {
+      r->expired++; /* worthless now (expiresAt), as the relay would not publish it */
    } else {
       pace(r);
       if (relay_mqtt_publish(r->mqtt, &msg, (uint64_t)r->sent + 1) != 0) {
@@ -355,6 +368,9 @@ report(replay_t *r, int64_t count)
       BSON_APPEND_UTF8(&doc, "archive", a->cfg.archive_collection);
       BSON_APPEND_BOOL(&doc, "dryRun", a->dry_run);
       BSON_APPEND_INT64(&doc, a->dry_run ? "matching" : "replayed", n);
+      if (r->expired) {
+         BSON_APPEND_INT64(&doc, "expired", r->expired);
+      }
       if (r->failed) {
          BSON_APPEND_UTF8(&doc, "error", r->failed);
       }
@@ -364,6 +380,9 @@ report(replay_t *r, int64_t count)
       fprintf(a->out, "%" PRId64 " archived events would be replayed\n", n);
    } else {
       fprintf(a->out, "replayed %" PRId64 " events\n", n);
+      if (r->expired) {
+         fprintf(a->out, "skipped %" PRId64 " expired events (expiresAt passed)\n", r->expired);
+      }
    }
 }
 

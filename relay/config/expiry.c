@@ -21,8 +21,9 @@ _relay_config_check_expiry(relay_config_t *cfg, bson_error_t *error)
                                          [RELAY_EXPIRED_PUBLISH] = "publish"};
 
    cfg->message_expiry_s = 0;
-   if (cfg->message_expiry && (!_relay_parse_duration(cfg->message_expiry, &cfg->message_expiry_s) ||
-                               cfg->message_expiry_s > EXPIRY_MAX_S)) {
+   if (cfg->message_expiry &&
+       (!_relay_parse_duration(cfg->message_expiry, &cfg->message_expiry_s) ||
+        cfg->message_expiry_s > EXPIRY_MAX_S)) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "message-expiry: expected a duration like 90s, 15m, 12h or 7d (at most "
                      "%lld seconds, MQTT's limit), or none; got '%s'",

@@ -112,12 +112,27 @@ set_string_prop(MQTTProperties *props, enum MQTTPropertyCodes code, const char *
    }
 }
 
+/* A byte (@size 1) or four-byte integer property, filled like set_string_prop(). */
+static void
+set_int_prop(MQTTProperties *props, enum MQTTPropertyCodes code, int size, uint32_t value)
+{
+   MQTTProperty *p = &props->array[props->count++];
+   memset(p, 0, sizeof *p);
+   p->identifier = code;
+   if (size == 1) {
+      p->value.byte = (unsigned char)value;
+   } else {
+      p->value.integer4 = value;
+   }
+   props->length += 1 + size;
+}
+
 int
 relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t tag)
 {
    MQTTAsync_message pm = MQTTAsync_message_initializer;
    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
-   MQTTProperty prop_array[RELAY_MQTT_MAX_USER_PROPS + 1];
+   MQTTProperty prop_array[RELAY_MQTT_MAX_USER_PROPS + 3];
    pub_ctx_t *c = bson_malloc0(sizeof *c);
    int rc;
 
@@ -131,6 +146,13 @@ relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t ta
       pm.properties.max_count = (int)(sizeof prop_array / sizeof prop_array[0]);
       if (msg->content_type) {
          set_string_prop(&pm.properties, MQTTPROPERTY_CODE_CONTENT_TYPE, NULL, msg->content_type);
+      }
+      if (msg->payload_format != RELAY_PAYLOAD_FORMAT_NONE) {
+         set_int_prop(&pm.properties, MQTTPROPERTY_CODE_PAYLOAD_FORMAT_INDICATOR, 1,
+                      msg->payload_format == RELAY_PAYLOAD_FORMAT_UTF8);
+      }
+      if (msg->expiry_s) {
+         set_int_prop(&pm.properties, MQTTPROPERTY_CODE_MESSAGE_EXPIRY_INTERVAL, 4, msg->expiry_s);
       }
       for (size_t i = 0; i < msg->n_user_props; i++) {
          set_string_prop(&pm.properties, MQTTPROPERTY_CODE_USER_PROPERTY, msg->user_props[2 * i],

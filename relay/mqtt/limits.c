@@ -60,6 +60,8 @@ relay_mqtt_packet_size(int mqtt_version, int qos, const relay_mqtt_message_t *ms
    size_t rest = 2 + strlen(msg->topic) + (qos > 0 ? 2 : 0) + msg->payload_len;
    if (mqtt_version == 5) {
       size_t props = msg->content_type ? 1 + 2 + strlen(msg->content_type) : 0;
+      props += msg->expiry_s ? 1 + 4 : 0;
+      props += msg->payload_format != RELAY_PAYLOAD_FORMAT_NONE ? 1 + 1 : 0;
       for (size_t i = 0; i < msg->n_user_props; i++) {
          props += 1 + 2 + strlen(msg->user_props[2 * i]) + 2 + strlen(msg->user_props[2 * i + 1]);
       }

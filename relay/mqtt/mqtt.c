@@ -48,6 +48,15 @@ relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *e
    /* Creating the first client initialises paho's trace settings: set them again. */
    relay_log_sync_paho();
    relay_tls_warn_insecure(cfg);
+   if (cfg->mqtt_version != 5) {
+      /* MQTT 3.1.1 has no Message Expiry Interval: a broker keeps such messages for ever. */
+      relay_log(cfg->message_expiry_s ? RELAY_LOG_WARNING : RELAY_LOG_INFO, "mqtt",
+                "MQTT 3.1.1 (mqtt-version 4) cannot send a message expiry: %s; events whose "
+                "expiresAt passed before publishing are still handled by expired-events (%s)",
+                cfg->message_expiry_s ? "message-expiry is not sent"
+                                      : "events' expiresAt is not sent",
+                cfg->expired_events ? cfg->expired_events : "drop");
+   }
    MQTTAsync_setCallbacks(m->client, m, relay_mqtt_on_lost, relay_mqtt_on_message, NULL);
    MQTTAsync_setConnected(m->client, m, relay_mqtt_on_connected);
    if (cfg->mqtt_version == 5) {

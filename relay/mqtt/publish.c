@@ -13,8 +13,10 @@
 
 #include <MQTTAsync.h>
 
+#include "mqtt/expiry.h"
 #include "mqtt/render.h"
 #include "util/log.h"
+#include "util/util.h"
 
 struct relay_sender_t {
    const relay_config_t *cfg;
@@ -133,7 +135,12 @@ send_event(relay_sender_t *s, relay_entity_t *e, uint64_t tag, const char **pois
    char seq[24], tbuf[40];
    const char *props[2 * RELAY_MQTT_MAX_USER_PROPS];
    size_t n = 0;
-   relay_mqtt_message_t msg = {topic, payload, len, NULL, props, 0};
+   relay_mqtt_message_t msg = {.topic = topic,
+                               .payload = payload,
+                               .payload_len = len,
+                               .user_props = props,
+                               .expiry_s = relay_expiry_interval(cfg, ev, relay_wall_ms()),
+                               .payload_format = RELAY_PAYLOAD_FORMAT_UTF8};
    int rc = 0;
 
    relay_format_int64(ev->seq, seq);

@@ -151,6 +151,13 @@ check_fields(const bson_t *doc, relay_event_t *ev)
          } else {
             ev->headers_bad = true;
          }
+      } else if (!strcmp(key, "expiresAt")) {
+         if (!BSON_ITER_HOLDS_DATE_TIME(&it)) {
+            r = "event expiresAt is not a date";
+         } else {
+            ev->has_expires = true;
+            ev->expires_ms = bson_iter_date_time(&it);
+         }
       } else if (!strcmp(key, "time")) {
          if (!BSON_ITER_HOLDS_DATE_TIME(&it)) {
             r = "event time is not a date";
