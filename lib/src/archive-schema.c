@@ -32,6 +32,7 @@ outbox_archive_schema(bson_t *validator)
    _outbox_schema_prop(&props, "time", "date", "the event's time");
    _outbox_schema_prop(&props, "data", "object", "the event's data");
    _outbox_schema_headers_prop(&props, "headers");
+   _outbox_schema_prop(&props, "expiresAt", "date", "the event's expiry, if it had one");
    _outbox_schema_prop(&props, "partition", "int", "the relay group's partition of the entity");
    _outbox_schema_prop(&props, "publishedAt", "date",
                        "when the relay archived it, after the acknowledgement");

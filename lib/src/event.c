@@ -91,6 +91,24 @@ outbox_event_set_header(outbox_event_t *event, const char *key, const char *valu
 }
 
 bool
+outbox_event_set_expires_at(outbox_event_t *event, int64_t ms, bson_error_t *error)
+{
+   if (!event) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "event is NULL");
+      return false;
+   }
+   /* RFC 3339's years 0001-9999, as the event's time (consumers print it). */
+   if (ms < INT64_C(-62135596800000) || ms > INT64_C(253402300799999)) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
+                        "expiresAt %" PRId64 " ms is outside years 0001-9999", ms);
+      return false;
+   }
+   event->expires_at = ms;
+   event->has_expires = true;
+   return true;
+}
+
+bool
 _outbox_event_type_is_valid(const char *type, size_t len)
 {
    if (!type || len == 0 || len > _OUTBOX_EVENT_TYPE_MAX) {
@@ -215,6 +233,9 @@ _outbox_events_append_stored(bson_t *array, outbox_event_t *const *events, size_
       if (!bson_empty(&ev->headers)) {
          BSON_APPEND_DOCUMENT(&doc, "headers", &ev->headers);
       }
+      if (ev->has_expires) {
+         BSON_APPEND_DATE_TIME(&doc, "expiresAt", ev->expires_at);
+      }
       bson_append_document_end(array, &doc);
    }
 }
@@ -239,6 +260,9 @@ _outbox_events_stored_size(outbox_event_t *const *events, size_t n)
       doc += 1 + 5 + (int64_t)ev->data.len;             /* data */
       if (!bson_empty(&ev->headers)) {
          doc += 1 + 8 + (int64_t)ev->headers.len; /* headers */
+      }
+      if (ev->has_expires) {
+         doc += 1 + 10 + 8; /* expiresAt */
       }
       size += 1 + (int64_t)bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf) + 1 + doc;
    }

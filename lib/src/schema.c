@@ -124,6 +124,8 @@ append_event_schema(bson_t *events)
    _outbox_schema_prop(&props, "time", "date", "Date, UTC");
    _outbox_schema_prop(&props, "data", "object", NULL);
    _outbox_schema_headers_prop(&props, "headers");
+   _outbox_schema_prop(&props, "expiresAt", "date",
+                       "Date, UTC: worthless after it (the MQTT 5 Message Expiry Interval)");
    bson_append_document_end(&items, &props);
    bson_append_document_end(events, &items);
 }

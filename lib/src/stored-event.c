@@ -102,6 +102,8 @@ check_field(const bson_iter_t *it, unsigned *seen, bson_error_t *error)
       }
    } else if (strcmp(key, "headers") == 0) {
       return check_headers(it, error);
+   } else if (strcmp(key, "expiresAt") == 0 && !BSON_ITER_HOLDS_DATE_TIME(it)) {
+      return wrong_type(it, "Date", error);
    }
    return true;
 }

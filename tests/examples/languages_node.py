@@ -63,3 +63,4 @@ def check_node_conflicts(check, node_path, mongo, examples):
     check("node writer: a change between its read and its write is a Conflict",
           "race-refused" in out, r)
     check("node writer: a refused commit writes nothing", "unchanged" in out, r)
+    check("node writer: expiresAt stored as a Date", "expires-at" in out, r)

@@ -218,6 +218,28 @@ Test(event, headers)
    outbox_event_destroy(ev);
 }
 
+Test(event, expires_at)
+{
+   outbox_event_t *ev = outbox_event_new("t", NULL);
+   bson_error_t error;
+   cr_assert_not(ev->has_expires);
+   cr_assert(outbox_event_set_expires_at(ev, 1700000000000, &error));
+   cr_assert(ev->has_expires);
+   cr_assert_eq(ev->expires_at, 1700000000000);
+   cr_assert_not(outbox_event_set_expires_at(ev, INT64_C(253402300800000), &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   cr_assert_eq(ev->expires_at, 1700000000000, "a refused call changes nothing");
+   cr_assert_not(outbox_event_set_expires_at(NULL, 0, &error));
+   outbox_event_destroy(ev);
+
+   bson_t *bad = BCON_NEW("id", BCON_UTF8("0f8fad5b-d9cb-469f-a165-70867728950e"), "seq",
+                          BCON_INT64(1), "type", BCON_UTF8("t"), "time", BCON_DATE_TIME(0), "data",
+                          "{", "}", "expiresAt", BCON_UTF8("tomorrow"));
+   cr_assert_not(_outbox_stored_event_validate(bad, &error));
+   cr_assert(strstr(error.message, "expiresAt"), "%s", error.message);
+   bson_destroy(bad);
+}
+
 Test(event, check_refuses_duplicates_and_committed)
 {
    outbox_event_t *a = outbox_event_new("a", NULL);
@@ -259,6 +281,9 @@ Test(event, stored_size_is_exact)
       if (i % 3 == 0) {
          cr_assert(outbox_event_set_header(evs[i], "k", "value", &error));
       }
+      if (i % 4 == 0) {
+         cr_assert(outbox_event_set_expires_at(evs[i], 1700000000000 + i, &error));
+      }
       bson_destroy(data);
    }
    _outbox_events_append_stored(&arr, evs, 12, 1, 0);
@@ -281,6 +306,7 @@ Test(event, stored_form_is_valid)
    int64_t expect_seq = 5;
 
    cr_assert(outbox_event_set_header(b, "h", "v", &error));
+   cr_assert(outbox_event_set_expires_at(b, 1700000060000, &error));
    _outbox_events_append_stored(&arr, evs, 2, 5, 1700000000000);
    cr_assert(bson_iter_init(&it, &arr));
    while (bson_iter_next(&it)) {
@@ -294,6 +320,10 @@ Test(event, stored_form_is_valid)
       cr_assert_eq(bson_iter_int64(&child), expect_seq++);
       cr_assert(bson_iter_init_find(&child, &doc, "time"));
       cr_assert_eq(bson_iter_date_time(&child), 1700000000000);
+      /* Only b has an expiry (issue 38). */
+      bool has = bson_iter_init_find(&child, &doc, "expiresAt");
+      cr_assert_eq(has, expect_seq == 7);
+      cr_assert(!has || bson_iter_date_time(&child) == 1700000060000);
    }
    cr_assert_eq(expect_seq, 7);
    cr_assert_eq(_outbox_events_stored_size(evs, 2), (int64_t)arr.len);

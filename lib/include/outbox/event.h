@@ -46,6 +46,14 @@ OUTBOX_API void outbox_event_destroy(outbox_event_t *event);
 OUTBOX_API bool outbox_event_set_header(outbox_event_t *event, const char *key, const char *value,
                                         bson_error_t *error);
 
+/* Sets the event's expiry: @ms milliseconds since the Unix epoch (UTC), stored as the Date
+ * "expiresAt". outbox-relay sends the time left as the MQTT 5 Message Expiry Interval (a
+ * broker then drops the message for subscribers that have not taken it by then), and an event
+ * whose expiry passed before its turn is cleared without publishing (or dead-lettered, or
+ * published anyway: outbox-relay --expired-events). Returns false with
+ * OUTBOX_ERROR_INVALID_EVENT for a time outside years 0001-9999. */
+OUTBOX_API bool outbox_event_set_expires_at(outbox_event_t *event, int64_t ms, bson_error_t *error);
+
 /* Checks the event as a commit would: type 1..128 characters of [A-Za-z0-9._-]; data valid
  * UTF-8 throughout and without keys that are empty or start with '$' at any depth (consumers
  * read events as Extended JSON, where {"$date": ...} would change meaning). Returns false with
