@@ -79,10 +79,10 @@ def order_per_entity(messages, ents):
 
 # --- every QoS --------------------------------------------------------------------------------
 
-def publish_at(broker, version, qos, auth=True):
+def publish_at(broker, version, qos, auth=True, extra=(), tag=""):
     """Events written before the relay starts (the sweep) and after (the change stream) all
     reach a subscriber, in order per entity, and leave their documents."""
-    coll = "qos%d_v%d_%d" % (qos, version, broker.port)
+    coll = "qos%d_v%d_%d%s" % (qos, version, broker.port, tag)
     db = client["brokers_%s_%s" % (BROKER, RUN)]
     ents = Entities(db[coll])
     sub = Subscriber(broker, version=version, topic_filter="outbox/%s/#" % coll, auth=auth)
@@ -90,8 +90,11 @@ def publish_at(broker, version, qos, auth=True):
     try:
         for i in range(3):
             ents.create("e%d" % i, 2)
-        r = relay(broker, coll, "q%d" % qos, version, ["--qos", str(qos)], auth=auth)
+        r = relay(broker, coll, "q%d%s" % (qos, tag), version, ["--qos", str(qos)] + list(extra),
+                  auth=auth)
         check(r.wait_log("change stream open"), "relay did not start: %s" % r.log_text()[-2000:])
+        check(r.wait_log("mqtt: connected to %s" % broker.uri), "not connected to %s: %s" % (
+            broker.uri, r.log_text()[-2000:]))
         for i in range(3):
             ents.append("e%d" % i, 2)
         check(wait_until(lambda: ents.pending() == 0, 30),
@@ -327,16 +330,16 @@ def test_aedes_max_packet_size():
 
 # --- broker restart under load ----------------------------------------------------------------
 
-def restart_under_load(broker, source, version, events, restarts, delay_us):
+def restart_under_load(broker, source, version, events, restarts, delay_us, tag=""):
     """chaos-writer commits @events (@delay_us between commits, so that every restart comes
     while it commits) while the broker is stopped and started @restarts times;
     the chaos verifier then finds every committed event delivered (lost=0), first deliveries
     in seq order per entity, nothing pending and nothing phantom."""
     rng = random.Random(SEED)
-    dbname = "brokers_chaos_%s_%s_%d" % (BROKER, RUN, version)
+    dbname = "brokers_chaos_%s_%s_%d%s" % (BROKER, RUN, version, tag)
     db = client[dbname]
     ledger, figures = chaoslib.Ledger(), chaoslib.Figures()
-    r = relay(broker, "things", "chaos%d" % version, version, db=dbname)
+    r = relay(broker, "things", "chaos%d%s" % (version, tag), version, db=dbname)
     writer = None
     try:
         check(r.wait_log("change stream open"), "relay did not start")
@@ -387,19 +390,81 @@ def test_aedes_restart_under_load():
                            *((20000, 10, 5000) if LONG else (4000, 2, 5000)))
 
 
+# --- WebSockets ------------------------------------------------------------------------------
+# Debian's mosquitto 2.0.11 refuses a websockets listener ("Unable to start any listening
+# sockets": built without libwebsockets' support), so ws:// and wss:// are tested here.
+
+class Via:
+    """@broker as the relay reaches it at @uri (a WebSockets listener); the test's subscriber
+    still uses the broker's TCP port."""
+
+    def __init__(self, broker, uri):
+        self.broker, self.uri = broker, uri
+
+    def __getattr__(self, name):
+        return getattr(self.broker, name)
+
+
+def ws_certs():
+    """A CA and a server certificate for 127.0.0.1 / localhost (tests/fixtures/make-test-certs)."""
+    d = os.path.join(WORKDIR, "ws-certs")
+    if not os.path.exists(os.path.join(d, "ca.pem")):
+        import subprocess
+        subprocess.run([os.path.join(HERE, "..", "fixtures", "make-test-certs"), d], check=True,
+                       capture_output=True)
+    return d
+
+
+def test_rabbitmq_websockets():
+    """rabbitmq_web_mqtt: ws:// and wss:// (its path /ws in the URI), MQTT 3.1.1 at QoS 1."""
+    broker = rabbitmq()
+    publish_at(Via(broker, broker.ws_uri), 4, 1, tag="_ws")
+    publish_at(Via(broker, broker.wss_uri), 4, 1, tag="_wss",
+               extra=["--mqtt-ca-file", os.path.join(ws_certs(), "ca.pem")])
+
+
+def test_rabbitmq_websockets_restart_under_load():
+    """The restart under load (lost 0, order kept) with the relay on ws://."""
+    broker = rabbitmq()
+    sub = Subscriber(broker, version=4, persistent=True)
+    try:
+        restart_under_load(Via(broker, broker.ws_uri), sub, 4, 1500, 1, 5000, tag="ws")
+    finally:
+        sub.close()
+
+
+def test_aedes_websockets():
+    """aedes behind the ws package: ws:// and wss:// with a two-segment path, MQTT 3.1.1
+    (aedes 1.x) and MQTT 5 (the 2.0 beta)."""
+    ca = ["--mqtt-ca-file", os.path.join(ws_certs(), "ca.pem")]
+    for package, version in (("aedes", 4), ("aedes-mqtt5", 5)):
+        plain = aedes(package)
+        publish_at(Via(plain, plain.ws_uri), version, 1, tag="_ws")
+        tls = aedes(package, key=package + "-wss", certs=ws_certs())
+        publish_at(Via(tls, tls.ws_uri), version, 1, tag="_wss", extra=ca)
+
+
+def test_aedes_websockets_restart_under_load():
+    broker = aedes("aedes-mqtt5", key="aedes-mqtt5-ws-chaos")
+    restart_under_load(Via(broker, broker.ws_uri), otherbrokers.Record(broker), 5,
+                       *((20000, 10, 5000) if LONG else (4000, 2, 5000)), tag="ws")
+
+
 # --- the brokers, started once per run --------------------------------------------------------
 
 def rabbitmq():
     if "rabbitmq" not in BROKERS:
-        BROKERS["rabbitmq"] = otherbrokers.RabbitMQ(WORKDIR, max_message_size=65536)
+        BROKERS["rabbitmq"] = otherbrokers.RabbitMQ(WORKDIR, max_message_size=65536,
+                                                    certs=ws_certs())
         print("  rabbitmq started in %.1f s" % BROKERS["rabbitmq"].start_seconds, flush=True)
     return BROKERS["rabbitmq"]
 
 
-def aedes(package="aedes", auth=False, max_packet_size=None, key=None):
+def aedes(package="aedes", auth=False, max_packet_size=None, key=None, certs=None):
     key = key or package
     if key not in BROKERS:
-        BROKERS[key] = otherbrokers.Aedes(WORKDIR, MODULES, package, auth, max_packet_size)
+        BROKERS[key] = otherbrokers.Aedes(WORKDIR, MODULES, package, auth, max_packet_size,
+                                          certs)
     return BROKERS[key]
 
 
@@ -412,10 +477,12 @@ TESTS = {
     "rabbitmq": [test_rabbitmq_every_qos, test_rabbitmq_qos2_is_acknowledged_as_qos1,
                  test_rabbitmq_refuses_mqtt5, test_rabbitmq_authentication,
                  test_rabbitmq_max_message_bytes, test_rabbitmq_oversized_message_times_out,
-                 test_rabbitmq_restart_under_load],
+                 test_rabbitmq_restart_under_load, test_rabbitmq_websockets,
+                 test_rabbitmq_websockets_restart_under_load],
     "aedes": [test_aedes_every_qos, test_aedes_1_refuses_mqtt5, test_aedes_authentication,
               test_aedes_refusal_reason_with_a_long_client_id, test_aedes_max_packet_size,
-              test_aedes_restart_under_load],
+              test_aedes_restart_under_load, test_aedes_websockets,
+              test_aedes_websockets_restart_under_load],
 }
 # Relay bugs these brokers show: expected to fail until the relay is fixed (then "XPASS" fails
 # the run, so the test moves to TESTS). Slow ones run in the long form only.
