@@ -1,12 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * --max-publish-rate's token bucket (relay/publish/pacer.c) and the expiry interval
- * (relay/mqtt/expiry.c): pure, driven with made-up clocks.
+ * --max-publish-rate's token bucket (relay/publish/pacer.c), driven with a made-up clock.
  */
 #include <criterion/criterion.h>
 
-#include "mqtt/expiry.h"
 #include "publish/pacer.h"
 
 /* Events taken when asking every @step_us for @total_us at @rate per second. */
@@ -63,21 +61,4 @@ Test(pacer, burst_after_a_pause_is_bounded)
    cr_assert_gt(relay_pacer_wait_us(&p, 10000000), 0);
    cr_assert(relay_pacer_wait_us(&p, 10000000) <= 1001);
    cr_assert(relay_pacer_ready(&p, 10000000 + relay_pacer_wait_us(&p, 10000000)));
-}
-
-Test(expiry, interval_from_expires_at_or_the_option)
-{
-   relay_config_t cfg = {.mqtt_version = 5, .message_expiry_s = 90};
-   relay_event_t ev = {0};
-   cr_assert_eq(relay_expiry_interval(&cfg, &ev, 1000), 90);
-   ev.has_expires = true;
-   ev.expires_ms = 61000;
-   cr_assert_eq(relay_expiry_interval(&cfg, &ev, 1000), 60);
-   cr_assert_eq(relay_expiry_interval(&cfg, &ev, 1001), 60); /* rounded up, never shorter */
-   cr_assert_eq(relay_expiry_interval(&cfg, &ev, 60999), 1);
-   cr_assert(!relay_expiry_passed(&ev, 60999));
-   cr_assert_eq(relay_expiry_interval(&cfg, &ev, 61000), 0);
-   cr_assert(relay_expiry_passed(&ev, 61000));
-   cfg.mqtt_version = 4;
-   cr_assert_eq(relay_expiry_interval(&cfg, &ev, 1000), 0);
 }
