@@ -88,6 +88,11 @@ check_mqtt(const relay_config_t *cfg, bson_error_t *error)
                      "payload-mode structured");
       return false;
    }
+   if (cfg->topic_aliases && cfg->mqtt_version != 5) {
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "topic-aliases needs MQTT 5; set mqtt-version 5 or leave topic-aliases off");
+      return false;
+   }
    return true;
 }
 

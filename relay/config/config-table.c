@@ -90,6 +90,8 @@ const relay_opt_t relay_opts[] = {
     "none",
     "MQTT 5 Message Expiry Interval of every message (90s, 15m, 12h, 7d); an event's "
     "expiresAt wins"},
+   {"topic-aliases", "OUTBOX_TOPIC_ALIASES", OPT_BOOL, OFF(topic_aliases), 0, 0, NULL, "false",
+    "MQTT 5 topic aliases: a repeated topic is sent as a 2-byte alias"},
    {"expired-events", "OUTBOX_EXPIRED_EVENTS", OPT_STRING, OFF(expired_events), 1, 0, "ACTION",
     "drop", "an event expired before it is published: drop, dead-letter or publish"},
 

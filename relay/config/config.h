@@ -82,6 +82,7 @@ typedef struct relay_config_t {
    char *expired_events;         /* "drop" (default), "dead-letter" or "publish" */
    relay_expired_t expired_mode; /* expired_events after loading */
    int max_publish_rate;         /* events per second at most; 0: no limit (the default) */
+   bool topic_aliases;           /* MQTT 5 Topic Aliases (mqtt/aliases.h); off by default */
 
    /* The stored contract (see outbox.h): names of the bookkeeping fields. */
    char *state_collection;   /* "outbox_relay_state" */

@@ -33,6 +33,13 @@ relay_mqtt_on_connect_success5(void *context, MQTTAsync_successData5 *resp)
                                                     MQTTPROPERTY_CODE_MAXIMUM_PACKET_SIZE);
    }
    atomic_store(&m->max_packet, mp);
+   unsigned am = 0;
+   if (resp &&
+       MQTTProperties_hasProperty(&resp->properties, MQTTPROPERTY_CODE_TOPIC_ALIAS_MAXIMUM)) {
+      am = (unsigned)MQTTProperties_getNumericValue(&resp->properties,
+                                                    MQTTPROPERTY_CODE_TOPIC_ALIAS_MAXIMUM);
+   }
+   atomic_store(&m->alias_max, am);
 }
 
 int

@@ -10,6 +10,7 @@
 #include "mqtt/mqtt-private.h"
 #include "util/error.h"
 
+#include "mqtt/aliases.h"
 #include "mqtt/tls.h"
 #include "util/log.h"
 
@@ -27,6 +28,9 @@ relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *e
    m->client_id = bson_strdup(client_id);
    atomic_init(&m->lost_reported, false);
    atomic_init(&m->last_disconnect_reason, -1);
+   atomic_init(&m->alias_max, 0);
+   atomic_init(&m->conn_gen, 0);
+   m->aliases = cfg->topic_aliases && cfg->mqtt_version == 5 ? relay_aliases_new() : NULL;
    pthread_mutex_init(&m->lock, NULL);
    pthread_cond_init(&m->cond, NULL);
    m->qcap = 1024;
@@ -175,6 +179,7 @@ relay_mqtt_destroy(relay_mqtt_t *m)
       MQTTAsync_destroy(&m->client);
    }
    relay_mqtt_free_contexts(m);
+   relay_aliases_destroy(m->aliases);
    for (size_t i = 0; i < m->n_limit_reasons; i++) {
       bson_free(m->limit_reasons[i]);
    }

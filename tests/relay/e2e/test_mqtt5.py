@@ -16,6 +16,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "fixtures"))
+from tcpproxy import Proxy  # noqa: E402
 from relaytest import (MONGO_URI, Broker, Int64, Relay, Subscriber, event,  # noqa: E402
                        free_port, metric, pymongo, run_tests, wait_until)
 
@@ -235,11 +238,102 @@ def test_max_publish_rate_holds_events_not_clears():
         broker.close()
 
 
+def alias_run(test, aliases, entities, per_entity, restart=False):
+    """@entities entities with @per_entity events each, published through a tapping proxy
+    (default topic shape), with or without --topic-aliases; with @restart mosquitto restarts
+    (same port) while the relay publishes. Returns (PUBLISH packets, delivered topic per
+    event id, the document's dead letters)."""
+    dbname, cname, rname = names(test)
+    coll = client[dbname][cname]
+    broker = Broker("mqtt5-" + test, extra="max_queued_messages 0\n")
+    proxy = Proxy("127.0.0.1", broker.port, mqtt=True)
+    sub = Subscriber("outbox/%s/#" % cname, uri=broker.uri)
+    relay = Relay(RELAY_BIN, dbname, [cname], rname,
+                  (["--topic-aliases"] if aliases else []) +
+                  # Paced, so the restart comes while it publishes.
+                  (["--max-publish-rate", "400"] if restart else []),
+                  mqtt_uri="tcp://127.0.0.1:%d" % proxy.port)
+    total = entities * per_entity
+    try:
+        check(relay.wait_log("mqtt: connected to"), relay.log_text()[-2000:])
+        start = time.time()
+        coll.insert_many([{"_id": "a%03d" % i, "version": Int64(1),
+                           "eventSeq": Int64(per_entity),
+                           "events": [event(s) for s in range(1, per_entity + 1)]}
+                          for i in range(entities)])
+        if restart:
+            check(wait_until(lambda: sub.count() >= total // 4, 20), "nothing before restart")
+            broker.proc.terminate()
+            broker.proc.wait(10)
+            sub.close()
+            import subprocess
+            binary = "/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else "mosquitto"
+            broker.proc = subprocess.Popen([binary, "-c", broker.conf], stdout=broker.log,
+                                           stderr=broker.log)
+            check(wait_until(broker._listening, 10), "mosquitto did not restart")
+            alias_run.restarted_at = time.time()
+            sub = Subscriber("outbox/%s/#" % cname, uri=broker.uri)
+        check(wait_until(lambda: coll.count_documents({"events.0": {"$exists": True}}) == 0, 60),
+              "pending left:\n" + relay.log_text()[-2000:])
+        if not restart:
+            check(wait_until(lambda: sub.count() >= total, 20), "delivered %d of %d" % (
+                sub.count(), total))
+        topics = {json.loads(pl)["id"]: t for t, pl, _ in sub.snapshot()}
+        dead = [d for doc in coll.find() for d in doc.get("deadLetters", [])]
+        return proxy.publishes_since(start), topics, dead
+    finally:
+        relay.stop()
+        sub.close()
+        proxy.close()
+        broker.close()
+
+
+def test_topic_aliases():
+    """--topic-aliases against mosquitto (Topic Alias Maximum 10): subscribers get every event
+    on its full topic; the wire carries a topic's name once per alias, then 2 bytes. Figures:
+    bytes per PUBLISH without and with, for entities whose events come in a row (10 entities, as
+    many as aliases) and interleaved (100 entities: the aliases are reassigned all the time)."""
+    figures = []
+    for entities, per in ((10, 20), (100, 4)):
+        runs = {}
+        for aliases in (False, True):
+            pubs, topics, dead = alias_run("alias%d%d" % (entities, aliases), aliases, entities, per)
+            check(len(topics) == entities * per and not dead, "delivered %d, dead %s" % (
+                len(topics), dead))
+            check(all(t.startswith("outbox/things/a") for t in topics.values()),
+                  "a topic lost: %s" % sorted(set(topics.values()))[:3])
+            aliased = [p for p in pubs if p.alias]
+            check(bool(aliased) == aliases, "%d publishes with an alias" % len(aliased))
+            if aliases:
+                check(all(p.alias <= 10 for p in aliased), "alias above the broker's maximum")
+                # Interleaved over more entities than aliases, LRU reassigns them before reuse.
+                check(entities > 10 or any(p.topic == "" for p in aliased), "no publish used a known alias: %s" % [
+                    (p.topic, p.alias) for p in aliased[:30]])
+            runs[aliases] = sum(p.size for p in pubs) / len(pubs)
+        figures.append("%d entities x %d events: %.1f -> %.1f bytes per PUBLISH (%+.1f%%)" % (
+            entities, per, runs[False], runs[True], (runs[True] - runs[False]) / runs[False] * 100))
+    print("  topic aliases, default topic outbox/{collection}/{id}: " + "; ".join(figures),
+          flush=True)
+
+
+def test_topic_aliases_across_a_broker_restart():
+    """Aliases belong to a connection: after mosquitto restarts the relay defines them again
+    (a publish with an alias the new connection does not know would be a protocol error):
+    nothing dead-lettered, nothing left pending."""
+    pubs, topics, dead = alias_run("aliasrestart", True, 8, 200, restart=True)
+    check(not dead, "dead letters: %s" % dead)
+    after = [p for p in pubs if p.time >= alias_run.restarted_at]
+    check(any(p.topic == "" for p in after) and any(p.topic and p.alias for p in after),
+          "aliases not defined again and used after the restart (%d publishes after it)" %
+          len(after))
+
+
 TESTS = [test_persistent_subscriber_after_and_before_expiry,
          test_expired_events_drop_by_default_and_archive, test_expired_events_dead_letter,
          test_expired_events_publish, test_mqtt311_says_expiry_cannot_be_sent,
          test_expires_at_not_a_date_is_dead_lettered, test_payload_format_indicator,
-         test_max_publish_rate_holds_events_not_clears]
+         test_max_publish_rate_holds_events_not_clears, test_topic_aliases,
+         test_topic_aliases_across_a_broker_restart]
 
 
 def main():
