@@ -285,6 +285,47 @@ Test(event, headers_follow_the_contract)
    outbox_event_destroy(ev);
 }
 
+Test(event, binary_data)
+{
+   static const uint8_t bytes[] = {0x89, 'P', 'N', 'G', 0, 0xff};
+   outbox_event_t *img = outbox_event_new_binary("image.stored", bytes, sizeof bytes, "image/png");
+   outbox_event_t *raw = outbox_event_new_binary("raw.stored", NULL, 0, NULL);
+   outbox_event_t *bad = outbox_event_new_binary("t", bytes, 1, "text/\x01plain");
+   outbox_event_t *evs[] = {img, raw};
+   bson_t arr = BSON_INITIALIZER, doc;
+   bson_error_t error;
+   bson_iter_t it, f;
+
+   cr_assert(outbox_event_validate(img, &error), "%s", error.message);
+   cr_assert(outbox_event_validate(raw, &error), "%s", error.message);
+   cr_assert_not(outbox_event_validate(bad, &error), "a control character in the content type");
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   _outbox_events_append_stored(&arr, evs, 2, 1, 1700000000000);
+   cr_assert_eq(_outbox_events_stored_size(evs, 2), (int64_t)arr.len);
+   cr_assert(bson_iter_init(&it, &arr) && bson_iter_next(&it));
+   uint32_t len;
+   const uint8_t *data;
+   bson_iter_document(&it, &len, &data);
+   cr_assert(bson_init_static(&doc, data, len));
+   cr_assert(_outbox_stored_event_validate(&doc, &error), "%s", error.message);
+   cr_assert(bson_iter_init_find(&f, &doc, "data") && BSON_ITER_HOLDS_BINARY(&f));
+   bson_subtype_t sub;
+   uint32_t n;
+   const uint8_t *got;
+   bson_iter_binary(&f, &sub, &n, &got);
+   cr_assert(sub == BSON_SUBTYPE_BINARY && n == sizeof bytes && !memcmp(got, bytes, n));
+   cr_assert(bson_iter_init_find(&f, &doc, "contentType"));
+   cr_assert_str_eq(bson_iter_utf8(&f, NULL), "image/png");
+   cr_assert(bson_iter_next(&it));
+   bson_iter_document(&it, &len, &data);
+   cr_assert(bson_init_static(&doc, data, len));
+   cr_assert_not(bson_has_field(&doc, "contentType"));
+   bson_destroy(&arr);
+   outbox_event_destroy(img);
+   outbox_event_destroy(raw);
+   outbox_event_destroy(bad);
+}
+
 Test(event, check_refuses_duplicates_and_committed)
 {
    outbox_event_t *a = outbox_event_new("a", NULL);

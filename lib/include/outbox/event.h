@@ -33,6 +33,16 @@ typedef struct _outbox_event_t outbox_event_t;
  * Free with outbox_event_destroy(). */
 OUTBOX_API outbox_event_t *outbox_event_new(const char *type, const bson_t *data);
 
+/* Creates an event whose data is `len` bytes (copied): stored as BSON binary data (subtype 0)
+ * with `content_type` (copied; NULL: none, consumers then see application/octet-stream) as
+ * "contentType". outbox-relay publishes the bytes as they are in binary payload mode (MQTT 5
+ * content type `content_type`, payload format indicator 0) and as CloudEvents "data_base64"
+ * in structured mode. outbox_event_get_data() returns an empty document for it. The content
+ * type (1..255 bytes of MQTT text) and the size (16 MiB at most) are checked at commit
+ * (OUTBOX_ERROR_INVALID_EVENT). Never returns NULL; free with outbox_event_destroy(). */
+OUTBOX_API outbox_event_t *outbox_event_new_binary(const char *type, const uint8_t *bytes,
+                                                   size_t len, const char *content_type);
+
 /* Frees the event. NULL is allowed. */
 OUTBOX_API void outbox_event_destroy(outbox_event_t *event);
 

@@ -238,6 +238,53 @@ def test_max_publish_rate_holds_events_not_clears():
         broker.close()
 
 
+def test_binary_data():
+    """Binary data (BSON binData) with its contentType: binary mode publishes the bytes as they
+    are, with the content type and payload format indicator 0 (application/octet-stream
+    without a contentType); structured mode puts them in data_base64 with datacontenttype;
+    a document's data stays JSON with indicator 1."""
+    import base64
+    from bson.binary import Binary
+    png = b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary"
+    for mode in ("binary", "structured"):
+        dbname, cname, rname = names("bin" + mode)
+        coll = client[dbname][cname]
+        broker = Broker("mqtt5-bin" + mode)
+        sub = Subscriber("outbox/%s/#" % cname, uri=broker.uri)
+        relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--payload-mode", mode],
+                      mqtt_uri=broker.uri)
+        try:
+            img, raw, doc = event(1), event(2), event(3)
+            img["data"], img["contentType"] = Binary(png), "image/png"
+            raw["data"] = Binary(b"")
+            coll.insert_one({"_id": "b", "version": Int64(1), "eventSeq": Int64(3),
+                             "events": [img, raw, doc]})
+            check(wait_until(lambda: sub.count() >= 3, 20), "%s: delivered %d:\n%s" % (
+                mode, sub.count(), relay.log_text()[-2000:]))
+            msgs = sub.snapshot()
+            check(not coll.find_one({"_id": "b"}).get("deadLetters"), "dead-lettered")
+            if mode == "binary":
+                (_, p1, h1), (_, p2, h2), (_, p3, h3) = msgs
+                check(p1 == png and h1["$content-type"] == "image/png" and
+                      h1["$payload-format"] == 0, (p1, h1))
+                check(p2 == b"" and h2["$content-type"] == "application/octet-stream" and
+                      h2["$payload-format"] == 0, (p2, h2))
+                check(json.loads(p3) == {"n": 3} and h3["$content-type"] == "application/json"
+                      and h3["$payload-format"] == 1, (p3, h3))
+            else:
+                ces = [(json.loads(pl), h) for _, pl, h in msgs]
+                (c1, h1), (c2, _), (c3, _) = ces
+                check(base64.b64decode(c1["data_base64"]) == png and "data" not in c1 and
+                      c1["datacontenttype"] == "image/png" and h1["$payload-format"] == 1, c1)
+                check(c2["data_base64"] == "" and
+                      c2["datacontenttype"] == "application/octet-stream", c2)
+                check(c3["data"] == {"n": 3} and c3["datacontenttype"] == "application/json", c3)
+        finally:
+            relay.stop()
+            sub.close()
+            broker.close()
+
+
 def alias_run(test, aliases, entities, per_entity, restart=False):
     """@entities entities with @per_entity events each, published through a tapping proxy
     (default topic shape), with or without --topic-aliases; with @restart mosquitto restarts
@@ -332,7 +379,7 @@ TESTS = [test_persistent_subscriber_after_and_before_expiry,
          test_expired_events_drop_by_default_and_archive, test_expired_events_dead_letter,
          test_expired_events_publish, test_mqtt311_says_expiry_cannot_be_sent,
          test_expires_at_not_a_date_is_dead_lettered, test_payload_format_indicator,
-         test_max_publish_rate_holds_events_not_clears, test_topic_aliases,
+         test_max_publish_rate_holds_events_not_clears, test_binary_data, test_topic_aliases,
          test_topic_aliases_across_a_broker_restart]
 
 
