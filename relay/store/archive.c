@@ -50,7 +50,7 @@ static void
 build_entry(const relay_config_t *cfg, const char *member, const relay_clear_stmt_t *s,
             const bson_t *raw, int64_t now_ms, bson_t *entry)
 {
-   static const char *const copied[] = {"type", "time", "expiresAt", "data"};
+   static const char *const copied[] = {"type", "time", "expiresAt", "data", "contentType"};
    bson_iter_t it;
 
    bson_init(entry);

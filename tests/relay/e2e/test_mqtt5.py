@@ -251,6 +251,19 @@ def test_binary_data():
         coll = client[dbname][cname]
         broker = Broker("mqtt5-bin" + mode)
         sub = Subscriber("outbox/%s/#" % cname, uri=broker.uri)
+        # The Python example consumer reads both payload modes (examples/python).
+        import subprocess
+        consumer = subprocess.Popen(
+            ["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                              "..", "..", "examples", "python",
+                                              "outbox_consumer.py"),
+             broker.uri, "outbox/%s/#" % cname, "bin-consumer-%s-%s" % (mode, RUN)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines = []
+        threading_ = __import__("threading")
+        threading_.Thread(target=lambda: [lines.append(l) for l in consumer.stdout],
+                          daemon=True).start()
+        check(wait_until(lambda: "subscribed\n" in lines, 10), "consumer: %s" % lines)
         relay = Relay(RELAY_BIN, dbname, [cname], rname, ["--payload-mode", mode],
                       mqtt_uri=broker.uri)
         try:
@@ -279,7 +292,12 @@ def test_binary_data():
                 check(c2["data_base64"] == "" and
                       c2["datacontenttype"] == "application/octet-stream", c2)
                 check(c3["data"] == {"n": 3} and c3["datacontenttype"] == "application/json", c3)
+            check(wait_until(lambda: sum(l.startswith("applied") for l in lines) >= 3, 10),
+                  "%s: the Python consumer: %s" % (mode, lines[-5:]))
+            check(not any("unreadable" in l for l in lines), lines)
         finally:
+            consumer.terminate()
+            consumer.wait(10)
             relay.stop()
             sub.close()
             broker.close()
