@@ -127,7 +127,7 @@ bool
 outbox_event_set_expires_at(outbox_event_t *event, int64_t ms, bson_error_t *error)
 {
    /* The contract's row (lib/src/contract.c) holds the range: RFC 3339's years 0001-9999. */
-   const outbox_contract_rule_t *rule = outbox_contract_find(OUTBOX_CONTRACT_EVENT, "expiresAt");
+   const outbox_contract_rule_t *rule = _outbox_contract_row(_OUTBOX_RULE_EVENT_EXPIRES_AT);
    bson_value_t v = {.value_type = BSON_TYPE_DATE_TIME, .value.v_datetime = ms};
 
    if (!event) {
@@ -154,8 +154,7 @@ _outbox_event_type_is_valid(const char *type, size_t len)
    }
    v.value.v_utf8.str = (char *)type;
    v.value.v_utf8.len = (uint32_t)len;
-   return !outbox_contract_check(_outbox_contract_rule(OUTBOX_CONTRACT_EVENT, "type"), &v, true,
-                                 NULL);
+   return !outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_TYPE), &v, true, NULL);
 }
 
 bool
@@ -176,8 +175,7 @@ outbox_event_validate(const outbox_event_t *event, bson_error_t *error)
       bson_value_t ct = {.value_type = BSON_TYPE_UTF8};
       ct.value.v_utf8.str = event->content_type;
       ct.value.v_utf8.len = event->content_type ? (uint32_t)strlen(event->content_type) : 0;
-      const outbox_contract_rule_t *rule =
-         _outbox_contract_rule(OUTBOX_CONTRACT_EVENT, "contentType");
+      const outbox_contract_rule_t *rule = _outbox_contract_row(_OUTBOX_RULE_EVENT_CONTENT_TYPE);
       const char *why = event->content_type ? outbox_contract_check(rule, &ct, true, NULL) : NULL;
       if (why || event->bin_len > 16 * 1024 * 1024) {
          _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "%s",
@@ -192,8 +190,7 @@ outbox_event_validate(const outbox_event_t *event, bson_error_t *error)
    bson_value_t data = {.value_type = BSON_TYPE_DOCUMENT};
    data.value.v_doc.data = (uint8_t *)bson_get_data(&event->data);
    data.value.v_doc.data_len = event->data.len;
-   if (outbox_contract_check(_outbox_contract_rule(OUTBOX_CONTRACT_EVENT, "data"), &data, true,
-                             NULL)) {
+   if (outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_DATA), &data, true, NULL)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
                         "data is not well-formed BSON with valid UTF-8 strings and no keys "
                         "empty or starting with '$'");

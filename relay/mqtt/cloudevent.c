@@ -336,7 +336,7 @@ cloudevent_json_fast(const relay_event_t *ev, const char *source, relay_str_t su
    JB_LIT(&b, ", \"seq\" : ");
    jb_int(&b, ev->seq);
    if (replay) {
-      JB_LIT(&b, ", \"replay\" : true");
+      JB_LIT(&b, ", \"" OUTBOX_CONTRACT_REPLAY_MARKER "\" : true");
    }
    if (!jb_attributes(&b, headers)) {
       goto fail;
@@ -383,7 +383,7 @@ cloudevent_json_libbson(const relay_event_t *ev, const char *source, relay_str_t
    BSON_APPEND_UTF8(&doc, "datacontenttype", relay_event_content_type(ev));
    BSON_APPEND_INT64(&doc, "seq", ev->seq);
    if (replay) {
-      BSON_APPEND_BOOL(&doc, "replay", true);
+      BSON_APPEND_BOOL(&doc, OUTBOX_CONTRACT_REPLAY_MARKER, true);
    }
    for (size_t i = 0; headers && i < headers->n; i++) {
       if (headers->items[i].attribute) {

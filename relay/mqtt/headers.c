@@ -49,7 +49,7 @@ check_header(const bson_iter_t *it, const relay_headers_t *out, size_t used, con
    }
    *value = bson_iter_utf8(it, NULL);
    if (seen(out, bson_iter_key(it))) {
-      return "second header of the same name";
+      return _outbox_contract_row(_OUTBOX_RULE_HEADER_DUPLICATE)->reason;
    }
    return NULL;
 }

@@ -116,6 +116,12 @@ Test(headers, bad_headers_are_left_out_with_reasons)
       {"{\"Event-ID\": \"forged\"}", "reserved"},
       {"{\"type\": \"forged\"}", "reserved"},
       {"{\"specversion\": \"0.3\"}", "reserved"},
+      /* issue 33: the replay marker is reserved, so no producer can forge it */
+      {"{\"replay\": \"false\"}", "reserved"},
+      {"{\"REPLAY\": \"true\"}", "reserved"},
+      /* issue 33: non-characters are not MQTT text (mosquitto drops the connection) */
+      {"{\"n\": \"\\uffff\"}", "MQTT text"},
+      {"{\"n\\ufdd0\": \"v\"}", "MQTT text"},
       {"{\"tab\\there\": \"v\"}", "control character"},
       {"{\"n\": \"a\\u0000b\"}", "control character"},
       {"{\"n\": \"line\\nbreak\"}", "control character"},
