@@ -450,6 +450,64 @@ def test_aedes_websockets_restart_under_load():
                        *((20000, 10, 5000) if LONG else (4000, 2, 5000)), tag="ws")
 
 
+# --- MQTT 5 message properties (issue 38) ---------------------------------------------------
+
+def test_rabbitmq_mqtt5_features_need_mqtt5():
+    """RabbitMQ 3.10 speaks MQTT 3.1.1 only: message expiry cannot be sent (the relay says so
+    at start and still drops expired events) and --topic-aliases is refused at start."""
+    broker = rabbitmq()
+    r = relay(broker, "feat", "feat", 4, ["--message-expiry", "60s"])
+    try:
+        check(r.wait_log("MQTT 3.1.1 (mqtt-version 4) cannot send a message expiry"),
+              r.log_text()[-2000:])
+    finally:
+        r.stop()
+    r = relay(broker, "feat", "feat2", 4, ["--topic-aliases"])
+    check(r.proc.wait(30) == 78 and "topic-aliases needs MQTT 5" in r.log_text(),
+          r.log_text()[-1000:])
+
+
+def test_aedes_mqtt5_message_properties():
+    """aedes 2.0 beta (MQTT 5) passes the relay's message properties on to a subscriber:
+    Message Expiry Interval, content type and payload format indicator, binary data as its
+    bytes; with --topic-aliases the relay sends aliases only if aedes announces a Topic
+    Alias Maximum (the figure is printed)."""
+    from bson.binary import Binary
+    sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+    from tcpproxy import Proxy
+    import relaytest
+    broker = aedes("aedes-mqtt5")
+    proxy = Proxy("127.0.0.1", broker.port, mqtt=True)
+    coll = "props_%d" % broker.port
+    db = client["brokers_%s_%s" % (BROKER, RUN)]
+    sub = relaytest.Subscriber("outbox/%s/#" % coll, uri=broker.uri)
+    r = None
+    try:
+        img, doc = event(1), event(2)
+        img["data"], img["contentType"] = Binary(b"\x89PNG\x00\xff"), "image/png"
+        db[coll].insert_one({"_id": "p", "version": Int64(1), "eventSeq": Int64(2),
+                             "events": [img, doc]})
+        r = Relay(RELAY_BIN, db.name, [coll], "props-%s" % RUN,
+                  ["--payload-mode", "binary", "--message-expiry", "60s", "--topic-aliases"],
+                  mqtt_uri="tcp://127.0.0.1:%d" % proxy.port)
+        check(wait_until(lambda: sub.count() >= 2, 20), "delivered %d:\n%s" % (
+            sub.count(), r.log_text()[-2000:]))
+        (_, p1, h1), (_, p2, h2) = sub.snapshot()[:2]
+        check(p1 == b"\x89PNG\x00\xff" and h1["$content-type"] == "image/png" and
+              h1["$payload-format"] == 0, (p1, h1))
+        check(h2["$content-type"] == "application/json" and h2["$payload-format"] == 1, h2)
+        check(all(h["$expiry"] and 55 <= h["$expiry"] <= 60 for h in (h1, h2)), (h1, h2))
+        aliased = [p for p in proxy.publishes_since(0) if p.alias]
+        print("  aedes 2.0.0-beta.1: expiry, content type, payload format passed on; topic "
+              "aliases %s" % ("used (%d publishes)" % len(aliased) if aliased else
+                              "not used (no Topic Alias Maximum announced)"), flush=True)
+    finally:
+        if r:
+            r.stop()
+        sub.close()
+        proxy.close()
+
+
 # --- the brokers, started once per run --------------------------------------------------------
 
 def rabbitmq():
@@ -478,11 +536,12 @@ TESTS = {
                  test_rabbitmq_refuses_mqtt5, test_rabbitmq_authentication,
                  test_rabbitmq_max_message_bytes, test_rabbitmq_oversized_message_times_out,
                  test_rabbitmq_restart_under_load, test_rabbitmq_websockets,
-                 test_rabbitmq_websockets_restart_under_load],
+                 test_rabbitmq_websockets_restart_under_load,
+                 test_rabbitmq_mqtt5_features_need_mqtt5],
     "aedes": [test_aedes_every_qos, test_aedes_1_refuses_mqtt5, test_aedes_authentication,
               test_aedes_refusal_reason_with_a_long_client_id, test_aedes_max_packet_size,
               test_aedes_restart_under_load, test_aedes_websockets,
-              test_aedes_websockets_restart_under_load],
+              test_aedes_websockets_restart_under_load, test_aedes_mqtt5_message_properties],
 }
 # Relay bugs these brokers show: expected to fail until the relay is fixed (then "XPASS" fails
 # the run, so the test moves to TESTS). Slow ones run in the long form only.
