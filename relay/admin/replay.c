@@ -111,24 +111,25 @@ cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
    return opts;
 }
 
-/* The archived event as the stored event it was ({id, seq, type, time, data, headers}),
+/* The archived event as the stored event it was: every field of the contract's EVENT rows
+ * the entry holds (the id from its _id; binary data, contentType and expiresAt included),
  * parsed as the relay parses it. */
 static bool
 as_event(const outbox_archived_event_t *e, bson_t *doc, relay_event_t *ev)
 {
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
    bson_value_t value;
+   bson_iter_t it;
 
    bson_init(doc);
    BSON_APPEND_UTF8(doc, "id", e->event_id ? e->event_id : "");
-   BSON_APPEND_INT64(doc, "seq", e->seq);
-   BSON_APPEND_UTF8(doc, "type", e->type ? e->type : "");
-   /* An event archived without a time (the relay publishes those without one) has none. */
-   if (e->entry && bson_has_field(e->entry, "time")) {
-      BSON_APPEND_DATE_TIME(doc, "time", e->time_ms);
-   }
-   BSON_APPEND_DOCUMENT(doc, "data", e->data);
-   if (!bson_empty(e->headers)) {
-      BSON_APPEND_DOCUMENT(doc, "headers", e->headers);
+   for (size_t i = 0; i < n; i++) {
+      const char *name = rules[i].name;
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT && strcmp(name, "id") != 0 && e->entry &&
+          bson_iter_init_find(&it, e->entry, name)) {
+         bson_append_value(doc, name, -1, bson_iter_value(&it));
+      }
    }
    value.value_type = BSON_TYPE_DOCUMENT;
    value.value.v_doc.data = (uint8_t *)bson_get_data(doc);
