@@ -115,8 +115,11 @@ function main([uri, topic, clientId, partitions]) {
   process.on('SIGINT', stop);
 }
 
-if (process.argv.length !== 5 && process.argv.length !== 6) {
-  console.error('usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]');
-  process.exit(64);
+module.exports = { decode };
+if (require.main === module) {
+  if (process.argv.length !== 5 && process.argv.length !== 6) {
+    console.error('usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]');
+    process.exit(64);
+  }
+  main(process.argv.slice(2));
 }
-main(process.argv.slice(2));
