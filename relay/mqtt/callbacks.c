@@ -35,7 +35,7 @@ report_lost(relay_mqtt_t *m)
    }
    atomic_fetch_add(&m->conn_gen, 1); /* its topic aliases are gone with it */
    if (relay_tls_uri(m->cfg->mqtt_uri)) {
-      relay_tls_watch(true); /* paho reconnects by itself: explain its failures */
+      relay_tls_watch_reconnects(); /* paho reconnects by itself: explain its failures */
    }
    relay_mqtt_push(m, RELAY_MQTT_LOST, 0, 0, 0);
 }

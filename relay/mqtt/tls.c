@@ -12,6 +12,12 @@
 static pthread_mutex_t reason_mutex = PTHREAD_MUTEX_INITIALIZER;
 static char *reason;      /* guarded by reason_mutex; the first reason since the last take */
 static char *client_cert; /* guarded by reason_mutex; mqtt-cert-file, for the broker's alerts */
+/* paho's automatic reconnects report no failure the relay could log (a TLS 1.3 refusal of the
+ * relay's certificate arrives as an alert after the handshake), so while they run each new
+ * reason is logged here, again after a minute. Guarded by reason_mutex. */
+static bool direct;
+static char *last_logged;
+static int64_t last_logged_us;
 
 bool
 relay_tls_uri(const char *uri)
@@ -23,9 +29,17 @@ relay_tls_uri(const char *uri)
 /* Keeps @text unless a reason is kept already: the first one is the cause (OpenSSL's
  * queue and paho's later lines repeat it in vaguer words). */
 static void
-keep(char *text)
+keep(char *text, bool log_now)
 {
    pthread_mutex_lock(&reason_mutex);
+   int64_t now = bson_get_monotonic_time();
+   if (direct && log_now &&
+       (!last_logged || strcmp(last_logged, text) || now - last_logged_us > 60 * 1000000)) {
+      relay_log(RELAY_LOG_WARNING, "mqtt", "reconnect failed: %s", text);
+      bson_free(last_logged);
+      last_logged = bson_strdup(text);
+      last_logged_us = now;
+   }
    if (!reason) {
       reason = text;
       text = NULL;
@@ -94,18 +108,19 @@ relay_tls_observe(const char *line)
 
    if ((p = strstr(line, wrote))) {
       p += strlen(wrote);
-      keep(bson_strdup_printf("the relay ended the TLS handshake: %s%s", p, hint_sent(p)));
+      keep(bson_strdup_printf("the relay ended the TLS handshake: %s%s", p, hint_sent(p)), true);
    } else if ((p = strstr(line, read))) {
       p += strlen(read);
       char *h = hint_received(p);
-      keep(bson_strdup_printf("the broker ended the TLS handshake: %s%s", p, h));
+      keep(bson_strdup_printf("the broker ended the TLS handshake: %s%s", p, h), true);
       bson_free(h);
    } else if ((p = strstr(line, host)) && strstr(p, " failed")) {
       p += strlen(host);
       keep(bson_strdup_printf("the broker's certificate is not valid for the host name '%.*s' "
                               "(names and IP addresses in it do not match; "
                               "--mqtt-tls-insecure skips this check, for testing only)",
-                              (int)(strstr(p, " failed") - p), p));
+                              (int)(strstr(p, " failed") - p), p),
+           true);
    }
 }
 
@@ -121,7 +136,7 @@ on_ssl_error(const char *str, size_t len, void *u)
    }
    if (p && *p) {
       size_t n = strcspn(p, ":\n");
-      keep(bson_strdup_printf("OpenSSL: %.*s", (int)n, p));
+      keep(bson_strdup_printf("OpenSSL: %.*s", (int)n, p), false);
    }
    return 0;
 }
@@ -162,7 +177,21 @@ relay_tls_watch(bool on)
    relay_log_paho_detail(on);
    if (!on) {
       bson_free(relay_tls_take_reason());
+      pthread_mutex_lock(&reason_mutex);
+      direct = false;
+      bson_free(last_logged);
+      last_logged = NULL;
+      pthread_mutex_unlock(&reason_mutex);
    }
+}
+
+void
+relay_tls_watch_reconnects(void)
+{
+   relay_tls_watch(true);
+   pthread_mutex_lock(&reason_mutex);
+   direct = true;
+   pthread_mutex_unlock(&reason_mutex);
 }
 
 char *

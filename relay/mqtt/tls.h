@@ -36,6 +36,11 @@ void relay_tls_warn_insecure(const relay_config_t *cfg);
  * connected (and the kept reason is dropped). */
 void relay_tls_watch(bool on);
 
+/* As relay_tls_watch(true), for paho's automatic reconnects after a lost connection: they
+ * report no failure, so each new reason is logged at once ("reconnect failed: the broker
+ * ended the TLS handshake: ..."), the same one again after a minute. */
+void relay_tls_watch_reconnects(void);
+
 /* The first TLS failure reason seen since the last call, e.g. "the relay rejected the
  * broker's certificate: certificate expired", or NULL. Free with bson_free(). */
 char *relay_tls_take_reason(void);

@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaytest import (MONGO_URI, WORKDIR, Int64, Relay, Subscriber, event,  # noqa: E402
@@ -321,6 +322,48 @@ def test_renewed_certificate_is_used_at_reconnect():
         broker.close()
 
 
+def short_lived(name, seconds):
+    """A client certificate of the trusted CA (CN outbox-relay-a, key relay.key) that expires
+    @seconds from now: `openssl ca` takes an end date to the second."""
+    import datetime
+    db = os.path.join(CERTS, "cadb")
+    os.makedirs(db, exist_ok=True)
+    open(os.path.join(db, "index.txt"), "w").close()
+    with open(os.path.join(db, "serial"), "w") as f:
+        f.write("%02X\n" % (os.getpid() % 200 + 16))
+    with open(os.path.join(CERTS, "ca.cnf"), "w") as f:
+        f.write("[ca]\ndefault_ca = tca\n[tca]\ndir = .\ndatabase = cadb/index.txt\n"
+                "serial = cadb/serial\nnew_certs_dir = cadb\ncertificate = ca.pem\n"
+                "private_key = ca.key\ndefault_md = sha256\npolicy = pol\n"
+                "unique_subject = no\n[pol]\ncommonName = supplied\n")
+    end = datetime.datetime.utcnow() + datetime.timedelta(seconds=seconds)
+    openssl("ca", "-batch", "-config", "ca.cnf", "-in", "old.csr", "-out", name,
+            "-enddate", end.strftime("%Y%m%d%H%M%SZ"), "-notext")
+
+
+def test_certificate_expiring_while_running():
+    """A certificate that expires while the relay runs: it starts with a warning, publishes;
+    after the expiry, at its next connect, the broker refuses it and the warning names the
+    relay's mqtt-cert-file as out of date."""
+    short_lived("short.crt", 8)
+    broker = MtlsBroker("short")
+    relay = relay_with("short", broker, tls_args("short.crt", "relay.key"))
+    try:
+        check(relay.wait_log("mqtt: connected to ssl://"), relay.log_text()[-2000:])
+        check("WARN  mqtt: mqtt-cert-file '%s': the certificate expires on" % p("short.crt") in
+              relay.log_text(), "no expiry warning at start:\n" + relay.log_text()[-2000:])
+        time.sleep(9)  # past the end date (whole seconds, as certificates count)
+        broker.close()
+        broker.start()
+        needle = ("the broker refused the relay's certificate, mqtt-cert-file '%s', as out of "
+                  "date" % p("short.crt"))
+        check(relay.wait_log(needle, 30), "no %r:\n%s" % (needle, "\n".join(
+            ln for ln in relay.log_text().splitlines() if "paho:" not in ln)[-2500:]))
+    finally:
+        relay.stop()
+        broker.close()
+
+
 def test_replay_takes_the_same_options():
     """outbox-admin replay connects with the relay's certificate options and checks the same
     files (an empty archive: it connects, replays nothing, exits 0)."""
@@ -346,6 +389,7 @@ def test_replay_takes_the_same_options():
 TESTS = [test_connects_with_its_certificate, test_broker_refusals_name_the_relays_certificate,
          test_bad_files_are_named_at_start_and_by_check_config,
          test_encrypted_key_with_passphrase_file, test_renewed_certificate_is_used_at_reconnect,
+         test_certificate_expiring_while_running,
          test_replay_takes_the_same_options]
 
 
