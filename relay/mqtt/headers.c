@@ -58,6 +58,16 @@ static void
 drop(relay_headers_t *out, const char *reason)
 {
    out->dropped++;
+   for (size_t i = 0; i < out->n_reasons; i++) {
+      if (out->reasons[i].reason == reason) {
+         out->reasons[i].n++;
+         return;
+      }
+   }
+   if (out->n_reasons < RELAY_HEADERS_REASONS_MAX) {
+      out->reasons[out->n_reasons].reason = reason;
+      out->reasons[out->n_reasons++].n = 1;
+   }
    if (!out->reason) {
       out->reason = reason;
    }

@@ -188,6 +188,8 @@ Test(headers, limits_on_count_and_size)
    cr_assert_eq(h.n, RELAY_HEADERS_MAX);
    cr_assert_eq(h.dropped, 4);
    cr_assert_not_null(strstr(h.reason, "more than 16"));
+   cr_assert_eq(h.n_reasons, 1, "one rule, counted once per reason");
+   cr_assert_eq(h.reasons[0].n, 4);
 
    /* A value over 4096 bytes; then three of 3000 bytes: the third passes 8192 in all. */
    p = json;
