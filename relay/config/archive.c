@@ -13,6 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* MongoDB refuses a TTL index whose expireAfterSeconds is above INT32_MAX (r6.0
+ * src/mongo/db/catalog/index_key_validate.cpp, validateExpireAfterSeconds(): "defined as
+ * safeInt (int32_t) in the IDL for listIndexes and collMod"); about 68 years. */
+#define TTL_MAX_S 2147483647LL
+
 /* "30d", "12h", "90m", "3600s", "2w" or a plain number of seconds; "none" or "0": no TTL. */
 static bool
 parse_ttl(const char *text, int64_t *seconds)
@@ -30,11 +35,11 @@ parse_ttl(const char *text, int64_t *seconds)
    }
    errno = 0;
    v = strtoll(text, &end, 10);
-   if (end == text || errno || v < 0 || v > 100LL * 365 * 86400) {
+   if (end == text || errno || v < 0 || v > TTL_MAX_S) {
       return false;
    }
    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-      if (!strcmp(end, units[i].suffix) && v * units[i].s <= 100LL * 365 * 86400) {
+      if (!strcmp(end, units[i].suffix) && v * units[i].s <= TTL_MAX_S) {
          *seconds = (int64_t)v * units[i].s;
          return true;
       }
@@ -51,8 +56,9 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
    if (cfg->archive_ttl && !parse_ttl(cfg->archive_ttl, &cfg->archive_ttl_s)) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "archive-ttl: expected a duration like 30d, 12h, 90m or 3600s (at most "
-                     "100 years), or none; got '%s'",
-                     cfg->archive_ttl);
+                     "%lld seconds, about 68 years: MongoDB's limit for expireAfterSeconds), "
+                     "or none; got '%s'",
+                     TTL_MAX_S, cfg->archive_ttl);
       return false;
    }
    if (name && (!strcmp(name, "off") || !*name)) {
@@ -63,10 +69,16 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
    if (!name) {
       return true;
    }
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      if (!strcmp(name, cfg->collections[i])) {
+   /* The whole list: a --collection flag that narrows the config file's list (as
+    * outbox-admin ensure-schema is run) must not let the archive's validator land on one of
+    * the collections it left out. */
+   for (size_t i = 0; i < cfg->n_collections + cfg->n_replaced_collections; i++) {
+      const char *coll = i < cfg->n_collections ? cfg->collections[i]
+                                                : cfg->replaced_collections[i - cfg->n_collections];
+      if (!strcmp(name, coll)) {
          bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
-                        "archive-collection '%s' is also an outbox collection", name);
+                        "archive-collection '%s' is also an outbox collection%s", name,
+                        i < cfg->n_collections ? "" : " (of the config, left out by --collection)");
          return false;
       }
    }
