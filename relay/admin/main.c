@@ -122,7 +122,8 @@ main(int argc, char **argv)
    } else if (rc != ADMIN_ARGS_RUN) {
       fprintf(stderr, "outbox-admin: %s (see --help)\n", error.message);
       rc = EX_USAGE;
-   } else if ((rc = load_config(&a, &args)) < 0) {
+   } else if ((rc = load_config(&a, &args)) < 0 &&
+              (strcmp(args.command, "replay") != 0 || (rc = admin_replay_check(&a)) == EX_OK)) {
       /* mongoc's own log (server monitoring's debug lines ...) at the relay's default level:
        * warnings and errors reach stderr, the rest not. Before mongoc_init(), which reads it. */
       relay_log_route_dependencies();

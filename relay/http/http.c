@@ -145,7 +145,13 @@ serve_health(relay_http_t *http, struct MHD_Connection *conn)
       /* A group member says whether it publishes (owns partitions) or waits as a standby:
        * both are healthy. */
       const char *role = relay_metrics_role(http->metrics);
-      int n = snprintf(body, sizeof body, "ok%s%s\n", role ? ": " : "", role ? role : "");
+      /* Entries that do not expire do not stop publishing: a warning, not a failure (a
+       * liveness probe would restart the relay for it, and a restart cannot fix it). */
+      bool no_ttl = relay_metrics_get_gauge(http->metrics, RELAY_G_ARCHIVE_TTL_MISSING) == 1.0;
+      int n = snprintf(body, sizeof body, "ok%s%s%s\n", role ? ": " : "", role ? role : "",
+                       no_ttl ? " (warning: --archive-ttl not in force, archive entries do not "
+                                "expire; see the log)"
+                              : "");
       return respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", body, (size_t)n);
    }
    int n = snprintf(body, sizeof body, "%s\n", reason);

@@ -101,6 +101,9 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_group_stalled",
     "1 while partitions of the group have had no live owner for more than two lease times "
     "(their events wait; fails /healthz)."},
+   {"outbox_relay_archive_ttl_missing",
+    "1 while --archive-ttl is set but the archive has no TTL index with that expireAfterSeconds "
+    "(entries do not expire; /healthz says so; the log names the index in the way)."},
 };
 
 relay_metrics_t *
