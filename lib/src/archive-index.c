@@ -172,8 +172,8 @@ ensure_one(mongoc_collection_t *archive, const wanted_t *w, bson_t **specs, size
                            "%lld seconds cannot be created and entries do not expire as asked: "
                            "drop that index, or collMod it to expireAfterSeconds %lld",
                            spec_name(specs[i]),
-                           theirs ? "expireAfterSeconds " : "no expireAfterSeconds", (long long)theirs,
-                           (long long)w->ttl, (long long)w->ttl);
+                           theirs ? "expireAfterSeconds " : "no expireAfterSeconds",
+                           (long long)theirs, (long long)w->ttl, (long long)w->ttl);
          return false;
       }
    }

@@ -10,7 +10,6 @@
 
 /* The archive's indexes, one by one (archive-index.c): time, entity, type and, with a
  * positive @ttl, the TTL index. Every one is tried; false with the first failure. */
-bool _outbox_archive_ensure_indexes(mongoc_collection_t *archive, int64_t ttl,
-                                    bson_error_t *error);
+bool _outbox_archive_ensure_indexes(mongoc_collection_t *archive, int64_t ttl, bson_error_t *error);
 
 #endif /* OUTBOX_ARCHIVE_PRIVATE_H */

@@ -24,6 +24,7 @@ struct _outbox_archive_cursor_t {
    bson_t **entries; /* one entity's entries (copies), in the order they are returned */
    size_t n_entries, cap_entries, pos;
    bson_t *next;           /* the first entry of the next entity, read ahead */
+   bool drained;           /* mcursor gave its last entry (mongoc refuses another next) */
    bson_value_t entity_id; /* a copy: the view would point into the reply */
    bson_t data, headers;   /* static views into the current entry */
    outbox_archived_event_t current;
@@ -285,11 +286,12 @@ fill(outbox_archive_cursor_t *cur)
 {
    const bson_t *doc;
    drop_entries(cur);
-   if (!cur->next && mongoc_cursor_next(cur->mcursor, &doc)) {
+   if (!cur->next && !cur->drained && mongoc_cursor_next(cur->mcursor, &doc)) {
       cur->next = bson_copy(doc);
    }
    if (!cur->next) {
-      cur->failed = mongoc_cursor_error(cur->mcursor, &cur->error);
+      cur->failed = !cur->drained && mongoc_cursor_error(cur->mcursor, &cur->error);
+      cur->drained = true;
       return false;
    }
    keep(cur, cur->next);
@@ -301,9 +303,12 @@ fill(outbox_archive_cursor_t *cur)
       }
       keep(cur, bson_copy(doc));
    }
-   if (!cur->next && mongoc_cursor_error(cur->mcursor, &cur->error)) {
-      cur->failed = true;
-      return false;
+   if (!cur->next) {
+      cur->drained = true;
+      if (mongoc_cursor_error(cur->mcursor, &cur->error)) {
+         cur->failed = true;
+         return false;
+      }
    }
    order_lives(cur);
    return true;

@@ -37,6 +37,7 @@ typedef struct {
    admin_t *a;
    relay_mqtt_t *mqtt;
    int64_t sent, acked, started_us;
+   int64_t window;     /* the in-flight window last in effect (reported with --json) */
    const char *failed; /* why publishing stopped, or NULL */
 } replay_t;
 
@@ -312,9 +313,9 @@ replay_coll(replay_t *r, mongoc_collection_t *archive, const char *coll, int64_t
       } else {
          /* The relay's window (--inflight-window, at most the broker's Receive Maximum):
           * above mosquitto's default of 20, paho stalls up to 1 s at a time. */
-         settle(r, (int64_t)relay_mqtt_window(r->a->cfg.inflight_window, r->a->cfg.qos,
-                                              relay_mqtt_receive_max(r->mqtt)) -
-                      1);
+         r->window = (int64_t)relay_mqtt_window(r->a->cfg.inflight_window, r->a->cfg.qos,
+                                                relay_mqtt_receive_max(r->mqtt));
+         settle(r, r->window - 1);
          if (!r->failed) {
             send_one(r, coll, e, &ev);
          }
@@ -340,6 +341,9 @@ report(replay_t *r, int64_t count)
       BSON_APPEND_UTF8(&doc, "archive", a->cfg.archive_collection);
       BSON_APPEND_BOOL(&doc, "dryRun", a->dry_run);
       BSON_APPEND_INT64(&doc, a->dry_run ? "matching" : "replayed", n);
+      if (r->window > 0) {
+         BSON_APPEND_INT64(&doc, "inflightWindow", r->window);
+      }
       if (r->failed) {
          BSON_APPEND_UTF8(&doc, "error", r->failed);
       }
