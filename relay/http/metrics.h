@@ -60,7 +60,9 @@ typedef enum {
    RELAY_G_PARTITIONS_UNOWNED,     /* outbox_relay_group_partitions_unowned: no live owner seen */
    RELAY_G_GROUP_MISMATCH,         /* outbox_relay_group_settings_mismatch: 1 while they differ */
    RELAY_G_GROUP_STALLED,          /* outbox_relay_group_stalled: unowned for 2 lease times */
-   RELAY_G_ARCHIVE_TTL_MISSING, /* outbox_relay_archive_ttl_missing: --archive-ttl not in force */
+   RELAY_G_ARCHIVE_TTL_MISSING,   /* outbox_relay_archive_ttl_missing: --archive-ttl not in force */
+   RELAY_G_GROUP_OUTPUT_MISMATCH, /* outbox_relay_group_output_mismatch: members publish otherwise
+                                   */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 
