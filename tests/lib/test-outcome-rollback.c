@@ -77,8 +77,8 @@ slow_heartbeat(mongoc_uri_t *uri)
 static mongoc_client_t *
 direct(const char *host)
 {
-   char *s = bson_strdup_printf("mongodb://%s/?directConnection=true&serverSelectionTimeoutMS=3000",
-                                host);
+   char *s =
+      bson_strdup_printf("mongodb://%s/?directConnection=true&serverSelectionTimeoutMS=3000", host);
    mongoc_client_t *c = mongoc_client_new(s);
    cr_assert_not_null(c, "%s", s);
    mongoc_client_set_error_api(c, MONGOC_ERROR_API_VERSION_2);
@@ -305,8 +305,8 @@ Test(outcome_rollback, majority_read_on_the_new_primary_is_not_success)
    if (!have_members) {
       cr_skip_test("needs test-mongod --members 3 --enable-test-commands (testMemberFault)");
    }
-   bson_t *opts = BCON_NEW("writeConcern", "{", "w", BCON_UTF8("majority"), "wtimeout",
-                           BCON_INT32(300), "}");
+   bson_t *opts =
+      BCON_NEW("writeConcern", "{", "w", BCON_UTF8("majority"), "wtimeout", BCON_INT32(300), "}");
    lt_open(&t, opts);
    bson_destroy(opts);
    bson_value_t id = lt_str_id("e");

@@ -20,7 +20,7 @@ import urllib.error
 import urllib.request
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "core"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from relaytest import (MONGO_URI, MQTT_URI, WORKDIR, Broker, Entities, Relay,  # noqa: E402
                        Subscriber, free_port, metric, pymongo, run_tests, wait_until)
 from bson.int64 import Int64  # noqa: E402
