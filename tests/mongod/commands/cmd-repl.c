@@ -130,6 +130,28 @@ state_str(md_member_state_t state)
    return state == MD_MEMBER_PRIMARY ? "PRIMARY" : "SECONDARY";
 }
 
+/* The fields below are 6.0's (r6.0 src/mongo/db/repl/topology_coordinator.cpp,
+ * prepareStatusResponse; the optimes from replication_coordinator_impl.cpp). */
+static void
+append_optime(bson_t *doc, const char *name, md_ts_t ts, int64_t term)
+{
+   bson_t op;
+   BSON_APPEND_DOCUMENT_BEGIN(doc, name, &op);
+   BSON_APPEND_TIMESTAMP(&op, "ts", ts.t, ts.i);
+   BSON_APPEND_INT64(&op, "t", term);
+   bson_append_document_end(doc, &op);
+}
+
+/* Member i's sync source: the primary for a secondary, none ("" and -1) for the primary
+ * or while the set has none. */
+static void
+append_sync_source(const md_topology_t *topo, int i, bson_t *doc)
+{
+   bool has = i != topo->primary && topo->primary >= 0;
+   BSON_APPEND_UTF8(doc, "syncSourceHost", has ? topo->members[topo->primary].host_port : "");
+   BSON_APPEND_INT32(doc, "syncSourceId", has ? topo->primary : -1);
+}
+
 static void
 append_member_status(md_cmd_t *c, int i, bson_t *members)
 {
@@ -137,7 +159,7 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    const md_member_t *m = &topo->members[i];
    char key[16];
    const char *k;
-   bson_t d, op;
+   bson_t d;
    bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
    BSON_APPEND_DOCUMENT_BEGIN(members, k, &d);
    /* A member the asking one cannot hear from (it is cut off, or the asker is): 6.0's
@@ -152,20 +174,33 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    BSON_APPEND_UTF8(&d, "stateStr", down ? "(not reachable/healthy)" : state_str(m->state));
    BSON_APPEND_INT64(&d, "uptime", (md_now_ms() - c->srv->started_ms) / 1000);
    md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, m->applied_seq);
-   BSON_APPEND_DOCUMENT_BEGIN(&d, "optime", &op);
-   BSON_APPEND_TIMESTAMP(&op, "ts", applied.t, applied.i);
-   BSON_APPEND_INT64(&op, "t", topo->term);
-   bson_append_document_end(&d, &op);
+   append_optime(&d, "optime", applied, topo->term);
+   bool self = i == c->conn->member;
+   if (!self) { /* durable is applied: the data set is in memory, nothing waits for a journal */
+      append_optime(&d, "optimeDurable", applied, topo->term);
+   }
    BSON_APPEND_DATE_TIME(&d, "optimeDate", (int64_t)applied.t * 1000);
+   if (!self) {
+      BSON_APPEND_DATE_TIME(&d, "optimeDurableDate", (int64_t)applied.t * 1000);
+   }
+   BSON_APPEND_DATE_TIME(&d, "lastAppliedWallTime", (int64_t)applied.t * 1000);
+   BSON_APPEND_DATE_TIME(&d, "lastDurableWallTime", (int64_t)applied.t * 1000);
+   if (!self) { /* heartbeats: in-process members hear each other at once */
+      BSON_APPEND_DATE_TIME(&d, "lastHeartbeat", md_wall_ms());
+      BSON_APPEND_DATE_TIME(&d, "lastHeartbeatRecv", md_wall_ms());
+      BSON_APPEND_INT64(&d, "pingMs", 0);
+   }
+   append_sync_source(topo, i, &d);
    if (i == topo->primary) {
       bson_oid_t election;
       md_topology_election_id(topo->term, &election);
+      BSON_APPEND_TIMESTAMP(&d, "electionTime", (uint32_t)(topo->election_ms / 1000), 1);
       BSON_APPEND_DATE_TIME(&d, "electionDate", topo->election_ms);
       BSON_APPEND_OID(&d, "electionId", &election);
-   } else if (topo->primary >= 0) {
-      BSON_APPEND_UTF8(&d, "syncSourceHost", topo->members[topo->primary].host_port);
    }
-   if (i == c->conn->member) {
+   BSON_APPEND_INT32(&d, "configVersion", 1); /* hello's setVersion */
+   BSON_APPEND_INT64(&d, "configTerm", 1);
+   if (self) {
       BSON_APPEND_BOOL(&d, "self", true);
    }
    bson_append_document_end(members, &d);
@@ -181,6 +216,7 @@ md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_DATE_TIME(c->reply, "date", md_wall_ms());
    BSON_APPEND_INT32(c->reply, "myState", (int32_t)topo->members[c->conn->member].state);
    BSON_APPEND_INT64(c->reply, "term", topo->term);
+   append_sync_source(topo, c->conn->member, c->reply);
    BSON_APPEND_INT64(c->reply, "heartbeatIntervalMillis", 2000);
    BSON_APPEND_INT32(c->reply, "majorityVoteCount", majority);
    BSON_APPEND_INT32(c->reply, "writeMajorityCount", majority);
@@ -189,12 +225,17 @@ md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
    md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
    uint64_t commit = topo->members[c->conn->member].commit_seq; /* as the asker knows it */
    md_ts_t commit_ts = md_repl_seq_ts(&c->srv->oplog, commit);
-   bson_t optimes, op;
+   md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, topo->members[c->conn->member].applied_seq);
+   bson_t optimes;
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "optimes", &optimes);
-   BSON_APPEND_DOCUMENT_BEGIN(&optimes, "lastCommittedOpTime", &op);
-   BSON_APPEND_TIMESTAMP(&op, "ts", commit_ts.t, commit_ts.i);
-   BSON_APPEND_INT64(&op, "t", topo->term);
-   bson_append_document_end(&optimes, &op);
+   append_optime(&optimes, "lastCommittedOpTime", commit_ts, topo->term);
+   BSON_APPEND_DATE_TIME(&optimes, "lastCommittedWallTime", (int64_t)commit_ts.t * 1000);
+   append_optime(&optimes, "readConcernMajorityOpTime", commit_ts, topo->term);
+   BSON_APPEND_DATE_TIME(&optimes, "readConcernMajorityWallTime", (int64_t)commit_ts.t * 1000);
+   append_optime(&optimes, "appliedOpTime", applied, topo->term);
+   append_optime(&optimes, "durableOpTime", applied, topo->term);
+   BSON_APPEND_DATE_TIME(&optimes, "lastAppliedWallTime", (int64_t)applied.t * 1000);
+   BSON_APPEND_DATE_TIME(&optimes, "lastDurableWallTime", (int64_t)applied.t * 1000);
    bson_append_document_end(c->reply, &optimes);
    BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &members);
    for (int i = 0; i < topo->n; i++) {

@@ -84,102 +84,10 @@ static const cmd_entry_t commands[] = {
    {NULL, NULL, false},
 };
 
-static const struct {
-   int32_t code;
-   const char *name;
-} code_names[] = {
-   {1, "InternalError"},
-   {2, "BadValue"},
-   {6, "HostUnreachable"},
-   {7, "HostNotFound"},
-   {9, "FailedToParse"},
-   {11, "UserNotFound"},
-   {13, "Unauthorized"},
-   {14, "TypeMismatch"},
-   {15, "Overflow"},
-   {168, "InvalidPipelineOperator"},
-   {20, "IllegalOperation"},
-   {22, "InvalidBSON"},
-   {26, "NamespaceNotFound"},
-   {27, "IndexNotFound"},
-   {28, "PathNotViable"},
-   {31, "RoleNotFound"},
-   {40, "ConflictingUpdateOperators"},
-   {43, "CursorNotFound"},
-   {48, "NamespaceExists"},
-   {50, "MaxTimeMSExpired"},
-   {52, "DollarPrefixedFieldName"},
-   {59, "CommandNotFound"},
-   {63, "StaleShardVersion"},
-   {66, "ImmutableField"},
-   {67, "CannotCreateIndex"},
-   {72, "InvalidOptions"},
-   {73, "InvalidNamespace"},
-   {79, "UnknownReplWriteConcern"},
-   {85, "IndexOptionsConflict"},
-   {86, "IndexKeySpecsConflict"},
-   {89, "NetworkTimeout"},
-   {91, "ShutdownInProgress"},
-   {100, "UnsatisfiableWriteConcern"},
-   {112, "WriteConflict"},
-   {133, "FailedToSatisfyReadPreference"},
-   {134, "ReadConcernMajorityNotAvailableYet"},
-   {150, "StaleEpoch"},
-   {189, "PrimarySteppedDown"},
-   {197, "InvalidIndexSpecificationOption"},
-   {223, "IllegalOpMsgFlag"},
-   {234, "RetryChangeStream"},
-   {251, "NoSuchTransaction"},
-   {260, "InvalidResumeToken"},
-   {262, "ExceededTimeLimit"},
-   {280, "ChangeStreamFatalError"},
-   {286, "ChangeStreamHistoryLost"},
-   {9001, "SocketException"},
-   {10107, "NotWritablePrimary"},
-   {11000, "DuplicateKey"},
-   {11600, "InterruptedAtShutdown"},
-   {11601, "Interrupted"},
-   {11602, "InterruptedDueToReplStateChange"},
-   {166, "CommandNotSupportedOnView"},
-   {225, "TransactionTooOld"},
-   {237, "CursorKilled"},
-   {4, "NoSuchKey"},
-   {8, "UnknownError"},
-   {47, "NoMatchingDocument"},
-   {64, "WriteConcernTimeout"},
-   {121, "DocumentValidationFailure"},
-   {291, "NoQueryExecutionPlans"},
-   {10334, "BSONObjectTooLarge"},
-   {24, "LockTimeout"},
-   {117, "ConflictingOperationInProgress"},
-   {217, "IncompleteTransactionHistory"},
-   {246, "SnapshotUnavailable"},
-   {256, "TransactionCommitted"},
-   {263, "OperationNotSupportedInTransaction"},
-   {50768, "NotARetryableWriteCommand"},
-   {13388, "StaleConfig"},
-   {13435, "NotPrimaryNoSecondaryOk"},
-   {13436, "NotPrimaryOrSecondary"},
-   {17, "ProtocolError"},
-   {18, "AuthenticationFailed"},
-   {334, "MechanismUnavailable"},
-   /* mongos's (shard/) */
-   {61, "ShardKeyNotFound"},
-   {118, "NamespaceNotSharded"},
-   {70, "ShardNotFound"},
-   {23, "AlreadyInitialized"},
-   {0, NULL},
-};
-
 const char *
 md_code_name(int32_t code)
 {
-   for (int i = 0; code_names[i].name; i++) {
-      if (code_names[i].code == code) {
-         return code_names[i].name;
-      }
-   }
-   return NULL;
+   return tm_code_name(code);
 }
 
 static bool

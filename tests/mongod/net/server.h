@@ -44,6 +44,7 @@ typedef struct {
    bool tls_allow_no_cert;    /* with a CA: clients without a certificate are accepted */
    bool mongos;               /* --mongos: the listener is a router (shard/router.h) */
    int shards;                /* --shards N behind it */
+   int mongos_count;          /* --mongos-count N: routers over the same shards (front members) */
    int periodic_noop_ms;      /* each shard's idle clock tick (periodicNoopIntervalSecs) */
 } md_server_opts_t;
 

@@ -238,10 +238,15 @@ batch_reply(const md_mstream_t *m, const char *batch_name, const bson_t *arr, bs
    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
 }
 
-/* The $changeStream spec the shards get: a merged resumeAfter/startAfter token becomes
- * startAtOperationTime (its cluster time) and `skip`. False with an error reply. */
+/* The $changeStream spec shard `s` gets. A merged resumeAfter/startAfter token names the
+ * shard whose event it was: that shard resumes from its own token, so that it checks, as
+ * 6.0's shards do, that the token is one of this stream's events (280) and not an
+ * invalidate given to resumeAfter (260), and starts after an invalidate for startAfter
+ * (r6.0 src/mongo/db/pipeline/document_source_change_stream.cpp); the others start at the
+ * token's cluster time, and `skip` drops what sorts at or before the token. A high-water
+ * mark names no event: every shard starts at its time. False with an error reply. */
 static bool
-shard_spec(md_router_t *r, const bson_t *spec, bson_t *out, char *skip, bson_t *reply)
+shard_spec(md_router_t *r, const bson_t *spec, int s, bson_t *out, char *skip, bson_t *reply)
 {
    bson_iter_t it;
    bson_init(out);
@@ -267,7 +272,14 @@ shard_spec(md_router_t *r, const bson_t *spec, bson_t *out, char *skip, bson_t *
       }
       if (ok) {
          strcpy(skip, token);
-         BSON_APPEND_TIMESTAMP(out, "startAtOperationTime", ts.t, ts.i);
+         if (kind != MD_TOKEN_HWM && (int)strtol(token + MD_TOKEN_LEN, NULL, 16) == s) {
+            bson_t own;
+            BSON_APPEND_DOCUMENT_BEGIN(out, key, &own);
+            BSON_APPEND_UTF8(&own, "_data", head);
+            bson_append_document_end(out, &own);
+         } else {
+            BSON_APPEND_TIMESTAMP(out, "startAtOperationTime", ts.t, ts.i);
+         }
       }
       bson_destroy(&token_doc);
       if (!ok) {
@@ -279,6 +291,31 @@ shard_spec(md_router_t *r, const bson_t *spec, bson_t *out, char *skip, bson_t *
       }
    }
    return true;
+}
+
+static bool
+has_start(const bson_t *spec)
+{
+   bson_iter_t it;
+   return bson_iter_init_find(&it, spec, "resumeAfter") ||
+          bson_iter_init_find(&it, spec, "startAfter") ||
+          bson_iter_init_find(&it, spec, "startAtOperationTime");
+}
+
+/* A stream opened without a resume point starts one tick after mongos's cluster time, on
+ * every shard alike, so that it never returns the operation written just before it opened
+ * (DocumentSourceChangeStream::getStartTimeForNewStream, r6.0
+ * src/mongo/db/pipeline/document_source_change_stream.cpp). Its first token is a high-water
+ * mark at the cluster time: everything up to it has been seen. */
+static md_ts_t
+start_new(md_router_t *r, md_mstream_t *m)
+{
+   md_ts_t now = md_router_cluster_time(r);
+   char head[MD_TOKEN_LEN + 1];
+   md_token_format(head, now, MD_TOKEN_INDEX_HWM, MD_TOKEN_HWM);
+   snprintf(m->pbrt, sizeof m->pbrt, "%sFF", head);
+   now.i++;
+   return now;
 }
 
 /* The command each shard runs: the client's aggregate with the shard spec in front. */
@@ -309,14 +346,26 @@ shard_command(const bson_t *cmd, const bson_t *spec, bson_t *out)
    bson_append_document_end(out, &cursor);
 }
 
-/* Opens the stream on every shard; false with the first shard's error in *reply. */
+/* Opens the stream on every shard (`start`: a new stream's start, or {0, 0}); false with
+ * the first error in *reply. */
 static bool
-open_shards(md_router_t *r, md_mstream_t *m, const bson_t *sent, bson_t *reply)
+open_shards(md_router_t *r, md_mstream_t *m, const bson_t *cmd, const bson_t *spec, md_ts_t start,
+            bson_t *reply)
 {
    for (int s = 0; s < r->n_shards; s++) {
-      bson_t one;
+      bson_t one, shard_sp, sent;
       bson_iter_t it;
-      if (!md_router_call(r, s, sent, &one)) {
+      if (!shard_spec(r, spec, s, &shard_sp, m->skip, reply)) {
+         return false;
+      }
+      if (start.t) {
+         BSON_APPEND_TIMESTAMP(&shard_sp, "startAtOperationTime", start.t, start.i);
+      }
+      shard_command(cmd, &shard_sp, &sent);
+      bool ok = md_router_call(r, s, &sent, &one);
+      bson_destroy(&sent);
+      bson_destroy(&shard_sp);
+      if (!ok) {
          bson_copy_to(&one, reply);
          bson_destroy(&one);
          return false;
@@ -339,7 +388,7 @@ bool
 md_mstream_open(md_router_t *r, const bson_t *cmd, bson_t *reply)
 {
    bson_iter_t it, spec_it;
-   bson_t spec, shard_sp, sent;
+   bson_t spec;
    bson_iter_init_find(&it, cmd, "pipeline");
    bson_iter_recurse(&it, &spec_it);
    bson_iter_next(&spec_it);
@@ -356,19 +405,17 @@ md_mstream_open(md_router_t *r, const bson_t *cmd, bson_t *reply)
    bson_init_static(&spec, data, len);
    md_mstream_t *m = calloc(1, sizeof *m);
    m->db = bson_strdup(bson_iter_init_find(&it, cmd, "$db") ? bson_iter_utf8(&it, NULL) : "");
-   if (!shard_spec(r, &spec, &shard_sp, m->skip, reply)) {
+   md_ts_t start = {0, 0};
+   if (!has_start(&spec)) {
+      start = start_new(r, m);
+   }
+   if (!open_shards(r, m, cmd, &spec, start, reply)) {
       mstream_free(r, m);
       return true;
    }
-   shard_command(cmd, &shard_sp, &sent);
-   bool ok = open_shards(r, m, &sent, reply);
-   bson_destroy(&sent);
-   bson_destroy(&shard_sp);
-   if (!ok) {
-      mstream_free(r, m);
-      return true;
+   if (!m->pbrt[0]) {
+      strcpy(m->pbrt, m->skip);
    }
-   strcpy(m->pbrt, m->skip);
    bson_t arr = BSON_INITIALIZER;
    uint32_t count = 0;
    release(r, m, -1, &arr, &count);

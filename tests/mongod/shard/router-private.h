@@ -39,6 +39,7 @@ typedef struct {
 } md_rcoll_t;
 
 typedef struct _md_mstream_t md_mstream_t;
+typedef struct _md_rsession_t md_rsession_t;
 
 typedef struct {
    md_server_t *front; /* the listener; its store holds the config database */
@@ -52,7 +53,9 @@ typedef struct {
    md_mstream_t *streams; /* merged change streams (merge-stream.c) */
    int64_t next_stream_id;
    uint64_t next_tmp;
-   md_ts_t cluster_time; /* the newest operationTime a shard answered (gossiped to writes) */
+   struct _md_hmap_t *sessions; /* lsid -> md_rsession_t (route-session.c) */
+   pthread_cond_t session_cond; /* a session's command ended */
+   md_ts_t cluster_time;        /* the newest operationTime a shard answered (gossiped to writes) */
    pthread_mutex_t publish_lock; /* one rewrite of the config collections at a time */
    pthread_t noop_thread;
    pthread_cond_t noop_cond;
@@ -63,6 +66,9 @@ typedef struct {
 /* Runs `cmd` on shard `shard` (-1: the front itself), as a client connected to it would;
  * `*reply` is initialised. Returns the reply's ok. */
 bool md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply);
+/* The cluster time mongos answers with: the newest of its shards' clocks and of what it
+ * has gossiped (every later write through it gets a later time). */
+md_ts_t md_router_cluster_time(md_router_t *r);
 /* Builds an error reply {ok: 0, errmsg, code, codeName}. Returns true (the reply is sent). */
 bool md_router_error(md_router_t *r, bson_t *reply, int32_t code, const char *fmt, ...)
    BSON_GNUC_PRINTF(4, 5);
@@ -126,6 +132,15 @@ void md_mstream_destroy_all(md_router_t *r);
  * *n documents (md_docs_free). */
 bson_t **md_router_fetch(md_router_t *r, int s, const char *db, const char *coll,
                          const bson_t *filter, size_t *n);
+
+/* route-session.c: retryable writes. Takes the session of `cmd` (lsid and txnNumber) for
+ * the command and returns false with it in *out (NULL: the command has no session), or
+ * true with the answer in *reply: the recorded reply of a retry, or 225/217. */
+bool md_rsession_begin(md_router_t *r, const bson_t *cmd, bool txn_mode, md_rsession_t **out,
+                       bson_t *reply);
+/* Gives the session back, recording `reply` as the answer to a retry when it succeeded. */
+void md_rsession_end(md_router_t *r, md_rsession_t *s, const bson_t *reply);
+void md_rsessions_destroy(md_router_t *r);
 
 /* route-ddl.c: commands sent on whole (see there). */
 extern const char *const md_by_database[];

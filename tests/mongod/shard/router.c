@@ -141,9 +141,9 @@ md_route_ns(const bson_t *cmd, const char **db, const char **coll)
 static bool
 hello(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
-   static const char *const repl_fields[] = {"hosts",        "setName",  "setVersion", "secondary",
-                                             "primary",      "me",       "electionId", "lastWrite",
-                                             "isreplicaset", "arbiters", "passives",   NULL};
+   static const char *const repl_fields[] = {
+      "hosts",     "setName",      "setVersion", "secondary", "primary",  "me", "electionId",
+      "lastWrite", "isreplicaset", "arbiters",   "passives",  "readOnly", NULL};
    bson_t local;
    bson_iter_t it;
    (void)r;
@@ -220,25 +220,26 @@ is_change_stream(const bson_t *cmd)
 static const struct {
    const char *name;
    route_fn fn;
+   bool write; /* retryable (route_write) */
 } routed[] = {
-   {"insert", md_route_insert},
-   {"update", md_route_update},
-   {"delete", md_route_delete},
-   {"findAndModify", md_route_find_and_modify},
-   {"findandmodify", md_route_find_and_modify},
-   {"find", md_route_read},
-   {"count", md_route_read},
-   {"distinct", md_route_read},
-   {"enableSharding", md_cmd_enable_sharding},
-   {"enablesharding", md_cmd_enable_sharding},
-   {"shardCollection", md_cmd_shard_collection},
-   {"shardcollection", md_cmd_shard_collection},
-   {"listShards", md_cmd_list_shards},
-   {"listshards", md_cmd_list_shards},
-   {"split", md_cmd_split},
-   {"moveChunk", md_cmd_move_chunk},
-   {"movechunk", md_cmd_move_chunk},
-   {"listDatabases", md_route_list_databases},
+   {.name = "insert", .fn = md_route_insert, .write = true},
+   {.name = "update", .fn = md_route_update, .write = true},
+   {.name = "delete", .fn = md_route_delete, .write = true},
+   {.name = "findAndModify", .fn = md_route_find_and_modify, .write = true},
+   {.name = "findandmodify", .fn = md_route_find_and_modify, .write = true},
+   {.name = "find", .fn = md_route_read},
+   {.name = "count", .fn = md_route_read},
+   {.name = "distinct", .fn = md_route_read},
+   {.name = "enableSharding", .fn = md_cmd_enable_sharding},
+   {.name = "enablesharding", .fn = md_cmd_enable_sharding},
+   {.name = "shardCollection", .fn = md_cmd_shard_collection},
+   {.name = "shardcollection", .fn = md_cmd_shard_collection},
+   {.name = "listShards", .fn = md_cmd_list_shards},
+   {.name = "listshards", .fn = md_cmd_list_shards},
+   {.name = "split", .fn = md_cmd_split},
+   {.name = "moveChunk", .fn = md_cmd_move_chunk},
+   {.name = "movechunk", .fn = md_cmd_move_chunk},
+   {.name = "listDatabases", .fn = md_route_list_databases},
 };
 
 static bool
@@ -273,8 +274,8 @@ static bool route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t
 /* The cluster time mongos answers with: the newest of its shards' clocks and of what it has
  * gossiped, which from then on every write is gossiped (so a change stream started at a
  * reply's operationTime misses no later write on a shard whose clock was behind). */
-static md_ts_t
-cluster_time(md_router_t *r)
+md_ts_t
+md_router_cluster_time(md_router_t *r)
 {
    md_ts_t newest = {0, 0};
    for (int s = 0; s < r->n_shards; s++) {
@@ -299,7 +300,7 @@ cluster_time(md_router_t *r)
 static void
 stamp_times(md_router_t *r, bson_t *reply)
 {
-   md_ts_t now = cluster_time(r);
+   md_ts_t now = md_router_cluster_time(r);
    bson_t out = BSON_INITIALIZER, ct, sig;
    bson_iter_t it;
    static const uint8_t zero_hash[20];
@@ -324,10 +325,16 @@ stamp_times(md_router_t *r, bson_t *reply)
 
 static bool route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
 
+/* With --mongos-count N the front has N listeners (its members), each a mongos of its own
+ * over the same shards and catalog: every one answers as member 0 (hello as a router, the
+ * front's own commands, its cursors), so none is a replica-set secondary. */
 static bool
 route(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
+   int member = conn->member;
+   conn->member = 0;
    bool keep = route_cmd(conn, cmd, reply);
+   conn->member = member;
    if (keep) {
       stamp_times(conn->srv->router, reply);
    }
@@ -347,6 +354,12 @@ route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    bson_iter_t db_it;
    bool config = bson_iter_init_find(&db_it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&db_it) &&
                  strcmp(bson_iter_utf8(&db_it, NULL), "config") == 0;
+   if (strcmp(name, "configureFailPoint") == 0 && BSON_ITER_HOLDS_UTF8(&it) &&
+       strcmp(bson_iter_utf8(&it, NULL), "onPrimaryTransactionalWrite") == 0) {
+      /* a mongod fail point (r6.0 src/mongo/db/transaction_participant.cpp) that a mongos
+       * lacks: refused, never accepted without acting */
+      return md_router_error(r, reply, 2, "Cannot find failpoint: onPrimaryTransactionalWrite");
+   }
    if (in_list(front_commands, name) || strncmp(name, "sasl", 4) == 0 || config) {
       /* the front's own (the config database lives there, as on the config servers) */
       return md_command_run_local(conn, cmd, reply);
@@ -370,6 +383,21 @@ route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    return true;
 }
 
+/* A write, de-duplicated when it is a retryable one (route-session.c). */
+static bool
+route_write(md_router_t *r, route_fn fn, const bson_t *cmd, bson_t *reply)
+{
+   md_rsession_t *s;
+   if (md_rsession_begin(r, cmd, false, &s, reply)) {
+      return true;
+   }
+   fn(r, cmd, reply);
+   if (s) {
+      md_rsession_end(r, s, reply);
+   }
+   return true;
+}
+
 /* Where each command goes once failCommand let it through. */
 static bool
 route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
@@ -390,7 +418,8 @@ route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
    }
    for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++) {
       if (strcmp(routed[i].name, name) == 0) {
-         return routed[i].fn(r, cmd, reply);
+         return routed[i].write ? route_write(r, routed[i].fn, cmd, reply)
+                                : routed[i].fn(r, cmd, reply);
       }
    }
    if (strcmp(name, "drop") == 0 || strcmp(name, "dropDatabase") == 0) {
@@ -462,6 +491,7 @@ md_router_attach(md_server_t *front)
    pthread_mutex_init(&r->lock, NULL);
    pthread_mutex_init(&r->publish_lock, NULL);
    pthread_cond_init(&r->noop_cond, NULL);
+   pthread_cond_init(&r->session_cond, NULL);
    r->next_stream_id = ((int64_t)0x4d53 << 44) + 1; /* apart from the front's cursor ids */
    for (int s = 0; s < r->n_shards; s++) {
       md_server_opts_t opts = front->opts;
@@ -496,6 +526,8 @@ md_router_detach(md_server_t *front)
       md_server_destroy(r->shards[s]);
    }
    md_catalog_destroy(r);
+   md_rsessions_destroy(r);
+   pthread_cond_destroy(&r->session_cond);
    pthread_cond_destroy(&r->noop_cond);
    pthread_mutex_destroy(&r->lock);
    pthread_mutex_destroy(&r->publish_lock);
