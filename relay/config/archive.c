@@ -18,9 +18,8 @@
  * safeInt (int32_t) in the IDL for listIndexes and collMod"); about 68 years. */
 #define TTL_MAX_S 2147483647LL
 
-/* "30d", "12h", "90m", "3600s", "2w" or a plain number of seconds; "none" or "0": no TTL. */
-static bool
-parse_ttl(const char *text, int64_t *seconds)
+bool
+_relay_parse_duration(const char *text, int64_t *seconds)
 {
    static const struct {
       const char *suffix;
@@ -35,11 +34,11 @@ parse_ttl(const char *text, int64_t *seconds)
    }
    errno = 0;
    v = strtoll(text, &end, 10);
-   if (end == text || errno || v < 0 || v > TTL_MAX_S) {
+   if (end == text || errno || v < 0 || v > 100LL * 365 * 86400) {
       return false;
    }
    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-      if (!strcmp(end, units[i].suffix) && v * units[i].s <= TTL_MAX_S) {
+      if (!strcmp(end, units[i].suffix) && v * units[i].s <= 100LL * 365 * 86400) {
          *seconds = (int64_t)v * units[i].s;
          return true;
       }
@@ -53,12 +52,14 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
    const char *name = cfg->archive_collection;
 
    cfg->archive_ttl_s = 0;
-   if (cfg->archive_ttl && !parse_ttl(cfg->archive_ttl, &cfg->archive_ttl_s)) {
+   if (cfg->archive_ttl && (!_relay_parse_duration(cfg->archive_ttl, &cfg->archive_ttl_s) ||
+                            cfg->archive_ttl_s > TTL_MAX_S)) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "archive-ttl: expected a duration like 30d, 12h, 90m or 3600s (at most "
                      "%lld seconds, about 68 years: MongoDB's limit for expireAfterSeconds), "
                      "or none; got '%s'",
                      TTL_MAX_S, cfg->archive_ttl);
+      cfg->archive_ttl_s = 0;
       return false;
    }
    if (name && (!strcmp(name, "off") || !*name)) {

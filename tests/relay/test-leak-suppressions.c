@@ -24,7 +24,8 @@ command(const char *host, const bson_t *cmd, bson_t *reply, bson_error_t *error)
    char *uri = bson_strdup_printf("mongodb://%s/?directConnection=true", host);
    mongoc_client_t *c = mongoc_client_new(uri);
    bson_t local;
-   bool ok = c && mongoc_client_command_simple(c, "admin", cmd, NULL, reply ? reply : &local, error);
+   bool ok =
+      c && mongoc_client_command_simple(c, "admin", cmd, NULL, reply ? reply : &local, error);
    if (c && !reply) {
       bson_destroy(&local);
    }
@@ -138,8 +139,7 @@ main(int argc, char **argv)
              error.message);
       rc = 0;
    } else {
-      printf("FAIL: the read was not retried into a failed server selection: %s\n",
-             error.message);
+      printf("FAIL: the read was not retried into a failed server selection: %s\n", error.message);
    }
    mongoc_cursor_destroy(cursor);
 done:
