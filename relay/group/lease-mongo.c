@@ -25,16 +25,15 @@ relay_lease_mongo_new(const relay_config_t *cfg, const char *me, const char *set
    relay_lease_mongo_t *m = bson_malloc0(sizeof *m);
 
    m->cfg = cfg;
-   m->client =
-      relay_store_client_new_for(cfg, "outbox-relay-lease", RELAY_CONCERNS_LEASES, error);
+   m->client = relay_store_client_new_for(cfg, "outbox-relay-lease", RELAY_CONCERNS_LEASES, error);
    if (!m->client) {
       bson_free(m);
       return NULL;
    }
    m->state = mongoc_client_get_collection(m->client, cfg->database, cfg->state_collection);
-   m->leases = mongoc_client_get_collection(
-      m->client, cfg->database,
-      cfg->lease_collection ? cfg->lease_collection : cfg->state_collection);
+   m->leases = mongoc_client_get_collection(m->client, cfg->database,
+                                            cfg->lease_collection ? cfg->lease_collection
+                                                                  : cfg->state_collection);
    m->db = mongoc_client_get_database(m->client, cfg->database);
    m->st = (relay_lease_store_t){.state = m->state,
                                  .leases = m->leases,

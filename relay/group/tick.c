@@ -67,6 +67,42 @@ observe_renew(relay_tick_t *t, int64_t sent_ns)
    atomic_fetch_add(&t->renew_sum_us, (uint64_t)(s * 1e6));
 }
 
+/* Renews what this member owns; @sent_ns holds the tick's start (no later than the first
+ * attempt was sent) and receives the send time of a retry that succeeded: the deadlines count
+ * from it. A renewal that failed because the server stepped
+ * down ("not primary": an updateMany is not a retryable write) is sent again as soon as mongoc
+ * knows the new primary, instead of a tick later: with elections every few seconds a member
+ * could otherwise miss every renewal until its deadlines pass (issue 34 item 10, F14's
+ * trigger). Bounded: at most RELAY_RENEW_RETRIES more attempts, none started once a renew
+ * period has gone by since the first. */
+static bool
+renew(relay_tick_t *t, int64_t *sent_ns)
+{
+   bson_error_t error;
+   int64_t first_ns = *sent_ns;
+
+   for (int attempt = 0;; attempt++) {
+      if (attempt > 0) {
+         *sent_ns = t->clock();
+      }
+      if (t->ops->renew(t->store, &t->owned, t->epochs, &error)) {
+         observe_renew(t, *sent_ns);
+         return true;
+      }
+      if (attempt == RELAY_RENEW_RETRIES || !relay_error_is_not_primary(&error)) {
+         break;
+      }
+      relay_log(RELAY_LOG_INFO, "group",
+                "renewing leases failed: %s: retrying once a primary is known", error.message);
+      if (!t->ops->wait_primary(t->store, &error) ||
+          t->clock() - first_ns >= t->cfg->lease_renew_ms * 1000000LL) {
+         break;
+      }
+   }
+   _relay_tick_note_down(t, "renewing leases", &error);
+   return false;
+}
+
 static void
 log_set(const char *what, const relay_partset_t *s, int n, const char *tail)
 {
@@ -302,12 +338,7 @@ relay_tick_run(relay_tick_t *t, bool eligible)
    }
    t->ops->measure_skew(t->store, &t->skew);
    if (relay_partset_count(&t->owned, t->cfg->partitions) > 0) {
-      renewed = t->ops->renew(t->store, &t->owned, t->epochs, &error);
-      if (!renewed) {
-         _relay_tick_note_down(t, "renewing leases", &error);
-      } else {
-         observe_renew(t, sent_ns);
-      }
+      renewed = renew(t, &sent_ns);
    }
    if (eligible && !t->ops->member(t->store, t->host, t->pid,
                                    relay_partset_count(&t->owned, t->cfg->partitions), &error)) {

@@ -86,8 +86,8 @@ void relay_tick_cleanup(relay_tick_t *t);
 void relay_tick_run(relay_tick_t *t, bool eligible);
 
 /* Stores @token in the leases of @valid that are still ours at @epochs (fenced). */
-void relay_tick_write_checkpoint(relay_tick_t *t, const bson_t *token,
-                                 const relay_partset_t *valid, const int64_t *epochs);
+void relay_tick_write_checkpoint(relay_tick_t *t, const bson_t *token, const relay_partset_t *valid,
+                                 const int64_t *epochs);
 
 /* Gives @part (drained, at @epoch) to the member that asked for it; nothing when it was
  * lost meanwhile. */

@@ -43,9 +43,9 @@ typedef struct {
    relay_partset_t repaired, checkpointed, released;
    int64_t released_epoch[N];
    const char *released_for[N];
-   int64_t deadline_at_release[N]; /* the gate when the release that took effect was written */
+   int64_t deadline_at_release[N];  /* the gate when the release that took effect was written */
    relay_lease_event_t *events[32]; /* posted, in order */
-   int64_t deadline_at_post[32];     /* the gate of their partition when posted */
+   int64_t deadline_at_post[32];    /* the gate of their partition when posted */
    int n_events, n_posts;
 } fake_t;
 
@@ -70,13 +70,11 @@ fake_post(void *ctx, relay_lease_event_t *first, relay_lease_event_t *last)
       relay_lease_event_t *next = ev->next;
       ev->next = NULL;
       cr_assert_lt(f.n_events, 32);
-      f.deadline_at_post[f.n_events] =
-         ev->part >= 0 ? atomic_load(&t.deadline[ev->part]) : 0;
+      f.deadline_at_post[f.n_events] = ev->part >= 0 ? atomic_load(&t.deadline[ev->part]) : 0;
       f.events[f.n_events++] = ev;
       ev = next;
    }
 }
-
 
 static bool
 same(const char *a, const char *b)
@@ -199,8 +197,8 @@ fake_acquire(void *store, const relay_partset_t *parts, bson_error_t *error)
 }
 
 static bool
-fake_read_mine(void *store, const relay_partset_t *parts, relay_partset_t *owned,
-               int64_t *epochs, bson_t **tokens, bson_error_t *error)
+fake_read_mine(void *store, const relay_partset_t *parts, relay_partset_t *owned, int64_t *epochs,
+               bson_t **tokens, bson_error_t *error)
 {
    (void)store;
    (void)tokens;
@@ -353,8 +351,8 @@ static char *settings;
 static void
 setup(void)
 {
-   const char *const args[] = {TEST_REQUIRED, "--partitions", "4", "--lease-ttl-ms", "10000",
-                               "--lease-margin-ms", "2000", NULL};
+   const char *const args[] = {TEST_REQUIRED, "--partitions",      "4",    "--lease-ttl-ms",
+                               "10000",       "--lease-margin-ms", "2000", NULL};
    bson_error_t error;
 
    test_clear_env();
@@ -596,4 +594,53 @@ Test(tick, a_member_with_other_settings_stops_this_one_from_joining)
    relay_tick_run(&t, true);
    cr_assert_eq(f.n_renew, 0);
    cr_assert_eq(count_events(RELAY_LEASE_ACQUIRED, -1), 0);
+}
+
+/* A renewal refused "not primary" (an election) is sent again once a primary is known, in
+ * the same tick; its deadline counts from the retry's send time. */
+Test(tick, a_renewal_refused_not_primary_is_retried_once_a_primary_is_known)
+{
+   int64_t retry_sent;
+   relay_tick_run(&t, true);
+   f.now += 2000 * MS;
+   f.write_takes = 10 * MS;
+   f.renew_not_primary = 1;
+   retry_sent = f.now + 10 * MS; /* after the first attempt */
+   relay_tick_run(&t, true);
+   cr_assert_eq(f.n_renew, 2);
+   cr_assert_eq(f.n_wait_primary, 1);
+   for (int p = 0; p < N; p++) {
+      cr_assert_eq(gate(p), retry_sent + TTL_LESS_MARGIN, "partition %d", p);
+   }
+}
+
+/* Bounded: a server that keeps saying "not primary" is tried RELAY_RENEW_RETRIES more times;
+ * any other failure (MongoDB unreachable) waits for the next tick; the deadline stays. */
+Test(tick, renewal_retries_are_bounded_and_only_for_not_primary)
+{
+   int64_t before;
+   relay_tick_run(&t, true);
+   before = gate(0);
+   f.now += 2000 * MS;
+   f.renew_not_primary = 100;
+   relay_tick_run(&t, true);
+   cr_assert_eq(f.n_renew, 1 + RELAY_RENEW_RETRIES);
+   cr_assert_eq(gate(0), before);
+   f.renew_not_primary = 0;
+   f.renew_down = 1;
+   relay_tick_run(&t, true);
+   cr_assert_eq(f.n_renew, 2 + RELAY_RENEW_RETRIES);
+   cr_assert_eq(f.n_wait_primary, RELAY_RENEW_RETRIES);
+}
+
+/* No retry starts once a renew period has gone by since the first attempt: the tick keeps
+ * its pace (member document, reading the group, handoffs). */
+Test(tick, no_renewal_retry_after_a_renew_period)
+{
+   relay_tick_run(&t, true);
+   f.now += 2000 * MS;
+   f.write_takes = cfg.lease_renew_ms * MS;
+   f.renew_not_primary = 1;
+   relay_tick_run(&t, true);
+   cr_assert_eq(f.n_renew, 1);
 }
