@@ -1,14 +1,14 @@
 /*
  * System calls (--syscalls) and allocations (--allocs) per event by thread of one process (the
- * relay, over a drain), beside the rates: counts, unlike rates and CPU seconds, hardly move with the load of a
- * shared machine, so a regression shows on a noisy one. Two perf processes attach to the
- * relay once its threads exist (bench_systrace_start()): `perf trace -s` (every system call,
- * by name and thread) and `perf stat --per-thread` on uprobes of the allocator's malloc,
- * calloc and realloc (jemalloc's, or the C library's when the relay links no jemalloc). The
- * uprobes are created when missing and removed at the end when this run created them. Where
- * perf is missing or not permitted, the figures are simply absent (bench_sysuse_t.ok false).
- * Tracing costs the relay time, so a drain measured with --syscalls is slower: compare its
- * counts, not its rate, with a run without.
+ * relay, over a drain), beside the rates: counts, unlike rates and CPU seconds, hardly move with
+ * the load of a shared machine, so a regression shows on a noisy one. Two perf processes attach to
+ * the relay once its threads exist (bench_systrace_start()): `perf trace -s` (every system call, by
+ * name and thread) and `perf stat --per-thread` on uprobes of the allocator's malloc, calloc and
+ * realloc (jemalloc's, or the C library's when the relay links no jemalloc). The uprobes are
+ * created when missing and removed at the end when this run created them. Where perf is missing or
+ * not permitted, the figures are simply absent (bench_sysuse_t.ok false). Tracing costs the relay
+ * time, so a drain measured with --syscalls is slower: compare its counts, not its rate, with a run
+ * without.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -86,8 +86,8 @@ make_probes(bench_systrace_t *t, const char *lib)
       char event[96];
       snprintf(event, sizeof event, "%s:%s", t->group, alloc_fns[i]);
       if (!have_probe(event)) {
-         const char *argv[] = {"/usr/bin/perf", "probe", "-q", "-x", lib, "--add", alloc_fns[i],
-                               NULL};
+         const char *argv[] = {"/usr/bin/perf", "probe",      "-q", "-x", lib,
+                               "--add",         alloc_fns[i], NULL};
          if (run_quietly(argv)) {
             t->made |= 1u << i;
          }
@@ -112,8 +112,8 @@ bench_systrace_start(bench_systrace_t *t, const char *workdir, pid_t pid, bool a
       make_probes(t, lib);
       snprintf(events, sizeof events, "%s:malloc,%s:calloc,%s:realloc", t->group, t->group,
                t->group);
-      const char *stat[] = {"/usr/bin/perf", "stat", "--per-thread", "-x", ",", "-e", events,
-                            "-o", t->stat_path, "-p", spid, NULL};
+      const char *stat[] = {"/usr/bin/perf", "stat", "--per-thread", "-x", ",",  "-e",
+                            events,          "-o",   t->stat_path,   "-p", spid, NULL};
       t->stat = bench_spawn(stat, "/dev/null");
    }
    usleep(300000); /* perf needs a moment to attach to every thread */
@@ -277,16 +277,16 @@ bench_sysuse_print(FILE *out, const char *label, const bench_sysuse_t *u)
            "  %s: per event %.2f system calls (%.2f of them futex; %.2f by its own threads "
            "without futex), %s%.1f allocations%s (%.0f events traced)\n",
            label, u->syscalls / u->events, u->futex / u->events, u->own / u->events,
-           u->allocs_ok ? "" : "(", u->allocs / u->events,
-           u->allocs_ok ? "" : ": not counted)", u->events);
+           u->allocs_ok ? "" : "(", u->allocs / u->events, u->allocs_ok ? "" : ": not counted)",
+           u->events);
    for (int i = 0; i < u->n; i++) {
       const bench_thread_use_t *t = &u->t[i];
       if (t->syscalls / u->events < 0.005 && t->allocs / u->events < 0.05) {
          continue;
       }
-      fprintf(out, "    %-16s %7d%s  syscalls %6.2f (futex %5.2f)  allocs %7.2f  ", t->comm,
-              t->tid, t->main ? " (main)" : "       ", t->syscalls / u->events,
-              t->futex / u->events, t->allocs / u->events);
+      fprintf(out, "    %-16s %7d%s  syscalls %6.2f (futex %5.2f)  allocs %7.2f  ", t->comm, t->tid,
+              t->main ? " (main)" : "       ", t->syscalls / u->events, t->futex / u->events,
+              t->allocs / u->events);
       for (int k = 0; k < 3 && t->top_calls[k] > 0; k++) {
          fprintf(out, "%s%s %.2f", k ? ", " : "", t->top[k], t->top_calls[k] / u->events);
       }
