@@ -7,7 +7,8 @@
  * over, released); deadlines count from the time the successful write was sent; writes are
  * fenced by {owner, epoch}; strays are released, malformed leases repaired, deleted ones
  * re-created; a member whose settings differ does not join; renewals that fail "not primary"
- * are retried once a primary is known (issue 34 item 10).
+ * are retried once a primary is known (issue 34 item 10); wrong credentials at start are
+ * fatal, refused writes are flagged until a tick succeeds.
  *
  * The fake applies the fence as MongoDB's filter does: a write for partition p changes the
  * lease only when its owner is this member at the epoch given.
@@ -39,6 +40,8 @@ typedef struct {
    int64_t write_takes;   /* each write advances the clock this much */
    int renew_not_primary; /* this many renewals fail with 10107 NotWritablePrimary */
    int renew_down;        /* this many renewals fail with a network error */
+   int renew_refused;     /* this many renewals fail with 13 Unauthorized */
+   bool init_auth_fails;  /* set-up fails: authentication refused */
    int n_renew, n_wait_primary, n_init, n_leave, n_repair, n_checkpoint, n_release;
    relay_partset_t repaired, checkpointed, released;
    int64_t released_epoch[N];
@@ -99,8 +102,12 @@ static relay_group_init_t
 fake_init(void *store, bson_error_t *error)
 {
    (void)store;
-   (void)error;
    f.n_init++;
+   if (f.init_auth_fails) {
+      bson_set_error(error, MONGOC_ERROR_CLIENT, MONGOC_ERROR_CLIENT_AUTHENTICATE,
+                     "Authentication failed.");
+      return RELAY_GROUP_RETRY;
+   }
    for (int p = 0; p < N; p++) {
       f.lease[p].deleted = false;
    }
@@ -148,6 +155,11 @@ fake_renew(void *store, const relay_partset_t *parts, const int64_t *epochs, bso
    if (f.renew_not_primary > 0) {
       f.renew_not_primary--;
       bson_set_error(error, MONGOC_ERROR_SERVER, 10107, "not primary");
+      return false;
+   }
+   if (f.renew_refused > 0) {
+      f.renew_refused--;
+      bson_set_error(error, MONGOC_ERROR_SERVER, 13, "not authorized");
       return false;
    }
    if (f.renew_down > 0) {
@@ -643,4 +655,34 @@ Test(tick, no_renewal_retry_after_a_renew_period)
    f.renew_not_primary = 1;
    relay_tick_run(&t, true);
    cr_assert_eq(f.n_renew, 1);
+}
+
+/* Wrong credentials before the group was ever set up do not fix themselves: FATAL with
+ * EX_NOPERM, and no more ticks. */
+Test(tick, authentication_refused_at_start_is_fatal)
+{
+   f.init_auth_fails = true;
+   relay_tick_run(&t, true);
+   cr_assert_eq(count_events(RELAY_LEASE_FATAL, -1), 1);
+   cr_assert_eq(f.events[0]->code, EX_NOPERM);
+   relay_tick_run(&t, true);
+   cr_assert_eq(f.n_init, 1, "ticked again after a fatal error");
+}
+
+/* MongoDB refusing the writes (13) is flagged for the gauge until a tick succeeds, and
+ * counts as MongoDB answering (the member stays healthy, publishing stops at the deadline). */
+Test(tick, refused_writes_are_flagged_until_a_tick_succeeds)
+{
+   int64_t before;
+   relay_tick_run(&t, true);
+   before = gate(0);
+   f.now += 2000 * MS;
+   f.renew_refused = 1;
+   relay_tick_run(&t, true);
+   cr_assert(atomic_load(&t.refused));
+   cr_assert_eq(gate(0), before, "a refused renewal moved the deadline");
+   cr_assert_eq(f.n_renew, 1, "a refusal is not retried as not primary");
+   f.now += 2000 * MS;
+   relay_tick_run(&t, true);
+   cr_assert_not(atomic_load(&t.refused));
 }
