@@ -110,7 +110,7 @@ reaches(const char *gauge_name, double want)
 }
 
 #define EVENT(id, seq)                                                                             \
-   "{\"id\": \"" id "\", \"seq\": " #seq ", \"type\": \"T\", \"time\": {\"$date\": "              \
+   "{\"id\": \"" id "\", \"seq\": " #seq ", \"type\": \"T\", \"time\": {\"$date\": "               \
    "\"2026-01-01T00:00:00Z\"}, \"data\": {}}"
 
 Test(scanner, counts_what_is_stored_and_counts_again_after_a_change)
@@ -118,11 +118,12 @@ Test(scanner, counts_what_is_stored_and_counts_again_after_a_change)
    bson_error_t error;
    relay_scanner_t *s;
 
-   insert_json("{\"_id\": \"a\", \"version\": 2, \"eventSeq\": 2, \"events\": [" EVENT("a1", 1)
-               ", " EVENT("a2", 2) "]}");
+   insert_json("{\"_id\": \"a\", \"version\": 2, \"eventSeq\": 2, \"events\": [" EVENT(
+      "a1", 1) ", " EVENT("a2", 2) "]}");
    insert_json("{\"_id\": \"b\", \"version\": 1, \"eventSeq\": 1, \"events\": [], "
-               "\"deadLetters\": [{\"event\": " EVENT("b1", 1) ", \"reason\": \"r\", "
-               "\"at\": {\"$date\": \"2026-01-01T00:00:01Z\"}}]}");
+               "\"deadLetters\": [{\"event\": " EVENT(
+                  "b1", 1) ", \"reason\": \"r\", "
+                           "\"at\": {\"$date\": \"2026-01-01T00:00:01Z\"}}]}");
    /* Written without liboutbox: a document where the events array should be (what the
     * pending index matches, "events.0" exists), which counts apart. */
    insert_json("{\"_id\": \"c\", \"version\": 1, \"eventSeq\": 1, \"events\": {\"0\": 1}}");
