@@ -70,6 +70,7 @@ relay_tick_cleanup(relay_tick_t *t)
    bson_free(t->handoff_posted);
    bson_free(t->malformed_seen);
    bson_free(t->handoff_to);
+   bson_free(t->output_mismatch_with);
    bson_free(t->snap);
    relay_skew_cleanup(&t->skew);
 }

@@ -45,20 +45,21 @@ typedef struct {
    uint32_t rotate; /* where balancing starts looking (spreads races) */
 
    /* The caller's thread only. */
-   bool ready;               /* the group documents are set up */
-   bool joined;              /* a tick read the group: members that differ are warned about */
-   bool mismatch_logged;     /* a member that differs was named */
-   bool elsewhere;           /* a group of this name lives in another collection too */
-   bool stalled;             /* said once until partitions have owners again */
-   int64_t unowned_since_ns; /* clock since partitions have had no owner; 0: none */
-   bool fatal;               /* this process cannot join: no more ticks */
-   bool down_logged;         /* MongoDB unreachable was said already */
-   bool tick_failed;         /* something failed in the current tick */
-   relay_partset_t owned;    /* the lease table: partitions owned ... */
-   int64_t *epochs;          /* ... at these epochs */
-   bool *handoff_posted;     /* HANDOFF posted for this epoch */
-   bool *malformed_seen;     /* its lease was malformed at the last read (said once) */
-   char **handoff_to;        /* who asked */
+   bool ready;                 /* the group documents are set up */
+   bool joined;                /* a tick read the group: members that differ are warned about */
+   bool mismatch_logged;       /* a member that differs was named */
+   char *output_mismatch_with; /* the member last named for other output settings, or NULL */
+   bool elsewhere;             /* a group of this name lives in another collection too */
+   bool stalled;               /* said once until partitions have owners again */
+   int64_t unowned_since_ns;   /* clock since partitions have had no owner; 0: none */
+   bool fatal;                 /* this process cannot join: no more ticks */
+   bool down_logged;           /* MongoDB unreachable was said already */
+   bool tick_failed;           /* something failed in the current tick */
+   relay_partset_t owned;      /* the lease table: partitions owned ... */
+   int64_t *epochs;            /* ... at these epochs */
+   bool *handoff_posted;       /* HANDOFF posted for this epoch */
+   bool *malformed_seen;       /* its lease was malformed at the last read (said once) */
+   char **handoff_to;          /* who asked */
    relay_group_snapshot_t *snap;
    uint32_t ticks;
    bool holding; /* events held back until the tick's acquisitions are all posted */
@@ -99,8 +100,19 @@ void relay_tick_leave(relay_tick_t *t);
 /* The gate: @part is ours and @now is before its deadline. Any thread. */
 bool relay_tick_may_publish(const relay_tick_t *t, int part, int64_t now);
 
-/* What the members of a group must share, for the member document (bson_free). */
+/* What the members of a group must share, for the member document (bson_free): the group's
+ * settings, then after RELAY_LEASE_OUTPUT_MARK the output settings (tick-checks.c). */
 char *relay_tick_settings(const relay_config_t *cfg);
+
+/* Between the group's settings and the output settings in relay_tick_settings(). */
+#define RELAY_LEASE_OUTPUT_MARK " | output: "
+typedef enum {
+   RELAY_SETTINGS_SAME,
+   RELAY_SETTINGS_OUTPUT_DIFFERS, /* may differ during a rolling change: flagged */
+   RELAY_SETTINGS_GROUP_DIFFERS,  /* may never differ: refused */
+} relay_settings_diff_t;
+/* How two members' settings strings differ. Pure. */
+relay_settings_diff_t relay_tick_settings_diff(const char *mine, const char *theirs);
 
 /* The lease metrics (epochs, renew latency histogram, skew) in the Prometheus text format.
  * Any thread. */
