@@ -1,0 +1,183 @@
+# Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+"""The fuzzer's judge: one property per case, from what the subscriber received, what is
+stored (documents, dead letters, the archive) and what the writer said.
+
+  refused        the writer refused it with a message, and nothing was stored;
+  published      delivered at least once, every copy equal to the stored event (the
+                 documented normalisation: data as relaxed extended JSON, time as RFC 3339 in
+                 milliseconds, headers the table leaves out missing, the rest as user
+                 properties and, named like CloudEvents attributes, attributes), archived
+                 when the archive is on;
+  dead-lettered  in its document's dead letters with the reason the table names, and never
+                 published.
+A raw case's second, valid event is published in every case."""
+import datetime
+import json
+import re
+
+from bsonenc import Date, Int32, Int64, Raw
+
+OWN = {"event-id", "event-type", "entity-id", "seq"}
+BINARY_ATTRS = {"specversion", "id", "source", "type", "subject", "time"}
+CE_ATTR = re.compile(r"[a-z0-9]{1,20}\Z")
+
+
+def relaxed(v):
+    """What the relay's relaxed extended JSON of a value parses back to."""
+    if isinstance(v, dict):
+        return {k: relaxed(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [relaxed(x) for x in v]
+    if isinstance(v, (Int32, Int64)):
+        return int(v)
+    return v
+
+
+def rfc3339(ms):
+    d = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (d.year, d.month, d.day, d.hour, d.minute,
+                                                      d.second, d.microsecond // 1000)
+
+
+def message_event_id(payload, props, binary):
+    if binary:
+        for k, v in props:
+            if k == "id":
+                return v
+        return None
+    try:
+        return json.loads(payload.decode("utf-8")).get("id")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return None
+
+
+class Judge:
+    def __init__(self, run, cases, messages, db, coll, archive):
+        self.run, self.cases, self.db, self.coll, self.archive = run, cases, db, coll, archive
+        self.by_id = {}
+        self.problems = []
+        for topic, payload, props in messages:
+            if not topic.startswith(run["topic_root"] + "/"):
+                continue
+            eid = message_event_id(payload, props, run["binary"])
+            self.by_id.setdefault(eid, []).append((topic, payload, props))
+
+    def fail(self, case, what):
+        self.problems.append("case %d (%s, %s: %s): %s" % (case["n"], case["writer"],
+                                                           case["rule"], case["what"], what))
+
+    def event_of(self, case):
+        """(id, seq, type, time ms or None, data, headers) as stored."""
+        if case["writer"] == "lib":
+            spec, res = case["lib"], case["result"]
+            return res["id"], res["seq"], spec["type"], "lib", spec["data"], dict(spec["headers"])
+        ev = case["event"]
+        return (ev.get("id"), ev.get("seq"), ev.get("type"), ev.get("time"), ev.get("data"),
+                ev.get("headers"))
+
+    def judge(self, case):
+        res = case.get("result")
+        if res is None:
+            return self.fail(case, "the writer said nothing about it")
+        if case["expect"] == "refused":
+            if res["ok"]:
+                return self.fail(case, "stored (event %s), expected refused at write" % res["id"])
+            if not res["message"]:
+                self.fail(case, "refused without a message")
+            if self.coll.find_one({"_id": case["entity"]} if not isinstance(case["entity"], Raw)
+                                  else {"_id": {"$exists": False}}):
+                self.fail(case, "refused, but its entity was stored")
+            return "refused"
+        if not res["ok"]:
+            return self.fail(case, "refused at write (%s), expected %s" % (res["message"],
+                                                                           case["expect"]))
+        if case["writer"] == "raw":
+            self.check_follow(case)
+        if case["expect"] == "dead-lettered":
+            return self.check_dead(case)
+        return self.check_published(case)
+
+    def stored_doc(self, case):
+        from bsonenc import value_doc
+        from bson.raw_bson import RawBSONDocument
+        # The _id as the fuzzer encoded it, matched byte for byte (a Raw id too).
+        key = RawBSONDocument(value_doc("_id", case["entity"]))
+        return self.coll.find_one(key)
+
+    def check_dead(self, case):
+        doc = self.stored_doc(case)
+        dls = (doc or {}).get("deadLetters", [])
+        eid = self.event_of(case)[0]
+        if not dls:
+            return self.fail(case, "not dead-lettered (document %s)" %
+                             ("gone" if doc is None else "has no dead letters"))
+        reasons = [d.get("reason") for d in dls]
+        if case["reason"] not in reasons:
+            self.fail(case, "dead-lettered with reason %r, the table says %r" % (reasons,
+                                                                                 case["reason"]))
+        if isinstance(eid, str) and eid in self.by_id:
+            self.fail(case, "dead-lettered and published")
+        return "dead-lettered"
+
+    def check_follow(self, case):
+        fid = case["follow"]["id"]
+        if fid not in self.by_id:
+            self.fail(case, "the entity's valid second event was not published")
+
+    def check_published(self, case):
+        eid, seq, etype, tm, data, headers = self.event_of(case)
+        copies = self.by_id.get(eid)
+        if not copies:
+            doc = self.stored_doc(case)
+            dl = [d.get("reason") for d in (doc or {}).get("deadLetters", [])]
+            return self.fail(case, "not published%s" % (" (dead-lettered: %s)" % dl if dl else
+                                                        " and not dead-lettered"))
+        for topic, payload, props in copies:
+            self.check_copy(case, seq, etype, tm, data, headers, payload, props)
+        if self.archive is not None:
+            a = self.archive.find_one({"$or": [{"_id": eid}, {"eventId": eid}, {"id": eid},
+                                               {"_id.id": eid}, {"_id.eventId": eid}]})
+            if a is None:
+                self.fail(case, "published but not archived")
+        return "left out" if case["dropped"] else "published"
+
+    def check_copy(self, case, seq, etype, tm, data, headers, payload, props):
+        run = self.run
+        kept = case["kept"] if case["kept"] is not None else (headers or {})
+        pd = dict(props)
+        if run["binary"]:
+            try:
+                got = json.loads(payload.decode("utf-8"))
+            except ValueError as e:
+                return self.fail(case, "binary payload is not JSON: %s" % e)
+            if got != relaxed(data):
+                self.fail(case, "binary payload %r != data %r" % (got, relaxed(data)))
+            attrs = pd
+        else:
+            try:
+                ce = json.loads(payload.decode("utf-8"))
+            except ValueError as e:
+                return self.fail(case, "structured payload is not JSON: %s" % e)
+            if ce.get("data") != relaxed(data):
+                self.fail(case, "data %r != stored %r" % (ce.get("data"), relaxed(data)))
+            attrs = ce
+        if str(attrs.get("seq")) != str(int(seq)):
+            self.fail(case, "seq %r != stored %r" % (attrs.get("seq"), seq))
+        if attrs.get("type") != etype:
+            self.fail(case, "type %r != stored %r" % (attrs.get("type"), etype))
+        if isinstance(tm, Date) and attrs.get("time") != rfc3339(tm):
+            self.fail(case, "time %r != stored %s" % (attrs.get("time"), rfc3339(tm)))
+        if tm is None and "time" in attrs:
+            self.fail(case, "time %r, but the event has none" % attrs.get("time"))
+        for name, value in kept.items():
+            if run["v5"] and (name, value) not in props:
+                self.fail(case, "header %r missing from the user properties" % name)
+            if not run["binary"] and CE_ATTR.match(name) and ce.get(name) != value:
+                self.fail(case, "header %r not an attribute (got %r)" % (name, ce.get(name)))
+        names = [k for k, _ in props]
+        for name in set(names):
+            if names.count(name) > 1:
+                self.fail(case, "user property %r given %d times" % (name, names.count(name)))
+        allowed = OWN | (BINARY_ATTRS if run["binary"] else set()) | set(kept)
+        for name in set(names) - allowed:
+            self.fail(case, "user property %r is neither the relay's nor a kept header" % name)
