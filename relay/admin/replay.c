@@ -3,9 +3,11 @@
  *
  * `replay`: publishes archived events (--archive-collection, outbox/archive.h) again, as the
  * relay published them (its --topic, --source, --qos, --payload-mode, --user-properties,
- * --mqtt-* options and MQTT client), with a marker consumers can see: the CloudEvents extension
- * attribute "replay": true (attribute names are lowercase letters and digits; in binary mode
- * an attribute is a user property) and, with MQTT 5, the user property replay=true.
+ * --mqtt-* options and MQTT client, and the relay's own renderer, mqtt/message.h), with a
+ * marker consumers can see: the CloudEvents extension attribute "replay": true (after "seq";
+ * in binary mode an attribute is a user property) and, with MQTT 5, the user property
+ * replay=true (after all others). "replay" is a reserved name (outbox/contract.h): no
+ * producer header can forge it.
  * The archive cursor reads each collection sorted by entity and seq, so an entity's events go
  * out oldest first; one MQTT connection keeps them in that order. Consumers de-duplicate by
  * event id as always, so a replay to one that saw the events already changes nothing.
@@ -23,7 +25,7 @@
 #include "admin/args.h"
 #include "group/hash.h"
 #include "group/partition.h"
-#include "mqtt/headers.h"
+#include "mqtt/message.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"
 #include "stream/event.h"
@@ -116,7 +118,10 @@ as_event(const outbox_archived_event_t *e, bson_t *doc, relay_event_t *ev)
    BSON_APPEND_UTF8(doc, "id", e->event_id ? e->event_id : "");
    BSON_APPEND_INT64(doc, "seq", e->seq);
    BSON_APPEND_UTF8(doc, "type", e->type ? e->type : "");
-   BSON_APPEND_DATE_TIME(doc, "time", e->time_ms);
+   /* An event archived without a time (the relay publishes those without one) has none. */
+   if (e->entry && bson_has_field(e->entry, "time")) {
+      BSON_APPEND_DATE_TIME(doc, "time", e->time_ms);
+   }
    BSON_APPEND_DOCUMENT(doc, "data", e->data);
    if (!bson_empty(e->headers)) {
       BSON_APPEND_DOCUMENT(doc, "headers", e->headers);
@@ -164,106 +169,58 @@ pace(replay_t *r)
    }
 }
 
-/* The user properties the relay sends for @ev (its --user-properties; in binary mode the
- * CloudEvents attributes too), plus the marker replay=true. Returns the number of pairs. */
-static size_t
-replay_props(const relay_config_t *cfg, const relay_event_t *ev, const char *entity,
-             const char *seq, const char *source, const char *time, bool binary, const char **props)
-{
-   size_t n = 0;
-   if (cfg->user_properties & RELAY_PROP_EVENT_ID) {
-      props[n++] = "event-id", props[n++] = ev->id;
-   }
-   if (cfg->user_properties & RELAY_PROP_EVENT_TYPE) {
-      props[n++] = "event-type", props[n++] = ev->type;
-   }
-   if (cfg->user_properties & RELAY_PROP_ENTITY_ID) {
-      props[n++] = "entity-id", props[n++] = entity;
-   }
-   if ((cfg->user_properties & RELAY_PROP_SEQ) || binary) {
-      props[n++] = "seq", props[n++] = seq;
-   }
-   if (binary) {
-      props[n++] = "specversion", props[n++] = "1.0";
-      props[n++] = "id", props[n++] = ev->id;
-      props[n++] = "source", props[n++] = source;
-      props[n++] = "type", props[n++] = ev->type;
-      props[n++] = "subject", props[n++] = entity;
-      props[n++] = "time", props[n++] = time;
-   }
-   props[n++] = "replay", props[n++] = "true";
-   return n / 2;
-}
-
-/* The payload as the relay would send it, with the marker: in structured mode the attribute
- * "replay": true first in the CloudEvents object; in binary mode the data alone (the marker
- * is the user property). NULL when it cannot be written as JSON. */
+/* Percent-encodes @s into a new string, as the relay's sender does once per name. */
 static char *
-replay_payload(const relay_event_t *ev, const char *source, relay_str_t subject,
-               const relay_headers_t *headers, bool binary, size_t *len)
+encode(const char *s, size_t len)
 {
-   char *json, *marked;
-   if (binary) {
-      return relay_data_json(ev, len);
-   }
-   if (!(json = relay_cloudevent_json(ev, source, subject, headers, len))) {
-      return NULL;
-   }
-   marked = bson_strdup_printf("{\"replay\":true,%s", json + 1);
-   *len += strlen("\"replay\":true,");
-   bson_free(json);
-   return marked;
+   bson_string_t *out = bson_string_new(NULL);
+   relay_percent_encode(out, s, len);
+   return bson_string_free(out, false);
 }
 
-/* Renders and sends one event with the replay marker, as the relay renders it. */
+/* Renders one event with the relay's renderer (mqtt/message.h: the replayed message differs
+ * from the live one only by the replay marker) and sends it. A message the relay could not
+ * have sent either is skipped with its reason. */
 static void
 send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const relay_event_t *ev)
 {
    const relay_config_t *cfg = &r->a->cfg;
-   bool binary = cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version == 5;
-   size_t id_len, len = 0;
+   size_t id_len;
    char *id = relay_render_id(e->entity_id, &id_len);
-   bson_string_t *encoded = bson_string_new(NULL);
+   char *enc_id = encode(id, id_len), *enc_db = encode(cfg->database, strlen(cfg->database));
+   char *enc_coll = encode(coll, strlen(coll));
    /* The partition the relay recorded, or the one it would compute (entries archived
     * without it). */
    int part = e->partition >= 0
                  ? e->partition
                  : relay_partition_of(relay_hash_value(e->entity_id), cfg->partitions);
    char part_s[24];
-   relay_template_vars_t vars = {{cfg->database, strlen(cfg->database)},
-                                 {coll, strlen(coll)},
-                                 {id, id_len},
-                                 {ev->type, strlen(ev->type)},
-                                 {part_s, relay_format_int64(part, part_s)}};
-   char *topic = relay_template_render(cfg->topic_template, &vars);
-   char *source = relay_template_render(cfg->source_template, &vars);
-   relay_headers_t headers;
-   relay_headers_read(ev, &headers);
-   char *payload = replay_payload(ev, source, (relay_str_t){id, id_len}, &headers, binary, &len);
-   char seq[24], tbuf[40];
-   const char *props[2 * RELAY_MQTT_MAX_USER_PROPS];
-   relay_mqtt_message_t msg = {
-      topic, payload, len, binary ? "application/json" : "application/cloudevents+json", props, 0};
+   relay_message_in_t in = {
+      .vars = {.db = {enc_db, strlen(enc_db)},
+               .collection = {enc_coll, strlen(enc_coll)},
+               .id = {enc_id, strlen(enc_id)},
+               .partition = {part_s, relay_format_int64(part, part_s)}},
+      .subject = {id, id_len},
+      .replay = true,
+   };
+   relay_message_t m;
+   const char *why;
 
-   relay_percent_encode(encoded, id, id_len);
-   relay_format_int64(ev->seq, seq);
-   relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
-   msg.n_user_props = replay_props(cfg, ev, encoded->str, seq, source, tbuf, binary, props);
-   msg.n_user_props = relay_headers_append_props(&headers, props, 2 * msg.n_user_props) / 2;
-   if (!payload) {
-      r->failed = "an archived event cannot be written as JSON";
+   relay_message_render(cfg, ev, &in, &m);
+   if ((why = m.poison) || (why = relay_mqtt_check_size(r->mqtt, &m.msg))) {
+      fprintf(stderr, "outbox-admin: skipping archived event %s: %s\n", ev->id, why);
    } else {
       pace(r);
-      if (relay_mqtt_publish(r->mqtt, &msg, (uint64_t)r->sent + 1) != 0) {
+      if (relay_mqtt_publish(r->mqtt, &m.msg, (uint64_t)r->sent + 1) != 0) {
          r->failed = "the MQTT client refused a publish";
       } else {
          r->sent++;
       }
    }
-   bson_free(payload);
-   bson_free(topic);
-   bson_free(source);
-   bson_string_free(encoded, true);
+   relay_message_cleanup(&m);
+   bson_free(enc_coll);
+   bson_free(enc_db);
+   bson_free(enc_id);
    bson_free(id);
 }
 

@@ -278,7 +278,7 @@ jb_attributes(jbuf_t *b, const relay_headers_t *h)
 
 static char *
 cloudevent_json_fast(const relay_event_t *ev, const char *source, relay_str_t subject,
-                     const relay_headers_t *headers, size_t *len)
+                     const relay_headers_t *headers, bool replay, size_t *len)
 {
    jbuf_t b = {NULL, 0, 0};
    char tbuf[40];
@@ -311,6 +311,9 @@ cloudevent_json_fast(const relay_event_t *ev, const char *source, relay_str_t su
    }
    JB_LIT(&b, ", \"datacontenttype\" : \"application/json\", \"seq\" : ");
    jb_int(&b, ev->seq);
+   if (replay) {
+      JB_LIT(&b, ", \"replay\" : true");
+   }
    if (!jb_attributes(&b, headers)) {
       goto fail;
    }
@@ -327,7 +330,7 @@ fail:
 
 static char *
 cloudevent_json_libbson(const relay_event_t *ev, const char *source, relay_str_t subject,
-                        const relay_headers_t *headers, size_t *len)
+                        const relay_headers_t *headers, bool replay, size_t *len)
 {
    bson_t doc = BSON_INITIALIZER;
    char tbuf[40];
@@ -344,6 +347,9 @@ cloudevent_json_libbson(const relay_event_t *ev, const char *source, relay_str_t
    }
    BSON_APPEND_UTF8(&doc, "datacontenttype", "application/json");
    BSON_APPEND_INT64(&doc, "seq", ev->seq);
+   if (replay) {
+      BSON_APPEND_BOOL(&doc, "replay", true);
+   }
    for (size_t i = 0; headers && i < headers->n; i++) {
       if (headers->items[i].attribute) {
          BSON_APPEND_UTF8(&doc, headers->items[i].name, headers->items[i].value);
@@ -361,20 +367,27 @@ cloudevent_json_libbson(const relay_event_t *ev, const char *source, relay_str_t
 }
 
 char *
-relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
-                      const relay_headers_t *headers, size_t *len)
+relay_cloudevent_json_marked(const relay_event_t *ev, const char *source, relay_str_t subject,
+                             const relay_headers_t *headers, bool replay, size_t *len)
 {
    /* libbson's JSON writer goes character by character through a bson_string_t and was a
     * third of the relay's instructions per event; the fast path writes the same bytes. */
-   char *json = cloudevent_json_fast(ev, source, subject, headers, len);
-   return json ? json : cloudevent_json_libbson(ev, source, subject, headers, len);
+   char *json = cloudevent_json_fast(ev, source, subject, headers, replay, len);
+   return json ? json : cloudevent_json_libbson(ev, source, subject, headers, replay, len);
+}
+
+char *
+relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
+                      const relay_headers_t *headers, size_t *len)
+{
+   return relay_cloudevent_json_marked(ev, source, subject, headers, false, len);
 }
 
 char *
 relay_cloudevent_json_reference(const relay_event_t *ev, const char *source, relay_str_t subject,
                                 const relay_headers_t *headers, size_t *len)
 {
-   return cloudevent_json_libbson(ev, source, subject, headers, len);
+   return cloudevent_json_libbson(ev, source, subject, headers, false, len);
 }
 
 char *

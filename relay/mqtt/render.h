@@ -85,6 +85,11 @@ void relay_format_time(int64_t ms, char *buf, size_t size);
 char *relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
                             const relay_headers_t *headers, size_t *len);
 
+/* relay_cloudevent_json() with, when @replay, the replay marker "replay": true after "seq"
+ * (outbox-admin replay; the name is reserved, so no header attribute can take it). */
+char *relay_cloudevent_json_marked(const relay_event_t *ev, const char *source, relay_str_t subject,
+                                   const relay_headers_t *headers, bool replay, size_t *len);
+
 /* The same payload built through libbson's JSON writer (relay_cloudevent_json() writes the
  * same bytes faster and falls back to this for values it does not handle). For tests. */
 char *relay_cloudevent_json_reference(const relay_event_t *ev, const char *source,
