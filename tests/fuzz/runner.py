@@ -13,6 +13,7 @@ import time
 import urllib.request
 
 import paho.mqtt.client as mqtt
+import pymongo.errors
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from bson.raw_bson import RawBSONDocument
@@ -148,7 +149,10 @@ def raw_document(case, follow):
 
 def write_pymongo(coll, cases):
     for c in cases:
-        coll.insert_one(RawBSONDocument(bsonenc.document(raw_document(c, c["follow"]))))
+        try:
+            coll.insert_one(RawBSONDocument(bsonenc.document(raw_document(c, c["follow"]))))
+        except pymongo.errors.OperationFailure as e:
+            raise SystemExit("fuzz: the server refused case %d (%s): %s" % (c["n"], c["what"], e))
         c["result"] = {"ok": True}
 
 
