@@ -66,6 +66,17 @@ class Judge:
             eid = message_event_id(payload, props, run["binary"])
             self.by_id.setdefault(eid, []).append((topic, payload, props))
 
+    def labels(self):
+        """Event id -> "rule: what" of its case (the second events of raw cases too)."""
+        out = {}
+        for c in self.cases:
+            eid = self.event_of(c)[0] if c.get("result", {}).get("ok") else None
+            if isinstance(eid, str):
+                out[eid] = "%s: %s" % (c["rule"], c["what"])
+                if c.get("follow"):
+                    out[c["follow"]["id"]] = "%s: %s (its second event)" % (c["rule"], c["what"])
+        return out
+
     def fail(self, case, what):
         self.problems.append("case %d (%s, %s: %s): %s" % (case["n"], case["writer"],
                                                            case["rule"], case["what"], what))

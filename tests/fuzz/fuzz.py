@@ -10,7 +10,7 @@ error, or published (equal to the stored event) and archived, or dead-lettered w
 table's reason. Never an event pending at the end, never a broker disconnect, /healthz 200.
 
 usage: fuzz.py --relay PATH --admin PATH --writer PATH --contract PATH [--node-dir DIR]
-               [--seed N] [--seeds K] [--fill N] [--long] [--runs LIST]
+               [--c-consumer PATH] [--seed N] [--seeds K] [--fill N] [--long] [--runs LIST]
 OUTBOX_TEST_MONGODB_URI and OUTBOX_TEST_MQTT_URI must be set (tests/fixtures/with-servers);
 the broker's log is read from OUTBOX_TEST_WORKDIR/mosquitto.log when with-servers started it.
 Every run prints its seed; `--seed N` repeats it exactly (the same cases, in the same order)."""
@@ -19,6 +19,7 @@ import collections
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,7 @@ except ImportError as e:
 from bson.codec_options import CodecOptions
 
 import check
+import consumers
 import generate
 from generate import _good_event
 
@@ -48,6 +50,27 @@ RUNS = [("v5-structured", 5, "structured", False), ("v5-structured-archive", 5, 
         ("v5-binary", 5, "binary", False), ("v5-binary-archive", 5, "binary", True),
         ("v311-structured", 4, "structured", False),
         ("v311-structured-archive", 4, "structured", True)]
+
+
+# Defects the fuzzer found that are still open, each listed in tests/fuzz/README.md
+# ("Known open"); their problems are printed as KNOWN OPEN and do not fail the run. Every
+# entry: (finding, regular expression over "RUN: problem").
+KNOWN_OPEN = [
+    ("F1: liboutbox refuses a binary _id that is not a UUID, which the table's written form "
+     "allows", r"_id binData\): refused at write \(binary id must be a UUID"),
+    ("F2: binary mode publishes an entity whose _id is invalid UTF-8 (percent-encoded), "
+     "structured mode dead-letters it as the table says",
+     r"^v5-binary[^:]*: (case \d+ \(raw, entity _id: _id=Raw\(|node consumer: unreadable "
+     r"message on \S+/ev/fz%|node consumer never applied published event \S+ "
+     r"\(entity _id: _id=Raw\()"),
+]
+
+
+def known_open(problem):
+    for finding, pattern in KNOWN_OPEN:
+        if re.search(pattern, problem):
+            return finding
+    return None
 
 
 def pending(coll):
@@ -112,6 +135,9 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
     try:
         if not relay.wait_started():
             raise SystemExit("fuzz: the relay did not start (%s)" % relay.log_path)
+        cons = consumers.Consumers(opts, node_path, MQTT, MONGO, root, tag, workdir)
+        if not cons.wait_subscribed():
+            raise SystemExit("fuzz: an example consumer did not subscribe (%s)" % cons.logs)
         runner.write_lib(opts.writer, MONGO, db_name, "ev",
                          [c for c in cases if c["via"] == "liboutbox"],
                          os.path.join(workdir, "writer-%s.log" % tag))
@@ -140,6 +166,10 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
         dropped = relay.metric("outbox_relay_headers_dropped_total")
         if any(c["dropped"] for c in cases) and not dropped:
             problems.append("headers were left out but outbox_relay_headers_dropped_total is 0")
+        labels = judge.labels()
+        delivered = {i: labels.get(i, "?") for i in judge.by_id if i}
+        cons.wait_seen(delivered)
+        problems += cons.check(delivered)
         if archive:
             problems += check_replay(opts, args, root, sub, judge, cases, workdir, tag)
     finally:
@@ -149,6 +179,7 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
         problems.append("the relay exited with status %s (%s)" % (status, relay.log_path))
     problems += ["broker dropped the relay: " + l
                  for l in broker_disconnects(log_path, offset, client_id)]
+    problems = ["%s: %s" % (name, p) for p in problems]
     totals.update(outcomes)
     print("fuzz: seed=%d run=%s events=%d %s problems=%d" % (
         seed, name, len(cases), " ".join("%s=%d" % kv for kv in sorted(outcomes.items())),
@@ -209,6 +240,7 @@ def main():
     ap.add_argument("--writer", required=True)
     ap.add_argument("--contract", required=True)
     ap.add_argument("--node-dir")
+    ap.add_argument("--c-consumer", help="contacts-consumer, run beside the others")
     ap.add_argument("--seed", type=int, help="the first seed (default: random, printed)")
     ap.add_argument("--seeds", type=int, default=1, help="seeds to run, from --seed on")
     ap.add_argument("--fill", type=int, default=0, help="random valid events added per run")
@@ -244,6 +276,10 @@ def main():
     print("fuzz: %d events in %.0f s, seeds %d..%d: %s" % (
         sum(totals.values()), time.time() - started, seed, seed + opts.seeds - 1,
         " ".join("%s=%d" % kv for kv in sorted(totals.items()))))
+    known = [p for p in problems if known_open(p)]
+    problems = [p for p in problems if not known_open(p)]
+    for p in known[:50]:
+        print("KNOWN OPEN: %s [%s]" % (p, known_open(p)))
     for p in problems[:200]:
         print("FAIL: " + p)
     if problems:

@@ -130,7 +130,7 @@ def write_lib(writer, uri, db, coll, cases, log_path):
     out, _ = p.communicate("".join(lib_line(c) for c in cases).encode(), timeout=120)
     by_n = {c["n"]: c for c in cases}
     for line in out.decode("utf-8", "replace").splitlines():
-        f = line.split(" ", 5)
+        f = line.split(" ", 4)
         if f[0] == "OK":
             by_n[int(f[1])]["result"] = {"ok": True, "id": f[2], "seq": int(f[3])}
         elif f[0] == "REFUSED":
