@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -95,6 +96,10 @@ def broker_disconnects(path, offset, client_id):
 
 def assign_writers(cases, rng, node_path):
     for c in cases:
+        if c["writer"] == "example":
+            c["via"] = "node-example" if node_path and runner.node_expressible(
+                c["example"]["data"]) and rng.random() < 0.5 else "python-example"
+            continue
         if c["writer"] != "raw":
             c["via"] = "liboutbox"
             continue
@@ -138,14 +143,9 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
         cons = consumers.Consumers(opts, node_path, MQTT, MONGO, root, tag, workdir)
         if not cons.wait_subscribed():
             raise SystemExit("fuzz: an example consumer did not subscribe (%s)" % cons.logs)
-        runner.write_lib(opts.writer, MONGO, db_name, "ev",
-                         [c for c in cases if c["via"] == "liboutbox"],
-                         os.path.join(workdir, "writer-%s.log" % tag))
-        runner.write_pymongo(coll, [c for c in cases if c["via"] == "pymongo"])
-        runner.write_node(node_path, MONGO, db_name, "ev",
-                          [c for c in cases if c["via"] == "node"],
-                          os.path.join(workdir, "node-%s.log" % tag)) if node_path else None
-        drained = runner.wait_until(lambda: pending(coll) == 0 and sub.silent_for(1.0), 60, 0.2)
+        # The writers at once, as services in several languages would write.
+        write_all(opts, cases, node_path, db_name, coll, workdir, tag)
+        drained = runner.wait_until(lambda: pending(coll) == 0 and sub.silent_for(0.5), 60, 0.1)
         if not drained:
             problems.append("%d documents still have pending events after 60 s" % pending(coll))
         status, body = relay.http("/healthz")
@@ -187,6 +187,37 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
     return problems
 
 
+def write_all(opts, cases, node_path, db_name, coll, workdir, tag):
+    def lib():
+        runner.write_lib(opts.writer, MONGO, db_name, "ev",
+                         [c for c in cases if c["via"] == "liboutbox"],
+                         os.path.join(workdir, "writer-%s.log" % tag))
+
+    def node():
+        if node_path:
+            runner.write_node(node_path, MONGO, db_name, "ev",
+                              [c for c in cases if c["via"] == "node"],
+                              os.path.join(workdir, "node-%s.log" % tag))
+    errors = []
+
+    def guarded(fn):
+        try:
+            fn()
+        except BaseException as e:  # SystemExit from a writer included: reported below
+            errors.append(e)
+    threads = [threading.Thread(target=guarded, args=(fn,)) for fn in (lib, node)]
+    for t in threads:
+        t.start()
+    guarded(lambda: runner.write_pymongo(coll, [c for c in cases if c["via"] == "pymongo"]))
+    guarded(lambda: runner.write_examples(coll, node_path, MONGO, db_name, "ev",
+                                          [c for c in cases if c["writer"] == "example"],
+                                          os.path.join(workdir, "examples-%s.log" % tag)))
+    for t in threads:
+        t.join()
+    if errors:
+        raise SystemExit("fuzz: a writer failed: %s" % errors[0])
+
+
 def check_replay(opts, relay_args, root, sub, judge, cases, workdir, tag):
     """outbox-admin replay of the whole archive: every archived event again, equal to its
     live message but for the replay marker."""
@@ -200,8 +231,15 @@ def check_replay(opts, relay_args, root, sub, judge, cases, workdir, tag):
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         return ["outbox-admin replay failed (%d): %s" % (r.returncode, r.stderr[-500:])]
-    runner.wait_until(lambda: sub.silent_for(1.0), 30, 0.2)
-    replayed = [m for m in sub.snapshot()[before:] if m[0].startswith("rp" + root[2:] + "/")]
+    want = sum(1 for c in cases if c.get("result", {}).get("ok") and
+               c["expect"] == "published") + sum(1 for c in cases if c.get("follow"))
+
+    def replayed_now():
+        return [m for m in sub.snapshot()[before:] if m[0].startswith("rp" + root[2:] + "/")]
+    # Every published event once (fewer if some are missing: then the silence ends the wait).
+    runner.wait_until(lambda: len(replayed_now()) >= want and sub.silent_for(0.3) or
+                      sub.silent_for(2.0), 30, 0.05)
+    replayed = replayed_now()
     problems = []
     live = {}
     for eid, copies in judge.by_id.items():

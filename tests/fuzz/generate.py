@@ -56,7 +56,7 @@ def _type_samples(rng, n):
 def _strings(form, rng, base):
     """(value, valid) strings for a string form: bounds and text rules."""
     out = []
-    lo, hi, text = form["min"], form["max"], set(form["text"])
+    lo, hi, text = form["min"], form["max"], list(form["text"])  # in order: reproducible
     pad = "event_type" in text and "a" or "x"
     if lo is not None:
         out.append((pad * max(lo, 1) if lo > 0 else "", True))
@@ -317,6 +317,35 @@ class Gen:
                  data={"big": "b" * (max_message_bytes + 10)},
                  expect=DEAD if r["at_write"] == "n/a" else REFUSED, reason=r["reason"])
 
+    # -- the example writers: type and data, judged by both forms ------------------------
+
+    def example(self, rule, what, written_ok, accepted_ok, etype="fz.example", data=None,
+                entity=NEW):
+        """A case for examples/python/outbox_writer.py or examples/node/writer.js: they may
+        refuse what breaks the written form (as liboutbox does) or store it; what they store
+        must then have the accepted form's outcome."""
+        self.add("example", rule, what, PUBLISHED if accepted_ok else DEAD,
+                 reason=None if accepted_ok else rule["reason"], entity=entity)
+        self.out[-1]["example"] = {"type": etype,
+                                   "data": data if data is not None else {"n": Int32(self.n)}}
+        self.out[-1]["may_refuse"] = not written_ok
+
+    def example_rules(self):
+        r = self.rule("event", "type")
+        for s, ok in _strings(r["written"], self.rng, ""):
+            if isinstance(s, str) and "\x00" not in s:
+                self.example(r, "type=%s" % _short(s), ok, ok, etype=s)
+        r = self.rule("event", "data")
+        for d, w_ok, a_ok in [({}, True, True), ({"$fz": 1}, False, True),
+                              ({"s": "a\x00b"}, False, True),
+                              ({"s": GOOD_TEXT[1], "deep": {"l": [1, {"x": GOOD_TEXT[2]}]}},
+                               True, True)]:
+            self.example(r, "data=%s" % _short(d), w_ok, a_ok, data=d)
+        r = self.rule("entity", "_id")
+        for s in self.rng.sample(GOOD_TEXT + BAD_TEXT["mqtt"], 4) + ["a/b+#%$"]:
+            self.example(r, "_id=%s" % _short(s), True, True,
+                         entity="%s-%d-%s" % (self.prefix, len(self.out), s))
+
     def random_valid(self, count):
         """Plain valid events, from every writer, to fill a run up to --events."""
         for _ in range(count):
@@ -349,6 +378,7 @@ def cases(table, seed, prefix, topic_prefix_len, max_message_bytes, fill, now_ms
     g.raw_entity_rules()
     g.raw_message_rules(topic_prefix_len, max_message_bytes)
     g.lib_rules(topic_prefix_len, max_message_bytes)
+    g.example_rules()
     g.random_valid(fill)
     rng.shuffle(g.out)
     for i, c in enumerate(g.out):

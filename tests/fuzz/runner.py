@@ -8,11 +8,13 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
 
 import paho.mqtt.client as mqtt
+import bson.errors
 import pymongo.errors
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
@@ -20,6 +22,7 @@ from bson.raw_bson import RawBSONDocument
 
 import bsonenc
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 _children = []
 
 
@@ -222,3 +225,41 @@ class Relay:
             if line.startswith(name + " ") or line.startswith(name + "{"):
                 total += float(line.rsplit(" ", 1)[1])
         return total
+
+
+# -- the example writers (examples/python/outbox_writer.py, examples/node/writer.js) -------
+
+def write_examples(coll, node_path, uri, db, coll_name, cases, log_path):
+    """The Python example writer in this process, the Node one in a child; sets
+    case["result"] with the event id the writer made, or its refusal."""
+    sys.path.insert(0, os.path.join(EXAMPLES, "python"))
+    import outbox_writer
+    lines = []
+    for c in cases:
+        spec = c["example"]
+        if c["via"] == "python-example":
+            try:
+                ev = outbox_writer.create(coll, c["entity"], {}, [(spec["type"], spec["data"])])[0]
+                c["result"] = {"ok": True, "id": ev["id"], "seq": 1}
+            except (ValueError, pymongo.errors.PyMongoError, bson.errors.InvalidDocument) as e:
+                c["result"] = {"ok": False, "message": str(e) or type(e).__name__}
+        else:
+            lines.append("%d %s\n" % (c["n"], json.dumps(bsonenc.ejson(
+                {"id": c["entity"], "type": spec["type"], "data": spec["data"]}))))
+    if not lines:
+        return
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node-example.js")
+    p = spawn(["node", script, os.path.join(EXAMPLES, "node", "writer.js"), uri, db, coll_name],
+              log_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+              env=dict(os.environ, NODE_PATH=node_path))
+    out, _ = p.communicate("".join(lines).encode(), timeout=120)
+    by_n = {c["n"]: c for c in cases}
+    for line in out.decode().splitlines():
+        f = line.split(" ", 2)
+        if f[0] == "OK":
+            by_n[int(f[1])]["result"] = {"ok": True, "id": f[2], "seq": 1}
+        elif f[0] == "REFUSED":
+            by_n[int(f[1])]["result"] = {"ok": False, "message": f[2] if len(f) > 2 else ""}
+    if p.returncode != 0:
+        raise SystemExit("fuzz: node-example failed (status %d, see %s)" % (p.returncode,
+                                                                           log_path))
