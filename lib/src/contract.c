@@ -286,7 +286,7 @@ static const outbox_contract_rule_t rules[] = {
    },
    {
       .scope = OUTBOX_CONTRACT_MESSAGE,
-      .name = "replay",
+      .name = OUTBOX_CONTRACT_REPLAY_MARKER,
       .written = {.required = false, .types = T(BOOL), .min = NONE, .max = NONE},
       .accepted = {.required = false, .types = T(BOOL), .min = NONE, .max = NONE},
       .at_write = OUTBOX_CONTRACT_NOT_APPLICABLE,
@@ -305,7 +305,7 @@ static const char *const reserved[] = {
    "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema",
    "data", "data_base64",
    /* outbox-admin replay's marker. */
-   "replay", NULL};
+   OUTBOX_CONTRACT_REPLAY_MARKER, NULL};
 
 size_t
 outbox_contract_rules(const outbox_contract_rule_t **out)

@@ -24,7 +24,7 @@
 #include "util/error.h"
 #include "admin/args.h"
 #include "group/hash.h"
-#include "group/partition.h"
+#include "base/partition.h"
 #include "mqtt/message.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"

@@ -312,7 +312,7 @@ cloudevent_json_fast(const relay_event_t *ev, const char *source, relay_str_t su
    JB_LIT(&b, ", \"datacontenttype\" : \"application/json\", \"seq\" : ");
    jb_int(&b, ev->seq);
    if (replay) {
-      JB_LIT(&b, ", \"replay\" : true");
+      JB_LIT(&b, ", \"" OUTBOX_CONTRACT_REPLAY_MARKER "\" : true");
    }
    if (!jb_attributes(&b, headers)) {
       goto fail;
@@ -348,7 +348,7 @@ cloudevent_json_libbson(const relay_event_t *ev, const char *source, relay_str_t
    BSON_APPEND_UTF8(&doc, "datacontenttype", "application/json");
    BSON_APPEND_INT64(&doc, "seq", ev->seq);
    if (replay) {
-      BSON_APPEND_BOOL(&doc, "replay", true);
+      BSON_APPEND_BOOL(&doc, OUTBOX_CONTRACT_REPLAY_MARKER, true);
    }
    for (size_t i = 0; headers && i < headers->n; i++) {
       if (headers->items[i].attribute) {

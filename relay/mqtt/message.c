@@ -106,7 +106,7 @@ relay_message_render(const relay_config_t *cfg, const relay_event_t *ev,
    n = own_props(cfg, ev, m, vars.id, binary);
    n = relay_headers_append_props(&m->headers, m->props, n);
    if (in->replay) {
-      m->props[n++] = "replay", m->props[n++] = "true";
+      m->props[n++] = OUTBOX_CONTRACT_REPLAY_MARKER, m->props[n++] = "true";
    }
    m->msg = (relay_mqtt_message_t){
       .topic = m->topic,

@@ -1,11 +1,13 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Turning the in-flight event of an entity into one MQTT message (topic, payload, user
- * properties, by the configured templates and payload mode) and handing it to paho: the
+ * Turning the in-flight event of an entity into one MQTT message (through the renderer it
+ * shares with outbox-admin replay, mqtt/message.h) and handing it to paho: the
  * publisher's link (publish/publisher.h) calls it through relay.c. A message that can never
- * be sent is reported as poison, not sent. Its state (the percent-encoded names) is its own;
- * main thread only.
+ * be sent is reported as poison, not sent. Its own state is the percent-encoded database and
+ * collection names. It also writes one field of the table's entity: e->encoded, the id
+ * percent-encoded, made on the entity's first message and kept with it; the table frees it
+ * with the entity (stream/table.c). Main thread only.
  */
 #include "mqtt/publish.h"
 

@@ -42,15 +42,17 @@ append_published_headers(const bson_iter_t *field, bson_t *entry)
 
 /* The archive entry of one stored event @raw of statement @s (archive.h's contract). The
  * relay checked the event against the contract's accepted form before publishing; the entry
- * holds it normalised to the written form, as the archive's validator (made from the same
- * table) requires: seq as Int64 (another writer may store an int32), only the headers that
- * were published, time only when the event has one. The first of two fields of one name
- * counts, as for publishing. */
+ * holds every field of the contract's EVENT rows, normalised to the written form, as the
+ * archive's validator (made from the same table) requires: the id as _id, seq as Int64
+ * (another writer may store an int32), only the headers that were published, the others
+ * (time, type, data ...) as stored when present. A new EVENT row is archived with no change
+ * here. The first of two fields of one name counts, as for publishing. */
 static void
 build_entry(const relay_config_t *cfg, const char *member, const relay_clear_stmt_t *s,
             const bson_t *raw, int64_t now_ms, bson_t *entry)
 {
-   static const char *const copied[] = {"type", "time", "data"};
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
    bson_iter_t it;
 
    bson_init(entry);
@@ -59,16 +61,20 @@ build_entry(const relay_config_t *cfg, const char *member, const relay_clear_stm
    }
    BSON_APPEND_UTF8(entry, "collection", cfg->collections[s->coll]);
    bson_append_value(entry, "entityId", 8, &s->id);
-   if (bson_iter_init_find(&it, raw, "seq") && BSON_ITER_HOLDS_NUMBER(&it)) {
-      BSON_APPEND_INT64(entry, "seq", bson_iter_as_int64(&it));
-   }
-   for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) {
-      if (bson_iter_init_find(&it, raw, copied[i])) {
-         bson_append_value(entry, copied[i], -1, bson_iter_value(&it));
+   for (size_t i = 0; i < n; i++) {
+      const char *name = rules[i].name;
+      if (rules[i].scope != OUTBOX_CONTRACT_EVENT || !strcmp(name, "id") ||
+          !bson_iter_init_find(&it, raw, name)) {
+         continue;
       }
-   }
-   if (bson_iter_init_find(&it, raw, "headers")) {
-      append_published_headers(&it, entry);
+      if (!strcmp(name, "headers")) {
+         append_published_headers(&it, entry);
+      } else if (BSON_ITER_HOLDS_INT32(&it) &&
+                 outbox_contract_type_allowed(&rules[i].written, BSON_TYPE_INT64)) {
+         BSON_APPEND_INT64(entry, name, bson_iter_as_int64(&it)); /* seq */
+      } else {
+         bson_append_value(entry, name, -1, bson_iter_value(&it));
+      }
    }
    if (s->part >= 0) {
       BSON_APPEND_INT32(entry, "partition", s->part);

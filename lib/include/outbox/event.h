@@ -37,12 +37,17 @@ OUTBOX_API outbox_event_t *outbox_event_new(const char *type, const bson_t *data
 OUTBOX_API void outbox_event_destroy(outbox_event_t *event);
 
 /* Sets header `key` to `value` (both copied; a second call with the same key replaces the
- * value). Keys are 1..128 bytes of valid UTF-8 not starting with '$'; values are valid UTF-8
- * without NUL. Returns false with OUTBOX_ERROR_INVALID_EVENT and leaves the event unchanged
- * otherwise. Stored as the event's "headers" document; the relay publishes each header as an
- * MQTT 5 user property, names of 1..20 characters of [a-z0-9] also as CloudEvents attributes,
- * and leaves out reserved names (event-id, id, type ...) and values with control characters
- * ("Headers" in relay/README.md). For W3C trace context use outbox_event_set_trace_context(). */
+ * value). The event contract's header rules (outbox/contract.h) apply: a key of 1..128 bytes
+ * and a value of at most 4096 bytes of MQTT text (valid UTF-8 without NUL, control
+ * characters or non-characters such as U+FFFE: MQTT 5 section 1.5.4), a key not starting
+ * with '$' and not reserved (event-id, id, type, replay ... compared without case), a
+ * traceparent or tracestate that is W3C Trace Context, at most 16 headers and 8192 bytes of
+ * keys and values in all. Returns false with OUTBOX_ERROR_INVALID_EVENT naming the rule and
+ * leaves the event unchanged otherwise. (Before issue 33 such headers were stored and the relay
+ * left them out of the message.) Stored as the event's "headers" document; the relay
+ * publishes each header as an MQTT 5 user property, names of 1..20 characters of [a-z0-9]
+ * also as CloudEvents attributes ("Headers" in relay/README.md). For W3C trace context use
+ * outbox_event_set_trace_context(). */
 OUTBOX_API bool outbox_event_set_header(outbox_event_t *event, const char *key, const char *value,
                                         bson_error_t *error);
 
