@@ -20,6 +20,7 @@ from bsonenc import Date, Int32, Int64, Raw, value_doc
 ENTITY_RULES = ("entity _id", "message topic")  # rules about the entity, not one event
 OWN = {"event-id", "event-type", "entity-id", "seq"}
 BINARY_ATTRS = {"specversion", "id", "source", "type", "subject", "time"}
+RFC3339_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
 CE_ATTR = re.compile(r"[a-z0-9]{1,20}\Z")
 
 
@@ -172,11 +173,13 @@ class Judge:
         for topic, payload, props in copies:
             self.check_copy(case, seq, etype, tm, data, headers, payload, props)
         if self.archive is not None:
-            a = self.archive.find_one({"$or": [{"_id": eid}, {"eventId": eid}, {"id": eid},
-                                               {"_id.id": eid}, {"_id.eventId": eid}]},
-                                       {"_id": 1})
+            a = self.archive.find_one({"_id": eid}, {"seq": 1, "type": 1, "headers": 1})
+            kept = case["kept"] if case["kept"] is not None else (headers or {})
             if a is None:
                 self.fail(case, "published but not archived")
+            elif (a.get("seq"), a.get("type"), a.get("headers") or {}) != (seq, etype, kept):
+                self.fail(case, "archived as seq %r type %r headers %r, published as %r %r %r"
+                          % (a.get("seq"), a.get("type"), a.get("headers"), seq, etype, kept))
         return "left out" if case["dropped"] else "published"
 
     def check_copy(self, case, seq, etype, tm, data, headers, payload, props):
@@ -205,6 +208,8 @@ class Judge:
             self.fail(case, "type %r != stored %r" % (attrs.get("type"), etype))
         if isinstance(tm, Date) and attrs.get("time") != rfc3339(tm):
             self.fail(case, "time %r != stored %s" % (attrs.get("time"), rfc3339(tm)))
+        if tm == "lib" and not RFC3339_MS.match(str(attrs.get("time"))):
+            self.fail(case, "time %r is not RFC 3339 in milliseconds" % attrs.get("time"))
         if tm is None and "time" in attrs:
             self.fail(case, "time %r, but the event has none" % attrs.get("time"))
         for name, value in kept.items():

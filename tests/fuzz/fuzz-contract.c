@@ -16,17 +16,27 @@ static const struct {
    bson_type_t type;
    const char *name;
 } types[] = {
-   {BSON_TYPE_DOUBLE, "double"},       {BSON_TYPE_UTF8, "string"},
-   {BSON_TYPE_DOCUMENT, "object"},     {BSON_TYPE_ARRAY, "array"},
-   {BSON_TYPE_BINARY, "binData"},      {BSON_TYPE_UNDEFINED, "undefined"},
-   {BSON_TYPE_OID, "objectId"},        {BSON_TYPE_BOOL, "bool"},
-   {BSON_TYPE_DATE_TIME, "date"},      {BSON_TYPE_NULL, "null"},
-   {BSON_TYPE_REGEX, "regex"},         {BSON_TYPE_DBPOINTER, "dbPointer"},
-   {BSON_TYPE_CODE, "javascript"},     {BSON_TYPE_SYMBOL, "symbol"},
+   {BSON_TYPE_DOUBLE, "double"},
+   {BSON_TYPE_UTF8, "string"},
+   {BSON_TYPE_DOCUMENT, "object"},
+   {BSON_TYPE_ARRAY, "array"},
+   {BSON_TYPE_BINARY, "binData"},
+   {BSON_TYPE_UNDEFINED, "undefined"},
+   {BSON_TYPE_OID, "objectId"},
+   {BSON_TYPE_BOOL, "bool"},
+   {BSON_TYPE_DATE_TIME, "date"},
+   {BSON_TYPE_NULL, "null"},
+   {BSON_TYPE_REGEX, "regex"},
+   {BSON_TYPE_DBPOINTER, "dbPointer"},
+   {BSON_TYPE_CODE, "javascript"},
+   {BSON_TYPE_SYMBOL, "symbol"},
    {BSON_TYPE_CODEWSCOPE, "javascriptWithScope"},
-   {BSON_TYPE_INT32, "int"},           {BSON_TYPE_TIMESTAMP, "timestamp"},
-   {BSON_TYPE_INT64, "long"},          {BSON_TYPE_DECIMAL128, "decimal"},
-   {BSON_TYPE_MINKEY, "minKey"},       {BSON_TYPE_MAXKEY, "maxKey"},
+   {BSON_TYPE_INT32, "int"},
+   {BSON_TYPE_TIMESTAMP, "timestamp"},
+   {BSON_TYPE_INT64, "long"},
+   {BSON_TYPE_DECIMAL128, "decimal"},
+   {BSON_TYPE_MINKEY, "minKey"},
+   {BSON_TYPE_MAXKEY, "maxKey"},
 };
 
 static const struct {

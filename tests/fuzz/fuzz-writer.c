@@ -91,10 +91,9 @@ run_case(outbox_collection_t *coll, char **f, int nf)
    if (outbox_collection_create(coll, bson_iter_value(&it), NULL, &ev, 1, NULL, &error)) {
       printf("OK %s %s %" PRId64 "\n", f[0], outbox_event_get_id(ev), outbox_event_get_seq(ev));
       fflush(stdout);
-   } else if (error.domain == OUTBOX_ERROR_DOMAIN &&
-              (error.code == OUTBOX_ERROR_INVALID_EVENT ||
-               error.code == OUTBOX_ERROR_INVALID_ARGUMENT ||
-               error.code == OUTBOX_ERROR_LIMIT_SIZE)) {
+   } else if (error.domain == OUTBOX_ERROR_DOMAIN && (error.code == OUTBOX_ERROR_INVALID_EVENT ||
+                                                      error.code == OUTBOX_ERROR_INVALID_ARGUMENT ||
+                                                      error.code == OUTBOX_ERROR_LIMIT_SIZE)) {
       refused(f[0], &error);
    } else {
       fprintf(stderr, "fuzz-writer: case %s: %s (domain %u, code %u)\n", f[0], error.message,

@@ -36,6 +36,9 @@ except ImportError as e:
           "/usr/bin/python3): %s" % e)
     sys.exit(77)
 from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
+
+import bsonenc
 
 import check
 import consumers
@@ -64,6 +67,13 @@ KNOWN_OPEN = [
      r"^v5-binary[^:]*: (case \d+ \(raw, entity _id: _id=Raw\(|node consumer: unreadable "
      r"message on \S+/ev/fz%|node consumer never applied published event \S+ "
      r"\(entity _id: _id=Raw\()"),
+    ("F3: the archive's dead-letter reason for a shared event id is not a reason of the "
+     "contract table", r"shared event id: dead-lettered with \"the archive holds another "
+     r"entity's event with this event id"),
+    ("F4: after the archive refused an event for good (dead-lettered), "
+     "outbox_relay_archive_failing stays 1 and /healthz 503 until another batch is archived",
+     r"-archive: /healthz answered 503 \(archive writes fail: .*\) with nothing pending, "
+     r"until another event was archived"),
 ]
 
 
@@ -145,12 +155,11 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
             raise SystemExit("fuzz: an example consumer did not subscribe (%s)" % cons.logs)
         # The writers at once, as services in several languages would write.
         write_all(opts, cases, node_path, db_name, coll, workdir, tag)
+        shared = write_shared_id(coll, seed)
         drained = runner.wait_until(lambda: pending(coll) == 0 and sub.silent_for(0.5), 60, 0.1)
         if not drained:
             problems.append("%d documents still have pending events after 60 s" % pending(coll))
-        status, body = relay.http("/healthz")
-        if status != 200 and not runner.wait_until(lambda: relay.http("/healthz")[0] == 200, 5):
-            problems.append("/healthz answers %s: %s" % (status, body[:200]))
+        problems += check_health(relay, coll, seed)
         reconnects = relay.metric("outbox_relay_mqtt_reconnects_total")
         if reconnects:
             problems.append("the relay reconnected to the broker %d times" % reconnects)
@@ -166,6 +175,8 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
         dropped = relay.metric("outbox_relay_headers_dropped_total")
         if any(c["dropped"] for c in cases) and not dropped:
             problems.append("headers were left out but outbox_relay_headers_dropped_total is 0")
+        problems += check_shared_id(coll, db["archive"] if archive else None, judge, shared,
+                                    table)
         labels = judge.labels()
         delivered = {i: labels.get(i, "?") for i in judge.by_id if i}
         cons.wait_seen(delivered)
@@ -184,6 +195,69 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
     print("fuzz: seed=%d run=%s events=%d %s problems=%d" % (
         seed, name, len(cases), " ".join("%s=%d" % kv for kv in sorted(outcomes.items())),
         len(problems)), flush=True)
+    return problems
+
+
+def check_health(relay, coll, seed):
+    """/healthz must answer 200 once nothing is pending. An archive that refused an event for
+    good (it was dead-lettered) is told apart from one still failing: a valid event written
+    afterwards must bring it back at its batch (then the answer was stuck, finding F4)."""
+    healthy = lambda: relay.http("/healthz")[0] == 200  # noqa: E731
+    if runner.wait_until(healthy, 5):
+        return []
+    status, body = relay.http("/healthz")
+    ev = _good_event(1)
+    coll.insert_one(RawBSONDocument(bsonenc.document(
+        {"_id": "nudge-%d" % seed, "version": bsonenc.Int64(1), "eventSeq": bsonenc.Int64(1),
+         "events": [ev]})))
+    if runner.wait_until(healthy, 10):
+        return ["/healthz answered %s (%s) with nothing pending, until another event was "
+                "archived" % (status, body.strip()[:120])]
+    return ["/healthz answers %s: %s" % (status, body.strip()[:200])]
+
+
+def write_shared_id(coll, seed):
+    """Two entities whose events share one event id (writers in other languages make their
+    own ids): both are published; with the archive on, one is archived and the other
+    dead-lettered with a reason, never cleared into neither (issue 33)."""
+    eid = "shared-%d" % seed
+    ents = ["shared-a-%d" % seed, "shared-b-%d" % seed]
+    for ent in ents:
+        ev = _good_event(1)
+        ev["id"] = eid
+        coll.insert_one(RawBSONDocument(bsonenc.document(
+            {"_id": ent, "version": bsonenc.Int64(1), "eventSeq": bsonenc.Int64(1),
+             "events": [ev]})))
+    return eid, ents
+
+
+def check_shared_id(coll, archive, judge, shared, table):
+    eid, ents = shared
+    reasons = {r["reason"] for r in table["rules"]}
+    copies = judge.by_id.get(eid, [])
+    subjects = {json.loads(p)["subject"] if not judge.run["binary"] else dict(pr).get("subject")
+                for _, p, pr in copies}
+    dls = [d.get("reason") for e in ents
+           for d in (coll.find_one({"_id": e}, {"deadLetters.reason": 1}) or {})
+           .get("deadLetters", [])]
+    problems = []
+    if archive is None:
+        if subjects != set(ents):
+            problems.append("shared event id: published for %s, expected both %s" % (
+                sorted(subjects), ents))
+        if dls:
+            problems.append("shared event id: dead-lettered without an archive: %s" % dls)
+        return problems
+    entries = list(archive.find({"_id": eid}, {"entityId": 1}))
+    if len(entries) != 1:
+        problems.append("shared event id: %d archive entries" % len(entries))
+    if len(dls) != 1:
+        problems.append("shared event id: %d dead letters (%s), expected the entity the "
+                        "archive did not take" % (len(dls), dls))
+    for r in dls:
+        if r not in reasons:
+            problems.append("shared event id: dead-lettered with %r, a reason the contract "
+                            "table does not name" % r)
     return problems
 
 
