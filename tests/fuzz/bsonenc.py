@@ -31,6 +31,11 @@ class Int64(int):
     pass
 
 
+class Pairs(list):
+    """A document given as (key, value) pairs: it may repeat a key, as BSON allows and a dict
+    cannot."""
+
+
 class Date(int):
     """A BSON date: milliseconds since the epoch."""
 
@@ -63,6 +68,8 @@ def element(key, v):
         return b"\x10" + k + struct.pack("<i", v)
     if isinstance(v, float):
         return b"\x01" + k + struct.pack("<d", v)
+    if isinstance(v, Pairs):
+        return b"\x03" + k + document(v)
     if isinstance(v, dict):
         return b"\x03" + k + document(v)
     if isinstance(v, list):
@@ -84,7 +91,8 @@ def element(key, v):
 
 def document(d):
     """The BSON bytes of a document; keys are str or Raw, in the dict's order."""
-    body = b"".join(element(k, v) for k, v in d.items())
+    items = d if isinstance(d, Pairs) else d.items()
+    body = b"".join(element(k, v) for k, v in items)
     return struct.pack("<i", len(body) + 5) + body + b"\x00"
 
 

@@ -17,7 +17,7 @@ from bson.decimal128 import Decimal128
 from bson.max_key import MaxKey
 from bson.min_key import MinKey
 
-from bsonenc import Date, Int32, Int64, Raw
+from bsonenc import Date, Int32, Int64, Pairs, Raw
 
 REFUSED, PUBLISHED, DEAD = "refused", "published", "dead-lettered"
 NEW = object()  # add(): a fresh entity of its own
@@ -199,6 +199,9 @@ class Gen:
         full = {"h%02d" % i: "v" for i in range(mx)}
         self.raw_headers(dict(full), r, "headers=%d" % mx, [], dict(full))
         self.raw_headers(dict(full, zz="v"), r, "headers=%d" % (mx + 1), ["zz"], dict(full))
+        # A repeated name (BSON allows it, a dict cannot hold it): the second is left out.
+        self.raw_headers(Pairs([("dup", "first"), ("dup", "second")]), r, "header name twice",
+                         ["dup"], {"dup": "first"})
         r = self.rule("header", "bytes")
         mx = r["accepted"]["max"]
         vmax = self.rule("header", "value")["accepted"]["max"]

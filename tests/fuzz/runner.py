@@ -161,7 +161,7 @@ def write_pymongo(coll, cases):
 
 def node_expressible(doc):
     """Whether canonical extended JSON (and so the Node writer) can carry @doc exactly."""
-    if isinstance(doc, bsonenc.Raw):
+    if isinstance(doc, (bsonenc.Raw, bsonenc.Pairs)):
         return False
     if isinstance(doc, dict):
         return all(isinstance(k, str) and not k.startswith("$") and "\x00" not in k and
