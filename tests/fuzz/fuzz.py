@@ -10,7 +10,7 @@ error, or published (equal to the stored event) and archived, or dead-lettered w
 table's reason. Never an event pending at the end, never a broker disconnect, /healthz 200.
 
 usage: fuzz.py --relay PATH --admin PATH --writer PATH --contract PATH [--node-dir DIR]
-               [--c-consumer PATH] [--seed N] [--seeds K] [--fill N] [--long] [--runs LIST]
+               [--c-consumer PATH] [--keep] [--seed N] [--seeds K] [--fill N] [--long] [--runs LIST]
 OUTBOX_TEST_MONGODB_URI and OUTBOX_TEST_MQTT_URI must be set (tests/fixtures/with-servers);
 the broker's log is read from OUTBOX_TEST_WORKDIR/mosquitto.log when with-servers started it.
 Every run prints its seed; `--seed N` repeats it exactly (the same cases, in the same order)."""
@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -358,6 +359,7 @@ def main():
     ap.add_argument("--fill", type=int, default=0, help="random valid events added per run")
     ap.add_argument("--long", action="store_true",
                     help="the long form: 4 seeds, 400 random events per run (~5 minutes)")
+    ap.add_argument("--keep", action="store_true", help="keep the logs also when all passed")
     ap.add_argument("--runs", help="comma-separated run names (default: all: %s)" %
                     ",".join(r[0] for r in RUNS))
     opts = ap.parse_args()
@@ -398,6 +400,10 @@ def main():
         print("fuzz: %d problems; logs in %s; repeat with --seed %d" % (len(problems), workdir,
                                                                          seed))
         return 1
+    if opts.keep:
+        print("fuzz: logs kept in %s" % workdir)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 
