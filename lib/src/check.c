@@ -40,7 +40,7 @@ _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names)
 bool
 _outbox_id_check(const bson_value_t *id, bson_error_t *error)
 {
-   const outbox_contract_rule_t *rule = _outbox_contract_rule(OUTBOX_CONTRACT_ENTITY, "_id");
+   const outbox_contract_rule_t *rule = _outbox_contract_row(_OUTBOX_RULE_ENTITY_ID);
 
    if (!id) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "id is NULL");

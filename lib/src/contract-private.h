@@ -15,6 +15,34 @@
 #define _OUTBOX_CONTRACT_JSON_REASON                                                               \
    "event cannot be written as JSON (invalid UTF-8 in the entity id or data)"
 
+/* Rows that code applies on every event, by index rather than by name (contract.c finds each
+ * once, by scope and name). A new row needs a value here only if such code uses it. */
+typedef enum {
+   _OUTBOX_RULE_ENTITY_ID,
+   _OUTBOX_RULE_EVENT_ID,
+   _OUTBOX_RULE_EVENT_SEQ,
+   _OUTBOX_RULE_EVENT_TYPE,
+   _OUTBOX_RULE_EVENT_TIME,
+   _OUTBOX_RULE_EVENT_DATA,
+   _OUTBOX_RULE_EVENT_HEADERS,
+   _OUTBOX_RULE_HEADER_NAME,
+   _OUTBOX_RULE_HEADER_RESERVED,
+   _OUTBOX_RULE_HEADER_VALUE,
+   _OUTBOX_RULE_HEADER_TRACE,
+   _OUTBOX_RULE_HEADER_DUPLICATE,
+   _OUTBOX_RULE_HEADER_COUNT,
+   _OUTBOX_RULE_HEADER_BYTES,
+   _OUTBOX_RULE_MESSAGE_TOPIC,
+   _OUTBOX_RULE_MESSAGE_USER_PROPERTY,
+   _OUTBOX_RULE_MESSAGE_PAYLOAD,
+   _OUTBOX_RULE_MESSAGE_SIZE,
+   _OUTBOX_RULE_MESSAGE_REPLAY,
+   _OUTBOX_RULE_COUNT_
+} _outbox_rule_id_t;
+
+/* The row @id, without a lookup by name. Thread-safe. */
+const outbox_contract_rule_t *_outbox_contract_row(_outbox_rule_id_t id);
+
 /* The rule of @scope named @name; aborts if there is none (a misspelt name is a bug). */
 const outbox_contract_rule_t *_outbox_contract_rule(outbox_contract_scope_t scope,
                                                     const char *name);

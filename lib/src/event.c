@@ -116,8 +116,7 @@ _outbox_event_type_is_valid(const char *type, size_t len)
    }
    v.value.v_utf8.str = (char *)type;
    v.value.v_utf8.len = (uint32_t)len;
-   return !outbox_contract_check(_outbox_contract_rule(OUTBOX_CONTRACT_EVENT, "type"), &v, true,
-                                 NULL);
+   return !outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_TYPE), &v, true, NULL);
 }
 
 bool
@@ -139,8 +138,7 @@ outbox_event_validate(const outbox_event_t *event, bson_error_t *error)
    bson_value_t data = {.value_type = BSON_TYPE_DOCUMENT};
    data.value.v_doc.data = (uint8_t *)bson_get_data(&event->data);
    data.value.v_doc.data_len = event->data.len;
-   if (outbox_contract_check(_outbox_contract_rule(OUTBOX_CONTRACT_EVENT, "data"), &data, true,
-                             NULL)) {
+   if (outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_DATA), &data, true, NULL)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
                         "data is not well-formed BSON with valid UTF-8 strings and no keys "
                         "empty or starting with '$'");

@@ -10,11 +10,11 @@
 
 #include "contract-private.h" /* liboutbox: the MESSAGE rules and their reasons */
 
-/* The contract's MESSAGE rule @name: its reason, and its accepted form's maximum. */
+/* The contract's MESSAGE rule @id: its reason, and its accepted form's maximum. */
 static const outbox_contract_rule_t *
-rule(const char *name)
+rule(_outbox_rule_id_t id)
 {
-   return _outbox_contract_rule(OUTBOX_CONTRACT_MESSAGE, name);
+   return _outbox_contract_row(id);
 }
 
 static bool
@@ -72,16 +72,17 @@ poison(const relay_config_t *cfg, const relay_message_t *m, size_t n)
    if (!m->payload) {
       /* libbson's JSON writer refuses invalid UTF-8 (in the entity id, the subject, or the
        * data): sending would publish an empty payload and then clear the event. */
-      return rule("payload")->reason;
+      return rule(_OUTBOX_RULE_MESSAGE_PAYLOAD)->reason;
    }
-   if ((int64_t)m->topic_len > rule("topic")->accepted.max) {
-      return rule("topic")->reason;
+   if ((int64_t)m->topic_len > rule(_OUTBOX_RULE_MESSAGE_TOPIC)->accepted.max) {
+      return rule(_OUTBOX_RULE_MESSAGE_TOPIC)->reason;
    }
-   if (cfg->mqtt_version == 5 && !props_fit(m->props, n, rule("user property")->accepted.max)) {
-      return rule("user property")->reason;
+   if (cfg->mqtt_version == 5 &&
+       !props_fit(m->props, n, rule(_OUTBOX_RULE_MESSAGE_USER_PROPERTY)->accepted.max)) {
+      return rule(_OUTBOX_RULE_MESSAGE_USER_PROPERTY)->reason;
    }
    if (m->payload_len + m->topic_len > cfg->max_message_bytes) {
-      return rule("size")->reason;
+      return rule(_OUTBOX_RULE_MESSAGE_SIZE)->reason;
    }
    return NULL;
 }

@@ -77,16 +77,25 @@ encoded_id(relay_entity_t *e)
 }
 
 /* Headers MQTT or CloudEvents cannot carry (mqtt/headers.h) are left out of the message,
- * never holding it up: counted, and logged with the first reason. */
+ * never holding it up: counted, and logged with each reason (the contract's rules) and how
+ * many headers it left out. */
 static void
 note_dropped_headers(relay_sender_t *s, const relay_entity_t *e, const relay_headers_t *h)
 {
-   if (h->dropped) {
-      relay_metrics_add(s->metrics, RELAY_M_HEADERS_DROPPED, h->dropped);
-      relay_log(RELAY_LOG_WARNING, "mqtt", "event %s (seq %lld) of %s: %zu header(s) left out: %s",
-                e->inflight->ev.id, (long long)e->inflight->ev.seq, e->rendered, h->dropped,
-                h->reason);
+   bson_string_t *why;
+
+   if (!h->dropped) {
+      return;
    }
+   relay_metrics_add(s->metrics, RELAY_M_HEADERS_DROPPED, h->dropped);
+   why = bson_string_new(NULL);
+   for (size_t i = 0; i < h->n_reasons; i++) {
+      bson_string_append_printf(why, "%s%zu: %s", i ? "; " : "", h->reasons[i].n,
+                                h->reasons[i].reason);
+   }
+   relay_log(RELAY_LOG_WARNING, "mqtt", "event %s (seq %lld) of %s: %zu header(s) left out (%s)",
+             e->inflight->ev.id, (long long)e->inflight->ev.seq, e->rendered, h->dropped, why->str);
+   bson_string_free(why, true);
 }
 
 /* Builds (mqtt/message.h, the renderer outbox-admin replay shares) and sends the in-flight
