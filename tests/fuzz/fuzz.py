@@ -10,7 +10,7 @@ error, or published (equal to the stored event) and archived, or dead-lettered w
 table's reason. Never an event pending at the end, never a broker disconnect, /healthz 200.
 
 usage: fuzz.py --relay PATH --admin PATH --writer PATH --contract PATH [--node-dir DIR]
-               [--c-consumer PATH] [--keep] [--seed N] [--seeds K] [--fill N] [--long] [--runs LIST]
+               [--c-consumer PATH] [--keep] [--share K] [--seed N] [--seeds K] [--fill N] [--long] [--runs LIST]
 OUTBOX_TEST_MONGODB_URI and OUTBOX_TEST_MQTT_URI must be set (tests/fixtures/with-servers);
 the broker's log is read from OUTBOX_TEST_WORKDIR/mosquitto.log when with-servers started it.
 Every run prints its seed; `--seed N` repeats it exactly (the same cases, in the same order)."""
@@ -132,6 +132,11 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
     now_ms = int(time.time() * 1000) // 1000 * 1000
     cases = generate.cases(table, seed, "e", len(root + "/ev/"), MAX_MESSAGE_BYTES,
                            opts.fill, now_ms)
+    if opts.share < len(RUNS):  # each case in `share` of the runs, chosen by the seed
+        which = [r[0] for r in RUNS].index(name)
+        cases = [c for c in cases
+                 if which in random.Random(seed * 100003 + c["n"]).sample(range(len(RUNS)),
+                                                                          opts.share)]
     rng = random.Random(seed)
     assign_writers(cases, rng, node_path)
     client_id = "fuzz-%s" % tag
@@ -204,7 +209,7 @@ def check_health(relay, coll, seed):
     good (it was dead-lettered) is told apart from one still failing: a valid event written
     afterwards must bring it back at its batch (then the answer was stuck, finding F4)."""
     healthy = lambda: relay.http("/healthz")[0] == 200  # noqa: E731
-    if runner.wait_until(healthy, 5):
+    if runner.wait_until(healthy, 2):
         return []
     status, body = relay.http("/healthz")
     ev = _good_event(1)
@@ -359,6 +364,8 @@ def main():
     ap.add_argument("--fill", type=int, default=0, help="random valid events added per run")
     ap.add_argument("--long", action="store_true",
                     help="the long form: 4 seeds, 400 random events per run (~5 minutes)")
+    ap.add_argument("--share", type=int, default=2,
+                    help="runs each case goes through, of the six (default 2; --long: 6)")
     ap.add_argument("--keep", action="store_true", help="keep the logs also when all passed")
     ap.add_argument("--runs", help="comma-separated run names (default: all: %s)" %
                     ",".join(r[0] for r in RUNS))
@@ -367,7 +374,7 @@ def main():
         sys.exit("fuzz: OUTBOX_TEST_MONGODB_URI and OUTBOX_TEST_MQTT_URI must be set "
                  "(tests/fixtures/with-servers)")
     if opts.long:
-        opts.seeds, opts.fill = max(opts.seeds, 4), max(opts.fill, 400)
+        opts.seeds, opts.fill, opts.share = max(opts.seeds, 4), max(opts.fill, 400), len(RUNS)
     seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(1, 1 << 31)
     table = json.loads(subprocess.run([opts.contract], capture_output=True, check=True,
                                       text=True).stdout)
