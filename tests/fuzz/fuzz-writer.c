@@ -21,7 +21,7 @@
 
 #include <outbox/outbox.h>
 
-#define LINE_MAX_BYTES (64 * 1024 * 1024)
+#define LINE_MAX_BYTES (8 * 1024 * 1024) /* a case is below 1 MB of hex */
 
 /* Decodes hex `s` in place; returns the length, or -1 on a malformed string. */
 static long
