@@ -15,8 +15,9 @@
 #define _OUTBOX_CONTRACT_JSON_REASON                                                               \
    "event cannot be written as JSON (invalid UTF-8 in the entity id or data)"
 
-/* Rows that code applies on every event, by index rather than by name (contract.c finds each
- * once, by scope and name). A new row needs a value here only if such code uses it. */
+/* The rows of the table (contract.c fills rules[] with these designated indices), for the
+ * code that applies one on every event without looking it up by name. A new rule is a new
+ * value here and a new row there. */
 typedef enum {
    _OUTBOX_RULE_ENTITY_ID,
    _OUTBOX_RULE_EVENT_ID,
@@ -40,7 +41,7 @@ typedef enum {
    _OUTBOX_RULE_COUNT_
 } _outbox_rule_id_t;
 
-/* The row @id, without a lookup by name. Thread-safe. */
+/* The row @id, without a lookup. */
 const outbox_contract_rule_t *_outbox_contract_row(_outbox_rule_id_t id);
 
 /* The rule of @scope named @name; aborts if there is none (a misspelt name is a bug). */

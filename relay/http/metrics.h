@@ -74,6 +74,11 @@ void relay_metrics_destroy(relay_metrics_t *metrics);
 /* Adds @n to a counter. */
 void relay_metrics_add(relay_metrics_t *metrics, relay_counter_t counter, uint64_t n);
 
+/* Counts @n headers left out of a message by the event contract's rule whose reason is
+ * @reason (the static sentence relay_headers_read() recorded): the labelled counter
+ * outbox_relay_headers_dropped_by_rule_total{rule="<the rule's name>"}. */
+void relay_metrics_add_left_out(relay_metrics_t *metrics, const char *reason, uint64_t n);
+
 /* Sets a gauge. */
 void relay_metrics_set(relay_metrics_t *metrics, relay_gauge_t gauge, double value);
 

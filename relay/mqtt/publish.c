@@ -90,6 +90,7 @@ note_dropped_headers(relay_sender_t *s, const relay_entity_t *e, const relay_hea
    relay_metrics_add(s->metrics, RELAY_M_HEADERS_DROPPED, h->dropped);
    why = bson_string_new(NULL);
    for (size_t i = 0; i < h->n_reasons; i++) {
+      relay_metrics_add_left_out(s->metrics, h->reasons[i].reason, h->reasons[i].n);
       bson_string_append_printf(why, "%s%zu: %s", i ? "; " : "", h->reasons[i].n,
                                 h->reasons[i].reason);
    }
