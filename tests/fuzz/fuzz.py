@@ -178,9 +178,7 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
             got = judge.judge(c)
             outcomes["%s %s" % (c["via"], got or "FAILED")] += 1
         problems += judge.problems
-        dropped = relay.metric("outbox_relay_headers_dropped_total")
-        if any(c["dropped"] for c in cases) and not dropped:
-            problems.append("headers were left out but outbox_relay_headers_dropped_total is 0")
+        problems += check_left_out(relay, cases)
         problems += check_shared_id(coll, db["archive"] if archive else None, judge, shared,
                                     table)
         labels = judge.labels()
@@ -201,6 +199,27 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
     print("fuzz: seed=%d run=%s events=%d %s problems=%d" % (
         seed, name, len(cases), " ".join("%s=%d" % kv for kv in sorted(outcomes.items())),
         len(problems)), flush=True)
+    return problems
+
+
+def check_left_out(relay, cases):
+    """Headers left out are counted by the rule that left them out: at least once per case
+    that breaks the rule, and never under a rule no case breaks."""
+    want = collections.Counter(c["rule"].split(" ", 1)[1] for c in cases
+                               if c["dropped"] and c.get("result", {}).get("ok"))
+    total = relay.metric("outbox_relay_headers_dropped_total")
+    got = relay.metric_by("outbox_relay_headers_dropped_by_rule_total", "rule")
+    problems = []
+    if want and not total:
+        problems.append("headers were left out but outbox_relay_headers_dropped_total is 0")
+    for rule, n in sorted(want.items()):
+        if got.get(rule, 0) < n:
+            problems.append("%d cases break rule %r, outbox_relay_headers_dropped_by_rule_total"
+                            "{rule=%r} is %s" % (n, rule, rule, got.get(rule)))
+    for rule, v in sorted(got.items()):
+        if v and rule not in want:
+            problems.append("outbox_relay_headers_dropped_by_rule_total{rule=%r} is %d, but "
+                            "no case breaks that rule" % (rule, v))
     return problems
 
 

@@ -200,8 +200,9 @@ class Gen:
         self.raw_headers(dict(full), r, "headers=%d" % mx, [], dict(full))
         self.raw_headers(dict(full, zz="v"), r, "headers=%d" % (mx + 1), ["zz"], dict(full))
         # A repeated name (BSON allows it, a dict cannot hold it): the second is left out.
-        self.raw_headers(Pairs([("dup", "first"), ("dup", "second")]), r, "header name twice",
-                         ["dup"], {"dup": "first"})
+        self.raw_headers(Pairs([("dup", "first"), ("dup", "second")]),
+                         self.rule("header", "duplicate"), "header name twice", ["dup"],
+                         {"dup": "first"})
         r = self.rule("header", "bytes")
         mx = r["accepted"]["max"]
         vmax = self.rule("header", "value")["accepted"]["max"]

@@ -5,6 +5,7 @@ writers) and one relay run."""
 import atexit
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -216,6 +217,16 @@ class Relay:
             return e.code, e.read().decode()
         except OSError as e:
             return None, str(e)
+
+    def metric_by(self, name, label):
+        """{label value: value} of a metric's series."""
+        _, text = self.http("/metrics")
+        out = {}
+        for line in (text or "").splitlines():
+            m = re.match(r'%s\{%s="((?:[^"\\]|\\.)*)"\} (\S+)$' % (re.escape(name), label), line)
+            if m:
+                out[m.group(1)] = float(m.group(2))
+        return out
 
     def metric(self, name):
         """The sum of a metric's series (0 when absent)."""
