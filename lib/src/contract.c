@@ -112,20 +112,36 @@ static const outbox_contract_rule_t rules[_OUTBOX_RULE_COUNT_] = {
          .scope = OUTBOX_CONTRACT_EVENT,
          .name = "data",
          .written = {.required = true,
-                     .types = T(DOCUMENT),
+                     .types = T(DOCUMENT) | T(BINARY),
                      .min = NONE,
                      .max = NONE,
                      .text = OUTBOX_CONTRACT_TEXT_UTF8 | OUTBOX_CONTRACT_TEXT_NO_NUL |
                              OUTBOX_CONTRACT_TEXT_NO_DOLLAR},
          .accepted = {.required = true,
-                      .types = T(DOCUMENT),
+                      .types = T(DOCUMENT) | T(BINARY),
                       .min = NONE,
                       .max = NONE,
                       .text = OUTBOX_CONTRACT_TEXT_UTF8},
          .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
          .outcome = OUTBOX_CONTRACT_DEAD_LETTERED,
-         .reason = "event data is not a document of valid BSON and valid UTF-8",
-         .description = "the payload's data, as relaxed extended JSON",
+         .reason = "event data is neither a document of valid BSON and valid UTF-8 nor binary "
+                   "data",
+         .description = "the payload's data: a document as relaxed extended JSON (content type "
+                        "application/json), or binary data as raw bytes (binary mode, payload "
+                        "format indicator 0) or data_base64 (structured mode), with contentType",
+      },
+   [_OUTBOX_RULE_EVENT_CONTENT_TYPE] =
+      {
+         .scope = OUTBOX_CONTRACT_EVENT,
+         .name = "contentType",
+         .written = {.required = false, .types = T(UTF8), .min = 1, .max = 255, .text = MQTT_TEXT},
+         .accepted = {.required = false, .types = T(UTF8), .min = 1, .max = 255, .text = MQTT_TEXT},
+         .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
+         .outcome = OUTBOX_CONTRACT_DEAD_LETTERED,
+         .reason = "event contentType is not a string of 1..255 bytes of MQTT text",
+         .description = "the media type of binary data (outbox_event_new_binary()): the MQTT 5 "
+                        "content type and CloudEvents datacontenttype; "
+                        "application/octet-stream when missing; unused with document data",
       },
    [_OUTBOX_RULE_EVENT_HEADERS] =
       {
@@ -138,6 +154,19 @@ static const outbox_contract_rule_t rules[_OUTBOX_RULE_COUNT_] = {
          .reason = "headers is not a document",
          .description = "the producer's headers (outbox_event_set_header()): MQTT 5 user "
                         "properties, some also CloudEvents attributes; archived as published",
+      },
+   [_OUTBOX_RULE_EVENT_EXPIRES_AT] =
+      {
+         .scope = OUTBOX_CONTRACT_EVENT,
+         .name = "expiresAt",
+         .written = {.required = false, .types = T(DATE_TIME), .min = TIME_MIN, .max = TIME_MAX},
+         .accepted = {.required = false, .types = T(DATE_TIME), .min = NONE, .max = NONE},
+         .at_write = OUTBOX_CONTRACT_REFUSED_AT_WRITE,
+         .outcome = OUTBOX_CONTRACT_DEAD_LETTERED,
+         .reason = "event expiresAt is not a date",
+         .description = "when the event becomes worthless (outbox_event_set_expires_at()): the "
+                        "time left is the MQTT 5 Message Expiry Interval; an event past it is "
+                        "handled by outbox-relay --expired-events (dropped by default)",
       },
    [_OUTBOX_RULE_HEADER_NAME] =
       {

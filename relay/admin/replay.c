@@ -28,6 +28,9 @@
 #include "mqtt/message.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"
+#include "mqtt/expiry.h"
+#include "mqtt/tls.h"
+#include "util/util.h"
 #include "stream/event.h"
 
 /* Messages handed to paho and not yet acknowledged, at most. */
@@ -39,6 +42,7 @@ typedef struct {
    relay_mqtt_t *mqtt;
    int64_t sent, acked, started_us;
    const char *failed; /* why publishing stopped, or NULL */
+   int64_t expired;    /* events skipped: their expiresAt passed (--expired-events) */
 } replay_t;
 
 /* RFC 3339 UTC ("2026-11-20T10:00:00Z", optional fraction) or an age ("2h": that long before
@@ -107,24 +111,25 @@ cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
    return opts;
 }
 
-/* The archived event as the stored event it was ({id, seq, type, time, data, headers}),
+/* The archived event as the stored event it was: every field of the contract's EVENT rows
+ * the entry holds (the id from its _id; binary data, contentType and expiresAt included),
  * parsed as the relay parses it. */
 static bool
 as_event(const outbox_archived_event_t *e, bson_t *doc, relay_event_t *ev)
 {
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
    bson_value_t value;
+   bson_iter_t it;
 
    bson_init(doc);
    BSON_APPEND_UTF8(doc, "id", e->event_id ? e->event_id : "");
-   BSON_APPEND_INT64(doc, "seq", e->seq);
-   BSON_APPEND_UTF8(doc, "type", e->type ? e->type : "");
-   /* An event archived without a time (the relay publishes those without one) has none. */
-   if (e->entry && bson_has_field(e->entry, "time")) {
-      BSON_APPEND_DATE_TIME(doc, "time", e->time_ms);
-   }
-   BSON_APPEND_DOCUMENT(doc, "data", e->data);
-   if (!bson_empty(e->headers)) {
-      BSON_APPEND_DOCUMENT(doc, "headers", e->headers);
+   for (size_t i = 0; i < n; i++) {
+      const char *name = rules[i].name;
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT && strcmp(name, "id") != 0 && e->entry &&
+          bson_iter_init_find(&it, e->entry, name)) {
+         bson_append_value(doc, name, -1, bson_iter_value(&it));
+      }
    }
    value.value_type = BSON_TYPE_DOCUMENT;
    value.value.v_doc.data = (uint8_t *)bson_get_data(doc);
@@ -202,6 +207,7 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
                .partition = {part_s, relay_format_int64(part, part_s)}},
       .subject = {id, id_len},
       .replay = true,
+      .now_ms = relay_wall_ms(),
    };
    relay_message_t m;
    const char *why;
@@ -209,6 +215,8 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
    relay_message_render(cfg, ev, &in, &m);
    if ((why = m.poison) || (why = relay_mqtt_check_size(r->mqtt, &m.msg))) {
       fprintf(stderr, "outbox-admin: skipping archived event %s: %s\n", ev->id, why);
+   } else if (cfg->expired_mode != RELAY_EXPIRED_PUBLISH && relay_expiry_passed(ev, in.now_ms)) {
+      r->expired++; /* worthless now (expiresAt), as the relay would not publish it */
    } else {
       pace(r);
       if (relay_mqtt_publish(r->mqtt, &m.msg, (uint64_t)r->sent + 1) != 0) {
@@ -311,6 +319,9 @@ report(replay_t *r, int64_t count)
       BSON_APPEND_UTF8(&doc, "archive", a->cfg.archive_collection);
       BSON_APPEND_BOOL(&doc, "dryRun", a->dry_run);
       BSON_APPEND_INT64(&doc, a->dry_run ? "matching" : "replayed", n);
+      if (r->expired) {
+         BSON_APPEND_INT64(&doc, "expired", r->expired);
+      }
       if (r->failed) {
          BSON_APPEND_UTF8(&doc, "error", r->failed);
       }
@@ -320,6 +331,9 @@ report(replay_t *r, int64_t count)
       fprintf(a->out, "%" PRId64 " archived events would be replayed\n", n);
    } else {
       fprintf(a->out, "replayed %" PRId64 " events\n", n);
+      if (r->expired) {
+         fprintf(a->out, "skipped %" PRId64 " expired events (expiresAt passed)\n", r->expired);
+      }
    }
 }
 
@@ -340,6 +354,11 @@ admin_replay(admin_t *a)
    if (!a->dry_run && !a->cfg.mqtt_uri) {
       fprintf(stderr, "outbox-admin: replay needs --mqtt-uri (the relay's) or --dry-run\n");
       return EX_USAGE;
+   }
+   /* The relay's TLS checks (mqtt/tls.h): a bad file is named, not a paho number. */
+   if (!a->dry_run && !relay_tls_check_files(&a->cfg, RELAY_TLS_WARN_DAYS, NULL, &error)) {
+      fprintf(stderr, "outbox-admin: %s\n", error.message);
+      return EX_CONFIG;
    }
    if (!admin_server_now(a, &now, &error)) {
       return admin_fail("MongoDB", &error);

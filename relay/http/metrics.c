@@ -67,6 +67,9 @@ static const metric_desc_t counter_descs[RELAY_M_COUNTER_COUNT_] = {
    {"outbox_relay_lease_repairs_total",
     "Malformed lease documents (an epoch that is not a number, or out of range) this member "
     "repaired; the log names them."},
+   {"outbox_relay_events_expired_total",
+    "Events whose expiry (expiresAt, --message-expiry) passed before they were published, "
+    "handled by --expired-events."},
 };
 
 static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
@@ -107,6 +110,9 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_group_stalled",
     "1 while partitions of the group have had no live owner for more than two lease times "
     "(their events wait; fails /healthz)."},
+   {"outbox_relay_publish_rate_limit",
+    "Events per second the relay publishes at most (--max-publish-rate; 0: no limit)."},
+   {"outbox_relay_publish_paced", "1 while --max-publish-rate holds ready events back, else 0."},
 };
 
 relay_metrics_t *

@@ -100,9 +100,16 @@ relay_message_render(const relay_config_t *cfg, const relay_event_t *ev,
    m->topic = relay_template_render_encoded(cfg->topic_template, &vars, &m->topic_len);
    m->source = relay_template_render_encoded(cfg->source_template, &vars, &(size_t){0});
    relay_headers_read(ev, &m->headers);
-   m->payload = binary ? relay_data_json(ev, &m->payload_len)
-                       : relay_cloudevent_json_marked(ev, m->source, in->subject, &m->headers,
-                                                      in->replay, &m->payload_len);
+   if (binary && ev->bin) {
+      /* Binary data in binary mode: the bytes themselves (the CloudEvents MQTT binding). */
+      m->payload = bson_malloc(ev->bin_len ? ev->bin_len : 1);
+      memcpy(m->payload, ev->bin, ev->bin_len);
+      m->payload_len = ev->bin_len;
+   } else {
+      m->payload = binary ? relay_data_json(ev, &m->payload_len)
+                          : relay_cloudevent_json_marked(ev, m->source, in->subject, &m->headers,
+                                                         in->replay, &m->payload_len);
+   }
    relay_format_int64(ev->seq, m->seq);
    n = own_props(cfg, ev, m, vars.id, binary);
    n = relay_headers_append_props(&m->headers, m->props, n);
@@ -113,9 +120,12 @@ relay_message_render(const relay_config_t *cfg, const relay_event_t *ev,
       .topic = m->topic,
       .payload = m->payload,
       .payload_len = m->payload_len,
-      .content_type = binary ? "application/json" : "application/cloudevents+json",
+      .content_type = binary ? relay_event_content_type(ev) : "application/cloudevents+json",
       .user_props = m->props,
       .n_user_props = n / 2,
+      .expiry_s = relay_expiry_interval(cfg, ev, in->now_ms),
+      /* JSON text, except binary data's own bytes in binary mode. */
+      .payload_format = binary && ev->bin ? RELAY_PAYLOAD_FORMAT_BYTES : RELAY_PAYLOAD_FORMAT_UTF8,
    };
    m->poison = poison(cfg, m, n);
 }

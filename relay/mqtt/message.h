@@ -7,7 +7,9 @@
  * relay's sender (mqtt/publish.c) and outbox-admin replay (admin/replay.c) both build their
  * messages here, so a replayed message differs from the live one only by the replay marker:
  * the attribute "replay": true after "seq" in a structured payload and, with MQTT 5, the
- * user property replay=true after all others. Pure functions: any thread.
+ * user property replay=true after all others. MQTT 5 also gets the Message Expiry Interval
+ * (mqtt/expiry.h) and payload format indicator 1 (UTF-8: both payloads are JSON). Pure
+ * functions: any thread.
  */
 #ifndef RELAY_MQTT_MESSAGE_H
 #define RELAY_MQTT_MESSAGE_H
@@ -16,6 +18,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
+#include "mqtt/expiry.h"
 #include "mqtt/headers.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"
@@ -28,6 +31,9 @@ typedef struct {
    relay_template_vars_t vars;
    relay_str_t subject; /* the rendered entity id, not encoded: the structured "subject" */
    bool replay;         /* outbox-admin replay: add the replay marker */
+   /* The wall clock (ms since the epoch) the message is sent at: the Message Expiry Interval
+    * is the time the event's expiresAt leaves then (mqtt/expiry.h). */
+   int64_t now_ms;
 } relay_message_in_t;
 
 /* A rendered message. Holds pointers into itself: do not copy it; free with

@@ -17,6 +17,7 @@
 
 #include "mqtt/message.h"
 #include "util/log.h"
+#include "util/util.h"
 
 struct relay_sender_t {
    const relay_config_t *cfg;
@@ -116,6 +117,7 @@ send_event(relay_sender_t *s, relay_entity_t *e, uint64_t tag, const char **pois
                .partition = {part, relay_format_int64(e->part, part)}},
       .subject = {e->rendered, e->rendered_len},
       .replay = false,
+      .now_ms = relay_wall_ms(),
    };
    relay_message_t m;
    int rc = 0;

@@ -89,7 +89,12 @@ char *relay_cloudevent_json_reference(const relay_event_t *ev, const char *sourc
                                       relay_str_t subject, const relay_headers_t *headers,
                                       size_t *len);
 
-/* The binary-mode payload: relaxed extended JSON of @ev's data. */
+/* The media type of @ev's data: application/json for a document, the event's contentType
+ * (application/octet-stream without one) for binary data. */
+const char *relay_event_content_type(const relay_event_t *ev);
+
+/* The binary-mode payload: relaxed extended JSON of @ev's data (a document; message.c sends
+ * binary data as its bytes). */
 char *relay_data_json(const relay_event_t *ev, size_t *len);
 
 #endif /* RELAY_RENDER_H */

@@ -21,6 +21,7 @@ append_published_headers(const bson_iter_t *field, bson_t *entry)
    bson_iter_t it;
    bson_t out;
    size_t n = 0, used = 0;
+   const char *kept[OUTBOX_CONTRACT_HEADERS_MAX];
 
    if (!BSON_ITER_HOLDS_DOCUMENT(field) || !bson_iter_recurse(field, &it)) {
       return; /* all left out, as in the message */
@@ -28,11 +29,16 @@ append_published_headers(const bson_iter_t *field, bson_t *entry)
    bson_append_document_begin(entry, "headers", 7, &out);
    while (bson_iter_next(&it)) {
       const bson_value_t *v = bson_iter_value(&it);
-      if (_outbox_contract_header_check(bson_iter_key(&it), bson_iter_key_len(&it), v, n, used,
-                                        false) ||
-          bson_has_field(&out, bson_iter_key(&it))) {
+      bool again = false;
+      for (size_t k = 0; k < n && !again; k++) {
+         again = !strcmp(kept[k], bson_iter_key(&it));
+      }
+      /* The check refuses a 17th header, so kept[] never overflows. */
+      if (again || _outbox_contract_header_check(bson_iter_key(&it), bson_iter_key_len(&it), v, n,
+                                                 used, false)) {
          continue;
       }
+      kept[n] = bson_iter_key(&it);
       bson_append_value(&out, bson_iter_key(&it), -1, v);
       used += bson_iter_key_len(&it) + v->value.v_utf8.len;
       n++;

@@ -51,6 +51,14 @@ check_field(const outbox_contract_rule_t *rule, const bson_iter_t *it, relay_eve
    } else if (!strcmp(rule->name, "time")) {
       ev->has_time = true;
       ev->time_ms = v->value.v_datetime;
+   } else if (!strcmp(rule->name, "contentType")) {
+      ev->content_type = v->value.v_utf8.str; /* NUL-terminated inside ev->raw */
+   } else if (!strcmp(rule->name, "data") && v->value_type == BSON_TYPE_BINARY) {
+      ev->bin = v->value.v_binary.data;
+      ev->bin_len = v->value.v_binary.data_len;
+   } else if (!strcmp(rule->name, "expiresAt")) {
+      ev->has_expires = true;
+      ev->expires_ms = v->value.v_datetime;
    } else if (!strcmp(rule->name, "data")) {
       /* A view into ev->raw, which the event owns: no copy of the data. Its bson_t lives at
        * the front of the event's block (relay_event_parse()). */
