@@ -11,6 +11,7 @@ stored (documents, dead letters, the archive) and what the writer said.
   dead-lettered  in its document's dead letters with the reason the table names, and never
                  published.
 A raw case's second, valid event is published in every case."""
+import base64
 import datetime
 import json
 import re
@@ -61,11 +62,12 @@ class Judge:
         self.stored = {value_doc("_id", c["entity"]) for c in cases
                        if c["expect"] != "refused"}
         self.problems = []
-        for topic, payload, props in messages:
+        for msg in messages:
+            topic, payload, props, _ = msg
             if not topic.startswith(run["topic_root"] + "/"):
                 continue
             eid = message_event_id(payload, props, run["binary"])
-            self.by_id.setdefault(eid, []).append((topic, payload, props))
+            self.by_id.setdefault(eid, []).append(msg)
 
     def labels(self):
         """Event id -> "rule: what" of its case (the second events of raw cases too)."""
@@ -170,8 +172,9 @@ class Judge:
             dl = [d.get("reason") for d in (doc or {}).get("deadLetters", [])]
             return self.fail(case, "not published%s" % (" (dead-lettered: %s)" % dl if dl else
                                                         " and not dead-lettered"))
-        for topic, payload, props in copies:
+        for topic, payload, props, expiry in copies:
             self.check_copy(case, seq, etype, tm, data, headers, payload, props)
+            self.check_expiry(case, expiry)
         if self.archive is not None:
             a = self.archive.find_one({"_id": eid}, {"seq": 1, "type": 1, "headers": 1})
             kept = case["kept"] if case["kept"] is not None else (headers or {})
@@ -182,11 +185,36 @@ class Judge:
                           % (a.get("seq"), a.get("type"), a.get("headers"), seq, etype, kept))
         return "left out" if case["dropped"] else "published"
 
+    def check_expiry(self, case, expiry):
+        """MQTT 5: an event with expiresAt carries the time left, in seconds rounded up, at
+        most what the four-byte interval holds; one without has none (no --message-expiry)."""
+        if not self.run["v5"]:
+            return
+        exp = (case.get("event") or {}).get("expiresAt")
+        if not isinstance(exp, Date):
+            if expiry is not None and case["writer"] != "lib":
+                self.fail(case, "Message Expiry Interval %s on an event without expiresAt"
+                          % expiry)
+            return
+        # Sent between the cases' making (gen_ms) and now; the broker counts down while the
+        # message waits. The relay sends 2^31 - 1 s at most (relay/mqtt/expiry.c: paho writes
+        # larger four-byte integers wrongly).
+        cap = 2 ** 31 - 1
+        most = min(-(-(exp - self.run["gen_ms"]) // 1000), cap)
+        least = min((exp - self.run["now_ms"]) // 1000, cap) - 600
+        if expiry is None or not (least <= expiry <= most):
+            self.fail(case, "Message Expiry Interval %r, expected %d..%d" % (expiry, least,
+                                                                             most))
+
     def check_copy(self, case, seq, etype, tm, data, headers, payload, props):
         run = self.run
         kept = case["kept"] if case["kept"] is not None else (headers or {})
         pd = dict(props)
-        if run["binary"]:
+        if run["binary"] and isinstance(data, bytes):  # binary data: the bytes as they are
+            if payload != data:
+                self.fail(case, "binary payload %r != data %r" % (payload[:40], data[:40]))
+            attrs = pd
+        elif run["binary"]:
             try:
                 got = json.loads(payload.decode("utf-8"))
             except ValueError as e:
@@ -199,7 +227,11 @@ class Judge:
                 ce = json.loads(payload.decode("utf-8"))
             except ValueError as e:
                 return self.fail(case, "structured payload is not JSON: %s" % e)
-            if ce.get("data") != relaxed(data):
+            if isinstance(data, bytes):  # CloudEvents' data_base64, no data
+                if ce.get("data_base64") != base64.b64encode(data).decode() or "data" in ce:
+                    self.fail(case, "data_base64 %r != stored %r" % (ce.get("data_base64"),
+                                                                     data[:40]))
+            elif ce.get("data") != relaxed(data):
                 self.fail(case, "data %r != stored %r" % (ce.get("data"), relaxed(data)))
             attrs = ce
         if str(attrs.get("seq")) != str(int(seq)):

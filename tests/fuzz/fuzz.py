@@ -176,7 +176,8 @@ def run_one(opts, table, seed, spec, node_path, client, workdir, totals):
         if reconnects:
             problems.append("the relay reconnected to the broker %d times" % reconnects)
         messages = sub.snapshot()
-        judge = check.Judge({"topic_root": root, "binary": mode == "binary", "v5": version == 5},
+        judge = check.Judge({"topic_root": root, "binary": mode == "binary", "v5": version == 5,
+                             "now_ms": time.time() * 1000, "gen_ms": now_ms},
                             cases, [m for m in messages if m[0].startswith(root + "/")],
                             db, coll, db["archive"] if archive else None)
         outcomes = collections.Counter()
@@ -224,7 +225,7 @@ def expected_published(cases):
 
 
 def seen_ids(sub, root, binary):
-    return {check.message_event_id(p, pr, binary) for t, p, pr in sub.snapshot()
+    return {check.message_event_id(p, pr, binary) for t, p, pr, _ in sub.snapshot()
             if t.startswith(root + "/")}
 
 
@@ -287,7 +288,7 @@ def check_shared_id(coll, archive, judge, shared, table):
     reasons = {r["reason"] for r in table["rules"]}
     copies = judge.by_id.get(eid, [])
     subjects = {json.loads(p)["subject"] if not judge.run["binary"] else dict(pr).get("subject")
-                for _, p, pr in copies}
+                for _, p, pr, _ in copies}
     dls = [d.get("reason") for e in ents
            for d in (coll.find_one({"_id": e}, {"deadLetters.reason": 1}) or {})
            .get("deadLetters", [])]
@@ -370,13 +371,13 @@ def check_replay(opts, relay_args, root, sub, judge, cases, workdir, tag):
     for eid, copies in judge.by_id.items():
         live[eid] = copies[0]
     seen = set()
-    for topic, payload, props in replayed:
+    for topic, payload, props, _ in replayed:
         eid = check.message_event_id(payload, props, judge.run["binary"])
         seen.add(eid)
         if eid not in live:
             problems.append("replay sent event %r, never published live" % eid)
             continue
-        ltopic, lpayload, lprops = live[eid]
+        ltopic, lpayload, lprops, _ = live[eid]
         if topic[2:] != ltopic[2:]:
             problems.append("replay of %s: topic %r, live %r" % (eid, topic, ltopic))
         if not judge.run["binary"]:

@@ -85,6 +85,21 @@ def _types(form, rng, n, skip=()):
     return out
 
 
+def _bounded(form, cls, limit):
+    """(value, valid) at and one past each bound of an integer or date form; without a
+    lower bound, 1 (a date: an hour from now). Values a type cannot hold are left out."""
+    out = []
+    lo, hi = form["min"], form["max"]
+    if lo is not None:
+        out += [(cls(lo), True), (cls(lo - 1), False)]
+    else:
+        # A date an hour ahead: an expiry in the past would be an expired event, not a bound.
+        out.append((cls(NOW_MS + 3600000 if cls is Date else 1), True))
+    if hi is not None:
+        out += [(cls(hi), True), (cls(hi + 1), False)]
+    return [(v, ok) for v, ok in out if -limit <= v < limit]
+
+
 def _good_event(seq, etype="fz.event", data=None):
     return {"id": _uuid(), "seq": Int64(seq), "type": etype, "time": Date(NOW_MS),
             "data": data if data is not None else {"n": Int32(seq), "s": "fz"}}
@@ -122,7 +137,7 @@ class Gen:
     def raw_field(self, name, value, valid, rule, missing=False):
         ev = _good_event(1)
         if missing:
-            del ev[name]
+            ev.pop(name, None)
         else:
             ev[name] = value
         if valid:
@@ -132,25 +147,31 @@ class Gen:
                      reason=rule["reason"], event=ev)
 
     def raw_event_rules(self):
-        for name in ("id", "seq", "type", "time", "data"):
-            r = self.rule("event", name)
-            f = r["accepted"]
+        """Every EVENT row of the table but headers (raw_header_rules()), whatever rows it
+        has: the values are chosen by the form's types and bounds."""
+        for r in [r for (scope, _), r in self.rules.items() if scope == "event"]:
+            name, f = r["name"], r["accepted"]
+            if name == "headers":
+                continue
             vals = []
             if "string" in f["types"]:
                 vals += _strings(f, self.rng, "-%d" % self.n)
                 if name == "id":  # ids must stay unique: one-byte and long ones made so
                     vals = [(v + _uuid() if isinstance(v, str) and ok and
                              len(v) < 100 and v != "x" else v, ok) for v, ok in vals]
-            if name == "seq":
-                vals += [(Int32(1), True), (Int64(1), True), (Int64(0), False),
-                         (Int32(-1), False), (Int64(-(2 ** 63)), False)]
-            if name == "time":
-                vals += [(Date(f["min"]), True), (Date(f["max"]), True),
-                         (Date(f["min"] - 1), False), (Date(f["max"] + 1), False)]
-            if name == "data":
+            for t, cls in (("int", Int32), ("long", Int64)):
+                if t in f["types"]:
+                    vals += _bounded(f, cls, 2 ** 31 if t == "int" else 2 ** 63)
+            if "date" in f["types"]:
+                vals += _bounded(f, Date, 2 ** 63)
+                if f["max"] is None:  # the far future (an expiry a century away and more)
+                    vals += [(Date(253402300799999), True), (Date(2 ** 62), True)]
+            if "object" in f["types"]:
                 vals += [({}, True), ({"$fz": "dollar key", "e": "", "nul": "a\x00b",
-                                      "deep": {"a": [1, {"b": GOOD_TEXT[2]}]}}, True),
+                                       "deep": {"a": [1, {"b": GOOD_TEXT[2]}]}}, True),
                          ({"s": Raw(b"fz\xff")}, False)]
+            if "binData" in f["types"]:
+                vals += [(b"", True), (b"\x00\xff\xfefz", True)]
             vals += _types(f, self.rng, self.n, skip=("null",) if name == "id" else ())
             for v, ok in vals:
                 self.raw_field(name, v, ok, r)

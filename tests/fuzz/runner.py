@@ -75,7 +75,8 @@ def free_port():
 
 
 class Subscriber:
-    """Every message on the filters, with its MQTT 5 user properties, in arrival order."""
+    """Every message on the filters, in arrival order: (topic, payload, user properties,
+    Message Expiry Interval or None)."""
 
     def __init__(self, uri, filters, client_id):
         host, port = uri.split("://")[1].rsplit(":", 1)
@@ -95,8 +96,10 @@ class Subscriber:
     def _on_message(self, client, userdata, msg):
         props = [tuple(p) for p in getattr(msg.properties, "UserProperty", [])] \
             if msg.properties else []
+        expiry = getattr(msg.properties, "MessageExpiryInterval", None) \
+            if msg.properties else None
         with self.lock:
-            self.messages.append((msg.topic, msg.payload, props))
+            self.messages.append((msg.topic, msg.payload, props, expiry))
             self.last = time.time()
 
     def silent_for(self, seconds):
