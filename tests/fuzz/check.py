@@ -88,7 +88,8 @@ class Judge:
         """(id, seq, type, time ms or None, data, headers) as stored."""
         if case["writer"] == "lib":
             spec, res = case["lib"], case["result"]
-            return res["id"], res["seq"], spec["type"], "lib", spec["data"], dict(spec["headers"])
+            return (res["id"], res["seq"], spec["type"], "lib", spec.get("binary", spec["data"]),
+                    dict(spec["headers"]))
         if case["writer"] == "example":  # its time is the writer's clock: present, not known
             spec, res = case["example"], case["result"]
             return res["id"], 1, spec["type"], "lib", spec["data"], {}
@@ -118,6 +119,8 @@ class Judge:
             self.check_follow(case)
         if case["expect"] == "dead-lettered":
             return self.check_dead(case)
+        if case["expect"] == "expired":
+            return self.check_expired(case)
         return self.check_published(case)
 
     def stored_doc(self, case):
@@ -149,6 +152,19 @@ class Judge:
         if isinstance(eid, str) and eid in self.by_id:
             self.fail(case, "dead-lettered and published")
         return "dead-lettered"
+
+    def check_expired(self, case):
+        """Expired before its turn (--expired-events drop, the default): never published, no
+        dead letter, cleared; archived first when the archive is on."""
+        eid = self.event_of(case)[0]
+        if eid in self.by_id:
+            self.fail(case, "published, but it expired before its turn")
+        doc = self.stored_doc(case)
+        if (doc or {}).get("deadLetters"):
+            self.fail(case, "dead-lettered, but expired events are dropped by default")
+        if self.archive is not None and self.archive.find_one({"_id": eid}, {"_id": 1}) is None:
+            self.fail(case, "expired and dropped, but not archived first")
+        return "expired"
 
     def check_follow(self, case):
         """The entity's second, valid event: published, unless what is wrong is the entity
@@ -190,9 +206,10 @@ class Judge:
         most what the four-byte interval holds; one without has none (no --message-expiry)."""
         if not self.run["v5"]:
             return
-        exp = (case.get("event") or {}).get("expiresAt")
-        if not isinstance(exp, Date):
-            if expiry is not None and case["writer"] != "lib":
+        exp = (case.get("event") or {}).get("expiresAt") or \
+            (case.get("lib") or {}).get("expires_at")
+        if not isinstance(exp, int) or isinstance(exp, bool):
+            if expiry is not None:
                 self.fail(case, "Message Expiry Interval %s on an event without expiresAt"
                           % expiry)
             return

@@ -7,10 +7,12 @@
  * usage: fuzz-writer URI DB COLL < cases
  *
  * Input, one case per line, every value hex-encoded so any byte can be given:
- *   CASE ID-DOC TYPE DATA N [NAME VALUE]...
+ *   CASE ID-DOC TYPE DATA N [NAME VALUE]... [B BYTES CONTENT-TYPE] [E EXPIRES-MS]
  * ID-DOC is a BSON document whose "_id" is the entity id, DATA the event's data (BSON), TYPE,
  * NAME and VALUE the bytes of the event type and of N headers (C strings: the API takes no
- * NUL inside); "-" stands for an empty value. Output, one line per case, flushed:
+ * NUL inside); "-" stands for an empty value. With "B" the event is made by
+ * outbox_event_new_binary() with these bytes as its data and this content type ("*": none);
+ * with "E" outbox_event_set_expires_at() gets EXPIRES-MS. Output, one line per case, flushed:
  *   OK CASE EVENT-ID SEQ
  *   REFUSED CASE DOMAIN CODE MESSAGE       (set_header or create refused it; MESSAGE on one line)
  * A failure that is not about the event (the server unreachable) ends the writer with status 1.
@@ -57,6 +59,24 @@ refused(const char *c, const bson_error_t *error)
    fflush(stdout);
 }
 
+/* The event of a case: binary data when its extras (from field @k on) hold "B BYTES TYPE". */
+static outbox_event_t *
+new_event(char **f, int nf, int k, const bson_t *data)
+{
+   for (; k + 2 < nf; k++) {
+      long len;
+      if (!strcmp(f[k], "B") && (len = unhex(f[k + 1])) >= 0) {
+         bool none = !strcmp(f[k + 2], "*");
+         if (!none && unhex(f[k + 2]) < 0) {
+            break;
+         }
+         return outbox_event_new_binary(f[2], (const uint8_t *)f[k + 1], (size_t)len,
+                                        none ? NULL : f[k + 2]);
+      }
+   }
+   return outbox_event_new(f[2], data);
+}
+
 /* Runs one case; false when the line is malformed or the failure is not about the event. */
 static bool
 run_case(outbox_collection_t *coll, char **f, int nf)
@@ -69,20 +89,28 @@ run_case(outbox_collection_t *coll, char **f, int nf)
    bool ok = true;
 
    if (nf < 5 || (id_len = unhex(f[1])) < 0 || unhex(f[2]) < 0 || (data_len = unhex(f[3])) < 0 ||
-       (nh = atol(f[4])) < 0 || nf != 5 + 2 * nh ||
+       (nh = atol(f[4])) < 0 || nf < 5 + 2 * nh ||
        !bson_init_static(&id_doc, (uint8_t *)f[1], (size_t)id_len) ||
        !bson_init_static(&data, (uint8_t *)f[3], (size_t)data_len) ||
        !bson_iter_init_find(&it, &id_doc, "_id")) {
       fprintf(stderr, "fuzz-writer: malformed case line\n");
       return false;
    }
-   ev = outbox_event_new(f[2], &data);
+   ev = new_event(f, nf, 5 + 2 * (int)nh, &data);
    for (long k = 0; k < nh; k++) {
       if (unhex(f[5 + 2 * k]) < 0 || unhex(f[6 + 2 * k]) < 0) {
          outbox_event_destroy(ev);
          return false;
       }
       if (!outbox_event_set_header(ev, f[5 + 2 * k], f[6 + 2 * k], &error)) {
+         refused(f[0], &error);
+         outbox_event_destroy(ev);
+         return true;
+      }
+   }
+   for (int k = 5 + 2 * (int)nh; k + 1 < nf; k++) { /* hex is lowercase: never "E" */
+      if (!strcmp(f[k], "E") &&
+          !outbox_event_set_expires_at(ev, strtoll(f[k + 1], NULL, 10), &error)) {
          refused(f[0], &error);
          outbox_event_destroy(ev);
          return true;

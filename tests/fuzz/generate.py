@@ -20,6 +20,7 @@ from bson.min_key import MinKey
 from bsonenc import Date, Int32, Int64, Pairs, Raw
 
 REFUSED, PUBLISHED, DEAD = "refused", "published", "dead-lettered"
+EXPIRED = "expired"  # expiresAt passed before its turn: cleared unpublished (--expired-events drop)
 NEW = object()  # add(): a fresh entity of its own
 NOW_MS = None  # set by cases(): one commit time for the run
 _RNG = random.Random(0)  # set by cases(): ids come from the seed too
@@ -271,9 +272,11 @@ class Gen:
     # -- liboutbox: type, data, headers and the entity id, judged by `written`/`at_write` ---
 
     def lib(self, rule, what, ok, etype="fz.lib", data=None, headers=(), entity=NEW,
-            expect=None, reason=None):
+            expect=None, reason=None, **extra):
+        """extra: binary (bytes: outbox_event_new_binary()), content_type, expires_at (ms)."""
         spec = {"type": etype, "data": data if data is not None else {"n": Int32(self.n)},
                 "headers": list(headers)}
+        spec.update(extra)
         self.add("lib", rule, what, expect or (PUBLISHED if ok else REFUSED),
                  reason=reason, entity=entity, lib=spec,
                  kept=dict(headers) if (expect or (PUBLISHED if ok else REFUSED)) == PUBLISHED
@@ -330,6 +333,22 @@ class Gen:
             ent = Raw(s.data + b"-%d" % len(self.out)) if isinstance(s, Raw) else \
                 "%s-%d-%s" % (self.prefix, len(self.out), s)
             self.lib(r, "_id=%s" % _short(s), ok, entity=ent)
+        if ("event", "contentType") in self.rules:  # binary data and its media type
+            r = self.rule("event", "contentType")
+            self.lib(r, "binary data, no contentType", True, binary=b"\x00\xfffz")
+            for s, ok in _strings(r["written"], self.rng, ""):
+                if isinstance(s, str) and "\x00" not in s:
+                    self.lib(r, "contentType=%s" % _short(s), ok, binary=b"\x01fz",
+                             content_type=s)
+        if ("event", "expiresAt") in self.rules:
+            r = self.rule("event", "expiresAt")
+            f = r["written"]
+            for v, ok in _bounded(f, Date, 2 ** 63):
+                if ok and v < NOW_MS:  # a bound in the past: valid, but expired at its turn
+                    self.lib(r, "expiresAt=%d (past)" % v, True, expires_at=v, expect=EXPIRED)
+                else:
+                    self.lib(r, "expiresAt=%d" % v, ok, expires_at=v)
+            self.lib(r, "expiresAt in an hour", True, expires_at=NOW_MS + 3600000)
         r = self.rule("message", "topic")
         room = r["accepted"]["max"] - topic_prefix_len
         base = "%s-%d-" % (self.prefix, len(self.out))

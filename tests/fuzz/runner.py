@@ -125,6 +125,12 @@ def lib_line(case):
     for name, value in hdrs:
         fields += [name.encode("utf-8", "surrogatepass").hex() or "",
                    value.encode("utf-8", "surrogatepass").hex()]
+    if "binary" in spec:
+        ct = spec.get("content_type")
+        fields += ["B", spec["binary"].hex(), "*" if ct is None else
+                   ct.encode("utf-8", "surrogatepass").hex()]
+    if "expires_at" in spec:
+        fields += ["E", str(int(spec["expires_at"]))]
     # An empty hex field would vanish between spaces: "-" stands for the empty string.
     return " ".join(f if f else "-" for f in fields) + "\n"
 
