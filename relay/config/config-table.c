@@ -250,6 +250,10 @@ relay_config_destroy(relay_config_t *cfg)
       bson_free(cfg->collections[i]);
    }
    bson_free(cfg->collections);
+   for (size_t i = 0; i < cfg->n_replaced_collections; i++) {
+      bson_free(cfg->replaced_collections[i]);
+   }
+   bson_free(cfg->replaced_collections);
    bson_free(cfg->config_file);
    memset(cfg, 0, sizeof *cfg);
 }

@@ -125,8 +125,12 @@ parse_list(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const 
            bool append, bson_error_t *error)
 {
    if (!append) {
+      /* Kept, not freed: the narrowed config still owns them (replaced_collections). */
+      cfg->replaced_collections =
+         bson_realloc(cfg->replaced_collections,
+                      (cfg->n_replaced_collections + cfg->n_collections + 1) * sizeof(char *));
       for (size_t i = 0; i < cfg->n_collections; i++) {
-         bson_free(cfg->collections[i]);
+         cfg->replaced_collections[cfg->n_replaced_collections++] = cfg->collections[i];
       }
       cfg->n_collections = 0;
    }
