@@ -173,6 +173,8 @@ def node_expressible(doc):
     """Whether canonical extended JSON (and so the Node writer) can carry @doc exactly."""
     if isinstance(doc, (bsonenc.Raw, bsonenc.Pairs)):
         return False
+    if isinstance(doc, bsonenc.Date) and abs(doc) > 8640000000000000:
+        return False  # beyond a JavaScript Date: EJSON.parse makes an invalid Date of it
     if isinstance(doc, dict):
         return all(isinstance(k, str) and not k.startswith("$") and "\x00" not in k and
                    node_expressible(v) for k, v in doc.items())
