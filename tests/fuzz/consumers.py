@@ -48,11 +48,11 @@ class Consumers:
         def done():
             if all(all(i in self.text(n) for i in ids) for n in self.procs if n != "c"):
                 return True
-            # Or nothing more is coming: no consumer wrote a line for two seconds.
+            # Or nothing more is coming: no consumer wrote a line for three seconds.
             now = {n: os.path.getsize(self.logs[n]) for n in self.procs}
             if now != sizes.get("last"):
                 sizes["last"], sizes["since"] = now, time.time()
-            return time.time() - sizes["since"] >= 2.0
+            return time.time() - sizes["since"] >= 3.0
         runner.wait_until(done, timeout, 0.1)
 
     def check(self, published):
