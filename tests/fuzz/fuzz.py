@@ -430,7 +430,8 @@ def main():
         node_path, why = languages_node.prepare(opts.node_dir, os.path.join(HERE, "..", "..",
                                                                             "examples"))
     if not node_path:
-        print("fuzz: Node writer left out: %s" % why)
+        print("fuzz: SKIP (part): the Node driver writer, the Node example writer and the Node "
+              "consumer are left out: %s" % why)
     runs = [r for r in RUNS if not opts.runs or r[0] in opts.runs.split(",")]
     client = pymongo.MongoClient(MONGO)
     workdir = tempfile.mkdtemp(prefix="outbox-fuzz.")
