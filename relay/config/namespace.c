@@ -158,19 +158,25 @@ part_match(const char *pat, bool glob, const char *s)
    return glob ? relay_glob_match(pat, s) : !strcmp(pat, s);
 }
 
-bool
-relay_nsset_match(const relay_nsset_t *set, const char *db, const char *coll)
+int
+relay_nsset_which(const relay_nsset_t *set, const char *db, const char *coll)
 {
    if (!db || !coll || relay_ns_reserved(db, coll) || own_collection(set, db, coll)) {
-      return false;
+      return -1;
    }
    for (size_t i = 0; i < set->n; i++) {
       const relay_nspat_t *p = &set->pats[i];
       if (part_match(p->db, p->db_glob, db) && part_match(p->coll, p->coll_glob, coll)) {
-         return true;
+         return (int)i;
       }
    }
-   return false;
+   return -1;
+}
+
+bool
+relay_nsset_match(const relay_nsset_t *set, const char *db, const char *coll)
+{
+   return relay_nsset_which(set, db, coll) >= 0;
 }
 
 bool

@@ -57,6 +57,8 @@ void relay_nsset_destroy(relay_nsset_t *set);
 
 /* Whether the namespace @db.@coll is watched. */
 bool relay_nsset_match(const relay_nsset_t *set, const char *db, const char *coll);
+/* The index of the first pattern @db.@coll matches, -1 when it is not watched. */
+int relay_nsset_which(const relay_nsset_t *set, const char *db, const char *coll);
 /* Whether some collection of database @db could be watched (for listing databases). */
 bool relay_nsset_match_db(const relay_nsset_t *set, const char *db);
 /* The one database every pattern names literally, or NULL when they span databases (or a

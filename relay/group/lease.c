@@ -326,11 +326,12 @@ open_store(relay_lease_t *l, bson_error_t *error)
    if (!l->client) {
       return false;
    }
-   l->state_coll = mongoc_client_get_collection(l->client, cfg->database, cfg->state_collection);
-   l->lease_coll = mongoc_client_get_collection(l->client, cfg->database,
+   l->state_coll =
+      mongoc_client_get_collection(l->client, cfg->state_database, cfg->state_collection);
+   l->lease_coll = mongoc_client_get_collection(l->client, cfg->state_database,
                                                 cfg->lease_collection ? cfg->lease_collection
                                                                       : cfg->state_collection);
-   l->db = mongoc_client_get_database(l->client, cfg->database);
+   l->db = mongoc_client_get_database(l->client, cfg->state_database);
    l->settings = _relay_lease_settings(cfg);
    l->st = (relay_lease_store_t){.state = l->state_coll,
                                  .leases = l->lease_coll,

@@ -39,7 +39,7 @@ note_refused(relay_lease_t *l, const char *what, const bson_error_t *error)
                 "MongoDB refuses the relay's writes (%s: %s): its user needs readWrite on "
                 "database %s. Publishing is paused until a write succeeds; events already "
                 "published stay pending and will be published again (retrying every %d ms)",
-                what, error->message, l->cfg->database, l->cfg->lease_renew_ms);
+                what, error->message, l->cfg->state_database, l->cfg->lease_renew_ms);
       atomic_store(&l->refused, true);
    } else {
       relay_log(RELAY_LOG_DEBUG, "group", "%s refused again: %s", what, error->message);
@@ -315,8 +315,9 @@ static bool
 check_unsharded(relay_lease_t *l)
 {
    bson_error_t error;
-   relay_sharding_t rc = relay_sharding_check_group(
-      l->client, l->cfg->database, l->cfg->state_collection, l->cfg->lease_collection, &error);
+   relay_sharding_t rc =
+      relay_sharding_check_group(l->client, l->cfg->state_database, l->cfg->state_collection,
+                                 l->cfg->lease_collection, &error);
 
    if (rc == RELAY_SHARDING_REFUSE) {
       l->fatal = true;

@@ -14,8 +14,8 @@
  * event's own fields are copied as stored: the relay checked them against the contract before
  * publishing. */
 static void
-build_entry(const relay_config_t *cfg, const char *member, const relay_clear_stmt_t *s,
-            const bson_t *raw, int64_t now_ms, bson_t *entry)
+build_entry(const relay_config_t *cfg, const char *member, const char *coll,
+            const relay_clear_stmt_t *s, const bson_t *raw, int64_t now_ms, bson_t *entry)
 {
    static const char *const copied[] = {"seq", "type", "time", "data", "headers"};
    bson_iter_t it;
@@ -24,7 +24,7 @@ build_entry(const relay_config_t *cfg, const char *member, const relay_clear_stm
    if (bson_iter_init_find(&it, raw, "id")) {
       bson_append_value(entry, "_id", 3, bson_iter_value(&it));
    }
-   BSON_APPEND_UTF8(entry, "collection", cfg->collections[s->coll]);
+   BSON_APPEND_UTF8(entry, "collection", coll);
    bson_append_value(entry, "entityId", 8, &s->id);
    for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) {
       if (bson_iter_init_find(&it, raw, copied[i])) {
@@ -44,9 +44,9 @@ build_entry(const relay_config_t *cfg, const char *member, const relay_clear_stm
 /* Adds the inserts of @s's events to @bulk, recording for each the statement it belongs to.
  * Returns false if one could not be built. */
 static bool
-add_inserts(const relay_config_t *cfg, const char *member, mongoc_bulk_operation_t *bulk,
-            relay_clear_stmt_t *s, int64_t now_ms, relay_clear_stmt_t ***owner, size_t *n_docs,
-            size_t *cap)
+add_inserts(const relay_config_t *cfg, const char *member, const char *coll,
+            mongoc_bulk_operation_t *bulk, relay_clear_stmt_t *s, int64_t now_ms,
+            relay_clear_stmt_t ***owner, size_t *n_docs, size_t *cap)
 {
    bson_iter_t it;
    bool ok = true;
@@ -65,7 +65,7 @@ add_inserts(const relay_config_t *cfg, const char *member, mongoc_bulk_operation
       if (!bson_init_static(&raw, buf, len)) {
          return false;
       }
-      build_entry(cfg, member, s, &raw, now_ms, &entry);
+      build_entry(cfg, member, coll, s, &raw, now_ms, &entry);
       ok = mongoc_bulk_operation_insert_with_opts(bulk, &entry, NULL, NULL);
       bson_destroy(&entry);
       if (*n_docs == *cap) {
@@ -126,7 +126,8 @@ now_ms(void)
 
 bool
 relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg, const char *member,
-                    relay_clear_stmt_t **stmts, size_t n, int64_t *inserted, bson_error_t *error)
+                    const char *coll, relay_clear_stmt_t **stmts, size_t n, int64_t *inserted,
+                    bson_error_t *error)
 {
    bson_t opts = BSON_INITIALIZER, reply = BSON_INITIALIZER;
    mongoc_bulk_operation_t *bulk;
@@ -140,7 +141,7 @@ relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg, con
    BSON_APPEND_BOOL(&opts, "ordered", false);
    bulk = mongoc_collection_create_bulk_operation_with_opts(archive, &opts);
    for (size_t i = 0; i < n && ok; i++) {
-      ok = add_inserts(cfg, member, bulk, stmts[i], now, &owner, &n_docs, &cap);
+      ok = add_inserts(cfg, member, coll, bulk, stmts[i], now, &owner, &n_docs, &cap);
    }
    if (!ok) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_ARCHIVE,

@@ -21,7 +21,8 @@
 struct relay_clearer_t {
    const relay_config_t *cfg;
    mongoc_client_t *client;
-   mongoc_collection_t **colls;
+   relay_namespaces_t *ns;
+   relay_ns_handles_t colls;     /* this thread's handles, by namespace index */
    mongoc_collection_t *archive; /* NULL without --archive-collection */
    bool archive_ready;           /* its validator and indexes are installed */
    char *member;                 /* this process's instance id, recorded in archive entries */
@@ -163,7 +164,7 @@ prepare_archive(relay_clearer_t *c)
    }
 }
 
-/* Archives the @n statements @mine (of collection @coll) before they are cleared; those whose
+/* Archives the @n statements @mine (of namespace @coll) before they are cleared; those whose
  * events are not all archived get ->failed and are not cleared. Returns false on a failure. */
 static bool
 archive_first(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_clear_stmt_t **mine,
@@ -172,10 +173,15 @@ archive_first(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_cle
    bson_error_t error;
    int64_t inserted = 0, started = bson_get_monotonic_time();
    bool ok;
+   relay_ns_t ns = {"?", "?", 0, false};
 
+   relay_namespaces_get(c->ns, (int)coll, &ns);
+   char *name = strcmp(ns.db, c->cfg->state_database) ? bson_strdup_printf("%s.%s", ns.db, ns.coll)
+                                                      : bson_strdup(ns.coll);
    prepare_archive(c);
-   ok = relay_archive_write(c->archive, c->cfg, c->member, mine, n, &inserted, &error);
-   relay_series_observe(relay_metrics_series(c->metrics), RELAY_H_ARCHIVE_WRITE, coll,
+   ok = relay_archive_write(c->archive, c->cfg, c->member, name, mine, n, &inserted, &error);
+   bson_free(name);
+   relay_series_observe(relay_metrics_series(c->metrics), RELAY_H_ARCHIVE_WRITE, (size_t)ns.label,
                         (double)(bson_get_monotonic_time() - started) / 1e6);
    relay_metrics_add(c->metrics, RELAY_M_ARCHIVED, (uint64_t)inserted);
    if (ok) {
@@ -195,16 +201,27 @@ archive_first(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_cle
    return false;
 }
 
-/* The statements of collection @coll not failed yet into @mine; returns how many. */
+static int
+by_coll(const void *a, const void *b)
+{
+   const relay_clear_stmt_t *x = *(relay_clear_stmt_t *const *)a,
+                            *y = *(relay_clear_stmt_t *const *)b;
+   return x->coll < y->coll ? -1 : x->coll > y->coll;
+}
+
+/* The statements not failed yet into @all, ordered by namespace (one sort per batch, not a
+ * pass per namespace: the cost stays per event with a thousand namespaces); returns how
+ * many. */
 static size_t
-select_coll(relay_clear_job_t *job, size_t coll, relay_clear_stmt_t **mine)
+select_all(relay_clear_job_t *job, relay_clear_stmt_t **all)
 {
    size_t n = 0;
    for (size_t i = 0; i < job->n; i++) {
-      if (job->stmts[i].coll == (int)coll && !job->stmts[i].failed) {
-         mine[n++] = &job->stmts[i];
+      if (!job->stmts[i].failed) {
+         all[n++] = &job->stmts[i];
       }
    }
+   qsort(all, n, sizeof *all, by_coll);
    return n;
 }
 
@@ -223,7 +240,8 @@ clear_coll(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_clear_
 
    BSON_APPEND_BOOL(&stmt_opts, "validate", false);
    BSON_APPEND_BOOL(&opts, "ordered", false);
-   bulk = mongoc_collection_create_bulk_operation_with_opts(c->colls[coll], &opts);
+   bulk = mongoc_collection_create_bulk_operation_with_opts(
+      relay_ns_handle(&c->colls, c->ns, c->client, (int)coll), &opts);
    for (size_t i = 0; i < n; i++) {
       if (mine[i]->failed) {
          continue; /* not archived */
@@ -254,13 +272,14 @@ clear_coll(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_clear_
 static void
 run_job(relay_clearer_t *c, relay_clear_job_t *job)
 {
-   relay_clear_stmt_t **mine = bson_malloc(job->n * sizeof *mine);
+   relay_clear_stmt_t **all = bson_malloc((job->n + 1) * sizeof *all);
    bool archive_failed = false;
+   size_t total = select_all(job, all);
 
-   for (size_t coll = 0; coll < c->cfg->n_collections; coll++) {
-      size_t n = select_coll(job, coll, mine);
-      if (n == 0) {
-         continue;
+   for (size_t first = 0, n; first < total; first += n) {
+      size_t coll = (size_t)all[first]->coll;
+      relay_clear_stmt_t **mine = all + first;
+      for (n = 1; first + n < total && all[first + n]->coll == (int)coll; n++) {
       }
       if (c->archive && job->archive && !archive_first(c, job, coll, mine, n)) {
          archive_failed = true;
@@ -270,7 +289,7 @@ run_job(relay_clearer_t *c, relay_clear_job_t *job)
    if (c->archive && job->archive) {
       relay_metrics_set(c->metrics, RELAY_G_ARCHIVE_FAILING, archive_failed ? 1.0 : 0.0);
    }
-   bson_free(mine);
+   bson_free(all);
 }
 
 static void *
@@ -299,8 +318,8 @@ run(void *arg)
 }
 
 relay_clearer_t *
-relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, const char *member,
-                  void (*wake)(void *), void *wake_ctx, bson_error_t *error)
+relay_clearer_new(const relay_config_t *cfg, relay_namespaces_t *ns, relay_metrics_t *metrics,
+                  const char *member, void (*wake)(void *), void *wake_ctx, bson_error_t *error)
 {
    relay_clearer_t *c;
    mongoc_client_t *client = relay_store_client_new(cfg, "outbox-relay-clear", error);
@@ -311,12 +330,10 @@ relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, const cha
    c = bson_malloc0(sizeof *c);
    c->cfg = cfg;
    c->client = client;
-   c->colls = bson_malloc0(cfg->n_collections * sizeof *c->colls);
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      c->colls[i] = mongoc_client_get_collection(client, cfg->database, cfg->collections[i]);
-   }
+   c->ns = ns;
    if (cfg->archive_collection) {
-      c->archive = mongoc_client_get_collection(client, cfg->database, cfg->archive_collection);
+      c->archive =
+         mongoc_client_get_collection(client, cfg->state_database, cfg->archive_collection);
    }
    c->metrics = metrics;
    c->member = bson_strdup(member);
@@ -376,10 +393,7 @@ relay_clearer_destroy(relay_clearer_t *c)
    }
    relay_clear_job_free(c->todo);
    relay_clear_job_free(c->done);
-   for (size_t i = 0; c->colls && i < c->cfg->n_collections; i++) {
-      mongoc_collection_destroy(c->colls[i]);
-   }
-   bson_free(c->colls);
+   relay_ns_handles_clear(&c->colls);
    mongoc_collection_destroy(c->archive);
    mongoc_client_destroy(c->client);
    pthread_cond_destroy(&c->cond);

@@ -22,6 +22,7 @@ typedef struct {
 
 struct relay_ingest_t {
    const relay_config_t *cfg;
+   relay_namespaces_t *ns; /* the watched set: an entity's coll is its index there */
    relay_metrics_t *metrics;
    relay_table_t *table;
    relay_group_t *group;
@@ -40,6 +41,7 @@ struct relay_ingest_t {
    relay_ts_t newest_change; /* the clusterTime of the newest change applied */
    bool stream_opened_once;
    relay_not_array_seen_t not_array_seen;
+   int indexed; /* namespaces below this index had their partial index created */
 
    /* The sweep (sweep.c). */
    bool sweeping;
@@ -62,6 +64,12 @@ void relay_changes_cleanup(relay_ingest_t *in);
 void relay_changes_set_verifying(relay_ingest_t *in, bool verifying);
 /* Below both buffer bounds: more may be read. */
 bool relay_changes_has_room(const relay_ingest_t *in);
+/* Creates the sweeps' partial index on the namespaces met since the last call. */
+void relay_changes_ensure_indexes(relay_ingest_t *in);
+
+/* ingest.c */
+/* The metrics series of namespace @coll (its first matching pattern). */
+int relay_ingest_label(relay_ingest_t *in, int coll);
 
 /* documents.c */
 /* Takes the pending events of @doc (read from collection @coll) if its entity is in @parts

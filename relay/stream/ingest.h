@@ -24,6 +24,7 @@
 #include "config/config.h"
 #include "group/group.h"
 #include "http/metrics.h"
+#include "stream/namespaces.h"
 #include "stream/reader.h"
 #include "stream/table.h"
 
@@ -55,14 +56,18 @@ typedef struct {
    bool (*sweep_next)(void *ctx, void *cursor, const bson_t **doc);
    bool (*sweep_error)(void *ctx, void *cursor, bson_error_t *error);
    void (*sweep_close)(void *ctx, void *cursor);
+   /* Lists the server's namespaces matching the patterns into the watched set, before a
+    * full sweep (stream/namespaces.h); may be NULL (nothing to list). */
+   bool (*list_namespaces)(void *ctx, bson_error_t *error);
 } relay_ingest_ops_t;
 
 typedef struct relay_ingest_t relay_ingest_t;
 
-/* Everything is borrowed and must outlive it; @metrics may be NULL. */
-relay_ingest_t *relay_ingest_new(const relay_config_t *cfg, relay_metrics_t *metrics,
-                                 relay_table_t *table, relay_group_t *group,
-                                 const relay_ingest_ops_t *ops, void *ctx);
+/* Everything is borrowed and must outlive it; @metrics may be NULL. An entity's collection
+ * index is its namespace's index in @ns. */
+relay_ingest_t *relay_ingest_new(const relay_config_t *cfg, relay_namespaces_t *ns,
+                                 relay_metrics_t *metrics, relay_table_t *table,
+                                 relay_group_t *group, const relay_ingest_ops_t *ops, void *ctx);
 
 /* NULL-safe. Frees the held change and ends a running sweep. */
 void relay_ingest_destroy(relay_ingest_t *in);

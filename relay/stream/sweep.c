@@ -64,6 +64,16 @@ log_start(relay_ingest_t *in, bool full)
    bson_string_free(list, true);
 }
 
+/* Moves the sweep past namespaces that are gone (dropped: nothing to read). */
+static void
+skip_gone(relay_ingest_t *in)
+{
+   relay_ns_t ns;
+   while (relay_namespaces_get(in->ns, (int)in->sweep_coll, &ns) && ns.gone) {
+      in->sweep_coll++;
+   }
+}
+
 static void
 begin(relay_ingest_t *in, int64_t now)
 {
@@ -83,11 +93,15 @@ begin(relay_ingest_t *in, int64_t now)
       in->sweep_full_wanted = false;
       return;
    }
-   if (!in->ops->operation_time(in->ctx, &in->sweep_start, &error)) {
+   /* The namespaces are listed after the sweep's start: one created later has all its
+    * writes after the start, where the stream takes them. */
+   if (!in->ops->operation_time(in->ctx, &in->sweep_start, &error) ||
+       (in->ops->list_namespaces && !in->ops->list_namespaces(in->ctx, &error))) {
       relay_log(RELAY_LOG_WARNING, "sweep", "cannot start a sweep: %s", error.message);
       in->sweep_retry_at_ms = now + relay_backoff_next(in->cfg, &in->sweep_backoff_ms);
       return;
    }
+   relay_changes_ensure_indexes(in);
    relay_partset_clear(&in->sweep_wanted);
    in->sweep_full_wanted = false;
    in->sweep_set = set;
@@ -120,6 +134,7 @@ begin(relay_ingest_t *in, int64_t now)
    in->sweeping = true;
    in->sweep_coll = 0;
    in->sweep_hint = true;
+   skip_gone(in);
 }
 
 static void
@@ -192,6 +207,10 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
    }
    for (int n = 0; n < 200 && relay_changes_has_room(in); n++) {
       if (!in->sweep_cursor) {
+         if (in->sweep_coll >= (size_t)relay_namespaces_count(in->ns)) {
+            finish(in); /* nothing (more) to sweep: no namespace matches yet */
+            return;
+         }
          if (!wait_for_start(in, now)) {
             return;
          }
@@ -215,7 +234,10 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
       }
       in->ops->sweep_close(in->ctx, in->sweep_cursor);
       in->sweep_cursor = NULL;
-      if (++in->sweep_coll == in->cfg->n_collections) {
+      in->sweep_coll++;
+      skip_gone(in);
+      /* Namespaces met while sweeping are swept too (their indexes come after). */
+      if (in->sweep_coll >= (size_t)relay_namespaces_count(in->ns)) {
          finish(in);
          return;
       }

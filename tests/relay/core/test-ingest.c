@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <mongoc/mongoc.h>
 
+#include "config/namespace.h"
 #include "group/group.h"
 #include "stream/ingest.h"
 
@@ -138,9 +139,18 @@ fake_sweep_close(void *ctx, void *cursor)
 }
 
 static const relay_ingest_ops_t fake_ops = {
-   fake_pop,          fake_start,          fake_stop,          fake_read_entity,
-   fake_ensure_index, fake_operation_time, fake_wait_majority, fake_sweep_open,
-   fake_sweep_next,   fake_sweep_error,    fake_sweep_close};
+   .pop = fake_pop,
+   .start = fake_start,
+   .stop = fake_stop,
+   .read_entity = fake_read_entity,
+   .ensure_index = fake_ensure_index,
+   .operation_time = fake_operation_time,
+   .wait_majority = fake_wait_majority,
+   .sweep_open = fake_sweep_open,
+   .sweep_next = fake_sweep_next,
+   .sweep_error = fake_sweep_error,
+   .sweep_close = fake_sweep_close,
+};
 
 /* The partition owner's lease thread: it acquires partition 0 with a checkpoint once (the
  * owner's first step, in setup()), then nothing happens there. */
@@ -196,6 +206,7 @@ static relay_config_t cfg;
 static relay_table_t t;
 static relay_group_t *g;
 static relay_ingest_t *in;
+static relay_namespaces_t *ns;
 
 static void
 setup(void)
@@ -219,7 +230,11 @@ setup(void)
    relay_group_intents_cleanup(&intents);
    cr_assert(relay_group_takes(g, 0) && !relay_group_fresh(g, 0));
    cr_assert(relay_group_server_filters(g));
-   in = relay_ingest_new(&cfg, NULL, &t, g, &fake_ops, NULL);
+   bson_error_t error;
+   cr_assert(relay_config_resolve_namespaces(&cfg, &error), "%s", error.message);
+   ns = relay_namespaces_new(&cfg, &error);
+   cr_assert(ns, "%s", error.message);
+   in = relay_ingest_new(&cfg, ns, NULL, &t, g, &fake_ops, NULL);
 }
 
 static void
@@ -227,6 +242,7 @@ teardown(void)
 {
    relay_change_t *c;
    relay_ingest_destroy(in);
+   relay_namespaces_destroy(ns);
    while ((c = fake_pop(NULL))) {
       relay_change_free(c);
    }

@@ -112,9 +112,15 @@ Test(namespace, database_and_collection_are_patterns)
 
 Test(namespace, patterns_span_databases)
 {
-   const char *args[] = {"--mongodb-uri",        "mongodb://localhost/", "--mqtt-uri",
-                         "tcp://localhost:1883", "--namespace",          "tenant_*.contacts",
-                         "--namespace",          "shop.*",               NULL};
+   const char *args[] = {"--mongodb-uri",
+                         "mongodb://localhost/",
+                         "--mqtt-uri",
+                         "tcp://localhost:1883",
+                         "--namespace",
+                         "tenant_*.contacts",
+                         "--namespace",
+                         "shop.*",
+                         NULL};
    cr_assert_eq(load(args), RELAY_CONFIG_INVALID);
    cr_assert(strstr(error.message, "--state-database"), "%s", error.message);
    relay_config_destroy(&cfg);
@@ -138,8 +144,13 @@ Test(namespace, patterns_span_databases)
 
 Test(namespace, one_database_is_the_state_database)
 {
-   const char *args[] = {"--mongodb-uri", "mongodb://localhost/", "--mqtt-uri",
-                         "tcp://localhost:1883", "--namespace", "shop.*", NULL};
+   const char *args[] = {"--mongodb-uri",
+                         "mongodb://localhost/",
+                         "--mqtt-uri",
+                         "tcp://localhost:1883",
+                         "--namespace",
+                         "shop.*",
+                         NULL};
    cr_assert_eq(load(args), RELAY_CONFIG_RUN, "%s", error.message);
    cr_assert_str_eq(cfg.state_database, "shop");
    relay_nsset_t *set = relay_nsset_new(&cfg, &error);
@@ -152,9 +163,15 @@ Test(namespace, one_database_is_the_state_database)
 
 Test(namespace, globs_skip_what_is_never_watched)
 {
-   const char *args[] = {"--mongodb-uri",        "mongodb://localhost/", "--mqtt-uri",
-                         "tcp://localhost:1883", "--namespace",          "*.*",
-                         "--state-database",     "relay",                NULL};
+   const char *args[] = {"--mongodb-uri",
+                         "mongodb://localhost/",
+                         "--mqtt-uri",
+                         "tcp://localhost:1883",
+                         "--namespace",
+                         "*.*",
+                         "--state-database",
+                         "relay",
+                         NULL};
    cr_assert_eq(load(args), RELAY_CONFIG_RUN, "%s", error.message);
    relay_nsset_t *set = relay_nsset_new(&cfg, &error);
    cr_assert(relay_nsset_match(set, "anything", "at_all"));
@@ -186,17 +203,28 @@ Test(namespace, reserved_flag_is_a_usage_error)
 Test(namespace, repeated_and_listed)
 {
    setenv("OUTBOX_NAMESPACES", "a.x, b.y", 1);
-   const char *args[] = {"--mongodb-uri", "mongodb://localhost/", "--mqtt-uri",
-                         "tcp://localhost:1883", "--state-database", "s", NULL};
+   const char *args[] = {"--mongodb-uri",
+                         "mongodb://localhost/",
+                         "--mqtt-uri",
+                         "tcp://localhost:1883",
+                         "--state-database",
+                         "s",
+                         NULL};
    cr_assert_eq(load(args), RELAY_CONFIG_RUN, "%s", error.message);
    cr_assert_eq(cfg.n_namespaces, 2);
    cr_assert_str_eq(cfg.namespaces[1], "b.y");
    relay_config_destroy(&cfg);
    relay_config_init_defaults(&cfg);
    /* Flags replace the environment's list and add up among themselves. */
-   const char *args2[] = {"--mongodb-uri",        "mongodb://localhost/", "--mqtt-uri",
-                          "tcp://localhost:1883", "--namespace",          "c.z",
-                          "--namespace",          "c.w",                  NULL};
+   const char *args2[] = {"--mongodb-uri",
+                          "mongodb://localhost/",
+                          "--mqtt-uri",
+                          "tcp://localhost:1883",
+                          "--namespace",
+                          "c.z",
+                          "--namespace",
+                          "c.w",
+                          NULL};
    cr_assert_eq(load(args2), RELAY_CONFIG_RUN, "%s", error.message);
    cr_assert_eq(cfg.n_namespaces, 2);
    cr_assert_str_eq(cfg.namespaces[0], "c.z");
@@ -212,10 +240,17 @@ Test(namespace, duplicate_of_database_collection)
 
 Test(namespace, filter)
 {
-   const char *args[] = {"--mongodb-uri",        "mongodb://localhost/", "--mqtt-uri",
-                         "tcp://localhost:1883", "--namespace",          "t_*.c",
-                         "--namespace",          "shop.*",               "--state-database",
-                         "s",                    NULL};
+   const char *args[] = {"--mongodb-uri",
+                         "mongodb://localhost/",
+                         "--mqtt-uri",
+                         "tcp://localhost:1883",
+                         "--namespace",
+                         "t_*.c",
+                         "--namespace",
+                         "shop.*",
+                         "--state-database",
+                         "s",
+                         NULL};
    cr_assert_eq(load(args), RELAY_CONFIG_RUN, "%s", error.message);
    relay_nsset_t *set = relay_nsset_new(&cfg, &error);
    bson_t doc = BSON_INITIALIZER;
