@@ -36,7 +36,7 @@ forget(relay_ingest_t *in, const char *op, const char *db, const char *coll)
       return;
    }
    int n = relay_namespaces_drop(in->ns, db, whole_db ? NULL : coll);
-   if (n > 0) {
+   if (n > 0 || whole_db) { /* a cluster stream shows each collection's drop first */
       relay_log(RELAY_LOG_INFO, "stream", "%s %s%s%s: %d watched namespace(s) forgotten", op, db,
                 whole_db ? "" : ".", whole_db ? "" : coll, n);
    }
