@@ -9,29 +9,56 @@
 #include "error-private.h"
 #include "outbox/archive.h"
 #include "outbox/outbox.h"
+#include "outbox/contract.h"
 #include "schema-props-private.h"
 
 #define ARCHIVE_TITLE "outbox archive contract"
 #define TTL_INDEX "outbox_archive_ttl"
 
+/* The archived copy of each EVENT row of the event contract (contract.c): the event id is
+ * the entry's _id. */
+static const char *
+archived_name(const outbox_contract_rule_t *r)
+{
+   return strcmp(r->name, "id") == 0 ? "_id" : r->name;
+}
+
 void
 outbox_archive_schema(bson_t *validator)
 {
-   bson_t schema, props;
+   static const char *const entry_fields[] = {"collection", "entityId", "publishedAt"};
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
+   bson_t schema, props, required;
+   uint32_t k = 0;
+   char key[16];
+   const char *kp;
+
    bson_init(validator);
    BSON_APPEND_DOCUMENT_BEGIN(validator, "$jsonSchema", &schema);
    BCON_APPEND(&schema, "title", ARCHIVE_TITLE, "description",
-               "published events kept by outbox-relay --archive-collection", "bsonType", "object",
-               "required", "[", "_id", "collection", "entityId", "seq", "type", "time", "data",
-               "publishedAt", "]");
+               "published events kept by outbox-relay --archive-collection", "bsonType", "object");
+   /* What every published event has (the relay's accepted form: time may be missing), and
+    * the entry's own fields. */
+   BSON_APPEND_ARRAY_BEGIN(&schema, "required", &required);
+   for (size_t i = 0; i < n; i++) {
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT && rules[i].accepted.required) {
+         bson_uint32_to_string(k++, &kp, key, sizeof key);
+         BSON_APPEND_UTF8(&required, kp, archived_name(&rules[i]));
+      }
+   }
+   for (size_t i = 0; i < sizeof entry_fields / sizeof entry_fields[0]; i++) {
+      bson_uint32_to_string(k++, &kp, key, sizeof key);
+      BSON_APPEND_UTF8(&required, kp, entry_fields[i]);
+   }
+   bson_append_array_end(&schema, &required);
    BSON_APPEND_DOCUMENT_BEGIN(&schema, "properties", &props);
-   _outbox_schema_prop(&props, "_id", "string", "the event id");
+   for (size_t i = 0; i < n; i++) {
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT) {
+         _outbox_schema_rule_prop(&props, archived_name(&rules[i]), &rules[i], true, NULL);
+      }
+   }
    _outbox_schema_prop(&props, "collection", "string", "the outbox collection it came from");
-   _outbox_schema_long_prop(&props, "seq", 1, "Int64, the event's per-entity seq");
-   _outbox_schema_event_type_prop(&props, "type");
-   _outbox_schema_prop(&props, "time", "date", "the event's time");
-   _outbox_schema_prop(&props, "data", "object", "the event's data");
-   _outbox_schema_headers_prop(&props, "headers");
    _outbox_schema_prop(&props, "partition", "int", "the relay group's partition of the entity");
    _outbox_schema_prop(&props, "publishedAt", "date",
                        "when the relay archived it, after the acknowledgement");

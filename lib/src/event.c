@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "check-private.h"
+#include "contract-private.h"
 #include "error-private.h"
 
 outbox_event_t *
@@ -42,11 +43,24 @@ outbox_event_destroy(outbox_event_t *event)
    bson_free(event);
 }
 
-static bool
-header_key_is_valid(const char *key, size_t len)
+/* The number of headers of @headers other than @key, and their bytes (names and values). */
+static size_t
+other_headers(const bson_t *headers, const char *key, size_t *bytes)
 {
-   return len > 0 && len <= _OUTBOX_HEADER_KEY_MAX && key[0] != '$' &&
-          bson_utf8_validate(key, len, false);
+   bson_iter_t iter;
+   size_t n = 0;
+
+   *bytes = 0;
+   bson_iter_init(&iter, headers);
+   while (bson_iter_next(&iter)) {
+      if (strcmp(bson_iter_key(&iter), key) != 0) {
+         uint32_t len;
+         bson_iter_utf8(&iter, &len);
+         *bytes += bson_iter_key_len(&iter) + len;
+         n++;
+      }
+   }
+   return n;
 }
 
 bool
@@ -56,20 +70,22 @@ outbox_event_set_header(outbox_event_t *event, const char *key, const char *valu
    bson_t headers = BSON_INITIALIZER;
    bson_iter_t iter;
    bool replaced = false;
+   bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+   size_t n, bytes;
+   const char *why;
 
    if (!event || !key || !value) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "event, key and value are required");
       return false;
    }
-   if (!header_key_is_valid(key, strlen(key))) {
-      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
-                        "header key must be 1..%d bytes of UTF-8 not starting with '$'",
-                        _OUTBOX_HEADER_KEY_MAX);
-      return false;
-   }
-   if (!bson_utf8_validate(value, strlen(value), false)) {
-      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
-                        "header \"%s\": value is not valid UTF-8", key);
+   /* Every header rule of the contract (outbox/contract.h): what the relay would leave out
+    * of the message is refused here, so a liboutbox caller learns it at once. */
+   v.value.v_utf8.str = (char *)value;
+   v.value.v_utf8.len = (uint32_t)strlen(value);
+   n = other_headers(&event->headers, key, &bytes);
+   why = _outbox_contract_header_check(key, strlen(key), &v, n, bytes, true);
+   if (why) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "header \"%.140s\": %s", key, why);
       return false;
    }
    /* Rebuild rather than edit in place: BSON has no in-place replace, and headers are few. */
@@ -93,18 +109,15 @@ outbox_event_set_header(outbox_event_t *event, const char *key, const char *valu
 bool
 _outbox_event_type_is_valid(const char *type, size_t len)
 {
-   if (!type || len == 0 || len > _OUTBOX_EVENT_TYPE_MAX) {
+   bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+
+   if (!type) {
       return false;
    }
-   for (size_t i = 0; i < len; i++) {
-      char c = type[i];
-
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '.' || c == '_' || c == '-')) {
-         return false;
-      }
-   }
-   return true;
+   v.value.v_utf8.str = (char *)type;
+   v.value.v_utf8.len = (uint32_t)len;
+   return !outbox_contract_check(_outbox_contract_rule(OUTBOX_CONTRACT_EVENT, "type"), &v, true,
+                                 NULL);
 }
 
 bool
@@ -120,9 +133,14 @@ outbox_event_validate(const outbox_event_t *event, bson_error_t *error)
                         _OUTBOX_EVENT_TYPE_MAX);
       return false;
    }
-   /* '$' keys are refused because consumers read events as Extended JSON, where {"$date":
-    * ...} or {"$oid": ...} would change meaning, and servers differ on them in updates. */
-   if (!_outbox_bson_is_storable(&event->data, true)) {
+   /* The contract's data rule, written form: '$' keys are refused because consumers read
+    * events as Extended JSON, where {"$date": ...} or {"$oid": ...} would change meaning, and
+    * servers differ on them in updates. */
+   bson_value_t data = {.value_type = BSON_TYPE_DOCUMENT};
+   data.value.v_doc.data = (uint8_t *)bson_get_data(&event->data);
+   data.value.v_doc.data_len = event->data.len;
+   if (outbox_contract_check(_outbox_contract_rule(OUTBOX_CONTRACT_EVENT, "data"), &data, true,
+                             NULL)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
                         "data is not well-formed BSON with valid UTF-8 strings and no keys "
                         "empty or starting with '$'");

@@ -45,10 +45,11 @@ typedef struct {
  * and counts any NUL bytes inside a string id). */
 char *relay_render_id(const bson_value_t *id, size_t *len);
 
-/* Appends @s to @out with MQTT's reserved characters ('/', '+', '#', NUL), '%' itself, ASCII
- * controls, DEL, C1 controls, invalid UTF-8 and a leading '$' replaced by %XX (uppercase
- * hex), so the result is exactly one topic level with no wildcard that never starts a
- * broker's '$' topic. */
+/* Appends @s to @out with MQTT's reserved characters ('/', '+', '#', NUL), '%' itself, a
+ * leading '$' and every character the contract's MQTT text rule refuses (ASCII and C1
+ * controls, DEL, non-characters such as U+FFFE, invalid UTF-8: MQTT 5 section 1.5.4) replaced
+ * by %XX (uppercase hex) byte by byte, so the result is exactly one topic level of MQTT text
+ * with no wildcard that never starts a broker's '$' topic. */
 void relay_percent_encode(bson_string_t *out, const char *s, size_t len);
 
 /* Checks a template: placeholders are {db}, {collection}, {id}, {type}, {partition}; it may
