@@ -23,8 +23,8 @@ add(admin_t *a, const char *db, const char *coll)
    t = &a->targets[a->n_targets++];
    t->db = bson_strdup(db);
    t->coll = bson_strdup(coll);
-   t->label = strcmp(db, a->cfg.state_database) ? bson_strdup_printf("%s.%s", db, coll)
-                                                : bson_strdup(coll);
+   t->label =
+      strcmp(db, a->cfg.state_database) ? bson_strdup_printf("%s.%s", db, coll) : bson_strdup(coll);
 }
 
 int

@@ -6,7 +6,7 @@ tenants that existed before the start (swept after listing) and of tenants creat
 the relay runs; the same _id in two tenants; {db} and {collection} in the topic; collections
 and databases dropped while running; refusals at start.
 
-usage: test_namespaces.py OUTBOX_RELAY [TEST_NAME ...]   (run under tests/fixtures/with-servers)
+usage: test_namespaces.py OUTBOX_RELAY OUTBOX_ADMIN [TEST_NAME ...]   (run under tests/fixtures/with-servers)
 """
 
 import json
@@ -20,6 +20,7 @@ from relaytest import (MONGO_URI, MQTT_URI, Entities, Relay, Subscriber,  # noqa
                        pymongo, run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
+ADMIN_BIN = sys.argv[2] if len(sys.argv) > 2 else "outbox-admin"
 RUN = "%d" % os.getpid()
 client = pymongo.MongoClient(MONGO_URI) if MONGO_URI else None
 TOPIC = "ns%s/{db}/{collection}/{id}" % RUN
@@ -191,8 +192,57 @@ def test_refusals():
                                                                               p.stderr))
 
 
-TESTS = [test_refusals, test_tenants_across_databases, test_drops_while_running,
+def admin(*args):
+    p = subprocess.run([ADMIN_BIN] + list(args), capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, OUTBOX_MONGODB_URI=MONGO_URI))
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_admin_per_pattern():
+    """outbox-admin with the relay's patterns: status per namespace (the most pending first,
+    --top, totals, JSON), pending, requeue of a dead letter in another database,
+    ensure-schema on every match."""
+    pre = "nsadm%s_" % RUN
+    pat = ["--namespace", pre + "*.orders", "--state-database", "nsstate_" + RUN]
+    ents = [Entities(client["%s%d" % (pre, i)]["orders"]) for i in range(3)]
+    for i, e in enumerate(ents):
+        e.create("e", i + 1)
+    Entities(client[pre + "0"]["skipped"]).create("s", 5)
+    ev = ents[1].coll.find_one({"_id": "e"})["events"][0]
+    ents[1].coll.update_one({"_id": "e"}, {"$pull": {"events": {"id": ev["id"]}},
+                                           "$push": {"deadLetters": {"event": ev, "reason": "x",
+                                                                     "at": ev["time"],
+                                                                     "relay": "t"}}})
+    try:
+        rc, out, err = admin("status", "--json", "--top", "2", *pat)
+        check(rc == 0, "status: %d %s" % (rc, err))
+        st = json.loads(out)
+        names = [c["name"] for c in st["collections"]]
+        # 3, 1 (+1 dead letter), 1 pending: ties go to the one with dead letters.
+        check(names == ["%s2.orders" % pre, "%s1.orders" % pre], "top 2: %s" % names)
+        t = st["totals"]
+        check(t["namespaces"] == 3 and t["pendingEvents"] == 5 and t["deadLetters"] == 1,
+              "totals %s" % t)
+        rc, out, err = admin("status", *pat)
+        check(rc == 0 and "TOTAL(3 namespaces)" in out, "text status: %s %s" % (out, err))
+        rc, out, err = admin("pending", "--json", *pat)
+        check(rc == 0 and len(out.splitlines()) == 5, "pending: %s %s" % (out, err))
+        check("skipped" not in out, "a collection the pattern skips was listed")
+        rc, out, err = admin("requeue", "--all", *pat)
+        check(rc == 0 and "%s1.orders" % pre in out, "requeue: %d %s %s" % (rc, out, err))
+        check(len(ents[1].coll.find_one({"_id": "e"})["events"]) == 2, "not requeued")
+        rc, out, err = admin("ensure-schema", *pat)
+        check(rc == 0, "ensure-schema: %d %s" % (rc, err))
+        for e in ents:
+            opts = e.coll.options()
+            check("validator" in opts, "no validator on %s" % e.coll.full_name)
+        check("validator" not in client[pre + "0"]["skipped"].options(), "skipped got one")
+    finally:
+        drop_all(pre)
+
+
+TESTS = [test_admin_per_pattern, test_refusals, test_tenants_across_databases, test_drops_while_running,
          test_one_database_stream_survives_drop_database, test_many_namespaces_swept]
 
 if __name__ == "__main__":
-    sys.exit(run_tests("relay-namespaces", TESTS, sys.argv[2:]))
+    sys.exit(run_tests("relay-namespaces", TESTS, sys.argv[3:]))
