@@ -40,8 +40,12 @@ writer_update_one(void *ctx, int coll, const bson_t *query, const bson_t *update
                                        update, NULL, reply, error);
 }
 
-const relay_writer_ops_t relay_ops_writer = {writer_take, writer_submit, writer_busy,
-                                             writer_update_one};
+const relay_writer_ops_t relay_ops_writer = {
+   .take = writer_take,
+   .submit = writer_submit,
+   .busy = writer_busy,
+   .update_one = writer_update_one,
+};
 
 /* Who may publish (publish/publisher.h): nothing while MongoDB refuses the writes (what went
  * out could not be cleared), and an entity only through its partition's gate. */
@@ -63,8 +67,11 @@ admission_keep_failed(void *ctx, relay_entity_t *e)
    return relay_gate_keep_failed(((relay_t *)ctx)->group, e);
 }
 
-const relay_admission_ops_t relay_ops_admission = {admission_open, admission_admit,
-                                                   admission_keep_failed};
+const relay_admission_ops_t relay_ops_admission = {
+   .open = admission_open,
+   .admit = admission_admit,
+   .keep_failed = admission_keep_failed,
+};
 
 /* The partition owner's world (group/group.h): the lease thread, and the server's hashing. */
 static relay_lease_event_t *
@@ -104,8 +111,14 @@ group_probe(void *ctx)
    return relay_group_probe(((relay_t *)ctx)->state);
 }
 
-const relay_group_ops_t relay_ops_group = {group_pop,          group_may_publish, group_drained,
-                                           group_set_eligible, group_checkpoint,  group_probe};
+const relay_group_ops_t relay_ops_group = {
+   .pop = group_pop,
+   .may_publish = group_may_publish,
+   .drained = group_drained,
+   .set_eligible = group_set_eligible,
+   .checkpoint = group_checkpoint,
+   .probe = group_probe,
+};
 
 /* Ingest's world (stream/ingest.h): the reader thread, and the store's reads and sweeps. */
 static relay_change_t *
@@ -241,5 +254,10 @@ link_last_disconnect_reason(void *ctx)
    return relay_mqtt_last_disconnect_reason(((relay_t *)ctx)->mqtt);
 }
 
-const relay_link_ops_t relay_ops_link = {link_send, link_receive_max, link_connect,
-                                         link_clean_session, link_last_disconnect_reason};
+const relay_link_ops_t relay_ops_link = {
+   .send = link_send,
+   .receive_max = link_receive_max,
+   .connect = link_connect,
+   .clean_session = link_clean_session,
+   .last_disconnect_reason = link_last_disconnect_reason,
+};

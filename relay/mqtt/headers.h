@@ -4,7 +4,7 @@
  * An event's stored headers as the relay publishes them: which headers become MQTT 5 user
  * properties, which of those are also CloudEvents extension attributes, and which are left
  * out and why. Pure functions over the event's own bytes (no copies, no allocation): safe
- * from any thread, unit-tested in tests/relay/core/test-headers.c.
+ * from any thread, unit-tested in tests/relay/mqtt/test-headers.c.
  *
  * The rules are the event contract's HEADER rows (liboutbox's outbox/contract.h, which
  * liboutbox's outbox_event_set_header() applies too); in short (relay/README.md, outbox-relay(1)):

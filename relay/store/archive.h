@@ -24,7 +24,7 @@
 #include <mongoc/mongoc.h>
 
 #include "config/config.h"
-#include "store/clearer.h"
+#include "store/clear-job.h"
 
 /* Archives the events of the @n statements @stmts (those of one namespace, named @coll in
  * the entries: the collection's name in the state database, "db.coll" elsewhere, so one

@@ -25,7 +25,8 @@ struct relay_ingest_t {
    relay_namespaces_t *ns; /* the watched set: an entity's coll is its index there */
    relay_metrics_t *metrics;
    relay_table_t *table;
-   relay_group_t *group;
+   const relay_ingest_owner_ops_t *owner; /* the partition owner */
+   void *owner_ctx;
    const relay_ingest_ops_t *ops;
    void *ctx;
 

@@ -199,8 +199,14 @@ hashes_alike(void *ctx)
    return 1;
 }
 
-static const relay_group_ops_t group_ops = {acquire_once, always,        no_drain,
-                                            no_eligible,  no_checkpoint, hashes_alike};
+static const relay_group_ops_t group_ops = {
+   .pop = acquire_once,
+   .may_publish = always,
+   .drained = no_drain,
+   .set_eligible = no_eligible,
+   .checkpoint = no_checkpoint,
+   .probe = hashes_alike,
+};
 
 static relay_config_t cfg;
 static relay_table_t t;
@@ -234,7 +240,7 @@ setup(void)
    cr_assert(relay_config_resolve_namespaces(&cfg, &error), "%s", error.message);
    ns = relay_namespaces_new(&cfg, &error);
    cr_assert(ns, "%s", error.message);
-   in = relay_ingest_new(&cfg, ns, NULL, &t, g, &fake_ops, NULL);
+   in = relay_ingest_new(&cfg, ns, NULL, &t, &relay_group_ingest_ops, g, &fake_ops, NULL);
 }
 
 static void
