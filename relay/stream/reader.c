@@ -29,6 +29,7 @@ struct relay_reader_t {
    mongoc_client_t *client;
    relay_reader_time_fn time_fn;
    mongoc_database_t *db; /* the one database all patterns name, else NULL: a cluster stream */
+   bool told_refusal;     /* the reader thread's: a 13 on opening was explained */
    pthread_t thread;
    bool started;
    pthread_mutex_t lock;
@@ -352,6 +353,37 @@ drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t *
    return 0;
 }
 
+/* 13 Unauthorized on opening: say once (per refusal run) which privileges the stream needs,
+ * since the server's message names only the action. A cluster stream runs on admin with
+ * allChangesForCluster (MongoDB 6.0 src/mongo/db/pipeline/document_source_change_stream.h,
+ * LiteParsed::requiredPrivileges: changeStream and find on every non-system collection, i.e.
+ * resource {db: "", collection: ""}); a database stream needs them on its database. */
+static void
+explain_refusal(relay_reader_t *rd, const bson_error_t *error)
+{
+   if (error->code != 13) {
+      rd->told_refusal = false;
+      return;
+   }
+   if (rd->told_refusal) {
+      return;
+   }
+   rd->told_refusal = true;
+   if (rd->db) {
+      relay_log(RELAY_LOG_ERROR, "stream",
+                "MongoDB refuses the change stream on database %s: the relay's user needs the "
+                "changeStream and find actions there (the read or readWrite role of %s); "
+                "retrying",
+                relay_nsset_single_db(rd->set), relay_nsset_single_db(rd->set));
+   } else {
+      relay_log(RELAY_LOG_ERROR, "stream",
+                "MongoDB refuses the cluster change stream the --namespace patterns need (they "
+                "span databases): the relay's user needs the changeStream and find actions on "
+                "every database (readAnyDatabase, or a role with those actions on "
+                "{db: \"\", collection: \"\"}) and listDatabases; retrying");
+   }
+}
+
 /* Serves one command until it is superseded or the history is lost. */
 static void
 serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_t start_at,
@@ -381,6 +413,7 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
             break;
          }
          relay_log(RELAY_LOG_WARNING, "stream", "cannot open the change stream: %s", error.message);
+         explain_refusal(rd, &error);
          report_down(rd, (int)error.code);
          nap(rd, gen,
              relay_backoff_next(rd->cfg->reconnect_min_ms, rd->cfg->reconnect_max_ms, &backoff));
