@@ -54,6 +54,7 @@ static const char usage[] =
    "  --by WHO               requeue/discard: who does it (default: user@host)\n"
    "  --reason TEXT          discard: why (required)\n"
    "  --max-age AGE          status: exit 1 if a pending event is older than AGE\n"
+   "  --top N                status: the N namespaces with the most pending (default 20)\n"
    "  --print                ensure-schema: print the validator, change nothing\n"
    "  --validation-action A  ensure-schema: error (default) or warn\n"
    "  --validation-level L   ensure-schema: moderate (default) or strict\n"
