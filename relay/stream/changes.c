@@ -221,13 +221,15 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
    return true;
 }
 
-/* The partial index on every watched namespace not checked yet (one createIndexes each,
- * which is a no-op when it exists): at each open, for the namespaces known then, and for a
- * new one before its first sweep (sweep.c). */
+/* The partial index on the watched namespaces below @upto not checked yet (one createIndexes
+ * each, which is a no-op when it exists): at each open, for the namespaces known then, and
+ * for each other one right before the sweep reads it (sweep.c), so a thousand namespaces do
+ * not hold the main thread for a thousand round trips at once. */
 void
-relay_changes_ensure_indexes(relay_ingest_t *in)
+relay_changes_ensure_indexes(relay_ingest_t *in, int upto)
 {
    int n = relay_namespaces_count(in->ns);
+   n = upto < n ? upto : n;
    for (int i = in->indexed; i < n; i++) {
       bson_error_t error;
       relay_ns_t ns;
@@ -241,7 +243,7 @@ relay_changes_ensure_indexes(relay_ingest_t *in)
                    ns.coll, error.message);
       }
    }
-   in->indexed = n;
+   in->indexed = n > in->indexed ? n : in->indexed;
 }
 
 bool
@@ -257,7 +259,7 @@ relay_ingest_open(relay_ingest_t *in, const bson_t *token, const relay_partset_t
    relay_pos_t *base;
 
    in->indexed = 0; /* checked again: a namespace may have been dropped and made again */
-   relay_changes_ensure_indexes(in);
+   relay_changes_ensure_indexes(in, INT32_MAX);
    /* Positions of an earlier stream mean nothing for this one. Events still buffered from it
     * come "before" it: no checkpoint of the new stream is saved before they are cleared. */
    relay_table_pos_reset(in->table);

@@ -54,6 +54,7 @@ struct relay_ingest_t {
    size_t sweep_coll;
    relay_pos_t *sweep_pos; /* the sweep's marker */
    bool sweep_hint;
+   const char *sweep_waited_db; /* the majority reached the start there (a name of ns) */
    int64_t sweep_retry_at_ms;
    int sweep_backoff_ms;
 };
@@ -65,8 +66,8 @@ void relay_changes_cleanup(relay_ingest_t *in);
 void relay_changes_set_verifying(relay_ingest_t *in, bool verifying);
 /* Below both buffer bounds: more may be read. */
 bool relay_changes_has_room(const relay_ingest_t *in);
-/* Creates the sweeps' partial index on the namespaces met since the last call. */
-void relay_changes_ensure_indexes(relay_ingest_t *in);
+/* Creates the sweeps' partial index on the namespaces below @upto not checked yet. */
+void relay_changes_ensure_indexes(relay_ingest_t *in, int upto);
 
 /* ingest.c */
 /* The metrics series of namespace @coll (its first matching pattern). */

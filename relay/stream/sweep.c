@@ -103,7 +103,6 @@ begin(relay_ingest_t *in, int64_t now)
                                   &in->sweep_backoff_ms);
       return;
    }
-   relay_changes_ensure_indexes(in);
    relay_partset_clear(&in->sweep_wanted);
    in->sweep_full_wanted = false;
    in->sweep_set = set;
@@ -136,6 +135,7 @@ begin(relay_ingest_t *in, int64_t now)
    in->sweeping = true;
    in->sweep_coll = 0;
    in->sweep_hint = true;
+   in->sweep_waited_db = NULL;
    skip_gone(in);
 }
 
@@ -180,8 +180,17 @@ static bool
 wait_for_start(relay_ingest_t *in, int64_t now)
 {
    bson_error_t error;
+   relay_ns_t ns = {NULL, NULL, 0, false};
 
+   /* Once per database: its commit point is shared by its collections (and the cursor's own
+    * afterClusterTime still holds each read to the start); per namespace it was a round trip
+    * each, a thousand with a thousand tenants. */
+   relay_namespaces_get(in->ns, (int)in->sweep_coll, &ns);
+   if (ns.db && in->sweep_waited_db && !strcmp(ns.db, in->sweep_waited_db)) {
+      return true;
+   }
    if (in->ops->wait_majority(in->ctx, (int)in->sweep_coll, &in->sweep_start, &error)) {
+      in->sweep_waited_db = ns.db;
       return true;
    }
    relay_log(RELAY_LOG_WARNING, "sweep",
@@ -215,6 +224,7 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
             finish(in); /* nothing (more) to sweep: no namespace matches yet */
             return;
          }
+         relay_changes_ensure_indexes(in, (int)in->sweep_coll + 1);
          if (!wait_for_start(in, now)) {
             return;
          }

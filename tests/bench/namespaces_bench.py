@@ -76,13 +76,13 @@ def pending(client, namespaces):
                for db, coll in namespaces)
 
 
-def new_tenant_latency(env, client, run, sub):
-    """Creates a new tenant's database while the relay drains; seconds until its event is
-    published."""
+def new_tenant_latency(env, client, run, sub, name):
+    """Creates a new tenant's database (while the relay drains, or idle after); seconds until
+    its event is published."""
     ev = event(1)
     start = time.time()
-    client["nsb_%s_tnew" % run]["c0"].insert_one({"_id": "n", "version": Int64(1),
-                                                   "eventSeq": Int64(1), "events": [ev]})
+    client["nsb_%s_%s" % (run, name)]["c0"].insert_one({"_id": "n", "version": Int64(1),
+                                                       "eventSeq": Int64(1), "events": [ev]})
     cl.check(cl.wait_until(lambda: any(ev["id"].encode() in p for _, p, _ in sub.snapshot()),
                            120, 0.01), "the new tenant's event was not published")
     at = [t for _, p, t in sub.snapshot() if ev["id"].encode() in p][0]
@@ -105,7 +105,7 @@ def run_layout(opts, n_db, n_coll):
         if n_db > 1:
             cl.check(cl.wait_until(lambda: env.sub.count() >= total // 4, 300, 0.02),
                      "the drain did not start")
-            late = new_tenant_latency(env, client, run, env.sub)
+            late = new_tenant_latency(env, client, run, env.sub, "tnew")
             total += 1
         cl.check(cl.wait_until(lambda: env.sub.count() >= total, 600, 0.02),
                  "only %d of %d published" % (env.sub.count(), total))
@@ -114,6 +114,10 @@ def run_layout(opts, n_db, n_coll):
         elapsed = time.time() - start
         cpu = proc_cpu_s(relay.pid)
         hwm = proc_hwm_mib(relay.pid)
+        idle = None
+        if n_db > 1:  # discovery alone, with no backlog in front of the new tenant's event
+            idle = new_tenant_latency(env, client, run, env.sub, "tidle")
+            total += 1
         streams = relay.log_text().count("change stream open")
         ids = [json.loads(p)["id"] for _, p, _ in env.sub.snapshot()]
         cl.check(len(set(ids)) == total, "%d distinct of %d" % (len(set(ids)), total))
@@ -122,7 +126,8 @@ def run_layout(opts, n_db, n_coll):
         return {"layout": "%dx%d" % (n_db, n_coll), "namespaces": len(namespaces),
                 "events": total, "seconds": elapsed, "events_per_s": total / elapsed,
                 "relay_cpu_us_per_event": cpu * 1e6 / total, "relay_peak_rss_mib": hwm,
-                "streams": streams, "new_tenant_first_event_s": late}
+                "streams": streams, "new_tenant_first_event_s": late,
+                "new_tenant_idle_first_event_s": idle}
     finally:
         env.close()
 
@@ -147,7 +152,8 @@ def main():
               (r["layout"], r["namespaces"], r["events"], r["seconds"], r["events_per_s"],
                r["relay_cpu_us_per_event"], r["relay_peak_rss_mib"], r["streams"],
                "" if r["new_tenant_first_event_s"] is None else
-               ", new tenant's first event after %.3f s" % r["new_tenant_first_event_s"]),
+               ", new tenant's first event after %.3f s mid-drain, %.3f s idle" %
+               (r["new_tenant_first_event_s"], r["new_tenant_idle_first_event_s"])),
               flush=True)
     if len(rows) > 1:
         base = rows[0]
