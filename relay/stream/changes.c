@@ -222,9 +222,10 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
 }
 
 /* The partial index on the watched namespaces below @upto not checked yet (one createIndexes
- * each, which is a no-op when it exists): at each open, for the namespaces known then, and
- * for each other one right before the sweep reads it (sweep.c), so a thousand namespaces do
- * not hold the main thread for a thousand round trips at once. */
+ * each, which is a no-op when it exists): at each open, for the namespaces known then (the
+ * literal patterns, as --collection always had). Namespaces met by pattern are checked by
+ * the sweep's hinted query instead, and get the index when it fails (sweep.c): a thousand
+ * tenants cost no thousand round trips on the main thread when their indexes exist. */
 void
 relay_changes_ensure_indexes(relay_ingest_t *in, int upto)
 {

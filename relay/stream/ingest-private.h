@@ -55,6 +55,7 @@ struct relay_ingest_t {
    relay_pos_t *sweep_pos; /* the sweep's marker */
    bool sweep_hint;
    const char *sweep_waited_db; /* the majority reached the start there (a name of ns) */
+   int sweep_indexed;           /* the namespace whose index the sweep created, -1: none */
    int64_t sweep_retry_at_ms;
    int sweep_backoff_ms;
 };
@@ -66,7 +67,8 @@ void relay_changes_cleanup(relay_ingest_t *in);
 void relay_changes_set_verifying(relay_ingest_t *in, bool verifying);
 /* Below both buffer bounds: more may be read. */
 bool relay_changes_has_room(const relay_ingest_t *in);
-/* Creates the sweeps' partial index on the namespaces below @upto not checked yet. */
+/* Creates the sweeps' partial index on the namespaces below @upto not checked yet (the
+ * known ones at each open; the sweep creates the others' when its hinted query fails). */
 void relay_changes_ensure_indexes(relay_ingest_t *in, int upto);
 
 /* ingest.c */

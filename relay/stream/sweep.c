@@ -64,6 +64,27 @@ log_start(relay_ingest_t *in, bool full)
    bson_string_free(list, true);
 }
 
+/* Creates the partial index on the namespace being swept, the first time its hinted query
+ * failed in this sweep. False when it was tried already (or could not be made). */
+static bool
+create_index(relay_ingest_t *in)
+{
+   bson_error_t error;
+   relay_ns_t ns = {"?", "?", 0, false};
+
+   if (in->sweep_indexed == (int)in->sweep_coll) {
+      return false;
+   }
+   in->sweep_indexed = (int)in->sweep_coll;
+   relay_namespaces_get(in->ns, (int)in->sweep_coll, &ns);
+   if (!in->ops->ensure_index(in->ctx, (int)in->sweep_coll, &error)) {
+      relay_log(RELAY_LOG_WARNING, "sweep", "creating index outbox_pending on %s.%s: %s", ns.db,
+                ns.coll, error.message);
+      return false;
+   }
+   return true;
+}
+
 /* Moves the sweep past namespaces that are gone (dropped: nothing to read). */
 static void
 skip_gone(relay_ingest_t *in)
@@ -136,6 +157,7 @@ begin(relay_ingest_t *in, int64_t now)
    in->sweep_coll = 0;
    in->sweep_hint = true;
    in->sweep_waited_db = NULL;
+   in->sweep_indexed = -1;
    skip_gone(in);
 }
 
@@ -224,7 +246,6 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
             finish(in); /* nothing (more) to sweep: no namespace matches yet */
             return;
          }
-         relay_changes_ensure_indexes(in, (int)in->sweep_coll + 1);
          if (!wait_for_start(in, now)) {
             return;
          }
@@ -243,14 +264,20 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
                now + relay_backoff_next(in->cfg->reconnect_min_ms, in->cfg->reconnect_max_ms,
                                         &in->sweep_backoff_ms);
          }
-         in->sweep_hint = false; /* index missing or not usable: scan (correct, slower) */
          in->ops->sweep_close(in->ctx, in->sweep_cursor);
          in->sweep_cursor = NULL;
+         /* The hinted query is the index check: a namespace met by pattern gets its index
+          * created here, once, and is read again with the hint; one whose index cannot be
+          * made or used is scanned (correct, slower). */
+         if (in->sweep_hint && !create_index(in)) {
+            in->sweep_hint = false;
+         }
          return;
       }
       in->ops->sweep_close(in->ctx, in->sweep_cursor);
       in->sweep_cursor = NULL;
       in->sweep_coll++;
+      in->sweep_hint = true;
       skip_gone(in);
       /* Namespaces met while sweeping are swept too (their indexes come after). */
       if (in->sweep_coll >= (size_t)relay_namespaces_count(in->ns)) {

@@ -5,8 +5,10 @@ over 1 collection, 100 collections of one database and 200 databases x 5 collect
 (1,000 namespaces), each drained by one relay started with --namespace patterns. Per layout:
 events/s (from starting the relay until every event arrived and was cleared), the relay's
 CPU per event and peak RSS (VmHWM), how many change streams it opened (one expected), and,
-in the 1,000-namespace layout, the time from creating a new tenant's database mid-drain to
-its first event published. Servers, relay and subscriber are chaoslib's (test-mongod and
+in the 1,000-namespace layout, the time from creating a new tenant's database to its first
+event published (mid-drain, behind the backlog, and idle after it). The collections have the
+outbox_pending index, as liboutbox's outbox_collection_ensure_indexes() makes it at an
+application's start (--no-index: the relay's sweep creates it on each). Servers, relay and subscriber are chaoslib's (test-mongod and
 mosquitto on free loopback ports). Prints one line per layout and the ratios the issue's
 targets name; exits 1 when an event is missing or the relay opened more than one stream,
 never because of a speed.
@@ -45,10 +47,14 @@ def layout_names(n_db, n_coll, run):
             "nsb_%s_t*.c*" % run)
 
 
-def write_backlog(client, namespaces, events):
+def write_backlog(client, namespaces, events, with_index):
     per_ns = max(PER_ENTITY, events // len(namespaces))
     total = 0
     for db, coll in namespaces:
+        if with_index:  # as liboutbox's outbox_collection_ensure_indexes() makes it
+            client[db][coll].create_index(
+                "eventSeq", name="outbox_pending",
+                partialFilterExpression={"events.0": {"$exists": True}})
         docs = [{"_id": "e%d" % i, "version": Int64(1), "eventSeq": Int64(PER_ENTITY),
                  "events": [event(s + 1) for s in range(PER_ENTITY)]}
                 for i in range(per_ns // PER_ENTITY)]
@@ -95,7 +101,7 @@ def run_layout(opts, n_db, n_coll):
     try:
         client = env.mongod.client
         namespaces, pattern = layout_names(n_db, n_coll, run)
-        total = write_backlog(client, namespaces, opts.events)
+        total = write_backlog(client, namespaces, opts.events, not opts.no_index)
         start = time.time()
         relay = cl.Relay(opts.relay, env.workdir, env.mongod.uri, env.broker.uri,
                          "nsb_state_%s" % run, [], "nsbench",
@@ -140,6 +146,9 @@ def main():
     ap.add_argument("--events", type=int, default=20000)
     ap.add_argument("--layouts", default="1x1,1x100,200x5")
     ap.add_argument("--json")
+    ap.add_argument("--no-index", action="store_true",
+                    help="write the backlog without the outbox_pending index (the relay's "
+                         "sweep then creates it on each namespace)")
     opts = ap.parse_args()
     opts.rng, opts.keep, opts.relay_log_level, opts.writer = random.Random(1), False, "info", None
     rows = []
