@@ -516,6 +516,8 @@ def test_group_of_tenants_through_stepdown():
         time.sleep(1.5)
         writer.stop()
         committed = dict(writer.committed)
+        print("  %d events committed to %d entities in %d databases across the stepdown" %
+              (len(committed), len(dbs) * 3, len(dbs)), flush=True)
         check(wait_until(lambda: {json.loads(p)["id"] for _, p, _ in sub.snapshot()} >=
                          set(committed), 60),
               "lost: %d" % len(set(committed) - {json.loads(p)["id"]
