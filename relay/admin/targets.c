@@ -4,8 +4,8 @@
  * The namespaces a command works on: the relay's patterns (--database + --collection,
  * --namespace) resolved against the server once, at the start, through the relay's own
  * watched set (stream/namespaces.h), so outbox-admin and the relay agree on what matches.
- * Each gets a label: the collection's name when it is in the state database (as outbox-admin
- * always printed it), "db.coll" otherwise (the archive's "collection" uses the same names).
+ * Each is labelled with the watched set's name for it (relay_ns_t.name: the collection's name
+ * in the state database, "db.coll" elsewhere), the one the archive's entries carry.
  *
  * Single-threaded, like all of outbox-admin (admin.h).
  */
@@ -16,15 +16,14 @@
 #include "stream/namespaces.h"
 
 static void
-add(admin_t *a, const char *db, const char *coll)
+add(admin_t *a, const relay_ns_t *n)
 {
    admin_target_t *t;
    a->targets = bson_realloc(a->targets, (a->n_targets + 1) * sizeof *a->targets);
    t = &a->targets[a->n_targets++];
-   t->db = bson_strdup(db);
-   t->coll = bson_strdup(coll);
-   t->label =
-      strcmp(db, a->cfg.state_database) ? bson_strdup_printf("%s.%s", db, coll) : bson_strdup(coll);
+   t->db = bson_strdup(n->db);
+   t->coll = bson_strdup(n->coll);
+   t->label = bson_strdup(n->name);
 }
 
 int
@@ -48,7 +47,7 @@ admin_targets_resolve(admin_t *a)
    }
    mongoc_client_pool_push(a->pool, client);
    for (int i = 0; rc == EX_OK && relay_namespaces_get(ns, i, &n); i++) {
-      add(a, n.db, n.coll);
+      add(a, &n);
    }
    relay_namespaces_destroy(ns);
    return rc;

@@ -67,7 +67,7 @@ encoded_names(relay_sender_t *s, int i, const char **db, const char **coll)
       s->n_encoded = n;
    }
    if (!s->encoded_db[i]) {
-      relay_ns_t ns = {"?", "?", 0, false};
+      relay_ns_t ns = {"?", "?", "?", 0, false};
       relay_namespaces_get(s->ns, i, &ns);
       s->encoded_db[i] = encode(ns.db, strlen(ns.db));
       s->encoded_coll[i] = encode(ns.coll, strlen(ns.coll));

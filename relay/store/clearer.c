@@ -102,14 +102,11 @@ archive_first(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_cle
    bson_error_t error;
    int64_t inserted = 0, started = bson_get_monotonic_time();
    bool ok;
-   relay_ns_t ns = {"?", "?", 0, false};
+   relay_ns_t ns = {"?", "?", "?", 0, false};
 
    relay_namespaces_get(c->ns, (int)coll, &ns);
-   char *name = strcmp(ns.db, c->cfg->state_database) ? bson_strdup_printf("%s.%s", ns.db, ns.coll)
-                                                      : bson_strdup(ns.coll);
    prepare_archive(c);
-   ok = relay_archive_write(c->archive, c->cfg, c->member, name, mine, n, &inserted, &error);
-   bson_free(name);
+   ok = relay_archive_write(c->archive, c->cfg, c->member, ns.name, mine, n, &inserted, &error);
    relay_series_observe(relay_metrics_series(c->metrics), RELAY_H_ARCHIVE_WRITE, (size_t)ns.label,
                         (double)(bson_get_monotonic_time() - started) / 1e6);
    relay_metrics_add(c->metrics, RELAY_M_ARCHIVED, (uint64_t)inserted);

@@ -85,9 +85,9 @@ name_malformed(relay_scanner_t *s, int i, const relay_ns_t *ns)
                                                       : bson_strdup("(no _id)");
       if (first_time(s, bson_strdup_printf("%d:%s", i, id))) {
          relay_log(RELAY_LOG_WARNING, "scanner",
-                   "document %s.%s/%s: its %s or %s field is not an array: its events are not "
+                   "document %s/%s: its %s or %s field is not an array: its events are not "
                    "counted and cannot be published (was it written without liboutbox?)",
-                   ns->db, ns->coll, id, cfg->events_field, cfg->dead_letters_field);
+                   ns->name, id, cfg->events_field, cfg->dead_letters_field);
       }
       bson_free(id);
    }
@@ -111,8 +111,8 @@ count_one(relay_scanner_t *s, int i, const relay_ns_t *ns, outbox_counts_t *sum)
    outbox_collection_destroy(coll);
    if (!ok) {
       relay_log(s->failing ? RELAY_LOG_DEBUG : RELAY_LOG_WARNING, "scanner",
-                "counting the pending events of %s.%s failed (trying again in %d ms): %s", ns->db,
-                ns->coll, s->cfg->pending_scan_interval_ms, error.message);
+                "counting the pending events of %s failed (trying again in %d ms): %s", ns->name,
+                s->cfg->pending_scan_interval_ms, error.message);
       return false;
    }
    sum->pending_events += n.pending_events;

@@ -171,9 +171,8 @@ flush_poison(relay_writer_t *w, relay_entity_t *e)
          write_succeeded(w);
          if (moved) {
             relay_log(RELAY_LOG_WARNING, "writer",
-                      "dead-lettered an event of %s.%s/%s (seq %" PRId64 "): %s",
-                      relay_namespaces_db(w->ns, e->coll), relay_namespaces_coll(w->ns, e->coll),
-                      e->rendered, it->ev.seq, it->reason);
+                      "dead-lettered an event of %s/%s (seq %" PRId64 "): %s",
+                      relay_namespaces_name(w->ns, e->coll), e->rendered, it->ev.seq, it->reason);
             relay_metrics_add(w->metrics, RELAY_M_DEAD_LETTERED, 1);
          }
          relay_table_remove_item(w->table, e, it);

@@ -15,13 +15,15 @@
 typedef struct {
    char *db;
    char *coll;
-   int label;
+   char *label;
+   int label_index;
    bool gone;
    bool listed; /* seen by the listing under way */
 } entry_t;
 
 struct relay_namespaces_t {
    relay_nsset_t *set;
+   char *state_db;
    pthread_mutex_t lock;
    entry_t **entries;
    int n, cap;
@@ -85,7 +87,9 @@ add(relay_namespaces_t *ns, const char *db, const char *coll, int label)
    entry_t *e = bson_malloc0(sizeof *e);
    e->db = bson_strdup(db);
    e->coll = bson_strdup(coll);
-   e->label = label;
+   e->label = ns->state_db && !strcmp(db, ns->state_db) ? bson_strdup(coll)
+                                                        : bson_strdup_printf("%s.%s", db, coll);
+   e->label_index = label;
    ns->entries[ns->n] = e;
    ns->slots[slot_of(ns, db, coll)] = ns->n + 1;
    ns->version++;
@@ -101,6 +105,7 @@ relay_namespaces_new(const relay_config_t *cfg, bson_error_t *error)
    }
    relay_namespaces_t *ns = bson_malloc0(sizeof *ns);
    ns->set = set;
+   ns->state_db = bson_strdup(cfg->state_database);
    pthread_mutex_init(&ns->lock, NULL);
    grow_slots(ns);
    for (size_t i = 0; i < relay_nsset_count(set); i++) {
@@ -121,11 +126,13 @@ relay_namespaces_destroy(relay_namespaces_t *ns)
    for (int i = 0; i < ns->n; i++) {
       bson_free(ns->entries[i]->db);
       bson_free(ns->entries[i]->coll);
+      bson_free(ns->entries[i]->label);
       bson_free(ns->entries[i]);
    }
    bson_free(ns->entries);
    bson_free(ns->slots);
    relay_nsset_destroy(ns->set);
+   bson_free(ns->state_db);
    pthread_mutex_destroy(&ns->lock);
    bson_free(ns);
 }
@@ -183,7 +190,8 @@ relay_namespaces_get(relay_namespaces_t *ns, int i, relay_ns_t *out)
    bool ok = i >= 0 && i < ns->n;
    if (ok) {
       const entry_t *e = ns->entries[i];
-      *out = (relay_ns_t){.db = e->db, .coll = e->coll, .label = e->label, .gone = e->gone};
+      *out = (relay_ns_t){
+         .db = e->db, .coll = e->coll, .name = e->label, .label = e->label_index, .gone = e->gone};
    }
    pthread_mutex_unlock(&ns->lock);
    return ok;
@@ -194,6 +202,13 @@ relay_namespaces_coll(relay_namespaces_t *ns, int i)
 {
    relay_ns_t n;
    return relay_namespaces_get(ns, i, &n) ? n.coll : "?";
+}
+
+const char *
+relay_namespaces_name(relay_namespaces_t *ns, int i)
+{
+   relay_ns_t n;
+   return relay_namespaces_get(ns, i, &n) ? n.name : "?";
 }
 
 const char *

@@ -36,6 +36,9 @@ typedef struct relay_namespaces_t relay_namespaces_t;
 typedef struct {
    const char *db;
    const char *coll;
+   /* How logs, the archive's "collection" and outbox-admin name it: the collection's name
+    * when it is in the state database (as with --collection), "db.coll" elsewhere. */
+   const char *name;
    int label; /* the first pattern it matches: the metrics' series (bounded cardinality) */
    bool gone; /* dropped or renamed away (until it appears again) */
 } relay_ns_t;
@@ -56,9 +59,10 @@ int relay_namespaces_find(relay_namespaces_t *ns, const char *db, const char *co
 int relay_namespaces_count(relay_namespaces_t *ns);
 /* Fills @out for index @i; false if there is none (or @ns is NULL). */
 bool relay_namespaces_get(relay_namespaces_t *ns, int i, relay_ns_t *out);
-/* The collection name of @i ("?" if none), for log lines: "db.coll" is in relay_ns_t. */
+/* The collection, database and name (relay_ns_t.name) of @i, "?" if none. */
 const char *relay_namespaces_coll(relay_namespaces_t *ns, int i);
 const char *relay_namespaces_db(relay_namespaces_t *ns, int i);
+const char *relay_namespaces_name(relay_namespaces_t *ns, int i);
 
 /* Marks @db.@coll gone, or every namespace of @db when @coll is NULL (dropDatabase). Returns
  * how many were marked. */

@@ -70,7 +70,7 @@ static bool
 create_index(relay_ingest_t *in)
 {
    bson_error_t error;
-   relay_ns_t ns = {"?", "?", 0, false};
+   relay_ns_t ns = {"?", "?", "?", 0, false};
 
    if (in->sweep_indexed == (int)in->sweep_coll) {
       return false;
@@ -202,7 +202,7 @@ static bool
 wait_for_start(relay_ingest_t *in, int64_t now)
 {
    bson_error_t error;
-   relay_ns_t ns = {NULL, NULL, 0, false};
+   relay_ns_t ns = {NULL, NULL, NULL, 0, false};
 
    /* Once per database: its commit point is shared by its collections (and the cursor's own
     * afterClusterTime still holds each read to the start); per namespace it was a round trip
