@@ -241,7 +241,43 @@ def test_admin_per_pattern():
         drop_all(pre)
 
 
-TESTS = [test_admin_per_pattern, test_refusals, test_tenants_across_databases, test_drops_while_running,
+def test_archive_and_replay_across_databases():
+    """With --archive-collection the archive (in the state database) names a tenant's
+    namespace db.coll, so two tenants' same-named collections stay apart, and outbox-admin
+    replay with the same patterns publishes each to its real {db}/{collection}."""
+    pre = "nsarc%s_" % RUN
+    state = "nsarcstate_%s" % RUN
+    for t in ("a", "b"):
+        Entities(client[pre + t]["orders"]).create("same", 2)
+    sub = Subscriber("ns%s/#" % RUN)
+    r = relay("nsarc-" + RUN, [pre + "*.orders"],
+              ["--archive-collection", "archive", "--state-database", state])
+    try:
+        check(wait_until(lambda: client[state]["archive"].count_documents({}) == 4, 30),
+              "archived %d" % client[state]["archive"].count_documents({}))
+        names = sorted(client[state]["archive"].distinct("collection"))
+        check(names == ["%sa.orders" % pre, "%sb.orders" % pre], "archive names %s" % names)
+    finally:
+        rc = r.stop()
+        sub.close()
+    replayed = Subscriber("rp%s/#" % RUN)
+    try:
+        code, out, err = admin("replay", "--namespace", pre + "*.orders", "--state-database",
+                               state, "--archive-collection", "archive", "--mqtt-uri",
+                               MQTT_URI, "--topic", "rp%s/{db}/{collection}/{id}" % RUN,
+                               "--json")
+        check(code == 0, "replay: %d %s %s" % (code, out, err))
+        check(wait_until(lambda: replayed.count() >= 4, 20), "replayed %d" % replayed.count())
+        want = sorted(["rp%s/%s%s/orders/same" % (RUN, pre, t) for t in "aabb"])
+        check(topics(replayed) == want, "replay topics %s" % topics(replayed))
+    finally:
+        replayed.close()
+        drop_all(pre)
+        client.drop_database(state)
+    check(rc == 0, "exit status %s" % rc)
+
+
+TESTS = [test_archive_and_replay_across_databases, test_admin_per_pattern, test_refusals, test_tenants_across_databases, test_drops_while_running,
          test_one_database_stream_survives_drop_database, test_many_namespaces_swept]
 
 if __name__ == "__main__":
