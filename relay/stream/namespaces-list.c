@@ -63,10 +63,30 @@ relay_namespaces_list(relay_namespaces_t *ns, mongoc_client_t *client, bson_erro
    return ok;
 }
 
+/* Frees the handles of namespaces that are gone, once per change of the set: a tenant
+ * dropped leaves nothing here (a handle is made again if it comes back). */
+static void
+forget_gone(relay_ns_handles_t *c, relay_namespaces_t *ns)
+{
+   uint64_t v = relay_namespaces_version(ns);
+   relay_ns_t n;
+   if (v == c->version) {
+      return;
+   }
+   c->version = v;
+   for (int i = 0; i < c->n; i++) {
+      if (c->h[i] && relay_namespaces_get(ns, i, &n) && n.gone) {
+         mongoc_collection_destroy(c->h[i]);
+         c->h[i] = NULL;
+      }
+   }
+}
+
 mongoc_collection_t *
 relay_ns_handle(relay_ns_handles_t *c, relay_namespaces_t *ns, mongoc_client_t *client, int i)
 {
    relay_ns_t n;
+   forget_gone(c, ns);
    if (!relay_namespaces_get(ns, i, &n)) {
       return NULL;
    }

@@ -81,10 +81,12 @@ uint64_t relay_namespaces_version(relay_namespaces_t *ns);
 bool relay_namespaces_list(relay_namespaces_t *ns, mongoc_client_t *client, bson_error_t *error);
 
 /* Collection handles by namespace index for one thread (relay.c's main thread, the clearer
- * thread): made on first use through that thread's client, kept until cleared. */
+ * thread): made on first use through that thread's client, freed when their namespace is
+ * gone (checked when the set changed) or at the end. */
 typedef struct {
    mongoc_collection_t **h;
    int n;
+   uint64_t version; /* of the set when gone namespaces' handles were last freed */
 } relay_ns_handles_t;
 
 /* The handle of namespace @i (NULL if there is no such index). */

@@ -125,3 +125,27 @@ Test(namespaces, a_thousand)
    }
    cr_assert_eq(relay_namespaces_find(ns, "tenant_1000", "c0"), -1);
 }
+
+Test(namespaces, handles_of_gone_namespaces_are_freed)
+{
+   const char *p[] = {"t_*.*"};
+   load(p, 1);
+   mongoc_init();
+   /* No server is contacted: a collection handle is made offline. */
+   mongoc_client_t *client = mongoc_client_new("mongodb://127.0.0.1:1/");
+   relay_ns_handles_t h = {0};
+   int a = relay_namespaces_take(ns, "t_1", "a");
+   int b = relay_namespaces_take(ns, "t_1", "b");
+   mongoc_collection_t *ca = relay_ns_handle(&h, ns, client, a);
+   cr_assert(ca);
+   cr_assert_str_eq(mongoc_collection_get_name(ca), "a");
+   cr_assert(relay_ns_handle(&h, ns, client, b) != NULL);
+   cr_assert_null(relay_ns_handle(&h, ns, client, 7), "no such namespace");
+   relay_namespaces_drop(ns, "t_1", "a");
+   relay_ns_handle(&h, ns, client, b);
+   cr_assert_null(h.h[a], "the dropped namespace's handle is kept");
+   cr_assert(h.h[b] != NULL);
+   relay_ns_handles_clear(&h);
+   mongoc_client_destroy(client);
+   mongoc_cleanup();
+}
