@@ -64,6 +64,8 @@ log_start(relay_ingest_t *in, bool full)
    bson_string_free(list, true);
 }
 
+#define SWEEP_OPENS_PER_STEP 4
+
 /* Creates the partial index on the namespace being swept, the first time its hinted query
  * failed in this sweep. False when it was tried already (or could not be made). */
 static bool
@@ -240,7 +242,13 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
       }
       return;
    }
-   for (int n = 0; n < 200 && relay_changes_has_room(in); n++) {
+   /* A step reads up to 200 documents and opens up to 4 cursors: with many small namespaces
+    * each open is a round trip, and the loop must get back to publishing and clearing in
+    * between (a step that opened a hundred cursors left the in-flight window empty). */
+   for (int n = 0, opened = 0; n < 200 && relay_changes_has_room(in); n++) {
+      if (!in->sweep_cursor && opened++ == SWEEP_OPENS_PER_STEP) {
+         return;
+      }
       if (!in->sweep_cursor) {
          if (in->sweep_coll >= (size_t)relay_namespaces_count(in->ns)) {
             finish(in); /* nothing (more) to sweep: no namespace matches yet */
