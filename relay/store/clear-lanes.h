@@ -2,7 +2,7 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Clear lanes: the clearer's bulk writes to different namespaces in flight at once. MongoDB
- * 6.0 has no bulk write across namespaces, so a batch whose clears span many tenants' 
+ * 6.0 has no bulk write across namespaces, so a batch whose clears span many tenants'
  * collections is one round trip per namespace; done one after the other they made the
  * clears, not publishing, the limit with a thousand namespaces (tests/bench/README.md,
  * "Namespaces"). The clearer thread is lane 0; the other lanes are threads of their own, each

@@ -128,6 +128,23 @@ count_one(relay_scanner_t *s, int i, const relay_ns_t *ns, outbox_counts_t *sum)
    return true;
 }
 
+/* Waits @ms (0: not at all); true when told to stop meanwhile (or before). */
+static bool
+pace(relay_scanner_t *s, int64_t ms)
+{
+   struct timespec until;
+   pthread_mutex_lock(&s->lock);
+   clock_gettime(CLOCK_MONOTONIC, &until);
+   int64_t ns = (int64_t)until.tv_nsec + ms * 1000000;
+   until.tv_sec += (time_t)(ns / 1000000000);
+   until.tv_nsec = (long)(ns % 1000000000);
+   while (ms > 0 && !s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &until) == 0) {
+   }
+   bool stop = s->stop;
+   pthread_mutex_unlock(&s->lock);
+   return stop;
+}
+
 /* One scan of every watched namespace (one at a time: memory is one count), summed per
  * pattern, the metrics' label; logs the first failure of a run of failures. */
 static void
@@ -140,13 +157,17 @@ scan(relay_scanner_t *s)
    bool ok = true;
    relay_ns_t ns;
 
+   int count = relay_namespaces_count(s->ns);
+   /* Paced: with many namespaces a scan is spread over the interval (at most 50 ms between
+    * two counts), so a thousand tenants' counts do not compete with the relay's own reads
+    * and clears at once. */
+   int64_t pause_ms = count > 1 ? s->cfg->pending_scan_interval_ms / count : 0;
+   pause_ms = pause_ms > 50 ? 50 : pause_ms;
    for (int i = 0; ok && relay_namespaces_get(s->ns, i, &ns); i++) {
       if (!ns.gone && (size_t)ns.label < n_labels) {
          ok = count_one(s, i, &ns, &sums[ns.label]);
       }
-      pthread_mutex_lock(&s->lock);
-      ok = ok && !s->stop;
-      pthread_mutex_unlock(&s->lock);
+      ok = ok && !pace(s, i + 1 < count ? pause_ms : 0);
    }
    for (size_t l = 0; ok && l < n_labels; l++) {
       relay_series_set(series, RELAY_S_PENDING_EVENTS, l, (double)sums[l].pending_events);
