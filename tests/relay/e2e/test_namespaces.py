@@ -14,10 +14,11 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaytest import (MONGO_URI, MQTT_URI, Entities, Relay, Subscriber,  # noqa: E402
-                       pymongo, run_tests, wait_until)
+                       free_port, pymongo, run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 ADMIN_BIN = sys.argv[2] if len(sys.argv) > 2 else "outbox-admin"
@@ -150,21 +151,50 @@ def test_one_database_stream_survives_drop_database():
     check(rc == 0, "exit status %s" % rc)
 
 
+def series(port, name):
+    """{label: value} of a per-collection series on a relay's /metrics."""
+    try:
+        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read()
+    except OSError:
+        return {}
+    return {line.split('collection="')[1].split('"')[0]: float(line.split()[-1])
+            for line in text.decode().splitlines() if line.startswith(name + "{")}
+
+
 def test_many_namespaces_swept():
     """40 collections in 8 databases with pending events before the start: the listing and
-    the sweep find every one (and create the partial index on each)."""
+    the sweep find every one (and create the partial index on each); the metrics keep one
+    series for the pattern, not one per tenant, and its pending gauge sums them all."""
     pre = "nsm%s_" % RUN
     colls = [client["%s%d" % (pre, d)]["c%d" % c] for d in range(8) for c in range(5)]
     for i, coll in enumerate(colls):
         Entities(coll).create(i, 1)
     sub = Subscriber("ns%s/#" % RUN)
-    r = relay("nsm-" + RUN, [pre + "*.c*"])
+    port = free_port()
+    r = relay("nsm-" + RUN, [pre + "*.c*"], ["--metrics-listen", "127.0.0.1:%d" % port,
+                                            "--pending-scan-interval-ms", "200"])
     try:
+        labels = {}
+        check(wait_until(lambda: labels.update(series(port, "outbox_relay_stored_pending_events"))
+                         or labels, 20), "no pending gauge")
+        check(list(labels) == [pre + "*.c*"], "series %s" % sorted(labels))
         check(wait_until(lambda: sub.count() >= len(colls), 40),
               "swept %d of %d" % (sub.count(), len(colls)))
         check(wait_until(lambda: all(pending(c) == 0 for c in colls), 20), "not cleared")
         check(all("outbox_pending" in c.index_information() for c in colls), "index missing")
         check(len(set(topics(sub))) == len(colls), "duplicates or misses: %s" % topics(sub))
+        check(wait_until(lambda: series(port, "outbox_relay_stored_pending_events").get(
+            pre + "*.c*") == 0, 20), "pending gauge %s" % series(
+                port, "outbox_relay_stored_pending_events"))
+        # Dead letters (the relay leaves them alone) in two tenants: one series, their sum.
+        for coll, n in ((colls[7], 1), (colls[30], 2)):
+            coll.insert_one({"_id": "dl", "version": 1, "eventSeq": n, "events": [],
+                             "deadLetters": [{"event": {"id": "x%d" % i, "seq": i + 1},
+                                              "reason": "r", "at": 0, "relay": "t"}
+                                             for i in range(n)]})
+        check(wait_until(lambda: series(port, "outbox_relay_stored_dead_letters") ==
+                         {pre + "*.c*": 3}, 20),
+              "dead letters %s" % series(port, "outbox_relay_stored_dead_letters"))
     finally:
         rc = r.stop()
         sub.close()
