@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "config/namespace.h"
@@ -262,4 +263,30 @@ Test(namespace, filter)
    bson_free(json);
    bson_destroy(&doc);
    relay_nsset_destroy(set);
+}
+
+Test(namespace, config_file_array)
+{
+   char *path = test_write_temp("{\"mongodb-uri\": \"mongodb://h/\", \"mqtt-uri\": "
+                                "\"tcp://h:1883\", \"namespace\": [\"t_*.orders\", \"shop.*\"], "
+                                "\"state-database\": \"relay\"}");
+   const char *args[] = {"--config", path, NULL};
+   cr_assert_eq(load(args), RELAY_CONFIG_RUN, "%s", error.message);
+   cr_assert_eq(cfg.n_watch, 2);
+   cr_assert_str_eq(cfg.watch[0], "t_*.orders");
+   cr_assert_str_eq(cfg.watch[1], "shop.*");
+   cr_assert_str_eq(cfg.state_database, "relay");
+   unlink(path);
+   bson_free(path);
+}
+
+Test(namespace, config_file_refusal_is_78)
+{
+   char *path = test_write_temp("{\"mongodb-uri\": \"mongodb://h/\", \"mqtt-uri\": "
+                                "\"tcp://h:1883\", \"namespace\": \"config.*\"}");
+   const char *args[] = {"--config", path, NULL};
+   cr_assert_eq(load(args), RELAY_CONFIG_INVALID);
+   cr_assert(strstr(error.message, "never watched"), "%s", error.message);
+   unlink(path);
+   bson_free(path);
 }
