@@ -202,6 +202,24 @@ def test_many_namespaces_swept():
     check(rc == 0, "exit status %s" % rc)
 
 
+def test_nothing_matches_at_start():
+    """A pattern nothing matches yet: the relay starts (an empty sweep), watches, and serves
+    the first tenant created."""
+    pre = "nsz%s_" % RUN
+    sub = Subscriber("ns%s/#" % RUN)
+    r = relay("nsz-" + RUN, [pre + "*.orders"])
+    try:
+        check(r.wait_log("change stream open"), "no stream: " + r.log_text()[-2000:])
+        Entities(client[pre + "first"]["orders"]).create("o1", 2)
+        check(wait_until(lambda: sub.count() >= 2, 20), "first tenant: %s" % topics(sub))
+        check(r.proc.poll() is None, "relay exited")
+    finally:
+        rc = r.stop()
+        sub.close()
+        drop_all(pre)
+    check(rc == 0, "exit status %s" % rc)
+
+
 def start_refused(args):
     base = [RELAY_BIN, "--mongodb-uri", MONGO_URI, "--mqtt-uri", MQTT_URI]
     p = subprocess.run(base + args, capture_output=True, text=True, timeout=30)
@@ -307,7 +325,7 @@ def test_archive_and_replay_across_databases():
     check(rc == 0, "exit status %s" % rc)
 
 
-TESTS = [test_archive_and_replay_across_databases, test_admin_per_pattern, test_refusals, test_tenants_across_databases, test_drops_while_running,
+TESTS = [test_nothing_matches_at_start, test_archive_and_replay_across_databases, test_admin_per_pattern, test_refusals, test_tenants_across_databases, test_drops_while_running,
          test_one_database_stream_survives_drop_database, test_many_namespaces_swept]
 
 if __name__ == "__main__":
