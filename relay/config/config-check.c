@@ -225,11 +225,12 @@ _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
       bson_free(cfg->log_file);
       cfg->log_file = NULL;
    }
-   if (missing_required(cfg, error) || !relay_config_resolve_namespaces(cfg, error)) {
+   if (missing_required(cfg, error)) {
       return false;
    }
    return (cfg->mongodb_only ||
            (check_mqtt(cfg, error) && check_topic(cfg, error) && check_client_id(cfg, error))) &&
           check_fields(cfg, error) && check_flow(cfg, error) && check_group(cfg, error) &&
-          check_log_file(cfg, error) && _relay_config_check_archive(cfg, error);
+          check_log_file(cfg, error) && _relay_config_check_archive(cfg, error) &&
+          relay_config_resolve_namespaces(cfg, error);
 }
