@@ -264,24 +264,32 @@ append_part(bson_t *doc, const char *path, const char *pat, bool glob)
 void
 relay_nsset_append_filter(const relay_nsset_t *set, bson_t *doc)
 {
+   relay_nsset_append_filter_at(set, "ns", doc);
+}
+
+void
+relay_nsset_append_filter_at(const relay_nsset_t *set, const char *field, bson_t *doc)
+{
    bson_t or, branch;
-   char key[16];
+   char key[16], db[16], coll[16];
    const char *k;
 
+   bson_snprintf(db, sizeof db, "%s.db", field);
+   bson_snprintf(coll, sizeof coll, "%s.coll", field);
    BSON_APPEND_ARRAY_BEGIN(doc, "$or", & or);
    for (size_t i = 0; i < set->n; i++) {
       const relay_nspat_t *p = &set->pats[i];
       bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
       BSON_APPEND_DOCUMENT_BEGIN(& or, k, &branch);
-      append_part(&branch, "ns.db", p->db, p->db_glob);
+      append_part(&branch, db, p->db, p->db_glob);
       if (!strcmp(p->coll, "*")) {
          /* Any collection, but there must be one (a dropDatabase has none). */
          bson_t ex;
-         BSON_APPEND_DOCUMENT_BEGIN(&branch, "ns.coll", &ex);
+         BSON_APPEND_DOCUMENT_BEGIN(&branch, coll, &ex);
          BSON_APPEND_BOOL(&ex, "$exists", true);
          bson_append_document_end(&branch, &ex);
       } else {
-         append_part(&branch, "ns.coll", p->coll, p->coll_glob);
+         append_part(&branch, coll, p->coll, p->coll_glob);
       }
       bson_append_document_end(& or, &branch);
    }

@@ -74,6 +74,8 @@ const relay_nspat_t *relay_nsset_at(const relay_nsset_t *set, size_t i);
  * superset of relay_nsset_match() (the reserved names are left to the server, which never
  * shows admin/config/local or system.* in a cluster stream, and to the relay). */
 void relay_nsset_append_filter(const relay_nsset_t *set, bson_t *doc);
+/* The same on the document @field ("ns", or "to": a rename's target; at most 10 bytes). */
+void relay_nsset_append_filter_at(const relay_nsset_t *set, const char *field, bson_t *doc);
 
 /* The anchored regular expression (POSIX ERE, as $regex takes it) for @glob. Free with
  * bson_free(). */

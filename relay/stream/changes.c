@@ -64,6 +64,7 @@ typedef struct {
    const char *op;
    const char *db;
    const char *coll;
+   const char *to_db, *to_coll; /* a rename's target */
    bson_value_t id;
    relay_ts_t ts;
    int64_t wall_ms;
@@ -133,6 +134,13 @@ parse_change(const bson_t *doc, change_fields_t *f)
          if (sub_field(&it, "coll", &sub) && BSON_ITER_HOLDS_UTF8(&sub)) {
             f->coll = bson_iter_utf8(&sub, NULL);
          }
+      } else if (!strcmp(key, "to")) {
+         if (sub_field(&it, "db", &sub) && BSON_ITER_HOLDS_UTF8(&sub)) {
+            f->to_db = bson_iter_utf8(&sub, NULL);
+         }
+         if (sub_field(&it, "coll", &sub) && BSON_ITER_HOLDS_UTF8(&sub)) {
+            f->to_coll = bson_iter_utf8(&sub, NULL);
+         }
       } else if (!have_key && !strcmp(key, "documentKey")) {
          have_key = true;
          if (sub_field(&it, "_id", &sub)) {
@@ -162,6 +170,16 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
    if (!strcmp(f.op, "drop") || !strcmp(f.op, "rename") || !strcmp(f.op, "dropDatabase")) {
       forget(in, f.op, f.db, f.coll);
       coll = -1; /* only the position moves */
+      if (!strcmp(f.op, "rename") && relay_namespaces_take(in->ns, f.to_db, f.to_coll) >= 0) {
+         /* Documents arrived under a watched name without an insert the stream could show:
+          * a sweep finds their pending events, as after a lost history (the stream starts
+          * again at the sweep's start). */
+         relay_log(RELAY_LOG_INFO, "stream", "rename into %s.%s, a watched namespace: sweeping",
+                   f.to_db, f.to_coll);
+         in->stream_gen = UINT64_MAX;
+         relay_sweep_request_full(in);
+         return true;
+      }
    } else {
       /* A namespace met for the first time (a tenant created while the relay runs) gets its
        * index here; one the patterns do not match (the server's filter is a superset) is

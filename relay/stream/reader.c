@@ -146,6 +146,12 @@ relay_reader_append_match(const relay_config_t *cfg, const relay_nsset_t *set, b
    bson_append_document_end(&and, &b);
    bson_append_array_end(&watched, &and);
    bson_append_document_end(& or, &watched);
+   /* A rename into a watched namespace, from anywhere (an aggregation's $out renames its
+    * temporary collection): its documents never showed as inserts, so the relay sweeps. */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "3", &b);
+   BSON_APPEND_UTF8(&b, "operationType", "rename");
+   relay_nsset_append_filter_at(set, "to", &b);
+   bson_append_document_end(& or, &b);
    /* A dropDatabase has no ns.coll (the relay checks the database itself); an invalidate
     * (a database stream's database dropped) has no ns and ends the stream. */
    BSON_APPEND_DOCUMENT_BEGIN(& or, "1", &b);

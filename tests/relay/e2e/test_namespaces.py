@@ -220,6 +220,34 @@ def test_nothing_matches_at_start():
     check(rc == 0, "exit status %s" % rc)
 
 
+def test_rename_into_a_watched_name():
+    """A collection renamed into a watched name (as an aggregation's $out does): its pending
+    events never showed as inserts; the relay sweeps and publishes them. A watched one renamed
+    away is forgotten."""
+    pre = "nsr%s_" % RUN
+    staging = Entities(client[pre + "a"]["staging"])
+    staging.create("s1", 2)
+    Entities(client[pre + "a"]["orders"]).create("o1", 1)
+    sub = Subscriber("ns%s/#" % RUN)
+    r = relay("nsr-" + RUN, [pre + "*.orders"])
+    try:
+        check(wait_until(lambda: sub.count() >= 1, 20), "first: %s" % topics(sub))
+        client[pre + "a"]["orders"].rename("old_orders")
+        check(r.wait_log("rename %sa.orders: 1 watched namespace(s) forgotten" % pre),
+              "renamed away not forgotten")
+        client[pre + "a"]["staging"].rename("orders")
+        check(r.wait_log("rename into %sa.orders, a watched namespace" % pre), "no sweep")
+        check(wait_until(lambda: sub.count() >= 3, 20), "renamed in: %s" % topics(sub))
+        check("ns%s/%sa/orders/s1" % (RUN, pre) in topics(sub), "topics %s" % topics(sub))
+        check(wait_until(lambda: pending(client[pre + "a"]["orders"]) == 0, 20), "not cleared")
+        check(r.proc.poll() is None, "relay exited")
+    finally:
+        rc = r.stop()
+        sub.close()
+        drop_all(pre)
+    check(rc == 0, "exit status %s" % rc)
+
+
 def start_refused(args):
     base = [RELAY_BIN, "--mongodb-uri", MONGO_URI, "--mqtt-uri", MQTT_URI]
     p = subprocess.run(base + args, capture_output=True, text=True, timeout=30)
@@ -325,7 +353,7 @@ def test_archive_and_replay_across_databases():
     check(rc == 0, "exit status %s" % rc)
 
 
-TESTS = [test_nothing_matches_at_start, test_archive_and_replay_across_databases, test_admin_per_pattern, test_refusals, test_tenants_across_databases, test_drops_while_running,
+TESTS = [test_rename_into_a_watched_name, test_nothing_matches_at_start, test_archive_and_replay_across_databases, test_admin_per_pattern, test_refusals, test_tenants_across_databases, test_drops_while_running,
          test_one_database_stream_survives_drop_database, test_many_namespaces_swept]
 
 if __name__ == "__main__":
