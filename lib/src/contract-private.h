@@ -15,6 +15,37 @@
 #define _OUTBOX_CONTRACT_JSON_REASON                                                               \
    "event cannot be written as JSON (invalid UTF-8 in the entity id or data)"
 
+/* The rows of the table (contract.c fills rules[] with these designated indices), for the
+ * code that applies one on every event without looking it up by name. A new rule is a new
+ * value here and a new row there. */
+typedef enum {
+   _OUTBOX_RULE_ENTITY_ID,
+   _OUTBOX_RULE_EVENT_ID,
+   _OUTBOX_RULE_EVENT_SEQ,
+   _OUTBOX_RULE_EVENT_TYPE,
+   _OUTBOX_RULE_EVENT_TIME,
+   _OUTBOX_RULE_EVENT_DATA,
+   _OUTBOX_RULE_EVENT_CONTENT_TYPE,
+   _OUTBOX_RULE_EVENT_HEADERS,
+   _OUTBOX_RULE_EVENT_EXPIRES_AT,
+   _OUTBOX_RULE_HEADER_NAME,
+   _OUTBOX_RULE_HEADER_RESERVED,
+   _OUTBOX_RULE_HEADER_VALUE,
+   _OUTBOX_RULE_HEADER_TRACE,
+   _OUTBOX_RULE_HEADER_DUPLICATE,
+   _OUTBOX_RULE_HEADER_COUNT,
+   _OUTBOX_RULE_HEADER_BYTES,
+   _OUTBOX_RULE_MESSAGE_TOPIC,
+   _OUTBOX_RULE_MESSAGE_USER_PROPERTY,
+   _OUTBOX_RULE_MESSAGE_PAYLOAD,
+   _OUTBOX_RULE_MESSAGE_SIZE,
+   _OUTBOX_RULE_MESSAGE_REPLAY,
+   _OUTBOX_RULE_COUNT_
+} _outbox_rule_id_t;
+
+/* The row @id, without a lookup. */
+const outbox_contract_rule_t *_outbox_contract_row(_outbox_rule_id_t id);
+
 /* The rule of @scope named @name; aborts if there is none (a misspelt name is a bug). */
 const outbox_contract_rule_t *_outbox_contract_rule(outbox_contract_scope_t scope,
                                                     const char *name);

@@ -128,7 +128,17 @@ _outbox_utf8_mqtt_valid(const char *s, size_t len)
    size_t i = 0;
 
    while (i < len) {
-      /* Printable ASCII runs (nearly every header) go without decoding. */
+      /* Printable ASCII runs (nearly every header and id) go 8 bytes at a time: a byte below
+       * 0x20 borrows into its high bit, one of 0x7F or above carries into it or has it set. */
+      if (len - i >= 8) {
+         const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+         uint64_t v;
+         memcpy(&v, u + i, 8);
+         if (!((v | (v + ones) | ((v - 0x20 * ones) & ~v)) & high)) {
+            i += 8;
+            continue;
+         }
+      }
       if (u[i] >= 0x20 && u[i] < 0x7F) {
          i++;
          continue;

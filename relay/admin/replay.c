@@ -3,9 +3,11 @@
  *
  * `replay`: publishes archived events (--archive-collection, outbox/archive.h) again, as the
  * relay published them (its --topic, --source, --qos, --payload-mode, --user-properties,
- * --mqtt-* options and MQTT client), with a marker consumers can see: the CloudEvents extension
- * attribute "replay": true (attribute names are lowercase letters and digits; in binary mode
- * an attribute is a user property) and, with MQTT 5, the user property replay=true.
+ * --mqtt-* options and MQTT client, and the relay's own renderer, mqtt/message.h), with a
+ * marker consumers can see: the CloudEvents extension attribute "replay": true (after "seq";
+ * in binary mode an attribute is a user property) and, with MQTT 5, the user property
+ * replay=true (after all others). "replay" is a reserved name (outbox/contract.h): no
+ * producer header can forge it.
  * The archive cursor reads each collection sorted by entity and seq, so an entity's events go
  * out oldest first; one MQTT connection keeps them in that order. Consumers de-duplicate by
  * event id as always, so a replay to one that saw the events already changes nothing.
@@ -23,9 +25,12 @@
 #include "admin/args.h"
 #include "group/hash.h"
 #include "base/partition.h"
-#include "mqtt/headers.h"
+#include "mqtt/message.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"
+#include "mqtt/expiry.h"
+#include "mqtt/tls.h"
+#include "util/util.h"
 #include "stream/event.h"
 
 /* Messages handed to paho and not yet acknowledged, at most. */
@@ -37,6 +42,7 @@ typedef struct {
    relay_mqtt_t *mqtt;
    int64_t sent, acked, started_us;
    const char *failed; /* why publishing stopped, or NULL */
+   int64_t expired;    /* events skipped: their expiresAt passed (--expired-events) */
 } replay_t;
 
 /* RFC 3339 UTC ("2026-11-20T10:00:00Z", optional fraction) or an age ("2h": that long before
@@ -105,21 +111,25 @@ cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
    return opts;
 }
 
-/* The archived event as the stored event it was ({id, seq, type, time, data, headers}),
+/* The archived event as the stored event it was: every field of the contract's EVENT rows
+ * the entry holds (the id from its _id; binary data, contentType and expiresAt included),
  * parsed as the relay parses it. */
 static bool
 as_event(const outbox_archived_event_t *e, bson_t *doc, relay_event_t *ev)
 {
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
    bson_value_t value;
+   bson_iter_t it;
 
    bson_init(doc);
    BSON_APPEND_UTF8(doc, "id", e->event_id ? e->event_id : "");
-   BSON_APPEND_INT64(doc, "seq", e->seq);
-   BSON_APPEND_UTF8(doc, "type", e->type ? e->type : "");
-   BSON_APPEND_DATE_TIME(doc, "time", e->time_ms);
-   BSON_APPEND_DOCUMENT(doc, "data", e->data);
-   if (!bson_empty(e->headers)) {
-      BSON_APPEND_DOCUMENT(doc, "headers", e->headers);
+   for (size_t i = 0; i < n; i++) {
+      const char *name = rules[i].name;
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT && strcmp(name, "id") != 0 && e->entry &&
+          bson_iter_init_find(&it, e->entry, name)) {
+         bson_append_value(doc, name, -1, bson_iter_value(&it));
+      }
    }
    value.value_type = BSON_TYPE_DOCUMENT;
    value.value.v_doc.data = (uint8_t *)bson_get_data(doc);
@@ -164,111 +174,66 @@ pace(replay_t *r)
    }
 }
 
-/* The user properties the relay sends for @ev (its --user-properties; in binary mode the
- * CloudEvents attributes too), plus the marker replay=true. Returns the number of pairs. */
-static size_t
-replay_props(const relay_config_t *cfg, const relay_event_t *ev, const char *entity,
-             const char *seq, const char *source, const char *time, bool binary, const char **props)
-{
-   size_t n = 0;
-   if (cfg->user_properties & RELAY_PROP_EVENT_ID) {
-      props[n++] = "event-id", props[n++] = ev->id;
-   }
-   if (cfg->user_properties & RELAY_PROP_EVENT_TYPE) {
-      props[n++] = "event-type", props[n++] = ev->type;
-   }
-   if (cfg->user_properties & RELAY_PROP_ENTITY_ID) {
-      props[n++] = "entity-id", props[n++] = entity;
-   }
-   if ((cfg->user_properties & RELAY_PROP_SEQ) || binary) {
-      props[n++] = "seq", props[n++] = seq;
-   }
-   if (binary) {
-      props[n++] = "specversion", props[n++] = "1.0";
-      props[n++] = "id", props[n++] = ev->id;
-      props[n++] = "source", props[n++] = source;
-      props[n++] = "type", props[n++] = ev->type;
-      props[n++] = "subject", props[n++] = entity;
-      props[n++] = "time", props[n++] = time;
-   }
-   props[n++] = "replay", props[n++] = "true";
-   return n / 2;
-}
-
-/* The payload as the relay would send it, with the marker: in structured mode the attribute
- * "replay": true first in the CloudEvents object; in binary mode the data alone (the marker
- * is the user property). NULL when it cannot be written as JSON. */
+/* Percent-encodes @s into a new string, as the relay's sender does once per name. */
 static char *
-replay_payload(const relay_event_t *ev, const char *source, relay_str_t subject,
-               const relay_headers_t *headers, bool binary, size_t *len)
+encode(const char *s, size_t len)
 {
-   char *json, *marked;
-   if (binary) {
-      return relay_data_json(ev, len);
-   }
-   if (!(json = relay_cloudevent_json(ev, source, subject, headers, len))) {
-      return NULL;
-   }
-   marked = bson_strdup_printf("{\"replay\":true,%s", json + 1);
-   *len += strlen("\"replay\":true,");
-   bson_free(json);
-   return marked;
+   bson_string_t *out = bson_string_new(NULL);
+   relay_percent_encode(out, s, len);
+   return bson_string_free(out, false);
 }
 
-/* Renders and sends one event with the replay marker, as the relay renders it. */
+/* Renders one event with the relay's renderer (mqtt/message.h: the replayed message differs
+ * from the live one only by the replay marker) and sends it. A message the relay could not
+ * have sent either is skipped with its reason. */
 static void
 send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const relay_event_t *ev)
 {
    const relay_config_t *cfg = &r->a->cfg;
-   bool binary = cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version == 5;
-   size_t id_len, len = 0;
+   size_t id_len;
    char *id = relay_render_id(e->entity_id, &id_len);
-   bson_string_t *encoded = bson_string_new(NULL);
+   /* The archive names a namespace by its label (targets.c): {db} and {collection} are the
+    * real ones. */
+   const admin_target_t *t = admin_target(r->a, coll);
+   const char *db = t ? t->db : cfg->state_database;
+   coll = t ? t->coll : coll;
+   char *enc_id = encode(id, id_len), *enc_db = encode(db, strlen(db));
+   char *enc_coll = encode(coll, strlen(coll));
    /* The partition the relay recorded, or the one it would compute (entries archived
     * without it). */
    int part = e->partition >= 0
                  ? e->partition
                  : relay_partition_of(relay_hash_value(e->entity_id), cfg->partitions);
    char part_s[24];
-   /* The archive names a namespace by its label (targets.c): {db} and {collection} are the
-    * real ones. */
-   const admin_target_t *t = admin_target(r->a, coll);
-   const char *db = t ? t->db : cfg->state_database;
-   coll = t ? t->coll : coll;
-   relay_template_vars_t vars = {{db, strlen(db)},
-                                 {coll, strlen(coll)},
-                                 {id, id_len},
-                                 {ev->type, strlen(ev->type)},
-                                 {part_s, relay_format_int64(part, part_s)}};
-   char *topic = relay_template_render(cfg->topic_template, &vars);
-   char *source = relay_template_render(cfg->source_template, &vars);
-   relay_headers_t headers;
-   relay_headers_read(ev, &headers);
-   char *payload = replay_payload(ev, source, (relay_str_t){id, id_len}, &headers, binary, &len);
-   char seq[24], tbuf[40];
-   const char *props[2 * RELAY_MQTT_MAX_USER_PROPS];
-   relay_mqtt_message_t msg = {
-      topic, payload, len, binary ? "application/json" : "application/cloudevents+json", props, 0};
+   relay_message_in_t in = {
+      .vars = {.db = {enc_db, strlen(enc_db)},
+               .collection = {enc_coll, strlen(enc_coll)},
+               .id = {enc_id, strlen(enc_id)},
+               .partition = {part_s, relay_format_int64(part, part_s)}},
+      .subject = {id, id_len},
+      .replay = true,
+      .now_ms = relay_wall_ms(),
+   };
+   relay_message_t m;
+   const char *why;
 
-   relay_percent_encode(encoded, id, id_len);
-   relay_format_int64(ev->seq, seq);
-   relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
-   msg.n_user_props = replay_props(cfg, ev, encoded->str, seq, source, tbuf, binary, props);
-   msg.n_user_props = relay_headers_append_props(&headers, props, 2 * msg.n_user_props) / 2;
-   if (!payload) {
-      r->failed = "an archived event cannot be written as JSON";
+   relay_message_render(cfg, ev, &in, &m);
+   if ((why = m.poison) || (why = relay_mqtt_check_size(r->mqtt, &m.msg))) {
+      fprintf(stderr, "outbox-admin: skipping archived event %s: %s\n", ev->id, why);
+   } else if (cfg->expired_mode != RELAY_EXPIRED_PUBLISH && relay_expiry_passed(ev, in.now_ms)) {
+      r->expired++; /* worthless now (expiresAt), as the relay would not publish it */
    } else {
       pace(r);
-      if (relay_mqtt_publish(r->mqtt, &msg, (uint64_t)r->sent + 1) != 0) {
+      if (relay_mqtt_publish(r->mqtt, &m.msg, (uint64_t)r->sent + 1) != 0) {
          r->failed = "the MQTT client refused a publish";
       } else {
          r->sent++;
       }
    }
-   bson_free(payload);
-   bson_free(topic);
-   bson_free(source);
-   bson_string_free(encoded, true);
+   relay_message_cleanup(&m);
+   bson_free(enc_coll);
+   bson_free(enc_db);
+   bson_free(enc_id);
    bson_free(id);
 }
 
@@ -359,6 +324,9 @@ report(replay_t *r, int64_t count)
       BSON_APPEND_UTF8(&doc, "archive", a->cfg.archive_collection);
       BSON_APPEND_BOOL(&doc, "dryRun", a->dry_run);
       BSON_APPEND_INT64(&doc, a->dry_run ? "matching" : "replayed", n);
+      if (r->expired) {
+         BSON_APPEND_INT64(&doc, "expired", r->expired);
+      }
       if (r->failed) {
          BSON_APPEND_UTF8(&doc, "error", r->failed);
       }
@@ -368,6 +336,9 @@ report(replay_t *r, int64_t count)
       fprintf(a->out, "%" PRId64 " archived events would be replayed\n", n);
    } else {
       fprintf(a->out, "replayed %" PRId64 " events\n", n);
+      if (r->expired) {
+         fprintf(a->out, "skipped %" PRId64 " expired events (expiresAt passed)\n", r->expired);
+      }
    }
 }
 
@@ -388,6 +359,11 @@ admin_replay(admin_t *a)
    if (!a->dry_run && !a->cfg.mqtt_uri) {
       fprintf(stderr, "outbox-admin: replay needs --mqtt-uri (the relay's) or --dry-run\n");
       return EX_USAGE;
+   }
+   /* The relay's TLS checks (mqtt/tls.h): a bad file is named, not a paho number. */
+   if (!a->dry_run && !relay_tls_check_files(&a->cfg, RELAY_TLS_WARN_DAYS, NULL, &error)) {
+      fprintf(stderr, "outbox-admin: %s\n", error.message);
+      return EX_CONFIG;
    }
    if (!admin_server_now(a, &now, &error)) {
       return admin_fail("MongoDB", &error);

@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "30d", "12h", "90m", "3600s", "2w" or a plain number of seconds; "none" or "0": no TTL. */
-static bool
-parse_ttl(const char *text, int64_t *seconds)
+bool
+_relay_parse_duration(const char *text, int64_t *seconds)
 {
    static const struct {
       const char *suffix;
@@ -48,7 +47,7 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
    const char *name = cfg->archive_collection;
 
    cfg->archive_ttl_s = 0;
-   if (cfg->archive_ttl && !parse_ttl(cfg->archive_ttl, &cfg->archive_ttl_s)) {
+   if (cfg->archive_ttl && !_relay_parse_duration(cfg->archive_ttl, &cfg->archive_ttl_s)) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "archive-ttl: expected a duration like 30d, 12h, 90m or 3600s (at most "
                      "100 years), or none; got '%s'",

@@ -49,7 +49,7 @@ check_header(const bson_iter_t *it, const relay_headers_t *out, size_t used, con
    }
    *value = bson_iter_utf8(it, NULL);
    if (seen(out, bson_iter_key(it))) {
-      return "second header of the same name";
+      return _outbox_contract_row(_OUTBOX_RULE_HEADER_DUPLICATE)->reason;
    }
    return NULL;
 }
@@ -58,6 +58,16 @@ static void
 drop(relay_headers_t *out, const char *reason)
 {
    out->dropped++;
+   for (size_t i = 0; i < out->n_reasons; i++) {
+      if (out->reasons[i].reason == reason) {
+         out->reasons[i].n++;
+         return;
+      }
+   }
+   if (out->n_reasons < RELAY_HEADERS_REASONS_MAX) {
+      out->reasons[out->n_reasons].reason = reason;
+      out->reasons[out->n_reasons++].n = 1;
+   }
    if (!out->reason) {
       out->reason = reason;
    }

@@ -40,6 +40,7 @@
 #define RELAY_HEADER_NAME_MAX OUTBOX_CONTRACT_HEADER_NAME_MAX
 #define RELAY_HEADER_VALUE_MAX OUTBOX_CONTRACT_HEADER_VALUE_MAX
 #define RELAY_HEADERS_BYTES_MAX OUTBOX_CONTRACT_HEADERS_BYTES_MAX
+#define RELAY_HEADERS_REASONS_MAX 8    /* distinct reasons kept per event for the log */
 #define RELAY_CE_ATTRIBUTE_NAME_MAX 20 /* CloudEvents: names SHOULD NOT exceed 20 characters */
 
 typedef struct {
@@ -53,6 +54,14 @@ typedef struct {
    size_t n;
    size_t dropped;     /* headers left out */
    const char *reason; /* why the first of them was (a static sentence); NULL if none was */
+   /* Each distinct reason (the contract's rule reasons, static) with how many headers it
+    * left out, in the order first met; reasons past RELAY_HEADERS_REASONS_MAX count in
+    * dropped only. */
+   struct {
+      const char *reason;
+      size_t n;
+   } reasons[RELAY_HEADERS_REASONS_MAX];
+   size_t n_reasons;
 } relay_headers_t;
 
 /* Reads @ev's headers into @out (always initialised). The pointers in @out live as long as

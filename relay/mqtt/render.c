@@ -5,9 +5,9 @@
  * encoding, topic and source templates, times. Pure functions: safe from any thread.
  */
 #include "mqtt/render.h"
-#include "util/error.h"
 
 #include "utf8-private.h" /* liboutbox: the contract's MQTT text rule */
+#include "util/error.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -78,13 +78,23 @@ void relay_format_time(int64_t ms, char *buf, size_t size);
 char *relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
                             const relay_headers_t *headers, size_t *len);
 
+/* relay_cloudevent_json() with, when @replay, the replay marker "replay": true after "seq"
+ * (outbox-admin replay; the name is reserved, so no header attribute can take it). */
+char *relay_cloudevent_json_marked(const relay_event_t *ev, const char *source, relay_str_t subject,
+                                   const relay_headers_t *headers, bool replay, size_t *len);
+
 /* The same payload built through libbson's JSON writer (relay_cloudevent_json() writes the
  * same bytes faster and falls back to this for values it does not handle). For tests. */
 char *relay_cloudevent_json_reference(const relay_event_t *ev, const char *source,
                                       relay_str_t subject, const relay_headers_t *headers,
                                       size_t *len);
 
-/* The binary-mode payload: relaxed extended JSON of @ev's data. */
+/* The media type of @ev's data: application/json for a document, the event's contentType
+ * (application/octet-stream without one) for binary data. */
+const char *relay_event_content_type(const relay_event_t *ev);
+
+/* The binary-mode payload: relaxed extended JSON of @ev's data (a document; message.c sends
+ * binary data as its bytes). */
 char *relay_data_json(const relay_event_t *ev, size_t *len);
 
 #endif /* RELAY_RENDER_H */

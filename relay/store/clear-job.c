@@ -67,6 +67,7 @@ relay_clear_job_free(relay_clear_job_t *job)
       bson_value_destroy(&job->stmts[i].id);
       bson_destroy(job->stmts[i].ids);
       bson_destroy(job->stmts[i].events);
+      bson_free(job->stmts[i].refused);
    }
    bson_free(job->stmts);
    bson_free(job);

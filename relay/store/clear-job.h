@@ -30,6 +30,11 @@ typedef struct {
    bson_t *events; /* with an archive: array of the events as stored (owned), else NULL */
    void *entity;   /* the caller's; not touched by the clearer */
    bool failed;    /* set by the clearer */
+   /* Set by the clearer when the archive can never take some of the events (another event
+    * with the same id is archived; the entry is too large): per event, in the order they
+    * were added, NULL or the reason (a static sentence) to dead-letter it with. The
+    * statement is failed then. Freed with the job. */
+   const char **refused;
 } relay_clear_stmt_t;
 
 typedef struct {

@@ -199,6 +199,32 @@ add_clear(relay_clear_job_t *job, relay_entity_t *e)
    }
 }
 
+/* A failed statement's events go back to acknowledged (their clear is retried), except those
+ * the archive can never take (s->refused: store/archive.h), which become poison with the
+ * reason, to be dead-lettered by the next flush instead of holding the entity for good. The
+ * k-th clearing item is the statement's k-th event (add_clear()). */
+static void
+restate_failed(relay_writer_t *w, const relay_clear_stmt_t *s, relay_entity_t *e)
+{
+   uint32_t k = 0;
+   for (relay_item_t *it = e->head; it; it = it->next) {
+      if (it->state != RELAY_ITEM_CLEARING) {
+         continue;
+      }
+      if (s->refused && k < s->n_ids && s->refused[k]) {
+         relay_log(RELAY_LOG_WARNING, "writer", "event %s (seq %" PRId64 ") of %s/%s: %s",
+                   it->ev.id, it->ev.seq, relay_namespaces_name(w->ns, e->coll), e->rendered,
+                   s->refused[k]);
+         it->reason = s->refused[k];
+         relay_table_set_state(e, it, RELAY_ITEM_POISON);
+      } else {
+         relay_table_set_state(e, it, RELAY_ITEM_ACKED);
+      }
+      k++;
+   }
+   relay_table_mark_dirty(w->table, e);
+}
+
 /* Applies a finished clear batch: cleared events leave the table, failed ones wait for the
  * next batch. Returns false if any failed. */
 static bool
@@ -208,8 +234,7 @@ apply_job(relay_writer_t *w, relay_clear_job_t *job)
    for (size_t i = 0; i < job->n; i++) {
       relay_entity_t *e = job->stmts[i].entity;
       if (job->stmts[i].failed) {
-         relay_table_restate(e, RELAY_ITEM_CLEARING, RELAY_ITEM_ACKED);
-         relay_table_mark_dirty(w->table, e);
+         restate_failed(w, &job->stmts[i], e);
          ok = false;
       } else {
          size_t n = relay_table_remove_state(w->table, e, RELAY_ITEM_CLEARING);

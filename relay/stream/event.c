@@ -16,8 +16,7 @@ relay_event_type_valid(const char *type, size_t len)
    bson_value_t v = {.value_type = BSON_TYPE_UTF8};
    v.value.v_utf8.str = (char *)type;
    v.value.v_utf8.len = (uint32_t)len;
-   return !outbox_contract_check(_outbox_contract_rule(OUTBOX_CONTRACT_EVENT, "type"), &v, false,
-                                 NULL);
+   return !outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_TYPE), &v, false, NULL);
 }
 
 /* A seq is an integer >= 1 (the contract's accepted form): int32 too, since a document
@@ -25,7 +24,7 @@ relay_event_type_valid(const char *type, size_t len)
 static bool
 read_seq(const bson_iter_t *it, int64_t *seq)
 {
-   if (outbox_contract_check(_outbox_contract_rule(OUTBOX_CONTRACT_EVENT, "seq"),
+   if (outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_SEQ),
                              bson_iter_value((bson_iter_t *)it), false, NULL)) {
       return false;
    }
@@ -52,6 +51,14 @@ check_field(const outbox_contract_rule_t *rule, const bson_iter_t *it, relay_eve
    } else if (!strcmp(rule->name, "time")) {
       ev->has_time = true;
       ev->time_ms = v->value.v_datetime;
+   } else if (!strcmp(rule->name, "contentType")) {
+      ev->content_type = v->value.v_utf8.str; /* NUL-terminated inside ev->raw */
+   } else if (!strcmp(rule->name, "data") && v->value_type == BSON_TYPE_BINARY) {
+      ev->bin = v->value.v_binary.data;
+      ev->bin_len = v->value.v_binary.data_len;
+   } else if (!strcmp(rule->name, "expiresAt")) {
+      ev->has_expires = true;
+      ev->expires_ms = v->value.v_datetime;
    } else if (!strcmp(rule->name, "data")) {
       /* A view into ev->raw, which the event owns: no copy of the data. Its bson_t lives at
        * the front of the event's block (relay_event_parse()). */
@@ -98,7 +105,8 @@ check_fields(const bson_t *doc, relay_event_t *ev)
       }
       for (size_t i = 0; i < n && i < 64; i++) {
          const outbox_contract_rule_t *r = &rules[i];
-         if (r->scope != OUTBOX_CONTRACT_EVENT || seen[i] || strcmp(key, r->name) != 0) {
+         if (r->scope != OUTBOX_CONTRACT_EVENT || seen[i] || r->name[0] != key[0] ||
+             strcmp(key, r->name) != 0) {
             continue;
          }
          seen[i] = true;

@@ -89,7 +89,7 @@ Test(cloudevent, seq_as_string_and_binary_mode)
 {
    const char *json = "{\"specversion\":\"1.0\",\"id\":\"e1\",\"type\":\"T\",\"subject\":\"s\","
                       "\"seq\":\"12\"}";
-   cloudevent_props_t props = {"e2", "ContactDeleted", "xyz", "4", NULL};
+   cloudevent_props_t props = {"e2", "ContactDeleted", "xyz", "4", NULL, false};
    cloudevent_t ev;
    char err[128];
 
@@ -103,6 +103,31 @@ Test(cloudevent, seq_as_string_and_binary_mode)
    cloudevent_clear(&ev);
 }
 
+/* Issue 38: binary data in binary mode (payload format indicator 0): not parsed as JSON, the
+ * event still read from the user properties; in structured mode data_base64 leaves data
+ * empty. Before, both were "unreadable" and dropped. */
+Test(cloudevent, binary_data)
+{
+   static const char png[] = "\x89PNG\r\n\x1a\n";
+   cloudevent_props_t props = {"e3", "ImageStored", "xyz", "5", NULL, true};
+   const char *structured = "{\"specversion\":\"1.0\",\"id\":\"e4\",\"type\":\"T\",\"subject\":"
+                            "\"s\",\"seq\":6,\"datacontenttype\":\"image/png\",\"data_base64\":"
+                            "\"iVBORw0KGgo=\"}";
+   cloudevent_t ev;
+   char err[128];
+
+   cr_assert(cloudevent_decode(png, sizeof png - 1, &props, &ev, err, sizeof err), "%s", err);
+   cr_assert_str_eq(ev.id, "e3");
+   cr_assert_eq(ev.seq, 5);
+   cr_assert(bson_empty(&ev.data));
+   cloudevent_clear(&ev);
+   cr_assert(cloudevent_decode(structured, strlen(structured), NULL, &ev, err, sizeof err), "%s",
+             err);
+   cr_assert_str_eq(ev.id, "e4");
+   cr_assert(bson_empty(&ev.data));
+   cloudevent_clear(&ev);
+}
+
 /* Issue 27: the trace id of the event's traceparent, from the structured payload's
  * distributed-tracing attribute or from binary mode's user property; nothing from an invalid
  * one. */
@@ -113,8 +138,8 @@ Test(cloudevent, trace_id_from_either_mode)
       "\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}";
    const char *bad = "{\"specversion\":\"1.0\",\"id\":\"e1\",\"type\":\"T\",\"subject\":\"s\","
                      "\"traceparent\":\"00-nope\"}";
-   cloudevent_props_t props = {"e2", "T", "s", "4",
-                               "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"};
+   cloudevent_props_t props = {
+      "e2", "T", "s", "4", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", false};
    cloudevent_t ev;
    char err[128];
 

@@ -218,6 +218,28 @@ Test(event, headers)
    outbox_event_destroy(ev);
 }
 
+Test(event, expires_at)
+{
+   outbox_event_t *ev = outbox_event_new("t", NULL);
+   bson_error_t error;
+   cr_assert_not(ev->has_expires);
+   cr_assert(outbox_event_set_expires_at(ev, 1700000000000, &error));
+   cr_assert(ev->has_expires);
+   cr_assert_eq(ev->expires_at, 1700000000000);
+   cr_assert_not(outbox_event_set_expires_at(ev, INT64_C(253402300800000), &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   cr_assert_eq(ev->expires_at, 1700000000000, "a refused call changes nothing");
+   cr_assert_not(outbox_event_set_expires_at(NULL, 0, &error));
+   outbox_event_destroy(ev);
+
+   bson_t *bad = BCON_NEW("id", BCON_UTF8("0f8fad5b-d9cb-469f-a165-70867728950e"), "seq",
+                          BCON_INT64(1), "type", BCON_UTF8("t"), "time", BCON_DATE_TIME(0), "data",
+                          "{", "}", "expiresAt", BCON_UTF8("tomorrow"));
+   cr_assert_not(_outbox_stored_event_validate(bad, &error));
+   cr_assert(strstr(error.message, "expiresAt"), "%s", error.message);
+   bson_destroy(bad);
+}
+
 /* Issue 33: what the relay would leave out of the message (the contract's HEADER rows) is
  * refused at write, with the rule's reason. Before, non-characters, reserved names (replay
  * among them), a bad traceparent and a 17th header were all stored. */
@@ -263,6 +285,47 @@ Test(event, headers_follow_the_contract)
    outbox_event_destroy(ev);
 }
 
+Test(event, binary_data)
+{
+   static const uint8_t bytes[] = {0x89, 'P', 'N', 'G', 0, 0xff};
+   outbox_event_t *img = outbox_event_new_binary("image.stored", bytes, sizeof bytes, "image/png");
+   outbox_event_t *raw = outbox_event_new_binary("raw.stored", NULL, 0, NULL);
+   outbox_event_t *bad = outbox_event_new_binary("t", bytes, 1, "text/\x01plain");
+   outbox_event_t *evs[] = {img, raw};
+   bson_t arr = BSON_INITIALIZER, doc;
+   bson_error_t error;
+   bson_iter_t it, f;
+
+   cr_assert(outbox_event_validate(img, &error), "%s", error.message);
+   cr_assert(outbox_event_validate(raw, &error), "%s", error.message);
+   cr_assert_not(outbox_event_validate(bad, &error), "a control character in the content type");
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   _outbox_events_append_stored(&arr, evs, 2, 1, 1700000000000);
+   cr_assert_eq(_outbox_events_stored_size(evs, 2), (int64_t)arr.len);
+   cr_assert(bson_iter_init(&it, &arr) && bson_iter_next(&it));
+   uint32_t len;
+   const uint8_t *data;
+   bson_iter_document(&it, &len, &data);
+   cr_assert(bson_init_static(&doc, data, len));
+   cr_assert(_outbox_stored_event_validate(&doc, &error), "%s", error.message);
+   cr_assert(bson_iter_init_find(&f, &doc, "data") && BSON_ITER_HOLDS_BINARY(&f));
+   bson_subtype_t sub;
+   uint32_t n;
+   const uint8_t *got;
+   bson_iter_binary(&f, &sub, &n, &got);
+   cr_assert(sub == BSON_SUBTYPE_BINARY && n == sizeof bytes && !memcmp(got, bytes, n));
+   cr_assert(bson_iter_init_find(&f, &doc, "contentType"));
+   cr_assert_str_eq(bson_iter_utf8(&f, NULL), "image/png");
+   cr_assert(bson_iter_next(&it));
+   bson_iter_document(&it, &len, &data);
+   cr_assert(bson_init_static(&doc, data, len));
+   cr_assert_not(bson_has_field(&doc, "contentType"));
+   bson_destroy(&arr);
+   outbox_event_destroy(img);
+   outbox_event_destroy(raw);
+   outbox_event_destroy(bad);
+}
+
 Test(event, check_refuses_duplicates_and_committed)
 {
    outbox_event_t *a = outbox_event_new("a", NULL);
@@ -304,6 +367,9 @@ Test(event, stored_size_is_exact)
       if (i % 3 == 0) {
          cr_assert(outbox_event_set_header(evs[i], "k", "value", &error));
       }
+      if (i % 4 == 0) {
+         cr_assert(outbox_event_set_expires_at(evs[i], 1700000000000 + i, &error));
+      }
       bson_destroy(data);
    }
    _outbox_events_append_stored(&arr, evs, 12, 1, 0);
@@ -326,6 +392,7 @@ Test(event, stored_form_is_valid)
    int64_t expect_seq = 5;
 
    cr_assert(outbox_event_set_header(b, "h", "v", &error));
+   cr_assert(outbox_event_set_expires_at(b, 1700000060000, &error));
    _outbox_events_append_stored(&arr, evs, 2, 5, 1700000000000);
    cr_assert(bson_iter_init(&it, &arr));
    while (bson_iter_next(&it)) {
@@ -339,6 +406,10 @@ Test(event, stored_form_is_valid)
       cr_assert_eq(bson_iter_int64(&child), expect_seq++);
       cr_assert(bson_iter_init_find(&child, &doc, "time"));
       cr_assert_eq(bson_iter_date_time(&child), 1700000000000);
+      /* Only b has an expiry (issue 38). */
+      bool has = bson_iter_init_find(&child, &doc, "expiresAt");
+      cr_assert_eq(has, expect_seq == 7);
+      cr_assert(!has || bson_iter_date_time(&child) == 1700000060000);
    }
    cr_assert_eq(expect_seq, 7);
    cr_assert_eq(_outbox_events_stored_size(evs, 2), (int64_t)arr.len);

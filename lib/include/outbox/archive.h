@@ -14,11 +14,13 @@
  *                            the first one stays, whatever happens in between),
  *      collection:  String,  the outbox collection the event came from,
  *      entityId:    any,     the entity's _id,
- *      seq:         Int64,   the event's per-entity seq (>= 1),
+ *      seq:         Int64,   the event's per-entity seq (>= 1; an int32 stored by another
+ *                            writer is archived as Int64),
  *      type:        String,  1..128 characters of [A-Za-z0-9._-],
- *      time:        Date,    the event's time (when its change was committed),
+ *      time:        Date,    the event's time (when its change was committed; optional:
+ *                            an event stored without one is published and archived without),
  *      data:        Document,
- *      headers:     Document of strings (optional, as in the event),
+ *      headers:     Document of strings (optional): the headers the relay published,
  *      partition:   Int32,   the relay group's partition of the entity (optional),
  *      publishedAt: Date,    when the relay archived it, just after the broker acknowledged
  *                            it and before it was cleared,
@@ -31,7 +33,13 @@
  * what is archived: an event is in its document's events array, or in the archive, or
  * (between the two writes) in both, never in neither. A relay killed between the two writes
  * publishes the events again after its restart and archives them again: the archive keeps
- * the first copy (the _id is the event id), so nothing is stored twice.
+ * the first copy (the _id is the event id), so nothing is stored twice. The relay counts a
+ * duplicate key as archived only when the entry is the same event (collection, entityId,
+ * seq); another entity's event with the same id is dead-lettered with a reason.
+ *
+ * The validator is made from the event contract (outbox/contract.h): each EVENT row's
+ * written type with the bounds the relay accepts, so it takes every event the relay
+ * publishes.
  *
  * outbox_archive_ensure_schema() enforces this contract with a $jsonSchema validator and
  * creates the indexes the cursor reads through: "outbox_archive_time" {time: 1},

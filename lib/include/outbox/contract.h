@@ -96,6 +96,10 @@ typedef enum {
 #define OUTBOX_CONTRACT_HEADER_VALUE_MAX 4096  /* bytes */
 #define OUTBOX_CONTRACT_HEADERS_BYTES_MAX 8192 /* names and values of all headers */
 
+/* The replay marker's name: the CloudEvents extension attribute and MQTT 5 user property that
+ * outbox-admin replay sets on replayed messages, and therefore a reserved header name. */
+#define OUTBOX_CONTRACT_REPLAY_MARKER "replay"
+
 /* No bound (a form's min or max). */
 #define OUTBOX_CONTRACT_UNBOUNDED INT64_MIN
 

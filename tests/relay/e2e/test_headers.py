@@ -12,6 +12,7 @@ usage: test_headers.py OUTBOX_RELAY [TEST_NAME ...]   (run under tests/fixtures/
 import json
 import os
 import sys
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaytest import (MONGO_URI, Entities, Relay, Subscriber, event, free_port,  # noqa: E402
@@ -163,10 +164,17 @@ def test_text_mqtt_may_refuse_and_forged_replay():
         check(json.loads(first[1].decode("utf-8"))["subject"] == "a\ufffeb", first[1])
         dropped = metric(port, "outbox_relay_headers_dropped_total")
         check(dropped == 4, "outbox_relay_headers_dropped_total = %s, expected 4" % dropped)
+        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read()
+        by_rule = [line.rsplit(" ", 1)[1] for line in text.decode().splitlines() if
+                   line.startswith('outbox_relay_headers_dropped_by_rule_total{rule="reserved '
+                                   'name"} ')]
+        check(by_rule == ["2"], "dropped by rule 'reserved name': %s" % by_rule)
         reconnects = metric(port, "outbox_relay_mqtt_reconnects_total")
         check(reconnects == 0, "the broker dropped the connection %s times" % reconnects)
         check(relay.stop() == 0, "relay did not exit 0")
-        check("MQTT text" in relay.log_text(), "the log does not say why")
+        log = relay.log_text()
+        check("4 header(s) left out" in log and "2: header name is reserved" in log and
+              "MQTT text" in log, "the log does not name every reason: %s" % log[-2000:])
     finally:
         relay.stop()
         sub.close()

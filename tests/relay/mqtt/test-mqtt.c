@@ -53,7 +53,7 @@ Test(packet, size_of_publish)
 {
    static const char payload[200000] = {0};
    const char *props[] = {"event-id", "0123", "seq", "7"};
-   relay_mqtt_message_t msg = {"outbox/c/1", payload, 100, NULL, NULL, 0};
+   relay_mqtt_message_t msg = {.topic = "outbox/c/1", .payload = payload, .payload_len = 100};
    /* 3.1.1, QoS 1: 1 + 1 + (2 + 10 + 2 + 100) */
    cr_assert_eq(relay_mqtt_packet_size(4, 1, &msg), 116);
    cr_assert_eq(relay_mqtt_packet_size(4, 0, &msg), 114);
