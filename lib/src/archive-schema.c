@@ -2,10 +2,12 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The archive contract (outbox/archive.h) as a $jsonSchema validator, and installing it with
- * the archive's indexes: outbox_archive_schema(), outbox_archive_ensure_schema(). No state.
+ * the archive's indexes (archive-index.c): outbox_archive_schema(),
+ * outbox_archive_ensure_schema(). No state.
  */
 #include <string.h>
 
+#include "archive-private.h"
 #include "error-private.h"
 #include "outbox/archive.h"
 #include "outbox/outbox.h"
@@ -13,7 +15,6 @@
 #include "schema-props-private.h"
 
 #define ARCHIVE_TITLE "outbox archive contract"
-#define TTL_INDEX "outbox_archive_ttl"
 
 /* The archived copy of each EVENT row of the event contract (contract.c): the event id is
  * the entry's _id. */
@@ -97,80 +98,6 @@ install_validator(mongoc_collection_t *archive, bson_error_t *error)
    return ok;
 }
 
-static void
-index_spec(bson_t *indexes, const char *key, const char *name, const bson_t *fields, int64_t ttl)
-{
-   bson_t index;
-   BSON_APPEND_DOCUMENT_BEGIN(indexes, key, &index);
-   BSON_APPEND_UTF8(&index, "name", name);
-   BSON_APPEND_DOCUMENT(&index, "key", fields);
-   if (ttl > 0) {
-      BSON_APPEND_INT64(&index, "expireAfterSeconds", ttl);
-   }
-   bson_append_document_end(indexes, &index);
-}
-
-static bool
-create_indexes(mongoc_collection_t *archive, int64_t ttl, bool with_ttl, bson_error_t *error)
-{
-   bson_t cmd = BSON_INITIALIZER, indexes;
-   bson_t *by_time = BCON_NEW("time", BCON_INT32(1));
-   bson_t *by_entity =
-      BCON_NEW("collection", BCON_INT32(1), "entityId", BCON_INT32(1), "seq", BCON_INT32(1));
-   bson_t *by_type = BCON_NEW("type", BCON_INT32(1), "time", BCON_INT32(1));
-   bson_t *by_published = BCON_NEW("publishedAt", BCON_INT32(1));
-   bool ok;
-
-   BSON_APPEND_UTF8(&cmd, "createIndexes", mongoc_collection_get_name(archive));
-   BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &indexes);
-   index_spec(&indexes, "0", "outbox_archive_time", by_time, 0);
-   index_spec(&indexes, "1", "outbox_archive_entity", by_entity, 0);
-   index_spec(&indexes, "2", "outbox_archive_type", by_type, 0);
-   if (with_ttl) {
-      index_spec(&indexes, "3", TTL_INDEX, by_published, ttl);
-   }
-   bson_append_array_end(&cmd, &indexes);
-   ok = mongoc_collection_write_command_with_opts(archive, &cmd, NULL, NULL, error);
-   bson_destroy(&cmd);
-   bson_destroy(by_time);
-   bson_destroy(by_entity);
-   bson_destroy(by_type);
-   bson_destroy(by_published);
-   return ok;
-}
-
-/* The expireAfterSeconds of the TTL index, -1 when there is none (or it cannot be read). */
-static int64_t
-current_ttl(mongoc_collection_t *archive)
-{
-   mongoc_cursor_t *c = mongoc_collection_find_indexes_with_opts(archive, NULL);
-   const bson_t *ix;
-   bson_iter_t it;
-   int64_t ttl = -1;
-
-   while (mongoc_cursor_next(c, &ix)) {
-      if (bson_iter_init_find(&it, ix, "name") && BSON_ITER_HOLDS_UTF8(&it) &&
-          !strcmp(bson_iter_utf8(&it, NULL), TTL_INDEX) &&
-          bson_iter_init_find(&it, ix, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it)) {
-         ttl = bson_iter_as_int64(&it);
-      }
-   }
-   mongoc_cursor_destroy(c);
-   return ttl;
-}
-
-/* A TTL index with another expireAfterSeconds is dropped before it is created again (collMod
- * of an index is not everywhere): meanwhile nothing expires, which loses nothing. */
-static bool
-drop_stale_ttl(mongoc_collection_t *archive, int64_t ttl, bson_error_t *error)
-{
-   int64_t current = current_ttl(archive);
-   if (current < 0 || current == ttl) {
-      return true;
-   }
-   return mongoc_collection_drop_index_with_opts(archive, TTL_INDEX, NULL, error);
-}
-
 bool
 outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, bson_error_t *error)
 {
@@ -186,8 +113,10 @@ outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, b
    }
    if (opts && bson_iter_init(&it, opts)) {
       while (bson_iter_next(&it)) {
+         /* Above INT32_MAX MongoDB refuses a TTL index (r6.0
+          * src/mongo/db/catalog/index_key_validate.cpp, validateExpireAfterSeconds()). */
          if (strcmp(bson_iter_key(&it), "ttlSeconds") != 0 || !BSON_ITER_HOLDS_NUMBER(&it) ||
-             bson_iter_as_int64(&it) < 0) {
+             bson_iter_as_int64(&it) < 0 || bson_iter_as_int64(&it) > INT32_MAX) {
             _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
                               "unknown or mistyped archive option \"%.64s\"", bson_iter_key(&it));
             return false;
@@ -198,6 +127,5 @@ outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, b
    if (!install_validator(archive, error)) {
       return false;
    }
-   return (ttl == 0 || drop_stale_ttl(archive, ttl, error)) &&
-          create_indexes(archive, ttl, ttl > 0, error);
+   return _outbox_archive_ensure_indexes(archive, ttl, error);
 }

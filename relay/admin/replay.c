@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <sysexits.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "admin/admin.h"
@@ -33,49 +34,18 @@
 #include "util/util.h"
 #include "stream/event.h"
 
-/* Messages handed to paho and not yet acknowledged, at most. */
-#define REPLAY_WINDOW 64
+/* Completions collected per wait. */
+#define REPLAY_BATCH 64
 #define REPLAY_CONNECT_MS 10000
 
 typedef struct {
    admin_t *a;
    relay_mqtt_t *mqtt;
    int64_t sent, acked, started_us;
+   int64_t window;     /* the in-flight window last in effect (reported with --json) */
    const char *failed; /* why publishing stopped, or NULL */
    int64_t expired;    /* events skipped: their expiresAt passed (--expired-events) */
 } replay_t;
-
-/* RFC 3339 UTC ("2026-11-20T10:00:00Z", optional fraction) or an age ("2h": that long before
- * the server's @now). */
-static bool
-parse_time(const char *text, int64_t now, int64_t *ms)
-{
-   struct tm tm = {0};
-   int64_t age;
-   const char *rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
-
-   if (rest) {
-      int64_t frac = 0, scale = 1000;
-      if (*rest == '.') {
-         for (rest++; *rest >= '0' && *rest <= '9'; rest++) {
-            if (scale > 1) {
-               scale /= 10;
-               frac += (*rest - '0') * scale;
-            }
-         }
-      }
-      if (strcmp(rest, "Z") != 0) {
-         return false;
-      }
-      *ms = (int64_t)timegm(&tm) * 1000 + frac;
-      return true;
-   }
-   if (admin_parse_age(text, &age)) {
-      *ms = now - age;
-      return true;
-   }
-   return false;
-}
 
 static bson_t *
 cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
@@ -98,10 +68,8 @@ cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
       if (!text) {
          continue;
       }
-      if (!parse_time(text, now, &ms)) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
-                        "--%s: expected 2026-11-20T10:00:00Z or an age like 2h, "
-                        "got '%s'",
+      if (!admin_parse_time(text, now, &ms)) { /* checked by args.c already */
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: '%s'",
                         i == 0 ? "since" : "until", text);
          bson_destroy(opts);
          return NULL;
@@ -141,11 +109,11 @@ as_event(const outbox_archived_event_t *e, bson_t *doc, relay_event_t *ev)
 static void
 settle(replay_t *r, int64_t max)
 {
-   relay_mqtt_completion_t done[REPLAY_WINDOW];
+   relay_mqtt_completion_t done[REPLAY_BATCH];
    int64_t deadline = bson_get_monotonic_time() + (int64_t)REPLAY_CONNECT_MS * 1000;
 
    while (!r->failed && r->sent - r->acked > max) {
-      size_t n = relay_mqtt_wait(r->mqtt, done, REPLAY_WINDOW, 100);
+      size_t n = relay_mqtt_wait(r->mqtt, done, REPLAY_BATCH, 100);
       for (size_t i = 0; i < n; i++) {
          if (done[i].kind == RELAY_MQTT_ACK) {
             r->acked++;
@@ -244,8 +212,23 @@ connect_broker(replay_t *r, bson_error_t *error)
    char client_id[64];
    relay_mqtt_completion_t done[8];
    int64_t deadline = bson_get_monotonic_time() + (int64_t)REPLAY_CONNECT_MS * 1000;
+   uint8_t rnd[4];
 
-   bson_snprintf(client_id, sizeof client_id, "outbox-admin-replay-%d", (int)getpid());
+   /* Never the pid alone: replays in separate PID namespaces (Kubernetes Jobs, where the
+    * tool is pid 1) would share it and the broker would hand one's session to the other.
+    * Never the relay's --client-id either: the broker would disconnect the relay. */
+   if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+      uint32_t t = (uint32_t)bson_get_monotonic_time() ^ ((uint32_t)getpid() << 16);
+      memcpy(rnd, &t, sizeof rnd);
+   }
+   bson_snprintf(client_id, sizeof client_id, "outbox-admin-replay-%02x%02x%02x%02x", rnd[0],
+                 rnd[1], rnd[2], rnd[3]);
+   /* The relay's client-id settings do not apply (relay_mqtt_new() would log "from --name"). */
+   r->a->cfg.client_id_from_name = false;
+   char *shown = relay_config_redact_uri(r->a->cfg.mqtt_uri);
+   fprintf(stderr, "outbox-admin: replay connects to %s as client id '%s' (random per run)\n",
+           shown, client_id);
+   bson_free(shown);
    r->mqtt = relay_mqtt_new(&r->a->cfg, client_id, error);
    if (!r->mqtt || !relay_mqtt_connect(r->mqtt, error)) {
       return false;
@@ -298,7 +281,11 @@ replay_coll(replay_t *r, mongoc_collection_t *archive, const char *coll, int64_t
       } else if (r->a->dry_run) {
          (*count)++;
       } else {
-         settle(r, REPLAY_WINDOW - 1);
+         /* The relay's window (--inflight-window, at most the broker's Receive Maximum):
+          * above mosquitto's default of 20, paho stalls up to 1 s at a time. */
+         r->window = (int64_t)relay_mqtt_window(r->a->cfg.inflight_window, r->a->cfg.qos,
+                                                relay_mqtt_receive_max(r->mqtt));
+         settle(r, r->window - 1);
          if (!r->failed) {
             send_one(r, coll, e, &ev);
          }
@@ -324,6 +311,9 @@ report(replay_t *r, int64_t count)
       BSON_APPEND_UTF8(&doc, "archive", a->cfg.archive_collection);
       BSON_APPEND_BOOL(&doc, "dryRun", a->dry_run);
       BSON_APPEND_INT64(&doc, a->dry_run ? "matching" : "replayed", n);
+      if (r->window > 0) {
+         BSON_APPEND_INT64(&doc, "inflightWindow", r->window);
+      }
       if (r->expired) {
          BSON_APPEND_INT64(&doc, "expired", r->expired);
       }
@@ -343,6 +333,32 @@ report(replay_t *r, int64_t count)
 }
 
 int
+admin_replay_check(const admin_t *a)
+{
+   bson_error_t error;
+   if (!a->cfg.archive_collection) {
+      fprintf(stderr, "outbox-admin: replay needs --archive-collection (the relay's)\n");
+      return EX_USAGE;
+   }
+   if (!a->dry_run && !a->cfg.mqtt_uri) {
+      fprintf(stderr, "outbox-admin: replay needs --mqtt-uri (the relay's) or --dry-run\n");
+      return EX_USAGE;
+   }
+   /* What the relay refuses to start with (a '$' topic, TLS files without a TLS URI ...) is
+    * refused here too, with the relay's exit status, before anything connects. */
+   if (!a->dry_run && !relay_config_check_publishing(&a->cfg, &error)) {
+      fprintf(stderr, "outbox-admin: %s\n", error.message);
+      return EX_CONFIG;
+   }
+   /* The relay's TLS checks (mqtt/tls.h): a bad file is named, not a paho number. */
+   if (!a->dry_run && !relay_tls_check_files(&a->cfg, RELAY_TLS_WARN_DAYS, NULL, &error)) {
+      fprintf(stderr, "outbox-admin: %s\n", error.message);
+      return EX_CONFIG;
+   }
+   return EX_OK;
+}
+
+int
 admin_replay(admin_t *a)
 {
    replay_t r = {.a = a};
@@ -352,19 +368,6 @@ admin_replay(admin_t *a)
    int64_t now, count = 0;
    int rc = EX_OK;
 
-   if (!a->cfg.archive_collection) {
-      fprintf(stderr, "outbox-admin: replay needs --archive-collection (the relay's)\n");
-      return EX_USAGE;
-   }
-   if (!a->dry_run && !a->cfg.mqtt_uri) {
-      fprintf(stderr, "outbox-admin: replay needs --mqtt-uri (the relay's) or --dry-run\n");
-      return EX_USAGE;
-   }
-   /* The relay's TLS checks (mqtt/tls.h): a bad file is named, not a paho number. */
-   if (!a->dry_run && !relay_tls_check_files(&a->cfg, RELAY_TLS_WARN_DAYS, NULL, &error)) {
-      fprintf(stderr, "outbox-admin: %s\n", error.message);
-      return EX_CONFIG;
-   }
    if (!admin_server_now(a, &now, &error)) {
       return admin_fail("MongoDB", &error);
    }

@@ -218,6 +218,12 @@ check_log_file(const relay_config_t *cfg, bson_error_t *error)
 }
 
 bool
+relay_config_check_publishing(const relay_config_t *cfg, bson_error_t *error)
+{
+   return check_mqtt(cfg, error) && check_topic(cfg, error);
+}
+
+bool
 _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
 {
    if (!cfg->lease_collection) {

@@ -266,6 +266,10 @@ relay_config_destroy(relay_config_t *cfg)
       bson_free(cfg->watch[i]);
    }
    bson_free(cfg->watch);
+   for (size_t i = 0; i < cfg->n_replaced_collections; i++) {
+      bson_free(cfg->replaced_collections[i]);
+   }
+   bson_free(cfg->replaced_collections);
    bson_free(cfg->config_file);
    memset(cfg, 0, sizeof *cfg);
 }

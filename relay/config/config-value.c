@@ -133,8 +133,18 @@ parse_list(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const 
    char ***items = RELAY_OPT_ITEMS(cfg, opt);
    size_t *n = RELAY_OPT_COUNT(cfg, opt);
    if (!append) {
+      bool collections = *items == cfg->collections;
+      if (collections) {
+         /* Kept, not freed: the narrowed config still owns them (replaced_collections). */
+         cfg->replaced_collections = bson_realloc(
+            cfg->replaced_collections, (cfg->n_replaced_collections + *n + 1) * sizeof(char *));
+      }
       for (size_t i = 0; i < *n; i++) {
-         bson_free((*items)[i]);
+         if (collections) {
+            cfg->replaced_collections[cfg->n_replaced_collections++] = (*items)[i];
+         } else {
+            bson_free((*items)[i]);
+         }
       }
       *n = 0;
    }

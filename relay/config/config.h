@@ -61,6 +61,10 @@ typedef struct relay_config_t {
     * then --namespace; at least one unless mongodb_only. */
    char **watch;
    size_t n_watch;
+   /* Names a lower layer (config file, environment) listed and a --collection flag replaced:
+    * still the config's outbox collections, which no --archive-collection may name. */
+   char **replaced_collections;
+   size_t n_replaced_collections;
 
    /* MQTT. */
    char *mqtt_uri;           /* tcp://, ssl://, mqtt://, mqtts://, ws://, wss:// */
@@ -163,6 +167,11 @@ relay_config_action_t relay_config_load(relay_config_t *cfg, int argc, char **ar
  * (they are the tool's own business). */
 relay_config_action_t relay_config_load_mongodb(relay_config_t *cfg, int argc, char **argv,
                                                 bson_error_t *error);
+
+/* The checks relay_config_load() makes of the MQTT options and the topic, for a tool loaded
+ * with relay_config_load_mongodb() that publishes as the relay does (outbox-admin replay):
+ * the same refusals, with the same messages. Needs cfg->mqtt_uri. */
+bool relay_config_check_publishing(const relay_config_t *cfg, bson_error_t *error);
 
 /* Whether "--@name" (@len bytes, without the dashes and any "=value") is an option of the
  * relay's table or --config, and whether it takes a value (all but the booleans do). Lets

@@ -41,21 +41,22 @@ struct relay_lease_t {
    mongoc_collection_t *state_coll, *lease_coll;
    mongoc_database_t *db;
    relay_lease_store_t st;
-   bool ready;               /* the group documents are set up */
-   bool joined;              /* a tick read the group: members that differ are warned about */
-   bool mismatch_logged;     /* a member that differs was named */
-   bool elsewhere;           /* a group of this name lives in another collection too */
-   bool stalled;             /* said once until partitions have owners again */
-   int64_t unowned_since_ns; /* CLOCK_BOOTTIME since partitions have had no owner; 0: none */
-   bool fatal;               /* this process cannot join: no more ticks */
-   bool down_logged;         /* MongoDB unreachable was said already */
-   bool tick_failed;         /* something failed in the current tick */
-   relay_partset_t owned;    /* the lease table: partitions owned ... */
-   int64_t *epochs;          /* ... at these epochs */
-   bool *handoff_posted;     /* HANDOFF sent to the main thread for this epoch */
-   bool *malformed_seen;     /* its lease was malformed at the last read (said once) */
-   char **handoff_to;        /* who asked */
-   int64_t *scratch_epochs;  /* a copy of the main thread's epochs for a checkpoint */
+   bool ready;                 /* the group documents are set up */
+   bool joined;                /* a tick read the group: members that differ are warned about */
+   bool mismatch_logged;       /* a member that differs was named */
+   char *output_mismatch_with; /* the member last named for other output settings, or NULL */
+   bool elsewhere;             /* a group of this name lives in another collection too */
+   bool stalled;               /* said once until partitions have owners again */
+   int64_t unowned_since_ns;   /* CLOCK_BOOTTIME since partitions have had no owner; 0: none */
+   bool fatal;                 /* this process cannot join: no more ticks */
+   bool down_logged;           /* MongoDB unreachable was said already */
+   bool tick_failed;           /* something failed in the current tick */
+   relay_partset_t owned;      /* the lease table: partitions owned ... */
+   int64_t *epochs;            /* ... at these epochs */
+   bool *handoff_posted;       /* HANDOFF sent to the main thread for this epoch */
+   bool *malformed_seen;       /* its lease was malformed at the last read (said once) */
+   char **handoff_to;          /* who asked */
+   int64_t *scratch_epochs;    /* a copy of the main thread's epochs for a checkpoint */
    relay_group_snapshot_t *snap;
    uint32_t rotate;
    uint32_t ticks;
@@ -114,6 +115,16 @@ void _relay_lease_note_down(relay_lease_t *l, const char *what, const bson_error
  * malformed leases; the unowned-partition gauges. */
 bool _relay_lease_read_group(relay_lease_t *l);
 char *_relay_lease_settings(const relay_config_t *cfg); /* for the member document; bson_free */
+
+/* Between the group's settings and the output settings in _relay_lease_settings(). */
+#define RELAY_LEASE_OUTPUT_MARK " | output: "
+typedef enum {
+   RELAY_SETTINGS_SAME,
+   RELAY_SETTINGS_OUTPUT_DIFFERS, /* may differ during a rolling change: flagged */
+   RELAY_SETTINGS_GROUP_DIFFERS,  /* may never differ: refused */
+} relay_settings_diff_t;
+/* How two members' settings strings differ. Pure. */
+relay_settings_diff_t _relay_lease_settings_diff(const char *mine, const char *theirs);
 bool _relay_lease_check_settings(relay_lease_t *l);
 void _relay_lease_repair_malformed(relay_lease_t *l);
 void _relay_lease_watch_unowned(relay_lease_t *l);

@@ -461,6 +461,7 @@ relay_lease_destroy(relay_lease_t *l)
    bson_free(l->me);
    bson_free(l->host);
    bson_free(l->settings);
+   bson_free(l->output_mismatch_with);
    relay_skew_cleanup(&l->skew);
    bson_free(l);
 }

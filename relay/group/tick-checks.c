@@ -26,9 +26,14 @@ compare_names(const void *a, const void *b)
 }
 
 /* What the members of a group must share (lease-store.h): the watched collections (sorted;
- * as before --namespace, so a group upgraded member by member agrees) or, with
- * --namespace, every pattern (sorted), where the group's documents are, and the lease
- * time. */
+ * as before --namespace, so a group upgraded member by member agrees) or, with --namespace,
+ * every pattern (sorted) and the state database, where the group's documents are, and the
+ * lease time; then, after RELAY_LEASE_OUTPUT_MARK, everything that changes what a
+ * partition's events become (archived or not, where, on which topic, with which source,
+ * payload, user properties, QoS, MQTT version). The first part must be equal (a member
+ * refuses to join otherwise); the second may differ for the time of a rolling change, and is
+ * flagged while it does (outbox_relay_group_output_mismatch, a warning in /healthz). An
+ * older member writes only the first part. */
 char *
 _relay_lease_settings(const relay_config_t *cfg)
 {
@@ -49,8 +54,34 @@ _relay_lease_settings(const relay_config_t *cfg)
    bson_string_append_printf(
       s, " state-collection=%s lease-collection=%s lease-ttl-ms=%d", cfg->state_collection,
       cfg->lease_collection ? cfg->lease_collection : cfg->state_collection, cfg->lease_ttl_ms);
+   bson_string_append_printf(
+      s,
+      "%sarchive-collection=%s topic=%s source=%s payload-mode=%s user-properties=%u qos=%d "
+      "mqtt-version=%d",
+      RELAY_LEASE_OUTPUT_MARK, cfg->archive_collection ? cfg->archive_collection : "off",
+      cfg->topic_template ? cfg->topic_template : "",
+      cfg->source_template ? cfg->source_template : "",
+      cfg->payload_mode == RELAY_PAYLOAD_BINARY ? "binary" : "structured", cfg->user_properties,
+      cfg->qos, cfg->mqtt_version);
    bson_free(names);
    return bson_string_free(s, false);
+}
+
+relay_settings_diff_t
+_relay_lease_settings_diff(const char *mine, const char *theirs)
+{
+   const char *m_out = strstr(mine, RELAY_LEASE_OUTPUT_MARK);
+   const char *t_out = strstr(theirs, RELAY_LEASE_OUTPUT_MARK);
+   size_t m_len = m_out ? (size_t)(m_out - mine) : strlen(mine);
+   size_t t_len = t_out ? (size_t)(t_out - theirs) : strlen(theirs);
+   if (m_len != t_len || strncmp(mine, theirs, m_len) != 0) {
+      return RELAY_SETTINGS_GROUP_DIFFERS;
+   }
+   /* A member that does not say (an older relay) cannot be compared. */
+   if (m_out && t_out && strcmp(m_out, t_out) != 0) {
+      return RELAY_SETTINGS_OUTPUT_DIFFERS;
+   }
+   return RELAY_SETTINGS_SAME;
 }
 
 /* Reads the group. Lease documents deleted while the group runs (or their collection
@@ -146,6 +177,36 @@ check_elsewhere(relay_lease_t *l)
    l->elsewhere = rc == RELAY_GROUP_MISMATCH;
 }
 
+/* Members whose output settings differ (a rolling change, or one member forgotten): each
+ * publishes its partitions its own way. Warned about once per member that differs, flagged
+ * in outbox_relay_group_output_mismatch while it lasts; never refused, or no rolling change
+ * could be made. */
+static void
+check_output(relay_lease_t *l)
+{
+   const char *other = NULL, *theirs = NULL;
+   for (size_t i = 0; i < l->snap->n_members && !other; i++) {
+      const char *s = l->snap->member_settings[i];
+      if (s && !relay_str_same(l->snap->member_ids[i], l->me) &&
+          _relay_lease_settings_diff(l->settings, s) == RELAY_SETTINGS_OUTPUT_DIFFERS) {
+         other = l->snap->member_ids[i];
+         theirs = s;
+      }
+   }
+   relay_metrics_set(l->metrics, RELAY_G_GROUP_OUTPUT_MISMATCH, other ? 1 : 0);
+   if (other && !relay_str_same(l->output_mismatch_with, other)) {
+      relay_log(RELAY_LOG_WARNING, "group",
+                "member %s of group '%s' publishes its partitions otherwise: it runs with %s; "
+                "this one with %s. Fine while a rolling change goes through the group; "
+                "otherwise give every member the same settings (see \"Changing settings of a "
+                "group\" in relay/README.md)",
+                other, l->cfg->name, strstr(theirs, RELAY_LEASE_OUTPUT_MARK),
+                strstr(l->settings, RELAY_LEASE_OUTPUT_MARK));
+   }
+   bson_free(l->output_mismatch_with);
+   l->output_mismatch_with = other ? bson_strdup(other) : NULL;
+}
+
 bool
 _relay_lease_check_settings(relay_lease_t *l)
 {
@@ -155,9 +216,11 @@ _relay_lease_check_settings(relay_lease_t *l)
    if (l->ticks % 10 == 0) {
       check_elsewhere(l);
    }
+   check_output(l);
    for (size_t i = 0; i < l->snap->n_members && !other; i++) {
       const char *s = l->snap->member_settings[i];
-      if (s && !relay_str_same(l->snap->member_ids[i], l->me) && strcmp(s, l->settings) != 0) {
+      if (s && !relay_str_same(l->snap->member_ids[i], l->me) &&
+          _relay_lease_settings_diff(l->settings, s) == RELAY_SETTINGS_GROUP_DIFFERS) {
          other = l->snap->member_ids[i];
          theirs = s;
       }

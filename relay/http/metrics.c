@@ -113,6 +113,13 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_publish_rate_limit",
     "Events per second the relay publishes at most (--max-publish-rate; 0: no limit)."},
    {"outbox_relay_publish_paced", "1 while --max-publish-rate holds ready events back, else 0."},
+   {"outbox_relay_archive_ttl_missing",
+    "1 while --archive-ttl is set but the archive has no TTL index with that expireAfterSeconds "
+    "(entries do not expire; /healthz says so; the log names the index in the way)."},
+   {"outbox_relay_group_output_mismatch",
+    "1 while a live member of this group publishes its partitions otherwise (archive, topic, "
+    "source, payload mode, user properties, QoS or MQTT version differ): expected during a "
+    "rolling change only; /healthz warns, the log names both values."},
 };
 
 relay_metrics_t *

@@ -63,6 +63,9 @@ typedef enum {
    RELAY_G_GROUP_STALLED,          /* outbox_relay_group_stalled: unowned for 2 lease times */
    RELAY_G_PUBLISH_RATE_LIMIT,     /* outbox_relay_publish_rate_limit: --max-publish-rate, 0 off */
    RELAY_G_PUBLISH_PACED,          /* outbox_relay_publish_paced: 1 while the limit holds events */
+   RELAY_G_ARCHIVE_TTL_MISSING,   /* outbox_relay_archive_ttl_missing: --archive-ttl not in force */
+   RELAY_G_GROUP_OUTPUT_MISMATCH, /* outbox_relay_group_output_mismatch: members publish otherwise
+                                   */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 

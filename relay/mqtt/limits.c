@@ -42,6 +42,16 @@ relay_mqtt_on_connect_success5(void *context, MQTTAsync_successData5 *resp)
    atomic_store(&m->alias_max, am);
 }
 
+size_t
+relay_mqtt_window(int configured, int qos, int receive_max)
+{
+   size_t w = configured > 0 ? (size_t)configured : 1;
+   if (qos > 0 && receive_max > 0 && (size_t)receive_max < w) {
+      w = (size_t)receive_max;
+   }
+   return w;
+}
+
 int
 relay_mqtt_receive_max(relay_mqtt_t *m)
 {

@@ -79,6 +79,13 @@ bool relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error);
  * paho error code (no completion follows). */
 int relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t tag);
 
+/* The in-flight window in effect, for the relay and outbox-admin replay alike: the
+ * configured one (--inflight-window), kept at or below the broker's Receive Maximum
+ * (@receive_max, 0: unknown), since paho 1.3.12's send thread sleeps up to 1 s at a time above
+ * it. QoS 0 needs no acknowledgement from the broker, so only the configured window applies.
+ * Pure. */
+size_t relay_mqtt_window(int configured, int qos, int receive_max);
+
 /* The broker's Receive Maximum from the last MQTT 5 CONNACK, or 0 if unknown. Thread-safe. */
 int relay_mqtt_receive_max(relay_mqtt_t *m);
 

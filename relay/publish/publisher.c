@@ -181,17 +181,12 @@ renew_after_conviction(relay_publisher_t *p, int64_t now)
    renew(p, now);
 }
 
-/* The window in effect: the configured one, kept below the broker's Receive Maximum (QoS 0
- * needs no acknowledgement from the broker, so only our own window applies). */
+/* The window in effect (relay_mqtt_window(): the rule outbox-admin replay shares). */
 static size_t
 window(relay_publisher_t *p)
 {
-   size_t w = (size_t)p->cfg->inflight_window;
-   int rm = p->link->receive_max(p->link_ctx);
-   if (p->cfg->qos > 0 && rm > 0 && (size_t)rm < w) {
-      w = (size_t)rm;
-   }
-   return w;
+   return relay_mqtt_window(p->cfg->inflight_window, p->cfg->qos,
+                            p->link->receive_max(p->link_ctx));
 }
 
 /* Sends the in-flight event of @e in a free slot. False when the client refused it (then

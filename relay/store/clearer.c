@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <mongoc/mongoc.h>
+#include <outbox/archive.h>
 
 #include "util/log.h"
 #include "store/archive.h"
@@ -37,7 +38,8 @@ struct relay_clearer_t {
    relay_namespaces_t *ns;
    relay_clear_lane_t lane0; /* the clearer thread's client, handles and archive */
    relay_clear_lanes_t *lanes;
-   bool archive_ready; /* its validator and indexes are installed */
+   bool archive_ready;       /* its validator and indexes are installed */
+   int64_t archive_tried_us; /* when they were last tried (monotonic) */
    /* The batch under way (run_job()): its groups, and the lock of job->error/n_failed. */
    relay_clear_job_t *job;
    group_t *groups;
@@ -92,22 +94,43 @@ mark_failed(relay_clear_stmt_t **stmts, size_t n)
    }
 }
 
-/* The first time (and after a failure, with each batch): the archive's validator and
- * indexes. A failure does not stop archiving: the entries are still written, unchecked. */
+/* Whether --archive-ttl is in force (an index on publishedAt with that expireAfterSeconds,
+ * whatever its name): outbox_relay_archive_ttl_missing. */
+static void
+check_ttl(relay_clearer_t *c)
+{
+   bson_error_t error;
+   int64_t ttl = 0;
+   if (c->cfg->archive_ttl_s <= 0) {
+      return;
+   }
+   if (!outbox_archive_ttl_seconds(c->lane0.archive, &ttl, &error)) {
+      return; /* unknown: the gauge keeps its value */
+   }
+   relay_metrics_set(c->metrics, RELAY_G_ARCHIVE_TTL_MISSING,
+                     ttl == c->cfg->archive_ttl_s ? 0.0 : 1.0);
+}
+
+/* The first time (and after a failure, with a batch at most once a minute): the archive's
+ * validator and indexes. A failure does not stop archiving: the entries are still written,
+ * unchecked. */
 static void
 prepare_archive(relay_clearer_t *c)
 {
    bson_error_t error;
-   if (c->archive_ready) {
+   int64_t now = bson_get_monotonic_time();
+   if (c->archive_ready || (c->archive_tried_us && now - c->archive_tried_us < 60 * 1000000)) {
       return;
    }
+   c->archive_tried_us = now;
    c->archive_ready = relay_archive_ensure(c->lane0.archive, c->cfg, &error);
    if (!c->archive_ready) {
       relay_log(RELAY_LOG_WARNING, "clear",
                 "cannot install the validator and indexes of archive %s (archiving goes on; "
-                "retried with the next batch): %s",
+                "retried in a minute): %s",
                 c->cfg->archive_collection, error.message);
    }
+   check_ttl(c);
 }
 
 /* Archives the @n statements @mine (of namespace @coll) before they are cleared; those whose
