@@ -18,6 +18,7 @@
 // published while the consumer is down are delivered when it comes back.
 'use strict';
 const mqtt = require('mqtt');
+const partitions = require('./partitions'); // the partition-set grammar
 
 const seen = new Set(); // event ids applied; a real service keeps them with its state
 const lastSeq = new Map(); // entity -> highest seq applied
@@ -76,25 +77,19 @@ function handle({ id, entity, seq, type, trace }) {
   console.log(`applied ${entity} ${seq} ${id} ${type} ${order} ${trace}`);
 }
 
-// { filter: { qos } }: the topic, or one filter per partition of a set like "0-7,12".
-function filters(topic, partitions) {
-  if (partitions === undefined) return { [topic]: { qos: 1 } };
-  const out = {};
-  for (const r of partitions.split(',')) {
-    const [lo, hi] = r.split('-').map(Number);
-    for (let p = lo; p <= (hi === undefined ? lo : hi); p++) {
-      out[topic.replace('{partition}', String(p))] = { qos: 1 };
-    }
+function main([uri, topic, clientId, set]) {
+  let subs;
+  try { // refused before connecting: a bad set would split nothing
+    subs = Object.fromEntries(partitions.filters(topic, set).map((f) => [f, { qos: 1 }]));
+  } catch (err) {
+    console.error(`consumer.js: ${err.message}`);
+    process.exit(64);
   }
-  return out;
-}
-
-function main([uri, topic, clientId, partitions]) {
   const client = mqtt.connect(uri, {
     clientId, protocolVersion: 5, clean: false,
     properties: { sessionExpiryInterval: 3600 }, // keep the session (and its queue) an hour
   });
-  client.on('connect', () => client.subscribe(filters(topic, partitions), (err) => {
+  client.on('connect', () => client.subscribe(subs, (err) => {
     if (err) { console.error(`subscribe: ${err.message}`); process.exit(1); }
     console.log('subscribed');
   }));

@@ -27,6 +27,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+import partitions as partitions_lib  # the partition-set grammar (partitions.py)
+
 seen = set()  # event ids applied; a real service keeps them with its state (outbox/inbox.h)
 last_seq = {}  # entity -> highest seq applied
 counts = {"applied": 0, "duplicate": 0, "gap": 0}
@@ -89,19 +91,12 @@ def on_message(client, userdata, msg):
         print("unreadable message on %s: %r" % (msg.topic, e), flush=True)
 
 
-def filters(topic, partitions):
-    """[(filter, qos)]: @topic, or one per partition of a set like "0-7,12"."""
-    if partitions is None:
-        return [(topic, 1)]
-    parts = set()
-    for r in partitions.split(","):
-        lo, _, hi = r.partition("-")
-        parts.update(range(int(lo), int(hi or lo) + 1))
-    return [(topic.replace("{partition}", str(p)), 1) for p in sorted(parts)]
-
-
 def main(uri, topic, client_id, partitions=None):
-    broker, subs = urlparse(uri), filters(topic, partitions)
+    try:
+        subs = [(f, 1) for f in partitions_lib.filters(topic, partitions)]
+    except ValueError as e:  # refused before connecting: a bad set would split nothing
+        sys.exit("outbox_consumer.py: %s" % e)
+    broker = urlparse(uri)
     client = mqtt.Client(client_id=client_id, protocol=mqtt.MQTTv5)
     client.on_message = on_message
     client.on_connect = lambda c, u, flags, rc, props=None: c.subscribe(subs)

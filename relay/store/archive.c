@@ -239,8 +239,15 @@ judge(mongoc_collection_t *archive, batch_t *b, size_t i, int64_t code)
       refuse(b, i, "the event's archive entry is larger than MongoDB allows");
       return false;
    }
-   /* Anything else (121: a validator other than the archive contract, which every entry
-    * the relay builds follows) is the archive's to fix: the event stays pending. */
+   if (code == 121) {
+      /* Every entry the relay builds follows the archive contract, so a validator someone
+       * else installed refuses it: the archive's to fix while it refuses everything (the
+       * events stay pending), the event's when it persists while others are archived (the
+       * writer decides, with this reason). */
+      refuse(b, i, relay_clear_refused_by_validator);
+      return false;
+   }
+   /* Anything else is a failure of the write: the event stays pending and is retried. */
    b->owner[i]->failed = true;
    return false;
 }

@@ -37,6 +37,12 @@ typedef struct {
    const char **refused;
 } relay_clear_stmt_t;
 
+/* The reason in refused[] of an event the archive's validator refused (121): unlike the
+ * others it may be the archive's fault (a validator someone else installed), so the writer
+ * dead-letters the event only when the refusal persists while the archive takes other events
+ * (store/writer.c). */
+extern const char relay_clear_refused_by_validator[];
+
 typedef struct {
    relay_clear_stmt_t *stmts;
    bool archive; /* the statements carry their events, to be archived before the clear */

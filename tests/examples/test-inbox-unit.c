@@ -10,7 +10,6 @@
 #include <outbox/inbox.h>
 
 #include "cloudevent.h"
-#include "topics.h"
 
 Test(inbox_unit, classify)
 {
@@ -177,32 +176,4 @@ Test(cloudevent, refuses_nul_in_attributes)
 
    cr_assert_not(cloudevent_decode(nul_id, strlen(nul_id), NULL, &ev, err, sizeof err));
    cr_assert(strstr(err, "id") != NULL, "%s", err);
-}
-
-/* Issue 27, 3: one filter per partition of the set, in order; malformed sets, repeats and a
- * filter without (or with two) {partition} are refused. */
-Test(topics, partition_sets)
-{
-   static const char *const bad_sets[] = {"",      "a",    "1-", "3-1", "0,0",
-                                          "0-2,2", "4096", "1,", "-1",  "1 2"};
-   char err[200];
-   size_t n;
-   char **t = topics_expand("outbox/contacts/{partition}/#", "5,0-2", &n, err, sizeof err);
-
-   cr_assert_not_null(t, "%s", err);
-   cr_assert_eq(n, 4);
-   cr_assert_str_eq(t[0], "outbox/contacts/0/#");
-   cr_assert_str_eq(t[2], "outbox/contacts/2/#");
-   cr_assert_str_eq(t[3], "outbox/contacts/5/#");
-   cr_assert_null(t[4]);
-   topics_free(t);
-   t = topics_expand("outbox/contacts/#", NULL, &n, err, sizeof err);
-   cr_assert(t && n == 1 && !strcmp(t[0], "outbox/contacts/#"));
-   topics_free(t);
-   for (size_t i = 0; i < sizeof bad_sets / sizeof bad_sets[0]; i++)
-      cr_assert_null(topics_expand("o/{partition}/#", bad_sets[i], &n, err, sizeof err), "%s",
-                     bad_sets[i]);
-   cr_assert_null(topics_expand("outbox/contacts/#", "0-1", &n, err, sizeof err));
-   cr_assert_null(topics_expand("o/{partition}/{partition}", "0", &n, err, sizeof err));
-   cr_assert_null(topics_expand("o/{partition}/#", NULL, &n, err, sizeof err));
 }

@@ -35,7 +35,8 @@
  * publishes the events again after its restart and archives them again: the archive keeps
  * the first copy (the _id is the event id), so nothing is stored twice. The relay counts a
  * duplicate key as archived only when the entry is the same event (collection, entityId,
- * seq); another entity's event with the same id is dead-lettered with a reason.
+ * seq); another entity's event with the same id is dead-lettered with a reason, as is an
+ * event a validator refuses three times while the archive takes others.
  *
  * The validator is made from the event contract (outbox/contract.h): each EVENT row's
  * written type with the bounds the relay accepts, so it takes every event the relay

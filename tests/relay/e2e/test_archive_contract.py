@@ -126,6 +126,42 @@ def test_one_event_id_two_entities():
         sub.close()
 
 
+def test_validator_refusal_that_persists():
+    """A validator someone else installed refuses one event (121) while it takes the others:
+    the relay used to hold that entity pending for good. After three refusals it dead-letters
+    the event with the reason, and the entity's later events are archived and cleared. (A
+    validator that refuses everything keeps events pending: test_archive.py.)"""
+    dbname, cname, rname = names("persist")
+    coll = client[dbname][cname]
+    ents = Entities(coll)
+    relay = archive_relay(dbname, cname, rname)
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        ents.create("g0", 1)
+        check(wait_until(lambda: ents.pending() == 0, 30), "the first event never cleared")
+        client[dbname].command("collMod", ARCHIVE,
+                               validator={"data.bad": {"$exists": False}})
+        ents.create("bad", events=[event(1, data={"bad": 1})])
+        n = [0]
+
+        def dead_lettered():
+            n[0] += 1
+            ents.create("g%d" % n[0], 1)  # the archive keeps taking others meanwhile
+            doc = coll.find_one({"_id": "bad"})
+            return len(doc.get("deadLetters", [])) == 1
+        check(wait_until(dead_lettered, 60, 0.3), "the refused event was never dead-lettered: %s" %
+              relay.log_text()[-1500:])
+        reason = coll.find_one({"_id": "bad"})["deadLetters"][0]["reason"]
+        check("validator refuses" in reason, "reason %r" % reason)
+        ents.append("bad", 1)
+        check(wait_until(lambda: ents.pending() == 0, 30), "%d pending" % ents.pending())
+        arch = client[dbname][ARCHIVE]
+        check(arch.count_documents({"entityId": "bad"}) == 1, "the later event not archived")
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        relay.stop()
+
+
 class OrderedSubscriber(Subscriber):
     """Keeps user properties as the ordered list of pairs they arrived in."""
 
@@ -200,7 +236,7 @@ def test_replay_equals_live():
 
 
 TESTS = [test_archive_takes_what_the_relay_publishes, test_one_event_id_two_entities,
-         test_replay_equals_live]
+         test_validator_refusal_that_persists, test_replay_equals_live]
 
 
 if __name__ == "__main__":

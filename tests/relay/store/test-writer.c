@@ -333,3 +333,51 @@ Test(writer, an_event_the_archive_refuses_is_dead_lettered)
    cr_assert_eq(checkpoint_value(2 * cfg.reconnect_max_ms, true), 2);
    cr_assert(relay_writer_idle(w));
 }
+
+/* One clear round at @now: submit what is due, finish it, take it back. */
+static void
+clear_round(int64_t now)
+{
+   relay_writer_flush(w, now, true);
+   fake.finished = true;
+   relay_writer_flush(w, now, true);
+}
+
+/* Issue 33: the archive's validator refuses one event (121) while it takes the others: after
+ * three refusals the event is dead-lettered with the reason instead of holding its entity. */
+Test(writer, a_validator_refusal_that_persists_dead_letters_the_event)
+{
+   relay_entity_t *bad = change(1, 1);
+   int64_t now = 0;
+
+   cfg.archive_collection = bson_strdup("archive");
+   fake.fail = bad;
+   fake.refuse = relay_clear_refused_by_validator;
+   publish_all(NULL);
+   for (int round = 0; round < 3; round++) {
+      change(10 + round, 2); /* another entity's event, archived */
+      publish_all(NULL);
+      cr_assert_eq(fake.updates, 0, "dead-lettered after %d refusals", round);
+      clear_round(now += cfg.reconnect_max_ms * 4);
+   }
+   relay_writer_flush(w, now += cfg.reconnect_max_ms * 4, true);
+   cr_assert_eq(fake.updates, 1, "a persistent refusal still holds the entity");
+}
+
+/* ... but while the validator refuses everything, it is the archive's fault: nothing is
+ * dead-lettered, the events wait for the archive to be fixed. */
+Test(writer, a_validator_that_refuses_everything_keeps_events_pending)
+{
+   relay_entity_t *bad = change(1, 1);
+   int64_t now = 0;
+
+   cfg.archive_collection = bson_strdup("archive");
+   fake.fail = bad;
+   fake.refuse = relay_clear_refused_by_validator;
+   publish_all(NULL);
+   for (int round = 0; round < 6; round++) {
+      clear_round(now += cfg.reconnect_max_ms * 4);
+   }
+   cr_assert_eq(fake.updates, 0, "dead-lettered although the archive took nothing");
+   cr_assert_geq(fake.submits, 6);
+}
