@@ -34,7 +34,7 @@ bool _outbox_bson_is_storable(const bson_t *doc, bool no_dollar_keys);
  * \u0000). Nesting deeper than 100 is not looked into. */
 bool _outbox_bson_is_json_clean(const bson_t *doc);
 
-/* Accepts ObjectId, string (valid UTF-8), int32, int64 and binary subtype 4 of 16 bytes;
+/* Accepts ObjectId, string (valid UTF-8), int32, int64 and binary (any subtype and length);
  * anything else fails with OUTBOX_ERROR_INVALID_ARGUMENT. */
 bool _outbox_id_check(const bson_value_t *id, bson_error_t *error);
 

@@ -35,8 +35,12 @@ _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names)
           (names->recent_commits && first_component_is(path, names->recent_commits));
 }
 
-/* The event contract's ENTITY "_id" rule, written form (contract.c): the types liboutbox
- * accepts, and strings of valid UTF-8 without NUL. A binary id must also be a UUID. */
+/* The event contract's ENTITY "_id" rule, written form (contract.c), and nothing more: the
+ * types liboutbox accepts, and strings of valid UTF-8 without NUL. A binary id may have any
+ * subtype and length: MongoDB takes any BinData as _id (a UUID of subtype 3 from the legacy
+ * drivers, an application's own hash or key), and the relay renders every binary id the one
+ * way (canonical extended JSON, base64: ASCII in topics and the subject). Refusing all but
+ * UUIDs here was a second, finer copy of the rule that the table did not say. */
 bool
 _outbox_id_check(const bson_value_t *id, bson_error_t *error)
 {
@@ -49,7 +53,7 @@ _outbox_id_check(const bson_value_t *id, bson_error_t *error)
    if (!outbox_contract_type_allowed(&rule->written, id->value_type)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
                         "id of type %s is not supported (ObjectId, string, int32, int64 or "
-                        "UUID)",
+                        "binary)",
                         _outbox_bson_type_name(id->value_type));
       return false;
    }
@@ -58,10 +62,9 @@ _outbox_id_check(const bson_value_t *id, bson_error_t *error)
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "string id is not valid UTF-8");
       return false;
    }
-   if (id->value_type == BSON_TYPE_BINARY &&
-       !(id->value.v_binary.subtype == BSON_SUBTYPE_UUID && id->value.v_binary.data_len == 16)) {
-      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
-                        "binary id must be a UUID (subtype 4, 16 bytes)");
+   if (id->value_type == BSON_TYPE_BINARY && id->value.v_binary.data_len &&
+       !id->value.v_binary.data) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "binary id has no data");
       return false;
    }
    return true;

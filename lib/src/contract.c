@@ -360,6 +360,25 @@ static const outbox_contract_rule_t rules[_OUTBOX_RULE_COUNT_] = {
                         "property replay=true; only on replayed messages, which otherwise equal "
                         "the live ones byte for byte",
       },
+   [_OUTBOX_RULE_ARCHIVE_EVENT_ID] =
+      {
+         /* The archive keys an entry by the event id alone, so that consumers and replay find
+          * an event by the id they de-duplicate on. Two entities' events with one id cannot
+          * both be archived: the second is told apart from a second archive of the same event
+          * (after a restart) by collection, entity and seq, and dead-lettered rather than
+          * counted as archived and cleared into neither (store/archive.c). */
+         .scope = OUTBOX_CONTRACT_ARCHIVE,
+         .name = "_id",
+         .written = {.required = true, .types = T(UTF8), .min = NONE, .max = NONE},
+         .accepted = {.required = true, .types = T(UTF8), .min = NONE, .max = NONE},
+         .at_write = OUTBOX_CONTRACT_NOT_APPLICABLE,
+         .outcome = OUTBOX_CONTRACT_DEAD_LETTERED,
+         .reason = "the archive holds another entity's event with this event id (event ids "
+                   "must be unique across entities)",
+         .description = "an archive entry's key, the event id: one entry per id; an event whose "
+                        "id is archived for another event (collection, entity or seq) is not "
+                        "archived",
+      },
 };
 
 static const char *const reserved[] = {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "contract-private.h" /* liboutbox: the MESSAGE rules and their reasons */
+#include "utf8-private.h"     /* liboutbox: the contract's UTF-8 rule */
 
 /* The contract's MESSAGE rule @id: its reason, and its accepted form's maximum. */
 static const outbox_contract_rule_t *
@@ -67,8 +68,15 @@ own_props(const relay_config_t *cfg, const relay_event_t *ev, relay_message_t *m
 
 /* The contract's MESSAGE rules, in the order the relay has always applied them. */
 static const char *
-poison(const relay_config_t *cfg, const relay_message_t *m, size_t n)
+poison(const relay_config_t *cfg, const relay_message_in_t *in, const relay_message_t *m, size_t n)
 {
+   /* The ENTITY "_id" rule's accepted form: a string id must be valid UTF-8, in both payload
+    * modes. Structured mode finds out by itself (the JSON writer refuses the subject); binary
+    * mode puts the id only into percent-encoded topics and properties, so it would publish
+    * what structured mode dead-letters, and consumers that decode the subject then fail. */
+   if (in->subject.str && !_outbox_utf8_valid(in->subject.str, in->subject.len, true)) {
+      return rule(_OUTBOX_RULE_ENTITY_ID)->reason;
+   }
    if (!m->payload) {
       /* libbson's JSON writer refuses invalid UTF-8 (in the entity id, the subject, or the
        * data): sending would publish an empty payload and then clear the event. */
@@ -127,7 +135,7 @@ relay_message_render(const relay_config_t *cfg, const relay_event_t *ev,
       /* JSON text, except binary data's own bytes in binary mode. */
       .payload_format = binary && ev->bin ? RELAY_PAYLOAD_FORMAT_BYTES : RELAY_PAYLOAD_FORMAT_UTF8,
    };
-   m->poison = poison(cfg, m, n);
+   m->poison = poison(cfg, in, m, n);
 }
 
 void

@@ -229,9 +229,7 @@ judge(mongoc_collection_t *archive, batch_t *b, size_t i, int64_t code)
          return true; /* archived before (the relay restarted between archive and clear) */
       }
       if (!unknown) {
-         refuse(b, i,
-                "the archive holds another entity's event with this event id (event ids "
-                "must be unique across entities)");
+         refuse(b, i, _outbox_contract_row(_OUTBOX_RULE_ARCHIVE_EVENT_ID)->reason);
          return false;
       }
    } else if (code == 10334 || code == 17419 || code == 2) {

@@ -53,7 +53,7 @@ static const struct {
    {OUTBOX_CONTRACT_TEXT_TRACE_CONTEXT, "trace_context"},
 };
 
-static const char *const scopes[] = {"", "entity", "event", "header", "message"};
+static const char *const scopes[] = {"", "entity", "event", "header", "message", "archive"};
 
 static void
 bound(const char *key, int64_t v)

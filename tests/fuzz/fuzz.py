@@ -60,18 +60,7 @@ RUNS = [("v5-structured", 5, "structured", False), ("v5-structured-archive", 5, 
 # Defects the fuzzer found that are still open, each listed in tests/fuzz/README.md
 # ("Known open"); their problems are printed as KNOWN OPEN and do not fail the run. Every
 # entry: (finding, regular expression over "RUN: problem").
-KNOWN_OPEN = [
-    ("F1: liboutbox refuses a binary _id that is not a UUID, which the table's written form "
-     "allows", r"_id binData\): refused at write \(binary id must be a UUID"),
-    ("F2: binary mode publishes an entity whose _id is invalid UTF-8 (percent-encoded), "
-     "structured mode dead-letters it as the table says",
-     r"^v5-binary[^:]*: (case \d+ \(raw, entity _id: _id=Raw\(|node consumer: unreadable "
-     r"message on \S+/ev/fz%|node consumer never applied published event \S+ "
-     r"\(entity _id: _id=Raw\()"),
-    ("F3: the archive's dead-letter reason for a shared event id is not a reason of the "
-     "contract table", r"shared event id: dead-lettered with \"the archive holds another "
-     r"entity's event with this event id"),
-]
+KNOWN_OPEN = []
 
 
 def known_open(problem):

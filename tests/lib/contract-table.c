@@ -26,6 +26,8 @@ scope_name(outbox_contract_scope_t s)
       return "event";
    case OUTBOX_CONTRACT_HEADER:
       return "header";
+   case OUTBOX_CONTRACT_ARCHIVE:
+      return "archive";
    default:
       return "message";
    }
@@ -35,11 +37,11 @@ static const char *
 type_name(int t)
 {
    static const char *const names[] = {
-      [BSON_TYPE_DOUBLE] = "double",      [BSON_TYPE_UTF8] = "string",
-      [BSON_TYPE_DOCUMENT] = "document",  [BSON_TYPE_ARRAY] = "array",
-      [BSON_TYPE_BINARY] = "UUID binary", [BSON_TYPE_OID] = "ObjectId",
-      [BSON_TYPE_BOOL] = "bool",          [BSON_TYPE_DATE_TIME] = "Date",
-      [BSON_TYPE_INT32] = "int32",        [BSON_TYPE_INT64] = "Int64",
+      [BSON_TYPE_DOUBLE] = "double",     [BSON_TYPE_UTF8] = "string",
+      [BSON_TYPE_DOCUMENT] = "document", [BSON_TYPE_ARRAY] = "array",
+      [BSON_TYPE_BINARY] = "binary",     [BSON_TYPE_OID] = "ObjectId",
+      [BSON_TYPE_BOOL] = "bool",         [BSON_TYPE_DATE_TIME] = "Date",
+      [BSON_TYPE_INT32] = "int32",       [BSON_TYPE_INT64] = "Int64",
    };
    return t < (int)(sizeof names / sizeof names[0]) ? names[t] : NULL;
 }

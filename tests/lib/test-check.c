@@ -230,11 +230,16 @@ Test(check, id_types)
    v.value.v_binary.data = uuid;
    v.value.v_binary.data_len = 16;
    cr_assert(id_ok(&v));
+   /* F1 (tests/fuzz): MongoDB takes any BinData as _id and the contract's written form allows
+    * every binary, so liboutbox does too (any subtype, any length). */
    v.value.v_binary.data_len = 15;
-   cr_assert_not(id_ok(&v));
+   cr_assert(id_ok(&v));
    v.value.v_binary.data_len = 16;
    v.value.v_binary.subtype = BSON_SUBTYPE_BINARY;
-   cr_assert_not(id_ok(&v));
+   cr_assert(id_ok(&v));
+   v.value.v_binary.data_len = 0;
+   v.value.v_binary.subtype = BSON_SUBTYPE_USER;
+   cr_assert(id_ok(&v));
    v.value_type = BSON_TYPE_DOUBLE;
    cr_assert_not(id_ok(&v));
    v.value_type = BSON_TYPE_DOCUMENT;

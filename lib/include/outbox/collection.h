@@ -13,7 +13,7 @@
  * renamed with collection options (versionField, eventSeqField, eventsField,
  * recentCommitsField).
  *
- *    { _id:      ObjectId | string | int32 | int64 | UUID binary (subtype 4),
+ *    { _id:      ObjectId | string | int32 | int64 | binary (any subtype),
  *      ...business fields...,
  *      version:  Int64,  1 on creation, +1 on every committed change (with or without
  *                        events); never changed by the relay,
@@ -117,7 +117,7 @@ OUTBOX_API void outbox_collection_destroy(outbox_collection_t *collection);
 /* Inserts a new entity {_id: id, ...fields, version: 1, eventSeq: n_events,
  * events: [events...]}.
  *
- * `id` must be an ObjectId, string, int32, int64 or UUID binary (subtype 4); `fields` (may be
+ * `id` must be an ObjectId, string, int32, int64 or binary (any subtype); `fields` (may be
  * NULL) are the business fields and may not contain _id or a bookkeeping field
  * (OUTBOX_ERROR_RESERVED_FIELD) or a top-level key starting with '$'. `events` is an array of
  * `n_events` distinct, not yet committed events (may be NULL when n_events is 0); they are

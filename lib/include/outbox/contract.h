@@ -41,6 +41,8 @@ typedef enum {
    OUTBOX_CONTRACT_HEADER = 3,
    /* A part of the MQTT message the relay publishes for an event. */
    OUTBOX_CONTRACT_MESSAGE = 4,
+   /* An entry of the relay's archive (outbox-relay --archive-collection), keyed by event id. */
+   OUTBOX_CONTRACT_ARCHIVE = 5,
 } outbox_contract_scope_t;
 
 /* What happens to a value that breaks a rule. */
