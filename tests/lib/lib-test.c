@@ -3,6 +3,8 @@
  */
 #include "lib-test.h"
 
+#include "deployment.h"
+
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,21 @@ lt_init_uri(lt_t *t, const char *prefix, void (*adjust)(mongoc_uri_t *uri),
    }
    cr_assert_eq(getrandom(&r, sizeof r, 0), (ssize_t)sizeof r);
    snprintf(t->coll_name, sizeof t->coll_name, "%.30s_%d_%08x", prefix, (int)getpid(), r);
+}
+
+void
+lt_requires(lt_t *t, const char *need)
+{
+   mongoc_client_t *client = mongoc_client_pool_pop(t->pool);
+   char why[256];
+   bool met = deployment_meets(client, need, why, sizeof why);
+
+   mongoc_client_pool_push(t->pool, client);
+   if (!met) {
+      fprintf(stderr, "skip %s::%s: %s\n", criterion_current_test->category,
+              criterion_current_test->name, why);
+      cr_skip_test("%s", why);
+   }
 }
 
 void

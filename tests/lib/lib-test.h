@@ -30,6 +30,12 @@ void lt_init(lt_t *t, const char *prefix, mongoc_apm_callbacks_t *apm, void *apm
 void lt_init_uri(lt_t *t, const char *prefix, void (*adjust)(mongoc_uri_t *uri),
                  mongoc_apm_callbacks_t *apm, void *apm_ctx);
 
+/* Skips the running test (cr_skip_test) unless the deployment meets `need` (the words of
+ * tests/fixtures/deployment.h: "test commands", "replset", "sharded", "members>=3", ...),
+ * first writing "skip SUITE::TEST: reason" to stderr as the Python runners do. Call it after
+ * lt_init(). */
+void lt_requires(lt_t *t, const char *need);
+
 /* Makes t->coll with `opts` (may be NULL); asserts success. */
 void lt_open(lt_t *t, const bson_t *opts);
 

@@ -79,6 +79,7 @@ setup(void)
    snprintf(app_name, sizeof app_name, "outcome-%d-%08x", (int)getpid(), r);
    cr_assert(mongoc_client_pool_set_appname(t.pool, app_name));
    lt_open(&t, NULL);
+   lt_requires(&t, "test commands"); /* every test arms failCommand */
 }
 
 static void

@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaytest import (MONGO_URI, WORKDIR, Entities, Int64, Relay, Subscriber,  # noqa: E402
-                       event, free_port, metric, pymongo, run_tests, wait_until)
+                       event, free_port, metric, pymongo, requires, run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 RUN = "%d" % os.getpid()
@@ -61,22 +61,16 @@ def check(cond, what):
 
 
 def has_small_oplog():
-    """Whether the server keeps a short history (the history-loss tests need one); says so
-    when it does not."""
-    if os.environ.get("OUTBOX_TEST_MONGOD_OPLOG_SIZE"):
-        return True
-    print("  (skipped: needs a server with a small oplog)")
-    return False
+    """Skips the test (deployment.Skip) unless the server keeps a short history (the
+    history-loss tests need one)."""
+    requires("small oplog")
+    return True
 
 
 def pausable_broker():
     """The pid of the fixture's own mosquitto, which a test may SIGSTOP, when the server also
-    keeps a short history; None (saying why) when either is missing."""
-    if not has_small_oplog():
-        return None
-    if "OUTBOX_TEST_MOSQUITTO_PID" not in os.environ:
-        print("  (skipped: needs the fixture's own mosquitto)")
-        return None
+    keeps a short history; skips the test when either is missing."""
+    requires("small oplog", "fixture broker")
     return int(os.environ["OUTBOX_TEST_MOSQUITTO_PID"])
 
 
@@ -893,9 +887,7 @@ def restart_broker(persistent):
 def test_broker_restart():
     """mosquitto restarts while events flow: nothing is lost (the subscriber keeps a
     persistent session across the restart, so what the broker accepted reaches it)."""
-    if not os.environ.get("OUTBOX_TEST_MOSQUITTO_CONF"):
-        print("  (skipped: the broker was not started by the fixture)")
-        return
+    requires("fixture broker")
     dbname, cname, rname = names("broker")
     coll = client[dbname][cname]
     ents = Entities(coll)
