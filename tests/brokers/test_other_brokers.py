@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "relay", "core"))
 sys.path.insert(0, os.path.join(HERE, "..", "chaos"))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Entities, Int64, Relay, event,  # noqa: E402
                        free_port, metric, pymongo, run_tests, wait_until)
 import chaoslib  # noqa: E402
@@ -333,7 +334,7 @@ def restart_under_load(broker, source, version, events, restarts, delay_us):
     the chaos verifier then finds every committed event delivered (lost=0), first deliveries
     in seq order per entity, nothing pending and nothing phantom."""
     rng = random.Random(SEED)
-    dbname = "brokers_chaos_%s_%s_%d" % (BROKER, RUN, version)
+    dbname = db_name("brokers_chaos_%s_%s_%d" % (BROKER, RUN, version))
     db = client[dbname]
     ledger, figures = chaoslib.Ledger(), chaoslib.Figures()
     r = relay(broker, "things", "chaos%d" % version, version, db=dbname)

@@ -40,6 +40,7 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", 
 MONGO = os.environ["OUTBOX_TEST_MONGODB_URI"]
 MQTT = os.environ["OUTBOX_TEST_MQTT_URI"]
 PID = os.getpid()
+PREFIX = os.environ.get("OUTBOX_TEST_DB_PREFIX", "")  # the run's databases (--against)
 UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 CHECKS = exampletest.Checks("examples-languages")
 check = CHECKS.check
@@ -107,7 +108,7 @@ def inject(name, consumer, collection, mode, committed):
 def run_example_consumer(args, name, mode, consumer_argv, writer):
     """The example consumers (Python, Node): `writer(db, collection)` returns what it
     committed as (entity, seq, id)."""
-    db, collection = "lang_%d" % PID, "things_" + name.replace("-", "_")
+    db, collection = PREFIX + "lang_%d" % PID, "things_" + name.replace("-", "_")
     consumer = Process(name + "-consumer",
                        consumer_argv + [MQTT, "outbox/%s/#" % collection, "consumer-%s-%d" % (name, PID)],
                        env=dict(os.environ, NODE_PATH=args.node_path or ""))
@@ -200,10 +201,10 @@ def check_python_conflicts(args):
 
 
 def python_to_c(args):
-    name, db, collection = "python-c", "lang_%d" % PID, "contacts_%d" % PID
+    name, db, collection = "python-c", PREFIX + "lang_%d" % PID, "contacts_%d" % PID
     consumer = Process(name + "-consumer", [
         args.c_consumer, "--mqtt-uri", MQTT, "--mongodb-uri", MONGO,
-        "--database", "lang_directory_%d" % PID, "--topic", "outbox/%s/#" % collection,
+        "--database", PREFIX + "lang_directory_%d" % PID, "--topic", "outbox/%s/#" % collection,
         "--client-id", "consumer-%s-%d" % (name, PID)])
     check(name + ": consumer subscribes",
           consumer.wait_for(lambda ls: any("subscribed to" in l for l in ls)))
@@ -232,7 +233,7 @@ def python_to_c(args):
         mine = [(s, order) for c, s, order in seen if c == cid]
         check("%s: %s in seq order" % (name, cid), mine == [(s, "in-order") for s in (1, 2, 3, 4)],
               mine)
-    directory = pymongo.MongoClient(MONGO)["lang_directory_%d" % PID]["directory"]
+    directory = pymongo.MongoClient(MONGO)[PREFIX + "lang_directory_%d" % PID]["directory"]
     for cid, (email, company) in final.items():
         entry = directory.find_one({"_id": cid}) or {}
         check("%s: %s in the C consumer's read model" % (name, cid),

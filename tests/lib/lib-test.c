@@ -13,6 +13,18 @@
 #include <time.h>
 #include <unistd.h>
 
+const char *
+lt_db(void)
+{
+   static char name[64];
+   const char *prefix = getenv("OUTBOX_TEST_DB_PREFIX");
+
+   if (!name[0]) {
+      snprintf(name, sizeof name, "%.40soutbox_lib_tests", prefix ? prefix : "");
+   }
+   return name;
+}
+
 void
 lt_init(lt_t *t, const char *prefix, mongoc_apm_callbacks_t *apm, void *apm_ctx)
 {

@@ -10,7 +10,10 @@
 
 #include <outbox/outbox.h>
 
-#define LT_DB "outbox_lib_tests"
+/* The tests' database: "outbox_lib_tests" after the run's prefix (OUTBOX_TEST_DB_PREFIX,
+ * set by scripts/test --against; empty otherwise). */
+const char *lt_db(void);
+#define LT_DB lt_db()
 
 /* One test's world: its own pool and a collection no other test uses. */
 typedef struct {

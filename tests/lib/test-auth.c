@@ -190,7 +190,8 @@ Test(auth, read_only_user_cannot_commit)
    cr_assert_eq(error.domain, MONGOC_ERROR_SERVER, "%u.%u %s", error.domain, error.code,
                 error.message);
    cr_assert_eq(error.code, 13, "%u %s", error.code, error.message);
-   cr_assert(strstr(error.message, "not authorized on " LT_DB), "%s", error.message);
+   cr_assert(strstr(error.message, "not authorized on ") && strstr(error.message, LT_DB), "%s",
+             error.message);
    assert_no_password(&error);
    assert_nothing_written(before, "by-reader");
    /* Reading is what the role allows. */

@@ -25,6 +25,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "relay",
                                 "core"))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Entities, Relay, Subscriber,  # noqa: E402
                        event, pymongo, requires, run_tests, wait_until)
 
@@ -69,7 +70,7 @@ def sample(text, name, labels=""):
 
 def start_relay(name, coll_names, extra=()):
     port = free_port()
-    db = "mon_%s_%s" % (name, RUN)
+    db = db_name("mon_%s_%s" % (name, RUN))
     relay = Relay(RELAY_BIN, db, coll_names, "mon-%s-%s" % (name, RUN),
                   extra=["--metrics-listen", "127.0.0.1:%d" % port] + list(extra))
     check(relay.wait_log("change stream open"), "relay did not open its stream")

@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "fixtures"))
-from deployment import MONGO_URI, Skip, requires  # noqa: E402,F401  (tests import them here)
+from deployment import MONGO_URI, Skip, db_name, requires  # noqa: E402,F401 (tests import them)
 
 MQTT_URI = os.environ.get("OUTBOX_TEST_MQTT_URI", "")
 WORKDIR = os.environ.get("OUTBOX_TEST_WORKDIR", "/tmp")

@@ -17,6 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Entities, Int64, Relay, Subscriber,  # noqa: E402
                        event, free_port, metric, pymongo, requires, run_tests, wait_until)
 
@@ -27,7 +28,7 @@ client = pymongo.MongoClient(MONGO_URI) if MONGO_URI else None
 
 def names(test):
     """A database, a collection and a relay name no other test (or run) uses."""
-    return "relay_e2e_%s_%s" % (test, RUN), "things_%s" % RUN, "relay-%s-%s" % (test, RUN)
+    return db_name("relay_e2e_%s_%s" % (test, RUN)), "things_%s" % RUN, "relay-%s-%s" % (test, RUN)
 
 
 def decode(messages):

@@ -34,7 +34,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grouptest import (MARGIN, MONGO_URI, RENEW, Entities, Group, Member,  # noqa: E402
                        partition_of, pymongo, wait_until)
-from relaytest import Int64, event, run_tests  # noqa: E402
+from relaytest import Int64, db_name, event, run_tests  # noqa: E402
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 ADMIN_BIN = sys.argv[2] if len(sys.argv) > 2 else "outbox-admin"
@@ -48,7 +48,7 @@ def check(cond, what):
 
 
 def names(test):
-    return "rs_%s_%s" % (test, RUN), "things", "rs-%s-%s" % (test, RUN)
+    return db_name("rs_%s_%s" % (test, RUN)), "things", "rs-%s-%s" % (test, RUN)
 
 
 def hello():

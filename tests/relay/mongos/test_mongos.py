@@ -20,6 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "core"))
 sys.path.insert(0, os.path.join(HERE, "..", "group"))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Entities, Relay, Subscriber, event,  # noqa: E402
                        pymongo, run_tests, wait_until)
 from grouptest import LEASE_OPTS  # noqa: E402
@@ -38,7 +39,7 @@ def check(cond, what):
 def sharded(test, key):
     """A new database with collection "things" sharded by @key ("hashed" or "compound");
     returns (db name, collection)."""
-    dbname = "mongos_%s_%s" % (test, RUN)
+    dbname = db_name("mongos_%s_%s" % (test, RUN))
     ns = dbname + ".things"
     admin = client.admin
     admin.command("enableSharding", dbname, primaryShard="shard0")
@@ -214,7 +215,7 @@ def test_group_of_three_compound_key():
 
 
 def refused(test, key, coll_name, extra):
-    dbname = "mongos_%s_%s" % (test, RUN)
+    dbname = db_name("mongos_%s_%s" % (test, RUN))
     client.admin.command("enableSharding", dbname)
     client.admin.command("shardCollection", "%s.%s" % (dbname, coll_name), key=key)
     r = subprocess.run([RELAY_BIN, "--mongodb-uri", MONGO_URI, "--database", dbname,
