@@ -463,7 +463,7 @@ def main():
         else:
             MODULES = otherbrokers.prepare_aedes(NODE_DIR)
     except Unavailable as why:
-        print("%s: SKIP: %s" % (name, why))
+        print("skip: %s" % why)
         print("%s: 0 passed, 0 failed, %d skipped" % (name, len(tests)))
         return 77
     return run_tests(name, tests, WANTED, cleanup, skipped)

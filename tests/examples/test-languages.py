@@ -172,8 +172,8 @@ def check_python_conflicts(args):
     """The Python writer refuses a stale expected version, and a change that lands between
     its read and its write (a collection whose find_one answers with what it read before
     another writer moved on), writing nothing."""
-    enforce_contract(args, "lang_conflicts_%d" % PID, "python")
-    coll = pymongo.MongoClient(MONGO, w="majority")["lang_conflicts_%d" % PID]["python"]
+    enforce_contract(args, PREFIX + "lang_conflicts_%d" % PID, "python")
+    coll = pymongo.MongoClient(MONGO, w="majority")[PREFIX + "lang_conflicts_%d" % PID]["python"]
     outbox_writer.create(coll, "c", {"n": 0}, [])
     outbox_writer.update(coll, "c", 1, {"n": 1}, [("thing.changed", {})])
 
@@ -257,12 +257,12 @@ def main():
     if any(s.startswith("node") for s in args.scenarios):
         args.node_path, why = languages_node.prepare(args.node_dir, EXAMPLES)
         if not args.node_path:
-            print("%s: SKIP the Node scenarios: %s" % (CHECKS.name, why))
+            print("skip: the Node scenarios: %s" % why)
             return 77
-        enforce_contract(args, "lang_conflicts_%d" % PID, "node")
+        enforce_contract(args, PREFIX + "lang_conflicts_%d" % PID, "node")
         languages_node.check_node_conflicts(check, args.node_path, MONGO, EXAMPLES)
         check_stored_contract("node writer", pymongo.MongoClient(MONGO)[
-            "lang_conflicts_%d" % PID]["node"].find_one({"_id": "c"}) or {})
+            PREFIX + "lang_conflicts_%d" % PID]["node"].find_one({"_id": "c"}) or {})
     python_consumer = ["/usr/bin/python3", os.path.join(EXAMPLES, "python", "outbox_consumer.py")]
     node_consumer = ["node", os.path.join(EXAMPLES, "node", "consumer.js")]
     for s in args.scenarios:

@@ -67,10 +67,16 @@ lt_requires(lt_t *t, const char *need)
 
    mongoc_client_pool_push(t->pool, client);
    if (!met) {
-      fprintf(stderr, "skip %s::%s: %s\n", criterion_current_test->category,
-              criterion_current_test->name, why);
-      cr_skip_test("%s", why);
+      lt_skip(why);
    }
+}
+
+void
+lt_skip(const char *why)
+{
+   fprintf(stderr, "skip %s::%s: %s\n", criterion_current_test->category,
+           criterion_current_test->name, why);
+   cr_skip_test("%s", why);
 }
 
 void

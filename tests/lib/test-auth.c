@@ -76,8 +76,8 @@ setup(void)
    lt_init(&t, "auth", NULL, NULL);
    lt_open(&t, NULL);
    if (!server_has_root_auth()) {
-      cr_skip_test("needs a server with authentication and root credentials in "
-                   "OUTBOX_TEST_MONGODB_URI (with-servers --mongod-user NAME:PASSWORD:root)");
+      lt_skip("needs a server with authentication and root credentials in "
+              "OUTBOX_TEST_MONGODB_URI (with-servers --mongod-user NAME:PASSWORD:root)");
    }
    snprintf(user_read, sizeof user_read, "ro_%s", t.coll_name);
    snprintf(user_write, sizeof user_write, "rw_%s", t.coll_name);
@@ -244,8 +244,8 @@ tls_dir_or_skip(void)
    const char *dir = getenv("OUTBOX_TEST_TLS_DIR");
    const char *uri = getenv("OUTBOX_TEST_MONGODB_URI");
    if (!dir || !strstr(uri, "tls=true")) {
-      cr_skip_test("needs a TLS server and OUTBOX_TEST_TLS_DIR with ca.pem and wrong-ca.pem "
-                   "(with-servers --mongod-tls)");
+      lt_skip("needs a TLS server and OUTBOX_TEST_TLS_DIR with ca.pem and wrong-ca.pem "
+              "(with-servers --mongod-tls)");
    }
    return dir;
 }

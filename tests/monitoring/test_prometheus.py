@@ -258,7 +258,7 @@ def main():
         return 77
     missing = [b for b in ("prometheus", "promtool") if not shutil.which(b)]
     if missing or yaml is None:
-        print("monitoring: skipped: %s not installed (Debian's prometheus package and "
+        print("skip: %s not installed (Debian's prometheus package and "
               "python3-yaml; scripts/setup-deps installs them)" %
               ", ".join(missing + ([] if yaml else ["python3-yaml"])))
         return 77

@@ -39,8 +39,8 @@ def admin(uri, *args):
 def main():
     parts = urllib.parse.urlsplit(MONGO_URI) if MONGO_URI else None
     if not parts or not parts.password or "tls=true" not in parts.query.lower():
-        print("admin-e2e-auth: needs a URI with credentials and tls=true (with-servers "
-              "--mongod-user ... --mongod-tls): skipped")
+        print("skip: needs a URI with credentials and tls=true (with-servers "
+              "--mongod-user ... --mongod-tls)")
         return 77
     password = urllib.parse.unquote(parts.password)
     client = pymongo.MongoClient(MONGO_URI)
