@@ -24,7 +24,8 @@ except ImportError as exc:  # pragma: no cover
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "fixtures"))
-from deployment import MONGO_URI, Skip, db_name, requires  # noqa: E402,F401 (tests import them)
+from deployment import (MONGO_URI, Skip, db_name, needing,  # noqa: E402,F401 (for the tests)
+                        requires)
 
 MQTT_URI = os.environ.get("OUTBOX_TEST_MQTT_URI", "")
 WORKDIR = os.environ.get("OUTBOX_TEST_WORKDIR", "/tmp")

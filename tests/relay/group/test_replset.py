@@ -35,7 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grouptest import (MARGIN, MONGO_URI, RENEW, Entities, Group, Member,  # noqa: E402
                        partition_of, pymongo, wait_until)
-from relaytest import Int64, Skip, db_name, event, requires, run_tests  # noqa: E402
+from relaytest import Int64, Skip, db_name, event, needing, run_tests  # noqa: E402
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 ADMIN_BIN = sys.argv[2] if len(sys.argv) > 2 else "outbox-admin"
@@ -89,18 +89,6 @@ def secondaries():
     h = hello()
     p = primary()
     return [x for x in h["hosts"] if x != p]
-
-
-def needing(*needs):
-    """The test, skipping (deployment.requires) where the deployment lacks @needs."""
-    def wrap(test):
-        def run():
-            requires(*needs)
-            test()
-        run.__name__ = test.__name__
-        return run
-    return wrap
-
 
 
 def metric(member, name):

@@ -20,7 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "core"))
 sys.path.insert(0, os.path.join(HERE, "..", "group"))
-from relaytest import db_name  # noqa: E402 (the run's database names)
+from relaytest import db_name, needing  # noqa: E402
 from relaytest import (MONGO_URI, WORKDIR, Entities, Relay, Subscriber, event,  # noqa: E402
                        pymongo, run_tests, wait_until)
 from grouptest import LEASE_OPTS  # noqa: E402
@@ -42,16 +42,18 @@ def sharded(test, key):
     dbname = db_name("mongos_%s_%s" % (test, RUN))
     ns = dbname + ".things"
     admin = client.admin
-    admin.command("enableSharding", dbname, primaryShard="shard0")
+    # The first two shards by name (test-mongod's are shard0, shard1; a cluster's its own).
+    first, second = sorted(x["_id"] for x in admin.command("listShards")["shards"])[:2]
+    admin.command("enableSharding", dbname, primaryShard=first)
     if key == "hashed":
         admin.command("shardCollection", ns, key={"_id": "hashed"})
     else:
         admin.command("shardCollection", ns, key={"tenant": 1, "_id": 1})
         admin.command("split", ns, middle={"tenant": "m", "_id": MinKey()})
-        admin.command("moveChunk", ns, find={"tenant": "x"}, to="shard1")
+        admin.command("moveChunk", ns, find={"tenant": "x"}, to=second)
     uuid = client.config.collections.find_one({"_id": ns})["uuid"]
     shards = {c["shard"] for c in client.config.chunks.find() if c["uuid"] == uuid}
-    check(sorted(shards) == ["shard0", "shard1"], "chunks of %s on %s" % (ns, shards))
+    check(sorted(shards) == [first, second], "chunks of %s on %s" % (ns, shards))
     return dbname, client[dbname]["things"]
 
 
@@ -233,9 +235,10 @@ def test_sharded_state_and_lease_collections_refused():
     check(rc == 78 and "lease collection %s.leases is sharded" % db in out, (rc, out[-1500:]))
 
 
-TESTS = [test_hashed_id_one_relay, test_compound_key_one_relay,
-         test_dead_letters_and_admin_compound_key, test_group_of_three_compound_key,
-         test_sharded_state_and_lease_collections_refused]
+TESTS = [needing("shards>=2")(t) for t in (
+    test_hashed_id_one_relay, test_compound_key_one_relay,
+    test_dead_letters_and_admin_compound_key, test_group_of_three_compound_key,
+    test_sharded_state_and_lease_collections_refused)]
 
 if __name__ == "__main__":
     sys.exit(run_tests("relay-mongos", TESTS, set(sys.argv[4:])))
