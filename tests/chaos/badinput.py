@@ -7,8 +7,8 @@ reason, log line, exit status) and that the writers' normal traffic around it st
 
 import datetime
 import json
-import re
 import os
+import re
 import subprocess
 import time
 import uuid
