@@ -244,7 +244,28 @@ class External:
     failpoint = Mongod.failpoint
     failpoint_off = Mongod.failpoint_off
 
+    def undo_faults(self):
+        """Heals, resumes and sets right every member test-mongod's faults may have left
+        cut off, paused, lagging or with its clock off (a scenario that failed half way),
+        then waits for a primary: the deployment outlives the scenario. Best effort: a
+        deployment without testMemberFault has nothing to undo."""
+        hosts = self.hosts()
+        for host in hosts:
+            for mode, kw in (("heal", {}), ("resume", {}), ("clock", {"ms": 0}),
+                             ("lag", {"ms": -1})):
+                for via in hosts:
+                    try:
+                        with pymongo.MongoClient("mongodb://%s/?directConnection=true" % via,
+                                                 serverSelectionTimeoutMS=2000) as c:
+                            c.admin.command("testMemberFault", host, mode=mode, **kw)
+                        break
+                    except pymongo.errors.PyMongoError:
+                        continue
+        if hosts:
+            wait_until(lambda: self.client.admin.command("ismaster").get("primary"), 30)
+
     def close(self):
+        self.undo_faults()
         self.reset()
         self.client.close()
 

@@ -71,6 +71,17 @@ lt_requires(lt_t *t, const char *need)
    }
 }
 
+bool
+lt_meets(lt_t *t, const char *need)
+{
+   mongoc_client_t *client = mongoc_client_pool_pop(t->pool);
+   char why[256];
+   bool met = deployment_meets(client, need, why, sizeof why);
+
+   mongoc_client_pool_push(t->pool, client);
+   return met;
+}
+
 void
 lt_skip(const char *why)
 {

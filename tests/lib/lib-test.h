@@ -39,6 +39,9 @@ void lt_init_uri(lt_t *t, const char *prefix, void (*adjust)(mongoc_uri_t *uri),
  * lt_init(). */
 void lt_requires(lt_t *t, const char *need);
 
+/* Whether the deployment meets `need` (deployment.h's words), for a test that adapts. */
+bool lt_meets(lt_t *t, const char *need);
+
 /* Skips the running test saying `why` in one line ("skip SUITE::TEST: why" on stderr, then
  * cr_skip_test), for needs deployment.h does not know (credentials, certificates). */
 void lt_skip(const char *why);
