@@ -39,8 +39,12 @@ writer_update_one(void *ctx, int coll, const bson_t *query, const bson_t *update
    return mongoc_collection_update_one(r->colls[coll], query, update, NULL, reply, error);
 }
 
-const relay_writer_ops_t relay_ops_writer = {writer_take, writer_submit, writer_busy,
-                                             writer_update_one};
+const relay_writer_ops_t relay_ops_writer = {
+   .take = writer_take,
+   .submit = writer_submit,
+   .busy = writer_busy,
+   .update_one = writer_update_one,
+};
 
 /* Who may publish (publish/publisher.h): nothing while MongoDB refuses the writes (what went
  * out could not be cleared), and an entity only through its partition's gate. */
@@ -62,8 +66,11 @@ admission_keep_failed(void *ctx, relay_entity_t *e)
    return relay_gate_keep_failed(((relay_t *)ctx)->group, e);
 }
 
-const relay_admission_ops_t relay_ops_admission = {admission_open, admission_admit,
-                                                   admission_keep_failed};
+const relay_admission_ops_t relay_ops_admission = {
+   .open = admission_open,
+   .admit = admission_admit,
+   .keep_failed = admission_keep_failed,
+};
 
 /* The partition owner's world (group/group.h): the lease thread, and the server's hashing. */
 static relay_lease_event_t *
@@ -103,8 +110,14 @@ group_probe(void *ctx)
    return relay_group_probe(((relay_t *)ctx)->state);
 }
 
-const relay_group_ops_t relay_ops_group = {group_pop,          group_may_publish, group_drained,
-                                           group_set_eligible, group_checkpoint,  group_probe};
+const relay_group_ops_t relay_ops_group = {
+   .pop = group_pop,
+   .may_publish = group_may_publish,
+   .drained = group_drained,
+   .set_eligible = group_set_eligible,
+   .checkpoint = group_checkpoint,
+   .probe = group_probe,
+};
 
 /* Ingest's world (stream/ingest.h): the reader thread, and the store's reads and sweeps. */
 static relay_change_t *
@@ -184,9 +197,18 @@ ingest_sweep_close(void *ctx, void *cursor)
 }
 
 const relay_ingest_ops_t relay_ops_ingest = {
-   ingest_pop,          ingest_start,          ingest_stop,          ingest_read_entity,
-   ingest_ensure_index, ingest_operation_time, ingest_wait_majority, ingest_sweep_open,
-   ingest_sweep_next,   ingest_sweep_error,    ingest_sweep_close};
+   .pop = ingest_pop,
+   .start = ingest_start,
+   .stop = ingest_stop,
+   .read_entity = ingest_read_entity,
+   .ensure_index = ingest_ensure_index,
+   .operation_time = ingest_operation_time,
+   .wait_majority = ingest_wait_majority,
+   .sweep_open = ingest_sweep_open,
+   .sweep_next = ingest_sweep_next,
+   .sweep_error = ingest_sweep_error,
+   .sweep_close = ingest_sweep_close,
+};
 
 /* The publisher's link: messages rendered by the sender, handed to the MQTT client. */
 static int
@@ -219,5 +241,10 @@ link_last_disconnect_reason(void *ctx)
    return relay_mqtt_last_disconnect_reason(((relay_t *)ctx)->mqtt);
 }
 
-const relay_link_ops_t relay_ops_link = {link_send, link_receive_max, link_connect,
-                                         link_clean_session, link_last_disconnect_reason};
+const relay_link_ops_t relay_ops_link = {
+   .send = link_send,
+   .receive_max = link_receive_max,
+   .connect = link_connect,
+   .clean_session = link_clean_session,
+   .last_disconnect_reason = link_last_disconnect_reason,
+};

@@ -81,7 +81,8 @@ open_mqtt(relay_t *r, bson_error_t *error)
    }
    r->sender = relay_sender_new(r->cfg, r->mqtt, r->metrics);
    r->writer = relay_writer_new(r->cfg, r->metrics, &r->table, &relay_ops_writer, r);
-   r->ingest = relay_ingest_new(r->cfg, r->metrics, &r->table, r->group, &relay_ops_ingest, r);
+   r->ingest = relay_ingest_new(r->cfg, r->metrics, &r->table, &relay_group_ingest_ops, r->group,
+                                &relay_ops_ingest, r);
    r->publisher = relay_publisher_new(r->cfg, r->metrics, &r->table, &relay_ops_admission, r,
                                       &relay_ops_link, r);
    return true;
@@ -130,7 +131,8 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
       relay_destroy(r);
       return NULL;
    }
-   r->reader = relay_reader_new(cfg, wake_main, r->mqtt, error);
+   r->reader = relay_reader_new(cfg, relay_store_client_new(cfg, "outbox-relay-stream", error),
+                                relay_store_operation_time, wake_main, r->mqtt, error);
    /* Without per-collection series (tests that drive relay_t directly) there is nothing
     * for the scanner to fill. */
    bool want_scanner = cfg->pending_scan_interval_ms > 0 && relay_metrics_series(metrics);
@@ -172,8 +174,9 @@ update_gauges(relay_t *r)
    relay_metrics_set(r->metrics, RELAY_G_ENTITIES, (double)r->table.count);
    relay_metrics_set(r->metrics, RELAY_G_INFLIGHT, (double)r->table.inflight);
    /* Refused by the clears (writer.c) or by the lease writes (group/tick.c): one gauge, set
-    * here only. */
-   refused = relay_writer_refused(r->writer) || (r->lease && relay_lease_refused(r->lease));
+    * here only. (r->lease, like every component, exists for the whole run: relay_new() fails
+    * without it.) */
+   refused = relay_writer_refused(r->writer) || relay_lease_refused(r->lease);
    relay_metrics_set(r->metrics, RELAY_G_MONGODB_WRITES_REFUSED, refused ? 1.0 : 0.0);
    if (!relay_ingest_started(r->ingest)) {
       /* A standby has no stream: MongoDB counts as reachable while its lease ticks work. */
@@ -182,7 +185,7 @@ update_gauges(relay_t *r)
    }
 }
 
-/* A checkpoint the writer says is due goes to the group, whose lease thread stores it in
+/* A checkpoint the writer says is due goes to the partition owner, whose lease thread stores it in
  * the leases it is valid for (fenced by their epochs). */
 static void
 checkpoint(relay_t *r, int64_t now, bool force)

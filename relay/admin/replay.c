@@ -22,7 +22,7 @@
 #include "util/error.h"
 #include "admin/args.h"
 #include "group/hash.h"
-#include "group/partition.h"
+#include "base/partition.h"
 #include "mqtt/headers.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"

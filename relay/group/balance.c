@@ -8,11 +8,7 @@
 
 #include <string.h>
 
-static bool
-same(const char *a, const char *b)
-{
-   return a && b && !strcmp(a, b);
-}
+#include "base/str.h"
 
 /* Whether member @id owns at least one lease and every one of them has expired. */
 static bool
@@ -20,7 +16,7 @@ all_leases_expired(const relay_balance_input_t *in, const char *id)
 {
    bool any = false;
    for (int p = 0; p < in->n; p++) {
-      if (same(in->leases[p].owner, id)) {
+      if (relay_str_same(in->leases[p].owner, id)) {
          if (in->leases[p].live) {
             return false;
          }
@@ -36,7 +32,7 @@ count_members(const relay_balance_input_t *in)
    int m = in->eligible ? 1 : 0;
    for (size_t i = 0; i < in->n_members; i++) {
       const char *id = in->members[i];
-      if (!same(id, in->me) && !all_leases_expired(in, id)) {
+      if (!relay_str_same(id, in->me) && !all_leases_expired(in, id)) {
          m++;
       }
    }
@@ -48,8 +44,8 @@ takeable(const relay_balance_input_t *in, int p)
 {
    const relay_lease_view_t *l = &in->leases[p];
    bool reserved_for_other =
-      l->reserved_for && !same(l->reserved_for, in->me) && l->reservation_live;
-   return (!l->owner || !l->live) && !same(l->owner, in->me) && !reserved_for_other &&
+      l->reserved_for && !relay_str_same(l->reserved_for, in->me) && l->reservation_live;
+   return (!l->owner || !l->live) && !relay_str_same(l->owner, in->me) && !reserved_for_other &&
           !l->malformed;
 }
 
@@ -61,14 +57,14 @@ plan_acquire(const relay_balance_input_t *in, relay_balance_plan_t *plan)
    int room = plan->hi - plan->owned;
 
    for (int p = 0; p < in->n; p++) {
-      if (takeable(in, p) && same(in->leases[p].reserved_for, in->me)) {
+      if (takeable(in, p) && relay_str_same(in->leases[p].reserved_for, in->me)) {
          plan->acquire[plan->n_acquire++] = p;
          room--;
       }
    }
    for (int i = 0; i < in->n && room > 0; i++) {
       int p = (int)((in->rotate + (uint32_t)i) % (uint32_t)in->n);
-      if (takeable(in, p) && !same(in->leases[p].reserved_for, in->me)) {
+      if (takeable(in, p) && !relay_str_same(in->leases[p].reserved_for, in->me)) {
          plan->acquire[plan->n_acquire++] = p;
          room--;
       }
@@ -86,10 +82,11 @@ plan_handoffs(const relay_balance_input_t *in, relay_balance_plan_t *plan, int h
    for (int p = 0; p < in->n; p++) {
       const char *owner = in->leases[p].owner;
       int i = 0;
-      if (!owner || !in->leases[p].live || in->leases[p].malformed || same(owner, in->me)) {
+      if (!owner || !in->leases[p].live || in->leases[p].malformed ||
+          relay_str_same(owner, in->me)) {
          continue;
       }
-      while (i < n_owners && !same(owners[i], owner)) {
+      while (i < n_owners && !relay_str_same(owners[i], owner)) {
          i++;
       }
       if (i == n_owners) {
@@ -115,7 +112,7 @@ plan_handoffs(const relay_balance_input_t *in, relay_balance_plan_t *plan, int h
    }
    for (int p = in->n - 1; p >= 0 && want > 0; p--) {
       const relay_lease_view_t *l = &in->leases[p];
-      if (same(l->owner, owners[top]) && l->live && !l->handoff_to && !l->malformed) {
+      if (relay_str_same(l->owner, owners[top]) && l->live && !l->handoff_to && !l->malformed) {
          plan->handoff[plan->n_handoff++] = p;
          want--;
       }
@@ -130,8 +127,9 @@ relay_balance_plan(const relay_balance_input_t *in, relay_balance_plan_t *plan)
    plan->n_acquire = plan->n_handoff = plan->members = plan->hi = plan->lo = plan->owned = 0;
    for (int p = 0; p < in->n; p++) {
       const relay_lease_view_t *l = &in->leases[p];
-      plan->owned += same(l->owner, in->me);
-      incoming += same(l->handoff_to, in->me) && l->owner && l->live && !same(l->owner, in->me);
+      plan->owned += relay_str_same(l->owner, in->me);
+      incoming += relay_str_same(l->handoff_to, in->me) && l->owner && l->live &&
+                  !relay_str_same(l->owner, in->me);
    }
    plan->members = count_members(in);
    if (!in->eligible || plan->members == 0) {

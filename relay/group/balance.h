@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "group/partition.h"
+#include "base/partition.h"
 
 /* One lease as read (borrowed strings; NULL when the field is null). */
 typedef struct {

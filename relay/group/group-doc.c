@@ -4,7 +4,8 @@
  * The group document (state collection): created by the first member, checked by every
  * other one (the same partition count or no start), and migrated from the checkpoint
  * document of a relay before groups. Also makes sure the group's P lease documents exist.
- * Lease thread only, once, before its first tick.
+ * relay_lease_store_init() (lease-store.c) decides which of these applies. Lease thread
+ * only, once, before its first tick.
  */
 #include "group/lease-store.h"
 
@@ -121,8 +122,8 @@ migrate(const relay_lease_store_t *st, const bson_t *token, bson_error_t *error)
    return ok;
 }
 
-static relay_group_init_t
-create_group(const relay_lease_store_t *st, bson_error_t *error)
+relay_group_init_t
+relay_group_doc_create(const relay_lease_store_t *st, bson_error_t *error)
 {
    bson_t doc = BSON_INITIALIZER;
    bool ok;
@@ -145,8 +146,8 @@ create_group(const relay_lease_store_t *st, bson_error_t *error)
    return RELAY_GROUP_OK;
 }
 
-static relay_group_init_t
-check_group(const relay_lease_store_t *st, const bson_t *doc, bson_error_t *error)
+relay_group_init_t
+relay_group_doc_check(const relay_lease_store_t *st, const bson_t *doc, bson_error_t *error)
 {
    bson_iter_t it;
 
@@ -242,35 +243,4 @@ relay_lease_store_find_elsewhere(const relay_lease_store_t *st, bson_error_t *er
    bson_strfreev(names);
    bson_destroy(&opts);
    return rc;
-}
-
-relay_group_init_t
-relay_lease_store_init(const relay_lease_store_t *st, bson_error_t *error)
-{
-   for (int attempt = 0; attempt < 3; attempt++) {
-      bson_t filter = BSON_INITIALIZER;
-      const bson_t *doc;
-      mongoc_cursor_t *cursor;
-      relay_group_init_t rc;
-
-      BSON_APPEND_UTF8(&filter, "_id", st->name);
-      cursor = mongoc_collection_find_with_opts(st->state, &filter, NULL, NULL);
-      if (mongoc_cursor_next(cursor, &doc)) {
-         rc = check_group(st, doc, error);
-      } else if (mongoc_cursor_error(cursor, error)) {
-         rc = RELAY_GROUP_RETRY;
-         attempt = 3;
-      } else {
-         rc = relay_lease_store_find_elsewhere(st, error);
-         if (rc == RELAY_GROUP_OK) {
-            rc = create_group(st, error);
-         }
-      }
-      mongoc_cursor_destroy(cursor);
-      bson_destroy(&filter);
-      if (rc != RELAY_GROUP_RETRY || attempt >= 2) {
-         return rc;
-      }
-   }
-   return RELAY_GROUP_RETRY;
 }

@@ -278,7 +278,9 @@ update_stream(relay_group_t *g, int64_t now, bool started, relay_group_intents_t
       if (g->probe == 0 && now >= g->probe_retry_at_ms) {
          g->probe = g->ops->probe(g->ctx);
          if (g->probe == 0) {
-            g->probe_retry_at_ms = now + relay_backoff_next(g->cfg, &g->probe_backoff_ms);
+            g->probe_retry_at_ms =
+               now + relay_backoff_next(g->cfg->reconnect_min_ms, g->cfg->reconnect_max_ms,
+                                        &g->probe_backoff_ms);
          }
       }
       if (g->probe != 0) {

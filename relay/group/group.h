@@ -35,6 +35,7 @@
 #include "group/gate.h"
 #include "group/owner.h"
 #include "store/store.h"
+#include "stream/ingest.h"
 #include "stream/table.h"
 
 /* What the stream should do after a step. */
@@ -59,8 +60,8 @@ typedef struct {
 /* Frees what @in owns (NULL-safe fields). */
 void relay_group_intents_cleanup(relay_group_intents_t *in);
 
-/* Makes the owner, owning nothing yet, with its instance id and MQTT client id. Everything
- * is borrowed and must outlive it; @metrics may be NULL. */
+/* Makes the partition owner, owning nothing yet, with its instance id and MQTT client id.
+ * Everything is borrowed and must outlive it; @metrics may be NULL. */
 relay_group_t *relay_group_new(const relay_config_t *cfg, relay_metrics_t *metrics,
                                relay_table_t *table, const relay_group_ops_t *ops, void *ctx);
 /* NULL-safe. */
@@ -90,5 +91,9 @@ void relay_group_sweep_began(relay_group_t *g, const relay_partset_t *parts,
 
 /* The sweep of @parts ended; the server's time then was @ts. */
 void relay_group_sweep_ended(relay_group_t *g, const relay_partset_t *parts, relay_ts_t ts);
+
+/* The partition owner as ingest sees it (stream/ingest.h), the context being the relay_group_t:
+ * group/ingest-ops.c. */
+extern const relay_ingest_owner_ops_t relay_group_ingest_ops;
 
 #endif /* RELAY_GROUP_H */

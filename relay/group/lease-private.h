@@ -1,8 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The lease thread's state, shared by lease.c (the loop, the queues, the gate) and tick.c
- * (the group I/O of one tick). Fields under "lease thread only" are touched by that thread
+ * The lease thread's state, shared by three files: lease.c (the loop, the queues, the gate),
+ * tick.c (the group I/O of one tick) and tick-checks.c (what a tick checks in the group it
+ * read). Fields under "lease thread only" are touched by that thread
  * alone; the others are guarded by @lock or are atomics, as marked.
  */
 #ifndef RELAY_LEASE_PRIVATE_H
@@ -82,7 +83,6 @@ struct relay_lease_t {
    /* Atomics, read by any thread. */
    _Atomic int64_t *deadline;  /* CLOCK_BOOTTIME ns; 0 = not owned: the gate */
    _Atomic int64_t *epoch_pub; /* epoch per owned partition (metrics), 0 = not owned */
-   atomic_int owned_count;
    atomic_int members;
    atomic_bool refused; /* MongoDB refuses our writes (13, authentication); lease thread writes */
    _Atomic int64_t last_ok_ns; /* CLOCK_BOOTTIME of the last tick MongoDB answered */

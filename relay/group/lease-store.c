@@ -3,7 +3,7 @@
  *
  * Lease thread only (its own client). Why the fence makes late writes harmless is said in
  * lease-store.h; which member may take what is balance.c's job; the group document and its
- * migration are in group-doc.c.
+ * migration are in group-doc.c (relay_lease_store_init() here chooses among them).
  */
 #include "group/lease-store.h"
 
@@ -460,4 +460,35 @@ relay_lease_store_forget_dead(const relay_lease_store_t *st, bson_error_t *error
    ok = mongoc_collection_delete_many(st->leases, &filter, NULL, NULL, error);
    bson_destroy(&filter);
    return ok;
+}
+
+relay_group_init_t
+relay_lease_store_init(const relay_lease_store_t *st, bson_error_t *error)
+{
+   for (int attempt = 0; attempt < 3; attempt++) {
+      bson_t filter = BSON_INITIALIZER;
+      const bson_t *doc;
+      mongoc_cursor_t *cursor;
+      relay_group_init_t rc;
+
+      BSON_APPEND_UTF8(&filter, "_id", st->name);
+      cursor = mongoc_collection_find_with_opts(st->state, &filter, NULL, NULL);
+      if (mongoc_cursor_next(cursor, &doc)) {
+         rc = relay_group_doc_check(st, doc, error);
+      } else if (mongoc_cursor_error(cursor, error)) {
+         rc = RELAY_GROUP_RETRY;
+         attempt = 3;
+      } else {
+         rc = relay_lease_store_find_elsewhere(st, error);
+         if (rc == RELAY_GROUP_OK) {
+            rc = relay_group_doc_create(st, error);
+         }
+      }
+      mongoc_cursor_destroy(cursor);
+      bson_destroy(&filter);
+      if (rc != RELAY_GROUP_RETRY || attempt >= 2) {
+         return rc;
+      }
+   }
+   return RELAY_GROUP_RETRY;
 }

@@ -29,7 +29,7 @@
 #include <mongoc/mongoc.h>
 
 #include "group/balance.h"
-#include "group/partition.h"
+#include "base/partition.h"
 
 typedef struct {
    mongoc_collection_t *state;  /* the group document */
@@ -59,6 +59,13 @@ typedef enum {
  * leases' old tokens are cleared (epochs keep counting), so deleting the state document still
  * means "sweep". Logs a migration or a new group once. */
 relay_group_init_t relay_lease_store_init(const relay_lease_store_t *st, bson_error_t *error);
+
+/* The group document (group-doc.c), for relay_lease_store_init(): creates it (RETRY when
+ * another member created it first) and checks the one found (@doc): the same partition
+ * count and lease collection, or a migration of an old checkpoint document. */
+relay_group_init_t relay_group_doc_create(const relay_lease_store_t *st, bson_error_t *error);
+relay_group_init_t relay_group_doc_check(const relay_lease_store_t *st, const bson_t *doc,
+                                         bson_error_t *error);
 
 /* Whether a group document of this name is in a collection of the database other than the
  * state collection (another --state-collection): MISMATCH with @error naming it, OK, or

@@ -144,12 +144,6 @@ relay_lease_may_publish(const relay_lease_t *l, int part)
    return deadline != 0 && relay_boot_ns() < deadline;
 }
 
-int
-relay_lease_owned(const relay_lease_t *l)
-{
-   return atomic_load(&l->owned_count);
-}
-
 bool
 relay_lease_healthy(const relay_lease_t *l)
 {

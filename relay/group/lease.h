@@ -26,7 +26,7 @@
 #include <bson/bson.h>
 
 #include "config/config.h"
-#include "group/partition.h"
+#include "base/partition.h"
 #include "http/metrics.h"
 
 typedef struct relay_lease_t relay_lease_t;
@@ -82,9 +82,6 @@ bool relay_lease_healthy(const relay_lease_t *lease);
 /* Whether MongoDB refused the lease thread's last writes (13 Unauthorized, or authentication),
  * until a tick succeeds (any thread). relay.c shows it in the writes-refused gauge. */
 bool relay_lease_refused(const relay_lease_t *lease);
-
-/* Partitions owned now (any thread). */
-int relay_lease_owned(const relay_lease_t *lease);
 
 /* SIGTERM: writes the checkpoint given last, releases every lease (others take them at
  * their next tick, without waiting for expiry), deletes the member document and stops the

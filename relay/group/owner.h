@@ -16,7 +16,7 @@
 
 #include "config/config.h"
 #include "group/lease.h"
-#include "group/partition.h"
+#include "base/partition.h"
 #include "http/metrics.h"
 #include "store/store.h"
 #include "stream/table.h"
@@ -58,7 +58,7 @@ int relay_group_part_of(const relay_group_t *g, const bson_value_t *id);
 int relay_group_partitions(const relay_group_t *g);
 
 /* The partitions this member takes (owned and not draining): what the stream carries.
- * Valid until the owner's next step. */
+ * Valid until the partition owner's next step. */
 const relay_partset_t *relay_group_active(const relay_group_t *g);
 
 /* Whether the server hashes ids like the relay, so that it can select partitions itself

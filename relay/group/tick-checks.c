@@ -5,9 +5,10 @@
  * documents deleted or malformed by someone else (re-created, repaired), members whose
  * settings differ (and the settings string members compare), and partitions that have no
  * owner for long (the gauges and /healthz).
- * Lease thread only, called from tick.c; it changes only the fields of relay_lease_t named
- * for these checks (malformed_seen, joined, mismatch_logged, elsewhere, stalled,
- * unowned_since_ns).
+ * Lease thread only, called from tick.c. Of relay_lease_t it writes the snapshot it reads
+ * (snap) and these fields alone: malformed_seen, mismatch_logged, elsewhere, stalled,
+ * unowned_since_ns and fatal (it reads joined); a server error goes to tick.c's
+ * _relay_lease_note_down(), a member that cannot join to the queue (_relay_lease_post_fatal()).
  */
 #include "group/lease-private.h"
 
@@ -16,12 +17,7 @@
 #include <sysexits.h>
 
 #include "util/log.h"
-
-static bool
-same(const char *a, const char *b)
-{
-   return a && b && !strcmp(a, b);
-}
+#include "base/str.h"
 
 static int
 compare_names(const void *a, const void *b)
@@ -153,7 +149,7 @@ _relay_lease_check_settings(relay_lease_t *l)
    }
    for (size_t i = 0; i < l->snap->n_members && !other; i++) {
       const char *s = l->snap->member_settings[i];
-      if (s && !same(l->snap->member_ids[i], l->me) && strcmp(s, l->settings) != 0) {
+      if (s && !relay_str_same(l->snap->member_ids[i], l->me) && strcmp(s, l->settings) != 0) {
          other = l->snap->member_ids[i];
          theirs = s;
       }
@@ -192,7 +188,7 @@ static bool
 is_live_member(const relay_lease_t *l, const char *id)
 {
    for (size_t i = 0; i < l->snap->n_members; i++) {
-      if (same(l->snap->member_ids[i], id)) {
+      if (relay_str_same(l->snap->member_ids[i], id)) {
          return true;
       }
    }
@@ -213,7 +209,7 @@ _relay_lease_watch_unowned(relay_lease_t *l)
    for (int p = 0; p < l->cfg->partitions; p++) {
       const relay_lease_view_t *v = &l->snap->leases[p];
       bool owned = v->owner && v->live && !v->malformed &&
-                   (same(v->owner, l->me) || is_live_member(l, v->owner));
+                   (relay_str_same(v->owner, l->me) || is_live_member(l, v->owner));
       unowned += !owned && !relay_partset_has(&l->owned, p);
    }
    if (unowned == 0) {

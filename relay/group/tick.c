@@ -15,12 +15,7 @@
 #include "store/sharding.h"
 #include "util/error.h"
 #include "util/log.h"
-
-static bool
-same(const char *a, const char *b)
-{
-   return a && b && !strcmp(a, b);
-}
+#include "base/str.h"
 
 static int64_t
 deadline_after(const relay_lease_t *l, int64_t sent_ns)
@@ -107,7 +102,6 @@ static void
 publish_counts(relay_lease_t *l)
 {
    int owned = relay_partset_count(&l->owned, l->cfg->partitions);
-   atomic_store(&l->owned_count, owned);
    relay_metrics_set(l->metrics, RELAY_G_PARTITIONS_OWNED, (double)owned);
    relay_metrics_set(l->metrics, RELAY_G_GROUP_MEMBERS, (double)atomic_load(&l->members));
 }
@@ -157,7 +151,7 @@ reconcile(relay_lease_t *l, bool renewed, int64_t sent_ns)
       if (!relay_partset_has(&l->owned, p)) {
          continue;
       }
-      if (!same(v->owner, l->me) || v->epoch != l->epochs[p]) {
+      if (!relay_str_same(v->owner, l->me) || v->epoch != l->epochs[p]) {
          lose(l, p, v);
          continue;
       }
@@ -190,7 +184,7 @@ release_strays(relay_lease_t *l)
    relay_partset_clear(&strays);
    for (int p = 0; p < l->cfg->partitions; p++) {
       const relay_lease_view_t *v = &l->snap->leases[p];
-      if (!relay_partset_has(&l->owned, p) && same(v->owner, l->me) && !v->malformed) {
+      if (!relay_partset_has(&l->owned, p) && relay_str_same(v->owner, l->me) && !v->malformed) {
          if (!epochs) {
             epochs = bson_malloc0(sizeof(int64_t) * (size_t)l->cfg->partitions);
          }
@@ -239,7 +233,7 @@ static bool
 others_live(const relay_lease_t *l)
 {
    for (size_t i = 0; i < l->snap->n_members; i++) {
-      if (!same(l->snap->member_ids[i], l->me)) {
+      if (!relay_str_same(l->snap->member_ids[i], l->me)) {
          return true;
       }
    }

@@ -34,7 +34,6 @@ struct relay_http_guard_t {
    bool stop;
    entry_t *head, *tail; /* guarded by mutex */
    unsigned waiting;
-   uint64_t cut;
 };
 
 static int64_t
@@ -89,7 +88,6 @@ cut(relay_http_guard_t *g, entry_t *e)
 {
    shutdown(e->fd, SHUT_RDWR);
    unlist(g, e);
-   g->cut++;
 }
 
 static void *
@@ -210,15 +208,6 @@ relay_http_guard_done(relay_http_guard_t *g, struct MHD_Connection *connection)
       }
       pthread_mutex_unlock(&g->mutex);
    }
-}
-
-uint64_t
-relay_http_guard_cut(relay_http_guard_t *g)
-{
-   pthread_mutex_lock(&g->mutex);
-   uint64_t n = g->cut;
-   pthread_mutex_unlock(&g->mutex);
-   return n;
 }
 
 size_t

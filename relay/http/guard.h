@@ -54,9 +54,6 @@ void relay_http_guard_received(relay_http_guard_t *guard, struct MHD_Connection 
  * kept-alive connection gets a new deadline. */
 void relay_http_guard_done(relay_http_guard_t *guard, struct MHD_Connection *connection);
 
-/* Connections cut so far (deadline or eviction). Thread-safe. */
-uint64_t relay_http_guard_cut(relay_http_guard_t *guard);
-
 /* An MHD_OPTION_UNESCAPE_CALLBACK: percent-decodes like libmicrohttpd, except a value that
  * holds "%00", which stays encoded: a decoded NUL cut "/metrics%00anything" (or
  * "/contacts/<id>%00anything") down to a path that matched. */

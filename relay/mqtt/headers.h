@@ -4,7 +4,7 @@
  * An event's stored headers as the relay publishes them: which headers become MQTT 5 user
  * properties, which of those are also CloudEvents extension attributes, and which are left
  * out and why. Pure functions over the event's own bytes (no copies, no allocation): safe
- * from any thread, unit-tested in tests/relay/core/test-headers.c.
+ * from any thread, unit-tested in tests/relay/mqtt/test-headers.c.
  *
  * The rules (the message contract in relay/README.md and outbox-relay(1)):
  * - every header whose value is a string is published as a user property of the same name,

@@ -4,8 +4,10 @@
  * Turning the in-flight event of an entity into one MQTT message (topic, payload, user
  * properties, by the configured templates and payload mode) and handing it to paho: the
  * publisher's link (publish/publisher.h) calls it through relay.c. A message that can never
- * be sent is reported as poison, not sent. Its state (the percent-encoded names) is its own;
- * main thread only.
+ * be sent is reported as poison, not sent. Its own state is the percent-encoded database and
+ * collection names. It also writes one field of the table's entity: e->encoded, the id
+ * percent-encoded, made on the entity's first message and kept with it; the table frees it
+ * with the entity (stream/table.c). Main thread only.
  */
 #include "mqtt/publish.h"
 
@@ -78,9 +80,6 @@ props_fit(const char *const *props, size_t n)
    return true;
 }
 
-/* Builds and sends the in-flight event of @e. Returns the paho code; a message that can
- * never be sent (too large, a string MQTT cannot carry, data JSON cannot carry) is reported
- * as poison through *@poison instead. */
 /* The entity id percent-encoded like the topic, made on its first message and kept with the
  * entity: topics, the entity-id property and binary mode's subject use it. */
 static relay_str_t
@@ -106,6 +105,9 @@ note_dropped_headers(relay_sender_t *s, const relay_entity_t *e, const relay_hea
    }
 }
 
+/* Builds and sends the in-flight event of @e. Returns the paho code; a message that can
+ * never be sent (too large, a string MQTT cannot carry, data JSON cannot carry) is reported
+ * as poison through *@poison instead. */
 static int
 send_event(relay_sender_t *s, relay_entity_t *e, uint64_t tag, const char **poison)
 {

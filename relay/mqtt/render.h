@@ -3,7 +3,7 @@
  *
  * Pure functions that turn an event into an MQTT message: entity id rendering, topic and
  * source templates with percent-encoding, and the CloudEvents 1.0 payload. No I/O, no
- * global state: safe from any thread, unit-tested in tests/relay/core/.
+ * global state: safe from any thread, unit-tested in tests/relay/mqtt/test-render.c.
  */
 #ifndef RELAY_RENDER_H
 #define RELAY_RENDER_H
@@ -14,6 +14,7 @@
 
 #include <bson/bson.h>
 
+#include "base/render-id.h"
 #include "mqtt/headers.h"
 #include "stream/event.h"
 
@@ -35,15 +36,7 @@ typedef struct {
    relay_str_t partition;
 } relay_template_vars_t;
 
-/* Renders an entity id the way topics and "subject" show it, never empty: a string as
- * itself, an ObjectId as 24 lowercase hex digits, anything else (numbers too) as canonical
- * extended JSON. A string that would read as another rendering (empty, starting with '"',
- * '{' or '[', or exactly null, true or false) is shown in double quotes with '"' and '\\'
- * escaped. Distinct ids render differently, except an ObjectId and the string of its 24 hex
- * digits, kept alike on purpose (writers store hex strings as ids, consumers read them as
- * ObjectIds). Returns a bson_malloc'ed string (NUL-terminated; *@len excludes the terminator
- * and counts any NUL bytes inside a string id). */
-char *relay_render_id(const bson_value_t *id, size_t *len);
+/* Entity ids as text: relay_render_id() is in base/render-id.h. */
 
 /* Appends @s to @out with MQTT's reserved characters ('/', '+', '#', NUL), '%' itself, ASCII
  * controls, DEL, C1 controls, invalid UTF-8 and a leading '$' replaced by %XX (uppercase

@@ -107,7 +107,8 @@ relay_publisher_connect(relay_publisher_t *p, int64_t now)
       return;
    }
    relay_log(RELAY_LOG_WARNING, "mqtt", "%s", error.message);
-   p->retry_at_ms = now + relay_backoff_next(p->cfg, &p->connect_backoff_ms);
+   p->retry_at_ms = now + relay_backoff_next(p->cfg->reconnect_min_ms, p->cfg->reconnect_max_ms,
+                                             &p->connect_backoff_ms);
 }
 
 /* Queues the in-flight event of @e again, to be sent at @retry_at, unless admission says its
@@ -123,7 +124,8 @@ retry_later(relay_publisher_t *p, relay_entity_t *e, int64_t retry_at)
 static void
 publish_failed(relay_publisher_t *p, relay_entity_t *e, int64_t now)
 {
-   int delay = relay_backoff_next(p->cfg, &p->backoff_ms);
+   int delay =
+      relay_backoff_next(p->cfg->reconnect_min_ms, p->cfg->reconnect_max_ms, &p->backoff_ms);
    retry_later(p, e, now + delay);
    relay_metrics_add(p->metrics, RELAY_M_PUBLISH_FAILURES, 1);
 }
@@ -389,7 +391,8 @@ on_connection(relay_publisher_t *p, const relay_mqtt_completion_t *c, int64_t no
       /* paho retries by itself only after a connection was lost, not after a failed
        * first connect. */
       p->connecting = false;
-      p->retry_at_ms = now + relay_backoff_next(p->cfg, &p->connect_backoff_ms);
+      p->retry_at_ms = now + relay_backoff_next(p->cfg->reconnect_min_ms, p->cfg->reconnect_max_ms,
+                                                &p->connect_backoff_ms);
       break;
    default:
       break;

@@ -24,7 +24,7 @@
 #include <mongoc/mongoc.h>
 
 #include "config/config.h"
-#include "store/clearer.h"
+#include "store/clear-job.h"
 
 /* Archives the events of the @n statements @stmts (those of one collection); each entry
  * records the group (cfg->name) and the @member (this process's instance id; NULL: none)

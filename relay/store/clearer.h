@@ -19,55 +19,9 @@
 
 #include "config/config.h"
 #include "http/metrics.h"
-#include "stream/event.h"
-
-/* One entity's clear: $pull of @ids from the events of document @id in collection @coll. With
- * an archive (--archive-collection) the events themselves come along: the clearer archives
- * them first and clears only what it archived (store/archive.h). */
-typedef struct {
-   int coll;
-   bson_value_t id; /* owned */
-   bson_t *ids;     /* array of event id strings (owned; a pointer, as stmts moves) */
-   uint32_t n_ids;
-   int part;       /* the entity's group partition, -1 if unknown (archived with it) */
-   bson_t *events; /* with an archive: array of the events as stored (owned), else NULL */
-   void *entity;   /* the caller's; not touched by the clearer */
-   bool failed;    /* set by the clearer */
-} relay_clear_stmt_t;
-
-typedef struct {
-   relay_clear_stmt_t *stmts;
-   bool archive; /* the statements carry their events, to be archived before the clear */
-   size_t n, cap;
-   size_t n_events;
-   bson_error_t error; /* the first failure, set by the clearer (code 0: none) */
-   size_t n_failed;    /* statements in failed bulk writes */
-} relay_clear_job_t;
+#include "store/clear-job.h"
 
 typedef struct relay_clearer_t relay_clearer_t;
-
-/* A job; @archive: its events are archived before they are cleared (copies are kept). */
-relay_clear_job_t *relay_clear_job_new(bool archive);
-
-/* Adds a statement with no event id yet; add them with relay_clear_job_add_id() or
- * relay_clear_job_add_event(). @part is the entity's partition (-1: unknown). Returns the
- * statement (valid until the next statement is added). */
-relay_clear_stmt_t *relay_clear_job_begin(relay_clear_job_t *job, int coll, const bson_value_t *id,
-                                          int part, void *entity);
-
-/* Appends @event_id to statement @s of @job. */
-void relay_clear_job_add_id(relay_clear_job_t *job, relay_clear_stmt_t *s, const char *event_id);
-
-/* Appends @ev's id, and when the job archives a copy of @ev as stored. */
-void relay_clear_job_add_event(relay_clear_job_t *job, relay_clear_stmt_t *s,
-                               const relay_event_t *ev);
-
-void relay_clear_job_free(relay_clear_job_t *job);
-
-/* Appends to @filter what the clear of @s matches: {_id: <its id>}, an exact _id, which is
- * what mongos 6.0 needs of an updateOne on a collection sharded by any key (relay/README.md,
- * "Sharded clusters"). */
-void relay_clear_stmt_filter(const relay_clear_stmt_t *s, bson_t *filter);
 
 /* Starts the thread. It counts archive writes in @metrics (may be NULL) and records @member
  * (this process's instance id, copied; may be NULL) in archive entries. Returns NULL and

@@ -63,12 +63,6 @@ relay_concerns_append_document_read(bson_t *opts, uint32_t after_t, uint32_t aft
    }
 }
 
-bool
-relay_concerns_read_timed_out(const bson_error_t *error)
-{
-   return error->domain == MONGOC_ERROR_SERVER && error->code == 50;
-}
-
 static void
 append_sep(bson_string_t *out, const char *what)
 {

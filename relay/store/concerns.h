@@ -20,6 +20,7 @@
 #include <mongoc/mongoc.h>
 
 #include "config/config.h"
+#include "util/error.h"
 
 typedef enum {
    RELAY_CONCERNS_DATA = 0, /* clears, dead-letter moves, archive inserts, the stream; document
@@ -56,9 +57,8 @@ int64_t relay_concerns_read_wait_ms(const relay_config_t *cfg);
 void relay_concerns_append_document_read(bson_t *opts, uint32_t after_t, uint32_t after_i,
                                          int64_t max_time_ms);
 
-/* Whether @error is a read that waited for the majority snapshot past its maxTimeMS (50
- * MaxTimeMSExpired): nothing was read, nothing is lost, the read is to be retried. */
-bool relay_concerns_read_timed_out(const bson_error_t *error);
+/* relay_concerns_read_timed_out(), the classifier of the reads above, is in util/error.h
+ * (stream/ uses it and does not include store/). */
 
 /* What the URI asks for that the relay overrides for its own operations, as one sentence
  * appended to @out (nothing when it asks for nothing): logged once at start. */

@@ -62,18 +62,6 @@ relay_store_pool_new(const relay_config_t *cfg, const char *appname, relay_conce
    return pool;
 }
 
-int
-relay_ts_cmp(relay_ts_t a, relay_ts_t b)
-{
-   if (a.t != b.t) {
-      return a.t < b.t ? -1 : 1;
-   }
-   if (a.i != b.i) {
-      return a.i < b.i ? -1 : 1;
-   }
-   return 0;
-}
-
 bool
 relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg, bson_error_t *error)
 {

@@ -14,26 +14,20 @@
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
 
+#include "base/partition.h"
+#include "base/ts.h"
 #include "config/config.h"
 #include "store/concerns.h"
-#include "group/partition.h"
+#include "stream/reader.h" /* RELAY_READ_BATCH_SIZE */
 
-/* Replies are bounded: without a batch size one may be up to 16 MiB, and mongoc holds a
- * reply twice while a cursor iterates it (two thirds of the relay's peak memory were cursor
- * buffers). Change events per stream reply: */
-#define RELAY_READ_BATCH_SIZE 128
-/* A sweep document may hold maxPendingEvents events (~400 KiB at 1000 events of 200 B), so
- * sweep replies are sized in bytes: the first reply has RELAY_SWEEP_FIRST_BATCH documents,
- * later ones as many as fit RELAY_SWEEP_REPLY_BYTES at the size of the last document read,
- * at most RELAY_READ_BATCH_SIZE. Either way a reply carries more events than the in-flight
- * window, so throughput does not depend on these. */
+/* Replies are bounded (see RELAY_READ_BATCH_SIZE in stream/reader.h). A sweep document may hold
+ * maxPendingEvents events (~400 KiB at 1000 events of 200 B), so sweep replies are sized in bytes:
+ * the first reply has RELAY_SWEEP_FIRST_BATCH documents, later ones as many as fit
+ * RELAY_SWEEP_REPLY_BYTES at the size of the last document read, at most RELAY_READ_BATCH_SIZE.
+ * Either way a reply carries more events than the in-flight window, so throughput does not depend
+ * on these. */
 #define RELAY_SWEEP_FIRST_BATCH 16
 #define RELAY_SWEEP_REPLY_BYTES (1024 * 1024)
-
-/* A cluster time (BSON Timestamp). */
-typedef struct {
-   uint32_t t, i;
-} relay_ts_t;
 
 /* Creates a client for cfg->mongodb_uri with error API 2 and @appname, and the concerns of
  * the relay's data operations (concerns.h: RELAY_CONCERNS_DATA), whatever the URI says. Unless
@@ -51,9 +45,6 @@ mongoc_client_t *relay_store_client_new_for(const relay_config_t *cfg, const cha
  * (RELAY_CONCERNS_ADMIN) and the scanner (RELAY_CONCERNS_DATA). */
 mongoc_client_pool_t *relay_store_pool_new(const relay_config_t *cfg, const char *appname,
                                            relay_concerns_role_t role, bson_error_t *error);
-
-/* -1, 0, 1 as @a is before, equal to, after @b. */
-int relay_ts_cmp(relay_ts_t a, relay_ts_t b);
 
 /* Creates the "outbox_pending" partial index ({<eventSeq>: 1} where "<events>.0" exists)
  * that the sweep uses, and "outbox_dead_letters" (the same where "<dead letters>.0" exists),

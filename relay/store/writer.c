@@ -2,8 +2,8 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The writer (writer.h): clearing acknowledged events, moving poison events to the dead
- * letters, and saying when a checkpoint is due (relay.c hands it to the group, whose lease
- * thread saves it in the partitions' leases). Its state is its own (struct relay_writer_t);
+ * letters, and saying when a checkpoint is due (relay.c hands it to the partition owner, whose
+ * lease thread saves it in the partitions' leases). Its state is its own (struct relay_writer_t);
  * main thread only.
  *
  * The clear of one entity is
@@ -239,7 +239,9 @@ collect(relay_writer_t *w, int64_t now)
                         "a clear could not be built");
       }
       write_failed(w, what, &job->error);
-      w->write_retry_at_ms = now + relay_backoff_next(w->cfg, &w->write_backoff_ms);
+      w->write_retry_at_ms =
+         now + relay_backoff_next(w->cfg->reconnect_min_ms, w->cfg->reconnect_max_ms,
+                                  &w->write_backoff_ms);
    }
    relay_clear_job_free(job);
    relay_table_pos_settle(w->table);
@@ -283,7 +285,9 @@ relay_writer_flush(relay_writer_t *w, int64_t now, bool force)
       }
       if (relay_table_count_state(e, RELAY_ITEM_POISON) > 0 && !flush_poison(w, e)) {
          relay_table_mark_dirty(w->table, e);
-         w->write_retry_at_ms = now + relay_backoff_next(w->cfg, &w->write_backoff_ms);
+         w->write_retry_at_ms =
+            now + relay_backoff_next(w->cfg->reconnect_min_ms, w->cfg->reconnect_max_ms,
+                                     &w->write_backoff_ms);
          break;
       }
       if (relay_table_count_state(e, RELAY_ITEM_ACKED) > 0) {

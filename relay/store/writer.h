@@ -3,8 +3,8 @@
  *
  * The writer: the main thread's side of the writes back to MongoDB. It clears acknowledged
  * events (batches run by the clearer, clearer.h), moves poison events to the dead letters,
- * says when a checkpoint is due (it does not save it: relay.c hands the token to the group,
- * which knows which partitions it is valid for) and reports whether MongoDB refuses the
+ * says when a checkpoint is due (it does not save it: relay.c hands the token to the partition
+ * owner, which knows which partitions it is valid for) and reports whether MongoDB refuses the
  * writes (then nothing new may be published). It owns its timers, its backoff and the
  * refusal state; it changes the table it is given and reaches MongoDB only through the ops
  * it is given, so a unit test runs it with fakes.

@@ -117,7 +117,7 @@ relay_change_events_take(relay_ingest_t *in, relay_entity_t *e, const char *op, 
    /* While the stream replays history (after a reopen, or behind a partition's sweep), what
     * this entity already took may come again. */
    int64_t replayed_upto =
-      in->verifying || (e->part >= 0 && relay_group_fresh(in->group, e->part)) ? e->last_seq : 0;
+      in->verifying || (e->part >= 0 && in->owner->fresh(in->owner_ctx, e->part)) ? e->last_seq : 0;
    if (e->read_seq > replayed_upto) {
       replayed_upto = e->read_seq; /* shown by a read of its document already */
    }

@@ -153,7 +153,7 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
    if (in->verifying && relay_ts_cmp(f.ts, in->verify_until) > 0) {
       end_verify(in);
    }
-   relay_group_stream_at(in->group, &f.ts);
+   in->owner->stream_at(in->owner_ctx, &f.ts);
    if (relay_ts_cmp(f.ts, in->newest_change) > 0) {
       in->newest_change = f.ts;
    }
@@ -161,16 +161,16 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
    pos = relay_table_pos_push(in->table, NULL, f.wall_ms);
    if (coll >= 0 && f.id.value_type != BSON_TYPE_EOD) {
       e = relay_table_find(in->table, coll, &f.id);
-      part = e ? e->part : relay_group_part_of(in->group, &f.id);
+      part = e ? e->part : in->owner->part_of(in->owner_ctx, &f.id);
    }
    /* Changes of other members' partitions only move the position. An entity seen for the
     * first time while replaying, or in a partition that is still being swept, is read from
     * its document: what is pending there is the truth, the change may be older. */
-   if (part >= 0 && relay_group_takes(in->group, part)) {
+   if (part >= 0 && in->owner->takes(in->owner_ctx, part)) {
       bool read_held = false; /* e has (or may now have) a read_seq to release */
       /* A read for a change covers the change: the majority snapshot at its clusterTime or
        * later, so it shows what the change did and nothing a rollback may undo. */
-      if (!e && (in->verifying || relay_group_fresh(in->group, part))) {
+      if (!e && (in->verifying || in->owner->fresh(in->owner_ctx, part))) {
          if (!relay_docs_read(in, coll, part, &f.id, &f.ts, pos)) {
             return false;
          }
@@ -236,16 +236,16 @@ relay_ingest_open(relay_ingest_t *in, const bson_t *token, const relay_partset_t
    if (token) {
       /* Partitions resumed from their checkpoints: a token after the base is valid for them.
        * Those that came without one wait for their own sweep's marker. */
-      relay_partset_t resumed = *relay_group_active(in->group);
-      for (int p = 0; p < relay_group_partitions(in->group); p++) {
+      relay_partset_t resumed = *in->owner->active(in->owner_ctx);
+      for (int p = 0; p < in->owner->partitions(in->owner_ctx); p++) {
          if (relay_partset_has(unswept, p)) {
             relay_partset_remove(&resumed, p);
          }
       }
-      relay_group_valid_after(in->group, &resumed, base);
+      in->owner->valid_after(in->owner_ctx, &resumed, base);
       relay_log(RELAY_LOG_INFO, "stream", "resuming from the checkpoint of '%s'", in->cfg->name);
       in->stream_gen = in->ops->start(in->ctx, token, NULL);
-      for (int p = 0; p < relay_group_partitions(in->group); p++) {
+      for (int p = 0; p < in->owner->partitions(in->owner_ctx); p++) {
          if (relay_partset_has(unswept, p)) {
             relay_sweep_request(in, p);
          }
@@ -316,7 +316,7 @@ apply(relay_ingest_t *in, relay_change_t *c, int64_t now)
       relay_table_pos_settle(in->table);
       in->stream_lag_ms = 0;
       end_verify(in);
-      relay_group_stream_at(in->group, NULL);
+      in->owner->stream_at(in->owner_ctx, NULL);
       /* Caught up with the present: every change a read showed early has come by. */
       relay_table_release_holds(in->table, true);
       return true;
@@ -356,7 +356,9 @@ relay_ingest_step(relay_ingest_t *in, int64_t now)
       }
       if (!apply(in, c, now)) {
          in->held = c;
-         in->held_retry_at_ms = now + relay_backoff_next(in->cfg, &in->held_backoff_ms);
+         in->held_retry_at_ms =
+            now + relay_backoff_next(in->cfg->reconnect_min_ms, in->cfg->reconnect_max_ms,
+                                     &in->held_backoff_ms);
          return;
       }
       in->held_backoff_ms = 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "stream/ingest-private.h"
+#include "util/error.h"
 #include "util/log.h"
 
 /* Past this many documents reported (relay_ingest_t.not_array_seen), every one is reported. */
@@ -204,10 +205,10 @@ relay_docs_sync(relay_ingest_t *in, int coll, const relay_partset_t *parts, cons
    if (!bson_iter_init_find(&it, doc, "_id")) {
       return;
    }
-   part = relay_group_part_of(in->group, bson_iter_value(&it));
+   part = in->owner->part_of(in->owner_ctx, bson_iter_value(&it));
    /* A sweep without the server's filter reads every pending document; another member's
     * partitions are not ours to publish. */
-   if (!relay_partset_has(parts, part) || !relay_group_takes(in->group, part)) {
+   if (!relay_partset_has(parts, part) || !in->owner->takes(in->owner_ctx, part)) {
       return;
    }
    /* The sweep's cursor fetches documents a batch before they are used here, and meanwhile

@@ -24,7 +24,8 @@ struct relay_ingest_t {
    const relay_config_t *cfg;
    relay_metrics_t *metrics;
    relay_table_t *table;
-   relay_group_t *group;
+   const relay_ingest_owner_ops_t *owner; /* the partition owner */
+   void *owner_ctx;
    const relay_ingest_ops_t *ops;
    void *ctx;
 

@@ -8,13 +8,15 @@
 
 relay_ingest_t *
 relay_ingest_new(const relay_config_t *cfg, relay_metrics_t *metrics, relay_table_t *table,
-                 relay_group_t *group, const relay_ingest_ops_t *ops, void *ctx)
+                 const relay_ingest_owner_ops_t *owner, void *owner_ctx,
+                 const relay_ingest_ops_t *ops, void *ctx)
 {
    relay_ingest_t *in = bson_malloc0(sizeof *in);
    in->cfg = cfg;
    in->metrics = metrics;
    in->table = table;
-   in->group = group;
+   in->owner = owner;
+   in->owner_ctx = owner_ctx;
    in->ops = ops;
    in->ctx = ctx;
    in->stream_gen = UINT64_MAX;

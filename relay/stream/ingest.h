@@ -8,8 +8,10 @@
  * from their documents), and the sweep (its cursor, its marker, the partitions it covers).
  *
  * It does its I/O through the ops it is handed (relay.c: the reader thread and the store), so
- * a unit test runs it with fakes; it asks the partition owner (group.h, pure state) which
- * partitions it takes and which are fresh, and tells it where the stream and the sweeps are.
+ * a unit test runs it with fakes; it asks the partition owner (group/, pure state) which
+ * partitions it takes and which are fresh, and tells it where the stream and the sweeps are,
+ * through the owner ops it is handed (group/group.h: relay_group_ingest_ops), so stream/
+ * does not include group/.
  *
  * Main thread only.
  */
@@ -22,7 +24,8 @@
 #include <bson/bson.h>
 
 #include "config/config.h"
-#include "group/group.h"
+#include "base/partition.h"
+#include "base/ts.h"
 #include "http/metrics.h"
 #include "stream/reader.h"
 #include "stream/table.h"
@@ -57,12 +60,29 @@ typedef struct {
    void (*sweep_close)(void *ctx, void *cursor);
 } relay_ingest_ops_t;
 
+/* What ingest asks of the partition owner and tells it (group/owner.h and group/group.h
+ * say what each means: relay_group_takes(), _fresh(), _part_of(), _partitions(), _active(),
+ * _server_filters(), _stream_at(), _valid_after(), _sweep_began(), _sweep_ended()). */
+typedef struct {
+   bool (*takes)(void *ctx, int part);
+   bool (*fresh)(void *ctx, int part);
+   int (*part_of)(void *ctx, const bson_value_t *id);
+   int (*partitions)(void *ctx);
+   const relay_partset_t *(*active)(void *ctx);
+   bool (*server_filters)(void *ctx);
+   void (*stream_at)(void *ctx, const relay_ts_t *ts);
+   void (*valid_after)(void *ctx, const relay_partset_t *parts, const relay_pos_t *marker);
+   void (*sweep_began)(void *ctx, const relay_partset_t *parts, const relay_pos_t *marker);
+   void (*sweep_ended)(void *ctx, const relay_partset_t *parts, relay_ts_t ts);
+} relay_ingest_owner_ops_t;
+
 typedef struct relay_ingest_t relay_ingest_t;
 
-/* Everything is borrowed and must outlive it; @metrics may be NULL. */
+/* Everything is borrowed and must outlive it; @metrics may be NULL. @owner(@owner_ctx) is
+ * the partition owner, @ops(@ctx) the world. */
 relay_ingest_t *relay_ingest_new(const relay_config_t *cfg, relay_metrics_t *metrics,
-                                 relay_table_t *table, relay_group_t *group,
-                                 const relay_ingest_ops_t *ops, void *ctx);
+                                 relay_table_t *table, const relay_ingest_owner_ops_t *owner,
+                                 void *owner_ctx, const relay_ingest_ops_t *ops, void *ctx);
 
 /* NULL-safe. Frees the held change and ends a running sweep. */
 void relay_ingest_destroy(relay_ingest_t *in);

@@ -26,6 +26,7 @@
 struct relay_reader_t {
    const relay_config_t *cfg;
    mongoc_client_t *client;
+   relay_reader_time_fn time_fn;
    mongoc_database_t *db;
    pthread_t thread;
    bool started;
@@ -348,10 +349,11 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
       mongoc_change_stream_t *stream;
       int code;
 
-      if (!relay_store_operation_time(rd->client, &now, &error)) {
+      if (!rd->time_fn(rd->client, &now, &error)) {
          relay_log(RELAY_LOG_WARNING, "stream", "MongoDB: %s", error.message);
          report_down(rd, (int)error.code);
-         nap(rd, gen, relay_backoff_next(rd->cfg, &backoff));
+         nap(rd, gen,
+             relay_backoff_next(rd->cfg->reconnect_min_ms, rd->cfg->reconnect_max_ms, &backoff));
          continue;
       }
       stream = open_stream(rd, token, token ? NULL : (has_start ? &start_at : NULL));
@@ -363,7 +365,8 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
          }
          relay_log(RELAY_LOG_WARNING, "stream", "cannot open the change stream: %s", error.message);
          report_down(rd, (int)error.code);
-         nap(rd, gen, relay_backoff_next(rd->cfg, &backoff));
+         nap(rd, gen,
+             relay_backoff_next(rd->cfg->reconnect_min_ms, rd->cfg->reconnect_max_ms, &backoff));
          continue;
       }
       {
@@ -382,7 +385,8 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
       }
       if (code != 0) {
          report_down(rd, code);
-         nap(rd, gen, relay_backoff_next(rd->cfg, &backoff));
+         nap(rd, gen,
+             relay_backoff_next(rd->cfg->reconnect_min_ms, rd->cfg->reconnect_max_ms, &backoff));
       }
    }
    bson_destroy(token);
@@ -422,11 +426,10 @@ run(void *arg)
 }
 
 relay_reader_t *
-relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
-                 bson_error_t *error)
+relay_reader_new(const relay_config_t *cfg, mongoc_client_t *client, relay_reader_time_fn time_fn,
+                 void (*wake)(void *), void *wake_ctx, bson_error_t *error)
 {
    relay_reader_t *rd;
-   mongoc_client_t *client = relay_store_client_new(cfg, "outbox-relay-stream", error);
 
    if (!client) {
       return NULL;
@@ -434,6 +437,7 @@ relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx
    rd = bson_malloc0(sizeof *rd);
    rd->cfg = cfg;
    rd->client = client;
+   rd->time_fn = time_fn;
    rd->db = mongoc_client_get_database(client, cfg->database);
    rd->wake = wake;
    rd->wake_ctx = wake_ctx;

@@ -24,8 +24,14 @@
 #include <mongoc/mongoc.h>
 
 #include "config/config.h"
-#include "group/partition.h"
-#include "store/store.h"
+#include "base/partition.h"
+#include "base/ts.h"
+
+/* Change events per stream reply. Replies are bounded: without a batch size one may be up to
+ * 16 MiB, and mongoc holds a reply twice while a cursor iterates it (two thirds of the
+ * relay's peak memory were cursor buffers). The sweep's replies (store/store.h) are at most
+ * this many documents too. */
+#define RELAY_READ_BATCH_SIZE 128
 
 typedef enum {
    RELAY_CHANGE_EVENT = 0, /* @doc: one change event */
@@ -48,10 +54,17 @@ typedef struct relay_change_t {
 
 typedef struct relay_reader_t relay_reader_t;
 
+/* The server's current operation time through @client (store/store.h's
+ * relay_store_operation_time(): the reader is handed it, so stream/ does not reach up into
+ * store/). */
+typedef bool (*relay_reader_time_fn)(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error);
+
 /* Creates the reader and its thread (idle until relay_reader_start()). @cfg is borrowed;
- * @wake(@wake_ctx) is called after each queued change. Returns NULL and fills @error on a
- * bad URI. */
-relay_reader_t *relay_reader_new(const relay_config_t *cfg, void (*wake)(void *), void *wake_ctx,
+ * @client (made by the caller for the stream alone) is owned from now on, also on failure;
+ * @time_fn reads the server's time before each stream opens; @wake(@wake_ctx) is called
+ * after each queued change. Returns NULL and fills @error when the thread cannot start. */
+relay_reader_t *relay_reader_new(const relay_config_t *cfg, mongoc_client_t *client,
+                                 relay_reader_time_fn time_fn, void (*wake)(void *), void *wake_ctx,
                                  bson_error_t *error);
 
 /* (Re)starts reading: after @resume_after if not NULL, else at @start_at if not NULL, else

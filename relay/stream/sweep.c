@@ -59,7 +59,7 @@ log_start(relay_ingest_t *in, bool full)
       return;
    }
    list = bson_string_new(NULL);
-   relay_partset_format(&in->sweep_set, relay_group_partitions(in->group), list);
+   relay_partset_format(&in->sweep_set, in->owner->partitions(in->owner_ctx), list);
    relay_log(RELAY_LOG_INFO, "sweep", "sweeping partitions %s for pending events", list->str);
    bson_string_free(list, true);
 }
@@ -69,23 +69,25 @@ begin(relay_ingest_t *in, int64_t now)
 {
    bson_error_t error;
    bool full = in->sweep_full_wanted;
-   relay_partset_t set = *relay_group_active(in->group);
+   relay_partset_t set = *in->owner->active(in->owner_ctx);
 
    if (!full) {
-      for (int p = 0; p < relay_group_partitions(in->group); p++) {
+      for (int p = 0; p < in->owner->partitions(in->owner_ctx); p++) {
          if (!relay_partset_has(&in->sweep_wanted, p)) {
             relay_partset_remove(&set, p);
          }
       }
    }
-   if (relay_partset_count(&set, relay_group_partitions(in->group)) == 0) {
+   if (relay_partset_count(&set, in->owner->partitions(in->owner_ctx)) == 0) {
       relay_partset_clear(&in->sweep_wanted);
       in->sweep_full_wanted = false;
       return;
    }
    if (!in->ops->operation_time(in->ctx, &in->sweep_start, &error)) {
       relay_log(RELAY_LOG_WARNING, "sweep", "cannot start a sweep: %s", error.message);
-      in->sweep_retry_at_ms = now + relay_backoff_next(in->cfg, &in->sweep_backoff_ms);
+      in->sweep_retry_at_ms =
+         now + relay_backoff_next(in->cfg->reconnect_min_ms, in->cfg->reconnect_max_ms,
+                                  &in->sweep_backoff_ms);
       return;
    }
    relay_partset_clear(&in->sweep_wanted);
@@ -107,12 +109,12 @@ begin(relay_ingest_t *in, int64_t now)
       relay_changes_set_verifying(in, false);
       /* The new stream starts after every read made so far: none of its changes replays one. */
       relay_table_release_holds(in->table, true);
-      relay_group_sweep_began(in->group, &set, in->sweep_pos);
+      in->owner->sweep_began(in->owner_ctx, &set, in->sweep_pos);
       in->started = true;
       in->stream_gen = in->ops->start(in->ctx, NULL, &in->sweep_start);
    } else {
       in->sweep_pos = relay_table_pos_marker(in->table);
-      relay_group_sweep_began(in->group, &set, in->sweep_pos);
+      in->owner->sweep_began(in->owner_ctx, &set, in->sweep_pos);
    }
    /* Its events are at least as old as the sweep: the pending-age gauge counts from its start
     * (it read 0 while swept events waited, so alerts missed them). */
@@ -136,7 +138,7 @@ finish(relay_ingest_t *in)
    in->sweeping = false;
    in->sweep_backoff_ms = 0;
    relay_table_release_holds(in->table, false);
-   relay_group_sweep_ended(in->group, &in->sweep_set, end);
+   in->owner->sweep_ended(in->owner_ctx, &in->sweep_set, end);
    relay_log(RELAY_LOG_INFO, "sweep",
              "sweep done; %zu events pending in %zu entities; watching from before it",
              in->table->buffered, in->table->count);
@@ -148,9 +150,9 @@ finish(relay_ingest_t *in)
 static void *
 open_cursor(relay_ingest_t *in)
 {
-   const relay_partset_t *parts = relay_group_server_filters(in->group) ? &in->sweep_set : NULL;
+   const relay_partset_t *parts = in->owner->server_filters(in->owner_ctx) ? &in->sweep_set : NULL;
    return in->ops->sweep_open(in->ctx, (int)in->sweep_coll, in->sweep_hint, &in->sweep_start, parts,
-                              relay_group_partitions(in->group));
+                              in->owner->partitions(in->owner_ctx));
 }
 
 /* Before a cursor: waits (bounded) until the current collection's majority snapshot has
@@ -170,7 +172,9 @@ wait_for_start(relay_ingest_t *in, int64_t now)
    relay_log(RELAY_LOG_WARNING, "sweep",
              "the majority has not reached the sweep's start yet (trying again): %s",
              error.message);
-   in->sweep_retry_at_ms = now + relay_backoff_next(in->cfg, &in->sweep_backoff_ms);
+   in->sweep_retry_at_ms =
+      now + relay_backoff_next(in->cfg->reconnect_min_ms, in->cfg->reconnect_max_ms,
+                               &in->sweep_backoff_ms);
    return false;
 }
 
@@ -185,7 +189,7 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
    }
    if (!in->sweeping) {
       if (in->sweep_full_wanted ||
-          relay_partset_count(&in->sweep_wanted, relay_group_partitions(in->group)) > 0) {
+          relay_partset_count(&in->sweep_wanted, in->owner->partitions(in->owner_ctx)) > 0) {
          begin(in, now);
       }
       return;
@@ -206,7 +210,9 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
                    "sweep query failed%s: %s", in->sweep_hint ? " with the index hint" : "",
                    error.message);
          if (!in->sweep_hint) {
-            in->sweep_retry_at_ms = now + relay_backoff_next(in->cfg, &in->sweep_backoff_ms);
+            in->sweep_retry_at_ms =
+               now + relay_backoff_next(in->cfg->reconnect_min_ms, in->cfg->reconnect_max_ms,
+                                        &in->sweep_backoff_ms);
          }
          in->sweep_hint = false; /* index missing or not usable: scan (correct, slower) */
          in->ops->sweep_close(in->ctx, in->sweep_cursor);

@@ -26,7 +26,7 @@
 
 #include <bson/bson.h>
 
-#include "group/partition.h"
+#include "base/partition.h"
 #include "stream/event.h"
 
 typedef enum {
@@ -63,7 +63,8 @@ typedef struct relay_entity_t {
    bson_value_t id; /* the document's _id (owned) */
    char *rendered;  /* relay_render_id() of id */
    size_t rendered_len;
-   char *encoded; /* rendered, percent-encoded; made by publish.c on first use, or NULL */
+   char *encoded; /* rendered, percent-encoded, or NULL: written by the sender (mqtt/publish.c)
+                   * on the entity's first message, freed with the entity (table.c) */
    size_t encoded_len;
    int64_t last_seq; /* highest seq queued or known to be handled; later ones only */
    relay_item_t *head, *tail;

@@ -50,4 +50,13 @@ relay_error_is_refusal(const bson_error_t *error)
           (error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE);
 }
 
+/* Whether @error is a read that waited for the majority snapshot past its maxTimeMS (50
+ * MaxTimeMSExpired; store/concerns.h: relay_concerns_read_wait_ms()): nothing was read,
+ * nothing is lost, the read is to be retried. */
+static inline bool
+relay_concerns_read_timed_out(const bson_error_t *error)
+{
+   return error->domain == MONGOC_ERROR_SERVER && error->code == 50;
+}
+
 #endif /* RELAY_UTIL_ERROR_H */

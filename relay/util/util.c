@@ -25,10 +25,10 @@ relay_wall_ms(void)
 }
 
 int
-relay_backoff_next(const relay_config_t *cfg, int *backoff_ms)
+relay_backoff_next(int min_ms, int max_ms, int *backoff_ms)
 {
-   int min = cfg->reconnect_min_ms > 0 ? cfg->reconnect_min_ms : 1;
-   int max = cfg->reconnect_max_ms > min ? cfg->reconnect_max_ms : min;
+   int min = min_ms > 0 ? min_ms : 1;
+   int max = max_ms > min ? max_ms : min;
 
    if (*backoff_ms <= 0) {
       *backoff_ms = min;

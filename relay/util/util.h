@@ -11,8 +11,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config/config.h"
-
 /* Monotonic milliseconds (for timers). */
 int64_t relay_now_ms(void);
 
@@ -20,8 +18,9 @@ int64_t relay_now_ms(void);
 int64_t relay_wall_ms(void);
 
 /* The next delay of an exponential backoff kept in *@backoff_ms (0 = fresh): the first call
- * gives cfg->reconnect_min_ms, each next one doubles up to cfg->reconnect_max_ms. */
-int relay_backoff_next(const relay_config_t *cfg, int *backoff_ms);
+ * gives @min_ms (at least 1), each next one doubles up to @max_ms (callers pass the config's
+ * reconnect_min_ms and reconnect_max_ms; util/ knows no config). */
+int relay_backoff_next(int min_ms, int max_ms, int *backoff_ms);
 
 /* Stops a worker thread that waits on @cond under @lock and leaves when it sees *@stop: sets
  * it under the lock, wakes every waiter, and joins @thread. Call from the owning thread. */

@@ -29,7 +29,7 @@
 #include "bench.h"
 #include "drain.h"
 #include "group/hash.h"
-#include "group/partition.h"
+#include "base/partition.h"
 #include "parts.h"
 #include "subscriber.h"
 

@@ -23,7 +23,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "relay", "core"))
+sys.path.insert(0, os.path.join(HERE, "..", "relay", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "chaos"))
 from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Entities, Int64, Relay, event,  # noqa: E402

@@ -21,7 +21,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
-sys.path.insert(0, os.path.join(HERE, "..", "relay", "group"))
+sys.path.insert(0, os.path.join(HERE, "..", "relay", "e2e"))
 import chaoslib as cl  # noqa: E402
 import pymongo  # noqa: E402
 from bson.int64 import Int64  # noqa: E402

@@ -24,7 +24,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "relay",
-                                "core"))
+                                "e2e"))
 from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Entities, Relay, Subscriber,  # noqa: E402
                        event, pymongo, requires, run_tests, wait_until)

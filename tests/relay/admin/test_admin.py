@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "core"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, MQTT_URI, WORKDIR, Entities, Int64, Relay,  # noqa: E402
                        Subscriber, event, pymongo, wait_until)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import urllib.parse
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "core"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from relaytest import MONGO_URI, Entities, db_name, pymongo  # noqa: E402
 
 ADMIN_BIN = sys.argv[1]

@@ -77,8 +77,14 @@ fake_probe(void *ctx)
    return ((fake_t *)ctx)->probe;
 }
 
-static const relay_group_ops_t fake_ops = {fake_pop,          fake_may_publish, fake_drained,
-                                           fake_set_eligible, fake_checkpoint,  fake_probe};
+static const relay_group_ops_t fake_ops = {
+   .pop = fake_pop,
+   .may_publish = fake_may_publish,
+   .drained = fake_drained,
+   .set_eligible = fake_set_eligible,
+   .checkpoint = fake_checkpoint,
+   .probe = fake_probe,
+};
 
 static relay_config_t cfg;
 static relay_table_t t;

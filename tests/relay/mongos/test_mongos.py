@@ -18,8 +18,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "core"))
-sys.path.insert(0, os.path.join(HERE, "..", "group"))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 from relaytest import db_name, needing  # noqa: E402
 from relaytest import (MONGO_URI, WORKDIR, Entities, Relay, Subscriber, event,  # noqa: E402
                        pymongo, run_tests, wait_until)
@@ -176,7 +175,7 @@ def test_group_of_three_compound_key():
     """Three relays of one group through mongos share the partitions; every event once.
     The load starts once the group is balanced: partitions handed over while events flow
     cost duplicates through mongos (3 and 178 in two of five runs on 2026-11-27), which they
-    do not on one server (test_one_four_two in tests/relay/group); not yet explained."""
+    do not on one server (test_one_four_two in tests/relay/e2e/test_group.py); not yet explained."""
     dbname, coll = sharded("group", "compound")
     sub = Subscriber("outbox/things/#")
     relays = [Relay(RELAY_BIN, dbname, ["things"], "grp", LEASE_OPTS) for _ in range(3)]

@@ -36,7 +36,11 @@ static bool fake_admit(void *ctx, relay_entity_t *e);
 
 static bool fake_keep_failed(void *ctx, relay_entity_t *e);
 
-static const relay_admission_ops_t fake_admission = {fake_open, fake_admit, fake_keep_failed};
+static const relay_admission_ops_t fake_admission = {
+   .open = fake_open,
+   .admit = fake_admit,
+   .keep_failed = fake_keep_failed,
+};
 
 static int
 fake_send(void *ctx, relay_entity_t *e, uint64_t tag, const char **poison)
@@ -77,8 +81,13 @@ fake_last_disconnect_reason(void *ctx)
    return -1;
 }
 
-static const relay_link_ops_t fake_link = {fake_send, fake_receive_max, fake_connect,
-                                           fake_clean_session, fake_last_disconnect_reason};
+static const relay_link_ops_t fake_link = {
+   .send = fake_send,
+   .receive_max = fake_receive_max,
+   .connect = fake_connect,
+   .clean_session = fake_clean_session,
+   .last_disconnect_reason = fake_last_disconnect_reason,
+};
 
 static relay_config_t cfg;
 static relay_table_t t;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "group/hash.h"
-#include "group/partition.h"
+#include "base/partition.h"
 
 static const int counts[] = {1, 2, 3, 7, 16, 32, 33, 100, 1000, 4096};
 

@@ -4,7 +4,7 @@
  * Partitions (partition.h): the entity-to-partition mapping and the partition sets. Pure
  * functions and values; any thread.
  */
-#include "group/partition.h"
+#include "base/partition.h"
 
 #include <string.h>
 

@@ -16,7 +16,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "core"))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "fixtures"))
 from relaytest import (MONGO_URI, MQTT_URI, WORKDIR, Entities, Int64, Subscriber,  # noqa: E402
                        event, mqtt_host_port, pymongo, wait_until)

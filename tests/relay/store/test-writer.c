@@ -91,7 +91,12 @@ fake_update_one(void *ctx, int coll, const bson_t *query, const bson_t *update, 
    return true;
 }
 
-static const relay_writer_ops_t fake_ops = {fake_take, fake_submit, fake_busy, fake_update_one};
+static const relay_writer_ops_t fake_ops = {
+   .take = fake_take,
+   .submit = fake_submit,
+   .busy = fake_busy,
+   .update_one = fake_update_one,
+};
 
 static relay_config_t cfg;
 static relay_table_t t;

@@ -600,7 +600,7 @@ def test_group_members_archive_their_partitions():
     """Two relays of one group: each entry records the partition of its entity (as MongoDB's
     hashed-index key places it); a member killed with SIGKILL under load loses nothing from
     the archive: every event is archived exactly once when the other took over."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "group"))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from grouptest import LEASE_OPTS, partition_of
     dbname, cname, rname = names("group")
     ents = Entities(client[dbname][cname])

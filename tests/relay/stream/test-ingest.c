@@ -138,9 +138,18 @@ fake_sweep_close(void *ctx, void *cursor)
 }
 
 static const relay_ingest_ops_t fake_ops = {
-   fake_pop,          fake_start,          fake_stop,          fake_read_entity,
-   fake_ensure_index, fake_operation_time, fake_wait_majority, fake_sweep_open,
-   fake_sweep_next,   fake_sweep_error,    fake_sweep_close};
+   .pop = fake_pop,
+   .start = fake_start,
+   .stop = fake_stop,
+   .read_entity = fake_read_entity,
+   .ensure_index = fake_ensure_index,
+   .operation_time = fake_operation_time,
+   .wait_majority = fake_wait_majority,
+   .sweep_open = fake_sweep_open,
+   .sweep_next = fake_sweep_next,
+   .sweep_error = fake_sweep_error,
+   .sweep_close = fake_sweep_close,
+};
 
 /* The partition owner's lease thread: it acquires partition 0 with a checkpoint once (the
  * owner's first step, in setup()), then nothing happens there. */
@@ -189,8 +198,14 @@ hashes_alike(void *ctx)
    return 1;
 }
 
-static const relay_group_ops_t group_ops = {acquire_once, always,        no_drain,
-                                            no_eligible,  no_checkpoint, hashes_alike};
+static const relay_group_ops_t group_ops = {
+   .pop = acquire_once,
+   .may_publish = always,
+   .drained = no_drain,
+   .set_eligible = no_eligible,
+   .checkpoint = no_checkpoint,
+   .probe = hashes_alike,
+};
 
 static relay_config_t cfg;
 static relay_table_t t;
@@ -219,7 +234,7 @@ setup(void)
    relay_group_intents_cleanup(&intents);
    cr_assert(relay_group_takes(g, 0) && !relay_group_fresh(g, 0));
    cr_assert(relay_group_server_filters(g));
-   in = relay_ingest_new(&cfg, NULL, &t, g, &fake_ops, NULL);
+   in = relay_ingest_new(&cfg, NULL, &t, &relay_group_ingest_ops, g, &fake_ops, NULL);
 }
 
 static void
