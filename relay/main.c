@@ -22,6 +22,7 @@
 #include "store/concerns.h"
 #include "util/redact.h"
 #include "util/version.h"
+#include "mqtt/tls.h"
 
 /* Signals are handled by one thread that waits for them (sigwait), not by handlers: every
  * thread (paho's, mongoc's, the HTTP server's) inherits the blocked mask, so a signal can
@@ -143,6 +144,7 @@ run(const relay_config_t *cfg, int argc, char **argv)
     * never reach the log. */
    relay_redact_register_uri(cfg->mongodb_uri);
    relay_redact_register(cfg->mqtt_password);
+   relay_redact_register(cfg->mqtt_key_password);
    relay_log_route_dependencies(); /* before mongoc_init(), which reads the handler */
    mongoc_init();
 
@@ -189,6 +191,24 @@ run(const relay_config_t *cfg, int argc, char **argv)
    return rc;
 }
 
+/* --check-config: the TLS files as the relay would read them (an error exits 78 after the
+ * dump; a certificate close to its expiry is a warning). */
+static int
+check_files(const relay_config_t *cfg)
+{
+   bson_error_t error;
+   bson_string_t *warnings = bson_string_new(NULL);
+   bool ok = relay_tls_check_files(cfg, RELAY_TLS_WARN_DAYS, warnings, &error);
+   if (warnings->len) {
+      fprintf(stderr, "outbox-relay: warning: %s", warnings->str);
+   }
+   bson_string_free(warnings, true);
+   if (!ok) {
+      fprintf(stderr, "outbox-relay: %s\n", error.message);
+   }
+   return ok ? EX_OK : EX_CONFIG;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -214,6 +234,7 @@ main(int argc, char **argv)
       rc = EX_CONFIG;
       break;
    case RELAY_CONFIG_CHECK:
+      rc = check_files(&cfg);
       dump = bson_string_new(NULL);
       relay_config_dump(&cfg, dump);
       relay_concerns_describe(&cfg, dump);

@@ -18,6 +18,22 @@
 #include "util/log.h"
 #include "relay-private.h"
 #include "mqtt/render.h"
+#include "mqtt/tls.h"
+
+/* The TLS files, read once here so that a bad one is named at start instead of failing every
+ * connect as "TCP/TLS connect failure"; a certificate close to its expiry is a warning. */
+static bool
+check_tls_files(const relay_config_t *cfg, bson_error_t *error)
+{
+   bson_string_t *warnings = bson_string_new(NULL);
+   bool ok = relay_tls_check_files(cfg, RELAY_TLS_WARN_DAYS, warnings, error);
+   if (warnings->len) {
+      warnings->str[warnings->len - 1] = '\0'; /* the line's own newline */
+      relay_log(RELAY_LOG_WARNING, "mqtt", "%s", warnings->str);
+   }
+   bson_string_free(warnings, true);
+   return ok;
+}
 
 static bool
 check_config(const relay_config_t *cfg, bson_error_t *error)
@@ -43,7 +59,7 @@ check_config(const relay_config_t *cfg, bson_error_t *error)
                      "binary payload mode needs MQTT 5 (user properties)");
       return false;
    }
-   return true;
+   return check_tls_files(cfg, error);
 }
 
 static void
@@ -213,10 +229,13 @@ handle_completions(relay_t *r, int wait_ms, int64_t now)
 static int
 loop_wait_ms(const relay_t *r)
 {
+   int wait = 50;
    if (r->table.dirty_head) {
-      return r->cfg->clear_interval_ms > 0 ? r->cfg->clear_interval_ms : 1;
+      wait = r->cfg->clear_interval_ms > 0 ? r->cfg->clear_interval_ms : 1;
    }
-   return 50;
+   /* --max-publish-rate: back when the next token is. */
+   int paced = relay_publisher_wait_ms(r->publisher);
+   return paced >= 0 && paced < wait ? paced : wait;
 }
 
 /* SIGTERM: stop reading, wait (bounded) for the acknowledgements of what is in flight,

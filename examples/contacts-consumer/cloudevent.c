@@ -108,7 +108,11 @@ cloudevent_decode(const char *payload, size_t len, const cloudevent_props_t *pro
 
    memset(ev, 0, sizeof *ev);
    bson_init(&ev->data);
-   if (len == 0 || !bson_init_from_json(&doc, payload, (ssize_t)len, &error)) {
+   if (props && props->bytes) {
+      /* Binary data (an image, a file): nothing a contact is made of; the event still counts
+       * (its id and seq), so the inbox records it. */
+      bson_init(&doc);
+   } else if (len == 0 || !bson_init_from_json(&doc, payload, (ssize_t)len, &error)) {
       snprintf(err, errlen, "payload is not a JSON object%s%s", len ? ": " : "",
                len ? error.message : "");
       cloudevent_clear(ev);

@@ -30,6 +30,9 @@ typedef struct {
    const char *entity_id;
    const char *seq;
    const char *traceparent;
+   /* The payload is the event's binary data, not JSON (mqtt.h's bytes): it is not parsed; the
+    * event is recorded with empty data, its attributes from the user properties. */
+   bool bytes;
 } cloudevent_props_t;
 
 /* Decodes a message. The structured JSON form wins; the properties fill in what it lacks (and

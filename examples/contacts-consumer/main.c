@@ -114,7 +114,8 @@ parse_args(int argc, char **argv, options_t *o)
 static bool
 process(directory_t *dir, const mqtt_msg_t *m)
 {
-   cloudevent_props_t props = {m->event_id, m->event_type, m->entity_id, m->seq, m->traceparent};
+   cloudevent_props_t props = {m->event_id, m->event_type,  m->entity_id,
+                               m->seq,      m->traceparent, m->bytes};
    cloudevent_t ev;
    bson_error_t error;
    char why[200];

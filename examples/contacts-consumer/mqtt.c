@@ -72,6 +72,12 @@ copy_properties(const MQTTProperties *props, mqtt_msg_t *m)
       const MQTTProperty *p = &props->array[i];
       char **dst;
 
+      if (p->identifier == MQTTPROPERTY_CODE_PAYLOAD_FORMAT_INDICATOR && p->value.byte == 0)
+         m->bytes = true;
+      if (p->identifier == MQTTPROPERTY_CODE_CONTENT_TYPE &&
+          !(p->value.data.len >= 16 && !memcmp(p->value.data.data, "application/", 12) &&
+            memmem(p->value.data.data, (size_t)p->value.data.len, "json", 4)))
+         m->bytes = true;
       if (p->identifier != MQTTPROPERTY_CODE_USER_PROPERTY)
          continue;
 #define NAME_IS(s) (p->value.data.len == strlen(s) && !memcmp(p->value.data.data, s, strlen(s)))

@@ -25,6 +25,9 @@ typedef struct {
    char *entity_id;
    char *seq;
    char *traceparent; /* the event's W3C trace context, when the event carries one */
+   /* MQTT 5: the payload is bytes, not JSON: payload format indicator 0, or a content type
+    * that is not JSON (an event whose data is binary, in the relay's binary mode). */
+   bool bytes;
 } mqtt_msg_t;
 
 typedef struct _mqtt_sub_t mqtt_sub_t;

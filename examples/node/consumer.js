@@ -18,6 +18,7 @@
 // published while the consumer is down are delivered when it comes back.
 'use strict';
 const mqtt = require('mqtt');
+const partitions = require('./partitions'); // the partition-set grammar
 
 const seen = new Set(); // event ids applied; a real service keeps them with its state
 const lastSeq = new Map(); // entity -> highest seq applied
@@ -30,22 +31,30 @@ const traceId = (tp) => {
   return m ? m[1] : '-';
 };
 
-// { id, entity, seq, type, data, trace } from either payload mode.
+// { id, entity, seq, type, data, trace } from either payload mode. data is the event's
+// document, or a Buffer for an event whose data is binary (its content type is the MQTT 5
+// content type or the CloudEvents datacontenttype).
 function decode(payload, packet) {
   const props = (packet.properties && packet.properties.userProperties) || {};
   const prop = (name) => (Array.isArray(props[name]) ? props[name][0] : props[name]);
   if (prop('specversion') !== undefined) {
     // Binary mode: the CloudEvents attributes are user properties (subject percent-encoded
     // like the topic) and the payload is the event's data; the event's headers, traceparent
-    // among them, are user properties too.
+    // among them, are user properties too. Payload format indicator 0 (or a content type
+    // other than JSON): the data's own bytes.
+    const p = packet.properties || {};
+    const json = p.payloadFormatIndicator !== false &&
+      (p.contentType || 'application/json') === 'application/json';
     return { id: prop('id'), entity: decodeURIComponent(prop('subject')), seq: Number(prop('seq')),
-             type: prop('type'), data: JSON.parse(payload.toString()),
+             type: prop('type'), data: json ? JSON.parse(payload.toString()) : Buffer.from(payload),
              trace: traceId(prop('traceparent')) };
   }
   // Structured mode: the payload is a CloudEvents JSON object with the seq extension and the
-  // distributed-tracing extension (traceparent, tracestate) when the event has one.
+  // distributed-tracing extension (traceparent, tracestate) when the event has one; binary
+  // data comes base64-encoded in data_base64.
   const ev = JSON.parse(payload.toString());
-  return { id: ev.id, entity: ev.subject, seq: Number(ev.seq), type: ev.type, data: ev.data,
+  const data = ev.data_base64 !== undefined ? Buffer.from(ev.data_base64, 'base64') : ev.data;
+  return { id: ev.id, entity: ev.subject, seq: Number(ev.seq), type: ev.type, data,
            trace: traceId(ev.traceparent) };
 }
 
@@ -68,25 +77,19 @@ function handle({ id, entity, seq, type, trace }) {
   console.log(`applied ${entity} ${seq} ${id} ${type} ${order} ${trace}`);
 }
 
-// { filter: { qos } }: the topic, or one filter per partition of a set like "0-7,12".
-function filters(topic, partitions) {
-  if (partitions === undefined) return { [topic]: { qos: 1 } };
-  const out = {};
-  for (const r of partitions.split(',')) {
-    const [lo, hi] = r.split('-').map(Number);
-    for (let p = lo; p <= (hi === undefined ? lo : hi); p++) {
-      out[topic.replace('{partition}', String(p))] = { qos: 1 };
-    }
+function main([uri, topic, clientId, set]) {
+  let subs;
+  try { // refused before connecting: a bad set would split nothing
+    subs = Object.fromEntries(partitions.filters(topic, set).map((f) => [f, { qos: 1 }]));
+  } catch (err) {
+    console.error(`consumer.js: ${err.message}`);
+    process.exit(64);
   }
-  return out;
-}
-
-function main([uri, topic, clientId, partitions]) {
   const client = mqtt.connect(uri, {
     clientId, protocolVersion: 5, clean: false,
     properties: { sessionExpiryInterval: 3600 }, // keep the session (and its queue) an hour
   });
-  client.on('connect', () => client.subscribe(filters(topic, partitions), (err) => {
+  client.on('connect', () => client.subscribe(subs, (err) => {
     if (err) { console.error(`subscribe: ${err.message}`); process.exit(1); }
     console.log('subscribed');
   }));
@@ -107,8 +110,11 @@ function main([uri, topic, clientId, partitions]) {
   process.on('SIGINT', stop);
 }
 
-if (process.argv.length !== 5 && process.argv.length !== 6) {
-  console.error('usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]');
-  process.exit(64);
+module.exports = { decode };
+if (require.main === module) {
+  if (process.argv.length !== 5 && process.argv.length !== 6) {
+    console.error('usage: node consumer.js MQTT-URI TOPIC-FILTER CLIENT-ID [PARTITIONS]');
+    process.exit(64);
+  }
+  main(process.argv.slice(2));
 }
-main(process.argv.slice(2));

@@ -31,13 +31,21 @@ function check(fields, specs) {
   if (bad.length) throw new Error(`business fields may not set ${bad.join(', ')}`);
   const type = specs.map(([t]) => t).find((t) => !EVENT_TYPE.test(t));
   if (type !== undefined) throw new Error(`event type ${type} is not 1..128 of [A-Za-z0-9._-]`);
+  const badExpiry = specs.find(([, , o]) => o && o.expiresAt !== undefined && !(o.expiresAt instanceof Date));
+  if (badExpiry) throw new Error(`expiresAt of a ${badExpiry[0]} event must be a Date`);
 }
 
 // The events as stored: id a UUID v4 string, seq, type, time a Date (the same for the whole
-// commit), data a document whose keys do not start with '$'.
+// commit), data a document whose keys do not start with '$'. A spec may carry options as a
+// third element: { expiresAt: Date } stores expiresAt (outbox-relay sends the time left as the
+// MQTT 5 Message Expiry Interval and does not publish the event after it).
 function storedEvents(specs, firstSeq) {
   const now = new Date();
-  return specs.map(([type, data], i) => ({ id: randomUUID(), seq: int64(firstSeq + i), type, time: now, data }));
+  return specs.map(([type, data, opts], i) => {
+    const ev = { id: randomUUID(), seq: int64(firstSeq + i), type, time: now, data };
+    if (opts && opts.expiresAt) ev.expiresAt = opts.expiresAt;
+    return ev;
+  });
 }
 
 // Inserts the entity at version 1 with its first events (a duplicate key error, code 11000,

@@ -17,6 +17,7 @@ prints "subscribed", then per message one of
 and a count on SIGTERM/SIGINT. The session is persistent (clean start off), so messages
 published while the consumer is down are delivered when it comes back."""
 import json
+import base64
 import re
 import signal
 import sys
@@ -25,6 +26,8 @@ from urllib.parse import unquote, urlparse
 import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+
+import partitions as partitions_lib  # the partition-set grammar (partitions.py)
 
 seen = set()  # event ids applied; a real service keeps them with its state (outbox/inbox.h)
 last_seq = {}  # entity -> highest seq applied
@@ -40,18 +43,27 @@ def trace_id(tp):  # the trace id of a valid traceparent, else "-"
 
 
 def decode(msg):
-    """(event id, entity, seq, type, data, trace id) from either payload mode."""
+    """(event id, entity, seq, type, data, trace id) from either payload mode. data is the
+    event's document, or bytes for an event whose data is binary (its content type is the
+    MQTT 5 content type or the CloudEvents datacontenttype)."""
     props = dict(getattr(msg.properties, "UserProperty", None) or [])
     if "specversion" in props:
         # Binary mode: the CloudEvents attributes are user properties (subject
         # percent-encoded like the topic) and the payload is the event's data; the event's
-        # headers, traceparent among them, are user properties too.
+        # headers, traceparent among them, are user properties too. Payload format
+        # indicator 0 (or a content type other than JSON): the data's own bytes.
+        ctype = getattr(msg.properties, "ContentType", None) or "application/json"
+        text = getattr(msg.properties, "PayloadFormatIndicator", 1) == 1
+        data = json.loads(msg.payload) if text and ctype == "application/json" else \
+            bytes(msg.payload)
         return (props["id"], unquote(props["subject"]), int(props["seq"]), props["type"],
-                json.loads(msg.payload), trace_id(props.get("traceparent")))
+                data, trace_id(props.get("traceparent")))
     # Structured mode: the payload is a CloudEvents JSON object with the seq extension and
-    # the distributed-tracing extension (traceparent, tracestate) when the event has one.
+    # the distributed-tracing extension (traceparent, tracestate) when the event has one;
+    # binary data comes base64-encoded in data_base64.
     ev = json.loads(msg.payload)
-    return (ev["id"], ev["subject"], int(ev["seq"]), ev["type"], ev.get("data"),
+    data = base64.b64decode(ev["data_base64"]) if "data_base64" in ev else ev.get("data")
+    return (ev["id"], ev["subject"], int(ev["seq"]), ev["type"], data,
             trace_id(ev.get("traceparent")))
 
 
@@ -79,19 +91,12 @@ def on_message(client, userdata, msg):
         print("unreadable message on %s: %r" % (msg.topic, e), flush=True)
 
 
-def filters(topic, partitions):
-    """[(filter, qos)]: @topic, or one per partition of a set like "0-7,12"."""
-    if partitions is None:
-        return [(topic, 1)]
-    parts = set()
-    for r in partitions.split(","):
-        lo, _, hi = r.partition("-")
-        parts.update(range(int(lo), int(hi or lo) + 1))
-    return [(topic.replace("{partition}", str(p)), 1) for p in sorted(parts)]
-
-
 def main(uri, topic, client_id, partitions=None):
-    broker, subs = urlparse(uri), filters(topic, partitions)
+    try:
+        subs = [(f, 1) for f in partitions_lib.filters(topic, partitions)]
+    except ValueError as e:  # refused before connecting: a bad set would split nothing
+        sys.exit("outbox_consumer.py: %s" % e)
+    broker = urlparse(uri)
     client = mqtt.Client(client_id=client_id, protocol=mqtt.MQTTv5)
     client.on_message = on_message
     client.on_connect = lambda c, u, flags, rc, props=None: c.subscribe(subs)

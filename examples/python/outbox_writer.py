@@ -31,18 +31,29 @@ def check(fields, specs):
     event types outside 1..128 of [A-Za-z0-9._-] (the relay would dead-letter them)."""
     if RESERVED & set(fields):
         raise ValueError("business fields may not set %s" % sorted(RESERVED & set(fields)))
-    for etype, _ in specs:
+    for etype, *rest in specs:
         if not EVENT_TYPE.match(etype):
             raise ValueError("event type %r is not 1..128 of [A-Za-z0-9._-]" % etype)
+        expires = rest[1].get("expires_at") if len(rest) > 1 else None
+        if expires is not None and not isinstance(expires, datetime.datetime):
+            raise ValueError("expires_at must be a datetime, got %r" % (expires,))
 
 
 def stored_events(specs, first_seq):
     """The events as stored: id a UUID v4 string, seq an Int64 (a small Python int would be
     stored as int32), type, time a UTC date (the same for the whole commit), data a document
-    whose keys do not start with '$'."""
+    whose keys do not start with '$'. A spec may carry options as a third element:
+    {"expires_at": datetime} stores expiresAt (outbox-relay sends the time left as the MQTT 5
+    Message Expiry Interval and does not publish the event after it)."""
     now = datetime.datetime.now(datetime.timezone.utc)
-    return [{"id": str(uuid.uuid4()), "seq": Int64(first_seq + i), "type": etype,
-             "time": now, "data": data} for i, (etype, data) in enumerate(specs)]
+    events = []
+    for i, (etype, data, *opts) in enumerate(specs):
+        ev = {"id": str(uuid.uuid4()), "seq": Int64(first_seq + i), "type": etype, "time": now,
+              "data": data}
+        if opts and opts[0].get("expires_at") is not None:
+            ev["expiresAt"] = opts[0]["expires_at"]
+        events.append(ev)
+    return events
 
 
 def create(coll, entity_id, fields, specs):

@@ -2,36 +2,64 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The archive contract (outbox/archive.h) as a $jsonSchema validator, and installing it with
- * the archive's indexes: outbox_archive_schema(), outbox_archive_ensure_schema(). No state.
+ * the archive's indexes (archive-index.c): outbox_archive_schema(),
+ * outbox_archive_ensure_schema(). No state.
  */
 #include <string.h>
 
+#include "archive-private.h"
 #include "error-private.h"
 #include "outbox/archive.h"
 #include "outbox/outbox.h"
+#include "outbox/contract.h"
 #include "schema-props-private.h"
 
 #define ARCHIVE_TITLE "outbox archive contract"
-#define TTL_INDEX "outbox_archive_ttl"
+
+/* The archived copy of each EVENT row of the event contract (contract.c): the event id is
+ * the entry's _id. */
+static const char *
+archived_name(const outbox_contract_rule_t *r)
+{
+   return strcmp(r->name, "id") == 0 ? "_id" : r->name;
+}
 
 void
 outbox_archive_schema(bson_t *validator)
 {
-   bson_t schema, props;
+   static const char *const entry_fields[] = {"collection", "entityId", "publishedAt"};
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
+   bson_t schema, props, required;
+   uint32_t k = 0;
+   char key[16];
+   const char *kp;
+
    bson_init(validator);
    BSON_APPEND_DOCUMENT_BEGIN(validator, "$jsonSchema", &schema);
    BCON_APPEND(&schema, "title", ARCHIVE_TITLE, "description",
-               "published events kept by outbox-relay --archive-collection", "bsonType", "object",
-               "required", "[", "_id", "collection", "entityId", "seq", "type", "time", "data",
-               "publishedAt", "]");
+               "published events kept by outbox-relay --archive-collection", "bsonType", "object");
+   /* What every published event has (the relay's accepted form: time may be missing), and
+    * the entry's own fields. */
+   BSON_APPEND_ARRAY_BEGIN(&schema, "required", &required);
+   for (size_t i = 0; i < n; i++) {
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT && rules[i].accepted.required) {
+         bson_uint32_to_string(k++, &kp, key, sizeof key);
+         BSON_APPEND_UTF8(&required, kp, archived_name(&rules[i]));
+      }
+   }
+   for (size_t i = 0; i < sizeof entry_fields / sizeof entry_fields[0]; i++) {
+      bson_uint32_to_string(k++, &kp, key, sizeof key);
+      BSON_APPEND_UTF8(&required, kp, entry_fields[i]);
+   }
+   bson_append_array_end(&schema, &required);
    BSON_APPEND_DOCUMENT_BEGIN(&schema, "properties", &props);
-   _outbox_schema_prop(&props, "_id", "string", "the event id");
+   for (size_t i = 0; i < n; i++) {
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT) {
+         _outbox_schema_rule_prop(&props, archived_name(&rules[i]), &rules[i], true, NULL);
+      }
+   }
    _outbox_schema_prop(&props, "collection", "string", "the outbox collection it came from");
-   _outbox_schema_long_prop(&props, "seq", 1, "Int64, the event's per-entity seq");
-   _outbox_schema_event_type_prop(&props, "type");
-   _outbox_schema_prop(&props, "time", "date", "the event's time");
-   _outbox_schema_prop(&props, "data", "object", "the event's data");
-   _outbox_schema_headers_prop(&props, "headers");
    _outbox_schema_prop(&props, "partition", "int", "the relay group's partition of the entity");
    _outbox_schema_prop(&props, "publishedAt", "date",
                        "when the relay archived it, after the acknowledgement");
@@ -70,80 +98,6 @@ install_validator(mongoc_collection_t *archive, bson_error_t *error)
    return ok;
 }
 
-static void
-index_spec(bson_t *indexes, const char *key, const char *name, const bson_t *fields, int64_t ttl)
-{
-   bson_t index;
-   BSON_APPEND_DOCUMENT_BEGIN(indexes, key, &index);
-   BSON_APPEND_UTF8(&index, "name", name);
-   BSON_APPEND_DOCUMENT(&index, "key", fields);
-   if (ttl > 0) {
-      BSON_APPEND_INT64(&index, "expireAfterSeconds", ttl);
-   }
-   bson_append_document_end(indexes, &index);
-}
-
-static bool
-create_indexes(mongoc_collection_t *archive, int64_t ttl, bool with_ttl, bson_error_t *error)
-{
-   bson_t cmd = BSON_INITIALIZER, indexes;
-   bson_t *by_time = BCON_NEW("time", BCON_INT32(1));
-   bson_t *by_entity =
-      BCON_NEW("collection", BCON_INT32(1), "entityId", BCON_INT32(1), "seq", BCON_INT32(1));
-   bson_t *by_type = BCON_NEW("type", BCON_INT32(1), "time", BCON_INT32(1));
-   bson_t *by_published = BCON_NEW("publishedAt", BCON_INT32(1));
-   bool ok;
-
-   BSON_APPEND_UTF8(&cmd, "createIndexes", mongoc_collection_get_name(archive));
-   BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &indexes);
-   index_spec(&indexes, "0", "outbox_archive_time", by_time, 0);
-   index_spec(&indexes, "1", "outbox_archive_entity", by_entity, 0);
-   index_spec(&indexes, "2", "outbox_archive_type", by_type, 0);
-   if (with_ttl) {
-      index_spec(&indexes, "3", TTL_INDEX, by_published, ttl);
-   }
-   bson_append_array_end(&cmd, &indexes);
-   ok = mongoc_collection_write_command_with_opts(archive, &cmd, NULL, NULL, error);
-   bson_destroy(&cmd);
-   bson_destroy(by_time);
-   bson_destroy(by_entity);
-   bson_destroy(by_type);
-   bson_destroy(by_published);
-   return ok;
-}
-
-/* The expireAfterSeconds of the TTL index, -1 when there is none (or it cannot be read). */
-static int64_t
-current_ttl(mongoc_collection_t *archive)
-{
-   mongoc_cursor_t *c = mongoc_collection_find_indexes_with_opts(archive, NULL);
-   const bson_t *ix;
-   bson_iter_t it;
-   int64_t ttl = -1;
-
-   while (mongoc_cursor_next(c, &ix)) {
-      if (bson_iter_init_find(&it, ix, "name") && BSON_ITER_HOLDS_UTF8(&it) &&
-          !strcmp(bson_iter_utf8(&it, NULL), TTL_INDEX) &&
-          bson_iter_init_find(&it, ix, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it)) {
-         ttl = bson_iter_as_int64(&it);
-      }
-   }
-   mongoc_cursor_destroy(c);
-   return ttl;
-}
-
-/* A TTL index with another expireAfterSeconds is dropped before it is created again (collMod
- * of an index is not everywhere): meanwhile nothing expires, which loses nothing. */
-static bool
-drop_stale_ttl(mongoc_collection_t *archive, int64_t ttl, bson_error_t *error)
-{
-   int64_t current = current_ttl(archive);
-   if (current < 0 || current == ttl) {
-      return true;
-   }
-   return mongoc_collection_drop_index_with_opts(archive, TTL_INDEX, NULL, error);
-}
-
 bool
 outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, bson_error_t *error)
 {
@@ -159,8 +113,10 @@ outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, b
    }
    if (opts && bson_iter_init(&it, opts)) {
       while (bson_iter_next(&it)) {
+         /* Above INT32_MAX MongoDB refuses a TTL index (r6.0
+          * src/mongo/db/catalog/index_key_validate.cpp, validateExpireAfterSeconds()). */
          if (strcmp(bson_iter_key(&it), "ttlSeconds") != 0 || !BSON_ITER_HOLDS_NUMBER(&it) ||
-             bson_iter_as_int64(&it) < 0) {
+             bson_iter_as_int64(&it) < 0 || bson_iter_as_int64(&it) > INT32_MAX) {
             _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
                               "unknown or mistyped archive option \"%.64s\"", bson_iter_key(&it));
             return false;
@@ -171,6 +127,5 @@ outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts, b
    if (!install_validator(archive, error)) {
       return false;
    }
-   return (ttl == 0 || drop_stale_ttl(archive, ttl, error)) &&
-          create_indexes(archive, ttl, ttl > 0, error);
+   return _outbox_archive_ensure_indexes(archive, ttl, error);
 }

@@ -2,9 +2,13 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Reading the archive (outbox/archive.h): the cursor of outbox_archive_find(). The server does
- * all the filtering and the sort (through "outbox_archive_entity"); the cursor only reads each
- * entry into outbox_archived_event_t. A cursor belongs to one thread.
+ * all the filtering and sorts by entity and seq (through "outbox_archive_entity"); the cursor
+ * holds one entity's entries at a time, so that the lives of an entity deleted and created
+ * again (its seqs restart at 1) come out one after the other, oldest first, instead of
+ * interleaved by seq; it reads each entry into outbox_archived_event_t. A cursor belongs to
+ * one thread.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "error-private.h"
@@ -15,7 +19,12 @@ struct _outbox_archive_cursor_t {
    mongoc_collection_t *archive; /* borrowed */
    bson_t filter;
    int64_t limit;
+   int64_t returned;
    mongoc_cursor_t *mcursor;
+   bson_t **entries; /* one entity's entries (copies), in the order they are returned */
+   size_t n_entries, cap_entries, pos;
+   bson_t *next;           /* the first entry of the next entity, read ahead */
+   bool drained;           /* mcursor gave its last entry (mongoc refuses another next) */
    bson_value_t entity_id; /* a copy: the view would point into the reply */
    bson_t data, headers;   /* static views into the current entry */
    outbox_archived_event_t current;
@@ -102,9 +111,6 @@ open_cursor(outbox_archive_cursor_t *cur)
 {
    bson_t *opts = BCON_NEW("sort", "{", "collection", BCON_INT32(1), "entityId", BCON_INT32(1),
                            "seq", BCON_INT32(1), "}");
-   if (cur->limit > 0) {
-      BSON_APPEND_INT64(opts, "limit", cur->limit);
-   }
    cur->mcursor = mongoc_collection_find_with_opts(cur->archive, &cur->filter, opts, NULL);
    bson_destroy(opts);
 }
@@ -170,6 +176,144 @@ read_entry(outbox_archive_cursor_t *cur, const bson_t *doc)
    }
 }
 
+/* @doc's @key as a one-field document, for comparing values of any type. */
+static void
+field_of(const bson_t *doc, const char *key, bson_t *out)
+{
+   bson_iter_t it;
+   bson_init(out);
+   if (bson_iter_init_find(&it, doc, key)) {
+      bson_append_value(out, "", 0, bson_iter_value(&it));
+   }
+}
+
+static bool
+same_entity(const bson_t *a, const bson_t *b)
+{
+   bool same = true;
+   static const char *const keys[] = {"collection", "entityId"};
+   for (size_t i = 0; i < 2 && same; i++) {
+      bson_t x, y;
+      field_of(a, keys[i], &x);
+      field_of(b, keys[i], &y);
+      same = x.len == y.len && !memcmp(bson_get_data(&x), bson_get_data(&y), x.len);
+      bson_destroy(&x);
+      bson_destroy(&y);
+   }
+   return same;
+}
+
+static int64_t
+int_field(const bson_t *doc, const char *key)
+{
+   bson_iter_t it;
+   if (!bson_iter_init_find(&it, doc, key)) {
+      return 0;
+   }
+   return BSON_ITER_HOLDS_DATE_TIME(&it) ? bson_iter_date_time(&it)
+          : BSON_ITER_HOLDS_NUMBER(&it)  ? bson_iter_as_int64(&it)
+                                         : 0;
+}
+
+typedef struct {
+   bson_t *doc;
+   int64_t published, seq;
+   size_t idx;
+} life_key_t;
+
+static int
+by_life(const void *pa, const void *pb)
+{
+   const life_key_t *a = pa, *b = pb;
+   if (a->published != b->published) {
+      return a->published < b->published ? -1 : 1;
+   }
+   if (a->seq != b->seq) {
+      return a->seq < b->seq ? -1 : 1;
+   }
+   return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* The entries arrive by seq: a seq seen twice means two lives (the entity was deleted and
+ * created again, its seqs restarted at 1). Then the entries go by publishedAt, seq: a life's
+ * events were all archived before the document was deleted, the next life's after it was
+ * created again. With one life, seq order stays as it is (publishedAt of different group
+ * members may disagree by their clocks' skew; it decides only between lives). */
+static void
+order_lives(outbox_archive_cursor_t *cur)
+{
+   bool lives = false;
+   for (size_t i = 1; i < cur->n_entries && !lives; i++) {
+      lives = int_field(cur->entries[i], "seq") == int_field(cur->entries[i - 1], "seq");
+   }
+   if (!lives) {
+      return;
+   }
+   life_key_t *keys = bson_malloc(cur->n_entries * sizeof *keys);
+   for (size_t i = 0; i < cur->n_entries; i++) {
+      keys[i] = (life_key_t){cur->entries[i], int_field(cur->entries[i], "publishedAt"),
+                             int_field(cur->entries[i], "seq"), i};
+   }
+   qsort(keys, cur->n_entries, sizeof *keys, by_life);
+   for (size_t i = 0; i < cur->n_entries; i++) {
+      cur->entries[i] = keys[i].doc;
+   }
+   bson_free(keys);
+}
+
+static void
+drop_entries(outbox_archive_cursor_t *cur)
+{
+   for (size_t i = 0; i < cur->n_entries; i++) {
+      bson_destroy(cur->entries[i]);
+   }
+   cur->n_entries = cur->pos = 0;
+}
+
+static void
+keep(outbox_archive_cursor_t *cur, bson_t *doc)
+{
+   if (cur->n_entries == cur->cap_entries) {
+      cur->cap_entries = cur->cap_entries ? cur->cap_entries * 2 : 16;
+      cur->entries = bson_realloc(cur->entries, cur->cap_entries * sizeof *cur->entries);
+   }
+   cur->entries[cur->n_entries++] = doc;
+}
+
+/* Reads the next entity's entries; false at the end or on an error. */
+static bool
+fill(outbox_archive_cursor_t *cur)
+{
+   const bson_t *doc;
+   drop_entries(cur);
+   if (!cur->next && !cur->drained && mongoc_cursor_next(cur->mcursor, &doc)) {
+      cur->next = bson_copy(doc);
+   }
+   if (!cur->next) {
+      cur->failed = !cur->drained && mongoc_cursor_error(cur->mcursor, &cur->error);
+      cur->drained = true;
+      return false;
+   }
+   keep(cur, cur->next);
+   cur->next = NULL;
+   while (mongoc_cursor_next(cur->mcursor, &doc)) {
+      if (!same_entity(cur->entries[0], doc)) {
+         cur->next = bson_copy(doc);
+         break;
+      }
+      keep(cur, bson_copy(doc));
+   }
+   if (!cur->next) {
+      cur->drained = true;
+      if (mongoc_cursor_error(cur->mcursor, &cur->error)) {
+         cur->failed = true;
+         return false;
+      }
+   }
+   order_lives(cur);
+   return true;
+}
+
 bool
 outbox_archive_cursor_next(outbox_archive_cursor_t *cursor, const outbox_archived_event_t **event)
 {
@@ -181,10 +325,14 @@ outbox_archive_cursor_next(outbox_archive_cursor_t *cursor, const outbox_archive
    if (!cursor->mcursor) {
       open_cursor(cursor);
    }
-   if (!mongoc_cursor_next(cursor->mcursor, &doc)) {
-      cursor->failed = mongoc_cursor_error(cursor->mcursor, &cursor->error);
+   if (cursor->limit > 0 && cursor->returned >= cursor->limit) {
       return false;
    }
+   if (cursor->pos == cursor->n_entries && !fill(cursor)) {
+      return false;
+   }
+   doc = cursor->entries[cursor->pos++];
+   cursor->returned++;
    read_entry(cursor, doc);
    if (event) {
       *event = &cursor->current;
@@ -208,6 +356,9 @@ outbox_archive_cursor_destroy(outbox_archive_cursor_t *cursor)
       return;
    }
    mongoc_cursor_destroy(cursor->mcursor);
+   drop_entries(cursor);
+   bson_free(cursor->entries);
+   bson_destroy(cursor->next);
    bson_value_destroy(&cursor->entity_id);
    bson_destroy(&cursor->filter);
    bson_free(cursor);

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "contract-private.h"
 #include "error-private.h"
 
 /* Operators whose value is a document of {path: argument}. Anything else is refused, so that
@@ -34,39 +35,36 @@ _outbox_path_is_reserved(const char *path, const _outbox_field_names_t *names)
           (names->recent_commits && first_component_is(path, names->recent_commits));
 }
 
+/* The event contract's ENTITY "_id" rule, written form (contract.c): the types liboutbox
+ * accepts, and strings of valid UTF-8 without NUL. A binary id must also be a UUID. */
 bool
 _outbox_id_check(const bson_value_t *id, bson_error_t *error)
 {
+   const outbox_contract_rule_t *rule = _outbox_contract_row(_OUTBOX_RULE_ENTITY_ID);
+
    if (!id) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "id is NULL");
       return false;
    }
-   switch (id->value_type) {
-   case BSON_TYPE_OID:
-   case BSON_TYPE_INT32:
-   case BSON_TYPE_INT64:
-      return true;
-   case BSON_TYPE_UTF8:
-      if (id->value.v_utf8.str &&
-          bson_utf8_validate(id->value.v_utf8.str, id->value.v_utf8.len, false)) {
-         return true;
-      }
-      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "string id is not valid UTF-8");
-      return false;
-   case BSON_TYPE_BINARY:
-      if (id->value.v_binary.subtype == BSON_SUBTYPE_UUID && id->value.v_binary.data_len == 16) {
-         return true;
-      }
-      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
-                        "binary id must be a UUID (subtype 4, 16 bytes)");
-      return false;
-   default:
+   if (!outbox_contract_type_allowed(&rule->written, id->value_type)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
                         "id of type %s is not supported (ObjectId, string, int32, int64 or "
                         "UUID)",
                         _outbox_bson_type_name(id->value_type));
       return false;
    }
+   if (id->value_type == BSON_TYPE_UTF8 &&
+       (!id->value.v_utf8.str || outbox_contract_check(rule, id, true, NULL))) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "string id is not valid UTF-8");
+      return false;
+   }
+   if (id->value_type == BSON_TYPE_BINARY &&
+       !(id->value.v_binary.subtype == BSON_SUBTYPE_UUID && id->value.v_binary.data_len == 16)) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT,
+                        "binary id must be a UUID (subtype 4, 16 bytes)");
+      return false;
+   }
+   return true;
 }
 
 /* One pass over the bytes (bson-walk.c): structure, UTF-8 and key rules together. */

@@ -29,9 +29,17 @@ struct _outbox_event_t {
    char id[_OUTBOX_UUID_LEN + 1];
    char *type;
    bson_t data;
-   bson_t headers; /* key -> string value, in the order the keys were first set */
-   int64_t seq;    /* 0 until committed */
-   int64_t time;   /* ms since the epoch, 0 until committed */
+   bson_t headers;     /* key -> string value, in the order the keys were first set */
+   int64_t seq;        /* 0 until committed */
+   int64_t time;       /* ms since the epoch, 0 until committed */
+   int64_t expires_at; /* ms since the epoch; stored as "expiresAt" when has_expires */
+   bool has_expires;
+   /* outbox_event_new_binary(): the data is these bytes (stored as binary data, subtype 0)
+    * and `data` stays empty; content_type is stored as "contentType". */
+   uint8_t *bin;
+   uint32_t bin_len;
+   bool binary;
+   char *content_type;
    _outbox_attempt_t attempt;
 };
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "check-private.h"
+#include "contract-private.h"
 #include "error-private.h"
 
 outbox_event_t *
@@ -30,23 +31,53 @@ outbox_event_new(const char *type, const bson_t *data)
    return event;
 }
 
+outbox_event_t *
+outbox_event_new_binary(const char *type, const uint8_t *bytes, size_t len,
+                        const char *content_type)
+{
+   outbox_event_t *event = outbox_event_new(type, NULL);
+   event->binary = true;
+   event->bin_len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
+   event->bin = bson_malloc(event->bin_len ? event->bin_len : 1);
+   if (len) {
+      memcpy(event->bin, bytes, event->bin_len);
+   }
+   event->content_type = content_type ? bson_strdup(content_type) : NULL;
+   return event;
+}
+
 void
 outbox_event_destroy(outbox_event_t *event)
 {
    if (!event) {
       return;
    }
+   bson_free(event->bin);
+   bson_free(event->content_type);
    bson_free(event->type);
    bson_destroy(&event->data);
    bson_destroy(&event->headers);
    bson_free(event);
 }
 
-static bool
-header_key_is_valid(const char *key, size_t len)
+/* The number of headers of @headers other than @key, and their bytes (names and values). */
+static size_t
+other_headers(const bson_t *headers, const char *key, size_t *bytes)
 {
-   return len > 0 && len <= _OUTBOX_HEADER_KEY_MAX && key[0] != '$' &&
-          bson_utf8_validate(key, len, false);
+   bson_iter_t iter;
+   size_t n = 0;
+
+   *bytes = 0;
+   bson_iter_init(&iter, headers);
+   while (bson_iter_next(&iter)) {
+      if (strcmp(bson_iter_key(&iter), key) != 0) {
+         uint32_t len;
+         bson_iter_utf8(&iter, &len);
+         *bytes += bson_iter_key_len(&iter) + len;
+         n++;
+      }
+   }
+   return n;
 }
 
 bool
@@ -56,20 +87,22 @@ outbox_event_set_header(outbox_event_t *event, const char *key, const char *valu
    bson_t headers = BSON_INITIALIZER;
    bson_iter_t iter;
    bool replaced = false;
+   bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+   size_t n, bytes;
+   const char *why;
 
    if (!event || !key || !value) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "event, key and value are required");
       return false;
    }
-   if (!header_key_is_valid(key, strlen(key))) {
-      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
-                        "header key must be 1..%d bytes of UTF-8 not starting with '$'",
-                        _OUTBOX_HEADER_KEY_MAX);
-      return false;
-   }
-   if (!bson_utf8_validate(value, strlen(value), false)) {
-      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
-                        "header \"%s\": value is not valid UTF-8", key);
+   /* Every header rule of the contract (outbox/contract.h): what the relay would leave out
+    * of the message is refused here, so a liboutbox caller learns it at once. */
+   v.value.v_utf8.str = (char *)value;
+   v.value.v_utf8.len = (uint32_t)strlen(value);
+   n = other_headers(&event->headers, key, &bytes);
+   why = _outbox_contract_header_check(key, strlen(key), &v, n, bytes, true);
+   if (why) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "header \"%.140s\": %s", key, why);
       return false;
    }
    /* Rebuild rather than edit in place: BSON has no in-place replace, and headers are few. */
@@ -91,20 +124,37 @@ outbox_event_set_header(outbox_event_t *event, const char *key, const char *valu
 }
 
 bool
-_outbox_event_type_is_valid(const char *type, size_t len)
+outbox_event_set_expires_at(outbox_event_t *event, int64_t ms, bson_error_t *error)
 {
-   if (!type || len == 0 || len > _OUTBOX_EVENT_TYPE_MAX) {
+   /* The contract's row (lib/src/contract.c) holds the range: RFC 3339's years 0001-9999. */
+   const outbox_contract_rule_t *rule = _outbox_contract_row(_OUTBOX_RULE_EVENT_EXPIRES_AT);
+   bson_value_t v = {.value_type = BSON_TYPE_DATE_TIME, .value.v_datetime = ms};
+
+   if (!event) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_ARGUMENT, "event is NULL");
       return false;
    }
-   for (size_t i = 0; i < len; i++) {
-      char c = type[i];
-
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '.' || c == '_' || c == '-')) {
-         return false;
-      }
+   if (outbox_contract_check(rule, &v, true, NULL)) {
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
+                        "expiresAt %" PRId64 " ms is outside years 0001-9999", ms);
+      return false;
    }
+   event->expires_at = ms;
+   event->has_expires = true;
    return true;
+}
+
+bool
+_outbox_event_type_is_valid(const char *type, size_t len)
+{
+   bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+
+   if (!type) {
+      return false;
+   }
+   v.value.v_utf8.str = (char *)type;
+   v.value.v_utf8.len = (uint32_t)len;
+   return !outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_TYPE), &v, true, NULL);
 }
 
 bool
@@ -120,9 +170,27 @@ outbox_event_validate(const outbox_event_t *event, bson_error_t *error)
                         _OUTBOX_EVENT_TYPE_MAX);
       return false;
    }
-   /* '$' keys are refused because consumers read events as Extended JSON, where {"$date":
-    * ...} or {"$oid": ...} would change meaning, and servers differ on them in updates. */
-   if (!_outbox_bson_is_storable(&event->data, true)) {
+   if (event->binary) {
+      /* Binary data is bytes: only its content type has rules (the contract's row). */
+      bson_value_t ct = {.value_type = BSON_TYPE_UTF8};
+      ct.value.v_utf8.str = event->content_type;
+      ct.value.v_utf8.len = event->content_type ? (uint32_t)strlen(event->content_type) : 0;
+      const outbox_contract_rule_t *rule = _outbox_contract_row(_OUTBOX_RULE_EVENT_CONTENT_TYPE);
+      const char *why = event->content_type ? outbox_contract_check(rule, &ct, true, NULL) : NULL;
+      if (why || event->bin_len > 16 * 1024 * 1024) {
+         _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "%s",
+                           why ? why : "binary data is larger than 16 MiB");
+         return false;
+      }
+      return true;
+   }
+   /* The contract's data rule, written form: '$' keys are refused because consumers read
+    * events as Extended JSON, where {"$date": ...} or {"$oid": ...} would change meaning, and
+    * servers differ on them in updates. */
+   bson_value_t data = {.value_type = BSON_TYPE_DOCUMENT};
+   data.value.v_doc.data = (uint8_t *)bson_get_data(&event->data);
+   data.value.v_doc.data_len = event->data.len;
+   if (outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_DATA), &data, true, NULL)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
                         "data is not well-formed BSON with valid UTF-8 strings and no keys "
                         "empty or starting with '$'");
@@ -211,9 +279,19 @@ _outbox_events_append_stored(bson_t *array, outbox_event_t *const *events, size_
       BSON_APPEND_INT64(&doc, "seq", first_seq + (int64_t)i);
       BSON_APPEND_UTF8(&doc, "type", ev->type);
       BSON_APPEND_DATE_TIME(&doc, "time", time);
-      BSON_APPEND_DOCUMENT(&doc, "data", &ev->data);
+      if (ev->binary) {
+         BSON_APPEND_BINARY(&doc, "data", BSON_SUBTYPE_BINARY, ev->bin, ev->bin_len);
+         if (ev->content_type) {
+            BSON_APPEND_UTF8(&doc, "contentType", ev->content_type);
+         }
+      } else {
+         BSON_APPEND_DOCUMENT(&doc, "data", &ev->data);
+      }
       if (!bson_empty(&ev->headers)) {
          BSON_APPEND_DOCUMENT(&doc, "headers", &ev->headers);
+      }
+      if (ev->has_expires) {
+         BSON_APPEND_DATE_TIME(&doc, "expiresAt", ev->expires_at);
       }
       bson_append_document_end(array, &doc);
    }
@@ -236,9 +314,19 @@ _outbox_events_stored_size(outbox_event_t *const *events, size_t n)
       doc += 1 + 4 + 8;                                 /* seq */
       doc += 1 + 5 + 4 + (int64_t)strlen(ev->type) + 1; /* type */
       doc += 1 + 5 + 8;                                 /* time */
-      doc += 1 + 5 + (int64_t)ev->data.len;             /* data */
+      if (ev->binary) {
+         doc += 1 + 5 + 4 + 1 + (int64_t)ev->bin_len; /* data: length, subtype, bytes */
+         if (ev->content_type) {
+            doc += 1 + 12 + 4 + (int64_t)strlen(ev->content_type) + 1; /* contentType */
+         }
+      } else {
+         doc += 1 + 5 + (int64_t)ev->data.len; /* data */
+      }
       if (!bson_empty(&ev->headers)) {
          doc += 1 + 8 + (int64_t)ev->headers.len; /* headers */
+      }
+      if (ev->has_expires) {
+         doc += 1 + 10 + 8; /* expiresAt */
       }
       size += 1 + (int64_t)bson_uint32_to_string((uint32_t)i, &key, buf, sizeof buf) + 1 + doc;
    }

@@ -22,11 +22,16 @@
  *   - one of its ids is among the pending events, dead letters or discarded letters: the
  *     attempt was stored (the events of one commit are stored together or not at all). Before
  *     saying so it reads again with readConcern "majority": success is only reported for a
- *     write that can no longer be rolled back, so the majority snapshot must have reached the
- *     attempt's eventSeq (eventSeq only grows along the primary's history, so a majority
- *     eventSeq at or past the attempt's last seq contains the attempt). Both reads share a
- *     causally consistent session, so the majority read waits (up to 5 s) for the majority to
- *     reach what the first read saw. If it has not, the answer is UNKNOWN_OUTCOME again.
+ *     write that can no longer be rolled back, so the majority snapshot must hold the
+ *     attempt's own ids too (pending, dead or discarded letters, or its first id in
+ *     recentCommits), never just an eventSeq at or past its last seq: the two reads may reach
+ *     two primaries (the first a cut-off one that holds the attempt in a history about to be
+ *     rolled back, the second, after a failover, the new one, where another writer's commit
+ *     filled those seqs), and then the seq alone would report success for events that are
+ *     rolled back. Both reads share a causally consistent session, so the majority read waits
+ *     (up to 5 s) for the majority to reach what the first read saw. If the majority snapshot
+ *     does not hold the attempt's ids, the answer is UNKNOWN_OUTCOME again (a later retry
+ *     reads the primary of the day and decides as below).
  *   - no id is there and eventSeq is still at most the attempt's: the attempt was not stored
  *     on this primary (had it been, eventSeq would have moved past it and never come back;
  *     if it lives on a deposed primary, it is rolled back there). The commit runs as new.
@@ -324,22 +329,19 @@ evidence(const outbox_collection_t *c, const bson_t *doc, outbox_event_t *const 
    return ev;
 }
 
-/* The entity's eventSeq read with readConcern "majority" (-1 when it is not there yet). */
+/* What the majority snapshot of the entity says of the attempt: *present is whether the
+ * entity is there at all. */
 static bool
-majority_event_seq(const _look_t *look, int64_t *event_seq, bson_error_t *error)
+majority_evidence(const _look_t *look, outbox_event_t *const *events, const _outbox_attempt_t *a,
+                  bool *present, _evidence_t *ev, bson_error_t *error)
 {
    bson_t doc = BSON_INITIALIZER;
-   _outbox_doc_state_t st;
    int found = read_entity(look, true, &doc, error);
-   bool ok = found >= 0;
 
-   *event_seq = -1;
-   if (found > 0) {
-      ok = _outbox_doc_state_parse(&doc, &look->c->names, &st, error);
-      *event_seq = ok ? st.event_seq : -1;
-   }
+   *present = found > 0;
+   *ev = found > 0 ? evidence(look->c, &doc, events, a) : (_evidence_t){0};
    bson_destroy(&doc);
-   return ok;
+   return found >= 0;
 }
 
 /* The earlier attempt's outcome is still unknown: say so, keeping it remembered. */
@@ -353,21 +355,26 @@ still_unknown(bson_error_t *error, const char *why)
    return -1;
 }
 
-/* The attempt is stored on the primary: success once a majority has it. */
+/* The attempt is stored on the primary: success once the majority snapshot holds its ids. */
 static int
 stored(const _look_t *look, outbox_event_t *const *events, const _outbox_attempt_t *a,
        outbox_commit_t *result, bson_error_t *error)
 {
-   int64_t majority_seq;
+   bool present;
+   _evidence_t ev;
    _outbox_attempt_t at = *a; /* a points into events[0], which mark_committed clears */
 
-   if (!majority_event_seq(look, &majority_seq, error)) {
+   if (!majority_evidence(look, events, &at, &present, &ev, error)) {
       return error->domain == OUTBOX_ERROR_DOMAIN ? -1 : still_unknown(error, error->message);
    }
-   if (majority_seq < at.event_seq + (int64_t)at.n) {
+   if (!present || !ev.ours) {
       _outbox_set_error(error, OUTBOX_ERROR_UNKNOWN_OUTCOME,
                         "commit outcome unknown: the earlier attempt is stored on the primary "
-                        "but not yet majority-committed; retry later with the same events");
+                        "read first but its events are not in the majority snapshot%s; retry "
+                        "later with the same events",
+                        ev.taken ? " (another commit holds its seqs there: it is being rolled "
+                                   "back, or that read reached a cut-off primary)"
+                                 : " (not yet majority-committed)");
       return -1;
    }
    result->version = at.version + 1;

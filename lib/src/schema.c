@@ -16,8 +16,6 @@
 /* The title that marks a validator (or one clause of a $and) as ours. */
 #define SCHEMA_TITLE "outbox stored contract"
 
-#define UUID_V4 "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
-
 typedef struct {
    const char *action;       /* "error" | "warn" */
    const char *level;        /* "moderate" | "strict" */
@@ -105,25 +103,36 @@ parse_for(const outbox_collection_t *c, const bson_t *opts, schema_opts_t *o, bs
    return true;
 }
 
+/* The items of the events array: the EVENT rows of the event contract (contract.c), written
+ * form, each with its description. */
 static void
 append_event_schema(bson_t *events)
 {
-   bson_t items, props;
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
+   bson_t items, props, required;
+   uint32_t k = 0;
+
    BSON_APPEND_UTF8(events, "bsonType", "array");
    BSON_APPEND_UTF8(events, "description", "pending events, oldest first");
    BSON_APPEND_DOCUMENT_BEGIN(events, "items", &items);
    BSON_APPEND_UTF8(&items, "bsonType", "object");
-   bson_t *required = BCON_NEW("0", "id", "1", "seq", "2", "type", "3", "time", "4", "data");
-   BSON_APPEND_ARRAY(&items, "required", required);
-   bson_destroy(required);
+   BSON_APPEND_ARRAY_BEGIN(&items, "required", &required);
+   for (size_t i = 0; i < n; i++) {
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT && rules[i].written.required) {
+         char key[16];
+         const char *kp;
+         bson_uint32_to_string(k++, &kp, key, sizeof key);
+         BSON_APPEND_UTF8(&required, kp, rules[i].name);
+      }
+   }
+   bson_append_array_end(&items, &required);
    BSON_APPEND_DOCUMENT_BEGIN(&items, "properties", &props);
-   _outbox_schema_pattern_prop(&props, "id", UUID_V4,
-                               "UUID v4, lowercase, unique across all entities");
-   _outbox_schema_long_prop(&props, "seq", 1, "Int64, per entity 1, 2, 3 ... without gaps");
-   _outbox_schema_event_type_prop(&props, "type");
-   _outbox_schema_prop(&props, "time", "date", "Date, UTC");
-   _outbox_schema_prop(&props, "data", "object", NULL);
-   _outbox_schema_headers_prop(&props, "headers");
+   for (size_t i = 0; i < n; i++) {
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT) {
+         _outbox_schema_rule_prop(&props, rules[i].name, &rules[i], false, NULL);
+      }
+   }
    bson_append_document_end(&items, &props);
    bson_append_document_end(events, &items);
 }

@@ -1,11 +1,13 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * Validation of events as they are stored, for readers of the stored contract (the relay).
+ * Validation of events as they are stored, against the written form of the event contract's
+ * EVENT rows (contract.c), for readers of the stored contract (requeue, tests).
  * Pure functions over the caller's documents: no state, thread-safe.
  */
 #include <string.h>
 
+#include "contract-private.h"
 #include "error-private.h"
 #include "event-private.h"
 
@@ -49,82 +51,87 @@ check_headers(const bson_iter_t *field, bson_error_t *error)
    return true;
 }
 
-/* Checks one field; sets the matching bit in *seen. */
-static bool
-check_field(const bson_iter_t *it, unsigned *seen, bson_error_t *error)
+/* The first BSON type the form allows, by name ("Int64", "string" ...). */
+static const char *
+form_type_name(const outbox_contract_form_t *f)
 {
-   const char *key = bson_iter_key(it);
-   uint32_t len;
-   const char *s;
+   for (int t = BSON_TYPE_DOUBLE; t <= BSON_TYPE_DECIMAL128; t++) {
+      if (outbox_contract_type_allowed(f, (bson_type_t)t)) {
+         return _outbox_bson_type_name((bson_type_t)t);
+      }
+   }
+   return "nothing";
+}
 
-   if (strcmp(key, "id") == 0) {
-      *seen |= 1u;
-      if (!BSON_ITER_HOLDS_UTF8(it)) {
-         return wrong_type(it, "string", error);
-      }
-      s = bson_iter_utf8(it, &len);
-      if (!_outbox_uuid_is_valid(s, len)) {
-         _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
-                           "id: \"%.64s\" is not a lowercase 36-character UUID", s);
-         return false;
-      }
-   } else if (strcmp(key, "seq") == 0) {
-      *seen |= 2u;
-      if (!BSON_ITER_HOLDS_INT64(it)) {
-         return wrong_type(it, "Int64", error);
-      }
-      if (bson_iter_int64(it) <= 0) {
-         _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "seq: %" PRId64 " is not > 0",
-                           bson_iter_int64(it));
-         return false;
-      }
-   } else if (strcmp(key, "type") == 0) {
-      *seen |= 4u;
-      if (!BSON_ITER_HOLDS_UTF8(it)) {
-         return wrong_type(it, "string", error);
-      }
-      s = bson_iter_utf8(it, &len);
-      if (!_outbox_event_type_is_valid(s, len)) {
-         _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT,
-                           "type: \"%.140s\" is not 1..%d characters of [A-Za-z0-9._-]", s,
-                           _OUTBOX_EVENT_TYPE_MAX);
-         return false;
-      }
-   } else if (strcmp(key, "time") == 0) {
-      *seen |= 8u;
-      if (!BSON_ITER_HOLDS_DATE_TIME(it)) {
-         return wrong_type(it, "Date", error);
-      }
-   } else if (strcmp(key, "data") == 0) {
-      *seen |= 16u;
-      if (!BSON_ITER_HOLDS_DOCUMENT(it)) {
-         return wrong_type(it, "document", error);
-      }
-   } else if (strcmp(key, "headers") == 0) {
+/* What a string of the form must be, for the message. */
+static const char *
+form_text(const outbox_contract_form_t *f)
+{
+   if (f->text & OUTBOX_CONTRACT_TEXT_UUID) {
+      return "a lowercase 36-character UUID v4";
+   }
+   if (f->text & OUTBOX_CONTRACT_TEXT_EVENT_TYPE) {
+      return "1..128 characters of [A-Za-z0-9._-]";
+   }
+   return "valid";
+}
+
+/* Checks one field against its rule's written form (the contract, outbox/contract.h). */
+static bool
+check_rule(const outbox_contract_rule_t *r, const bson_iter_t *it, bson_error_t *error)
+{
+   const bson_value_t *v = bson_iter_value((bson_iter_t *)it);
+   const outbox_contract_form_t *f = &r->written;
+
+   if (!outbox_contract_type_allowed(f, v->value_type)) {
+      return wrong_type(it, form_type_name(f), error);
+   }
+   if (!strcmp(r->name, "headers")) {
       return check_headers(it, error);
    }
-   return true;
+   if (!outbox_contract_check(r, v, true, NULL)) {
+      return true;
+   }
+   switch (v->value_type) {
+   case BSON_TYPE_UTF8:
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "%s: \"%.140s\" is not %s", r->name,
+                        v->value.v_utf8.str, form_text(f));
+      break;
+   case BSON_TYPE_INT64:
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "%s: %" PRId64 " is not >= %" PRId64,
+                        r->name, v->value.v_int64, f->min);
+      break;
+   default:
+      _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "%s: %s", r->name, r->reason);
+   }
+   return false;
 }
 
 bool
 _outbox_stored_event_validate(const bson_t *event, bson_error_t *error)
 {
-   static const char *const required[] = {"id", "seq", "type", "time", "data"};
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
    bson_iter_t it;
-   unsigned seen = 0;
 
    if (!event || !bson_iter_init(&it, event)) {
       _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "event is not a valid document");
       return false;
    }
-   while (bson_iter_next(&it)) {
-      if (!check_field(&it, &seen, error)) {
-         return false;
+   /* Extra fields are allowed (forward compatibility). */
+   for (size_t i = 0; i < n; i++) {
+      const outbox_contract_rule_t *r = &rules[i];
+      if (r->scope != OUTBOX_CONTRACT_EVENT) {
+         continue;
       }
-   }
-   for (unsigned i = 0; i < 5; i++) {
-      if (!(seen & (1u << i))) {
-         _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "%s: missing", required[i]);
+      if (!bson_iter_init_find(&it, event, r->name)) {
+         if (r->written.required) {
+            _outbox_set_error(error, OUTBOX_ERROR_INVALID_EVENT, "%s: missing", r->name);
+            return false;
+         }
+         continue;
+      }
+      if (!check_rule(r, &it, error)) {
          return false;
       }
    }

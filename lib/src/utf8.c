@@ -86,3 +86,68 @@ _outbox_utf8_valid(const char *s, size_t len, bool allow_nul)
    }
    return true;
 }
+
+/* A code point MQTT 5 section 1.5.4 lets a receiver refuse besides U+0000: a control
+ * character (U+0001..U+001F, U+007F..U+009F) or a non-character (U+FDD0..U+FDEF, and
+ * U+nFFFE, U+nFFFF of every plane). */
+static bool
+mqtt_refusable(uint32_t c)
+{
+   return c < 0x20 || (c >= 0x7F && c <= 0x9F) || (c >= 0xFDD0 && c <= 0xFDEF) ||
+          (c & 0xFFFEu) == 0xFFFEu;
+}
+
+size_t
+_outbox_mqtt_char_len(const char *s, size_t avail)
+{
+   const unsigned char *u = (const unsigned char *)s;
+   size_t n;
+   uint32_t c;
+
+   if (avail == 0) {
+      return 0;
+   }
+   if (u[0] < 0x80) {
+      return mqtt_refusable(u[0]) ? 0 : 1;
+   }
+   n = utf8_seq(u, avail, false);
+   if (!n) {
+      return 0;
+   }
+   c = u[0] & (n == 2 ? 0x1Fu : n == 3 ? 0x0Fu : 0x07u);
+   for (size_t j = 1; j < n; j++) {
+      c = (c << 6) | (u[j] & 0x3Fu);
+   }
+   return mqtt_refusable(c) ? 0 : n;
+}
+
+bool
+_outbox_utf8_mqtt_valid(const char *s, size_t len)
+{
+   const unsigned char *u = (const unsigned char *)s;
+   size_t i = 0;
+
+   while (i < len) {
+      /* Printable ASCII runs (nearly every header and id) go 8 bytes at a time: a byte below
+       * 0x20 borrows into its high bit, one of 0x7F or above carries into it or has it set. */
+      if (len - i >= 8) {
+         const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+         uint64_t v;
+         memcpy(&v, u + i, 8);
+         if (!((v | (v + ones) | ((v - 0x20 * ones) & ~v)) & high)) {
+            i += 8;
+            continue;
+         }
+      }
+      if (u[i] >= 0x20 && u[i] < 0x7F) {
+         i++;
+         continue;
+      }
+      size_t n = _outbox_mqtt_char_len(s + i, len - i);
+      if (!n) {
+         return false;
+      }
+      i += n;
+   }
+   return true;
+}

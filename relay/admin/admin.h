@@ -56,12 +56,18 @@ int admin_discard(admin_t *a);
 int admin_requeue(admin_t *a);
 int admin_ensure_schema(admin_t *a);
 int admin_replay(admin_t *a);
+/* What replay needs that the command line and config must give (archive, broker, a topic
+ * the relay would accept): checked before anything connects. EX_OK or an exit status. */
+int admin_replay_check(const admin_t *a);
 int admin_ensure_archive(admin_t *a); /* ensure-schema with --archive-collection (archive.c) */
 
 /* The archive in `status` (archive.c): entries, and the times of the oldest and newest. */
 typedef struct {
    int64_t entries, oldest_ms, newest_ms;
+   int64_t ttl_s; /* the TTL in force (outbox_archive_ttl_seconds()), 0: none */
 } admin_archive_stats_t;
+/* --archive-ttl is given but not in force. */
+bool admin_archive_ttl_missing(const admin_t *a, const admin_archive_stats_t *st);
 int admin_archive_stats(admin_t *a, admin_archive_stats_t *st);
 void admin_archive_print(const admin_t *a, const admin_archive_stats_t *st, int64_t now);
 void admin_archive_json(const admin_t *a, const admin_archive_stats_t *st, bson_t *doc);

@@ -1,7 +1,8 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The archive (--archive-collection) in `status` (its size, oldest and newest event) and in
+ * The archive (--archive-collection) in `status` (its size, TTL in force, oldest and newest
+ * event) and in
  * `ensure-schema`: its validator and indexes, with the
  * relay's --archive-ttl, through liboutbox's outbox_archive_ensure_schema(); --print shows the
  * validator instead. What the relay does at its first archive write, for operators who give
@@ -40,6 +41,11 @@ admin_ensure_archive(admin_t *a)
               "%s: the archive contract is the validator; indexes by time, entity and "
               "seq, type%s\n",
               name, a->cfg.archive_ttl_s > 0 ? ", and the TTL index" : "");
+   } else if (error.domain == OUTBOX_ERROR_DOMAIN && error.code == OUTBOX_ERROR_ARCHIVE_INDEX) {
+      /* Someone else's index: theirs to change, never dropped by us. */
+      fprintf(stderr, "outbox-admin: %s: %s (the other indexes are in place)\n", name,
+              error.message);
+      rc = EX_DATAERR;
    } else {
       rc = admin_fail(name, &error);
    }
@@ -85,17 +91,32 @@ admin_archive_stats(admin_t *a, admin_archive_stats_t *st)
    memset(st, 0, sizeof *st);
    st->entries = mongoc_collection_estimated_document_count(archive, NULL, NULL, NULL, &error);
    ok = st->entries >= 0 && edge_time(archive, 1, &st->oldest_ms, &error) &&
-        edge_time(archive, -1, &st->newest_ms, &error);
+        edge_time(archive, -1, &st->newest_ms, &error) &&
+        outbox_archive_ttl_seconds(archive, &st->ttl_s, &error);
    mongoc_collection_destroy(archive);
    mongoc_client_pool_push(a->pool, client);
    return ok ? EX_OK : admin_fail(a->cfg.archive_collection, &error);
 }
 
+bool
+admin_archive_ttl_missing(const admin_t *a, const admin_archive_stats_t *st)
+{
+   return a->cfg.archive_ttl_s > 0 && st->ttl_s != a->cfg.archive_ttl_s;
+}
+
 void
 admin_archive_print(const admin_t *a, const admin_archive_stats_t *st, int64_t now)
 {
-   fprintf(a->out, "\nARCHIVE\tENTRIES\tOLDEST\tNEWEST\tNEWEST-AGE\n%s\t%" PRId64 "\t",
+   fprintf(a->out, "\nARCHIVE\tENTRIES\tTTL\tOLDEST\tNEWEST\tNEWEST-AGE\n%s\t%" PRId64 "\t",
            a->cfg.archive_collection, st->entries);
+   if (admin_archive_ttl_missing(a, st)) {
+      fprintf(a->out, "MISSING(want %" PRId64 "s)", a->cfg.archive_ttl_s);
+   } else if (st->ttl_s > 0) {
+      fprintf(a->out, "%" PRId64 "s", st->ttl_s);
+   } else {
+      fputc('-', a->out);
+   }
+   fputc('\t', a->out);
    admin_print_time(a->out, st->oldest_ms);
    fputc('\t', a->out);
    admin_print_time(a->out, st->newest_ms);
@@ -111,6 +132,12 @@ admin_archive_json(const admin_t *a, const admin_archive_stats_t *st, bson_t *do
    BSON_APPEND_DOCUMENT_BEGIN(doc, "archive", &sub);
    BSON_APPEND_UTF8(&sub, "collection", a->cfg.archive_collection);
    BSON_APPEND_INT64(&sub, "entries", st->entries);
+   /* ttlSeconds: in force (0: none); ttlWanted: --archive-ttl, when given. */
+   BSON_APPEND_INT64(&sub, "ttlSeconds", st->ttl_s);
+   if (a->cfg.archive_ttl_s > 0) {
+      BSON_APPEND_INT64(&sub, "ttlWanted", a->cfg.archive_ttl_s);
+      BSON_APPEND_BOOL(&sub, "ttlMissing", admin_archive_ttl_missing(a, st));
+   }
    if (st->oldest_ms) {
       BSON_APPEND_DATE_TIME(&sub, "oldest", st->oldest_ms);
       BSON_APPEND_DATE_TIME(&sub, "newest", st->newest_ms);

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const commands[] = {"status",  "pending",       "dead-letters", "requeue",
                                        "discard", "ensure-schema", "replay",       NULL};
@@ -51,30 +52,6 @@ static const admin_opt_t admin_opts[] = {
    {"until", A_STRING, OFF(until)},
    {"rate", A_COUNT, OFF(rate)},
 };
-
-bool
-admin_parse_age(const char *text, int64_t *ms)
-{
-   static const struct {
-      const char *suffix;
-      int64_t ms;
-   } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1000}};
-   char *end;
-   double v;
-
-   errno = 0;
-   v = strtod(text, &end);
-   if (end == text || errno || v < 0 || v > 1e12) {
-      return false;
-   }
-   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-      if (!strcmp(end, units[i].suffix)) {
-         *ms = (int64_t)(v * (double)units[i].ms);
-         return true;
-      }
-   }
-   return false;
-}
 
 /* An id given as JSON is one entity's id: a query operator ({"$ne": null} matched every
  * entity, and so got `discard` past the "a filter or --all" rule) or an array (never an _id)
@@ -165,7 +142,8 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
       char *end;
       errno = 0;
       long long n = strtoll(value, &end, 10);
-      if (*end || end == value || n < 1 || errno == ERANGE) {
+      /* strtoll() also takes leading spaces and a sign. */
+      if (*end || end == value || n < 1 || errno == ERANGE || value[0] < '0' || value[0] > '9') {
          bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
                         "--%s: expected a number from 1 to %lld, got '%s'", o->name, LLONG_MAX,
                         value);
@@ -252,10 +230,40 @@ scan_command(admin_args_t *args, const char *word, bson_error_t *error)
    return ADMIN_ARGS_USAGE_ERROR;
 }
 
+/* replay's --since and --until: each a time or an age, and a range that is not empty. Ages
+ * are judged against the local clock here (the server's is read only after connecting): the
+ * same for both, which is all the order needs. */
+static admin_args_result_t
+check_window(const admin_t *a, bson_error_t *error)
+{
+   const char *text[2] = {a->since, a->until};
+   int64_t ms[2] = {0, 0}, now = (int64_t)time(NULL) * 1000;
+   for (int i = 0; i < 2; i++) {
+      if (text[i] && !admin_parse_time(text[i], now, &ms[i])) {
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
+                        "--%s: expected a UTC time like 2026-11-20T10:00:00Z (a real date) or an "
+                        "age like 2h, got '%s'",
+                        i == 0 ? "since" : "until", text[i]);
+         return ADMIN_ARGS_USAGE_ERROR;
+      }
+   }
+   if (text[0] && text[1] && ms[0] >= ms[1]) {
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
+                     "--since %s is not before --until %s: the range [since, until) is empty "
+                     "(reversed?)",
+                     text[0], text[1]);
+      return ADMIN_ARGS_USAGE_ERROR;
+   }
+   return ADMIN_ARGS_RUN;
+}
+
 /* What only makes sense together, checked once everything is read. */
 static admin_args_result_t
 check(const admin_t *a, const admin_args_t *args, bson_error_t *error)
 {
+   if (!strcmp(args->command, "replay") && check_window(a, error) != ADMIN_ARGS_RUN) {
+      return ADMIN_ARGS_USAGE_ERROR;
+   }
    bool writes = !strcmp(args->command, "requeue") || !strcmp(args->command, "discard");
    bool filtered =
       a->has_entity || a->event_id || a->type || a->reason_filter || a->older_than_ms > 0;

@@ -30,8 +30,13 @@ typedef struct {
 admin_args_result_t admin_args_parse(admin_t *a, admin_args_t *args, int argc, char **argv,
                                      bson_error_t *error);
 
-/* Parses a duration: 500ms, 30s, 5m, 2h, 1d, or a plain number of seconds. */
+/* Parses a duration (when.c): 500ms, 30s, 5m, 2h, 1d, or a plain number of seconds; digits
+ * with at most one '.', nothing around them, below about 106 million years. */
 bool admin_parse_age(const char *text, int64_t *ms);
+
+/* Parses --since/--until (when.c): RFC 3339 UTC ("2026-11-20T10:00:00Z", optional fraction,
+ * a real calendar date) or an age ("2h": that long before @now). */
+bool admin_parse_time(const char *text, int64_t now, int64_t *ms);
 
 void admin_args_cleanup(admin_t *a, admin_args_t *args);
 

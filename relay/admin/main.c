@@ -59,7 +59,9 @@ static const char usage[] =
    "  --combine              ensure-schema: keep a validator someone else installed, in a\n"
    "                         $and with ours (otherwise it is left alone and the command fails)\n"
    "  --since T, --until T   replay: events whose time is in [T, T) (RFC 3339 UTC like\n"
-   "                         2026-11-20T10:00:00Z, or an age like 2h)\n"
+   "                         2026-11-20T10:00:00Z, or an age like 2h); replay keeps at most\n"
+   "                         --inflight-window messages in flight (and the broker's Receive\n"
+   "                         Maximum), as the relay does\n"
    "  --rate N               replay: N events per second at most\n"
    "  --help, --version\n"
    "\n"
@@ -122,7 +124,8 @@ main(int argc, char **argv)
    } else if (rc != ADMIN_ARGS_RUN) {
       fprintf(stderr, "outbox-admin: %s (see --help)\n", error.message);
       rc = EX_USAGE;
-   } else if ((rc = load_config(&a, &args)) < 0) {
+   } else if ((rc = load_config(&a, &args)) < 0 &&
+              (strcmp(args.command, "replay") != 0 || (rc = admin_replay_check(&a)) == EX_OK)) {
       /* mongoc's own log (server monitoring's debug lines ...) at the relay's default level:
        * warnings and errors reach stderr, the rest not. Before mongoc_init(), which reads it. */
       relay_log_route_dependencies();

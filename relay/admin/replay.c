@@ -3,9 +3,11 @@
  *
  * `replay`: publishes archived events (--archive-collection, outbox/archive.h) again, as the
  * relay published them (its --topic, --source, --qos, --payload-mode, --user-properties,
- * --mqtt-* options and MQTT client), with a marker consumers can see: the CloudEvents extension
- * attribute "replay": true (attribute names are lowercase letters and digits; in binary mode
- * an attribute is a user property) and, with MQTT 5, the user property replay=true.
+ * --mqtt-* options and MQTT client, and the relay's own renderer, mqtt/message.h), with a
+ * marker consumers can see: the CloudEvents extension attribute "replay": true (after "seq";
+ * in binary mode an attribute is a user property) and, with MQTT 5, the user property
+ * replay=true (after all others). "replay" is a reserved name (outbox/contract.h): no
+ * producer header can forge it.
  * The archive cursor reads each collection sorted by entity and seq, so an entity's events go
  * out oldest first; one MQTT connection keeps them in that order. Consumers de-duplicate by
  * event id as always, so a replay to one that saw the events already changes nothing.
@@ -16,6 +18,7 @@
 #include <inttypes.h>
 #include <sysexits.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "admin/admin.h"
@@ -23,53 +26,26 @@
 #include "admin/args.h"
 #include "group/hash.h"
 #include "base/partition.h"
-#include "mqtt/headers.h"
+#include "mqtt/message.h"
 #include "mqtt/mqtt.h"
 #include "mqtt/render.h"
+#include "mqtt/expiry.h"
+#include "mqtt/tls.h"
+#include "util/util.h"
 #include "stream/event.h"
 
-/* Messages handed to paho and not yet acknowledged, at most. */
-#define REPLAY_WINDOW 64
+/* Completions collected per wait. */
+#define REPLAY_BATCH 64
 #define REPLAY_CONNECT_MS 10000
 
 typedef struct {
    admin_t *a;
    relay_mqtt_t *mqtt;
    int64_t sent, acked, started_us;
+   int64_t window;     /* the in-flight window last in effect (reported with --json) */
    const char *failed; /* why publishing stopped, or NULL */
+   int64_t expired;    /* events skipped: their expiresAt passed (--expired-events) */
 } replay_t;
-
-/* RFC 3339 UTC ("2026-11-20T10:00:00Z", optional fraction) or an age ("2h": that long before
- * the server's @now). */
-static bool
-parse_time(const char *text, int64_t now, int64_t *ms)
-{
-   struct tm tm = {0};
-   int64_t age;
-   const char *rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
-
-   if (rest) {
-      int64_t frac = 0, scale = 1000;
-      if (*rest == '.') {
-         for (rest++; *rest >= '0' && *rest <= '9'; rest++) {
-            if (scale > 1) {
-               scale /= 10;
-               frac += (*rest - '0') * scale;
-            }
-         }
-      }
-      if (strcmp(rest, "Z") != 0) {
-         return false;
-      }
-      *ms = (int64_t)timegm(&tm) * 1000 + frac;
-      return true;
-   }
-   if (admin_parse_age(text, &age)) {
-      *ms = now - age;
-      return true;
-   }
-   return false;
-}
 
 static bson_t *
 cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
@@ -92,10 +68,8 @@ cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
       if (!text) {
          continue;
       }
-      if (!parse_time(text, now, &ms)) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
-                        "--%s: expected 2026-11-20T10:00:00Z or an age like 2h, "
-                        "got '%s'",
+      if (!admin_parse_time(text, now, &ms)) { /* checked by args.c already */
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE, "--%s: '%s'",
                         i == 0 ? "since" : "until", text);
          bson_destroy(opts);
          return NULL;
@@ -105,21 +79,25 @@ cursor_opts(admin_t *a, const char *coll, int64_t now, bson_error_t *error)
    return opts;
 }
 
-/* The archived event as the stored event it was ({id, seq, type, time, data, headers}),
+/* The archived event as the stored event it was: every field of the contract's EVENT rows
+ * the entry holds (the id from its _id; binary data, contentType and expiresAt included),
  * parsed as the relay parses it. */
 static bool
 as_event(const outbox_archived_event_t *e, bson_t *doc, relay_event_t *ev)
 {
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
    bson_value_t value;
+   bson_iter_t it;
 
    bson_init(doc);
    BSON_APPEND_UTF8(doc, "id", e->event_id ? e->event_id : "");
-   BSON_APPEND_INT64(doc, "seq", e->seq);
-   BSON_APPEND_UTF8(doc, "type", e->type ? e->type : "");
-   BSON_APPEND_DATE_TIME(doc, "time", e->time_ms);
-   BSON_APPEND_DOCUMENT(doc, "data", e->data);
-   if (!bson_empty(e->headers)) {
-      BSON_APPEND_DOCUMENT(doc, "headers", e->headers);
+   for (size_t i = 0; i < n; i++) {
+      const char *name = rules[i].name;
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT && strcmp(name, "id") != 0 && e->entry &&
+          bson_iter_init_find(&it, e->entry, name)) {
+         bson_append_value(doc, name, -1, bson_iter_value(&it));
+      }
    }
    value.value_type = BSON_TYPE_DOCUMENT;
    value.value.v_doc.data = (uint8_t *)bson_get_data(doc);
@@ -131,11 +109,11 @@ as_event(const outbox_archived_event_t *e, bson_t *doc, relay_event_t *ev)
 static void
 settle(replay_t *r, int64_t max)
 {
-   relay_mqtt_completion_t done[REPLAY_WINDOW];
+   relay_mqtt_completion_t done[REPLAY_BATCH];
    int64_t deadline = bson_get_monotonic_time() + (int64_t)REPLAY_CONNECT_MS * 1000;
 
    while (!r->failed && r->sent - r->acked > max) {
-      size_t n = relay_mqtt_wait(r->mqtt, done, REPLAY_WINDOW, 100);
+      size_t n = relay_mqtt_wait(r->mqtt, done, REPLAY_BATCH, 100);
       for (size_t i = 0; i < n; i++) {
          if (done[i].kind == RELAY_MQTT_ACK) {
             r->acked++;
@@ -164,106 +142,61 @@ pace(replay_t *r)
    }
 }
 
-/* The user properties the relay sends for @ev (its --user-properties; in binary mode the
- * CloudEvents attributes too), plus the marker replay=true. Returns the number of pairs. */
-static size_t
-replay_props(const relay_config_t *cfg, const relay_event_t *ev, const char *entity,
-             const char *seq, const char *source, const char *time, bool binary, const char **props)
-{
-   size_t n = 0;
-   if (cfg->user_properties & RELAY_PROP_EVENT_ID) {
-      props[n++] = "event-id", props[n++] = ev->id;
-   }
-   if (cfg->user_properties & RELAY_PROP_EVENT_TYPE) {
-      props[n++] = "event-type", props[n++] = ev->type;
-   }
-   if (cfg->user_properties & RELAY_PROP_ENTITY_ID) {
-      props[n++] = "entity-id", props[n++] = entity;
-   }
-   if ((cfg->user_properties & RELAY_PROP_SEQ) || binary) {
-      props[n++] = "seq", props[n++] = seq;
-   }
-   if (binary) {
-      props[n++] = "specversion", props[n++] = "1.0";
-      props[n++] = "id", props[n++] = ev->id;
-      props[n++] = "source", props[n++] = source;
-      props[n++] = "type", props[n++] = ev->type;
-      props[n++] = "subject", props[n++] = entity;
-      props[n++] = "time", props[n++] = time;
-   }
-   props[n++] = "replay", props[n++] = "true";
-   return n / 2;
-}
-
-/* The payload as the relay would send it, with the marker: in structured mode the attribute
- * "replay": true first in the CloudEvents object; in binary mode the data alone (the marker
- * is the user property). NULL when it cannot be written as JSON. */
+/* Percent-encodes @s into a new string, as the relay's sender does once per name. */
 static char *
-replay_payload(const relay_event_t *ev, const char *source, relay_str_t subject,
-               const relay_headers_t *headers, bool binary, size_t *len)
+encode(const char *s, size_t len)
 {
-   char *json, *marked;
-   if (binary) {
-      return relay_data_json(ev, len);
-   }
-   if (!(json = relay_cloudevent_json(ev, source, subject, headers, len))) {
-      return NULL;
-   }
-   marked = bson_strdup_printf("{\"replay\":true,%s", json + 1);
-   *len += strlen("\"replay\":true,");
-   bson_free(json);
-   return marked;
+   bson_string_t *out = bson_string_new(NULL);
+   relay_percent_encode(out, s, len);
+   return bson_string_free(out, false);
 }
 
-/* Renders and sends one event with the replay marker, as the relay renders it. */
+/* Renders one event with the relay's renderer (mqtt/message.h: the replayed message differs
+ * from the live one only by the replay marker) and sends it. A message the relay could not
+ * have sent either is skipped with its reason. */
 static void
 send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const relay_event_t *ev)
 {
    const relay_config_t *cfg = &r->a->cfg;
-   bool binary = cfg->payload_mode == RELAY_PAYLOAD_BINARY && cfg->mqtt_version == 5;
-   size_t id_len, len = 0;
+   size_t id_len;
    char *id = relay_render_id(e->entity_id, &id_len);
-   bson_string_t *encoded = bson_string_new(NULL);
+   char *enc_id = encode(id, id_len), *enc_db = encode(cfg->database, strlen(cfg->database));
+   char *enc_coll = encode(coll, strlen(coll));
    /* The partition the relay recorded, or the one it would compute (entries archived
     * without it). */
    int part = e->partition >= 0
                  ? e->partition
                  : relay_partition_of(relay_hash_value(e->entity_id), cfg->partitions);
    char part_s[24];
-   relay_template_vars_t vars = {{cfg->database, strlen(cfg->database)},
-                                 {coll, strlen(coll)},
-                                 {id, id_len},
-                                 {ev->type, strlen(ev->type)},
-                                 {part_s, relay_format_int64(part, part_s)}};
-   char *topic = relay_template_render(cfg->topic_template, &vars);
-   char *source = relay_template_render(cfg->source_template, &vars);
-   relay_headers_t headers;
-   relay_headers_read(ev, &headers);
-   char *payload = replay_payload(ev, source, (relay_str_t){id, id_len}, &headers, binary, &len);
-   char seq[24], tbuf[40];
-   const char *props[2 * RELAY_MQTT_MAX_USER_PROPS];
-   relay_mqtt_message_t msg = {
-      topic, payload, len, binary ? "application/json" : "application/cloudevents+json", props, 0};
+   relay_message_in_t in = {
+      .vars = {.db = {enc_db, strlen(enc_db)},
+               .collection = {enc_coll, strlen(enc_coll)},
+               .id = {enc_id, strlen(enc_id)},
+               .partition = {part_s, relay_format_int64(part, part_s)}},
+      .subject = {id, id_len},
+      .replay = true,
+      .now_ms = relay_wall_ms(),
+   };
+   relay_message_t m;
+   const char *why;
 
-   relay_percent_encode(encoded, id, id_len);
-   relay_format_int64(ev->seq, seq);
-   relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
-   msg.n_user_props = replay_props(cfg, ev, encoded->str, seq, source, tbuf, binary, props);
-   msg.n_user_props = relay_headers_append_props(&headers, props, 2 * msg.n_user_props) / 2;
-   if (!payload) {
-      r->failed = "an archived event cannot be written as JSON";
+   relay_message_render(cfg, ev, &in, &m);
+   if ((why = m.poison) || (why = relay_mqtt_check_size(r->mqtt, &m.msg))) {
+      fprintf(stderr, "outbox-admin: skipping archived event %s: %s\n", ev->id, why);
+   } else if (cfg->expired_mode != RELAY_EXPIRED_PUBLISH && relay_expiry_passed(ev, in.now_ms)) {
+      r->expired++; /* worthless now (expiresAt), as the relay would not publish it */
    } else {
       pace(r);
-      if (relay_mqtt_publish(r->mqtt, &msg, (uint64_t)r->sent + 1) != 0) {
+      if (relay_mqtt_publish(r->mqtt, &m.msg, (uint64_t)r->sent + 1) != 0) {
          r->failed = "the MQTT client refused a publish";
       } else {
          r->sent++;
       }
    }
-   bson_free(payload);
-   bson_free(topic);
-   bson_free(source);
-   bson_string_free(encoded, true);
+   relay_message_cleanup(&m);
+   bson_free(enc_coll);
+   bson_free(enc_db);
+   bson_free(enc_id);
    bson_free(id);
 }
 
@@ -274,8 +207,23 @@ connect_broker(replay_t *r, bson_error_t *error)
    char client_id[64];
    relay_mqtt_completion_t done[8];
    int64_t deadline = bson_get_monotonic_time() + (int64_t)REPLAY_CONNECT_MS * 1000;
+   uint8_t rnd[4];
 
-   bson_snprintf(client_id, sizeof client_id, "outbox-admin-replay-%d", (int)getpid());
+   /* Never the pid alone: replays in separate PID namespaces (Kubernetes Jobs, where the
+    * tool is pid 1) would share it and the broker would hand one's session to the other.
+    * Never the relay's --client-id either: the broker would disconnect the relay. */
+   if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+      uint32_t t = (uint32_t)bson_get_monotonic_time() ^ ((uint32_t)getpid() << 16);
+      memcpy(rnd, &t, sizeof rnd);
+   }
+   bson_snprintf(client_id, sizeof client_id, "outbox-admin-replay-%02x%02x%02x%02x", rnd[0],
+                 rnd[1], rnd[2], rnd[3]);
+   /* The relay's client-id settings do not apply (relay_mqtt_new() would log "from --name"). */
+   r->a->cfg.client_id_from_name = false;
+   char *shown = relay_config_redact_uri(r->a->cfg.mqtt_uri);
+   fprintf(stderr, "outbox-admin: replay connects to %s as client id '%s' (random per run)\n",
+           shown, client_id);
+   bson_free(shown);
    r->mqtt = relay_mqtt_new(&r->a->cfg, client_id, error);
    if (!r->mqtt || !relay_mqtt_connect(r->mqtt, error)) {
       return false;
@@ -328,7 +276,11 @@ replay_coll(replay_t *r, mongoc_collection_t *archive, const char *coll, int64_t
       } else if (r->a->dry_run) {
          (*count)++;
       } else {
-         settle(r, REPLAY_WINDOW - 1);
+         /* The relay's window (--inflight-window, at most the broker's Receive Maximum):
+          * above mosquitto's default of 20, paho stalls up to 1 s at a time. */
+         r->window = (int64_t)relay_mqtt_window(r->a->cfg.inflight_window, r->a->cfg.qos,
+                                                relay_mqtt_receive_max(r->mqtt));
+         settle(r, r->window - 1);
          if (!r->failed) {
             send_one(r, coll, e, &ev);
          }
@@ -354,6 +306,12 @@ report(replay_t *r, int64_t count)
       BSON_APPEND_UTF8(&doc, "archive", a->cfg.archive_collection);
       BSON_APPEND_BOOL(&doc, "dryRun", a->dry_run);
       BSON_APPEND_INT64(&doc, a->dry_run ? "matching" : "replayed", n);
+      if (r->window > 0) {
+         BSON_APPEND_INT64(&doc, "inflightWindow", r->window);
+      }
+      if (r->expired) {
+         BSON_APPEND_INT64(&doc, "expired", r->expired);
+      }
       if (r->failed) {
          BSON_APPEND_UTF8(&doc, "error", r->failed);
       }
@@ -363,7 +321,36 @@ report(replay_t *r, int64_t count)
       fprintf(a->out, "%" PRId64 " archived events would be replayed\n", n);
    } else {
       fprintf(a->out, "replayed %" PRId64 " events\n", n);
+      if (r->expired) {
+         fprintf(a->out, "skipped %" PRId64 " expired events (expiresAt passed)\n", r->expired);
+      }
    }
+}
+
+int
+admin_replay_check(const admin_t *a)
+{
+   bson_error_t error;
+   if (!a->cfg.archive_collection) {
+      fprintf(stderr, "outbox-admin: replay needs --archive-collection (the relay's)\n");
+      return EX_USAGE;
+   }
+   if (!a->dry_run && !a->cfg.mqtt_uri) {
+      fprintf(stderr, "outbox-admin: replay needs --mqtt-uri (the relay's) or --dry-run\n");
+      return EX_USAGE;
+   }
+   /* What the relay refuses to start with (a '$' topic, TLS files without a TLS URI ...) is
+    * refused here too, with the relay's exit status, before anything connects. */
+   if (!a->dry_run && !relay_config_check_publishing(&a->cfg, &error)) {
+      fprintf(stderr, "outbox-admin: %s\n", error.message);
+      return EX_CONFIG;
+   }
+   /* The relay's TLS checks (mqtt/tls.h): a bad file is named, not a paho number. */
+   if (!a->dry_run && !relay_tls_check_files(&a->cfg, RELAY_TLS_WARN_DAYS, NULL, &error)) {
+      fprintf(stderr, "outbox-admin: %s\n", error.message);
+      return EX_CONFIG;
+   }
+   return EX_OK;
 }
 
 int
@@ -376,14 +363,6 @@ admin_replay(admin_t *a)
    int64_t now, count = 0;
    int rc = EX_OK;
 
-   if (!a->cfg.archive_collection) {
-      fprintf(stderr, "outbox-admin: replay needs --archive-collection (the relay's)\n");
-      return EX_USAGE;
-   }
-   if (!a->dry_run && !a->cfg.mqtt_uri) {
-      fprintf(stderr, "outbox-admin: replay needs --mqtt-uri (the relay's) or --dry-run\n");
-      return EX_USAGE;
-   }
    if (!admin_server_now(a, &now, &error)) {
       return admin_fail("MongoDB", &error);
    }

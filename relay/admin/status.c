@@ -243,6 +243,13 @@ admin_status(admin_t *a)
       }
       print_read_source(a, &src);
    }
+   if (a->cfg.archive_collection && admin_archive_ttl_missing(a, &archive)) {
+      /* A warning, not a failed status: nothing is pending longer for it. */
+      fprintf(stderr,
+              "outbox-admin: warning: --archive-ttl %" PRId64 "s is not in force on %s (TTL "
+              "index: %" PRId64 "s): entries do not expire; ensure-schema says why\n",
+              a->cfg.archive_ttl_s, a->cfg.archive_collection, archive.ttl_s);
+   }
    if (problem) {
       fprintf(stderr, "outbox-admin: %s\n", problem);
       rc = bad ? EX_DATAERR : ADMIN_EXIT_THRESHOLD;

@@ -13,9 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "30d", "12h", "90m", "3600s", "2w" or a plain number of seconds; "none" or "0": no TTL. */
-static bool
-parse_ttl(const char *text, int64_t *seconds)
+/* MongoDB refuses a TTL index whose expireAfterSeconds is above INT32_MAX (r6.0
+ * src/mongo/db/catalog/index_key_validate.cpp, validateExpireAfterSeconds(): "defined as
+ * safeInt (int32_t) in the IDL for listIndexes and collMod"); about 68 years. */
+#define TTL_MAX_S 2147483647LL
+
+bool
+_relay_parse_duration(const char *text, int64_t *seconds)
 {
    static const struct {
       const char *suffix;
@@ -48,11 +52,14 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
    const char *name = cfg->archive_collection;
 
    cfg->archive_ttl_s = 0;
-   if (cfg->archive_ttl && !parse_ttl(cfg->archive_ttl, &cfg->archive_ttl_s)) {
+   if (cfg->archive_ttl && (!_relay_parse_duration(cfg->archive_ttl, &cfg->archive_ttl_s) ||
+                            cfg->archive_ttl_s > TTL_MAX_S)) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "archive-ttl: expected a duration like 30d, 12h, 90m or 3600s (at most "
-                     "100 years), or none; got '%s'",
-                     cfg->archive_ttl);
+                     "%lld seconds, about 68 years: MongoDB's limit for expireAfterSeconds), "
+                     "or none; got '%s'",
+                     TTL_MAX_S, cfg->archive_ttl);
+      cfg->archive_ttl_s = 0;
       return false;
    }
    if (name && (!strcmp(name, "off") || !*name)) {
@@ -63,10 +70,16 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
    if (!name) {
       return true;
    }
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      if (!strcmp(name, cfg->collections[i])) {
+   /* The whole list: a --collection flag that narrows the config file's list (as
+    * outbox-admin ensure-schema is run) must not let the archive's validator land on one of
+    * the collections it left out. */
+   for (size_t i = 0; i < cfg->n_collections + cfg->n_replaced_collections; i++) {
+      const char *coll = i < cfg->n_collections ? cfg->collections[i]
+                                                : cfg->replaced_collections[i - cfg->n_collections];
+      if (!strcmp(name, coll)) {
          bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
-                        "archive-collection '%s' is also an outbox collection", name);
+                        "archive-collection '%s' is also an outbox collection%s", name,
+                        i < cfg->n_collections ? "" : " (of the config, left out by --collection)");
          return false;
       }
    }

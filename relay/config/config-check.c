@@ -66,6 +66,11 @@ check_mqtt(const relay_config_t *cfg, bson_error_t *error)
                      tls_opt);
       return false;
    }
+   if ((cfg->mqtt_key_password || cfg->mqtt_key_password_file) && !cfg->mqtt_cert_file) {
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "mqtt-key-password is set without mqtt-cert-file (and mqtt-key-file)");
+      return false;
+   }
    if (cfg->mqtt_key_file && !cfg->mqtt_cert_file) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "mqtt-key-file is set without mqtt-cert-file");
@@ -81,6 +86,11 @@ check_mqtt(const relay_config_t *cfg, bson_error_t *error)
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
                      "payload-mode binary needs MQTT 5 user properties; set mqtt-version 5 or "
                      "payload-mode structured");
+      return false;
+   }
+   if (cfg->topic_aliases && cfg->mqtt_version != 5) {
+      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+                     "topic-aliases needs MQTT 5; set mqtt-version 5 or leave topic-aliases off");
       return false;
    }
    return true;
@@ -207,6 +217,12 @@ check_log_file(const relay_config_t *cfg, bson_error_t *error)
 }
 
 bool
+relay_config_check_publishing(const relay_config_t *cfg, bson_error_t *error)
+{
+   return check_mqtt(cfg, error) && check_topic(cfg, error);
+}
+
+bool
 _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
 {
    if (!cfg->lease_collection) {
@@ -230,5 +246,6 @@ _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
    return (cfg->mongodb_only ||
            (check_mqtt(cfg, error) && check_topic(cfg, error) && check_client_id(cfg, error))) &&
           check_fields(cfg, error) && check_flow(cfg, error) && check_group(cfg, error) &&
-          check_log_file(cfg, error) && _relay_config_check_archive(cfg, error);
+          check_log_file(cfg, error) && _relay_config_check_archive(cfg, error) &&
+          _relay_config_check_expiry(cfg, error);
 }

@@ -73,6 +73,11 @@ const relay_opt_t relay_opts[] = {
     "PEM client certificate"},
    {"mqtt-key-file", "OUTBOX_MQTT_KEY_FILE", OPT_FILE, OFF(mqtt_key_file), 0, 0, "FILE", NULL,
     "PEM private key of the client certificate"},
+   {"mqtt-key-password", "OUTBOX_MQTT_KEY_PASSWORD", OPT_SECRET, OFF(mqtt_key_password), 1, 0,
+    "PASSWORD", NULL, "passphrase of an encrypted mqtt-key-file (environment or config file only)"},
+   {"mqtt-key-password-file", "OUTBOX_MQTT_KEY_PASSWORD_FILE", OPT_SECRET_FILE,
+    OFF(mqtt_key_password_file), 0, 0, "FILE", NULL,
+    "read the key's passphrase from FILE (one trailing newline is ignored)"},
    {"mqtt-tls-insecure", "OUTBOX_MQTT_TLS_INSECURE", OPT_BOOL, OFF(mqtt_tls_insecure), 0, 0, NULL,
     "false", "do not verify the broker's host name (testing only)"},
    {"mqtt-clean-start", "OUTBOX_MQTT_CLEAN_START", OPT_BOOL, OFF(mqtt_clean_start), 0, 0, NULL,
@@ -81,6 +86,14 @@ const relay_opt_t relay_opts[] = {
     "30", "keep-alive interval"},
    {"max-message-bytes", "OUTBOX_MAX_MESSAGE_BYTES", OPT_SIZE, OFF(max_message_bytes), 64,
     268435455, "BYTES", "268435455", "larger messages are dead-lettered instead of published"},
+   {"message-expiry", "OUTBOX_MESSAGE_EXPIRY", OPT_STRING, OFF(message_expiry), 1, 0, "DURATION",
+    "none",
+    "MQTT 5 Message Expiry Interval of every message (90s, 15m, 12h, 7d); an event's "
+    "expiresAt wins"},
+   {"topic-aliases", "OUTBOX_TOPIC_ALIASES", OPT_BOOL, OFF(topic_aliases), 0, 0, NULL, "false",
+    "MQTT 5 topic aliases: a repeated topic is sent as a 2-byte alias"},
+   {"expired-events", "OUTBOX_EXPIRED_EVENTS", OPT_STRING, OFF(expired_events), 1, 0, "ACTION",
+    "drop", "an event expired before it is published: drop, dead-letter or publish"},
 
    SECTION("Flow control"),
    {"inflight-window", "OUTBOX_INFLIGHT_WINDOW", OPT_INT, OFF(inflight_window), 1, 65535, "N",
@@ -89,6 +102,8 @@ const relay_opt_t relay_opts[] = {
     10000000, "N", "10000", "events read but not yet cleared at most (backpressure)"},
    {"max-buffered-bytes", "OUTBOX_MAX_BUFFERED_BYTES", OPT_SIZE, OFF(max_buffered_bytes), 1048576,
     4294967296, "BYTES", "33554432", "BSON bytes of those events at most (backpressure)"},
+   {"max-publish-rate", "OUTBOX_MAX_PUBLISH_RATE", OPT_INT, OFF(max_publish_rate), 0, 1000000, "N",
+    "0", "events published per second at most (a token bucket; 0: no limit)"},
    {"clear-batch-size", "OUTBOX_CLEAR_BATCH_SIZE", OPT_INT, OFF(clear_batch_size), 1, 100000, "N",
     "500", "acknowledged events removed per round-trip at most"},
    {"clear-interval-ms", "OUTBOX_CLEAR_INTERVAL_MS", OPT_INT, OFF(clear_interval_ms), 0, 60000,
@@ -235,6 +250,10 @@ relay_config_destroy(relay_config_t *cfg)
       bson_free(cfg->collections[i]);
    }
    bson_free(cfg->collections);
+   for (size_t i = 0; i < cfg->n_replaced_collections; i++) {
+      bson_free(cfg->replaced_collections[i]);
+   }
+   bson_free(cfg->replaced_collections);
    bson_free(cfg->config_file);
    memset(cfg, 0, sizeof *cfg);
 }

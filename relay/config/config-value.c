@@ -125,8 +125,12 @@ parse_list(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const 
            bool append, bson_error_t *error)
 {
    if (!append) {
+      /* Kept, not freed: the narrowed config still owns them (replaced_collections). */
+      cfg->replaced_collections =
+         bson_realloc(cfg->replaced_collections,
+                      (cfg->n_replaced_collections + cfg->n_collections + 1) * sizeof(char *));
       for (size_t i = 0; i < cfg->n_collections; i++) {
-         bson_free(cfg->collections[i]);
+         cfg->replaced_collections[cfg->n_replaced_collections++] = cfg->collections[i];
       }
       cfg->n_collections = 0;
    }
@@ -348,16 +352,28 @@ _relay_read_secret_file(const char *path, const char *what, bson_error_t *error)
    return bson_strdup(buf);
 }
 
+/* The two secrets a file may hold: each OPT_SECRET has an OPT_SECRET_FILE that fills it. */
+static char **
+secret_of(relay_config_t *cfg, const relay_opt_t *opt, char ***file)
+{
+   bool key = opt->offset == offsetof(relay_config_t, mqtt_key_password) ||
+              opt->offset == offsetof(relay_config_t, mqtt_key_password_file);
+   *file = key ? &cfg->mqtt_key_password_file : &cfg->mqtt_password_file;
+   return key ? &cfg->mqtt_key_password : &cfg->mqtt_password;
+}
+
 static bool
 apply_secret_file(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const char *what,
                   bson_error_t *error)
 {
-   char *secret = _relay_read_secret_file(text, what, error);
-   if (!secret) {
+   char **file;
+   char **secret = secret_of(cfg, opt, &file);
+   char *value = _relay_read_secret_file(text, what, error);
+   if (!value) {
       return false;
    }
-   bson_free(cfg->mqtt_password);
-   cfg->mqtt_password = secret;
+   bson_free(*secret);
+   *secret = value;
    set_string(cfg, opt, text);
    return true;
 }
@@ -485,8 +501,10 @@ _relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text, 
       set_string(cfg, opt, text);
       /* A password given directly replaces one read from a file, so the dump never names a
        * file that is not where the password came from. */
-      bson_free(cfg->mqtt_password_file);
-      cfg->mqtt_password_file = NULL;
+      char **file;
+      secret_of(cfg, opt, &file);
+      bson_free(*file);
+      *file = NULL;
       return true;
    default:
       if (!check_string(opt, text, what, error)) {

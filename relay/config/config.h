@@ -40,12 +40,24 @@ enum {
    RELAY_PROP_ALL = 15,
 };
 
+/* What happens to an event whose expiry (expiresAt, or --message-expiry) has passed before it
+ * is published (--expired-events). */
+typedef enum {
+   RELAY_EXPIRED_DROP = 0,    /* cleared without publishing (archived when an archive is set) */
+   RELAY_EXPIRED_DEAD_LETTER, /* moved to the dead letters */
+   RELAY_EXPIRED_PUBLISH,     /* published anyway, without an expiry interval */
+} relay_expired_t;
+
 typedef struct relay_config_t {
    /* MongoDB: everything else (TLS, auth, timeouts, read/write concern) goes in the URI. */
    char *mongodb_uri;
    char *database;
    char **collections; /* n_collections names, at least one after loading */
    size_t n_collections;
+   /* Names a lower layer (config file, environment) listed and a --collection flag replaced:
+    * still the config's outbox collections, which no --archive-collection may name. */
+   char **replaced_collections;
+   size_t n_replaced_collections;
 
    /* MQTT. */
    char *mqtt_uri;           /* tcp://, ssl://, mqtt://, mqtts://, ws://, wss:// */
@@ -57,16 +69,24 @@ typedef struct relay_config_t {
    char *client_id;          /* MQTT client id; defaults to name (see client_id_from_name) */
    bool client_id_from_name; /* not given: each process connects as "<name>-<8 hex>" */
    relay_payload_mode_t payload_mode;
-   unsigned user_properties; /* RELAY_PROP_* bits, RELAY_PROP_ALL by default */
-   char *mqtt_ca_file;       /* PEM CA bundle; NULL = system default store */
-   char *mqtt_cert_file;     /* client certificate (PEM) */
-   char *mqtt_key_file;      /* client private key (PEM) */
-   bool mqtt_tls_insecure;   /* true disables hostname verification (false = verify) */
+   unsigned user_properties;     /* RELAY_PROP_* bits, RELAY_PROP_ALL by default */
+   char *mqtt_ca_file;           /* PEM CA bundle; NULL = system default store */
+   char *mqtt_cert_file;         /* client certificate (PEM) */
+   char *mqtt_key_file;          /* client private key (PEM) */
+   char *mqtt_key_password;      /* passphrase of an encrypted key; never logged or a flag */
+   char *mqtt_key_password_file; /* where mqtt_key_password was read from, or NULL */
+   bool mqtt_tls_insecure;       /* true disables hostname verification (false = verify) */
    char *mqtt_username;
    char *mqtt_password;      /* never logged: relay_config_dump() shows "***" */
    char *mqtt_password_file; /* where mqtt_password was read from, or NULL */
    bool mqtt_clean_start;
    int mqtt_keepalive_s;
+   char *message_expiry;         /* NULL: none; "90s", "12h" ... (config/expiry.c) */
+   int64_t message_expiry_s;     /* message_expiry in seconds after loading, 0: none */
+   char *expired_events;         /* "drop" (default), "dead-letter" or "publish" */
+   relay_expired_t expired_mode; /* expired_events after loading */
+   int max_publish_rate;         /* events per second at most; 0: no limit (the default) */
+   bool topic_aliases;           /* MQTT 5 Topic Aliases (mqtt/aliases.h); off by default */
 
    /* The stored contract (see outbox.h): names of the bookkeeping fields. */
    char *state_collection;   /* "outbox_relay_state" */
@@ -140,6 +160,11 @@ relay_config_action_t relay_config_load(relay_config_t *cfg, int argc, char **ar
  * (they are the tool's own business). */
 relay_config_action_t relay_config_load_mongodb(relay_config_t *cfg, int argc, char **argv,
                                                 bson_error_t *error);
+
+/* The checks relay_config_load() makes of the MQTT options and the topic, for a tool loaded
+ * with relay_config_load_mongodb() that publishes as the relay does (outbox-admin replay):
+ * the same refusals, with the same messages. Needs cfg->mqtt_uri. */
+bool relay_config_check_publishing(const relay_config_t *cfg, bson_error_t *error);
 
 /* Whether "--@name" (@len bytes, without the dashes and any "=value") is an option of the
  * relay's table or --config, and whether it takes a value (all but the booleans do). Lets

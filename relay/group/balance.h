@@ -3,8 +3,8 @@
  *
  * Balancing: what one member of a group does on one tick, given what it just read of the
  * group's leases and members. A pure function (no I/O, no clock: "live" was judged by the
- * server's $$NOW when the snapshot was read), unit-tested on its own; the lease thread
- * (lease.c) carries the plan out.
+ * server's $$NOW when the snapshot was read), unit-tested on its own; the lease tick
+ * (tick.c) carries the plan out.
  *
  * The target is an equal share: with M live members, hi = ceil(P / M) and lo = floor(P / M)
  * leases each. A member takes free or expired leases (those reserved for it first) up to hi.

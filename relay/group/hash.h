@@ -16,6 +16,11 @@
  * else the element's value bytes as stored in BSON. The result is the digest's first eight
  * bytes read as a little-endian int64.
  *
+ * test-mongod has its own implementation (tests/mongod/engine/hash.c), kept separate on
+ * purpose: a bug shared by both would hide in both. Both are tested against the same known
+ * answers taken from MongoDB itself (tests/fixtures/hashed-index-keys.json: hasher_test.cpp,
+ * jstests/core/hash.js, the manual; tests/relay/group/test-hash.c).
+ *
  * Pure functions: thread-safe.
  */
 #ifndef RELAY_HASH_H

@@ -1,8 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The group's documents in MongoDB and every write to them. Only the lease thread (lease.c)
- * calls these, with its own client. The stored schema (outbox-admin reads it too):
+ * The group's documents in MongoDB and every write to them. Only the lease thread calls
+ * these (through the operations of lease-mongo.c, which the tick is handed), with its own
+ * client. The stored schema (outbox-admin reads it too):
  *
  *   state collection   {_id: "<name>", partitions: Int32 P, createdAt: Date}
  *   lease collection   {_id: {relay: "<name>", partition: Int32 p}, partitions: Int32 P,

@@ -1,21 +1,58 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The lease thread's loop, its queues and the gate. The lease table (owned set, epochs,
- * handoffs asked) belongs to the lease thread alone; the main thread sees it only through
- * the events, the atomic deadlines and the counters. One tick (tick.c) does the group I/O.
+ * The lease thread: its loop, its queues and the gate. The lease table (tick.h: owned set,
+ * epochs, handoffs asked) belongs to the lease thread alone, which runs the ticks and the
+ * writes between them on it; the main thread sees it only through the events, the atomic
+ * deadlines and the counters. The store is MongoDB's (lease-mongo.c), opened here and used by
+ * the lease thread alone.
  */
-#include "group/lease-private.h"
+#include "group/lease.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "store/store.h"
-#include "util/log.h"
+#include "group/lease-mongo.h"
+#include "group/tick.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/util.h"
+
+struct relay_drained_t {
+   int part;
+   int64_t epoch;
+};
+
+struct relay_lease_t {
+   relay_tick_t tick; /* lease thread only, but for its atomics (tick.h) */
+   relay_lease_mongo_t *store;
+   char *me, *host, *settings;
+   void (*wake)(void *);
+   void *wake_ctx;
+
+   /* Lease thread only. */
+   int64_t *scratch_epochs; /* a copy of the main thread's epochs for a checkpoint */
+
+   pthread_t thread;
+   bool started;
+   pthread_mutex_t lock;
+   pthread_cond_t cond;
+   /* Under @lock: what the main thread asked for, and when the thread acts next. */
+   bool stop, shutdown_asked, shutdown_done;
+   bool eligible;
+   bson_t *ckpt_token;
+   relay_partset_t ckpt_valid;
+   int64_t *ckpt_epochs;
+   struct relay_drained_t *drained;
+   size_t n_drained;
+   int64_t next_tick_ns; /* CLOCK_MONOTONIC */
+   int64_t last_ckpt_ns; /* CLOCK_MONOTONIC */
+   /* Under @lock: events for the main thread. */
+   relay_lease_event_t *head, *tail;
+};
 
 int64_t
 relay_boot_ns(void)
@@ -33,80 +70,19 @@ mono_ns(void)
    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Appends @ev to the main thread's queue (or to the held events) and wakes it. */
+/* The tick's events (lease thread): appended to the main thread's queue, which is woken. */
 static void
-enqueue(relay_lease_t *l, relay_lease_event_t *ev)
+post_events(void *ctx, relay_lease_event_t *first, relay_lease_event_t *last)
 {
-   if (l->holding) {
-      if (l->held_tail) {
-         l->held_tail->next = ev;
-      } else {
-         l->held_head = ev;
-      }
-      l->held_tail = ev;
-      return;
-   }
+   relay_lease_t *l = ctx;
    pthread_mutex_lock(&l->lock);
    if (l->tail) {
-      l->tail->next = ev;
+      l->tail->next = first;
    } else {
-      l->head = ev;
+      l->head = first;
    }
-   l->tail = ev;
+   l->tail = last;
    pthread_mutex_unlock(&l->lock);
-   l->wake(l->wake_ctx);
-}
-
-static relay_lease_event_t *
-event_new(relay_lease_event_kind_t kind, int part, int64_t epoch, bson_t *token,
-          const char *message)
-{
-   relay_lease_event_t *ev = bson_malloc0(sizeof *ev);
-   ev->kind = kind;
-   ev->part = part;
-   ev->epoch = epoch;
-   ev->token = token;
-   ev->message = message ? bson_strdup(message) : NULL;
-   return ev;
-}
-
-void
-_relay_lease_post(relay_lease_t *l, relay_lease_event_kind_t kind, int part, int64_t epoch,
-                  bson_t *token, const char *message)
-{
-   enqueue(l, event_new(kind, part, epoch, token, message));
-}
-
-void
-_relay_lease_post_fatal(relay_lease_t *l, int code, const char *message)
-{
-   relay_lease_event_t *ev = event_new(RELAY_LEASE_FATAL, -1, 0, NULL, message);
-   ev->code = code;
-   enqueue(l, ev);
-}
-
-void
-_relay_lease_hold(relay_lease_t *l)
-{
-   l->holding = true;
-}
-
-void
-_relay_lease_flush(relay_lease_t *l)
-{
-   l->holding = false;
-   if (!l->held_head) {
-      return;
-   }
-   pthread_mutex_lock(&l->lock);
-   if (l->tail) {
-      l->tail->next = l->held_head;
-   } else {
-      l->head = l->held_head;
-   }
-   l->tail = l->held_tail;
-   pthread_mutex_unlock(&l->lock);
-   l->held_head = l->held_tail = NULL;
    l->wake(l->wake_ctx);
 }
 
@@ -127,34 +103,23 @@ relay_lease_pop(relay_lease_t *l)
    return ev;
 }
 
-void
-relay_lease_event_free(relay_lease_event_t *ev)
-{
-   if (ev) {
-      bson_destroy(ev->token);
-      bson_free(ev->message);
-      bson_free(ev);
-   }
-}
-
 bool
 relay_lease_may_publish(const relay_lease_t *l, int part)
 {
-   int64_t deadline = atomic_load_explicit(&l->deadline[part], memory_order_acquire);
-   return deadline != 0 && relay_boot_ns() < deadline;
+   return relay_tick_may_publish(&l->tick, part, relay_boot_ns());
 }
 
 bool
 relay_lease_healthy(const relay_lease_t *l)
 {
-   int64_t ok = atomic_load(&l->last_ok_ns);
-   return ok != 0 && relay_boot_ns() - ok < l->cfg->lease_ttl_ms * 1000000LL;
+   int64_t ok = atomic_load(&l->tick.last_ok_ns);
+   return ok != 0 && relay_boot_ns() - ok < l->tick.cfg->lease_ttl_ms * 1000000LL;
 }
 
 bool
 relay_lease_refused(const relay_lease_t *l)
 {
-   return atomic_load(&l->refused);
+   return atomic_load(&l->tick.refused);
 }
 
 void
@@ -165,7 +130,7 @@ relay_lease_checkpoint(relay_lease_t *l, const bson_t *token, const relay_partse
    bson_destroy(l->ckpt_token);
    l->ckpt_token = bson_copy(token);
    l->ckpt_valid = *valid;
-   memcpy(l->ckpt_epochs, epochs, sizeof(int64_t) * (size_t)l->cfg->partitions);
+   memcpy(l->ckpt_epochs, epochs, sizeof(int64_t) * (size_t)l->tick.cfg->partitions);
    pthread_cond_signal(&l->cond);
    pthread_mutex_unlock(&l->lock);
 }
@@ -198,11 +163,11 @@ take_checkpoint(relay_lease_t *l, int64_t now, bool force, relay_partset_t *vali
 {
    bson_t *token = NULL;
    if (l->ckpt_token &&
-       (force || now - l->last_ckpt_ns >= l->cfg->checkpoint_interval_ms * 1000000LL)) {
+       (force || now - l->last_ckpt_ns >= l->tick.cfg->checkpoint_interval_ms * 1000000LL)) {
       token = l->ckpt_token;
       l->ckpt_token = NULL;
       *valid = l->ckpt_valid;
-      memcpy(epochs, l->ckpt_epochs, sizeof(int64_t) * (size_t)l->cfg->partitions);
+      memcpy(epochs, l->ckpt_epochs, sizeof(int64_t) * (size_t)l->tick.cfg->partitions);
       l->last_ckpt_ns = now;
    }
    return token;
@@ -218,7 +183,7 @@ maybe_checkpoint(relay_lease_t *l, bool force)
       return false;
    }
    pthread_mutex_unlock(&l->lock);
-   _relay_lease_write_checkpoint(l, token, &valid, l->scratch_epochs);
+   relay_tick_write_checkpoint(&l->tick, token, &valid, l->scratch_epochs);
    bson_destroy(token);
    pthread_mutex_lock(&l->lock);
    return true;
@@ -238,7 +203,7 @@ maybe_release_drained(relay_lease_t *l)
    }
    pthread_mutex_unlock(&l->lock);
    for (size_t i = 0; i < n; i++) {
-      _relay_lease_hand_over(l, batch[i].part, batch[i].epoch);
+      relay_tick_hand_over(&l->tick, batch[i].part, batch[i].epoch);
    }
    pthread_mutex_lock(&l->lock);
    return true;
@@ -253,7 +218,7 @@ wait_until(relay_lease_t *l, int64_t when_ns)
       return;
    }
    if (l->ckpt_token) {
-      int64_t due = l->last_ckpt_ns + l->cfg->checkpoint_interval_ms * 1000000LL - mono_ns();
+      int64_t due = l->last_ckpt_ns + l->tick.cfg->checkpoint_interval_ms * 1000000LL - mono_ns();
       wait = due < wait ? (due > 0 ? due : 0) : wait;
    }
    clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -276,7 +241,7 @@ run(void *arg)
       if (l->shutdown_asked) {
          maybe_checkpoint(l, true);
          pthread_mutex_unlock(&l->lock);
-         _relay_lease_leave(l);
+         relay_tick_leave(&l->tick);
          pthread_mutex_lock(&l->lock);
          l->shutdown_done = true;
          pthread_cond_broadcast(&l->cond);
@@ -288,10 +253,10 @@ run(void *arg)
       if (mono_ns() >= l->next_tick_ns) {
          bool eligible = l->eligible;
          pthread_mutex_unlock(&l->lock);
-         _relay_lease_tick(l, eligible);
+         relay_tick_run(&l->tick, eligible);
          pthread_mutex_lock(&l->lock);
          if (l->next_tick_ns != 0 || l->eligible == eligible) {
-            l->next_tick_ns = mono_ns() + l->cfg->lease_renew_ms * 1000000LL;
+            l->next_tick_ns = mono_ns() + l->tick.cfg->lease_renew_ms * 1000000LL;
          }
          continue;
       }
@@ -312,31 +277,6 @@ host_name(void)
    return bson_strdup(buf);
 }
 
-static bool
-open_store(relay_lease_t *l, bson_error_t *error)
-{
-   const relay_config_t *cfg = l->cfg;
-   l->client = relay_store_client_new_for(cfg, "outbox-relay-lease", RELAY_CONCERNS_LEASES, error);
-   if (!l->client) {
-      return false;
-   }
-   l->state_coll = mongoc_client_get_collection(l->client, cfg->database, cfg->state_collection);
-   l->lease_coll = mongoc_client_get_collection(l->client, cfg->database,
-                                                cfg->lease_collection ? cfg->lease_collection
-                                                                      : cfg->state_collection);
-   l->db = mongoc_client_get_database(l->client, cfg->database);
-   l->settings = _relay_lease_settings(cfg);
-   l->st = (relay_lease_store_t){.state = l->state_coll,
-                                 .leases = l->lease_coll,
-                                 .db = l->db,
-                                 .name = cfg->name,
-                                 .me = l->me,
-                                 .partitions = cfg->partitions,
-                                 .ttl_ms = cfg->lease_ttl_ms,
-                                 .settings = l->settings};
-   return true;
-}
-
 relay_lease_t *
 relay_lease_new(const relay_config_t *cfg, const char *instance_id, relay_metrics_t *metrics,
                 void (*wake)(void *), void *wake_ctx, bson_error_t *error)
@@ -344,40 +284,27 @@ relay_lease_new(const relay_config_t *cfg, const char *instance_id, relay_metric
    relay_lease_t *l = bson_malloc0(sizeof *l);
    size_t n = (size_t)cfg->partitions;
    pthread_condattr_t attr;
+   int pid = (int)getpid();
 
-   l->cfg = cfg;
-   l->metrics = metrics;
    l->me = bson_strdup(instance_id);
    l->host = host_name();
-   l->pid = (int)getpid();
+   l->settings = relay_tick_settings(cfg);
    l->wake = wake;
    l->wake_ctx = wake_ctx;
    l->eligible = true;
-   l->deadline = bson_malloc0(n * sizeof *l->deadline);
-   l->epoch_pub = bson_malloc0(n * sizeof *l->epoch_pub);
-   l->epochs = bson_malloc0(n * sizeof *l->epochs);
    l->ckpt_epochs = bson_malloc0(n * sizeof *l->ckpt_epochs);
    l->scratch_epochs = bson_malloc0(n * sizeof *l->scratch_epochs);
-   l->handoff_posted = bson_malloc0(n * sizeof *l->handoff_posted);
-   l->malformed_seen = bson_malloc0(n * sizeof *l->malformed_seen);
-   l->handoff_to = bson_malloc0(n * sizeof *l->handoff_to);
    l->drained = bson_malloc0(n * sizeof *l->drained);
-   l->snap = bson_malloc0(sizeof *l->snap);
-   for (size_t i = 0; i < n; i++) {
-      atomic_init(&l->deadline[i], 0);
-      atomic_init(&l->epoch_pub[i], 0);
-   }
-   for (size_t i = 0; i < RELAY_RENEW_BUCKETS + 1; i++) {
-      atomic_init(&l->renew_buckets[i], 0);
-   }
-   relay_skew_init(&l->skew, cfg->lease_margin_ms);
-   l->rotate = (uint32_t)bson_get_monotonic_time() ^ (uint32_t)l->pid;
    pthread_mutex_init(&l->lock, NULL);
    pthread_condattr_init(&attr);
    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
    pthread_cond_init(&l->cond, &attr);
    pthread_condattr_destroy(&attr);
-   if (!open_store(l, error)) {
+   l->store = relay_lease_mongo_new(cfg, l->me, l->settings, error);
+   relay_tick_init(&l->tick, cfg, metrics, l->me, l->host, l->settings, pid, &relay_lease_mongo_ops,
+                   l->store, relay_boot_ns, post_events, l);
+   l->tick.rotate = (uint32_t)bson_get_monotonic_time() ^ (uint32_t)pid;
+   if (!l->store) {
       relay_lease_destroy(l);
       return NULL;
    }
@@ -434,67 +361,22 @@ relay_lease_destroy(relay_lease_t *l)
       l->head = ev->next;
       relay_lease_event_free(ev);
    }
-   if (l->snap) {
-      relay_group_snapshot_cleanup(l->snap);
-   }
-   for (int p = 0; p < l->cfg->partitions; p++) {
-      bson_free(l->handoff_to[p]);
-   }
+   relay_tick_cleanup(&l->tick);
    bson_destroy(l->ckpt_token);
-   mongoc_collection_destroy(l->state_coll);
-   mongoc_database_destroy(l->db);
-   mongoc_collection_destroy(l->lease_coll);
-   mongoc_client_destroy(l->client);
+   relay_lease_mongo_destroy(l->store);
    pthread_cond_destroy(&l->cond);
    pthread_mutex_destroy(&l->lock);
-   bson_free(l->deadline);
-   bson_free(l->epoch_pub);
-   bson_free(l->epochs);
    bson_free(l->ckpt_epochs);
    bson_free(l->scratch_epochs);
-   bson_free(l->handoff_posted);
-   bson_free(l->malformed_seen);
-   bson_free(l->handoff_to);
    bson_free(l->drained);
-   bson_free(l->snap);
    bson_free(l->me);
    bson_free(l->host);
    bson_free(l->settings);
-   relay_skew_cleanup(&l->skew);
    bson_free(l);
 }
 
 void
 relay_lease_render_metrics(const relay_lease_t *l, bson_string_t *out)
 {
-   static const char *const les[RELAY_RENEW_BUCKETS] = {
-      "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5"};
-   uint64_t cumulative = 0;
-
-   bson_string_append(out, "# HELP outbox_relay_lease_epoch Epoch (the fencing token) of each "
-                           "partition lease this member holds.\n"
-                           "# TYPE outbox_relay_lease_epoch gauge\n");
-   for (int p = 0; p < l->cfg->partitions; p++) {
-      int64_t e = atomic_load_explicit((_Atomic int64_t *)&l->epoch_pub[p], memory_order_relaxed);
-      if (e != 0) {
-         bson_string_append_printf(out, "outbox_relay_lease_epoch{partition=\"%d\"} %" PRId64 "\n",
-                                   p, e);
-      }
-   }
-   bson_string_append(out, "# HELP outbox_relay_lease_renew_seconds Time one renewal of this "
-                           "member's leases took (one round-trip for all of them).\n"
-                           "# TYPE outbox_relay_lease_renew_seconds histogram\n");
-   for (int b = 0; b <= RELAY_RENEW_BUCKETS; b++) {
-      cumulative += atomic_load((_Atomic uint64_t *)&l->renew_buckets[b]);
-      bson_string_append_printf(out,
-                                "outbox_relay_lease_renew_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
-                                b < RELAY_RENEW_BUCKETS ? les[b] : "+Inf", cumulative);
-   }
-   bson_string_append_printf(
-      out,
-      "outbox_relay_lease_renew_seconds_sum %.6f\noutbox_relay_lease_renew_seconds_count %" PRIu64
-      "\n",
-      (double)atomic_load((_Atomic uint64_t *)&l->renew_sum_us) / 1e6,
-      atomic_load((_Atomic uint64_t *)&l->renew_count));
-   relay_skew_render(&l->skew, out);
+   relay_tick_render_metrics(&l->tick, out);
 }

@@ -25,29 +25,12 @@
 
 #include <bson/bson.h>
 
-#include "config/config.h"
 #include "base/partition.h"
+#include "config/config.h"
+#include "group/lease-ops.h"
 #include "http/metrics.h"
 
 typedef struct relay_lease_t relay_lease_t;
-
-typedef enum {
-   RELAY_LEASE_ACQUIRED = 0, /* @part is ours at @epoch; @token: its checkpoint, or NULL */
-   RELAY_LEASE_LOST,         /* @part is not ours any more (taken after it expired) */
-   RELAY_LEASE_HANDOFF,      /* @part (at @epoch) is asked for: drain it, then drained() */
-   RELAY_LEASE_FATAL,        /* @message: this process cannot join its group: stop with
-                              * exit status @code */
-} relay_lease_event_kind_t;
-
-typedef struct relay_lease_event_t {
-   relay_lease_event_kind_t kind;
-   int part;
-   int64_t epoch;
-   int code;      /* FATAL: the <sysexits.h> exit status */
-   bson_t *token; /* owned */
-   char *message; /* owned */
-   struct relay_lease_event_t *next;
-} relay_lease_event_t;
 
 /* Creates the lease thread for @cfg (borrowed, like @metrics, for the thread's lifetime),
  * with this process's @instance_id (copied). It starts at once: it sets up the group
@@ -56,9 +39,9 @@ relay_lease_t *relay_lease_new(const relay_config_t *cfg, const char *instance_i
                                relay_metrics_t *metrics, void (*wake)(void *), void *wake_ctx,
                                bson_error_t *error);
 
-/* Takes the oldest event (caller frees with relay_lease_event_free()), or NULL. */
+/* Takes the oldest event (lease-ops.h; caller frees with relay_lease_event_free()), or
+ * NULL. */
 relay_lease_event_t *relay_lease_pop(relay_lease_t *lease);
-void relay_lease_event_free(relay_lease_event_t *ev);
 
 /* The gate: true while @part's lease is ours and its local deadline has not passed. */
 bool relay_lease_may_publish(const relay_lease_t *lease, int part);

@@ -140,12 +140,24 @@ static enum MHD_Result
 serve_health(relay_http_t *http, struct MHD_Connection *conn)
 {
    const char *reason = NULL;
-   char body[256];
+   char body[512];
    if (relay_metrics_healthy(http->metrics, &reason)) {
       /* A group member says whether it publishes (owns partitions) or waits as a standby:
        * both are healthy. */
       const char *role = relay_metrics_role(http->metrics);
-      int n = snprintf(body, sizeof body, "ok%s%s\n", role ? ": " : "", role ? role : "");
+      /* Entries that do not expire do not stop publishing: a warning, not a failure (a
+       * liveness probe would restart the relay for it, and a restart cannot fix it). */
+      bool no_ttl = relay_metrics_get_gauge(http->metrics, RELAY_G_ARCHIVE_TTL_MISSING) == 1.0;
+      /* Members that publish otherwise: expected while a rolling change goes through the
+       * group, so not a failure (the readiness of the new members would stop the rollout). */
+      bool output = relay_metrics_get_gauge(http->metrics, RELAY_G_GROUP_OUTPUT_MISMATCH) == 1.0;
+      int n = snprintf(body, sizeof body, "ok%s%s%s%s\n", role ? ": " : "", role ? role : "",
+                       no_ttl ? " (warning: --archive-ttl not in force, archive entries do not "
+                                "expire; see the log)"
+                              : "",
+                       output ? " (warning: group members publish with other settings; a "
+                                "rolling change? see the log)"
+                              : "");
       return respond(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", body, (size_t)n);
    }
    int n = snprintf(body, sizeof body, "%s\n", reason);

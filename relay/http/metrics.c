@@ -14,8 +14,14 @@
 
 #include "util/version.h"
 
+#include "outbox/contract.h" /* liboutbox: the rules a header is left out by */
+
+/* Rules of the event contract whose outcome is "left out" (headers), counted apiece. */
+#define LEFT_OUT_RULES_MAX 16
+
 struct relay_metrics_t {
    _Atomic uint64_t counters[RELAY_M_COUNTER_COUNT_];
+   _Atomic uint64_t left_out[LEFT_OUT_RULES_MAX]; /* by left_out_rule() index */
    _Atomic double gauges[RELAY_G_GAUGE_COUNT_];
    /* The name changes at most once, at start-up, but render() may run concurrently on the
     * HTTP thread, so it is guarded. */
@@ -61,6 +67,9 @@ static const metric_desc_t counter_descs[RELAY_M_COUNTER_COUNT_] = {
    {"outbox_relay_lease_repairs_total",
     "Malformed lease documents (an epoch that is not a number, or out of range) this member "
     "repaired; the log names them."},
+   {"outbox_relay_events_expired_total",
+    "Events whose expiry (expiresAt, --message-expiry) passed before they were published, "
+    "handled by --expired-events."},
 };
 
 static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
@@ -101,6 +110,16 @@ static const metric_desc_t gauge_descs[RELAY_G_GAUGE_COUNT_] = {
    {"outbox_relay_group_stalled",
     "1 while partitions of the group have had no live owner for more than two lease times "
     "(their events wait; fails /healthz)."},
+   {"outbox_relay_publish_rate_limit",
+    "Events per second the relay publishes at most (--max-publish-rate; 0: no limit)."},
+   {"outbox_relay_publish_paced", "1 while --max-publish-rate holds ready events back, else 0."},
+   {"outbox_relay_archive_ttl_missing",
+    "1 while --archive-ttl is set but the archive has no TTL index with that expireAfterSeconds "
+    "(entries do not expire; /healthz says so; the log names the index in the way)."},
+   {"outbox_relay_group_output_mismatch",
+    "1 while a live member of this group publishes its partitions otherwise (archive, topic, "
+    "source, payload mode, user properties, QoS or MQTT version differ): expected during a "
+    "rolling change only; /healthz warns, the log names both values."},
 };
 
 relay_metrics_t *
@@ -109,6 +128,9 @@ relay_metrics_new(void)
    relay_metrics_t *m = bson_malloc0(sizeof *m);
    for (int i = 0; i < RELAY_M_COUNTER_COUNT_; i++) {
       atomic_init(&m->counters[i], 0);
+   }
+   for (int i = 0; i < LEFT_OUT_RULES_MAX; i++) {
+      atomic_init(&m->left_out[i], 0);
    }
    for (int i = 0; i < RELAY_G_GAUGE_COUNT_; i++) {
       atomic_init(&m->gauges[i], 0.0);
@@ -273,6 +295,48 @@ render_extra(const relay_metrics_t *metrics, bson_string_t *out)
    pthread_mutex_unlock(mutex);
 }
 
+/* The @k-th rule of the event contract whose outcome is "left out", or NULL past the last. */
+static const outbox_contract_rule_t *
+left_out_rule(size_t k)
+{
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules), seen = 0;
+   for (size_t i = 0; i < n; i++) {
+      if (rules[i].outcome == OUTBOX_CONTRACT_LEFT_OUT && seen++ == k) {
+         return &rules[i];
+      }
+   }
+   return NULL;
+}
+
+void
+relay_metrics_add_left_out(relay_metrics_t *metrics, const char *reason, uint64_t n)
+{
+   const outbox_contract_rule_t *r;
+   for (size_t k = 0; metrics && k < LEFT_OUT_RULES_MAX && (r = left_out_rule(k)); k++) {
+      if (r->reason == reason) {
+         atomic_fetch_add_explicit(&metrics->left_out[k], n, memory_order_relaxed);
+         return;
+      }
+   }
+}
+
+static void
+render_left_out(const relay_metrics_t *metrics, bson_string_t *out)
+{
+   const outbox_contract_rule_t *r;
+   bson_string_append(out, "# HELP outbox_relay_headers_dropped_by_rule_total Stored event headers "
+                           "left out of messages, by the event contract's rule (<outbox/"
+                           "contract.h>).\n"
+                           "# TYPE outbox_relay_headers_dropped_by_rule_total counter\n");
+   for (size_t k = 0; k < LEFT_OUT_RULES_MAX && (r = left_out_rule(k)); k++) {
+      bson_string_append(out, "outbox_relay_headers_dropped_by_rule_total{rule=\"");
+      append_label_value(out, r->name);
+      bson_string_append_printf(out, "\"} %" PRIu64 "\n",
+                                atomic_load_explicit(&metrics->left_out[k], memory_order_relaxed));
+   }
+}
+
 void
 relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out)
 {
@@ -293,6 +357,7 @@ relay_metrics_render(const relay_metrics_t *metrics, bson_string_t *out)
       append_double(out, relay_metrics_get_gauge(metrics, (relay_gauge_t)i));
       bson_string_append_c(out, '\n');
    }
+   render_left_out(metrics, out);
    relay_series_render(metrics->series, out);
    render_extra(metrics, out);
 }

@@ -37,6 +37,7 @@ typedef enum {
    RELAY_M_HEADERS_DROPPED,    /* outbox_relay_headers_dropped_total: left out of messages */
    RELAY_M_LEASE_RECREATIONS,  /* outbox_relay_lease_recreations_total: deleted leases re-made */
    RELAY_M_LEASE_REPAIRS,      /* outbox_relay_lease_repairs_total: malformed leases repaired */
+   RELAY_M_EXPIRED,            /* outbox_relay_events_expired_total: expired before publishing */
    RELAY_M_COUNTER_COUNT_,
 } relay_counter_t;
 
@@ -60,6 +61,11 @@ typedef enum {
    RELAY_G_PARTITIONS_UNOWNED,     /* outbox_relay_group_partitions_unowned: no live owner seen */
    RELAY_G_GROUP_MISMATCH,         /* outbox_relay_group_settings_mismatch: 1 while they differ */
    RELAY_G_GROUP_STALLED,          /* outbox_relay_group_stalled: unowned for 2 lease times */
+   RELAY_G_PUBLISH_RATE_LIMIT,     /* outbox_relay_publish_rate_limit: --max-publish-rate, 0 off */
+   RELAY_G_PUBLISH_PACED,          /* outbox_relay_publish_paced: 1 while the limit holds events */
+   RELAY_G_ARCHIVE_TTL_MISSING,   /* outbox_relay_archive_ttl_missing: --archive-ttl not in force */
+   RELAY_G_GROUP_OUTPUT_MISMATCH, /* outbox_relay_group_output_mismatch: members publish otherwise
+                                   */
    RELAY_G_GAUGE_COUNT_,
 } relay_gauge_t;
 
@@ -73,6 +79,11 @@ void relay_metrics_destroy(relay_metrics_t *metrics);
 
 /* Adds @n to a counter. */
 void relay_metrics_add(relay_metrics_t *metrics, relay_counter_t counter, uint64_t n);
+
+/* Counts @n headers left out of a message by the event contract's rule whose reason is
+ * @reason (the static sentence relay_headers_read() recorded): the labelled counter
+ * outbox_relay_headers_dropped_by_rule_total{rule="<the rule's name>"}. */
+void relay_metrics_add_left_out(relay_metrics_t *metrics, const char *reason, uint64_t n);
 
 /* Sets a gauge. */
 void relay_metrics_set(relay_metrics_t *metrics, relay_gauge_t gauge, double value);

@@ -22,6 +22,7 @@ relay_mqtt_on_connected(void *context, char *cause)
       relay_tls_watch(false);
    }
    atomic_store(&m->lost_reported, false);
+   atomic_fetch_add(&m->conn_gen, 1);
    relay_mqtt_push(context, RELAY_MQTT_CONNECTED, 0, 0, 0);
 }
 
@@ -32,8 +33,9 @@ report_lost(relay_mqtt_t *m)
    if (atomic_exchange(&m->lost_reported, true)) {
       return;
    }
+   atomic_fetch_add(&m->conn_gen, 1); /* its topic aliases are gone with it */
    if (relay_tls_uri(m->cfg->mqtt_uri)) {
-      relay_tls_watch(true); /* paho reconnects by itself: explain its failures */
+      relay_tls_watch_reconnects(); /* paho reconnects by itself: explain its failures */
    }
    relay_mqtt_push(m, RELAY_MQTT_LOST, 0, 0, 0);
 }

@@ -9,6 +9,8 @@
 
 #include "mqtt/render.h"
 
+#include <openssl/evp.h>
+
 /* A growable output buffer for the JSON writer below. */
 typedef struct {
    char *p;
@@ -276,9 +278,27 @@ jb_attributes(jbuf_t *b, const relay_headers_t *h)
    return true;
 }
 
+/* Standard base64 with padding, as CloudEvents' data_base64 (RFC 4648, section 4). */
+static char *
+base64(const uint8_t *bytes, uint32_t len)
+{
+   char *out = bson_malloc(4 * ((size_t)len / 3 + 1) + 1);
+   EVP_EncodeBlock((unsigned char *)out, bytes, (int)len);
+   return out;
+}
+
+const char *
+relay_event_content_type(const relay_event_t *ev)
+{
+   if (!ev->bin) {
+      return "application/json";
+   }
+   return ev->content_type ? ev->content_type : "application/octet-stream";
+}
+
 static char *
 cloudevent_json_fast(const relay_event_t *ev, const char *source, relay_str_t subject,
-                     const relay_headers_t *headers, size_t *len)
+                     const relay_headers_t *headers, bool replay, size_t *len)
 {
    jbuf_t b = {NULL, 0, 0};
    char tbuf[40];
@@ -309,10 +329,28 @@ cloudevent_json_fast(const relay_event_t *ev, const char *source, relay_str_t su
          goto fail;
       }
    }
-   JB_LIT(&b, ", \"datacontenttype\" : \"application/json\", \"seq\" : ");
+   JB_LIT(&b, ", \"datacontenttype\" : ");
+   if (!jb_str(&b, relay_event_content_type(ev), strlen(relay_event_content_type(ev)))) {
+      goto fail;
+   }
+   JB_LIT(&b, ", \"seq\" : ");
    jb_int(&b, ev->seq);
+   if (replay) {
+      JB_LIT(&b, ", \"" OUTBOX_CONTRACT_REPLAY_MARKER "\" : true");
+   }
    if (!jb_attributes(&b, headers)) {
       goto fail;
+   }
+   if (ev->bin) {
+      char *b64 = base64(ev->bin, ev->bin_len);
+      JB_LIT(&b, ", \"data_base64\" : ");
+      bool ok = jb_str(&b, b64, strlen(b64));
+      bson_free(b64);
+      if (!ok) {
+         goto fail;
+      }
+      JB_LIT(&b, " }");
+      return jb_finish(&b, len);
    }
    JB_LIT(&b, ", \"data\" : { ");
    if (ev->data && !jb_elements(&b, ev->data, false, 0)) {
@@ -327,7 +365,7 @@ fail:
 
 static char *
 cloudevent_json_libbson(const relay_event_t *ev, const char *source, relay_str_t subject,
-                        const relay_headers_t *headers, size_t *len)
+                        const relay_headers_t *headers, bool replay, size_t *len)
 {
    bson_t doc = BSON_INITIALIZER;
    char tbuf[40];
@@ -342,14 +380,21 @@ cloudevent_json_libbson(const relay_event_t *ev, const char *source, relay_str_t
       relay_format_time(ev->time_ms, tbuf, sizeof tbuf);
       BSON_APPEND_UTF8(&doc, "time", tbuf);
    }
-   BSON_APPEND_UTF8(&doc, "datacontenttype", "application/json");
+   BSON_APPEND_UTF8(&doc, "datacontenttype", relay_event_content_type(ev));
    BSON_APPEND_INT64(&doc, "seq", ev->seq);
+   if (replay) {
+      BSON_APPEND_BOOL(&doc, OUTBOX_CONTRACT_REPLAY_MARKER, true);
+   }
    for (size_t i = 0; headers && i < headers->n; i++) {
       if (headers->items[i].attribute) {
          BSON_APPEND_UTF8(&doc, headers->items[i].name, headers->items[i].value);
       }
    }
-   if (ev->data) {
+   if (ev->bin) {
+      char *b64 = base64(ev->bin, ev->bin_len);
+      BSON_APPEND_UTF8(&doc, "data_base64", b64);
+      bson_free(b64);
+   } else if (ev->data) {
       BSON_APPEND_DOCUMENT(&doc, "data", ev->data);
    } else {
       bson_t empty = BSON_INITIALIZER;
@@ -361,20 +406,27 @@ cloudevent_json_libbson(const relay_event_t *ev, const char *source, relay_str_t
 }
 
 char *
-relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
-                      const relay_headers_t *headers, size_t *len)
+relay_cloudevent_json_marked(const relay_event_t *ev, const char *source, relay_str_t subject,
+                             const relay_headers_t *headers, bool replay, size_t *len)
 {
    /* libbson's JSON writer goes character by character through a bson_string_t and was a
     * third of the relay's instructions per event; the fast path writes the same bytes. */
-   char *json = cloudevent_json_fast(ev, source, subject, headers, len);
-   return json ? json : cloudevent_json_libbson(ev, source, subject, headers, len);
+   char *json = cloudevent_json_fast(ev, source, subject, headers, replay, len);
+   return json ? json : cloudevent_json_libbson(ev, source, subject, headers, replay, len);
+}
+
+char *
+relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
+                      const relay_headers_t *headers, size_t *len)
+{
+   return relay_cloudevent_json_marked(ev, source, subject, headers, false, len);
 }
 
 char *
 relay_cloudevent_json_reference(const relay_event_t *ev, const char *source, relay_str_t subject,
                                 const relay_headers_t *headers, size_t *len)
 {
-   return cloudevent_json_libbson(ev, source, subject, headers, len);
+   return cloudevent_json_libbson(ev, source, subject, headers, false, len);
 }
 
 char *

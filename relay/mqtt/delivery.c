@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "mqtt/aliases.h"
+
 /* Per-publish callback context. paho hands back one pointer; it has to lead to both the
  * client (for the queue) and the tag. Contexts are linked so the ones whose callback never
  * came (client destroyed first) are freed at the end. */
@@ -112,12 +114,52 @@ set_string_prop(MQTTProperties *props, enum MQTTPropertyCodes code, const char *
    }
 }
 
+/* A byte (@size 1) or four-byte integer property, filled like set_string_prop(). */
+static void
+set_int_prop(MQTTProperties *props, enum MQTTPropertyCodes code, int size, uint32_t value)
+{
+   MQTTProperty *p = &props->array[props->count++];
+   memset(p, 0, sizeof *p);
+   p->identifier = code;
+   if (size == 1) {
+      p->value.byte = (unsigned char)value;
+   } else {
+      p->value.integer4 = value;
+   }
+   props->length += 1 + size;
+}
+
+/* --topic-aliases: adds the topic's alias to @props and returns the topic to send: "" when
+ * the broker knows the alias on this connection, else @topic (defining it). Without aliases
+ * (the option off, MQTT 3.1.1, a broker that allows none, the connection down) @topic. */
+static const char *
+with_alias(relay_mqtt_t *m, MQTTProperties *props, const char *topic)
+{
+   bool known;
+   uint16_t alias;
+   if (!m->aliases || atomic_load(&m->lost_reported)) {
+      return topic;
+   }
+   alias = relay_aliases_use(m->aliases, atomic_load(&m->conn_gen), atomic_load(&m->alias_max),
+                             topic, &known);
+   if (!alias) {
+      return topic;
+   }
+   MQTTProperty *p = &props->array[props->count++];
+   memset(p, 0, sizeof *p);
+   p->identifier = MQTTPROPERTY_CODE_TOPIC_ALIAS;
+   p->value.integer2 = alias;
+   props->length += 1 + 2;
+   return known ? "" : topic;
+}
+
 int
 relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t tag)
 {
    MQTTAsync_message pm = MQTTAsync_message_initializer;
    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
-   MQTTProperty prop_array[RELAY_MQTT_MAX_USER_PROPS + 1];
+   MQTTProperty prop_array[RELAY_MQTT_MAX_USER_PROPS + 4];
+   const char *topic = msg->topic;
    pub_ctx_t *c = bson_malloc0(sizeof *c);
    int rc;
 
@@ -132,6 +174,14 @@ relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t ta
       if (msg->content_type) {
          set_string_prop(&pm.properties, MQTTPROPERTY_CODE_CONTENT_TYPE, NULL, msg->content_type);
       }
+      if (msg->payload_format != RELAY_PAYLOAD_FORMAT_NONE) {
+         set_int_prop(&pm.properties, MQTTPROPERTY_CODE_PAYLOAD_FORMAT_INDICATOR, 1,
+                      msg->payload_format == RELAY_PAYLOAD_FORMAT_UTF8);
+      }
+      if (msg->expiry_s) {
+         set_int_prop(&pm.properties, MQTTPROPERTY_CODE_MESSAGE_EXPIRY_INTERVAL, 4, msg->expiry_s);
+      }
+      topic = with_alias(m, &pm.properties, topic);
       for (size_t i = 0; i < msg->n_user_props; i++) {
          set_string_prop(&pm.properties, MQTTPROPERTY_CODE_USER_PROPERTY, msg->user_props[2 * i],
                          msg->user_props[2 * i + 1]);
@@ -154,7 +204,7 @@ relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t ta
    }
    m->ctxs = c;
    pthread_mutex_unlock(&m->lock);
-   rc = MQTTAsync_sendMessage(m->client, msg->topic, &pm, &ro);
+   rc = MQTTAsync_sendMessage(m->client, topic, &pm, &ro);
    if (rc != MQTTASYNC_SUCCESS) {
       /* "When a function which takes a callback returns an error, the callback will never
        * be called": the context is ours to free. */

@@ -33,6 +33,23 @@ relay_mqtt_on_connect_success5(void *context, MQTTAsync_successData5 *resp)
                                                     MQTTPROPERTY_CODE_MAXIMUM_PACKET_SIZE);
    }
    atomic_store(&m->max_packet, mp);
+   unsigned am = 0;
+   if (resp &&
+       MQTTProperties_hasProperty(&resp->properties, MQTTPROPERTY_CODE_TOPIC_ALIAS_MAXIMUM)) {
+      am = (unsigned)MQTTProperties_getNumericValue(&resp->properties,
+                                                    MQTTPROPERTY_CODE_TOPIC_ALIAS_MAXIMUM);
+   }
+   atomic_store(&m->alias_max, am);
+}
+
+size_t
+relay_mqtt_window(int configured, int qos, int receive_max)
+{
+   size_t w = configured > 0 ? (size_t)configured : 1;
+   if (qos > 0 && receive_max > 0 && (size_t)receive_max < w) {
+      w = (size_t)receive_max;
+   }
+   return w;
 }
 
 int
@@ -60,6 +77,8 @@ relay_mqtt_packet_size(int mqtt_version, int qos, const relay_mqtt_message_t *ms
    size_t rest = 2 + strlen(msg->topic) + (qos > 0 ? 2 : 0) + msg->payload_len;
    if (mqtt_version == 5) {
       size_t props = msg->content_type ? 1 + 2 + strlen(msg->content_type) : 0;
+      props += msg->expiry_s ? 1 + 4 : 0;
+      props += msg->payload_format != RELAY_PAYLOAD_FORMAT_NONE ? 1 + 1 : 0;
       for (size_t i = 0; i < msg->n_user_props; i++) {
          props += 1 + 2 + strlen(msg->user_props[2 * i]) + 2 + strlen(msg->user_props[2 * i + 1]);
       }

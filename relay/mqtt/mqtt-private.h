@@ -38,6 +38,12 @@ struct relay_mqtt_t {
     * if none came; paho's connection-lost callback does not carry it. */
    atomic_int last_disconnect_reason;
    atomic_bool lost_reported; /* LOST queued for the current connection */
+   /* --topic-aliases: the broker's Topic Alias Maximum from the last CONNACK, and a counter
+    * of connections made and lost (aliases belong to one connection). The table is the main
+    * thread's (delivery.c). */
+   atomic_uint alias_max;
+   atomic_uint conn_gen;
+   struct relay_aliases_t *aliases;
 };
 
 /* completions.c */

@@ -10,6 +10,7 @@
 #include "mqtt/mqtt-private.h"
 #include "util/error.h"
 
+#include "mqtt/aliases.h"
 #include "mqtt/tls.h"
 #include "util/log.h"
 
@@ -27,6 +28,9 @@ relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *e
    m->client_id = bson_strdup(client_id);
    atomic_init(&m->lost_reported, false);
    atomic_init(&m->last_disconnect_reason, -1);
+   atomic_init(&m->alias_max, 0);
+   atomic_init(&m->conn_gen, 0);
+   m->aliases = cfg->topic_aliases && cfg->mqtt_version == 5 ? relay_aliases_new() : NULL;
    pthread_mutex_init(&m->lock, NULL);
    pthread_cond_init(&m->cond, NULL);
    m->qcap = 1024;
@@ -48,6 +52,15 @@ relay_mqtt_new(const relay_config_t *cfg, const char *client_id, bson_error_t *e
    /* Creating the first client initialises paho's trace settings: set them again. */
    relay_log_sync_paho();
    relay_tls_warn_insecure(cfg);
+   if (cfg->mqtt_version != 5) {
+      /* MQTT 3.1.1 has no Message Expiry Interval: a broker keeps such messages for ever. */
+      relay_log(cfg->message_expiry_s ? RELAY_LOG_WARNING : RELAY_LOG_INFO, "mqtt",
+                "MQTT 3.1.1 (mqtt-version 4) cannot send a message expiry: %s; events whose "
+                "expiresAt passed before publishing are still handled by expired-events (%s)",
+                cfg->message_expiry_s ? "message-expiry is not sent"
+                                      : "events' expiresAt is not sent",
+                cfg->expired_events ? cfg->expired_events : "drop");
+   }
    MQTTAsync_setCallbacks(m->client, m, relay_mqtt_on_lost, relay_mqtt_on_message, NULL);
    MQTTAsync_setConnected(m->client, m, relay_mqtt_on_connected);
    if (cfg->mqtt_version == 5) {
@@ -166,6 +179,7 @@ relay_mqtt_destroy(relay_mqtt_t *m)
       MQTTAsync_destroy(&m->client);
    }
    relay_mqtt_free_contexts(m);
+   relay_aliases_destroy(m->aliases);
    for (size_t i = 0; i < m->n_limit_reasons; i++) {
       bson_free(m->limit_reasons[i]);
    }

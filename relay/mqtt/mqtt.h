@@ -46,14 +46,23 @@ typedef struct {
  * attributes in binary mode) and the event's headers (mqtt/headers.h: 16 at most). */
 #define RELAY_MQTT_MAX_USER_PROPS 32
 
+/* MQTT 5's Payload Format Indicator (3.3.2.3.2): absent, 0 (bytes) or 1 (UTF-8 text). */
+typedef enum {
+   RELAY_PAYLOAD_FORMAT_NONE = 0, /* not sent */
+   RELAY_PAYLOAD_FORMAT_BYTES,    /* indicator 0: unspecified bytes (binary data) */
+   RELAY_PAYLOAD_FORMAT_UTF8,     /* indicator 1: UTF-8 (JSON) */
+} relay_payload_format_t;
+
 /* One message: everything is borrowed for the duration of relay_mqtt_publish(). */
 typedef struct {
    const char *topic;
    const void *payload;
    size_t payload_len;
-   const char *content_type;      /* MQTT 5 only; NULL = none */
-   const char *const *user_props; /* name, value, name, value ...; MQTT 5 only */
-   size_t n_user_props;           /* number of pairs, RELAY_MQTT_MAX_USER_PROPS at most */
+   const char *content_type;              /* MQTT 5 only; NULL = none */
+   uint32_t expiry_s;                     /* Message Expiry Interval, MQTT 5 only; 0 = none */
+   relay_payload_format_t payload_format; /* MQTT 5 only */
+   const char *const *user_props;         /* name, value, name, value ...; MQTT 5 only */
+   size_t n_user_props;                   /* number of pairs, RELAY_MQTT_MAX_USER_PROPS at most */
 } relay_mqtt_message_t;
 
 /* Creates the client (not connected yet) with client identifier @client_id (copied by paho).
@@ -69,6 +78,13 @@ bool relay_mqtt_connect(relay_mqtt_t *m, bson_error_t *error);
  * ACK or FAIL completion with @tag follows, unless the client is destroyed first), or the
  * paho error code (no completion follows). */
 int relay_mqtt_publish(relay_mqtt_t *m, const relay_mqtt_message_t *msg, uint64_t tag);
+
+/* The in-flight window in effect, for the relay and outbox-admin replay alike: the
+ * configured one (--inflight-window), kept at or below the broker's Receive Maximum
+ * (@receive_max, 0: unknown), since paho 1.3.12's send thread sleeps up to 1 s at a time above
+ * it. QoS 0 needs no acknowledgement from the broker, so only the configured window applies.
+ * Pure. */
+size_t relay_mqtt_window(int configured, int qos, int receive_max);
 
 /* The broker's Receive Maximum from the last MQTT 5 CONNACK, or 0 if unknown. Thread-safe. */
 int relay_mqtt_receive_max(relay_mqtt_t *m);

@@ -5,49 +5,14 @@
  * encoding, topic and source templates, times. Pure functions: safe from any thread.
  */
 #include "mqtt/render.h"
+
+#include "utf8-private.h" /* liboutbox: the contract's MQTT text rule */
 #include "util/error.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-/* Length of the valid UTF-8 sequence at @s (1..4), or 0 if invalid or a C1 control
- * (U+0080..U+009F): those are as invisible and dangerous as ASCII controls. */
-static size_t
-utf8_seq_len(const unsigned char *s, size_t avail)
-{
-   size_t n;
-   uint32_t cp;
-
-   if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-      n = 2;
-      cp = s[0] & 0x1Fu;
-   } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-      n = 3;
-      cp = s[0] & 0x0Fu;
-   } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-      n = 4;
-      cp = s[0] & 0x07u;
-   } else {
-      return 0;
-   }
-   if (n > avail) {
-      return 0;
-   }
-   for (size_t i = 1; i < n; i++) {
-      if ((s[i] & 0xC0) != 0x80) {
-         return 0;
-      }
-      cp = (cp << 6) | (s[i] & 0x3Fu);
-   }
-   /* Overlong forms, surrogates, beyond U+10FFFF, C1 controls. */
-   if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-       (cp >= 0xD800 && cp <= 0xDFFF) || cp < 0xA0) {
-      return 0;
-   }
-   return n;
-}
 
 /* bson_string_append() for @n bytes that need not end in NUL (libbson 1.23 has no such
  * function; bson_string_t's fields are public and its buffer is bson_malloc'ed). */
@@ -100,7 +65,10 @@ relay_percent_encode(bson_string_t *out, const char *s, size_t len)
          continue;
       }
       if (u[i] >= 0x80) {
-         size_t n = utf8_seq_len(u + i, len - i);
+         /* The contract's MQTT text rule (outbox/contract.h): a character MQTT may refuse
+          * (a C1 control, a non-character) or invalid UTF-8 is encoded byte by byte, so the
+          * broker never sees it. */
+         size_t n = _outbox_mqtt_char_len(s + i, len - i);
          if (n) {
             append_len(out, s + i, n);
             i += n;

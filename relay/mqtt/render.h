@@ -38,10 +38,11 @@ typedef struct {
 
 /* Entity ids as text: relay_render_id() is in base/render-id.h. */
 
-/* Appends @s to @out with MQTT's reserved characters ('/', '+', '#', NUL), '%' itself, ASCII
- * controls, DEL, C1 controls, invalid UTF-8 and a leading '$' replaced by %XX (uppercase
- * hex), so the result is exactly one topic level with no wildcard that never starts a
- * broker's '$' topic. */
+/* Appends @s to @out with MQTT's reserved characters ('/', '+', '#', NUL), '%' itself, a
+ * leading '$' and every character the contract's MQTT text rule refuses (ASCII and C1
+ * controls, DEL, non-characters such as U+FFFE, invalid UTF-8: MQTT 5 section 1.5.4) replaced
+ * by %XX (uppercase hex) byte by byte, so the result is exactly one topic level of MQTT text
+ * with no wildcard that never starts a broker's '$' topic. */
 void relay_percent_encode(bson_string_t *out, const char *s, size_t len);
 
 /* Checks a template: placeholders are {db}, {collection}, {id}, {type}, {partition}; it may
@@ -77,13 +78,23 @@ void relay_format_time(int64_t ms, char *buf, size_t size);
 char *relay_cloudevent_json(const relay_event_t *ev, const char *source, relay_str_t subject,
                             const relay_headers_t *headers, size_t *len);
 
+/* relay_cloudevent_json() with, when @replay, the replay marker "replay": true after "seq"
+ * (outbox-admin replay; the name is reserved, so no header attribute can take it). */
+char *relay_cloudevent_json_marked(const relay_event_t *ev, const char *source, relay_str_t subject,
+                                   const relay_headers_t *headers, bool replay, size_t *len);
+
 /* The same payload built through libbson's JSON writer (relay_cloudevent_json() writes the
  * same bytes faster and falls back to this for values it does not handle). For tests. */
 char *relay_cloudevent_json_reference(const relay_event_t *ev, const char *source,
                                       relay_str_t subject, const relay_headers_t *headers,
                                       size_t *len);
 
-/* The binary-mode payload: relaxed extended JSON of @ev's data. */
+/* The media type of @ev's data: application/json for a document, the event's contentType
+ * (application/octet-stream without one) for binary data. */
+const char *relay_event_content_type(const relay_event_t *ev);
+
+/* The binary-mode payload: relaxed extended JSON of @ev's data (a document; message.c sends
+ * binary data as its bytes). */
 char *relay_data_json(const relay_event_t *ev, size_t *len);
 
 #endif /* RELAY_RENDER_H */

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include <MQTTAsync.h>
+#include <bson/bson.h>
 
 #include "config/config.h"
 
@@ -35,9 +36,25 @@ void relay_tls_warn_insecure(const relay_config_t *cfg);
  * connected (and the kept reason is dropped). */
 void relay_tls_watch(bool on);
 
+/* As relay_tls_watch(true), for paho's automatic reconnects after a lost connection: they
+ * report no failure, so each new reason is logged at once ("reconnect failed: the broker
+ * ended the TLS handshake: ..."), the same one again after a minute. */
+void relay_tls_watch_reconnects(void);
+
 /* The first TLS failure reason seen since the last call, e.g. "the relay rejected the
  * broker's certificate: certificate expired", or NULL. Free with bson_free(). */
 char *relay_tls_take_reason(void);
+
+/* Days before a client certificate's expiry from which the start and --check-config warn. */
+#define RELAY_TLS_WARN_DAYS 14
+
+/* Checks the TLS files of @cfg with OpenSSL (nothing without a TLS mqtt-uri): the CA file
+ * and the client certificate readable and PEM, the certificate within its dates, its private
+ * key readable, decrypted by mqtt-key-password when encrypted, and matching it. Returns false
+ * with @error naming the option, the file and the reason; a certificate that expires within
+ * @warn_days adds a line to @warnings (may be NULL). Pure apart from reading the files. */
+bool relay_tls_check_files(const relay_config_t *cfg, int warn_days, bson_string_t *warnings,
+                           bson_error_t *error);
 
 /* Reads one line of paho's trace (see relay_log_observe_paho()); exposed for tests. */
 void relay_tls_observe(const char *line);

@@ -10,6 +10,8 @@
  */
 #include "publish/publisher.h"
 
+#include "mqtt/expiry.h"
+#include "publish/pacer.h"
 #include "publish/suspect.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -46,6 +48,7 @@ struct relay_publisher_t {
    int64_t retry_at_ms;
    int connect_backoff_ms;
    relay_suspect_t suspect;
+   relay_pacer_t pacer; /* --max-publish-rate */
 };
 
 relay_publisher_t *
@@ -72,6 +75,8 @@ relay_publisher_new(const relay_config_t *cfg, relay_metrics_t *metrics, relay_t
    p->suspect.metrics = metrics;
    p->suspect.mqtt_version = cfg->mqtt_version;
    p->suspect.last_reason = -1;
+   relay_pacer_init(&p->pacer, cfg->max_publish_rate, bson_get_monotonic_time());
+   relay_metrics_set(metrics, RELAY_G_PUBLISH_RATE_LIMIT, cfg->max_publish_rate);
    return p;
 }
 
@@ -176,17 +181,12 @@ renew_after_conviction(relay_publisher_t *p, int64_t now)
    renew(p, now);
 }
 
-/* The window in effect: the configured one, kept below the broker's Receive Maximum (QoS 0
- * needs no acknowledgement from the broker, so only our own window applies). */
+/* The window in effect (relay_mqtt_window(): the rule outbox-admin replay shares). */
 static size_t
 window(relay_publisher_t *p)
 {
-   size_t w = (size_t)p->cfg->inflight_window;
-   int rm = p->link->receive_max(p->link_ctx);
-   if (p->cfg->qos > 0 && rm > 0 && (size_t)rm < w) {
-      w = (size_t)rm;
-   }
-   return w;
+   return relay_mqtt_window(p->cfg->inflight_window, p->cfg->qos,
+                            p->link->receive_max(p->link_ctx));
 }
 
 /* Sends the in-flight event of @e in a free slot. False when the client refused it (then
@@ -216,13 +216,49 @@ send_one(relay_publisher_t *p, relay_entity_t *e, int64_t now)
    return true;
 }
 
+/* An event whose expiresAt passed before its turn (--expired-events): dropped (acknowledged
+ * without a publish: archived when an archive is configured, then cleared) or dead-lettered;
+ * true when so handled. With "publish" it goes out, without an expiry interval. */
+static bool
+expired(relay_publisher_t *p, relay_entity_t *e)
+{
+   const relay_event_t *ev = &e->inflight->ev;
+   int64_t now = relay_wall_ms();
+   if (p->cfg->expired_mode == RELAY_EXPIRED_PUBLISH || !relay_expiry_passed(ev, now)) {
+      return false;
+   }
+   relay_metrics_add(p->metrics, RELAY_M_EXPIRED, 1);
+   relay_log(
+      RELAY_LOG_INFO, "mqtt", "event %s (seq %lld) of %s expired %lld ms before its turn: %s",
+      ev->id, (long long)ev->seq, e->rendered, (long long)(now - ev->expires_ms),
+      p->cfg->expired_mode == RELAY_EXPIRED_DROP ? "cleared without publishing" : "dead-lettered");
+   if (p->cfg->expired_mode == RELAY_EXPIRED_DROP) {
+      relay_table_acked(p->table, e);
+   } else {
+      relay_table_poisoned(p->table, e, "expired before it was published (expiresAt passed)");
+   }
+   return true;
+}
+
+/* Whether --max-publish-rate lets another event go; the gauge says when it holds one back. */
+static bool
+paced(relay_publisher_t *p)
+{
+   if (p->cfg->max_publish_rate == 0) {
+      return false; /* no clock read per event without a limit */
+   }
+   bool held = !relay_pacer_ready(&p->pacer, bson_get_monotonic_time());
+   relay_metrics_set(p->metrics, RELAY_G_PUBLISH_PACED, held && p->table->ready_head);
+   return held;
+}
+
 void
 relay_publisher_dispatch(relay_publisher_t *p, int64_t now)
 {
    size_t limit = window(p);
 
    while (p->connected && p->admission->open(p->admission_ctx) && p->n_free > 0 &&
-          p->table->inflight < limit && now >= p->pause_until_ms) {
+          p->table->inflight < limit && now >= p->pause_until_ms && !paced(p)) {
       relay_entity_t *e = relay_table_next_ready(p->table, now);
       const char *poison;
 
@@ -237,10 +273,21 @@ relay_publisher_dispatch(relay_publisher_t *p, int64_t now)
          renew_after_conviction(p, now);
          break;
       }
+      if (expired(p, e)) {
+         continue;
+      }
       if (!send_one(p, e, now)) {
          break;
       }
+      relay_pacer_spend(&p->pacer);
    }
+}
+
+int
+relay_publisher_wait_ms(const relay_publisher_t *p)
+{
+   int64_t us = relay_pacer_wait_us(&p->pacer, bson_get_monotonic_time());
+   return us > 0 && p->table->ready_head ? (int)((us + 999) / 1000) : -1;
 }
 
 /* Returns the slot the completion belongs to, or NULL if it is stale. */

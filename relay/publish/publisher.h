@@ -83,6 +83,10 @@ void relay_publisher_complete(relay_publisher_t *p, const relay_mqtt_completion_
  * is sent again on a new one; the connection's health. */
 void relay_publisher_check_timeouts(relay_publisher_t *p, int64_t now);
 
+/* How long until --max-publish-rate lets the next ready event go, in ms; -1 when nothing is
+ * held back (the loop then waits as it would). */
+int relay_publisher_wait_ms(const relay_publisher_t *p);
+
 /* Whether the connection to the broker is up. */
 bool relay_publisher_connected(const relay_publisher_t *p);
 

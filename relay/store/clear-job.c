@@ -57,6 +57,9 @@ relay_clear_job_add_event(relay_clear_job_t *job, relay_clear_stmt_t *s, const r
    relay_clear_job_add_id(job, s, ev->id);
 }
 
+const char relay_clear_refused_by_validator[] =
+   "the archive's validator refuses the event (121) while it takes other events";
+
 void
 relay_clear_job_free(relay_clear_job_t *job)
 {
@@ -67,6 +70,7 @@ relay_clear_job_free(relay_clear_job_t *job)
       bson_value_destroy(&job->stmts[i].id);
       bson_destroy(job->stmts[i].ids);
       bson_destroy(job->stmts[i].events);
+      bson_free(job->stmts[i].refused);
    }
    bson_free(job->stmts);
    bson_free(job);

@@ -30,7 +30,18 @@ typedef struct {
    bson_t *events; /* with an archive: array of the events as stored (owned), else NULL */
    void *entity;   /* the caller's; not touched by the clearer */
    bool failed;    /* set by the clearer */
+   /* Set by the clearer when the archive can never take some of the events (another event
+    * with the same id is archived; the entry is too large): per event, in the order they
+    * were added, NULL or the reason (a static sentence) to dead-letter it with. The
+    * statement is failed then. Freed with the job. */
+   const char **refused;
 } relay_clear_stmt_t;
+
+/* The reason in refused[] of an event the archive's validator refused (121): unlike the
+ * others it may be the archive's fault (a validator someone else installed), so the writer
+ * dead-letters the event only when the refusal persists while the archive takes other events
+ * (store/writer.c). */
+extern const char relay_clear_refused_by_validator[];
 
 typedef struct {
    relay_clear_stmt_t *stmts;

@@ -49,8 +49,9 @@ struct relay_writer_t {
     * out as soon as the clearer is free, without waiting for clear_interval_ms. */
    bool clear_backlog;
    int write_backoff_ms;
-   bool writes_failing; /* the last write failed: further failures are logged at debug */
-   bool writes_refused; /* ... with 13 Unauthorized or an authentication failure */
+   bool writes_failing;  /* the last write failed: further failures are logged at debug */
+   bool writes_refused;  /* ... with 13 Unauthorized or an authentication failure */
+   uint64_t archived_ok; /* statements archived and cleared: proof the archive takes entries */
 };
 
 relay_writer_t *
@@ -197,17 +198,69 @@ add_clear(relay_clear_job_t *job, relay_entity_t *e)
    }
 }
 
+/* How often the archive's validator may refuse one event, while it takes others, before the
+ * event is dead-lettered: a refusal that persists is the event's, not the archive's. */
+#define ARCHIVE_REFUSALS_MAX 3
+
+/* Whether @it, refused by the archive with @why, becomes poison now. Refusals the archive
+ * always repeats (another entity's event under its id, too large) do at once; a validator's
+ * refusal only once it persisted ARCHIVE_REFUSALS_MAX times while other statements were
+ * archived, so a validator that refuses everything keeps every event pending until it is
+ * fixed (outbox-admin ensure-schema). */
+static bool
+refusal_persists(relay_writer_t *w, relay_item_t *it, const char *why)
+{
+   if (why != relay_clear_refused_by_validator) {
+      return true;
+   }
+   if (it->archive_refusals == 0) {
+      it->archive_ok_mark = w->archived_ok;
+   }
+   if (it->archive_refusals < UINT8_MAX) {
+      it->archive_refusals++;
+   }
+   return it->archive_refusals >= ARCHIVE_REFUSALS_MAX && w->archived_ok > it->archive_ok_mark;
+}
+
+/* A failed statement's events go back to acknowledged (their clear is retried), except those
+ * the archive refuses for good (s->refused: store/archive.c, refusal_persists()), which
+ * become poison with the reason, to be dead-lettered by the next flush instead of holding the
+ * entity for good. The k-th clearing item is the statement's k-th event (add_clear()). */
+static void
+restate_failed(relay_writer_t *w, const relay_clear_stmt_t *s, relay_entity_t *e)
+{
+   uint32_t k = 0;
+   for (relay_item_t *it = e->head; it; it = it->next) {
+      if (it->state != RELAY_ITEM_CLEARING) {
+         continue;
+      }
+      const char *why = s->refused && k < s->n_ids ? s->refused[k] : NULL;
+      if (why && refusal_persists(w, it, why)) {
+         relay_log(RELAY_LOG_WARNING, "writer", "event %s (seq %" PRId64 ") of %s/%s: %s",
+                   it->ev.id, it->ev.seq, w->cfg->collections[e->coll], e->rendered, why);
+         it->reason = why;
+         relay_table_set_state(e, it, RELAY_ITEM_POISON);
+      } else {
+         relay_table_set_state(e, it, RELAY_ITEM_ACKED);
+      }
+      k++;
+   }
+   relay_table_mark_dirty(w->table, e);
+}
+
 /* Applies a finished clear batch: cleared events leave the table, failed ones wait for the
  * next batch. Returns false if any failed. */
 static bool
 apply_job(relay_writer_t *w, relay_clear_job_t *job)
 {
    bool ok = true;
+   for (size_t i = 0; job->archive && i < job->n; i++) {
+      w->archived_ok += !job->stmts[i].failed;
+   }
    for (size_t i = 0; i < job->n; i++) {
       relay_entity_t *e = job->stmts[i].entity;
       if (job->stmts[i].failed) {
-         relay_table_restate(e, RELAY_ITEM_CLEARING, RELAY_ITEM_ACKED);
-         relay_table_mark_dirty(w->table, e);
+         restate_failed(w, &job->stmts[i], e);
          ok = false;
       } else {
          size_t n = relay_table_remove_state(w->table, e, RELAY_ITEM_CLEARING);

@@ -1,178 +1,132 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * One stored event, parsed and checked against the stored contract (event.h). Pure
- * functions; any thread.
+ * One stored event, parsed and checked against the event contract's accepted form (liboutbox's
+ * outbox/contract.h: every rule and its reason is there; event.h). Pure functions; any thread.
  */
 #include "stream/event.h"
 
 #include <string.h>
 
-#include "check-private.h" /* liboutbox's UTF-8 checks */
+#include "contract-private.h" /* liboutbox's event contract: what an event may hold */
 
 bool
 relay_event_type_valid(const char *type, size_t len)
 {
-   if (len < 1 || len > 128) {
-      return false;
-   }
-   for (size_t i = 0; i < len; i++) {
-      char c = type[i];
-      bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-';
-      if (!ok) {
-         return false;
-      }
-   }
-   return true;
+   bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+   v.value.v_utf8.str = (char *)type;
+   v.value.v_utf8.len = (uint32_t)len;
+   return !outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_TYPE), &v, false, NULL);
 }
 
-/* A seq is an integer >= 1. int32 is accepted too: a document edited by hand or by another
- * driver may carry one, and its meaning is not ambiguous. */
+/* A seq is an integer >= 1 (the contract's accepted form): int32 too, since a document
+ * edited by hand or by another driver may carry one, and its meaning is not ambiguous. */
 static bool
 read_seq(const bson_iter_t *it, int64_t *seq)
 {
-   int64_t v;
-   if (BSON_ITER_HOLDS_INT64(it)) {
-      v = bson_iter_int64(it);
-   } else if (BSON_ITER_HOLDS_INT32(it)) {
-      v = bson_iter_int32(it);
-   } else {
+   if (outbox_contract_check(_outbox_contract_row(_OUTBOX_RULE_EVENT_SEQ),
+                             bson_iter_value((bson_iter_t *)it), false, NULL)) {
       return false;
    }
-   if (v < 1) {
-      return false;
-   }
-   *seq = v;
+   *seq = bson_iter_as_int64(it);
    return true;
 }
 
+/* The field at @it against its rule's accepted form; then what the event keeps of it. */
 static const char *
-check_id(const bson_iter_t *it, relay_event_t *ev)
+check_field(const outbox_contract_rule_t *rule, const bson_iter_t *it, relay_event_t *ev)
 {
-   uint32_t len;
-   const char *s;
-   if (!BSON_ITER_HOLDS_UTF8(it)) {
-      return "event id is not a string";
+   const bson_value_t *v = bson_iter_value((bson_iter_t *)it);
+   const char *why = outbox_contract_check(rule, v, false, NULL);
+
+   if (why) {
+      return why;
    }
-   s = bson_iter_utf8(it, &len);
-   if (len == 0 || len > RELAY_EVENT_ID_MAX || strlen(s) != len) {
-      return "event id is empty, too long or contains NUL";
+   if (!strcmp(rule->name, "id")) {
+      ev->id = v->value.v_utf8.str; /* NUL-terminated inside ev->raw, which the event owns */
+   } else if (!strcmp(rule->name, "seq")) {
+      ev->seq = bson_iter_as_int64(it);
+   } else if (!strcmp(rule->name, "type")) {
+      ev->type = v->value.v_utf8.str;
+   } else if (!strcmp(rule->name, "time")) {
+      ev->has_time = true;
+      ev->time_ms = v->value.v_datetime;
+   } else if (!strcmp(rule->name, "contentType")) {
+      ev->content_type = v->value.v_utf8.str; /* NUL-terminated inside ev->raw */
+   } else if (!strcmp(rule->name, "data") && v->value_type == BSON_TYPE_BINARY) {
+      ev->bin = v->value.v_binary.data;
+      ev->bin_len = v->value.v_binary.data_len;
+   } else if (!strcmp(rule->name, "expiresAt")) {
+      ev->has_expires = true;
+      ev->expires_ms = v->value.v_datetime;
+   } else if (!strcmp(rule->name, "data")) {
+      /* A view into ev->raw, which the event owns: no copy of the data. Its bson_t lives at
+       * the front of the event's block (relay_event_parse()). */
+      if (!bson_init_static((bson_t *)ev->block, v->value.v_doc.data, v->value.v_doc.data_len)) {
+         return rule->reason;
+      }
+      ev->data = ev->block;
    }
-   if (!_outbox_utf8_valid(s, len, false)) {
-      return "event id is not valid UTF-8"; /* it goes into JSON and MQTT strings */
-   }
-   ev->id = s; /* NUL-terminated inside ev->raw, which the event owns */
    return NULL;
 }
 
-static const char *
-check_type(const bson_iter_t *it, relay_event_t *ev)
+/* The relay's own field: how often an operator requeued the event. */
+static void
+read_requeued(const bson_iter_t *it, relay_event_t *ev)
 {
-   uint32_t len;
-   const char *s;
-   if (!BSON_ITER_HOLDS_UTF8(it)) {
-      return "event type is not a string";
+   bson_iter_t count;
+   if (BSON_ITER_HOLDS_DOCUMENT(it) && bson_iter_recurse(it, &count) &&
+       bson_iter_find(&count, "count") && BSON_ITER_HOLDS_NUMBER(&count)) {
+      ev->requeued = bson_iter_as_int64(&count);
    }
-   s = bson_iter_utf8(it, &len);
-   if (!relay_event_type_valid(s, len)) {
-      return "event type is not 1..128 characters of [A-Za-z0-9._-]";
-   }
-   ev->type = s;
-   return NULL;
 }
 
-static const char *
-check_data(const bson_iter_t *it, relay_event_t *ev)
-{
-   uint32_t len;
-   const uint8_t *buf;
-   if (!BSON_ITER_HOLDS_DOCUMENT(it)) {
-      return "event data is not a document";
-   }
-   bson_iter_document(it, &len, &buf);
-   /* One pass checks structure and strings (liboutbox's walk): libbson's bson_validate()
-    * decoded every string byte by byte and still let invalid UTF-8 through. */
-   if (!_outbox_bson_walk(buf, len, _OUTBOX_WALK_JSON_STRINGS)) {
-      return "event data is not valid BSON or contains invalid UTF-8";
-   }
-   /* A view into ev->raw, which the event owns: no copy of the data. Its bson_t lives at
-    * the front of the event's block (relay_event_parse()). */
-   if (!bson_init_static((bson_t *)ev->block, buf, len)) {
-      return "event data is not valid BSON";
-   }
-   ev->data = ev->block;
-   return NULL;
-}
-
-/* CloudEvents' time is RFC 3339, which has four-digit years: 0001-01-01T00:00:00Z to
- * 9999-12-31T23:59:59.999Z in milliseconds since the epoch. */
-static bool
-time_in_rfc3339_range(int64_t ms)
-{
-   return ms >= INT64_C(-62135596800000) && ms <= INT64_C(253402300799999);
-}
-
-/* Walks the event's fields once; the first violation found is the reason. */
+/* Walks the event's fields once against the contract's EVENT rows (accepted form: what the
+ * relay publishes from any writer); the first violation found is the reason. The first of
+ * two fields of one name decides. Headers never make an event poison: a headers field that
+ * is not a document only loses its headers (mqtt/headers.c). */
 static const char *
 check_fields(const bson_t *doc, relay_event_t *ev)
 {
-   bson_iter_t it;
+   const outbox_contract_rule_t *rules;
+   size_t n = outbox_contract_rules(&rules);
+   bool seen[64] = {false};
    const char *reason = NULL;
-   bool have_id = false, have_seq = false, have_type = false, have_data = false;
+   bson_iter_t it;
 
    if (!bson_iter_init(&it, doc)) {
       return "event is not valid BSON";
    }
    while (bson_iter_next(&it)) {
       const char *key = bson_iter_key(&it);
-      const char *r = NULL;
-      if (!strcmp(key, "id") && !have_id) {
-         have_id = true;
-         r = check_id(&it, ev);
-      } else if (!strcmp(key, "seq") && !have_seq) {
-         have_seq = true;
-         r = read_seq(&it, &ev->seq) ? NULL : "event seq is not an integer >= 1";
-      } else if (!strcmp(key, "type") && !have_type) {
-         have_type = true;
-         r = check_type(&it, ev);
-      } else if (!strcmp(key, "data") && !have_data) {
-         have_data = true;
-         r = check_data(&it, ev);
-      } else if (!strcmp(key, "requeued") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-         bson_iter_t count;
-         if (bson_iter_recurse(&it, &count) && bson_iter_find(&count, "count") &&
-             BSON_ITER_HOLDS_NUMBER(&count)) {
-            ev->requeued = bson_iter_as_int64(&count);
-         }
-      } else if (!strcmp(key, "headers") && !ev->headers && !ev->headers_bad) {
-         if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            bson_iter_document(&it, &ev->headers_len, &ev->headers);
-         } else {
-            ev->headers_bad = true;
-         }
-      } else if (!strcmp(key, "time")) {
-         if (!BSON_ITER_HOLDS_DATE_TIME(&it)) {
-            r = "event time is not a date";
-         } else if (!time_in_rfc3339_range(bson_iter_date_time(&it))) {
-            r = "event time is outside years 0001-9999 (not RFC 3339)";
-         } else {
-            ev->has_time = true;
-            ev->time_ms = bson_iter_date_time(&it);
-         }
+      if (!strcmp(key, "requeued")) {
+         read_requeued(&it, ev);
+         continue;
       }
-      if (r && !reason) {
-         reason = r;
+      for (size_t i = 0; i < n && i < 64; i++) {
+         const outbox_contract_rule_t *r = &rules[i];
+         if (r->scope != OUTBOX_CONTRACT_EVENT || seen[i] || r->name[0] != key[0] ||
+             strcmp(key, r->name) != 0) {
+            continue;
+         }
+         seen[i] = true;
+         if (r->outcome == OUTBOX_CONTRACT_LEFT_OUT) { /* headers */
+            if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+               bson_iter_document(&it, &ev->headers_len, &ev->headers);
+            } else {
+               ev->headers_bad = true;
+            }
+         } else {
+            const char *r_why = check_field(r, &it, ev);
+            reason = reason ? reason : r_why;
+         }
+         break;
       }
    }
-   if (!reason && !have_id) {
-      reason = "event has no id";
-   } else if (!reason && !have_seq) {
-      reason = "event has no seq";
-   } else if (!reason && !have_type) {
-      reason = "event has no type";
-   } else if (!reason && !have_data) {
-      reason = "event has no data";
+   for (size_t i = 0; i < n && i < 64 && !reason; i++) {
+      if (rules[i].scope == OUTBOX_CONTRACT_EVENT && rules[i].accepted.required && !seen[i]) {
+         reason = rules[i].reason;
+      }
    }
    return reason;
 }

@@ -22,6 +22,15 @@ typedef struct {
    const char *type;
    bool has_time;
    int64_t time_ms;
+   /* expiresAt (a Date): the event is worthless after it; MQTT 5's Message Expiry Interval is
+    * the time left when it is sent, and --expired-events decides about one already past. */
+   bool has_expires;
+   int64_t expires_ms;
+   /* Binary data (BSON binData) instead of a document: its bytes (a view into raw; data is
+    * then NULL) and the event's contentType (NULL: none). */
+   const uint8_t *bin;
+   uint32_t bin_len;
+   const char *content_type;
    bson_t *data;       /* NULL when missing or invalid; a static bson_t over raw's bytes */
    void *block;        /* owns raw's bytes and data's bson_t when raw is a document */
    int64_t requeued;   /* requeued.count: how often an operator requeued it, 0 = never */

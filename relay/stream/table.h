@@ -52,6 +52,10 @@ typedef struct relay_item_t {
    relay_pos_t *pos;
    const char *reason; /* why it is poison (static string) */
    size_t bytes;       /* the event's BSON size, counted in relay_table_t.buffered_bytes */
+   /* The archive's validator refused its entry this many times in a row (store/writer.c),
+    * the first time when the writer had seen archive_ok_mark statements archived. */
+   uint8_t archive_refusals;
+   uint64_t archive_ok_mark;
    struct relay_item_t *next;
 } relay_item_t;
 

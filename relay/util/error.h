@@ -50,6 +50,33 @@ relay_error_is_refusal(const bson_error_t *error)
           (error->domain == MONGOC_ERROR_CLIENT && error->code == MONGOC_ERROR_CLIENT_AUTHENTICATE);
 }
 
+/* Whether the server that answered is no longer (or not yet) the primary: 10107
+ * NotWritablePrimary, 13435 NotPrimaryNoSecondaryOk, 13436 NotPrimaryOrSecondary, 189
+ * PrimarySteppedDown, 11602 InterruptedDueToReplStateChange, 91 ShutdownInProgress, 11600
+ * InterruptedAtShutdown (MongoDB r6.0 src/mongo/base/error_codes.yml, category
+ * NotPrimaryError / ShutdownError). mongoc marks that server unknown and finds the new primary;
+ * a write that is not retryable (updateMany) can be sent again once it has. */
+static inline bool
+relay_error_is_not_primary(const bson_error_t *error)
+{
+   if (error->domain != MONGOC_ERROR_SERVER && error->domain != MONGOC_ERROR_WRITE_CONCERN &&
+       error->domain != MONGOC_ERROR_QUERY) {
+      return false;
+   }
+   switch (error->code) {
+   case 10107:
+   case 13435:
+   case 13436:
+   case 189:
+   case 11602:
+   case 91:
+   case 11600:
+      return true;
+   default:
+      return false;
+   }
+}
+
 /* Whether @error is a read that waited for the majority snapshot past its maxTimeMS (50
  * MaxTimeMSExpired; store/concerns.h: relay_concerns_read_wait_ms()): nothing was read,
  * nothing is lost, the read is to be retried. */

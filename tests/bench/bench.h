@@ -50,7 +50,44 @@ typedef struct {
    double timeout_s; /* give up on one drain after this long */
    size_t oplog_mb;  /* test-mongod's --oplog-mb (history bound) */
    bool verbose;
+   bool syscalls; /* count the relay's system calls per event and thread in drains */
+   bool allocs;   /* and its allocations (uprobes: slow the relay far more) (systrace.c) */
 } bench_opts_t;
+
+/* System calls and allocations of one thread over a traced interval (systrace.c). */
+#define BENCH_MAX_THREADS 32
+typedef struct {
+   int tid;
+   char comm[24];
+   bool main;                      /* the process's main thread */
+   double syscalls, futex, allocs; /* futex: lock waits and wake-ups, which grow with
+                                    * contention (and with tracing), not with the work */
+   char top[3][24];                /* its most frequent system calls ... */
+   double top_calls[3];
+} bench_thread_use_t;
+
+typedef struct {
+   bool ok, allocs_ok;
+   double events; /* events delivered while traced */
+   double syscalls, futex, allocs;
+   double own; /* the relay's own threads (not paho's MQTTAsync_*), futex left out */
+   int n;
+   bench_thread_use_t t[BENCH_MAX_THREADS];
+} bench_sysuse_t;
+
+typedef struct {
+   pid_t trace, stat; /* the two perf processes */
+   char trace_path[192], stat_path[192];
+   char group[24]; /* uprobe group: probe_libjemalloc or probe_libc */
+   unsigned made;  /* uprobes this run created (bit per function) */
+} bench_systrace_t;
+
+/* Attaches perf to @pid (files in @workdir); false when perf cannot be used. */
+bool bench_systrace_start(bench_systrace_t *t, const char *workdir, pid_t pid, bool allocs);
+/* Stops tracing, removes the uprobes it made, and fills @u per @events (its main thread is
+ * @relay). */
+void bench_systrace_stop(bench_systrace_t *t, pid_t relay, double events, bench_sysuse_t *u);
+void bench_sysuse_print(FILE *out, const char *label, const bench_sysuse_t *u);
 
 /* Resource use of one process over one measured interval. */
 typedef struct {
@@ -74,7 +111,8 @@ typedef struct {
    double avg_msg_bytes;       /* MQTT payload size seen at the subscriber */
    size_t order_violations;
    bench_proc_use_t relay, mongod, mosquitto;
-   bench_proc_use_t self; /* this process: the subscriber (and the writers when streaming) */
+   bench_proc_use_t self;    /* this process: the subscriber (and the writers when streaming) */
+   bench_sysuse_t relay_sys; /* --syscalls: the relay's, per event and thread */
 } bench_drain_t;
 
 /* outbox-admin replay of an archive (replay.c). */

@@ -184,7 +184,7 @@ use_end(bench_drain_t *out, pid_t relay)
 static int64_t
 measure(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_client_t *c,
         bench_sub_t *sub, const char *coll, bench_layout_t *l, pid_t *relay, bool *ok,
-        const char **why)
+        const char **why, bench_systrace_t *trace, double *traced_from)
 {
    const bench_opts_t *o = run->opts;
    char log[96];
@@ -194,10 +194,23 @@ measure(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_client_t 
    *ok = *ok && *relay > 0;
    if (*ok && run->stream) {
       *ok = probe(run, c, coll, sub, relay, why);
+      if (*ok && (o->syscalls || o->allocs)) {
+         /* Watching: every thread of the relay exists; traced from the first write. */
+         bench_systrace_start(trace, s->workdir, *relay, o->allocs);
+         *traced_from = 1;
+      }
       t0 = bench_now_ns();
       *ok = *ok && bench_stream_write(c, o->database, coll, l, run->per_commit, run->payload, 0);
    }
    int64_t deadline = t0 + (int64_t)(o->timeout_s * 1e9);
+   if (*ok && (o->syscalls || o->allocs) && !run->stream) {
+      /* Attached once a tenth has arrived: every thread of the relay exists by then. */
+      bench_sub_stats_t st;
+      *ok = bench_relay_wait(sub, run->events / 10 + 1, relay, deadline, why);
+      bench_sub_stats(sub, &st);
+      *traced_from = (double)st.distinct;
+      bench_systrace_start(trace, s->workdir, *relay, o->allocs);
+   }
    *ok = *ok && bench_relay_wait(sub, run->events + (run->stream ? 1 : 0), relay, deadline, why);
    *ok = *ok && wait_cleared(c, o->database, coll, deadline, why);
    return t0;
@@ -224,7 +237,14 @@ bench_drain_run(const bench_drain_run_t *run, const bench_servers_t *s, mongoc_c
    bench_proc_use_begin(&out->self, getpid());
    bench_proc_use_begin(&out->relay, 0);
    pid_t relay = 0;
-   int64_t t0 = measure(run, s, c, sub, coll, &l, &relay, &ok, &why);
+   bench_systrace_t trace = {0};
+   double traced_from = 0;
+   int64_t t0 = measure(run, s, c, sub, coll, &l, &relay, &ok, &why, &trace, &traced_from);
+   if ((run->opts->syscalls || run->opts->allocs)) {
+      bench_systrace_stop(&trace, relay,
+                          (double)(run->events + (run->stream ? 1 : 0)) - traced_from,
+                          &out->relay_sys);
+   }
    int64_t t_end = bench_now_ns();
    out->relay.pid = relay; /* started at ~0 CPU: its total is the interval's */
    use_end(out, relay);

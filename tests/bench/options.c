@@ -47,6 +47,11 @@ usage(FILE *out)
            "  --database DB       database for the benchmark's collections (default %s)\n"
            "  --timeout S         give up on one measurement after S seconds\n"
            "  --oplog-mb N        test-mongod's change history bound (default 256)\n"
+           "  --syscalls          also count the relay's system calls per event and thread in\n"
+           "                      drains (perf trace -s; slows the traced drains: compare\n"
+           "                      counts, not rates, with another traced run)\n"
+           "  --allocs            and its allocations per event and thread (perf stat on\n"
+           "                      uprobes of malloc, calloc, realloc: several times slower)\n"
            "  -v, --verbose       progress on stderr\n"
            "  -h, --help          this help\n",
            BENCH_DB_DEFAULT);
@@ -280,6 +285,10 @@ bench_opts_parse(bench_opts_t *o, int argc, char **argv, int *exit_code)
          return false;
       } else if (!strcmp(f, "-v") || !strcmp(f, "--verbose")) {
          o->verbose = true;
+      } else if (!strcmp(f, "--syscalls")) {
+         o->syscalls = true;
+      } else if (!strcmp(f, "--allocs")) {
+         o->allocs = true;
       } else if (!strcmp(f, "--smoke") || !strcmp(f, "--quick") || !strcmp(f, "--long")) {
          continue;
       } else if (takes_value(f)) {

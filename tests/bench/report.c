@@ -86,6 +86,7 @@ print_drain(const char *label, const bench_drain_t *d)
    print_use("mongod", &d->mongod, d->events);
    print_use("mosquitto", &d->mosquitto, d->events);
    printf("\n");
+   bench_sysuse_print(stdout, "relay", &d->relay_sys);
 }
 
 static void
@@ -370,6 +371,14 @@ json_drain(FILE *f, const char *prefix, const bench_drain_t *d)
    jnum(f, K("mosquitto_cpu_s_per_100k"), per_100k(d->mosquitto.cpu_s, d->events),
         m && d->mosquitto.pid > 0);
    jnum(f, K("bench_cpu_s_per_100k"), per_100k(d->self.cpu_s, d->events), m);
+   jnum(f, K("relay_syscalls_per_event"), d->relay_sys.syscalls / d->relay_sys.events,
+        m && d->relay_sys.ok);
+   jnum(f, K("relay_futex_per_event"), d->relay_sys.futex / d->relay_sys.events,
+        m && d->relay_sys.ok);
+   jnum(f, K("relay_own_syscalls_per_event"), d->relay_sys.own / d->relay_sys.events,
+        m && d->relay_sys.ok);
+   jnum(f, K("relay_allocs_per_event"), d->relay_sys.allocs / d->relay_sys.events,
+        m && d->relay_sys.allocs_ok);
 #undef K
 }
 

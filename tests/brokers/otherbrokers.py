@@ -37,13 +37,18 @@ class RabbitMQ:
     versions = (4,)       # MQTT 3.1.1 only before RabbitMQ 3.13
     qos_levels = (0, 1)   # QoS 2 is downgraded (see test_other_brokers.py)
 
-    def __init__(self, workdir, max_message_size=None):
+    ws_path = "/ws"  # rabbitmq_web_mqtt's default
+
+    def __init__(self, workdir, max_message_size=None, certs=None):
         if not os.path.exists(RABBITMQ_SERVER) or not shutil.which("epmd"):
             raise Unavailable("rabbitmq-server is not installed (scripts/setup-deps installs "
                               "Debian's package)")
         self.dir = os.path.join(workdir, "rabbitmq")
         os.makedirs(self.dir, exist_ok=True)
         self.port, dist, epmd, amqp = free_port(), free_port(), free_port(), free_port()
+        # MQTT over WebSockets (rabbitmq_web_mqtt): ws on ws_port, wss with @certs (a
+        # make-test-certs directory) on wss_port.
+        self.ws_port, self.wss_port = free_port(), free_port() if certs else None
         self.env = dict(os.environ, HOME=self.dir,
                         RABBITMQ_NODENAME="outbox-test-%d@localhost" % self.port,
                         RABBITMQ_NODE_IP_ADDRESS="127.0.0.1", RABBITMQ_NODE_PORT=str(amqp),
@@ -64,8 +69,15 @@ class RabbitMQ:
                     "log.file = false\n" % (self.port, USER, PASSWORD))
             if max_message_size:
                 f.write("max_message_size = %d\n" % max_message_size)
+            f.write("web_mqtt.tcp.port = %d\nweb_mqtt.tcp.ip = 127.0.0.1\n" % self.ws_port)
+            if certs:
+                f.write("web_mqtt.ssl.port = %d\nweb_mqtt.ssl.ip = 127.0.0.1\n"
+                        "web_mqtt.ssl.cacertfile = %s\nweb_mqtt.ssl.certfile = %s\n"
+                        "web_mqtt.ssl.keyfile = %s\n" % (
+                            self.wss_port, os.path.join(certs, "ca.pem"),
+                            os.path.join(certs, "server.pem"), os.path.join(certs, "server.key")))
         with open(os.path.join(self.dir, "enabled_plugins"), "w") as f:
-            f.write("[rabbitmq_mqtt].\n")
+            f.write("[rabbitmq_mqtt,rabbitmq_web_mqtt].\n")
         # epmd of its own on a port of its own: a node never registers with (or starts) the
         # machine's epmd on 4369, so parallel tests and a system RabbitMQ cannot clash.
         self.epmd = spawn(["epmd", "-port", str(epmd), "-address", "127.0.0.1"],
@@ -78,6 +90,14 @@ class RabbitMQ:
     def uri(self):
         return "tcp://127.0.0.1:%d" % self.port
 
+    @property
+    def ws_uri(self):
+        return "ws://127.0.0.1:%d%s" % (self.ws_port, self.ws_path)
+
+    @property
+    def wss_uri(self):
+        return "wss://localhost:%d%s" % (self.wss_port, self.ws_path)
+
     def log_text(self):
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
@@ -85,8 +105,9 @@ class RabbitMQ:
     def start(self, timeout=90):
         started = time.time()
         self.proc = spawn([RABBITMQ_SERVER], self.log_path, env=self.env)
-        if not wait_until(lambda: (port_open(self.port) and "Server startup complete" in
-                                   self.log_text()) or self.proc.poll() is not None,
+        if not wait_until(lambda: (port_open(self.port) and port_open(self.ws_port) and
+                                   "Server startup complete" in self.log_text()) or
+                          self.proc.poll() is not None,
                           timeout, 0.2) or self.proc.poll() is not None:
             tail = self.log_text()[-1500:]
             self.stop()
@@ -157,7 +178,10 @@ class Aedes:
     name = "aedes"
     qos_levels = (0, 1, 2)
 
-    def __init__(self, workdir, modules, package="aedes", auth=False, max_packet_size=None):
+    ws_path = "/mqtt/outbox"  # a path of more than one segment: paho must send it whole
+
+    def __init__(self, workdir, modules, package="aedes", auth=False, max_packet_size=None,
+                 certs=None):
         self.modules, self.package = modules, package
         self.versions = (5, 4) if package == "aedes-mqtt5" else (4,)
         self.dir = os.path.join(workdir, "%s-%s" % (package, uuid.uuid4().hex[:6]))
@@ -171,6 +195,13 @@ class Aedes:
             self.args += ["--user", USER, "--password", PASSWORD]
         if max_packet_size:
             self.args += ["--max-packet-size", str(max_packet_size)]
+        # MQTT over WebSockets: ws, or wss with @certs (a make-test-certs directory).
+        self.ws_port = free_port()
+        self.ws_scheme = "wss" if certs else "ws"
+        self.args += ["--ws-port", str(self.ws_port), "--ws-path", self.ws_path]
+        if certs:
+            self.args += ["--tls-cert", os.path.join(certs, "server.pem"), "--tls-key",
+                          os.path.join(certs, "server.key")]
         self.log_path = os.path.join(self.dir, "aedes.log")
         self.proc = None
         self.start()
@@ -179,6 +210,11 @@ class Aedes:
     def uri(self):
         return "tcp://127.0.0.1:%d" % self.port
 
+    @property
+    def ws_uri(self):
+        host = "localhost" if self.ws_scheme == "wss" else "127.0.0.1"
+        return "%s://%s:%d%s" % (self.ws_scheme, host, self.ws_port, self.ws_path)
+
     def log_text(self):
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
@@ -186,7 +222,8 @@ class Aedes:
     def start(self):
         for _ in range(3):
             self.proc = spawn(self.args, self.log_path)
-            if wait_until(lambda: port_open(self.port) or self.proc.poll() is not None, 15,
+            if wait_until(lambda: (port_open(self.port) and port_open(self.ws_port)) or
+                          self.proc.poll() is not None, 15,
                           0.05) and self.proc.poll() is None:
                 return
             stop(self.proc)

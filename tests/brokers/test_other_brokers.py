@@ -81,10 +81,10 @@ def order_per_entity(messages, ents):
 
 # --- every QoS --------------------------------------------------------------------------------
 
-def publish_at(broker, version, qos, auth=True):
+def publish_at(broker, version, qos, auth=True, extra=(), tag=""):
     """Events written before the relay starts (the sweep) and after (the change stream) all
     reach a subscriber, in order per entity, and leave their documents."""
-    coll = "qos%d_v%d_%d" % (qos, version, broker.port)
+    coll = "qos%d_v%d_%d%s" % (qos, version, broker.port, tag)
     db = client[DBNAME]
     ents = Entities(db[coll])
     sub = Subscriber(broker, version=version, topic_filter="outbox/%s/#" % coll, auth=auth)
@@ -92,8 +92,11 @@ def publish_at(broker, version, qos, auth=True):
     try:
         for i in range(3):
             ents.create("e%d" % i, 2)
-        r = relay(broker, coll, "q%d" % qos, version, ["--qos", str(qos)], auth=auth)
+        r = relay(broker, coll, "q%d%s" % (qos, tag), version, ["--qos", str(qos)] + list(extra),
+                  auth=auth)
         check(r.wait_log("change stream open"), "relay did not start: %s" % r.log_text()[-2000:])
+        check(r.wait_log("mqtt: connected to %s" % broker.uri), "not connected to %s: %s" % (
+            broker.uri, r.log_text()[-2000:]))
         for i in range(3):
             ents.append("e%d" % i, 2)
         check(wait_until(lambda: ents.pending() == 0, 30),
@@ -329,16 +332,16 @@ def test_aedes_max_packet_size():
 
 # --- broker restart under load ----------------------------------------------------------------
 
-def restart_under_load(broker, source, version, events, restarts, delay_us):
+def restart_under_load(broker, source, version, events, restarts, delay_us, tag=""):
     """chaos-writer commits @events (@delay_us between commits, so that every restart comes
     while it commits) while the broker is stopped and started @restarts times;
     the chaos verifier then finds every committed event delivered (lost=0), first deliveries
     in seq order per entity, nothing pending and nothing phantom."""
     rng = random.Random(SEED)
-    dbname = db_name("brokers_chaos_%s_%s_%d" % (BROKER, RUN, version))
+    dbname = db_name("brokers_chaos_%s_%s_%d%s" % (BROKER, RUN, version, tag))
     db = client[dbname]
     ledger, figures = chaoslib.Ledger(), chaoslib.Figures()
-    r = relay(broker, "things", "chaos%d" % version, version, db=dbname)
+    r = relay(broker, "things", "chaos%d%s" % (version, tag), version, db=dbname)
     writer = None
     try:
         check(r.wait_log("change stream open"), "relay did not start")
@@ -389,19 +392,139 @@ def test_aedes_restart_under_load():
                            *((20000, 10, 5000) if LONG else (4000, 2, 5000)))
 
 
+# --- WebSockets ------------------------------------------------------------------------------
+# Debian's mosquitto 2.0.11 refuses a websockets listener ("Unable to start any listening
+# sockets": built without libwebsockets' support), so ws:// and wss:// are tested here.
+
+class Via:
+    """@broker as the relay reaches it at @uri (a WebSockets listener); the test's subscriber
+    still uses the broker's TCP port."""
+
+    def __init__(self, broker, uri):
+        self.broker, self.uri = broker, uri
+
+    def __getattr__(self, name):
+        return getattr(self.broker, name)
+
+
+def ws_certs():
+    """A CA and a server certificate for 127.0.0.1 / localhost (tests/fixtures/make-test-certs)."""
+    d = os.path.join(WORKDIR, "ws-certs")
+    if not os.path.exists(os.path.join(d, "ca.pem")):
+        import subprocess
+        subprocess.run([os.path.join(HERE, "..", "fixtures", "make-test-certs"), d], check=True,
+                       capture_output=True)
+    return d
+
+
+def test_rabbitmq_websockets():
+    """rabbitmq_web_mqtt: ws:// and wss:// (its path /ws in the URI), MQTT 3.1.1 at QoS 1."""
+    broker = rabbitmq()
+    publish_at(Via(broker, broker.ws_uri), 4, 1, tag="_ws")
+    publish_at(Via(broker, broker.wss_uri), 4, 1, tag="_wss",
+               extra=["--mqtt-ca-file", os.path.join(ws_certs(), "ca.pem")])
+
+
+def test_rabbitmq_websockets_restart_under_load():
+    """The restart under load (lost 0, order kept) with the relay on ws://."""
+    broker = rabbitmq()
+    sub = Subscriber(broker, version=4, persistent=True)
+    try:
+        restart_under_load(Via(broker, broker.ws_uri), sub, 4, 1500, 1, 5000, tag="ws")
+    finally:
+        sub.close()
+
+
+def test_aedes_websockets():
+    """aedes behind the ws package: ws:// and wss:// with a two-segment path, MQTT 3.1.1
+    (aedes 1.x) and MQTT 5 (the 2.0 beta)."""
+    ca = ["--mqtt-ca-file", os.path.join(ws_certs(), "ca.pem")]
+    for package, version in (("aedes", 4), ("aedes-mqtt5", 5)):
+        plain = aedes(package)
+        publish_at(Via(plain, plain.ws_uri), version, 1, tag="_ws")
+        tls = aedes(package, key=package + "-wss", certs=ws_certs())
+        publish_at(Via(tls, tls.ws_uri), version, 1, tag="_wss", extra=ca)
+
+
+def test_aedes_websockets_restart_under_load():
+    broker = aedes("aedes-mqtt5", key="aedes-mqtt5-ws-chaos")
+    restart_under_load(Via(broker, broker.ws_uri), otherbrokers.Record(broker), 5,
+                       *((20000, 10, 5000) if LONG else (4000, 2, 5000)), tag="ws")
+
+
+# --- MQTT 5 message properties (issue 38) ---------------------------------------------------
+
+def test_rabbitmq_mqtt5_features_need_mqtt5():
+    """RabbitMQ 3.10 speaks MQTT 3.1.1 only: message expiry cannot be sent (the relay says so
+    at start and still drops expired events) and --topic-aliases is refused at start."""
+    broker = rabbitmq()
+    r = relay(broker, "feat", "feat", 4, ["--message-expiry", "60s"])
+    try:
+        check(r.wait_log("MQTT 3.1.1 (mqtt-version 4) cannot send a message expiry"),
+              r.log_text()[-2000:])
+    finally:
+        r.stop()
+    r = relay(broker, "feat", "feat2", 4, ["--topic-aliases"])
+    check(r.proc.wait(30) == 78 and "topic-aliases needs MQTT 5" in r.log_text(),
+          r.log_text()[-1000:])
+
+
+def test_aedes_mqtt5_message_properties():
+    """aedes 2.0 beta (MQTT 5) passes the relay's message properties on to a subscriber:
+    Message Expiry Interval, content type and payload format indicator, binary data as its
+    bytes; with --topic-aliases the relay sends aliases only if aedes announces a Topic
+    Alias Maximum (the figure is printed)."""
+    from bson.binary import Binary
+    sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+    from tcpproxy import Proxy
+    import relaytest
+    broker = aedes("aedes-mqtt5")
+    proxy = Proxy("127.0.0.1", broker.port, mqtt=True)
+    coll = "props_%d" % broker.port
+    db = client[DBNAME]
+    sub = relaytest.Subscriber("outbox/%s/#" % coll, uri=broker.uri)
+    r = None
+    try:
+        img, doc = event(1), event(2)
+        img["data"], img["contentType"] = Binary(b"\x89PNG\x00\xff"), "image/png"
+        db[coll].insert_one({"_id": "p", "version": Int64(1), "eventSeq": Int64(2),
+                             "events": [img, doc]})
+        r = Relay(RELAY_BIN, db.name, [coll], "props-%s" % RUN,
+                  ["--payload-mode", "binary", "--message-expiry", "60s", "--topic-aliases"],
+                  mqtt_uri="tcp://127.0.0.1:%d" % proxy.port)
+        check(wait_until(lambda: sub.count() >= 2, 20), "delivered %d:\n%s" % (
+            sub.count(), r.log_text()[-2000:]))
+        (_, p1, h1), (_, p2, h2) = sub.snapshot()[:2]
+        check(p1 == b"\x89PNG\x00\xff" and h1["$content-type"] == "image/png" and
+              h1["$payload-format"] == 0, (p1, h1))
+        check(h2["$content-type"] == "application/json" and h2["$payload-format"] == 1, h2)
+        check(all(h["$expiry"] and 55 <= h["$expiry"] <= 60 for h in (h1, h2)), (h1, h2))
+        aliased = [p for p in proxy.publishes_since(0) if p.alias]
+        print("  aedes 2.0.0-beta.1: expiry, content type, payload format passed on; topic "
+              "aliases %s" % ("used (%d publishes)" % len(aliased) if aliased else
+                              "not used (no Topic Alias Maximum announced)"), flush=True)
+    finally:
+        if r:
+            r.stop()
+        sub.close()
+        proxy.close()
+
+
 # --- the brokers, started once per run --------------------------------------------------------
 
 def rabbitmq():
     if "rabbitmq" not in BROKERS:
-        BROKERS["rabbitmq"] = otherbrokers.RabbitMQ(WORKDIR, max_message_size=65536)
+        BROKERS["rabbitmq"] = otherbrokers.RabbitMQ(WORKDIR, max_message_size=65536,
+                                                    certs=ws_certs())
         print("  rabbitmq started in %.1f s" % BROKERS["rabbitmq"].start_seconds, flush=True)
     return BROKERS["rabbitmq"]
 
 
-def aedes(package="aedes", auth=False, max_packet_size=None, key=None):
+def aedes(package="aedes", auth=False, max_packet_size=None, key=None, certs=None):
     key = key or package
     if key not in BROKERS:
-        BROKERS[key] = otherbrokers.Aedes(WORKDIR, MODULES, package, auth, max_packet_size)
+        BROKERS[key] = otherbrokers.Aedes(WORKDIR, MODULES, package, auth, max_packet_size,
+                                          certs)
     return BROKERS[key]
 
 
@@ -414,10 +537,13 @@ TESTS = {
     "rabbitmq": [test_rabbitmq_every_qos, test_rabbitmq_qos2_is_acknowledged_as_qos1,
                  test_rabbitmq_refuses_mqtt5, test_rabbitmq_authentication,
                  test_rabbitmq_max_message_bytes, test_rabbitmq_oversized_message_times_out,
-                 test_rabbitmq_restart_under_load],
+                 test_rabbitmq_restart_under_load, test_rabbitmq_websockets,
+                 test_rabbitmq_websockets_restart_under_load,
+                 test_rabbitmq_mqtt5_features_need_mqtt5],
     "aedes": [test_aedes_every_qos, test_aedes_1_refuses_mqtt5, test_aedes_authentication,
               test_aedes_refusal_reason_with_a_long_client_id, test_aedes_max_packet_size,
-              test_aedes_restart_under_load],
+              test_aedes_restart_under_load, test_aedes_websockets,
+              test_aedes_websockets_restart_under_load, test_aedes_mqtt5_message_properties],
 }
 # Relay bugs these brokers show: expected to fail until the relay is fixed (then "XPASS" fails
 # the run, so the test moves to TESTS). Slow ones run in the long form only.

@@ -5,6 +5,7 @@ healed with rollback. A w:1 writer (liboutbox refuses w below majority, so this 
 its update with pymongo) and two w:"majority" chaos-writers; `testRollbackLog` tells which
 of the w:1 commits were rolled back."""
 
+import collections
 import os
 import threading
 import time
@@ -17,27 +18,34 @@ from replset import (ELECTION_MS, MEMBERS, ReplSet, TappedGroup, delivered_ids, 
                      published_by_two, wait_all_owned)
 
 
+# One acknowledged w:1 commit: when it was sent and acknowledged (time.time()), the entity,
+# the version it set (unique per entity: what the rollback log is matched on) and its
+# events [(seq, id)].
+Commit = collections.namedtuple("Commit", "sent ack entity version events")
+
+
 class W1Writer:
     """A writer with w:1 on a direct connection to one member, mimicking liboutbox's update
     (version guard, eventSeq, $push of the events): liboutbox itself refuses w < majority.
-    Each entity has only this writer. Records every acknowledged commit; stops at the first
-    error (the member stepped down)."""
+    Each entity has only this writer. Records every acknowledged commit with the times it
+    was sent and acknowledged; stops at the first error (the member stepped down)."""
 
-    def __init__(self, uri, count=20):
+    def __init__(self, uri, prefix, count=20):
         self.client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=2000,
                                           socketTimeoutMS=5000, retryWrites=False)
         self.coll = self.client[cl.DB]["things"].with_options(
             write_concern=pymongo.WriteConcern(w=1))
         self.state = {}  # entity -> (version, eventSeq)
-        self.acked = []  # (ack time, entity, [(seq, id)])
-        self.count = count
+        self.acked = []  # Commit
+        self.prefix, self.count = prefix, count  # a round's own entities: versions from 1
         self.error = None
         self.stopping = False
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
     def commit(self, k):
-        entity = "w1-%d" % k
+        sent = time.time()  # before the request leaves: see classify() for why it matters
+        entity = "%s%d" % (self.prefix, k)
         version, seq = self.state.get(entity, (0, 0))
         evs = [event_doc(seq + 1 + j) for j in range(1 + k % 2)]
         docs = [e for _, e in evs]
@@ -52,8 +60,8 @@ class W1Writer:
             if r.matched_count != 1:
                 raise RuntimeError("w:1 writer: version conflict on %s" % entity)
         self.state[entity] = (version + 1, seq + len(docs))
-        self.acked.append((time.time(), entity, [(seq + 1 + j, evs[j][0])
-                                                 for j in range(len(evs))]))
+        self.acked.append(Commit(sent, time.time(), entity, version + 1,
+                                 tuple((seq + 1 + j, evs[j][0]) for j in range(len(evs)))))
 
     def run(self):
         n = 0
@@ -87,6 +95,39 @@ def ids_in(value, out):
     return out
 
 
+def rolled_back_commits(log):
+    """{(entity, version)} of the w:1 writer's rolled-back inserts and updates. Matched on the
+    version each commit sets rather than on event ids: a rolled-back clear ($pull of some
+    ids) may list the events left in the array, which can be a kept commit's."""
+    out = set()
+    for r in log.get("rolledBack", []):
+        key = r.get("documentKey", {}).get("_id")
+        if not (r.get("ns", "").endswith(".things") and str(key).startswith("w1-")):
+            continue
+        fields = (r.get("fullDocument") if r.get("op") == "insert" else
+                  r.get("updateDescription", {}).get("updatedFields")) or {}
+        if "version" in fields:
+            out.add((key, int(fields["version"])))
+    return out
+
+
+def classify(acked, before, after):
+    """Splits the w:1 commits by when they were sent and acknowledged around the cut (the
+    `isolate` command sent at `before`, its reply read at `after`): (on the branch, before the
+    cut, raced). test-mongod runs each command under one server lock, so the cut is one point
+    in the order of commands (`md_isolation_start`, tests/mongod/commands/cmd-isolation.c).
+    A commit sent after `after` reached the member after that point: it went to the branch
+    and must be rolled back. One acknowledged before `before` was applied before it: with no
+    replication lag it is in the set's history and must stay. Any other raced the cut, and
+    the client's times cannot tell on which side it landed: its ack may be read after
+    `after` though the server applied it before the cut (FINDINGS.md F16), so only the
+    rollback log says what became of it."""
+    branch, kept, raced = [], [], []
+    for c in acked:
+        (branch if c.sent > after else kept if c.ack < before else raced).append(c)
+    return branch, kept, raced
+
+
 def rollback_summary(log):
     """{ns op: count} of the rolled-back writes."""
     out = {}
@@ -115,7 +156,7 @@ def scenario_isolated_primary(opts):
             p = rs.primary()
             direct = env.writer("things", "d%d-" % r, 0, 30, 10 ** 7, 2, 20000,
                                 uri=env.mongod.member_uri(p))
-            w1 = W1Writer(env.mongod.member_uri(p))
+            w1 = W1Writer(env.mongod.member_uri(p), "w1-%d-" % r)
             w1s.append(w1)
             time.sleep(1.5)
             before = time.time()
@@ -135,22 +176,37 @@ def scenario_isolated_primary(opts):
                     f.write("%r\n" % (rec,))
             rolled = ids_in(log.get("rolledBack", []), set())
             logged |= rolled
-            mine = [(t, e, evs) for t, e, evs in w1.acked]
-            late = [x for x in mine if x[0] > after]
-            check(all(eid in rolled for _, _, evs in late for _, eid in evs),
-                  "a w:1 commit acknowledged by the cut-off primary was not rolled back")
-            check(not any(eid in rolled for t, _, evs in mine if t < before
-                          for _, eid in evs),
+            mine = list(w1.acked)
+            undone = rolled_back_commits(log)
+            fate = {c: (c.entity, c.version) in undone for c in mine}
+            with open(os.path.join(env.workdir, "w1-commits-%d.txt" % r), "w") as f:
+                f.write("cut: sent %.3f, acknowledged %.3f\n" % (before, after))
+                for c in mine:
+                    f.write("%.3f %.3f %s %s v%d %r\n" % (c.sent, c.ack, "rolled back"
+                                                         if fate[c] else "kept", c.entity,
+                                                         c.version, c.events))
+            late, early, raced = classify(mine, before, after)
+            check(all(fate[c] for c in late),
+                  "a w:1 commit sent to the cut-off primary after the cut was not rolled back")
+            check(not any(fate[c] for c in early),
                   "a w:1 commit acknowledged before the cut was rolled back")
-            for t, entity, evs in mine:
-                for seq, eid in evs:
-                    if eid in rolled:
+            # One thread commits one after another: whatever the race, the commits kept come
+            # first and the rolled-back ones after.
+            check([fate[c] for c in mine] == sorted(fate[c] for c in mine),
+                  "w:1 commits rolled back out of order (see w1-commits-%d.txt)" % r)
+            check(all(eid in rolled for c in mine if fate[c] for _, eid in c.events),
+                  "a rolled-back w:1 commit's record in the rollback log misses its events")
+            for c in mine:
+                for seq, eid in c.events:
+                    if fate[c]:
                         rolled_ids.add(eid)
                     else:
-                        env.ledger.add_direct("things", entity, seq, eid)
+                        env.ledger.add_direct("things", c.entity, seq, eid)
             notes.append("round %d: member %d cut off %.1f s; w:1 commits acknowledged %d "
-                         "(%d during the cut); rolled back: %s" %
-                         (r, p, cut_seconds, len(mine), len(late),
+                         "(%d sent during the cut, %d raced it: %d of those rolled back); "
+                         "rolled back: %s" %
+                         (r, p, cut_seconds, len(mine), len(late), len(raced),
+                          sum(1 for c in raced if fate[c]),
                           rollback_summary(log)))
             time.sleep(1.0)
         for w in env.writers:

@@ -21,6 +21,10 @@ class DriverCannot(Exception):
     """pymongo 3.11 cannot express what the test asks for."""
 
 
+class DeploymentLacks(Exception):
+    """The deployment lacks what the test needs (e.g. several mongoses): a skip."""
+
+
 class RunnerError(Exception):
     """The test file uses something this runner does not implement (a failure)."""
 
@@ -182,7 +186,13 @@ class Entities(dict):
                             opts.get("observeSensitiveCommands", False))
         kw = dict(self.runner.client_defaults)
         kw.update(opts.get("uriOptions", {}))
-        client = pymongo.MongoClient(self.runner.uri, event_listeners=[listener], **kw)
+        uri = self.runner.uri
+        if opts.get("useMultipleMongoses") and self.runner.topology == "sharded":
+            if not self.runner.multi_uri:
+                raise DeploymentLacks("needs several mongoses (useMultipleMongoses; test-mongod "
+                           "--mongos-count 2)")
+            uri = self.runner.multi_uri
+        client = pymongo.MongoClient(uri, event_listeners=[listener], **kw)
         self.listeners[opts["id"]] = listener
         self.add(opts["id"], client)
 

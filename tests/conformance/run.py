@@ -51,8 +51,8 @@ except ImportError as exc:  # pragma: no cover
 
 sys.path.insert(0, HERE)
 from matching import MatchError, exact_equal, match  # noqa: E402
-from operations import (TXN_STATES, DriverCannot, Entities, RunnerError,  # noqa: E402
-                        bulk_error_result, run_operation)
+from operations import (TXN_STATES, DeploymentLacks, DriverCannot, Entities,  # noqa: E402
+                        RunnerError, bulk_error_result, run_operation)
 
 
 class Skip(Exception):
@@ -87,10 +87,31 @@ class Runner:
             self.topology = "replicaset"
         else:
             self.topology = "single"
+        self.multi_uri = self._multi_mongos_uri()
         self.serverless = os.environ.get("OUTBOX_SPEC_SERVERLESS", "") in ("1", "true")
         self.auth = bool(pymongo.uri_parser.parse_uri(uri).get("username"))
         self.params = {}
         self.failpoints = []
+
+    def _multi_mongos_uri(self):
+        """A URI naming several mongoses, for clients with useMultipleMongoses (the unified
+        format's MULTI_MONGOS_URI): OUTBOX_TEST_MONGODB_MULTI_URI, or every port of
+        OUTBOX_TEST_MONGOD_PORT_FILE when test-mongod runs --mongos --mongos-count N; None
+        when there is one mongos."""
+        if self.topology != "sharded":
+            return None
+        uri = os.environ.get("OUTBOX_TEST_MONGODB_MULTI_URI")
+        if uri:
+            return uri
+        try:
+            with open(os.environ.get("OUTBOX_TEST_MONGOD_PORT_FILE", "")) as f:
+                ports = f.read().split()
+        except OSError:
+            return None
+        if len(ports) < 2:
+            return None
+        host = pymongo.uri_parser.parse_uri(self.uri)["nodelist"][0][0]
+        return "mongodb://%s/" % ",".join("%s:%s" % (host, p) for p in ports)
 
     # -- runOnRequirements -------------------------------------------------------------
     def unmet(self, req):
@@ -493,6 +514,8 @@ def main():
     ap.add_argument("-k", dest="pattern", help="only tests whose 'file: description' "
                                                "contains this text")
     ap.add_argument("-v", dest="verbose", action="store_true", help="tracebacks on failure")
+    ap.add_argument("--areas", default="crud,change-streams,transactions",
+                    help="the spec folders run when no file is given (comma-separated)")
     opts = ap.parse_args()
 
     spec_dir = os.environ.get("OUTBOX_SPEC_TESTS") or os.path.join(
@@ -502,9 +525,8 @@ def main():
         if not os.path.isdir(spec_dir):
             skip_all("spec tests not found at %s (set OUTBOX_SPEC_TESTS or provide "
                      "../shared/mongodb-spec-tests)" % os.path.normpath(spec_dir))
-        files = sorted(glob.glob(os.path.join(spec_dir, "crud", "*.json")) +
-                       glob.glob(os.path.join(spec_dir, "change-streams", "*.json")) +
-                       glob.glob(os.path.join(spec_dir, "transactions", "*.json")))
+        files = sorted(f for area in opts.areas.split(",")
+                       for f in glob.glob(os.path.join(spec_dir, area, "*.json")))
         if not files:
             skip_all("no JSON tests under %s" % spec_dir)
     uri = os.environ.get("OUTBOX_TEST_MONGODB_URI")
@@ -543,7 +565,7 @@ def main():
                     raise RunnerError("schemaVersion %s not supported (runner: up to %d.%d)"
                                       % (spec.get("schemaVersion"), *SUPPORTED_SCHEMA))
                 runner.run_test(spec, test)
-            except (Skip, DriverCannot) as exc:
+            except (Skip, DriverCannot, DeploymentLacks) as exc:
                 status, reason = "SKIP", str(exc)
             except (MatchError, AssertionError) as exc:
                 status, reason = "FAIL", str(exc)

@@ -56,6 +56,19 @@ class Replies(ServerTest):
         self.assertIsInstance(value, int, what)
         self.assertNotIsInstance(value, (bool, Int64), what)
 
+    def test_code_names(self):
+        # The names of r6.0 src/mongo/base/error_codes.yml (6.0 calls 64 WriteConcernFailed),
+        # through failCommand, which answers with the code it is given as mongod does.
+        names = {95: "NotSecondary", 125: "CommandFailed", 175: "QueryPlanKilled",
+                 54: "NotSingleValueField", 56: "EmptyFieldName", 241: "ConversionFailure",
+                 64: "WriteConcernFailed"}
+        for code, name in names.items():
+            self.failpoint("failCommand", {"times": 1}, failCommands=["ping"], errorCode=code)
+            with self.assertRaises(OperationFailure) as ctx:
+                self.db.command("ping")
+            self.assertEqual((ctx.exception.code, ctx.exception.details["codeName"]),
+                             (code, name))
+
     def test_error_reply_shape(self):
         with self.assertRaises(OperationFailure) as ctx:
             self.db.command("noSuchCommandAtAll")

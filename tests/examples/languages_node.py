@@ -64,3 +64,10 @@ def check_node_conflicts(check, node_path, mongo, examples):
     check("node writer: a change between its read and its write is a Conflict",
           "race-refused" in out, r)
     check("node writer: a refused commit writes nothing", "unchanged" in out, r)
+    check("node writer: expiresAt stored as a Date", "expires-at" in out, r)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node-decode.js")
+    r = subprocess.run(["node", script, os.path.join(examples, "node", "consumer.js")],
+                       capture_output=True, text=True, env=dict(os.environ, NODE_PATH=node_path),
+                       timeout=60)
+    check("node consumer: binary data decoded in both payload modes",
+          "binary-data-decoded" in r.stdout.split(), r)

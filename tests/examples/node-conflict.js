@@ -3,7 +3,8 @@
 // The Node example writer refuses stale commits: an expected version that is not the current
 // one, and a change that lands between its read and its write (a collection whose findOne
 // answers with what it read before another writer moved on). Prints stale-refused,
-// race-refused and unchanged when each holds.
+// race-refused and unchanged when each holds, and expires-at when an event's expiresAt is
+// stored as a Date (and a non-Date refused).
 //
 // usage: node node-conflict.js PATH/TO/writer.js URI DB
 'use strict';
@@ -37,6 +38,14 @@ async function main([writerPath, uri, db]) {
     const after = await coll.findOne({ _id: 'c' });
     if (after.n === 2 && Number(after.version) === 3 && Number(after.eventSeq) === 1) {
       console.log('unchanged');
+    }
+    // An event's expiry (issue 38) is stored as the Date expiresAt; anything else is refused.
+    const expiresAt = new Date(Date.now() + 60000);
+    await update(coll, 'c', 3, {}, [['thing.changed', {}, { expiresAt }]]);
+    const stored = (await coll.findOne({ _id: 'c' })).events.pop();
+    if (stored.expiresAt instanceof Date && stored.expiresAt.getTime() === expiresAt.getTime() &&
+        (await refuses(Error, () => update(coll, 'c', 4, {}, [['thing.changed', {}, { expiresAt: 'soon' }]])))) {
+      console.log('expires-at');
     }
   } finally {
     await client.close();

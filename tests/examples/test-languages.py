@@ -198,6 +198,12 @@ def check_python_conflicts(args):
     check("python writer: a refused commit writes nothing",
           (after["n"], after["version"], after["eventSeq"]) == (2, 3, 1), after)
     check_stored_contract("python writer", after)
+    # An event's expiry (issue 38): a datetime stored as the Date expiresAt.
+    import datetime
+    when = datetime.datetime(2031, 1, 2, 3, 4, 5)
+    outbox_writer.update(coll, "c", 3, {}, [("thing.changed", {}, {"expires_at": when})])
+    stored = coll.find_one({"_id": "c"})["events"][-1]
+    check("python writer: expiresAt stored as a Date", stored.get("expiresAt") == when, stored)
 
 
 def python_to_c(args):

@@ -8,6 +8,8 @@ per entity, every entity's events at one instance only; an instance that restart
 half (its persistent session kept what was published meanwhile). The Python and Node
 example consumers run as two instances on the same halves too (Node where it can be had). A
 relay that joins the group with another partition count is refused: the topics would move.
+The Python and Node consumers also join one MQTT 5 shared subscription ($share/GROUP/...) in
+pairs: every event reaches one member of the pair once (order per entity is not promised).
 
 usage: test-partitions.py --relay PATH --c-consumer PATH [--node-dir DIR]
 OUTBOX_TEST_MONGODB_URI and OUTBOX_TEST_MQTT_URI must be set (tests/fixtures/with-servers)."""
@@ -62,6 +64,32 @@ def example_consumers(lang, argv, env=None):
         check("%s consumer %s subscribes" % (lang, half),
               procs[half].wait_for(lambda ls: "subscribed" in ls), procs[half].lines()[-3:])
     return procs
+
+
+def shared_consumers(lang, argv, env=None):
+    """Two instances of the Python or Node example consumer in one MQTT 5 shared subscription
+    ($share/GROUP/filter, issue 38): the broker hands each message to one of them."""
+    procs = {}
+    for half in HALVES:
+        procs[half] = Process("share-%s-%s" % (lang, half), argv + [
+            MQTT, "$share/g-%s-%d/outbox/%s/#" % (lang, PID, COLL),
+            "share-%s-%s-%d" % (lang, half, PID)], env=env)
+        check("%s consumer %s joins the shared subscription" % (lang, half),
+              procs[half].wait_for(lambda ls: "subscribed" in ls), procs[half].lines()[-3:])
+    return procs
+
+
+def check_shared(what, seen, expected_seqs):
+    """A shared subscription splits messages, not entities: every event applied once across
+    the members, both members busy; order per entity is not checked (mosquitto hands
+    messages round-robin, so an entity's events go to both: relay/README.md)."""
+    got = collections.Counter((c, s) for events in seen.values() for c, s, _ in events)
+    want = {(c, s) for c, last in expected_seqs.items() for s in range(1, last + 1)}
+    check(what + ": every event once across the members",
+          set(got) == want and all(n == 1 for n in got.values()),
+          (len(got), len(want), [k for k, n in got.items() if n > 1][:5]))
+    check(what + ": both members got messages", all(seen[h] for h in HALVES),
+          {h: len(e) for h, e in seen.items()})
 
 
 def example_applied(lines):
@@ -129,9 +157,14 @@ def main():
     procs = {h: consumer(args, h) for h in HALVES}
     examples = {"python": example_consumers("python", [
         "/usr/bin/python3", os.path.join(EXAMPLES, "python", "outbox_consumer.py")])}
+    shared = {"python": shared_consumers("python", [
+        "/usr/bin/python3", os.path.join(EXAMPLES, "python", "outbox_consumer.py")])}
     node_path, why = languages_node.prepare(args.node_dir, EXAMPLES)
     if node_path:
         examples["node"] = example_consumers("node", [
+            "node", os.path.join(EXAMPLES, "node", "consumer.js")],
+            env=dict(os.environ, NODE_PATH=node_path))
+        shared["node"] = shared_consumers("node", [
             "node", os.path.join(EXAMPLES, "node", "consumer.js")],
             env=dict(os.environ, NODE_PATH=node_path))
     else:
@@ -161,6 +194,12 @@ def main():
                    5 * len(ids), 30)
         check_split(lang, {h: example_applied(p.lines()) for h, p in pair.items()},
                     {c: 5 for c in ids})
+    for lang, pair in shared.items():
+        wait_until(lambda: sum(len(example_applied(p.lines())) for p in pair.values()) >=
+                   5 * len(ids), 30)
+        check_shared(lang + " shared subscription",
+                     {h: example_applied(p.lines()) for h, p in pair.items()},
+                     {c: 5 for c in ids})
     # Another partition count for the same group: refused, nothing published by it.
     other = relay(args, 8)
     status = other.wait(60)
@@ -168,7 +207,8 @@ def main():
           status != 0 and any("partitions" in l for l in other.lines()),
           (status, other.lines()[-3:]))
     check("relay stops with status 0", rel.stop() == 0, rel.lines()[-3:])
-    for p in list(procs.values()) + [p for pair in examples.values() for p in pair.values()]:
+    for p in list(procs.values()) + [p for group in (examples, shared)
+                                     for pair in group.values() for p in pair.values()]:
         p.stop()
     return CHECKS.summary()
 

@@ -80,7 +80,7 @@ Test(commit, create_stores_the_contract)
    int64_t version;
    bson_iter_t it;
 
-   cr_assert(outbox_event_set_header(evs[1], "traceparent", "00-1-01", &e));
+   cr_assert(outbox_event_set_header(evs[1], "x-request-id", "00-1-01", &e));
    cr_assert(outbox_collection_create(t.coll, &id, fields, evs, 2, &res, &e), "%s", e.message);
    cr_assert_eq(res.version, 1);
    cr_assert_eq(res.first_seq, 1);
@@ -98,7 +98,7 @@ Test(commit, create_stores_the_contract)
    cr_assert(bson_iter_init(&it, doc) &&
              bson_iter_find_descendant(&it, "events.0.data.email", &it));
    cr_assert(bson_iter_init(&it, doc) &&
-             bson_iter_find_descendant(&it, "events.1.headers.traceparent", &it));
+             bson_iter_find_descendant(&it, "events.1.headers.x-request-id", &it));
    cr_assert(outbox_collection_read(t.coll, &id, &read, &version, &e), "%s", e.message);
    cr_assert_eq(version, 1);
    cr_assert(bson_equal(&read, doc));

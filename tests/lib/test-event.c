@@ -198,11 +198,11 @@ Test(event, headers)
    bson_error_t error;
    bson_iter_t it;
 
-   cr_assert(outbox_event_set_header(ev, "traceparent", "00-abc-01", &error));
+   cr_assert(outbox_event_set_header(ev, "x-trace", "00-abc-01", &error));
    cr_assert(outbox_event_set_header(ev, "content-type", "application/json", &error));
-   cr_assert(outbox_event_set_header(ev, "traceparent", "00-def-01", &error));
+   cr_assert(outbox_event_set_header(ev, "x-trace", "00-def-01", &error));
    cr_assert_eq(bson_count_keys(&ev->headers), 2);
-   cr_assert(bson_iter_init_find(&it, &ev->headers, "traceparent"));
+   cr_assert(bson_iter_init_find(&it, &ev->headers, "x-trace"));
    cr_assert_str_eq(bson_iter_utf8(&it, NULL), "00-def-01");
 
    cr_assert_not(outbox_event_set_header(ev, "", "v", &error));
@@ -216,6 +216,114 @@ Test(event, headers)
    cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_ARGUMENT);
    cr_assert_eq(bson_count_keys(&ev->headers), 2, "failed calls changed nothing");
    outbox_event_destroy(ev);
+}
+
+Test(event, expires_at)
+{
+   outbox_event_t *ev = outbox_event_new("t", NULL);
+   bson_error_t error;
+   cr_assert_not(ev->has_expires);
+   cr_assert(outbox_event_set_expires_at(ev, 1700000000000, &error));
+   cr_assert(ev->has_expires);
+   cr_assert_eq(ev->expires_at, 1700000000000);
+   cr_assert_not(outbox_event_set_expires_at(ev, INT64_C(253402300800000), &error));
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   cr_assert_eq(ev->expires_at, 1700000000000, "a refused call changes nothing");
+   cr_assert_not(outbox_event_set_expires_at(NULL, 0, &error));
+   outbox_event_destroy(ev);
+
+   bson_t *bad = BCON_NEW("id", BCON_UTF8("0f8fad5b-d9cb-469f-a165-70867728950e"), "seq",
+                          BCON_INT64(1), "type", BCON_UTF8("t"), "time", BCON_DATE_TIME(0), "data",
+                          "{", "}", "expiresAt", BCON_UTF8("tomorrow"));
+   cr_assert_not(_outbox_stored_event_validate(bad, &error));
+   cr_assert(strstr(error.message, "expiresAt"), "%s", error.message);
+   bson_destroy(bad);
+}
+
+/* Issue 33: what the relay would leave out of the message (the contract's HEADER rows) is
+ * refused at write, with the rule's reason. Before, non-characters, reserved names (replay
+ * among them), a bad traceparent and a 17th header were all stored. */
+Test(event, headers_follow_the_contract)
+{
+   static const struct {
+      const char *key, *value, *why;
+   } bad[] = {
+      {"k", "a\xef\xbf\xbe", "MQTT text"},    /* U+FFFE */
+      {"k", "\xef\xbf\xbf", "MQTT text"},     /* U+FFFF */
+      {"k", "\xef\xb7\x90", "MQTT text"},     /* U+FDD0 */
+      {"k", "\xf4\x8f\xbf\xbf", "MQTT text"}, /* U+10FFFF */
+      {"k", "\xc2\x85", "MQTT text"},         /* C1 control */
+      {"k", "tab\there", "MQTT text"},        {"k\xef\xbf\xbe", "v", "MQTT text"},
+      {"replay", "false", "reserved"},        {"Replay", "true", "reserved"},
+      {"EVENT-ID", "x", "reserved"},          {"traceparent", "00-nope", "W3C"},
+   };
+   outbox_event_t *ev = outbox_event_new("t", NULL);
+   bson_error_t error;
+   char big[4098];
+
+   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      cr_assert_not(outbox_event_set_header(ev, bad[i].key, bad[i].value, &error), "%zu", i);
+      cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+      cr_assert_not_null(strstr(error.message, bad[i].why), "%zu: %s", i, error.message);
+   }
+   cr_assert(outbox_event_set_header(ev, "k", "\xef\xbb\xbf BOM and \xe2\x82\xac", &error), "%s",
+             error.message);
+   memset(big, 'x', 4097);
+   big[4097] = '\0';
+   cr_assert_not(outbox_event_set_header(ev, "k", big, &error));
+   big[4096] = '\0';
+   cr_assert(outbox_event_set_header(ev, "k", big, &error), "%s", error.message);
+   /* 16 headers at most; replacing one of them is fine. */
+   for (int i = 1; i < 16; i++) {
+      char key[8];
+      snprintf(key, sizeof key, "h%d", i);
+      cr_assert(outbox_event_set_header(ev, key, "v", &error), "%s", error.message);
+   }
+   cr_assert_not(outbox_event_set_header(ev, "h16", "v", &error));
+   cr_assert_not_null(strstr(error.message, "more than 16"), "%s", error.message);
+   cr_assert(outbox_event_set_header(ev, "h1", "w", &error), "%s", error.message);
+   outbox_event_destroy(ev);
+}
+
+Test(event, binary_data)
+{
+   static const uint8_t bytes[] = {0x89, 'P', 'N', 'G', 0, 0xff};
+   outbox_event_t *img = outbox_event_new_binary("image.stored", bytes, sizeof bytes, "image/png");
+   outbox_event_t *raw = outbox_event_new_binary("raw.stored", NULL, 0, NULL);
+   outbox_event_t *bad = outbox_event_new_binary("t", bytes, 1, "text/\x01plain");
+   outbox_event_t *evs[] = {img, raw};
+   bson_t arr = BSON_INITIALIZER, doc;
+   bson_error_t error;
+   bson_iter_t it, f;
+
+   cr_assert(outbox_event_validate(img, &error), "%s", error.message);
+   cr_assert(outbox_event_validate(raw, &error), "%s", error.message);
+   cr_assert_not(outbox_event_validate(bad, &error), "a control character in the content type");
+   cr_assert_eq(error.code, OUTBOX_ERROR_INVALID_EVENT);
+   _outbox_events_append_stored(&arr, evs, 2, 1, 1700000000000);
+   cr_assert_eq(_outbox_events_stored_size(evs, 2), (int64_t)arr.len);
+   cr_assert(bson_iter_init(&it, &arr) && bson_iter_next(&it));
+   uint32_t len;
+   const uint8_t *data;
+   bson_iter_document(&it, &len, &data);
+   cr_assert(bson_init_static(&doc, data, len));
+   cr_assert(_outbox_stored_event_validate(&doc, &error), "%s", error.message);
+   cr_assert(bson_iter_init_find(&f, &doc, "data") && BSON_ITER_HOLDS_BINARY(&f));
+   bson_subtype_t sub;
+   uint32_t n;
+   const uint8_t *got;
+   bson_iter_binary(&f, &sub, &n, &got);
+   cr_assert(sub == BSON_SUBTYPE_BINARY && n == sizeof bytes && !memcmp(got, bytes, n));
+   cr_assert(bson_iter_init_find(&f, &doc, "contentType"));
+   cr_assert_str_eq(bson_iter_utf8(&f, NULL), "image/png");
+   cr_assert(bson_iter_next(&it));
+   bson_iter_document(&it, &len, &data);
+   cr_assert(bson_init_static(&doc, data, len));
+   cr_assert_not(bson_has_field(&doc, "contentType"));
+   bson_destroy(&arr);
+   outbox_event_destroy(img);
+   outbox_event_destroy(raw);
+   outbox_event_destroy(bad);
 }
 
 Test(event, check_refuses_duplicates_and_committed)
@@ -259,6 +367,9 @@ Test(event, stored_size_is_exact)
       if (i % 3 == 0) {
          cr_assert(outbox_event_set_header(evs[i], "k", "value", &error));
       }
+      if (i % 4 == 0) {
+         cr_assert(outbox_event_set_expires_at(evs[i], 1700000000000 + i, &error));
+      }
       bson_destroy(data);
    }
    _outbox_events_append_stored(&arr, evs, 12, 1, 0);
@@ -281,6 +392,7 @@ Test(event, stored_form_is_valid)
    int64_t expect_seq = 5;
 
    cr_assert(outbox_event_set_header(b, "h", "v", &error));
+   cr_assert(outbox_event_set_expires_at(b, 1700000060000, &error));
    _outbox_events_append_stored(&arr, evs, 2, 5, 1700000000000);
    cr_assert(bson_iter_init(&it, &arr));
    while (bson_iter_next(&it)) {
@@ -294,6 +406,10 @@ Test(event, stored_form_is_valid)
       cr_assert_eq(bson_iter_int64(&child), expect_seq++);
       cr_assert(bson_iter_init_find(&child, &doc, "time"));
       cr_assert_eq(bson_iter_date_time(&child), 1700000000000);
+      /* Only b has an expiry (issue 38). */
+      bool has = bson_iter_init_find(&child, &doc, "expiresAt");
+      cr_assert_eq(has, expect_seq == 7);
+      cr_assert(!has || bson_iter_date_time(&child) == 1700000060000);
    }
    cr_assert_eq(expect_seq, 7);
    cr_assert_eq(_outbox_events_stored_size(evs, 2), (int64_t)arr.len);

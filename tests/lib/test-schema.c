@@ -207,7 +207,7 @@ Test(schema, library_and_relay_writes_pass)
    outbox_commit_t res;
    bson_error_t e;
    lt_events_new(evs, 2, "thing.changed");
-   cr_assert(outbox_event_set_header(evs[0], "traceparent", "00-x-01", &e), "%s", e.message);
+   cr_assert(outbox_event_set_header(evs[0], "x-request-id", "00-x-01", &e), "%s", e.message);
    bson_t *upd = BCON_NEW("$set", "{", "name", BCON_UTF8("Ada"), "}");
    cr_assert(outbox_collection_update(t.coll, &id, 1, upd, evs, 1, &res, &e), "%s", e.message);
    cr_assert(outbox_collection_append(t.coll, &id, evs + 1, 1, &res, &e), "%s", e.message);

@@ -94,8 +94,8 @@ Test(stored_event, wrong_values)
    assert_invalid("id", BCON_NEW("id", BCON_UTF8("0F8FAD5B-D9CB-469F-A165-70867728950E")),
                   "not a lowercase");
    assert_invalid("seq", BCON_NEW("seq", BCON_INT32(1)), "seq: expected Int64, got int32");
-   assert_invalid("seq", BCON_NEW("seq", BCON_INT64(0)), "seq: 0 is not > 0");
-   assert_invalid("seq", BCON_NEW("seq", BCON_INT64(-3)), "is not > 0");
+   assert_invalid("seq", BCON_NEW("seq", BCON_INT64(0)), "seq: 0 is not >= 1");
+   assert_invalid("seq", BCON_NEW("seq", BCON_INT64(-3)), "is not >= 1");
    assert_invalid("type", BCON_NEW("type", BCON_UTF8("a b")), "type: \"a b\"");
    assert_invalid("type", BCON_NEW("type", BCON_UTF8("")), "type:");
    assert_invalid("type", BCON_NEW("type", BCON_DOUBLE(1)), "type: expected string, got double");

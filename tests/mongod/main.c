@@ -6,6 +6,7 @@
  * (exit 0, all memory freed: sanitizer builds report leaks at exit).
  */
 #include <getopt.h>
+#include <stddef.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,6 +36,8 @@ usage(FILE *out)
          "  --enable-test-commands  testMemberFault (members that hang or refuse)\n"
          "  --mongos          answer as mongos 6.0 in front of --shards N shards\n"
          "  --shards N        shards behind --mongos, each one member (default 2)\n"
+         "  --mongos-count N  N routers over the same shards, each on its own port (the\n"
+         "                    port file lists them, one a line; default 1)\n"
          "  --periodic-noop-ms N  how often an idle shard's clock ticks (default 10000,\n"
          "                    mongod's periodicNoopIntervalSecs)\n"
          "  --replication-lag-ms N  how far each secondary's replication trails (default 0)\n"
@@ -79,167 +82,147 @@ typedef struct {
    int n;
 } user_specs_t;
 
-static int
-parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
+/* One row per option: what it sets in md_server_opts_t and the values it takes. */
+typedef enum {
+   OPT_INT,   /* an int field, min..max */
+   OPT_SIZE,  /* a size_t field, min..max, times `scale` */
+   OPT_FLAG,  /* a bool field set to true */
+   OPT_STR,   /* a const char * field */
+   OPT_USER,  /* --user: a spec kept for later, implies --auth */
+   OPT_NOEXPR /* --without-expression */
+} opt_kind_t;
+
+typedef struct {
+   const char *name;
+   opt_kind_t kind;
+   size_t offset; /* into md_server_opts_t */
+   long min, max, scale;
+   const char *range; /* said after a bad value */
+} opt_t;
+
+#define OPT_AT(field) offsetof(md_server_opts_t, field)
+
+static const opt_t options[] = {
+   {.name = "port", .kind = OPT_INT, .offset = OPT_AT(port), .max = 65535},
+   {.name = "port-file", .kind = OPT_STR, .offset = OPT_AT(port_file)},
+   {.name = "bind", .kind = OPT_STR, .offset = OPT_AT(bind)},
+   {.name = "bind_ip", .kind = OPT_STR, .offset = OPT_AT(bind)},
+   {.name = "members",
+    .kind = OPT_INT,
+    .offset = OPT_AT(members),
+    .min = 1,
+    .max = 50,
+    .range = " (1 to 50, as MongoDB)"},
+   {.name = "enable-test-commands", .kind = OPT_FLAG, .offset = OPT_AT(test_commands)},
+   {.name = "replication-lag-ms",
+    .kind = OPT_INT,
+    .offset = OPT_AT(replication_lag_ms),
+    .max = 86400000},
+   {.name = "election-timeout-ms",
+    .kind = OPT_INT,
+    .offset = OPT_AT(election_timeout_ms),
+    .min = 1,
+    .max = 86400000},
+   {.name = "oplog-size",
+    .kind = OPT_SIZE,
+    .offset = OPT_AT(oplog_size),
+    .min = 1,
+    .max = 1L << 30,
+    .scale = 1},
+   {.name = "oplog-mb",
+    .kind = OPT_SIZE,
+    .offset = OPT_AT(oplog_bytes),
+    .max = 1L << 20,
+    .scale = 1024 * 1024},
+   {.name = "max-connections",
+    .kind = OPT_INT,
+    .offset = OPT_AT(max_connections),
+    .min = 1,
+    .max = 100000},
+   {.name = "ttl-interval", .kind = OPT_INT, .offset = OPT_AT(ttl_interval), .max = 86400},
+   {.name = "transaction-lifetime",
+    .kind = OPT_INT,
+    .offset = OPT_AT(txn_lifetime),
+    .min = 1,
+    .max = 86400},
+   {.name = "auth", .kind = OPT_FLAG, .offset = OPT_AT(auth)},
+   {.name = "user", .kind = OPT_USER},
+   {.name = "tls-cert-file", .kind = OPT_STR, .offset = OPT_AT(tls_cert_file)},
+   {.name = "tls-ca-file", .kind = OPT_STR, .offset = OPT_AT(tls_ca_file)},
+   {.name = "tls-allow-connections-without-certificates",
+    .kind = OPT_FLAG,
+    .offset = OPT_AT(tls_allow_no_cert)},
+   {.name = "without-expression", .kind = OPT_NOEXPR},
+   {.name = "mongos", .kind = OPT_FLAG, .offset = OPT_AT(mongos)},
+   {.name = "shards",
+    .kind = OPT_INT,
+    .offset = OPT_AT(shards),
+    .min = 1,
+    .max = 16,
+    .range = " (1 to 16)"},
+   {.name = "mongos-count",
+    .kind = OPT_INT,
+    .offset = OPT_AT(mongos_count),
+    .min = 1,
+    .max = 16,
+    .range = " (1 to 16)"},
+   {.name = "periodic-noop-ms",
+    .kind = OPT_INT,
+    .offset = OPT_AT(periodic_noop_ms),
+    .min = 1,
+    .max = 86400000},
+   {.name = "verbose", .kind = OPT_FLAG, .offset = OPT_AT(verbose)},
+};
+
+#define N_OPTIONS (sizeof options / sizeof options[0])
+#define OPT_HELP 'h'
+#define OPT_VERBOSE 'v'
+#define OPT_BASE 256 /* getopt_long's value for options[i] is OPT_BASE + i */
+
+/* Applies options[i] with `arg`; false (after saying why) when the value is bad. */
+static bool
+apply_option(const opt_t *o, const char *arg, md_server_opts_t *opts, user_specs_t *users)
 {
-   static const struct option longopts[] = {
-      {"port", required_argument, NULL, 'p'},
-      {"port-file", required_argument, NULL, 'f'},
-      {"bind", required_argument, NULL, 'b'},
-      {"bind_ip", required_argument, NULL, 'b'},
-      {"members", required_argument, NULL, 'n'},
-      {"enable-test-commands", no_argument, NULL, 'T'},
-      {"replication-lag-ms", required_argument, NULL, 'R'},
-      {"election-timeout-ms", required_argument, NULL, 'E'},
-      {"oplog-size", required_argument, NULL, 'o'},
-      {"oplog-mb", required_argument, NULL, 'M'},
-      {"max-connections", required_argument, NULL, 'm'},
-      {"ttl-interval", required_argument, NULL, 't'},
-      {"transaction-lifetime", required_argument, NULL, 'L'},
-      {"auth", no_argument, NULL, 'a'},
-      {"user", required_argument, NULL, 'u'},
-      {"tls-cert-file", required_argument, NULL, 'C'},
-      {"tls-ca-file", required_argument, NULL, 'A'},
-      {"tls-allow-connections-without-certificates", no_argument, NULL, 'N'},
-      {"without-expression", required_argument, NULL, 'x'},
-      {"mongos", no_argument, NULL, 'G'},
-      {"shards", required_argument, NULL, 'S'},
-      {"periodic-noop-ms", required_argument, NULL, 'P'},
-      {"verbose", no_argument, NULL, 'v'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-   };
-   int ch;
+   char *field = (char *)opts + o->offset;
    long n;
-   while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
-      switch (ch) {
-      case 'p':
-         if (!parse_number(optarg, 0, 65535, &n)) {
-            fprintf(stderr, "test-mongod: bad --port %s\n", optarg);
-            return EX_USAGE;
-         }
-         opts->port = (int)n;
-         break;
-      case 'f':
-         opts->port_file = optarg;
-         break;
-      case 'b':
-         opts->bind = optarg;
-         break;
-      case 'n':
-         if (!parse_number(optarg, 1, 50, &n)) {
-            fprintf(stderr, "test-mongod: bad --members %s (1 to 50, as MongoDB)\n", optarg);
-            return EX_USAGE;
-         }
-         opts->members = (int)n;
-         break;
-      case 'T':
-         opts->test_commands = true;
-         break;
-      case 'R':
-         if (!parse_number(optarg, 0, 86400000, &n)) {
-            fprintf(stderr, "test-mongod: bad --replication-lag-ms %s\n", optarg);
-            return EX_USAGE;
-         }
-         opts->replication_lag_ms = (int)n;
-         break;
-      case 'E':
-         if (!parse_number(optarg, 1, 86400000, &n)) {
-            fprintf(stderr, "test-mongod: bad --election-timeout-ms %s\n", optarg);
-            return EX_USAGE;
-         }
-         opts->election_timeout_ms = (int)n;
-         break;
-      case 'o':
-         if (!parse_number(optarg, 1, 1L << 30, &n)) {
-            fprintf(stderr, "test-mongod: bad --oplog-size %s\n", optarg);
-            return EX_USAGE;
-         }
-         opts->oplog_size = (size_t)n;
-         break;
-      case 'M':
-         if (!parse_number(optarg, 0, 1L << 20, &n)) {
-            fprintf(stderr, "test-mongod: bad --oplog-mb %s\n", optarg);
-            return EX_USAGE;
-         }
-         opts->oplog_bytes = (size_t)n * 1024 * 1024;
-         break;
-      case 'm':
-         if (!parse_number(optarg, 1, 100000, &n)) {
-            fprintf(stderr, "test-mongod: bad --max-connections %s\n", optarg);
-            return EX_USAGE;
-         }
-         opts->max_connections = (int)n;
-         break;
-      case 't':
-         if (!parse_number(optarg, 0, 86400, &n)) {
-            fprintf(stderr, "test-mongod: bad --ttl-interval %s\n", optarg);
-            return EX_USAGE;
-         }
-         opts->ttl_interval = (int)n;
-         break;
-      case 'L':
-         if (!parse_number(optarg, 1, 86400, &n)) {
-            fprintf(stderr, "test-mongod: bad --transaction-lifetime %s\n", optarg);
-            return EX_USAGE;
-         }
-         opts->txn_lifetime = (int)n;
-         break;
-      case 'a':
-         opts->auth = true;
-         break;
-      case 'u':
-         opts->auth = true;
-         users->specs = realloc(users->specs, (size_t)(users->n + 1) * sizeof *users->specs);
-         users->specs[users->n++] = optarg;
-         break;
-      case 'C':
-         opts->tls_cert_file = optarg;
-         break;
-      case 'A':
-         opts->tls_ca_file = optarg;
-         break;
-      case 'N':
-         opts->tls_allow_no_cert = true;
-         break;
-      case 'x':
-         if (!tm_expr_disable(optarg)) {
-            fprintf(stderr, "test-mongod: --without-expression: unknown expression %s\n", optarg);
-            return EX_USAGE;
-         }
-         break;
-      case 'G':
-         opts->mongos = true;
-         break;
-      case 'S':
-         if (!parse_number(optarg, 1, 16, &n)) {
-            fprintf(stderr, "test-mongod: bad --shards %s (1 to 16)\n", optarg);
-            return EX_USAGE;
-         }
-         opts->shards = (int)n;
-         break;
-      case 'P':
-         if (!parse_number(optarg, 1, 86400000, &n)) {
-            fprintf(stderr, "test-mongod: bad --periodic-noop-ms %s\n", optarg);
-            return EX_USAGE;
-         }
-         opts->periodic_noop_ms = (int)n;
-         break;
-      case 'v':
-         opts->verbose = true;
-         break;
-      case 'h':
-         usage(stdout);
-         return -1;
-      default:
-         usage(stderr);
-         return EX_USAGE;
+   switch (o->kind) {
+   case OPT_INT:
+   case OPT_SIZE:
+      if (!parse_number(arg, o->min, o->max, &n)) {
+         fprintf(stderr, "test-mongod: bad --%s %s%s\n", o->name, arg, o->range ? o->range : "");
+         return false;
       }
+      if (o->kind == OPT_INT) {
+         *(int *)field = (int)n;
+      } else {
+         *(size_t *)field = (size_t)n * (size_t)o->scale;
+      }
+      return true;
+   case OPT_FLAG:
+      *(bool *)field = true;
+      return true;
+   case OPT_STR:
+      *(const char **)field = arg;
+      return true;
+   case OPT_USER:
+      opts->auth = true;
+      users->specs = realloc(users->specs, (size_t)(users->n + 1) * sizeof *users->specs);
+      users->specs[users->n++] = arg;
+      return true;
+   case OPT_NOEXPR:
+      if (!tm_expr_disable(arg)) {
+         fprintf(stderr, "test-mongod: --without-expression: unknown expression %s\n", arg);
+         return false;
+      }
+      return true;
    }
-   if (optind < argc) {
-      fprintf(stderr, "test-mongod: unexpected argument %s\n", argv[optind]);
-      return EX_USAGE;
-   }
+   return false;
+}
+
+/* Options that contradict each other: EX_USAGE after saying why, else 0. */
+static int
+check_options(const md_server_opts_t *opts)
+{
    if ((opts->tls_ca_file || opts->tls_allow_no_cert) && !opts->tls_cert_file) {
       fprintf(stderr, "test-mongod: --tls-ca-file and --tls-allow-connections-without-"
                       "certificates need --tls-cert-file\n");
@@ -249,7 +232,46 @@ parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
       fprintf(stderr, "test-mongod: --mongos with --members or --auth is not supported\n");
       return EX_USAGE;
    }
+   if (opts->mongos_count > 1 && !opts->mongos) {
+      fprintf(stderr, "test-mongod: --mongos-count needs --mongos\n");
+      return EX_USAGE;
+   }
    return 0;
+}
+
+/* 0, EX_USAGE, or -1 after --help. */
+static int
+parse_args(int argc, char **argv, md_server_opts_t *opts, user_specs_t *users)
+{
+   struct option longopts[N_OPTIONS + 2];
+   for (size_t i = 0; i < N_OPTIONS; i++) {
+      bool takes = options[i].kind != OPT_FLAG;
+      longopts[i] = (struct option){options[i].name, takes ? required_argument : no_argument, NULL,
+                                    OPT_BASE + (int)i};
+   }
+   longopts[N_OPTIONS] = (struct option){"help", no_argument, NULL, OPT_HELP};
+   longopts[N_OPTIONS + 1] = (struct option){NULL, 0, NULL, 0};
+   int ch;
+   while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+      if (ch >= OPT_BASE && ch < OPT_BASE + (int)N_OPTIONS) {
+         if (!apply_option(&options[ch - OPT_BASE], optarg, opts, users)) {
+            return EX_USAGE;
+         }
+      } else if (ch == OPT_VERBOSE) {
+         opts->verbose = true;
+      } else if (ch == OPT_HELP) {
+         usage(stdout);
+         return -1;
+      } else {
+         usage(stderr);
+         return EX_USAGE;
+      }
+   }
+   if (optind < argc) {
+      fprintf(stderr, "test-mongod: unexpected argument %s\n", argv[optind]);
+      return EX_USAGE;
+   }
+   return check_options(opts);
 }
 
 typedef struct {
@@ -294,6 +316,9 @@ main(int argc, char **argv)
    if (rc != 0) {
       free(users.specs);
       return rc < 0 ? 0 : rc;
+   }
+   if (opts.mongos && opts.mongos_count > 1) {
+      opts.members = opts.mongos_count; /* one listener each (shard/router.c) */
    }
    srand((unsigned)time(NULL));
    /* Commands run under one server lock, so per-thread malloc arenas buy no concurrency; with

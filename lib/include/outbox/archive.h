@@ -14,11 +14,13 @@
  *                            the first one stays, whatever happens in between),
  *      collection:  String,  the outbox collection the event came from,
  *      entityId:    any,     the entity's _id,
- *      seq:         Int64,   the event's per-entity seq (>= 1),
+ *      seq:         Int64,   the event's per-entity seq (>= 1; an int32 stored by another
+ *                            writer is archived as Int64),
  *      type:        String,  1..128 characters of [A-Za-z0-9._-],
- *      time:        Date,    the event's time (when its change was committed),
+ *      time:        Date,    the event's time (when its change was committed; optional:
+ *                            an event stored without one is published and archived without),
  *      data:        Document,
- *      headers:     Document of strings (optional, as in the event),
+ *      headers:     Document of strings (optional): the headers the relay published,
  *      partition:   Int32,   the relay group's partition of the entity (optional),
  *      publishedAt: Date,    when the relay archived it, just after the broker acknowledged
  *                            it and before it was cleared,
@@ -31,13 +33,23 @@
  * what is archived: an event is in its document's events array, or in the archive, or
  * (between the two writes) in both, never in neither. A relay killed between the two writes
  * publishes the events again after its restart and archives them again: the archive keeps
- * the first copy (the _id is the event id), so nothing is stored twice.
+ * the first copy (the _id is the event id), so nothing is stored twice. The relay counts a
+ * duplicate key as archived only when the entry is the same event (collection, entityId,
+ * seq); another entity's event with the same id is dead-lettered with a reason, as is an
+ * event a validator refuses three times while the archive takes others.
+ *
+ * The validator is made from the event contract (outbox/contract.h): each EVENT row's
+ * written type with the bounds the relay accepts, so it takes every event the relay
+ * publishes.
  *
  * outbox_archive_ensure_schema() enforces this contract with a $jsonSchema validator and
  * creates the indexes the cursor reads through: "outbox_archive_time" {time: 1},
  * "outbox_archive_entity" {collection: 1, entityId: 1, seq: 1}, "outbox_archive_type"
  * {type: 1, time: 1} and, with a ttlSeconds option, the TTL index "outbox_archive_ttl"
- * {publishedAt: 1} that retires entries that long after they were published.
+ * {publishedAt: 1} that retires entries that long after they were published. Each is created
+ * alone; an index someone made on the same key under another name is used instead when it
+ * indexes every entry (not partial, not sparse, simple collation) and, for the TTL, has the
+ * same expireAfterSeconds.
  *
  * A live pull feed in commit order: watch the archive collection with a change stream
  * (operationType "insert"; fullDocument is the entry) and keep the resume token, as the relay
@@ -80,10 +92,11 @@ typedef struct _outbox_archive_cursor_t outbox_archive_cursor_t;
 
 /* Lists archived events of `archive`, in seq order per entity: sorted by collection, entity
  * id and seq (through "outbox_archive_entity"), so events of one entity come together and
- * oldest first. `opts` (may be NULL) is read during the call; all filters must hold:
- *   collection  string: only events of this outbox collection;
- *   entityId    any BSON value: only this entity;
- *   eventId     string: only this event;
+ * oldest first. An entity deleted and created again (its seqs restarted at 1) comes life by
+ * life, oldest life first (lives told apart by publishedAt), never interleaved by seq; the
+ * cursor holds one entity's matching entries in memory at a time for that. `opts` (may be NULL) is
+ * read during the call; all filters must hold: collection  string: only events of this outbox
+ * collection; entityId    any BSON value: only this entity; eventId     string: only this event;
  *   type        string: only events of this type;
  *   since       Date: events whose time is at or after it;
  *   until       Date: events whose time is before it;
@@ -109,13 +122,22 @@ OUTBOX_API void outbox_archive_cursor_destroy(outbox_archive_cursor_t *cursor);
 /* Installs the archive contract as `archive`'s $jsonSchema validator (titled "outbox archive
  * contract"; creating the collection, or with collMod) and creates its indexes (see above).
  * Idempotent: call it at start-up (the relay does). `opts` (may be NULL):
- *   ttlSeconds  int, default 0: with a positive value, entries are removed that many seconds
- *               after publishedAt (TTL index "outbox_archive_ttl"; one with another value is
- *               dropped and created again). 0 leaves an existing TTL index alone.
+ *   ttlSeconds  int, default 0: with a positive value (at most 2147483647, MongoDB's limit),
+ *               entries are removed that many seconds after publishedAt (TTL index
+ *               "outbox_archive_ttl"; ours with another value is dropped and created again).
+ *               0 leaves an existing TTL index alone.
+ * Every index is tried even when one fails; the first failure is returned. An index of
+ * someone else's on {publishedAt: 1} with another (or no) expireAfterSeconds is left alone:
+ * OUTBOX_ERROR_ARCHIVE_INDEX, and the TTL is not in force (outbox_archive_ttl_seconds()).
  * The archive belongs to outbox: a validator someone else installed on it is replaced.
  * Errors from the server (e.g. 13 Unauthorized for a user without collMod) pass through. */
 OUTBOX_API bool outbox_archive_ensure_schema(mongoc_collection_t *archive, const bson_t *opts,
                                              bson_error_t *error);
+
+/* The expireAfterSeconds in force on `archive`: that of its TTL index on {publishedAt: 1}
+ * (whatever its name; not a partial one), 0 when there is none. False on a server error. */
+OUTBOX_API bool outbox_archive_ttl_seconds(mongoc_collection_t *archive, int64_t *ttl,
+                                           bson_error_t *error);
 
 /* The validator outbox_archive_ensure_schema() installs ({$jsonSchema: {...}}), e.g. for a
  * tool to print. `validator` is initialised by the callee; free it with bson_destroy(). */

@@ -64,6 +64,10 @@ typedef enum {
     * stored ("Commit outcomes" in README.md says what each case returns). A commit known to
     * be stored is a success, one known not to be a plain failure: never this code. */
    OUTBOX_ERROR_UNKNOWN_OUTCOME,
+   /* outbox_archive_ensure_schema(): an index of someone else's on the same key stands in
+    * the way of one the archive needs (e.g. {publishedAt: 1} without the TTL asked for);
+    * it was left alone and the other indexes were created. The message names it. */
+   OUTBOX_ERROR_ARCHIVE_INDEX,
 } outbox_error_code_t;
 
 #endif /* OUTBOX_ERROR_H */

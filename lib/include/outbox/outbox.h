@@ -51,7 +51,9 @@
  *   outbox/inbox.h           the consumer side: apply each event once (the idempotent inbox);
  *   outbox/archive.h         the archive of published events (outbox-relay --archive-collection)
  *                            and a cursor over it;
- *   outbox/trace.h           W3C trace context (traceparent, tracestate) on events.
+ *   outbox/trace.h           W3C trace context (traceparent, tracestate) on events;
+ *   outbox/contract.h        THE EVENT CONTRACT: one table of every stored event field and
+ *                            message part, its types, limits, text rules and outcomes.
  * Each header says at its top who may use what it declares from which threads. Relay
  * internals (how outbox-relay finds, publishes and clears events) are in relay/README.md.
  */
@@ -65,7 +67,8 @@
 #include "outbox/dead-letters.h"
 #include "outbox/schema.h"
 #include "outbox/inbox.h"
-#include "outbox/archive.h" /* the archive of published events */
-#include "outbox/trace.h"   /* W3C trace context on events */
+#include "outbox/archive.h"  /* the archive of published events */
+#include "outbox/trace.h"    /* W3C trace context on events */
+#include "outbox/contract.h" /* the event contract: fields, rules, outcomes */
 
 #endif /* OUTBOX_H */

@@ -6,10 +6,16 @@
 // holds everything the broker acknowledged even when the broker is killed: aedes keeps its
 // sessions and queues in memory, so a subscriber cannot prove "lost=0" across a restart.
 //
+// With --ws-port it also serves MQTT over WebSockets (the ws package) on that port at
+// --ws-path (default /mqtt), over TLS (wss) when --tls-cert and --tls-key are given.
+//
 // usage: node broker.mjs MODULES_DIR PACKAGE PORT [--user U --password P]
 //                        [--max-packet-size N] [--record FILE]
+//                        [--ws-port N [--ws-path P] [--tls-cert F --tls-key F]]
 // Prints "aedes VERSION listening on PORT" once it accepts connections; exits on SIGTERM.
 import fs from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
 import net from 'node:net'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -59,8 +65,26 @@ server.listen(Number(portText), '127.0.0.1', () => {
   console.log('aedes %s listening on %s', version, portText)
 })
 
+// MQTT over WebSockets: each connection's messages as one byte stream (binary frames) for
+// aedes; the ws server answers the client's "mqtt" subprotocol (its first offer).
+let web = null
+if (opts['ws-port']) {
+  const wsEntry = pathToFileURL(path.join(modulesDir, 'ws', 'wrapper.mjs')).href
+  const { WebSocketServer, createWebSocketStream } = await import(wsEntry)
+  web = opts['tls-cert']
+    ? https.createServer({ cert: fs.readFileSync(opts['tls-cert']), key: fs.readFileSync(opts['tls-key']) })
+    : http.createServer()
+  const wss = new WebSocketServer({ server: web, path: opts['ws-path'] || '/mqtt' })
+  wss.on('connection', (socket) => broker.handle(createWebSocketStream(socket)))
+  web.listen(Number(opts['ws-port']), '127.0.0.1', () => {
+    console.log('aedes %s listening for %s on %s%s', version, opts['tls-cert'] ? 'wss' : 'ws',
+      opts['ws-port'], opts['ws-path'] || '/mqtt')
+  })
+}
+
 process.on('SIGTERM', () => {
   server.close()
+  if (web) web.close()
   broker.close(() => process.exit(0))
   setTimeout(() => process.exit(0), 1000).unref()
 })

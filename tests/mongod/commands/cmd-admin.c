@@ -36,7 +36,8 @@ bool
 md_cmd_end_sessions(md_cmd_t *c, bson_error_t *error)
 {
    (void)error;
-   md_sessions_end(&c->srv->sessions, &c->srv->txns, c->cmd, strcmp(c->name, "endSessions") == 0);
+   md_sessions_end(&c->srv->sessions, &c->srv->data.txns, c->cmd,
+                   strcmp(c->name, "endSessions") == 0);
    return true;
 }
 
@@ -44,7 +45,7 @@ bool
 md_cmd_kill_all_sessions(md_cmd_t *c, bson_error_t *error)
 {
    (void)error;
-   md_sessions_kill_all(&c->srv->sessions, &c->srv->txns);
+   md_sessions_kill_all(&c->srv->sessions, &c->srv->data.txns);
    return true;
 }
 
@@ -159,7 +160,7 @@ md_cmd_list_databases(md_cmd_t *c, bson_error_t *error)
    }
    BSON_APPEND_ARRAY_BEGIN(c->reply, "databases", &arr);
    uint32_t n = 0;
-   for (md_db_t *db = c->srv->store->dbs; db; db = db->next) {
+   for (md_db_t *db = c->srv->data.store->dbs; db; db = db->next) {
       /* Without listDatabases, a user sees the databases it holds a role on (6.0's
        * authorizedDatabases default). */
       if (!db->colls || (!md_auth_allowed(c, NULL, MD_ACT_LIST_DATABASES) &&

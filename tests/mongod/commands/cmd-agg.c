@@ -166,13 +166,13 @@ open_stream(md_cmd_t *c, const agg_t *a, const bson_t *spec, const bson_t *rest,
    tm_docs_free(none, n_none);
    md_ts_t start;
    md_changestream_t *cs =
-      md_changestream_open(&c->srv->oplog, c->db, a->coll, cluster, spec, rest, &start, error);
+      md_changestream_open(&c->srv->data.oplog, c->db, a->coll, cluster, spec, rest, &start, error);
    if (!cs) {
       return false;
    }
    char *ns = a->coll ? bson_strdup_printf("%s.%s", c->db, a->coll)
                       : bson_strdup_printf("%s.$cmd.aggregate", c->db);
-   md_cursor_t *cur = md_cursor_new(&c->srv->cursors, ns, NULL, 0, 0, cs);
+   md_cursor_t *cur = md_cursor_new(&c->srv->data.cursors, ns, NULL, 0, 0, cs);
    cur->member = c->conn->member; /* a rollback of this member kills it */
    bson_free(ns);
    c->has_op_time = true;
@@ -180,7 +180,7 @@ open_stream(md_cmd_t *c, const agg_t *a, const bson_t *spec, const bson_t *rest,
    /* The first batch never waits. */
    bool ok = md_stream_batch(c, cur, "firstBatch", a->batch_size, 0, error);
    if (!ok || md_changestream_finished(cs)) {
-      md_cursor_free(&c->srv->cursors, cur);
+      md_cursor_free(&c->srv->data.cursors, cur);
    }
    return ok;
 }

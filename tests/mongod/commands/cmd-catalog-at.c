@@ -14,7 +14,7 @@ void
 md_cmd_catalog_note(md_cmd_t *c, const char *name)
 {
    if (!c->txn && !md_cmd_branch(c)) {
-      md_versions_catalog_note(&c->srv->versions, &c->srv->oplog, c->db, name);
+      md_versions_catalog_note(&c->srv->data.versions, &c->srv->data.oplog, c->db, name);
    }
 }
 
@@ -24,7 +24,8 @@ md_cmd_catalog_at(md_cmd_t *c, const char *name, md_coll_t *live)
    if (c->txn || md_cmd_branch(c) || c->srv->topo.n == 1) {
       return live;
    }
-   return md_versions_catalog_at(&c->srv->versions, c->db, name, md_cmd_read_position(c), live);
+   return md_versions_catalog_at(&c->srv->data.versions, c->db, name, md_cmd_read_position(c),
+                                 live);
 }
 
 void
@@ -33,6 +34,6 @@ md_cmd_catalog_gone(md_cmd_t *c, void (*fn)(md_coll_t *coll, void *ctx), void *c
    if (c->txn || md_cmd_branch(c) || c->srv->topo.n == 1) {
       return;
    }
-   md_versions_catalog_gone(&c->srv->versions, c->srv->store, c->db, md_cmd_read_position(c), fn,
-                            ctx);
+   md_versions_catalog_gone(&c->srv->data.versions, c->srv->data.store, c->db,
+                            md_cmd_read_position(c), fn, ctx);
 }

@@ -51,7 +51,7 @@ static uint64_t
 position_now(md_cmd_t *c, bool majority, int64_t *next_ms)
 {
    md_server_t *srv = c->srv;
-   md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), next_ms);
+   md_repl_advance(&srv->topo, &srv->data.oplog, md_wall_ms(), next_ms);
    return majority ? md_repl_member_commit(&srv->topo, c->conn->member)
                    : srv->topo.members[c->conn->member].applied_seq;
 }
@@ -77,7 +77,8 @@ wait_for_position(md_cmd_t *c, bool majority, uint64_t target, bson_error_t *err
       /* A lagging member applies the next entry at `next` (wall clock, as the history's
        * entries are stamped); writes, pause/resume and lag changes wake the history. */
       int64_t until = next == INT64_MAX ? c->deadline_ms : now + (next - md_wall_ms());
-      md_oplog_wait(&srv->oplog, &srv->lock, until < c->deadline_ms ? until : c->deadline_ms);
+      md_oplog_wait(&srv->data.oplog, &srv->data.lock,
+                    until < c->deadline_ms ? until : c->deadline_ms);
    }
 }
 
@@ -102,7 +103,8 @@ wait_on_branch(md_cmd_t *c, bool majority, md_ts_t after, bson_error_t *error)
       }
       /* The heal comes from a command on another connection, which does not signal the
        * history's waiters when nothing is written: hence the slices. */
-      md_oplog_wait(&srv->oplog, &srv->lock, now + 50 < c->deadline_ms ? now + 50 : c->deadline_ms);
+      md_oplog_wait(&srv->data.oplog, &srv->data.lock,
+                    now + 50 < c->deadline_ms ? now + 50 : c->deadline_ms);
    }
    return true;
 }
@@ -129,7 +131,7 @@ md_cmd_wait_read_concern(md_cmd_t *c, bson_error_t *error)
       /* Everything written at or before `after`: the entries below the first one after
        * it. */
       if (srv->topo.n > 1 && !md_cmd_branch(c) &&
-          !wait_for_position(c, majority, md_oplog_seek(&srv->oplog, after, false), error)) {
+          !wait_for_position(c, majority, md_oplog_seek(&srv->data.oplog, after, false), error)) {
          return false;
       }
    }
@@ -144,7 +146,7 @@ md_cmd_wait_read_concern(md_cmd_t *c, bson_error_t *error)
       c->op_time = majority ? md_isolation_commit_time(srv, c->conn->member) : branch->branch_time;
    } else if (is_read && srv->topo.n > 1 && c->conn->member != srv->topo.primary) {
       c->has_op_time = true;
-      c->op_time = md_repl_seq_ts(&srv->oplog, position_now(c, majority, NULL));
+      c->op_time = md_repl_seq_ts(&srv->data.oplog, position_now(c, majority, NULL));
    }
    return true;
 }
@@ -168,7 +170,7 @@ md_cmd_gossip_in(md_server_t *srv, const bson_t *cmd)
    }
    bson_iter_timestamp(&it, &ts.t, &ts.i);
    uint64_t limit = (uint64_t)(md_wall_ms() / 1000) + MAX_DRIFT_SECS;
-   if (ts.t <= limit && md_ts_cmp(ts, srv->oplog.last) > 0) {
-      srv->oplog.last = ts;
+   if (ts.t <= limit && md_ts_cmp(ts, srv->data.oplog.last) > 0) {
+      srv->data.oplog.last = ts;
    }
 }

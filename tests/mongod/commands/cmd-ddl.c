@@ -22,7 +22,7 @@ log_ddl(md_server_t *srv, md_op_t op, const char *db, const char *coll, const ch
         const char *to_coll)
 {
    md_oplog_parts_t parts = {.op = op, .db = db, .coll = coll, .to_db = to_db, .to_coll = to_coll};
-   md_oplog_append(&srv->oplog, md_oplog_entry_new(&parts));
+   md_oplog_append(&srv->data.oplog, md_oplog_entry_new(&parts));
 }
 
 static const char *const create_options[] = {"capped",
@@ -126,7 +126,7 @@ static void
 drop_coll(md_server_t *srv, md_coll_t *coll)
 {
    log_ddl(srv, MD_OP_DROP, coll->db->name, coll->name, NULL, NULL);
-   md_store_drop_coll(srv->store, coll);
+   md_store_drop_coll(srv->data.store, coll);
 }
 
 bool
@@ -140,7 +140,7 @@ md_cmd_drop(md_cmd_t *c, bson_error_t *error)
    if (!md_cmd_wait_ddl(c, c->db, name, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   md_coll_t *coll = md_store_coll(c->srv->data.store, c->db, name, false, NULL);
    if (!coll) {
       return tm_error_set(error, 26, "ns not found");
    }
@@ -159,13 +159,13 @@ md_cmd_drop_database(md_cmd_t *c, bson_error_t *error)
    if (!md_cmd_check_fields(c, allowed, error) || !md_cmd_wait_ddl(c, c->db, NULL, error)) {
       return false;
    }
-   md_db_t *db = md_store_db(c->srv->store, c->db, false);
+   md_db_t *db = md_store_db(c->srv->data.store, c->db, false);
    if (db) {
       while (db->colls) {
          drop_coll(c->srv, db->colls);
       }
       log_ddl(c->srv, MD_OP_DROP_DATABASE, c->db, NULL, NULL, NULL);
-      md_store_drop_db(c->srv->store, db);
+      md_store_drop_db(c->srv->data.store, db);
       BSON_APPEND_UTF8(c->reply, "dropped", c->db);
    }
    return true;
@@ -274,7 +274,7 @@ md_cmd_drop_indexes(md_cmd_t *c, bson_error_t *error)
        !md_cmd_wait_ddl(c, c->db, name, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   md_coll_t *coll = md_store_coll(c->srv->data.store, c->db, name, false, NULL);
    if (!coll) {
       return tm_error_set(error, 26, "ns not found %s.%s", c->db, name);
    }
@@ -313,7 +313,7 @@ md_cmd_list_indexes(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    md_coll_t *coll =
-      md_cmd_catalog_at(c, name, md_store_coll(c->srv->store, c->db, name, false, NULL));
+      md_cmd_catalog_at(c, name, md_store_coll(c->srv->data.store, c->db, name, false, NULL));
    if (!coll) {
       return tm_error_set(error, 26, "ns does not exist: %s.%s", c->db, name);
    }
@@ -409,7 +409,7 @@ md_cmd_list_collections(md_cmd_t *c, bson_error_t *error)
    if (!m) {
       return false;
    }
-   md_db_t *db = md_store_db(c->srv->store, c->db, false);
+   md_db_t *db = md_store_db(c->srv->data.store, c->db, false);
    list_t l = {.m = m, .name_only = name_only};
    for (md_coll_t *coll = db ? db->colls : NULL; coll; coll = coll->next) {
       md_coll_t *then = md_cmd_catalog_at(c, coll->name, coll); /* NULL: created since */
@@ -465,18 +465,18 @@ md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error)
    }
    bool drop_target = bson_iter_init_find(&it, c->cmd, "dropTarget") && bson_iter_as_bool(&it);
    /* Both free at once: a transaction may take one while the rename waits for the other. */
-   while (md_txns_using(&c->srv->txns, from_db, from_coll) ||
-          md_txns_using(&c->srv->txns, to_db, to_coll)) {
+   while (md_txns_using(&c->srv->data.txns, from_db, from_coll) ||
+          md_txns_using(&c->srv->data.txns, to_db, to_coll)) {
       if (!md_cmd_wait_ddl(c, from_db, from_coll, error) ||
           !md_cmd_wait_ddl(c, to_db, to_coll, error)) {
          return false;
       }
    }
-   md_coll_t *src = md_store_coll(c->srv->store, from_db, from_coll, false, NULL);
+   md_coll_t *src = md_store_coll(c->srv->data.store, from_db, from_coll, false, NULL);
    if (!src) {
       return tm_error_set(error, 26, "Source collection %s.%s does not exist", from_db, from_coll);
    }
-   md_coll_t *dst = md_store_coll(c->srv->store, to_db, to_coll, false, NULL);
+   md_coll_t *dst = md_store_coll(c->srv->data.store, to_db, to_coll, false, NULL);
    if (dst == src) {
       return tm_error_set(error, 20, "Can't rename a collection to itself");
    }
@@ -487,7 +487,7 @@ md_cmd_rename_collection(md_cmd_t *c, bson_error_t *error)
       drop_coll(c->srv, dst);
    }
    log_ddl(c->srv, MD_OP_RENAME, from_db, from_coll, to_db, to_coll);
-   md_store_rename(c->srv->store, src, to_db, to_coll);
+   md_store_rename(c->srv->data.store, src, to_db, to_coll);
    return true;
 }
 
@@ -513,7 +513,7 @@ md_cmd_coll_mod(md_cmd_t *c, bson_error_t *error)
    if (!md_cmd_wait_ddl(c, c->db, name, error)) {
       return false;
    }
-   md_coll_t *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+   md_coll_t *coll = md_store_coll(c->srv->data.store, c->db, name, false, NULL);
    if (!coll) {
       return tm_error_set(error, 26, "ns does not exist: %s.%s", c->db, name);
    }

@@ -119,7 +119,7 @@ modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t
    bool ok, modified;
    if (d) {
       bson_t *before = bson_copy(d->bson);
-      ok = md_write_update_doc(c->srv, *coll, d, u, pos, &modified, &c->error_extra, error);
+      ok = md_write_update_doc(&c->srv->data, *coll, d, u, pos, &modified, &c->error_extra, error);
       if (ok) {
          last_error(c->reply, 1, true, NULL);
          append_value(f, proj, f->return_new ? d->bson : before, c->reply);
@@ -130,7 +130,7 @@ modify(md_cmd_t *c, md_coll_t **coll, const char *name, const fam_t *f, md_doc_t
       ok = *coll ||
            (md_cmd_coll(c, name, MD_COLL_WRITE | MD_COLL_CREATE | MD_COLL_FAM, coll, NULL, error) &&
             md_check_not_view(*coll, error));
-      ok = ok && md_write_upsert(c->srv, *coll, &f->query, u, &nd, &c->error_extra, error);
+      ok = ok && md_write_upsert(&c->srv->data, *coll, &f->query, u, &nd, &c->error_extra, error);
       if (ok) {
          last_error(c->reply, 1, false, nd);
          append_value(f, proj, f->return_new ? nd->bson : NULL, c->reply);
@@ -145,7 +145,7 @@ remove_doc(md_cmd_t *c, md_coll_t *coll, const fam_t *f, md_doc_t *d, const tm_p
            bson_error_t *error)
 {
    bson_t *before = d ? bson_copy(d->bson) : NULL;
-   bool ok = !d || md_write_delete_doc(c->srv, coll, d, error);
+   bool ok = !d || md_write_delete_doc(&c->srv->data, coll, d, error);
    if (ok) {
       last_error(c->reply, d ? 1 : 0, -1, NULL);
       append_value(f, proj, before, c->reply);

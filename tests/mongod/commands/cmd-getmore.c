@@ -56,13 +56,13 @@ md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t b
       /* Only majority-committed changes, as MongoDB's change streams. */
       int64_t now = md_wall_ms(), next_commit;
       md_cs_visible_t visible;
-      md_repl_advance(&srv->topo, &srv->oplog, now, &next_commit);
+      md_repl_advance(&srv->topo, &srv->data.oplog, now, &next_commit);
       /* ... as this member knows the commit point and no further than it has applied, as
        * 6.0 reads its own oplog at its committed snapshot (an isolated one: nothing new). */
       visible.seq = md_repl_member_commit(&srv->topo, c->conn->member);
-      visible.ts = md_repl_seq_ts(&srv->oplog, visible.seq);
-      ok = md_changestream_poll(cur->cs, &srv->oplog, srv->store, visible, batch_size, &docs, &n,
-                                pbrt, error);
+      visible.ts = md_repl_seq_ts(&srv->data.oplog, visible.seq);
+      ok = md_changestream_poll(cur->cs, &srv->data.oplog, srv->data.store, visible, batch_size,
+                                &docs, &n, pbrt, error);
       if (!ok || n > 0 || md_changestream_finished(cur->cs) || cur->killed ||
           atomic_load(&srv->stopping) || md_now_ms() >= deadline_ms) {
          break;
@@ -71,7 +71,7 @@ md_stream_batch(md_cmd_t *c, md_cursor_t *cur, const char *batch_name, int64_t b
       docs = NULL;
       /* Wake for a write, or when a lagging secondary moves the commit point. */
       int64_t until = next_commit == INT64_MAX ? deadline_ms : md_now_ms() + (next_commit - now);
-      md_oplog_wait(&srv->oplog, &srv->lock, until < deadline_ms ? until : deadline_ms);
+      md_oplog_wait(&srv->data.oplog, &srv->data.lock, until < deadline_ms ? until : deadline_ms);
    }
    cur->in_use = false;
    if (ok && cur->rolled_back) {
@@ -183,7 +183,7 @@ md_cmd_get_more(md_cmd_t *c, bson_error_t *error)
    if (!parse_get_more(c, &id, &coll, &batch_size, &max_time_ms, error)) {
       return false;
    }
-   md_cursor_t *cur = md_cursor_get(&c->srv->cursors, id);
+   md_cursor_t *cur = md_cursor_get(&c->srv->data.cursors, id);
    char *ns = bson_strdup_printf("%s.%s", c->db, coll);
    bool same_ns = cur && strcmp(cur->ns, ns) == 0;
    bson_free(ns);
@@ -206,21 +206,21 @@ md_cmd_get_more(md_cmd_t *c, bson_error_t *error)
        * answers such a getMore (the jstest "getMore on a change stream cursor returns an
        * error classified as resumable ... upon primary node rollback" needs 8.1: the
        * ResumableChangeStreamError label came then, so 6.0's error has none). */
-      md_cursor_free(&c->srv->cursors, cur);
+      md_cursor_free(&c->srv->data.cursors, cur);
       return tm_error_set(error, 175,
                           "PlanExecutor error during getMore :: caused by :: "
                           "the change stream's member rolled back");
    }
    cur->last_used_ms = md_now_ms();
    if (!checkout_failpoint(c, cur, error)) {
-      md_cursor_free(&c->srv->cursors, cur);
+      md_cursor_free(&c->srv->data.cursors, cur);
       return false;
    }
    if (!cur->cs) {
       bool done = md_cursor_reply(c->reply, "nextBatch", cur->ns, cur->docs, cur->n_docs, &cur->pos,
                                   batch_size > 0 ? batch_size : -1, cur->id);
       if (done) {
-         md_cursor_free(&c->srv->cursors, cur);
+         md_cursor_free(&c->srv->data.cursors, cur);
       }
       return true;
    }
@@ -231,7 +231,7 @@ md_cmd_get_more(md_cmd_t *c, bson_error_t *error)
       add_stream_error_label(c, (int32_t)error->code);
    }
    if (!ok || cur->killed || md_changestream_finished(cur->cs)) {
-      md_cursor_free(&c->srv->cursors, cur);
+      md_cursor_free(&c->srv->data.cursors, cur);
    }
    return ok;
 }
@@ -277,12 +277,12 @@ md_cmd_kill_cursors(md_cmd_t *c, bson_error_t *error)
          return tm_error_set(error, 14, "BSON field 'killCursors.cursors' must hold longs");
       }
       int64_t id = bson_iter_int64(&arr);
-      md_cursor_t *cur = md_cursor_get(&c->srv->cursors, id);
+      md_cursor_t *cur = md_cursor_get(&c->srv->data.cursors, id);
       if (cur && cur->in_use) {
          cur->killed = true; /* the waiting getMore frees it */
-         md_oplog_wake(&c->srv->oplog);
+         md_oplog_wake(&c->srv->data.oplog);
       } else if (cur) {
-         md_cursor_free(&c->srv->cursors, cur);
+         md_cursor_free(&c->srv->data.cursors, cur);
       }
       if (cur && n_killed < 256) {
          killed[n_killed++] = id;

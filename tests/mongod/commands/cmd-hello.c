@@ -45,8 +45,8 @@ append_op_time(bson_t *parent, const char *name, md_ts_t ts, int64_t term)
 static int64_t
 position_date(const md_server_t *srv, uint64_t seq, const md_member_t *me)
 {
-   const md_oplog_entry_t *e = seq > 0 ? md_oplog_at(&srv->oplog, seq - 1) : NULL;
-   return seq >= srv->oplog.next_seq || !e ? md_wall_ms() + me->clock_offset_ms : e->wall_ms;
+   const md_oplog_entry_t *e = seq > 0 ? md_oplog_at(&srv->data.oplog, seq - 1) : NULL;
+   return seq >= srv->data.oplog.next_seq || !e ? md_wall_ms() + me->clock_offset_ms : e->wall_ms;
 }
 
 /* As TopologyCoordinator::fillHelloForReplSet (src/mongo/db/repl/topology_coordinator.cpp,
@@ -87,12 +87,12 @@ md_append_repl_info(md_server_t *srv, int member, bson_t *r, const char *primary
    }
    /* This member's applied position and the commit point (a lagging secondary's lastWrite
     * is behind: drivers' maxStalenessSeconds reads it). */
-   md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
+   md_repl_advance(&srv->topo, &srv->data.oplog, md_wall_ms(), NULL);
    uint64_t commit = me->commit_seq; /* the commit point as this member knows it */
    BSON_APPEND_DOCUMENT_BEGIN(r, "lastWrite", &lw);
-   append_op_time(&lw, "opTime", md_repl_seq_ts(&srv->oplog, me->applied_seq), me->term);
+   append_op_time(&lw, "opTime", md_repl_seq_ts(&srv->data.oplog, me->applied_seq), me->term);
    BSON_APPEND_DATE_TIME(&lw, "lastWriteDate", position_date(srv, me->applied_seq, me));
-   append_op_time(&lw, "majorityOpTime", md_repl_seq_ts(&srv->oplog, commit), topo->term);
+   append_op_time(&lw, "majorityOpTime", md_repl_seq_ts(&srv->data.oplog, commit), topo->term);
    BSON_APPEND_DATE_TIME(&lw, "majorityWriteDate", position_date(srv, commit, me));
    bson_append_document_end(r, &lw);
 }
@@ -176,14 +176,14 @@ md_hello_await_ms(md_conn_t *conn, const bson_t *cmd, int64_t *max_await_ms)
         strcmp(bson_iter_key(&it), "ismaster") != 0)) {
       return -1;
    }
-   pthread_mutex_lock(&srv->lock);
+   pthread_mutex_lock(&srv->data.lock);
    const md_member_t *me = &srv->topo.members[conn->member];
    bool awaitable = parse_awaitable(me, cmd, &a, NULL) && a.has_tv;
    /* A version from another process (an earlier start) or an older counter is stale: the
     * topology changed since the client last heard, so answer at once. */
    bool current =
       awaitable && bson_oid_equal(&a.process_id, &me->process_id) && a.counter == me->counter;
-   pthread_mutex_unlock(&srv->lock);
+   pthread_mutex_unlock(&srv->data.lock);
    if (!awaitable) {
       return -1; /* not awaitable, or malformed: the command itself answers at once */
    }

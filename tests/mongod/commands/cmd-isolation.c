@@ -28,9 +28,9 @@ void
 md_isolation_start(md_server_t *srv, int m)
 {
    if (srv->topo.members[m].state == MD_MEMBER_PRIMARY && !srv->branches[m]) {
-      srv->branches[m] = md_txn_begin_branch(&srv->txns);
-      srv->branches[m]->cut_time = srv->oplog.last;
-      srv->branches[m]->branch_time = srv->oplog.last;
+      srv->branches[m] = md_txn_begin_branch(&srv->data.txns);
+      srv->branches[m]->cut_time = srv->data.oplog.last;
+      srv->branches[m]->branch_time = srv->data.oplog.last;
    }
 }
 
@@ -47,7 +47,7 @@ md_isolation_tick(md_cmd_t *c, size_t ops_before)
       return;
    }
    md_ts_t *t = &branch->branch_time;
-   uint32_t secs = (uint32_t)((md_wall_ms() + c->srv->oplog.wall_offset_ms) / 1000);
+   uint32_t secs = (uint32_t)((md_wall_ms() + c->srv->data.oplog.wall_offset_ms) / 1000);
    if (secs > t->t) {
       *t = (md_ts_t){.t = secs, .i = 1};
    } else {
@@ -61,7 +61,7 @@ md_ts_t
 md_isolation_cluster_time(const md_server_t *srv, int m)
 {
    const md_txn_t *branch = srv->branches[m];
-   md_ts_t set = srv->oplog.last;
+   md_ts_t set = srv->data.oplog.last;
    return branch && md_ts_cmp(branch->branch_time, set) > 0 ? branch->branch_time : set;
 }
 
@@ -71,7 +71,7 @@ md_isolation_commit_time(const md_server_t *srv, int m)
    /* Its commit point stays where it was at the cut (topology/replication.c); the set's
     * clock, which gossip may move on past the newest entry, is no measure of it. */
    const md_txn_t *branch = srv->branches[m];
-   md_ts_t t = md_repl_seq_ts(&srv->oplog, md_repl_member_commit(&srv->topo, m));
+   md_ts_t t = md_repl_seq_ts(&srv->data.oplog, md_repl_member_commit(&srv->topo, m));
    return branch && md_ts_cmp(t, branch->cut_time) > 0 ? branch->cut_time : t;
 }
 
@@ -122,8 +122,8 @@ roll_back(md_server_t *srv, int m, const md_txn_t *branch)
    srv->rbid++;
    /* Its change streams die with the operations 6.0 kills on entering ROLLBACK; waiting
     * getMores wake to fail (commands/cmd-getmore.c). */
-   md_cursors_roll_back(&srv->cursors, m);
-   md_oplog_wake(&srv->oplog);
+   md_cursors_roll_back(&srv->data.cursors, m);
+   md_oplog_wake(&srv->data.oplog);
    for (size_t i = 0; i < branch->n_ops; i++) {
       log_undone(srv, m, branch->ops[i]);
    }
@@ -149,13 +149,13 @@ md_isolation_heal(md_server_t *srv, int m)
    if (srv->topo.members[m].term == srv->topo.term) {
       /* Nobody else was elected meanwhile: its writes are the set's history (and it is
        * still primary, or the most up-to-date candidate of the next election). */
-      if (!md_txn_commit(&srv->txns, branch, srv->store, &srv->oplog, &error)) {
+      if (!md_txn_commit(&srv->data.txns, branch, srv->data.store, &srv->data.oplog, &error)) {
          md_log(srv, "member %d rejoins: its writes conflict (%s)", m, error.message);
       }
    } else {
       roll_back(srv, m, branch);
    }
-   md_txn_free(&srv->txns, branch);
+   md_txn_free(&srv->data.txns, branch);
 }
 
 /* What an isolated primary cannot do here: DDL writes the store directly, and a
@@ -197,7 +197,7 @@ md_isolation_wait_write_concern(md_cmd_t *c, int64_t deadline)
          return;
       }
       int64_t slice = md_now_ms() + 50;
-      md_oplog_wait(&srv->oplog, &srv->lock, slice < deadline ? slice : deadline);
+      md_oplog_wait(&srv->data.oplog, &srv->data.lock, slice < deadline ? slice : deadline);
    }
 }
 

@@ -140,12 +140,12 @@ void
 md_reply_first_batch(md_cmd_t *c, const char *ns, bson_t **docs, size_t n, int64_t batch_size,
                      bool single_batch)
 {
-   md_cursor_t *cur = md_cursor_new(&c->srv->cursors, ns, docs, n, 0, NULL);
+   md_cursor_t *cur = md_cursor_new(&c->srv->data.cursors, ns, docs, n, 0, NULL);
    cur->owner = c->txn; /* a transaction's cursor dies with it */
    bool done = md_cursor_reply(c->reply, "firstBatch", ns, docs, n, &cur->pos, batch_size,
                                single_batch ? 0 : cur->id);
    if (done || single_batch) {
-      md_cursor_free(&c->srv->cursors, cur);
+      md_cursor_free(&c->srv->data.cursors, cur);
    }
 }
 

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "commands/commands.h"
-#include "topology/election.h"
+#include "net/election.h"
 #include "topology/replication.h"
 
 /* Commands a secondary never runs (AllowedOnSecondary::kNever in 6.0). */
@@ -107,13 +107,13 @@ md_cmd_read_position(md_cmd_t *c)
 {
    md_server_t *srv = c->srv;
    if (srv->topo.n == 1) {
-      return srv->oplog.next_seq; /* every write is applied and committed at once */
+      return srv->data.oplog.next_seq; /* every write is applied and committed at once */
    }
    /* A secondary reads its own copy, at its last applied batch (6.0 reads secondaries at
     * lastApplied: src/mongo/db/storage/snapshot_helper.cpp); "majority" reads the
     * committed snapshot (replication_coordinator_impl.cpp, _currentCommittedSnapshot):
     * the member's own, which stops at the cut on an isolated one. */
-   md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
+   md_repl_advance(&srv->topo, &srv->data.oplog, md_wall_ms(), NULL);
    return md_cmd_reads_majority(c) ? md_repl_member_commit(&srv->topo, c->conn->member)
                                    : srv->topo.members[c->conn->member].applied_seq;
 }
@@ -130,6 +130,28 @@ state_str(md_member_state_t state)
    return state == MD_MEMBER_PRIMARY ? "PRIMARY" : "SECONDARY";
 }
 
+/* The fields below are 6.0's (r6.0 src/mongo/db/repl/topology_coordinator.cpp,
+ * prepareStatusResponse; the optimes from replication_coordinator_impl.cpp). */
+static void
+append_optime(bson_t *doc, const char *name, md_ts_t ts, int64_t term)
+{
+   bson_t op;
+   BSON_APPEND_DOCUMENT_BEGIN(doc, name, &op);
+   BSON_APPEND_TIMESTAMP(&op, "ts", ts.t, ts.i);
+   BSON_APPEND_INT64(&op, "t", term);
+   bson_append_document_end(doc, &op);
+}
+
+/* Member i's sync source: the primary for a secondary, none ("" and -1) for the primary
+ * or while the set has none. */
+static void
+append_sync_source(const md_topology_t *topo, int i, bson_t *doc)
+{
+   bool has = i != topo->primary && topo->primary >= 0;
+   BSON_APPEND_UTF8(doc, "syncSourceHost", has ? topo->members[topo->primary].host_port : "");
+   BSON_APPEND_INT32(doc, "syncSourceId", has ? topo->primary : -1);
+}
+
 static void
 append_member_status(md_cmd_t *c, int i, bson_t *members)
 {
@@ -137,7 +159,7 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    const md_member_t *m = &topo->members[i];
    char key[16];
    const char *k;
-   bson_t d, op;
+   bson_t d;
    bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
    BSON_APPEND_DOCUMENT_BEGIN(members, k, &d);
    /* A member the asking one cannot hear from (it is cut off, or the asker is): 6.0's
@@ -151,21 +173,34 @@ append_member_status(md_cmd_t *c, int i, bson_t *members)
    BSON_APPEND_INT32(&d, "state", down ? 8 : (int32_t)m->state);
    BSON_APPEND_UTF8(&d, "stateStr", down ? "(not reachable/healthy)" : state_str(m->state));
    BSON_APPEND_INT64(&d, "uptime", (md_now_ms() - c->srv->started_ms) / 1000);
-   md_ts_t applied = md_repl_seq_ts(&c->srv->oplog, m->applied_seq);
-   BSON_APPEND_DOCUMENT_BEGIN(&d, "optime", &op);
-   BSON_APPEND_TIMESTAMP(&op, "ts", applied.t, applied.i);
-   BSON_APPEND_INT64(&op, "t", topo->term);
-   bson_append_document_end(&d, &op);
+   md_ts_t applied = md_repl_seq_ts(&c->srv->data.oplog, m->applied_seq);
+   append_optime(&d, "optime", applied, topo->term);
+   bool self = i == c->conn->member;
+   if (!self) { /* durable is applied: the data set is in memory, nothing waits for a journal */
+      append_optime(&d, "optimeDurable", applied, topo->term);
+   }
    BSON_APPEND_DATE_TIME(&d, "optimeDate", (int64_t)applied.t * 1000);
+   if (!self) {
+      BSON_APPEND_DATE_TIME(&d, "optimeDurableDate", (int64_t)applied.t * 1000);
+   }
+   BSON_APPEND_DATE_TIME(&d, "lastAppliedWallTime", (int64_t)applied.t * 1000);
+   BSON_APPEND_DATE_TIME(&d, "lastDurableWallTime", (int64_t)applied.t * 1000);
+   if (!self) { /* heartbeats: in-process members hear each other at once */
+      BSON_APPEND_DATE_TIME(&d, "lastHeartbeat", md_wall_ms());
+      BSON_APPEND_DATE_TIME(&d, "lastHeartbeatRecv", md_wall_ms());
+      BSON_APPEND_INT64(&d, "pingMs", 0);
+   }
+   append_sync_source(topo, i, &d);
    if (i == topo->primary) {
       bson_oid_t election;
       md_topology_election_id(topo->term, &election);
+      BSON_APPEND_TIMESTAMP(&d, "electionTime", (uint32_t)(topo->election_ms / 1000), 1);
       BSON_APPEND_DATE_TIME(&d, "electionDate", topo->election_ms);
       BSON_APPEND_OID(&d, "electionId", &election);
-   } else if (topo->primary >= 0) {
-      BSON_APPEND_UTF8(&d, "syncSourceHost", topo->members[topo->primary].host_port);
    }
-   if (i == c->conn->member) {
+   BSON_APPEND_INT32(&d, "configVersion", 1); /* hello's setVersion */
+   BSON_APPEND_INT64(&d, "configTerm", 1);
+   if (self) {
       BSON_APPEND_BOOL(&d, "self", true);
    }
    bson_append_document_end(members, &d);
@@ -181,20 +216,27 @@ md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
    BSON_APPEND_DATE_TIME(c->reply, "date", md_wall_ms());
    BSON_APPEND_INT32(c->reply, "myState", (int32_t)topo->members[c->conn->member].state);
    BSON_APPEND_INT64(c->reply, "term", topo->term);
+   append_sync_source(topo, c->conn->member, c->reply);
    BSON_APPEND_INT64(c->reply, "heartbeatIntervalMillis", 2000);
    BSON_APPEND_INT32(c->reply, "majorityVoteCount", majority);
    BSON_APPEND_INT32(c->reply, "writeMajorityCount", majority);
    BSON_APPEND_INT32(c->reply, "votingMembersCount", topo->n);
    BSON_APPEND_INT32(c->reply, "writableVotingMembersCount", topo->n);
-   md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
+   md_repl_advance(&c->srv->topo, &c->srv->data.oplog, md_wall_ms(), NULL);
    uint64_t commit = topo->members[c->conn->member].commit_seq; /* as the asker knows it */
-   md_ts_t commit_ts = md_repl_seq_ts(&c->srv->oplog, commit);
-   bson_t optimes, op;
+   md_ts_t commit_ts = md_repl_seq_ts(&c->srv->data.oplog, commit);
+   md_ts_t applied =
+      md_repl_seq_ts(&c->srv->data.oplog, topo->members[c->conn->member].applied_seq);
+   bson_t optimes;
    BSON_APPEND_DOCUMENT_BEGIN(c->reply, "optimes", &optimes);
-   BSON_APPEND_DOCUMENT_BEGIN(&optimes, "lastCommittedOpTime", &op);
-   BSON_APPEND_TIMESTAMP(&op, "ts", commit_ts.t, commit_ts.i);
-   BSON_APPEND_INT64(&op, "t", topo->term);
-   bson_append_document_end(&optimes, &op);
+   append_optime(&optimes, "lastCommittedOpTime", commit_ts, topo->term);
+   BSON_APPEND_DATE_TIME(&optimes, "lastCommittedWallTime", (int64_t)commit_ts.t * 1000);
+   append_optime(&optimes, "readConcernMajorityOpTime", commit_ts, topo->term);
+   BSON_APPEND_DATE_TIME(&optimes, "readConcernMajorityWallTime", (int64_t)commit_ts.t * 1000);
+   append_optime(&optimes, "appliedOpTime", applied, topo->term);
+   append_optime(&optimes, "durableOpTime", applied, topo->term);
+   BSON_APPEND_DATE_TIME(&optimes, "lastAppliedWallTime", (int64_t)applied.t * 1000);
+   BSON_APPEND_DATE_TIME(&optimes, "lastDurableWallTime", (int64_t)applied.t * 1000);
    bson_append_document_end(c->reply, &optimes);
    BSON_APPEND_ARRAY_BEGIN(c->reply, "members", &members);
    for (int i = 0; i < topo->n; i++) {
@@ -227,14 +269,14 @@ wait_for_electable(md_cmd_t *c, int64_t until_ms)
    for (;;) {
       int64_t now = md_wall_ms(), next;
       int64_t wake = until_ms;
-      md_repl_advance(topo, &c->srv->oplog, now, &next);
+      md_repl_advance(topo, &c->srv->data.oplog, now, &next);
       wake = next < wake ? next : wake;
       for (int i = 0; i < topo->n; i++) {
          if (i == topo->primary) {
             continue;
          }
          if (md_topology_electable(topo, i, now) &&
-             topo->members[i].applied_seq >= c->srv->oplog.next_seq) {
+             topo->members[i].applied_seq >= c->srv->data.oplog.next_seq) {
             return true;
          }
          int64_t t = topo->members[i].electable_after_ms;
@@ -248,7 +290,7 @@ wait_for_electable(md_cmd_t *c, int64_t until_ms)
       int64_t ms = wake - now;
       ts.tv_sec += ms / 1000 + (ts.tv_nsec + (ms % 1000) * 1000000) / 1000000000;
       ts.tv_nsec = (ts.tv_nsec + (ms % 1000) * 1000000) % 1000000000;
-      pthread_cond_timedwait(&c->srv->election_cond, &c->srv->lock, &ts);
+      pthread_cond_timedwait(&c->srv->election_cond, &c->srv->data.lock, &ts);
    }
 }
 
@@ -316,7 +358,7 @@ md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error)
                           date);
    }
    md_log(c->srv, "member %d steps down for %lld s", c->conn->member, (long long)secs);
-   md_txns_abort_all(&c->srv->txns);
+   md_txns_abort_all(&c->srv->data.txns);
    /* Election handoff (6.0's default): a caught-up electable secondary runs at once. */
    md_topology_step_down(&c->srv->topo, secs, md_wall_ms(), true);
    md_election_wake(c->srv);
@@ -339,7 +381,7 @@ md_cmd_repl_set_step_up(md_cmd_t *c, bson_error_t *error)
    }
    md_log(c->srv, "member %d steps up", me);
    if (topo->primary >= 0) {
-      md_txns_abort_all(&c->srv->txns); /* the former primary steps down */
+      md_txns_abort_all(&c->srv->data.txns); /* the former primary steps down */
    }
    md_topology_elect(topo, me, md_wall_ms());
    md_election_wake(c->srv);
@@ -408,7 +450,7 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
    md_member_t *member = &c->srv->topo.members[m];
    if (strcmp(mode, "pause") == 0 || strcmp(mode, "resume") == 0) {
       member->paused = mode[0] == 'p';
-      md_oplog_wake(&c->srv->oplog); /* waiters recompute the commit point */
+      md_oplog_wake(&c->srv->data.oplog); /* waiters recompute the commit point */
       return true;
    }
    if (strcmp(mode, "clock") == 0) {
@@ -417,7 +459,7 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
    }
    if (strcmp(mode, "lag") == 0) {
       member->lag_ms = seconds_arg(c->cmd, "ms", NULL);
-      md_oplog_wake(&c->srv->oplog);
+      md_oplog_wake(&c->srv->data.oplog);
       return true;
    }
    for (int r = 0; r < 4; r++) {
@@ -425,7 +467,7 @@ md_cmd_test_member_fault(md_cmd_t *c, bson_error_t *error)
          md_log(c->srv, "member %d: %s", m, mode);
          if (r == MD_REACH_ISOLATE) {
             /* The commit point it knows stops here: bring it up to the cut first. */
-            md_repl_advance(&c->srv->topo, &c->srv->oplog, md_wall_ms(), NULL);
+            md_repl_advance(&c->srv->topo, &c->srv->data.oplog, md_wall_ms(), NULL);
             md_isolation_start(c->srv, m);
          } else if (r == MD_REACH_UP) {
             /* Before it rejoins: md_server_set_reach waits for the listeners, releasing
@@ -452,7 +494,7 @@ md_cmd_wait_write_concern(md_cmd_t *c)
    if (needed <= 1 || bson_has_field(c->reply, "writeConcernError")) {
       return;
    }
-   uint64_t target = srv->oplog.next_seq; /* every write so far, this one's included */
+   uint64_t target = srv->data.oplog.next_seq; /* every write so far, this one's included */
    int64_t deadline = wtimeout > 0 ? md_now_ms() + wtimeout : INT64_MAX;
    if (md_cmd_branch(c)) {
       md_isolation_wait_write_concern(c, deadline);
@@ -460,7 +502,7 @@ md_cmd_wait_write_concern(md_cmd_t *c)
    }
    for (;;) {
       int64_t now = md_wall_ms(), next;
-      md_repl_advance(&srv->topo, &srv->oplog, now, &next);
+      md_repl_advance(&srv->topo, &srv->data.oplog, now, &next);
       if (md_repl_count_applied(&srv->topo, target) >= needed || atomic_load(&srv->stopping)) {
          return;
       }
@@ -469,6 +511,6 @@ md_cmd_wait_write_concern(md_cmd_t *c)
          return;
       }
       int64_t until = next == INT64_MAX ? deadline : md_now_ms() + (next - now);
-      md_oplog_wait(&srv->oplog, &srv->lock, until < deadline ? until : deadline);
+      md_oplog_wait(&srv->data.oplog, &srv->data.lock, until < deadline ? until : deadline);
    }
 }

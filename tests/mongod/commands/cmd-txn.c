@@ -97,7 +97,7 @@ check_concerns(const md_cmd_t *c, bool start, bson_error_t *error)
    if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &rc) &&
        bson_iter_find(&rc, "atClusterTime")) {
       /* A snapshot is taken now: an older one is not kept. */
-      md_ts_t at = {0, 0}, now = c->srv->oplog.last;
+      md_ts_t at = {0, 0}, now = c->srv->data.oplog.last;
       if (BSON_ITER_HOLDS_TIMESTAMP(&rc)) {
          bson_iter_timestamp(&rc, &at.t, &at.i);
       }
@@ -209,7 +209,7 @@ bool
 md_txn_gate(md_cmd_t *c, bson_error_t *error)
 {
    fields_t f;
-   md_txns_reap(&c->srv->txns);
+   md_txns_reap(&c->srv->data.txns);
    read_fields(c->cmd, &f);
    c->deadline_ms = f.max_time_ms > 0 ? md_now_ms() + f.max_time_ms : INT64_MAX;
    if (!f.number && !f.autocommit && !f.start) {
@@ -259,8 +259,8 @@ md_txn_run(md_cmd_t *c, md_cmd_fn fn, bson_error_t *error)
    md_server_t *srv = c->srv;
    md_cmd_get_doc(c->cmd, "lsid", &cmd_lsid, &found, error);
    event_lsid(c, &cmd_lsid, &lsid);
-   c->txn = md_sessions_txn(&srv->sessions, &srv->txns, &lsid, c->txn_number, c->txn_start, c->name,
-                            error);
+   c->txn = md_sessions_txn(&srv->sessions, &srv->data.txns, &lsid, c->txn_number, c->txn_start,
+                            c->name, error);
    bson_destroy(&lsid);
    if (!c->txn) {
       return false;
@@ -268,7 +268,7 @@ md_txn_run(md_cmd_t *c, md_cmd_fn fn, bson_error_t *error)
    bool ok = fn(c, error);
    /* mongod aborts a transaction whose statement failed (before anything else runs in it). */
    if ((!ok || c->txn_failed) && c->txn->state == MD_TXN_IN_PROGRESS) {
-      md_txn_abort(&srv->txns, c->txn);
+      md_txn_abort(&srv->data.txns, c->txn);
    }
    return ok;
 }
@@ -296,7 +296,7 @@ md_cmd_commit_transaction(md_cmd_t *c, bson_error_t *error)
       return false;
    }
    if (c->txn->state == MD_TXN_IN_PROGRESS &&
-       !md_txn_commit(&c->srv->txns, c->txn, c->srv->store, &c->srv->oplog, error)) {
+       !md_txn_commit(&c->srv->data.txns, c->txn, c->srv->data.store, &c->srv->data.oplog, error)) {
       return false;
    }
    c->has_op_time = true;
@@ -310,7 +310,7 @@ md_cmd_abort_transaction(md_cmd_t *c, bson_error_t *error)
    if (!check_txn_command(c, error)) {
       return false;
    }
-   md_txn_abort(&c->srv->txns, c->txn);
+   md_txn_abort(&c->srv->data.txns, c->txn);
    return true;
 }
 
@@ -321,11 +321,11 @@ md_cmd_coll(md_cmd_t *c, const char *name, unsigned flags, md_coll_t **coll, boo
    bool write = flags & MD_COLL_WRITE, create = flags & MD_COLL_CREATE;
    md_txn_t *branch = c->txn ? NULL : md_cmd_branch(c);
    if (branch) {
-      return md_txn_coll(&c->srv->txns, branch, c->srv->store, c->db, name, write, create, coll,
-                         created, error);
+      return md_txn_coll(&c->srv->data.txns, branch, c->srv->data.store, c->db, name, write, create,
+                         coll, created, error);
    }
    if (!c->txn) {
-      *coll = md_store_coll(c->srv->store, c->db, name, create, created);
+      *coll = md_store_coll(c->srv->data.store, c->db, name, create, created);
       return true;
    }
    if (write && strncmp(name, "system.", 7) == 0) {
@@ -334,8 +334,8 @@ md_cmd_coll(md_cmd_t *c, const char *name, unsigned flags, md_coll_t **coll, boo
                           "collection %s.%s within a transaction.",
                           c->db, name);
    }
-   return md_txn_coll(&c->srv->txns, c->txn, c->srv->store, c->db, name, write, create, coll,
-                      created, error);
+   return md_txn_coll(&c->srv->data.txns, c->txn, c->srv->data.store, c->db, name, write, create,
+                      coll, created, error);
 }
 
 static bool
@@ -360,7 +360,7 @@ bool
 md_cmd_wait_blocked(md_cmd_t *c, bson_error_t *error)
 {
    if (atomic_load(&c->srv->stopping) ||
-       !md_txns_wait(&c->srv->txns, &c->srv->lock, c->deadline_ms)) {
+       !md_txns_wait(&c->srv->data.txns, &c->srv->data.lock, c->deadline_ms)) {
       return wait_failed(c, error);
    }
    return still_primary(c, error);
@@ -369,14 +369,15 @@ md_cmd_wait_blocked(md_cmd_t *c, bson_error_t *error)
 bool
 md_cmd_wait_ddl(md_cmd_t *c, const char *db, const char *coll, bson_error_t *error)
 {
-   md_txns_t *txns = &c->srv->txns;
+   md_txns_t *txns = &c->srv->data.txns;
    if (!md_txns_using(txns, db, coll)) {
       return true;
    }
    bool ok = true;
    md_txns_ddl_pending(txns, db, coll, true);
    while (ok && md_txns_using(txns, db, coll)) {
-      ok = !atomic_load(&c->srv->stopping) && md_txns_wait(txns, &c->srv->lock, c->deadline_ms);
+      ok =
+         !atomic_load(&c->srv->stopping) && md_txns_wait(txns, &c->srv->data.lock, c->deadline_ms);
    }
    md_txns_ddl_pending(txns, db, coll, false);
    return (ok || wait_failed(c, error)) && still_primary(c, error);
@@ -391,9 +392,10 @@ resolve(void *ctx, const char *db, const char *name)
    bson_error_t ignored;
    md_txn_t *txn = c->txn ? c->txn : md_cmd_branch(c);
    if (!txn) {
-      return md_store_coll(c->srv->store, db, name, false, NULL);
+      return md_store_coll(c->srv->data.store, db, name, false, NULL);
    }
-   md_txn_coll(&c->srv->txns, txn, c->srv->store, db, name, false, false, &coll, NULL, &ignored);
+   md_txn_coll(&c->srv->data.txns, txn, c->srv->data.store, db, name, false, false, &coll, NULL,
+               &ignored);
    return coll;
 }
 
@@ -408,7 +410,7 @@ md_read_coll(md_cmd_t *c, const char *name, md_coll_t **coll, md_coll_t **snapsh
    bool isolated = !c->txn && md_cmd_branch(c);
    bool committed = isolated && md_cmd_reads_majority(c);
    if (committed) {
-      *coll = md_store_coll(c->srv->store, c->db, name, false, NULL);
+      *coll = md_store_coll(c->srv->data.store, c->db, name, false, NULL);
    } else if (!md_cmd_coll(c, name, 0, coll, NULL, error)) {
       return false;
    }
@@ -416,10 +418,10 @@ md_read_coll(md_cmd_t *c, const char *name, md_coll_t **coll, md_coll_t **snapsh
    uint64_t position = in_view ? UINT64_MAX : md_cmd_read_position(c);
    /* The catalog as of the position too: a collection created, dropped or re-indexed since
     * is seen as it was (data/versions.h). */
-   *coll = md_versions_catalog_at(&c->srv->versions, c->db, name, position, *coll);
-   if (*coll && !(*coll)->view_on && position < c->srv->oplog.next_seq &&
-       md_versions_changed_since(&c->srv->versions, *coll, position)) {
-      *snapshot = md_versions_snapshot(&c->srv->versions, *coll, position);
+   *coll = md_versions_catalog_at(&c->srv->data.versions, c->db, name, position, *coll);
+   if (*coll && !(*coll)->view_on && position < c->srv->data.oplog.next_seq &&
+       md_versions_changed_since(&c->srv->data.versions, *coll, position)) {
+      *snapshot = md_versions_snapshot(&c->srv->data.versions, *coll, position);
       *coll = *snapshot; /* a secondary's or a majority read: the data as of `position` */
       return true;
    }

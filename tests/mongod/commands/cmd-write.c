@@ -162,8 +162,8 @@ static bool
 insert_stmt(stmt_t *s, md_coll_t **coll, bson_error_t *werr)
 {
    bson_t doc;
-   bool ok =
-      stmt_doc(s->stmt, &doc, werr) && md_write_insert(s->c->srv, *coll, &doc, &s->details, werr);
+   bool ok = stmt_doc(s->stmt, &doc, werr) &&
+             md_write_insert(&s->c->srv->data, *coll, &doc, &s->details, werr);
    *(int32_t *)s->counts += ok;
    return ok;
 }
@@ -290,12 +290,12 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
    md_selection_t sel = {0};
    if (ok) {
       md_select(*coll, s->hint, m, &s->q, s->multi ? 0 : 1, &sel);
-      ok = md_write_check_selection(c->srv, *coll, &sel, error);
+      ok = md_write_check_selection(&c->srv->data, *coll, &sel, error);
    }
    for (size_t i = 0; ok && i < sel.n; i++) {
       bool modified;
-      ok = md_write_update_doc(c->srv, *coll, sel.docs[i], u, sel.positional[i], &modified, details,
-                               error);
+      ok = md_write_update_doc(&c->srv->data, *coll, sel.docs[i], u, sel.positional[i], &modified,
+                               details, error);
       counts->n += ok;
       counts->n_modified += ok && modified;
    }
@@ -304,7 +304,7 @@ run_update_stmt(md_cmd_t *c, md_coll_t **coll, const char *name, const update_st
       if (!*coll) {
          ok = write_coll(c, name, true, coll, error);
       }
-      ok = ok && md_write_upsert(c->srv, *coll, &s->q, u, &d, details, error);
+      ok = ok && md_write_upsert(&c->srv->data, *coll, &s->q, u, &d, details, error);
       if (ok) {
          note_upsert(counts, index, d);
       }
@@ -396,9 +396,9 @@ run_delete_stmt(md_cmd_t *c, md_coll_t *coll, const bson_t *stmt, int32_t *n, bs
    }
    md_selection_t sel;
    md_select(coll, hint, m, &q, (size_t)limit, &sel);
-   bool ok = md_write_check_selection(c->srv, coll, &sel, error);
+   bool ok = md_write_check_selection(&c->srv->data, coll, &sel, error);
    for (size_t i = 0; ok && i < sel.n; i++) {
-      ok = md_write_delete_doc(c->srv, coll, sel.docs[i], error);
+      ok = md_write_delete_doc(&c->srv->data, coll, sel.docs[i], error);
       *n += ok;
    }
    md_selection_destroy(&sel);

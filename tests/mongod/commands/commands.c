@@ -84,102 +84,10 @@ static const cmd_entry_t commands[] = {
    {NULL, NULL, false},
 };
 
-static const struct {
-   int32_t code;
-   const char *name;
-} code_names[] = {
-   {1, "InternalError"},
-   {2, "BadValue"},
-   {6, "HostUnreachable"},
-   {7, "HostNotFound"},
-   {9, "FailedToParse"},
-   {11, "UserNotFound"},
-   {13, "Unauthorized"},
-   {14, "TypeMismatch"},
-   {15, "Overflow"},
-   {168, "InvalidPipelineOperator"},
-   {20, "IllegalOperation"},
-   {22, "InvalidBSON"},
-   {26, "NamespaceNotFound"},
-   {27, "IndexNotFound"},
-   {28, "PathNotViable"},
-   {31, "RoleNotFound"},
-   {40, "ConflictingUpdateOperators"},
-   {43, "CursorNotFound"},
-   {48, "NamespaceExists"},
-   {50, "MaxTimeMSExpired"},
-   {52, "DollarPrefixedFieldName"},
-   {59, "CommandNotFound"},
-   {63, "StaleShardVersion"},
-   {66, "ImmutableField"},
-   {67, "CannotCreateIndex"},
-   {72, "InvalidOptions"},
-   {73, "InvalidNamespace"},
-   {79, "UnknownReplWriteConcern"},
-   {85, "IndexOptionsConflict"},
-   {86, "IndexKeySpecsConflict"},
-   {89, "NetworkTimeout"},
-   {91, "ShutdownInProgress"},
-   {100, "UnsatisfiableWriteConcern"},
-   {112, "WriteConflict"},
-   {133, "FailedToSatisfyReadPreference"},
-   {134, "ReadConcernMajorityNotAvailableYet"},
-   {150, "StaleEpoch"},
-   {189, "PrimarySteppedDown"},
-   {197, "InvalidIndexSpecificationOption"},
-   {223, "IllegalOpMsgFlag"},
-   {234, "RetryChangeStream"},
-   {251, "NoSuchTransaction"},
-   {260, "InvalidResumeToken"},
-   {262, "ExceededTimeLimit"},
-   {280, "ChangeStreamFatalError"},
-   {286, "ChangeStreamHistoryLost"},
-   {9001, "SocketException"},
-   {10107, "NotWritablePrimary"},
-   {11000, "DuplicateKey"},
-   {11600, "InterruptedAtShutdown"},
-   {11601, "Interrupted"},
-   {11602, "InterruptedDueToReplStateChange"},
-   {166, "CommandNotSupportedOnView"},
-   {225, "TransactionTooOld"},
-   {237, "CursorKilled"},
-   {4, "NoSuchKey"},
-   {8, "UnknownError"},
-   {47, "NoMatchingDocument"},
-   {64, "WriteConcernTimeout"},
-   {121, "DocumentValidationFailure"},
-   {291, "NoQueryExecutionPlans"},
-   {10334, "BSONObjectTooLarge"},
-   {24, "LockTimeout"},
-   {117, "ConflictingOperationInProgress"},
-   {217, "IncompleteTransactionHistory"},
-   {246, "SnapshotUnavailable"},
-   {256, "TransactionCommitted"},
-   {263, "OperationNotSupportedInTransaction"},
-   {50768, "NotARetryableWriteCommand"},
-   {13388, "StaleConfig"},
-   {13435, "NotPrimaryNoSecondaryOk"},
-   {13436, "NotPrimaryOrSecondary"},
-   {17, "ProtocolError"},
-   {18, "AuthenticationFailed"},
-   {334, "MechanismUnavailable"},
-   /* mongos's (shard/) */
-   {61, "ShardKeyNotFound"},
-   {118, "NamespaceNotSharded"},
-   {70, "ShardNotFound"},
-   {23, "AlreadyInitialized"},
-   {0, NULL},
-};
-
 const char *
 md_code_name(int32_t code)
 {
-   for (int i = 0; code_names[i].name; i++) {
-      if (code_names[i].code == code) {
-         return code_names[i].name;
-      }
-   }
-   return NULL;
+   return tm_code_name(code);
 }
 
 static bool
@@ -257,7 +165,7 @@ append_topology_version(const md_member_t *me, int32_t code, int32_t wc_code, bs
 static void
 append_times(md_server_t *srv, int member, bson_t *reply, const md_ts_t *op_time)
 {
-   md_ts_t now = member >= 0 ? md_isolation_cluster_time(srv, member) : srv->oplog.last;
+   md_ts_t now = member >= 0 ? md_isolation_cluster_time(srv, member) : srv->data.oplog.last;
    bson_t ct, sig;
    static const uint8_t zero_hash[20];
    bson_append_document_begin(reply, "$clusterTime", -1, &ct);
@@ -300,9 +208,9 @@ md_error_reply_with(md_server_t *srv, const bson_error_t *error, const bson_t *l
    if (labels && !bson_empty(labels)) {
       BSON_APPEND_ARRAY(reply, "errorLabels", labels);
    }
-   pthread_mutex_lock(&srv->lock);
+   pthread_mutex_lock(&srv->data.lock);
    append_times(srv, -1, reply, NULL);
-   pthread_mutex_unlock(&srv->lock);
+   pthread_mutex_unlock(&srv->data.lock);
 }
 
 void
@@ -465,9 +373,9 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp, bson_
       c->labels_fixed = true;
    }
    if (fp->block_ms > 0) {
-      pthread_mutex_unlock(&c->srv->lock);
+      pthread_mutex_unlock(&c->srv->data.lock);
       sleep_ms(c->srv, fp->block_ms);
-      pthread_mutex_lock(&c->srv->lock);
+      pthread_mutex_lock(&c->srv->data.lock);
    }
    if (fp->close_connection) {
       c->close_connection = true;
@@ -501,7 +409,7 @@ md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *cl
              ? bson_iter_utf8(&it, NULL)
              : "";
    bson_init(&c.labels);
-   pthread_mutex_lock(&srv->lock);
+   pthread_mutex_lock(&srv->data.lock);
    bool stop = apply_failpoint(&c, NULL, &fp, &error);
    if (stop && !c.close_connection) {
       add_labels(&c, (int32_t)error.code, 0);
@@ -510,7 +418,7 @@ md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *cl
    if (!stop && fp.wce_doc) {
       bson_concat(wce, fp.wce_doc);
    }
-   pthread_mutex_unlock(&srv->lock);
+   pthread_mutex_unlock(&srv->data.lock);
    if (stop && !c.close_connection) {
       md_error_reply_with(srv, &error, &c.labels, NULL, reply);
    }
@@ -526,7 +434,7 @@ run_retryable_write(md_cmd_t *c, const cmd_entry_t *entry, bson_error_t *error)
 {
    const bson_t *replay;
    md_fp_action_t fp;
-   if (!md_sessions_begin(&c->srv->sessions, &c->srv->txns, c->cmd, &replay, error)) {
+   if (!md_sessions_begin(&c->srv->sessions, &c->srv->data.txns, c->cmd, &replay, error)) {
       return false;
    }
    if (replay) {
@@ -586,8 +494,8 @@ static void
 set_command_clock(const md_server_t *srv, int64_t offset_ms)
 {
    struct timespec now;
-   tm_command_clock_t clock = {.cluster_time_t = srv->oplog.last.t,
-                               .cluster_time_i = srv->oplog.last.i,
+   tm_command_clock_t clock = {.cluster_time_t = srv->data.oplog.last.t,
+                               .cluster_time_i = srv->data.oplog.last.i,
                                .has_cluster_time = true};
 
    clock_gettime(CLOCK_REALTIME, &now);
@@ -623,13 +531,13 @@ md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    if (!ok) {
       tm_error_set(&error, 40571, "command has no name or no $db");
    } else {
-      pthread_mutex_lock(&srv->lock);
+      pthread_mutex_lock(&srv->data.lock);
       md_cmd_gossip_in(srv, cmd);
       /* The member's clock (testMemberFault "clock") moves $$NOW and what its writes stamp. */
       int64_t offset = srv->topo.members[conn->member].clock_offset_ms;
-      srv->oplog.wall_offset_ms = offset;
+      srv->data.oplog.wall_offset_ms = offset;
       set_command_clock(srv, offset);
-      srv->bypass_validation =
+      srv->data.bypass_validation =
          bson_iter_init_find(&it, cmd, "bypassDocumentValidation") && bson_iter_as_bool(&it);
       md_txn_t *branch = md_cmd_branch(&c);
       size_t branch_ops = branch ? branch->n_ops : 0;
@@ -637,8 +545,8 @@ md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
       if (ok && branch == md_cmd_branch(&c)) {
          md_isolation_tick(&c, branch_ops);
       }
-      srv->bypass_validation = false;
-      srv->oplog.wall_offset_ms = 0;
+      srv->data.bypass_validation = false;
+      srv->data.oplog.wall_offset_ms = 0;
       tm_command_clock_set(NULL);
       if (ok) {
          BSON_APPEND_DOUBLE(reply, "ok", 1.0);
@@ -665,7 +573,7 @@ md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
          append_topology_version(&srv->topo.members[conn->member], (int32_t)error.code, 0,
                                  &c.error_extra);
       }
-      pthread_mutex_unlock(&srv->lock);
+      pthread_mutex_unlock(&srv->data.lock);
    }
    if (!ok && !c.close_connection) {
       /* mongod's error label builder: 280 and 286 from any command (aggregate included) are

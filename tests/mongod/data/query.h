@@ -7,7 +7,8 @@
 #ifndef MD_QUERY_H
 #define MD_QUERY_H
 
-#include "net/server.h"
+#include "data/store.h"
+#include "engine/engine.h"
 
 typedef struct {
    md_doc_t **docs;

@@ -1,9 +1,10 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The TTL monitor thread: every --ttl-interval seconds, under the server lock, it deletes the
- * documents whose TTL-indexed date has expired, through the same write path as a delete
- * command (logged, so change streams see them; waiting for transactions that hold them).
+ * The TTL monitor's pass: under the data set's lock, it deletes the documents whose
+ * TTL-indexed date has expired, through the same write path as a delete command (logged, so
+ * change streams see them; waiting for transactions that hold them). The thread that runs
+ * it every --ttl-interval seconds is the server's (net/ttl-thread.c).
  */
 #include "data/ttl.h"
 
@@ -47,7 +48,7 @@ earliest_date(const bson_t *doc, const char *path, int64_t *out)
 }
 
 static size_t
-expire_index(md_server_t *srv, md_coll_t *coll, const md_index_t *ix, int64_t now)
+expire_index(md_dataset_t *ds, md_coll_t *coll, const md_index_t *ix, int64_t now)
 {
    bson_iter_t key;
    if (!bson_iter_init(&key, ix->key) || !bson_iter_next(&key)) {
@@ -63,7 +64,7 @@ expire_index(md_server_t *srv, md_coll_t *coll, const md_index_t *ix, int64_t no
           earliest_date(d->bson, path, &when) && when + ix->expire_after * 1000 <= now) {
          bson_error_t error;
          /* A document an open transaction holds waits for a later pass. */
-         n += md_write_delete_doc(srv, coll, d, &error);
+         n += md_write_delete_doc(ds, coll, d, &error);
       }
       d = next;
    }
@@ -71,61 +72,20 @@ expire_index(md_server_t *srv, md_coll_t *coll, const md_index_t *ix, int64_t no
 }
 
 size_t
-md_ttl_pass(md_server_t *srv)
+md_ttl_pass(md_dataset_t *ds)
 {
    int64_t now = wall_ms();
    size_t n = 0;
-   for (md_db_t *db = srv->store->dbs; db; db = db->next) {
+   for (md_db_t *db = ds->store->dbs; db; db = db->next) {
       for (md_coll_t *coll = db->colls; coll; coll = coll->next) {
          for (size_t i = 0; i < coll->n_indexes; i++) {
             md_index_t *ix = coll->indexes[i];
             /* mongod only expires through single-field TTL indexes. */
             if (ix->expire_after >= 0 && bson_count_keys(ix->key) == 1) {
-               n += expire_index(srv, coll, ix, now);
+               n += expire_index(ds, coll, ix, now);
             }
          }
       }
    }
    return n;
-}
-
-static void *
-ttl_main(void *arg)
-{
-   md_server_t *srv = arg;
-   pthread_mutex_lock(&srv->lock);
-   while (!atomic_load(&srv->stopping)) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_sec += srv->opts.ttl_interval;
-      pthread_cond_timedwait(&srv->ttl_cond, &srv->lock, &ts);
-      if (!atomic_load(&srv->stopping)) {
-         size_t n = md_ttl_pass(srv);
-         if (n) {
-            md_log(srv, "TTL monitor deleted %zu document(s)", n);
-         }
-      }
-   }
-   pthread_mutex_unlock(&srv->lock);
-   return NULL;
-}
-
-void
-md_ttl_start(md_server_t *srv)
-{
-   if (srv->opts.ttl_interval > 0) {
-      srv->ttl_running = pthread_create(&srv->ttl_thread, NULL, ttl_main, srv) == 0;
-   }
-}
-
-void
-md_ttl_stop(md_server_t *srv)
-{
-   if (srv->ttl_running) {
-      pthread_mutex_lock(&srv->lock);
-      pthread_cond_broadcast(&srv->ttl_cond);
-      pthread_mutex_unlock(&srv->lock);
-      pthread_join(srv->ttl_thread, NULL);
-      srv->ttl_running = false;
-   }
 }

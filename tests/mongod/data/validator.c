@@ -114,11 +114,11 @@ error_info(const md_coll_t *coll, const bson_t *doc, bson_t *out)
 }
 
 bool
-md_validator_check(md_server_t *srv, md_coll_t *coll, const bson_t *old, const bson_t *doc,
+md_validator_check(md_dataset_t *ds, md_coll_t *coll, const bson_t *old, const bson_t *doc,
                    bson_t *details, bson_error_t *error)
 {
    const char *level = option_string(coll->options, "validationLevel", "strict");
-   if (!coll->validator || srv->bypass_validation || strcmp(level, "off") == 0 ||
+   if (!coll->validator || ds->bypass_validation || strcmp(level, "off") == 0 ||
        tm_matcher_match(coll->validator, doc, NULL)) {
       return true;
    }

@@ -10,7 +10,7 @@
 #ifndef MD_VALIDATOR_H
 #define MD_VALIDATOR_H
 
-#include "net/server.h"
+#include "data/dataset.h"
 
 /* Checks the validation fields of a create or collMod command (`cmd_name` names it in
  * messages): validator a document that parses (its error code, "Parsing of collection
@@ -27,7 +27,7 @@ void md_validator_install(md_coll_t *coll);
  * validation" and, if `details` is not NULL, errInfo appended to it ({failingDocumentId,
  * details}). With validationAction "warn" the write is allowed and a warning logged;
  * validationLevel "moderate" does not check updates of documents that already failed. */
-bool md_validator_check(md_server_t *srv, md_coll_t *coll, const bson_t *old, const bson_t *doc,
+bool md_validator_check(md_dataset_t *ds, md_coll_t *coll, const bson_t *old, const bson_t *doc,
                         bson_t *details, bson_error_t *error);
 
 #endif

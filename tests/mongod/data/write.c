@@ -52,11 +52,11 @@ same_value(const bson_value_t *a, const bson_value_t *b)
 
 /* Checks that the document (by its _id) may be written: see md_txns_claim. */
 static bool
-claim(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_error_t *error)
+claim(md_dataset_t *ds, md_coll_t *coll, const bson_t *doc, bson_error_t *error)
 {
    bson_iter_t it;
    return !bson_iter_init_find(&it, doc, "_id") ||
-          md_txns_claim(&srv->txns, coll, bson_iter_value(&it), error);
+          md_txns_claim(&ds->txns, coll, bson_iter_value(&it), error);
 }
 
 static bool
@@ -88,7 +88,7 @@ keep_id(const bson_t *old, bson_t *out, bson_error_t *error)
 }
 
 bool
-md_write_update_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, const tm_update_t *u,
+md_write_update_doc(md_dataset_t *ds, md_coll_t *coll, md_doc_t *d, const tm_update_t *u,
                     int32_t positional, bool *modified, bson_t *details, bson_error_t *error)
 {
    bson_t out;
@@ -113,14 +113,14 @@ md_write_update_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, const tm_upd
                         MD_MAX_BSON_SIZE);
    }
    if (ok && next) {
-      ok = md_validator_check(srv, coll, d->bson, next, details, error) &&
-           claim(srv, coll, d->bson, error);
+      ok = md_validator_check(ds, coll, d->bson, next, details, error) &&
+           claim(ds, coll, d->bson, error);
    }
    bson_t *pre = ok && next && coll_keeps_images(coll) ? bson_copy(d->bson) : NULL;
    if (ok && next) {
       ok = md_coll_replace(coll, d, next, details, error);
       if (ok) {
-         md_log_update(srv, coll, d->bson, tm_update_is_replacement(u), pre, &desc);
+         md_log_update(ds, coll, d->bson, tm_update_is_replacement(u), pre, &desc);
          next = NULL;
       }
    }
@@ -135,7 +135,7 @@ md_write_update_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, const tm_upd
 }
 
 bool
-md_write_upsert(md_server_t *srv, md_coll_t *coll, const bson_t *filter, const tm_update_t *u,
+md_write_upsert(md_dataset_t *ds, md_coll_t *coll, const bson_t *filter, const tm_update_t *u,
                 md_doc_t **out_doc, bson_t *details, bson_error_t *error)
 {
    bson_t seed = BSON_INITIALIZER, out;
@@ -154,12 +154,12 @@ md_write_upsert(md_server_t *srv, md_coll_t *coll, const bson_t *filter, const t
          ok = tm_error_set(error, 17419, "Resulting document after update is larger than %d",
                            MD_MAX_BSON_SIZE);
          bson_destroy(doc);
-      } else if (!md_validator_check(srv, coll, NULL, doc, details, error) ||
-                 !claim(srv, coll, doc, error)) {
+      } else if (!md_validator_check(ds, coll, NULL, doc, details, error) ||
+                 !claim(ds, coll, doc, error)) {
          bson_destroy(doc);
          ok = false;
       } else if (md_coll_insert(coll, doc, out_doc, details, error)) {
-         md_log_insert(srv, coll, doc);
+         md_log_insert(ds, coll, doc);
       } else {
          bson_destroy(doc);
          ok = false;
@@ -171,7 +171,7 @@ md_write_upsert(md_server_t *srv, md_coll_t *coll, const bson_t *filter, const t
 }
 
 bool
-md_write_insert(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_t *details,
+md_write_insert(md_dataset_t *ds, md_coll_t *coll, const bson_t *doc, bson_t *details,
                 bson_error_t *error)
 {
    bson_iter_t it;
@@ -189,19 +189,19 @@ md_write_insert(md_server_t *srv, md_coll_t *coll, const bson_t *doc, bson_t *de
    }
    bson_t *copy = md_doc_with_id_first(doc, NULL);
    md_doc_t *d;
-   if (!md_validator_check(srv, coll, NULL, copy, details, error) ||
-       !claim(srv, coll, copy, error) || !md_coll_insert(coll, copy, &d, details, error)) {
+   if (!md_validator_check(ds, coll, NULL, copy, details, error) || !claim(ds, coll, copy, error) ||
+       !md_coll_insert(coll, copy, &d, details, error)) {
       bson_destroy(copy);
       return false;
    }
-   md_log_insert(srv, coll, copy);
+   md_log_insert(ds, coll, copy);
    return true;
 }
 
 bool
-md_write_delete_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, bson_error_t *error)
+md_write_delete_doc(md_dataset_t *ds, md_coll_t *coll, md_doc_t *d, bson_error_t *error)
 {
-   if (!claim(srv, coll, d->bson, error)) {
+   if (!claim(ds, coll, d->bson, error)) {
       return false;
    }
    /* The store changes first, then the history records it, as for inserts and updates:
@@ -209,22 +209,22 @@ md_write_delete_doc(md_server_t *srv, md_coll_t *coll, md_doc_t *d, bson_error_t
     * with this change's own history entry. */
    bson_t *gone = bson_copy(d->bson);
    md_coll_remove(coll, d);
-   md_log_delete(srv, coll, gone);
+   md_log_delete(ds, coll, gone);
    bson_destroy(gone);
    return true;
 }
 
 bool
-md_write_check_selection(md_server_t *srv, md_coll_t *coll, const md_selection_t *sel,
+md_write_check_selection(md_dataset_t *ds, md_coll_t *coll, const md_selection_t *sel,
                          bson_error_t *error)
 {
-   if (!coll || coll->txn_view || !srv->txns.open) {
+   if (!coll || coll->txn_view || !ds->txns.open) {
       return true; /* a transaction claims documents as it writes them */
    }
    for (size_t i = 0; i < sel->n; i++) {
       bson_iter_t it;
       if (bson_iter_init_find(&it, sel->docs[i]->bson, "_id") &&
-          !md_txns_claim(&srv->txns, coll, bson_iter_value(&it), error)) {
+          !md_txns_claim(&ds->txns, coll, bson_iter_value(&it), error)) {
          return false;
       }
    }
@@ -253,22 +253,22 @@ md_append_write_error(bson_t *arr, uint32_t *n, int32_t index, const bson_error_
 
 /* A transaction's writes wait in the transaction until it commits. */
 static void
-append(md_server_t *srv, const md_coll_t *coll, md_oplog_entry_t *e)
+append(md_dataset_t *ds, const md_coll_t *coll, md_oplog_entry_t *e)
 {
    if (coll->txn_view) {
       md_txn_log(coll->txn_view, e);
    } else {
-      md_oplog_append(&srv->oplog, e);
+      md_oplog_append(&ds->oplog, e);
    }
 }
 
 /* Logs one document change: its key ({_id: ...}) taken from @doc, the rest from @parts. */
 static void
-log_doc(md_server_t *srv, const md_coll_t *coll, md_oplog_parts_t *parts, const bson_t *doc)
+log_doc(md_dataset_t *ds, const md_coll_t *coll, md_oplog_parts_t *parts, const bson_t *doc)
 {
    bson_t key = BSON_INITIALIZER;
    bson_iter_t it;
-   if (srv->doc_key && srv->doc_key(srv->doc_key_ctx, coll, doc, &key)) {
+   if (ds->doc_key && ds->doc_key(ds->doc_key_ctx, coll, doc, &key)) {
       /* a shard of a sharded collection: the shard key's fields and _id */
    } else if (bson_iter_init_find(&it, doc, "_id")) {
       bson_append_value(&key, "_id", 3, bson_iter_value(&it));
@@ -276,29 +276,29 @@ log_doc(md_server_t *srv, const md_coll_t *coll, md_oplog_parts_t *parts, const 
    parts->db = coll->db->name;
    parts->coll = coll->name;
    parts->doc_key = &key;
-   append(srv, coll, md_oplog_entry_new(parts));
+   append(ds, coll, md_oplog_entry_new(parts));
    bson_destroy(&key);
 }
 
 void
-md_log_insert(md_server_t *srv, const md_coll_t *coll, const bson_t *doc)
+md_log_insert(md_dataset_t *ds, const md_coll_t *coll, const bson_t *doc)
 {
    md_oplog_parts_t parts = {.op = MD_OP_INSERT, .full_doc = doc};
-   log_doc(srv, coll, &parts, doc);
+   log_doc(ds, coll, &parts, doc);
 }
 
 void
-md_log_delete(md_server_t *srv, const md_coll_t *coll, const bson_t *doc)
+md_log_delete(md_dataset_t *ds, const md_coll_t *coll, const bson_t *doc)
 {
    md_oplog_parts_t parts = {.op = MD_OP_DELETE};
    if (coll_keeps_images(coll)) {
       parts.pre_image = doc;
    }
-   log_doc(srv, coll, &parts, doc);
+   log_doc(ds, coll, &parts, doc);
 }
 
 void
-md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool replacement,
+md_log_update(md_dataset_t *ds, const md_coll_t *coll, const bson_t *doc, bool replacement,
               const bson_t *pre, tm_update_desc_t *desc)
 {
    md_oplog_parts_t parts = {.op = replacement ? MD_OP_REPLACE : MD_OP_UPDATE, .pre_image = pre};
@@ -314,6 +314,6 @@ md_log_update(md_server_t *srv, const md_coll_t *coll, const bson_t *doc, bool r
          parts.full_doc = doc;
       }
    }
-   log_doc(srv, coll, &parts, doc);
+   log_doc(ds, coll, &parts, doc);
    bson_destroy(&update_desc);
 }

@@ -21,6 +21,8 @@
 
 /* Sets *error (if not NULL) to {TM_ERROR_DOMAIN, code, printf-style message}; returns false. */
 bool tm_error_set(bson_error_t *error, int32_t code, const char *fmt, ...) BSON_GNUC_PRINTF(3, 4);
+/* The name of error `code` in MongoDB 6.0 (error-codes.c), NULL when it has none. */
+const char *tm_code_name(int32_t code);
 
 /* ---- comparison ------------------------------------------------------------------------- */
 

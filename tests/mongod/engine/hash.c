@@ -9,6 +9,10 @@
  * with its NUL, value) and a closing end-of-object element. Learnt from mongod's
  * src/mongo/db/hasher.cpp and BSONElement::safeNumberLongForHash(); checked against the
  * values MongoDB publishes (see test-hash.c). MD5 is OpenSSL's. No state; thread-safe.
+ *
+ * The relay has its own implementation (relay/group/hash.c), kept separate on purpose: a bug
+ * shared by both would hide in both. Both are tested against the same known answers taken
+ * from MongoDB itself, tests/fixtures/hashed-index-keys.json.
  */
 #include <math.h>
 #include <openssl/evp.h>

@@ -135,6 +135,52 @@ Test(hash, published_values)
    }
 }
 
+/* The same known answers from the shared fixture tests/fixtures/hashed-index-keys.json (copied
+ * from the sources above), which the relay's separate implementation (relay/group/hash.c) is
+ * tested against too: the two stay independent on purpose, so a bug in one cannot hide in
+ * both, and this test fails when either the table above or the fixture drifts from MongoDB's
+ * values. The path is found from this file's (meson runs the tests from the build directory). */
+Test(hash, shared_known_answers)
+{
+   char path[1024];
+   const char *slash = strrchr(__FILE__, '/');
+   bson_json_reader_t *reader;
+   bson_error_t error;
+   bson_t doc;
+   bson_iter_t it, cases;
+   int checked = 0;
+
+   snprintf(path, sizeof path, "%.*s/../../fixtures/hashed-index-keys.json",
+            slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
+   reader = bson_json_reader_new_from_file(path, &error);
+   cr_assert_not_null(reader, "%s: %s", path, error.message);
+   bson_init(&doc);
+   cr_assert_eq(bson_json_reader_read(reader, &doc, &error), 1, "%s: %s", path, error.message);
+   cr_assert(bson_iter_init_find(&it, &doc, "cases") && bson_iter_recurse(&it, &cases));
+   while (bson_iter_next(&cases)) {
+      const uint8_t *data;
+      uint32_t len;
+      bson_t one;
+      bson_iter_t v, seed, hash, source;
+      int64_t h;
+
+      bson_iter_document(&cases, &len, &data);
+      cr_assert(bson_init_static(&one, data, len));
+      cr_assert(bson_iter_init_find(&v, &one, "value") &&
+                   bson_iter_init_find(&seed, &one, "seed") &&
+                   bson_iter_init_find(&hash, &one, "hash") &&
+                   bson_iter_init_find(&source, &one, "source"),
+                "case %s", bson_iter_key(&cases));
+      h = tm_value_hash64(bson_iter_value(&v), bson_iter_int32(&seed));
+      cr_expect_eq(h, bson_iter_int64(&hash), "%s: got %lld, MongoDB gives %lld",
+                   bson_iter_utf8(&source, NULL), (long long)h, (long long)bson_iter_int64(&hash));
+      checked++;
+   }
+   cr_assert_geq(checked, 60, "only %d cases in %s", checked, path);
+   bson_destroy(&doc);
+   bson_json_reader_destroy(reader);
+}
+
 /* Decimal128 hashes by its value rounded half-to-even to an int64 (Decimal128::toLong), so it
  * agrees with the other numeric types on integers; no published vector has a decimal, so these
  * are checked against the int64 hashes above. */

@@ -325,7 +325,12 @@ expr_clause(const tm_clause_t *c, const bson_t *doc, bool inverted, bson_t *out)
    } else {
       bson_t details;
       char name[32];
-      snprintf(name, sizeof name, "Location%u", error.code);
+      const char *known = tm_code_name((int32_t)error.code);
+      if (known) {
+         bson_strncpy(name, known, sizeof name);
+      } else {
+         snprintf(name, sizeof name, "Location%u", error.code);
+      }
       BSON_APPEND_UTF8(out, "reason", "failed to evaluate aggregation expression");
       BSON_APPEND_DOCUMENT_BEGIN(out, "details", &details);
       BSON_APPEND_INT32(&details, "code", (int32_t)error.code);

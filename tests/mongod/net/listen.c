@@ -21,7 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "topology/election.h"
+#include "net/election.h"
 
 static bool
 write_port_file(const char *path, const md_topology_t *topo)
@@ -114,7 +114,7 @@ md_server_listen(md_server_t *srv)
 void
 md_server_sync_listeners(md_server_t *srv)
 {
-   pthread_mutex_lock(&srv->lock);
+   pthread_mutex_lock(&srv->data.lock);
    uint64_t gen = srv->listen_gen_wanted;
    for (int i = 0; i < srv->topo.n; i++) {
       md_member_t *m = &srv->topo.members[i];
@@ -131,7 +131,7 @@ md_server_sync_listeners(md_server_t *srv)
    }
    srv->listen_gen_done = gen;
    pthread_cond_broadcast(&srv->reach_cond); /* md_server_set_reach waits for this */
-   pthread_mutex_unlock(&srv->lock);
+   pthread_mutex_unlock(&srv->data.lock);
 }
 
 void
@@ -155,7 +155,7 @@ md_server_set_reach(md_server_t *srv, int m, md_reach_t reach)
    md_election_wake(srv);
    /* Return once the listeners match: a client told "healed" can connect at once. */
    while (srv->listen_gen_done < gen && !atomic_load(&srv->stopping)) {
-      pthread_cond_wait(&srv->reach_cond, &srv->lock);
+      pthread_cond_wait(&srv->reach_cond, &srv->data.lock);
    }
 }
 
@@ -165,7 +165,7 @@ md_server_await_reach(md_conn_t *conn)
    md_server_t *srv = conn->srv;
    const md_member_t *me = &srv->topo.members[conn->member];
    while (me->reach == MD_REACH_HANG && !atomic_load(&srv->stopping)) {
-      pthread_cond_wait(&srv->reach_cond, &srv->lock);
+      pthread_cond_wait(&srv->reach_cond, &srv->data.lock);
    }
    return (me->reach == MD_REACH_UP || me->reach == MD_REACH_ISOLATE) &&
           !atomic_load(&srv->stopping); /* an isolated member still answers its clients */

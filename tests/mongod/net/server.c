@@ -25,7 +25,7 @@
 #include "commands/commands.h"
 #include "data/ttl.h"
 #include "net/wire.h"
-#include "topology/election.h"
+#include "net/election.h"
 #include "topology/replication.h"
 
 void
@@ -47,7 +47,7 @@ static void
 record_version(void *ctx, md_coll_t *coll, const bson_t *doc)
 {
    md_server_t *srv = ctx;
-   md_versions_record(&srv->versions, coll, doc);
+   md_versions_record(&srv->data.versions, coll, doc);
 }
 
 /* The store's versions hook for the catalog: what a collection was before it changes. */
@@ -55,7 +55,7 @@ static void
 record_catalog(void *ctx, md_db_t *db, const char *name, md_coll_t *coll)
 {
    md_server_t *srv = ctx;
-   md_versions_catalog_record(&srv->versions, db, name, coll);
+   md_versions_catalog_record(&srv->data.versions, db, name, coll);
 }
 
 /* The oldest position a member reads at: its commit point as it knows it, no newer than
@@ -64,8 +64,8 @@ static uint64_t
 oldest_position(void *ctx)
 {
    md_server_t *srv = ctx;
-   md_repl_advance(&srv->topo, &srv->oplog, md_wall_ms(), NULL);
-   uint64_t oldest = srv->oplog.next_seq;
+   md_repl_advance(&srv->topo, &srv->data.oplog, md_wall_ms(), NULL);
+   uint64_t oldest = srv->data.oplog.next_seq;
    for (int i = 0; i < srv->topo.n; i++) {
       uint64_t seq = md_repl_member_commit(&srv->topo, i);
       oldest = seq < oldest ? seq : oldest;
@@ -78,15 +78,15 @@ md_server_new(const md_server_opts_t *opts)
 {
    md_server_t *srv = calloc(1, sizeof *srv);
    srv->opts = *opts;
-   pthread_mutex_init(&srv->lock, NULL);
+   pthread_mutex_init(&srv->data.lock, NULL);
    pthread_mutex_init(&srv->conns_lock, NULL);
    pthread_cond_init(&srv->conns_cond, NULL);
    pthread_cond_init(&srv->ttl_cond, NULL);
-   srv->store = md_store_new();
-   md_oplog_init(&srv->oplog, opts->oplog_size, opts->oplog_bytes);
-   md_cursors_init(&srv->cursors);
+   srv->data.store = md_store_new();
+   md_oplog_init(&srv->data.oplog, opts->oplog_size, opts->oplog_bytes);
+   md_cursors_init(&srv->data.cursors);
    md_sessions_init(&srv->sessions);
-   md_txns_init(&srv->txns, srv->store, &srv->cursors,
+   md_txns_init(&srv->data.txns, srv->data.store, &srv->data.cursors,
                 (int64_t)(opts->txn_lifetime > 0 ? opts->txn_lifetime : 60) * 1000);
    md_users_init(&srv->users, opts->auth);
    md_topology_init(&srv->topo, opts->members, opts->election_timeout_ms);
@@ -94,13 +94,13 @@ md_server_new(const md_server_opts_t *opts)
    srv->branches = calloc((size_t)srv->topo.n, sizeof *srv->branches);
    srv->rbid = 1;
    srv->rolled_back = bson_new();
-   md_versions_init(&srv->versions, &srv->oplog);
-   srv->versions.enabled = srv->topo.n > 1;
-   srv->versions.oldest = oldest_position;
-   srv->versions.oldest_ctx = srv;
-   srv->store->versions.doc_change = record_version;
-   srv->store->versions.catalog_change = record_catalog;
-   srv->store->versions.ctx = srv;
+   md_versions_init(&srv->data.versions, &srv->data.oplog);
+   srv->data.versions.enabled = srv->topo.n > 1;
+   srv->data.versions.oldest = oldest_position;
+   srv->data.versions.oldest_ctx = srv;
+   srv->data.store->versions.doc_change = record_version;
+   srv->data.store->versions.catalog_change = record_catalog;
+   srv->data.store->versions.ctx = srv;
    pthread_cond_init(&srv->election_cond, NULL);
    pthread_cond_init(&srv->reach_cond, NULL);
    srv->accept_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -122,27 +122,27 @@ md_server_destroy(md_server_t *srv)
       }
    }
    for (int i = 0; i < srv->topo.n; i++) {
-      md_txn_free(&srv->txns, srv->branches[i]);
+      md_txn_free(&srv->data.txns, srv->branches[i]);
    }
    free(srv->branches);
    bson_destroy(srv->rolled_back);
    md_topology_destroy(&srv->topo);
-   md_versions_destroy(&srv->versions);
+   md_versions_destroy(&srv->data.versions);
    pthread_cond_destroy(&srv->election_cond);
    pthread_cond_destroy(&srv->reach_cond);
    close(srv->accept_wake_fd);
-   md_sessions_destroy(&srv->sessions, &srv->txns);
-   md_txns_destroy(&srv->txns);
-   md_cursors_destroy(&srv->cursors);
+   md_sessions_destroy(&srv->sessions, &srv->data.txns);
+   md_txns_destroy(&srv->data.txns);
+   md_cursors_destroy(&srv->data.cursors);
    md_users_destroy(&srv->users);
    md_tls_destroy(srv->tls);
-   md_oplog_destroy(&srv->oplog);
-   md_store_destroy(srv->store);
+   md_oplog_destroy(&srv->data.oplog);
+   md_store_destroy(srv->data.store);
    md_failpoints_destroy(&srv->failpoints);
    pthread_cond_destroy(&srv->conns_cond);
    pthread_cond_destroy(&srv->ttl_cond);
    pthread_mutex_destroy(&srv->conns_lock);
-   pthread_mutex_destroy(&srv->lock);
+   pthread_mutex_destroy(&srv->data.lock);
    free(srv);
 }
 
@@ -240,9 +240,9 @@ send_reply(md_conn_t *conn, int32_t op_code, int32_t *reply_id, int32_t response
 static bool
 reachable(md_conn_t *conn)
 {
-   pthread_mutex_lock(&conn->srv->lock);
+   pthread_mutex_lock(&conn->srv->data.lock);
    bool ok = md_server_await_reach(conn);
-   pthread_mutex_unlock(&conn->srv->lock);
+   pthread_mutex_unlock(&conn->srv->data.lock);
    return ok;
 }
 
@@ -525,11 +525,11 @@ md_server_run(md_server_t *srv)
       shutdown(c->fd, SHUT_RDWR);
    }
    pthread_mutex_unlock(&srv->conns_lock);
-   pthread_mutex_lock(&srv->lock);
+   pthread_mutex_lock(&srv->data.lock);
    pthread_cond_broadcast(&srv->reach_cond); /* connections of a hung member */
-   md_oplog_wake(&srv->oplog);
-   pthread_cond_broadcast(&srv->txns.cond); /* writes waiting for transactions */
-   pthread_mutex_unlock(&srv->lock);
+   md_oplog_wake(&srv->data.oplog);
+   pthread_cond_broadcast(&srv->data.txns.cond); /* writes waiting for transactions */
+   pthread_mutex_unlock(&srv->data.lock);
    pthread_mutex_lock(&srv->conns_lock);
    while (srv->n_conns > 0) {
       pthread_cond_wait(&srv->conns_cond, &srv->conns_lock);

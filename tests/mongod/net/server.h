@@ -15,12 +15,9 @@
 #include <stdbool.h>
 
 #include "auth/auth.h"
-#include "data/cursor.h"
 #include "commands/failpoint.h"
-#include "data/oplog.h"
+#include "data/dataset.h"
 #include "txn/sessions.h"
-#include "data/store.h"
-#include "data/versions.h"
 #include "net/tls.h"
 #include "topology/topology.h"
 
@@ -44,6 +41,7 @@ typedef struct {
    bool tls_allow_no_cert;    /* with a CA: clients without a certificate are accepted */
    bool mongos;               /* --mongos: the listener is a router (shard/router.h) */
    int shards;                /* --shards N behind it */
+   int mongos_count;          /* --mongos-count N: routers over the same shards (front members) */
    int periodic_noop_ms;      /* each shard's idle clock tick (periodicNoopIntervalSecs) */
 } md_server_opts_t;
 
@@ -51,16 +49,10 @@ typedef struct _md_conn_t md_conn_t;
 
 typedef struct {
    md_server_opts_t opts;
-   pthread_mutex_t lock; /* guards everything below except the connection list */
-   md_store_t *store;
-   md_oplog_t oplog;
-   md_versions_t versions; /* older versions of documents: reads at older positions */
-   md_cursors_t cursors;
+   md_dataset_t data; /* its lock guards everything below except the connection list */
    md_failpoints_t failpoints;
    md_sessions_t sessions;
-   md_txns_t txns;
    md_users_t users;
-   bool bypass_validation; /* the running command's bypassDocumentValidation */
    pthread_t ttl_thread;
    pthread_cond_t ttl_cond; /* wakes the TTL monitor for shutdown */
    bool ttl_running;
@@ -81,12 +73,10 @@ typedef struct {
    md_tls_t *tls;              /* NULL: plain TCP */
    atomic_bool stopping;
 
-   /* --mongos (shard/router.c): commands go to `route` instead of the dispatcher; on a shard,
-    * `doc_key` builds a change's documentKey (the shard key fields and _id). NULL: unused. */
+   /* --mongos (shard/router.c): commands go to `route` instead of the dispatcher. NULL:
+    * unused. */
    bool (*route)(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
    void *router;
-   bool (*doc_key)(void *ctx, const md_coll_t *coll, const bson_t *doc, bson_t *key);
-   void *doc_key_ctx;
 
    pthread_mutex_t conns_lock; /* guards the list and the count */
    pthread_cond_t conns_cond;
@@ -128,6 +118,9 @@ void md_server_sync_listeners(md_server_t *srv);
 /* Async-signal-safe request to stop. */
 void md_server_stop(md_server_t *srv);
 void md_server_destroy(md_server_t *srv);
+/* Starts/stops the TTL monitor thread (net/ttl-thread.c; --ttl-interval 0: no thread). */
+void md_ttl_start(md_server_t *srv);
+void md_ttl_stop(md_server_t *srv);
 
 void md_log(const md_server_t *srv, const char *fmt, ...) BSON_GNUC_PRINTF(2, 3);
 

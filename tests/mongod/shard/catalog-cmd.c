@@ -107,6 +107,93 @@ create_on_shards(md_router_t *r, const char *db, const char *coll)
    }
 }
 
+/* Whether index key `index` starts with the shard key `key` (same fields, same values). */
+static bool
+key_prefix(const bson_t *key, const bson_t *index)
+{
+   bson_iter_t k, i;
+   bson_iter_init(&k, key);
+   bson_iter_init(&i, index);
+   while (bson_iter_next(&k)) {
+      if (!bson_iter_next(&i) || strcmp(bson_iter_key(&k), bson_iter_key(&i)) != 0) {
+         return false;
+      }
+      bool same = BSON_ITER_HOLDS_UTF8(&k)
+                     ? BSON_ITER_HOLDS_UTF8(&i) &&
+                          strcmp(bson_iter_utf8(&k, NULL), bson_iter_utf8(&i, NULL)) == 0
+                     : BSON_ITER_HOLDS_NUMBER(&i) && bson_iter_as_double(&i) > 0;
+      if (!same) {
+         return false;
+      }
+   }
+   return true;
+}
+
+/* Whether shard `s` has an index of db.coll that can serve the shard key. */
+static bool
+has_key_index(md_router_t *r, int s, const char *db, const char *coll, const bson_t *key)
+{
+   bson_t cmd, reply;
+   bson_iter_t it, idx, field;
+   bool found = false;
+   bson_init(&cmd);
+   BSON_APPEND_UTF8(&cmd, "listIndexes", coll);
+   BSON_APPEND_UTF8(&cmd, "$db", db);
+   if (md_router_call(r, s, &cmd, &reply) && bson_iter_init(&it, &reply) &&
+       bson_iter_find_descendant(&it, "cursor.firstBatch", &it) && bson_iter_recurse(&it, &idx)) {
+      while (!found && bson_iter_next(&idx)) {
+         if (bson_iter_recurse(&idx, &field) && bson_iter_find(&field, "key") &&
+             BSON_ITER_HOLDS_DOCUMENT(&field)) {
+            uint32_t len;
+            const uint8_t *data;
+            bson_t index;
+            bson_iter_document(&field, &len, &data);
+            bson_init_static(&index, data, len);
+            found = key_prefix(key, &index);
+         }
+      }
+   }
+   bson_destroy(&cmd);
+   bson_destroy(&reply);
+   return found;
+}
+
+/* Creates the shard key's index on every shard, named as createIndexes names it. */
+static void
+create_key_index(md_router_t *r, const char *db, const char *coll, const bson_t *key)
+{
+   bson_string_t *name = bson_string_new(NULL);
+   bson_iter_t it;
+   bson_iter_init(&it, key);
+   while (bson_iter_next(&it)) {
+      if (name->len) {
+         bson_string_append_c(name, '_');
+      }
+      if (BSON_ITER_HOLDS_UTF8(&it)) {
+         bson_string_append_printf(name, "%s_%s", bson_iter_key(&it), bson_iter_utf8(&it, NULL));
+      } else {
+         bson_string_append_printf(name, "%s_%lld", bson_iter_key(&it),
+                                   (long long)bson_iter_as_int64(&it));
+      }
+   }
+   for (int s = 0; s < r->n_shards; s++) {
+      bson_t cmd, reply, arr, spec;
+      bson_init(&cmd);
+      BSON_APPEND_UTF8(&cmd, "createIndexes", coll);
+      BSON_APPEND_ARRAY_BEGIN(&cmd, "indexes", &arr);
+      BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &spec);
+      BSON_APPEND_DOCUMENT(&spec, "key", key);
+      BSON_APPEND_UTF8(&spec, "name", name->str);
+      bson_append_document_end(&arr, &spec);
+      bson_append_array_end(&cmd, &arr);
+      BSON_APPEND_UTF8(&cmd, "$db", db);
+      md_router_call(r, s, &cmd, &reply);
+      bson_destroy(&cmd);
+      bson_destroy(&reply);
+   }
+   bson_string_free(name, true);
+}
+
 /* Enters a newly sharded collection and its initial chunks into the catalog. */
 static void
 add_collection(md_router_t *r, const char *ns, const bson_t *key, bool unique, bool presplit,
@@ -175,8 +262,21 @@ md_cmd_shard_collection(md_router_t *r, const bson_t *cmd, bson_t *reply)
       }
       return md_router_error(r, reply, 23, "sharding already enabled for collection %s", ns);
    }
+   /* 6.0 shards a collection only with an index that starts with the shard key, which it
+    * creates when the collection is empty (r6.0 src/mongo/db/s/shard_key_util.cpp,
+    * validateShardKeyIndexExistsOrCreateIfPossible). */
    bool empty = count_on(r, primary, db, dot + 1) == 0;
+   bool indexed = has_key_index(r, primary, db, dot + 1, &key);
+   if (!indexed && !empty) {
+      bson_free(db);
+      return md_router_error(r, reply, 72,
+                             "Please create an index that starts with the proposed shard key "
+                             "before sharding the collection");
+   }
    create_on_shards(r, db, dot + 1);
+   if (!indexed) {
+      create_key_index(r, db, dot + 1, &key);
+   }
    int64_t wanted = bson_iter_init_find(&it, cmd, "numInitialChunks") ? bson_iter_as_int64(&it) : 0;
    uint8_t uuid[16];
    add_collection(r, ns, &key, unique, hashed && empty, primary, wanted, uuid);

@@ -31,7 +31,7 @@ shards_docs(md_router_t *r, bson_t *arr)
       BSON_APPEND_UTF8(&doc, "_id", name);
       BSON_APPEND_UTF8(&doc, "host", host);
       BSON_APPEND_INT32(&doc, "state", 1);
-      BSON_APPEND_TIMESTAMP(&doc, "topologyTime", r->shards[s]->oplog.start.t, 1);
+      BSON_APPEND_TIMESTAMP(&doc, "topologyTime", r->shards[s]->data.oplog.start.t, 1);
       append_doc(arr, &n, &doc);
       bson_destroy(&doc);
    }
@@ -49,7 +49,8 @@ databases_docs(md_router_t *r, bson_t *arr)
       BSON_APPEND_UTF8(&doc, "primary", primary);
       BSON_APPEND_BOOL(&doc, "partitioned", false);
       BSON_APPEND_DOCUMENT_BEGIN(&doc, "version", &version);
-      BSON_APPEND_TIMESTAMP(&version, "timestamp", r->shards[0]->oplog.start.t, (uint32_t)i + 1);
+      BSON_APPEND_TIMESTAMP(&version, "timestamp", r->shards[0]->data.oplog.start.t,
+                            (uint32_t)i + 1);
       BSON_APPEND_INT32(&version, "lastMod", 1);
       bson_append_document_end(&doc, &version);
       append_doc(arr, &n, &doc);

@@ -132,7 +132,7 @@ md_cmd_list_shards(md_router_t *r, const bson_t *cmd, bson_t *reply)
       BSON_APPEND_UTF8(&doc, "_id", name);
       BSON_APPEND_UTF8(&doc, "host", host);
       BSON_APPEND_INT32(&doc, "state", 1);
-      BSON_APPEND_TIMESTAMP(&doc, "topologyTime", r->shards[s]->oplog.start.t, 1);
+      BSON_APPEND_TIMESTAMP(&doc, "topologyTime", r->shards[s]->data.oplog.start.t, 1);
       bson_append_document_end(&arr, &doc);
    }
    bson_append_array_end(reply, &arr);

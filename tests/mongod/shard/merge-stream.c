@@ -18,8 +18,6 @@
 #include "data/cursor.h"
 #include "shard/router-private.h"
 
-#define MTOKEN_LEN (MD_TOKEN_LEN + 2)
-
 struct _md_mstream_t {
    int64_t id;
    char *ns; /* as the client sees it */
@@ -62,26 +60,13 @@ mstream_free(md_router_t *r, md_mstream_t *m)
    free(m);
 }
 
-/* The _data of a document field {_data: "..."} (`path` such as "cursor.postBatchResumeToken"). */
-static const char *
-token_at(const bson_t *doc, const char *path)
-{
-   bson_iter_t it, data;
-   if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &it) &&
-       bson_iter_recurse(&it, &data) && bson_iter_find(&data, "_data") &&
-       BSON_ITER_HOLDS_UTF8(&data)) {
-      return bson_iter_utf8(&data, NULL);
-   }
-   return NULL;
-}
-
 /* Takes the events of a shard reply into the stream's buffer and its PBRT as the shard's
  * high-water mark; returns the shard cursor's id. */
 static int64_t
 take(md_mstream_t *m, int s, const bson_t *reply)
 {
    bson_iter_t it, batch;
-   const char *hwm = token_at(reply, "cursor.postBatchResumeToken");
+   const char *hwm = md_token_at(reply, "cursor.postBatchResumeToken");
    if (hwm && strlen(hwm) == MD_TOKEN_LEN) {
       strcpy(m->hwm[s], hwm);
    }
@@ -122,7 +107,7 @@ next_shard(md_router_t *r, const md_mstream_t *m, const char **token)
 {
    int best = -1;
    for (int s = 0; s < r->n_shards; s++) {
-      const char *t = m->pos[s] < m->n_buf[s] ? token_at(m->buf[s][m->pos[s]], "_id") : NULL;
+      const char *t = m->pos[s] < m->n_buf[s] ? md_token_at(m->buf[s][m->pos[s]], "_id") : NULL;
       if (t && (best < 0 || strcmp(t, *token) < 0)) {
          best = s;
          *token = t;
@@ -238,85 +223,26 @@ batch_reply(const md_mstream_t *m, const char *batch_name, const bson_t *arr, bs
    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
 }
 
-/* The $changeStream spec the shards get: a merged resumeAfter/startAfter token becomes
- * startAtOperationTime (its cluster time) and `skip`. False with an error reply. */
+/* Opens the stream on every shard (`start`: a new stream's start, or {0, 0}); false with
+ * the first error in *reply. */
 static bool
-shard_spec(md_router_t *r, const bson_t *spec, bson_t *out, char *skip, bson_t *reply)
-{
-   bson_iter_t it;
-   bson_init(out);
-   bson_iter_init(&it, spec);
-   while (bson_iter_next(&it)) {
-      const char *key = bson_iter_key(&it);
-      if (strcmp(key, "resumeAfter") != 0 && strcmp(key, "startAfter") != 0) {
-         bson_append_iter(out, NULL, 0, &it);
-         continue;
-      }
-      bson_t token_doc = BSON_INITIALIZER;
-      bson_append_iter(&token_doc, "t", 1, &it);
-      const char *token = token_at(&token_doc, "t");
-      char head[MD_TOKEN_LEN + 1];
-      md_ts_t ts;
-      uint32_t index;
-      unsigned kind;
-      bool ok = token && strlen(token) == MTOKEN_LEN;
-      if (ok) {
-         memcpy(head, token, MD_TOKEN_LEN);
-         head[MD_TOKEN_LEN] = '\0';
-         ok = md_token_parse(head, &ts, &index, &kind);
-      }
-      if (ok) {
-         strcpy(skip, token);
-         BSON_APPEND_TIMESTAMP(out, "startAtOperationTime", ts.t, ts.i);
-      }
-      bson_destroy(&token_doc);
-      if (!ok) {
-         bson_destroy(out);
-         md_router_error(r, reply, 280,
-                         "cannot resume stream; the resume token was not "
-                         "found. (not a token of this mongos)");
-         return false;
-      }
-   }
-   return true;
-}
-
-/* The command each shard runs: the client's aggregate with the shard spec in front. */
-static void
-shard_command(const bson_t *cmd, const bson_t *spec, bson_t *out)
-{
-   static const char *const drop[] = {"pipeline",        "cursor", "$clusterTime", "readConcern",
-                                      "$readPreference", "lsid",   "txnNumber",    NULL};
-   bson_iter_t it, stages;
-   bson_t pipeline, stage, cursor;
-   md_router_rewrite(cmd, NULL, NULL, drop, out);
-   BSON_APPEND_ARRAY_BEGIN(out, "pipeline", &pipeline);
-   BSON_APPEND_DOCUMENT_BEGIN(&pipeline, "0", &stage);
-   BSON_APPEND_DOCUMENT(&stage, "$changeStream", spec);
-   bson_append_document_end(&pipeline, &stage);
-   uint32_t i = 1;
-   bson_iter_init_find(&it, cmd, "pipeline");
-   bson_iter_recurse(&it, &stages);
-   bson_iter_next(&stages);
-   while (bson_iter_next(&stages)) {
-      char key[16];
-      const char *k;
-      bson_uint32_to_string(i++, &k, key, sizeof key);
-      bson_append_iter(&pipeline, k, -1, &stages);
-   }
-   bson_append_array_end(out, &pipeline);
-   BSON_APPEND_DOCUMENT_BEGIN(out, "cursor", &cursor);
-   bson_append_document_end(out, &cursor);
-}
-
-/* Opens the stream on every shard; false with the first shard's error in *reply. */
-static bool
-open_shards(md_router_t *r, md_mstream_t *m, const bson_t *sent, bson_t *reply)
+open_shards(md_router_t *r, md_mstream_t *m, const bson_t *cmd, const bson_t *spec, md_ts_t start,
+            bson_t *reply)
 {
    for (int s = 0; s < r->n_shards; s++) {
-      bson_t one;
+      bson_t one, shard_sp, sent;
       bson_iter_t it;
-      if (!md_router_call(r, s, sent, &one)) {
+      if (!md_mstream_shard_spec(r, spec, s, &shard_sp, m->skip, reply)) {
+         return false;
+      }
+      if (start.t) {
+         BSON_APPEND_TIMESTAMP(&shard_sp, "startAtOperationTime", start.t, start.i);
+      }
+      md_mstream_shard_command(cmd, &shard_sp, &sent);
+      bool ok = md_router_call(r, s, &sent, &one);
+      bson_destroy(&sent);
+      bson_destroy(&shard_sp);
+      if (!ok) {
          bson_copy_to(&one, reply);
          bson_destroy(&one);
          return false;
@@ -339,7 +265,7 @@ bool
 md_mstream_open(md_router_t *r, const bson_t *cmd, bson_t *reply)
 {
    bson_iter_t it, spec_it;
-   bson_t spec, shard_sp, sent;
+   bson_t spec;
    bson_iter_init_find(&it, cmd, "pipeline");
    bson_iter_recurse(&it, &spec_it);
    bson_iter_next(&spec_it);
@@ -356,19 +282,17 @@ md_mstream_open(md_router_t *r, const bson_t *cmd, bson_t *reply)
    bson_init_static(&spec, data, len);
    md_mstream_t *m = calloc(1, sizeof *m);
    m->db = bson_strdup(bson_iter_init_find(&it, cmd, "$db") ? bson_iter_utf8(&it, NULL) : "");
-   if (!shard_spec(r, &spec, &shard_sp, m->skip, reply)) {
+   md_ts_t start = {0, 0};
+   if (!md_mstream_has_start(&spec)) {
+      start = md_mstream_start_new(r, m->pbrt);
+   }
+   if (!open_shards(r, m, cmd, &spec, start, reply)) {
       mstream_free(r, m);
       return true;
    }
-   shard_command(cmd, &shard_sp, &sent);
-   bool ok = open_shards(r, m, &sent, reply);
-   bson_destroy(&sent);
-   bson_destroy(&shard_sp);
-   if (!ok) {
-      mstream_free(r, m);
-      return true;
+   if (!m->pbrt[0]) {
+      strcpy(m->pbrt, m->skip);
    }
-   strcpy(m->pbrt, m->skip);
    bson_t arr = BSON_INITIALIZER;
    uint32_t count = 0;
    release(r, m, -1, &arr, &count);

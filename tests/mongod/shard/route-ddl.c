@@ -10,15 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "changestream/changestream.h"
 #include "commands/commands.h"
 #include "shard/router-private.h"
 
 /* What a command sent on to a shard leaves out: the shards are single members that need no
  * gossiped time, read preference or read concern (their majority is their own), and session
  * fields (test-mongod's mongos splits a batch into one command per statement, which a shard
- * would take for retries of statement 0; retryable writes are therefore not deduplicated). */
-const char *const md_shard_drop[] = {"$clusterTime", "readConcern", "$readPreference",
-                                     "lsid",         "txnNumber",   NULL};
+ * would take for retries of statement 0; the router de-duplicates retryable writes itself,
+ * route-session.c, and adds a transaction's fields for each shard, route-txn.c). */
+const char *const md_shard_drop[] = {"$clusterTime", "readConcern", "$readPreference",  "lsid",
+                                     "txnNumber",    "autocommit",  "startTransaction", NULL};
 
 bool
 md_route_forward(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
@@ -181,6 +183,38 @@ md_route_list_databases(md_router_t *r, const bson_t *cmd, bson_t *reply)
    return true;
 }
 
+/* failGetMoreAfterCursorCheckout on a merged stream's getMore, as 6.0's mongos checks it
+ * once the cursor is checked out (r6.0 src/mongo/s/query/cluster_find.cpp): its code (1 by
+ * default), labelled ResumableChangeStreamError when resumable, or the connection closed.
+ * True when it fired. */
+static bool
+checkout_failpoint(md_router_t *r, bson_t *reply, bool *close)
+{
+   md_fp_action_t fp;
+   md_server_t *front = r->front;
+   pthread_mutex_lock(&front->data.lock);
+   md_failpoint_check_getmore(&front->failpoints, &fp);
+   pthread_mutex_unlock(&front->data.lock);
+   if (!fp.hit) {
+      return false;
+   }
+   *close = fp.close_connection;
+   if (fp.close_connection) {
+      bson_init(reply);
+      return true;
+   }
+   bson_error_t error = {.code = (uint32_t)(fp.code ? fp.code : 1)};
+   bson_strncpy(error.message, "Failing getMore via 'failGetMoreAfterCursorCheckout' failpoint",
+                sizeof error.message);
+   bson_t labels = BSON_INITIALIZER;
+   if (md_changestream_is_resumable_code(fp.code ? fp.code : 1)) {
+      BSON_APPEND_UTF8(&labels, "0", "ResumableChangeStreamError");
+   }
+   md_error_reply(front, &error, &labels, reply);
+   bson_destroy(&labels);
+   return true;
+}
+
 bool
 md_route_get_more(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
@@ -197,11 +231,22 @@ md_route_get_more(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *re
          }
          return !close;
       }
+      if (checkout_failpoint(r, reply, &close)) {
+         return !close;
+      }
       if (md_mstream_get_more(r, cmd, bson_iter_int64(&it), reply)) {
          return true;
       }
    }
-   return md_command_run_local(conn, cmd, reply); /* the front's cursors */
+   /* The front's cursors: the router's own, outside any session (a cursor read in a
+    * transaction was drained from its shard within it). */
+   static const char *const session_fields[] = {"lsid", "txnNumber", "autocommit",
+                                                "startTransaction", NULL};
+   bson_t sent;
+   md_router_rewrite(cmd, NULL, NULL, session_fields, &sent);
+   bool keep = md_command_run_local(conn, &sent, reply);
+   bson_destroy(&sent);
+   return keep;
 }
 
 bool
@@ -233,15 +278,53 @@ const char *const md_by_database[] = {
    "create",  "createIndexes",    "dropIndexes", "listIndexes", "listCollections",
    "collMod", "renameCollection", "dbStats",     "collStats",   NULL};
 
-bool
-md_route_on_database(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
+/* renameCollection ({renameCollection: "db.a", to: "db.b"} on admin): an unsharded
+ * collection is renamed by its database's primary shard, as 6.0's mongos sends it there
+ * (r6.0 src/mongo/s/commands/cluster_rename_collection_cmd.cpp); between databases both
+ * must have that primary. */
+static bool
+route_rename(md_router_t *r, const bson_t *cmd, bson_t *reply)
 {
-   bool sharded = is_sharded_ns(r, cmd);
-   if (sharded && strcmp(name, "renameCollection") == 0) {
+   bson_iter_t it;
+   const char *from = bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)
+                         ? bson_iter_utf8(&it, NULL)
+                         : "";
+   const char *to = bson_iter_init_find(&it, cmd, "to") && BSON_ITER_HOLDS_UTF8(&it)
+                       ? bson_iter_utf8(&it, NULL)
+                       : "";
+   const char *fdot = strchr(from, '.'), *tdot = strchr(to, '.');
+   if (!fdot || !tdot) {
+      return md_route_forward(r, primary_of(r, cmd), cmd, reply); /* the shard's errors */
+   }
+   pthread_mutex_lock(&r->lock);
+   bool sharded = md_catalog_coll(r, from) || md_catalog_coll(r, to);
+   pthread_mutex_unlock(&r->lock);
+   if (sharded) {
       return md_router_error(r, reply, 20,
                              "renameCollection of a sharded collection is "
                              "not supported by test-mongod's mongos");
    }
+   char *fdb = bson_strndup(from, (size_t)(fdot - from));
+   char *tdb = bson_strndup(to, (size_t)(tdot - to));
+   int shard = md_route_primary(r, fdb);
+   int target = md_route_primary(r, tdb);
+   bson_free(fdb);
+   bson_free(tdb);
+   if (shard != target) {
+      return md_router_error(r, reply, 20,
+                             "Source and destination collections must be on the same "
+                             "database primary shard");
+   }
+   return md_route_forward(r, shard, cmd, reply);
+}
+
+bool
+md_route_on_database(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
+{
+   if (strcmp(name, "renameCollection") == 0) {
+      return route_rename(r, cmd, reply);
+   }
+   bool sharded = is_sharded_ns(r, cmd);
    if (sharded && strcmp(name, "listIndexes") != 0 && strcmp(name, "collStats") != 0) {
       return broadcast(r, cmd, reply);
    }

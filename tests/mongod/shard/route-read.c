@@ -181,10 +181,11 @@ read_on_shard(md_router_t *r, int s, const bson_t *cmd, bson_t *reply)
       size_t first = n;
       drain(r, s, db, coll ? coll : "", id, &docs, &n, &cap);
       md_server_t *front = r->front;
-      pthread_mutex_lock(&front->lock);
-      md_cursor_t *cur = md_cursor_new(&front->cursors, ns ? ns : own_ns, docs, n, first, NULL);
+      pthread_mutex_lock(&front->data.lock);
+      md_cursor_t *cur =
+         md_cursor_new(&front->data.cursors, ns ? ns : own_ns, docs, n, first, NULL);
       int64_t front_id = cur->id;
-      pthread_mutex_unlock(&front->lock);
+      pthread_mutex_unlock(&front->data.lock);
       replace_cursor(&shard_reply, front_id, NULL, reply);
    }
    bson_destroy(&shard_reply);
@@ -250,8 +251,15 @@ read_gathered(md_router_t *r, const bson_t *cmd, const char *name, uint32_t targ
          md_docs_free(docs, n);
       }
    }
-   static const char *const drop[] = {
-      "$clusterTime", "readConcern", "$readPreference", "lsid", "txnNumber", "hint", NULL};
+   static const char *const drop[] = {"$clusterTime",
+                                      "readConcern",
+                                      "$readPreference",
+                                      "lsid",
+                                      "txnNumber",
+                                      "autocommit",
+                                      "startTransaction",
+                                      "hint",
+                                      NULL};
    md_router_rewrite(cmd, tmp, TMP_DB, drop, &sent);
    md_router_call(r, -1, &sent, &front_reply);
    bson_destroy(&sent);
@@ -261,13 +269,13 @@ read_gathered(md_router_t *r, const bson_t *cmd, const char *name, uint32_t targ
          ? bson_iter_as_int64(&it)
          : -1;
    if (id >= 0) {
-      pthread_mutex_lock(&r->front->lock);
-      md_cursor_t *cur = id ? md_cursor_get(&r->front->cursors, id) : NULL;
+      pthread_mutex_lock(&r->front->data.lock);
+      md_cursor_t *cur = id ? md_cursor_get(&r->front->data.cursors, id) : NULL;
       if (cur) {
          free(cur->ns);
          cur->ns = strdup(ns);
       }
-      pthread_mutex_unlock(&r->front->lock);
+      pthread_mutex_unlock(&r->front->data.lock);
       replace_cursor(&front_reply, id, ns, reply);
    } else {
       bson_copy_to(&front_reply, reply);

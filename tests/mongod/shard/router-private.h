@@ -39,6 +39,18 @@ typedef struct {
 } md_rcoll_t;
 
 typedef struct _md_mstream_t md_mstream_t;
+/* A logical session as the router knows it (route-session.c, route-txn.c). */
+typedef struct {
+   int64_t active;        /* the newest txnNumber, -1 before any */
+   bool busy;             /* a command of the session is running */
+   bool txn_mode;         /* `active` is a transaction */
+   bson_t *reply;         /* the retryable write `active`'s reply, NULL until it succeeded */
+   bool started;          /* txn_mode: startTransaction seen for `active` */
+   uint32_t participants; /* txn_mode: a bit per shard the transaction has reached */
+   bson_t *read_concern;  /* txn_mode: the first statement's readConcern (NULL: none) */
+   bson_t *lsid;          /* txn_mode: the client's lsid, sent on to the participants */
+   char *db;              /* txn_mode: the first statement's database */
+} md_rsession_t;
 
 typedef struct {
    md_server_t *front; /* the listener; its store holds the config database */
@@ -52,7 +64,9 @@ typedef struct {
    md_mstream_t *streams; /* merged change streams (merge-stream.c) */
    int64_t next_stream_id;
    uint64_t next_tmp;
-   md_ts_t cluster_time; /* the newest operationTime a shard answered (gossiped to writes) */
+   struct _md_hmap_t *sessions; /* lsid -> md_rsession_t (route-session.c) */
+   pthread_cond_t session_cond; /* a session's command ended */
+   md_ts_t cluster_time;        /* the newest operationTime a shard answered (gossiped to writes) */
    pthread_mutex_t publish_lock; /* one rewrite of the config collections at a time */
    pthread_t noop_thread;
    pthread_cond_t noop_cond;
@@ -63,6 +77,9 @@ typedef struct {
 /* Runs `cmd` on shard `shard` (-1: the front itself), as a client connected to it would;
  * `*reply` is initialised. Returns the reply's ok. */
 bool md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply);
+/* The cluster time mongos answers with: the newest of its shards' clocks and of what it
+ * has gossiped (every later write through it gets a later time). */
+md_ts_t md_router_cluster_time(md_router_t *r);
 /* Builds an error reply {ok: 0, errmsg, code, codeName}. Returns true (the reply is sent). */
 bool md_router_error(md_router_t *r, bson_t *reply, int32_t code, const char *fmt, ...)
    BSON_GNUC_PRINTF(4, 5);
@@ -70,6 +87,27 @@ bool md_router_error(md_router_t *r, bson_t *reply, int32_t code, const char *fm
  * kept) and the fields in `drop` (NULL-terminated, may be NULL) left out. */
 void md_router_rewrite(const bson_t *cmd, const char *coll, const char *db, const char *const *drop,
                        bson_t *out);
+
+/* ---- merge-spec.c: opening a merged change stream on the shards ---- */
+/* A merged token: the shard's token and two hex digits naming the shard. */
+#define MTOKEN_LEN (MD_TOKEN_LEN + 2)
+/* The _data of a document field {_data: "..."} (`path` such as
+ * "cursor.postBatchResumeToken"), or NULL. */
+const char *md_token_at(const bson_t *doc, const char *path);
+/* The $changeStream spec shard `s` gets for the client's `spec` (*out initialised); `skip`
+ * receives a merged resume token. False with an error reply. */
+bool md_mstream_shard_spec(md_router_t *r, const bson_t *spec, int s, bson_t *out, char *skip,
+                           bson_t *reply);
+/* Whether the spec names a resume point (resumeAfter, startAfter, startAtOperationTime). */
+bool md_mstream_has_start(const bson_t *spec);
+/* A new stream's start (one tick after the cluster time); its first token into `pbrt`. */
+md_ts_t md_mstream_start_new(md_router_t *r, char pbrt[MTOKEN_LEN + 1]);
+/* The aggregate a shard runs: the client's, with `spec` as its $changeStream. */
+void md_mstream_shard_command(const bson_t *cmd, const bson_t *spec, bson_t *out);
+
+/* ---- noop.c: the shards' periodic no-op writer thread ---- */
+void md_noop_start(md_router_t *r);
+void md_noop_stop(md_router_t *r);
 
 /* ---- catalog.c (callers hold r->lock unless said otherwise) ---- */
 /* The database's entry, created (with a primary shard) when `create`; NULL otherwise. */
@@ -127,6 +165,29 @@ void md_mstream_destroy_all(md_router_t *r);
 bson_t **md_router_fetch(md_router_t *r, int s, const char *db, const char *coll,
                          const bson_t *filter, size_t *n);
 
+/* route-session.c: retryable writes. Takes the session of `cmd` (lsid and txnNumber) for
+ * the command and returns false with it in *out (NULL: the command has no session), or
+ * true with the answer in *reply: the recorded reply of a retry, or 225/217. */
+bool md_rsession_begin(md_router_t *r, const bson_t *cmd, bool txn_mode, md_rsession_t **out,
+                       bson_t *reply);
+/* Gives the session back, recording `reply` as the answer to a retry when it succeeded. */
+void md_rsession_end(md_router_t *r, md_rsession_t *s, const bson_t *reply);
+void md_rsessions_destroy(md_router_t *r);
+/* killAllSessions: the transactions the router knows of are gone (their shards' too). */
+void md_rsessions_kill_all(md_router_t *r);
+
+/* route-txn.c: transactions. Runs a command carrying autocommit (a statement, or
+ * commitTransaction/abortTransaction) and answers it; md_router_call sends the transaction's
+ * fields to every shard a statement reaches meanwhile. */
+bool md_route_txn(md_router_t *r, const char *name, const bson_t *cmd,
+                  bool (*dispatch)(md_router_t *, const char *, const bson_t *, bson_t *),
+                  bson_t *reply);
+/* `cmd` with the running transaction's fields for shard `s` appended into `out` (which is
+ * initialised); false (out untouched) when this thread runs no transaction. */
+bool md_txn_fields_for(md_router_t *r, int s, const bson_t *cmd, bson_t *out);
+/* Whether this thread runs a statement of a transaction. */
+bool md_route_in_txn(void);
+
 /* route-ddl.c: commands sent on whole (see there). */
 extern const char *const md_by_database[];
 bool md_route_on_database(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply);
@@ -142,6 +203,7 @@ typedef struct {
    bson_t upserted, errors, wce;
    uint32_t n_upserted, n_errors;
    bool has_modified, has_wce;
+   bson_t *failed; /* in a transaction: the first shard's command error, answered as is */
 } md_merged_t;
 void md_merged_init(md_merged_t *m);
 /* Adds one shard's reply; `indexes` maps its statement indexes to the client's. False if it

@@ -2,9 +2,10 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * The router: what mongos does with each command of a client (hello as mongos, the sharding
- * admin commands, routing reads and writes to the shards), the in-process shards themselves
- * and their periodic no-op writer. A client connection's thread runs its commands here; the
- * catalog is guarded by the router's lock (router-private.h), each shard by its own.
+ * admin commands, routing reads and writes to the shards) and the in-process shards
+ * themselves (their periodic no-op writer is noop.c). A client connection's thread runs its
+ * commands here; the catalog is guarded by the router's lock (router-private.h), each shard by its
+ * own.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -41,11 +42,11 @@ gossip_in(md_router_t *r, md_server_t *shard)
    pthread_mutex_lock(&r->lock);
    md_ts_t ct = r->cluster_time;
    pthread_mutex_unlock(&r->lock);
-   pthread_mutex_lock(&shard->lock);
-   if (md_ts_cmp(shard->oplog.last, ct) < 0) {
-      shard->oplog.last = ct;
+   pthread_mutex_lock(&shard->data.lock);
+   if (md_ts_cmp(shard->data.oplog.last, ct) < 0) {
+      shard->data.oplog.last = ct;
    }
-   pthread_mutex_unlock(&shard->lock);
+   pthread_mutex_unlock(&shard->data.lock);
 }
 
 static void
@@ -63,8 +64,8 @@ gossip_out(md_router_t *r, const bson_t *reply)
    }
 }
 
-bool
-md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
+static bool
+call_on(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
 {
    md_conn_t conn = {0};
    conn.srv = shard < 0 ? r->front : r->shards[shard];
@@ -82,6 +83,18 @@ md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
    }
    bson_iter_t it;
    return bson_iter_init_find(&it, reply, "ok") && bson_iter_as_bool(&it);
+}
+
+bool
+md_router_call(md_router_t *r, int shard, const bson_t *cmd, bson_t *reply)
+{
+   bson_t with_txn;
+   if (md_txn_fields_for(r, shard, cmd, &with_txn)) { /* a statement of a transaction */
+      bool ok = call_on(r, shard, &with_txn, reply);
+      bson_destroy(&with_txn);
+      return ok;
+   }
+   return call_on(r, shard, cmd, reply);
 }
 
 bool
@@ -141,9 +154,9 @@ md_route_ns(const bson_t *cmd, const char **db, const char **coll)
 static bool
 hello(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
-   static const char *const repl_fields[] = {"hosts",        "setName",  "setVersion", "secondary",
-                                             "primary",      "me",       "electionId", "lastWrite",
-                                             "isreplicaset", "arbiters", "passives",   NULL};
+   static const char *const repl_fields[] = {
+      "hosts",     "setName",      "setVersion", "secondary", "primary",  "me", "electionId",
+      "lastWrite", "isreplicaset", "arbiters",   "passives",  "readOnly", NULL};
    bson_t local;
    bson_iter_t it;
    (void)r;
@@ -182,7 +195,7 @@ static const char *const front_commands[] = {
 static bool
 unsupported(md_router_t *r, const char *name, bson_t *reply)
 {
-   static const char *const txn[] = {"commitTransaction", "abortTransaction", NULL};
+   static const char *const txn[] = {"commitTransaction", "abortTransaction", NULL}; /* alone */
    static const char *const repl[] = {"replSetGetStatus",
                                       "replSetStepDown",
                                       "replSetStepUp",
@@ -192,9 +205,7 @@ unsupported(md_router_t *r, const char *name, bson_t *reply)
                                       NULL};
    for (size_t i = 0; txn[i]; i++) {
       if (strcmp(name, txn[i]) == 0) {
-         return md_router_error(r, reply, 20,
-                                "%s: transactions through mongos are not "
-                                "supported by test-mongod",
+         return md_router_error(r, reply, 50768, "%s needs a transaction (autocommit: false)",
                                 name);
       }
    }
@@ -220,25 +231,26 @@ is_change_stream(const bson_t *cmd)
 static const struct {
    const char *name;
    route_fn fn;
+   bool write; /* retryable (route_write) */
 } routed[] = {
-   {"insert", md_route_insert},
-   {"update", md_route_update},
-   {"delete", md_route_delete},
-   {"findAndModify", md_route_find_and_modify},
-   {"findandmodify", md_route_find_and_modify},
-   {"find", md_route_read},
-   {"count", md_route_read},
-   {"distinct", md_route_read},
-   {"enableSharding", md_cmd_enable_sharding},
-   {"enablesharding", md_cmd_enable_sharding},
-   {"shardCollection", md_cmd_shard_collection},
-   {"shardcollection", md_cmd_shard_collection},
-   {"listShards", md_cmd_list_shards},
-   {"listshards", md_cmd_list_shards},
-   {"split", md_cmd_split},
-   {"moveChunk", md_cmd_move_chunk},
-   {"movechunk", md_cmd_move_chunk},
-   {"listDatabases", md_route_list_databases},
+   {.name = "insert", .fn = md_route_insert, .write = true},
+   {.name = "update", .fn = md_route_update, .write = true},
+   {.name = "delete", .fn = md_route_delete, .write = true},
+   {.name = "findAndModify", .fn = md_route_find_and_modify, .write = true},
+   {.name = "findandmodify", .fn = md_route_find_and_modify, .write = true},
+   {.name = "find", .fn = md_route_read},
+   {.name = "count", .fn = md_route_read},
+   {.name = "distinct", .fn = md_route_read},
+   {.name = "enableSharding", .fn = md_cmd_enable_sharding},
+   {.name = "enablesharding", .fn = md_cmd_enable_sharding},
+   {.name = "shardCollection", .fn = md_cmd_shard_collection},
+   {.name = "shardcollection", .fn = md_cmd_shard_collection},
+   {.name = "listShards", .fn = md_cmd_list_shards},
+   {.name = "listshards", .fn = md_cmd_list_shards},
+   {.name = "split", .fn = md_cmd_split},
+   {.name = "moveChunk", .fn = md_cmd_move_chunk},
+   {.name = "movechunk", .fn = md_cmd_move_chunk},
+   {.name = "listDatabases", .fn = md_route_list_databases},
 };
 
 static bool
@@ -273,16 +285,16 @@ static bool route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t
 /* The cluster time mongos answers with: the newest of its shards' clocks and of what it has
  * gossiped, which from then on every write is gossiped (so a change stream started at a
  * reply's operationTime misses no later write on a shard whose clock was behind). */
-static md_ts_t
-cluster_time(md_router_t *r)
+md_ts_t
+md_router_cluster_time(md_router_t *r)
 {
    md_ts_t newest = {0, 0};
    for (int s = 0; s < r->n_shards; s++) {
-      pthread_mutex_lock(&r->shards[s]->lock);
-      if (md_ts_cmp(newest, r->shards[s]->oplog.last) < 0) {
-         newest = r->shards[s]->oplog.last;
+      pthread_mutex_lock(&r->shards[s]->data.lock);
+      if (md_ts_cmp(newest, r->shards[s]->data.oplog.last) < 0) {
+         newest = r->shards[s]->data.oplog.last;
       }
-      pthread_mutex_unlock(&r->shards[s]->lock);
+      pthread_mutex_unlock(&r->shards[s]->data.lock);
    }
    pthread_mutex_lock(&r->lock);
    if (md_ts_cmp(r->cluster_time, newest) < 0) {
@@ -299,7 +311,7 @@ cluster_time(md_router_t *r)
 static void
 stamp_times(md_router_t *r, bson_t *reply)
 {
-   md_ts_t now = cluster_time(r);
+   md_ts_t now = md_router_cluster_time(r);
    bson_t out = BSON_INITIALIZER, ct, sig;
    bson_iter_t it;
    static const uint8_t zero_hash[20];
@@ -324,10 +336,16 @@ stamp_times(md_router_t *r, bson_t *reply)
 
 static bool route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
 
+/* With --mongos-count N the front has N listeners (its members), each a mongos of its own
+ * over the same shards and catalog: every one answers as member 0 (hello as a router, the
+ * front's own commands, its cursors), so none is a replica-set secondary. */
 static bool
 route(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
 {
+   int member = conn->member;
+   conn->member = 0;
    bool keep = route_cmd(conn, cmd, reply);
+   conn->member = member;
    if (keep) {
       stamp_times(conn->srv->router, reply);
    }
@@ -347,6 +365,22 @@ route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    bson_iter_t db_it;
    bool config = bson_iter_init_find(&db_it, cmd, "$db") && BSON_ITER_HOLDS_UTF8(&db_it) &&
                  strcmp(bson_iter_utf8(&db_it, NULL), "config") == 0;
+   if (strcmp(name, "configureFailPoint") == 0 && BSON_ITER_HOLDS_UTF8(&it) &&
+       strcmp(bson_iter_utf8(&it, NULL), "onPrimaryTransactionalWrite") == 0) {
+      /* a mongod fail point (r6.0 src/mongo/db/transaction_participant.cpp) that a mongos
+       * lacks: refused, never accepted without acting */
+      return md_router_error(r, reply, 2, "Cannot find failpoint: onPrimaryTransactionalWrite");
+   }
+   if (strcmp(name, "killAllSessions") == 0) {
+      /* on every shard too, as 6.0's mongos (cluster_kill_all_sessions_cmd.cpp) */
+      for (int s = 0; s < r->n_shards; s++) {
+         bson_t one;
+         md_route_forward(r, s, cmd, &one);
+         bson_destroy(&one);
+      }
+      md_rsessions_kill_all(r);
+      return md_command_run_local(conn, cmd, reply);
+   }
    if (in_list(front_commands, name) || strncmp(name, "sasl", 4) == 0 || config) {
       /* the front's own (the config database lives there, as on the config servers) */
       return md_command_run_local(conn, cmd, reply);
@@ -370,17 +404,32 @@ route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    return true;
 }
 
+/* A write, de-duplicated when it is a retryable one (route-session.c). */
+static bool
+route_write(md_router_t *r, route_fn fn, const bson_t *cmd, bson_t *reply)
+{
+   md_rsession_t *s;
+   if (md_route_in_txn()) {
+      return fn(r, cmd, reply);
+   }
+   if (md_rsession_begin(r, cmd, false, &s, reply)) {
+      return true;
+   }
+   fn(r, cmd, reply);
+   if (s) {
+      md_rsession_end(r, s, reply);
+   }
+   return true;
+}
+
 /* Where each command goes once failCommand let it through. */
 static bool
 route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
 {
    bson_iter_t it;
-   if (bson_iter_init_find(&it, cmd, "autocommit") ||
-       bson_iter_init_find(&it, cmd, "startTransaction")) {
-      return md_router_error(r, reply, 20,
-                             "%s: transactions through mongos are not "
-                             "supported by test-mongod",
-                             name);
+   if (!md_route_in_txn() && (bson_iter_init_find(&it, cmd, "autocommit") ||
+                              bson_iter_init_find(&it, cmd, "startTransaction"))) {
+      return md_route_txn(r, name, cmd, route_on, reply);
    }
    if (unsupported(r, name, reply)) {
       return true;
@@ -390,7 +439,8 @@ route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
    }
    for (size_t i = 0; i < sizeof routed / sizeof routed[0]; i++) {
       if (strcmp(routed[i].name, name) == 0) {
-         return routed[i].fn(r, cmd, reply);
+         return routed[i].write ? route_write(r, routed[i].fn, cmd, reply)
+                                : routed[i].fn(r, cmd, reply);
       }
    }
    if (strcmp(name, "drop") == 0 || strcmp(name, "dropDatabase") == 0) {
@@ -402,57 +452,6 @@ route_on(md_router_t *r, const char *name, const bson_t *cmd, bson_t *reply)
    return md_router_error(r, reply, 59, "no such command: '%s'", name);
 }
 
-/* ---- the shards' periodic no-op writer ---------------------------------------------------- */
-
-/* As 6.0's periodic no-op writer (src/mongo/db/repl/noop_writer.cpp) writes to an idle
- * primary's oplog every periodicNoopIntervalSecs, an idle shard's cluster time moves on:
- * here its clock ticks without an entry (change streams skip no-ops anyway), which is what
- * lets a merged change stream through mongos pass that shard's time. */
-static void
-noop_tick(md_server_t *shard, md_ts_t *seen)
-{
-   pthread_mutex_lock(&shard->lock);
-   md_oplog_t *log = &shard->oplog;
-   if (md_ts_cmp(log->last, *seen) == 0) {
-      uint32_t secs = (uint32_t)time(NULL);
-      if (secs > log->last.t) {
-         log->last.t = secs;
-         log->last.i = 1;
-      } else {
-         log->last.i++;
-      }
-      pthread_cond_broadcast(&log->cond);
-   }
-   *seen = log->last;
-   pthread_mutex_unlock(&shard->lock);
-}
-
-static void *
-noop_main(void *arg)
-{
-   md_router_t *r = arg;
-   md_ts_t seen[MD_MAX_SHARDS] = {{0, 0}};
-   pthread_mutex_lock(&r->lock);
-   while (r->noop_running) {
-      struct timespec until;
-      clock_gettime(CLOCK_REALTIME, &until);
-      int64_t ns = until.tv_nsec + (int64_t)r->front->opts.periodic_noop_ms * 1000000;
-      until.tv_sec += (time_t)(ns / 1000000000);
-      until.tv_nsec = (long)(ns % 1000000000);
-      pthread_cond_timedwait(&r->noop_cond, &r->lock, &until);
-      if (!r->noop_running) {
-         break;
-      }
-      pthread_mutex_unlock(&r->lock);
-      for (int s = 0; s < r->n_shards; s++) {
-         noop_tick(r->shards[s], &seen[s]);
-      }
-      pthread_mutex_lock(&r->lock);
-   }
-   pthread_mutex_unlock(&r->lock);
-   return NULL;
-}
-
 void
 md_router_attach(md_server_t *front)
 {
@@ -462,6 +461,7 @@ md_router_attach(md_server_t *front)
    pthread_mutex_init(&r->lock, NULL);
    pthread_mutex_init(&r->publish_lock, NULL);
    pthread_cond_init(&r->noop_cond, NULL);
+   pthread_cond_init(&r->session_cond, NULL);
    r->next_stream_id = ((int64_t)0x4d53 << 44) + 1; /* apart from the front's cursor ids */
    for (int s = 0; s < r->n_shards; s++) {
       md_server_opts_t opts = front->opts;
@@ -469,14 +469,13 @@ md_router_attach(md_server_t *front)
       opts.members = 1;
       opts.port_file = NULL;
       r->shards[s] = md_server_new(&opts);
-      r->shards[s]->doc_key = md_sk_doc_key;
-      r->shards[s]->doc_key_ctx = r;
+      r->shards[s]->data.doc_key = md_sk_doc_key;
+      r->shards[s]->data.doc_key_ctx = r;
    }
    front->router = r;
    front->route = route;
    md_catalog_publish(r);
-   r->noop_running = true;
-   pthread_create(&r->noop_thread, NULL, noop_main, r);
+   md_noop_start(r);
 }
 
 void
@@ -486,16 +485,14 @@ md_router_detach(md_server_t *front)
    if (!r) {
       return;
    }
-   pthread_mutex_lock(&r->lock);
-   r->noop_running = false;
-   pthread_cond_signal(&r->noop_cond);
-   pthread_mutex_unlock(&r->lock);
-   pthread_join(r->noop_thread, NULL);
+   md_noop_stop(r);
    md_mstream_destroy_all(r);
    for (int s = 0; s < r->n_shards; s++) {
       md_server_destroy(r->shards[s]);
    }
    md_catalog_destroy(r);
+   md_rsessions_destroy(r);
+   pthread_cond_destroy(&r->session_cond);
    pthread_cond_destroy(&r->noop_cond);
    pthread_mutex_destroy(&r->lock);
    pthread_mutex_destroy(&r->publish_lock);

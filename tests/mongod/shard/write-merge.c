@@ -48,6 +48,14 @@ md_merged_add(md_merged_t *m, const bson_t *reply, const int64_t *indexes)
 {
    bson_iter_t it, arr, el;
    if (!bson_iter_init_find(&it, reply, "ok") || !bson_iter_as_bool(&it)) {
+      if (md_route_in_txn()) {
+         /* In a transaction the shard's error is the statement's, labels and all (6.0's
+          * TransactionRouter passes it on): it aborted the transaction there. */
+         if (!m->failed) {
+            m->failed = bson_copy(reply);
+         }
+         return false;
+      }
       bson_t err = BSON_INITIALIZER;
       BSON_APPEND_INT32(&err, "index", 0);
       if (bson_iter_init_find(&it, reply, "code")) {
@@ -101,6 +109,15 @@ md_merged_add(md_merged_t *m, const bson_t *reply, const int64_t *indexes)
 void
 md_merged_reply(md_merged_t *m, bson_t *reply)
 {
+   if (m->failed) {
+      bson_copy_to(m->failed, reply);
+      bson_destroy(m->failed);
+      m->failed = NULL;
+      bson_destroy(&m->upserted);
+      bson_destroy(&m->errors);
+      bson_destroy(&m->wce);
+      return;
+   }
    bson_init(reply);
    BSON_APPEND_INT32(reply, "n", (int32_t)m->n);
    if (m->has_modified) {

@@ -18,6 +18,21 @@ configure(mongoc_client_t *client, const char *json)
    bson_destroy(cmd);
 }
 
+/* Whether the server is a mongos (hello's msg "isdbgrid"). */
+static bool
+is_mongos(mongoc_client_t *client)
+{
+   bson_t *cmd = BCON_NEW("hello", BCON_INT32(1));
+   bson_t reply;
+   bson_iter_t it;
+   md_test_admin(client, cmd, &reply);
+   bool mongos = bson_iter_init_find(&it, &reply, "msg") && BSON_ITER_HOLDS_UTF8(&it) &&
+                 strcmp(bson_iter_utf8(&it, NULL), "isdbgrid") == 0;
+   bson_destroy(&reply);
+   bson_destroy(cmd);
+   return mongos;
+}
+
 /* Runs {ping: 1} on the client; returns the error code (0 on success). */
 static uint32_t
 ping(mongoc_client_t *client, bson_t *reply_out)
@@ -153,6 +168,11 @@ Test(failpoint, get_more_after_cursor_checkout)
 Test(failpoint, retried_write_applies_once)
 {
    mongoc_client_t *client = md_test_client("fp-retry", false);
+   if (is_mongos(client)) {
+      mongoc_client_destroy(client);
+      cr_skip_test("onPrimaryTransactionalWrite is a mongod fail point (r6.0 "
+                   "src/mongo/db/transaction_participant.cpp): a mongos refuses it");
+   }
    mongoc_collection_t *coll = mongoc_client_get_collection(client, "mdtest", "fp_retry");
    bson_error_t error;
    bson_t reply;

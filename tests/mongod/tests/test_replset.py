@@ -454,6 +454,40 @@ class ReplicaSet(unittest.TestCase):
             self.assertEqual(ctx.exception.code, 95)
 
 
+    def test_status_has_what_monitoring_reads(self):
+        # r6.0 src/mongo/db/repl/topology_coordinator.cpp (prepareStatusResponse) and
+        # replication_coordinator_impl.cpp (the optimes): what monitoring tools read.
+        import datetime
+        from bson.int64 import Int64
+        from bson.timestamp import Timestamp
+        secondary = next(h for h in self.hosts if h != self.primary)
+        with direct(secondary) as c:
+            st = c.admin.command("replSetGetStatus")
+        self.assertEqual(st["syncSourceHost"], self.primary)
+        self.assertEqual(st["syncSourceId"], self.hosts.index(self.primary))
+        for name in ("lastCommittedOpTime", "readConcernMajorityOpTime", "appliedOpTime",
+                     "durableOpTime"):
+            self.assertIsInstance(st["optimes"][name]["ts"], Timestamp, name)
+            self.assertIsInstance(st["optimes"][name]["t"], Int64, name)
+        for name in ("lastCommittedWallTime", "readConcernMajorityWallTime",
+                     "lastAppliedWallTime", "lastDurableWallTime"):
+            self.assertIsInstance(st["optimes"][name], datetime.datetime, name)
+        for m in st["members"]:
+            self.assertIsInstance(m["configVersion"], int, m["name"])
+            self.assertIsInstance(m["configTerm"], Int64, m["name"])
+            self.assertIn("syncSourceHost", m)
+            self.assertIn("syncSourceId", m)
+            if m.get("self"):
+                self.assertNotIn("pingMs", m)
+                continue
+            self.assertIsInstance(m["pingMs"], Int64, m["name"])
+            self.assertIsInstance(m["lastHeartbeat"], datetime.datetime, m["name"])
+            self.assertIsInstance(m["lastHeartbeatRecv"], datetime.datetime, m["name"])
+            self.assertIsInstance(m["optimeDurable"]["ts"], Timestamp, m["name"])
+            self.assertIsInstance(m["optimeDurableDate"], datetime.datetime, m["name"])
+            if m["name"] == self.primary:
+                self.assertIsInstance(m["electionTime"], Timestamp)
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     sys.exit(0 if result.wasSuccessful() else 1)

@@ -152,13 +152,13 @@ append_wce(const bson_t *cmd, bson_t *reply, int32_t code, const char *name, con
 void
 md_write_concern_timed_out(const bson_t *cmd, bson_t *reply)
 {
-   append_wce(cmd, reply, 64, "WriteConcernFailed", "waiting for replication timed out", true);
+   append_wce(cmd, reply, 64, tm_code_name(64), "waiting for replication timed out", true);
 }
 
 void
 md_write_concern_stepped_down(const bson_t *cmd, bson_t *reply)
 {
-   append_wce(cmd, reply, 189, "PrimarySteppedDown",
+   append_wce(cmd, reply, 189, tm_code_name(189),
               "Primary stepped down while waiting for replication", false);
 }
 
@@ -186,8 +186,7 @@ md_write_concern_check(const char *name, const bson_t *cmd, int n_members, bson_
    }
    BSON_APPEND_DOCUMENT_BEGIN(reply, "writeConcernError", &wce);
    BSON_APPEND_INT32(&wce, "code", too_many ? 100 : 79);
-   BSON_APPEND_UTF8(&wce, "codeName",
-                    too_many ? "UnsatisfiableWriteConcern" : "UnknownReplWriteConcern");
+   BSON_APPEND_UTF8(&wce, "codeName", tm_code_name(too_many ? 100 : 79));
    if (too_many) {
       BSON_APPEND_UTF8(&wce, "errmsg", "Not enough data-bearing nodes");
    } else {

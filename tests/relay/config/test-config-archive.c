@@ -70,3 +70,43 @@ Test(config_archive, refuses_the_relays_own_collections)
    cr_assert_neq(test_load(&cfg, &error, state), RELAY_CONFIG_RUN);
    cr_assert(strstr(error.message, "state or lease"), "%s", error.message);
 }
+
+/* outbox-admin -c relay.json --collection things --archive-collection orders ensure-schema:
+ * the flag narrows the config's list, yet `orders` stays one of the config's outbox
+ * collections, and installing the archive contract over it would refuse its writes (121). */
+Test(config_archive, refuses_a_collection_the_command_line_left_out)
+{
+   char *path = test_write_temp("{\"mongodb-uri\": \"mongodb://h/\", \"database\": \"d\","
+                                " \"collection\": [\"things\", \"orders\"],"
+                                " \"mqtt-uri\": \"tcp://b\"}");
+   const char *narrowed[] = {"-c",     path, "--collection", "things", "--archive-collection",
+                             "orders", NULL};
+   cr_assert_neq(test_load(&cfg, &error, narrowed), RELAY_CONFIG_RUN, "orders accepted");
+   cr_assert(strstr(error.message, "also an outbox collection"), "%s", error.message);
+   const char *lease[] = {"-c",     path, "--lease-collection", "leases", "--archive-collection",
+                          "leases", NULL};
+   cr_assert_neq(test_load(&cfg, &error, lease), RELAY_CONFIG_RUN, "the lease collection accepted");
+   cr_assert(strstr(error.message, "state or lease"), "%s", error.message);
+   const char *fine[] = {"-c",   path, "--collection", "things", "--archive-collection",
+                         "arch", NULL};
+   cr_assert_eq(test_load(&cfg, &error, fine), RELAY_CONFIG_RUN, "%s", error.message);
+   cr_assert_eq(cfg.n_collections, 1);
+   bson_free(path);
+}
+
+/* MongoDB 6.0 refuses a TTL index whose expireAfterSeconds is above INT32_MAX (see
+ * relay/config/archive.c): such a --archive-ttl would never be in force. */
+Test(config_archive, ttl_above_what_mongodb_accepts)
+{
+   const char *max[] = {TEST_REQUIRED,   "--archive-collection", "arch",
+                        "--archive-ttl", "2147483647",           NULL};
+   cr_assert_eq(test_load(&cfg, &error, max), RELAY_CONFIG_RUN, "%s", error.message);
+   cr_assert_eq(cfg.archive_ttl_s, 2147483647);
+   static const char *const over[] = {"2147483648", "24856d", "3551w", "35791395m"};
+   for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+      const char *args[] = {TEST_REQUIRED, "--archive-collection", "arch", "--archive-ttl", over[i],
+                            NULL};
+      cr_assert_neq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s accepted", over[i]);
+      cr_assert(strstr(error.message, "2147483647"), "%s", error.message);
+   }
+}

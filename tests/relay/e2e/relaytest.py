@@ -126,6 +126,8 @@ class Subscriber:
             for k, v in getattr(p, "UserProperty", []) or []:
                 props[k] = v
             props["$content-type"] = getattr(p, "ContentType", None)
+            props["$expiry"] = getattr(p, "MessageExpiryInterval", None)
+            props["$payload-format"] = getattr(p, "PayloadFormatIndicator", None)
         with self.lock:
             self.messages.append((msg.topic, msg.payload, props))
 

@@ -61,6 +61,10 @@ def option_keys(dump):
     return [k for k in keys if not k.startswith("concerns.")]
 
 
+MAKE_CERTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures",
+                          "make-test-certs")
+
+
 def test_help():
     r = run(["--help"])
     check("--help exits 0", r.returncode == 0, r.stderr)
@@ -89,7 +93,12 @@ def test_docs():
     check("man page documents every option", keys and not missing, missing)
     missing = [v for v in re.findall(r"OUTBOX_[A-Z_]+", run(["--help"]).stdout) if v not in man]
     check("man page names every variable", not missing, missing)
-    r = run(["--check-config", "--config", CONF_EXAMPLE], OUTBOX_MQTT_CA_FILE="/dev/null")
+    # --check-config reads the CA file as PEM (issue 38): a real one, as the example names.
+    import tempfile
+    with tempfile.TemporaryDirectory() as certs:
+        subprocess.run([MAKE_CERTS, certs], check=True, capture_output=True)
+        r = run(["--check-config", "--config", CONF_EXAMPLE],
+                OUTBOX_MQTT_CA_FILE=os.path.join(certs, "ca.pem"))
     check("config example is valid", r.returncode == 0, r.stderr)
 
 

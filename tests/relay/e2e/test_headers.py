@@ -12,6 +12,7 @@ usage: test_headers.py OUTBOX_RELAY [TEST_NAME ...]   (run under tests/fixtures/
 import json
 import os
 import sys
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relaytest import db_name  # noqa: E402 (the run's database names)
@@ -129,8 +130,59 @@ def test_mqtt311_payload_carries_the_attributes():
           ce.get("tenant") == "acme", "3.1.1 payload: %s" % ce)
 
 
+def test_text_mqtt_may_refuse_and_forged_replay():
+    """Issue 33: non-characters (U+FFFE, U+FFFF, U+FDD0) and controls are valid UTF-8 that
+    MQTT 5 section 1.5.4 lets a receiver refuse, and mosquitto drops the connection on them.
+    In an entity id they are percent-encoded in the topic and entity-id; in a header written
+    by another client the header is left out (counted, with the reason); a header named
+    "replay" (any case) cannot forge the replay marker. The connection never drops."""
+    dbname, cname, rname = names("text")
+    coll = client[dbname][cname]
+    sub = Subscriber("outbox/%s/#" % cname)
+    port = free_port()
+    relay = Relay(RELAY_BIN, dbname, [cname], rname,
+                  ["--metrics-listen", "127.0.0.1:%d" % port])
+    try:
+        check(relay.wait_log("change stream open"), "relay did not open its stream")
+        ents = Entities(coll)
+        bad = {"n": "v\uffff", "\ufdd0k": "v", "replay": "false", "Replay": "true",
+               "good": "yes"}
+        ents.create("a\ufffeb", events=[with_headers(1, bad), event(2)])
+        ents.create("c\x01d\U0010ffff", events=[event(1)])
+        check(wait_until(lambda: sub.count() >= 3, 30), "%d of 3 messages" % sub.count())
+        check(cleared(coll), "events not cleared")
+        msgs = sub.snapshot()
+        topics = sorted(t for t, _, _ in msgs)
+        check(topics == sorted(["outbox/%s/a%%EF%%BF%%BEb" % cname] * 2 +
+                               ["outbox/%s/c%%01d%%F4%%8F%%BF%%BF" % cname]), topics)
+        for _, payload, props in msgs:
+            got, ce = user_props(props), json.loads(payload.decode("utf-8"))
+            check(not any(k.lower() == "replay" for k in got), "forged marker: %s" % got)
+            check("replay" not in ce, "forged marker in the payload: %s" % ce)
+        first = [m for m in msgs if json.loads(m[1].decode("utf-8"))["seq"] == 1 and
+                 "a%EF" in m[0]][0]
+        check(user_props(first[2]).get("good") == "yes", "good header lost: %s" % first[2])
+        check(json.loads(first[1].decode("utf-8"))["subject"] == "a\ufffeb", first[1])
+        dropped = metric(port, "outbox_relay_headers_dropped_total")
+        check(dropped == 4, "outbox_relay_headers_dropped_total = %s, expected 4" % dropped)
+        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read()
+        by_rule = [line.rsplit(" ", 1)[1] for line in text.decode().splitlines() if
+                   line.startswith('outbox_relay_headers_dropped_by_rule_total{rule="reserved '
+                                   'name"} ')]
+        check(by_rule == ["2"], "dropped by rule 'reserved name': %s" % by_rule)
+        reconnects = metric(port, "outbox_relay_mqtt_reconnects_total")
+        check(reconnects == 0, "the broker dropped the connection %s times" % reconnects)
+        check(relay.stop() == 0, "relay did not exit 0")
+        log = relay.log_text()
+        check("4 header(s) left out" in log and "2: header name is reserved" in log and
+              "MQTT text" in log, "the log does not name every reason: %s" % log[-2000:])
+    finally:
+        relay.stop()
+        sub.close()
+
+
 TESTS = [test_structured_mode, test_binary_mode_and_no_user_properties,
-         test_mqtt311_payload_carries_the_attributes]
+         test_mqtt311_payload_carries_the_attributes, test_text_mqtt_may_refuse_and_forged_replay]
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "group/tick.h"
 #include "test-util.h"
 
 static relay_config_t cfg;
@@ -110,4 +111,44 @@ Test(group_config, shown)
    }
    free(help);
    bson_string_free(dump, true);
+}
+
+/* What members compare (tick-checks.c): every setting that changes what a partition's events
+ * become is in the settings, and differs as "output" (flagged during a rolling change), while
+ * the group's own settings differ as "group" (refused). */
+Test(group_config, settings_members_compare)
+{
+   static const struct {
+      const char *flag, *value;
+   } output[] = {{"--archive-collection", "arch"}, {"--topic", "t/{partition}/{id}"},
+                 {"--source", "/s/{collection}"},  {"--payload-mode", "binary"},
+                 {"--user-properties", "none"},    {"--qos", "0"},
+                 {"--mqtt-version", "4"}};
+   const char *base_args[] = {TEST_REQUIRED, NULL};
+   cr_assert_eq(test_load(&cfg, &error, base_args), RELAY_CONFIG_RUN, "%s", error.message);
+   char *base = relay_tick_settings(&cfg);
+   cr_assert_eq(relay_tick_settings_diff(base, base), RELAY_SETTINGS_SAME);
+   for (size_t i = 0; i < sizeof output / sizeof output[0]; i++) {
+      const char *args[] = {TEST_REQUIRED, output[i].flag, output[i].value, NULL};
+      /* binary needs MQTT 5 (the default); --mqtt-version 4 needs structured (the default). */
+      cr_assert_eq(test_load(&cfg, &error, args), RELAY_CONFIG_RUN, "%s: %s", output[i].flag,
+                   error.message);
+      char *other = relay_tick_settings(&cfg);
+      cr_assert_eq(relay_tick_settings_diff(base, other), RELAY_SETTINGS_OUTPUT_DIFFERS,
+                   "%s %s: %s vs %s", output[i].flag, output[i].value, base, other);
+      cr_assert_eq(relay_tick_settings_diff(other, base), RELAY_SETTINGS_OUTPUT_DIFFERS);
+      bson_free(other);
+   }
+   const char *group_args[] = {TEST_REQUIRED,          "--lease-ttl-ms", "20000",
+                               "--archive-collection", "arch",           NULL};
+   cr_assert_eq(test_load(&cfg, &error, group_args), RELAY_CONFIG_RUN, "%s", error.message);
+   char *other = relay_tick_settings(&cfg);
+   cr_assert_eq(relay_tick_settings_diff(base, other), RELAY_SETTINGS_GROUP_DIFFERS);
+   /* An older member writes the group's part only: nothing to compare the output with. */
+   char *old = bson_strndup(base, (size_t)(strstr(base, RELAY_LEASE_OUTPUT_MARK) - base));
+   cr_assert_eq(relay_tick_settings_diff(base, old), RELAY_SETTINGS_SAME);
+   cr_assert_eq(relay_tick_settings_diff(other, old), RELAY_SETTINGS_GROUP_DIFFERS);
+   bson_free(old);
+   bson_free(other);
+   bson_free(base);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "http/metrics.h"
+#include "outbox/contract.h"
 
 static char *
 render(const relay_metrics_t *m)
@@ -80,7 +81,13 @@ Test(metrics, exposition_format_is_well_formed)
       cr_assert_eq(*end, '\0', "bad value in: %s", line);
       samples++;
    }
-   cr_assert_eq(samples, RELAY_M_COUNTER_COUNT_ + RELAY_G_GAUGE_COUNT_ + 1 /* info */);
+   /* Plus one sample per rule of the event contract whose outcome is "left out". */
+   const outbox_contract_rule_t *rules;
+   int left_out = 0;
+   for (size_t i = 0, n = outbox_contract_rules(&rules); i < n; i++) {
+      left_out += rules[i].outcome == OUTBOX_CONTRACT_LEFT_OUT;
+   }
+   cr_assert_eq(samples, RELAY_M_COUNTER_COUNT_ + RELAY_G_GAUGE_COUNT_ + 1 /* info */ + left_out);
    bson_free(text);
    relay_metrics_destroy(m);
 }
@@ -102,6 +109,26 @@ Test(metrics, values_render)
    assert_contains(text, "\noutbox_relay_inflight_messages 3\n");
    assert_contains(text, "\noutbox_relay_change_stream_lag_seconds 0.5\n");
    assert_contains(text, "\noutbox_relay_oldest_pending_event_age_seconds 1234567.125\n");
+   bson_free(text);
+   relay_metrics_destroy(m);
+}
+
+/* Issue 33: headers left out are counted by the contract rule that left them out. */
+Test(metrics, headers_left_out_by_rule)
+{
+   relay_metrics_t *m = relay_metrics_new();
+   const outbox_contract_rule_t *reserved =
+      outbox_contract_find(OUTBOX_CONTRACT_HEADER, "reserved name");
+   const outbox_contract_rule_t *not_doc = outbox_contract_find(OUTBOX_CONTRACT_EVENT, "headers");
+   relay_metrics_add_left_out(m, reserved->reason, 2);
+   relay_metrics_add_left_out(m, reserved->reason, 1);
+   relay_metrics_add_left_out(m, not_doc->reason, 1);
+   relay_metrics_add_left_out(m, "a reason of no rule", 5);
+   char *text = render(m);
+   assert_contains(text,
+                   "\noutbox_relay_headers_dropped_by_rule_total{rule=\"reserved name\"} 3\n");
+   assert_contains(text, "\noutbox_relay_headers_dropped_by_rule_total{rule=\"headers\"} 1\n");
+   assert_contains(text, "\noutbox_relay_headers_dropped_by_rule_total{rule=\"value\"} 0\n");
    bson_free(text);
    relay_metrics_destroy(m);
 }

@@ -116,6 +116,12 @@ Test(headers, bad_headers_are_left_out_with_reasons)
       {"{\"Event-ID\": \"forged\"}", "reserved"},
       {"{\"type\": \"forged\"}", "reserved"},
       {"{\"specversion\": \"0.3\"}", "reserved"},
+      /* issue 33: the replay marker is reserved, so no producer can forge it */
+      {"{\"replay\": \"false\"}", "reserved"},
+      {"{\"REPLAY\": \"true\"}", "reserved"},
+      /* issue 33: non-characters are not MQTT text (mosquitto drops the connection) */
+      {"{\"n\": \"\\uffff\"}", "MQTT text"},
+      {"{\"n\\ufdd0\": \"v\"}", "MQTT text"},
       {"{\"tab\\there\": \"v\"}", "control character"},
       {"{\"n\": \"a\\u0000b\"}", "control character"},
       {"{\"n\": \"line\\nbreak\"}", "control character"},
@@ -182,6 +188,8 @@ Test(headers, limits_on_count_and_size)
    cr_assert_eq(h.n, RELAY_HEADERS_MAX);
    cr_assert_eq(h.dropped, 4);
    cr_assert_not_null(strstr(h.reason, "more than 16"));
+   cr_assert_eq(h.n_reasons, 1, "one rule, counted once per reason");
+   cr_assert_eq(h.reasons[0].n, 4);
 
    /* A value over 4096 bytes; then three of 3000 bytes: the third passes 8192 in all. */
    p = json;

@@ -53,7 +53,7 @@ Test(packet, size_of_publish)
 {
    static const char payload[200000] = {0};
    const char *props[] = {"event-id", "0123", "seq", "7"};
-   relay_mqtt_message_t msg = {"outbox/c/1", payload, 100, NULL, NULL, 0};
+   relay_mqtt_message_t msg = {.topic = "outbox/c/1", .payload = payload, .payload_len = 100};
    /* 3.1.1, QoS 1: 1 + 1 + (2 + 10 + 2 + 100) */
    cr_assert_eq(relay_mqtt_packet_size(4, 1, &msg), 116);
    cr_assert_eq(relay_mqtt_packet_size(4, 0, &msg), 114);
@@ -106,4 +106,16 @@ Test(tls, uri_schemes)
    cr_assert(relay_tls_uri("wss://b/mqtt"));
    cr_assert_not(relay_tls_uri("tcp://b"));
    cr_assert_not(relay_tls_uri("ws://b"));
+}
+
+/* The in-flight window the relay and outbox-admin replay share (limits.c): the configured
+ * one, at most the broker's Receive Maximum when it acknowledges (QoS 1 and 2). */
+Test(window, at_most_the_receive_maximum)
+{
+   cr_assert_eq(relay_mqtt_window(256, 1, 20), 20); /* mosquitto's default */
+   cr_assert_eq(relay_mqtt_window(256, 2, 100), 100);
+   cr_assert_eq(relay_mqtt_window(8, 1, 100), 8);    /* the configured one is smaller */
+   cr_assert_eq(relay_mqtt_window(256, 1, 0), 256);  /* not told (MQTT 3.1.1) */
+   cr_assert_eq(relay_mqtt_window(256, 0, 20), 256); /* QoS 0: nothing to acknowledge */
+   cr_assert_eq(relay_mqtt_window(0, 1, 0), 1);      /* never an empty window */
 }

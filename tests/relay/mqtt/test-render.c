@@ -223,6 +223,29 @@ Test(render, percent_encoding_of_utf8)
    bson_free(s);
 }
 
+/* Issue 33: non-characters are valid UTF-8 that MQTT 5 (section 1.5.4) lets a broker refuse,
+ * and mosquitto drops the connection on one in a topic: they are encoded like controls. */
+Test(render, percent_encoding_of_non_characters)
+{
+   static const struct {
+      const char *in, *out;
+   } cases[] = {
+      {"a\xef\xbf\xbe", "a%EF%BF%BE"},                          /* U+FFFE */
+      {"\xef\xbf\xbf", "%EF%BF%BF"},                            /* U+FFFF */
+      {"\xef\xb7\x90x", "%EF%B7%90x"},                          /* U+FDD0 */
+      {"\xef\xb7\xaf", "%EF%B7%AF"},                            /* U+FDEF */
+      {"\xf0\x9f\xbf\xbe", "%F0%9F%BF%BE"},                     /* U+1FFFE */
+      {"\xf4\x8f\xbf\xbf", "%F4%8F%BF%BF"},                     /* U+10FFFF */
+      {"\xef\xb7\x8f\xef\xb7\xb0", "\xef\xb7\x8f\xef\xb7\xb0"}, /* U+FDCF, U+FDF0 stay */
+      {"\xef\xbf\xbd", "\xef\xbf\xbd"},                         /* U+FFFD stays */
+   };
+   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      char *s = encode(cases[i].in, strlen(cases[i].in));
+      cr_assert_str_eq(s, cases[i].out, "case %zu", i);
+      bson_free(s);
+   }
+}
+
 Test(render, hostile_ids_stay_in_one_level)
 {
    const char *hostile[] = {"../../x", "#", "+", "a/+/#", "%2F", "\x01\x02", "a b"};
@@ -447,6 +470,9 @@ Test(event, invalid_events_have_reasons)
       " \"time\": {\"$date\": {\"$numberLong\": \"-62135596800001\"}}}",
       "{\"id\": \"e\", \"seq\": 1, \"type\": \"T\", \"data\": {},"
       " \"time\": {\"$date\": {\"$numberLong\": \"253402300800000\"}}}",
+      /* an event id MQTT may refuse (it is the event-id user property): U+FFFF, a control */
+      "{\"id\": \"e\\uffff\", \"seq\": 1, \"type\": \"T\", \"data\": {}}",
+      "{\"id\": \"e\\u0001\", \"seq\": 1, \"type\": \"T\", \"data\": {}}",
    };
    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
       relay_event_t ev;

@@ -18,6 +18,7 @@ typedef struct {
    bool finished;              /* the running batch is done */
    const relay_entity_t *fail; /* its clear fails ... */
    uint32_t fail_code;         /* ... with this server error */
+   const char *refuse;         /* ... and, if set, the archive refuses its first event so */
    int submits;
    int updates;
    uint32_t update_fail_code; /* dead letters fail with this server error (0: they work) */
@@ -51,6 +52,10 @@ fake_take(void *ctx)
    for (size_t i = 0; i < job->n; i++) {
       if (job->stmts[i].entity == f->fail) {
          job->stmts[i].failed = true;
+         if (f->refuse) {
+            job->stmts[i].refused = bson_malloc0(job->stmts[i].n_ids * sizeof(const char *));
+            job->stmts[i].refused[0] = f->refuse;
+         }
          job->n_failed++;
          bson_set_error(&job->error, MONGOC_ERROR_SERVER, f->fail_code, "fake failure");
       }
@@ -301,4 +306,78 @@ Test(writer, poison_is_dead_lettered_and_then_checkpointed)
    cr_assert(relay_writer_idle(w));
    cr_assert(fake.updates_by_exact_id, "a dead-letter move without an exact _id: mongos refuses "
                                        "it on a collection sharded by another key");
+}
+
+/* Issue 33: an event the archive can never take (another entity's event under its id) is
+ * dead-lettered with the clearer's reason; its entity's other events are cleared and the
+ * checkpoint moves past both, instead of the entity being held pending for good. */
+Test(writer, an_event_the_archive_refuses_is_dead_lettered)
+{
+   relay_entity_t *e = change(1, 1);
+   change(2, 1);
+   publish_all(NULL);
+   publish_all(NULL);
+   fake.fail = e;
+   fake.refuse = "the archive holds another entity's event with this event id";
+   relay_writer_flush(w, 0, true);
+   cr_assert_eq(fake.submits, 1);
+   fake.finished = true;
+   relay_writer_flush(w, 0, true); /* takes the failed batch back */
+   cr_assert_eq(checkpoint_value(0, true), 0, "a checkpoint past events not handled");
+   fake.fail = NULL;
+   relay_writer_flush(w, cfg.reconnect_max_ms, true);
+   cr_assert_eq(fake.updates, 1, "the refused event was not dead-lettered");
+   cr_assert_eq(fake.submits, 2, "its sibling's clear was not retried");
+   fake.finished = true;
+   relay_writer_flush(w, 2 * cfg.reconnect_max_ms, true);
+   cr_assert_eq(checkpoint_value(2 * cfg.reconnect_max_ms, true), 2);
+   cr_assert(relay_writer_idle(w));
+}
+
+/* One clear round at @now: submit what is due, finish it, take it back. */
+static void
+clear_round(int64_t now)
+{
+   relay_writer_flush(w, now, true);
+   fake.finished = true;
+   relay_writer_flush(w, now, true);
+}
+
+/* Issue 33: the archive's validator refuses one event (121) while it takes the others: after
+ * three refusals the event is dead-lettered with the reason instead of holding its entity. */
+Test(writer, a_validator_refusal_that_persists_dead_letters_the_event)
+{
+   relay_entity_t *bad = change(1, 1);
+   int64_t now = 0;
+
+   cfg.archive_collection = bson_strdup("archive");
+   fake.fail = bad;
+   fake.refuse = relay_clear_refused_by_validator;
+   publish_all(NULL);
+   for (int round = 0; round < 3; round++) {
+      change(10 + round, 2); /* another entity's event, archived */
+      publish_all(NULL);
+      cr_assert_eq(fake.updates, 0, "dead-lettered after %d refusals", round);
+      clear_round(now += cfg.reconnect_max_ms * 4);
+   }
+   relay_writer_flush(w, now += cfg.reconnect_max_ms * 4, true);
+   cr_assert_eq(fake.updates, 1, "a persistent refusal still holds the entity");
+}
+
+/* ... but while the validator refuses everything, it is the archive's fault: nothing is
+ * dead-lettered, the events wait for the archive to be fixed. */
+Test(writer, a_validator_that_refuses_everything_keeps_events_pending)
+{
+   relay_entity_t *bad = change(1, 1);
+   int64_t now = 0;
+
+   cfg.archive_collection = bson_strdup("archive");
+   fake.fail = bad;
+   fake.refuse = relay_clear_refused_by_validator;
+   publish_all(NULL);
+   for (int round = 0; round < 6; round++) {
+      clear_round(now += cfg.reconnect_max_ms * 4);
+   }
+   cr_assert_eq(fake.updates, 0, "dead-lettered although the archive took nothing");
+   cr_assert_geq(fake.submits, 6);
 }

@@ -6,7 +6,7 @@
  * Waking a connection writes to its eventfd under conns_lock (taken after the server lock,
  * the order every path uses).
  */
-#include "topology/election.h"
+#include "net/election.h"
 #include "topology/replication.h"
 
 #include <errno.h>
@@ -35,13 +35,13 @@ static void *
 election_main(void *arg)
 {
    md_server_t *srv = arg;
-   pthread_mutex_lock(&srv->lock);
+   pthread_mutex_lock(&srv->data.lock);
    while (!atomic_load(&srv->stopping)) {
       int64_t now = md_wall_ms();
-      md_repl_advance(&srv->topo, &srv->oplog, now, NULL); /* candidates' positions */
+      md_repl_advance(&srv->topo, &srv->data.oplog, now, NULL); /* candidates' positions */
       int64_t next = md_topology_tick(&srv->topo, now);
       if (next == INT64_MAX) {
-         pthread_cond_wait(&srv->election_cond, &srv->lock);
+         pthread_cond_wait(&srv->election_cond, &srv->data.lock);
          continue;
       }
       struct timespec ts;
@@ -53,9 +53,9 @@ election_main(void *arg)
          ts.tv_sec++;
          ts.tv_nsec -= 1000000000;
       }
-      pthread_cond_timedwait(&srv->election_cond, &srv->lock, &ts);
+      pthread_cond_timedwait(&srv->election_cond, &srv->data.lock, &ts);
    }
-   pthread_mutex_unlock(&srv->lock);
+   pthread_mutex_unlock(&srv->data.lock);
    return NULL;
 }
 
@@ -78,9 +78,9 @@ void
 md_election_stop(md_server_t *srv)
 {
    if (srv->election_running) {
-      pthread_mutex_lock(&srv->lock);
+      pthread_mutex_lock(&srv->data.lock);
       pthread_cond_broadcast(&srv->election_cond);
-      pthread_mutex_unlock(&srv->lock);
+      pthread_mutex_unlock(&srv->data.lock);
       pthread_join(srv->election_thread, NULL);
       srv->election_running = false;
    }

@@ -1,0 +1,170 @@
+/*
+ * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
+ *
+ * The change stream reader (stream/reader.c) against a real server (integration: test-mongod
+ * from tests/fixtures/with-servers, or OUTBOX_TEST_MONGODB_URI): once started it says the
+ * stream is open, then hands over appends (an insert with events, an update that raises the
+ * seq) and not clears (an update that only empties the events); a reopen resumes after the
+ * newest change read, so nothing is skipped.
+ */
+#include <criterion/criterion.h>
+#include <mongoc/mongoc.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "stream/reader.h"
+
+static relay_config_t cfg;
+static mongoc_client_t *client;
+static mongoc_collection_t *coll;
+static relay_reader_t *rd;
+
+static void
+no_wake(void *ctx)
+{
+   (void)ctx;
+}
+
+static void
+setup(void)
+{
+   const char *uri = getenv("OUTBOX_TEST_MONGODB_URI");
+   char name[64];
+   bson_error_t error;
+
+   mongoc_init();
+   if (!uri) {
+      cr_skip_test("OUTBOX_TEST_MONGODB_URI is not set (run through tests/fixtures/with-servers)");
+   }
+   bson_snprintf(name, sizeof name, "reader_%ld", (long)getpid());
+   relay_config_init_defaults(&cfg);
+   cfg.mongodb_uri = bson_strdup(uri);
+   cfg.database = bson_strdup("outbox_test_reader");
+   cfg.collections = bson_malloc0(2 * sizeof(char *));
+   cfg.collections[0] = bson_strdup(name);
+   cfg.n_collections = 1;
+   client = mongoc_client_new(uri);
+   cr_assert_not_null(client);
+   coll = mongoc_client_get_collection(client, cfg.database, name);
+   mongoc_collection_drop(coll, &error);
+   cr_assert(mongoc_collection_insert_one(coll, &(bson_t)BSON_INITIALIZER, NULL, NULL, &error),
+             "%s", error.message); /* the database exists before the stream opens */
+   rd = relay_reader_new(&cfg, relay_store_client_new(&cfg, "test-reader", &error),
+                         relay_store_operation_time, no_wake, NULL, &error);
+   cr_assert_not_null(rd, "%s", error.message);
+}
+
+static void
+teardown(void)
+{
+   bson_error_t error;
+   relay_reader_destroy(rd);
+   if (coll) {
+      mongoc_collection_drop(coll, &error);
+   }
+   mongoc_collection_destroy(coll);
+   mongoc_client_destroy(client);
+   relay_config_destroy(&cfg);
+   mongoc_cleanup();
+}
+
+TestSuite(reader, .init = setup, .fini = teardown);
+
+/* The next change of @kind (others are skipped: IDLE marks), waiting up to 10 s; NULL when
+ * none came. */
+static relay_change_t *
+next_of(relay_change_kind_t kind)
+{
+   for (int i = 0; i < 1000; i++) {
+      relay_change_t *c = relay_reader_pop(rd);
+      if (c && c->kind == kind) {
+         return c;
+      }
+      if (c) {
+         relay_change_free(c);
+      } else {
+         usleep(10000);
+      }
+   }
+   return NULL;
+}
+
+static void
+write_json(bool insert, const char *id, const char *json)
+{
+   bson_error_t error;
+   bson_t *doc = bson_new_from_json((const uint8_t *)json, -1, &error);
+   bool ok;
+   cr_assert_not_null(doc, "%s", error.message);
+   if (insert) {
+      ok = mongoc_collection_insert_one(coll, doc, NULL, NULL, &error);
+   } else {
+      bson_t *filter = BCON_NEW("_id", BCON_UTF8(id));
+      ok = mongoc_collection_update_one(coll, filter, doc, NULL, NULL, &error);
+      bson_destroy(filter);
+   }
+   cr_assert(ok, "%s", error.message);
+   bson_destroy(doc);
+}
+
+static const char *
+doc_id(const relay_change_t *c)
+{
+   bson_iter_t it;
+   cr_assert(bson_iter_init(&it, c->doc) && bson_iter_find_descendant(&it, "documentKey._id", &it));
+   return bson_iter_utf8(&it, NULL);
+}
+
+#define EVENT(id, seq) "{\"id\": \"" id "\", \"seq\": " #seq ", \"type\": \"T\", \"data\": {}}"
+
+Test(reader, appends_are_handed_over_and_clears_are_not)
+{
+   uint64_t gen = relay_reader_start(rd, NULL, NULL);
+   relay_change_t *c = next_of(RELAY_CHANGE_OPENED);
+
+   cr_assert_not_null(c, "the stream never said it was open");
+   cr_assert_eq(c->gen, gen);
+   relay_change_free(c);
+   write_json(
+      true, "a",
+      "{\"_id\": \"a\", \"version\": 1, \"eventSeq\": 1, \"events\": [" EVENT("a1", 1) "]}");
+   write_json(false, "a", "{\"$set\": {\"events\": []}}"); /* a clear */
+   write_json(false, "a",
+              "{\"$set\": {\"version\": 2, \"eventSeq\": 2, \"events\": [" EVENT("a2", 2) "]}}");
+   c = next_of(RELAY_CHANGE_EVENT);
+   cr_assert_not_null(c, "the insert was not handed over");
+   cr_assert_str_eq(doc_id(c), "a");
+   cr_assert_eq(c->gen, gen);
+   relay_change_free(c);
+   c = next_of(RELAY_CHANGE_EVENT);
+   cr_assert_not_null(c, "the append was not handed over");
+   /* The append, not the clear: the clear never sets eventSeq. */
+   bson_iter_t it;
+   cr_assert(bson_iter_init(&it, c->doc) &&
+                bson_iter_find_descendant(&it, "updateDescription.updatedFields.eventSeq", &it),
+             "the second change handed over is not the append (a clear got through?)");
+   relay_change_free(c);
+}
+
+/* A reopen resumes after the newest change read: what was written meanwhile comes. */
+Test(reader, a_reopen_skips_nothing)
+{
+   relay_change_t *c;
+   relay_reader_start(rd, NULL, NULL);
+   relay_change_free(next_of(RELAY_CHANGE_OPENED));
+   write_json(
+      true, "b",
+      "{\"_id\": \"b\", \"version\": 1, \"eventSeq\": 1, \"events\": [" EVENT("b1", 1) "]}");
+   c = next_of(RELAY_CHANGE_EVENT);
+   cr_assert_not_null(c);
+   relay_change_free(c);
+   relay_reader_reopen(rd);
+   write_json(
+      true, "c",
+      "{\"_id\": \"c\", \"version\": 1, \"eventSeq\": 1, \"events\": [" EVENT("c1", 1) "]}");
+   c = next_of(RELAY_CHANGE_EVENT);
+   cr_assert_not_null(c, "the change written during the reopen was skipped");
+   cr_assert_str_eq(doc_id(c), "c");
+   relay_change_free(c);
+}
