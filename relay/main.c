@@ -150,7 +150,14 @@ run(const relay_config_t *cfg, int argc, char **argv)
 
    relay_metrics_t *metrics = relay_metrics_new();
    relay_metrics_set_name(metrics, cfg->name);
-   relay_metrics_set_collections(metrics, cfg->collections, cfg->n_collections);
+   /* One series per pattern (bounded, whatever the number of tenants): a --collection's is
+    * labelled with its name as always, a --namespace's with the pattern. */
+   char **labels = bson_malloc0((cfg->n_watch + 1) * sizeof(char *));
+   for (size_t i = 0; i < cfg->n_watch; i++) {
+      labels[i] = i < cfg->n_collections ? cfg->collections[i] : cfg->watch[i];
+   }
+   relay_metrics_set_collections(metrics, labels, cfg->n_watch);
+   bson_free(labels);
    relay_metrics_set(metrics, RELAY_G_PARTITIONS, cfg->partitions);
    bson_string_t *line = bson_string_new(NULL);
    relay_config_dump_line(cfg, line);

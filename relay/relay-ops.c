@@ -36,7 +36,8 @@ writer_update_one(void *ctx, int coll, const bson_t *query, const bson_t *update
                   bson_error_t *error)
 {
    relay_t *r = ctx;
-   return mongoc_collection_update_one(r->colls[coll], query, update, NULL, reply, error);
+   return mongoc_collection_update_one(relay_ns_handle(&r->colls, r->ns, r->client, coll), query,
+                                       update, NULL, reply, error);
 }
 
 const relay_writer_ops_t relay_ops_writer = {
@@ -143,14 +144,16 @@ ingest_read_entity(void *ctx, int coll, const bson_value_t *id, const relay_ts_t
                    bson_t *doc, bson_error_t *error)
 {
    relay_t *r = ctx;
-   return relay_store_read_entity(r->colls[coll], r->cfg, id, after, doc, error);
+   return relay_store_read_entity(relay_ns_handle(&r->colls, r->ns, r->client, coll), r->cfg, id,
+                                  after, doc, error);
 }
 
 static bool
 ingest_ensure_index(void *ctx, int coll, bson_error_t *error)
 {
    relay_t *r = ctx;
-   return relay_store_ensure_index(r->colls[coll], r->cfg, error);
+   return relay_store_ensure_index(relay_ns_handle(&r->colls, r->ns, r->client, coll), r->cfg,
+                                   error);
 }
 
 static bool
@@ -163,7 +166,8 @@ static bool
 ingest_wait_majority(void *ctx, int coll, const relay_ts_t *after, bson_error_t *error)
 {
    relay_t *r = ctx;
-   return relay_store_wait_majority(r->colls[coll], r->cfg, after, error);
+   return relay_store_wait_majority(relay_ns_handle(&r->colls, r->ns, r->client, coll), r->cfg,
+                                    after, error);
 }
 
 static void *
@@ -171,7 +175,8 @@ ingest_sweep_open(void *ctx, int coll, bool hint, const relay_ts_t *after,
                   const relay_partset_t *parts, int n)
 {
    relay_t *r = ctx;
-   return relay_store_sweep_cursor_in(r->colls[coll], r->cfg, hint, after, parts, n);
+   return relay_store_sweep_cursor_in(relay_ns_handle(&r->colls, r->ns, r->client, coll), r->cfg,
+                                      hint, after, parts, n);
 }
 
 static bool
@@ -196,6 +201,13 @@ ingest_sweep_close(void *ctx, void *cursor)
    mongoc_cursor_destroy(cursor);
 }
 
+static bool
+ingest_list_namespaces(void *ctx, bson_error_t *error)
+{
+   relay_t *r = ctx;
+   return relay_namespaces_list(r->ns, r->client, error);
+}
+
 const relay_ingest_ops_t relay_ops_ingest = {
    .pop = ingest_pop,
    .start = ingest_start,
@@ -208,6 +220,7 @@ const relay_ingest_ops_t relay_ops_ingest = {
    .sweep_next = ingest_sweep_next,
    .sweep_error = ingest_sweep_error,
    .sweep_close = ingest_sweep_close,
+   .list_namespaces = ingest_list_namespaces,
 };
 
 /* The publisher's link: messages rendered by the sender, handed to the MQTT client. */

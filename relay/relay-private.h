@@ -31,6 +31,7 @@
 #include "store/store.h"
 #include "store/writer.h"
 #include "stream/ingest.h"
+#include "stream/namespaces.h"
 #include "stream/reader.h"
 #include "stream/table.h"
 #include "util/util.h"
@@ -41,8 +42,8 @@ struct relay_t {
    atomic_int stop;
 
    mongoc_client_t *client;
-   mongoc_database_t *db;
-   mongoc_collection_t **colls; /* cfg->n_collections */
+   relay_namespaces_t *ns;   /* the watched set (stream/namespaces.h) */
+   relay_ns_handles_t colls; /* the main thread's handles, by namespace index */
    mongoc_collection_t *state;
 
    relay_mqtt_t *mqtt;

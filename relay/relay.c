@@ -43,9 +43,9 @@ check_config(const relay_config_t *cfg, bson_error_t *error)
        !relay_template_check(cfg->source_template, "source template", false, error)) {
       return false;
    }
-   if (!cfg->database || !*cfg->database || cfg->n_collections == 0) {
+   if (!cfg->state_database || cfg->n_watch == 0) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
-                     "a database and at least one collection are needed");
+                     "a state database and at least one namespace are needed");
       return false;
    }
    if (cfg->qos < 0 || cfg->qos > 2 || cfg->inflight_window < 1 || cfg->max_buffered_events < 1 ||
@@ -77,12 +77,7 @@ open_mongodb(relay_t *r, bson_error_t *error)
    if (!r->client) {
       return false;
    }
-   r->db = mongoc_client_get_database(r->client, cfg->database);
-   r->colls = bson_malloc0(cfg->n_collections * sizeof *r->colls);
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      r->colls[i] = mongoc_client_get_collection(r->client, cfg->database, cfg->collections[i]);
-   }
-   r->state = mongoc_client_get_collection(r->client, cfg->database, cfg->state_collection);
+   r->state = mongoc_client_get_collection(r->client, cfg->state_database, cfg->state_collection);
    return true;
 }
 
@@ -95,10 +90,10 @@ open_mqtt(relay_t *r, bson_error_t *error)
    if (!r->mqtt) {
       return false;
    }
-   r->sender = relay_sender_new(r->cfg, r->mqtt, r->metrics);
-   r->writer = relay_writer_new(r->cfg, r->metrics, &r->table, &relay_ops_writer, r);
-   r->ingest = relay_ingest_new(r->cfg, r->metrics, &r->table, &relay_group_ingest_ops, r->group,
-                                &relay_ops_ingest, r);
+   r->sender = relay_sender_new(r->cfg, r->ns, r->mqtt, r->metrics);
+   r->writer = relay_writer_new(r->cfg, r->ns, r->metrics, &r->table, &relay_ops_writer, r);
+   r->ingest = relay_ingest_new(r->cfg, r->ns, r->metrics, &r->table, &relay_group_ingest_ops,
+                                r->group, &relay_ops_ingest, r);
    r->publisher = relay_publisher_new(r->cfg, r->metrics, &r->table, &relay_ops_admission, r,
                                       &relay_ops_link, r);
    return true;
@@ -143,20 +138,23 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
    atomic_init(&r->stop, 0);
    relay_table_init(&r->table);
    r->group = relay_group_new(cfg, metrics, &r->table, &relay_ops_group, r);
-   if (!open_mongodb(r, error) || !open_mqtt(r, error)) {
+   r->ns = relay_namespaces_new(cfg, error);
+   if (!r->ns || !open_mongodb(r, error) || !open_mqtt(r, error)) {
       relay_destroy(r);
       return NULL;
    }
-   r->reader = relay_reader_new(cfg, relay_store_client_new(cfg, "outbox-relay-stream", error),
+   r->reader = relay_reader_new(cfg, relay_namespaces_patterns(r->ns),
+                                relay_store_client_new(cfg, "outbox-relay-stream", error),
                                 relay_store_operation_time, wake_main, r->mqtt, error);
    /* Without per-collection series (tests that drive relay_t directly) there is nothing
     * for the scanner to fill. */
    bool want_scanner = cfg->pending_scan_interval_ms > 0 && relay_metrics_series(metrics);
-   r->clearer = r->reader ? relay_clearer_new(cfg, metrics, relay_group_instance_id(r->group),
-                                              wake_main, r->mqtt, error)
-                          : NULL;
+   r->clearer = r->reader
+                   ? relay_clearer_new(cfg, r->ns, metrics, relay_group_instance_id(r->group),
+                                       wake_main, r->mqtt, error)
+                   : NULL;
    if (r->clearer && want_scanner) {
-      r->scanner = relay_scanner_new(cfg, metrics, error);
+      r->scanner = relay_scanner_new(cfg, r->ns, metrics, error);
    }
    if (!r->clearer || (want_scanner && !r->scanner) || !start_lease(r, error)) {
       relay_destroy(r);
@@ -304,8 +302,13 @@ own(relay_t *r, int64_t now)
 int
 relay_run(relay_t *r)
 {
-   relay_log(RELAY_LOG_INFO, "relay", "relay '%s' starting: database %s, %zu collection(s)",
-             r->cfg->name, r->cfg->database, r->cfg->n_collections);
+   const relay_nsset_t *set = relay_namespaces_patterns(r->ns);
+   const char *single = relay_nsset_single_db(set);
+   relay_log(RELAY_LOG_INFO, "relay",
+             "relay '%s' starting: %zu namespace pattern(s) through one %s stream%s%s, state in "
+             "database %s",
+             r->cfg->name, relay_nsset_count(set), single ? "database" : "cluster",
+             single ? " on " : "", single ? single : "", r->cfg->state_database);
    while (!atomic_load(&r->stop) && !r->fatal) {
       int64_t now = relay_now_ms();
       relay_publisher_connect(r->publisher, now);
@@ -351,14 +354,9 @@ relay_destroy(relay_t *r)
    relay_sender_destroy(r->sender);
    relay_mqtt_destroy(r->mqtt);
    relay_table_cleanup(&r->table);
-   if (r->colls) {
-      for (size_t i = 0; i < r->cfg->n_collections; i++) {
-         mongoc_collection_destroy(r->colls[i]);
-      }
-      bson_free(r->colls);
-   }
+   relay_ns_handles_clear(&r->colls);
    mongoc_collection_destroy(r->state);
-   mongoc_database_destroy(r->db);
    mongoc_client_destroy(r->client);
+   relay_namespaces_destroy(r->ns);
    bson_free(r);
 }

@@ -20,8 +20,16 @@
 /* Exit status when `status` finds something older than --max-age (sysexits has none). */
 #define ADMIN_EXIT_THRESHOLD 1
 
+/* One namespace a command works on (targets.c). */
 typedef struct {
-   relay_config_t cfg; /* connection, database, collections, field names */
+   char *db, *coll;
+   char *label; /* what outbox-admin prints: coll in the state database, else "db.coll" */
+} admin_target_t;
+
+typedef struct {
+   relay_config_t cfg;      /* connection, database, collections, patterns, field names */
+   admin_target_t *targets; /* the namespaces the patterns match, resolved at the start */
+   size_t n_targets;
    mongoc_client_pool_t *pool;
    bool json;
    /* Filters of pending, dead-letters, requeue, discard (unset: NULL / false / 0). */
@@ -39,6 +47,7 @@ typedef struct {
    /* status. */
    int64_t max_age_ms; /* with max_age_given; 0: any pending event is too old */
    bool max_age_given;
+   int64_t top; /* namespaces listed, the most pending first (0: the default, 20) */
    /* ensure-schema. */
    bool print;
    bool combine; /* keep a foreign validator beside ours */
@@ -87,8 +96,15 @@ void admin_event_json(bson_t *doc, const char *coll, const outbox_stored_event_t
 /* Writes @ev as one tab-separated line, as `pending` and `dead-letters` list it. */
 void admin_event_line(FILE *out, const char *coll, const outbox_stored_event_t *ev, int64_t now);
 
-/* A handle on collection @name with the configured field names; NULL after printing why. */
+/* A handle on the namespace labelled @name (a target; else collection @name of the state
+ * database) with the configured field names; NULL after printing why. */
 outbox_collection_t *admin_collection(admin_t *a, const char *name);
+
+/* Resolves the patterns into a->targets (listing the server once). Returns an exit status. */
+int admin_targets_resolve(admin_t *a);
+/* The target labelled @label, or NULL. */
+const admin_target_t *admin_target(const admin_t *a, const char *label);
+void admin_targets_cleanup(admin_t *a);
 
 /* The relays' lease collection (--lease-collection; the state collection by default), or
  * NULL when the relay has none. */

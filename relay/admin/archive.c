@@ -35,7 +35,7 @@ admin_ensure_archive(admin_t *a)
       BSON_APPEND_INT64(&opts, "ttlSeconds", a->cfg.archive_ttl_s);
    }
    client = mongoc_client_pool_pop(a->pool);
-   archive = mongoc_client_get_collection(client, a->cfg.database, name);
+   archive = mongoc_client_get_collection(client, a->cfg.state_database, name);
    if (outbox_archive_ensure_schema(archive, &opts, &error)) {
       fprintf(a->out,
               "%s: the archive contract is the validator; indexes by time, entity and "
@@ -84,7 +84,7 @@ admin_archive_stats(admin_t *a, admin_archive_stats_t *st)
 {
    mongoc_client_t *client = mongoc_client_pool_pop(a->pool);
    mongoc_collection_t *archive =
-      mongoc_client_get_collection(client, a->cfg.database, a->cfg.archive_collection);
+      mongoc_client_get_collection(client, a->cfg.state_database, a->cfg.archive_collection);
    bson_error_t error;
    bool ok;
 

@@ -48,6 +48,7 @@ static const admin_opt_t admin_opts[] = {
    {"older-than", A_AGE, OFF(older_than_ms)},
    {"max-age", A_AGE, OFF(max_age_ms)},
    {"limit", A_COUNT, OFF(limit)},
+   {"top", A_COUNT, OFF(top)},
    {"since", A_STRING, OFF(since)},
    {"until", A_STRING, OFF(until)},
    {"rate", A_COUNT, OFF(rate)},

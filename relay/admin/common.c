@@ -25,7 +25,9 @@ admin_collection(admin_t *a, const char *name)
                BCON_UTF8(a->cfg.event_seq_field), "eventsField", BCON_UTF8(a->cfg.events_field),
                "deadLettersField", BCON_UTF8(a->cfg.dead_letters_field), "requeuesField",
                BCON_UTF8(a->cfg.requeues_field), "cacheSize", BCON_INT32(0));
-   outbox_collection_t *c = outbox_collection_new(a->pool, a->cfg.database, name, opts, &error);
+   const admin_target_t *t = admin_target(a, name);
+   outbox_collection_t *c = outbox_collection_new(a->pool, t ? t->db : a->cfg.state_database,
+                                                  t ? t->coll : name, opts, &error);
    if (!c) {
       fprintf(stderr, "outbox-admin: collection %s: %s\n", name, error.message);
    }

@@ -47,15 +47,15 @@ admin_each(admin_t *a, outbox_place_t place, admin_visit_fn fn, void *ctx)
    int64_t now, seen = 0;
    int rc = EX_OK;
 
-   if (a->cfg.n_collections == 0) {
+   if (a->n_targets == 0) {
       fprintf(stderr, "outbox-admin: no collection: give --collection (or the relay's config)\n");
       return EX_USAGE;
    }
    if (!admin_server_now(a, &now, &error)) {
       return admin_fail("MongoDB", &error);
    }
-   for (size_t i = 0; i < a->cfg.n_collections && rc == EX_OK; i++) {
-      const char *name = a->cfg.collections[i];
+   for (size_t i = 0; i < a->n_targets && rc == EX_OK; i++) {
+      const char *name = a->targets[i].label;
       int64_t left = a->limit > 0 ? a->limit - seen : 0;
       outbox_collection_t *c;
       if (a->limit > 0 && left <= 0) {

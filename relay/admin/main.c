@@ -35,7 +35,8 @@ static const char usage[] =
    "\n"
    "The relay's options choose the connection and the fields, with the same names,\n"
    "environment variables and config file (see outbox-relay --help): --mongodb-uri,\n"
-   "--database, --collection (default: the relay's collections), --state-collection,\n"
+   "--database, --collection, --namespace DB.COLL (globs; default: the relay's),\n"
+   "--state-database, --state-collection,\n"
    "--lease-collection, --events-field, --dead-letters-field, --config FILE ...\n"
    "\n"
    "Options:\n"
@@ -53,6 +54,7 @@ static const char usage[] =
    "  --by WHO               requeue/discard: who does it (default: user@host)\n"
    "  --reason TEXT          discard: why (required)\n"
    "  --max-age AGE          status: exit 1 if a pending event is older than AGE\n"
+   "  --top N                status: the N namespaces with the most pending (default 20)\n"
    "  --print                ensure-schema: print the validator, change nothing\n"
    "  --validation-action A  ensure-schema: error (default) or warn\n"
    "  --validation-level L   ensure-schema: moderate (default) or strict\n"
@@ -136,7 +138,9 @@ main(int argc, char **argv)
          fprintf(stderr, "outbox-admin: mongodb-uri: %s\n", error.message);
          rc = EX_CONFIG;
       } else {
-         rc = run(&a, args.command);
+         rc = admin_targets_resolve(&a);
+         rc = rc == EX_OK ? run(&a, args.command) : rc;
+         admin_targets_cleanup(&a);
          mongoc_client_pool_destroy(a.pool);
       }
       mongoc_cleanup();

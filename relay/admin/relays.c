@@ -129,7 +129,7 @@ static int
 read_collection(admin_t *a, const char *name, admin_relays_t *r)
 {
    mongoc_client_t *client = mongoc_client_pool_pop(a->pool);
-   mongoc_collection_t *coll = mongoc_client_get_collection(client, a->cfg.database, name);
+   mongoc_collection_t *coll = mongoc_client_get_collection(client, a->cfg.state_database, name);
    bson_t filter = BSON_INITIALIZER;
    bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}");
    mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);

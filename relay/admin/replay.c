@@ -160,7 +160,12 @@ send_one(replay_t *r, const char *coll, const outbox_archived_event_t *e, const 
    const relay_config_t *cfg = &r->a->cfg;
    size_t id_len;
    char *id = relay_render_id(e->entity_id, &id_len);
-   char *enc_id = encode(id, id_len), *enc_db = encode(cfg->database, strlen(cfg->database));
+   /* The archive names a namespace by its label (targets.c): {db} and {collection} are the
+    * real ones. */
+   const admin_target_t *t = admin_target(r->a, coll);
+   const char *db = t ? t->db : cfg->state_database;
+   coll = t ? t->coll : coll;
+   char *enc_id = encode(id, id_len), *enc_db = encode(db, strlen(db));
    char *enc_coll = encode(coll, strlen(coll));
    /* The partition the relay recorded, or the one it would compute (entries archived
     * without it). */
@@ -372,10 +377,10 @@ admin_replay(admin_t *a)
       return EX_UNAVAILABLE;
    }
    client = mongoc_client_pool_pop(a->pool);
-   archive = mongoc_client_get_collection(client, a->cfg.database, a->cfg.archive_collection);
+   archive = mongoc_client_get_collection(client, a->cfg.state_database, a->cfg.archive_collection);
    r.started_us = bson_get_monotonic_time();
-   for (size_t i = 0; i < a->cfg.n_collections && rc == EX_OK && !r.failed; i++) {
-      rc = replay_coll(&r, archive, a->cfg.collections[i], now, &count);
+   for (size_t i = 0; i < a->n_targets && rc == EX_OK && !r.failed; i++) {
+      rc = replay_coll(&r, archive, a->targets[i].label, now, &count);
    }
    mongoc_collection_destroy(archive);
    mongoc_client_pool_push(a->pool, client);

@@ -71,12 +71,12 @@ admin_ensure_schema(admin_t *a)
    bson_t *opts = schema_opts(a);
    int rc = EX_OK;
 
-   if (a->cfg.n_collections == 0) {
+   if (a->n_targets == 0) {
       fprintf(stderr, "outbox-admin: no collection: give --collection (or the relay's config)\n");
       rc = EX_USAGE;
    }
-   for (size_t i = 0; i < a->cfg.n_collections && rc == EX_OK; i++) {
-      rc = one(a, a->cfg.collections[i], opts);
+   for (size_t i = 0; i < a->n_targets && rc == EX_OK; i++) {
+      rc = one(a, a->targets[i].label, opts);
    }
    if (rc == EX_OK && a->cfg.archive_collection) {
       rc = admin_ensure_archive(a);

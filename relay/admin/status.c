@@ -1,8 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * `status`: per collection, pending events (documents, events, age of the oldest) and dead
- * letters, counted by liboutbox through the partial indexes; then the relays (relays.c).
+ * `status`: per namespace, pending events (documents, events, age of the oldest) and dead
+ * letters, counted by liboutbox through the partial indexes, the --top N namespaces with the
+ * most pending events first and the totals over all; then the relays (relays.c).
  * Ages are measured against the server's clock. Exit status ADMIN_EXIT_THRESHOLD when a
  * pending event is older than --max-age, so the command works in cron and monitoring scripts,
  * and EX_DATAERR when documents break the stored contract (liboutbox counts them apart).
@@ -24,51 +25,125 @@ typedef struct {
    outbox_counts_t counts;
 } coll_status_t;
 
+/* Namespaces listed at most without --top: status stays readable with a thousand. */
+#define TOP_DEFAULT 20
+
+static void
+print_row(admin_t *a, const char *name, const outbox_counts_t *c, int64_t now)
+{
+   fprintf(a->out, "%s\t%" PRId64 "\t%" PRId64 "\t", name, c->pending_documents, c->pending_events);
+   admin_print_age(a->out, c->oldest_pending_ms ? now - c->oldest_pending_ms : -1);
+   fprintf(a->out, "\t%" PRId64 "\t%" PRId64 "\t", c->dead_letters, c->dead_letter_documents);
+   admin_print_time(a->out, c->newest_dead_letter_ms);
+   fputc('\n', a->out);
+}
+
+/* The most pending events first, then the most dead letters, then by name. */
+static int
+by_pending(const void *x, const void *y)
+{
+   const coll_status_t *a = x, *b = y;
+   if (a->counts.pending_events != b->counts.pending_events) {
+      return a->counts.pending_events > b->counts.pending_events ? -1 : 1;
+   }
+   if (a->counts.dead_letters != b->counts.dead_letters) {
+      return a->counts.dead_letters > b->counts.dead_letters ? -1 : 1;
+   }
+   return strcmp(a->name, b->name);
+}
+
+/* Sums @n counts (the oldest pending is the oldest of all, the last dead letter the last). */
+static outbox_counts_t
+total_of(const coll_status_t *cs, size_t n)
+{
+   outbox_counts_t t = {0};
+   for (size_t i = 0; i < n; i++) {
+      const outbox_counts_t *c = &cs[i].counts;
+      t.pending_documents += c->pending_documents;
+      t.pending_events += c->pending_events;
+      t.dead_letters += c->dead_letters;
+      t.dead_letter_documents += c->dead_letter_documents;
+      t.malformed_documents += c->malformed_documents;
+      if (c->oldest_pending_ms &&
+          (!t.oldest_pending_ms || c->oldest_pending_ms < t.oldest_pending_ms)) {
+         t.oldest_pending_ms = c->oldest_pending_ms;
+      }
+      if (c->newest_dead_letter_ms > t.newest_dead_letter_ms) {
+         t.newest_dead_letter_ms = c->newest_dead_letter_ms;
+      }
+   }
+   return t;
+}
+
+static size_t
+shown(const admin_t *a, size_t n)
+{
+   size_t top = a->top > 0 ? (size_t)a->top : TOP_DEFAULT;
+   return n < top ? n : top;
+}
+
 static void
 print_collections(admin_t *a, const coll_status_t *cs, size_t n, int64_t now)
 {
    fputs("COLLECTION\tPENDING-DOCUMENTS\tPENDING-EVENTS\tOLDEST-PENDING\tDEAD-LETTERS\t"
          "DEAD-LETTER-DOCUMENTS\tLAST-DEAD-LETTER\n",
          a->out);
-   for (size_t i = 0; i < n; i++) {
-      const outbox_counts_t *c = &cs[i].counts;
-      fprintf(a->out, "%s\t%" PRId64 "\t%" PRId64 "\t", cs[i].name, c->pending_documents,
-              c->pending_events);
-      admin_print_age(a->out, c->oldest_pending_ms ? now - c->oldest_pending_ms : -1);
-      fprintf(a->out, "\t%" PRId64 "\t%" PRId64 "\t", c->dead_letters, c->dead_letter_documents);
-      admin_print_time(a->out, c->newest_dead_letter_ms);
-      fputc('\n', a->out);
+   for (size_t i = 0; i < shown(a, n); i++) {
+      print_row(a, cs[i].name, &cs[i].counts, now);
+   }
+   if (n > 1) {
+      outbox_counts_t t = total_of(cs, n);
+      char *name = bson_strdup_printf("TOTAL(%zu namespaces%s)", n,
+                                      shown(a, n) < n ? ", the --top shown above" : "");
+      print_row(a, name, &t, now);
+      bson_free(name);
    }
 }
 
 static void
-append_collections(bson_t *doc, const coll_status_t *cs, size_t n, int64_t now)
+append_counts(bson_t *item, const outbox_counts_t *c, int64_t now)
+{
+   BSON_APPEND_INT64(item, "pendingDocuments", c->pending_documents);
+   BSON_APPEND_INT64(item, "pendingEvents", c->pending_events);
+   if (c->oldest_pending_ms) {
+      BSON_APPEND_DATE_TIME(item, "oldestPendingTime", c->oldest_pending_ms);
+      BSON_APPEND_DOUBLE(item, "oldestPendingAgeSeconds",
+                         (double)(now - c->oldest_pending_ms) / 1000.0);
+   }
+   BSON_APPEND_INT64(item, "deadLetters", c->dead_letters);
+   BSON_APPEND_INT64(item, "deadLetterDocuments", c->dead_letter_documents);
+   BSON_APPEND_INT64(item, "malformedDocuments", c->malformed_documents);
+   if (c->newest_dead_letter_ms) {
+      BSON_APPEND_DATE_TIME(item, "lastDeadLetterTime", c->newest_dead_letter_ms);
+   }
+}
+
+static void
+append_collections(const admin_t *a, bson_t *doc, const coll_status_t *cs, size_t n, int64_t now)
 {
    bson_t arr, item;
    char key[16];
    const char *k;
    BSON_APPEND_ARRAY_BEGIN(doc, "collections", &arr);
-   for (size_t i = 0; i < n; i++) {
-      const outbox_counts_t *c = &cs[i].counts;
+   for (size_t i = 0; i < shown(a, n); i++) {
       bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
       BSON_APPEND_DOCUMENT_BEGIN(&arr, k, &item);
       BSON_APPEND_UTF8(&item, "name", cs[i].name);
-      BSON_APPEND_INT64(&item, "pendingDocuments", c->pending_documents);
-      BSON_APPEND_INT64(&item, "pendingEvents", c->pending_events);
-      if (c->oldest_pending_ms) {
-         BSON_APPEND_DATE_TIME(&item, "oldestPendingTime", c->oldest_pending_ms);
-         BSON_APPEND_DOUBLE(&item, "oldestPendingAgeSeconds",
-                            (double)(now - c->oldest_pending_ms) / 1000.0);
+      const admin_target_t *t = admin_target(a, cs[i].name);
+      if (t) {
+         BSON_APPEND_UTF8(&item, "database", t->db);
+         BSON_APPEND_UTF8(&item, "collection", t->coll);
       }
-      BSON_APPEND_INT64(&item, "deadLetters", c->dead_letters);
-      BSON_APPEND_INT64(&item, "deadLetterDocuments", c->dead_letter_documents);
-      BSON_APPEND_INT64(&item, "malformedDocuments", c->malformed_documents);
-      if (c->newest_dead_letter_ms) {
-         BSON_APPEND_DATE_TIME(&item, "lastDeadLetterTime", c->newest_dead_letter_ms);
-      }
+      append_counts(&item, &cs[i].counts, now);
       bson_append_document_end(&arr, &item);
    }
    bson_append_array_end(doc, &arr);
+   outbox_counts_t total = total_of(cs, n);
+   BSON_APPEND_DOCUMENT_BEGIN(doc, "totals", &item);
+   BSON_APPEND_INT64(&item, "namespaces", (int64_t)n);
+   BSON_APPEND_INT64(&item, "shown", (int64_t)shown(a, n));
+   append_counts(&item, &total, now);
+   bson_append_document_end(doc, &item);
 }
 
 /* The member the URI's read preference picks for the counts, and whether it is a secondary. */
@@ -146,12 +221,12 @@ print_read_source(admin_t *a, const read_source_t *src)
 static int
 count_all(admin_t *a, coll_status_t *cs)
 {
-   for (size_t i = 0; i < a->cfg.n_collections; i++) {
+   for (size_t i = 0; i < a->n_targets; i++) {
       bson_error_t error;
-      outbox_collection_t *c = admin_collection(a, a->cfg.collections[i]);
+      outbox_collection_t *c = admin_collection(a, a->targets[i].label);
       bool ok = c && outbox_collection_count_events(c, &cs[i].counts, &error);
       outbox_collection_destroy(c);
-      cs[i].name = a->cfg.collections[i];
+      cs[i].name = a->targets[i].label;
       if (!c) {
          return EX_CONFIG;
       }
@@ -200,7 +275,8 @@ too_old(const admin_t *a, const coll_status_t *cs, size_t n, int64_t now)
 int
 admin_status(admin_t *a)
 {
-   coll_status_t *cs = bson_malloc0((a->cfg.n_collections + 1) * sizeof *cs);
+   size_t n = a->n_targets;
+   coll_status_t *cs = bson_malloc0((n + 1) * sizeof *cs);
    admin_relays_t relays;
    admin_archive_stats_t archive = {0};
    read_source_t src;
@@ -218,13 +294,14 @@ admin_status(admin_t *a)
        (a->cfg.archive_collection && (rc = admin_archive_stats(a, &archive)) != EX_OK)) {
       goto done;
    }
-   char *bad = malformed(cs, a->cfg.n_collections);
-   char *problem = bad ? bad : too_old(a, cs, a->cfg.n_collections, now);
+   qsort(cs, n, sizeof *cs, by_pending);
+   char *bad = malformed(cs, n);
+   char *problem = bad ? bad : too_old(a, cs, n, now);
    if (a->json) {
       bson_t doc = BSON_INITIALIZER;
       BSON_APPEND_DATE_TIME(&doc, "serverTime", now);
       append_read_source(&doc, &src);
-      append_collections(&doc, cs, a->cfg.n_collections, now);
+      append_collections(a, &doc, cs, n, now);
       admin_relays_append_json(&relays, &doc, now);
       if (a->cfg.archive_collection) {
          admin_archive_json(a, &archive, &doc);
@@ -236,7 +313,7 @@ admin_status(admin_t *a)
       admin_print_json(a->out, &doc);
       bson_destroy(&doc);
    } else {
-      print_collections(a, cs, a->cfg.n_collections, now);
+      print_collections(a, cs, n, now);
       admin_relays_print(&relays, a->out, now);
       if (a->cfg.archive_collection) {
          admin_archive_print(a, &archive, now);

@@ -7,6 +7,7 @@
  * SIGHUP); it touches only the relay_config_t it is given, never a running one.
  */
 #include "config/config-private.h"
+#include "config/namespace.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -22,8 +23,8 @@ missing_required(const relay_config_t *cfg, bson_error_t *error)
       const char *name;
    } req[] = {
       {!cfg->mongodb_uri, "mongodb-uri"},
-      {!cfg->database, "database"},
-      {cfg->n_collections == 0 && !cfg->mongodb_only, "collection"},
+      {!cfg->database && cfg->n_namespaces == 0 && !cfg->state_database, "database"},
+      {cfg->n_collections == 0 && cfg->n_namespaces == 0 && !cfg->mongodb_only, "collection"},
       {!cfg->mqtt_uri && !cfg->mongodb_only, "mqtt-uri"},
    };
    bson_string_t *list = bson_string_new(NULL);
@@ -247,5 +248,5 @@ _relay_config_finish(relay_config_t *cfg, bson_error_t *error)
            (check_mqtt(cfg, error) && check_topic(cfg, error) && check_client_id(cfg, error))) &&
           check_fields(cfg, error) && check_flow(cfg, error) && check_group(cfg, error) &&
           check_log_file(cfg, error) && _relay_config_check_archive(cfg, error) &&
-          _relay_config_check_expiry(cfg, error);
+          _relay_config_check_expiry(cfg, error) && relay_config_resolve_namespaces(cfg, error);
 }

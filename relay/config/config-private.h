@@ -28,7 +28,7 @@ typedef enum {
    OPT_INT,          /* int in [min, max] */
    OPT_SIZE,         /* size_t in [min, max] */
    OPT_BOOL,         /* bool; a flag without a value means true */
-   OPT_LIST,         /* collections */
+   OPT_LIST,         /* char ** at offset, its size_t count at offset max (collections...) */
    OPT_QOS,          /* int 0..2 */
    OPT_MQTT_VERSION, /* int 4 or 5 */
    OPT_LEVEL,        /* relay_log_level_t */
@@ -39,7 +39,18 @@ typedef enum {
 } relay_opt_type_t;
 
 /* Kinds of OPT_NAME and OPT_LIST, in relay_opt_t.min: MongoDB's naming rules differ. */
-enum { RELAY_NAME_DATABASE = 0, RELAY_NAME_COLLECTION = 1, RELAY_NAME_FIELD = 2 };
+enum {
+   RELAY_NAME_DATABASE = 0,
+   RELAY_NAME_COLLECTION = 1,
+   RELAY_NAME_FIELD = 2,
+   RELAY_NAME_NAMESPACE = 3, /* DB.COLL with `*` globs (namespace.h) */
+};
+
+/* An OPT_LIST's items and count in @cfg. */
+#define RELAY_OPT_ITEMS(cfg, opt) ((char ***)((char *)(cfg) + (opt)->offset))
+#define RELAY_OPT_COUNT(cfg, opt) ((size_t *)((char *)(cfg) + (size_t)(opt)->max))
+#define RELAY_OPT_CITEMS(cfg, opt) ((char **const *)((const char *)(cfg) + (opt)->offset))
+#define RELAY_OPT_CCOUNT(cfg, opt) ((const size_t *)((const char *)(cfg) + (size_t)(opt)->max))
 
 typedef struct {
    const char *name; /* flag without "--" and config-file key */

@@ -26,8 +26,15 @@ const relay_opt_t relay_opts[] = {
     "connection string; credentials, TLS and timeouts go here (required)"},
    {"database", "OUTBOX_DATABASE", OPT_NAME, OFF(database), RELAY_NAME_DATABASE, 0, "NAME", NULL,
     "database holding the outbox collections (required)"},
-   {"collection", "OUTBOX_COLLECTIONS", OPT_LIST, OFF(collections), RELAY_NAME_COLLECTION, 0,
-    "NAME", NULL, "collection to watch; repeat or give a comma-separated list (required)"},
+   {"collection", "OUTBOX_COLLECTIONS", OPT_LIST, OFF(collections), RELAY_NAME_COLLECTION,
+    (long long)OFF(n_collections), "NAME", NULL,
+    "collection of --database to watch; repeat or give a comma-separated list"},
+   {"namespace", "OUTBOX_NAMESPACES", OPT_LIST, OFF(namespaces), RELAY_NAME_NAMESPACE,
+    (long long)OFF(n_namespaces), "DB.COLL", NULL,
+    "namespaces to watch, `*` globs in either part (tenant_*.orders); repeat or comma-separate"},
+   {"state-database", "OUTBOX_STATE_DATABASE", OPT_NAME, OFF(state_database), RELAY_NAME_DATABASE,
+    0, "NAME", "--database",
+    "database of the state, lease and archive collections (required when patterns span databases)"},
    {"state-collection", "OUTBOX_STATE_COLLECTION", OPT_NAME, OFF(state_collection),
     RELAY_NAME_COLLECTION, 0, "NAME", "outbox_relay_state",
     "collection for resume tokens, one document per relay name"},
@@ -246,10 +253,19 @@ relay_config_destroy(relay_config_t *cfg)
          bson_free(*(char **)((char *)cfg + opt->offset));
       }
    }
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      bson_free(cfg->collections[i]);
+   for (size_t i = 0; i < relay_n_opts; i++) {
+      const relay_opt_t *opt = &relay_opts[i];
+      if (opt->name && opt->type == OPT_LIST) {
+         for (size_t j = 0; j < *RELAY_OPT_COUNT(cfg, opt); j++) {
+            bson_free((*RELAY_OPT_ITEMS(cfg, opt))[j]);
+         }
+         bson_free(*RELAY_OPT_ITEMS(cfg, opt));
+      }
    }
-   bson_free(cfg->collections);
+   for (size_t i = 0; i < cfg->n_watch; i++) {
+      bson_free(cfg->watch[i]);
+   }
+   bson_free(cfg->watch);
    for (size_t i = 0; i < cfg->n_replaced_collections; i++) {
       bson_free(cfg->replaced_collections[i]);
    }

@@ -22,6 +22,7 @@
 
 #include <mongoc/mongoc.h>
 
+#include "config/namespace.h"
 #include "util/redact.h"
 
 #define FIELD(cfg, opt, type) ((type *)((char *)(cfg) + (opt)->offset))
@@ -100,6 +101,11 @@ check_name(const relay_opt_t *opt, const char *name, const char *what, bson_erro
       bad = "system collections cannot be watched";
    } else if (opt->min == RELAY_NAME_FIELD && (strchr(name, '.') || name[0] == '$')) {
       bad = "a field name cannot contain . or start with $";
+   } else if (opt->min == RELAY_NAME_NAMESPACE) {
+      relay_nspat_t pat;
+      bool ok = relay_nspat_parse(name, what, &pat, error);
+      relay_nspat_clear(&pat);
+      return ok;
    }
    if (bad) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: %s, got '%s'", what, bad,
@@ -110,10 +116,10 @@ check_name(const relay_opt_t *opt, const char *name, const char *what, bson_erro
 }
 
 static bool
-has_collection(const relay_config_t *cfg, const char *name)
+has_item(char **items, size_t n, const char *name)
 {
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      if (!strcmp(cfg->collections[i], name)) {
+   for (size_t i = 0; i < n; i++) {
+      if (!strcmp(items[i], name)) {
          return true;
       }
    }
@@ -124,15 +130,23 @@ static bool
 parse_list(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const char *what,
            bool append, bson_error_t *error)
 {
+   char ***items = RELAY_OPT_ITEMS(cfg, opt);
+   size_t *n = RELAY_OPT_COUNT(cfg, opt);
    if (!append) {
-      /* Kept, not freed: the narrowed config still owns them (replaced_collections). */
-      cfg->replaced_collections =
-         bson_realloc(cfg->replaced_collections,
-                      (cfg->n_replaced_collections + cfg->n_collections + 1) * sizeof(char *));
-      for (size_t i = 0; i < cfg->n_collections; i++) {
-         cfg->replaced_collections[cfg->n_replaced_collections++] = cfg->collections[i];
+      bool collections = *items == cfg->collections;
+      if (collections) {
+         /* Kept, not freed: the narrowed config still owns them (replaced_collections). */
+         cfg->replaced_collections = bson_realloc(
+            cfg->replaced_collections, (cfg->n_replaced_collections + *n + 1) * sizeof(char *));
       }
-      cfg->n_collections = 0;
+      for (size_t i = 0; i < *n; i++) {
+         if (collections) {
+            cfg->replaced_collections[cfg->n_replaced_collections++] = (*items)[i];
+         } else {
+            bson_free((*items)[i]);
+         }
+      }
+      *n = 0;
    }
    const char *p = text;
    for (;;) {
@@ -145,15 +159,14 @@ parse_list(relay_config_t *cfg, const relay_opt_t *opt, const char *text, const 
          *--end = '\0';
       }
       bool ok = check_name(opt, start, what, error);
-      if (ok && has_collection(cfg, start)) {
-         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
-                        "%s: collection '%s' given twice", what, start);
+      if (ok && has_item(*items, *n, start)) {
+         bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG, "%s: %s '%s' given twice",
+                        what, opt->min == RELAY_NAME_NAMESPACE ? "namespace" : "collection", start);
          ok = false;
       }
       if (ok) {
-         cfg->collections =
-            bson_realloc(cfg->collections, (cfg->n_collections + 1) * sizeof(char *));
-         cfg->collections[cfg->n_collections++] = bson_strdup(start);
+         *items = bson_realloc(*items, (*n + 1) * sizeof(char *));
+         (*items)[(*n)++] = bson_strdup(start);
       }
       bson_free(name);
       if (!ok) {
@@ -519,14 +532,16 @@ _relay_opt_apply(relay_config_t *cfg, const relay_opt_t *opt, const char *text, 
 }
 
 static char *
-join_list(const relay_config_t *cfg)
+join_list(const relay_config_t *cfg, const relay_opt_t *opt)
 {
-   if (cfg->n_collections == 0) {
+   char **const items = *RELAY_OPT_CITEMS(cfg, opt);
+   size_t n = *RELAY_OPT_CCOUNT(cfg, opt);
+   if (n == 0) {
       return NULL;
    }
    bson_string_t *s = bson_string_new(NULL);
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      bson_string_append_printf(s, "%s%s", i ? "," : "", cfg->collections[i]);
+   for (size_t i = 0; i < n; i++) {
+      bson_string_append_printf(s, "%s%s", i ? "," : "", items[i]);
    }
    return bson_string_free(s, false);
 }
@@ -544,7 +559,7 @@ _relay_opt_value_text(const relay_config_t *cfg, const relay_opt_t *opt)
    case OPT_BOOL:
       return bson_strdup(*CFIELD(cfg, opt, bool) ? "true" : "false");
    case OPT_LIST:
-      return join_list(cfg);
+      return join_list(cfg, opt);
    case OPT_LEVEL:
       return bson_strdup(relay_log_level_name(*CFIELD(cfg, opt, relay_log_level_t)));
    case OPT_FORMAT:
@@ -593,11 +608,11 @@ _relay_opt_equal(const relay_config_t *a, const relay_config_t *b, const relay_o
    case OPT_PROPS:
       return *CFIELD(a, opt, unsigned) == *CFIELD(b, opt, unsigned);
    case OPT_LIST:
-      if (a->n_collections != b->n_collections) {
+      if (*RELAY_OPT_CCOUNT(a, opt) != *RELAY_OPT_CCOUNT(b, opt)) {
          return false;
       }
-      for (size_t i = 0; i < a->n_collections; i++) {
-         if (strcmp(a->collections[i], b->collections[i])) {
+      for (size_t i = 0; i < *RELAY_OPT_CCOUNT(a, opt); i++) {
+         if (strcmp((*RELAY_OPT_CITEMS(a, opt))[i], (*RELAY_OPT_CITEMS(b, opt))[i])) {
             return false;
          }
       }

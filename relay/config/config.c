@@ -157,13 +157,15 @@ warn_secret_in_flag(const relay_opt_t *opt, const char *value)
 static bool
 load_flags(relay_config_t *cfg, const args_t *args, bson_error_t *error)
 {
-   bool list_seen = false;
    for (size_t i = 0; i < args->n_flags; i++) {
       const flag_t *f = &args->flags[i];
       char *what = bson_strndup(f->flag, f->flag_len);
-      /* Repeated --collection flags add up; the first replaces lower layers' list. */
-      bool append = f->opt->type == OPT_LIST && list_seen;
-      list_seen = list_seen || f->opt->type == OPT_LIST;
+      /* Repeated --collection (--namespace) flags add up; the first replaces lower layers'
+       * list. */
+      bool append = false;
+      for (size_t j = 0; j < i && f->opt->type == OPT_LIST; j++) {
+         append = append || args->flags[j].opt == f->opt;
+      }
       bool ok = _relay_opt_apply(cfg, f->opt, f->value, what, append, error);
       if (ok && (f->opt->type == OPT_URI_MONGODB || f->opt->type == OPT_URI_MQTT)) {
          warn_secret_in_flag(f->opt, f->value);

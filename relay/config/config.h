@@ -51,9 +51,16 @@ typedef enum {
 typedef struct relay_config_t {
    /* MongoDB: everything else (TLS, auth, timeouts, read/write concern) goes in the URI. */
    char *mongodb_uri;
-   char *database;
-   char **collections; /* n_collections names, at least one after loading */
+   char *database;     /* --database: the database of --collection, may be NULL */
+   char **collections; /* n_collections names of --database */
    size_t n_collections;
+   char **namespaces; /* --namespace patterns as given (config/namespace.h) */
+   size_t n_namespaces;
+   char *state_database; /* state, leases, archive; set after loading (never NULL then) */
+   /* After loading: every pattern watched, --database + --collection first as DB.COLL,
+    * then --namespace; at least one unless mongodb_only. */
+   char **watch;
+   size_t n_watch;
    /* Names a lower layer (config file, environment) listed and a --collection flag replaced:
     * still the config's outbox collections, which no --archive-collection may name. */
    char **replaced_collections;

@@ -30,11 +30,11 @@ relay_lease_mongo_new(const relay_config_t *cfg, const char *me, const char *set
       bson_free(m);
       return NULL;
    }
-   m->state = mongoc_client_get_collection(m->client, cfg->database, cfg->state_collection);
-   m->leases = mongoc_client_get_collection(m->client, cfg->database,
+   m->state = mongoc_client_get_collection(m->client, cfg->state_database, cfg->state_collection);
+   m->leases = mongoc_client_get_collection(m->client, cfg->state_database,
                                             cfg->lease_collection ? cfg->lease_collection
                                                                   : cfg->state_collection);
-   m->db = mongoc_client_get_database(m->client, cfg->database);
+   m->db = mongoc_client_get_database(m->client, cfg->state_database);
    m->st = (relay_lease_store_t){.state = m->state,
                                  .leases = m->leases,
                                  .db = m->db,
@@ -71,7 +71,7 @@ static relay_sharding_t
 check_sharding(void *store, bson_error_t *error)
 {
    relay_lease_mongo_t *m = store;
-   return relay_sharding_check_group(m->client, m->cfg->database, m->cfg->state_collection,
+   return relay_sharding_check_group(m->client, m->cfg->state_database, m->cfg->state_collection,
                                      m->cfg->lease_collection, error);
 }
 

@@ -26,23 +26,31 @@ compare_names(const void *a, const void *b)
    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* What the members of a group must share (lease-store.h): the watched collections (sorted),
- * where the group's documents are, and the lease time; then, after RELAY_LEASE_OUTPUT_MARK,
- * everything that changes what a partition's events become (archived or not, where, on
- * which topic, with which source, payload, user properties, QoS, MQTT version). The first
- * part must be equal (a member refuses to join otherwise); the second may differ for the
- * time of a rolling change, and is flagged while it does (outbox_relay_group_output_mismatch,
- * a warning in /healthz). An older member writes only the first part. */
+/* What the members of a group must share (lease-store.h): the watched collections (sorted;
+ * as before --namespace, so a group upgraded member by member agrees) or, with --namespace,
+ * every pattern (sorted) and the state database, where the group's documents are, and the
+ * lease time; then, after RELAY_LEASE_OUTPUT_MARK, everything that changes what a
+ * partition's events become (archived or not, where, on which topic, with which source,
+ * payload, user properties, QoS, MQTT version). The first part must be equal (a member
+ * refuses to join otherwise); the second may differ for the time of a rolling change, and is
+ * flagged while it does (outbox_relay_group_output_mismatch, a warning in /healthz). An
+ * older member writes only the first part. */
 char *
 relay_tick_settings(const relay_config_t *cfg)
 {
-   bson_string_t *s = bson_string_new("collections=");
-   char **names = bson_malloc(sizeof(char *) * (cfg->n_collections + 1));
+   bool patterns = cfg->n_namespaces > 0;
+   char *const *list = patterns ? cfg->watch : cfg->collections;
+   size_t n = patterns ? cfg->n_watch : cfg->n_collections;
+   bson_string_t *s = bson_string_new(patterns ? "namespaces=" : "collections=");
+   char **names = bson_malloc(sizeof(char *) * (n + 1));
 
-   memcpy(names, cfg->collections, sizeof(char *) * cfg->n_collections);
-   qsort(names, cfg->n_collections, sizeof(char *), compare_names);
-   for (size_t i = 0; i < cfg->n_collections; i++) {
+   memcpy(names, list, sizeof(char *) * n);
+   qsort(names, n, sizeof(char *), compare_names);
+   for (size_t i = 0; i < n; i++) {
       bson_string_append_printf(s, "%s%s", i ? "," : "", names[i]);
+   }
+   if (patterns) {
+      bson_string_append_printf(s, " state-database=%s", cfg->state_database);
    }
    bson_string_append_printf(
       s, " state-collection=%s lease-collection=%s lease-ttl-ms=%d", cfg->state_collection,

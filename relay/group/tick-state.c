@@ -162,7 +162,7 @@ note_refused(relay_tick_t *t, const char *what, const bson_error_t *error)
                 "MongoDB refuses the relay's writes (%s: %s): its user needs readWrite on "
                 "database %s. Publishing is paused until a write succeeds; events already "
                 "published stay pending and will be published again (retrying every %d ms)",
-                what, error->message, t->cfg->database, t->cfg->lease_renew_ms);
+                what, error->message, t->cfg->state_database, t->cfg->lease_renew_ms);
       atomic_store(&t->refused, true);
    } else {
       relay_log(RELAY_LOG_DEBUG, "group", "%s refused again: %s", what, error->message);

@@ -23,8 +23,12 @@ struct relay_sender_t {
    const relay_config_t *cfg;
    relay_mqtt_t *mqtt;
    relay_metrics_t *metrics; /* may be NULL */
-   char *encoded_db;         /* the database name percent-encoded for templates */
-   char **encoded_colls;     /* the same for each collection */
+   relay_namespaces_t *ns;   /* the watched set: names by an entity's coll */
+   /* Each namespace's database and collection names percent-encoded for templates, by
+    * namespace index, made on first use (two short strings per namespace met). */
+   char **encoded_db;
+   char **encoded_coll;
+   int n_encoded;
 };
 
 /* Percent-encodes @s once, for every message after. */
@@ -37,18 +41,40 @@ encode(const char *s, size_t len)
 }
 
 relay_sender_t *
-relay_sender_new(const relay_config_t *cfg, relay_mqtt_t *mqtt, relay_metrics_t *metrics)
+relay_sender_new(const relay_config_t *cfg, relay_namespaces_t *ns, relay_mqtt_t *mqtt,
+                 relay_metrics_t *metrics)
 {
    relay_sender_t *s = bson_malloc0(sizeof *s);
    s->cfg = cfg;
+   s->ns = ns;
    s->mqtt = mqtt;
    s->metrics = metrics;
-   s->encoded_db = encode(cfg->database, strlen(cfg->database));
-   s->encoded_colls = bson_malloc0(cfg->n_collections * sizeof *s->encoded_colls);
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      s->encoded_colls[i] = encode(cfg->collections[i], strlen(cfg->collections[i]));
-   }
    return s;
+}
+
+/* The encoded names of namespace @i: {db} and {collection} carry the event's own. */
+static void
+encoded_names(relay_sender_t *s, int i, const char **db, const char **coll)
+{
+   if (i >= s->n_encoded) {
+      int n = s->n_encoded ? s->n_encoded : 16;
+      while (n <= i) {
+         n *= 2;
+      }
+      s->encoded_db = bson_realloc(s->encoded_db, (size_t)n * sizeof(char *));
+      s->encoded_coll = bson_realloc(s->encoded_coll, (size_t)n * sizeof(char *));
+      memset(s->encoded_db + s->n_encoded, 0, (size_t)(n - s->n_encoded) * sizeof(char *));
+      memset(s->encoded_coll + s->n_encoded, 0, (size_t)(n - s->n_encoded) * sizeof(char *));
+      s->n_encoded = n;
+   }
+   if (!s->encoded_db[i]) {
+      relay_ns_t ns = {"?", "?", "?", 0, false};
+      relay_namespaces_get(s->ns, i, &ns);
+      s->encoded_db[i] = encode(ns.db, strlen(ns.db));
+      s->encoded_coll[i] = encode(ns.coll, strlen(ns.coll));
+   }
+   *db = s->encoded_db[i];
+   *coll = s->encoded_coll[i];
 }
 
 void
@@ -57,11 +83,12 @@ relay_sender_destroy(relay_sender_t *s)
    if (!s) {
       return;
    }
-   for (size_t i = 0; i < s->cfg->n_collections; i++) {
-      bson_free(s->encoded_colls[i]);
+   for (int i = 0; i < s->n_encoded; i++) {
+      bson_free(s->encoded_db[i]);
+      bson_free(s->encoded_coll[i]);
    }
-   bson_free(s->encoded_colls);
    bson_free(s->encoded_db);
+   bson_free(s->encoded_coll);
    bson_free(s);
 }
 
@@ -108,10 +135,11 @@ static int
 send_event(relay_sender_t *s, relay_entity_t *e, uint64_t tag, const char **poison)
 {
    const relay_event_t *ev = &e->inflight->ev;
-   const char *coll = s->encoded_colls[e->coll];
+   const char *db, *coll;
+   encoded_names(s, e->coll, &db, &coll); /* {db} and {collection}: the event's own */
    char part[24];
    relay_message_in_t in = {
-      .vars = {.db = {s->encoded_db, strlen(s->encoded_db)},
+      .vars = {.db = {db, strlen(db)},
                .collection = {coll, strlen(coll)},
                .id = encoded_id(e),
                .partition = {part, relay_format_int64(e->part, part)}},

@@ -11,14 +11,15 @@
 #include "config/config.h"
 #include "http/metrics.h"
 #include "mqtt/mqtt.h"
+#include "stream/namespaces.h"
 #include "stream/table.h"
 
 typedef struct relay_sender_t relay_sender_t;
 
-/* A sender through @mqtt; @cfg, @mqtt and @metrics (may be NULL: headers left out are then
- * only logged) are borrowed and must outlive it. */
-relay_sender_t *relay_sender_new(const relay_config_t *cfg, relay_mqtt_t *mqtt,
-                                 relay_metrics_t *metrics);
+/* A sender through @mqtt; @cfg, @ns (names by an entity's coll), @mqtt and @metrics (may be NULL:
+ * headers left out are then only logged) are borrowed and must outlive it. */
+relay_sender_t *relay_sender_new(const relay_config_t *cfg, relay_namespaces_t *ns,
+                                 relay_mqtt_t *mqtt, relay_metrics_t *metrics);
 
 /* NULL-safe. */
 void relay_sender_destroy(relay_sender_t *s);

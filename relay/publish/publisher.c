@@ -322,10 +322,10 @@ observe_ack(relay_publisher_t *p, const relay_entity_t *e, int64_t sent_us)
    if (!series) {
       return;
    }
-   relay_series_observe(series, RELAY_H_PUBLISH_ROUND_TRIP, (size_t)e->coll,
+   relay_series_observe(series, RELAY_H_PUBLISH_ROUND_TRIP, (size_t)e->label,
                         (double)(bson_get_monotonic_time() - sent_us) / 1e6);
    if (ev->has_time) {
-      relay_series_observe(series, RELAY_H_COMMIT_TO_ACK, (size_t)e->coll,
+      relay_series_observe(series, RELAY_H_COMMIT_TO_ACK, (size_t)e->label,
                            (double)(relay_wall_ms() - ev->time_ms) / 1e3);
    }
 }

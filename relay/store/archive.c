@@ -54,8 +54,8 @@ append_published_headers(const bson_iter_t *field, bson_t *entry)
  * (time, type, data ...) as stored when present. A new EVENT row is archived with no change
  * here. The first of two fields of one name counts, as for publishing. */
 static void
-build_entry(const relay_config_t *cfg, const char *member, const relay_clear_stmt_t *s,
-            const bson_t *raw, int64_t now_ms, bson_t *entry)
+build_entry(const relay_config_t *cfg, const char *member, const char *coll,
+            const relay_clear_stmt_t *s, const bson_t *raw, int64_t now_ms, bson_t *entry)
 {
    const outbox_contract_rule_t *rules;
    size_t n = outbox_contract_rules(&rules);
@@ -65,7 +65,7 @@ build_entry(const relay_config_t *cfg, const char *member, const relay_clear_stm
    if (bson_iter_init_find(&it, raw, "id")) {
       bson_append_value(entry, "_id", 3, bson_iter_value(&it));
    }
-   BSON_APPEND_UTF8(entry, "collection", cfg->collections[s->coll]);
+   BSON_APPEND_UTF8(entry, "collection", coll);
    bson_append_value(entry, "entityId", 8, &s->id);
    for (size_t i = 0; i < n; i++) {
       const char *name = rules[i].name;
@@ -114,8 +114,8 @@ batch_free(batch_t *b)
 
 /* Adds the inserts of @s's events to @bulk and @b. Returns false if one could not be built. */
 static bool
-add_inserts(const relay_config_t *cfg, const char *member, mongoc_bulk_operation_t *bulk,
-            relay_clear_stmt_t *s, int64_t now_ms, batch_t *b)
+add_inserts(const relay_config_t *cfg, const char *member, const char *coll,
+            mongoc_bulk_operation_t *bulk, relay_clear_stmt_t *s, int64_t now_ms, batch_t *b)
 {
    bson_iter_t it;
    uint32_t k = 0;
@@ -136,7 +136,7 @@ add_inserts(const relay_config_t *cfg, const char *member, mongoc_bulk_operation
          bson_destroy(entry);
          return false;
       }
-      build_entry(cfg, member, s, &raw, now_ms, entry);
+      build_entry(cfg, member, coll, s, &raw, now_ms, entry);
       if (b->n == b->cap) {
          b->cap = b->cap ? b->cap * 2 : 64;
          b->owner = bson_realloc(b->owner, b->cap * sizeof *b->owner);
@@ -303,7 +303,8 @@ now_ms(void)
 
 bool
 relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg, const char *member,
-                    relay_clear_stmt_t **stmts, size_t n, int64_t *inserted, bson_error_t *error)
+                    const char *coll, relay_clear_stmt_t **stmts, size_t n, int64_t *inserted,
+                    bson_error_t *error)
 {
    bson_t opts = BSON_INITIALIZER, reply = BSON_INITIALIZER;
    mongoc_bulk_operation_t *bulk;
@@ -316,7 +317,7 @@ relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg, con
    BSON_APPEND_BOOL(&opts, "ordered", false);
    bulk = mongoc_collection_create_bulk_operation_with_opts(archive, &opts);
    for (size_t i = 0; i < n && ok; i++) {
-      ok = add_inserts(cfg, member, bulk, stmts[i], now, &b);
+      ok = add_inserts(cfg, member, coll, bulk, stmts[i], now, &b);
    }
    if (!ok) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_ARCHIVE,

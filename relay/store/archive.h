@@ -26,14 +26,16 @@
 #include "config/config.h"
 #include "store/clear-job.h"
 
-/* Archives the events of the @n statements @stmts (those of one collection); each entry
+/* Archives the events of the @n statements @stmts (those of one namespace, named @coll in
+ * the entries: the collection's name in the state database, "db.coll" elsewhere, so one
+ * name never means two tenants' collections); each entry
  * records the group (cfg->name) and the @member (this process's instance id; NULL: none)
  * that archived it. Returns true
  * when every event is archived. Otherwise false with @error set: statements whose events
  * were not all archived have ->failed set (all of them when the reply does not say which).
  * *@inserted counts the entries written now (not those already there). */
 bool relay_archive_write(mongoc_collection_t *archive, const relay_config_t *cfg,
-                         const char *member, relay_clear_stmt_t **stmts, size_t n,
+                         const char *member, const char *coll, relay_clear_stmt_t **stmts, size_t n,
                          int64_t *inserted, bson_error_t *error);
 
 /* Installs the archive's validator and indexes (outbox_archive_ensure_schema() with

@@ -2,8 +2,10 @@
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
  * Why a clear is safe is explained at the top of writer.c; why the archive is written first,
- * in archive.h. The archive collection, its schema flag and the metrics' archive series are
- * the clearer thread's alone.
+ * in archive.h. The archive's schema flag is the clearer thread's alone. A batch is split
+ * into one group per namespace; the groups run on the clear lanes (clear-lanes.h: the
+ * clearer thread and CLEAR_LANES - 1 more), each group's statements touched by its lane
+ * only, the job's error and failure count under job_lock.
  */
 #include "store/clearer.h"
 
@@ -15,18 +17,34 @@
 
 #include "util/log.h"
 #include "store/archive.h"
+#include "store/clear-lanes.h"
 #include "store/store.h"
 #include "util/error.h"
 #include "util/util.h"
 
+/* Bulk writes of one batch in flight at once (to as many namespaces). */
+#define CLEAR_LANES 4
+
+/* One namespace's statements of the batch under way. */
+typedef struct {
+   size_t coll;
+   relay_clear_stmt_t **mine;
+   size_t n;
+   bool archive_failed;
+} group_t;
+
 struct relay_clearer_t {
    const relay_config_t *cfg;
-   mongoc_client_t *client;
-   mongoc_collection_t **colls;
-   mongoc_collection_t *archive; /* NULL without --archive-collection */
-   bool archive_ready;           /* its validator and indexes are installed */
-   int64_t archive_tried_us;     /* when they were last tried (monotonic) */
-   char *member;                 /* this process's instance id, recorded in archive entries */
+   relay_namespaces_t *ns;
+   relay_clear_lane_t lane0; /* the clearer thread's client, handles and archive */
+   relay_clear_lanes_t *lanes;
+   bool archive_ready;       /* its validator and indexes are installed */
+   int64_t archive_tried_us; /* when they were last tried (monotonic) */
+   /* The batch under way (run_job()): its groups, and the lock of job->error/n_failed. */
+   relay_clear_job_t *job;
+   group_t *groups;
+   pthread_mutex_t job_lock;
+   char *member; /* this process's instance id, recorded in archive entries */
    relay_metrics_t *metrics;
    pthread_t thread;
    bool started;
@@ -86,7 +104,7 @@ check_ttl(relay_clearer_t *c)
    if (c->cfg->archive_ttl_s <= 0) {
       return;
    }
-   if (!outbox_archive_ttl_seconds(c->archive, &ttl, &error)) {
+   if (!outbox_archive_ttl_seconds(c->lane0.archive, &ttl, &error)) {
       return; /* unknown: the gauge keeps its value */
    }
    relay_metrics_set(c->metrics, RELAY_G_ARCHIVE_TTL_MISSING,
@@ -105,7 +123,7 @@ prepare_archive(relay_clearer_t *c)
       return;
    }
    c->archive_tried_us = now;
-   c->archive_ready = relay_archive_ensure(c->archive, c->cfg, &error);
+   c->archive_ready = relay_archive_ensure(c->lane0.archive, c->cfg, &error);
    if (!c->archive_ready) {
       relay_log(RELAY_LOG_WARNING, "clear",
                 "cannot install the validator and indexes of archive %s (archiving goes on; "
@@ -115,19 +133,20 @@ prepare_archive(relay_clearer_t *c)
    check_ttl(c);
 }
 
-/* Archives the @n statements @mine (of collection @coll) before they are cleared; those whose
+/* Archives the @n statements @mine (of namespace @coll) before they are cleared; those whose
  * events are not all archived get ->failed and are not cleared. Returns false on a failure. */
 static bool
-archive_first(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_clear_stmt_t **mine,
-              size_t n)
+archive_first(relay_clearer_t *c, relay_clear_lane_t *lane, relay_clear_job_t *job, size_t coll,
+              relay_clear_stmt_t **mine, size_t n)
 {
    bson_error_t error;
    int64_t inserted = 0, started = bson_get_monotonic_time();
    bool ok;
+   relay_ns_t ns = {"?", "?", "?", 0, false};
 
-   prepare_archive(c);
-   ok = relay_archive_write(c->archive, c->cfg, c->member, mine, n, &inserted, &error);
-   relay_series_observe(relay_metrics_series(c->metrics), RELAY_H_ARCHIVE_WRITE, coll,
+   relay_namespaces_get(c->ns, (int)coll, &ns);
+   ok = relay_archive_write(lane->archive, c->cfg, c->member, ns.name, mine, n, &inserted, &error);
+   relay_series_observe(relay_metrics_series(c->metrics), RELAY_H_ARCHIVE_WRITE, (size_t)ns.label,
                         (double)(bson_get_monotonic_time() - started) / 1e6);
    relay_metrics_add(c->metrics, RELAY_M_ARCHIVED, (uint64_t)inserted);
    if (ok) {
@@ -136,6 +155,7 @@ archive_first(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_cle
    relay_metrics_add(c->metrics, RELAY_M_ARCHIVE_FAILURES, 1);
    /* The main thread logs it with the clears' failures (once per run, see writer.c); the
     * domain and code stay mongoc's, so a refusal (13) pauses publishing as for clears. */
+   pthread_mutex_lock(&c->job_lock);
    if (job->n_failed == 0) {
       bson_set_error(&job->error, error.domain, error.code,
                      "archiving to %s failed, so its events stay pending: %s",
@@ -144,26 +164,38 @@ archive_first(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_cle
    for (size_t i = 0; i < n; i++) {
       job->n_failed += mine[i]->failed;
    }
+   pthread_mutex_unlock(&c->job_lock);
    return false;
 }
 
-/* The statements of collection @coll not failed yet into @mine; returns how many. */
+static int
+by_coll(const void *a, const void *b)
+{
+   const relay_clear_stmt_t *x = *(relay_clear_stmt_t *const *)a,
+                            *y = *(relay_clear_stmt_t *const *)b;
+   return x->coll < y->coll ? -1 : x->coll > y->coll;
+}
+
+/* The statements not failed yet into @all, ordered by namespace (one sort per batch, not a
+ * pass per namespace: the cost stays per event with a thousand namespaces); returns how
+ * many. */
 static size_t
-select_coll(relay_clear_job_t *job, size_t coll, relay_clear_stmt_t **mine)
+select_all(relay_clear_job_t *job, relay_clear_stmt_t **all)
 {
    size_t n = 0;
    for (size_t i = 0; i < job->n; i++) {
-      if (job->stmts[i].coll == (int)coll && !job->stmts[i].failed) {
-         mine[n++] = &job->stmts[i];
+      if (!job->stmts[i].failed) {
+         all[n++] = &job->stmts[i];
       }
    }
+   qsort(all, n, sizeof *all, by_coll);
    return n;
 }
 
 /* The clear of @n statements @mine (those not failed), as one unordered bulk write. */
 static void
-clear_coll(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_clear_stmt_t **mine,
-           size_t n)
+clear_coll(relay_clearer_t *c, relay_clear_lane_t *lane, relay_clear_job_t *job, size_t coll,
+           relay_clear_stmt_t **mine, size_t n)
 {
    /* We build every update ourselves ($pull of ids that passed the event contract, under a
     * field name the config checked): mongoc's validation of each one (a bson_validate()
@@ -175,7 +207,8 @@ clear_coll(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_clear_
 
    BSON_APPEND_BOOL(&stmt_opts, "validate", false);
    BSON_APPEND_BOOL(&opts, "ordered", false);
-   bulk = mongoc_collection_create_bulk_operation_with_opts(c->colls[coll], &opts);
+   bulk = mongoc_collection_create_bulk_operation_with_opts(
+      relay_ns_handle(&lane->colls, c->ns, lane->client, (int)coll), &opts);
    for (size_t i = 0; i < n; i++) {
       if (mine[i]->failed) {
          continue; /* not archived */
@@ -188,10 +221,12 @@ clear_coll(relay_clearer_t *c, relay_clear_job_t *job, size_t coll, relay_clear_
    }
    if (added > 0 && !mongoc_bulk_operation_execute(bulk, &reply, &error)) {
       /* The main thread logs it (once per run of failures, see writer.c). */
+      pthread_mutex_lock(&c->job_lock);
       if (job->n_failed == 0) {
          job->error = error;
       }
       job->n_failed += added;
+      pthread_mutex_unlock(&c->job_lock);
       mark_failed(mine, added);
    }
    if (added > 0) {
@@ -218,31 +253,52 @@ only_refusals(relay_clear_stmt_t **mine, size_t n)
    return true;
 }
 
-/* Per collection: the archive write (with an archive), then one unordered bulk clear. */
+/* One namespace's group, on whichever lane took it: the archive write (with an archive),
+ * then one unordered bulk clear. outbox_relay_archive_failing (and /healthz) tells of
+ * writes that keep failing, not of an event dead-lettered for good (issue 33, fuzz finding
+ * F4: it stayed 1 until another batch was archived). */
+static void
+run_group(void *ctx, relay_clear_lane_t *lane, size_t g)
+{
+   relay_clearer_t *c = ctx;
+   group_t *gr = &c->groups[g];
+   if (lane->archive && c->job->archive &&
+       !archive_first(c, lane, c->job, gr->coll, gr->mine, gr->n) &&
+       !only_refusals(gr->mine, gr->n)) {
+      gr->archive_failed = true;
+   }
+   clear_coll(c, lane, c->job, gr->coll, gr->mine, gr->n);
+}
+
 static void
 run_job(relay_clearer_t *c, relay_clear_job_t *job)
 {
-   relay_clear_stmt_t **mine = bson_malloc(job->n * sizeof *mine);
+   relay_clear_stmt_t **all = bson_malloc((job->n + 1) * sizeof *all);
    bool archive_failed = false;
+   size_t total = select_all(job, all), n_groups = 0;
 
-   for (size_t coll = 0; coll < c->cfg->n_collections; coll++) {
-      size_t n = select_coll(job, coll, mine);
-      if (n == 0) {
-         continue;
+   c->groups = bson_malloc((total + 1) * sizeof *c->groups);
+   for (size_t first = 0, n; first < total; first += n) {
+      size_t coll = (size_t)all[first]->coll;
+      for (n = 1; first + n < total && all[first + n]->coll == (int)coll; n++) {
       }
-      /* outbox_relay_archive_failing (and /healthz) tells of writes that keep failing,
-       * not of an event dead-lettered for good (issue 33, fuzz finding F4: it stayed 1
-       * until another batch was archived). */
-      if (c->archive && job->archive && !archive_first(c, job, coll, mine, n) &&
-          !only_refusals(mine, n)) {
-         archive_failed = true;
-      }
-      clear_coll(c, job, coll, mine, n);
+      c->groups[n_groups++] = (group_t){.coll = coll, .mine = all + first, .n = n};
    }
-   if (c->archive && job->archive) {
+   c->job = job;
+   if (c->lane0.archive && job->archive) {
+      prepare_archive(c);
+   }
+   relay_clear_lanes_run(c->lanes, &c->lane0, n_groups);
+   for (size_t g = 0; g < n_groups; g++) {
+      archive_failed = archive_failed || c->groups[g].archive_failed;
+   }
+   if (c->lane0.archive && job->archive) {
       relay_metrics_set(c->metrics, RELAY_G_ARCHIVE_FAILING, archive_failed ? 1.0 : 0.0);
    }
-   bson_free(mine);
+   c->job = NULL;
+   bson_free(c->groups);
+   c->groups = NULL;
+   bson_free(all);
 }
 
 static void *
@@ -271,8 +327,8 @@ run(void *arg)
 }
 
 relay_clearer_t *
-relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, const char *member,
-                  void (*wake)(void *), void *wake_ctx, bson_error_t *error)
+relay_clearer_new(const relay_config_t *cfg, relay_namespaces_t *ns, relay_metrics_t *metrics,
+                  const char *member, void (*wake)(void *), void *wake_ctx, bson_error_t *error)
 {
    relay_clearer_t *c;
    mongoc_client_t *client = relay_store_client_new(cfg, "outbox-relay-clear", error);
@@ -282,13 +338,11 @@ relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, const cha
    }
    c = bson_malloc0(sizeof *c);
    c->cfg = cfg;
-   c->client = client;
-   c->colls = bson_malloc0(cfg->n_collections * sizeof *c->colls);
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      c->colls[i] = mongoc_client_get_collection(client, cfg->database, cfg->collections[i]);
-   }
+   c->lane0.client = client;
+   c->ns = ns;
    if (cfg->archive_collection) {
-      c->archive = mongoc_client_get_collection(client, cfg->database, cfg->archive_collection);
+      c->lane0.archive =
+         mongoc_client_get_collection(client, cfg->state_database, cfg->archive_collection);
    }
    c->metrics = metrics;
    c->member = bson_strdup(member);
@@ -296,6 +350,8 @@ relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics, const cha
    c->wake_ctx = wake_ctx;
    pthread_mutex_init(&c->lock, NULL);
    pthread_cond_init(&c->cond, NULL);
+   pthread_mutex_init(&c->job_lock, NULL);
+   c->lanes = relay_clear_lanes_new(cfg, CLEAR_LANES - 1, run_group, c);
    if (pthread_create(&c->thread, NULL, run, c) != 0) {
       bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_THREAD,
                      "cannot start the clearing thread");
@@ -348,12 +404,9 @@ relay_clearer_destroy(relay_clearer_t *c)
    }
    relay_clear_job_free(c->todo);
    relay_clear_job_free(c->done);
-   for (size_t i = 0; c->colls && i < c->cfg->n_collections; i++) {
-      mongoc_collection_destroy(c->colls[i]);
-   }
-   bson_free(c->colls);
-   mongoc_collection_destroy(c->archive);
-   mongoc_client_destroy(c->client);
+   relay_clear_lanes_destroy(c->lanes);
+   relay_clear_lane_cleanup(&c->lane0);
+   pthread_mutex_destroy(&c->job_lock);
    pthread_cond_destroy(&c->cond);
    pthread_mutex_destroy(&c->lock);
    bson_free(c->member);

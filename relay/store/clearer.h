@@ -20,15 +20,16 @@
 #include "config/config.h"
 #include "http/metrics.h"
 #include "store/clear-job.h"
+#include "stream/namespaces.h"
 
 typedef struct relay_clearer_t relay_clearer_t;
 
-/* Starts the thread. It counts archive writes in @metrics (may be NULL) and records @member
- * (this process's instance id, copied; may be NULL) in archive entries. Returns NULL and
- * fills @error on a bad URI. */
-relay_clearer_t *relay_clearer_new(const relay_config_t *cfg, relay_metrics_t *metrics,
-                                   const char *member, void (*wake)(void *), void *wake_ctx,
-                                   bson_error_t *error);
+/* Starts the thread. Statements name namespaces by their index in @ns (borrowed). It counts
+ * archive writes in @metrics (may be NULL) and records @member (this process's instance id,
+ * copied; may be NULL) in archive entries. Returns NULL and fills @error on a bad URI. */
+relay_clearer_t *relay_clearer_new(const relay_config_t *cfg, relay_namespaces_t *ns,
+                                   relay_metrics_t *metrics, const char *member,
+                                   void (*wake)(void *), void *wake_ctx, bson_error_t *error);
 
 /* True while a submitted batch is not yet taken back with relay_clearer_take(). */
 bool relay_clearer_busy(relay_clearer_t *c);

@@ -20,14 +20,15 @@
 
 #include "config/config.h"
 #include "http/metrics.h"
+#include "stream/namespaces.h"
 
 typedef struct relay_scanner_t relay_scanner_t;
 
 /* Starts the thread (first scan at once). Returns NULL and fills @error on a bad URI.
- * @metrics must have its collections set (relay_metrics_set_collections()) and outlive the
- * scanner. */
-relay_scanner_t *relay_scanner_new(const relay_config_t *cfg, relay_metrics_t *metrics,
-                                   bson_error_t *error);
+ * @metrics must have its collections set (relay_metrics_set_collections(): one series per
+ * pattern) and outlive the scanner, like the watched set @ns. */
+relay_scanner_t *relay_scanner_new(const relay_config_t *cfg, relay_namespaces_t *ns,
+                                   relay_metrics_t *metrics, bson_error_t *error);
 
 /* Stops the thread (waits for a scan in progress) and frees everything. NULL-safe. */
 void relay_scanner_destroy(relay_scanner_t *s);

@@ -39,6 +39,7 @@
 #include "util/util.h"
 
 struct relay_writer_t {
+   relay_namespaces_t *ns; /* names for the log (may be NULL) */
    const relay_config_t *cfg;
    relay_metrics_t *metrics;
    relay_table_t *table;
@@ -55,11 +56,12 @@ struct relay_writer_t {
 };
 
 relay_writer_t *
-relay_writer_new(const relay_config_t *cfg, relay_metrics_t *metrics, relay_table_t *table,
-                 const relay_writer_ops_t *ops, void *ctx)
+relay_writer_new(const relay_config_t *cfg, relay_namespaces_t *ns, relay_metrics_t *metrics,
+                 relay_table_t *table, const relay_writer_ops_t *ops, void *ctx)
 {
    relay_writer_t *w = bson_malloc0(sizeof *w);
    w->cfg = cfg;
+   w->ns = ns;
    w->metrics = metrics;
    w->table = table;
    w->ops = ops;
@@ -83,7 +85,7 @@ write_failed(relay_writer_t *w, const char *what, const bson_error_t *error)
                 "database %s. Publishing is paused until a write succeeds; events already "
                 "published stay pending and will be published again (retrying with backoff "
                 "up to %d ms)",
-                what, error->message, w->cfg->database, w->cfg->reconnect_max_ms);
+                what, error->message, w->cfg->state_database, w->cfg->reconnect_max_ms);
    } else if (!w->writes_failing) {
       relay_log(RELAY_LOG_WARNING, "writer", "%s failed (retrying with backoff): %s", what,
                 error->message);
@@ -171,7 +173,7 @@ flush_poison(relay_writer_t *w, relay_entity_t *e)
          if (moved) {
             relay_log(RELAY_LOG_WARNING, "writer",
                       "dead-lettered an event of %s/%s (seq %" PRId64 "): %s",
-                      w->cfg->collections[e->coll], e->rendered, it->ev.seq, it->reason);
+                      relay_namespaces_name(w->ns, e->coll), e->rendered, it->ev.seq, it->reason);
             relay_metrics_add(w->metrics, RELAY_M_DEAD_LETTERED, 1);
          }
          relay_table_remove_item(w->table, e, it);
@@ -237,7 +239,7 @@ restate_failed(relay_writer_t *w, const relay_clear_stmt_t *s, relay_entity_t *e
       const char *why = s->refused && k < s->n_ids ? s->refused[k] : NULL;
       if (why && refusal_persists(w, it, why)) {
          relay_log(RELAY_LOG_WARNING, "writer", "event %s (seq %" PRId64 ") of %s/%s: %s",
-                   it->ev.id, it->ev.seq, w->cfg->collections[e->coll], e->rendered, why);
+                   it->ev.id, it->ev.seq, relay_namespaces_name(w->ns, e->coll), e->rendered, why);
          it->reason = why;
          relay_table_set_state(e, it, RELAY_ITEM_POISON);
       } else {

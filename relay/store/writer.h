@@ -26,6 +26,7 @@
 #include "config/config.h"
 #include "http/metrics.h"
 #include "store/clearer.h"
+#include "stream/namespaces.h"
 #include "stream/table.h"
 
 /* What the writer needs of the world, filled by its owner (relay.c: the clearer thread and
@@ -47,8 +48,9 @@ typedef struct relay_writer_t relay_writer_t;
 
 /* A writer of @table's acknowledged and poison events. @cfg, @metrics (may be NULL), @table,
  * @ops and @ctx are borrowed and must outlive the writer. */
-relay_writer_t *relay_writer_new(const relay_config_t *cfg, relay_metrics_t *metrics,
-                                 relay_table_t *table, const relay_writer_ops_t *ops, void *ctx);
+relay_writer_t *relay_writer_new(const relay_config_t *cfg, relay_namespaces_t *ns,
+                                 relay_metrics_t *metrics, relay_table_t *table,
+                                 const relay_writer_ops_t *ops, void *ctx);
 
 /* NULL-safe. The caller ends the clearer first (a running batch holds table entities). */
 void relay_writer_destroy(relay_writer_t *w);

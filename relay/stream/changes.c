@@ -22,15 +22,24 @@
 #include "util/log.h"
 #include "util/util.h"
 
-static int
-coll_index(const relay_ingest_t *in, const char *name)
+/* A watched collection dropped or renamed away, or a watched database dropped: the watched
+ * set forgets it (sweeps, scans and index checks skip it; its index comes back if it is
+ * created again). What the table holds of it drains as usual: its clears match nothing. A
+ * database stream ends with an invalidate after a dropDatabase (the reader reports LOST and
+ * the relay sweeps and starts again); a cluster stream goes on. */
+static void
+forget(relay_ingest_t *in, const char *op, const char *db, const char *coll)
 {
-   for (size_t i = 0; i < in->cfg->n_collections; i++) {
-      if (!strcmp(in->cfg->collections[i], name)) {
-         return (int)i;
-      }
+   bool whole_db = !strcmp(op, "dropDatabase");
+   if (!db || (!whole_db && !coll) ||
+       (whole_db && !relay_nsset_match_db(relay_namespaces_patterns(in->ns), db))) {
+      return;
    }
-   return -1;
+   int n = relay_namespaces_drop(in->ns, db, whole_db ? NULL : coll);
+   if (n > 0 || whole_db) { /* a cluster stream shows each collection's drop first */
+      relay_log(RELAY_LOG_INFO, "stream", "%s %s%s%s: %d watched namespace(s) forgotten", op, db,
+                whole_db ? "" : ".", whole_db ? "" : coll, n);
+   }
 }
 
 void
@@ -53,7 +62,9 @@ end_verify(relay_ingest_t *in)
 typedef struct {
    bson_t token;
    const char *op;
+   const char *db;
    const char *coll;
+   const char *to_db, *to_coll; /* a rename's target */
    bson_value_t id;
    relay_ts_t ts;
    int64_t wall_ms;
@@ -117,8 +128,18 @@ parse_change(const bson_t *doc, change_fields_t *f)
          f->wall_ms = BSON_ITER_HOLDS_DATE_TIME(&it) ? bson_iter_date_time(&it) : 0;
       } else if (!have_ns && !strcmp(key, "ns")) {
          have_ns = true;
+         if (sub_field(&it, "db", &sub) && BSON_ITER_HOLDS_UTF8(&sub)) {
+            f->db = bson_iter_utf8(&sub, NULL);
+         }
          if (sub_field(&it, "coll", &sub) && BSON_ITER_HOLDS_UTF8(&sub)) {
             f->coll = bson_iter_utf8(&sub, NULL);
+         }
+      } else if (!strcmp(key, "to")) {
+         if (sub_field(&it, "db", &sub) && BSON_ITER_HOLDS_UTF8(&sub)) {
+            f->to_db = bson_iter_utf8(&sub, NULL);
+         }
+         if (sub_field(&it, "coll", &sub) && BSON_ITER_HOLDS_UTF8(&sub)) {
+            f->to_coll = bson_iter_utf8(&sub, NULL);
          }
       } else if (!have_key && !strcmp(key, "documentKey")) {
          have_key = true;
@@ -143,9 +164,27 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
       relay_log(RELAY_LOG_WARNING, "stream", "ignoring a change event without _id or type");
       return true;
    }
-   coll = f.coll ? coll_index(in, f.coll) : -1;
    if (!strcmp(f.op, "invalidate")) {
       return true; /* the reader reports LOST next; an invalidate token cannot be resumed */
+   }
+   if (!strcmp(f.op, "drop") || !strcmp(f.op, "rename") || !strcmp(f.op, "dropDatabase")) {
+      forget(in, f.op, f.db, f.coll);
+      coll = -1; /* only the position moves */
+      if (!strcmp(f.op, "rename") && relay_namespaces_take(in->ns, f.to_db, f.to_coll) >= 0) {
+         /* Documents arrived under a watched name without an insert the stream could show:
+          * a sweep finds their pending events, as after a lost history (the stream starts
+          * again at the sweep's start). */
+         relay_log(RELAY_LOG_INFO, "stream", "rename into %s.%s, a watched namespace: sweeping",
+                   f.to_db, f.to_coll);
+         in->stream_gen = UINT64_MAX;
+         relay_sweep_request_full(in);
+         return true;
+      }
+   } else {
+      /* A namespace met for the first time (a tenant created while the relay runs) gets its
+       * index here; one the patterns do not match (the server's filter is a superset) is
+       * only a position. */
+      coll = relay_namespaces_take(in->ns, f.db, f.coll);
    }
    if (f.wall_ms) {
       in->stream_lag_ms = relay_wall_ms() - f.wall_ms;
@@ -179,6 +218,7 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
          if (!e) {
             e = relay_table_add(in->table, coll, &f.id);
             e->part = part;
+            e->label = relay_ingest_label(in, coll);
          }
          e->sweep_hold = e->sweep_hold || relay_docs_hold_for_sweep(in, part);
          read_held = e->read_seq > 0;
@@ -199,18 +239,30 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
    return true;
 }
 
-static void
-ensure_indexes(relay_ingest_t *in)
+/* The partial index on the watched namespaces below @upto not checked yet (one createIndexes
+ * each, which is a no-op when it exists): at each open, for the namespaces known then (the
+ * literal patterns, as --collection always had). Namespaces met by pattern are checked by
+ * the sweep's hinted query instead, and get the index when it fails (sweep.c): a thousand
+ * tenants cost no thousand round trips on the main thread when their indexes exist. */
+void
+relay_changes_ensure_indexes(relay_ingest_t *in, int upto)
 {
-   for (size_t i = 0; i < in->cfg->n_collections; i++) {
+   int n = relay_namespaces_count(in->ns);
+   n = upto < n ? upto : n;
+   for (int i = in->indexed; i < n; i++) {
       bson_error_t error;
-      if (!in->ops->ensure_index(in->ctx, (int)i, &error)) {
+      relay_ns_t ns;
+      if (!relay_namespaces_get(in->ns, i, &ns) || ns.gone) {
+         continue;
+      }
+      if (!in->ops->ensure_index(in->ctx, i, &error)) {
          /* Not fatal: an index with the same name but other options (85, 86) still serves,
           * and without one the sweep scans. */
-         relay_log(RELAY_LOG_WARNING, "stream", "creating index outbox_pending on %s: %s",
-                   in->cfg->collections[i], error.message);
+         relay_log(RELAY_LOG_WARNING, "stream", "creating index outbox_pending on %s.%s: %s", ns.db,
+                   ns.coll, error.message);
       }
    }
+   in->indexed = n > in->indexed ? n : in->indexed;
 }
 
 bool
@@ -225,7 +277,8 @@ relay_ingest_open(relay_ingest_t *in, const bson_t *token, const relay_partset_t
 {
    relay_pos_t *base;
 
-   ensure_indexes(in);
+   in->indexed = 0; /* checked again: a namespace may have been dropped and made again */
+   relay_changes_ensure_indexes(in, INT32_MAX);
    /* Positions of an earlier stream mean nothing for this one. Events still buffered from it
     * come "before" it: no checkpoint of the new stream is saved before they are cleared. */
    relay_table_pos_reset(in->table);

@@ -62,7 +62,7 @@ report_not_array(relay_ingest_t *in, relay_entity_t *e, const bson_iter_t *it)
    relay_log(RELAY_LOG_WARNING, "stream",
              "document %s/%s: its %s field is a %s, not an array: its events are ignored "
              "(was it written without liboutbox?)",
-             in->cfg->collections[e->coll], e->rendered, in->cfg->events_field,
+             relay_namespaces_name(in->ns, e->coll), e->rendered, in->cfg->events_field,
              BSON_ITER_HOLDS_DOCUMENT(it) ? "document"
              : BSON_ITER_HOLDS_UTF8(it)   ? "string"
                                           : "value of another type");
@@ -87,7 +87,7 @@ relay_docs_offer_one(relay_ingest_t *in, relay_entity_t *e, const bson_value_t *
    bool requeued = from_document && ev.requeued > 0 && ev.seq <= e->last_seq;
    if (requeued && relay_table_offer_requeued(in->table, e, &ev, pos)) {
       relay_log(RELAY_LOG_INFO, "stream", "requeued event of %s/%s (seq %" PRId64 ") taken",
-                in->cfg->collections[e->coll], e->rendered, e->tail->ev.seq);
+                relay_namespaces_name(in->ns, e->coll), e->rendered, e->tail->ev.seq);
    } else if (requeued || !relay_table_offer(in->table, e, &ev, pos, replayed_upto)) {
       relay_event_cleanup(&ev);
    }
@@ -149,6 +149,7 @@ take_doc(relay_ingest_t *in, int coll, int part, const bson_t *doc, relay_pos_t 
       return;
    }
    e = relay_table_add(in->table, coll, bson_iter_value(&it));
+   e->label = relay_ingest_label(in, coll);
    e->part = part;
    e->sweep_hold = e->sweep_hold || (source == DOC_READ && relay_docs_hold_for_sweep(in, part));
    if (bson_iter_init_find(&it, doc, in->cfg->events_field)) {

@@ -22,6 +22,7 @@ typedef struct {
 
 struct relay_ingest_t {
    const relay_config_t *cfg;
+   relay_namespaces_t *ns; /* the watched set: an entity's coll is its index there */
    relay_metrics_t *metrics;
    relay_table_t *table;
    const relay_ingest_owner_ops_t *owner; /* the partition owner */
@@ -41,6 +42,7 @@ struct relay_ingest_t {
    relay_ts_t newest_change; /* the clusterTime of the newest change applied */
    bool stream_opened_once;
    relay_not_array_seen_t not_array_seen;
+   int indexed; /* namespaces below this index had their partial index created */
 
    /* The sweep (sweep.c). */
    bool sweeping;
@@ -52,6 +54,8 @@ struct relay_ingest_t {
    size_t sweep_coll;
    relay_pos_t *sweep_pos; /* the sweep's marker */
    bool sweep_hint;
+   const char *sweep_waited_db; /* the majority reached the start there (a name of ns) */
+   int sweep_indexed;           /* the namespace whose index the sweep created, -1: none */
    int64_t sweep_retry_at_ms;
    int sweep_backoff_ms;
 };
@@ -63,6 +67,13 @@ void relay_changes_cleanup(relay_ingest_t *in);
 void relay_changes_set_verifying(relay_ingest_t *in, bool verifying);
 /* Below both buffer bounds: more may be read. */
 bool relay_changes_has_room(const relay_ingest_t *in);
+/* Creates the sweeps' partial index on the namespaces below @upto not checked yet (the
+ * known ones at each open; the sweep creates the others' when its hinted query fails). */
+void relay_changes_ensure_indexes(relay_ingest_t *in, int upto);
+
+/* ingest.c */
+/* The metrics series of namespace @coll (its first matching pattern). */
+int relay_ingest_label(relay_ingest_t *in, int coll);
 
 /* documents.c */
 /* Takes the pending events of @doc (read from collection @coll) if its entity is in @parts

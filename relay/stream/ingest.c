@@ -7,12 +7,13 @@
 #include "stream/ingest-private.h"
 
 relay_ingest_t *
-relay_ingest_new(const relay_config_t *cfg, relay_metrics_t *metrics, relay_table_t *table,
-                 const relay_ingest_owner_ops_t *owner, void *owner_ctx,
+relay_ingest_new(const relay_config_t *cfg, relay_namespaces_t *ns, relay_metrics_t *metrics,
+                 relay_table_t *table, const relay_ingest_owner_ops_t *owner, void *owner_ctx,
                  const relay_ingest_ops_t *ops, void *ctx)
 {
    relay_ingest_t *in = bson_malloc0(sizeof *in);
    in->cfg = cfg;
+   in->ns = ns;
    in->metrics = metrics;
    in->table = table;
    in->owner = owner;
@@ -21,6 +22,13 @@ relay_ingest_new(const relay_config_t *cfg, relay_metrics_t *metrics, relay_tabl
    in->ctx = ctx;
    in->stream_gen = UINT64_MAX;
    return in;
+}
+
+int
+relay_ingest_label(relay_ingest_t *in, int coll)
+{
+   relay_ns_t ns;
+   return relay_namespaces_get(in->ns, coll, &ns) ? ns.label : 0;
 }
 
 void

@@ -27,6 +27,7 @@
 #include "base/partition.h"
 #include "base/ts.h"
 #include "http/metrics.h"
+#include "stream/namespaces.h"
 #include "stream/reader.h"
 #include "stream/table.h"
 
@@ -58,6 +59,9 @@ typedef struct {
    bool (*sweep_next)(void *ctx, void *cursor, const bson_t **doc);
    bool (*sweep_error)(void *ctx, void *cursor, bson_error_t *error);
    void (*sweep_close)(void *ctx, void *cursor);
+   /* Lists the server's namespaces matching the patterns into the watched set, before a
+    * full sweep (stream/namespaces.h); may be NULL (nothing to list). */
+   bool (*list_namespaces)(void *ctx, bson_error_t *error);
 } relay_ingest_ops_t;
 
 /* What ingest asks of the partition owner and tells it (group/owner.h and group/group.h
@@ -79,10 +83,12 @@ typedef struct {
 typedef struct relay_ingest_t relay_ingest_t;
 
 /* Everything is borrowed and must outlive it; @metrics may be NULL. @owner(@owner_ctx) is
- * the partition owner, @ops(@ctx) the world. */
-relay_ingest_t *relay_ingest_new(const relay_config_t *cfg, relay_metrics_t *metrics,
-                                 relay_table_t *table, const relay_ingest_owner_ops_t *owner,
-                                 void *owner_ctx, const relay_ingest_ops_t *ops, void *ctx);
+ * the partition owner, @ops(@ctx) the world. An entity's collection index is its
+ * namespace's index in @ns. */
+relay_ingest_t *relay_ingest_new(const relay_config_t *cfg, relay_namespaces_t *ns,
+                                 relay_metrics_t *metrics, relay_table_t *table,
+                                 const relay_ingest_owner_ops_t *owner, void *owner_ctx,
+                                 const relay_ingest_ops_t *ops, void *ctx);
 
 /* NULL-safe. Frees the held change and ends a running sweep. */
 void relay_ingest_destroy(relay_ingest_t *in);

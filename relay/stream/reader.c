@@ -25,9 +25,11 @@
 
 struct relay_reader_t {
    const relay_config_t *cfg;
+   const relay_nsset_t *set; /* the namespace patterns: the stream's filter */
    mongoc_client_t *client;
    relay_reader_time_fn time_fn;
-   mongoc_database_t *db;
+   mongoc_database_t *db; /* the one database all patterns name, else NULL: a cluster stream */
+   bool told_refusal;     /* the reader thread's: a 13 on opening was explained */
    pthread_t thread;
    bool started;
    pthread_mutex_t lock;
@@ -57,34 +59,14 @@ is_lost(int code)
    return code == 286 || code == 280 || code == 260;
 }
 
-/* Appends {ns.coll: {$in: [collections]}} to @doc. */
+/* Appends to @or, under @key, the branch matching inserts and replacements whose @path
+ * satisfies @cond (a document such as {$exists: true}). */
 static void
-append_ns(const relay_config_t *cfg, bson_t *doc)
-{
-   bson_t ns, in;
-   char key[16];
-   const char *k;
-
-   BSON_APPEND_DOCUMENT_BEGIN(doc, "ns.coll", &ns);
-   BSON_APPEND_ARRAY_BEGIN(&ns, "$in", &in);
-   for (size_t i = 0; i < cfg->n_collections; i++) {
-      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
-      bson_append_utf8(&in, k, -1, cfg->collections[i], -1);
-   }
-   bson_append_array_end(&ns, &in);
-   bson_append_document_end(doc, &ns);
-}
-
-/* Appends to @or, under @key, the branch matching inserts and replacements of the watched
- * collections whose @path satisfies @cond (a document such as {$exists: true}). */
-static void
-append_insert_branch(const relay_config_t *cfg, bson_t * or, const char *key, const char *path,
-                     const bson_t *cond)
+append_insert_branch(bson_t * or, const char *key, const char *path, const bson_t *cond)
 {
    bson_t branch, ops, in;
 
    BSON_APPEND_DOCUMENT_BEGIN(or, key, &branch);
-   append_ns(cfg, &branch);
    BSON_APPEND_DOCUMENT_BEGIN(&branch, "operationType", &ops);
    BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
    BSON_APPEND_UTF8(&in, "0", "insert");
@@ -95,10 +77,11 @@ append_insert_branch(const relay_config_t *cfg, bson_t * or, const char *key, co
    bson_append_document_end(or, &branch);
 }
 
-void
-relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
+/* The branches of what the relay needs of a watched namespace, into the array @or. */
+static void
+append_shapes(const relay_config_t *cfg, bson_t * or)
 {
-   bson_t stage, match, or, b;
+   bson_t b, ops;
    char *first = bson_strdup_printf("fullDocument.%s.0", cfg->events_field);
    char *events = bson_strdup_printf("fullDocument.%s", cfg->events_field);
    char *seq = bson_strdup_printf("updateDescription.updatedFields.%s", cfg->event_seq_field);
@@ -107,41 +90,79 @@ relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline)
    bson_t *not_array =
       BCON_NEW("$exists", BCON_BOOL(true), "$not", "{", "$type", BCON_INT32(4), "}");
 
-   BSON_APPEND_DOCUMENT_BEGIN(pipeline, "0", &stage);
-   BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
-   BSON_APPEND_ARRAY_BEGIN(&match, "$or", & or);
    /* Inserts (and replacements) of documents that have events. */
-   append_insert_branch(cfg, & or, "0", first, exists);
+   append_insert_branch(or, "0", first, exists);
    /* Updates that set eventSeq: appends (clears never do). */
-   BSON_APPEND_DOCUMENT_BEGIN(& or, "1", &b);
-   append_ns(cfg, &b);
+   BSON_APPEND_DOCUMENT_BEGIN(or, "1", &b);
    BSON_APPEND_UTF8(&b, "operationType", "update");
    BSON_APPEND_DOCUMENT(&b, seq, exists);
-   bson_append_document_end(& or, &b);
+   bson_append_document_end(or, &b);
    /* Inserts (and replacements) whose events field is not an array: nothing to publish,
     * but the relay says so (once per document) instead of never hearing of them. */
-   append_insert_branch(cfg, & or, "2", events, not_array);
+   append_insert_branch(or, "2", events, not_array);
    /* Updates that count a requeue: a dead letter moved back into events without a new seq
     * (eventSeq unchanged), so the branch above would not pass it. */
-   BSON_APPEND_DOCUMENT_BEGIN(& or, "3", &b);
-   append_ns(cfg, &b);
+   BSON_APPEND_DOCUMENT_BEGIN(or, "3", &b);
    BSON_APPEND_UTF8(&b, "operationType", "update");
    BSON_APPEND_DOCUMENT(&b, requeues, exists);
-   bson_append_document_end(& or, &b);
-   /* An invalidate (database dropped) has no ns.coll and must still reach us: it ends the
-    * stream. */
-   BSON_APPEND_DOCUMENT_BEGIN(& or, "4", &b);
-   BSON_APPEND_UTF8(&b, "operationType", "invalidate");
-   bson_append_document_end(& or, &b);
-   bson_append_array_end(&match, & or);
-   bson_append_document_end(&stage, &match);
-   bson_append_document_end(pipeline, &stage);
+   bson_append_document_end(or, &b);
+   /* A watched collection dropped or renamed away: forgotten (namespaces.h). */
+   BSON_APPEND_DOCUMENT_BEGIN(or, "4", &b);
+   BSON_APPEND_DOCUMENT_BEGIN(&b, "operationType", &ops);
+   bson_t in;
+   BSON_APPEND_ARRAY_BEGIN(&ops, "$in", &in);
+   BSON_APPEND_UTF8(&in, "0", "drop");
+   BSON_APPEND_UTF8(&in, "1", "rename");
+   bson_append_array_end(&ops, &in);
+   bson_append_document_end(&b, &ops);
+   bson_append_document_end(or, &b);
    bson_destroy(exists);
    bson_destroy(not_array);
    bson_free(first);
    bson_free(events);
    bson_free(seq);
    bson_free(requeues);
+}
+
+void
+relay_reader_append_match(const relay_config_t *cfg, const relay_nsset_t *set, bson_t *pipeline)
+{
+   bson_t stage, match, or, watched, and, ns, shapes, b;
+
+   BSON_APPEND_DOCUMENT_BEGIN(pipeline, "0", &stage);
+   BSON_APPEND_DOCUMENT_BEGIN(&stage, "$match", &match);
+   BSON_APPEND_ARRAY_BEGIN(&match, "$or", & or);
+   /* What the relay needs, of the namespaces the patterns name (server-side: a cluster
+    * stream then carries only the watched namespaces' changes to the relay). */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "0", &watched);
+   BSON_APPEND_ARRAY_BEGIN(&watched, "$and", &and);
+   BSON_APPEND_DOCUMENT_BEGIN(&and, "0", &ns);
+   relay_nsset_append_filter(set, &ns);
+   bson_append_document_end(&and, &ns);
+   BSON_APPEND_DOCUMENT_BEGIN(&and, "1", &b);
+   BSON_APPEND_ARRAY_BEGIN(&b, "$or", &shapes);
+   append_shapes(cfg, &shapes);
+   bson_append_array_end(&b, &shapes);
+   bson_append_document_end(&and, &b);
+   bson_append_array_end(&watched, &and);
+   bson_append_document_end(& or, &watched);
+   /* A rename into a watched namespace, from anywhere (an aggregation's $out renames its
+    * temporary collection): its documents never showed as inserts, so the relay sweeps. */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "3", &b);
+   BSON_APPEND_UTF8(&b, "operationType", "rename");
+   relay_nsset_append_filter_at(set, "to", &b);
+   bson_append_document_end(& or, &b);
+   /* A dropDatabase has no ns.coll (the relay checks the database itself); an invalidate
+    * (a database stream's database dropped) has no ns and ends the stream. */
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "1", &b);
+   BSON_APPEND_UTF8(&b, "operationType", "dropDatabase");
+   bson_append_document_end(& or, &b);
+   BSON_APPEND_DOCUMENT_BEGIN(& or, "2", &b);
+   BSON_APPEND_UTF8(&b, "operationType", "invalidate");
+   bson_append_document_end(& or, &b);
+   bson_append_array_end(&match, & or);
+   bson_append_document_end(&stage, &match);
+   bson_append_document_end(pipeline, &stage);
 }
 
 void
@@ -270,7 +291,7 @@ open_stream(relay_reader_t *rd, const bson_t *token, const relay_ts_t *start_at)
    mongoc_change_stream_t *stream;
    uint32_t index = 1;
 
-   relay_reader_append_match(rd->cfg, &pipeline);
+   relay_reader_append_match(rd->cfg, rd->set, &pipeline);
    pthread_mutex_lock(&rd->lock);
    if (rd->filtered) {
       relay_partition_append_stream_stages(&rd->parts, rd->n_parts, &pipeline, &index);
@@ -284,7 +305,10 @@ open_stream(relay_reader_t *rd, const bson_t *token, const relay_ts_t *start_at)
    } else if (start_at) {
       BSON_APPEND_TIMESTAMP(&opts, "startAtOperationTime", start_at->t, start_at->i);
    }
-   stream = mongoc_database_watch(rd->db, &pipeline, &opts);
+   /* One stream whatever the number of namespaces: a database stream when the patterns name
+    * one database, else a cluster stream (allChangesForCluster, on admin). */
+   stream = rd->db ? mongoc_database_watch(rd->db, &pipeline, &opts)
+                   : mongoc_client_watch(rd->client, &pipeline, &opts);
    bson_destroy(&pipeline);
    bson_destroy(&opts);
    return stream;
@@ -335,6 +359,37 @@ drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t *
    return 0;
 }
 
+/* 13 Unauthorized on opening: say once (per refusal run) which privileges the stream needs,
+ * since the server's message names only the action. A cluster stream runs on admin with
+ * allChangesForCluster (MongoDB 6.0 src/mongo/db/pipeline/document_source_change_stream.h,
+ * LiteParsed::requiredPrivileges: changeStream and find on every non-system collection, i.e.
+ * resource {db: "", collection: ""}); a database stream needs them on its database. */
+static void
+explain_refusal(relay_reader_t *rd, const bson_error_t *error)
+{
+   if (error->code != 13) {
+      rd->told_refusal = false;
+      return;
+   }
+   if (rd->told_refusal) {
+      return;
+   }
+   rd->told_refusal = true;
+   if (rd->db) {
+      relay_log(RELAY_LOG_ERROR, "stream",
+                "MongoDB refuses the change stream on database %s: the relay's user needs the "
+                "changeStream and find actions there (the read or readWrite role of %s); "
+                "retrying",
+                relay_nsset_single_db(rd->set), relay_nsset_single_db(rd->set));
+   } else {
+      relay_log(RELAY_LOG_ERROR, "stream",
+                "MongoDB refuses the cluster change stream the --namespace patterns need (they "
+                "span databases): the relay's user needs the changeStream and find actions on "
+                "every database (readAnyDatabase, or a role with those actions on "
+                "{db: \"\", collection: \"\"}) and listDatabases; retrying");
+   }
+}
+
 /* Serves one command until it is superseded or the history is lost. */
 static void
 serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_t start_at,
@@ -364,6 +419,7 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
             break;
          }
          relay_log(RELAY_LOG_WARNING, "stream", "cannot open the change stream: %s", error.message);
+         explain_refusal(rd, &error);
          report_down(rd, (int)error.code);
          nap(rd, gen,
              relay_backoff_next(rd->cfg->reconnect_min_ms, rd->cfg->reconnect_max_ms, &backoff));
@@ -426,8 +482,9 @@ run(void *arg)
 }
 
 relay_reader_t *
-relay_reader_new(const relay_config_t *cfg, mongoc_client_t *client, relay_reader_time_fn time_fn,
-                 void (*wake)(void *), void *wake_ctx, bson_error_t *error)
+relay_reader_new(const relay_config_t *cfg, const relay_nsset_t *set, mongoc_client_t *client,
+                 relay_reader_time_fn time_fn, void (*wake)(void *), void *wake_ctx,
+                 bson_error_t *error)
 {
    relay_reader_t *rd;
 
@@ -438,7 +495,10 @@ relay_reader_new(const relay_config_t *cfg, mongoc_client_t *client, relay_reade
    rd->cfg = cfg;
    rd->client = client;
    rd->time_fn = time_fn;
-   rd->db = mongoc_client_get_database(client, cfg->database);
+   rd->set = set;
+   rd->db = relay_nsset_single_db(set)
+               ? mongoc_client_get_database(client, relay_nsset_single_db(set))
+               : NULL;
    rd->wake = wake;
    rd->wake_ctx = wake_ctx;
    pthread_mutex_init(&rd->lock, NULL);

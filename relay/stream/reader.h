@@ -24,6 +24,7 @@
 #include <mongoc/mongoc.h>
 
 #include "config/config.h"
+#include "config/namespace.h"
 #include "base/partition.h"
 #include "base/ts.h"
 
@@ -59,13 +60,15 @@ typedef struct relay_reader_t relay_reader_t;
  * store/). */
 typedef bool (*relay_reader_time_fn)(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error);
 
-/* Creates the reader and its thread (idle until relay_reader_start()). @cfg is borrowed;
- * @client (made by the caller for the stream alone) is owned from now on, also on failure;
- * @time_fn reads the server's time before each stream opens; @wake(@wake_ctx) is called
- * after each queued change. Returns NULL and fills @error when the thread cannot start. */
-relay_reader_t *relay_reader_new(const relay_config_t *cfg, mongoc_client_t *client,
-                                 relay_reader_time_fn time_fn, void (*wake)(void *), void *wake_ctx,
-                                 bson_error_t *error);
+/* Creates the reader and its thread (idle until relay_reader_start()). @cfg and the
+ * namespace patterns @set (a database stream when they name one database, else a cluster
+ * stream) are borrowed; @client (made by the caller for the stream alone) is owned from now
+ * on, also on failure; @time_fn reads the server's time before each stream opens;
+ * @wake(@wake_ctx) is called after each queued change. Returns NULL and fills @error when
+ * the thread cannot start. */
+relay_reader_t *relay_reader_new(const relay_config_t *cfg, const relay_nsset_t *set,
+                                 mongoc_client_t *client, relay_reader_time_fn time_fn,
+                                 void (*wake)(void *), void *wake_ctx, bson_error_t *error);
 
 /* (Re)starts reading: after @resume_after if not NULL, else at @start_at if not NULL, else
  * from now. Any stream open before is closed; changes already queued stay queued. Returns the
@@ -93,8 +96,10 @@ void relay_change_free(relay_change_t *c);
 /* Stops and joins the thread, frees everything; NULL-safe. */
 void relay_reader_destroy(relay_reader_t *rd);
 
-/* The $match stage that keeps only appends: inserts whose document has events and updates
- * that set eventSeq (a clear never does). Appended to @pipeline (an array being built). */
-void relay_reader_append_match(const relay_config_t *cfg, bson_t *pipeline);
+/* The $match stage that keeps only appends of the namespaces @set names: inserts whose
+ * document has events and updates that set eventSeq (a clear never does); plus drops,
+ * renames, dropDatabase and invalidate. Appended to @pipeline (an array being built). */
+void relay_reader_append_match(const relay_config_t *cfg, const relay_nsset_t *set,
+                               bson_t *pipeline);
 
 #endif /* RELAY_READER_H */

@@ -64,6 +64,39 @@ log_start(relay_ingest_t *in, bool full)
    bson_string_free(list, true);
 }
 
+#define SWEEP_OPENS_PER_STEP 4
+
+/* Creates the partial index on the namespace being swept, the first time its hinted query
+ * failed in this sweep. False when it was tried already (or could not be made). */
+static bool
+create_index(relay_ingest_t *in)
+{
+   bson_error_t error;
+   relay_ns_t ns = {"?", "?", "?", 0, false};
+
+   if (in->sweep_indexed == (int)in->sweep_coll) {
+      return false;
+   }
+   in->sweep_indexed = (int)in->sweep_coll;
+   relay_namespaces_get(in->ns, (int)in->sweep_coll, &ns);
+   if (!in->ops->ensure_index(in->ctx, (int)in->sweep_coll, &error)) {
+      relay_log(RELAY_LOG_WARNING, "sweep", "creating index outbox_pending on %s.%s: %s", ns.db,
+                ns.coll, error.message);
+      return false;
+   }
+   return true;
+}
+
+/* Moves the sweep past namespaces that are gone (dropped: nothing to read). */
+static void
+skip_gone(relay_ingest_t *in)
+{
+   relay_ns_t ns;
+   while (relay_namespaces_get(in->ns, (int)in->sweep_coll, &ns) && ns.gone) {
+      in->sweep_coll++;
+   }
+}
+
 static void
 begin(relay_ingest_t *in, int64_t now)
 {
@@ -83,7 +116,10 @@ begin(relay_ingest_t *in, int64_t now)
       in->sweep_full_wanted = false;
       return;
    }
-   if (!in->ops->operation_time(in->ctx, &in->sweep_start, &error)) {
+   /* The namespaces are listed after the sweep's start: one created later has all its
+    * writes after the start, where the stream takes them. */
+   if (!in->ops->operation_time(in->ctx, &in->sweep_start, &error) ||
+       (in->ops->list_namespaces && !in->ops->list_namespaces(in->ctx, &error))) {
       relay_log(RELAY_LOG_WARNING, "sweep", "cannot start a sweep: %s", error.message);
       in->sweep_retry_at_ms =
          now + relay_backoff_next(in->cfg->reconnect_min_ms, in->cfg->reconnect_max_ms,
@@ -122,6 +158,9 @@ begin(relay_ingest_t *in, int64_t now)
    in->sweeping = true;
    in->sweep_coll = 0;
    in->sweep_hint = true;
+   in->sweep_waited_db = NULL;
+   in->sweep_indexed = -1;
+   skip_gone(in);
 }
 
 static void
@@ -165,8 +204,17 @@ static bool
 wait_for_start(relay_ingest_t *in, int64_t now)
 {
    bson_error_t error;
+   relay_ns_t ns = {NULL, NULL, NULL, 0, false};
 
+   /* Once per database: its commit point is shared by its collections (and the cursor's own
+    * afterClusterTime still holds each read to the start); per namespace it was a round trip
+    * each, a thousand with a thousand tenants. */
+   relay_namespaces_get(in->ns, (int)in->sweep_coll, &ns);
+   if (ns.db && in->sweep_waited_db && !strcmp(ns.db, in->sweep_waited_db)) {
+      return true;
+   }
    if (in->ops->wait_majority(in->ctx, (int)in->sweep_coll, &in->sweep_start, &error)) {
+      in->sweep_waited_db = ns.db;
       return true;
    }
    relay_log(RELAY_LOG_WARNING, "sweep",
@@ -194,8 +242,18 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
       }
       return;
    }
-   for (int n = 0; n < 200 && relay_changes_has_room(in); n++) {
+   /* A step reads up to 200 documents and opens up to 4 cursors: with many small namespaces
+    * each open is a round trip, and the loop must get back to publishing and clearing in
+    * between (a step that opened a hundred cursors left the in-flight window empty). */
+   for (int n = 0, opened = 0; n < 200 && relay_changes_has_room(in); n++) {
+      if (!in->sweep_cursor && opened++ == SWEEP_OPENS_PER_STEP) {
+         return;
+      }
       if (!in->sweep_cursor) {
+         if (in->sweep_coll >= (size_t)relay_namespaces_count(in->ns)) {
+            finish(in); /* nothing (more) to sweep: no namespace matches yet */
+            return;
+         }
          if (!wait_for_start(in, now)) {
             return;
          }
@@ -214,14 +272,23 @@ relay_sweep_step(relay_ingest_t *in, int64_t now)
                now + relay_backoff_next(in->cfg->reconnect_min_ms, in->cfg->reconnect_max_ms,
                                         &in->sweep_backoff_ms);
          }
-         in->sweep_hint = false; /* index missing or not usable: scan (correct, slower) */
          in->ops->sweep_close(in->ctx, in->sweep_cursor);
          in->sweep_cursor = NULL;
+         /* The hinted query is the index check: a namespace met by pattern gets its index
+          * created here, once, and is read again with the hint; one whose index cannot be
+          * made or used is scanned (correct, slower). */
+         if (in->sweep_hint && !create_index(in)) {
+            in->sweep_hint = false;
+         }
          return;
       }
       in->ops->sweep_close(in->ctx, in->sweep_cursor);
       in->sweep_cursor = NULL;
-      if (++in->sweep_coll == in->cfg->n_collections) {
+      in->sweep_coll++;
+      in->sweep_hint = true;
+      skip_gone(in);
+      /* Namespaces met while sweeping are swept too (their indexes come after). */
+      if (in->sweep_coll >= (size_t)relay_namespaces_count(in->ns)) {
          finish(in);
          return;
       }

@@ -63,7 +63,8 @@ typedef struct relay_entity_t {
    uint8_t *key; /* collection index + the BSON of the _id: the table's key */
    size_t key_len;
    uint32_t hash;
-   int coll;        /* index into the configured collections */
+   int coll;        /* its namespace's index (stream/namespaces.h) */
+   int label;       /* its namespace's metrics series (namespaces.h: bounded) */
    bson_value_t id; /* the document's _id (owned) */
    char *rendered;  /* relay_render_id() of id */
    size_t rendered_len;

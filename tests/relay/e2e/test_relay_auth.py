@@ -67,7 +67,7 @@ class AuthRelay:
     """A relay whose MongoDB URI (with its password) goes through the environment, as an
     operator should pass it, never the command line."""
 
-    def __init__(self, uri, db, coll, name, metrics_port=None):
+    def __init__(self, uri, db, coll, name, metrics_port=None, extra=()):
         self.log_path = os.path.join(WORKDIR, "relay-auth-%s.log" % name)
         OUTPUTS.append(self.log_path)
         self.log = open(self.log_path, "ab")
@@ -76,7 +76,7 @@ class AuthRelay:
                 "--name", name, "--log-level", "debug", "--checkpoint-interval-ms", "200",
                 "--reconnect-min-ms", "100", "--reconnect-max-ms", "1000",
                 "--metrics-listen",
-                "127.0.0.1:%d" % metrics_port if metrics_port else "off"]
+                "127.0.0.1:%d" % metrics_port if metrics_port else "off"] + list(extra)
         self.metrics_port = metrics_port
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log, env=env)
 
@@ -250,7 +250,41 @@ def test_tls_wrong_ca_then_right_ca():
         client.drop_database(dbname)
 
 
-TESTS = [test_read_only_user, test_wrong_password_exits, test_tls_wrong_ca_then_right_ca]
+def test_cluster_stream_needs_any_database():
+    """--namespace patterns that span databases need a cluster stream: a user with readWrite
+    on those databases only is refused (13); the relay says once which privileges it needs,
+    keeps trying, and publishes once the user may read every database (issue 37)."""
+    a, b, rname = "relay_auth_ta_%s" % RUN, "relay_auth_tb_%s" % RUN, "relay-cl-%s" % RUN
+    Entities(client[a]["orders"]).create("x", n_events=1)
+    Entities(client[b]["orders"]).create("y", n_events=1)
+    name = "relay_cl_%s" % RUN
+    client.admin.command("createUser", name, pwd=PASSWORDS["rw"],
+                         roles=[{"role": "readWrite", "db": a}, {"role": "readWrite", "db": b}])
+    sub = Subscriber("outbox/orders/#")
+    relay = AuthRelay(uri_as(name, PASSWORDS["rw"]), a, "unused", rname,
+                      extra=["--namespace", "relay_auth_t*_%s.orders" % RUN])
+    try:
+        check(relay.wait_log("refuses the cluster change stream"),
+              "no explanation:\n" + relay.text()[-3000:])
+        lines = relay.lines("refuses the cluster change stream")
+        check(" ERROR " in lines[0] and "readAnyDatabase" in lines[0], lines[0])
+        check(relay.proc.poll() is None, "the relay exited")
+        client.admin.command("updateUser", name,
+                             roles=[{"role": "readWrite", "db": a}, {"role": "readWrite", "db": b},
+                                    {"role": "readAnyDatabase", "db": "admin"}])
+        check(wait_until(lambda: sub.count() >= 2, 30),
+              "not published after the grant:\n" + relay.text()[-3000:])
+        check(len(relay.lines("refuses the cluster change stream")) == 1, "said more than once")
+    finally:
+        rc = relay.stop()
+        sub.close()
+        drop_user(name)
+        client.drop_database(a)
+        client.drop_database(b)
+    check(rc == 0, "exit status %s" % rc)
+
+
+TESTS = [test_cluster_stream_needs_any_database, test_read_only_user, test_wrong_password_exits, test_tls_wrong_ca_then_right_ca]
 
 
 def no_password_in_outputs():

@@ -35,7 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grouptest import (MARGIN, MONGO_URI, RENEW, Entities, Group, Member,  # noqa: E402
                        partition_of, pymongo, wait_until)
-from relaytest import Int64, Skip, db_name, event, needing, run_tests  # noqa: E402
+from relaytest import Int64, Skip, Subscriber, db_name, event, needing, run_tests  # noqa: E402
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 ADMIN_BIN = sys.argv[2] if len(sys.argv) > 2 else "outbox-admin"
@@ -436,9 +436,106 @@ def test_admin_status_says_secondary():
     check("note: read from secondary" not in status(rs_uri()), "a primary read called stale")
 
 
-# Every test but the first takes the majority away with test-mongod's testMemberFault.
+class TenantWriter:
+    """Appends one event at a time to entities spread over tenant databases through the set,
+    retrying across elections; records every committed event id with its entity."""
+
+    def __init__(self, dbs, coll, ids):
+        self.client = rs_client()
+        self.ents = [Entities(self.client[db][coll]) for db in dbs]
+        self.ids, self.committed = ids, {}
+        for e in self.ents:
+            for eid in ids:
+                evs = e.create(eid, 1)
+                self.committed[evs[0]["id"]] = (e.coll.database.name, eid, 1)
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        i = 0
+        while not self.stop_flag.is_set():
+            e = self.ents[i % len(self.ents)]
+            eid = self.ids[(i // len(self.ents)) % len(self.ids)]
+            try:
+                evs = e.append(eid, 1)
+                self.committed[evs[0]["id"]] = (e.coll.database.name, eid, evs[0]["seq"])
+                i += 1
+            except pymongo.errors.PyMongoError:
+                # An election: the outcome is unknown; go on from the seq the set has.
+                time.sleep(0.1)
+                try:
+                    e.seq[eid] = int(e.coll.find_one({"_id": eid})["eventSeq"])
+                except pymongo.errors.PyMongoError:
+                    pass
+            time.sleep(0.005)
+
+    def stop(self):
+        self.stop_flag.set()
+        self.thread.join()
+        self.client.close()
+
+
+def test_group_of_tenants_through_stepdown():
+    """Two members of a group share the partitions of many tenant databases (--namespace,
+    one cluster stream each) while the primary steps down under load: every committed event
+    is published, each entity's events in seq order (issue 37)."""
+    base = "rs_ns_%s" % RUN
+    dbs = ["%s_t%d" % (base, i) for i in range(8)]
+    rname = "rs-ns-%s" % RUN
+    extra = ["--namespace", base + "_t*.things", "--topic", "rsns%s/{db}/{id}" % RUN]
+    sub = Subscriber("rsns%s/#" % RUN)
+    members = [Member(RELAY_BIN, base + "_state", [], rname, extra, mongo_uri=rs_uri())
+               for _ in range(2)]
+    group = Group(rs_client(), base + "_state", rname)
+    writer = None
+    try:
+        check(wait_until(lambda: group.settled(members), 40), "the group did not settle")
+        writer = TenantWriter(dbs, "things", ["a", "b", "c"])
+        time.sleep(1.0)
+        old = primary()
+        with pymongo.MongoClient("mongodb://%s/?directConnection=true" % old) as c:
+            try:
+                c.admin.command("replSetStepDown", 3, secondaryCatchUpPeriodSecs=1)
+            except pymongo.errors.PyMongoError:
+                pass
+        check(wait_until(lambda: primary() != old, 20), "no new primary")
+        time.sleep(1.5)
+        writer.stop()
+        committed = dict(writer.committed)
+        print("  %d events committed to %d entities in %d databases across the stepdown" %
+              (len(committed), len(dbs) * 3, len(dbs)), flush=True)
+        check(wait_until(lambda: {json.loads(p)["id"] for _, p, _ in sub.snapshot()} >=
+                         set(committed), 60),
+              "lost: %d" % len(set(committed) - {json.loads(p)["id"]
+                                                  for _, p, _ in sub.snapshot()}))
+        first_seen = {}
+        for t, p, _ in sub.snapshot():
+            ev = json.loads(p)
+            seen = first_seen.setdefault(t, [])
+            if ev["seq"] not in seen:
+                seen.append(ev["seq"])
+        for t, seqs in first_seen.items():
+            check(seqs == sorted(seqs), "%s published out of order: %s" % (t, seqs))
+        check(len(first_seen) == len(dbs) * 3, "entities: %d" % len(first_seen))
+        for m in members:
+            check(m.log_text().count("through one cluster stream") == 1, "not one stream")
+    finally:
+        if writer and not writer.stop_flag.is_set():
+            writer.stop()
+        for m in members:
+            m.stop()
+        sub.close()
+        with rs_client() as c:
+            for db in dbs + [base + "_state"]:
+                c.drop_database(db)
+
+
+# The first test steps the primary down (replSetStepDown: any set of three); the others but
+# test_admin_status_says_secondary take the majority away with test-mongod's testMemberFault.
 faults = needing("members>=3", "test-mongod faults")
-TESTS = [needing("replset")(test_admin_status_says_secondary)] + [faults(t) for t in (
+TESTS = [needing("members>=3")(test_group_of_tenants_through_stepdown),
+         needing("replset")(test_admin_status_says_secondary)] + [faults(t) for t in (
     test_uri_w1_does_not_weaken_lease_writes, test_lease_taken_without_acknowledgement_is_not_stranded,
     test_archive_not_majority_then_no_clear, test_clock_skew_gauge_and_warning,
     test_isolated_primary_renewal_not_counted, test_cut_off_primary_w1_write_not_published)]

@@ -214,6 +214,29 @@ def test_group_of_three_compound_key():
         sub.close()
 
 
+def test_tenants_cluster_stream():
+    """Patterns over two sharded tenant databases (issue 37): one cluster stream through
+    mongos, events swept and streamed from both, and a tenant created while running."""
+    (db_a, coll_a), (db_b, coll_b) = sharded("nsa", "hashed"), sharded("nsb", "hashed")
+    sub = Subscriber("outbox/things/#")
+    before = write(db_a, "pa", 10, 30)
+    relay = Relay(RELAY_BIN, "mongos_nsstate_%s" % RUN, [], "r-ns-" + RUN,
+                  ["--namespace", "mongos_ns*_%s.things" % RUN])
+    try:
+        check(relay.wait_log("through one cluster stream", 30), "no cluster stream")
+        check(relay.wait_log("change stream open", 30), "no stream through mongos")
+        after = write(db_b, "pb", 10, 60)
+        db_c = "mongos_nsc_%s" % RUN  # unsharded, made while the relay runs
+        later = write(db_c, "pc", 5, 20)
+        verify(dict(before, **dict(after, **later)), sub)
+        for coll in (coll_a, coll_b, client[db_c]["things"]):
+            check(wait_cleared(coll), "not cleared: %s" % coll.full_name)
+        check(relay.stop() == 0, "relay did not exit 0")
+    finally:
+        relay.stop()
+        sub.close()
+
+
 def refused(test, key, coll_name, extra):
     dbname = db_name("mongos_%s_%s" % (test, RUN))
     client.admin.command("enableSharding", dbname)
@@ -236,7 +259,7 @@ def test_sharded_state_and_lease_collections_refused():
 TESTS = [needing("shards>=2")(t) for t in (
     test_hashed_id_one_relay, test_compound_key_one_relay,
     test_dead_letters_and_admin_compound_key, test_group_of_three_compound_key,
-    test_sharded_state_and_lease_collections_refused)]
+    test_sharded_state_and_lease_collections_refused, test_tenants_cluster_stream)]
 
 if __name__ == "__main__":
     sys.exit(run_tests("relay-mongos", TESTS, set(sys.argv[4:])))

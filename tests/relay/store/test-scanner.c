@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include "http/metrics.h"
+#include "config/namespace.h"
 #include "store/scanner.h"
 
 static relay_config_t cfg;
 static relay_metrics_t *metrics;
+static relay_namespaces_t *ns;
 static mongoc_client_t *client;
 static mongoc_collection_t *coll;
 
@@ -38,6 +40,9 @@ setup(void)
    cfg.collections = bson_malloc0(2 * sizeof(char *));
    cfg.collections[0] = bson_strdup(name);
    cfg.n_collections = 1;
+   cr_assert(relay_config_resolve_namespaces(&cfg, &error), "%s", error.message);
+   ns = relay_namespaces_new(&cfg, &error);
+   cr_assert(ns, "%s", error.message);
    cfg.pending_scan_interval_ms = 50;
    metrics = relay_metrics_new();
    relay_metrics_set_collections(metrics, cfg.collections, cfg.n_collections);
@@ -57,6 +62,8 @@ teardown(void)
    mongoc_collection_destroy(coll);
    mongoc_client_destroy(client);
    relay_metrics_destroy(metrics);
+   relay_namespaces_destroy(ns);
+   ns = NULL;
    relay_config_destroy(&cfg);
    mongoc_cleanup();
 }
@@ -127,7 +134,7 @@ Test(scanner, counts_what_is_stored_and_counts_again_after_a_change)
    /* Written without liboutbox: a document where the events array should be (what the
     * pending index matches, "events.0" exists), which counts apart. */
    insert_json("{\"_id\": \"c\", \"version\": 1, \"eventSeq\": 1, \"events\": {\"0\": 1}}");
-   s = relay_scanner_new(&cfg, metrics, &error);
+   s = relay_scanner_new(&cfg, ns, metrics, &error);
    cr_assert_not_null(s, "%s", error.message);
    cr_expect(reaches("outbox_relay_stored_pending_events", 2), "pending events: %g",
              gauge("outbox_relay_stored_pending_events"));

@@ -121,7 +121,7 @@ setup(void)
    cfg.checkpoint_interval_ms = 1000;
    relay_table_init(&t);
    memset(&fake, 0, sizeof fake);
-   w = relay_writer_new(&cfg, NULL, &t, &fake_ops, &fake);
+   w = relay_writer_new(&cfg, NULL, NULL, &t, &fake_ops, &fake);
 }
 
 static void

@@ -3,6 +3,7 @@
  *
  * The fixture of ingest's unit tests (ingest-fixture.h): the fakes and their set-up.
  */
+#include "config/namespace.h"
 #include "ingest-fixture.h"
 
 fake_t fake;
@@ -185,6 +186,7 @@ relay_config_t cfg;
 relay_table_t t;
 relay_group_t *g;
 relay_ingest_t *in;
+relay_namespaces_t *ns;
 
 void
 ingest_setup(void)
@@ -208,7 +210,11 @@ ingest_setup(void)
    relay_group_intents_cleanup(&intents);
    cr_assert(relay_group_takes(g, 0) && !relay_group_fresh(g, 0));
    cr_assert(relay_group_server_filters(g));
-   in = relay_ingest_new(&cfg, NULL, &t, &relay_group_ingest_ops, g, &fake_ops, NULL);
+   bson_error_t error;
+   cr_assert(relay_config_resolve_namespaces(&cfg, &error), "%s", error.message);
+   ns = relay_namespaces_new(&cfg, &error);
+   cr_assert(ns, "%s", error.message);
+   in = relay_ingest_new(&cfg, ns, NULL, &t, &relay_group_ingest_ops, g, &fake_ops, NULL);
 }
 
 void
@@ -216,6 +222,7 @@ ingest_teardown(void)
 {
    relay_change_t *c;
    relay_ingest_destroy(in);
+   relay_namespaces_destroy(ns);
    while ((c = fake_pop(NULL))) {
       relay_change_free(c);
    }

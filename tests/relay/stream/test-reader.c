@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "config/namespace.h"
 #include "store/store.h"
 #include "stream/reader.h"
 
@@ -19,6 +20,7 @@ static relay_config_t cfg;
 static mongoc_client_t *client;
 static mongoc_collection_t *coll;
 static relay_reader_t *rd;
+static relay_nsset_t *set;
 
 static void
 no_wake(void *ctx)
@@ -50,7 +52,10 @@ setup(void)
    mongoc_collection_drop(coll, &error);
    cr_assert(mongoc_collection_insert_one(coll, &(bson_t)BSON_INITIALIZER, NULL, NULL, &error),
              "%s", error.message); /* the database exists before the stream opens */
-   rd = relay_reader_new(&cfg, relay_store_client_new(&cfg, "test-reader", &error),
+   cr_assert(relay_config_resolve_namespaces(&cfg, &error), "%s", error.message);
+   set = relay_nsset_new(&cfg, &error);
+   cr_assert_not_null(set, "%s", error.message);
+   rd = relay_reader_new(&cfg, set, relay_store_client_new(&cfg, "test-reader", &error),
                          relay_store_operation_time, no_wake, NULL, &error);
    cr_assert_not_null(rd, "%s", error.message);
 }
@@ -60,6 +65,8 @@ teardown(void)
 {
    bson_error_t error;
    relay_reader_destroy(rd);
+   relay_nsset_destroy(set);
+   set = NULL;
    if (coll) {
       mongoc_collection_drop(coll, &error);
    }
