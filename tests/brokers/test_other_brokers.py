@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "relay", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "chaos"))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Entities, Int64, Relay, event,  # noqa: E402
                        free_port, metric, pymongo, run_tests, wait_until)
 import chaoslib  # noqa: E402
@@ -35,6 +36,7 @@ BROKER, RELAY_BIN, WRITER_BIN, NODE_DIR = (sys.argv[1:5] + [""] * 4)[:4]
 LONG = "--long" in sys.argv[5:]
 WANTED = [a for a in sys.argv[5:] if a != "--long"]
 RUN = "%d" % os.getpid()
+DBNAME = db_name("brokers_%s_%s" % (BROKER, RUN))  # the run's database (--against)
 SEED = int(os.environ.get("OUTBOX_TEST_SEED", random.randrange(1 << 30)))
 client = pymongo.MongoClient(MONGO_URI) if MONGO_URI else None
 # Brokers shared by the tests of one run (a RabbitMQ node takes ~10 s to boot), and closed
@@ -60,7 +62,7 @@ def relay(broker, coll, name, version, extra=(), auth=True, db=None):
     args = ["--mqtt-version", str(version)] + list(extra)
     if auth:
         args += ["--mqtt-username", USER, "--mqtt-password-file", password_file()]
-    return Relay(RELAY_BIN, db or "brokers_%s_%s" % (BROKER, RUN), [coll],
+    return Relay(RELAY_BIN, db or DBNAME, [coll],
                  "%s-%s-%s" % (name, BROKER, RUN), args, mqtt_uri=broker.uri)
 
 
@@ -83,7 +85,7 @@ def publish_at(broker, version, qos, auth=True, extra=(), tag=""):
     """Events written before the relay starts (the sweep) and after (the change stream) all
     reach a subscriber, in order per entity, and leave their documents."""
     coll = "qos%d_v%d_%d%s" % (qos, version, broker.port, tag)
-    db = client["brokers_%s_%s" % (BROKER, RUN)]
+    db = client[DBNAME]
     ents = Entities(db[coll])
     sub = Subscriber(broker, version=version, topic_filter="outbox/%s/#" % coll, auth=auth)
     r = None
@@ -125,7 +127,7 @@ def test_rabbitmq_qos2_is_acknowledged_as_qos1():
     the relay must neither stall nor lose the event."""
     broker = rabbitmq()
     coll = "qos2"
-    ents = Entities(client["brokers_%s_%s" % (BROKER, RUN)][coll])
+    ents = Entities(client[DBNAME][coll])
     sub = Subscriber(broker, version=4, topic_filter="outbox/%s/#" % coll)
     ents.create("e0", 3)
     r = relay(broker, coll, "q2", 4, ["--qos", "2"])
@@ -155,7 +157,7 @@ def mqtt5_refused(broker, coll, expect):
     """A broker without MQTT 5: the relay started with --mqtt-version 5 (the default) warns
     with @expect in the line and the advice to try --mqtt-version 4, never connects, stays up
     retrying and publishes nothing."""
-    ents = Entities(client["brokers_%s_%s" % (BROKER, RUN)][coll])
+    ents = Entities(client[DBNAME][coll])
     ents.create("e0", 1)
     r = relay(broker, coll, "v5", 5)
     try:
@@ -192,7 +194,7 @@ def test_aedes_1_refuses_mqtt5():
 def refused(broker, version, coll, extra=()):
     """A wrong password: the relay says the broker refused it for a bad user name or password,
     keeps retrying, publishes nothing and stays up, not connected."""
-    ents = Entities(client["brokers_%s_%s" % (BROKER, RUN)][coll])
+    ents = Entities(client[DBNAME][coll])
     ents.create("e0", 2)
     wrong = os.path.join(WORKDIR, "wrong-password")
     fd = os.open(wrong, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -247,7 +249,7 @@ def big_event(broker, version, coll, expect_reason, extra=()):
     """A 200 KB event between two small ones, to a broker that takes 64 KiB at most: the big
     one is dead-lettered with @expect_reason in its reason, the small ones are delivered in
     order, and the connection settles. Returns the reconnects counted."""
-    db = client["brokers_%s_%s" % (BROKER, RUN)]
+    db = client[DBNAME]
     sub = Subscriber(broker, version=version, topic_filter="outbox/%s/#" % coll)
     mport = free_port()
     r = None
@@ -310,7 +312,7 @@ def test_aedes_max_packet_size():
     """aedes 1.x has no limit (a 200 KB event is delivered); the 2.0 beta's maximumPacketSize
     is announced to MQTT 5 clients (the event never leaves the relay) and closes the
     connection of a 3.1.1 client (three strikes)."""
-    db = client["brokers_%s_%s" % (BROKER, RUN)]
+    db = client[DBNAME]
     broker = aedes()
     sub = Subscriber(broker, version=4, topic_filter="outbox/nolimit/#")
     ents = Entities(db["nolimit"])
@@ -336,7 +338,7 @@ def restart_under_load(broker, source, version, events, restarts, delay_us, tag=
     the chaos verifier then finds every committed event delivered (lost=0), first deliveries
     in seq order per entity, nothing pending and nothing phantom."""
     rng = random.Random(SEED)
-    dbname = "brokers_chaos_%s_%s_%d%s" % (BROKER, RUN, version, tag)
+    dbname = db_name("brokers_chaos_%s_%s_%d%s" % (BROKER, RUN, version, tag))
     db = client[dbname]
     ledger, figures = chaoslib.Ledger(), chaoslib.Figures()
     r = relay(broker, "things", "chaos%d%s" % (version, tag), version, db=dbname)
@@ -479,7 +481,7 @@ def test_aedes_mqtt5_message_properties():
     broker = aedes("aedes-mqtt5")
     proxy = Proxy("127.0.0.1", broker.port, mqtt=True)
     coll = "props_%d" % broker.port
-    db = client["brokers_%s_%s" % (BROKER, RUN)]
+    db = client[DBNAME]
     sub = relaytest.Subscriber("outbox/%s/#" % coll, uri=broker.uri)
     r = None
     try:
@@ -588,7 +590,7 @@ def main():
         else:
             MODULES = otherbrokers.prepare_aedes(NODE_DIR)
     except Unavailable as why:
-        print("%s: SKIP: %s" % (name, why))
+        print("skip: %s" % why)
         print("%s: 0 passed, 0 failed, %d skipped" % (name, len(tests)))
         return 77
     return run_tests(name, tests, WANTED, cleanup, skipped)

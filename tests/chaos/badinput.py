@@ -8,6 +8,7 @@ reason, log line, exit status) and that the writers' normal traffic around it st
 import datetime
 import json
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -455,7 +456,8 @@ def scenario_wrong_credentials(opts):
         check(env.sub.wait_silence(1.0, 10) and env.sub.count() >= 10, "events not received")
         # MongoDB: credentials in the URI that the server refuses.
         mbad = cl.Relay(opts.relay, env.workdir,
-                        env.mongod.uri.replace("127.0.0.1", "relay:wrong@127.0.0.1"),
+                        re.sub(r"^(mongodb(?:\+srv)?://)(?:[^@/]*@)?", r"\1relay:wrong@",
+                               env.mongod.uri),
                         env.broker.uri, DB, env.colls, "chaos-m", (), opts.relay_log_level)
         env.relays.append(mbad)
         time.sleep(3)

@@ -29,6 +29,13 @@ except ImportError as exc:  # pragma: no cover
           "/usr/bin/python3 (%s)" % exc, file=sys.stderr)
     sys.exit(77)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+from deployment import DB_PREFIX, Skip, requires  # noqa: E402,F401 (chaos.py catches Skip)
+
+# scripts/test --against URI: scenarios run against that deployment instead of a test-mongod
+# of their own, where they can (deployment.requires() says why not).
+EXTERNAL_URI = os.environ.get("OUTBOX_TEST_MONGODB_URI", "")
+
 # ---------------------------------------------------------------------------------------------
 # Processes: every child gets its own process group and is killed when we exit, however we
 # exit (normal end, exception, SIGTERM from meson's timeout, Ctrl-C).
@@ -212,6 +219,55 @@ class Mongod:
         self.client.close()
         if self.proc:
             stop(self.proc)
+
+
+class External:
+    """The deployment of OUTBOX_TEST_MONGODB_URI in Mongod's place: never started, stopped or
+    restarted here. reset() empties the scenario's database (DB: the run's own) so each
+    scenario starts from nothing, as with a server of its own."""
+
+    def __init__(self, uri):
+        self.uri = uri
+        self.proc = None
+        self.client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=20000)
+        self.members = len(self.hosts()) or 1
+
+    def hosts(self):
+        return list(self.client.admin.command("ismaster").get("hosts", []))
+
+    def member_uri(self, i):
+        return "mongodb://%s/?directConnection=true" % self.hosts()[i]
+
+    def reset(self):
+        self.client.drop_database(DB)
+
+    failpoint = Mongod.failpoint
+    failpoint_off = Mongod.failpoint_off
+
+    def undo_faults(self):
+        """Heals, resumes and sets right every member test-mongod's faults may have left
+        cut off, paused, lagging or with its clock off (a scenario that failed half way),
+        then waits for a primary: the deployment outlives the scenario. Best effort: a
+        deployment without testMemberFault has nothing to undo."""
+        hosts = self.hosts()
+        for host in hosts:
+            for mode, kw in (("heal", {}), ("resume", {}), ("clock", {"ms": 0}),
+                             ("lag", {"ms": -1})):
+                for via in hosts:
+                    try:
+                        with pymongo.MongoClient("mongodb://%s/?directConnection=true" % via,
+                                                 serverSelectionTimeoutMS=2000) as c:
+                            c.admin.command("testMemberFault", host, mode=mode, **kw)
+                        break
+                    except pymongo.errors.PyMongoError:
+                        continue
+        if hosts:
+            wait_until(lambda: self.client.admin.command("ismaster").get("primary"), 30)
+
+    def close(self):
+        self.undo_faults()
+        self.reset()
+        self.client.close()
 
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
@@ -657,7 +713,9 @@ def new_workdir(tag):
 # ---------------------------------------------------------------------------------------------
 # A scenario's world
 
-DB = "chaos"
+# Under scripts/test --against the run's prefix; against a URI given without one, a name of
+# this process's own (a scenario drops its database before and after it runs).
+DB = DB_PREFIX + "chaos" if DB_PREFIX or not EXTERNAL_URI else "chaos_%d" % os.getpid()
 
 
 class Env:
@@ -666,6 +724,14 @@ class Env:
 
     def __init__(self, opts, tag, colls=("things",), oplog_size=None, broker_conf="",
                  start_broker=True, members=1, election_timeout_ms=1000, shards=0):
+        if EXTERNAL_URI:
+            # Needs first, before anything starts: a skip leaves nothing behind.
+            if oplog_size:
+                requires("small oplog")
+            if members > 1:
+                requires("members>=%d" % members, "test-mongod faults")
+            if shards:
+                requires("sharded")
         self.opts = opts
         self.workdir = new_workdir(tag)
         self.colls = list(colls)
@@ -676,8 +742,12 @@ class Env:
         self.ledger = Ledger()
         self.failed = False
         TIMELINE.clear()
-        self.mongod = Mongod(opts.mongod, self.workdir, oplog_size, members=members,
-                             election_timeout_ms=election_timeout_ms, shards=shards)
+        if EXTERNAL_URI:
+            self.mongod = External(EXTERNAL_URI)
+            self.mongod.reset()
+        else:
+            self.mongod = Mongod(opts.mongod, self.workdir, oplog_size, members=members,
+                                 election_timeout_ms=election_timeout_ms, shards=shards)
         self.db = self.mongod.client[DB]
         if start_broker:
             self.broker = Broker(self.workdir, broker_conf)

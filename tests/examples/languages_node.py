@@ -55,8 +55,9 @@ def install(node_dir, examples):
 
 def check_node_conflicts(check, node_path, mongo, examples):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node-conflict.js")
-    r = subprocess.run(["node", script, os.path.join(examples, "node", "writer.js"), mongo,
-                        "lang_conflicts_%d" % os.getpid()], capture_output=True, text=True,
+    db = os.environ.get("OUTBOX_TEST_DB_PREFIX", "") + "lang_conflicts_%d" % os.getpid()
+    r = subprocess.run(["node", script, os.path.join(examples, "node", "writer.js"), mongo, db],
+                       capture_output=True, text=True,
                        env=dict(os.environ, NODE_PATH=node_path), timeout=120)
     out = r.stdout.split()
     check("node writer: a stale expected version is a Conflict", "stale-refused" in out, r)

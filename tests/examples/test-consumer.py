@@ -28,7 +28,7 @@ except ImportError:
 CONSUMER = sys.argv[1]
 MONGO = os.environ["OUTBOX_TEST_MONGODB_URI"]
 MQTT = urlparse(os.environ["OUTBOX_TEST_MQTT_URI"])
-DB = "consumer_test_%d" % os.getpid()
+DB = os.environ.get("OUTBOX_TEST_DB_PREFIX", "") + "consumer_test_%d" % os.getpid()
 CLIENT = "consumer-test-%d" % os.getpid()
 ENTITY = "6b0251c7d823bf3bab0bd1aa"
 CHECKS = exampletest.Checks("contacts-consumer")

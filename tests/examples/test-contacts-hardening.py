@@ -27,7 +27,7 @@ except ImportError:
 
 SERVICE = sys.argv[1]
 URI = os.environ["OUTBOX_TEST_MONGODB_URI"]
-DB = "contacts_hardening_%d" % os.getpid()
+DB = os.environ.get("OUTBOX_TEST_DB_PREFIX", "") + "contacts_hardening_%d" % os.getpid()
 CHECKS = exampletest.Checks("contacts-hardening")
 # More than libmicrohttpd's default connection limit (FD_SETSIZE - 4 = 1020): before the
 # guard, 1,100 trickling clients left no slot for anyone else.

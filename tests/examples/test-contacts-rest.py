@@ -24,7 +24,7 @@ except ImportError:
 
 SERVICE = sys.argv[1]
 URI = os.environ["OUTBOX_TEST_MONGODB_URI"]
-DB = "contacts_rest_%d" % os.getpid()
+DB = os.environ.get("OUTBOX_TEST_DB_PREFIX", "") + "contacts_rest_%d" % os.getpid()
 CHECKS = exampletest.Checks("contacts-rest")
 check = CHECKS.check
 

@@ -30,7 +30,10 @@ setup(void)
    pool = mongoc_client_pool_new(uri);
    mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
    mongoc_uri_destroy(uri);
-   snprintf(db, sizeof db, "inbox_test_%d_%d", (int)getpid(), counter++);
+   /* OUTBOX_TEST_DB_PREFIX: the run's databases under scripts/test --against. */
+   snprintf(db, sizeof db, "%.20sinbox_test_%d_%d",
+            getenv("OUTBOX_TEST_DB_PREFIX") ? getenv("OUTBOX_TEST_DB_PREFIX") : "", (int)getpid(),
+            counter++);
 }
 
 static void

@@ -40,6 +40,7 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", 
 MONGO = os.environ["OUTBOX_TEST_MONGODB_URI"]
 MQTT = os.environ["OUTBOX_TEST_MQTT_URI"]
 PID = os.getpid()
+PREFIX = os.environ.get("OUTBOX_TEST_DB_PREFIX", "")  # the run's databases (--against)
 UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 CHECKS = exampletest.Checks("examples-languages")
 check = CHECKS.check
@@ -107,7 +108,7 @@ def inject(name, consumer, collection, mode, committed):
 def run_example_consumer(args, name, mode, consumer_argv, writer):
     """The example consumers (Python, Node): `writer(db, collection)` returns what it
     committed as (entity, seq, id)."""
-    db, collection = "lang_%d" % PID, "things_" + name.replace("-", "_")
+    db, collection = PREFIX + "lang_%d" % PID, "things_" + name.replace("-", "_")
     consumer = Process(name + "-consumer",
                        consumer_argv + [MQTT, "outbox/%s/#" % collection, "consumer-%s-%d" % (name, PID)],
                        env=dict(os.environ, NODE_PATH=args.node_path or ""))
@@ -171,8 +172,8 @@ def check_python_conflicts(args):
     """The Python writer refuses a stale expected version, and a change that lands between
     its read and its write (a collection whose find_one answers with what it read before
     another writer moved on), writing nothing."""
-    enforce_contract(args, "lang_conflicts_%d" % PID, "python")
-    coll = pymongo.MongoClient(MONGO, w="majority")["lang_conflicts_%d" % PID]["python"]
+    enforce_contract(args, PREFIX + "lang_conflicts_%d" % PID, "python")
+    coll = pymongo.MongoClient(MONGO, w="majority")[PREFIX + "lang_conflicts_%d" % PID]["python"]
     outbox_writer.create(coll, "c", {"n": 0}, [])
     outbox_writer.update(coll, "c", 1, {"n": 1}, [("thing.changed", {})])
 
@@ -206,10 +207,10 @@ def check_python_conflicts(args):
 
 
 def python_to_c(args):
-    name, db, collection = "python-c", "lang_%d" % PID, "contacts_%d" % PID
+    name, db, collection = "python-c", PREFIX + "lang_%d" % PID, "contacts_%d" % PID
     consumer = Process(name + "-consumer", [
         args.c_consumer, "--mqtt-uri", MQTT, "--mongodb-uri", MONGO,
-        "--database", "lang_directory_%d" % PID, "--topic", "outbox/%s/#" % collection,
+        "--database", PREFIX + "lang_directory_%d" % PID, "--topic", "outbox/%s/#" % collection,
         "--client-id", "consumer-%s-%d" % (name, PID)])
     check(name + ": consumer subscribes",
           consumer.wait_for(lambda ls: any("subscribed to" in l for l in ls)))
@@ -238,7 +239,7 @@ def python_to_c(args):
         mine = [(s, order) for c, s, order in seen if c == cid]
         check("%s: %s in seq order" % (name, cid), mine == [(s, "in-order") for s in (1, 2, 3, 4)],
               mine)
-    directory = pymongo.MongoClient(MONGO)["lang_directory_%d" % PID]["directory"]
+    directory = pymongo.MongoClient(MONGO)[PREFIX + "lang_directory_%d" % PID]["directory"]
     for cid, (email, company) in final.items():
         entry = directory.find_one({"_id": cid}) or {}
         check("%s: %s in the C consumer's read model" % (name, cid),
@@ -262,12 +263,12 @@ def main():
     if any(s.startswith("node") for s in args.scenarios):
         args.node_path, why = languages_node.prepare(args.node_dir, EXAMPLES)
         if not args.node_path:
-            print("%s: SKIP the Node scenarios: %s" % (CHECKS.name, why))
+            print("skip: the Node scenarios: %s" % why)
             return 77
-        enforce_contract(args, "lang_conflicts_%d" % PID, "node")
+        enforce_contract(args, PREFIX + "lang_conflicts_%d" % PID, "node")
         languages_node.check_node_conflicts(check, args.node_path, MONGO, EXAMPLES)
         check_stored_contract("node writer", pymongo.MongoClient(MONGO)[
-            "lang_conflicts_%d" % PID]["node"].find_one({"_id": "c"}) or {})
+            PREFIX + "lang_conflicts_%d" % PID]["node"].find_one({"_id": "c"}) or {})
     python_consumer = ["/usr/bin/python3", os.path.join(EXAMPLES, "python", "outbox_consumer.py")]
     node_consumer = ["node", os.path.join(EXAMPLES, "node", "consumer.js")]
     for s in args.scenarios:

@@ -36,7 +36,8 @@ import outbox_writer  # noqa: E402 (the example itself, used as a module)
 MONGO = os.environ["OUTBOX_TEST_MONGODB_URI"]
 MQTT = os.environ["OUTBOX_TEST_MQTT_URI"]
 PID = os.getpid()
-DB, COLL = "parts_%d" % PID, "contacts_%d" % PID
+PREFIX = os.environ.get("OUTBOX_TEST_DB_PREFIX", "")  # the run's databases (--against)
+DB, COLL = PREFIX + "parts_%d" % PID, "contacts_%d" % PID
 CHECKS = exampletest.Checks("examples-partitions")
 check = CHECKS.check
 TOPIC = "outbox/{collection}/{partition}/{id}"
@@ -46,7 +47,7 @@ HALVES = {"A": "0-1", "B": "2-3"}
 def consumer(args, half):
     proc = Process("parts-consumer-" + half, [
         args.c_consumer, "--mqtt-uri", MQTT, "--mongodb-uri", MONGO,
-        "--database", "parts_directory_%d" % PID, "--client-id", "parts-%s-%d" % (half, PID),
+        "--database", PREFIX + "parts_directory_%d" % PID, "--client-id", "parts-%s-%d" % (half, PID),
         "--topic", "outbox/%s/{partition}/#" % COLL, "--partitions", HALVES[half]])
     check("consumer %s subscribes to its half" % half,
           proc.wait_for(lambda ls: any("subscribed to" in l for l in ls)), proc.lines()[-3:])

@@ -30,7 +30,8 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", 
 MONGO = os.environ["OUTBOX_TEST_MONGODB_URI"]
 MQTT = os.environ["OUTBOX_TEST_MQTT_URI"]
 PID = os.getpid()
-DB = "trace_%d" % PID
+PREFIX = os.environ.get("OUTBOX_TEST_DB_PREFIX", "")  # the run's databases (--against)
+DB = PREFIX + "trace_%d" % PID
 CHECKS = exampletest.Checks("examples-trace")
 check = CHECKS.check
 TRACE_A, SPAN_A = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -42,7 +43,7 @@ def start_consumers(args, node_path):
     topic = "outbox/contacts/#"
     consumers = {"C": Process("trace-c-consumer", [
         args.c_consumer, "--mqtt-uri", MQTT, "--mongodb-uri", MONGO,
-        "--database", "trace_directory_%d" % PID, "--topic", topic,
+        "--database", PREFIX + "trace_directory_%d" % PID, "--topic", topic,
         "--client-id", "trace-c-%d" % PID])}
     consumers["Python"] = Process("trace-py-consumer", [
         "/usr/bin/python3", os.path.join(EXAMPLES, "python", "outbox_consumer.py"), MQTT, topic,

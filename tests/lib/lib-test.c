@@ -3,6 +3,8 @@
  */
 #include "lib-test.h"
 
+#include "deployment.h"
+
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,18 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+
+const char *
+lt_db(void)
+{
+   static char name[64];
+   const char *prefix = getenv("OUTBOX_TEST_DB_PREFIX");
+
+   if (!name[0]) {
+      snprintf(name, sizeof name, "%.40soutbox_lib_tests", prefix ? prefix : "");
+   }
+   return name;
+}
 
 void
 lt_init(lt_t *t, const char *prefix, mongoc_apm_callbacks_t *apm, void *apm_ctx)
@@ -42,6 +56,38 @@ lt_init_uri(lt_t *t, const char *prefix, void (*adjust)(mongoc_uri_t *uri),
    }
    cr_assert_eq(getrandom(&r, sizeof r, 0), (ssize_t)sizeof r);
    snprintf(t->coll_name, sizeof t->coll_name, "%.30s_%d_%08x", prefix, (int)getpid(), r);
+}
+
+void
+lt_requires(lt_t *t, const char *need)
+{
+   mongoc_client_t *client = mongoc_client_pool_pop(t->pool);
+   char why[256];
+   bool met = deployment_meets(client, need, why, sizeof why);
+
+   mongoc_client_pool_push(t->pool, client);
+   if (!met) {
+      lt_skip(why);
+   }
+}
+
+bool
+lt_meets(lt_t *t, const char *need)
+{
+   mongoc_client_t *client = mongoc_client_pool_pop(t->pool);
+   char why[256];
+   bool met = deployment_meets(client, need, why, sizeof why);
+
+   mongoc_client_pool_push(t->pool, client);
+   return met;
+}
+
+void
+lt_skip(const char *why)
+{
+   fprintf(stderr, "skip %s::%s: %s\n", criterion_current_test->category,
+           criterion_current_test->name, why);
+   cr_skip_test("%s", why);
 }
 
 void

@@ -10,7 +10,10 @@
 
 #include <outbox/outbox.h>
 
-#define LT_DB "outbox_lib_tests"
+/* The tests' database: "outbox_lib_tests" after the run's prefix (OUTBOX_TEST_DB_PREFIX,
+ * set by scripts/test --against; empty otherwise). */
+const char *lt_db(void);
+#define LT_DB lt_db()
 
 /* One test's world: its own pool and a collection no other test uses. */
 typedef struct {
@@ -29,6 +32,19 @@ void lt_init(lt_t *t, const char *prefix, mongoc_apm_callbacks_t *apm, void *apm
  * own. */
 void lt_init_uri(lt_t *t, const char *prefix, void (*adjust)(mongoc_uri_t *uri),
                  mongoc_apm_callbacks_t *apm, void *apm_ctx);
+
+/* Skips the running test (cr_skip_test) unless the deployment meets `need` (the words of
+ * tests/fixtures/deployment.h: "test commands", "replset", "sharded", "members>=3", ...),
+ * first writing "skip SUITE::TEST: reason" to stderr as the Python runners do. Call it after
+ * lt_init(). */
+void lt_requires(lt_t *t, const char *need);
+
+/* Whether the deployment meets `need` (deployment.h's words), for a test that adapts. */
+bool lt_meets(lt_t *t, const char *need);
+
+/* Skips the running test saying `why` in one line ("skip SUITE::TEST: why" on stderr, then
+ * cr_skip_test), for needs deployment.h does not know (credentials, certificates). */
+void lt_skip(const char *why);
 
 /* Makes t->coll with `opts` (may be NULL); asserts success. */
 void lt_open(lt_t *t, const bson_t *opts);

@@ -152,7 +152,8 @@ spawn_writer(const char *path, const char *id, int writer, int commits)
 {
    char w[16], c[16];
    char *argv[] = {
-      (char *)path, getenv("OUTBOX_TEST_MONGODB_URI"), LT_DB, t.coll_name, (char *)id, w, c, NULL};
+      (char *)path, getenv("OUTBOX_TEST_MONGODB_URI"), (char *)LT_DB, t.coll_name, (char *)id, w, c,
+      NULL};
    pid_t pid;
 
    snprintf(w, sizeof w, "%d", writer);

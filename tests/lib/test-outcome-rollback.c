@@ -303,7 +303,8 @@ other_writer(void *arg)
 Test(outcome_rollback, majority_read_on_the_new_primary_is_not_success)
 {
    if (!have_members) {
-      cr_skip_test("needs test-mongod --members 3 --enable-test-commands (testMemberFault)");
+      lt_skip("needs test-mongod's fault injection (testMemberFault: members cut off, paused, "
+              "clocks offset) on three members");
    }
    bson_t *opts =
       BCON_NEW("writeConcern", "{", "w", BCON_UTF8("majority"), "wtimeout", BCON_INT32(300), "}");

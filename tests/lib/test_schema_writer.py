@@ -28,7 +28,7 @@ except ImportError:
 
 URI = os.environ.get("OUTBOX_TEST_MONGODB_URI")
 TOOL = os.environ.get("OUTBOX_TEST_SCHEMA_TOOL")
-DB = "outbox_schema_py"
+DB = os.environ.get("OUTBOX_TEST_DB_PREFIX", "") + "outbox_schema_py"
 COLL = "things_%d" % os.getpid()
 
 

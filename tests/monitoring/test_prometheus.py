@@ -20,14 +20,14 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "relay",
                                 "e2e"))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Entities, Relay, Subscriber,  # noqa: E402
-                       event, pymongo, wait_until)
+                       event, pymongo, requires, run_tests, wait_until)
 
 try:
     import yaml
@@ -70,7 +70,7 @@ def sample(text, name, labels=""):
 
 def start_relay(name, coll_names, extra=()):
     port = free_port()
-    db = "mon_%s_%s" % (name, RUN)
+    db = db_name("mon_%s_%s" % (name, RUN))
     relay = Relay(RELAY_BIN, db, coll_names, "mon-%s-%s" % (name, RUN),
                   extra=["--metrics-listen", "127.0.0.1:%d" % port] + list(extra))
     check(relay.wait_log("change stream open"), "relay did not open its stream")
@@ -218,9 +218,7 @@ def broker(stop):
 
 def test_events_stuck_alert_on_real_prometheus():
     """Broker stopped: OutboxEventsStuck goes pending, then firing; broker back: resolved."""
-    if not os.environ.get("OUTBOX_TEST_MOSQUITTO_CONF"):
-        print("  (skipped: the broker was not started by the fixture)")
-        return
+    requires("fixture broker")
     relay, port, db = start_relay("alert", ["orders"], ["--pending-scan-interval-ms", "500"])
     try:
         _, api = start_prometheus(port)
@@ -260,25 +258,11 @@ def main():
         return 77
     missing = [b for b in ("prometheus", "promtool") if not shutil.which(b)]
     if missing or yaml is None:
-        print("monitoring: skipped: %s not installed (Debian's prometheus package and "
+        print("skip: %s not installed (Debian's prometheus package and "
               "python3-yaml; scripts/setup-deps installs them)" %
               ", ".join(missing + ([] if yaml else ["python3-yaml"])))
         return 77
-    wanted = sys.argv[4:]
-    failed = 0
-    try:
-        for t in TESTS:
-            if wanted and t.__name__ not in wanted:
-                continue
-            start = time.time()
-            try:
-                t()
-                print("ok   %s (%.1f s)" % (t.__name__, time.time() - start))
-            except Exception:  # noqa: BLE001
-                failed += 1
-                print("FAIL %s" % t.__name__)
-                traceback.print_exc()
-    finally:
+    def stop_started():
         for p in STARTED:
             if p.poll() is None:
                 p.terminate()
@@ -286,8 +270,7 @@ def main():
                     p.wait(10)
                 except subprocess.TimeoutExpired:
                     p.kill()
-    return 1 if failed else 0
-
+    return run_tests("monitoring", TESTS, sys.argv[4:], cleanup=stop_started)
 
 if __name__ == "__main__":
     sys.exit(main())

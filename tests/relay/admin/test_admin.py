@@ -17,6 +17,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, MQTT_URI, WORKDIR, Entities, Int64, Relay,  # noqa: E402
                        Subscriber, event, pymongo, wait_until)
 
@@ -33,7 +34,7 @@ def check(cond, what):
 
 
 def names(test):
-    return "admin_e2e_%s_%s" % (test, RUN), "things_%s" % RUN
+    return db_name("admin_e2e_%s_%s" % (test, RUN)), "things_%s" % RUN
 
 
 def admin(db, coll, *args, env=None, uri=None):

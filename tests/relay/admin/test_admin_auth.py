@@ -14,7 +14,7 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from relaytest import MONGO_URI, Entities, pymongo  # noqa: E402
+from relaytest import MONGO_URI, Entities, db_name, pymongo  # noqa: E402
 
 ADMIN_BIN = sys.argv[1]
 RUN = "%d" % os.getpid()
@@ -31,7 +31,7 @@ def with_password(uri, password):
 
 def admin(uri, *args):
     env = dict(os.environ, OUTBOX_MONGODB_URI=uri)
-    p = subprocess.run([ADMIN_BIN, "--database", "admin_auth_%s" % RUN, "--collection", "things"]
+    p = subprocess.run([ADMIN_BIN, "--database", db_name("admin_auth_%s" % RUN), "--collection", "things"]
                        + list(args), capture_output=True, text=True, timeout=60, env=env)
     return p.returncode, p.stdout + p.stderr
 
@@ -39,12 +39,12 @@ def admin(uri, *args):
 def main():
     parts = urllib.parse.urlsplit(MONGO_URI) if MONGO_URI else None
     if not parts or not parts.password or "tls=true" not in parts.query.lower():
-        print("admin-e2e-auth: needs a URI with credentials and tls=true (with-servers "
-              "--mongod-user ... --mongod-tls): skipped")
+        print("skip: needs a URI with credentials and tls=true (with-servers "
+              "--mongod-user ... --mongod-tls)")
         return 77
     password = urllib.parse.unquote(parts.password)
     client = pymongo.MongoClient(MONGO_URI)
-    Entities(client["admin_auth_%s" % RUN]["things"]).create("a", 2)
+    Entities(client[db_name("admin_auth_%s" % RUN)]["things"]).create("a", 2)
     failures = []
     rc, out = admin(MONGO_URI, "status", "--json")
     if rc != 0 or '"pendingEvents" : 2' not in out:

@@ -21,6 +21,7 @@ import urllib.request
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, MQTT_URI, WORKDIR, Broker, Entities, Relay,  # noqa: E402
                        Subscriber, free_port, metric, pymongo, run_tests, wait_until)
 from bson.int64 import Int64  # noqa: E402
@@ -95,7 +96,7 @@ def test_lives_replayed_oldest_first():
     """An entity deleted and created again (seqs restart at 1) is replayed life by life,
     oldest first; an entity of one life stays in seq order even when its publishedAt times
     disagree (group members' clocks)."""
-    dbname, cname, arch = "replay_lives_%s" % RUN, "things", "archive"
+    dbname, cname, arch = db_name("replay_lives_%s" % RUN), "things", "archive"
     t0 = datetime.datetime.utcnow().replace(microsecond=0) - datetime.timedelta(hours=1)
     sec = datetime.timedelta(seconds=1)
     old = [entry(cname, "e", s, t0 + s * sec) for s in (1, 2, 3)]
@@ -143,7 +144,7 @@ def test_concurrent_replays_in_pid_namespaces():
     """Two replays that are both pid 1 (separate PID namespaces) run at once: each publishes
     all of its events (a shared client id made the broker take one's session over: exit 69
     part way). Each says the client id it uses."""
-    dbname, cname, arch = "replay_ids_%s" % RUN, "things", "archive"
+    dbname, cname, arch = db_name("replay_ids_%s" % RUN), "things", "archive"
     fill_archive(dbname, cname, arch, 400)
     args = [ADMIN_BIN, "--mongodb-uri", MONGO_URI, "--database", dbname, "--collection", cname,
             "--archive-collection", arch, "--mqtt-uri", MQTT_URI, "replay", "--json",
@@ -168,7 +169,7 @@ def test_concurrent_replays_in_pid_namespaces():
 def test_receive_maximum_respected():
     """replay keeps at most the broker's Receive Maximum in flight, as the relay does
     (mosquitto's default: 20; above it paho 1.3.12 stalls up to 1 s at a time)."""
-    dbname, cname, arch = "replay_rm_%s" % RUN, "things", "archive"
+    dbname, cname, arch = db_name("replay_rm_%s" % RUN), "things", "archive"
     fill_archive(dbname, cname, arch, 300)
     out = admin(dbname, cname, arch, "replay", "--json", "--topic", "rm-%s/{id}" % RUN)
     check(out.returncode == 0, "replay: %s %s" % (out.stdout, out.stderr))
@@ -198,7 +199,7 @@ def validator_of(dbname, name):
 def test_ensure_schema_never_targets_an_outbox_collection():
     """-c relay.json --collection things --archive-collection orders, where orders is another
     outbox collection of the config: refused (78) as the relay refuses it, orders untouched."""
-    dbname = "replay_target_%s" % RUN
+    dbname = db_name("replay_target_%s" % RUN)
     client[dbname]["orders"].insert_one({"_id": "o1", "version": Int64(1),
                                          "eventSeq": Int64(0), "events": []})
     conf = os.path.join(WORKDIR, "relay-target-%s.json" % RUN)
@@ -229,7 +230,7 @@ def test_archive_indexes_one_by_one():
     are created. An operator's {publishedAt: 1} without a TTL stands in the way of the TTL:
     ensure-schema says so (65) and creates the rest, status warns, the relay's gauge
     outbox_relay_archive_ttl_missing is 1 and /healthz says so (staying 200)."""
-    dbname, cname = "replay_ix_%s" % RUN, "things"
+    dbname, cname = db_name("replay_ix_%s" % RUN), "things"
     client[dbname]["arch1"].create_index([("time", 1)], name="my_time")
     out = admin(dbname, cname, "arch1", "ensure-schema", "--archive-ttl", "30d")
     check(out.returncode == 0, "ensure-schema: %d %s %s" % (out.returncode, out.stdout,

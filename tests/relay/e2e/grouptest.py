@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "fixtures"))
 from relaytest import (MONGO_URI, MQTT_URI, WORKDIR, Entities, Int64, Subscriber,  # noqa: E402
                        event, mqtt_host_port, pymongo, wait_until)
 from tcpproxy import Proxy  # noqa: E402
+from deployment import proxied_uri, requires, target_host  # noqa: E402
 
 import bson  # noqa: E402  (pymongo's)
 
@@ -72,16 +73,18 @@ class Member:
         Member.counter += 1
         self.n = Member.counter
         self.log_path = os.path.join(WORKDIR, "member-%s-%d.log" % (name, self.n))
-        mhost, mport = mqtt_host_port()
-        self.mqtt_proxy = Proxy(mhost, mport, mqtt=True)
         mongo_uri = mongo_uri or MONGO_URI
         self.mongo_proxy = None
         if mongo_proxy:
-            rest = MONGO_URI.split("://", 1)[1]
-            hostport, _, query = rest.partition("/")
-            host, port = hostport.rsplit(":", 1)
+            # One proxy in front of the primary (or the first mongos), the member connected
+            # directly to it: given the set, its driver would find the members' own
+            # addresses in hello and go around the proxy. Skips where TLS forbids it.
+            requires("single host")
+            host, port = target_host().rsplit(":", 1)
             self.mongo_proxy = Proxy(host, int(port))
-            mongo_uri = "mongodb://127.0.0.1:%d/%s" % (self.mongo_proxy.port, query)
+            mongo_uri = proxied_uri(self.mongo_proxy.port)
+        mhost, mport = mqtt_host_port()
+        self.mqtt_proxy = Proxy(mhost, mport, mqtt=True)
         args = [binary, "--mongodb-uri", mongo_uri, "--database", db,
                 "--mqtt-uri", "tcp://127.0.0.1:%d" % self.mqtt_proxy.port, "--name", name,
                 "--metrics-listen", "127.0.0.1:0" if metrics else "off",

@@ -22,7 +22,11 @@ except ImportError as exc:  # pragma: no cover
           "/usr/bin/python3 (%s)" % exc, file=sys.stderr)
     sys.exit(77)
 
-MONGO_URI = os.environ.get("OUTBOX_TEST_MONGODB_URI", "")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "fixtures"))
+from deployment import (MONGO_URI, Skip, db_name, needing,  # noqa: E402,F401 (for the tests)
+                        requires)
+
 MQTT_URI = os.environ.get("OUTBOX_TEST_MQTT_URI", "")
 WORKDIR = os.environ.get("OUTBOX_TEST_WORKDIR", "/tmp")
 
@@ -263,14 +267,20 @@ class Broker:
 
 
 def run_tests(name, tests, wanted, cleanup=None, skipped=0):
-    """Runs @tests (all, or those named in @wanted), printing "ok"/"FAIL" lines and the closing
-    "NAME: N passed, N failed" line (", N skipped" with @skipped, tests the caller left out and
-    said why); returns the exit status (77 without a MongoDB)."""
+    """Runs @tests (all, or those named in @wanted), printing "ok"/"FAIL" lines, a
+    "skip TEST: reason" line for each test that raised Skip (deployment.requires()), and the
+    closing "NAME: N passed, N failed" line (", N skipped" when any skipped; @skipped adds
+    tests the caller left out and said why); returns the exit status (77 without a MongoDB,
+    or when every test skipped)."""
     import traceback
     if not MONGO_URI:
         print("%s: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)" % name)
         return 77
     passed = failed = 0
+    # OUTBOX_TEST_ONLY="test_a test_b": of a suite that has any of these tests, only those
+    # run (scripts/test --against's CI form picks a few tests of long suites this way).
+    only = set(os.environ.get("OUTBOX_TEST_ONLY", "").split()) & {t.__name__ for t in tests}
+    wanted = wanted or only
     try:
         for t in tests:
             if wanted and t.__name__ not in wanted:
@@ -280,6 +290,9 @@ def run_tests(name, tests, wanted, cleanup=None, skipped=0):
                 t()
                 passed += 1
                 print("ok   %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
+            except Skip as why:
+                skipped += 1
+                print("skip %s: %s" % (t.__name__, why), flush=True)
             except Exception:
                 failed += 1
                 print("FAIL %s (%.1fs)" % (t.__name__, time.time() - start), flush=True)
@@ -289,4 +302,6 @@ def run_tests(name, tests, wanted, cleanup=None, skipped=0):
             cleanup()
     print("%s: %d passed, %d failed%s" % (name, passed, failed,
                                           ", %d skipped" % skipped if skipped else ""))
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return 77 if skipped and not passed else 0

@@ -19,6 +19,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, MQTT_URI, Entities, Relay, Subscriber, event,  # noqa: E402
                        free_port, metric, pymongo, run_tests, wait_until)
 
@@ -30,7 +31,7 @@ ARCHIVE = "archive"
 
 
 def names(test):
-    return "archive_%s_%s" % (test, RUN), "things", "arch-%s-%s" % (test, RUN)
+    return db_name("archive_%s_%s" % (test, RUN)), "things", "arch-%s-%s" % (test, RUN)
 
 
 def check(cond, what):
@@ -512,7 +513,7 @@ def test_contacts_consumer_catches_up():
         return
     dbname, _, rname = names("contacts")
     cname = "contacts"
-    reader_db = "reader_%s" % RUN
+    reader_db = db_name("reader_%s" % RUN)
     ents = Entities(client[dbname][cname])
     email = {}
     relay = archive_relay(dbname, cname, rname)

@@ -16,6 +16,7 @@ import sys
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, MQTT_URI, Entities, Relay, Subscriber, event,  # noqa: E402
                        free_port, metric, pymongo, run_tests, wait_until)
 from bson.int64 import Int64  # noqa: E402
@@ -34,7 +35,7 @@ def check(cond, what):
 
 
 def names(test):
-    return "contract_%s_%s" % (test, RUN), "things", "contract-%s-%s" % (test, RUN)
+    return db_name("contract_%s_%s" % (test, RUN)), "things", "contract-%s-%s" % (test, RUN)
 
 
 def archive_relay(dbname, cname, rname, extra=()):

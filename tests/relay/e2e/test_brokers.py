@@ -22,6 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Broker, Int64, Relay, Subscriber,  # noqa: E402
                        event, free_port, metric, pymongo, run_tests, wait_until)
 
@@ -36,7 +37,7 @@ def check(cond, what):
 
 
 def names(test):
-    return "relay_brokers_%s_%s" % (test, RUN), "things", "relay-%s-%s" % (test, RUN)
+    return db_name("relay_brokers_%s_%s" % (test, RUN)), "things", "relay-%s-%s" % (test, RUN)
 
 
 def big_event_scenario(test, broker_conf, version, extra=(), expect_reason=None):

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grouptest import (MARGIN, MONGO_URI, TTL, WORKDIR, Entities, Group, Load,  # noqa: E402
                        Member, TimedSubscriber, bson, event, key_of, partition_of, pending,
                        pymongo, verify, wait_all_delivered, wait_until)
-from relaytest import run_tests  # noqa: E402 (on the path grouptest set)
+from relaytest import db_name, requires, run_tests  # noqa: E402 (on the path grouptest set)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 RUN = "%d" % os.getpid()
@@ -31,7 +31,7 @@ client = pymongo.MongoClient(MONGO_URI) if MONGO_URI else None
 
 
 def names(test):
-    return "group_%s_%s" % (test, RUN), "things", "grp-%s-%s" % (test, RUN)
+    return db_name("group_%s_%s" % (test, RUN)), "things", "grp-%s-%s" % (test, RUN)
 
 
 def check(cond, what):
@@ -503,10 +503,8 @@ def test_history_lost_during_a_move():
     """The stream's history rolls over while partitions move (a stopped member's leases are
     taken with checkpoints the server no longer has): 286, sweeps, nothing lost. Needs a
     server with a small history (OUTBOX_TEST_MONGOD_OPLOG_SIZE)."""
-    size = int(os.environ.get("OUTBOX_TEST_MONGOD_OPLOG_SIZE", "0"))
-    if not size:
-        print("  (skipped: needs a server with a small oplog)")
-        return
+    requires("small oplog")
+    size = int(os.environ["OUTBOX_TEST_MONGOD_OPLOG_SIZE"])
     dbname, cname, rname = names("oplog")
     coll = client[dbname][cname]
     sub = TimedSubscriber("outbox/%s/#" % cname)

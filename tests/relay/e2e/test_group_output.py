@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grouptest import MONGO_URI, Group, Member, pymongo, wait_until  # noqa: E402
-from relaytest import run_tests  # noqa: E402 (on the path grouptest set)
+from relaytest import db_name, run_tests  # noqa: E402 (on the path grouptest set)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 RUN = "%d" % os.getpid()
@@ -27,7 +27,7 @@ def check(cond, what):
 
 
 def test_rolling_archive_enable():
-    dbname, cname, rname = "group_output_%s" % RUN, "things", "grp-output-%s" % RUN
+    dbname, cname, rname = db_name("group_output_%s" % RUN), "things", "grp-output-%s" % RUN
     a = Member(RELAY_BIN, dbname, [cname], rname, metrics=True)
     b = None
     try:

@@ -15,6 +15,7 @@ import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, Entities, Relay, Subscriber, event, free_port,  # noqa: E402
                        metric, pymongo, run_tests, wait_until)
 
@@ -32,7 +33,7 @@ def check(cond, what):
 
 
 def names(test):
-    return "relay_headers_%s_%s" % (test, RUN), "things_%s" % RUN, "relay-h-%s-%s" % (test, RUN)
+    return db_name("relay_headers_%s_%s" % (test, RUN)), "things_%s" % RUN, "relay-h-%s-%s" % (test, RUN)
 
 
 def with_headers(seq, headers):

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "fixtures"))
 from tcpproxy import Proxy  # noqa: E402
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, Broker, Int64, Relay, Subscriber, event,  # noqa: E402
                        free_port, metric, pymongo, run_tests, wait_until)
 
@@ -33,7 +34,7 @@ def check(cond, what):
 
 
 def names(test):
-    return "relay_mqtt5_%s_%s" % (test, RUN), "things", "mqtt5-%s-%s" % (test, RUN)
+    return db_name("relay_mqtt5_%s_%s" % (test, RUN)), "things", "mqtt5-%s-%s" % (test, RUN)
 
 
 def utcnow():

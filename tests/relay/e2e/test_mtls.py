@@ -26,6 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, WORKDIR, Int64, Relay, Subscriber, event,  # noqa: E402
                        free_port, pymongo, run_tests, wait_until)
 
@@ -139,7 +140,7 @@ class MtlsBroker:
 
 
 def names(test):
-    return "relay_mtls_%s_%s" % (test, RUN), "things", "mtls-%s-%s" % (test, RUN)
+    return db_name("relay_mtls_%s_%s" % (test, RUN)), "things", "mtls-%s-%s" % (test, RUN)
 
 
 def tls_args(cert, key, ca="ca.pem"):

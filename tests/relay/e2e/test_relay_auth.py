@@ -301,7 +301,7 @@ def main():
         print("relay-auth: OUTBOX_TEST_MONGODB_URI is not set (run under with-servers)")
         return 77
     if not has_root():
-        print("relay-auth: SKIP: needs a server with authentication and root credentials in "
+        print("skip: needs a server with authentication and root credentials in "
               "OUTBOX_TEST_MONGODB_URI (with-servers --mongod-user NAME:PASSWORD:root)")
         return 77
     # no_password_in_outputs reads what the others left behind: it always runs, last.

@@ -17,7 +17,8 @@ fails without what it checks:
 - the clock skew gauge follows a primary's clock offset, and a skew near the margin is logged;
 - outbox-admin status says when the URI's read preference made it read from a secondary.
 Lease times as in the group tests (ttl 3 s, renew 0.5 s, margin 1 s).
-Against a real replica set (OUTBOX_TEST_MONGODB_URI) without test commands every test skips.
+Against a deployment without test-mongod's testMemberFault (a real replica set, a mongos)
+those tests skip, saying so.
 
 usage: test_replset.py OUTBOX_RELAY OUTBOX_ADMIN [TEST_NAME ...]
        (run under tests/fixtures/with-servers)
@@ -34,7 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grouptest import (MARGIN, MONGO_URI, RENEW, Entities, Group, Member,  # noqa: E402
                        partition_of, pymongo, wait_until)
-from relaytest import Int64, Subscriber, event, run_tests  # noqa: E402
+from relaytest import Int64, Skip, Subscriber, db_name, event, needing, run_tests  # noqa: E402
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
 ADMIN_BIN = sys.argv[2] if len(sys.argv) > 2 else "outbox-admin"
@@ -48,7 +49,7 @@ def check(cond, what):
 
 
 def names(test):
-    return "rs_%s_%s" % (test, RUN), "things", "rs-%s-%s" % (test, RUN)
+    return db_name("rs_%s_%s" % (test, RUN)), "things", "rs-%s-%s" % (test, RUN)
 
 
 def hello():
@@ -88,19 +89,6 @@ def secondaries():
     h = hello()
     p = primary()
     return [x for x in h["hosts"] if x != p]
-
-
-def test_commands_available():
-    try:
-        h = hello()
-        if len(h.get("hosts", [])) < 3:
-            return False
-        fault(secondaries()[0], "resume")
-        return True
-    except pymongo.errors.OperationFailure as e:
-        if e.code == 59:
-            return False
-        raise
 
 
 def metric(member, name):
@@ -399,9 +387,8 @@ def test_cut_off_primary_w1_write_not_published():
         seen = direct[dbname][cname].with_options(
             read_concern=pymongo.read_concern.ReadConcern("majority")).find_one({"_id": "g"})
         if seen["events"]:
-            print("  skipped: test-mongod shows a cut-off primary's w:1 write to a majority "
-                  "read (FINDINGS.md F10), so no relay could tell it apart", flush=True)
-            return
+            raise Skip("test-mongod shows a cut-off primary's w:1 write to a majority read "
+                       "(FINDINGS.md F10), so no relay could tell it apart")
         failpoint("off")
         failing = False
         time.sleep(3)  # a's leases hold ttl - margin (2 s) after its last renewal
@@ -544,14 +531,14 @@ def test_group_of_tenants_through_stepdown():
                 c.drop_database(db)
 
 
-TESTS = [test_group_of_tenants_through_stepdown, test_admin_status_says_secondary, test_uri_w1_does_not_weaken_lease_writes,
-         test_lease_taken_without_acknowledgement_is_not_stranded,
-         test_archive_not_majority_then_no_clear, test_clock_skew_gauge_and_warning,
-         test_isolated_primary_renewal_not_counted, test_cut_off_primary_w1_write_not_published]
+# The first test steps the primary down (replSetStepDown: any set of three); the others but
+# test_admin_status_says_secondary take the majority away with test-mongod's testMemberFault.
+faults = needing("members>=3", "test-mongod faults")
+TESTS = [needing("members>=3")(test_group_of_tenants_through_stepdown),
+         needing("replset")(test_admin_status_says_secondary)] + [faults(t) for t in (
+    test_uri_w1_does_not_weaken_lease_writes, test_lease_taken_without_acknowledgement_is_not_stranded,
+    test_archive_not_majority_then_no_clear, test_clock_skew_gauge_and_warning,
+    test_isolated_primary_renewal_not_counted, test_cut_off_primary_w1_write_not_published)]
 
 if __name__ == "__main__":
-    if MONGO_URI and not test_commands_available():
-        print("relay-replset: skipped (needs a 3-member set with test commands: "
-              "test-mongod --members 3 --enable-test-commands)")
-        sys.exit(77)
     sys.exit(run_tests("relay-replset", TESTS, sys.argv[3:]))

@@ -18,6 +18,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relaytest import db_name  # noqa: E402 (the run's database names)
 from relaytest import (MONGO_URI, Int64, Relay, Subscriber, event, free_port,  # noqa: E402
                        pymongo, run_tests, wait_until)
 
@@ -34,7 +35,7 @@ def check(cond, what):
 
 
 def names(test):
-    return "relay_seq_%s_%s" % (test, RUN), "things", "relay-seq-%s-%s" % (test, RUN)
+    return db_name("relay_seq_%s_%s" % (test, RUN)), "things", "relay-seq-%s-%s" % (test, RUN)
 
 
 def write_cases(coll):

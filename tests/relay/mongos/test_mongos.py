@@ -19,6 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+from relaytest import db_name, needing  # noqa: E402
 from relaytest import (MONGO_URI, WORKDIR, Entities, Relay, Subscriber, event,  # noqa: E402
                        pymongo, run_tests, wait_until)
 from grouptest import LEASE_OPTS  # noqa: E402
@@ -37,19 +38,21 @@ def check(cond, what):
 def sharded(test, key):
     """A new database with collection "things" sharded by @key ("hashed" or "compound");
     returns (db name, collection)."""
-    dbname = "mongos_%s_%s" % (test, RUN)
+    dbname = db_name("mongos_%s_%s" % (test, RUN))
     ns = dbname + ".things"
     admin = client.admin
-    admin.command("enableSharding", dbname, primaryShard="shard0")
+    # The first two shards by name (test-mongod's are shard0, shard1; a cluster's its own).
+    first, second = sorted(x["_id"] for x in admin.command("listShards")["shards"])[:2]
+    admin.command("enableSharding", dbname, primaryShard=first)
     if key == "hashed":
         admin.command("shardCollection", ns, key={"_id": "hashed"})
     else:
         admin.command("shardCollection", ns, key={"tenant": 1, "_id": 1})
         admin.command("split", ns, middle={"tenant": "m", "_id": MinKey()})
-        admin.command("moveChunk", ns, find={"tenant": "x"}, to="shard1")
+        admin.command("moveChunk", ns, find={"tenant": "x"}, to=second)
     uuid = client.config.collections.find_one({"_id": ns})["uuid"]
     shards = {c["shard"] for c in client.config.chunks.find() if c["uuid"] == uuid}
-    check(sorted(shards) == ["shard0", "shard1"], "chunks of %s on %s" % (ns, shards))
+    check(sorted(shards) == [first, second], "chunks of %s on %s" % (ns, shards))
     return dbname, client[dbname]["things"]
 
 
@@ -235,7 +238,7 @@ def test_tenants_cluster_stream():
 
 
 def refused(test, key, coll_name, extra):
-    dbname = "mongos_%s_%s" % (test, RUN)
+    dbname = db_name("mongos_%s_%s" % (test, RUN))
     client.admin.command("enableSharding", dbname)
     client.admin.command("shardCollection", "%s.%s" % (dbname, coll_name), key=key)
     r = subprocess.run([RELAY_BIN, "--mongodb-uri", MONGO_URI, "--database", dbname,
@@ -253,9 +256,10 @@ def test_sharded_state_and_lease_collections_refused():
     check(rc == 78 and "lease collection %s.leases is sharded" % db in out, (rc, out[-1500:]))
 
 
-TESTS = [test_hashed_id_one_relay, test_compound_key_one_relay,
-         test_dead_letters_and_admin_compound_key, test_group_of_three_compound_key,
-         test_sharded_state_and_lease_collections_refused, test_tenants_cluster_stream]
+TESTS = [needing("shards>=2")(t) for t in (
+    test_hashed_id_one_relay, test_compound_key_one_relay,
+    test_dead_letters_and_admin_compound_key, test_group_of_three_compound_key,
+    test_sharded_state_and_lease_collections_refused, test_tenants_cluster_stream)]
 
 if __name__ == "__main__":
     sys.exit(run_tests("relay-mongos", TESTS, set(sys.argv[4:])))
