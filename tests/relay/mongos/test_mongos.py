@@ -220,13 +220,15 @@ def test_tenants_cluster_stream():
     (db_a, coll_a), (db_b, coll_b) = sharded("nsa", "hashed"), sharded("nsb", "hashed")
     sub = Subscriber("outbox/things/#")
     before = write(db_a, "pa", 10, 30)
-    relay = Relay(RELAY_BIN, "mongos_nsstate_%s" % RUN, [], "r-ns-" + RUN,
-                  ["--namespace", "mongos_ns*_%s.things" % RUN])
+    # Every name after the run's prefix (scripts/test --against): a pattern without it
+    # matches none of sharded()'s databases, whose events are then never watched (F17).
+    relay = Relay(RELAY_BIN, db_name("mongos_nsstate_%s" % RUN), [], "r-ns-" + RUN,
+                  ["--namespace", db_name("mongos_ns*_%s.things" % RUN)])
     try:
         check(relay.wait_log("through one cluster stream", 30), "no cluster stream")
         check(relay.wait_log("change stream open", 30), "no stream through mongos")
         after = write(db_b, "pb", 10, 60)
-        db_c = "mongos_nsc_%s" % RUN  # unsharded, made while the relay runs
+        db_c = db_name("mongos_nsc_%s" % RUN)  # unsharded, made while the relay runs
         later = write(db_c, "pc", 5, 20)
         verify(dict(before, **dict(after, **later)), sub)
         for coll in (coll_a, coll_b, client[db_c]["things"]):
