@@ -17,10 +17,9 @@ const char *
 lt_db(void)
 {
    static char name[64];
-   const char *prefix = getenv("OUTBOX_TEST_DB_PREFIX");
 
    if (!name[0]) {
-      snprintf(name, sizeof name, "%.40soutbox_lib_tests", prefix ? prefix : "");
+      deployment_db_name("outbox_lib_tests", name, sizeof name);
    }
    return name;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "deployment.h" /* tests/fixtures: the run's database prefix */
 #include "group/probe.h"
 
 static mongoc_client_t *client;
@@ -21,7 +22,7 @@ static void
 setup(void)
 {
    const char *uri = getenv("OUTBOX_TEST_MONGODB_URI");
-   char name[64];
+   char name[64], db[96];
    bson_error_t error;
 
    mongoc_init();
@@ -31,7 +32,8 @@ setup(void)
    client = mongoc_client_new(uri);
    cr_assert_not_null(client, "bad URI %s", uri);
    bson_snprintf(name, sizeof name, "probe_%ld", (long)getpid());
-   coll = mongoc_client_get_collection(client, "outbox_test_probe", name);
+   deployment_db_name("outbox_test_probe", db, sizeof db);
+   coll = mongoc_client_get_collection(client, db, name);
    mongoc_collection_drop(coll, &error);
 }
 

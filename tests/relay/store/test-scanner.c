@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "deployment.h" /* tests/fixtures: the run's database prefix */
 #include "http/metrics.h"
 #include "config/namespace.h"
 #include "store/scanner.h"
@@ -26,7 +27,7 @@ static void
 setup(void)
 {
    const char *uri = getenv("OUTBOX_TEST_MONGODB_URI");
-   char name[64];
+   char name[64], db[96];
    bson_error_t error;
 
    mongoc_init();
@@ -36,7 +37,8 @@ setup(void)
    bson_snprintf(name, sizeof name, "scanner_%ld", (long)getpid());
    relay_config_init_defaults(&cfg);
    cfg.mongodb_uri = bson_strdup(uri);
-   cfg.database = bson_strdup("outbox_test_scanner");
+   deployment_db_name("outbox_test_scanner", db, sizeof db);
+   cfg.database = bson_strdup(db);
    cfg.collections = bson_malloc0(2 * sizeof(char *));
    cfg.collections[0] = bson_strdup(name);
    cfg.n_collections = 1;

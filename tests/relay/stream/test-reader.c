@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "deployment.h" /* tests/fixtures: the run's database prefix */
 #include "config/namespace.h"
 #include "store/store.h"
 #include "stream/reader.h"
@@ -32,7 +33,7 @@ static void
 setup(void)
 {
    const char *uri = getenv("OUTBOX_TEST_MONGODB_URI");
-   char name[64];
+   char name[64], db[96];
    bson_error_t error;
 
    mongoc_init();
@@ -42,7 +43,8 @@ setup(void)
    bson_snprintf(name, sizeof name, "reader_%ld", (long)getpid());
    relay_config_init_defaults(&cfg);
    cfg.mongodb_uri = bson_strdup(uri);
-   cfg.database = bson_strdup("outbox_test_reader");
+   deployment_db_name("outbox_test_reader", db, sizeof db);
+   cfg.database = bson_strdup(db);
    cfg.collections = bson_malloc0(2 * sizeof(char *));
    cfg.collections[0] = bson_strdup(name);
    cfg.n_collections = 1;
