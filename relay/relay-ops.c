@@ -141,11 +141,11 @@ ingest_stop(void *ctx)
 
 static bool
 ingest_read_entity(void *ctx, int coll, const bson_value_t *id, const relay_ts_t *after,
-                   bson_t *doc, bson_error_t *error)
+                   bson_t *doc, relay_ts_t *seen, bson_error_t *error)
 {
    relay_t *r = ctx;
    return relay_store_read_entity(relay_ns_handle(&r->colls, r->ns, r->client, coll), r->cfg, id,
-                                  after, doc, error);
+                                  after, doc, seen, error);
 }
 
 static bool

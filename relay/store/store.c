@@ -132,34 +132,69 @@ relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t
    return ok;
 }
 
+/* The one document of a find reply's first batch into @doc, and its operationTime into
+ * @seen ({0, 0} without one); @doc is initialised either way. False with error->code 0 when
+ * the batch is empty. */
+static bool
+take_found(const bson_t *reply, bson_t *doc, relay_ts_t *seen, bson_error_t *error)
+{
+   bson_iter_t it, batch;
+
+   *seen = (relay_ts_t){0, 0};
+   if (bson_iter_init_find(&it, reply, "operationTime") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
+      bson_iter_timestamp(&it, &seen->t, &seen->i);
+   }
+   if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.firstBatch", &it) &&
+       BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &batch) && bson_iter_next(&batch) &&
+       BSON_ITER_HOLDS_DOCUMENT(&batch)) {
+      const uint8_t *data;
+      uint32_t len;
+      bson_t found;
+      bson_iter_document(&batch, &len, &data);
+      if (bson_init_static(&found, data, len)) {
+         bson_copy_to(&found, doc);
+         return true;
+      }
+   }
+   bson_init(doc);
+   memset(error, 0, sizeof *error);
+   return false;
+}
+
 bool
 relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
                         const bson_value_t *id, const relay_ts_t *after, bson_t *doc,
-                        bson_error_t *error)
+                        relay_ts_t *seen, bson_error_t *error)
 {
-   bson_t filter = BSON_INITIALIZER, opts = BSON_INITIALIZER, proj;
-   mongoc_cursor_t *cursor;
-   const bson_t *found;
-   bool ok = false;
+   bson_t cmd = BSON_INITIALIZER, opts = BSON_INITIALIZER, filter, proj, reply;
+   bool ok;
 
+   /* A find command, not a cursor: its reply's operationTime is the time of the snapshot
+    * read, which says when the stream has delivered every change the copy shows (a read
+    * hold, documents.c). */
+   BSON_APPEND_UTF8(&cmd, "find", mongoc_collection_get_name(coll));
+   BSON_APPEND_DOCUMENT_BEGIN(&cmd, "filter", &filter);
    bson_append_value(&filter, "_id", 3, id);
-   BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
+   bson_append_document_end(&cmd, &filter);
+   BSON_APPEND_DOCUMENT_BEGIN(&cmd, "projection", &proj);
    BSON_APPEND_INT32(&proj, cfg->events_field, 1);
    BSON_APPEND_INT32(&proj, cfg->event_seq_field, 1);
-   bson_append_document_end(&opts, &proj);
-   BSON_APPEND_INT64(&opts, "limit", 1);
+   bson_append_document_end(&cmd, &proj);
+   BSON_APPEND_INT64(&cmd, "limit", 1);
+   BSON_APPEND_BOOL(&cmd, "singleBatch", true);
    /* Not local: a cut-off primary's own writes may be rolled back (FINDINGS.md F8). */
    relay_concerns_append_document_read(&opts, after ? after->t : 0, after ? after->i : 0,
                                        relay_concerns_read_wait_ms(cfg));
-   cursor = mongoc_collection_find_with_opts(coll, &filter, &opts, NULL);
-   if (mongoc_cursor_next(cursor, &found)) {
-      bson_copy_to(found, doc);
-      ok = true;
-   } else if (!mongoc_cursor_error(cursor, error)) {
-      memset(error, 0, sizeof *error);
+   ok = mongoc_collection_read_command_with_opts(coll, &cmd, mongoc_collection_get_read_prefs(coll),
+                                                 &opts, &reply, error);
+   if (ok) {
+      ok = take_found(&reply, doc, seen, error);
+   } else {
+      bson_init(doc);
+      *seen = (relay_ts_t){0, 0};
    }
-   mongoc_cursor_destroy(cursor);
-   bson_destroy(&filter);
+   bson_destroy(&reply);
+   bson_destroy(&cmd);
    bson_destroy(&opts);
    return ok;
 }

@@ -59,12 +59,13 @@ bool relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_er
 
 /* Reads the bookkeeping fields of one entity into @doc (initialised by the call), from the
  * majority snapshot once it holds every write up to @after (NULL: the snapshot as it is; see
- * relay_concerns_append_document_read()). Returns false with error->code 0 if the document
+ * relay_concerns_append_document_read()), and the snapshot's time into @seen (the reply's
+ * operationTime; {0, 0} if it has none). Returns false with error->code 0 if the document
  * does not exist; relay_concerns_read_timed_out(@error): the snapshot did not get there
  * within relay_concerns_read_wait_ms(), retry later. */
 bool relay_store_read_entity(mongoc_collection_t *coll, const relay_config_t *cfg,
                              const bson_value_t *id, const relay_ts_t *after, bson_t *doc,
-                             bson_error_t *error);
+                             relay_ts_t *seen, bson_error_t *error);
 
 /* Waits (at most relay_concerns_read_wait_ms()) until @coll's majority snapshot holds every
  * write up to @after: what a sweep does first, so its cursor, which reads that snapshot,

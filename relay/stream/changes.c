@@ -357,6 +357,29 @@ on_opened(relay_ingest_t *in, const relay_change_t *c)
    relay_log(RELAY_LOG_INFO, "stream", "change stream open%s", c->code == 1 ? " (resumed)" : "");
 }
 
+/* An empty batch: the stream has delivered every change before @upto, its high-water mark's
+ * time (NULL when the token does not show it: then the present, as before tokens were read).
+ * On a replica set that is the present. Through mongos it may be well behind: a merged stream
+ * hands out a shard's change only once every shard has passed its time, so a getMore comes
+ * back empty while changes from before a sweep are still held back for another shard's next
+ * write or no-op (r6.0 src/mongo/s/query/async_results_merger.cpp: the merged
+ * postBatchResumeToken is the lowest of the shards'). Ending the verify, the fresh windows
+ * and the read holds at the present there let those changes through as new (FINDINGS.md
+ * F19: events published twice). */
+static void
+caught_up(relay_ingest_t *in, const relay_ts_t *upto)
+{
+   if (!upto || relay_ts_cmp(*upto, in->verify_until) > 0) {
+      end_verify(in);
+   }
+   in->owner->stream_at(in->owner_ctx, upto);
+   /* Every change a read showed early has come by once the stream is past the newest read's
+    * snapshot (a read that reported no time holds nothing back, as before times were read). */
+   if (!upto || relay_ts_cmp(*upto, in->reads_seen) > 0) {
+      relay_table_release_holds(in->table, true);
+   }
+}
+
 /* Applies one queued change; false if it has to be retried. */
 static bool
 apply(relay_ingest_t *in, relay_change_t *c, int64_t now)
@@ -368,10 +391,7 @@ apply(relay_ingest_t *in, relay_change_t *c, int64_t now)
       relay_table_pos_push(in->table, c->token, 0);
       relay_table_pos_settle(in->table);
       in->stream_lag_ms = 0;
-      end_verify(in);
-      in->owner->stream_at(in->owner_ctx, NULL);
-      /* Caught up with the present: every change a read showed early has come by. */
-      relay_table_release_holds(in->table, true);
+      caught_up(in, c->ts.t || c->ts.i ? &c->ts : NULL);
       return true;
    case RELAY_CHANGE_OPENED:
       on_opened(in, c);

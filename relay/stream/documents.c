@@ -179,8 +179,9 @@ relay_docs_read(relay_ingest_t *in, int coll, int part, const bson_value_t *id,
 {
    bson_t doc;
    bson_error_t error;
+   relay_ts_t seen;
 
-   if (!in->ops->read_entity(in->ctx, coll, id, after, &doc, &error)) {
+   if (!in->ops->read_entity(in->ctx, coll, id, after, &doc, &seen, &error)) {
       if (error.code == 0) {
          return true; /* deleted since: nothing pending */
       }
@@ -190,6 +191,11 @@ relay_docs_read(relay_ingest_t *in, int coll, int part, const bson_value_t *id,
                    : "",
                 error.message);
       return false;
+   }
+   /* The copy may show changes up to the snapshot's time: a read hold lasts until the stream
+    * has passed it (caught_up(), changes.c). */
+   if (relay_ts_cmp(seen, in->reads_seen) > 0) {
+      in->reads_seen = seen;
    }
    take_doc(in, coll, part, &doc, pos, DOC_READ);
    bson_destroy(&doc);

@@ -40,6 +40,7 @@ struct relay_ingest_t {
    relay_ts_t verify_until;
    int64_t stream_lag_ms;
    relay_ts_t newest_change; /* the clusterTime of the newest change applied */
+   relay_ts_t reads_seen;    /* the newest snapshot time of a document read (documents.c) */
    bool stream_opened_once;
    relay_not_array_seen_t not_array_seen;
    int indexed; /* namespaces below this index had their partial index created */

@@ -39,10 +39,11 @@ typedef struct {
    uint64_t (*start)(void *ctx, const bson_t *token, const relay_ts_t *at);
    void (*stop)(void *ctx);
    /* Reads the document @id of collection @coll (the pending events, eventSeq) as a
-    * majority holds it, once that holds every write up to @after (NULL: as it is). False
-    * with @error; error->code 0: the document is gone (nothing pending). */
+    * majority holds it, once that holds every write up to @after (NULL: as it is), and the
+    * time of that snapshot into @seen ({0, 0}: unknown). False with @error; error->code 0:
+    * the document is gone (nothing pending). */
    bool (*read_entity)(void *ctx, int coll, const bson_value_t *id, const relay_ts_t *after,
-                       bson_t *doc, bson_error_t *error);
+                       bson_t *doc, relay_ts_t *seen, bson_error_t *error);
    /* Creates the partial index the sweeps use on collection @coll. */
    bool (*ensure_index)(void *ctx, int coll, bson_error_t *error);
    /* The server's current time (a sweep's start and end). */

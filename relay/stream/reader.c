@@ -316,6 +316,18 @@ open_stream(relay_reader_t *rd, const bson_t *token, const relay_ts_t *start_at)
 
 /* Reads an open stream until it fails or the command changes. Updates *@token to the newest
  * position read. Returns the error code when the stream failed (0 when superseded). */
+/* The cluster time of a high-water mark @token ({0, 0} if it shows none). */
+static void
+token_time(const bson_t *token, relay_ts_t *ts)
+{
+   bson_iter_t it;
+   if (bson_iter_init_find(&it, token, "_data") && BSON_ITER_HOLDS_UTF8(&it) &&
+       relay_ts_from_token_data(bson_iter_utf8(&it, NULL), ts)) {
+      return;
+   }
+   *ts = (relay_ts_t){0, 0};
+}
+
 static int
 drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t **token)
 {
@@ -349,6 +361,7 @@ drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t *
          if (t && (!*token || !bson_equal(t, *token))) {
             relay_change_t *c = change_new(RELAY_CHANGE_IDLE);
             c->token = bson_copy(t);
+            token_time(t, &c->ts);
             bson_destroy(*token);
             *token = bson_copy(t);
             remember(rd, t);

@@ -36,7 +36,8 @@
 
 typedef enum {
    RELAY_CHANGE_EVENT = 0, /* @doc: one change event */
-   RELAY_CHANGE_IDLE,      /* nothing new; @token: the stream's high-water mark */
+   RELAY_CHANGE_IDLE,      /* nothing new; @token: the stream's high-water mark, @ts: its
+                            * cluster time ({0, 0} when the token does not show it) */
    RELAY_CHANGE_OPENED,    /* the stream is open; @ts: the server's time just before; @code
                             * 0 new, 1 resumed after an error, 2 reopened as asked */
    RELAY_CHANGE_LOST,      /* the resume point is gone (@code): sweep, then start again */

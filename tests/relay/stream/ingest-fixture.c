@@ -35,9 +35,10 @@ fake_stop(void *ctx)
 
 static bool
 fake_read_entity(void *ctx, int coll, const bson_value_t *id, const relay_ts_t *after, bson_t *doc,
-                 bson_error_t *error)
+                 relay_ts_t *seen, bson_error_t *error)
 {
    fake.reads++;
+   *seen = fake.read_time;
    fake.read_after = after ? *after : (relay_ts_t){0, 0};
    bson_init(doc);
    if (fake.read_fail_code) {

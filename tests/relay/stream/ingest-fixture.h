@@ -29,6 +29,7 @@ typedef struct {
    bson_t *sweep_doc;
    int sweeps_opened;
    relay_ts_t read_after, sweep_after, wait_after; /* the times the last ones had to cover */
+   relay_ts_t read_time; /* the snapshot time a read reports ({0, 0}: none) */
    int waits;
    uint32_t wait_fail_code;
 } fake_t;
