@@ -144,7 +144,7 @@ relay_new(const relay_config_t *cfg, relay_metrics_t *metrics, bson_error_t *err
       return NULL;
    }
    r->reader = relay_reader_new(cfg, relay_namespaces_patterns(r->ns),
-                                relay_store_client_new(cfg, "outbox-relay-stream", error),
+                                relay_store_stream_client_new(cfg, "outbox-relay-stream", error),
                                 relay_store_operation_time, wake_main, r->mqtt, error);
    /* Without per-collection series (tests that drive relay_t directly) there is nothing
     * for the scanner to fill. */

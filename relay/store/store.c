@@ -16,9 +16,11 @@ relay_store_client_new(const relay_config_t *cfg, const char *appname, bson_erro
    return relay_store_client_new_for(cfg, appname, RELAY_CONCERNS_DATA, error);
 }
 
-mongoc_client_t *
-relay_store_client_new_for(const relay_config_t *cfg, const char *appname,
-                           relay_concerns_role_t role, bson_error_t *error)
+/* A client with the concerns of @role; a socket timeout of @socket_timeout_ms unless the URI
+ * sets one (0: mongoc's). */
+static mongoc_client_t *
+client_new(const relay_config_t *cfg, const char *appname, relay_concerns_role_t role,
+           int32_t socket_timeout_ms, bson_error_t *error)
 {
    mongoc_uri_t *uri = mongoc_uri_new_with_error(cfg->mongodb_uri, error);
    mongoc_client_t *client;
@@ -29,6 +31,9 @@ relay_store_client_new_for(const relay_config_t *cfg, const char *appname,
    if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS)) {
       mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
    }
+   if (socket_timeout_ms > 0 && !mongoc_uri_has_option(uri, MONGOC_URI_SOCKETTIMEOUTMS)) {
+      mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SOCKETTIMEOUTMS, socket_timeout_ms);
+   }
    relay_concerns_apply(uri, cfg, role);
    client = mongoc_client_new_from_uri_with_error(uri, error);
    mongoc_uri_destroy(uri);
@@ -37,6 +42,19 @@ relay_store_client_new_for(const relay_config_t *cfg, const char *appname,
       mongoc_client_set_appname(client, appname);
    }
    return client;
+}
+
+mongoc_client_t *
+relay_store_client_new_for(const relay_config_t *cfg, const char *appname,
+                           relay_concerns_role_t role, bson_error_t *error)
+{
+   return client_new(cfg, appname, role, 0, error);
+}
+
+mongoc_client_t *
+relay_store_stream_client_new(const relay_config_t *cfg, const char *appname, bson_error_t *error)
+{
+   return client_new(cfg, appname, RELAY_CONCERNS_DATA, RELAY_STREAM_SOCKET_TIMEOUT_MS, error);
 }
 
 mongoc_client_pool_t *

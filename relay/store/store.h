@@ -41,6 +41,16 @@ mongoc_client_t *relay_store_client_new(const relay_config_t *cfg, const char *a
 mongoc_client_t *relay_store_client_new_for(const relay_config_t *cfg, const char *appname,
                                             relay_concerns_role_t role, bson_error_t *error);
 
+/* The change stream's client: relay_store_client_new(), and unless the URI sets
+ * socketTimeoutMS, RELAY_STREAM_SOCKET_TIMEOUT_MS instead of mongoc's 300 s. A getMore waits at
+ * most maxAwaitTimeMS (stream/reader.c) on the server, so a reply that does not come in
+ * that long is a connection gone dead without a reset (a blackholed network, a hung
+ * server): the timeout makes it a network error, which the stream resumes from, instead of
+ * five minutes of nothing published (FINDINGS.md F20). */
+#define RELAY_STREAM_SOCKET_TIMEOUT_MS 30000
+mongoc_client_t *relay_store_stream_client_new(const relay_config_t *cfg, const char *appname,
+                                               bson_error_t *error);
+
 /* The same as a pool, for code that uses liboutbox (which works on pools): outbox-admin
  * (RELAY_CONCERNS_ADMIN) and the scanner (RELAY_CONCERNS_DATA). */
 mongoc_client_pool_t *relay_store_pool_new(const relay_config_t *cfg, const char *appname,

@@ -181,6 +181,26 @@ find_members(void)
    return ok;
 }
 
+/* The set's election timeout (replSetGetConfig; 10 s, MongoDB's default, if it does not say):
+ * the steering below is timed by it, so that the test runs against a set started with any. */
+static int
+election_timeout_ms(void)
+{
+   bson_t *cmd = BCON_NEW("replSetGetConfig", BCON_INT32(1));
+   bson_t reply;
+   bson_iter_t it;
+   bson_error_t error;
+   int ms = 10000;
+   if (admin_cmd(hosts[0], cmd, &reply, &error) && bson_iter_init(&it, &reply) &&
+       bson_iter_find_descendant(&it, "config.settings.electionTimeoutMillis", &it) &&
+       BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_int64(&it) > 0) {
+      ms = (int)bson_iter_as_int64(&it);
+   }
+   bson_destroy(&reply);
+   bson_destroy(cmd);
+   return ms;
+}
+
 static const char *
 primary_host(const char *except)
 {
@@ -257,6 +277,7 @@ TestSuite(outcome_rollback, .init = setup, .fini = teardown, .timeout = 90);
  * there), and keeps writing so that the new side's majority point moves on. */
 typedef struct {
    const char *old_host;
+   int wait_ms; /* for the new primary */
    char fresh[128];
    char coll_name[64];
    outbox_event_t **other;
@@ -275,11 +296,11 @@ other_writer(void *arg)
    }
    pthread_mutex_unlock(&lock);
    const char *p = NULL;
-   for (int i = 0; i < 400 && !(p = primary_host(w->old_host)); i++) {
+   for (int i = 0; i < w->wait_ms / 25 && !(p = primary_host(w->old_host)); i++) {
       usleep(25 * 1000);
    }
    if (!p) {
-      bson_set_error(&w->error, 0, 0, "no new primary within 10 s");
+      bson_set_error(&w->error, 0, 0, "no new primary within %d ms", w->wait_ms);
       return NULL;
    }
    snprintf(w->fresh, sizeof w->fresh, "%.120s", p);
@@ -320,25 +341,28 @@ Test(outcome_rollback, majority_read_on_the_new_primary_is_not_success)
    const char *old = wait_primary(NULL);
    char old_host[128];
    snprintf(old_host, sizeof old_host, "%.120s", old);
-   writer_t w = {.old_host = old_host, .other = other};
+   int election_ms = election_timeout_ms();
+   writer_t w = {.old_host = old_host, .other = other, .wait_ms = election_ms + 8000};
    snprintf(w.coll_name, sizeof w.coll_name, "%s", t.coll_name);
    pthread_t writer;
    atomic_store(&stop_ticks, false);
    cr_assert_eq(pthread_create(&writer, NULL, other_writer, &w), 0);
 
    /* The attempt: the cut-off primary takes it, the majority never does (wtimeout 300 ms).
-    * The retry follows at once, before the others elect (--election-timeout-ms 2000): its
-    * first find runs on the cut-off primary, which holds the attempt. Its majority find is
-    * held there for 4.5 s (the other writer commits on the new primary meanwhile), until that
-    * primary has stepped down (one heartbeat, 2 s, after the others could elect: 4 s after
-    * the cut), then refused as "not primary" (10107): mongoc looks at the set again and sends
-    * it to the new primary, as it would have had the stepdown come a moment earlier. */
+    * The retry follows at once, before the others elect (the election timeout: 2 s in CI,
+    * --election-timeout-ms 2000): its first find runs on the cut-off primary, which holds the
+    * attempt. Its majority find is held there for the election timeout + 2.5 s (the other
+    * writer commits on the new primary meanwhile), until that primary has stepped down (one
+    * heartbeat, 2 s, after the others could elect), then refused as "not primary" (10107):
+    * mongoc looks at the set again and sends it to the new primary, as it would have had the
+    * stepdown come a moment earlier. */
    snprintf(hold_second_find, sizeof hold_second_find,
             "{\"configureFailPoint\": \"failCommand\", \"mode\": {\"times\": 1}, \"data\": "
-            "{\"failCommands\": [\"find\"], \"blockConnection\": true, \"blockTimeMS\": 4500, "
+            "{\"failCommands\": [\"find\"], \"blockConnection\": true, \"blockTimeMS\": %d, "
             "\"errorCode\": 10107, \"appName\": \"%s\"}}",
-            app_name);
-   snprintf(fp_host, sizeof fp_host, "%s", hosts[0]);
+            election_ms + 2500, app_name);
+   /* On the primary, which after earlier tests against the same set need not be the seed. */
+   snprintf(fp_host, sizeof fp_host, "%s", old_host);
    fault(old_host, "isolate");
    cr_assert_not(outbox_collection_append(t.coll, &id, evs, 1, &res, &e));
    cr_assert_eq(e.code, OUTBOX_ERROR_UNKNOWN_OUTCOME, "%s", e.message);

@@ -35,6 +35,9 @@ usage(FILE *out)
          "                    electing one (default 10000, as mongod's)\n"
          "  --enable-test-commands  testMemberFault (members that hang or refuse)\n"
          "  --mongos          answer as mongos 6.0 in front of --shards N shards\n"
+         "  --standalone      answer as a standalone mongod: no set in hello, no cluster\n"
+         "                    time, change streams refused (40573); for tools that must\n"
+         "                    refuse one\n"
          "  --shards N        shards behind --mongos, each one member (default 2)\n"
          "  --mongos-count N  N routers over the same shards, each on its own port (the\n"
          "                    port file lists them, one a line; default 1)\n"
@@ -154,6 +157,7 @@ static const opt_t options[] = {
     .offset = OPT_AT(tls_allow_no_cert)},
    {.name = "without-expression", .kind = OPT_NOEXPR},
    {.name = "mongos", .kind = OPT_FLAG, .offset = OPT_AT(mongos)},
+   {.name = "standalone", .kind = OPT_FLAG, .offset = OPT_AT(standalone)},
    {.name = "shards",
     .kind = OPT_INT,
     .offset = OPT_AT(shards),
@@ -230,6 +234,11 @@ check_options(const md_server_opts_t *opts)
    }
    if (opts->mongos && (opts->members > 1 || opts->auth)) {
       fprintf(stderr, "test-mongod: --mongos with --members or --auth is not supported\n");
+      return EX_USAGE;
+   }
+   if (opts->standalone && (opts->members > 1 || opts->mongos || opts->test_commands)) {
+      fprintf(stderr, "test-mongod: --standalone with --members, --mongos or "
+                      "--enable-test-commands is not supported\n");
       return EX_USAGE;
    }
    if (opts->mongos_count > 1 && !opts->mongos) {

@@ -224,6 +224,7 @@ static const struct {
    {"updateUser", MD_ACT_CHANGE_PASSWORD, false},
    {"serverStatus", MD_ACT_SERVER_STATUS, true},
    {"replSetGetStatus", MD_ACT_SERVER_STATUS, true},
+   {"replSetGetConfig", MD_ACT_SERVER_STATUS, true},
    {"hostInfo", MD_ACT_SERVER_STATUS, true},
    {"getCmdLineOpts", MD_ACT_SERVER_STATUS, true},
    {"getParameter", MD_ACT_SERVER_STATUS, true},

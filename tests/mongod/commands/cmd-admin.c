@@ -130,11 +130,13 @@ md_cmd_server_status(md_cmd_t *c, bson_error_t *error)
    pthread_mutex_unlock(&c->srv->conns_lock);
    BSON_APPEND_INT32(&conns, "available", c->srv->opts.max_connections);
    bson_append_document_end(c->reply, &conns);
-   /* mongod's repl section: its hello fields, then the rollback id. */
-   BSON_APPEND_DOCUMENT_BEGIN(c->reply, "repl", &repl);
-   md_append_repl_info(c->srv, c->conn->member, &repl, "isWritablePrimary");
-   BSON_APPEND_INT32(&repl, "rbid", c->srv->rbid);
-   bson_append_document_end(c->reply, &repl);
+   /* mongod's repl section (none on a standalone): its hello fields, then the rollback id. */
+   if (!c->srv->opts.standalone) {
+      BSON_APPEND_DOCUMENT_BEGIN(c->reply, "repl", &repl);
+      md_append_repl_info(c->srv, c->conn->member, &repl, "isWritablePrimary");
+      BSON_APPEND_INT32(&repl, "rbid", c->srv->rbid);
+      bson_append_document_end(c->reply, &repl);
+   }
    md_auth_append_server_status(c);
    (void)error;
    return true;

@@ -230,6 +230,12 @@ md_cmd_aggregate(md_cmd_t *c, bson_error_t *error)
                           "$changeStream cannot run within a multi-document "
                           "transaction");
    }
+   if (is_stream && c->srv->opts.standalone) {
+      bson_destroy(&rest);
+      /* r6.0 src/mongo/db/pipeline/document_source_change_stream.cpp, assertValid...() */
+      return tm_error_set(error, 40573,
+                          "The $changeStream stage is only supported on replica sets");
+   }
    if (is_stream) {
       bool ok = open_stream(c, &a, &spec, &rest, error);
       bson_destroy(&rest);

@@ -208,8 +208,18 @@ md_cmd_hello(md_cmd_t *c, bson_error_t *error)
    if (strcmp(c->name, "hello") == 0) {
       c->conn->hello_ok = true; /* mongod's Client::supportsHello */
    }
-   md_append_repl_info(c->srv, c->conn->member, r,
-                       strcmp(c->name, "hello") == 0 ? "isWritablePrimary" : "ismaster");
+   if (c->srv->opts.standalone) { /* r6.0 hello_cmd: writable, a topologyVersion, no set */
+      const md_member_t *me = &c->srv->topo.members[c->conn->member];
+      bson_t tv;
+      BSON_APPEND_DOCUMENT_BEGIN(r, "topologyVersion", &tv);
+      BSON_APPEND_OID(&tv, "processId", &me->process_id);
+      BSON_APPEND_INT64(&tv, "counter", me->counter);
+      bson_append_document_end(r, &tv);
+      BSON_APPEND_BOOL(r, strcmp(c->name, "hello") == 0 ? "isWritablePrimary" : "ismaster", true);
+   } else {
+      md_append_repl_info(c->srv, c->conn->member, r,
+                          strcmp(c->name, "hello") == 0 ? "isWritablePrimary" : "ismaster");
+   }
    BSON_APPEND_INT32(r, "maxBsonObjectSize", 16777216);
    BSON_APPEND_INT32(r, "maxMessageSizeBytes", 48000000);
    BSON_APPEND_INT32(r, "maxWriteBatchSize", 100000);

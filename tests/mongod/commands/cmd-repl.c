@@ -1,9 +1,9 @@
 /*
  * Copyright 2026 the outbox authors. Licensed under the Apache License 2.0.
  *
- * The replica-set commands: replSetGetStatus, replSetStepDown, replSetStepUp, replSetFreeze,
- * and the check before every command that a secondary refuses what only a primary runs.
- * Arguments, codes and messages as MongoDB r6.0: src/mongo/db/repl/repl_set_commands.cpp
+ * The replica-set commands: replSetGetStatus, replSetGetConfig, replSetStepDown, replSetStepUp,
+ * replSetFreeze, and the check before every command that a secondary refuses what only a primary
+ * runs. Arguments, codes and messages as MongoDB r6.0: src/mongo/db/repl/repl_set_commands.cpp
  * (argument checks), replication_coordinator_impl.cpp (stepDown's wait for an electable
  * secondary, 262; stepUpIfEligible's "Election failed."), topology_coordinator.cpp
  * (prepareFreezeResponse), service_entry_point_common.cpp and command_can_run_here.cpp (which
@@ -243,6 +243,62 @@ md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error)
       append_member_status(c, i, &members);
    }
    bson_append_array_end(c->reply, &members);
+   (void)error;
+   return true;
+}
+
+/* The set's configuration as 6.0 shows it (src/mongo/db/repl/repl_set_config.cpp, toBSON;
+ * the settings' defaults from repl_set_config.idl), with the election timeout this server
+ * runs with: what a test reads to time a failover. */
+bool
+md_cmd_repl_set_get_config(md_cmd_t *c, bson_error_t *error)
+{
+   const md_topology_t *topo = &c->srv->topo;
+   bson_t config, members, settings, sub;
+   bson_oid_t set_id;
+   BSON_APPEND_DOCUMENT_BEGIN(c->reply, "config", &config);
+   BSON_APPEND_UTF8(&config, "_id", "rs0");
+   BSON_APPEND_INT32(&config, "version", 1);
+   BSON_APPEND_INT64(&config, "term", topo->term);
+   BSON_APPEND_ARRAY_BEGIN(&config, "members", &members);
+   for (int i = 0; i < topo->n; i++) {
+      char key[16];
+      const char *k;
+      bson_t m;
+      bson_uint32_to_string((uint32_t)i, &k, key, sizeof key);
+      BSON_APPEND_DOCUMENT_BEGIN(&members, k, &m);
+      BSON_APPEND_INT32(&m, "_id", i);
+      BSON_APPEND_UTF8(&m, "host", topo->members[i].host_port);
+      BSON_APPEND_BOOL(&m, "arbiterOnly", false);
+      BSON_APPEND_BOOL(&m, "buildIndexes", true);
+      BSON_APPEND_BOOL(&m, "hidden", false);
+      BSON_APPEND_DOUBLE(&m, "priority", 1.0);
+      BSON_APPEND_DOCUMENT_BEGIN(&m, "tags", &sub);
+      bson_append_document_end(&m, &sub);
+      BSON_APPEND_INT64(&m, "secondaryDelaySecs", 0);
+      BSON_APPEND_INT32(&m, "votes", 1);
+      bson_append_document_end(&members, &m);
+   }
+   bson_append_array_end(&config, &members);
+   BSON_APPEND_INT32(&config, "protocolVersion", 1);
+   BSON_APPEND_BOOL(&config, "writeConcernMajorityJournalDefault", true);
+   BSON_APPEND_DOCUMENT_BEGIN(&config, "settings", &settings);
+   BSON_APPEND_BOOL(&settings, "chainingAllowed", true);
+   BSON_APPEND_INT32(&settings, "heartbeatIntervalMillis", 2000);
+   BSON_APPEND_INT32(&settings, "heartbeatTimeoutSecs", 10);
+   BSON_APPEND_INT32(&settings, "electionTimeoutMillis", (int32_t)topo->election_timeout_ms);
+   BSON_APPEND_INT32(&settings, "catchUpTimeoutMillis", -1);
+   BSON_APPEND_INT32(&settings, "catchUpTakeoverDelayMillis", 30000);
+   BSON_APPEND_DOCUMENT_BEGIN(&settings, "getLastErrorModes", &sub);
+   bson_append_document_end(&settings, &sub);
+   BSON_APPEND_DOCUMENT_BEGIN(&settings, "getLastErrorDefaults", &sub);
+   BSON_APPEND_INT32(&sub, "w", 1);
+   BSON_APPEND_INT32(&sub, "wtimeout", 0);
+   bson_append_document_end(&settings, &sub);
+   md_topology_election_id(1, &set_id); /* any stable id: the set never changes */
+   BSON_APPEND_OID(&settings, "replicaSetId", &set_id);
+   bson_append_document_end(&config, &settings);
+   bson_append_document_end(c->reply, &config);
    (void)error;
    return true;
 }

@@ -40,6 +40,7 @@ static const cmd_entry_t commands[] = {
    {"configureFailPoint", md_cmd_configure_fail_point, false},
    {"serverStatus", md_cmd_server_status, false},
    {"replSetGetStatus", md_cmd_repl_set_get_status, false},
+   {"replSetGetConfig", md_cmd_repl_set_get_config, false},
    {"replSetStepDown", md_cmd_repl_set_step_down, false},
    {"replSetStepUp", md_cmd_repl_set_step_up, false},
    {"replSetFreeze", md_cmd_repl_set_freeze, false},
@@ -165,6 +166,9 @@ append_topology_version(const md_member_t *me, int32_t code, int32_t wc_code, bs
 static void
 append_times(md_server_t *srv, int member, bson_t *reply, const md_ts_t *op_time)
 {
+   if (srv->opts.standalone) {
+      return; /* a standalone keeps no cluster time (r6.0 vector_clock: disabled) */
+   }
    md_ts_t now = member >= 0 ? md_isolation_cluster_time(srv, member) : srv->data.oplog.last;
    bson_t ct, sig;
    static const uint8_t zero_hash[20];

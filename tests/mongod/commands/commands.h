@@ -121,6 +121,7 @@ bool md_cmd_get_parameter(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_configure_fail_point(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_server_status(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_get_status(md_cmd_t *c, bson_error_t *error);
+bool md_cmd_repl_set_get_config(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_step_down(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_step_up(md_cmd_t *c, bson_error_t *error);
 bool md_cmd_repl_set_freeze(md_cmd_t *c, bson_error_t *error);

@@ -40,6 +40,7 @@ typedef struct {
    const char *tls_ca_file;   /* verify client certificates against these CAs */
    bool tls_allow_no_cert;    /* with a CA: clients without a certificate are accepted */
    bool mongos;               /* --mongos: the listener is a router (shard/router.h) */
+   bool standalone;           /* --standalone: no replica set (hello, $clusterTime, streams) */
    int shards;                /* --shards N behind it */
    int mongos_count;          /* --mongos-count N: routers over the same shards (front members) */
    int periodic_noop_ms;      /* each shard's idle clock tick (periodicNoopIntervalSecs) */

@@ -196,13 +196,9 @@ static bool
 unsupported(md_router_t *r, const char *name, bson_t *reply)
 {
    static const char *const txn[] = {"commitTransaction", "abortTransaction", NULL}; /* alone */
-   static const char *const repl[] = {"replSetGetStatus",
-                                      "replSetStepDown",
-                                      "replSetStepUp",
-                                      "replSetFreeze",
-                                      "testMemberFault",
-                                      "testRollbackLog",
-                                      NULL};
+   static const char *const repl[] = {
+      "replSetGetStatus", "replSetGetConfig", "replSetStepDown", "replSetStepUp",
+      "replSetFreeze",    "testMemberFault",  "testRollbackLog", NULL};
    for (size_t i = 0; txn[i]; i++) {
       if (strcmp(name, txn[i]) == 0) {
          return md_router_error(r, reply, 50768, "%s needs a transaction (autocommit: false)",

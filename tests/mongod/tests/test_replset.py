@@ -487,6 +487,20 @@ class ReplicaSet(unittest.TestCase):
             self.assertIsInstance(m["optimeDurableDate"], datetime.datetime, m["name"])
             if m["name"] == self.primary:
                 self.assertIsInstance(m["electionTime"], Timestamp)
+    def test_config_shows_members_and_election_timeout(self):
+        # r6.0 src/mongo/db/repl/repl_set_config.cpp (toBSON): what a tool times a failover by.
+        with direct(self.primary) as c:
+            cfg = c.admin.command("replSetGetConfig")["config"]
+        self.assertEqual(cfg["_id"], "rs0")
+        self.assertEqual(sorted(m["host"] for m in cfg["members"]), sorted(self.hosts))
+        self.assertEqual([m["_id"] for m in cfg["members"]], list(range(len(self.hosts))))
+        settings = cfg["settings"]
+        self.assertEqual(settings["heartbeatIntervalMillis"], 2000)
+        expected = os.environ.get("OUTBOX_TEST_ELECTION_TIMEOUT_MS")
+        if expected:
+            self.assertEqual(settings["electionTimeoutMillis"], int(expected))
+        else:
+            self.assertGreater(settings["electionTimeoutMillis"], 0)
 
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result

@@ -17,7 +17,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relaytest import (MONGO_URI, MQTT_URI, Entities, Relay, Subscriber,  # noqa: E402
+from relaytest import (MONGO_URI, MQTT_URI, Entities, Relay, Subscriber, db_name,  # noqa: E402
                        free_port, pymongo, run_tests, wait_until)
 
 RELAY_BIN = sys.argv[1] if len(sys.argv) > 1 else "outbox-relay"
@@ -38,7 +38,7 @@ def relay(name, patterns, extra=()):
     for p in patterns:
         args += ["--namespace", p]
     args += ["--topic", TOPIC] + list(extra)
-    return Relay(RELAY_BIN, "nsstate_%s" % RUN, [], name, args)
+    return Relay(RELAY_BIN, db_name("nsstate_%s" % RUN), [], name, args)
 
 
 def topics(sub):
@@ -58,7 +58,7 @@ def drop_all(prefix):
 def test_tenants_across_databases():
     """Tenants of two databases before the start (swept), one created while running (taken
     from the cluster stream), the same _id in each, and a collection the patterns skip."""
-    pre = "nsa%s_" % RUN
+    pre = db_name("nsa%s_" % RUN)
     t1 = Entities(client[pre + "t1"]["contacts"])
     t2 = Entities(client[pre + "t2"]["contacts"])
     other = Entities(client[pre + "t1"]["other"])
@@ -97,7 +97,7 @@ def test_drops_while_running():
     """A watched collection dropped and a watched database dropped while the cluster stream
     runs: forgotten, the relay goes on serving the others, and a tenant made again under a
     dropped name is served again."""
-    pre = "nsd%s_" % RUN
+    pre = db_name("nsd%s_" % RUN)
     a = Entities(client[pre + "a"]["orders"])
     b = Entities(client[pre + "b"]["orders"])
     a.create(1, 1)
@@ -129,7 +129,7 @@ def test_drops_while_running():
 def test_one_database_stream_survives_drop_database():
     """Patterns of one database: a database stream. Its dropDatabase invalidates the stream;
     the relay sweeps, starts again and serves the database when it is made again."""
-    db = "nss%s" % RUN
+    db = db_name("nss%s" % RUN)
     a = Entities(client[db]["t_1"])
     a.create("p", 1)
     sub = Subscriber("ns%s/#" % RUN)
@@ -165,7 +165,7 @@ def test_many_namespaces_swept():
     """40 collections in 8 databases with pending events before the start: the listing and
     the sweep find every one (and create the partial index on each); the metrics keep one
     series for the pattern, not one per tenant, and its pending gauge sums them all."""
-    pre = "nsm%s_" % RUN
+    pre = db_name("nsm%s_" % RUN)
     colls = [client["%s%d" % (pre, d)]["c%d" % c] for d in range(8) for c in range(5)]
     for i, coll in enumerate(colls):
         Entities(coll).create(i, 1)
@@ -205,7 +205,7 @@ def test_many_namespaces_swept():
 def test_nothing_matches_at_start():
     """A pattern nothing matches yet: the relay starts (an empty sweep), watches, and serves
     the first tenant created."""
-    pre = "nsz%s_" % RUN
+    pre = db_name("nsz%s_" % RUN)
     sub = Subscriber("ns%s/#" % RUN)
     r = relay("nsz-" + RUN, [pre + "*.orders"])
     try:
@@ -224,7 +224,7 @@ def test_rename_into_a_watched_name():
     """A collection renamed into a watched name (as an aggregation's $out does): its pending
     events never showed as inserts; the relay sweeps and publishes them. A watched one renamed
     away is forgotten."""
-    pre = "nsr%s_" % RUN
+    pre = db_name("nsr%s_" % RUN)
     staging = Entities(client[pre + "a"]["staging"])
     staging.create("s1", 2)
     Entities(client[pre + "a"]["orders"]).create("o1", 1)
@@ -278,8 +278,8 @@ def test_admin_per_pattern():
     """outbox-admin with the relay's patterns: status per namespace (the most pending first,
     --top, totals, JSON), pending, requeue of a dead letter in another database,
     ensure-schema on every match."""
-    pre = "nsadm%s_" % RUN
-    pat = ["--namespace", pre + "*.orders", "--state-database", "nsstate_" + RUN]
+    pre = db_name("nsadm%s_" % RUN)
+    pat = ["--namespace", pre + "*.orders", "--state-database", db_name("nsstate_" + RUN)]
     ents = [Entities(client["%s%d" % (pre, i)]["orders"]) for i in range(3)]
     for i, e in enumerate(ents):
         e.create("e", i + 1)
@@ -321,8 +321,8 @@ def test_archive_and_replay_across_databases():
     """With --archive-collection the archive (in the state database) names a tenant's
     namespace db.coll, so two tenants' same-named collections stay apart, and outbox-admin
     replay with the same patterns publishes each to its real {db}/{collection}."""
-    pre = "nsarc%s_" % RUN
-    state = "nsarcstate_%s" % RUN
+    pre = db_name("nsarc%s_" % RUN)
+    state = db_name("nsarcstate_%s" % RUN)
     for t in ("a", "b"):
         Entities(client[pre + t]["orders"]).create("same", 2)
     sub = Subscriber("ns%s/#" % RUN)

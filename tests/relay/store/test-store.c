@@ -78,3 +78,32 @@ Test(store, sweep_replies_are_sized_in_bytes)
    mongoc_client_destroy(client);
    relay_config_destroy(&cfg);
 }
+
+/* F20: a change stream getMore that never got its reply held the relay for mongoc's 300 s.
+ * The stream's client times out sooner unless the URI says how long; the others keep
+ * mongoc's default (a long sweep batch or clear must not be cut off). */
+Test(store, the_streams_client_times_out_a_dead_connection)
+{
+   relay_config_t cfg;
+   bson_error_t error;
+   relay_config_init_defaults(&cfg);
+   const char *uris[] = {"mongodb://127.0.0.1:1/", "mongodb://127.0.0.1:1/?socketTimeoutMS=4000"};
+   const int32_t want[] = {RELAY_STREAM_SOCKET_TIMEOUT_MS, 4000};
+   for (int i = 0; i < 2; i++) {
+      cfg.mongodb_uri = bson_strdup(uris[i]);
+      mongoc_client_t *stream = relay_store_stream_client_new(&cfg, "s", &error);
+      mongoc_client_t *data = relay_store_client_new(&cfg, "d", &error);
+      cr_assert(stream && data, "%s", error.message);
+      cr_assert_eq(mongoc_uri_get_option_as_int32(mongoc_client_get_uri(stream),
+                                                  MONGOC_URI_SOCKETTIMEOUTMS, -1),
+                   want[i], "%s", uris[i]);
+      cr_assert_eq(mongoc_uri_get_option_as_int32(mongoc_client_get_uri(data),
+                                                  MONGOC_URI_SOCKETTIMEOUTMS, -1),
+                   i == 0 ? -1 : 4000, "%s", uris[i]);
+      mongoc_client_destroy(stream);
+      mongoc_client_destroy(data);
+      bson_free(cfg.mongodb_uri);
+      cfg.mongodb_uri = NULL;
+   }
+   relay_config_destroy(&cfg);
+}
