@@ -218,6 +218,19 @@ relay_namespaces_db(relay_namespaces_t *ns, int i)
    return relay_namespaces_get(ns, i, &n) ? n.db : "?";
 }
 
+void
+relay_namespaces_revive(relay_namespaces_t *ns)
+{
+   pthread_mutex_lock(&ns->lock);
+   for (int i = 0; i < ns->n; i++) {
+      if (ns->entries[i]->gone) {
+         ns->entries[i]->gone = false;
+         ns->version++;
+      }
+   }
+   pthread_mutex_unlock(&ns->lock);
+}
+
 int
 relay_namespaces_drop(relay_namespaces_t *ns, const char *db, const char *coll)
 {

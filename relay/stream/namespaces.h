@@ -72,12 +72,17 @@ int relay_namespaces_drop(relay_namespaces_t *ns, const char *db, const char *co
  * per namespace compare it to know when to look again. */
 uint64_t relay_namespaces_version(relay_namespaces_t *ns);
 
+/* Takes every namespace back that a drop made gone (with only literal patterns, before a
+ * full sweep: relay_namespaces_list()). */
+void relay_namespaces_revive(relay_namespaces_t *ns);
+
 /* Lists the server's matching namespaces through @client and takes each (drops are learnt
  * from the stream, not from a listing, which may race with a create). With only literal
- * patterns nothing is listed (their namespaces are all known). Databases are listed with nameOnly
- * and authorizedDatabases, collections with nameOnly and a filter of type "collection", one
- * database at a time, so memory is the names only. False with @error when a listing failed
- * (13 Unauthorized: the user lacks listDatabases/listCollections). */
+ * patterns nothing is listed (their namespaces are all known) and each is taken back.
+ * Databases are listed with nameOnly and authorizedDatabases, collections with nameOnly and a
+ * filter of type "collection", one database at a time, so memory is the names only. False
+ * with @error when a listing failed (13 Unauthorized: the user lacks
+ * listDatabases/listCollections). */
 bool relay_namespaces_list(relay_namespaces_t *ns, mongoc_client_t *client, bson_error_t *error);
 
 /* Collection handles by namespace index for one thread (relay.c's main thread, the clearer
