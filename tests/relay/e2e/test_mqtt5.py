@@ -235,6 +235,10 @@ def test_max_publish_rate_holds_events_not_clears():
               "gauge %s" % metric(port, "outbox_relay_publish_rate_limit"))
         coll.insert_many([{"_id": "r%d" % i, "version": Int64(1), "eventSeq": Int64(1),
                            "events": [event(1)]} for i in range(100)])
+        # Timed from the first delivery: the pacing, not how long the stream took to bring
+        # the inserts (through mongos a merged stream holds changes for up to a shard's
+        # no-op interval: 3.56 s from the insert once, against an outside mongos).
+        check(wait_until(lambda: sub.count() >= 1, 10, 0.01), "nothing delivered")
         start = time.time()
         check(wait_until(lambda: sub.count() >= 20, 10), "only %d" % sub.count())
         # Mid-way: some delivered and cleared, the rest pending, and the limit holding them.
