@@ -58,6 +58,17 @@ end_verify(relay_ingest_t *in)
    }
 }
 
+/* The stream has delivered every change up to @ts (NULL: the present): verifying ends past
+ * the time it was opened, each partition's fresh window past its sweep's end. */
+static void
+stream_passed(relay_ingest_t *in, const relay_ts_t *ts)
+{
+   if (!ts || relay_ts_cmp(*ts, in->verify_until) > 0) {
+      end_verify(in);
+   }
+   in->owner->stream_at(in->owner_ctx, ts);
+}
+
 /* The fields of a change event this code needs. */
 typedef struct {
    bson_t token;
@@ -189,10 +200,7 @@ apply_event(relay_ingest_t *in, const bson_t *doc)
    if (f.wall_ms) {
       in->stream_lag_ms = relay_wall_ms() - f.wall_ms;
    }
-   if (in->verifying && relay_ts_cmp(f.ts, in->verify_until) > 0) {
-      end_verify(in);
-   }
-   in->owner->stream_at(in->owner_ctx, &f.ts);
+   stream_passed(in, &f.ts);
    if (relay_ts_cmp(f.ts, in->newest_change) > 0) {
       in->newest_change = f.ts;
    }
@@ -369,10 +377,7 @@ on_opened(relay_ingest_t *in, const relay_change_t *c)
 static void
 caught_up(relay_ingest_t *in, const relay_ts_t *upto)
 {
-   if (!upto || relay_ts_cmp(*upto, in->verify_until) > 0) {
-      end_verify(in);
-   }
-   in->owner->stream_at(in->owner_ctx, upto);
+   stream_passed(in, upto);
    /* Every change a read showed early has come by once the stream is past the newest read's
     * snapshot (a read that reported no time holds nothing back, as before times were read). */
    if (!upto || relay_ts_cmp(*upto, in->reads_seen) > 0) {
