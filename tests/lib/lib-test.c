@@ -57,15 +57,23 @@ lt_init_uri(lt_t *t, const char *prefix, void (*adjust)(mongoc_uri_t *uri),
    snprintf(t->coll_name, sizeof t->coll_name, "%.30s_%d_%08x", prefix, (int)getpid(), r);
 }
 
+/* Whether the deployment meets @need, and if not why (@why, @why_size). */
+static bool
+meets(lt_t *t, const char *need, char *why, size_t why_size)
+{
+   mongoc_client_t *client = mongoc_client_pool_pop(t->pool);
+   bool met = deployment_meets(client, need, why, why_size);
+
+   mongoc_client_pool_push(t->pool, client);
+   return met;
+}
+
 void
 lt_requires(lt_t *t, const char *need)
 {
-   mongoc_client_t *client = mongoc_client_pool_pop(t->pool);
    char why[256];
-   bool met = deployment_meets(client, need, why, sizeof why);
 
-   mongoc_client_pool_push(t->pool, client);
-   if (!met) {
+   if (!meets(t, need, why, sizeof why)) {
       lt_skip(why);
    }
 }
@@ -73,12 +81,9 @@ lt_requires(lt_t *t, const char *need)
 bool
 lt_meets(lt_t *t, const char *need)
 {
-   mongoc_client_t *client = mongoc_client_pool_pop(t->pool);
    char why[256];
-   bool met = deployment_meets(client, need, why, sizeof why);
 
-   mongoc_client_pool_push(t->pool, client);
-   return met;
+   return meets(t, need, why, sizeof why);
 }
 
 void
