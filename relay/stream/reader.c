@@ -44,9 +44,11 @@ struct relay_reader_t {
    bson_t *resume_after;
    bool has_start;
    relay_ts_t start_at;
-   bson_t *last_token; /* the newest position read, for relay_reader_reopen() */
-   bool reopened;      /* the next open is a relay_reader_reopen() */
-   bool filtered;      /* partition stages in the pipeline */
+   bson_t *last_token;  /* the newest position read, for relay_reader_reopen() */
+   bson_t *start_after; /* the next start is after this invalidate (see ended_by) */
+   bson_t *ended_by;    /* the invalidate that ended the last stream, or NULL */
+   bool reopened;       /* the next open is a relay_reader_reopen() */
+   bool filtered;       /* partition stages in the pipeline */
    relay_partset_t parts;
    int n_parts;
    void (*wake)(void *);
@@ -285,7 +287,8 @@ remember(relay_reader_t *rd, const bson_t *token)
 }
 
 static mongoc_change_stream_t *
-open_stream(relay_reader_t *rd, const bson_t *token, const relay_ts_t *start_at)
+open_stream(relay_reader_t *rd, const bson_t *token, const bson_t *start_after,
+            const relay_ts_t *start_at)
 {
    bson_t pipeline = BSON_INITIALIZER, opts = BSON_INITIALIZER;
    mongoc_change_stream_t *stream;
@@ -302,6 +305,8 @@ open_stream(relay_reader_t *rd, const bson_t *token, const relay_ts_t *start_at)
    BSON_APPEND_INT32(&opts, "batchSize", RELAY_READ_BATCH_SIZE);
    if (token) {
       BSON_APPEND_DOCUMENT(&opts, "resumeAfter", token);
+   } else if (start_after) {
+      BSON_APPEND_DOCUMENT(&opts, "startAfter", start_after);
    } else if (start_at) {
       BSON_APPEND_TIMESTAMP(&opts, "startAtOperationTime", start_at->t, start_at->i);
    }
@@ -350,6 +355,10 @@ drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t *
          }
          if (bson_iter_init_find(&it, doc, "operationType") && BSON_ITER_HOLDS_UTF8(&it) &&
              !strcmp(bson_iter_utf8(&it, NULL), "invalidate")) {
+            pthread_mutex_lock(&rd->lock);
+            bson_destroy(rd->ended_by);
+            rd->ended_by = *token ? bson_copy(*token) : NULL;
+            pthread_mutex_unlock(&rd->lock);
             return -1;
          }
       } else if (mongoc_change_stream_error_document(stream, &error, &err_doc)) {
@@ -405,8 +414,8 @@ explain_refusal(relay_reader_t *rd, const bson_error_t *error)
 
 /* Serves one command until it is superseded or the history is lost. */
 static void
-serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_t start_at,
-      bool reopened)
+serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bson_t *start_after, bool has_start,
+      relay_ts_t start_at, bool reopened)
 {
    int backoff = 0;
 
@@ -424,7 +433,7 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
              relay_backoff_next(rd->cfg->reconnect_min_ms, rd->cfg->reconnect_max_ms, &backoff));
          continue;
       }
-      stream = open_stream(rd, token, token ? NULL : (has_start ? &start_at : NULL));
+      stream = open_stream(rd, token, start_after, has_start ? &start_at : NULL);
       if (mongoc_change_stream_error_document(stream, &error, &err_doc)) {
          mongoc_change_stream_destroy(stream);
          if (is_lost((int)error.code)) {
@@ -459,6 +468,7 @@ serve(relay_reader_t *rd, uint64_t gen, bson_t *token, bool has_start, relay_ts_
       }
    }
    bson_destroy(token);
+   bson_destroy(start_after);
 }
 
 static void *
@@ -469,7 +479,7 @@ run(void *arg)
    pthread_mutex_lock(&rd->lock);
    while (!rd->stop) {
       uint64_t gen;
-      bson_t *token;
+      bson_t *token, *start_after;
       bool has_start, reopened;
       relay_ts_t start_at;
 
@@ -479,12 +489,13 @@ run(void *arg)
       }
       gen = rd->gen;
       token = rd->resume_after ? bson_copy(rd->resume_after) : NULL;
+      start_after = rd->start_after ? bson_copy(rd->start_after) : NULL;
       has_start = rd->has_start;
       start_at = rd->start_at;
       reopened = rd->reopened;
       rd->reopened = false;
       pthread_mutex_unlock(&rd->lock);
-      serve(rd, gen, token, has_start, start_at, reopened);
+      serve(rd, gen, token, start_after, has_start, start_at, reopened);
       pthread_mutex_lock(&rd->lock);
       if (rd->gen == gen) {
          rd->active = false;
@@ -526,6 +537,29 @@ relay_reader_new(const relay_config_t *cfg, const relay_nsset_t *set, mongoc_cli
    return rd;
 }
 
+/* A start at a time no later than the invalidate that ended the last stream (a sweep after a
+ * dropDatabase: its time comes from the newest write, often the drop itself, and
+ * startAtOperationTime is inclusive) would meet that drop again, and sweep and start again,
+ * until some write moved the clock. Such a start begins after the invalidate instead (6.0's
+ * startAfter, made for this: r6.0 src/mongo/db/pipeline/document_source_change_stream.cpp),
+ * which skips nothing: the ended stream delivered everything up to its invalidate. Under the
+ * lock; takes rd->ended_by. */
+static bson_t *
+after_own_end(relay_reader_t *rd, const bson_t *resume_after, const relay_ts_t *start_at)
+{
+   bson_t *end = rd->ended_by;
+   bson_iter_t it;
+   relay_ts_t end_ts;
+   rd->ended_by = NULL;
+   if (end && !resume_after && start_at && bson_iter_init_find(&it, end, "_data") &&
+       BSON_ITER_HOLDS_UTF8(&it) && relay_ts_from_token_data(bson_iter_utf8(&it, NULL), &end_ts) &&
+       relay_ts_cmp(*start_at, end_ts) <= 0) {
+      return end;
+   }
+   bson_destroy(end);
+   return NULL;
+}
+
 uint64_t
 relay_reader_start(relay_reader_t *rd, const bson_t *resume_after, const relay_ts_t *start_at)
 {
@@ -541,6 +575,8 @@ relay_reader_start(relay_reader_t *rd, const bson_t *resume_after, const relay_t
    if (start_at) {
       rd->start_at = *start_at;
    }
+   bson_destroy(rd->start_after);
+   rd->start_after = after_own_end(rd, resume_after, start_at);
    pthread_cond_broadcast(&rd->cond);
    pthread_mutex_unlock(&rd->lock);
    return gen;
@@ -620,6 +656,8 @@ relay_reader_destroy(relay_reader_t *rd)
    }
    bson_destroy(rd->resume_after);
    bson_destroy(rd->last_token);
+   bson_destroy(rd->start_after);
+   bson_destroy(rd->ended_by);
    mongoc_database_destroy(rd->db);
    mongoc_client_destroy(rd->client);
    pthread_cond_destroy(&rd->cond);

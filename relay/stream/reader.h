@@ -71,7 +71,8 @@ relay_reader_t *relay_reader_new(const relay_config_t *cfg, const relay_nsset_t 
                                  mongoc_client_t *client, relay_reader_time_fn time_fn,
                                  void (*wake)(void *), void *wake_ctx, bson_error_t *error);
 
-/* (Re)starts reading: after @resume_after if not NULL, else at @start_at if not NULL, else
+/* (Re)starts reading: after @resume_after if not NULL, else at @start_at if not NULL (or
+ * just after the invalidate that ended the last stream, when @start_at is not past it), else
  * from now. Any stream open before is closed; changes already queued stay queued. Returns the
  * new generation: changes it produces carry it (and no earlier one). */
 uint64_t relay_reader_start(relay_reader_t *rd, const bson_t *resume_after,

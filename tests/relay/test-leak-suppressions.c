@@ -89,7 +89,8 @@ main(int argc, char **argv)
    (void)argv;
    mongoc_init();
    if (!seed || members(seed, hosts, primary, set) < 3 || !*primary) {
-      printf("skipped: needs a three-member test-mongod\n");
+      printf("skip: needs a replica set of at least 3 members (test-mongod's fault injection "
+             "cuts two off)\n");
       mongoc_cleanup();
       return 77;
    }
@@ -118,7 +119,9 @@ main(int argc, char **argv)
       }
    }
    if (!faulted) {
-      printf("skipped: %s (needs --enable-test-commands)\n", first ? error.message : "no read");
+      /* The line scripts/test --against groups skips by (tests/fixtures/against.py). */
+      printf("skip: needs test-mongod's fault injection (testMemberFault: %s)\n",
+             first ? error.message : "no read");
       rc = 77;
       goto done;
    }

@@ -88,7 +88,11 @@ take(md_mstream_t *m, int s, const bson_t *reply)
              : 0;
 }
 
-/* The smallest high-water mark of the shards still streaming ("" while one has none). */
+/* The smallest high-water mark of the shards still streaming ("" while one has none), or
+ * NULL when none is: a shard whose stream ended (its invalidate) cannot precede anything, so
+ * what the others buffered goes out. Without this a database dropped on every shard, whose
+ * invalidates came in one round, left the merged stream answering empty batches forever
+ * (F20 in tests/chaos/FINDINGS.md). */
 static const char *
 min_hwm(md_router_t *r, const md_mstream_t *m)
 {
@@ -98,7 +102,19 @@ min_hwm(md_router_t *r, const md_mstream_t *m)
          min = m->hwm[s];
       }
    }
-   return min ? min : "";
+   return min;
+}
+
+/* Every shard's stream ended and all it gave was handed out: the merged cursor ends too. */
+static bool
+drained(md_router_t *r, const md_mstream_t *m)
+{
+   for (int s = 0; s < r->n_shards; s++) {
+      if (m->cursor[s] || m->pos[s] < m->n_buf[s]) {
+         return false;
+      }
+   }
+   return true;
 }
 
 /* The shard whose next buffered event sorts first (its token, then the shard), or -1. */
@@ -147,7 +163,7 @@ release(md_router_t *r, md_mstream_t *m, int64_t batch_size, bson_t *arr, uint32
    for (;;) {
       const char *token = NULL;
       int s = next_shard(r, m, &token);
-      if (s < 0 || strcmp(token, hwm) > 0) {
+      if (s < 0 || (hwm && strcmp(token, hwm) > 0)) {
          break;
       }
       if (batch_size > 0 && *count >= (uint32_t)batch_size) {
@@ -169,7 +185,7 @@ release(md_router_t *r, md_mstream_t *m, int64_t batch_size, bson_t *arr, uint32
          return;
       }
    }
-   if (!cut && hwm[0]) {
+   if (!cut && hwm && hwm[0]) {
       char mark[MTOKEN_LEN + 1];
       snprintf(mark, sizeof mark, "%sFF", hwm);
       if (strcmp(mark, m->pbrt) > 0) {
@@ -208,7 +224,8 @@ poll_shards(md_router_t *r, md_mstream_t *m, bson_t *reply)
 }
 
 static void
-batch_reply(const md_mstream_t *m, const char *batch_name, const bson_t *arr, bson_t *reply)
+batch_reply(const md_mstream_t *m, const char *batch_name, const bson_t *arr, bool ended,
+            bson_t *reply)
 {
    bson_t cursor, token;
    bson_init(reply);
@@ -217,7 +234,7 @@ batch_reply(const md_mstream_t *m, const char *batch_name, const bson_t *arr, bs
    BSON_APPEND_DOCUMENT_BEGIN(&cursor, "postBatchResumeToken", &token);
    BSON_APPEND_UTF8(&token, "_data", m->pbrt);
    bson_append_document_end(&cursor, &token);
-   BSON_APPEND_INT64(&cursor, "id", m->invalidated ? 0 : m->id);
+   BSON_APPEND_INT64(&cursor, "id", ended ? 0 : m->id);
    BSON_APPEND_UTF8(&cursor, "ns", m->ns);
    bson_append_document_end(reply, &cursor);
    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
@@ -296,13 +313,19 @@ md_mstream_open(md_router_t *r, const bson_t *cmd, bson_t *reply)
    bson_t arr = BSON_INITIALIZER;
    uint32_t count = 0;
    release(r, m, -1, &arr, &count);
-   pthread_mutex_lock(&r->lock);
-   m->id = r->next_stream_id++;
-   m->next = r->streams;
-   r->streams = m;
-   pthread_mutex_unlock(&r->lock);
-   batch_reply(m, "firstBatch", &arr, reply);
+   bool ended = m->invalidated || drained(r, m);
+   if (!ended) {
+      pthread_mutex_lock(&r->lock);
+      m->id = r->next_stream_id++;
+      m->next = r->streams;
+      r->streams = m;
+      pthread_mutex_unlock(&r->lock);
+   }
+   batch_reply(m, "firstBatch", &arr, ended, reply);
    bson_destroy(&arr);
+   if (ended) {
+      mstream_free(r, m); /* no getMore or killCursors can name it */
+   }
    return true;
 }
 
@@ -360,14 +383,15 @@ md_mstream_get_more(md_router_t *r, const bson_t *cmd, int64_t id, bson_t *reply
    int64_t deadline = md_now_ms() + max_ms;
    bson_t arr = BSON_INITIALIZER;
    uint32_t count = 0;
-   bool ok = true;
+   bool ok = true, ended = false;
    for (;;) {
       ok = poll_shards(r, m, reply);
       if (!ok) {
          break;
       }
       release(r, m, batch_size, &arr, &count);
-      if (count > 0 || m->invalidated || md_now_ms() >= deadline) {
+      ended = m->invalidated || drained(r, m);
+      if (count > 0 || ended || md_now_ms() >= deadline) {
          break;
       }
       /* Shards are asked again every 20 ms: their getMores do not wait here. */
@@ -375,10 +399,10 @@ md_mstream_get_more(md_router_t *r, const bson_t *cmd, int64_t id, bson_t *reply
       nanosleep(&pause, NULL);
    }
    if (ok) {
-      batch_reply(m, "nextBatch", &arr, reply);
+      batch_reply(m, "nextBatch", &arr, ended, reply);
    }
    bson_destroy(&arr);
-   checkin(r, m, !ok || m->invalidated);
+   checkin(r, m, !ok || ended);
    return true;
 }
 

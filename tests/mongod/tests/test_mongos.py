@@ -176,6 +176,28 @@ class Mongos(unittest.TestCase):
             change = self.next_change(stream)
         self.assertEqual((change["operationType"], change["documentKey"]), ("insert", {"_id": 2}))
 
+    def test_database_stream_started_before_its_drop_ends(self):
+        # A database stream started before its database's drop sees the drop and an
+        # invalidate, then ends. Through mongos every shard ends its stream with the drop: both
+        # invalidates came in the first batch, and the merged stream handed out nothing, ever
+        # (F20 in tests/chaos/FINDINGS.md: a shard whose stream ended held the others back).
+        db = self.client[self.db]
+        self.coll.insert_many([{"tenant": "a", "_id": 1}, {"tenant": "z", "_id": 2}])
+        with self.client.start_session() as session:
+            db.plain.insert_one({"_id": 1}, session=session)
+            before = session.operation_time
+        self.client.drop_database(self.db)
+        ops = []
+        with db.watch(start_at_operation_time=before, max_await_time_ms=100) as stream:
+            deadline = time.time() + 10
+            while stream.alive and time.time() < deadline:
+                change = stream.try_next()
+                if change:
+                    ops.append(change["operationType"])
+            self.assertFalse(stream.alive, "the stream did not end: %s" % ops)
+        self.assertEqual(ops[0], "insert")
+        self.assertEqual(ops[-2:], ["dropDatabase", "invalidate"])
+
     def test_token_of_another_collection(self):
         # A token of an event this stream would not have produced is 280 (r6.0
         # src/mongo/db/pipeline/document_source_change_stream_ensure_resume_token_present.cpp).

@@ -5,11 +5,13 @@
  * from tests/fixtures/with-servers, or OUTBOX_TEST_MONGODB_URI): once started it says the
  * stream is open, then hands over appends (an insert with events, an update that raises the
  * seq) and not clears (an update that only empties the events); a reopen resumes after the
- * newest change read, so nothing is skipped.
+ * newest change read, so nothing is skipped; a start at the drop that ended the last stream
+ * begins after it.
  */
 #include <criterion/criterion.h>
 #include <mongoc/mongoc.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "deployment.h" /* tests/fixtures: the run's database prefix */
@@ -43,7 +45,11 @@ setup(void)
    bson_snprintf(name, sizeof name, "reader_%ld", (long)getpid());
    relay_config_init_defaults(&cfg);
    cfg.mongodb_uri = bson_strdup(uri);
-   deployment_db_name("outbox_test_reader", db, sizeof db);
+   /* A database of its own per test (each runs in a process of its own, maybe at once):
+    * one test drops its database. */
+   char base[48];
+   bson_snprintf(base, sizeof base, "outbox_test_reader_%ld", (long)getpid());
+   deployment_db_name(base, db, sizeof db);
    cfg.database = bson_strdup(db);
    cfg.collections = bson_malloc0(2 * sizeof(char *));
    cfg.collections[0] = bson_strdup(name);
@@ -175,5 +181,44 @@ Test(reader, a_reopen_skips_nothing)
    c = next_of(RELAY_CHANGE_EVENT);
    cr_assert_not_null(c, "the change written during the reopen was skipped");
    cr_assert_str_eq(doc_id(c), "c");
+   relay_change_free(c);
+}
+
+/* A start at a time no later than the invalidate that ended the last stream (a sweep's
+ * start after a dropDatabase, taken from the newest write: the drop) begins after that
+ * invalidate: it does not meet the drop again (which would end it again, and again). */
+Test(reader, a_start_at_the_drop_that_ended_the_stream_begins_after_it)
+{
+   mongoc_database_t *db = mongoc_client_get_database(client, cfg.database);
+   bson_t *cmd = BCON_NEW("dropDatabase", BCON_INT32(1));
+   bson_t reply;
+   bson_error_t error;
+   bson_iter_t it;
+   relay_ts_t drop_ts;
+   relay_change_t *c;
+
+   relay_reader_start(rd, NULL, NULL);
+   relay_change_free(next_of(RELAY_CHANGE_OPENED));
+   cr_assert(mongoc_database_command_simple(db, cmd, NULL, &reply, &error), "%s", error.message);
+   cr_assert(bson_iter_init_find(&it, &reply, "operationTime") && BSON_ITER_HOLDS_TIMESTAMP(&it));
+   bson_iter_timestamp(&it, &drop_ts.t, &drop_ts.i);
+   bson_destroy(&reply);
+   bson_destroy(cmd);
+   mongoc_database_destroy(db);
+   c = next_of(RELAY_CHANGE_LOST);
+   cr_assert_not_null(c, "the database's drop did not end the stream");
+   relay_change_free(c);
+
+   relay_reader_start(rd, NULL, &drop_ts);
+   relay_change_free(next_of(RELAY_CHANGE_OPENED));
+   write_json(
+      true, "d",
+      "{\"_id\": \"d\", \"version\": 1, \"eventSeq\": 1, \"events\": [" EVENT("d1", 1) "]}");
+   c = next_of(RELAY_CHANGE_EVENT);
+   cr_assert_not_null(c, "the insert after the drop was not handed over");
+   cr_assert(bson_iter_init_find(&it, c->doc, "operationType") &&
+                !strcmp(bson_iter_utf8(&it, NULL), "insert"),
+             "the new stream met the drop that ended the last one again");
+   cr_assert_str_eq(doc_id(c), "d");
    relay_change_free(c);
 }
