@@ -121,29 +121,36 @@ relay_store_ensure_index(mongoc_collection_t *coll, const relay_config_t *cfg, b
    return ok;
 }
 
+/* A reply's operationTime into @ts, or (@or_cluster_time) its $clusterTime's when it has
+ * none; false (and @ts untouched) when it has neither. */
+static bool
+reply_time(const bson_t *reply, bool or_cluster_time, relay_ts_t *ts)
+{
+   bson_iter_t it, found;
+   if ((bson_iter_init_find(&found, reply, "operationTime") ||
+        (or_cluster_time && bson_iter_init(&it, reply) &&
+         bson_iter_find_descendant(&it, "$clusterTime.clusterTime", &found))) &&
+       BSON_ITER_HOLDS_TIMESTAMP(&found)) {
+      bson_iter_timestamp(&found, &ts->t, &ts->i);
+      return true;
+   }
+   return false;
+}
+
 bool
 relay_store_operation_time(mongoc_client_t *client, relay_ts_t *ts, bson_error_t *error)
 {
    bson_t cmd = BSON_INITIALIZER, reply;
-   bson_iter_t it;
    bool ok;
 
    BSON_APPEND_INT32(&cmd, "ping", 1);
    ok = mongoc_client_command_simple(client, "admin", &cmd, NULL, &reply, error);
-   if (ok) {
-      /* operationTime is the newest write the server had applied; $clusterTime is as good
-       * when a server leaves operationTime out of a ping. */
-      bson_iter_t found;
-      if ((bson_iter_init_find(&found, &reply, "operationTime") ||
-           (bson_iter_init(&it, &reply) &&
-            bson_iter_find_descendant(&it, "$clusterTime.clusterTime", &found))) &&
-          BSON_ITER_HOLDS_TIMESTAMP(&found)) {
-         bson_iter_timestamp(&found, &ts->t, &ts->i);
-      } else {
-         bson_set_error(error, MONGOC_ERROR_PROTOCOL, MONGOC_ERROR_PROTOCOL_INVALID_REPLY,
-                        "the server reports no operationTime: is it a replica set?");
-         ok = false;
-      }
+   /* operationTime is the newest write the server had applied; $clusterTime is as good when
+    * a server leaves operationTime out of a ping. */
+   if (ok && !reply_time(&reply, true, ts)) {
+      bson_set_error(error, MONGOC_ERROR_PROTOCOL, MONGOC_ERROR_PROTOCOL_INVALID_REPLY,
+                     "the server reports no operationTime: is it a replica set?");
+      ok = false;
    }
    bson_destroy(&reply);
    bson_destroy(&cmd);
@@ -159,9 +166,7 @@ take_found(const bson_t *reply, bson_t *doc, relay_ts_t *seen, bson_error_t *err
    bson_iter_t it, batch;
 
    *seen = (relay_ts_t){0, 0};
-   if (bson_iter_init_find(&it, reply, "operationTime") && BSON_ITER_HOLDS_TIMESTAMP(&it)) {
-      bson_iter_timestamp(&it, &seen->t, &seen->i);
-   }
+   reply_time(reply, false, seen);
    if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "cursor.firstBatch", &it) &&
        BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &batch) && bson_iter_next(&batch) &&
        BSON_ITER_HOLDS_DOCUMENT(&batch)) {

@@ -295,13 +295,6 @@ Test(outcome, single_transient_failure_is_retried_by_the_driver)
    outbox_commit_t res;
    bson_error_t e;
 
-   /* MongoDB 6.0's mongos returns failCommand's errorLabels (the retryable writes spec
-    * tests arm them on mongos); test-mongod's leaves them out of its reply, so mongoc sees no
-    * RetryableWriteError and rightly reports the outcome unknown. Reported for tests/mongod. */
-   if (lt_meets(&t, "sharded") && lt_meets(&t, "test-mongod")) {
-      lt_skip("test-mongod's mongos leaves failCommand's errorLabels out of its reply (MongoDB "
-              "6.0's mongos keeps them)");
-   }
    create_entity(&id);
    lt_events_new(evs, 1, "t.appended");
    fail_next("update", 1, DROPPED);

@@ -48,6 +48,26 @@ is_primary(const char *host)
    return yes;
 }
 
+/* testMemberFault @mode ("refuse", "heal") on both members other than @primary, asked of
+ * @primary: each is tried; false with the first error when any failed. */
+static bool
+fault_others(char hosts[3][256], const char *primary, const char *mode, bson_error_t *error)
+{
+   bool ok = true;
+   for (int i = 0; i < 3; i++) {
+      if (strcmp(hosts[i], primary) != 0) {
+         bson_t *cmd = BCON_NEW("testMemberFault", BCON_UTF8(hosts[i]), "mode", BCON_UTF8(mode));
+         bson_error_t one;
+         if (!command(primary, cmd, NULL, &one) && ok) {
+            bson_snprintf(error->message, sizeof error->message, "%s: %s", hosts[i], one.message);
+            ok = false;
+         }
+         bson_destroy(cmd);
+      }
+   }
+   return ok;
+}
+
 /* The set's hosts and its primary, from the seed's hello. */
 static int
 members(const char *seed_uri, char hosts[3][256], char *primary, char *set)
@@ -110,15 +130,7 @@ main(int argc, char **argv)
 
    /* Both other members gone: the primary steps down after the election timeout, and nobody
     * can be elected. */
-   bool faulted = first;
-   for (int i = 0; i < 3 && faulted; i++) {
-      if (strcmp(hosts[i], primary) != 0) {
-         bson_t *fault = BCON_NEW("testMemberFault", BCON_UTF8(hosts[i]), "mode", "refuse");
-         faulted = command(primary, fault, NULL, &error);
-         bson_destroy(fault);
-      }
-   }
-   if (!faulted) {
+   if (!first || !fault_others(hosts, primary, "refuse", &error)) {
       /* The line scripts/test --against groups skips by (tests/fixtures/against.py). */
       printf("skip: needs test-mongod's fault injection (testMemberFault: %s)\n",
              first ? error.message : "no read");
@@ -148,15 +160,9 @@ main(int argc, char **argv)
 done:
    /* The deployment outlives the test (scripts/test --against runs the rest on it): the
     * members come back, and the set has a primary again before the next test. */
-   for (int i = 0; i < 3 && first; i++) { /* a member refused before a failed fault too */
-      if (strcmp(hosts[i], primary) != 0) {
-         bson_t *heal = BCON_NEW("testMemberFault", BCON_UTF8(hosts[i]), "mode", "heal");
-         if (!command(primary, heal, NULL, &error)) {
-            printf("FAIL: healing %s: %s\n", hosts[i], error.message);
-            rc = 1;
-         }
-         bson_destroy(heal);
-      }
+   if (first && !fault_others(hosts, primary, "heal", &error)) { /* after a failed fault too */
+      printf("FAIL: healing: %s\n", error.message);
+      rc = 1;
    }
    bool any_primary = !first;
    for (int i = 0; i < 600 && !any_primary; i++) {

@@ -395,9 +395,13 @@ apply_failpoint(md_cmd_t *c, const cmd_entry_t *entry, md_fp_action_t *fp, bson_
    return true;
 }
 
-/* For a router (shard/): failCommand alone, before the router sends the command on. */
+/* For a router (shard/): failCommand alone, before the router sends the command on. A
+ * writeConcernError fail point lets the command run; its reply then carries the error and
+ * the fail point's errorLabels, as 6.0's mongos adds them after running a command that takes
+ * a write concern (src/mongo/s/commands/strategy.cpp, ExecCommandClient::_epilogue). */
 bool
-md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close, bson_t *wce)
+md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close,
+                     bson_t *epilogue)
 {
    md_server_t *srv = conn->srv;
    bson_error_t error = {0};
@@ -418,9 +422,12 @@ md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *cl
    if (stop && !c.close_connection) {
       add_labels(&c, (int32_t)error.code, 0);
    }
-   bson_init(wce);
+   bson_init(epilogue);
    if (!stop && fp.wce_doc) {
-      bson_concat(wce, fp.wce_doc);
+      BSON_APPEND_DOCUMENT(epilogue, "writeConcernError", fp.wce_doc);
+      if (!bson_empty(&c.labels)) {
+         BSON_APPEND_ARRAY(epilogue, "errorLabels", &c.labels);
+      }
    }
    pthread_mutex_unlock(&srv->data.lock);
    if (stop && !c.close_connection) {

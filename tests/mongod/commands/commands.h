@@ -45,10 +45,11 @@ bool md_command_run(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
  * and on its own config store). */
 bool md_command_run_local(md_conn_t *conn, const bson_t *cmd, bson_t *reply);
 /* failCommand alone, as a router applies it to what it routes: true when it fired, with the
- * error reply in *reply (initialised) or *close set (close without answering); else *wce
- * (always initialised) holds the writeConcernError the reply must carry, if any. */
+ * error reply in *reply (initialised) or *close set (close without answering); else
+ * *epilogue (always initialised) holds the fields the reply must end with, if any
+ * (failCommand's writeConcernError and its errorLabels). */
 bool md_command_failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *close,
-                          bson_t *wce);
+                          bson_t *epilogue);
 
 /* Builds an error reply (used by the connection loop for protocol errors too). */
 void md_error_reply(md_server_t *srv, const bson_error_t *error, const bson_t *labels,

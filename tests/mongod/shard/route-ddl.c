@@ -222,9 +222,9 @@ md_route_get_more(md_router_t *r, md_conn_t *conn, const bson_t *cmd, bson_t *re
    if (bson_iter_init(&it, cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_INT64(&it) &&
        md_mstream_owns(r, bson_iter_int64(&it))) {
       bool close = false;
-      bson_t wce;
-      bool fired = md_command_failpoint(conn, cmd, reply, &close, &wce);
-      bson_destroy(&wce);
+      bson_t epilogue; /* a getMore takes no write concern */
+      bool fired = md_command_failpoint(conn, cmd, reply, &close, &epilogue);
+      bson_destroy(&epilogue);
       if (fired) {
          if (close) {
             bson_init(reply);

@@ -263,10 +263,10 @@ in_list(const char *const *list, const char *name)
 /* failCommand (configured on the router, as on a real mongos) before the command is routed;
  * true when it answered (or the connection must close: *keep false). */
 static bool
-failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *keep, bson_t *wce)
+failpoint(md_conn_t *conn, const bson_t *cmd, bson_t *reply, bool *keep, bson_t *epilogue)
 {
    bool close = false;
-   if (!md_command_failpoint(conn, cmd, reply, &close, wce)) {
+   if (!md_command_failpoint(conn, cmd, reply, &close, epilogue)) {
       return false;
    }
    if (close) {
@@ -387,16 +387,14 @@ route_cmd(md_conn_t *conn, const bson_t *cmd, bson_t *reply)
    if (strcmp(name, "killCursors") == 0) {
       return md_route_kill_cursors(r, conn, cmd, reply);
    }
-   bson_t wce;
-   if (failpoint(conn, cmd, reply, &keep, &wce)) {
-      bson_destroy(&wce);
+   bson_t epilogue;
+   if (failpoint(conn, cmd, reply, &keep, &epilogue)) {
+      bson_destroy(&epilogue);
       return keep;
    }
    route_on(r, name, cmd, reply);
-   if (!bson_empty(&wce)) {
-      BSON_APPEND_DOCUMENT(reply, "writeConcernError", &wce); /* failCommand's */
-   }
-   bson_destroy(&wce);
+   bson_concat(reply, &epilogue); /* failCommand's writeConcernError and errorLabels */
+   bson_destroy(&epilogue);
    return true;
 }
 

@@ -216,6 +216,22 @@ class Mongos(unittest.TestCase):
                                        ("data", data)]))
         self.addCleanup(self.client.admin.command, "configureFailPoint", name, mode="off")
 
+    def test_fail_command_write_concern_error_keeps_its_labels(self):
+        # 6.0's mongos runs the write, then adds failCommand's writeConcernError and its
+        # errorLabels to the reply (r6.0 src/mongo/s/commands/strategy.cpp,
+        # ExecCommandClient::_epilogue), so a driver retries on RetryableWriteError (the
+        # retryable-writes spec test "InsertOne succeeds after retryable writeConcernError"
+        # runs on sharded clusters).
+        self.failpoint("failCommand", {"times": 1}, failCommands=["insert"],
+                       errorLabels=["RetryableWriteError"],
+                       writeConcernError={"code": 91, "errmsg": "Replication is being shut down"})
+        reply = raw_command(self.client.address[1],
+                            SON([("insert", "t"), ("documents", [{"tenant": "a", "_id": 9}]),
+                                 ("$db", self.db)]))
+        self.assertEqual(reply["writeConcernError"]["code"], 91)
+        self.assertEqual(reply.get("errorLabels"), ["RetryableWriteError"])
+        self.assertEqual(reply["n"], 1)  # the write ran
+
     def test_fail_getmore_after_cursor_checkout(self):
         # 6.0's mongos has this fail point (defined in r6.0 src/mongo/db/query/find_common.cpp,
         # checked by src/mongo/s/query/cluster_find.cpp): a change stream's getMore fails with its code,
