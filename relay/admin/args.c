@@ -134,8 +134,8 @@ apply(admin_t *a, const admin_opt_t *o, const char *value, bson_error_t *error)
       a->max_age_given = a->max_age_given || o->offset == OFF(max_age_ms);
       if (!admin_parse_age(value, (int64_t *)field)) {
          bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_USAGE,
-                        "--%s: expected a duration like 30s, 5m, 2h or 1d, got '%s'", o->name,
-                        value);
+                        "--%s: expected a duration like 500ms, 30s, 5m, 1.5h, 1d or 2w, got '%s'",
+                        o->name, value);
          return false;
       }
       return true;

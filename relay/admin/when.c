@@ -6,44 +6,20 @@
  * usage error before anything connects. No state.
  */
 #include "admin/args.h"
+#include "base/duration.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 /* Ages are kept in int64 milliseconds and subtracted from the server's clock: anything near
  * INT64_MAX would overflow there (about 106 million years). */
-#define AGE_MAX_MS 9.2e18
+#define AGE_MAX_MS 9200000000000000000LL
 
 bool
 admin_parse_age(const char *text, int64_t *ms)
 {
-   static const struct {
-      const char *suffix;
-      int64_t ms;
-   } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1000}};
-   /* Digits with at most one '.', then a unit: strtod() alone would also take " 5", "+5",
-    * "nan", "-nan", "inf", "0x10" and "1e3". */
-   size_t n = strspn(text, "0123456789."), dots = 0;
-   for (size_t i = 0; i < n; i++) {
-      dots += text[i] == '.';
-   }
-   if (n == 0 || dots > 1 || (n == 1 && dots == 1)) {
-      return false;
-   }
-   double v = strtod(text, NULL);
-   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-      if (!strcmp(text + n, units[i].suffix)) {
-         double total = v * (double)units[i].ms;
-         if (!isfinite(total) || total >= AGE_MAX_MS) {
-            return false;
-         }
-         *ms = (int64_t)total;
-         return true;
-      }
-   }
-   return false;
+   return relay_duration_parse(text, AGE_MAX_MS, ms);
 }
 
 static bool

@@ -7,43 +7,31 @@
  * checkpoints and leases). Called by _relay_config_finish(); no state.
  */
 #include "config/config-private.h"
+#include "base/duration.h"
 #include "util/error.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* MongoDB refuses a TTL index whose expireAfterSeconds is above INT32_MAX (r6.0
  * src/mongo/db/catalog/index_key_validate.cpp, validateExpireAfterSeconds(): "defined as
  * safeInt (int32_t) in the IDL for listIndexes and collMod"); about 68 years. */
 #define TTL_MAX_S 2147483647LL
+/* Any duration option: a century, well past any limit the options have. */
+#define DURATION_MAX_S (100LL * 365 * 86400)
 
 bool
 _relay_parse_duration(const char *text, int64_t *seconds)
 {
-   static const struct {
-      const char *suffix;
-      int64_t s;
-   } units[] = {{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}, {"", 1}};
-   char *end;
-   long long v;
-
+   int64_t ms;
    if (!strcmp(text, "none")) {
       *seconds = 0;
       return true;
    }
-   errno = 0;
-   v = strtoll(text, &end, 10);
-   if (end == text || errno || v < 0 || v > 100LL * 365 * 86400) {
+   if (!relay_duration_parse(text, DURATION_MAX_S * 1000, &ms) || ms % 1000 != 0) {
       return false;
    }
-   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-      if (!strcmp(end, units[i].suffix) && v * units[i].s <= 100LL * 365 * 86400) {
-         *seconds = (int64_t)v * units[i].s;
-         return true;
-      }
-   }
-   return false;
+   *seconds = ms / 1000;
+   return true;
 }
 
 bool
@@ -54,11 +42,12 @@ _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error)
    cfg->archive_ttl_s = 0;
    if (cfg->archive_ttl && (!_relay_parse_duration(cfg->archive_ttl, &cfg->archive_ttl_s) ||
                             cfg->archive_ttl_s > TTL_MAX_S)) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
-                     "archive-ttl: expected a duration like 30d, 12h, 90m or 3600s (at most "
-                     "%lld seconds, about 68 years: MongoDB's limit for expireAfterSeconds), "
-                     "or none; got '%s'",
-                     TTL_MAX_S, cfg->archive_ttl);
+      bson_set_error(
+         error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+         "archive-ttl: expected a duration like 30d, 1.5h, 90m or 3600s, in whole seconds (at most "
+         "%lld seconds, about 68 years: MongoDB's limit for expireAfterSeconds), "
+         "or none; got '%s'",
+         TTL_MAX_S, cfg->archive_ttl);
       cfg->archive_ttl_s = 0;
       return false;
    }

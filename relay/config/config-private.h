@@ -124,8 +124,8 @@ bool _relay_config_finish(relay_config_t *cfg, bson_error_t *error);
  * collection that is none of the relay's other collections. */
 bool _relay_config_check_archive(relay_config_t *cfg, bson_error_t *error);
 
-/* "30d", "12h", "90m", "3600s", "2w" or a plain number of seconds (at most 100 years);
- * "none" or "0": 0. False for anything else. */
+/* A duration in whole seconds (base/duration.h: "30d", "1.5h", "90m", "3600s", "2w" or a
+ * plain number of seconds; at most 100 years); "none" or "0": 0. False for anything else. */
 bool _relay_parse_duration(const char *text, int64_t *seconds);
 
 /* Parses message-expiry and expired-events into their loaded forms (config/expiry.c). */

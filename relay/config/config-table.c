@@ -95,7 +95,7 @@ const relay_opt_t relay_opts[] = {
     268435455, "BYTES", "268435455", "larger messages are dead-lettered instead of published"},
    {"message-expiry", "OUTBOX_MESSAGE_EXPIRY", OPT_STRING, OFF(message_expiry), 1, 0, "DURATION",
     "none",
-    "MQTT 5 Message Expiry Interval of every message (90s, 15m, 12h, 7d); an event's "
+    "MQTT 5 Message Expiry Interval of every message (90s, 15m, 1.5h, 7d); an event's "
     "expiresAt wins"},
    {"topic-aliases", "OUTBOX_TOPIC_ALIASES", OPT_BOOL, OFF(topic_aliases), 0, 0, NULL, "false",
     "MQTT 5 topic aliases: a repeated topic is sent as a 2-byte alias"},
@@ -146,7 +146,7 @@ const relay_opt_t relay_opts[] = {
     RELAY_NAME_COLLECTION, 0, "NAME", "off",
     "keep published events in collection NAME before clearing them (replayable)"},
    {"archive-ttl", "OUTBOX_ARCHIVE_TTL", OPT_STRING, OFF(archive_ttl), 1, 0, "DURATION", "none",
-    "remove archived events this long after publishing (30d, 12h, 90m, 3600s)"},
+    "remove archived events this long after publishing (30d, 1.5d, 90m, 3600s)"},
 
    SECTION("Operations"),
    {"pending-scan-interval-ms", "OUTBOX_PENDING_SCAN_INTERVAL_MS", OPT_INT,

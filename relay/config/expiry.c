@@ -24,10 +24,11 @@ _relay_config_check_expiry(relay_config_t *cfg, bson_error_t *error)
    if (cfg->message_expiry &&
        (!_relay_parse_duration(cfg->message_expiry, &cfg->message_expiry_s) ||
         cfg->message_expiry_s > EXPIRY_MAX_S)) {
-      bson_set_error(error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
-                     "message-expiry: expected a duration like 90s, 15m, 12h or 7d (at most "
-                     "%lld seconds, MQTT's limit), or none; got '%s'",
-                     EXPIRY_MAX_S, cfg->message_expiry);
+      bson_set_error(
+         error, RELAY_ERROR_DOMAIN, RELAY_ERROR_CONFIG,
+         "message-expiry: expected a duration like 90s, 15m, 1.5h or 7d, in whole seconds (at most "
+         "%lld seconds, MQTT's limit), or none; got '%s'",
+         EXPIRY_MAX_S, cfg->message_expiry);
       return false;
    }
    cfg->expired_mode = RELAY_EXPIRED_DROP;

@@ -44,9 +44,11 @@ Test(config_archive, ttl_durations)
    static const struct {
       const char *text;
       int64_t seconds;
-   } good[] = {{"30d", 30 * 86400}, {"12h", 12 * 3600}, {"90m", 5400}, {"3600s", 3600},
-               {"2w", 14 * 86400},  {"600", 600},       {"none", 0}};
-   static const char *const bad[] = {"soon", "-1d", "5y", "1.5d", "101000d", ""};
+   } good[] = {{"30d", 30 * 86400}, {"12h", 12 * 3600}, {"90m", 5400},
+               {"3600s", 3600},     {"2w", 14 * 86400}, {"600", 600},
+               {"none", 0},         {"1.5d", 129600},   {"2000ms", 2}};
+   /* One grammar with outbox-admin's (relay/base/duration.c), in whole seconds here. */
+   static const char *const bad[] = {"soon", "-1d", "5y", "1500ms", "101000d", ""};
    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
       const char *args[] = {TEST_REQUIRED,   "--archive-collection", "arch",
                             "--archive-ttl", good[i].text,           NULL};
