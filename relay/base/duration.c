@@ -20,7 +20,7 @@ unit_ms(const char *suffix)
    static const struct {
       const char *suffix;
       int64_t ms;
-   } units[] = {{"ms", 1},       {"s", 1000},        {"m", 60000}, {"h", 3600000},
+   } units[] = {{"ms", 1},       {"s", 1000},      {"m", 60000}, {"h", 3600000},
                 {"d", 86400000}, {"w", 604800000}, {"", 1000}};
    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
       if (!strcmp(suffix, units[i].suffix)) {
@@ -59,8 +59,8 @@ relay_duration_parse(const char *text, int64_t max_ms, int64_t *ms)
       rest += 1 + n_frac;
    }
    int64_t unit = unit_ms(rest);
-   if (n_whole + n_frac == 0 || n_whole > INT_DIGITS_MAX || n_frac > FRAC_DIGITS_MAX ||
-       unit == 0 || whole > max_ms / unit || (frac * unit) % frac_scale != 0) {
+   if (n_whole + n_frac == 0 || n_whole > INT_DIGITS_MAX || n_frac > FRAC_DIGITS_MAX || unit == 0 ||
+       whole > max_ms / unit || (frac * unit) % frac_scale != 0) {
       return false;
    }
    int64_t total = whole * unit + frac * unit / frac_scale;
