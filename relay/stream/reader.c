@@ -319,20 +319,21 @@ open_stream(relay_reader_t *rd, const bson_t *token, const bson_t *start_after,
    return stream;
 }
 
-/* Reads an open stream until it fails or the command changes. Updates *@token to the newest
- * position read. Returns the error code when the stream failed (0 when superseded). */
-/* The cluster time of a high-water mark @token ({0, 0} if it shows none). */
-static void
+/* The cluster time a resume token @token begins with; false (and {0, 0}) if it shows none. */
+static bool
 token_time(const bson_t *token, relay_ts_t *ts)
 {
    bson_iter_t it;
    if (bson_iter_init_find(&it, token, "_data") && BSON_ITER_HOLDS_UTF8(&it) &&
        relay_ts_from_token_data(bson_iter_utf8(&it, NULL), ts)) {
-      return;
+      return true;
    }
    *ts = (relay_ts_t){0, 0};
+   return false;
 }
 
+/* Reads an open stream until it fails or the command changes. Updates *@token to the newest
+ * position read. Returns the error code when the stream failed (0 when superseded). */
 static int
 drain(relay_reader_t *rd, uint64_t gen, mongoc_change_stream_t *stream, bson_t **token)
 {
@@ -548,11 +549,9 @@ static bson_t *
 after_own_end(relay_reader_t *rd, const bson_t *resume_after, const relay_ts_t *start_at)
 {
    bson_t *end = rd->ended_by;
-   bson_iter_t it;
    relay_ts_t end_ts;
    rd->ended_by = NULL;
-   if (end && !resume_after && start_at && bson_iter_init_find(&it, end, "_data") &&
-       BSON_ITER_HOLDS_UTF8(&it) && relay_ts_from_token_data(bson_iter_utf8(&it, NULL), &end_ts) &&
+   if (end && !resume_after && start_at && token_time(end, &end_ts) &&
        relay_ts_cmp(*start_at, end_ts) <= 0) {
       return end;
    }
